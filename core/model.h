@@ -1,0 +1,115 @@
+// Model description: config, weights and the per-architecture table. Plain structs, no behaviour.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tokenizer.h"
+
+namespace gb {
+
+// Everything that differs between architecture families lives in this table (see arch_table()).
+enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM };
+enum mlp_kind { MLP_GELU, MLP_SWIGLU };
+enum pos_kind { POS_LEARNED, POS_ROPE };
+// RoPE pairing: HF safetensors rotate halves (i, i + d/2); llama2.c and llama.cpp GGUF rotate adjacent pairs.
+enum rope_pairing { ROPE_HALF, ROPE_ADJACENT };
+
+struct arch_info {
+    const char* name;        // "gpt2", "llama"
+    norm_kind norm;
+    mlp_kind mlp;
+    pos_kind pos;
+};
+
+enum arch_id { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT };
+const arch_info& arch_table(arch_id a);
+
+struct model_config {
+    arch_id arch = ARCH_GPT2;
+    std::string model_type = "gpt2"; // as named by the source file (gpt2, llama, mistral, qwen2)
+    int n_layer = 0;
+    int n_head = 0;
+    int n_kv_head = 0;   // == n_head unless grouped-query attention
+    int d_model = 0;
+    int d_head = 0;      // d_model / n_head
+    int d_ff = 0;
+    int vocab_size = 0;
+    int n_ctx = 0;       // maximum positions
+    float norm_eps = 1e-5f;
+    float rope_theta = 10000.0f;
+    rope_pairing rope = ROPE_HALF;
+    bool qkv_bias = true;   // GPT-2 and Qwen2 have q/k/v biases
+    bool mlp_bias = true;   // GPT-2 only
+    bool tied_lm_head = true;
+};
+
+// Weights are f32, row-major, laid out for y = x * W with x [T][in]: every matrix is [in][out].
+// (GPT-2's Conv1D already stores [in][out]; Linear layers [out][in] are transposed at load.)
+struct layer_weights {
+    std::vector<float> norm1_g;  // [d]
+    std::vector<float> norm1_b;  // [d] (empty for RMSNorm)
+    std::vector<float> w_qkv;    // [d][(H + 2*KV) * dh]  columns: all q heads, then k heads, then v heads
+    std::vector<float> b_qkv;    // [(H + 2*KV) * dh] (empty when no bias)
+    std::vector<float> w_o;      // [H*dh][d]
+    std::vector<float> b_o;      // [d] (empty when no bias)
+    std::vector<float> norm2_g;  // [d]
+    std::vector<float> norm2_b;  // [d] (empty for RMSNorm)
+    std::vector<float> w_up;     // [d][ff]  GPT-2 c_fc / Llama up_proj
+    std::vector<float> b_up;     // [ff] (empty when no bias)
+    std::vector<float> w_gate;   // [d][ff]  SwiGLU only (empty for GELU)
+    std::vector<float> w_down;   // [ff][d]  GPT-2 c_proj / Llama down_proj
+    std::vector<float> b_down;   // [d] (empty when no bias)
+};
+
+struct model_weights {
+    std::vector<float> tok_emb;  // [V][d]
+    std::vector<float> pos_emb;  // [n_ctx][d] (empty for RoPE)
+    std::vector<layer_weights> layers; // [L]
+    std::vector<float> normf_g;  // [d]
+    std::vector<float> normf_b;  // [d] (empty for RMSNorm)
+    std::vector<float> lm_head;  // [V][d] (empty when tied to tok_emb)
+};
+
+struct model {
+    model_config config;
+    model_weights weights;
+    tokenizer tok;
+    std::string path;        // what the user opened
+    std::string format;      // "hf-safetensors", "gguf", "llama2c"
+    std::string source_note; // e.g. "GGUF Q4_K dequantised to f32 (+380 MB)"; empty if nothing to say
+};
+
+// Parameter counts per component, for the model panel and --json.
+struct param_counts {
+    int64_t embeddings = 0; // token + position embeddings (+ untied lm_head)
+    int64_t attention = 0;  // qkv + output projections, with biases
+    int64_t mlp = 0;
+    int64_t norms = 0;
+    int64_t total() const { return embeddings + attention + mlp + norms; }
+};
+param_counts count_params(const model& m);
+
+// Progress in [0,1] with a short label; may be called from the loading thread.
+using progress_fn = std::function<void(float, const std::string&)>;
+
+struct load_options {
+    std::string tokenizer_path; // llama2.c tokenizer.bin; empty = look next to the model
+    progress_fn progress;       // optional
+};
+
+// Loads a HF folder (config.json + safetensors), a .gguf file or a llama2.c .bin.
+// Throws gb::error naming the file, tensor and expected vs found on any problem.
+model load_model(const std::string& path, const load_options& opt = {});
+
+// The default model shipped in assets/models/; throws if it cannot be found.
+std::string default_model_path();
+
+// Writes a GPT-2 model as a HF folder: config.json, model.safetensors (dtype "F32" or "F16"), vocab.json,
+// merges.txt. Used for random benchmark models; the loader reads it back like any HF folder.
+void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dtype = "F32");
+// A GPT-2 model with N(0, 0.02) weights (seeded) and a byte-level vocabulary padded to c.vocab_size.
+model random_gpt2(const model_config& c, uint64_t seed);
+
+} // namespace gb

@@ -1,0 +1,60 @@
+// Safetensors: memory-mapped, validated reading; plain writing (tests, random models, the trainer's twin).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gb {
+
+enum st_dtype { ST_F32, ST_F16, ST_BF16 };
+
+struct st_tensor {
+    std::string name;
+    st_dtype dtype = ST_F32;
+    std::vector<int64_t> shape;
+    const uint8_t* data = nullptr; // inside the mapping, already checked against the file size
+    size_t nbytes = 0;
+};
+
+// A read-only memory mapping that unmaps itself.
+struct mapped_file {
+    std::string path;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    mapped_file() = default;
+    mapped_file(const mapped_file&) = delete;
+    mapped_file& operator=(const mapped_file&) = delete;
+    ~mapped_file();
+};
+// Throws gb::error("cannot open FILE: reason") on failure.
+std::unique_ptr<mapped_file> map_file(const std::string& path);
+
+struct safetensors_file {
+    std::unique_ptr<mapped_file> file;
+    std::map<std::string, st_tensor> tensors;
+};
+// Validates header length, JSON, dtypes, shapes vs byte sizes and every offset against the file size.
+safetensors_file open_safetensors(const std::string& path);
+
+// Converts a tensor to f32 (F32, F16, BF16), checking its shape; throws naming file, tensor, expected vs found.
+std::vector<float> tensor_f32(const safetensors_file& f, const st_tensor& t, const std::vector<int64_t>& shape);
+
+// For writing: f32 data stored as the given dtype.
+struct st_out {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+    st_dtype dtype = ST_F32;
+};
+void write_safetensors(const std::string& path, const std::vector<st_out>& tensors);
+
+// f16 / bf16 conversions (round to nearest even).
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+} // namespace gb

@@ -1,0 +1,59 @@
+// Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt or tokenizer.json); later SentencePiece-style.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gb {
+
+enum tokenizer_kind {
+    TOK_NONE,
+    TOK_BYTE_BPE,   // GPT-2 style: bytes -> unicode map, regex pre-split, merges by rank
+    TOK_SPM_BPE,    // Llama-2 style: metaspace "▁", merges by score or rank, <0xXX> byte fallback
+};
+
+struct tokenizer {
+    tokenizer_kind kind = TOK_NONE;
+    std::vector<std::string> vocab;                // [V] token strings as stored in the file
+    std::unordered_map<std::string, int> ids;      // inverse of vocab
+    std::unordered_map<std::string, int> merge_rank; // "left right" -> rank (lower merges first)
+    std::vector<float> scores;                     // [V] SentencePiece scores (empty for byte BPE)
+    std::vector<std::string> specials;             // special tokens matched verbatim before BPE
+    std::string split_regex;                       // pre-tokenizer regex (PCRE2); GPT-2's by default
+    bool nfc = false;                              // NFC-normalise input first (Qwen2)
+    bool add_bos = false;                          // model expects BOS at the start
+    bool dummy_prefix = false;                     // SentencePiece: prepend a space
+    int bos_id = -1;
+    int eos_id = -1;                               // <|endoftext|> for GPT-2
+};
+
+// Loaders throw gb::error naming the file and what is wrong.
+tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& merges_txt);
+tokenizer load_tokenizer_json(const std::string& tokenizer_json);
+
+// Text -> ids. Invalid UTF-8 throws gb::error ("invalid UTF-8 at byte N").
+std::vector<int> encode(const tokenizer& tok, const std::string& text);
+// Ids -> text. Out-of-range ids throw gb::error. Byte sequences that are not valid UTF-8 on their own
+// (a token holding half a character) become U+FFFD only in token_text(), never in decode().
+std::string decode(const tokenizer& tok, const std::vector<int>& ids);
+// The raw bytes of one token (may be part of a UTF-8 character).
+std::string token_bytes(const tokenizer& tok, int id);
+// Display text of one token: its bytes with invalid UTF-8 replaced by U+FFFD.
+std::string token_text(const tokenizer& tok, int id);
+
+// A prompt as the model sees it: BOS first when asked for or when the tokenizer expects it.
+inline std::vector<int> encode_prompt(const tokenizer& tok, const std::string& text, bool bos) {
+    std::vector<int> ids;
+    if ((bos || tok.add_bos) && tok.bos_id >= 0) ids.push_back(tok.bos_id);
+    std::vector<int> body = encode(tok, text);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+}
+
+// Validates UTF-8; returns the byte offset of the first invalid sequence or -1.
+long utf8_invalid_at(const std::string& s);
+// Replaces invalid sequences with U+FFFD.
+std::string utf8_sanitize(const std::string& s);
+
+} // namespace gb

