@@ -1,0 +1,469 @@
+// glassbox-cli: headless runs, generation, tokenisation and benchmarks on the core library.
+//
+// Sections: argument parsing | run | generate | tokenize | bench | make-random | info | main
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <omp.h>
+#include <sstream>
+
+#include "error.h"
+#include "export.h"
+#include "forward.h"
+#include "model.h"
+#include "tokenizer.h"
+#if __has_include("gl_attention.h")
+#include "gl_attention.h"
+#define GLASSBOX_HAVE_GL 1
+#else
+#define GLASSBOX_HAVE_GL 0
+#endif
+
+namespace {
+
+const char* usage_text = R"(glassbox-cli — look inside a transformer from the command line
+
+usage:
+  glassbox-cli run      [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
+                        [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits]
+                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl]
+  glassbox-cli generate [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
+                        [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE]
+  glassbox-cli tokenize (--model PATH | --tokenizer DIR) (--text TEXT | --decode 1,2,3)
+  glassbox-cli bench    [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE]
+  glassbox-cli make-random --out DIR [--layers-n 12] [--d-model 768] [--heads-n 12] [--vocab 50257]
+                        [--ctx 1024] [--dtype F32|F16] [--seed S]
+  glassbox-cli info     [--model PATH]
+
+--model: a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a llama2.c
+.bin (with --tokenizer tokenizer.bin); omitted = the embedded default model.
+Errors: one line on stderr starting with "error:"; exit 2 for bad usage or input, 1 for internal failures.
+)";
+
+// Bad usage is bad input: exit code 2, like gb::error.
+struct usage_error : gb::error {
+    using gb::error::error;
+};
+
+struct args {
+    std::string command;
+    std::map<std::string, std::string> opts; // --key value
+    std::set<std::string> flags;             // --flag
+
+    bool has(const std::string& k) const { return opts.count(k) || flags.count(k); }
+    std::string get(const std::string& k, const std::string& def = "") const {
+        auto it = opts.find(k);
+        return it == opts.end() ? def : it->second;
+    }
+    std::string need(const std::string& k) const {
+        auto it = opts.find(k);
+        if (it == opts.end()) throw usage_error("missing --" + k + " (see glassbox-cli --help)");
+        return it->second;
+    }
+};
+
+args parse_args(int argc, char** argv, const std::set<std::string>& flag_names,
+                const std::set<std::string>& option_names) {
+    args a;
+    if (argc < 2) throw usage_error("missing command (run, generate, tokenize, bench, make-random, info)");
+    a.command = argv[1];
+    for (int i = 2; i < argc; i++) {
+        std::string s = argv[i];
+        if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
+        std::string key = s.substr(2), value;
+        size_t eq = key.find('=');
+        bool inline_value = eq != std::string::npos;
+        if (inline_value) {
+            value = key.substr(eq + 1);
+            key = key.substr(0, eq);
+        }
+        if (flag_names.count(key)) {
+            if (inline_value) throw usage_error("--" + key + " takes no value");
+            a.flags.insert(key);
+        } else if (option_names.count(key)) {
+            if (!inline_value) {
+                if (i + 1 >= argc) throw usage_error("--" + key + " needs a value");
+                value = argv[++i];
+            }
+            a.opts[key] = value;
+        } else {
+            throw usage_error("unknown option --" + key + " for '" + a.command + "'");
+        }
+    }
+    return a;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    std::istringstream in(s);
+    while (std::getline(in, cur, sep))
+        if (!cur.empty()) out.push_back(cur);
+    return out;
+}
+
+long parse_int(const std::string& s, const std::string& what, long lo, long hi) {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+        throw usage_error(what + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got '" + s + "'");
+    return v;
+}
+
+double parse_float(const std::string& s, const std::string& what, double lo, double hi) {
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
+        throw usage_error(what + ": expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got '" + s + "'");
+    return v;
+}
+
+gb::model open_model(const args& a) {
+    gb::load_options lo;
+    lo.tokenizer_path = a.get("tokenizer");
+    std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
+    return gb::load_model(path, lo);
+}
+
+// --ablate LIST [--layers LIST] [--heads L.H,...], checked against the model
+gb::ablation parse_ablation(const args& a, const gb::model_config& c) {
+    gb::ablation ab;
+    std::vector<int> layers;
+    for (const std::string& s : split(a.get("layers"), ','))
+        layers.push_back((int)parse_int(s, "--layers", 0, c.n_layer - 1));
+    for (const std::string& name : split(a.get("ablate"), ',')) {
+        gb::layer_set* set = name == "no-residual"    ? &ab.no_residual
+                             : name == "no-layernorm" ? &ab.no_layernorm
+                             : name == "no-attention" ? &ab.no_attention
+                                                      : nullptr;
+        if (!set) throw usage_error("--ablate: unknown ablation '" + name +
+                                    "' (expected no-residual, no-layernorm, no-attention)");
+        set->on = true;
+        set->layers = layers;
+    }
+    if (!layers.empty() && !ab.no_residual.on && !ab.no_layernorm.on && !ab.no_attention.on)
+        throw usage_error("--layers restricts --ablate, but no --ablate was given");
+    for (const std::string& s : split(a.get("heads"), ',')) {
+        size_t dot = s.find('.');
+        if (dot == std::string::npos) throw usage_error("--heads: expected LAYER.HEAD like 5.1, got '" + s + "'");
+        gb::head_ref h;
+        h.layer = (int)parse_int(s.substr(0, dot), "--heads layer", 0, c.n_layer - 1);
+        h.head = (int)parse_int(s.substr(dot + 1), "--heads head", 0, c.n_head - 1);
+        ab.heads.push_back(h);
+    }
+    return ab;
+}
+
+// Text made printable on one terminal line: newline as ↵, tab as →.
+std::string visible(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        if (ch == '\n') out += "\u21b5";
+        else if (ch == '\t') out += "\u2192";
+        else if (ch == '\r') out += "\\r";
+        else out += ch;
+    }
+    return out;
+}
+
+// --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
+gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) {
+    std::string b = a.get("backend", "cpu");
+    if (b == "cpu") return {};
+    if (b != "gl") throw usage_error("--backend: expected cpu or gl, got '" + b + "'");
+#if GLASSBOX_HAVE_GL
+    gb::gl_info info = gb::gl_init_headless();
+    if (info.ok) {
+        if (renderer) *renderer = info.renderer;
+        return gb::attention_gl;
+    }
+    std::fprintf(stderr, "notice: no OpenGL 4.3 context (%s); fallback to the CPU backend\n", info.error.c_str());
+#else
+    std::fprintf(stderr, "notice: this build has no OpenGL support; fallback to the CPU backend\n");
+#endif
+    return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+// ---------------------------------------------------------------------------------------------
+int cmd_run(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> ids = gb::encode_prompt(m.tok, a.need("prompt"), a.has("bos"));
+    gb::ablation ab = parse_ablation(a, m.config);
+    int top_k = (int)parse_int(a.get("top-k", "10"), "--top-k", 1, m.config.vocab_size);
+    gb::forward_options opt;
+    opt.all_logits = a.has("all-logits");
+    opt.attention = choose_backend(a);
+    if ((int)ids.size() > m.config.n_ctx)
+        throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
+                        std::to_string(m.config.n_ctx));
+    gb::capture cap;
+    gb::run_forward(cap, m, ids, ab, opt);
+
+    std::printf("tokens (%d):", cap.n_tokens);
+    for (int t = 0; t < cap.n_tokens; t++) std::printf(" [%d \"%s\"]", cap.tokens[t], visible(cap.pieces[t]).c_str());
+    std::printf("\nablation: %s\n", ab.describe().c_str());
+    if (cap.nonfinite_layer >= 0)
+        std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
+    std::printf("top %d next tokens:\n", top_k);
+    int rank = 1;
+    for (const gb::token_prob& tp : gb::top_k_probs(cap.last_logits(), cap.vocab, top_k))
+        std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++,
+                    ("\"" + visible(gb::token_text(m.tok, tp.id)) + "\"").c_str(), tp.prob, tp.id);
+    if (a.has("json")) gb::write_json(a.get("json"), gb::capture_json(m, cap, ab, top_k));
+    if (a.has("npy-dir")) gb::write_capture_npy(a.get("npy-dir"), cap);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// generate
+// ---------------------------------------------------------------------------------------------
+int cmd_generate(const args& a) {
+    gb::model m = open_model(a);
+    std::string prompt = a.need("prompt");
+    std::vector<int> ids = gb::encode_prompt(m.tok, prompt, a.has("bos"));
+    int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
+    gb::sampling sp;
+    sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
+    sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
+    sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
+    sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+    gb::ablation ab = parse_ablation(a, m.config);
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+    std::string pending; // bytes of a UTF-8 character split across tokens are printed once complete
+    gb::generation g = gb::generate(m, ids, max_new, sp, ab, [&](int id) {
+        pending += gb::token_bytes(m.tok, id);
+        if (gb::utf8_invalid_at(pending) < 0) {
+            std::fputs(pending.c_str(), stdout);
+            std::fflush(stdout);
+            pending.clear();
+        }
+        return true;
+    });
+    std::fputs(gb::utf8_sanitize(pending).c_str(), stdout);
+    std::printf("\n");
+    std::fprintf(stderr, "%zu tokens in %.1f ms (%.1f tokens/s)%s\n", g.ids.size(), g.ms,
+                 g.ms > 0 ? 1000.0 * g.ids.size() / g.ms : 0.0, g.hit_eos ? ", stopped at end-of-text" : "");
+    if (a.has("json")) {
+        nlohmann::json j = {{"prompt", prompt},
+                            {"prompt_ids", ids},
+                            {"generated_ids", g.ids},
+                            {"generated_text", gb::utf8_sanitize(gb::decode(m.tok, g.ids))},
+                            {"stopped_at_eos", g.hit_eos},
+                            {"sampling",
+                             {{"temperature", sp.temperature}, {"top_k", sp.top_k}, {"top_p", sp.top_p},
+                              {"seed", sp.seed}}}};
+        gb::write_json(a.get("json"), j);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tokenize
+// ---------------------------------------------------------------------------------------------
+int cmd_tokenize(const args& a) {
+    gb::tokenizer tok;
+    if (a.has("tokenizer") && !a.has("model")) {
+        std::string dir = a.get("tokenizer");
+        std::string json_path = dir + "/tokenizer.json";
+        if (FILE* f = std::fopen((dir + "/vocab.json").c_str(), "rb")) {
+            std::fclose(f);
+            tok = gb::load_gpt2_tokenizer(dir + "/vocab.json", dir + "/merges.txt");
+        } else {
+            tok = gb::load_tokenizer_json(json_path);
+        }
+    } else {
+        tok = open_model(a).tok;
+    }
+    if (a.has("decode")) {
+        std::vector<int> ids;
+        for (const std::string& s : split(a.get("decode"), ','))
+            ids.push_back((int)parse_int(s, "--decode", 0, (long)tok.vocab.size() - 1));
+        std::printf("%s\n", gb::utf8_sanitize(gb::decode(tok, ids)).c_str());
+        return 0;
+    }
+    std::vector<int> ids = gb::encode(tok, a.need("text"));
+    std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench
+// ---------------------------------------------------------------------------------------------
+struct stats {
+    double median = 0, min = 0, max = 0;
+};
+stats summarize(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    stats s;
+    s.min = v.front();
+    s.max = v.back();
+    size_t n = v.size();
+    s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return s;
+}
+
+// Attention alone, GPU vs CPU, at the model's head shape: one layer, all heads, probabilities kept.
+void bench_attention_backends(const gb::model_config& c, const gb::attention_fn& gl, int repeat,
+                              nlohmann::json& results) {
+    std::printf("\nattention only (one layer, %d heads, d_head %d, probabilities read back):\n", c.n_head, c.d_head);
+    std::printf("%8s %12s %12s %8s\n", "tokens", "cpu_ms", "gl_ms", "gl/cpu");
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int T : {64, 256, 1024}) {
+        const int qw = c.n_head * c.d_head, kw = c.n_kv_head * c.d_head;
+        std::vector<float> q((size_t)T * qw), k((size_t)T * kw), v((size_t)T * kw);
+        for (auto* buf : {&q, &k, &v})
+            for (float& x : *buf) x = nd(rng);
+        std::vector<float> probs((size_t)c.n_head * T * T), out((size_t)T * qw);
+        gb::attention_args aa{q.data(), k.data(), v.data(), qw, kw, T, 0, c.n_head, c.n_kv_head, c.d_head,
+                              probs.data(), out.data(), qw};
+        auto time_it = [&](const gb::attention_fn& f) {
+            std::vector<double> ms;
+            for (int r = -1; r < repeat; r++) {
+                auto t0 = std::chrono::steady_clock::now();
+                f(aa);
+                double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= 0) ms.push_back(dt);
+            }
+            return summarize(ms).median;
+        };
+        double cpu = time_it(gb::attention_cpu), gpu = time_it(gl);
+        std::printf("%8d %12.2f %12.2f %8.2f\n", T, cpu, gpu, gpu / cpu);
+        results.push_back({{"attention_only", true}, {"tokens", T}, {"cpu_ms", cpu}, {"gl_ms", gpu}});
+    }
+}
+
+int cmd_bench(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> sizes;
+    for (const std::string& s : split(a.get("tokens", "16,64,256"), ','))
+        sizes.push_back((int)parse_int(s, "--tokens", 1, m.config.n_ctx));
+    int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
+    std::string renderer;
+    gb::attention_fn gl = choose_backend(a, &renderer);
+    const gb::model_config& c = m.config;
+    std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
+                c.n_head, c.vocab_size, m.path.c_str());
+    std::printf("backend: %s, %d threads, full capture (attention of every layer and head)\n",
+                gl ? ("gl: " + renderer).c_str() : "cpu", omp_get_max_threads());
+    std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "tokens", "median_ms", "min_ms", "max_ms", "matmul", "attention",
+                "rest");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    for (int T : sizes) {
+        gb::forward_options opt;
+        opt.attention = gl;
+        std::vector<double> total, mm, at, rest;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> ids(T);
+            for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            gb::capture cap;
+            auto t0 = std::chrono::steady_clock::now();
+            gb::run_forward(cap, m, ids, {}, opt);
+            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (r < 0) continue;
+            total.push_back(ms);
+            mm.push_back(cap.timing.matmul_ms);
+            at.push_back(cap.timing.attention_ms);
+            rest.push_back(ms - cap.timing.matmul_ms - cap.timing.attention_ms);
+        }
+        stats s = summarize(total);
+        stats smm = summarize(mm), sat = summarize(at), sr = summarize(rest);
+        std::printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", T, s.median, s.min, s.max, smm.median,
+                    sat.median, sr.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T},
+                           {"median_ms", s.median},
+                           {"min_ms", s.min},
+                           {"max_ms", s.max},
+                           {"repeat", repeat},
+                           {"split_ms", {{"matmul", smm.median}, {"attention", sat.median}, {"rest", sr.median}}}});
+    }
+    if (gl) bench_attention_backends(c, gl, repeat, results);
+    if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// make-random, info
+// ---------------------------------------------------------------------------------------------
+int cmd_make_random(const args& a) {
+    gb::model_config c;
+    c.n_layer = (int)parse_int(a.get("layers-n", "12"), "--layers-n", 1, 256);
+    c.d_model = (int)parse_int(a.get("d-model", "768"), "--d-model", 1, 16384);
+    c.n_head = (int)parse_int(a.get("heads-n", "12"), "--heads-n", 1, 256);
+    c.vocab_size = (int)parse_int(a.get("vocab", "50257"), "--vocab", 257, 1 << 20);
+    c.n_ctx = (int)parse_int(a.get("ctx", "1024"), "--ctx", 1, 1 << 16);
+    if (c.d_model % c.n_head) throw usage_error("--d-model must be a multiple of --heads-n");
+    c.n_kv_head = c.n_head;
+    c.d_head = c.d_model / c.n_head;
+    c.d_ff = 4 * c.d_model;
+    std::string dtype = a.get("dtype", "F32");
+    if (dtype != "F32" && dtype != "F16") throw usage_error("--dtype: expected F32 or F16");
+    uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
+    gb::model m = gb::random_gpt2(c, seed);
+    gb::save_hf_gpt2(a.need("out"), m, dtype);
+    std::printf("wrote a random GPT-2 (%d layers, d %d, %d heads, vocab %d, %lld parameters) to %s\n", c.n_layer,
+                c.d_model, c.n_head, c.vocab_size, (long long)gb::count_params(m).total(), a.get("out").c_str());
+    return 0;
+}
+
+int cmd_info(const args& a) {
+    gb::model m = open_model(a);
+    nlohmann::json j = gb::model_json(m);
+    gb::param_counts p = gb::count_params(m);
+    j["params"] = {{"embeddings", p.embeddings}, {"attention", p.attention}, {"mlp", p.mlp}, {"norms", p.norms}};
+    j["d_ff"] = m.config.d_ff;
+    if (!m.source_note.empty()) j["note"] = m.source_note;
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const std::set<std::string> flags = {"bos", "all-logits", "help"};
+    const std::set<std::string> options = {
+        "model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "max-new-tokens",
+        "temperature", "top-p", "seed", "text", "decode", "tokens", "repeat", "backend", "out", "layers-n",
+        "d-model", "heads-n", "vocab", "ctx", "dtype"};
+    try {
+        if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+                          std::string(argv[1]) == "help")) {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        args a = parse_args(argc, argv, flags, options);
+        if (a.has("help")) {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        if (a.command == "run") return cmd_run(a);
+        if (a.command == "generate") return cmd_generate(a);
+        if (a.command == "tokenize") return cmd_tokenize(a);
+        if (a.command == "bench") return cmd_bench(a);
+        if (a.command == "make-random") return cmd_make_random(a);
+        if (a.command == "info") return cmd_info(a);
+        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, bench, make-random, info)");
+    } catch (const gb::error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: internal: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,555 @@
+// The forward pass (Eigen + OpenMP): ops as free functions, one per-layer loop, capture and ablations.
+//
+// Sections: ablation helpers | ops (norms, matmul, activations, rope) | attention_cpu | eval | sampling
+#include "forward.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <omp.h>
+#include <sstream>
+
+#include "error.h"
+
+namespace gb {
+
+using mat_r = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using map_r = Eigen::Map<mat_r, 0, Eigen::OuterStride<>>;
+using cmap_r = Eigen::Map<const mat_r, 0, Eigen::OuterStride<>>;
+
+// ---------------------------------------------------------------------------------------------
+// Ablation helpers
+// ---------------------------------------------------------------------------------------------
+bool layer_set::covers(int layer) const {
+    if (!on) return false;
+    return layers.empty() || std::find(layers.begin(), layers.end(), layer) != layers.end();
+}
+
+bool layer_set::covers_all(int n_layer) const {
+    if (!on) return false;
+    for (int l = 0; l < n_layer; l++)
+        if (!covers(l)) return false;
+    return true;
+}
+
+bool ablation::any() const { return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty(); }
+
+static void describe_set(std::ostringstream& o, const char* name, const layer_set& s) {
+    if (!s.on) return;
+    if (o.tellp() > 0) o << ' ';
+    o << name;
+    if (!s.layers.empty()) {
+        o << '[';
+        for (size_t i = 0; i < s.layers.size(); i++) o << (i ? "," : "") << s.layers[i];
+        o << ']';
+    }
+}
+
+std::string ablation::describe() const {
+    std::ostringstream o;
+    describe_set(o, "no-residual", no_residual);
+    describe_set(o, "no-layernorm", no_layernorm);
+    describe_set(o, "no-attention", no_attention);
+    if (!heads.empty()) {
+        if (o.tellp() > 0) o << ' ';
+        o << "heads";
+        for (size_t i = 0; i < heads.size(); i++) o << (i ? "," : " ") << heads[i].layer << '.' << heads[i].head;
+    }
+    return o.tellp() > 0 ? o.str() : "none";
+}
+
+void check_ablation(const ablation& ab, const model_config& c) {
+    for (const layer_set* s : {&ab.no_attention, &ab.no_residual, &ab.no_layernorm})
+        for (int l : s->layers)
+            if (l < 0 || l >= c.n_layer)
+                throw error("ablation layer " + std::to_string(l) + " is outside the model (layers 0.." +
+                            std::to_string(c.n_layer - 1) + ")");
+    for (const head_ref& h : ab.heads)
+        if (h.layer < 0 || h.layer >= c.n_layer || h.head < 0 || h.head >= c.n_head)
+            throw error("ablated head " + std::to_string(h.layer) + "." + std::to_string(h.head) +
+                        " is outside the model (" + std::to_string(c.n_layer) + " layers x " +
+                        std::to_string(c.n_head) + " heads)");
+}
+
+std::vector<std::string> resid_labels(int n_layer) {
+    std::vector<std::string> labels{"embed"};
+    for (int l = 0; l < n_layer; l++) {
+        labels.push_back("L" + std::to_string(l) + " attn");
+        labels.push_back("L" + std::to_string(l) + " mlp");
+    }
+    return labels;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ops: output first, sizes last, no hidden state
+// ---------------------------------------------------------------------------------------------
+// out [n][d] = LayerNorm(x) * g + b, or RMSNorm(x) * g when b is empty; identity when g is null.
+static void norm_forward(float* out, const float* x, const std::vector<float>* g, const std::vector<float>* b,
+                         norm_kind kind, float eps, int n, int d) {
+#pragma omp parallel for schedule(static) if (n > 8)
+    for (int t = 0; t < n; t++) {
+        const float* xt = x + (size_t)t * d;
+        float* ot = out + (size_t)t * d;
+        if (!g) {
+            std::copy(xt, xt + d, ot);
+            continue;
+        }
+        double mean = 0, var = 0;
+        if (kind == NORM_LAYERNORM) {
+            for (int i = 0; i < d; i++) mean += xt[i];
+            mean /= d;
+        }
+        for (int i = 0; i < d; i++) var += (xt[i] - mean) * (xt[i] - mean);
+        var /= d;
+        // rsqrt of the (centred) second moment; eps inside the root as both HF implementations do
+        float inv = (float)(1.0 / std::sqrt(var + eps));
+        const float* gp = g->data();
+        if (kind == NORM_LAYERNORM) {
+            const float* bp = b->data();
+            for (int i = 0; i < d; i++) ot[i] = (xt[i] - (float)mean) * inv * gp[i] + bp[i];
+        } else {
+            for (int i = 0; i < d; i++) ot[i] = xt[i] * inv * gp[i];
+        }
+    }
+}
+
+// out [n][m] = x [n][k] * w [k][m] (+ bias [m]). Columns are split across threads; each block is an
+// Eigen GEMM (Eigen does not nest its own threads inside an OpenMP region).
+static void matmul(float* out, const float* x, const float* w, const std::vector<float>& bias, int n, int k, int m) {
+    cmap_r X(x, n, k, Eigen::OuterStride<>(k));
+    cmap_r W(w, k, m, Eigen::OuterStride<>(m));
+    map_r O(out, n, m, Eigen::OuterStride<>(m));
+    int nt = omp_get_max_threads();
+    // blocks of at least 64 columns, a multiple of 16 for aligned SIMD panels
+    int blocks = std::max(1, std::min(nt * 2, m / 64));
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
+    for (int bi = 0; bi < blocks; bi++) {
+        int j0 = (int)((int64_t)m * bi / blocks) & ~15;
+        int j1 = bi == blocks - 1 ? m : (int)((int64_t)m * (bi + 1) / blocks) & ~15;
+        if (j1 <= j0) continue;
+        O.middleCols(j0, j1 - j0).noalias() = X * W.middleCols(j0, j1 - j0);
+        if (!bias.empty())
+            O.middleCols(j0, j1 - j0).rowwise() +=
+                Eigen::Map<const Eigen::RowVectorXf>(bias.data() + j0, j1 - j0);
+    }
+}
+
+// out [n][V] = x [n][d] * emb[V][d]^T: the LM head reads the embedding rows directly (no transposed copy).
+static void matmul_transposed(float* out, const float* x, const float* emb, int n, int d, int V) {
+    cmap_r X(x, n, d, Eigen::OuterStride<>(d));
+    int nt = omp_get_max_threads();
+    int blocks = std::max(1, std::min(nt * 8, V / 256));
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
+    for (int bi = 0; bi < blocks; bi++) {
+        int v0 = (int)((int64_t)V * bi / blocks), v1 = (int)((int64_t)V * (bi + 1) / blocks);
+        cmap_r E(emb + (size_t)v0 * d, v1 - v0, d, Eigen::OuterStride<>(d));
+        map_r O(out + v0, n, v1 - v0, Eigen::OuterStride<>(V));
+        O.noalias() = X * E.transpose();
+    }
+}
+
+// GELU, tanh form (GPT-2's "gelu_new"), in place on [n]
+static void gelu_forward(float* x, size_t n) {
+    Eigen::Map<Eigen::ArrayXf> a(x, (Eigen::Index)n);
+    const float c = 0.7978845608028654f; // sqrt(2/pi)
+    a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+}
+
+// SwiGLU: up [n] <- silu(gate) * up
+static void swiglu_forward(float* up, const float* gate, size_t n) {
+    Eigen::Map<Eigen::ArrayXf> u(up, (Eigen::Index)n);
+    Eigen::Map<const Eigen::ArrayXf> g(gate, (Eigen::Index)n);
+    u = u * g / (1.0f + (-g).exp());
+}
+
+// Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from col 0).
+static void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0, float theta,
+                         rope_pairing pairing) {
+    int half = d_head / 2;
+    for (int t = 0; t < n; t++) {
+        int pos = pos0 + t;
+        for (int h = 0; h < n_heads; h++) {
+            float* v = x + (size_t)t * stride + (size_t)h * d_head;
+            for (int i = 0; i < half; i++) {
+                double freq = std::pow((double)theta, -2.0 * i / d_head);
+                double ang = pos * freq;
+                float c = (float)std::cos(ang), s = (float)std::sin(ang);
+                int a = pairing == ROPE_HALF ? i : 2 * i;
+                int b = pairing == ROPE_HALF ? i + half : 2 * i + 1;
+                float x0 = v[a], x1 = v[b];
+                v[a] = x0 * c - x1 * s;
+                v[b] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
+
+static float row_l2(const float* x, int d) {
+    double s = 0;
+    for (int i = 0; i < d; i++) s += (double)x[i] * x[i];
+    return (float)std::sqrt(s);
+}
+
+static bool all_finite(const float* x, size_t n) {
+    float acc = 0;
+    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; // NaN/Inf poison the sum, finite values leave 0
+    return acc == 0.0f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention on the CPU: per head, scores -> causal softmax -> weighted values
+// ---------------------------------------------------------------------------------------------
+void attention_cpu(const attention_args& a) {
+    const int n_kv = a.n_past + a.n_q;
+    const int group = a.n_head / a.n_kv_head;
+    const float scale = 1.0f / std::sqrt((float)a.d_head);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < a.n_head; h++) {
+        // when the caller keeps no probabilities, a per-thread scratch row block is reused
+        thread_local std::vector<float> scratch;
+        float* p = a.probs ? a.probs + (size_t)h * a.n_q * n_kv : nullptr;
+        if (!p) {
+            if (scratch.size() < (size_t)a.n_q * n_kv) scratch.resize((size_t)a.n_q * n_kv);
+            p = scratch.data();
+        }
+        const int g = h / group;
+        cmap_r Q(a.q + (size_t)h * a.d_head, a.n_q, a.d_head, Eigen::OuterStride<>(a.q_stride));
+        cmap_r K(a.k + (size_t)g * a.d_head, n_kv, a.d_head, Eigen::OuterStride<>(a.kv_stride));
+        cmap_r V(a.v + (size_t)g * a.d_head, n_kv, a.d_head, Eigen::OuterStride<>(a.kv_stride));
+        map_r P(p, a.n_q, n_kv, Eigen::OuterStride<>(n_kv));
+        P.noalias() = (Q * K.transpose()) * scale;
+        for (int i = 0; i < a.n_q; i++) {
+            float* row = p + (size_t)i * n_kv;
+            int last = a.n_past + i; // keys after the query's own position are masked
+            float mx = row[0];
+            for (int j = 1; j <= last; j++) mx = std::max(mx, row[j]);
+            double sum = 0; // subtract the max only for numerical stability
+            for (int j = 0; j <= last; j++) {
+                row[j] = std::exp(row[j] - mx);
+                sum += row[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (int j = 0; j <= last; j++) row[j] *= inv;
+            std::fill(row + last + 1, row + n_kv, 0.0f);
+        }
+        map_r O(a.out + (size_t)h * a.d_head, a.n_q, a.d_head, Eigen::OuterStride<>(a.out_stride));
+        O.noalias() = P * V;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+// ---------------------------------------------------------------------------------------------
+void state_init(forward_state& s, const model_config& c, int n_ctx) {
+    if (n_ctx <= 0 || n_ctx > c.n_ctx) n_ctx = c.n_ctx;
+    s.n_ctx = n_ctx;
+    s.n_past = 0;
+    size_t kv = (size_t)c.n_layer * n_ctx * c.n_kv_head * c.d_head;
+    s.k_cache.assign(kv, 0.0f);
+    s.v_cache.assign(kv, 0.0f);
+}
+
+using clock_type = std::chrono::steady_clock;
+static double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+static void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+void eval(std::vector<float>& logits, capture* cap, forward_state& s, const model& m, const int* tokens, int n,
+          const ablation& ab, const forward_options& opt) {
+    const model_config& c = m.config;
+    const model_weights& w = m.weights;
+    const arch_info& arch = arch_table(c.arch);
+    const int d = c.d_model, dh = c.d_head, H = c.n_head, KV = c.n_kv_head, L = c.n_layer, V = c.vocab_size;
+    const int qkv_w = (H + 2 * KV) * dh; // fused projection width
+    const int kv_w = KV * dh;
+    const int n0 = s.n_past;
+    const int n_keys = n0 + n;
+    auto t_start = clock_type::now();
+    forward_timing tm;
+
+    if (n <= 0) throw error("empty prompt: nothing to run");
+    if (s.n_ctx == 0) state_init(s, c, c.n_ctx);
+    if (n_keys > s.n_ctx)
+        throw error("prompt too long: " + std::to_string(n_keys) + " tokens, the model's context is " +
+                    std::to_string(s.n_ctx));
+    if (cap && n0 != 0) throw error("internal: a capture needs the prompt from position 0");
+    check_ablation(ab, c);
+    for (int t = 0; t < n; t++)
+        if (tokens[t] < 0 || tokens[t] >= V)
+            throw error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
+                        std::to_string(V - 1) + ")");
+
+    grow(s.x, (size_t)n * d);
+    grow(s.xn, (size_t)n * d);
+    grow(s.qkv, (size_t)n * qkv_w);
+    grow(s.att_out, (size_t)n * H * dh);
+    grow(s.att, (size_t)n * d);
+    grow(s.ff, (size_t)n * c.d_ff);
+    if (arch.mlp == MLP_SWIGLU) grow(s.ff2, (size_t)n * c.d_ff);
+    float* x = s.x.data();
+
+    if (cap) {
+        cap->n_layer = L;
+        cap->n_head = H;
+        cap->n_tokens = n;
+        cap->vocab = V;
+        cap->all_logits = opt.all_logits;
+        cap->tokens.assign(tokens, tokens + n);
+        cap->pieces.resize(n);
+        for (int t = 0; t < n; t++) cap->pieces[t] = token_text(m.tok, tokens[t]);
+        cap->layer_slot.assign(L, -1);
+        int kept = 0;
+        if (opt.capture_attention)
+            for (int l = 0; l < L; l++)
+                if (opt.attention_layers.empty() || (l < (int)opt.attention_layers.size() && opt.attention_layers[l]))
+                    cap->layer_slot[l] = kept++;
+        cap->attention.assign((size_t)kept * H * n * n, 0.0f);
+        cap->resid_norm.assign((size_t)(2 * L + 1) * n, 0.0f);
+        cap->nonfinite_layer = -1;
+        cap->nonfinite_where.clear();
+    }
+    // residual point p: record norms and the first non-finite value
+    auto observe = [&](int point, int layer, const char* where) {
+        if (!cap) return;
+        for (int t = 0; t < n; t++) cap->resid_norm[(size_t)point * n + t] = row_l2(x + (size_t)t * d, d);
+        if (cap->nonfinite_layer < 0 && !all_finite(x, (size_t)n * d)) {
+            cap->nonfinite_layer = std::max(layer, 0);
+            cap->nonfinite_where = layer < 0 ? std::string(where) : "L" + std::to_string(layer) + " " + where;
+        }
+    };
+
+    // embeddings: token row (+ learned position row)
+    auto t0 = clock_type::now();
+    for (int t = 0; t < n; t++) {
+        const float* te = &w.tok_emb[(size_t)tokens[t] * d];
+        float* xt = x + (size_t)t * d;
+        if (arch.pos == POS_LEARNED) {
+            const float* pe = &w.pos_emb[(size_t)(n0 + t) * d];
+            for (int i = 0; i < d; i++) xt[i] = te[i] + pe[i];
+        } else {
+            std::copy(te, te + d, xt);
+        }
+    }
+    observe(0, -1, "embed");
+    tm.rest_ms += ms_since(t0);
+
+    for (int l = 0; l < L; l++) {
+        const layer_weights& lw = w.layers[l];
+        const bool no_norm = ab.no_layernorm.covers(l);
+        const bool no_resid = ab.no_residual.covers(l);
+        const bool no_attn = ab.no_attention.covers(l);
+        float* k_cache = &s.k_cache[(size_t)l * s.n_ctx * kv_w];
+        float* v_cache = &s.v_cache[(size_t)l * s.n_ctx * kv_w];
+
+        // ---- attention sublayer ----
+        t0 = clock_type::now();
+        norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm1_g, &lw.norm1_b, arch.norm, c.norm_eps, n, d);
+        tm.rest_ms += ms_since(t0);
+        t0 = clock_type::now();
+        matmul(s.qkv.data(), s.xn.data(), lw.w_qkv.data(), lw.b_qkv, n, d, qkv_w);
+        tm.matmul_ms += ms_since(t0);
+        t0 = clock_type::now();
+        float* q = s.qkv.data();
+        float* k_new = q + H * dh;
+        float* v_new = k_new + kv_w;
+        if (arch.pos == POS_ROPE) {
+            rope_forward(q, qkv_w, n, H, dh, n0, c.rope_theta, c.rope);
+            rope_forward(k_new, qkv_w, n, KV, dh, n0, c.rope_theta, c.rope);
+        }
+        for (int t = 0; t < n; t++) { // append this chunk's keys and values to the cache
+            std::copy(k_new + (size_t)t * qkv_w, k_new + (size_t)t * qkv_w + kv_w, k_cache + (size_t)(n0 + t) * kv_w);
+            std::copy(v_new + (size_t)t * qkv_w, v_new + (size_t)t * qkv_w + kv_w, v_cache + (size_t)(n0 + t) * kv_w);
+        }
+        tm.rest_ms += ms_since(t0);
+        t0 = clock_type::now();
+        attention_args aa;
+        aa.q = q;
+        aa.q_stride = qkv_w;
+        aa.k = k_cache;
+        aa.v = v_cache;
+        aa.kv_stride = kv_w;
+        aa.n_q = n;
+        aa.n_past = n0;
+        aa.n_head = H;
+        aa.n_kv_head = KV;
+        aa.d_head = dh;
+        aa.probs = cap && cap->layer_slot[l] >= 0 ? &cap->attention[(size_t)cap->layer_slot[l] * H * n * n] : nullptr;
+        aa.out = s.att_out.data();
+        aa.out_stride = H * dh;
+        if (opt.attention) opt.attention(aa);
+        else attention_cpu(aa);
+        // head ablation: the head's weighted value vector is zero before the output projection
+        for (const head_ref& hr : ab.heads)
+            if (hr.layer == l)
+                for (int t = 0; t < n; t++)
+                    std::fill_n(s.att_out.data() + (size_t)t * H * dh + (size_t)hr.head * dh, dh, 0.0f);
+        tm.attention_ms += ms_since(t0);
+        t0 = clock_type::now();
+        if (no_attn) {
+            std::fill_n(s.att.data(), (size_t)n * d, 0.0f);
+        } else {
+            matmul(s.att.data(), s.att_out.data(), lw.w_o.data(), lw.b_o, n, H * dh, d);
+        }
+        tm.matmul_ms += ms_since(t0);
+        t0 = clock_type::now();
+        if (no_resid) std::copy(s.att.data(), s.att.data() + (size_t)n * d, x);
+        else
+            for (size_t i = 0; i < (size_t)n * d; i++) x[i] += s.att[i];
+        observe(2 * l + 1, l, "attn");
+
+        // ---- MLP sublayer ----
+        norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm, c.norm_eps, n, d);
+        tm.rest_ms += ms_since(t0);
+        t0 = clock_type::now();
+        matmul(s.ff.data(), s.xn.data(), lw.w_up.data(), lw.b_up, n, d, c.d_ff);
+        if (arch.mlp == MLP_SWIGLU) matmul(s.ff2.data(), s.xn.data(), lw.w_gate.data(), {}, n, d, c.d_ff);
+        tm.matmul_ms += ms_since(t0);
+        t0 = clock_type::now();
+        if (arch.mlp == MLP_GELU) gelu_forward(s.ff.data(), (size_t)n * c.d_ff);
+        else swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
+        tm.rest_ms += ms_since(t0);
+        t0 = clock_type::now();
+        matmul(s.att.data(), s.ff.data(), lw.w_down.data(), lw.b_down, n, c.d_ff, d);
+        tm.matmul_ms += ms_since(t0);
+        t0 = clock_type::now();
+        if (no_resid) std::copy(s.att.data(), s.att.data() + (size_t)n * d, x);
+        else
+            for (size_t i = 0; i < (size_t)n * d; i++) x[i] += s.att[i];
+        observe(2 * l + 2, l, "mlp");
+        tm.rest_ms += ms_since(t0);
+    }
+
+    // final norm and LM head, only for the positions whose logits are wanted
+    t0 = clock_type::now();
+    const int n_out = opt.all_logits ? n : 1;
+    const float* x_out = x + (size_t)(n - n_out) * d;
+    const bool final_identity = ab.no_layernorm.covers_all(L);
+    norm_forward(s.xn.data(), x_out, final_identity ? nullptr : &w.normf_g, &w.normf_b, arch.norm, c.norm_eps,
+                 n_out, d);
+    tm.rest_ms += ms_since(t0);
+    t0 = clock_type::now();
+    logits.resize((size_t)n_out * V);
+    const std::vector<float>& head = w.lm_head.empty() ? w.tok_emb : w.lm_head;
+    matmul_transposed(logits.data(), s.xn.data(), head.data(), n_out, d, V);
+    tm.matmul_ms += ms_since(t0);
+    if (cap && cap->nonfinite_layer < 0 && !all_finite(logits.data(), logits.size())) {
+        cap->nonfinite_layer = L - 1;
+        cap->nonfinite_where = "logits";
+    }
+
+    s.n_past = n_keys;
+    tm.total_ms = ms_since(t_start);
+    if (cap) cap->timing = tm;
+}
+
+void run_forward(capture& out, const model& m, const std::vector<int>& tokens, const ablation& ab,
+                 const forward_options& opt) {
+    if (tokens.empty()) throw error("empty prompt: nothing to run");
+    if ((int)tokens.size() > m.config.n_ctx)
+        throw error("prompt too long: " + std::to_string(tokens.size()) + " tokens, the model's context is " +
+                    std::to_string(m.config.n_ctx));
+    forward_state s;
+    state_init(s, m.config, (int)tokens.size());
+    eval(out.logits, &out, s, m, tokens.data(), (int)tokens.size(), ab, opt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probabilities, sampling, generation
+// ---------------------------------------------------------------------------------------------
+void softmax_probs(std::vector<float>& probs, const float* logits, int vocab) {
+    probs.resize(vocab);
+    float mx = *std::max_element(logits, logits + vocab);
+    double sum = 0;
+    for (int i = 0; i < vocab; i++) sum += std::exp((double)logits[i] - mx);
+    for (int i = 0; i < vocab; i++) probs[i] = (float)(std::exp((double)logits[i] - mx) / sum);
+}
+
+std::vector<token_prob> top_k_probs(const float* logits, int vocab, int k) {
+    std::vector<float> p;
+    softmax_probs(p, logits, vocab);
+    k = std::max(0, std::min(k, vocab));
+    std::vector<int> idx(vocab);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+        return p[a] != p[b] ? p[a] > p[b] : a < b;
+    });
+    std::vector<token_prob> out;
+    for (int i = 0; i < k; i++) out.push_back({idx[i], p[idx[i]]});
+    return out;
+}
+
+// uniform double in [0,1) from 53 random bits: identical on every platform, unlike std distributions
+static double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * (1.0 / 9007199254740992.0); }
+
+int sample_token(const float* logits, int vocab, const sampling& sp, std::mt19937_64& rng) {
+    if (sp.temperature <= 0.0f) return (int)(std::max_element(logits, logits + vocab) - logits);
+    std::vector<int> idx(vocab);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+    int keep = sp.top_k > 0 ? std::min(sp.top_k, vocab) : vocab;
+    std::vector<double> p(keep);
+    double sum = 0;
+    for (int i = 0; i < keep; i++) {
+        p[i] = std::exp(((double)logits[idx[i]] - logits[idx[0]]) / sp.temperature);
+        sum += p[i];
+    }
+    if (sp.top_p > 0.0f && sp.top_p < 1.0f) { // smallest prefix whose mass reaches top_p
+        double cum = 0;
+        int cut = keep;
+        for (int i = 0; i < keep; i++) {
+            cum += p[i] / sum;
+            if (cum >= sp.top_p) {
+                cut = i + 1;
+                break;
+            }
+        }
+        keep = cut;
+        sum = std::accumulate(p.begin(), p.begin() + keep, 0.0);
+    }
+    double r = uniform01(rng) * sum;
+    for (int i = 0; i < keep; i++) {
+        r -= p[i];
+        if (r < 0) return idx[i];
+    }
+    return idx[keep - 1];
+}
+
+generation generate(const model& m, const std::vector<int>& prompt, int max_new, const sampling& sp,
+                    const ablation& ab, const std::function<bool(int)>& on_token) {
+    auto t_start = clock_type::now();
+    generation g;
+    if (prompt.empty()) throw error("empty prompt: nothing to continue");
+    if ((int)prompt.size() > m.config.n_ctx)
+        throw error("prompt too long: " + std::to_string(prompt.size()) + " tokens, the model's context is " +
+                    std::to_string(m.config.n_ctx));
+    if (max_new < 0) throw error("max new tokens must be >= 0");
+    int n_ctx = std::min<int64_t>(m.config.n_ctx, (int64_t)prompt.size() + max_new);
+    forward_state s;
+    state_init(s, m.config, n_ctx);
+    forward_options opt;
+    opt.capture_attention = false;
+    std::vector<float> logits;
+    std::mt19937_64 rng(sp.seed);
+    eval(logits, nullptr, s, m, prompt.data(), (int)prompt.size(), ab, opt); // the prompt once
+    for (int i = 0; i < max_new; i++) {
+        int next = sample_token(logits.data(), m.config.vocab_size, sp, rng);
+        if (next == m.tok.eos_id) {
+            g.hit_eos = true;
+            break;
+        }
+        g.ids.push_back(next);
+        if (on_token && !on_token(next)) break;
+        if (i + 1 == max_new || s.n_past >= s.n_ctx) break; // done, or the context is full
+        eval(logits, nullptr, s, m, &next, 1, ab, opt);       // one new token through the cache
+    }
+    g.ms = ms_since(t_start);
+    return g;
+}
+
+} // namespace gb

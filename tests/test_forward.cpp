@@ -1,0 +1,322 @@
+// Forward pass vs the double-precision reference, for every ablation; invariants; KV cache and sampling.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "error.h"
+#include "forward.h"
+#include "reference.h"
+#include "tiny_model.h"
+
+namespace {
+
+struct fixture_model {
+    tiny_model tm;
+    gb::model m;
+};
+
+const fixture_model& tiny(const std::string& name, const tiny_spec& spec) {
+    static std::map<std::string, std::unique_ptr<fixture_model>> cache;
+    auto& slot = cache[name];
+    if (!slot) {
+        slot = std::make_unique<fixture_model>();
+        slot->tm = write_tiny_gpt2(test_temp_dir("forward_" + name), spec);
+        slot->m = gb::load_model(slot->tm.dir);
+    }
+    return *slot;
+}
+
+const fixture_model& base_model() {
+    tiny_spec s;
+    s.n_layer = 3;
+    s.n_head = 4;
+    s.d_model = 32;
+    s.n_ctx = 48;
+    s.seed = 7;
+    return tiny("base", s);
+}
+
+std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int> t(n);
+    for (int& v : t) v = (int)(rng() % (uint32_t)vocab);
+    return t;
+}
+
+// |a - b| <= tol * max(1, |b|): absolute near zero, relative where ablations blow values up
+double worst(const std::vector<float>& got, const std::vector<double>& want) {
+    EXPECT_EQ(got.size(), want.size());
+    double w = 0;
+    for (size_t i = 0; i < std::min(got.size(), want.size()); i++)
+        w = std::max(w, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+    return w;
+}
+
+void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, const std::string& what) {
+    auto tokens = random_tokens(23, f.m.config.vocab_size, 11);
+    gb::capture cap;
+    gb::forward_options opt;
+    opt.all_logits = true;
+    gb::run_forward(cap, f.m, tokens, ab, opt);
+    ref_result ref = reference_forward(f.tm, tokens, ab);
+    EXPECT_LT(worst(cap.logits, ref.logits), 1e-4) << what << ": logits";
+    EXPECT_LT(worst(cap.attention, ref.attention), 1e-4) << what << ": attention";
+    EXPECT_LT(worst(cap.resid_norm, ref.resid_norm), 1e-4) << what << ": residual norms";
+    // the default (last position only) logits equal the last row of the full ones
+    gb::capture last;
+    gb::run_forward(last, f.m, tokens, ab);
+    ASSERT_EQ(last.logits.size(), (size_t)f.m.config.vocab_size);
+    std::vector<double> last_ref(ref.logits.end() - f.m.config.vocab_size, ref.logits.end());
+    EXPECT_LT(worst(last.logits, last_ref), 1e-4) << what << ": last-position logits";
+}
+
+gb::layer_set on(std::vector<int> layers = {}) {
+    gb::layer_set s;
+    s.on = true;
+    s.layers = std::move(layers);
+    return s;
+}
+
+} // namespace
+
+TEST(Forward, MatchesReferenceWithoutAblation) { expect_matches_reference(base_model(), {}, "none"); }
+
+TEST(Forward, MatchesReferenceForEachAblation) {
+    const auto& f = base_model();
+    for (bool restricted : {false, true}) {
+        std::vector<int> layers = restricted ? std::vector<int>{0, 2} : std::vector<int>{};
+        std::string suffix = restricted ? " on layers 0,2" : " on all layers";
+        gb::ablation a;
+        a.no_attention = on(layers);
+        expect_matches_reference(f, a, "no-attention" + suffix);
+        gb::ablation r;
+        r.no_residual = on(layers);
+        expect_matches_reference(f, r, "no-residual" + suffix);
+        gb::ablation n;
+        n.no_layernorm = on(layers);
+        expect_matches_reference(f, n, "no-layernorm" + suffix);
+        gb::ablation all;
+        all.no_attention = all.no_residual = all.no_layernorm = on(layers);
+        expect_matches_reference(f, all, "all three" + suffix);
+    }
+}
+
+TEST(Forward, MatchesReferenceForHeadAblation) {
+    const auto& f = base_model();
+    gb::ablation h;
+    h.heads = {{0, 1}, {2, 3}};
+    expect_matches_reference(f, h, "heads 0.1,2.3");
+    gb::ablation mixed;
+    mixed.heads = {{1, 0}};
+    mixed.no_residual = on({2});
+    mixed.no_layernorm = on({1});
+    expect_matches_reference(f, mixed, "head 1.0 + no-residual[2] + no-layernorm[1]");
+}
+
+TEST(Forward, MatchesReferenceForDtypesPrefixAndUntiedHead) {
+    for (const char* dtype : {"F16", "BF16"}) {
+        tiny_spec s;
+        s.dtype = dtype;
+        s.prefix = true;
+        s.tied = false;
+        s.seed = 3;
+        expect_matches_reference(tiny(std::string("dtype_") + dtype, s), {}, dtype);
+    }
+}
+
+TEST(Forward, HeadAblationKeepsPatternAndChangesOutput) {
+    const auto& f = base_model();
+    auto tokens = random_tokens(12, f.m.config.vocab_size, 5);
+    gb::capture a, b;
+    gb::run_forward(a, f.m, tokens);
+    gb::ablation ab;
+    ab.heads = {{0, 2}};
+    gb::run_forward(b, f.m, tokens, ab);
+    // layer 0's patterns are computed before the ablation acts, so they are identical
+    for (int h = 0; h < f.m.config.n_head; h++)
+        for (int i = 0; i < 12 * 12; i++) ASSERT_FLOAT_EQ(a.head(0, h)[i], b.head(0, h)[i]);
+    double diff = 0;
+    for (size_t i = 0; i < a.logits.size(); i++) diff += std::abs(a.logits[i] - b.logits[i]);
+    EXPECT_GT(diff, 1e-3) << "ablating a head must change the prediction";
+}
+
+TEST(Forward, AttentionRowsSumToOneAndAreCausal) {
+    const auto& f = base_model();
+    auto tokens = random_tokens(30, f.m.config.vocab_size, 9);
+    gb::capture cap;
+    gb::run_forward(cap, f.m, tokens);
+    const int n = cap.n_tokens;
+    for (int l = 0; l < cap.n_layer; l++)
+        for (int h = 0; h < cap.n_head; h++) {
+            const float* p = cap.head(l, h);
+            for (int i = 0; i < n; i++) {
+                double s = 0;
+                for (int j = 0; j < n; j++) {
+                    if (j > i) ASSERT_EQ(p[i * n + j], 0.0f) << "L" << l << " H" << h << " above the diagonal";
+                    ASSERT_GE(p[i * n + j], 0.0f);
+                    s += p[i * n + j];
+                }
+                ASSERT_NEAR(s, 1.0, 1e-5) << "L" << l << " H" << h << " row " << i;
+            }
+        }
+    EXPECT_EQ(cap.resid_norm.size(), (size_t)(2 * cap.n_layer + 1) * n);
+    EXPECT_EQ(gb::resid_labels(2), (std::vector<std::string>{"embed", "L0 attn", "L0 mlp", "L1 attn", "L1 mlp"}));
+}
+
+TEST(Forward, NoAttentionMakesPositionsIndependent) {
+    const auto& f = base_model();
+    gb::ablation ab;
+    ab.no_attention = on();
+    gb::forward_options opt;
+    opt.all_logits = true;
+    auto a = random_tokens(16, f.m.config.vocab_size, 1);
+    auto b = a;
+    for (int t = 0; t < 10; t++) b[t] = (b[t] + 7) % f.m.config.vocab_size; // change earlier tokens only
+    gb::capture ca, cb;
+    gb::run_forward(ca, f.m, a, ab, opt);
+    gb::run_forward(cb, f.m, b, ab, opt);
+    const int V = f.m.config.vocab_size;
+    for (int t = 10; t < 16; t++)
+        for (int v = 0; v < V; v++) ASSERT_FLOAT_EQ(ca.logits[t * V + v], cb.logits[t * V + v]) << "position " << t;
+    // and without the ablation the same change does reach later positions
+    gb::capture na, nb;
+    gb::run_forward(na, f.m, a, {}, opt);
+    gb::run_forward(nb, f.m, b, {}, opt);
+    double diff = 0;
+    for (int v = 0; v < V; v++) diff += std::abs(na.logits[15 * V + v] - nb.logits[15 * V + v]);
+    EXPECT_GT(diff, 1e-4);
+}
+
+TEST(Forward, ChunkedEvalEqualsOneShot) {
+    const auto& f = base_model();
+    auto tokens = random_tokens(20, f.m.config.vocab_size, 4);
+    gb::ablation ab;
+    ab.heads = {{1, 1}};
+    ab.no_residual = on({0});
+    gb::capture full;
+    gb::run_forward(full, f.m, tokens, ab);
+    gb::forward_state s;
+    gb::state_init(s, f.m.config, 32);
+    std::vector<float> logits;
+    gb::forward_options opt;
+    gb::eval(logits, nullptr, s, f.m, tokens.data(), 13, ab, opt);
+    gb::eval(logits, nullptr, s, f.m, tokens.data() + 13, 7, ab, opt);
+    ASSERT_EQ(logits.size(), full.logits.size());
+    for (size_t i = 0; i < logits.size(); i++) ASSERT_NEAR(logits[i], full.logits[i], 1e-4);
+}
+
+TEST(Generate, KvCacheGreedyEqualsFullRecompute) {
+    const auto& f = base_model();
+    auto prompt = random_tokens(5, f.m.config.vocab_size - 1, 2);
+    for (bool ablate : {false, true}) {
+        gb::ablation ab;
+        if (ablate) ab.heads = {{0, 0}, {2, 1}};
+        gb::sampling greedy;
+        gb::generation g = gb::generate(f.m, prompt, 20, greedy, ab);
+        std::vector<int> seq = prompt;
+        for (size_t i = 0; i < g.ids.size(); i++) {
+            gb::capture cap;
+            gb::run_forward(cap, f.m, seq, ab);
+            const float* lg = cap.last_logits();
+            int best = (int)(std::max_element(lg, lg + f.m.config.vocab_size) - lg);
+            ASSERT_EQ(g.ids[i], best) << "step " << i;
+            seq.push_back(best);
+        }
+        if (!g.hit_eos) EXPECT_EQ(g.ids.size(), 20u);
+    }
+}
+
+TEST(Generate, SamplingIsSeededAndRespectsFilters) {
+    const auto& f = base_model();
+    auto prompt = random_tokens(4, f.m.config.vocab_size - 1, 8);
+    gb::sampling sp;
+    sp.temperature = 1.5f;
+    sp.seed = 42;
+    auto a = gb::generate(f.m, prompt, 15, sp);
+    auto b = gb::generate(f.m, prompt, 15, sp);
+    EXPECT_EQ(a.ids, b.ids) << "same seed, same tokens";
+    gb::sampling k1 = sp;
+    k1.top_k = 1;
+    gb::sampling p0 = sp;
+    p0.top_p = 1e-6f;
+    auto greedy = gb::generate(f.m, prompt, 15, gb::sampling{});
+    EXPECT_EQ(gb::generate(f.m, prompt, 15, k1).ids, greedy.ids) << "top-k 1 is greedy";
+    EXPECT_EQ(gb::generate(f.m, prompt, 15, p0).ids, greedy.ids) << "tiny top-p is greedy";
+    // sampling distribution: frequencies follow the softmax at temperature 1
+    std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f};
+    gb::sampling t1;
+    t1.temperature = 1.0f;
+    std::mt19937_64 rng(1);
+    std::vector<int> count(4);
+    for (int i = 0; i < 20000; i++) count[gb::sample_token(logits.data(), 4, t1, rng)]++;
+    std::vector<float> p;
+    gb::softmax_probs(p, logits.data(), 4);
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(count[i] / 20000.0, p[i], 0.015);
+    // top-k 2 never picks the two least likely
+    gb::sampling k2 = t1;
+    k2.top_k = 2;
+    for (int i = 0; i < 2000; i++) {
+        int t = gb::sample_token(logits.data(), 4, k2, rng);
+        ASSERT_TRUE(t == 0 || t == 1);
+    }
+}
+
+TEST(Forward, TopKProbs) {
+    std::vector<float> logits = {0.0f, 3.0f, 1.0f, 3.0f};
+    auto top = gb::top_k_probs(logits.data(), 4, 3);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].id, 1); // ties broken by id
+    EXPECT_EQ(top[1].id, 3);
+    EXPECT_EQ(top[2].id, 2);
+    double z = 2 * std::exp(3.0) + std::exp(1.0) + 1.0;
+    EXPECT_NEAR(top[0].prob, std::exp(3.0) / z, 1e-6);
+}
+
+TEST(Forward, BadInputGivesClearErrors) {
+    const auto& f = base_model();
+    auto expect_error = [](auto fn, const std::string& needle) {
+        try {
+            fn();
+            FAIL() << "expected an error containing '" << needle << "'";
+        } catch (const gb::error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    gb::capture cap;
+    expect_error([&] { gb::run_forward(cap, f.m, random_tokens(49, 10, 1)); }, "too long");
+    expect_error([&] { gb::run_forward(cap, f.m, {}); }, "empty");
+    expect_error([&] { gb::run_forward(cap, f.m, {1, 99999}); }, "outside the vocabulary");
+    gb::ablation bad;
+    bad.no_residual = on({7});
+    expect_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad); }, "layer 7");
+    gb::ablation bad_head;
+    bad_head.heads = {{0, 9}};
+    expect_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad_head); }, "0.9");
+}
+
+TEST(Forward, CaptureBudgetKeepsOnlyChosenLayers) {
+    const auto& f = base_model();
+    auto tokens = random_tokens(10, f.m.config.vocab_size, 3);
+    gb::capture full, part;
+    gb::run_forward(full, f.m, tokens);
+    gb::forward_options opt;
+    opt.attention_layers = {0, 1, 0};
+    gb::run_forward(part, f.m, tokens, {}, opt);
+    EXPECT_EQ(part.attention.size(), (size_t)f.m.config.n_head * 100);
+    EXPECT_EQ(part.head(0, 0), nullptr);
+    ASSERT_NE(part.head(1, 2), nullptr);
+    for (int i = 0; i < 100; i++) ASSERT_EQ(part.head(1, 2)[i], full.head(1, 2)[i]);
+    for (size_t i = 0; i < full.logits.size(); i++) ASSERT_EQ(part.logits[i], full.logits[i]);
+}
+
+TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
+    tiny_spec s;
+    s.seed = 5;
+    gb::model m = gb::load_model(write_tiny_gpt2(test_temp_dir("forward_nan"), s).dir);
+    m.weights.layers[1].w_down[3] = std::nanf("");
+    gb::capture cap;
+    gb::run_forward(cap, m, {1, 2, 3});
+    EXPECT_EQ(cap.nonfinite_layer, 1);
+    EXPECT_EQ(cap.nonfinite_where, "L1 mlp");
+}
