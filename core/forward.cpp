@@ -122,8 +122,9 @@ static void matmul(float* out, const float* x, const float* w, const std::vector
     cmap_r W(w, k, m, Eigen::OuterStride<>(m));
     map_r O(out, n, m, Eigen::OuterStride<>(m));
     int nt = omp_get_max_threads();
-    // blocks of at least 64 columns, a multiple of 16 for aligned SIMD panels
-    int blocks = std::max(1, std::min(nt * 2, m / 64));
+    // one block per thread (each Eigen GEMM repacks its slice of W, so fewer, larger blocks are faster);
+    // block edges on multiples of 16 columns keep SIMD panels aligned
+    int blocks = std::max(1, std::min(nt, m / 64));
 #pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
     for (int bi = 0; bi < blocks; bi++) {
         int j0 = (int)((int64_t)m * bi / blocks) & ~15;

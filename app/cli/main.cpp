@@ -187,6 +187,7 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) 
     }
     std::fprintf(stderr, "notice: no OpenGL 4.3 context (%s); fallback to the CPU backend\n", info.error.c_str());
 #else
+    (void)renderer;
     std::fprintf(stderr, "notice: this build has no OpenGL support; fallback to the CPU backend\n");
 #endif
     return {};

@@ -1,0 +1,256 @@
+// Model loading: format detection, config parsing, tensor tables per architecture, default model lookup.
+//
+// Sections: arch table | params | config.json | HF safetensors folder | load_model | default model
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "error.h"
+#include "model.h"
+#include "safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Architecture table: the one place that says how families differ
+// ---------------------------------------------------------------------------------------------
+const arch_info& arch_table(arch_id a) {
+    static const arch_info table[ARCH_COUNT] = {
+        /* ARCH_GPT2  */ {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED},
+        /* ARCH_LLAMA */ {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE},
+    };
+    if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
+    return table[a];
+}
+
+param_counts count_params(const model& m) {
+    const model_weights& w = m.weights;
+    param_counts p;
+    p.embeddings = (int64_t)w.tok_emb.size() + (int64_t)w.pos_emb.size() + (int64_t)w.lm_head.size();
+    for (const layer_weights& l : w.layers) {
+        p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size());
+        p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size());
+        p.norms += (int64_t)(l.norm1_g.size() + l.norm1_b.size() + l.norm2_g.size() + l.norm2_b.size());
+    }
+    p.norms += (int64_t)(w.normf_g.size() + w.normf_b.size());
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// config.json
+// ---------------------------------------------------------------------------------------------
+static nlohmann::json read_json(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw error("cannot open " + path);
+    try {
+        return nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    }
+}
+
+static int json_int(const nlohmann::json& j, const std::string& path, std::initializer_list<const char*> keys,
+                    int lo, int hi, int def = -1) {
+    for (const char* k : keys) {
+        if (!j.contains(k) || j[k].is_null()) continue;
+        if (!j[k].is_number_integer()) throw error(path + ": " + k + " must be an integer");
+        int64_t v = j[k].get<int64_t>();
+        if (v < lo || v > hi)
+            throw error(path + ": " + k + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "]");
+        return (int)v;
+    }
+    if (def >= 0) return def;
+    throw error(path + ": missing key " + *keys.begin());
+}
+
+static float json_float(const nlohmann::json& j, const char* key, float def, const std::string& path) {
+    if (!j.contains(key) || j[key].is_null()) return def;
+    if (!j[key].is_number()) throw error(path + ": " + key + " must be a number");
+    double v = j[key].get<double>();
+    if (!(v > 0) || v > 1e9) throw error(path + ": " + key + " = " + std::to_string(v) + " must be positive");
+    return (float)v;
+}
+
+static model_config parse_hf_config(const std::string& path) {
+    nlohmann::json j = read_json(path);
+    if (!j.is_object()) throw error(path + ": not a JSON object");
+    model_config c;
+    std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+    c.model_type = type;
+    if (type == "gpt2") {
+        c.arch = ARCH_GPT2;
+        c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
+        c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
+        c.d_model = json_int(j, path, {"n_embd"}, 1, 65536);
+        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+        c.n_ctx = json_int(j, path, {"n_positions", "n_ctx"}, 1, 1 << 20);
+        c.d_ff = json_int(j, path, {"n_inner"}, 1, 1 << 20, 4 * c.d_model);
+        c.norm_eps = json_float(j, "layer_norm_epsilon", 1e-5f, path);
+        c.n_kv_head = c.n_head;
+        c.qkv_bias = c.mlp_bias = true;
+        c.tied_lm_head = true;
+        if (j.contains("activation_function") && j["activation_function"].is_string()) {
+            std::string act = j["activation_function"];
+            if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
+                throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
+        }
+    } else {
+        throw error(path + ": unsupported model_type '" + type + "' (supported: gpt2)");
+    }
+    if (c.d_model % c.n_head != 0)
+        throw error(path + ": hidden size " + std::to_string(c.d_model) + " is not divisible by " +
+                    std::to_string(c.n_head) + " heads");
+    c.d_head = c.d_model / c.n_head;
+    return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HF safetensors folder
+// ---------------------------------------------------------------------------------------------
+// Looks a tensor up under its name with or without the "transformer." prefix.
+struct tensor_source {
+    const safetensors_file& f;
+    const st_tensor* find(const std::string& name) const {
+        for (const std::string& n : {name, "transformer." + name, "model." + name}) {
+            auto it = f.tensors.find(n);
+            if (it != f.tensors.end()) return &it->second;
+        }
+        return nullptr;
+    }
+    std::vector<float> get(const std::string& name, const std::vector<int64_t>& shape) const {
+        const st_tensor* t = find(name);
+        if (!t) throw error(f.file->path + ": missing tensor " + name);
+        return tensor_f32(f, *t, shape);
+    }
+};
+
+static void load_gpt2_weights(model_weights& w, const model_config& c, const tensor_source& src,
+                              const progress_fn& progress) {
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
+    w.tok_emb = src.get("wte.weight", {V, d});
+    w.pos_emb = src.get("wpe.weight", {c.n_ctx, d});
+    w.layers.resize(c.n_layer);
+    for (int l = 0; l < c.n_layer; l++) {
+        std::string p = "h." + std::to_string(l) + ".";
+        layer_weights& L = w.layers[l];
+        L.norm1_g = src.get(p + "ln_1.weight", {d});
+        L.norm1_b = src.get(p + "ln_1.bias", {d});
+        L.w_qkv = src.get(p + "attn.c_attn.weight", {d, 3 * d}); // Conv1D: already [in][out], columns q|k|v
+        L.b_qkv = src.get(p + "attn.c_attn.bias", {3 * d});
+        L.w_o = src.get(p + "attn.c_proj.weight", {d, d});
+        L.b_o = src.get(p + "attn.c_proj.bias", {d});
+        L.norm2_g = src.get(p + "ln_2.weight", {d});
+        L.norm2_b = src.get(p + "ln_2.bias", {d});
+        L.w_up = src.get(p + "mlp.c_fc.weight", {d, ff});
+        L.b_up = src.get(p + "mlp.c_fc.bias", {ff});
+        L.w_down = src.get(p + "mlp.c_proj.weight", {ff, d});
+        L.b_down = src.get(p + "mlp.c_proj.bias", {d});
+        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+    }
+    w.normf_g = src.get("ln_f.weight", {d});
+    w.normf_b = src.get("ln_f.bias", {d});
+    if (src.find("lm_head.weight")) w.lm_head = src.get("lm_head.weight", {V, d});
+}
+
+static bool path_exists(const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+}
+
+static tokenizer load_folder_tokenizer(const fs::path& dir) {
+    if (path_exists(dir / "vocab.json") && path_exists(dir / "merges.txt"))
+        return load_gpt2_tokenizer((dir / "vocab.json").string(), (dir / "merges.txt").string());
+    if (path_exists(dir / "tokenizer.json")) return load_tokenizer_json((dir / "tokenizer.json").string());
+    throw error(dir.string() + ": no tokenizer (expected vocab.json + merges.txt, or tokenizer.json)");
+}
+
+static model load_hf_folder(const fs::path& dir, const load_options& opt) {
+    model m;
+    m.format = "hf-safetensors";
+    m.config = parse_hf_config((dir / "config.json").string());
+    if (opt.progress) opt.progress(0.02f, "config");
+    fs::path st = dir / "model.safetensors";
+    if (!path_exists(st)) throw error(dir.string() + ": no model.safetensors");
+    safetensors_file f = open_safetensors(st.string());
+    if (opt.progress) opt.progress(0.08f, "tensors");
+    tensor_source src{f};
+    switch (m.config.arch) {
+    case ARCH_GPT2: load_gpt2_weights(m.weights, m.config, src, opt.progress); break;
+    default: throw error("internal: no HF tensor table for " + std::string(arch_table(m.config.arch).name));
+    }
+    m.config.tied_lm_head = m.weights.lm_head.empty();
+    m.tok = load_folder_tokenizer(dir);
+    if ((int)m.tok.vocab.size() > m.config.vocab_size)
+        throw error(dir.string() + ": tokenizer has " + std::to_string(m.tok.vocab.size()) +
+                    " tokens but the model's vocab_size is " + std::to_string(m.config.vocab_size));
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// load_model: detect the format from the path
+// ---------------------------------------------------------------------------------------------
+model load_model(const std::string& path, const load_options& opt) {
+    if (path.empty()) throw error("no model path given");
+    fs::path p(path);
+    std::error_code ec;
+    if (!fs::exists(p, ec)) throw error("cannot open " + path + ": no such file or directory");
+    if (opt.progress) opt.progress(0.0f, "opening");
+    model m;
+    if (fs::is_directory(p, ec)) {
+        m = load_hf_folder(p, opt);
+    } else if (p.filename() == "model.safetensors" || p.filename() == "config.json") {
+        m = load_hf_folder(p.parent_path().empty() ? fs::path(".") : p.parent_path(), opt);
+    } else {
+        throw error(path + ": unknown model format (expected a Hugging Face folder with config.json)");
+    }
+    m.path = path;
+    if (opt.progress) opt.progress(1.0f, "done");
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The default model shipped in assets/models/
+// ---------------------------------------------------------------------------------------------
+static std::string find_in_assets(const fs::path& assets) {
+    fs::path models = assets / "models";
+    if (!path_exists(models)) return "";
+    std::ifstream def(models / "DEFAULT");
+    std::string name;
+    if (def && std::getline(def, name)) {
+        while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
+        if (!name.empty() && path_exists(models / name / "config.json")) return (models / name).string();
+    }
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(models, ec))
+        if (path_exists(e.path() / "config.json")) found.push_back(e.path().string());
+    std::sort(found.begin(), found.end());
+    return found.empty() ? "" : found.front();
+}
+
+std::string default_model_path() {
+    std::vector<fs::path> roots;
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        fs::path exe_dir = fs::path(std::string(buf, (size_t)n)).parent_path();
+        roots.push_back(exe_dir / "assets");
+        roots.push_back(exe_dir.parent_path() / "assets");
+        roots.push_back(exe_dir.parent_path() / "share" / "glassbox" / "assets");
+    }
+#ifdef GLASSBOX_ASSETS_DIR
+    roots.push_back(GLASSBOX_ASSETS_DIR);
+#endif
+    for (const fs::path& r : roots) {
+        std::string s = find_in_assets(r);
+        if (!s.empty()) return s;
+    }
+    throw error("no default model found in assets/models/ (pass --model PATH, or see tools/train_default_model.py)");
+}
+
+} // namespace gb

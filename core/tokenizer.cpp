@@ -1,0 +1,392 @@
+// Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt or tokenizer.json) and UTF-8 helpers.
+//
+// Sections: UTF-8 | byte <-> unicode map | loading | pre-tokenizer (PCRE2) | BPE | encode/decode
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer.h"
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <pcre2.h>
+#include <sstream>
+
+#include "error.h"
+
+namespace gb {
+
+// GPT-2's pre-tokenizer: contractions, letters, digits, other symbols, whitespace (not before non-space)
+static const char* gpt2_split_regex =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8
+// ---------------------------------------------------------------------------------------------
+// Length of the valid UTF-8 sequence at s[i], or 0 if invalid (overlong, surrogate, > U+10FFFF, truncated).
+static int utf8_seq_len(const std::string& s, size_t i) {
+    const unsigned char* p = (const unsigned char*)s.data() + i;
+    size_t left = s.size() - i;
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    int n;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07;
+    else return 0;
+    if (left < (size_t)n) return 0;
+    for (int k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (p[k] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
+long utf8_invalid_at(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        int n = utf8_seq_len(s, i);
+        if (!n) return (long)i;
+        i += n;
+    }
+    return -1;
+}
+
+std::string utf8_sanitize(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        int n = utf8_seq_len(s, i);
+        if (n) {
+            out.append(s, i, n);
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD"; // U+FFFD for each invalid byte
+            i++;
+        }
+    }
+    return out;
+}
+
+static std::string utf8_encode(uint32_t cp) {
+    std::string o;
+    if (cp < 0x80) o += (char)cp;
+    else if (cp < 0x800) o += (char)(0xc0 | (cp >> 6)), o += (char)(0x80 | (cp & 0x3f));
+    else if (cp < 0x10000)
+        o += (char)(0xe0 | (cp >> 12)), o += (char)(0x80 | ((cp >> 6) & 0x3f)), o += (char)(0x80 | (cp & 0x3f));
+    else
+        o += (char)(0xf0 | (cp >> 18)), o += (char)(0x80 | ((cp >> 12) & 0x3f)),
+            o += (char)(0x80 | ((cp >> 6) & 0x3f)), o += (char)(0x80 | (cp & 0x3f));
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2's reversible byte -> printable unicode map
+// ---------------------------------------------------------------------------------------------
+struct byte_map {
+    std::string to_unicode[256];                    // byte -> UTF-8 of its stand-in character
+    std::unordered_map<std::string, int> to_byte;   // stand-in character -> byte
+};
+
+static const byte_map& bytes_unicode() {
+    static const byte_map m = [] {
+        byte_map b;
+        int extra = 0;
+        for (int c = 0; c < 256; c++) {
+            bool printable = (c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff);
+            uint32_t cp = printable ? (uint32_t)c : (uint32_t)(256 + extra++);
+            b.to_unicode[c] = utf8_encode(cp);
+            b.to_byte[b.to_unicode[c]] = c;
+        }
+        return b;
+    }();
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------------------------
+static nlohmann::json read_json_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw error("cannot open " + path);
+    try {
+        return nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    }
+}
+
+static void set_vocab(tokenizer& t, const nlohmann::json& v, const std::string& path) {
+    if (!v.is_object()) throw error(path + ": vocabulary is not a JSON object of token -> id");
+    if (v.size() > 10000000) throw error(path + ": vocabulary has more than 10M tokens");
+    int max_id = -1;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!it.value().is_number_integer()) throw error(path + ": id of token '" + it.key() + "' is not an integer");
+        int64_t id = it.value().get<int64_t>();
+        if (id < 0 || id >= (int64_t)v.size() * 2 + 1024)
+            throw error(path + ": id " + std::to_string(id) + " of token '" + it.key() + "' is out of range");
+        max_id = std::max(max_id, (int)id);
+    }
+    t.vocab.assign(max_id + 1, "");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        int id = it.value().get<int>();
+        if (!t.vocab[id].empty()) throw error(path + ": id " + std::to_string(id) + " is used twice");
+        t.vocab[id] = it.key();
+        t.ids[it.key()] = id;
+    }
+}
+
+static void add_merge(tokenizer& t, const std::string& a, const std::string& b, const std::string& path, size_t line) {
+    if (!t.ids.count(a) || !t.ids.count(b) || !t.ids.count(a + b))
+        throw error(path + ": merge " + std::to_string(line) + " '" + a + " " + b + "' names a token not in the vocabulary");
+    t.merge_rank.emplace(a + " " + b, (int)t.merge_rank.size());
+}
+
+static void find_specials(tokenizer& t) {
+    auto it = t.ids.find("<|endoftext|>");
+    if (it != t.ids.end()) {
+        if (std::find(t.specials.begin(), t.specials.end(), "<|endoftext|>") == t.specials.end())
+            t.specials.push_back("<|endoftext|>");
+        t.eos_id = it->second;
+        if (t.bos_id < 0) t.bos_id = it->second; // GPT-2 uses end-of-text as its BOS too
+    }
+}
+
+tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& merges_txt) {
+    tokenizer t;
+    t.kind = TOK_BYTE_BPE;
+    t.split_regex = gpt2_split_regex;
+    set_vocab(t, read_json_file(vocab_json), vocab_json);
+    std::ifstream f(merges_txt, std::ios::binary);
+    if (!f) throw error("cannot open " + merges_txt);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(f, line)) {
+        n++;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || (n == 1 && line.rfind("#version", 0) == 0)) continue;
+        size_t sp = line.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 >= line.size() || line.find(' ', sp + 1) != std::string::npos)
+            throw error(merges_txt + ": line " + std::to_string(n) + " is not 'left right'");
+        add_merge(t, line.substr(0, sp), line.substr(sp + 1), merges_txt, n);
+    }
+    find_specials(t);
+    return t;
+}
+
+tokenizer load_tokenizer_json(const std::string& path) {
+    nlohmann::json j = read_json_file(path);
+    if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+        throw error(path + ": no \"model\" object (not a tokenizer.json?)");
+    const nlohmann::json& m = j["model"];
+    std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
+    if (type != "BPE") throw error(path + ": model type '" + type + "' is not supported (expected BPE)");
+    tokenizer t;
+    t.kind = TOK_BYTE_BPE;
+    t.split_regex = gpt2_split_regex;
+    // a Split pre-tokenizer brings its own regex (e.g. Llama 3 / Qwen2); ByteLevel alone means GPT-2's
+    std::string pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "";
+    if (pre.find("Metaspace") != std::string::npos)
+        throw error(path + ": Metaspace (SentencePiece-style) tokenizers are not supported yet");
+    std::function<void(const nlohmann::json&)> scan = [&](const nlohmann::json& p) {
+        if (!p.is_object()) return;
+        if (p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
+            p["pattern"].contains("Regex") && p["pattern"]["Regex"].is_string())
+            t.split_regex = p["pattern"]["Regex"];
+        if (p.contains("pretokenizers") && p["pretokenizers"].is_array())
+            for (const auto& q : p["pretokenizers"]) scan(q);
+    };
+    if (j.contains("pre_tokenizer")) scan(j["pre_tokenizer"]);
+    if (!m.contains("vocab")) throw error(path + ": model has no vocab");
+    set_vocab(t, m["vocab"], path);
+    if (m.contains("merges") && m["merges"].is_array()) {
+        size_t n = 0;
+        for (const auto& e : m["merges"]) {
+            n++;
+            if (e.is_string()) {
+                std::string s = e;
+                size_t sp = s.find(' ');
+                if (sp == std::string::npos) throw error(path + ": merge " + std::to_string(n) + " is not 'left right'");
+                add_merge(t, s.substr(0, sp), s.substr(sp + 1), path, n);
+            } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+                add_merge(t, e[0], e[1], path, n);
+            } else {
+                throw error(path + ": merge " + std::to_string(n) + " is neither 'a b' nor [a, b]");
+            }
+        }
+    }
+    if (j.contains("added_tokens") && j["added_tokens"].is_array())
+        for (const auto& a : j["added_tokens"]) {
+            if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["id"].is_number_integer() ||
+                !a["content"].is_string())
+                throw error(path + ": added_tokens entry needs id and content");
+            int id = a["id"];
+            std::string content = a["content"];
+            if (id < 0 || id > 10000000) throw error(path + ": added token id " + std::to_string(id) + " out of range");
+            if (id >= (int)t.vocab.size()) t.vocab.resize(id + 1);
+            t.vocab[id] = content;
+            t.ids[content] = id;
+            t.specials.push_back(content);
+        }
+    find_specials(t);
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pre-tokenizer: the split regex through PCRE2 (compiled once per pattern, JIT when available)
+// ---------------------------------------------------------------------------------------------
+struct compiled_regex {
+    pcre2_code* code = nullptr;
+};
+
+static pcre2_code* regex_for(const std::string& pattern) {
+    static std::mutex mu;
+    static std::unordered_map<std::string, compiled_regex> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    compiled_regex& c = cache[pattern];
+    if (!c.code) {
+        int err = 0;
+        PCRE2_SIZE off = 0;
+        c.code = pcre2_compile((PCRE2_SPTR)pattern.c_str(), pattern.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK,
+                               &err, &off, nullptr);
+        if (!c.code) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(err, msg, sizeof msg);
+            cache.erase(pattern);
+            throw error("tokenizer split regex does not compile at offset " + std::to_string(off) + ": " +
+                        std::string((const char*)msg));
+        }
+        pcre2_jit_compile(c.code, PCRE2_JIT_COMPLETE); // optional speed-up; falls back to the interpreter
+    }
+    return c.code;
+}
+
+// Appends the regex pieces of text (valid UTF-8) to out.
+static void split_pieces(std::vector<std::string>& out, const std::string& text, const std::string& pattern) {
+    pcre2_code* re = regex_for(pattern);
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+    size_t pos = 0;
+    while (pos < text.size()) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+        if (rc < 0) { // no further match: the rest is one piece (cannot happen with GPT-2's pattern)
+            out.push_back(text.substr(pos));
+            break;
+        }
+        PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+        if (ov[0] > pos) out.push_back(text.substr(pos, ov[0] - pos)); // unmatched gap kept, never dropped
+        if (ov[1] == ov[0]) {                                           // empty match: step one character
+            size_t step = 1;
+            while (ov[0] + step < text.size() && ((unsigned char)text[ov[0] + step] & 0xc0) == 0x80) step++;
+            out.push_back(text.substr(ov[0], step));
+            pos = ov[0] + step;
+        } else {
+            out.push_back(text.substr(ov[0], ov[1] - ov[0]));
+            pos = ov[1];
+        }
+    }
+    pcre2_match_data_free(md);
+}
+
+// ---------------------------------------------------------------------------------------------
+// BPE: merge the lowest-ranked adjacent pair until none is in the merge table
+// ---------------------------------------------------------------------------------------------
+static void bpe_word(std::vector<int>& out, const tokenizer& t, std::vector<std::string> sym) {
+    std::string key;
+    while (sym.size() > 1) {
+        int best = INT_MAX;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < sym.size(); i++) {
+            key.assign(sym[i]).append(" ").append(sym[i + 1]);
+            auto it = t.merge_rank.find(key);
+            if (it != t.merge_rank.end() && it->second < best) best = it->second, at = i;
+        }
+        if (best == INT_MAX) break;
+        std::string left = sym[at], right = sym[at + 1];
+        std::vector<std::string> next;
+        next.reserve(sym.size());
+        for (size_t i = 0; i < sym.size(); i++) {
+            if (i + 1 < sym.size() && sym[i] == left && sym[i + 1] == right) {
+                next.push_back(left + right);
+                i++;
+            } else {
+                next.push_back(sym[i]);
+            }
+        }
+        sym.swap(next);
+    }
+    for (const std::string& s : sym) {
+        auto it = t.ids.find(s);
+        if (it == t.ids.end()) throw error("tokenizer: symbol '" + s + "' has no id (incomplete vocabulary)");
+        out.push_back(it->second);
+    }
+}
+
+static void encode_byte_bpe(std::vector<int>& out, const tokenizer& t, const std::string& text) {
+    const byte_map& bm = bytes_unicode();
+    std::vector<std::string> pieces;
+    split_pieces(pieces, text, t.split_regex.empty() ? gpt2_split_regex : t.split_regex);
+    std::vector<std::string> sym;
+    for (const std::string& p : pieces) {
+        sym.clear();
+        for (unsigned char c : p) sym.push_back(bm.to_unicode[c]);
+        bpe_word(out, t, sym);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// encode / decode
+// ---------------------------------------------------------------------------------------------
+std::vector<int> encode(const tokenizer& t, const std::string& text) {
+    long bad = utf8_invalid_at(text);
+    if (bad >= 0) throw error("invalid UTF-8 at byte " + std::to_string(bad) + " of the text");
+    std::vector<int> out;
+    if (t.kind != TOK_BYTE_BPE) throw error("tokenizer: this tokenizer kind cannot encode yet");
+    // specials are matched verbatim first (longest at each position); the text between goes through BPE
+    size_t pos = 0, start = 0;
+    while (pos < text.size()) {
+        size_t best_len = 0;
+        const std::string* best = nullptr;
+        for (const std::string& s : t.specials)
+            if (s.size() > best_len && text.compare(pos, s.size(), s) == 0) best = &s, best_len = s.size();
+        if (!best) {
+            pos++;
+            continue;
+        }
+        if (pos > start) encode_byte_bpe(out, t, text.substr(start, pos - start));
+        out.push_back(t.ids.at(*best));
+        pos += best_len;
+        start = pos;
+    }
+    if (start < text.size()) encode_byte_bpe(out, t, text.substr(start));
+    return out;
+}
+
+std::string token_bytes(const tokenizer& t, int id) {
+    if (id < 0 || id >= (int)t.vocab.size())
+        throw error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                    std::to_string((int)t.vocab.size() - 1) + ")");
+    const std::string& s = t.vocab[id];
+    if (std::find(t.specials.begin(), t.specials.end(), s) != t.specials.end()) return s;
+    const byte_map& bm = bytes_unicode();
+    std::string out;
+    for (size_t i = 0; i < s.size();) {
+        int n = utf8_seq_len(s, i);
+        if (!n) n = 1;
+        auto it = bm.to_byte.find(s.substr(i, n));
+        if (it != bm.to_byte.end()) out += (char)it->second;
+        else out += s.substr(i, n); // not a byte stand-in: keep the text as stored
+        i += n;
+    }
+    return out;
+}
+
+std::string decode(const tokenizer& t, const std::vector<int>& ids) {
+    std::string out;
+    for (int id : ids) out += token_bytes(t, id);
+    return out;
+}
+
+std::string token_text(const tokenizer& t, int id) { return utf8_sanitize(token_bytes(t, id)); }
+
+} // namespace gb
