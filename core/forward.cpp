@@ -73,6 +73,46 @@ void check_ablation(const ablation& ab, const model_config& c) {
                         std::to_string(c.n_head) + " heads)");
 }
 
+static std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::string cur;
+    std::istringstream in(s);
+    while (std::getline(in, cur, ','))
+        if (!cur.empty()) out.push_back(cur);
+    return out;
+}
+
+static int parse_index(const std::string& s, const std::string& what) {
+    char* end = nullptr;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || v < 0 || v > 1000000)
+        throw error(what + ": expected a non-negative integer, got '" + s + "'");
+    return (int)v;
+}
+
+ablation parse_ablation(const std::string& ablate, const std::string& layers, const std::string& heads) {
+    ablation ab;
+    std::vector<int> ls;
+    for (const std::string& s : split_list(layers)) ls.push_back(parse_index(s, "--layers"));
+    for (const std::string& name : split_list(ablate)) {
+        layer_set* set = name == "no-residual"    ? &ab.no_residual
+                         : name == "no-layernorm" ? &ab.no_layernorm
+                         : name == "no-attention" ? &ab.no_attention
+                                                  : nullptr;
+        if (!set)
+            throw error("--ablate: unknown ablation '" + name + "' (expected no-residual, no-layernorm, no-attention)");
+        set->on = true;
+        set->layers = ls;
+    }
+    if (!ls.empty() && !ab.any()) throw error("--layers restricts --ablate, but no --ablate was given");
+    for (const std::string& s : split_list(heads)) {
+        size_t dot = s.find('.');
+        if (dot == std::string::npos) throw error("--heads: expected LAYER.HEAD like 5.1, got '" + s + "'");
+        ab.heads.push_back({parse_index(s.substr(0, dot), "--heads"), parse_index(s.substr(dot + 1), "--heads")});
+    }
+    return ab;
+}
+
 std::vector<std::string> resid_labels(int n_layer) {
     std::vector<std::string> labels{"embed"};
     for (int l = 0; l < n_layer; l++) {

@@ -37,6 +37,9 @@ struct ablation {
 
 // Throws gb::error when a layer or head index is outside the model.
 void check_ablation(const ablation& ab, const model_config& c);
+// From the CLI's/app's lists: ablate "no-residual,no-layernorm,no-attention", layers "0,3" (restricts
+// ablate), heads "5.1,5.5". Throws gb::error naming the bad item; ranges are checked by check_ablation.
+ablation parse_ablation(const std::string& ablate, const std::string& layers, const std::string& heads);
 
 // ---------------------------------------------------------------------------------------------
 // Capture: everything the UI shows about one forward pass

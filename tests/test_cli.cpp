@@ -170,7 +170,8 @@ TEST(Cli, ErrorsAreOneLineWithExitCodes) {
     expect_error("run " + M() + " --prompt x --bogus 1", 2, "--bogus");
     expect_error("run --model /nonexistent/model --prompt x", 2, "/nonexistent/model");
     expect_error("run " + M() + " --prompt x --ablate no-brain", 2, "no-brain");
-    expect_error("run " + M() + " --prompt x --heads 9.0", 2, "--heads");
+    expect_error("run " + M() + " --prompt x --heads 9.0", 2, "9.0");
+    expect_error("run " + M() + " --prompt x --heads 1", 2, "--heads");
     expect_error("run " + M() + " --prompt x --layers 1", 2, "--ablate");
     expect_error("run " + M() + " --prompt \"$(printf '\\377\\376')\"", 2, "UTF-8");
     std::string long_prompt(200, 'a');

@@ -135,30 +135,8 @@ gb::model open_model(const args& a) {
 
 // --ablate LIST [--layers LIST] [--heads L.H,...], checked against the model
 gb::ablation parse_ablation(const args& a, const gb::model_config& c) {
-    gb::ablation ab;
-    std::vector<int> layers;
-    for (const std::string& s : split(a.get("layers"), ','))
-        layers.push_back((int)parse_int(s, "--layers", 0, c.n_layer - 1));
-    for (const std::string& name : split(a.get("ablate"), ',')) {
-        gb::layer_set* set = name == "no-residual"    ? &ab.no_residual
-                             : name == "no-layernorm" ? &ab.no_layernorm
-                             : name == "no-attention" ? &ab.no_attention
-                                                      : nullptr;
-        if (!set) throw usage_error("--ablate: unknown ablation '" + name +
-                                    "' (expected no-residual, no-layernorm, no-attention)");
-        set->on = true;
-        set->layers = layers;
-    }
-    if (!layers.empty() && !ab.no_residual.on && !ab.no_layernorm.on && !ab.no_attention.on)
-        throw usage_error("--layers restricts --ablate, but no --ablate was given");
-    for (const std::string& s : split(a.get("heads"), ',')) {
-        size_t dot = s.find('.');
-        if (dot == std::string::npos) throw usage_error("--heads: expected LAYER.HEAD like 5.1, got '" + s + "'");
-        gb::head_ref h;
-        h.layer = (int)parse_int(s.substr(0, dot), "--heads layer", 0, c.n_layer - 1);
-        h.head = (int)parse_int(s.substr(dot + 1), "--heads head", 0, c.n_head - 1);
-        ab.heads.push_back(h);
-    }
+    gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"));
+    gb::check_ablation(ab, c);
     return ab;
 }
 

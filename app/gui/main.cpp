@@ -1,0 +1,511 @@
+// glassbox: the desktop app. Linear main: parse args, init GLFW + ImGui, frame loop, shutdown.
+//
+// Sections: arguments | fonts | layout | scripted input (tests) | screenshot | main
+#define GLFW_INCLUDE_NONE
+#include <epoxy/gl.h>
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+#include <imgui_internal.h> // ImTextCharFromUtf8
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
+
+#include "error.h"
+#include "ui.h"
+
+using namespace gbui;
+using clock_type = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
+// ---------------------------------------------------------------------------------------------
+struct options {
+    std::string model, prompt, ablate, layers, heads, screenshot, script, session;
+    int sel_layer = -1, sel_head = -1, sel_token = -1;
+    int width = 1600, height = 1000;
+    bool bos = false;
+    bool prompt_given = false;
+};
+
+static const char* usage =
+    "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
+    "                [--select-head L.H] [--select-token I] [--session FILE.json]\n"
+    "                [--screenshot FILE.png] [--size WxH] [--script FILE]\n";
+
+static options parse_options(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw gb::error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--model") o.model = value();
+        else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
+        else if (a == "--bos") o.bos = true;
+        else if (a == "--ablate") o.ablate = value();
+        else if (a == "--layers") o.layers = value();
+        else if (a == "--heads") o.heads = value();
+        else if (a == "--screenshot") o.screenshot = value();
+        else if (a == "--script") o.script = value();
+        else if (a == "--session") o.session = value();
+        else if (a == "--select-head") {
+            std::string v = value();
+            if (std::sscanf(v.c_str(), "%d.%d", &o.sel_layer, &o.sel_head) != 2 || o.sel_layer < 0 || o.sel_head < 0)
+                throw gb::error("--select-head: expected LAYER.HEAD like 2.3, got '" + v + "'");
+        } else if (a == "--select-token") {
+            std::string v = value();
+            char* end = nullptr;
+            o.sel_token = (int)std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end || o.sel_token < 0) throw gb::error("--select-token: expected an index, got '" + v + "'");
+        } else if (a == "--size") {
+            std::string v = value();
+            if (std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 || o.height < 240 ||
+                o.width > 8192 || o.height > 8192)
+                throw gb::error("--size: expected WxH like 1600x1000, got '" + v + "'");
+        } else if (a == "--help" || a == "-h") {
+            std::fputs(usage, stdout);
+            std::exit(0);
+        } else {
+            throw gb::error("unknown option " + a);
+        }
+    }
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fonts: DejaVu Sans; glyphs the prompt needs are added on demand (a CJK font when installed)
+// ---------------------------------------------------------------------------------------------
+struct font_state {
+    std::set<ImWchar> extra;  // code points added beyond the base ranges
+    std::set<ImWchar> missing; // asked for, found in no font (never retried)
+    std::string cjk;          // path of a CJK font, if any
+    ImVector<ImWchar> ranges;
+};
+
+static const char* dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+static void build_fonts(font_state& fs) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.Fonts->Clear();
+    ImFontGlyphRangesBuilder b;
+    static const ImWchar base[] = {0x0020, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF, 0x2000, 0x206F, 0x2190, 0x21FF,
+                                   0x2200, 0x22FF, 0x2400, 0x243F, 0x25A0, 0x25FF, 0xFFFD, 0xFFFD, 0};
+    b.AddRanges(base);
+    for (ImWchar c : fs.extra) b.AddChar(c);
+    fs.ranges.clear();
+    b.BuildRanges(&fs.ranges);
+    ImFontConfig cfg;
+    cfg.OversampleH = 2;
+    if (std::ifstream(dejavu).good()) io.Fonts->AddFontFromFileTTF(dejavu, 15.0f, &cfg, fs.ranges.Data);
+    else io.Fonts->AddFontDefault();
+    if (!fs.cjk.empty()) {
+        ImFontConfig merge;
+        merge.MergeMode = true;
+        io.Fonts->AddFontFromFileTTF(fs.cjk.c_str(), 15.0f, &merge, fs.ranges.Data);
+    }
+    io.Fonts->Build();
+}
+
+// Adds glyphs for text the font lacks; returns true when the atlas must be rebuilt.
+static bool need_glyphs(font_state& fs, const std::string& text) {
+    ImFont* f = ImGui::GetFont();
+    bool added = false;
+    for (const char* p = text.c_str(); *p;) {
+        unsigned int c = 0;
+        int n = ImTextCharFromUtf8(&c, p, nullptr);
+        if (n <= 0) break;
+        p += n;
+        if (c < 0x20 || c > 0xFFFF) continue; // ImGui 1.86 is built with 16-bit ImWchar
+        ImWchar w = (ImWchar)c;
+        if (f->FindGlyphNoFallback(w) || fs.extra.count(w) || fs.missing.count(w)) continue;
+        fs.extra.insert(w);
+        added = true;
+    }
+    return added;
+}
+
+static void find_cjk_font(font_state& fs) {
+    for (const char* p : {"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+                          "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
+                          "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+                          "/usr/share/fonts/truetype/arphic/uming.ttc"})
+        if (std::ifstream(p).good()) {
+            fs.cjk = p;
+            return;
+        }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout: a fixed tiling that fills the window and follows its size
+// ---------------------------------------------------------------------------------------------
+static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(app_state&, ui_context&), app_state& s,
+                         ui_context& ui) {
+    ImGui::SetNextWindowPos(pos);
+    ImGui::SetNextWindowSize(size);
+    ImGuiWindowFlags f = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                         ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                         ImGuiWindowFlags_NoSavedSettings;
+    if (ImGui::Begin(id, nullptr, f)) draw(s, ui);
+    ImGui::End();
+}
+
+static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
+    const float g = 4, prompt_h = 150, status_h = 26;
+    float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
+    float left_w = W * 0.24f, right_w = W * 0.31f, mid_w = W - left_w - right_w - 4 * g;
+    float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
+    panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
+    panel_window("Ablations", ImVec2(g, body_y), ImVec2(left_w, body_h * 0.56f - g), panel_ablations, s, ui);
+    panel_window("Model", ImVec2(g, body_y + body_h * 0.56f), ImVec2(left_w, body_h * 0.44f), panel_model, s, ui);
+    panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, body_h * 0.42f - g), panel_overview, s, ui);
+    panel_window("Head", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), panel_head, s, ui);
+    panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h * 0.52f - g), panel_output, s, ui);
+    panel_window("Residual", ImVec2(right_x, body_y + body_h * 0.52f), ImVec2(right_w, body_h * 0.48f), panel_residual, s, ui);
+    // status bar: the one-line error (previous result stays on screen), else the last status
+    ImGui::SetNextWindowPos(ImVec2(g, H - status_h));
+    ImGui::SetNextWindowSize(ImVec2(W - 2 * g, status_h - g));
+    ImGui::Begin("Status", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove);
+    if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
+    else if (s.loading) ImGui::Text("loading model... %.0f%%", s.load_progress * 100);
+    else if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
+    else ImGui::TextDisabled("%s", s.status.empty() ? "ready" : s.status.c_str());
+    ImGui::SameLine(ImGui::GetWindowWidth() - 160);
+    ImGui::TextDisabled("%.0f fps", ImGui::GetIO().Framerate);
+    ImGui::End();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripted input for tests: click LABEL | type TEXT | key NAME | wait | print | screenshot FILE
+// ---------------------------------------------------------------------------------------------
+struct script_runner {
+    std::vector<std::string> lines;
+    size_t next = 0;
+    int phase = 0;      // multi-frame actions (click: move, press, release)
+    int wait_frames = 0;
+    bool done() const { return next >= lines.size(); }
+};
+
+static void write_png(const std::string& path, int w, int h) {
+    std::vector<unsigned char> px((size_t)w * h * 4), flipped(px.size());
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+    for (int y = 0; y < h; y++) // GL's origin is bottom-left
+        std::copy(px.begin() + (size_t)(h - 1 - y) * w * 4, px.begin() + (size_t)(h - y) * w * 4,
+                  flipped.begin() + (size_t)y * w * 4);
+    for (size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
+    if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4)) throw gb::error("cannot write " + path);
+}
+
+static void print_state(const app_state& s) {
+    nlohmann::json j;
+    if (s.result) {
+        std::vector<std::string> toks(s.result->cap.pieces.begin(), s.result->cap.pieces.end());
+        j["tokens"] = toks;
+        j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
+        j["ablation"] = s.result->ablation.describe();
+    }
+    j["error"] = s.error;
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+}
+
+// Returns false while the action needs more frames.
+static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
+    const std::string& line = sc.lines[sc.next];
+    std::string cmd = line.substr(0, line.find(' '));
+    std::string arg = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
+    ImGuiIO& io = ImGui::GetIO();
+    if (cmd == "wait") return settled;
+    if (cmd == "print") {
+        print_state(s);
+        return true;
+    }
+    if (cmd == "screenshot") {
+        write_png(arg, fb_w, fb_h);
+        return true;
+    }
+    if (cmd == "type") {
+        io.AddInputCharactersUTF8(arg.c_str());
+        return true;
+    }
+    if (cmd == "key") { // one frame down, one frame up
+        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
+        if (k < 0) throw gb::error("script: unknown key " + arg);
+        io.KeysDown[k] = sc.phase == 0;
+        return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
+    }
+    if (cmd == "click" || cmd == "rclick") {
+        auto it = ui.widgets.find(arg);
+        if (it == ui.widgets.end()) {
+            if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
+            return false;
+        }
+        ImVec4 r = it->second;
+        io.MousePos = ImVec2((r.x + r.z) / 2, (r.y + r.w) / 2);
+        int button = cmd == "click" ? 0 : 1;
+        if (sc.phase == 0) io.MouseDown[button] = false;      // move there first
+        else if (sc.phase == 1) io.MouseDown[button] = true;  // press
+        else io.MouseDown[button] = false;                    // release
+        if (++sc.phase == 3) {
+            sc.phase = 0;
+            sc.wait_frames = 0;
+            return true;
+        }
+        return false;
+    }
+    throw gb::error("script: unknown command '" + cmd + "'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+// ---------------------------------------------------------------------------------------------
+static void glfw_error(int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); }
+
+static std::vector<std::string> g_dropped; // filled by GLFW's drop callback, consumed by the frame loop
+static void on_drop(GLFWwindow*, int n, const char** paths) {
+    for (int i = 0; i < n; i++) g_dropped.push_back(paths[i]);
+}
+
+int main(int argc, char** argv) {
+    options opt;
+    try {
+        opt = parse_options(argc, argv);
+    } catch (const gb::error& e) {
+        std::fprintf(stderr, "error: %s\n%s", e.what(), usage);
+        return 2;
+    }
+    app_state s;
+    script_runner script;
+    if (!opt.script.empty()) {
+        std::ifstream f(opt.script);
+        if (!f) {
+            std::fprintf(stderr, "error: cannot open script %s\n", opt.script.c_str());
+            return 2;
+        }
+        for (std::string l; std::getline(f, l);)
+            if (!l.empty() && l[0] != '#') script.lines.push_back(l);
+    }
+    std::string model_path = opt.model;
+    if (model_path.empty()) {
+        try {
+            model_path = gb::default_model_path();
+        } catch (const gb::error& e) {
+            s.error = e.what();
+        }
+    }
+    try {
+        if (!opt.session.empty()) {
+            load_session(s, opt.session);
+            if (opt.model.empty() && !s.model_path_input.empty()) model_path = s.model_path_input;
+        }
+        if (opt.prompt_given) s.prompt = opt.prompt;
+        if (opt.bos) s.bos = true;
+        if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty())
+            s.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
+        if (opt.sel_layer >= 0) s.sel_layer = opt.sel_layer, s.sel_head = opt.sel_head;
+        if (opt.sel_token >= 0) s.sel_token = opt.sel_token;
+    } catch (const gb::error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    }
+    const bool headless_job = !opt.screenshot.empty() || !opt.script.empty();
+
+    glfwSetErrorCallback(glfw_error);
+    if (!glfwInit()) {
+        std::fprintf(stderr, "error: cannot open a window (no display? try xvfb-run -a glassbox ...)\n");
+        return 2;
+    }
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    if (headless_job) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+    GLFWwindow* win = glfwCreateWindow(opt.width, opt.height, "Glassbox", nullptr, nullptr);
+    if (!win) {
+        std::fprintf(stderr, "error: cannot create an OpenGL 3.3 window\n");
+        glfwTerminate();
+        return 2;
+    }
+    glfwMakeContextCurrent(win);
+    glfwSwapInterval(headless_job ? 0 : 1);
+    glfwSetDropCallback(win, on_drop);
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    ImGui::StyleColorsDark();
+    ImGuiStyle& st = ImGui::GetStyle();
+    st.WindowRounding = 4;
+    st.FrameRounding = 3;
+    st.WindowPadding = ImVec2(10, 8);
+    font_state fonts;
+    find_cjk_font(fonts);
+    build_fonts(fonts);
+    ImGui_ImplGlfw_InitForOpenGL(win, true);
+    ImGui_ImplOpenGL3_Init("#version 330");
+
+    int exit_code = 0;
+    {
+        worker work;
+        ui_context ui;
+        ui.work = &work;
+        if (!model_path.empty()) work.load(model_path);
+        std::string requested;     // inputs of the last run request
+        std::string pending;       // inputs seen last frame
+        auto changed_at = clock_type::now();
+        const gb::model* picked_for = nullptr; // model for which a default head was chosen
+        bool user_selected = opt.sel_layer >= 0;
+        auto started = clock_type::now();
+        int settled_frames = 0;
+
+        while (!glfwWindowShouldClose(win)) {
+            glfwPollEvents();
+            work.poll(s);
+            for (const std::string& p : g_dropped) {
+                s.model_path_input = p;
+                work.load(p);
+            }
+            g_dropped.clear();
+
+            // re-run when the inputs changed and have been stable for 150 ms (debounce while typing)
+            std::string key;
+            if (s.model) {
+                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() +
+                      "|" + std::to_string(s.top_k) + "|" + s.prompt;
+                if (key != pending) pending = key, changed_at = clock_type::now();
+                bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : 150);
+                if (key != requested && quiet) {
+                    try {
+                        gb::check_ablation(s.ablation, s.model->config);
+                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k});
+                    } catch (const gb::error& e) {
+                        s.error = e.what();
+                    }
+                    requested = key;
+                }
+            }
+            // a sensible first head to show: the strongest previous-token head outside layer 0
+            if (s.result && s.result->model.get() != picked_for) {
+                picked_for = s.result->model.get();
+                if (!user_selected) {
+                    const auto& pr = s.result->head_prev;
+                    int H = s.result->cap.n_head, best = 0;
+                    for (int k = 0; k < (int)pr.size(); k++)
+                        if ((k / H > 0 || pr.size() == (size_t)H) && pr[k] > pr[best]) best = k;
+                    s.sel_layer = best / H, s.sel_head = best % H;
+                }
+                user_selected = false;
+            }
+            // glyphs the prompt or the tokens need (rebuilt between frames)
+            std::string text = s.prompt;
+            if (s.result)
+                for (const std::string& p : s.result->cap.pieces) text += p;
+            if (need_glyphs(fonts, text)) {
+                build_fonts(fonts);
+                ImGui_ImplOpenGL3_DestroyFontsTexture();
+                ImGui_ImplOpenGL3_CreateFontsTexture();
+                // glyphs no font has are remembered so we do not rebuild every frame
+                ImFont* f = io.Fonts->Fonts[0];
+                for (ImWchar c : fonts.extra)
+                    if (!f->FindGlyphNoFallback(c)) fonts.missing.insert(c);
+            }
+
+            ImGui_ImplOpenGL3_NewFrame();
+            ImGui_ImplGlfw_NewFrame();
+            int fb_w, fb_h;
+            glfwGetFramebufferSize(win, &fb_w, &fb_h);
+            bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == requested &&
+                           ui.hm.version == s.result_version;
+            if (!script.done()) {
+                try {
+                    if (script_step(script, s, ui, settled, fb_w, fb_h)) script.next++;
+                } catch (const gb::error& e) {
+                    std::fprintf(stderr, "error: %s\n", e.what());
+                    exit_code = 1;
+                    break;
+                }
+            }
+            ImGui::NewFrame();
+
+            // keyboard: Ctrl+O open, Ctrl+S save session, Ctrl+E export PNG, arrows move the selected head
+            if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) s.want_focus_model_path = true;
+            if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)) {
+                try {
+                    save_session(s, s.session_path);
+                    s.status = "saved session " + s.session_path;
+                } catch (const std::exception& e) {
+                    s.error = e.what();
+                }
+            }
+            if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = "glassbox.png";
+            if (!io.WantTextInput && s.result) {
+                const int L = s.result->cap.n_layer, H = s.result->cap.n_head;
+                if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
+                if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
+                if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) s.sel_layer = (s.sel_layer + L - 1) % L;
+                if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) s.sel_layer = (s.sel_layer + 1) % L;
+            }
+
+            update_heatmaps(ui.hm, s);
+            draw_layout(s, ui, io.DisplaySize.x, io.DisplaySize.y);
+            ImGui::Render();
+            glViewport(0, 0, fb_w, fb_h);
+            glClearColor(0.08f, 0.09f, 0.11f, 1.0f);
+            glClear(GL_COLOR_BUFFER_BIT);
+            ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+
+            if (ui.request_screenshot) {
+                ui.request_screenshot = false;
+                try {
+                    write_png(ui.screenshot_path, fb_w, fb_h);
+                    s.status = "saved " + ui.screenshot_path;
+                } catch (const std::exception& e) {
+                    s.error = e.what();
+                }
+            }
+            // headless screenshot: once the result is on screen for a few frames, write it and exit
+            if (!opt.screenshot.empty() && script.done()) {
+                settled_frames = settled ? settled_frames + 1 : 0;
+                bool failed = !s.error.empty() && !s.busy && !s.loading && work.idle();
+                if (settled_frames >= 3) {
+                    try {
+                        write_png(opt.screenshot, fb_w, fb_h);
+                        std::printf("wrote %s (%dx%d)\n", opt.screenshot.c_str(), fb_w, fb_h);
+                    } catch (const std::exception& e) {
+                        std::fprintf(stderr, "error: %s\n", e.what());
+                        exit_code = 1;
+                    }
+                    break;
+                }
+                if (failed && !s.result) {
+                    std::fprintf(stderr, "error: %s\n", s.error.c_str());
+                    exit_code = 2;
+                    break;
+                }
+            }
+            if (!opt.script.empty() && script.done() && opt.screenshot.empty()) break;
+            if (headless_job && clock_type::now() - started > std::chrono::seconds(120)) {
+                std::fprintf(stderr, "error: timed out waiting for the result\n");
+                exit_code = 1;
+                break;
+            }
+            glfwSwapBuffers(win);
+        }
+        free_heatmaps(ui.hm);
+    }
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(win);
+    glfwTerminate();
+    return exit_code;
+}

@@ -1,0 +1,79 @@
+// Ablations: knock out residual connections, LayerNorm or attention (all layers or chosen ones),
+// and the list of ablated heads. Each toggle says what the component does and what to expect.
+#include <algorithm>
+
+#include "ui.h"
+
+namespace gbui {
+
+static void layer_picker(gb::layer_set& set, int n_layer, const char* id) {
+    if (!set.on) return;
+    ImGui::Indent(24);
+    bool all = set.layers.empty();
+    if (ImGui::Checkbox((std::string("all layers##") + id).c_str(), &all)) {
+        set.layers.clear();
+        if (!all)
+            for (int l = 0; l < n_layer; l++) set.layers.push_back(l);
+    }
+    if (!all) {
+        for (int l = 0; l < n_layer; l++) {
+            bool on = std::find(set.layers.begin(), set.layers.end(), l) != set.layers.end();
+            if (l % 8) ImGui::SameLine();
+            if (ImGui::Checkbox(("L" + std::to_string(l) + "##" + id).c_str(), &on)) {
+                if (on) set.layers.push_back(l);
+                else set.layers.erase(std::remove(set.layers.begin(), set.layers.end(), l), set.layers.end());
+                std::sort(set.layers.begin(), set.layers.end());
+            }
+        }
+        if (set.layers.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "no layer chosen: nothing is removed");
+    }
+    ImGui::Unindent(24);
+}
+
+static void toggle(app_state& s, ui_context& ui, const char* label, gb::layer_set& set, const char* what,
+                   const char* expect) {
+    ImGui::Checkbox(label, &set.on);
+    remember_item(ui, label);
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", what);
+    ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.55f, 1), "%s", expect);
+    ImGui::PopTextWrapPos();
+    layer_picker(set, s.model ? s.model->config.n_layer : 0, label);
+    ImGui::Spacing();
+}
+
+void panel_ablations(app_state& s, ui_context& ui) {
+    panel_title("Ablations", "what breaks when a part is removed?");
+    gb::ablation& ab = s.ablation;
+    toggle(s, ui, "No residual", ab.no_residual,
+           "The residual connection is the default path the stream flows along: each sublayer only adds to it.",
+           "Without it each sublayer replaces the stream: the token's identity and position are soon lost.");
+    toggle(s, ui, "No LayerNorm", ab.no_layernorm,
+           "LayerNorm keeps the scale of activations stable before every sublayer.",
+           "Without it the residual norms grow layer by layer (use the log axis) and predictions degrade.");
+    toggle(s, ui, "No attention", ab.no_attention,
+           "Attention is the only way tokens exchange information.",
+           "Without it each position sees only its own token: the prediction depends on the last token alone.");
+    ImGui::Separator();
+    ImGui::Text("Ablated heads: %zu", ab.heads.size());
+    if (!ab.heads.empty()) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("clear all")) ab.heads.clear();
+        remember_item(ui, "clear all");
+    }
+    for (size_t i = 0; i < ab.heads.size(); i++) {
+        ImGui::PushID((int)i);
+        if (ImGui::SmallButton("x")) {
+            ab.heads.erase(ab.heads.begin() + i);
+            ImGui::PopID();
+            break;
+        }
+        ImGui::SameLine();
+        ImGui::Text("L%d H%d", ab.heads[i].layer, ab.heads[i].head);
+        if (i % 4 != 3 && i + 1 < ab.heads.size()) ImGui::SameLine();
+        ImGui::PopID();
+    }
+    if (ab.heads.empty()) ImGui::TextDisabled("right-click (or ctrl+click) a head in the grid to zero its output");
+}
+
+} // namespace gbui

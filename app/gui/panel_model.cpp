@@ -1,0 +1,103 @@
+// Model panel: architecture and sizes, parameters by component vs the textbook formula, opening a model
+// (path field, recent list, drag-and-drop onto the window), sessions and export.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "error.h"
+#include "ui.h"
+
+namespace gbui {
+
+void panel_model(app_state& s, ui_context& ui) {
+    panel_title("Model");
+    if (s.model) {
+        const gb::model& m = *s.model;
+        const gb::model_config& c = m.config;
+        const gb::arch_info& a = gb::arch_table(c.arch);
+        ImGui::TextWrapped("%s", m.path.c_str());
+        ImGui::Text("%s: %s, %s MLP, %s positions", c.model_type.c_str(), a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm",
+                    a.mlp == gb::MLP_GELU ? "GELU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
+        ImGui::Text("L %d   H %d   d_model %d   d_ff %d", c.n_layer, c.n_head, c.d_model, c.d_ff);
+        ImGui::Text("vocab %d   context %d", c.vocab_size, c.n_ctx);
+        gb::param_counts p = gb::count_params(m);
+        double V = c.vocab_size, d = c.d_model, L = c.n_layer;
+        double textbook = V * d + 12 * L * d * d;
+        if (ImGui::BeginTable("##params", 2, ImGuiTableFlags_SizingFixedFit)) {
+            auto row = [](const char* k, double v) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(k);
+                ImGui::TableNextColumn();
+                ImGui::Text("%12.0f", v);
+            };
+            row("embeddings", (double)p.embeddings);
+            row("attention", (double)p.attention);
+            row("MLP", (double)p.mlp);
+            row("norms", (double)p.norms);
+            row("total", (double)p.total());
+            row("V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook);
+            ImGui::EndTable();
+        }
+        ImGui::TextDisabled("difference %+.0f (%+.1f%%): positions, biases, norms", p.total() - textbook,
+                            100.0 * (p.total() - textbook) / textbook);
+        if (!m.source_note.empty()) ImGui::TextDisabled("%s", m.source_note.c_str());
+    } else {
+        ImGui::TextDisabled("no model loaded");
+    }
+    ImGui::Separator();
+    if (s.want_focus_model_path) {
+        ImGui::SetKeyboardFocusHere();
+        s.want_focus_model_path = false;
+    }
+    ImGui::SetNextItemWidth(-60);
+    bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
+                                          ImGuiInputTextFlags_EnterReturnsTrue);
+    ImGui::SameLine();
+    if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) ui.work->load(s.model_path_input);
+    if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
+    for (const std::string& r : s.recent_models) {
+        if (ImGui::Selectable(r.c_str(), s.model && s.model->path == r)) {
+            s.model_path_input = r;
+            ui.work->load(r);
+        }
+    }
+    ImGui::Separator();
+    ImGui::SetNextItemWidth(-110);
+    ImGui::InputText("##session", &s.session_path);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Save")) {
+        try {
+            save_session(s, s.session_path);
+            s.status = "saved session " + s.session_path;
+        } catch (const std::exception& e) {
+            s.error = e.what();
+        }
+    }
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Load")) {
+        try {
+            std::string prev = s.model ? s.model->path : "";
+            load_session(s, s.session_path);
+            if (!s.model_path_input.empty() && s.model_path_input != prev) ui.work->load(s.model_path_input);
+            s.status = "loaded session " + s.session_path;
+        } catch (const std::exception& e) {
+            s.error = e.what();
+        }
+    }
+    ImGui::SetNextItemWidth(-110);
+    ImGui::InputText("##export", &s.export_dir);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Export")) {
+        try {
+            export_capture(s, s.export_dir);
+            ui.screenshot_path = s.export_dir + "/window.png";
+            ui.request_screenshot = true;
+            s.status = "exported .npy, capture.json and window.png to " + s.export_dir;
+        } catch (const std::exception& e) {
+            s.error = e.what();
+        }
+    }
+    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E export PNG");
+}
+
+} // namespace gbui

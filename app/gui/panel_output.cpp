@@ -1,0 +1,113 @@
+// Output: the next-token distribution, baseline (nothing ablated) and current side by side with the
+// change in probability and KL(baseline || current); and a continuation generated from the prompt.
+#include <algorithm>
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "ui.h"
+
+namespace gbui {
+
+static void bar(float p, ImU32 col, float w) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImVec2 a = ImGui::GetCursorScreenPos();
+    float h = ImGui::GetTextLineHeight();
+    dl->AddRectFilled(a, ImVec2(a.x + w, a.y + h), IM_COL32(45, 48, 56, 255));
+    dl->AddRectFilled(a, ImVec2(a.x + w * std::min(1.0f, p), a.y + h), col);
+    char b[16];
+    snprintf(b, sizeof b, "%.3f", p);
+    dl->AddText(ImVec2(a.x + 3, a.y), IM_COL32(240, 240, 240, 255), b);
+    ImGui::Dummy(ImVec2(w, h));
+}
+
+void panel_output(app_state& s, ui_context& ui) {
+    panel_title("Next token", "baseline = no ablation");
+    if (!s.result) return;
+    const run_result& r = *s.result;
+    const gb::model& m = *r.model;
+    bool ablated = r.ablation.any();
+    ImGui::Text("prediction: ");
+    ImGui::SameLine();
+    std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
+    ui.widgets["top1 " + top1] = ImVec4(0, 0, 0, 0);
+    if (ablated) {
+        ImGui::SameLine();
+        std::string b1 = r.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.base_top[0].id));
+        ImGui::TextDisabled("(baseline \u2018%s\u2019)   KL(baseline \u2016 current) = %.3f nats", b1.c_str(), r.kl);
+    }
+    // rows: the union of both top-k lists, ordered by current probability
+    std::vector<int> ids;
+    for (const auto& t : r.top) ids.push_back(t.id);
+    for (const auto& t : r.base_top)
+        if (std::find(ids.begin(), ids.end(), t.id) == ids.end()) ids.push_back(t.id);
+    std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return r.probs[a] > r.probs[b]; });
+    if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
+    float avail = ImGui::GetContentRegionAvail().x;
+    float bw = std::max(60.0f, (avail - 200) / (ablated ? 2.0f : 1.0f) - 10);
+    int cols = ablated ? 4 : 2;
+    if (ImGui::BeginTable("##top", cols, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+        ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, 120);
+        if (ablated) ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthFixed, bw);
+        ImGui::TableSetupColumn(ablated ? "current" : "probability", ImGuiTableColumnFlags_WidthFixed, bw);
+        if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, 60);
+        ImGui::TableHeadersRow();
+        for (int id : ids) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::Text("\u2018%s\u2019", visible_token(gb::token_text(m.tok, id)).c_str());
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
+            if (ablated) {
+                ImGui::TableNextColumn();
+                bar(r.base_probs[id], IM_COL32(90, 120, 170, 255), bw);
+            }
+            ImGui::TableNextColumn();
+            bar(r.probs[id], IM_COL32(60, 160, 120, 255), bw);
+            if (ablated) {
+                ImGui::TableNextColumn();
+                float d = r.probs[id] - r.base_probs[id];
+                ImGui::TextColored(d >= 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.5f, 0.5f, 1), "%+.3f", d);
+            }
+        }
+        ImGui::EndTable();
+    }
+
+    ImGui::Spacing();
+    panel_title("Continuation", "generated with the current ablations");
+    ImGui::SetNextItemWidth(90);
+    ImGui::SliderInt("tokens", &s.gen_tokens, 1, 200);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(90);
+    ImGui::SliderFloat("temperature", &s.gen.temperature, 0.0f, 2.0f, s.gen.temperature == 0 ? "greedy" : "%.2f");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(70);
+    ImGui::InputInt("top-k", &s.gen.top_k, 0);
+    s.gen.top_k = std::max(0, s.gen.top_k);
+    ImGui::SameLine();
+    int seed = (int)s.gen.seed;
+    ImGui::SetNextItemWidth(70);
+    if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
+    if (ImGui::Button("Generate") && s.model) {
+        gen_request q{s.model, s.prompt, s.bos, s.ablation, s.gen_tokens, s.gen};
+        ui.work->generate(q);
+    }
+    remember_item(ui, "Generate");
+    if (s.generated) {
+        ImGui::SameLine();
+        if (ImGui::Button("Append to prompt")) {
+            s.prompt = s.generated->prompt + s.generated->text;
+            s.generated.reset();
+        }
+    }
+    if (s.generated) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("%s", s.generated->prompt.c_str());
+        ImGui::SameLine(0, 0);
+        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", s.generated->text.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::TextDisabled("%d tokens in %.0f ms%s", s.generated->n_tokens, s.generated->ms,
+                            s.generated->hit_eos ? ", stopped at end-of-text" : "");
+    }
+}
+
+} // namespace gbui

@@ -1,0 +1,69 @@
+// The worker thread: model loading, forward passes and generation off the UI thread.
+// Only the newest request of each kind matters; older pending ones are dropped (coalesced).
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "app_state.h"
+
+namespace gbui {
+
+struct run_request {
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    gb::ablation ablation;
+    int top_k = 10;
+};
+
+struct gen_request {
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    gb::ablation ablation;
+    int n_tokens = 30;
+    gb::sampling sampling;
+};
+
+// What the worker hands back; the UI thread applies it to app_state in poll().
+struct worker_outbox {
+    std::shared_ptr<const gb::model> loaded;        // a newly loaded model
+    std::string loaded_path;
+    std::shared_ptr<const run_result> result;
+    std::shared_ptr<const generation_result> generated;
+    std::string error;                               // newest error, if any
+    bool has_error = false;
+};
+
+class worker {
+public:
+    worker();
+    ~worker();
+    void load(const std::string& path);
+    void run(run_request r);
+    void generate(gen_request r);
+    // Called once per frame on the UI thread: moves finished work into the state.
+    void poll(app_state& s);
+    bool idle() const;
+
+private:
+    void loop();
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::optional<std::string> load_;
+    std::optional<run_request> run_;
+    std::optional<gen_request> gen_;
+    worker_outbox out_;
+    uint64_t next_id_ = 1;
+    bool stop_ = false;
+    int active_ = 0; // 1 load, 2 run, 3 generate
+    std::atomic<float> progress_{0};
+    std::string progress_label_;
+    std::thread thread_;
+};
+
+} // namespace gbui
