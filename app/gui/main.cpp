@@ -117,7 +117,9 @@ static void build_fonts(font_state& fs) {
 
 // Adds glyphs for text the font lacks; returns true when the atlas must be rebuilt.
 static bool need_glyphs(font_state& fs, const std::string& text) {
-    ImFont* f = ImGui::GetFont();
+    ImGuiIO& io = ImGui::GetIO();
+    if (io.Fonts->Fonts.empty()) return false;
+    ImFont* f = io.Fonts->Fonts[0]; // GetFont() is only valid inside a frame
     bool added = false;
     for (const char* p = text.c_str(); *p;) {
         unsigned int c = 0;
@@ -280,7 +282,7 @@ int main(int argc, char** argv) {
     try {
         opt = parse_options(argc, argv);
     } catch (const gb::error& e) {
-        std::fprintf(stderr, "error: %s\n%s", e.what(), usage);
+        std::fprintf(stderr, "error: %s (see glassbox --help)\n", e.what());
         return 2;
     }
     app_state s;
