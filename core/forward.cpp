@@ -3,6 +3,8 @@
 // Sections: ablation helpers | ops (norms, matmul, activations, rope) | attention_cpu | eval | sampling
 #include "forward.h"
 
+// threads are ours (OpenMP over columns and heads); Eigen must not start its own inside or outside them
+#define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
@@ -125,10 +127,14 @@ std::vector<std::string> resid_labels(int n_layer) {
 // ---------------------------------------------------------------------------------------------
 // Ops: output first, sizes last, no hidden state
 // ---------------------------------------------------------------------------------------------
+// Below this many multiply-adds an op runs on one thread: a parallel region's barrier costs more than it
+// saves for tiny models, and much more when the machine is busy.
+static const int64_t parallel_min_work = 1 << 20;
+
 // out [n][d] = LayerNorm(x) * g + b, or RMSNorm(x) * g when b is empty; identity when g is null.
 static void norm_forward(float* out, const float* x, const std::vector<float>* g, const std::vector<float>* b,
                          norm_kind kind, float eps, int n, int d) {
-#pragma omp parallel for schedule(static) if (n > 8)
+#pragma omp parallel for schedule(static) if ((int64_t)n * d > parallel_min_work)
     for (int t = 0; t < n; t++) {
         const float* xt = x + (size_t)t * d;
         float* ot = out + (size_t)t * d;
@@ -161,7 +167,7 @@ static void matmul(float* out, const float* x, const float* w, const std::vector
     cmap_r X(x, n, k, Eigen::OuterStride<>(k));
     cmap_r W(w, k, m, Eigen::OuterStride<>(m));
     map_r O(out, n, m, Eigen::OuterStride<>(m));
-    int nt = omp_get_max_threads();
+    int nt = (int64_t)n * k * m > parallel_min_work ? omp_get_max_threads() : 1;
     // one block per thread (each Eigen GEMM repacks its slice of W, so fewer, larger blocks are faster);
     // block edges on multiples of 16 columns keep SIMD panels aligned
     int blocks = std::max(1, std::min(nt, m / 64));
@@ -180,7 +186,7 @@ static void matmul(float* out, const float* x, const float* w, const std::vector
 // out [n][V] = x [n][d] * emb[V][d]^T: the LM head reads the embedding rows directly (no transposed copy).
 static void matmul_transposed(float* out, const float* x, const float* emb, int n, int d, int V) {
     cmap_r X(x, n, d, Eigen::OuterStride<>(d));
-    int nt = omp_get_max_threads();
+    int nt = (int64_t)n * d * V > parallel_min_work ? omp_get_max_threads() : 1;
     int blocks = std::max(1, std::min(nt * 8, V / 256));
 #pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
     for (int bi = 0; bi < blocks; bi++) {
@@ -246,7 +252,8 @@ void attention_cpu(const attention_args& a) {
     const int n_kv = a.n_past + a.n_q;
     const int group = a.n_head / a.n_kv_head;
     const float scale = 1.0f / std::sqrt((float)a.d_head);
-#pragma omp parallel for schedule(dynamic, 1)
+    const bool threaded = (int64_t)a.n_head * a.n_q * n_kv * a.d_head > parallel_min_work;
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
     for (int h = 0; h < a.n_head; h++) {
         // when the caller keeps no probabilities, a per-thread scratch row block is reused
         thread_local std::vector<float> scratch;

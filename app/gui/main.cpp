@@ -191,6 +191,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 struct script_runner {
     std::vector<std::string> lines;
     size_t next = 0;
+    clock_type::time_point measure_start;
     int phase = 0;      // multi-frame actions (click: move, press, release)
     int wait_frames = 0;
     bool done() const { return next >= lines.size(); }
@@ -233,6 +234,16 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     }
     if (cmd == "screenshot") {
         write_png(arg, fb_w, fb_h);
+        return true;
+    }
+    if (cmd == "measure") { // render N frames, print the mean frame time (CPU side, incl. swap)
+        int n = std::max(1, std::atoi(arg.c_str()));
+        if (sc.phase == 0) sc.measure_start = clock_type::now();
+        if (++sc.phase <= n) return false;
+        double ms = std::chrono::duration<double, std::milli>(clock_type::now() - sc.measure_start).count() / n;
+        std::printf("{\"frame_ms\": %.3f, \"frames\": %d}\n", ms, n);
+        std::fflush(stdout);
+        sc.phase = 0;
         return true;
     }
     if (cmd == "type") {
