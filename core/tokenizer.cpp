@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -335,13 +337,98 @@ static void encode_byte_bpe(std::vector<int>& out, const tokenizer& t, const std
 }
 
 // ---------------------------------------------------------------------------------------------
+// SentencePiece-style BPE (llama2.c): code points, then merges by best score, <0xXX> byte fallback
+// ---------------------------------------------------------------------------------------------
+tokenizer load_llama2c_tokenizer(const std::string& path, int expected_vocab) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw error("cannot open tokenizer " + path);
+    f.seekg(0, std::ios::end);
+    const int64_t size = f.tellg();
+    f.seekg(0);
+    auto read_i32 = [&](const char* what) {
+        int32_t v;
+        if (!f.read((char*)&v, 4)) throw error(path + ": truncated while reading " + std::string(what));
+        return v;
+    };
+    tokenizer t;
+    t.kind = TOK_SPM_BPE;
+    t.dummy_prefix = true;
+    t.add_bos = true;
+    int32_t max_len = read_i32("max_token_length");
+    if (max_len <= 0 || max_len > 1 << 16) throw error(path + ": max_token_length " + std::to_string(max_len) + " is absurd");
+    // each token needs at least 8 bytes (score + length): bounds the count before anything is allocated
+    int64_t max_tokens = (size - 4) / 8;
+    int n = expected_vocab > 0 ? expected_vocab : (int)std::min<int64_t>(max_tokens, 1 << 22);
+    if (n > max_tokens) throw error(path + ": file too small for " + std::to_string(n) + " tokens (truncated?)");
+    t.vocab.reserve(n);
+    t.scores.reserve(n);
+    for (int i = 0; i < n; i++) {
+        if (expected_vocab <= 0 && f.peek() == EOF) break;
+        float score;
+        if (!f.read((char*)&score, 4)) throw error(path + ": truncated at token " + std::to_string(i));
+        int32_t len = read_i32("a token length");
+        if (len < 0 || len > max_len) throw error(path + ": token " + std::to_string(i) + " has length " +
+                                                 std::to_string(len) + " (max_token_length " + std::to_string(max_len) + ")");
+        std::string s(len, '\0');
+        if (len && !f.read(&s[0], len)) throw error(path + ": truncated inside token " + std::to_string(i));
+        t.vocab.push_back(s);
+        t.scores.push_back(std::isfinite(score) ? score : -1e30f);
+        t.ids.emplace(s, i); // first occurrence wins, as llama2.c's sorted lookup finds one of them
+    }
+    if ((int)t.vocab.size() > 2) t.bos_id = 1, t.eos_id = 2;
+    return t;
+}
+
+static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::string& text) {
+    if (text.empty()) return;
+    std::vector<int> ids;
+    std::string s = t.dummy_prefix ? " " + text : text;
+    for (size_t i = 0; i < s.size();) {
+        int n = utf8_seq_len(s, i);
+        std::string cp = s.substr(i, n);
+        auto it = t.ids.find(cp);
+        if (it != t.ids.end()) {
+            ids.push_back(it->second);
+        } else { // byte fallback: <0x00> is id 3 in llama2.c vocabularies; look the piece up to be sure
+            for (unsigned char b : cp) {
+                char name[8];
+                snprintf(name, sizeof name, "<0x%02X>", b);
+                auto bt = t.ids.find(name);
+                if (bt == t.ids.end()) throw error("tokenizer: byte " + std::string(name) + " is not in the vocabulary");
+                ids.push_back(bt->second);
+            }
+        }
+        i += n;
+    }
+    std::string merged;
+    for (;;) { // merge the adjacent pair whose concatenation is in the vocabulary with the best score
+        float best = -1e30f;
+        int best_id = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < ids.size(); i++) {
+            merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
+            auto it = t.ids.find(merged);
+            if (it != t.ids.end() && t.scores[it->second] > best) best = t.scores[it->second], best_id = it->second, at = i;
+        }
+        if (best_id < 0) break;
+        ids[at] = best_id;
+        ids.erase(ids.begin() + at + 1);
+    }
+    out.insert(out.end(), ids.begin(), ids.end());
+}
+
+// ---------------------------------------------------------------------------------------------
 // encode / decode
 // ---------------------------------------------------------------------------------------------
 std::vector<int> encode(const tokenizer& t, const std::string& text) {
     long bad = utf8_invalid_at(text);
     if (bad >= 0) throw error("invalid UTF-8 at byte " + std::to_string(bad) + " of the text");
     std::vector<int> out;
-    if (t.kind != TOK_BYTE_BPE) throw error("tokenizer: this tokenizer kind cannot encode yet");
+    switch (t.kind) {
+    case TOK_BYTE_BPE: break;
+    case TOK_SPM_BPE: encode_spm(out, t, text); return out;
+    default: throw error("tokenizer: no tokenizer loaded");
+    }
     // specials are matched verbatim first (longest at each position); the text between goes through BPE
     size_t pos = 0, start = 0;
     while (pos < text.size()) {
@@ -367,6 +454,13 @@ std::string token_bytes(const tokenizer& t, int id) {
         throw error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                     std::to_string((int)t.vocab.size() - 1) + ")");
     const std::string& s = t.vocab[id];
+    if (t.kind == TOK_SPM_BPE) {
+        unsigned b;
+        if (s.size() == 6 && std::sscanf(s.c_str(), "<0x%02X>", &b) == 1) return std::string(1, (char)b);
+        std::string r = s; // SentencePiece's "▁" stands for a space
+        for (size_t p; (p = r.find("\xE2\x96\x81")) != std::string::npos;) r.replace(p, 3, " ");
+        return r;
+    }
     if (std::find(t.specials.begin(), t.specials.end(), s) != t.specials.end()) return s;
     const byte_map& bm = bytes_unicode();
     std::string out;
@@ -383,7 +477,17 @@ std::string token_bytes(const tokenizer& t, int id) {
 
 std::string decode(const tokenizer& t, const std::vector<int>& ids) {
     std::string out;
-    for (int id : ids) out += token_bytes(t, id);
+    bool after_bos = false; // as llama2.c: the dummy-prefix space right after BOS is not part of the text
+    for (int id : ids) {
+        std::string b = token_bytes(t, id);
+        if (t.kind == TOK_SPM_BPE && (id == t.bos_id || id == t.eos_id)) {
+            after_bos = id == t.bos_id;
+            continue;
+        }
+        if (after_bos && t.dummy_prefix && !b.empty() && b[0] == ' ') b.erase(0, 1);
+        after_bos = false;
+        out += b;
+    }
     return out;
 }
 

@@ -31,6 +31,10 @@ struct tokenizer {
 // Loaders throw gb::error naming the file and what is wrong.
 tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& merges_txt);
 tokenizer load_tokenizer_json(const std::string& tokenizer_json);
+// llama2.c tokenizer.bin: int32 max_token_length, then per token float32 score, int32 length, bytes.
+// Encodes like llama2.c: a leading "dummy prefix" space, merges by best score, <0xXX> byte fallback.
+// BOS = 1 and EOS = 2 as in llama2.c; expected_vocab (when > 0) must match the model's vocabulary.
+tokenizer load_llama2c_tokenizer(const std::string& path, int expected_vocab);
 
 // Text -> ids. Invalid UTF-8 throws gb::error ("invalid UTF-8 at byte N").
 std::vector<int> encode(const tokenizer& tok, const std::string& text);

@@ -1,0 +1,186 @@
+// Writes tiny llama2.c checkpoints + tokenizers, and the naive Llama reference forward.
+#include "tiny_llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace {
+
+bool in_set(const gb::layer_set& s, int l) {
+    return s.on && (s.layers.empty() || std::find(s.layers.begin(), s.layers.end(), l) != s.layers.end());
+}
+
+} // namespace
+
+tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s) {
+    std::filesystem::create_directories(dir);
+    tiny_llama m;
+    m.spec = s;
+    m.model_path = dir + "/model.bin";
+    m.tokenizer_path = dir + "/tokenizer.bin";
+    std::mt19937 rng(s.seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int d = s.dim, ff = s.hidden, L = s.n_layer, V = s.vocab, kv = s.n_kv_head * (s.dim / s.n_head);
+    auto gen = [&](const std::string& name, size_t n, float mean, float std) {
+        std::vector<float> v(n);
+        for (float& x : v) x = mean + std * nd(rng);
+        m.w[name] = v;
+        return v;
+    };
+    std::ofstream f(m.model_path, std::ios::binary);
+    int32_t header[7] = {d, ff, L, s.n_head, s.n_kv_head, s.shared_classifier ? V : -V, s.seq_len};
+    f.write((const char*)header, sizeof header);
+    auto put = [&](const std::vector<float>& v) { f.write((const char*)v.data(), (std::streamsize)(v.size() * 4)); };
+    put(gen("emb", (size_t)V * d, 0, 0.5f));
+    // llama2.c stores each kind for all layers together
+    std::vector<std::string> kinds = {"rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3"};
+    for (const std::string& k : kinds)
+        for (int l = 0; l < L; l++) {
+            std::string n = k + "." + std::to_string(l);
+            size_t sz = k == "rms_att" || k == "rms_ffn" ? d
+                        : k == "wq" || k == "wo"        ? (size_t)d * d
+                        : k == "wk" || k == "wv"        ? (size_t)kv * d
+                                                        : (size_t)ff * d;
+            bool norm = k.rfind("rms", 0) == 0;
+            put(gen(n, sz, norm ? 1.0f : 0.0f, norm ? 0.1f : 0.25f));
+        }
+    put(gen("rms_final", d, 1.0f, 0.1f));
+    put(std::vector<float>((size_t)s.seq_len * (d / s.n_head), 0.5f)); // unused RoPE tables
+    if (!s.shared_classifier) put(gen("wcls", (size_t)V * d, 0, 0.3f));
+
+    // tokenizer: <unk> <s> </s>, <0x00>..<0xFF>, then single letters and a few merges (higher score merges first)
+    std::vector<std::string> vocab = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    std::vector<float> scores = {0, 0, 0};
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        vocab.push_back(name);
+        scores.push_back(0);
+    }
+    for (const char* p : {" ", "a", "c", "e", "h", "n", "o", "s", "t", "i", "m", "d"}) vocab.push_back(p), scores.push_back(-100);
+    const char* merges[] = {" t", "he", " the", "at", " c", " cat", " s", " sat", "on", " on", "in", " m", " mat", "an", " an", "d"};
+    float sc = -1;
+    for (const char* p : merges) {
+        if (std::find(vocab.begin(), vocab.end(), p) != vocab.end()) continue;
+        vocab.push_back(p), scores.push_back(sc), sc -= 1;
+    }
+    while ((int)vocab.size() < V) vocab.push_back("<x" + std::to_string(vocab.size()) + ">"), scores.push_back(-1000);
+    vocab.resize(V);
+    std::ofstream t(m.tokenizer_path, std::ios::binary);
+    int32_t max_len = 0;
+    for (const auto& v : vocab) max_len = std::max(max_len, (int32_t)v.size());
+    t.write((const char*)&max_len, 4);
+    for (int i = 0; i < V; i++) {
+        int32_t len = (int32_t)vocab[i].size();
+        t.write((const char*)&scores[i], 4);
+        t.write((const char*)&len, 4);
+        t.write(vocab[i].data(), len);
+    }
+    return m;
+}
+
+llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab) {
+    const tiny_llama_spec& s = m.spec;
+    const int n = (int)tokens.size(), d = s.dim, H = s.n_head, KV = s.n_kv_head, dh = d / H, L = s.n_layer, V = s.vocab;
+    const int ff = s.hidden, kvd = KV * dh;
+    auto W = [&](const std::string& k, int l) -> const std::vector<float>& { return m.w.at(k + "." + std::to_string(l)); };
+    llama_ref r;
+    r.attention.assign((size_t)L * H * n * n, 0);
+    r.resid_norm.assign((size_t)(2 * L + 1) * n, 0);
+    std::vector<std::vector<double>> x(n, std::vector<double>(d));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < d; i++) x[t][i] = m.w.at("emb")[(size_t)tokens[t] * d + i];
+    auto record = [&](int p) {
+        for (int t = 0; t < n; t++) {
+            double ss = 0;
+            for (double v : x[t]) ss += v * v;
+            r.resid_norm[(size_t)p * n + t] = std::sqrt(ss);
+        }
+    };
+    auto rms = [&](const std::vector<double>& v, const std::vector<float>& g, bool off) {
+        if (off) return v;
+        double ss = 0;
+        for (double e : v) ss += e * e;
+        double inv = 1.0 / std::sqrt(ss / v.size() + 1e-5);
+        std::vector<double> o(v.size());
+        for (size_t i = 0; i < v.size(); i++) o[i] = v[i] * inv * g[i];
+        return o;
+    };
+    auto matvec = [](const std::vector<float>& w, const std::vector<double>& v, int out, int in) { // w [out][in]
+        std::vector<double> o(out, 0);
+        for (int i = 0; i < out; i++)
+            for (int j = 0; j < in; j++) o[i] += (double)w[(size_t)i * in + j] * v[j];
+        return o;
+    };
+    auto rope = [&](std::vector<double>& v, int heads, int pos) { // adjacent pairs, as llama2.c
+        for (int h = 0; h < heads; h++)
+            for (int i = 0; i < dh; i += 2) {
+                double freq = 1.0 / std::pow(10000.0, (double)i / dh), a = pos * freq;
+                double x0 = v[h * dh + i], x1 = v[h * dh + i + 1];
+                v[h * dh + i] = x0 * std::cos(a) - x1 * std::sin(a);
+                v[h * dh + i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+            }
+    };
+    record(0);
+    for (int l = 0; l < L; l++) {
+        bool no_norm = in_set(ab.no_layernorm, l), no_res = in_set(ab.no_residual, l), no_attn = in_set(ab.no_attention, l);
+        std::vector<std::vector<double>> q(n), k(n), v(n);
+        for (int t = 0; t < n; t++) {
+            auto h = rms(x[t], W("rms_att", l), no_norm);
+            q[t] = matvec(W("wq", l), h, d, d);
+            k[t] = matvec(W("wk", l), h, kvd, d);
+            v[t] = matvec(W("wv", l), h, kvd, d);
+            rope(q[t], H, t);
+            rope(k[t], KV, t);
+        }
+        for (int t = 0; t < n; t++) {
+            std::vector<double> heads(d, 0);
+            for (int hd = 0; hd < H; hd++) {
+                int g = hd / (H / KV);
+                std::vector<double> sc(t + 1);
+                double mx = -1e300, sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    double dot = 0;
+                    for (int e = 0; e < dh; e++) dot += q[t][hd * dh + e] * k[j][g * dh + e];
+                    sc[j] = dot / std::sqrt((double)dh);
+                    mx = std::max(mx, sc[j]);
+                }
+                for (int j = 0; j <= t; j++) sum += (sc[j] = std::exp(sc[j] - mx));
+                bool off = std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end();
+                for (int j = 0; j <= t; j++) {
+                    double p = sc[j] / sum;
+                    r.attention[(((size_t)l * H + hd) * n + t) * n + j] = p;
+                    if (!off)
+                        for (int e = 0; e < dh; e++) heads[hd * dh + e] += p * v[j][g * dh + e];
+                }
+            }
+            auto o = matvec(W("wo", l), heads, d, d);
+            for (int i = 0; i < d; i++) {
+                double a = no_attn ? 0.0 : o[i];
+                x[t][i] = no_res ? a : x[t][i] + a;
+            }
+        }
+        record(2 * l + 1);
+        for (int t = 0; t < n; t++) {
+            auto h = rms(x[t], W("rms_ffn", l), no_norm);
+            auto g = matvec(W("w1", l), h, ff, d), u = matvec(W("w3", l), h, ff, d);
+            for (int i = 0; i < ff; i++) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+            auto o = matvec(W("w2", l), g, d, ff);
+            for (int i = 0; i < d; i++) x[t][i] = no_res ? o[i] : x[t][i] + o[i];
+        }
+        record(2 * l + 2);
+    }
+    bool all_off = ab.no_layernorm.on;
+    for (int l = 0; l < L; l++) all_off = all_off && in_set(ab.no_layernorm, l);
+    const auto& cls = s.shared_classifier ? m.w.at("emb") : m.w.at("wcls");
+    r.logits.assign((size_t)n * V, 0);
+    for (int t = 0; t < n; t++) {
+        auto h = rms(x[t], m.w.at("rms_final"), all_off);
+        auto lg = matvec(cls, h, V, d);
+        std::copy(lg.begin(), lg.end(), r.logits.begin() + (size_t)t * V);
+    }
+    return r;
+}
