@@ -122,9 +122,11 @@ TEST(Loader, MissingPathsAndFolders) {
     expect_load_error("/nonexistent/glassbox/model", {"/nonexistent/glassbox/model", "no such file"});
     std::string dir = test_temp_dir("loader_empty");
     expect_load_error(dir, {"config.json"});
-    std::string file = dir + "/weights.bin";
+    std::string file = dir + "/weights.xyz";
     write(file, "xx");
     expect_load_error(file, {"unknown model format"});
+    write(dir + "/weights.bin", "xx");
+    expect_load_error(dir + "/weights.bin", {"weights.bin", "not a llama2.c checkpoint"});
     tiny_model tm = write_tiny_gpt2(test_temp_dir("loader_novocab"), tiny_spec{});
     fs::remove(tm.dir + "/vocab.json");
     expect_load_error(tm.dir, {"no tokenizer"});
