@@ -100,33 +100,61 @@ static model_config parse_hf_config(const std::string& path) {
             if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
                 throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
         }
+    } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+        c.arch = ARCH_LLAMA;
+        c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
+        c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
+        c.n_kv_head = json_int(j, path, {"num_key_value_heads"}, 1, 1024, c.n_head);
+        c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
+        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20);
+        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+        c.n_ctx = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 22);
+        c.norm_eps = json_float(j, "rms_norm_eps", 1e-6f, path);
+        c.rope_theta = json_float(j, "rope_theta", 10000.0f, path);
+        c.rope = ROPE_HALF; // HF checkpoints rotate halves (the converter permuted q/k rows for it)
+        c.qkv_bias = type == "qwen2";
+        c.mlp_bias = false;
+        c.tied_lm_head = j.value("tie_word_embeddings", false);
+        if (c.n_head % c.n_kv_head)
+            throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
+                        std::to_string(c.n_kv_head));
+        if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+            throw error(path + ": rope_scaling is not supported (positions beyond the trained context)");
     } else {
-        throw error(path + ": unsupported model_type '" + type + "' (supported: gpt2)");
+        throw error(path + ": unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
     }
     if (c.d_model % c.n_head != 0)
         throw error(path + ": hidden size " + std::to_string(c.d_model) + " is not divisible by " +
                     std::to_string(c.n_head) + " heads");
     c.d_head = c.d_model / c.n_head;
+    if (c.arch == ARCH_LLAMA && j.contains("head_dim") && j["head_dim"].is_number_integer() && j["head_dim"] != c.d_head)
+        throw error(path + ": head_dim " + std::to_string(j["head_dim"].get<int>()) + " differs from hidden_size / heads");
     return c;
 }
 
 // ---------------------------------------------------------------------------------------------
 // HF safetensors folder
 // ---------------------------------------------------------------------------------------------
-// Looks a tensor up under its name with or without the "transformer." prefix.
+// Looks a tensor up, in one file or the shards of a sharded checkpoint, with or without a prefix
+// ("transformer." for GPT-2 exports).
 struct tensor_source {
-    const safetensors_file& f;
-    const st_tensor* find(const std::string& name) const {
-        for (const std::string& n : {name, "transformer." + name, "model." + name}) {
-            auto it = f.tensors.find(n);
-            if (it != f.tensors.end()) return &it->second;
-        }
+    std::vector<safetensors_file> files;
+    const st_tensor* find(const std::string& name, const safetensors_file** in = nullptr) const {
+        for (const safetensors_file& f : files)
+            for (const std::string& n : {name, "transformer." + name}) {
+                auto it = f.tensors.find(n);
+                if (it != f.tensors.end()) {
+                    if (in) *in = &f;
+                    return &it->second;
+                }
+            }
         return nullptr;
     }
     std::vector<float> get(const std::string& name, const std::vector<int64_t>& shape) const {
-        const st_tensor* t = find(name);
-        if (!t) throw error(f.file->path + ": missing tensor " + name);
-        return tensor_f32(f, *t, shape);
+        const safetensors_file* f = nullptr;
+        const st_tensor* t = find(name, &f);
+        if (!t) throw error(files.front().file->path + ": missing tensor " + name);
+        return tensor_f32(*f, *t, shape);
     }
 };
 
@@ -158,6 +186,54 @@ static void load_gpt2_weights(model_weights& w, const model_config& c, const ten
     if (src.find("lm_head.weight")) w.lm_head = src.get("lm_head.weight", {V, d});
 }
 
+// [out][in] (nn.Linear) -> [in][out]
+static std::vector<float> transpose(const std::vector<float>& w, int64_t out, int64_t in) {
+    std::vector<float> t(w.size());
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t i = 0; i < in; i++) t[(size_t)(i * out + o)] = w[(size_t)(o * in + i)];
+    return t;
+}
+
+static void load_llama_weights(model_weights& w, const model_config& c, const tensor_source& src,
+                               const progress_fn& progress) {
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
+                  kv = (int64_t)c.n_kv_head * c.d_head, qkv = q + 2 * kv;
+    w.tok_emb = src.get("model.embed_tokens.weight", {V, d});
+    w.layers.resize(c.n_layer);
+    for (int l = 0; l < c.n_layer; l++) {
+        std::string p = "model.layers." + std::to_string(l) + ".";
+        layer_weights& L = w.layers[l];
+        L.norm1_g = src.get(p + "input_layernorm.weight", {d});
+        L.norm2_g = src.get(p + "post_attention_layernorm.weight", {d});
+        std::vector<float> wq = transpose(src.get(p + "self_attn.q_proj.weight", {q, d}), q, d);
+        std::vector<float> wk = transpose(src.get(p + "self_attn.k_proj.weight", {kv, d}), kv, d);
+        std::vector<float> wv = transpose(src.get(p + "self_attn.v_proj.weight", {kv, d}), kv, d);
+        L.w_qkv.resize((size_t)(d * qkv));
+        for (int64_t i = 0; i < d; i++) { // fused [in][q | k | v]
+            std::copy(&wq[i * q], &wq[i * q] + q, &L.w_qkv[i * qkv]);
+            std::copy(&wk[i * kv], &wk[i * kv] + kv, &L.w_qkv[i * qkv + q]);
+            std::copy(&wv[i * kv], &wv[i * kv] + kv, &L.w_qkv[i * qkv + q + kv]);
+        }
+        if (c.qkv_bias) {
+            std::vector<float> bq = src.get(p + "self_attn.q_proj.bias", {q}), bk = src.get(p + "self_attn.k_proj.bias", {kv}),
+                               bv = src.get(p + "self_attn.v_proj.bias", {kv});
+            L.b_qkv = bq;
+            L.b_qkv.insert(L.b_qkv.end(), bk.begin(), bk.end());
+            L.b_qkv.insert(L.b_qkv.end(), bv.begin(), bv.end());
+        }
+        L.w_o = transpose(src.get(p + "self_attn.o_proj.weight", {d, q}), d, q);
+        L.w_gate = transpose(src.get(p + "mlp.gate_proj.weight", {ff, d}), ff, d);
+        L.w_up = transpose(src.get(p + "mlp.up_proj.weight", {ff, d}), ff, d);
+        L.w_down = transpose(src.get(p + "mlp.down_proj.weight", {d, ff}), d, ff);
+        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+    }
+    w.normf_g = src.get("model.norm.weight", {d});
+    if (!c.tied_lm_head || src.find("lm_head.weight")) {
+        if (!src.find("lm_head.weight") && !c.tied_lm_head) throw error(src.files.front().file->path + ": missing tensor lm_head.weight");
+        w.lm_head = src.get("lm_head.weight", {V, d});
+    }
+}
+
 static bool path_exists(const fs::path& p) {
     std::error_code ec;
     return fs::exists(p, ec);
@@ -166,7 +242,11 @@ static bool path_exists(const fs::path& p) {
 static tokenizer load_folder_tokenizer(const fs::path& dir) {
     if (path_exists(dir / "vocab.json") && path_exists(dir / "merges.txt"))
         return load_gpt2_tokenizer((dir / "vocab.json").string(), (dir / "merges.txt").string());
-    if (path_exists(dir / "tokenizer.json")) return load_tokenizer_json((dir / "tokenizer.json").string());
+    if (path_exists(dir / "tokenizer.json")) {
+        tokenizer t = load_tokenizer_json((dir / "tokenizer.json").string());
+        apply_tokenizer_config(t, (dir / "tokenizer_config.json").string());
+        return t;
+    }
     throw error(dir.string() + ": no tokenizer (expected vocab.json + merges.txt, or tokenizer.json)");
 }
 
@@ -175,13 +255,31 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     m.format = "hf-safetensors";
     m.config = parse_hf_config((dir / "config.json").string());
     if (opt.progress) opt.progress(0.02f, "config");
-    fs::path st = dir / "model.safetensors";
-    if (!path_exists(st)) throw error(dir.string() + ": no model.safetensors");
-    safetensors_file f = open_safetensors(st.string());
+    tensor_source src;
+    fs::path index = dir / "model.safetensors.index.json";
+    if (path_exists(dir / "model.safetensors")) {
+        src.files.push_back(open_safetensors((dir / "model.safetensors").string()));
+    } else if (path_exists(index)) { // sharded: the index maps each tensor to its file
+        nlohmann::json j = read_json(index.string());
+        if (!j.contains("weight_map") || !j["weight_map"].is_object())
+            throw error(index.string() + ": no weight_map object");
+        std::vector<std::string> shards;
+        for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+            if (!it.value().is_string()) throw error(index.string() + ": weight_map entry " + it.key() + " is not a file name");
+            std::string f = it.value();
+            if (f.find('/') != std::string::npos || f.find("..") != std::string::npos)
+                throw error(index.string() + ": shard name '" + f + "' must be a plain file name");
+            if (std::find(shards.begin(), shards.end(), f) == shards.end()) shards.push_back(f);
+        }
+        if (shards.empty() || shards.size() > 10000) throw error(index.string() + ": no shards listed");
+        for (const std::string& f : shards) src.files.push_back(open_safetensors((dir / f).string()));
+    } else {
+        throw error(dir.string() + ": no model.safetensors (or model.safetensors.index.json)");
+    }
     if (opt.progress) opt.progress(0.08f, "tensors");
-    tensor_source src{f};
     switch (m.config.arch) {
     case ARCH_GPT2: load_gpt2_weights(m.weights, m.config, src, opt.progress); break;
+    case ARCH_LLAMA: load_llama_weights(m.weights, m.config, src, opt.progress); break;
     default: throw error("internal: no HF tensor table for " + std::string(arch_table(m.config.arch).name));
     }
     m.config.tied_lm_head = m.weights.lm_head.empty();

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <pcre2.h>
+#include <utf8proc.h>
 #include <sstream>
 
 #include "error.h"
@@ -187,10 +188,22 @@ tokenizer load_tokenizer_json(const std::string& path) {
     tokenizer t;
     t.kind = TOK_BYTE_BPE;
     t.split_regex = gpt2_split_regex;
-    // a Split pre-tokenizer brings its own regex (e.g. Llama 3 / Qwen2); ByteLevel alone means GPT-2's
+    // Two families: ByteLevel (GPT-2, Llama 3, Qwen2; a Split pre-tokenizer brings its own regex) and
+    // SentencePiece-style "▁" for spaces with <0xXX> byte fallback (Llama 2, TinyLlama, Mistral), written
+    // either as a Prepend+Replace normalizer or as a Metaspace pre-tokenizer.
     std::string pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "";
-    if (pre.find("Metaspace") != std::string::npos)
-        throw error(path + ": Metaspace (SentencePiece-style) tokenizers are not supported yet");
+    std::string norm = j.contains("normalizer") ? j["normalizer"].dump() : "";
+    if (pre.find("Metaspace") != std::string::npos || norm.find("\u2581") != std::string::npos ||
+        norm.find("\xe2\x96\x81") != std::string::npos || m.value("byte_fallback", false)) {
+        t.kind = TOK_SPM_BPE;
+        t.split_regex.clear();
+        t.dummy_prefix = norm.find("Prepend") != std::string::npos || pre.find("\"first\"") != std::string::npos ||
+                         pre.find("\"always\"") != std::string::npos || pre.find("add_prefix_space\":true") != std::string::npos;
+    } else if (pre.find("ByteLevel") == std::string::npos && !pre.empty() && pre != "null") {
+        throw error(path + ": pre-tokenizer " + pre.substr(0, 80) + " is not supported (expected ByteLevel or Metaspace)");
+    }
+    t.nfc = norm.find("\"NFC\"") != std::string::npos;
+    t.ignore_merges = m.value("ignore_merges", false);
     std::function<void(const nlohmann::json&)> scan = [&](const nlohmann::json& p) {
         if (!p.is_object()) return;
         if (p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
@@ -232,7 +245,39 @@ tokenizer load_tokenizer_json(const std::string& path) {
             t.specials.push_back(content);
         }
     find_specials(t);
+    if (t.kind == TOK_SPM_BPE) { // the usual ids; tokenizer_config.json may say otherwise
+        auto b = t.ids.find("<s>"), e = t.ids.find("</s>");
+        if (b != t.ids.end()) t.bos_id = b->second, t.add_bos = true;
+        if (e != t.ids.end()) t.eos_id = e->second;
+    }
     return t;
+}
+
+void apply_tokenizer_config(tokenizer& t, const std::string& path) {
+    std::ifstream f(path);
+    if (!f) return;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    }
+    auto token_of = [&](const char* key) -> int {
+        if (!j.contains(key) || j[key].is_null()) return -2;
+        std::string s = j[key].is_string() ? j[key].get<std::string>()
+                        : j[key].is_object() && j[key].contains("content") && j[key]["content"].is_string()
+                            ? j[key]["content"].get<std::string>()
+                            : "";
+        auto it = t.ids.find(s);
+        if (it == t.ids.end()) throw error(path + ": " + key + " '" + s + "' is not in the vocabulary");
+        return it->second;
+    };
+    int b = token_of("bos_token"), e = token_of("eos_token");
+    if (b >= 0) t.bos_id = b;
+    if (b == -2 && t.kind == TOK_BYTE_BPE && t.bos_id >= 0 && t.vocab[t.bos_id] != "<|endoftext|>") t.bos_id = -1;
+    if (e >= 0) t.eos_id = e;
+    if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) t.add_bos = j["add_bos_token"];
+    else if (b >= 0 && t.vocab[b] == "<|begin_of_text|>") t.add_bos = true; // Llama 3 adds it in its post-processor
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,7 +376,15 @@ static void encode_byte_bpe(std::vector<int>& out, const tokenizer& t, const std
     std::vector<std::string> sym;
     for (const std::string& p : pieces) {
         sym.clear();
-        for (unsigned char c : p) sym.push_back(bm.to_unicode[c]);
+        std::string whole;
+        for (unsigned char c : p) sym.push_back(bm.to_unicode[c]), whole += bm.to_unicode[c];
+        if (t.ignore_merges) { // Llama 3: a pre-token that is itself in the vocabulary is not split
+            auto it = t.ids.find(whole);
+            if (it != t.ids.end()) {
+                out.push_back(it->second);
+                continue;
+            }
+        }
         bpe_word(out, t, sym);
     }
 }
@@ -383,6 +436,8 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
     if (text.empty()) return;
     std::vector<int> ids;
     std::string s = t.dummy_prefix ? " " + text : text;
+    if (t.scores.empty()) // tokenizer.json SentencePiece vocabularies spell a space as "▁"
+        for (size_t p = 0; (p = s.find(' ', p)) != std::string::npos; p += 3) s.replace(p, 1, "\xE2\x96\x81");
     for (size_t i = 0; i < s.size();) {
         int n = utf8_seq_len(s, i);
         std::string cp = s.substr(i, n);
@@ -401,14 +456,30 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
         i += n;
     }
     std::string merged;
-    for (;;) { // merge the adjacent pair whose concatenation is in the vocabulary with the best score
-        float best = -1e30f;
+    const bool by_rank = t.scores.empty(); // tokenizer.json merges by rank; llama2.c by score
+    for (;;) { // merge the best adjacent pair whose concatenation is in the vocabulary
+        double best = -1e300;
         int best_id = -1;
         size_t at = 0;
         for (size_t i = 0; i + 1 < ids.size(); i++) {
-            merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
-            auto it = t.ids.find(merged);
-            if (it != t.ids.end() && t.scores[it->second] > best) best = t.scores[it->second], best_id = it->second, at = i;
+            double score;
+            if (by_rank) {
+                merged.assign(t.vocab[ids[i]]).append(" ").append(t.vocab[ids[i + 1]]);
+                auto r = t.merge_rank.find(merged);
+                if (r == t.merge_rank.end()) continue;
+                score = -(double)r->second;
+                merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
+            } else {
+                merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
+                auto it = t.ids.find(merged);
+                if (it == t.ids.end()) continue;
+                score = t.scores[it->second];
+            }
+            if (score > best) {
+                auto it = t.ids.find(merged);
+                if (it == t.ids.end()) continue;
+                best = score, best_id = it->second, at = i;
+            }
         }
         if (best_id < 0) break;
         ids[at] = best_id;
@@ -420,16 +491,26 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
 // ---------------------------------------------------------------------------------------------
 // encode / decode
 // ---------------------------------------------------------------------------------------------
-std::vector<int> encode(const tokenizer& t, const std::string& text) {
-    long bad = utf8_invalid_at(text);
+static std::string nfc(const std::string& s) {
+    utf8proc_uint8_t* out = utf8proc_NFC((const utf8proc_uint8_t*)s.c_str());
+    if (!out) throw error("tokenizer: NFC normalisation failed");
+    std::string r((const char*)out);
+    free(out);
+    return r;
+}
+
+static void encode_segment(std::vector<int>& out, const tokenizer& t, const std::string& text) {
+    if (t.kind == TOK_SPM_BPE) encode_spm(out, t, text);
+    else encode_byte_bpe(out, t, text);
+}
+
+std::vector<int> encode(const tokenizer& t, const std::string& input) {
+    long bad = utf8_invalid_at(input);
     if (bad >= 0) throw error("invalid UTF-8 at byte " + std::to_string(bad) + " of the text");
+    if (t.kind == TOK_NONE) throw error("tokenizer: no tokenizer loaded");
+    const std::string text = t.nfc ? nfc(input) : input;
     std::vector<int> out;
-    switch (t.kind) {
-    case TOK_BYTE_BPE: break;
-    case TOK_SPM_BPE: encode_spm(out, t, text); return out;
-    default: throw error("tokenizer: no tokenizer loaded");
-    }
-    // specials are matched verbatim first (longest at each position); the text between goes through BPE
+    // specials are matched verbatim first (longest at each position); the text between is encoded normally
     size_t pos = 0, start = 0;
     while (pos < text.size()) {
         size_t best_len = 0;
@@ -440,12 +521,12 @@ std::vector<int> encode(const tokenizer& t, const std::string& text) {
             pos++;
             continue;
         }
-        if (pos > start) encode_byte_bpe(out, t, text.substr(start, pos - start));
+        if (pos > start) encode_segment(out, t, text.substr(start, pos - start));
         out.push_back(t.ids.at(*best));
         pos += best_len;
         start = pos;
     }
-    if (start < text.size()) encode_byte_bpe(out, t, text.substr(start));
+    if (start < text.size()) encode_segment(out, t, text.substr(start));
     return out;
 }
 

@@ -18,10 +18,11 @@ struct tokenizer {
     std::vector<std::string> vocab;                // [V] token strings as stored in the file
     std::unordered_map<std::string, int> ids;      // inverse of vocab
     std::unordered_map<std::string, int> merge_rank; // "left right" -> rank (lower merges first)
-    std::vector<float> scores;                     // [V] SentencePiece scores (empty for byte BPE)
+    std::vector<float> scores;                     // [V] llama2.c merge scores (SPM kind merges by rank when empty)
     std::vector<std::string> specials;             // special tokens matched verbatim before BPE
     std::string split_regex;                       // pre-tokenizer regex (PCRE2); GPT-2's by default
     bool nfc = false;                              // NFC-normalise input first (Qwen2)
+    bool ignore_merges = false;                    // a whole pre-token found in the vocabulary is one token (Llama 3)
     bool add_bos = false;                          // model expects BOS at the start
     bool dummy_prefix = false;                     // SentencePiece: prepend a space
     int bos_id = -1;
@@ -31,6 +32,8 @@ struct tokenizer {
 // Loaders throw gb::error naming the file and what is wrong.
 tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& merges_txt);
 tokenizer load_tokenizer_json(const std::string& tokenizer_json);
+// tokenizer_config.json next to tokenizer.json: BOS/EOS tokens and add_bos_token (missing file: no change).
+void apply_tokenizer_config(tokenizer& tok, const std::string& tokenizer_config_json);
 // llama2.c tokenizer.bin: int32 max_token_length, then per token float32 score, int32 length, bytes.
 // Encodes like llama2.c: a leading "dummy prefix" space, merges by best score, <0xXX> byte fallback.
 // BOS = 1 and EOS = 2 as in llama2.c; expected_vocab (when > 0) must match the model's vocabulary.

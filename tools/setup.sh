@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake pkg-config git
-      libeigen3-dev nlohmann-json3-dev libpcre2-dev libgtest-dev libbenchmark-dev
+      libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
       fonts-dejavu-core xvfb xauth nodejs npm)
 missing=()
