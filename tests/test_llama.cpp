@@ -9,7 +9,10 @@
 #include <functional>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "error.h"
+#include "safetensors.h"
 #include "forward.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
@@ -158,4 +161,120 @@ TEST(Llama2c, MalformedFilesGiveClearErrors) {
     std::ofstream(dir + "/t2.bin", std::ios::binary) << bad_len;
     expect_error([&] { gb::load_llama2c_tokenizer(dir + "/t2.bin", 300); }, "length -5");
     expect_error([&] { gb::load_llama2c_tokenizer(tm.tokenizer_path, 100000000); }, "too small");
+}
+
+// The same weights as a Hugging Face folder: q/k rows permuted as HF's converter does, so that rotating
+// halves (i, i + d/2) there equals rotating adjacent pairs (2i, 2i+1) in the llama2.c file.
+namespace {
+
+std::vector<float> to_hf_rows(const std::vector<float>& w, int heads, int dh, int in) {
+    std::vector<float> out(w.size());
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < dh / 2; i++)
+            for (int b = 0; b < 2; b++)
+                std::copy(&w[((size_t)h * dh + 2 * i + b) * in], &w[((size_t)h * dh + 2 * i + b) * in] + in,
+                          &out[((size_t)h * dh + b * dh / 2 + i) * in]);
+    return out;
+}
+
+void write_hf_llama(const std::string& dir, const tiny_llama& tm, bool sharded) {
+    const tiny_llama_spec& s = tm.spec;
+    const int d = s.dim, dh = d / s.n_head;
+    nlohmann::json cfg = {{"model_type", "llama"},       {"hidden_size", d},         {"intermediate_size", s.hidden},
+                          {"num_hidden_layers", s.n_layer}, {"num_attention_heads", s.n_head},
+                          {"num_key_value_heads", s.n_kv_head}, {"vocab_size", s.vocab},
+                          {"max_position_embeddings", s.seq_len}, {"rms_norm_eps", 1e-5},
+                          {"rope_theta", 10000.0}, {"tie_word_embeddings", s.shared_classifier}};
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    std::vector<gb::st_out> a, b;
+    auto put = [&](std::vector<gb::st_out>& v, const std::string& n, std::vector<int64_t> shape, std::vector<float> data) {
+        v.push_back({n, std::move(shape), std::move(data), gb::ST_F32});
+    };
+    put(a, "model.embed_tokens.weight", {s.vocab, d}, tm.w.at("emb"));
+    for (int l = 0; l < s.n_layer; l++) {
+        std::string p = "model.layers." + std::to_string(l) + ".", k = "." + std::to_string(l);
+        auto& v = l % 2 ? b : a;
+        put(v, p + "input_layernorm.weight", {d}, tm.w.at("rms_att" + k));
+        put(v, p + "post_attention_layernorm.weight", {d}, tm.w.at("rms_ffn" + k));
+        put(v, p + "self_attn.q_proj.weight", {d, d}, to_hf_rows(tm.w.at("wq" + k), s.n_head, dh, d));
+        put(v, p + "self_attn.k_proj.weight", {s.n_kv_head * dh, d}, to_hf_rows(tm.w.at("wk" + k), s.n_kv_head, dh, d));
+        put(v, p + "self_attn.v_proj.weight", {s.n_kv_head * dh, d}, tm.w.at("wv" + k));
+        put(v, p + "self_attn.o_proj.weight", {d, d}, tm.w.at("wo" + k));
+        put(v, p + "mlp.gate_proj.weight", {s.hidden, d}, tm.w.at("w1" + k));
+        put(v, p + "mlp.up_proj.weight", {s.hidden, d}, tm.w.at("w3" + k));
+        put(v, p + "mlp.down_proj.weight", {d, s.hidden}, tm.w.at("w2" + k));
+    }
+    put(b, "model.norm.weight", {d}, tm.w.at("rms_final"));
+    if (!s.shared_classifier) put(b, "lm_head.weight", {s.vocab, d}, tm.w.at("wcls"));
+    if (sharded) {
+        gb::write_safetensors(dir + "/model-00001-of-00002.safetensors", a);
+        gb::write_safetensors(dir + "/model-00002-of-00002.safetensors", b);
+        nlohmann::json map = nlohmann::json::object();
+        for (auto& t : a) map[t.name] = "model-00001-of-00002.safetensors";
+        for (auto& t : b) map[t.name] = "model-00002-of-00002.safetensors";
+        std::ofstream(dir + "/model.safetensors.index.json") << nlohmann::json({{"weight_map", map}}).dump();
+    } else {
+        a.insert(a.end(), b.begin(), b.end());
+        gb::write_safetensors(dir + "/model.safetensors", a);
+    }
+    // a byte-level tokenizer.json (256 tokens) is enough here: the test feeds ids
+    nlohmann::json vocab = nlohmann::json::object();
+    gb::model g = gb::random_gpt2([] {
+        gb::model_config c;
+        c.n_layer = 1, c.n_head = 1, c.d_model = 4, c.vocab_size = 257, c.n_ctx = 4;
+        return c;
+    }(), 1);
+    for (int i = 0; i < 256; i++) vocab[g.tok.vocab[i]] = i;
+    nlohmann::json tj = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+                         {"pre_tokenizer", {{"type", "ByteLevel"}}}};
+    std::ofstream(dir + "/tokenizer.json") << tj.dump();
+}
+
+} // namespace
+
+TEST(HfLlama, SameWeightsAsLlama2cGiveSameOutputs) {
+    for (bool sharded : {false, true})
+        for (bool shared : {true, false}) {
+            tiny_llama_spec s;
+            s.shared_classifier = shared;
+            s.seed = 9;
+            tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_llama_c"), s);
+            std::string dir = test_temp_dir("hf_llama_hf");
+            write_hf_llama(dir, tm, sharded);
+            gb::load_options lo;
+            lo.tokenizer_path = tm.tokenizer_path;
+            gb::model a = gb::load_model(tm.model_path, lo), b = gb::load_model(dir);
+            EXPECT_EQ(b.config.rope, gb::ROPE_HALF);
+            EXPECT_EQ(b.config.n_kv_head, s.n_kv_head);
+            std::vector<int> tokens = {5, 17, 200, 3, 99, 42, 7, 150, 11};
+            gb::ablation ab;
+            ab.heads = {{1, 2}};
+            ab.no_layernorm.on = true;
+            ab.no_layernorm.layers = {0};
+            for (const gb::ablation& x : {gb::ablation{}, ab}) {
+                gb::capture ca, cb;
+                gb::forward_options opt;
+                opt.all_logits = true;
+                gb::run_forward(ca, a, tokens, x, opt);
+                gb::run_forward(cb, b, tokens, x, opt);
+                ASSERT_EQ(ca.logits.size(), cb.logits.size());
+                for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-4) << i;
+                for (size_t i = 0; i < ca.attention.size(); i++) ASSERT_NEAR(ca.attention[i], cb.attention[i], 1e-5) << i;
+                llama_ref ref = reference_llama(tm, tokens, x);
+                EXPECT_LT(worst(cb.logits, ref.logits), 1e-4);
+            }
+        }
+}
+
+TEST(HfLlama, BadConfigsAndMissingShards) {
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_llama_bad_c"), tiny_llama_spec{});
+    std::string dir = test_temp_dir("hf_llama_bad");
+    write_hf_llama(dir, tm, true);
+    std::filesystem::remove(dir + "/model-00002-of-00002.safetensors");
+    expect_error([&] { gb::load_model(dir); }, "model-00002-of-00002.safetensors");
+    write_hf_llama(dir, tm, false);
+    auto cfg = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+    cfg["num_key_value_heads"] = 3;
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    expect_error([&] { gb::load_model(dir); }, "num_key_value_heads");
 }
