@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "gguf.h"
 #include "llama2c.h"
 #include "model.h"
 #include "safetensors.h"
@@ -304,10 +305,12 @@ model load_model(const std::string& path, const load_options& opt) {
         m = load_hf_folder(p, opt);
     } else if (p.filename() == "model.safetensors" || p.filename() == "config.json") {
         m = load_hf_folder(p.parent_path().empty() ? fs::path(".") : p.parent_path(), opt);
+    } else if (p.extension() == ".gguf") {
+        m = load_gguf(path, opt.progress);
     } else if (p.extension() == ".bin") {
         m = load_llama2c(path, opt.tokenizer_path, opt.progress);
     } else {
-        throw error(path + ": unknown model format (expected a Hugging Face folder with config.json, or a llama2.c .bin)");
+        throw error(path + ": unknown model format (expected a Hugging Face folder with config.json, a .gguf file or a llama2.c .bin)");
     }
     m.path = path;
     if (opt.progress) opt.progress(1.0f, "done");

@@ -196,6 +196,7 @@ tokenizer load_tokenizer_json(const std::string& path) {
     if (pre.find("Metaspace") != std::string::npos || norm.find("\u2581") != std::string::npos ||
         norm.find("\xe2\x96\x81") != std::string::npos || m.value("byte_fallback", false)) {
         t.kind = TOK_SPM_BPE;
+        t.space_is_underline = true;
         t.split_regex.clear();
         t.dummy_prefix = norm.find("Prepend") != std::string::npos || pre.find("\"first\"") != std::string::npos ||
                          pre.find("\"always\"") != std::string::npos || pre.find("add_prefix_space\":true") != std::string::npos;
@@ -436,7 +437,7 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
     if (text.empty()) return;
     std::vector<int> ids;
     std::string s = t.dummy_prefix ? " " + text : text;
-    if (t.scores.empty()) // tokenizer.json SentencePiece vocabularies spell a space as "▁"
+    if (t.space_is_underline) // tokenizer.json / GGUF SentencePiece vocabularies spell a space as "▁"
         for (size_t p = 0; (p = s.find(' ', p)) != std::string::npos; p += 3) s.replace(p, 1, "\xE2\x96\x81");
     for (size_t i = 0; i < s.size();) {
         int n = utf8_seq_len(s, i);

@@ -25,6 +25,8 @@ struct tokenizer {
     bool ignore_merges = false;                    // a whole pre-token found in the vocabulary is one token (Llama 3)
     bool add_bos = false;                          // model expects BOS at the start
     bool dummy_prefix = false;                     // SentencePiece: prepend a space
+    bool space_is_underline = false;               // SentencePiece vocabularies spelling a space as "▁"
+                                                   // (tokenizer.json, GGUF; llama2.c stores plain spaces)
     int bos_id = -1;
     int eos_id = -1;                               // <|endoftext|> for GPT-2
 };

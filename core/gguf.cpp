@@ -1,0 +1,488 @@
+// GGUF reading and dequantisation (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), and GGUF models (gpt2, llama,
+// qwen2) with their tokenizer from metadata.
+//
+// Sections: block formats | parsing | tensors | architecture tables | tokenizer | load_gguf
+#include "gguf.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "error.h"
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Block formats: (values per block, bytes per block)
+// ---------------------------------------------------------------------------------------------
+struct block_format {
+    int64_t values, bytes;
+};
+
+static bool type_format(uint32_t type, block_format& b) {
+    switch (type) {
+    case GGML_F32: b = {1, 4}; return true;
+    case GGML_F16: b = {1, 2}; return true;
+    case GGML_BF16: b = {1, 2}; return true;
+    case GGML_Q8_0: b = {32, 34}; return true;   // f16 d, int8 q[32]
+    case GGML_Q4_0: b = {32, 18}; return true;   // f16 d, 4-bit q[32] packed in 16 bytes
+    case GGML_Q4_K: b = {256, 144}; return true; // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes q
+    case GGML_Q6_K: b = {256, 210}; return true; // 128 bytes low 4 bits, 64 bytes high 2 bits, int8 scales[16], f16 d
+    default: return false;
+    }
+}
+
+const char* ggml_type_name(uint32_t type) {
+    switch (type) {
+    case GGML_F32: return "F32";
+    case GGML_F16: return "F16";
+    case GGML_BF16: return "BF16";
+    case GGML_Q8_0: return "Q8_0";
+    case GGML_Q4_0: return "Q4_0";
+    case GGML_Q4_K: return "Q4_K";
+    case GGML_Q6_K: return "Q6_K";
+    default: return "unsupported";
+    }
+}
+
+static float half(const uint8_t* p) { return f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+// Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes
+static void q4k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
+    block_format bf;
+    if (!type_format(type, bf) || n % bf.values) throw error("internal: dequantize of " + std::string(ggml_type_name(type)));
+    const int64_t blocks = n / bf.values;
+    for (int64_t b = 0; b < blocks; b++, x += bf.bytes) {
+        switch (type) {
+        case GGML_F32: std::memcpy(y++, x, 4); break;
+        case GGML_F16: *y++ = half(x); break;
+        case GGML_BF16: *y++ = bf16_to_f32((uint16_t)(x[0] | x[1] << 8)); break;
+        case GGML_Q8_0: {
+            float d = half(x);
+            for (int i = 0; i < 32; i++) *y++ = d * (int8_t)x[2 + i];
+            break;
+        }
+        case GGML_Q4_0: { // low nibbles are values 0..15, high nibbles 16..31; offset 8
+            float d = half(x);
+            const uint8_t* q = x + 2;
+            for (int i = 0; i < 16; i++) y[i] = d * ((q[i] & 0xF) - 8), y[i + 16] = d * ((q[i] >> 4) - 8);
+            y += 32;
+            break;
+        }
+        case GGML_Q4_K: { // 4 groups of 64: low nibbles with one scale/min, high nibbles with the next
+            float d = half(x), dmin = half(x + 2);
+            const uint8_t* scales = x + 4;
+            const uint8_t* q = x + 16;
+            for (int g = 0; g < 4; g++) {
+                int sc, m;
+                q4k_scale_min(2 * g, scales, sc, m);
+                float d1 = d * sc, m1 = dmin * m;
+                q4k_scale_min(2 * g + 1, scales, sc, m);
+                float d2 = d * sc, m2 = dmin * m;
+                for (int l = 0; l < 32; l++) y[l] = d1 * (q[l] & 0xF) - m1;
+                for (int l = 0; l < 32; l++) y[32 + l] = d2 * (q[l] >> 4) - m2;
+                q += 32;
+                y += 64;
+            }
+            break;
+        }
+        case GGML_Q6_K: { // 2 halves of 128: 6-bit values from 4 low + 2 high bits, offset 32, int8 scales per 16
+            const uint8_t* ql = x;
+            const uint8_t* qh = x + 128;
+            const int8_t* sc = (const int8_t*)(x + 192);
+            float d = half(x + 208);
+            for (int h = 0; h < 2; h++) {
+                for (int l = 0; l < 32; l++) {
+                    int is = l / 16;
+                    int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                    int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                    int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                    int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                    y[l] = d * sc[is] * q1;
+                    y[l + 32] = d * sc[is + 2] * q2;
+                    y[l + 64] = d * sc[is + 4] * q3;
+                    y[l + 96] = d * sc[is + 6] * q4;
+                }
+                y += 128;
+                ql += 64;
+                qh += 32;
+                sc += 8;
+            }
+            break;
+        }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing: a cursor that never reads past the end of the mapping
+// ---------------------------------------------------------------------------------------------
+struct cursor {
+    const uint8_t* p;
+    const uint8_t* end;
+    const std::string& path;
+    size_t pos(const uint8_t* base) const { return (size_t)(p - base); }
+    void need(uint64_t n, const char* what) {
+        if (n > (uint64_t)(end - p))
+            throw error(path + ": truncated while reading " + what + " (needs " + std::to_string(n) + " bytes, " +
+                        std::to_string(end - p) + " left)");
+    }
+    template <class T> T get(const char* what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, p, sizeof(T));
+        p += sizeof(T);
+        return v;
+    }
+    std::string str(const char* what) {
+        uint64_t n = get<uint64_t>(what);
+        if (n > (1u << 24)) throw error(path + ": string length " + std::to_string(n) + " in " + what + " is absurd");
+        need(n, what);
+        std::string s((const char*)p, (size_t)n);
+        p += n;
+        return s;
+    }
+};
+
+static gguf_value read_value(cursor& c, uint32_t type, int depth) {
+    gguf_value v;
+    v.type = type;
+    switch (type) {
+    case 0: v.i = c.get<uint8_t>("u8"); break;
+    case 1: v.i = c.get<int8_t>("i8"); break;
+    case 2: v.i = c.get<uint16_t>("u16"); break;
+    case 3: v.i = c.get<int16_t>("i16"); break;
+    case 4: v.i = c.get<uint32_t>("u32"); break;
+    case 5: v.i = c.get<int32_t>("i32"); break;
+    case 6: v.f = c.get<float>("f32"); break;
+    case 7: v.i = c.get<uint8_t>("bool"); break;
+    case 8: v.s = c.str("string value"); break;
+    case 9: {
+        if (depth > 2) throw error(c.path + ": arrays nested too deep");
+        v.elem_type = c.get<uint32_t>("array type");
+        uint64_t n = c.get<uint64_t>("array length");
+        // every element takes at least one byte: a count beyond the bytes left is a lie
+        if (n > (uint64_t)(c.end - c.p)) throw error(c.path + ": array length " + std::to_string(n) + " exceeds the file");
+        v.items.reserve((size_t)n);
+        for (uint64_t k = 0; k < n; k++) v.items.push_back(read_value(c, v.elem_type, depth + 1));
+        break;
+    }
+    case 10: v.i = (int64_t)c.get<uint64_t>("u64"); break;
+    case 11: v.i = c.get<int64_t>("i64"); break;
+    case 12: v.f = c.get<double>("f64"); break;
+    default: throw error(c.path + ": unknown metadata value type " + std::to_string(type));
+    }
+    if (type == 6 || type == 12) v.i = (int64_t)v.f;
+    else if (type != 8 && type != 9) v.f = (double)v.i;
+    return v;
+}
+
+gguf_file open_gguf(const std::string& path) {
+    gguf_file g;
+    g.file = map_file(path);
+    const uint8_t* base = g.file->data;
+    cursor c{base, base + g.file->size, path};
+    c.need(4, "magic");
+    if (std::memcmp(base, "GGUF", 4) != 0) throw error(path + ": not a GGUF file (bad magic)");
+    c.p += 4;
+    g.version = c.get<uint32_t>("version");
+    if (g.version != 2 && g.version != 3)
+        throw error(path + ": GGUF version " + std::to_string(g.version) + " is not supported (expected 2 or 3)");
+    uint64_t n_tensors = c.get<uint64_t>("tensor count"), n_kv = c.get<uint64_t>("metadata count");
+    // each metadata entry and tensor info takes well over 8 bytes: bound the counts by the file size
+    if (n_kv > g.file->size / 8 || n_tensors > g.file->size / 8)
+        throw error(path + ": header claims " + std::to_string(n_tensors) + " tensors and " + std::to_string(n_kv) +
+                    " metadata entries, more than the file can hold");
+    for (uint64_t k = 0; k < n_kv; k++) {
+        std::string key = c.str("metadata key");
+        uint32_t type = c.get<uint32_t>("metadata type");
+        g.meta[key] = read_value(c, type, 0);
+    }
+    uint64_t alignment = 32;
+    if (g.meta.count("general.alignment")) {
+        int64_t a = g.meta["general.alignment"].i;
+        if (a <= 0 || a > 65536 || (a & (a - 1))) throw error(path + ": general.alignment " + std::to_string(a) + " is not a power of two");
+        alignment = (uint64_t)a;
+    }
+    std::vector<std::pair<gguf_tensor, uint64_t>> infos;
+    for (uint64_t t = 0; t < n_tensors; t++) {
+        gguf_tensor ti;
+        ti.name = c.str("tensor name");
+        uint32_t nd = c.get<uint32_t>("tensor dims");
+        if (nd == 0 || nd > 4) throw error(path + ": tensor " + ti.name + " has " + std::to_string(nd) + " dimensions");
+        for (uint32_t d = 0; d < nd; d++) {
+            uint64_t v = c.get<uint64_t>("tensor shape");
+            if (v == 0 || v > (1ull << 40)) throw error(path + ": tensor " + ti.name + " has an absurd dimension " + std::to_string(v));
+            ti.ne.push_back((int64_t)v);
+        }
+        ti.type = c.get<uint32_t>("tensor type");
+        uint64_t off = c.get<uint64_t>("tensor offset");
+        infos.push_back({ti, off});
+    }
+    uint64_t data_start = (c.pos(base) + alignment - 1) / alignment * alignment;
+    if (data_start > g.file->size) throw error(path + ": truncated before the tensor data");
+    const uint64_t data_size = g.file->size - data_start;
+    for (auto& [ti, off] : infos) {
+        block_format bf;
+        if (!type_format(ti.type, bf))
+            throw error(path + ": tensor " + ti.name + " has type " + std::to_string(ti.type) +
+                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+        uint64_t count = 1;
+        for (int64_t v : ti.ne) {
+            if (count > (1ull << 40) / (uint64_t)v) throw error(path + ": tensor " + ti.name + " is absurdly large");
+            count *= (uint64_t)v;
+        }
+        if (ti.ne[0] % bf.values)
+            throw error(path + ": tensor " + ti.name + " row of " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+                        ggml_type_name(ti.type) + " block (" + std::to_string(bf.values) + ")");
+        uint64_t bytes = count / bf.values * bf.bytes;
+        if (off % alignment) throw error(path + ": tensor " + ti.name + " offset " + std::to_string(off) + " is misaligned");
+        if (off > data_size || bytes > data_size - off)
+            throw error(path + ": tensor " + ti.name + " data [" + std::to_string(off) + ", +" + std::to_string(bytes) +
+                        ") runs past the end of the file: truncated?");
+        ti.data = base + data_start + off;
+        ti.nbytes = (size_t)bytes;
+        g.tensors[ti.name] = ti;
+    }
+    return g;
+}
+
+static std::string shape_str(const std::vector<int64_t>& s) {
+    std::string o = "[";
+    for (size_t i = 0; i < s.size(); i++) o += (i ? ", " : "") + std::to_string(s[i]);
+    return o + "]";
+}
+
+std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne) {
+    auto it = g.tensors.find(name);
+    if (it == g.tensors.end()) throw error(g.file->path + ": missing tensor " + name);
+    const gguf_tensor& t = it->second;
+    std::vector<int64_t> have = t.ne;
+    while (have.size() > ne.size() && have.back() == 1) have.pop_back();
+    if (have != ne)
+        throw error(g.file->path + ": tensor " + name + ": expected shape (ne) " + shape_str(ne) + ", found " + shape_str(t.ne));
+    int64_t n = 1;
+    for (int64_t v : ne) n *= v;
+    std::vector<float> out((size_t)n);
+    dequantize(out.data(), t.data, t.type, n);
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Architecture tables: metadata keys and tensor names per GGUF architecture
+// ---------------------------------------------------------------------------------------------
+static const gguf_value* meta(const gguf_file& g, const std::string& key) {
+    auto it = g.meta.find(key);
+    return it == g.meta.end() ? nullptr : &it->second;
+}
+
+static int meta_int(const gguf_file& g, const std::string& key, int lo, int hi, int def = -1) {
+    const gguf_value* v = meta(g, key);
+    if (!v || v->type == 8 || v->type == 9) {
+        if (def >= 0) return def;
+        throw error(g.file->path + ": missing metadata " + key);
+    }
+    if (v->i < lo || v->i > hi)
+        throw error(g.file->path + ": " + key + " = " + std::to_string(v->i) + " is outside [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
+    return (int)v->i;
+}
+
+static float meta_float(const gguf_file& g, const std::string& key, float def) {
+    const gguf_value* v = meta(g, key);
+    if (!v || v->type == 8 || v->type == 9) return def;
+    if (!(v->f > 0) || !std::isfinite(v->f)) throw error(g.file->path + ": " + key + " must be positive");
+    return (float)v->f;
+}
+
+// [out][in] matrix from GGUF (ne = {in, out}) to [in][out]
+static std::vector<float> matrix(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
+    std::vector<float> w = gguf_tensor_f32(g, name, {in, out}), t(w.size());
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t i = 0; i < in; i++) t[(size_t)(i * out + o)] = w[(size_t)(o * in + i)];
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokenizer from metadata
+// ---------------------------------------------------------------------------------------------
+static const char* llama3_regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+static const char* qwen2_regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+static tokenizer gguf_tokenizer(const gguf_file& g, int vocab_size) {
+    const std::string& path = g.file->path;
+    const gguf_value* model = meta(g, "tokenizer.ggml.model");
+    const gguf_value* tokens = meta(g, "tokenizer.ggml.tokens");
+    if (!model || !tokens || tokens->type != 9 || tokens->elem_type != 8)
+        throw error(path + ": no tokenizer in the metadata (tokenizer.ggml.model / tokenizer.ggml.tokens)");
+    if ((int)tokens->items.size() > vocab_size)
+        throw error(path + ": tokenizer has " + std::to_string(tokens->items.size()) + " tokens, the model " + std::to_string(vocab_size));
+    tokenizer t;
+    for (size_t i = 0; i < tokens->items.size(); i++) {
+        t.vocab.push_back(tokens->items[i].s);
+        t.ids.emplace(tokens->items[i].s, (int)i);
+    }
+    const gguf_value* types = meta(g, "tokenizer.ggml.token_type");
+    if (model->s == "gpt2") {
+        t.kind = TOK_BYTE_BPE;
+        const gguf_value* pre = meta(g, "tokenizer.ggml.pre");
+        std::string p = pre ? pre->s : "gpt-2";
+        t.split_regex = p == "llama-bpe" || p == "llama3" || p == "smollm" ? llama3_regex
+                        : p == "qwen2"                                   ? qwen2_regex
+                                                                         : R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+        t.nfc = p == "qwen2";
+        const gguf_value* merges = meta(g, "tokenizer.ggml.merges");
+        if (merges && merges->type == 9)
+            for (size_t i = 0; i < merges->items.size(); i++) {
+                const std::string& m = merges->items[i].s;
+                size_t sp = m.find(' ');
+                if (sp == std::string::npos) throw error(path + ": merge " + std::to_string(i) + " is not 'left right'");
+                t.merge_rank.emplace(m, (int)i);
+            }
+    } else if (model->s == "llama") {
+        t.kind = TOK_SPM_BPE;
+        t.dummy_prefix = true;
+        t.space_is_underline = true;
+        t.add_bos = true;
+        const gguf_value* scores = meta(g, "tokenizer.ggml.scores");
+        if (!scores || scores->type != 9 || scores->items.size() != tokens->items.size())
+            throw error(path + ": tokenizer.ggml.scores missing or of the wrong length");
+        for (const gguf_value& s : scores->items) t.scores.push_back((float)s.f);
+    } else {
+        throw error(path + ": tokenizer.ggml.model '" + model->s + "' is not supported (expected gpt2 or llama)");
+    }
+    // control and user-defined tokens (types 3 and 4) are matched verbatim in text
+    if (types && types->type == 9)
+        for (size_t i = 0; i < types->items.size() && i < t.vocab.size(); i++)
+            if ((types->items[i].i == 3 || types->items[i].i == 4) && !t.vocab[i].empty()) t.specials.push_back(t.vocab[i]);
+    auto id = [&](const char* key) {
+        const gguf_value* v = meta(g, key);
+        return v && v->i >= 0 && v->i < (int64_t)t.vocab.size() ? (int)v->i : -1;
+    };
+    t.bos_id = id("tokenizer.ggml.bos_token_id");
+    t.eos_id = id("tokenizer.ggml.eos_token_id");
+    if (const gguf_value* ab = meta(g, "tokenizer.ggml.add_bos_token")) t.add_bos = ab->i != 0;
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// load_gguf
+// ---------------------------------------------------------------------------------------------
+model load_gguf(const std::string& path, const progress_fn& progress) {
+    gguf_file g = open_gguf(path);
+    const gguf_value* a = meta(g, "general.architecture");
+    if (!a || a->type != 8) throw error(path + ": no general.architecture");
+    const std::string arch = a->s;
+    model m;
+    m.format = "gguf";
+    model_config& c = m.config;
+    c.model_type = arch;
+    if (arch == "gpt2") c.arch = ARCH_GPT2;
+    else if (arch == "llama" || arch == "qwen2") c.arch = ARCH_LLAMA;
+    else throw error(path + ": architecture '" + arch + "' is not supported (gpt2, llama, qwen2)");
+    c.n_layer = meta_int(g, arch + ".block_count", 1, 1000);
+    c.d_model = meta_int(g, arch + ".embedding_length", 1, 65536);
+    c.d_ff = meta_int(g, arch + ".feed_forward_length", 1, 1 << 20);
+    c.n_head = meta_int(g, arch + ".attention.head_count", 1, 1024);
+    c.n_kv_head = meta_int(g, arch + ".attention.head_count_kv", 1, 1024, c.n_head);
+    c.n_ctx = meta_int(g, arch + ".context_length", 1, 1 << 22);
+    if (c.d_model % c.n_head || c.n_head % c.n_kv_head)
+        throw error(path + ": " + std::to_string(c.d_model) + " / " + std::to_string(c.n_head) + " heads / " +
+                    std::to_string(c.n_kv_head) + " kv heads do not divide");
+    c.d_head = c.d_model / c.n_head;
+    const gguf_value* tokens = meta(g, "tokenizer.ggml.tokens");
+    int vocab_from_tok = tokens && tokens->type == 9 ? (int)tokens->items.size() : -1;
+    auto emb = g.tensors.find("token_embd.weight");
+    if (emb == g.tensors.end()) throw error(path + ": missing tensor token_embd.weight");
+    c.vocab_size = meta_int(g, arch + ".vocab_size", 1, 4000000, emb->second.ne.size() > 1 ? (int)emb->second.ne[1] : vocab_from_tok);
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
+                  kv = (int64_t)c.n_kv_head * c.d_head;
+    model_weights& w = m.weights;
+    w.tok_emb = gguf_tensor_f32(g, "token_embd.weight", {d, V});
+    w.layers.resize(c.n_layer);
+    bool quantised = false;
+    for (auto& [name, t] : g.tensors) quantised |= t.type != GGML_F32;
+    if (c.arch == ARCH_GPT2) {
+        c.norm_eps = meta_float(g, "gpt2.attention.layer_norm_epsilon", 1e-5f);
+        c.qkv_bias = c.mlp_bias = true;
+        w.pos_emb = gguf_tensor_f32(g, "position_embd.weight", {d, c.n_ctx});
+        for (int l = 0; l < c.n_layer; l++) {
+            std::string p = "blk." + std::to_string(l) + ".";
+            layer_weights& L = w.layers[l];
+            L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
+            L.norm1_b = gguf_tensor_f32(g, p + "attn_norm.bias", {d});
+            L.w_qkv = matrix(g, p + "attn_qkv.weight", d, 3 * d);
+            L.b_qkv = gguf_tensor_f32(g, p + "attn_qkv.bias", {3 * d});
+            L.w_o = matrix(g, p + "attn_output.weight", d, d);
+            L.b_o = gguf_tensor_f32(g, p + "attn_output.bias", {d});
+            L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
+            L.norm2_b = gguf_tensor_f32(g, p + "ffn_norm.bias", {d});
+            L.w_up = matrix(g, p + "ffn_up.weight", d, ff);
+            L.b_up = gguf_tensor_f32(g, p + "ffn_up.bias", {ff});
+            L.w_down = matrix(g, p + "ffn_down.weight", ff, d);
+            L.b_down = gguf_tensor_f32(g, p + "ffn_down.bias", {d});
+            if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+        }
+        w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});
+        w.normf_b = gguf_tensor_f32(g, "output_norm.bias", {d});
+    } else {
+        c.norm_eps = meta_float(g, arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+        c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch == "qwen2" ? 1000000.0f : 10000.0f);
+        // llama.cpp's converter permutes Llama q/k rows back to adjacent pairs; Qwen2 keeps rotate-half
+        c.rope = arch == "qwen2" ? ROPE_HALF : ROPE_ADJACENT;
+        c.qkv_bias = arch == "qwen2";
+        c.mlp_bias = false;
+        for (int l = 0; l < c.n_layer; l++) {
+            std::string p = "blk." + std::to_string(l) + ".";
+            layer_weights& L = w.layers[l];
+            L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
+            L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
+            std::vector<float> wq = matrix(g, p + "attn_q.weight", d, q), wk = matrix(g, p + "attn_k.weight", d, kv),
+                               wv = matrix(g, p + "attn_v.weight", d, kv);
+            const int64_t qkv = q + 2 * kv;
+            L.w_qkv.resize((size_t)(d * qkv));
+            for (int64_t i = 0; i < d; i++) {
+                std::copy(&wq[i * q], &wq[i * q] + q, &L.w_qkv[i * qkv]);
+                std::copy(&wk[i * kv], &wk[i * kv] + kv, &L.w_qkv[i * qkv + q]);
+                std::copy(&wv[i * kv], &wv[i * kv] + kv, &L.w_qkv[i * qkv + q + kv]);
+            }
+            if (c.qkv_bias) {
+                L.b_qkv = gguf_tensor_f32(g, p + "attn_q.bias", {q});
+                for (const char* b : {"attn_k.bias", "attn_v.bias"}) {
+                    std::vector<float> v = gguf_tensor_f32(g, p + b, {kv});
+                    L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
+                }
+            }
+            L.w_o = matrix(g, p + "attn_output.weight", q, d);
+            L.w_gate = matrix(g, p + "ffn_gate.weight", d, ff);
+            L.w_up = matrix(g, p + "ffn_up.weight", d, ff);
+            L.w_down = matrix(g, p + "ffn_down.weight", ff, d);
+            if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+        }
+        w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});
+    }
+    if (g.tensors.count("output.weight")) w.lm_head = gguf_tensor_f32(g, "output.weight", {d, V});
+    c.tied_lm_head = w.lm_head.empty();
+    m.tok = gguf_tokenizer(g, c.vocab_size);
+    if (quantised) {
+        double file_mb = g.file->size / 1e6, f32_mb = 4.0 * (double)count_params(m).total() / 1e6;
+        char note[160];
+        snprintf(note, sizeof note, "GGUF with quantised tensors, dequantised to f32 at load: %.0f MB in memory for a %.0f MB file",
+                 f32_mb, file_mb);
+        m.source_note = note;
+    }
+    return m;
+}
+
+} // namespace gb

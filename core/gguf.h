@@ -1,0 +1,54 @@
+// GGUF (v2/v3) files: header, metadata, tensor infos, dequantisation to f32, and the model loader.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model.h"
+#include "safetensors.h" // mapped_file
+
+namespace gb {
+
+enum ggml_type_id {
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30,
+};
+
+// One metadata value; arrays keep their element type and items.
+struct gguf_value {
+    uint32_t type = 0;              // GGUF value type (0 u8 ... 8 string, 9 array, 10 u64, 11 i64, 12 f64)
+    int64_t i = 0;                  // integers and bools
+    double f = 0;                   // floats
+    std::string s;                  // strings
+    uint32_t elem_type = 0;         // arrays
+    std::vector<gguf_value> items;  // arrays
+};
+
+struct gguf_tensor {
+    std::string name;
+    uint32_t type = 0;
+    std::vector<int64_t> ne;     // GGUF order: ne[0] varies fastest (a [out][in] matrix has ne = {in, out})
+    const uint8_t* data = nullptr;
+    size_t nbytes = 0;
+};
+
+struct gguf_file {
+    std::unique_ptr<mapped_file> file;
+    uint32_t version = 0;
+    std::map<std::string, gguf_value> meta;
+    std::map<std::string, gguf_tensor> tensors;
+};
+
+// Validates every count, string length, tensor shape, type and offset against the file size before use.
+gguf_file open_gguf(const std::string& path);
+// f32 copy of a tensor in row-major order of its shape (rows = ne[1], row length = ne[0]); checks the shape
+// given as {ne[0], ne[1], ...}.
+std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne);
+// Dequantises n values (a multiple of the type's block size) of one ggml type.
+void dequantize(float* out, const uint8_t* src, uint32_t type, int64_t n);
+const char* ggml_type_name(uint32_t type);
+
+model load_gguf(const std::string& path, const progress_fn& progress);
+
+} // namespace gb

@@ -1,0 +1,361 @@
+// GGUF: the same weights as GGUF give the same outputs as llama2.c / HF files; dequantisation block by block
+// against values worked out by hand; malformed files give clear errors without huge allocations.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "forward.h"
+#include "gguf.h"
+#include "gguf_writer.h"
+#include "safetensors.h"
+#include "tiny_llama.h"
+#include "tiny_model.h"
+
+namespace {
+
+void expect_error(const std::function<void()>& fn, const std::string& needle) {
+    try {
+        fn();
+        FAIL() << "expected an error containing '" << needle << "'";
+    } catch (const gb::error& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+void spm_tokenizer(gguf_out& g, int vocab) {
+    std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
+    for (int b = 0; b < 256; b++) {
+        char n[8];
+        snprintf(n, sizeof n, "<0x%02X>", b);
+        toks.push_back(n);
+    }
+    for (const char* t : {"\xE2\x96\x81", "a", "t", "\xE2\x96\x81t", "\xE2\x96\x81the", "h", "e", "he"}) toks.push_back(t);
+    while ((int)toks.size() < vocab) toks.push_back("<x" + std::to_string(toks.size()) + ">");
+    std::vector<float> scores(vocab, 0.0f);
+    scores[262] = -1, scores[263] = -2, scores[266] = -3;
+    std::vector<int32_t> types(vocab, 1);
+    types[0] = 2, types[1] = types[2] = 3;
+    g.str("tokenizer.ggml.model", "llama");
+    g.strs("tokenizer.ggml.tokens", toks);
+    g.floats("tokenizer.ggml.scores", scores);
+    g.ints("tokenizer.ggml.token_type", types);
+    g.u32("tokenizer.ggml.bos_token_id", 1);
+    g.u32("tokenizer.ggml.eos_token_id", 2);
+}
+
+std::string write_llama_gguf(const std::string& dir, const tiny_llama& tm) {
+    const tiny_llama_spec& s = tm.spec;
+    const int64_t d = s.dim, kv = s.n_kv_head * (s.dim / s.n_head), ff = s.hidden;
+    gguf_out g;
+    g.str("general.architecture", "llama");
+    g.u32("llama.block_count", s.n_layer);
+    g.u32("llama.embedding_length", s.dim);
+    g.u32("llama.feed_forward_length", s.hidden);
+    g.u32("llama.attention.head_count", s.n_head);
+    g.u32("llama.attention.head_count_kv", s.n_kv_head);
+    g.u32("llama.context_length", s.seq_len);
+    g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    g.f32("llama.rope.freq_base", 10000.0f);
+    spm_tokenizer(g, s.vocab);
+    // llama2.c and GGUF share Meta's layout: [out][in] matrices, adjacent RoPE pairs
+    g.f32_tensor("token_embd.weight", {d, s.vocab}, tm.w.at("emb"));
+    for (int l = 0; l < s.n_layer; l++) {
+        std::string p = "blk." + std::to_string(l) + ".", k = "." + std::to_string(l);
+        g.f32_tensor(p + "attn_norm.weight", {d}, tm.w.at("rms_att" + k));
+        g.f32_tensor(p + "ffn_norm.weight", {d}, tm.w.at("rms_ffn" + k));
+        g.f32_tensor(p + "attn_q.weight", {d, d}, tm.w.at("wq" + k));
+        g.f32_tensor(p + "attn_k.weight", {d, kv}, tm.w.at("wk" + k));
+        g.f32_tensor(p + "attn_v.weight", {d, kv}, tm.w.at("wv" + k));
+        g.f32_tensor(p + "attn_output.weight", {d, d}, tm.w.at("wo" + k));
+        g.f32_tensor(p + "ffn_gate.weight", {d, ff}, tm.w.at("w1" + k));
+        g.f32_tensor(p + "ffn_up.weight", {d, ff}, tm.w.at("w3" + k));
+        g.f32_tensor(p + "ffn_down.weight", {ff, d}, tm.w.at("w2" + k));
+    }
+    g.f32_tensor("output_norm.weight", {d}, tm.w.at("rms_final"));
+    if (!s.shared_classifier) g.f32_tensor("output.weight", {d, s.vocab}, tm.w.at("wcls"));
+    std::string path = dir + "/model.gguf";
+    g.write(path);
+    return path;
+}
+
+std::vector<float> transpose(const std::vector<float>& w, int64_t rows, int64_t cols) { // [rows][cols] -> [cols][rows]
+    std::vector<float> t(w.size());
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) t[(size_t)(c * rows + r)] = w[(size_t)(r * cols + c)];
+    return t;
+}
+
+} // namespace
+
+TEST(Gguf, LlamaEqualsLlama2cFile) {
+    for (bool shared : {true, false}) {
+        tiny_llama_spec s;
+        s.shared_classifier = shared;
+        s.seed = 21;
+        std::string dir = test_temp_dir("gguf_llama");
+        tiny_llama tm = write_tiny_llama2c(dir, s);
+        gb::load_options lo;
+        lo.tokenizer_path = tm.tokenizer_path;
+        gb::model a = gb::load_model(tm.model_path, lo), b = gb::load_model(write_llama_gguf(dir, tm));
+        EXPECT_EQ(b.format, "gguf");
+        EXPECT_EQ(b.config.rope, gb::ROPE_ADJACENT);
+        EXPECT_EQ(b.config.tied_lm_head, shared);
+        std::vector<int> tokens = {1, 5, 17, 200, 3, 99, 42};
+        gb::ablation ab;
+        ab.no_attention.on = true;
+        ab.no_attention.layers = {1};
+        ab.heads = {{0, 3}};
+        for (const gb::ablation& x : {gb::ablation{}, ab}) {
+            gb::capture ca, cb;
+            gb::forward_options opt;
+            opt.all_logits = true;
+            gb::run_forward(ca, a, tokens, x, opt);
+            gb::run_forward(cb, b, tokens, x, opt);
+            for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-5) << i;
+            for (size_t i = 0; i < ca.attention.size(); i++) ASSERT_NEAR(ca.attention[i], cb.attention[i], 1e-6) << i;
+        }
+        // the SentencePiece tokenizer from metadata: "▁" for spaces, merges by score, BOS first
+        std::vector<int> ids = gb::encode_prompt(b.tok, "the", false);
+        ASSERT_EQ(ids.size(), 2u);
+        EXPECT_EQ(ids[0], 1);
+        EXPECT_EQ(b.tok.vocab[ids[1]], "\xE2\x96\x81the");
+        EXPECT_EQ(gb::decode(b.tok, ids), "the");
+    }
+}
+
+TEST(Gguf, Gpt2EqualsHfFolder) {
+    tiny_spec s;
+    s.seed = 4;
+    s.tied = false;
+    tiny_model tm = write_tiny_gpt2(test_temp_dir("gguf_gpt2"), s);
+    const int64_t d = tm.config.d_model, V = tm.config.vocab_size, ff = tm.config.d_ff;
+    gguf_out g;
+    g.str("general.architecture", "gpt2");
+    g.u32("gpt2.block_count", tm.config.n_layer);
+    g.u32("gpt2.embedding_length", d);
+    g.u32("gpt2.feed_forward_length", ff);
+    g.u32("gpt2.attention.head_count", tm.config.n_head);
+    g.u32("gpt2.context_length", tm.config.n_ctx);
+    g.f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+    nlohmann::json vocab = nlohmann::json::parse(std::ifstream(tm.dir + "/vocab.json"));
+    std::vector<std::string> toks(V);
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) toks[it.value().get<int>()] = it.key();
+    std::vector<std::string> merges;
+    std::ifstream mf(tm.dir + "/merges.txt");
+    for (std::string line; std::getline(mf, line);)
+        if (!line.empty() && line[0] != '#') merges.push_back(line);
+    g.str("tokenizer.ggml.model", "gpt2");
+    g.strs("tokenizer.ggml.tokens", toks);
+    g.strs("tokenizer.ggml.merges", merges);
+    g.u32("tokenizer.ggml.eos_token_id", V - 1);
+    auto& T = tm.tensors;
+    g.f32_tensor("token_embd.weight", {d, V}, T["wte.weight"]);
+    g.f32_tensor("position_embd.weight", {d, tm.config.n_ctx}, T["wpe.weight"]);
+    for (int l = 0; l < tm.config.n_layer; l++) {
+        std::string h = "h." + std::to_string(l) + ".", p = "blk." + std::to_string(l) + ".";
+        g.f32_tensor(p + "attn_norm.weight", {d}, T[h + "ln_1.weight"]);
+        g.f32_tensor(p + "attn_norm.bias", {d}, T[h + "ln_1.bias"]);
+        g.f32_tensor(p + "attn_qkv.weight", {d, 3 * d}, transpose(T[h + "attn.c_attn.weight"], d, 3 * d));
+        g.f32_tensor(p + "attn_qkv.bias", {3 * d}, T[h + "attn.c_attn.bias"]);
+        g.f32_tensor(p + "attn_output.weight", {d, d}, transpose(T[h + "attn.c_proj.weight"], d, d));
+        g.f32_tensor(p + "attn_output.bias", {d}, T[h + "attn.c_proj.bias"]);
+        g.f32_tensor(p + "ffn_norm.weight", {d}, T[h + "ln_2.weight"]);
+        g.f32_tensor(p + "ffn_norm.bias", {d}, T[h + "ln_2.bias"]);
+        g.f32_tensor(p + "ffn_up.weight", {d, ff}, transpose(T[h + "mlp.c_fc.weight"], d, ff));
+        g.f32_tensor(p + "ffn_up.bias", {ff}, T[h + "mlp.c_fc.bias"]);
+        g.f32_tensor(p + "ffn_down.weight", {ff, d}, transpose(T[h + "mlp.c_proj.weight"], ff, d));
+        g.f32_tensor(p + "ffn_down.bias", {d}, T[h + "mlp.c_proj.bias"]);
+    }
+    g.f32_tensor("output_norm.weight", {d}, T["ln_f.weight"]);
+    g.f32_tensor("output_norm.bias", {d}, T["ln_f.bias"]);
+    g.f32_tensor("output.weight", {d, V}, T["lm_head.weight"]);
+    std::string path = tm.dir + "/model.gguf";
+    g.write(path);
+    gb::model a = gb::load_model(tm.dir), b = gb::load_model(path);
+    EXPECT_EQ(gb::encode(a.tok, " the cat sat"), gb::encode(b.tok, " the cat sat"));
+    std::vector<int> tokens = gb::encode(a.tok, "the cat sat on the mat");
+    gb::capture ca, cb;
+    gb::run_forward(ca, a, tokens);
+    gb::run_forward(cb, b, tokens);
+    for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-5) << i;
+    EXPECT_EQ(ca.resid_norm, cb.resid_norm);
+}
+
+// Each block's bytes are written out here and the expected values worked out by hand from the format:
+// Q8_0 = d * q; Q4_0 = d * (nibble - 8); Q4_K = d * scale * nibble - dmin * min (6-bit scales/mins);
+// Q6_K = d * scale * (6-bit value - 32).
+TEST(Gguf, DequantisesEachBlockTypeByHand) {
+    { // Q8_0: d = 0.5 (f16 0x3800)
+        std::vector<uint8_t> b(34, 0);
+        b[0] = 0x00, b[1] = 0x38;
+        b[2] = (uint8_t)(int8_t)-3, b[3] = 7, b[33] = (uint8_t)(int8_t)-128;
+        float y[32];
+        gb::dequantize(y, b.data(), gb::GGML_Q8_0, 32);
+        EXPECT_EQ(y[0], -1.5f);
+        EXPECT_EQ(y[1], 3.5f);
+        EXPECT_EQ(y[2], 0.0f);
+        EXPECT_EQ(y[31], -64.0f);
+    }
+    { // Q4_0: d = 2 (0x4000); byte j holds value j (low nibble) and value j + 16 (high nibble), offset 8
+        std::vector<uint8_t> b(18, 0x88); // all nibbles 8 -> 0
+        b[0] = 0x00, b[1] = 0x40;
+        b[2] = 0x1F;  // value 0: 15 - 8 = 7 -> 14; value 16: 1 - 8 = -7 -> -14
+        b[17] = 0x80; // value 15: 0 - 8 -> -16; value 31: 8 - 8 -> 0
+        float y[32];
+        gb::dequantize(y, b.data(), gb::GGML_Q4_0, 32);
+        EXPECT_EQ(y[0], 14.0f);
+        EXPECT_EQ(y[16], -14.0f);
+        EXPECT_EQ(y[15], -16.0f);
+        EXPECT_EQ(y[31], 0.0f);
+        EXPECT_EQ(y[5], 0.0f);
+    }
+    { // Q4_K: d = 1 (0x3C00), dmin = 0.5 (0x3800); sub-block s has scale/min packed in 12 bytes:
+      // s < 4: scale = scales[s] & 63, min = scales[s + 4] & 63;
+      // s >= 4: scale = (scales[s + 4] & 15) | (scales[s - 4] >> 6) << 4, min = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4
+        std::vector<uint8_t> b(144, 0);
+        b[0] = 0x00, b[1] = 0x3C, b[2] = 0x00, b[3] = 0x38;
+        uint8_t* sc = &b[4];
+        sc[0] = 3;               // sub-block 0 scale 3
+        sc[4] = 2;               // sub-block 0 min 2
+        sc[1] = 5 | (1 << 6);    // sub-block 1 scale 5; bit 6 feeds sub-block 5's scale high bits (1 << 4)
+        sc[5] = 1 | (2 << 6);    // sub-block 1 min 1; bits 6-7 feed sub-block 5's min high bits (2 << 4)
+        sc[9] = 0x34;            // sub-block 5: scale low 4 bits = 4, min low 4 bits = 3
+        uint8_t* q = &b[16];
+        q[0] = 0x9A;             // value 0 (sub-block 0): 10; value 32 (sub-block 1): 9
+        q[64 + 1] = 0x70;        // group 2 -> sub-blocks 4 (low) and 5 (high): value 161 = 7 in sub-block 5
+        float y[256];
+        gb::dequantize(y, b.data(), gb::GGML_Q4_K, 256);
+        EXPECT_FLOAT_EQ(y[0], 1.0f * 3 * 10 - 0.5f * 2);   // 29
+        EXPECT_FLOAT_EQ(y[1], -1.0f);                      // nibble 0 -> -min
+        EXPECT_FLOAT_EQ(y[32], 1.0f * 5 * 9 - 0.5f * 1);   // 44.5
+        // sub-block 5: scale = 4 | 1 << 4 = 20, min = 3 | 2 << 4 = 35; value 161 = 20 * 7 - 0.5 * 35
+        EXPECT_FLOAT_EQ(y[160 + 1], 20.0f * 7 - 0.5f * 35);
+        EXPECT_FLOAT_EQ(y[160], -0.5f * 35);
+    }
+    { // Q6_K: ql[128], qh[64], int8 scales[16], f16 d = 0.25 (0x3400); 6-bit value - 32, scale per 16 values
+        std::vector<uint8_t> b(210, 0);
+        b[208] = 0x00, b[209] = 0x34;
+        int8_t* sc = (int8_t*)&b[192];
+        for (int i = 0; i < 16; i++) sc[i] = (int8_t)(i + 1);
+        b[0] = 0x5A;         // ql[0]: low nibble 10 -> value 0, high nibble 5 -> value 64
+        b[128] = 0b11100111; // qh[0]: bits 0-1 (3) -> value 0, 2-3 (1) -> value 32, 4-5 (2) -> value 64, 6-7 (3) -> value 96
+        float y[256];
+        gb::dequantize(y, b.data(), gb::GGML_Q6_K, 256);
+        EXPECT_FLOAT_EQ(y[0], 0.25f * 1 * ((10 | 3 << 4) - 32));  // scale index 0
+        EXPECT_FLOAT_EQ(y[32], 0.25f * 3 * ((0 | 1 << 4) - 32));  // scale index 2
+        EXPECT_FLOAT_EQ(y[64], 0.25f * 5 * ((5 | 2 << 4) - 32));  // scale index 4
+        EXPECT_FLOAT_EQ(y[96], 0.25f * 7 * ((0 | 3 << 4) - 32));  // scale index 6
+        EXPECT_FLOAT_EQ(y[16], 0.25f * 2 * (0 - 32));             // scale index 1
+        EXPECT_FLOAT_EQ(y[128], 0.25f * 9 * (0 - 32));            // second half: scales 8..
+    }
+    { // F16 and BF16 pass through their conversions
+        uint8_t h[4] = {0x00, 0x3C, 0x80, 0x3F}; // f16 1.0, bf16 1.0
+        float y;
+        gb::dequantize(&y, h, gb::GGML_F16, 1);
+        EXPECT_EQ(y, 1.0f);
+        gb::dequantize(&y, h + 2, gb::GGML_BF16, 1);
+        EXPECT_EQ(y, 1.0f);
+    }
+}
+
+TEST(Gguf, QuantisedModelLoadsAndSaysWhatItCosts) {
+    tiny_llama_spec s;
+    s.dim = 64, s.hidden = 256, s.n_head = 4, s.n_kv_head = 4, s.vocab = 300;
+    std::string dir = test_temp_dir("gguf_q8");
+    tiny_llama tm = write_tiny_llama2c(dir, s);
+    std::string path = write_llama_gguf(dir, tm);
+    gb::model f32 = gb::load_model(path);
+    // the same model with every matrix as Q8_0 (d = max|x| / 127 per block of 32)
+    {
+        gguf_out base;
+        base.str("general.architecture", "llama");
+        base.u32("llama.block_count", s.n_layer);
+        base.u32("llama.embedding_length", s.dim);
+        base.u32("llama.feed_forward_length", s.hidden);
+        base.u32("llama.attention.head_count", s.n_head);
+        base.u32("llama.attention.head_count_kv", s.n_kv_head);
+        base.u32("llama.context_length", s.seq_len);
+        spm_tokenizer(base, s.vocab);
+        gb::gguf_file src = gb::open_gguf(path);
+        for (auto& [name, t] : src.tensors) {
+            gguf_out::tensor o;
+            o.name = name, o.ne = t.ne;
+            std::vector<float> v((size_t)(t.nbytes / 4));
+            std::memcpy(v.data(), t.data, t.nbytes);
+            if (t.ne.size() == 2) {
+                o.type = gb::GGML_Q8_0;
+                for (size_t b0 = 0; b0 < v.size(); b0 += 32) {
+                    float amax = 0;
+                    for (int i = 0; i < 32; i++) amax = std::max(amax, std::abs(v[b0 + i]));
+                    float d = amax / 127;
+                    uint16_t dh = gb::f32_to_f16(d);
+                    float dr = gb::f16_to_f32(dh);
+                    o.bytes.push_back(dh & 0xff), o.bytes.push_back(dh >> 8);
+                    for (int i = 0; i < 32; i++) o.bytes.push_back((uint8_t)(int8_t)std::lround(dr ? v[b0 + i] / dr : 0));
+                }
+            } else {
+                o.type = 0;
+                o.bytes.assign(t.data, t.data + t.nbytes);
+            }
+            base.tensors.push_back(o);
+        }
+        base.write(dir + "/q8.gguf");
+    }
+    gb::model q8 = gb::load_model(dir + "/q8.gguf");
+    EXPECT_NE(q8.source_note.find("dequantised to f32"), std::string::npos) << q8.source_note;
+    // Q8_0 keeps ~2 decimal digits: the two models agree on the prediction's shape
+    std::vector<int> tokens = {1, 40, 41, 42, 100};
+    gb::capture a, b;
+    gb::run_forward(a, f32, tokens);
+    gb::run_forward(b, q8, tokens);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.logits.size(); i++) diff += std::abs(a.logits[i] - b.logits[i]), norm += std::abs(a.logits[i]);
+    EXPECT_LT(diff / norm, 0.05);
+}
+
+TEST(Gguf, MalformedFilesGiveClearErrors) {
+    std::string dir = test_temp_dir("gguf_bad");
+    tiny_llama tm = write_tiny_llama2c(dir, tiny_llama_spec{});
+    std::string good = write_llama_gguf(dir, tm);
+    std::ifstream f(good, std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(f)), {});
+    auto with = [&](const std::string& bytes) {
+        std::ofstream(dir + "/bad.gguf", std::ios::binary) << bytes;
+        return dir + "/bad.gguf";
+    };
+    auto patch = [&](size_t at, const void* v, size_t n) {
+        std::string r = raw;
+        std::memcpy(&r[at], v, n);
+        return r;
+    };
+    expect_error([&] { gb::load_model(with("GGU")); }, "truncated");
+    expect_error([&] { gb::load_model(with("GGML" + raw.substr(4))); }, "bad magic");
+    uint32_t v1 = 1;
+    expect_error([&] { gb::load_model(with(patch(4, &v1, 4))); }, "version 1");
+    uint64_t huge = 1ull << 40;
+    expect_error([&] { gb::load_model(with(patch(8, &huge, 8))); }, "more than the file can hold");
+    expect_error([&] { gb::load_model(with(raw.substr(0, raw.size() / 3))); }, "truncated");
+    expect_error([&] { gb::load_model(with(raw.substr(0, raw.size() - 64))); }, "runs past the end");
+    // first metadata key length: absurd
+    expect_error([&] { gb::load_model(with(patch(24, &huge, 8))); }, "absurd");
+    // a tensor with an unknown type and one with a misaligned offset
+    gguf_out g;
+    g.str("general.architecture", "llama");
+    gguf_out::tensor t;
+    t.name = "x", t.ne = {4}, t.type = 99, t.bytes.assign(16, 0);
+    g.tensors.push_back(t);
+    g.write(dir + "/type.gguf");
+    expect_error([&] { gb::open_gguf(dir + "/type.gguf"); }, "type 99");
+    std::string aligned = raw;
+    // find the first tensor's offset field: after its name "token_embd.weight", dims, type
+    size_t at = aligned.find("token_embd.weight");
+    ASSERT_NE(at, std::string::npos);
+    size_t off_field = at + 17 + 4 + 2 * 8 + 4;
+    uint64_t odd = 4;
+    std::memcpy(&aligned[off_field], &odd, 8);
+    expect_error([&] { gb::open_gguf(with(aligned)); }, "misaligned");
+}
