@@ -38,9 +38,25 @@ void panel_model(app_state& s, ui_context& ui) {
             row("V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook);
             ImGui::EndTable();
         }
-        ImGui::TextDisabled("difference %+.0f (%+.1f%%): positions, biases, norms", p.total() - textbook,
-                            100.0 * (p.total() - textbook) / textbook);
-        if (!m.source_note.empty()) ImGui::TextDisabled("%s", m.source_note.c_str());
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
+                            c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
+                                                    : "SwiGLU's 3 matrices, smaller K/V (GQA), no positions");
+        ImGui::PopTextWrapPos();
+        if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
+        if (c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2")) {
+            ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
+            ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+            ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs), no learned position table", c.rope_theta,
+                              c.rope == gb::ROPE_HALF ? "half-split" : "adjacent");
+            if (c.n_kv_head != c.n_head)
+                ImGui::BulletText("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
+            ImGui::BulletText("%s, vocabulary %d", m.tok.kind == gb::TOK_SPM_BPE ? "SentencePiece-style BPE" : "byte-level BPE",
+                              c.vocab_size);
+            ImGui::BulletText(c.qkv_bias ? "biases on q/k/v only" : "no biases");
+            ImGui::BulletText(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
+            ImGui::TreePop();
+        }
     } else {
         ImGui::TextDisabled("no model loaded");
     }
