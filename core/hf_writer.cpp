@@ -1,4 +1,5 @@
 // Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 models for benchmarks.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,9 +12,20 @@
 
 namespace gb {
 
+static void write_text(const std::string& path, const std::string& text) {
+    std::ofstream o(path, std::ios::binary);
+    o << text;
+    if (!o) throw error("cannot write " + path);
+}
+
 void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dtype) {
     const model_config& c = m.config;
     if (c.arch != ARCH_GPT2) throw error("save_hf_gpt2: model is not GPT-2");
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw error("save_hf_gpt2: dtype " + dtype + " is not supported (expected F32, F16 or BF16)");
+    if ((int)m.weights.layers.size() != c.n_layer)
+        throw error("save_hf_gpt2: config says " + std::to_string(c.n_layer) + " layers, weights hold " +
+                    std::to_string(m.weights.layers.size()));
     st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -32,7 +44,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
                           {"activation_function", "gelu_new"},
                           {"bos_token_id", m.tok.bos_id},
                           {"eos_token_id", m.tok.eos_id}};
-    std::ofstream(dir + "/config.json") << cfg.dump(2) << "\n";
+    write_text(dir + "/config.json", cfg.dump(2) + "\n");
 
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
     const model_weights& w = m.weights;
@@ -65,14 +77,14 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
 
     nlohmann::json vocab = nlohmann::json::object();
     for (size_t i = 0; i < m.tok.vocab.size(); i++) vocab[m.tok.vocab[i]] = (int)i;
-    std::ofstream(dir + "/vocab.json") << vocab.dump() << "\n";
+    write_text(dir + "/vocab.json", vocab.dump() + "\n");
+    // merges.txt lists "left right" pairs in rank order (rank = line number after the version line)
     std::vector<std::pair<int, std::string>> merges;
     for (const auto& kv : m.tok.merge_rank) merges.push_back({kv.second, kv.first});
     std::sort(merges.begin(), merges.end());
-    std::ofstream mf(dir + "/merges.txt");
-    mf << "#version: 0.2\n";
-    for (const auto& mg : merges) mf << mg.second << "\n";
-    if (!mf) throw error("cannot write " + dir + "/merges.txt");
+    std::string mtxt = "#version: 0.2\n";
+    for (const auto& mg : merges) mtxt += mg.second + "\n";
+    write_text(dir + "/merges.txt", mtxt);
 }
 
 // N(0, std) from a seeded 64-bit Mersenne Twister with our own Box-Muller, identical on every platform
@@ -106,14 +118,19 @@ model random_gpt2(const model_config& cfg, uint64_t seed) {
     c.arch = ARCH_GPT2;
     c.model_type = "gpt2";
     if (c.n_kv_head == 0) c.n_kv_head = c.n_head;
-    if (c.d_head == 0) c.d_head = c.d_model / c.n_head;
+    if (c.d_head == 0 && c.n_head > 0) c.d_head = c.d_model / c.n_head;
     if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
     if (c.vocab_size < 257) throw error("random_gpt2: vocab_size must be at least 257 (256 bytes + end-of-text)");
+    if (c.n_layer < 1 || c.n_head < 1 || c.d_model < 1 || c.n_ctx < 1 || c.d_ff < 1)
+        throw error("random_gpt2: n_layer, n_head, d_model, d_ff and n_ctx must be positive");
+    if (c.d_model % c.n_head != 0 || c.d_head * c.n_head != c.d_model || c.n_kv_head != c.n_head)
+        throw error("random_gpt2: d_model " + std::to_string(c.d_model) + " must be n_head (" +
+                    std::to_string(c.n_head) + ") x d_head, with as many kv heads as heads");
     const size_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
     normal_source ns(seed);
     model_weights& w = m.weights;
     w.tok_emb = ns.fill(V * d, 0.02);
-    w.pos_emb = ns.fill((size_t)c.n_ctx * d, 0.01);
+    w.pos_emb = ns.fill((size_t)c.n_ctx * d, 0.02);
     w.layers.resize(c.n_layer);
     for (layer_weights& L : w.layers) {
         L.norm1_g.assign(d, 1.0f);

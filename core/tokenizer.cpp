@@ -286,6 +286,10 @@ void apply_tokenizer_config(tokenizer& t, const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 struct compiled_regex {
     pcre2_code* code = nullptr;
+    compiled_regex() = default;
+    compiled_regex(const compiled_regex&) = delete;
+    compiled_regex& operator=(const compiled_regex&) = delete;
+    ~compiled_regex() { pcre2_code_free(code); } // the cache lives until exit; free it so leak checkers stay quiet
 };
 
 static pcre2_code* regex_for(const std::string& pattern) {
