@@ -1,0 +1,28 @@
+// The GL 4.3 compute path for attention: a headless EGL context (no X needed) or the caller's own context,
+// and attention_gl() with the same contract as attention_cpu().
+#pragma once
+#include <string>
+
+#include "forward.h"
+
+namespace gb {
+
+struct gl_info {
+    bool ok = false;
+    std::string renderer, version, error;
+};
+
+// Headless GL 4.3+ core context via EGL on Mesa's surfaceless platform, made current on the calling thread,
+// shaders compiled. Safe to call again on the same thread (returns the existing context's info).
+gl_info gl_init_headless();
+// Compiles the shaders in the context already current on this thread (e.g. a GLFW window's).
+gl_info gl_init_current();
+// GPU attention for one layer in the calling thread's context; same semantics as attention_cpu.
+// Throws gb::error on GL failure. Buffers are reused across calls and grow on demand.
+void attention_gl(const attention_args& a);
+// Milliseconds the GPU spent in the last attention_gl dispatch (GL timer query), or -1 if unavailable.
+double gl_last_dispatch_ms();
+// Releases buffers, programs and the headless context made on this thread.
+void gl_shutdown();
+
+} // namespace gb
