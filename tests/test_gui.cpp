@@ -104,3 +104,17 @@ TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     EXPECT_NE(states[2]["top1"], states[1]["top1"]) << "no attention changes the prediction";
     EXPECT_EQ(states[3]["ablation"], "no-attention heads 0.1");
 }
+
+TEST(Gui, GpuBackendShowsTheSamePrediction) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_gl");
+    std::ofstream(dir + "/script.txt") << "wait\nprint\n";
+    std::string cpu, gl;
+    std::string args = "--model '" + gui_model().dir + "' --prompt 'the cat sat on' --script '" + dir + "/script.txt'";
+    ASSERT_EQ(run(xvfb(args), &cpu), 0);
+    ASSERT_EQ(run(xvfb(args + " --backend gl"), &gl), 0);
+    auto a = nlohmann::json::parse(cpu.substr(cpu.find('{'))), b = nlohmann::json::parse(gl.substr(gl.find('{')));
+    EXPECT_EQ(a["top1"], b["top1"]);
+    std::string status = b["gl"];
+    EXPECT_TRUE(status.find("GPU:") == 0 || status.find("fallback") != std::string::npos) << status;
+}

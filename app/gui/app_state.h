@@ -56,6 +56,7 @@ struct app_state {
     std::vector<std::string> recent_models;
     std::string export_dir = "glassbox-export";
     std::string session_path = "glassbox-session.json";
+    bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
 
     // ---- outputs (published by the worker, read by panels) ----
     std::shared_ptr<const gb::model> model;        // current model (previous stays on failed loads)
@@ -69,6 +70,7 @@ struct app_state {
     std::string load_label;
     uint64_t result_version = 0;                   // bumps when result changes (textures re-upload)
     bool want_focus_model_path = false;
+    std::string gl_status;                         // renderer string, or why GL fell back to the CPU
 };
 
 // Text of a token with whitespace made visible: · for space, ↵ for newline, → for tab.

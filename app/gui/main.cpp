@@ -33,11 +33,12 @@ struct options {
     int width = 1600, height = 1000;
     bool bos = false;
     bool prompt_given = false;
+    bool gl = false;
 };
 
 static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
-    "                [--select-head L.H] [--select-token I] [--session FILE.json]\n"
+    "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE]\n";
 
 static options parse_options(int argc, char** argv) {
@@ -51,6 +52,11 @@ static options parse_options(int argc, char** argv) {
         if (a == "--model") o.model = value();
         else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
         else if (a == "--bos") o.bos = true;
+        else if (a == "--backend") {
+            std::string v = value();
+            if (v != "cpu" && v != "gl") throw gb::error("--backend: expected cpu or gl, got '" + v + "'");
+            o.gl = v == "gl";
+        }
         else if (a == "--ablate") o.ablate = value();
         else if (a == "--layers") o.layers = value();
         else if (a == "--heads") o.heads = value();
@@ -220,6 +226,7 @@ static void print_state(const app_state& s) {
         j["ablation"] = s.result->ablation.describe();
     }
     j["error"] = s.error;
+    j["gl"] = s.gl_status;
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
 }
@@ -326,6 +333,7 @@ int main(int argc, char** argv) {
         }
         if (opt.prompt_given) s.prompt = opt.prompt;
         if (opt.bos) s.bos = true;
+        if (opt.gl) s.use_gl = true;
         if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty())
             s.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
         if (opt.sel_layer >= 0) s.sel_layer = opt.sel_layer, s.sel_head = opt.sel_head;
@@ -396,14 +404,14 @@ int main(int argc, char** argv) {
             // re-run when the inputs changed and have been stable for 150 ms (debounce while typing)
             std::string key;
             if (s.model) {
-                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() +
+                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + (s.use_gl ? "G|" : "C|") + s.ablation.describe() +
                       "|" + std::to_string(s.top_k) + "|" + s.prompt;
                 if (key != pending) pending = key, changed_at = clock_type::now();
                 bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : 150);
                 if (key != requested && quiet) {
                     try {
                         gb::check_ablation(s.ablation, s.model->config);
-                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k});
+                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl});
                     } catch (const gb::error& e) {
                         s.error = e.what();
                     }

@@ -60,6 +60,13 @@ void panel_model(app_state& s, ui_context& ui) {
     } else {
         ImGui::TextDisabled("no model loaded");
     }
+    ImGui::Checkbox("attention on the GPU (OpenGL compute)", &s.use_gl);
+    remember_item(ui, "attention on the GPU");
+    if (!s.gl_status.empty() && s.use_gl) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", s.gl_status.c_str());
+        ImGui::PopTextWrapPos();
+    }
     ImGui::Separator();
     if (s.want_focus_model_path) {
         ImGui::SetKeyboardFocusHere();

@@ -6,6 +6,12 @@
 #include <cmath>
 
 #include "error.h"
+#if __has_include("gl_attention.h")
+#include "gl_attention.h"
+#define GLASSBOX_HAVE_GL 1
+#else
+#define GLASSBOX_HAVE_GL 0
+#endif
 
 namespace gbui {
 
@@ -88,6 +94,7 @@ void worker::poll(app_state& s) {
         s.error = out_.error;
         out_.has_error = false;
     }
+    if (!out_.gl_status.empty()) s.gl_status = out_.gl_status, out_.gl_status.clear();
 }
 
 // Mean over query rows of each head's entropy, previous-token and first-token attention: [L][H]
@@ -114,7 +121,7 @@ static void head_metrics(run_result& r) {
         }
 }
 
-static std::shared_ptr<run_result> compute(const run_request& q) {
+static std::shared_ptr<run_result> compute(const run_request& q, const gb::attention_fn& attention) {
     auto r = std::make_shared<run_result>();
     r->model = q.model;
     r->prompt = q.prompt;
@@ -125,7 +132,9 @@ static std::shared_ptr<run_result> compute(const run_request& q) {
     if ((int)ids.size() > m.config.n_ctx)
         throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
                         std::to_string(m.config.n_ctx));
-    gb::run_forward(r->cap, m, ids, q.ablation);
+    gb::forward_options fo;
+    fo.attention = attention;
+    gb::run_forward(r->cap, m, ids, q.ablation, fo);
     const int V = m.config.vocab_size;
     gb::softmax_probs(r->probs, r->cap.last_logits(), V);
     if (q.ablation.any()) {
@@ -149,6 +158,27 @@ static std::shared_ptr<run_result> compute(const run_request& q) {
     return r;
 }
 
+// The worker makes its own headless GL context the first time GL is asked for; if none can be had it says
+// so once (a notice containing "fallback") and runs on the CPU.
+gb::attention_fn worker::gl_attention_on_this_thread() {
+#if GLASSBOX_HAVE_GL
+    if (gl_state_ == 0) {
+        gb::gl_info info = gb::gl_init_headless();
+        gl_state_ = info.ok ? 1 : -1;
+        std::lock_guard<std::mutex> l(mu_);
+        out_.gl_status = info.ok ? "GPU: " + info.renderer : "no OpenGL 4.3 (" + info.error + "): fallback to the CPU";
+    }
+    if (gl_state_ == 1) return gb::attention_gl;
+#else
+    if (gl_state_ == 0) {
+        gl_state_ = -1;
+        std::lock_guard<std::mutex> l(mu_);
+        out_.gl_status = "built without OpenGL: fallback to the CPU";
+    }
+#endif
+    return {};
+}
+
 void worker::loop() {
     for (;;) {
         std::optional<std::string> load;
@@ -158,7 +188,13 @@ void worker::loop() {
             std::unique_lock<std::mutex> l(mu_);
             active_ = 0;
             cv_.wait(l, [&] { return stop_ || load_ || run_ || gen_; });
-            if (stop_) return;
+            if (stop_) {
+#if GLASSBOX_HAVE_GL
+                l.unlock();
+                gb::gl_shutdown(); // this thread's context
+#endif
+                return;
+            }
             if (load_) load.swap(load_), active_ = 1;
             else if (run_) run.swap(run_), active_ = 2;
             else gen.swap(gen_), active_ = 3;
@@ -177,7 +213,9 @@ void worker::loop() {
                 out_.loaded = m;
                 out_.loaded_path = *load;
             } else if (run) {
-                auto r = compute(*run);
+                gb::attention_fn attention;
+                if (run->use_gl) attention = gl_attention_on_this_thread();
+                auto r = compute(*run, attention);
                 std::lock_guard<std::mutex> l(mu_);
                 r->request_id = next_id_++;
                 out_.result = r;

@@ -18,6 +18,7 @@ struct run_request {
     bool bos = false;
     gb::ablation ablation;
     int top_k = 10;
+    bool use_gl = false;
 };
 
 struct gen_request {
@@ -37,6 +38,7 @@ struct worker_outbox {
     std::shared_ptr<const generation_result> generated;
     std::string error;                               // newest error, if any
     bool has_error = false;
+    std::string gl_status;
 };
 
 class worker {
@@ -52,6 +54,7 @@ public:
 
 private:
     void loop();
+    gb::attention_fn gl_attention_on_this_thread();
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<std::string> load_;
@@ -63,6 +66,7 @@ private:
     int active_ = 0; // 1 load, 2 run, 3 generate
     std::atomic<float> progress_{0};
     std::string progress_label_;
+    int gl_state_ = 0; // 0 not tried, 1 ready on the worker thread, -1 unavailable
     std::thread thread_;
 };
 
