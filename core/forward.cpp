@@ -496,6 +496,24 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
     if (cap) cap->timing = tm;
 }
 
+size_t attention_capture_bytes(const model_config& c, int n_tokens) {
+    return sizeof(float) * (size_t)c.n_layer * c.n_head * n_tokens * n_tokens;
+}
+
+std::vector<uint8_t> attention_layers_for_budget(const model_config& c, int n_tokens, size_t budget_bytes, int focus_layer) {
+    if (attention_capture_bytes(c, n_tokens) <= budget_bytes) return {};
+    size_t per_layer = sizeof(float) * (size_t)c.n_head * n_tokens * n_tokens;
+    int fit = (int)std::max<size_t>(1, budget_bytes / std::max<size_t>(per_layer, 1));
+    focus_layer = std::min(std::max(focus_layer, 0), c.n_layer - 1);
+    std::vector<uint8_t> keep(c.n_layer, 0);
+    keep[focus_layer] = 1; // then alternate outwards: focus+1, focus-1, focus+2, ...
+    for (int d = 1, kept = 1; kept < fit && (focus_layer - d >= 0 || focus_layer + d < c.n_layer); d++) {
+        if (focus_layer + d < c.n_layer && kept < fit) keep[focus_layer + d] = 1, kept++;
+        if (focus_layer - d >= 0 && kept < fit) keep[focus_layer - d] = 1, kept++;
+    }
+    return keep;
+}
+
 void run_forward(capture& out, const model& m, const std::vector<int>& tokens, const ablation& ab,
                  const forward_options& opt) {
     if (tokens.empty()) throw error("empty prompt: nothing to run");

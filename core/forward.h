@@ -124,6 +124,12 @@ struct forward_options {
 void eval(std::vector<float>& logits, capture* cap, forward_state& s, const model& m, const int* tokens, int n,
           const ablation& ab, const forward_options& opt);
 
+// Capture budget: which layers' attention to keep so that kept * H * T * T floats fit in budget_bytes.
+// Empty when everything fits; otherwise a [L] mask of the layers nearest focus_layer that fit (at least one).
+std::vector<uint8_t> attention_layers_for_budget(const model_config& c, int n_tokens, size_t budget_bytes, int focus_layer);
+// Bytes of a full attention capture: L * H * T * T floats.
+size_t attention_capture_bytes(const model_config& c, int n_tokens);
+
 // Full capture of a prompt from position 0. Throws gb::error if the prompt is empty or too long.
 void run_forward(capture& out, const model& m, const std::vector<int>& tokens, const ablation& ab = {},
                  const forward_options& opt = {});

@@ -179,3 +179,20 @@ TEST(Cli, ErrorsAreOneLineWithExitCodes) {
     expect_error("run " + M() + " --prompt '" + long_prompt + "'", 2, "too long");
     expect_error("generate " + M() + " --prompt x --max-new-tokens -3", 2, "--max-new-tokens");
 }
+
+TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
+    std::string dir = test_temp_dir("cli_budget");
+    gb::model_config c;
+    c.n_layer = 4, c.n_head = 8, c.d_model = 32, c.vocab_size = 300, c.n_ctx = 512;
+    gb::save_hf_gpt2(dir + "/m", gb::random_gpt2(c, 3));
+    std::string prompt(400, 'a'); // 400 byte tokens: 4 * 8 * 400^2 floats = 20 MB
+    result r = cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
+    std::string att = slurp(dir + "/npy/attention.npy");
+    size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
+    const float* p = (const float*)(att.data() + 10 + hl);
+    const size_t per_layer = 8 * 400 * 400;
+    EXPECT_EQ(p[0], 1.0f) << "layer 0 kept: its first row attends to itself";
+    EXPECT_EQ(p[3 * per_layer], 0.0f) << "layer 3 left out: zeros";
+}

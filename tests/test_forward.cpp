@@ -325,3 +325,19 @@ TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
     EXPECT_EQ(cap.nonfinite_layer, 1);
     EXPECT_EQ(cap.nonfinite_where, "L1 mlp");
 }
+
+TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
+    gb::model_config c;
+    c.n_layer = 12, c.n_head = 12;
+    // GPT-2 small at T = 1024: 12 * 12 * 1024^2 floats = 604 MB, more than 512 MB
+    EXPECT_EQ(gb::attention_capture_bytes(c, 1024), 603979776u);
+    EXPECT_TRUE(gb::attention_layers_for_budget(c, 256, 512u << 20, 0).empty());
+    auto keep = gb::attention_layers_for_budget(c, 1024, 512u << 20, 5);
+    int kept = 0;
+    for (uint8_t k : keep) kept += k;
+    EXPECT_EQ(kept, 10); // 50 MB a layer
+    EXPECT_EQ(keep[5], 1);
+    auto one = gb::attention_layers_for_budget(c, 1024, 1, 11);
+    EXPECT_EQ(std::count(one.begin(), one.end(), 1), 1);
+    EXPECT_EQ(one[11], 1);
+}

@@ -31,7 +31,7 @@ const char* usage_text = R"(glassbox-cli — look inside a transformer from the 
 usage:
   glassbox-cli run      [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
                         [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits]
-                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl]
+                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl] [--capture-budget MB]
   glassbox-cli generate [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
                         [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE]
   glassbox-cli tokenize (--model PATH | --tokenizer DIR) (--text TEXT | --decode 1,2,3)
@@ -185,6 +185,17 @@ int cmd_run(const args& a) {
     if ((int)ids.size() > m.config.n_ctx)
         throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
                         std::to_string(m.config.n_ctx));
+    // capture budget: beyond it only some layers' attention is kept (the rest are zero in attention.npy)
+    size_t budget = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
+    opt.attention_layers = gb::attention_layers_for_budget(m.config, (int)ids.size(), budget, 0);
+    if (!opt.attention_layers.empty()) {
+        int last = 0;
+        for (int l = 0; l < m.config.n_layer; l++)
+            if (opt.attention_layers[l]) last = l;
+        std::fprintf(stderr, "notice: the full attention capture needs %.0f MB, over the %zu MB budget: keeping layers 0..%d of %d "
+                             "(raise --capture-budget to keep all)\n",
+                     gb::attention_capture_bytes(m.config, (int)ids.size()) / 1048576.0, budget >> 20, last, m.config.n_layer);
+    }
     gb::capture cap;
     gb::run_forward(cap, m, ids, ab, opt);
 
@@ -416,7 +427,7 @@ int main(int argc, char** argv) {
     const std::set<std::string> options = {
         "model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "max-new-tokens",
         "temperature", "top-p", "seed", "text", "decode", "tokens", "repeat", "backend", "out", "layers-n",
-        "d-model", "heads-n", "vocab", "ctx", "dtype"};
+        "d-model", "heads-n", "vocab", "ctx", "dtype", "capture-budget"};
     try {
         if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
                           std::string(argv[1]) == "help")) {

@@ -57,6 +57,7 @@ struct app_state {
     std::string export_dir = "glassbox-export";
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
+    size_t budget_mb = 512;          // attention capture budget (beyond it, layers around the selected one)
 
     // ---- outputs (published by the worker, read by panels) ----
     std::shared_ptr<const gb::model> model;        // current model (previous stays on failed loads)

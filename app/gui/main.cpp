@@ -10,6 +10,7 @@
 #include <imgui_internal.h> // ImTextCharFromUtf8
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -34,11 +35,13 @@ struct options {
     bool bos = false;
     bool prompt_given = false;
     bool gl = false;
+    int budget_mb = 512;
 };
 
 static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
+    "                [--capture-budget MB]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE]\n";
 
 static options parse_options(int argc, char** argv) {
@@ -52,6 +55,11 @@ static options parse_options(int argc, char** argv) {
         if (a == "--model") o.model = value();
         else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
         else if (a == "--bos") o.bos = true;
+        else if (a == "--capture-budget") {
+            std::string v = value();
+            o.budget_mb = std::atoi(v.c_str());
+            if (o.budget_mb < 1) throw gb::error("--capture-budget: expected megabytes, got '" + v + "'");
+        }
         else if (a == "--backend") {
             std::string v = value();
             if (v != "cpu" && v != "gl") throw gb::error("--backend: expected cpu or gl, got '" + v + "'");
@@ -185,6 +193,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
     else if (s.loading) ImGui::Text("loading model... %.0f%%", s.load_progress * 100);
     else if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
+    else if (s.result && !s.result->notice.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
     else ImGui::TextDisabled("%s", s.status.empty() ? "ready" : s.status.c_str());
     ImGui::SameLine(ImGui::GetWindowWidth() - 160);
     ImGui::TextDisabled("%.0f fps", ImGui::GetIO().Framerate);
@@ -334,6 +343,7 @@ int main(int argc, char** argv) {
         if (opt.prompt_given) s.prompt = opt.prompt;
         if (opt.bos) s.bos = true;
         if (opt.gl) s.use_gl = true;
+        s.budget_mb = (size_t)opt.budget_mb;
         if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty())
             s.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
         if (opt.sel_layer >= 0) s.sel_layer = opt.sel_layer, s.sel_head = opt.sel_head;
@@ -404,14 +414,18 @@ int main(int argc, char** argv) {
             // re-run when the inputs changed and have been stable for 150 ms (debounce while typing)
             std::string key;
             if (s.model) {
-                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + (s.use_gl ? "G|" : "C|") + s.ablation.describe() +
+                // when the last capture had to leave layers out, the selected layer is an input too
+                bool partial = s.result && s.result->cap.layer_slot.size() &&
+                               std::count(s.result->cap.layer_slot.begin(), s.result->cap.layer_slot.end(), -1) > 0;
+                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + (s.use_gl ? "G|" : "C|") +
+                      (partial ? std::to_string(s.sel_layer) + "|" : "") + s.ablation.describe() +
                       "|" + std::to_string(s.top_k) + "|" + s.prompt;
                 if (key != pending) pending = key, changed_at = clock_type::now();
                 bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : 150);
                 if (key != requested && quiet) {
                     try {
                         gb::check_ablation(s.ablation, s.model->config);
-                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl});
+                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl, s.sel_layer, s.budget_mb << 20});
                     } catch (const gb::error& e) {
                         s.error = e.what();
                     }

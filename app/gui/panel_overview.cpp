@@ -35,7 +35,10 @@ void panel_overview(app_state& s, ui_context& ui) {
             ImVec2 z(a.x + cell, a.y + cell);
             GLuint tex = ui.hm.heads.empty() ? 0 : ui.hm.heads[l * H + h];
             if (tex) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
-            else dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255));
+            else { // layer left out by the capture budget
+                dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255));
+                if (h == 0) dl->AddText(ImVec2(a.x + 3, a.y + 3), IM_COL32(150, 150, 150, 255), "not kept");
+            }
             bool ablated = head_ablated(s.ablation, l, h);
             bool selected = l == s.sel_layer && h == s.sel_head;
             if (ablated) {

@@ -129,11 +129,21 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     const gb::model& m = *q.model;
     std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
     if (ids.empty()) throw gb::error("empty prompt: type some text (or tick \"prepend BOS\")");
-    if ((int)ids.size() > m.config.n_ctx)
-        throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
-                        std::to_string(m.config.n_ctx));
+    if ((int)ids.size() > m.config.n_ctx) { // keep the end: the next-token prediction depends on it
+        r->notice = "prompt truncated to its last " + std::to_string(m.config.n_ctx) + " of " + std::to_string(ids.size()) +
+                    " tokens (the model's context)";
+        ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
+    }
     gb::forward_options fo;
     fo.attention = attention;
+    fo.attention_layers = gb::attention_layers_for_budget(m.config, (int)ids.size(), q.budget_bytes, q.focus_layer);
+    if (!fo.attention_layers.empty()) {
+        int kept = 0;
+        for (uint8_t k : fo.attention_layers) kept += k;
+        r->notice += std::string(r->notice.empty() ? "" : "; ") + "attention of " + std::to_string(kept) + " of " +
+                     std::to_string(m.config.n_layer) + " layers kept (memory budget " + std::to_string(q.budget_bytes >> 20) +
+                     " MB): select a head to see its layer";
+    }
     gb::run_forward(r->cap, m, ids, q.ablation, fo);
     const int V = m.config.vocab_size;
     gb::softmax_probs(r->probs, r->cap.last_logits(), V);

@@ -19,6 +19,8 @@ struct run_request {
     gb::ablation ablation;
     int top_k = 10;
     bool use_gl = false;
+    int focus_layer = 0;                  // kept first when the capture budget cannot hold every layer
+    size_t budget_bytes = 512u << 20;     // attention capture budget
 };
 
 struct gen_request {
