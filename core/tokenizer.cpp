@@ -577,6 +577,22 @@ std::string decode(const tokenizer& t, const std::vector<int>& ids) {
     return out;
 }
 
-std::string token_text(const tokenizer& t, int id) { return utf8_sanitize(token_bytes(t, id)); }
+std::string token_text(const tokenizer& t, int id) {
+    // a token holding part of a character shows its bytes, e.g. "<E6>", which teaches more than U+FFFD
+    std::string b = token_bytes(t, id), out;
+    for (size_t i = 0; i < b.size();) {
+        int n = utf8_seq_len(b, i);
+        if (n) {
+            out.append(b, i, n);
+            i += n;
+        } else {
+            char hex[8];
+            snprintf(hex, sizeof hex, "<%02X>", (unsigned char)b[i]);
+            out += hex;
+            i++;
+        }
+    }
+    return out;
+}
 
 } // namespace gb

@@ -44,11 +44,11 @@ tokenizer load_llama2c_tokenizer(const std::string& path, int expected_vocab);
 // Text -> ids. Invalid UTF-8 throws gb::error ("invalid UTF-8 at byte N").
 std::vector<int> encode(const tokenizer& tok, const std::string& text);
 // Ids -> text. Out-of-range ids throw gb::error. Byte sequences that are not valid UTF-8 on their own
-// (a token holding half a character) become U+FFFD only in token_text(), never in decode().
+// (a token holding half a character) are shown as "<E6>" by token_text(), never altered by decode().
 std::string decode(const tokenizer& tok, const std::vector<int>& ids);
 // The raw bytes of one token (may be part of a UTF-8 character).
 std::string token_bytes(const tokenizer& tok, int id);
-// Display text of one token: its bytes with invalid UTF-8 replaced by U+FFFD.
+// Display text of one token: its bytes, with bytes that are not valid UTF-8 on their own shown as "<E6>".
 std::string token_text(const tokenizer& tok, int id);
 
 // A prompt as the model sees it: BOS first when asked for or when the tokenizer expects it.

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config git
       libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
-      fonts-dejavu-core xvfb xauth nodejs npm)
+      fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm)
 # the fuzzers and sanitizer builds (./test.sh) need clang with its runtime and OpenMP
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
