@@ -10,14 +10,10 @@
 #include <sys/wait.h>
 
 #include "forward.h"
+#include "test_util.h"
 #include "tiny_model.h"
 
 namespace {
-
-struct result {
-    int code = -1;
-    std::string out, err;
-};
 
 std::string slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -27,17 +23,7 @@ std::string slurp(const std::string& path) {
 }
 
 // Runs the CLI with arguments already shell-quoted by the caller.
-result cli(const std::string& args) {
-    static int counter = 0;
-    std::string dir = test_temp_dir("cli_run_" + std::to_string(counter++));
-    std::string cmd = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args + " >" + dir + "/out 2>" + dir + "/err";
-    int status = std::system(cmd.c_str());
-    result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir + "/out");
-    r.err = slurp(dir + "/err");
-    return r;
-}
+command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
 
 const tiny_model& model_dir() {
     static tiny_model tm = [] {
@@ -68,7 +54,7 @@ std::string npy_shape(const std::string& bytes, const std::string& descr) {
 } // namespace
 
 TEST(Cli, RunPrintsTokensAndTopK) {
-    result r = cli("run " + M() + " --prompt 'the cat' --top-k 5");
+    command_result r = cli("run " + M() + " --prompt 'the cat' --top-k 5");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("tokens ("), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("top 5 next tokens"), std::string::npos) << r.out;
@@ -78,7 +64,7 @@ TEST(Cli, RunPrintsTokensAndTopK) {
 
 TEST(Cli, JsonAndNpyMatchTheContract) {
     std::string dir = test_temp_dir("cli_npy");
-    result r = cli("run " + M() + " --prompt 'the cat sat' --all-logits --bos --top-k 4 --json " + dir +
+    command_result r = cli("run " + M() + " --prompt 'the cat sat' --all-logits --bos --top-k 4 --json " + dir +
                    "/out.json --npy-dir " + dir + "/npy --ablate no-layernorm --layers 1 --heads 0.2");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
@@ -121,34 +107,34 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
 
 TEST(Cli, GenerateGreedyIsDeterministicAndWritesJson) {
     std::string dir = test_temp_dir("cli_gen");
-    result a = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --json " + dir + "/g.json");
+    command_result a = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --json " + dir + "/g.json");
     ASSERT_EQ(a.code, 0) << a.err;
     auto j = nlohmann::json::parse(slurp(dir + "/g.json"));
     for (const char* k : {"prompt", "prompt_ids", "generated_ids", "generated_text"}) EXPECT_TRUE(j.contains(k)) << k;
     EXPECT_EQ(j["prompt"], "the");
-    result b = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8");
+    command_result b = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8");
     EXPECT_EQ(a.out, b.out);
-    result s1 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
-    result s2 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
+    command_result s1 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
+    command_result s2 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
     ASSERT_EQ(s1.code, 0) << s1.err;
     EXPECT_EQ(s1.out, s2.out) << "same seed, same text";
 }
 
 TEST(Cli, TokenizeRoundTrip) {
-    result enc = cli("tokenize " + M() + " --text 'the cat'");
+    command_result enc = cli("tokenize " + M() + " --text 'the cat'");
     ASSERT_EQ(enc.code, 0) << enc.err;
     auto ids = nlohmann::json::parse(enc.out);
     ASSERT_TRUE(ids.is_array());
     std::string list;
     for (auto& id : ids) list += (list.empty() ? "" : ",") + std::to_string((int)id);
-    result dec = cli("tokenize --tokenizer '" + model_dir().dir + "' --decode " + list);
+    command_result dec = cli("tokenize --tokenizer '" + model_dir().dir + "' --decode " + list);
     ASSERT_EQ(dec.code, 0) << dec.err;
     EXPECT_EQ(dec.out, "the cat\n");
 }
 
 TEST(Cli, BenchWritesJson) {
     std::string dir = test_temp_dir("cli_bench");
-    result r = cli("bench " + M() + " --tokens 8 --repeat 3 --json " + dir + "/b.json");
+    command_result r = cli("bench " + M() + " --tokens 8 --repeat 3 --json " + dir + "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(slurp(dir + "/b.json"));
     EXPECT_EQ(j["tokens"], 8);
@@ -159,7 +145,7 @@ TEST(Cli, BenchWritesJson) {
 
 TEST(Cli, ErrorsAreOneLineWithExitCodes) {
     auto expect_error = [](const std::string& args, int code, const std::string& needle) {
-        result r = cli(args);
+        command_result r = cli(args);
         EXPECT_EQ(r.code, code) << args << "\n" << r.err;
         EXPECT_EQ(r.err.rfind("error:", 0), 0u) << args << ": " << r.err;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
@@ -186,7 +172,7 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
     c.n_layer = 4, c.n_head = 8, c.d_model = 32, c.vocab_size = 300, c.n_ctx = 512;
     gb::save_hf_gpt2(dir + "/m", gb::random_gpt2(c, 3));
     std::string prompt(400, 'a'); // 400 byte tokens: 4 * 8 * 400^2 floats = 20 MB
-    result r = cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
+    command_result r = cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
     std::string att = slurp(dir + "/npy/attention.npy");

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "forward.h"
 #include "reference.h"
+#include "test_util.h"
 #include "tiny_model.h"
 
 namespace {
@@ -44,16 +45,6 @@ std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
     return t;
 }
 
-// max |a - b| / max(1, max |b|): absolute for ordinary activations, relative to the tensor's scale where
-// ablations (no LayerNorm, no residual) blow values up and float32 rounding grows with them
-double worst(const std::vector<float>& got, const std::vector<double>& want) {
-    EXPECT_EQ(got.size(), want.size());
-    double w = 0, scale = 1;
-    for (double v : want) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) w = std::max(w, std::abs(got[i] - want[i]));
-    return w / scale;
-}
-
 void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, const std::string& what) {
     auto tokens = random_tokens(23, f.m.config.vocab_size, 11);
     gb::capture cap;
@@ -61,15 +52,15 @@ void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, co
     opt.all_logits = true;
     gb::run_forward(cap, f.m, tokens, ab, opt);
     ref_result ref = reference_forward(f.tm, tokens, ab);
-    EXPECT_LT(worst(cap.logits, ref.logits), 1e-4) << what << ": logits";
-    EXPECT_LT(worst(cap.attention, ref.attention), 1e-4) << what << ": attention";
-    EXPECT_LT(worst(cap.resid_norm, ref.resid_norm), 1e-4) << what << ": residual norms";
+    EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << what << ": logits";
+    EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << what << ": attention";
+    EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << what << ": residual norms";
     // the default (last position only) logits equal the last row of the full ones
     gb::capture last;
     gb::run_forward(last, f.m, tokens, ab);
     ASSERT_EQ(last.logits.size(), (size_t)f.m.config.vocab_size);
     std::vector<double> last_ref(ref.logits.end() - f.m.config.vocab_size, ref.logits.end());
-    EXPECT_LT(worst(last.logits, last_ref), 1e-4) << what << ": last-position logits";
+    EXPECT_LT(max_scaled_error(last.logits, last_ref), 1e-4) << what << ": last-position logits";
 }
 
 gb::layer_set on(std::vector<int> layers = {}) {
@@ -280,24 +271,16 @@ TEST(Forward, TopKProbs) {
 
 TEST(Forward, BadInputGivesClearErrors) {
     const auto& f = base_model();
-    auto expect_error = [](auto fn, const std::string& needle) {
-        try {
-            fn();
-            FAIL() << "expected an error containing '" << needle << "'";
-        } catch (const gb::error& e) {
-            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-        }
-    };
     gb::capture cap;
-    expect_error([&] { gb::run_forward(cap, f.m, random_tokens(49, 10, 1)); }, "too long");
-    expect_error([&] { gb::run_forward(cap, f.m, {}); }, "empty");
-    expect_error([&] { gb::run_forward(cap, f.m, {1, 99999}); }, "outside the vocabulary");
+    expect_gb_error([&] { gb::run_forward(cap, f.m, random_tokens(49, 10, 1)); }, "too long");
+    expect_gb_error([&] { gb::run_forward(cap, f.m, {}); }, "empty");
+    expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 99999}); }, "outside the vocabulary");
     gb::ablation bad;
     bad.no_residual = on({7});
-    expect_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad); }, "layer 7");
+    expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad); }, "layer 7");
     gb::ablation bad_head;
     bad_head.heads = {{0, 9}};
-    expect_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad_head); }, "0.9");
+    expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad_head); }, "0.9");
 }
 
 TEST(Forward, CaptureBudgetKeepsOnlyChosenLayers) {

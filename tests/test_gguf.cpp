@@ -12,19 +12,11 @@
 #include "gguf.h"
 #include "gguf_writer.h"
 #include "safetensors.h"
+#include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
 
 namespace {
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-    try {
-        fn();
-        FAIL() << "expected an error containing '" << needle << "'";
-    } catch (const gb::error& e) {
-        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-}
 
 void spm_tokenizer(gguf_out& g, int vocab) {
     std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
@@ -332,16 +324,16 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
         std::memcpy(&r[at], v, n);
         return r;
     };
-    expect_error([&] { gb::load_model(with("GGU")); }, "truncated");
-    expect_error([&] { gb::load_model(with("GGML" + raw.substr(4))); }, "bad magic");
+    expect_gb_error([&] { gb::load_model(with("GGU")); }, "truncated");
+    expect_gb_error([&] { gb::load_model(with("GGML" + raw.substr(4))); }, "bad magic");
     uint32_t v1 = 1;
-    expect_error([&] { gb::load_model(with(patch(4, &v1, 4))); }, "version 1");
+    expect_gb_error([&] { gb::load_model(with(patch(4, &v1, 4))); }, "version 1");
     uint64_t huge = 1ull << 40;
-    expect_error([&] { gb::load_model(with(patch(8, &huge, 8))); }, "more than the file can hold");
-    expect_error([&] { gb::load_model(with(raw.substr(0, raw.size() / 3))); }, "truncated");
-    expect_error([&] { gb::load_model(with(raw.substr(0, raw.size() - 64))); }, "runs past the end");
+    expect_gb_error([&] { gb::load_model(with(patch(8, &huge, 8))); }, "more than the file can hold");
+    expect_gb_error([&] { gb::load_model(with(raw.substr(0, raw.size() / 3))); }, "truncated");
+    expect_gb_error([&] { gb::load_model(with(raw.substr(0, raw.size() - 64))); }, "runs past the end");
     // first metadata key length: absurd
-    expect_error([&] { gb::load_model(with(patch(24, &huge, 8))); }, "absurd");
+    expect_gb_error([&] { gb::load_model(with(patch(24, &huge, 8))); }, "absurd");
     // a tensor with an unknown type and one with a misaligned offset
     gguf_out g;
     g.str("general.architecture", "llama");
@@ -349,7 +341,7 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
     t.name = "x", t.ne = {4}, t.type = 99, t.bytes.assign(16, 0);
     g.tensors.push_back(t);
     g.write(dir + "/type.gguf");
-    expect_error([&] { gb::open_gguf(dir + "/type.gguf"); }, "type 99");
+    expect_gb_error([&] { gb::open_gguf(dir + "/type.gguf"); }, "type 99");
     std::string aligned = raw;
     // find the first tensor's offset field: after its name "token_embd.weight", dims, type
     size_t at = aligned.find("token_embd.weight");
@@ -357,5 +349,5 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
     size_t off_field = at + 17 + 4 + 2 * 8 + 4;
     uint64_t odd = 4;
     std::memcpy(&aligned[off_field], &odd, 8);
-    expect_error([&] { gb::open_gguf(with(aligned)); }, "misaligned");
+    expect_gb_error([&] { gb::open_gguf(with(aligned)); }, "misaligned");
 }

@@ -10,6 +10,7 @@
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 
+#include "test_util.h"
 #include "tiny_model.h"
 
 namespace {
@@ -19,19 +20,10 @@ const std::string app = std::string(GLASSBOX_BINARY_DIR) + "/glassbox";
 bool have_app() { return std::ifstream(app).good(); }
 
 int run(const std::string& cmd, std::string* out = nullptr) {
-    std::string dir = test_temp_dir("gui_cmd");
-    int status = std::system((cmd + " >" + dir + "/out 2>" + dir + "/err").c_str());
-    if (out) {
-        std::ifstream f(dir + "/out");
-        std::stringstream ss;
-        ss << f.rdbuf();
-        *out = ss.str();
-    }
-    std::ifstream e(dir + "/err");
-    std::stringstream es;
-    es << e.rdbuf();
-    if (!es.str().empty()) std::fprintf(stderr, "%s", es.str().c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    command_result r = run_command(cmd);
+    if (out) *out = r.out;
+    if (!r.err.empty()) std::fprintf(stderr, "%s", r.err.c_str());
+    return r.code;
 }
 
 std::string xvfb(const std::string& args) {

@@ -14,33 +14,17 @@
 #include "error.h"
 #include "safetensors.h"
 #include "forward.h"
+#include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
 
 namespace {
-
-double worst(const std::vector<float>& got, const std::vector<double>& want) {
-    EXPECT_EQ(got.size(), want.size());
-    double w = 0, scale = 1;
-    for (double v : want) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) w = std::max(w, std::abs(got[i] - want[i]));
-    return w / scale;
-}
 
 gb::layer_set on(std::vector<int> layers = {}) {
     gb::layer_set s;
     s.on = true;
     s.layers = std::move(layers);
     return s;
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-    try {
-        fn();
-        FAIL() << "expected an error containing '" << needle << "'";
-    } catch (const gb::error& e) {
-        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
 }
 
 } // namespace
@@ -76,9 +60,9 @@ TEST(Llama2c, ForwardMatchesReferenceForEveryAblation) {
             opt.all_logits = true;
             gb::run_forward(cap, m, tokens, ab, opt);
             llama_ref ref = reference_llama(tm, tokens, ab);
-            EXPECT_LT(worst(cap.logits, ref.logits), 1e-4) << name << (shared ? " shared" : " separate") << ": logits";
-            EXPECT_LT(worst(cap.attention, ref.attention), 1e-4) << name << ": attention";
-            EXPECT_LT(worst(cap.resid_norm, ref.resid_norm), 1e-4) << name << ": residual norms";
+            EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << name << (shared ? " shared" : " separate") << ": logits";
+            EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << name << ": attention";
+            EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << name << ": residual norms";
         }
     }
 }
@@ -135,32 +119,32 @@ TEST(Llama2c, MalformedFilesGiveClearErrors) {
         std::ofstream(dir + "/m.bin", std::ios::binary) << bytes;
         return dir + "/m.bin";
     };
-    expect_error([&] { gb::load_model(with(raw.substr(0, raw.size() - 100)), lo); }, "truncated");
-    expect_error([&] { gb::load_model(with(raw.substr(0, 10)), lo); }, "header needs 28");
+    expect_gb_error([&] { gb::load_model(with(raw.substr(0, raw.size() - 100)), lo); }, "truncated");
+    expect_gb_error([&] { gb::load_model(with(raw.substr(0, 10)), lo); }, "header needs 28");
     std::string huge = raw;
     int32_t big = 2000000000;
     std::memcpy(&huge[4], &big, 4); // hidden_dim absurd: refused before any allocation
-    expect_error([&] { gb::load_model(with(huge), lo); }, "hidden_dim");
+    expect_gb_error([&] { gb::load_model(with(huge), lo); }, "hidden_dim");
     std::string heads = raw;
     int32_t three = 3;
     std::memcpy(&heads[12], &three, 4); // 32 not divisible by 3 heads
-    expect_error([&] { gb::load_model(with(heads), lo); }, "not divisible");
+    expect_gb_error([&] { gb::load_model(with(heads), lo); }, "not divisible");
     std::string extra = raw + std::string(64, '\0');
-    expect_error([&] { gb::load_model(with(extra), lo); }, "wrong header");
+    expect_gb_error([&] { gb::load_model(with(extra), lo); }, "wrong header");
     gb::load_options none;
     std::filesystem::create_directories(dir + "/alone");
     std::ofstream(dir + "/alone/m.bin", std::ios::binary) << raw;
-    expect_error([&] { gb::load_model(dir + "/alone/m.bin", none); }, "no tokenizer");
+    expect_gb_error([&] { gb::load_model(dir + "/alone/m.bin", none); }, "no tokenizer");
     // tokenizer.bin: truncated, absurd lengths, too few tokens
     std::string tok = read(tm.tokenizer_path);
     std::ofstream(dir + "/t1.bin", std::ios::binary) << tok.substr(0, tok.size() / 2);
-    expect_error([&] { gb::load_llama2c_tokenizer(dir + "/t1.bin", 300); }, "t1.bin");
+    expect_gb_error([&] { gb::load_llama2c_tokenizer(dir + "/t1.bin", 300); }, "t1.bin");
     std::string bad_len = tok;
     int32_t neg = -5;
     std::memcpy(&bad_len[8], &neg, 4); // first token's length
     std::ofstream(dir + "/t2.bin", std::ios::binary) << bad_len;
-    expect_error([&] { gb::load_llama2c_tokenizer(dir + "/t2.bin", 300); }, "length -5");
-    expect_error([&] { gb::load_llama2c_tokenizer(tm.tokenizer_path, 100000000); }, "too small");
+    expect_gb_error([&] { gb::load_llama2c_tokenizer(dir + "/t2.bin", 300); }, "length -5");
+    expect_gb_error([&] { gb::load_llama2c_tokenizer(tm.tokenizer_path, 100000000); }, "too small");
 }
 
 // The same weights as a Hugging Face folder: q/k rows permuted as HF's converter does, so that rotating
@@ -261,7 +245,7 @@ TEST(HfLlama, SameWeightsAsLlama2cGiveSameOutputs) {
                 for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-4) << i;
                 for (size_t i = 0; i < ca.attention.size(); i++) ASSERT_NEAR(ca.attention[i], cb.attention[i], 1e-5) << i;
                 llama_ref ref = reference_llama(tm, tokens, x);
-                EXPECT_LT(worst(cb.logits, ref.logits), 1e-4);
+                EXPECT_LT(max_scaled_error(cb.logits, ref.logits), 1e-4);
             }
         }
 }
@@ -271,10 +255,10 @@ TEST(HfLlama, BadConfigsAndMissingShards) {
     std::string dir = test_temp_dir("hf_llama_bad");
     write_hf_llama(dir, tm, true);
     std::filesystem::remove(dir + "/model-00002-of-00002.safetensors");
-    expect_error([&] { gb::load_model(dir); }, "model-00002-of-00002.safetensors");
+    expect_gb_error([&] { gb::load_model(dir); }, "model-00002-of-00002.safetensors");
     write_hf_llama(dir, tm, false);
     auto cfg = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
     cfg["num_key_value_heads"] = 3;
     std::ofstream(dir + "/config.json") << cfg.dump();
-    expect_error([&] { gb::load_model(dir); }, "num_key_value_heads");
+    expect_gb_error([&] { gb::load_model(dir); }, "num_key_value_heads");
 }

