@@ -32,7 +32,7 @@ for t in "${targets[@]}"; do mkdir -p "$work/$t"; [ -n "$(ls "$work/$t")" ] || p
 run_one() {
   local t=$1 reg=tests/fuzz/regressions/$1
   if [ -d "$reg" ] && [ -n "$(ls "$reg")" ]; then "build-fuzz/$t" "$reg"/* >"build-fuzz/$t.regress.log" 2>&1 || { echo "FAIL $t: a regression input crashes again"; return 1; }; fi
-  if "build-fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+  if "build-fuzz/$t" -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
       -artifact_prefix="build-fuzz/$t-" "$work/$t" >"build-fuzz/$t.log" 2>&1; then
     echo "ok   $t: $(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/$t.log" | tail -1 | awk '{print $2}') runs in ${secs}s, no crash"
   else

