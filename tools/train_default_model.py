@@ -522,10 +522,10 @@ def write_readme(out, info):
               f"**Wall time: {info['train_minutes']:.1f} min** for the training loop"
               + (f" (+ {info['prep_minutes']:.1f} min corpus, BPE and encoding)" if "prep_minutes" in info else "")
               + (f" on {info['threads']} CPU threads" if info.get("device", "cpu") == "cpu" else " on a CUDA GPU")
-              + (f" (--max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps)."
-                 if info.get("planned_steps", info["steps"]) > info["steps"] else ".")
-              + f" ({info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s; wall time grows when other jobs share"
-              " the cores).", "",
+              + f", {info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s (wall time grows when other jobs share"
+              " the cores)"
+              + (f"; --max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps."
+                 if info.get("planned_steps", info["steps"]) > info["steps"] else "."), "",
               "## Results", "",
               "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
               "counts as one byte).", "",
@@ -563,6 +563,9 @@ def write_readme(out, info):
               f"- Loss on the repeated random tokens: {info['rep_loss_first']:.2f} nats/token on the first copy, "
               f"{info['rep_loss_second']:.2f} on the second (a drop means the model copies from the earlier occurrence).",
               ""]
+    if not prev_heads and not ind_heads:
+        lines += ["At this training length attention is still close to uniform in the early layers: no previous-token",
+                  "or induction head has formed yet (more steps, e.g. on an idle machine or a GPU, are the remedy).", ""]
     open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
 
 
