@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 tools/setup.sh --tests
 tools/build.sh
+rm -rf build/test_tmp # scratch of earlier runs (tests write tiny models here)
 (cd build && ctest --output-on-failure -j2)
 if [ -z "${FAST:-}" ]; then
   tools/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -1,19 +1,21 @@
-// Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt or tokenizer.json) and UTF-8 helpers.
+// Tokenizers: byte-level BPE (GPT-2, Llama 3, Qwen2) and SentencePiece-style BPE (Llama 2, llama2.c): loaders,
+// encode/decode, UTF-8 helpers.
 //
-// Sections: UTF-8 | byte <-> unicode map | loading | pre-tokenizer (PCRE2) | BPE | encode/decode
+// Sections: UTF-8 | byte <-> unicode map | loading | pre-tokenizer (PCRE2) | BPE merging | byte-level encode |
+// SentencePiece-style encode | encode/decode
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer.h"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <pcre2.h>
 #include <utf8proc.h>
-#include <sstream>
 
 #include "error.h"
 
@@ -110,6 +112,8 @@ static const byte_map& bytes_unicode() {
 // ---------------------------------------------------------------------------------------------
 // Loading
 // ---------------------------------------------------------------------------------------------
+static const pcre2_code* regex_for(const std::string& pattern); // pre-tokenizer section below
+
 static nlohmann::json read_json_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw error("cannot open " + path);
@@ -214,6 +218,13 @@ tokenizer load_tokenizer_json(const std::string& path) {
             for (const auto& q : p["pretokenizers"]) scan(q);
     };
     if (j.contains("pre_tokenizer")) scan(j["pre_tokenizer"]);
+    if (!t.split_regex.empty()) { // a bad pattern is the file's fault: say so now, not at the first encode
+        try {
+            regex_for(t.split_regex);
+        } catch (const error& e) {
+            throw error(path + ": " + e.what());
+        }
+    }
     if (!m.contains("vocab")) throw error(path + ": model has no vocab");
     set_vocab(t, m["vocab"], path);
     if (m.contains("merges") && m["merges"].is_array()) {
@@ -284,6 +295,38 @@ void apply_tokenizer_config(tokenizer& t, const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // Pre-tokenizer: the split regex through PCRE2 (compiled once per pattern, JIT when available)
 // ---------------------------------------------------------------------------------------------
+// GPT-2's pattern was written for Python's `regex` module, and tokenizer.json patterns for Oniguruma: in
+// both, \s is Unicode White_Space (TAB..CR, NEL U+0085 and the Z categories). PCRE2 (UCP) also counts
+// U+180E MONGOLIAN VOWEL SEPARATOR as a space, which Unicode has not done since 6.3, so \s and \S are spelled
+// out before compiling. (\S inside a class is left to PCRE2: no pattern we know uses it.)
+static std::string white_space_pattern(const std::string& p) {
+    const std::string ws = "\\t-\\r\\x{85}\\p{Z}";
+    std::string out;
+    bool in_class = false;
+    for (size_t i = 0; i < p.size(); i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < p.size()) { // an escape: \s and \S are rewritten, anything else copied
+            char n = p[++i];
+            if (n == 's') out += in_class ? ws : "[" + ws + "]";
+            else if (n == 'S' && !in_class) out += "[^" + ws + "]";
+            else out += c, out += n;
+            continue;
+        }
+        out += c;
+        if (!in_class && c == '[') {
+            in_class = true;
+            if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+            if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i]; // a ']' first in a class is literal
+        } else if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') { // [:alpha:] inside a class
+            size_t e = p.find(":]", i + 2);
+            if (e != std::string::npos) out.append(p, i + 1, e + 2 - (i + 1)), i = e + 1;
+        } else if (in_class && c == ']') {
+            in_class = false;
+        }
+    }
+    return out;
+}
+
 struct compiled_regex {
     pcre2_code* code = nullptr;
     compiled_regex() = default;
@@ -292,7 +335,8 @@ struct compiled_regex {
     ~compiled_regex() { pcre2_code_free(code); } // the cache lives until exit; free it so leak checkers stay quiet
 };
 
-static pcre2_code* regex_for(const std::string& pattern) {
+// The compiled pattern, shared by all threads (a compiled PCRE2 pattern is read-only while matching).
+static const pcre2_code* regex_for(const std::string& pattern) {
     static std::mutex mu;
     static std::unordered_map<std::string, compiled_regex> cache;
     std::lock_guard<std::mutex> lock(mu);
@@ -300,32 +344,45 @@ static pcre2_code* regex_for(const std::string& pattern) {
     if (!c.code) {
         int err = 0;
         PCRE2_SIZE off = 0;
-        c.code = pcre2_compile((PCRE2_SPTR)pattern.c_str(), pattern.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK,
-                               &err, &off, nullptr);
+        std::string p = white_space_pattern(pattern);
+        c.code = pcre2_compile((PCRE2_SPTR)p.c_str(), p.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &off,
+                               nullptr);
         if (!c.code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(err, msg, sizeof msg);
             cache.erase(pattern);
             throw error("tokenizer split regex does not compile at offset " + std::to_string(off) + ": " +
-                        std::string((const char*)msg));
+                        std::string((const char*)msg) + " (pattern " + pattern.substr(0, 120) + ")");
         }
         pcre2_jit_compile(c.code, PCRE2_JIT_COMPLETE); // optional speed-up; falls back to the interpreter
     }
     return c.code;
 }
 
-// Appends the regex pieces of text (valid UTF-8) to out.
+// Appends the regex pieces of text (valid UTF-8) to out. Text the pattern does not match is kept as pieces
+// of its own, so the pieces always concatenate back to the text.
 static void split_pieces(std::vector<std::string>& out, const std::string& text, const std::string& pattern) {
-    pcre2_code* re = regex_for(pattern);
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+    const pcre2_code* re = regex_for(pattern);
+    std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(pcre2_match_data_create_from_pattern(re, nullptr),
+                                                                     pcre2_match_data_free);
+    if (!md) throw std::bad_alloc();
     size_t pos = 0;
     while (pos < text.size()) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
-        if (rc < 0) { // no further match: the rest is one piece (cannot happen with GPT-2's pattern)
+        int rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) // e.g. the JIT's stack: the interpreter has its own limits
+            rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                             md.get(), nullptr);
+        if (rc == PCRE2_ERROR_NOMATCH) { // no further match: the rest is one piece (not with GPT-2's pattern)
             out.push_back(text.substr(pos));
             break;
         }
-        PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+        if (rc < 0) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(rc, msg, sizeof msg);
+            throw error("tokenizer: the split regex failed at byte " + std::to_string(pos) + " of the text: " +
+                        std::string((const char*)msg));
+        }
+        PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
         if (ov[0] > pos) out.push_back(text.substr(pos, ov[0] - pos)); // unmatched gap kept, never dropped
         if (ov[1] == ov[0]) {                                           // empty match: step one character
             size_t step = 1;
@@ -337,36 +394,118 @@ static void split_pieces(std::vector<std::string>& out, const std::string& text,
             pos = ov[1];
         }
     }
-    pcre2_match_data_free(md);
 }
 
 // ---------------------------------------------------------------------------------------------
-// BPE: merge the lowest-ranked adjacent pair until none is in the merge table
+// BPE merging, shared by both kinds: a linked list of symbols and a heap of candidate pairs, O(n log n) in
+// the word's length (a naive rescan after each merge is quadratic: a 100 KB word without spaces took minutes).
 // ---------------------------------------------------------------------------------------------
-static void bpe_word(std::vector<int>& out, const tokenizer& t, std::vector<std::string> sym) {
-    std::string key;
-    while (sym.size() > 1) {
-        int best = INT_MAX;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < sym.size(); i++) {
-            key.assign(sym[i]).append(" ").append(sym[i + 1]);
-            auto it = t.merge_rank.find(key);
-            if (it != t.merge_rank.end() && it->second < best) best = it->second, at = i;
-        }
-        if (best == INT_MAX) break;
-        std::string left = sym[at], right = sym[at + 1];
-        std::vector<std::string> next;
-        next.reserve(sym.size());
-        for (size_t i = 0; i < sym.size(); i++) {
-            if (i + 1 < sym.size() && sym[i] == left && sym[i + 1] == right) {
-                next.push_back(left + right);
-                i++;
-            } else {
-                next.push_back(sym[i]);
-            }
-        }
-        sym.swap(next);
+struct bpe_symbol {
+    std::string s;  // the symbol's text as the vocabulary spells it
+    int prev, next; // neighbours in the word, -1 at the ends
+    bool alive;     // false once merged into its left neighbour
+};
+
+// Merging symbol `left` with its right neighbour `right`; stale once either has changed since it was queued
+// (symbols only grow, so their lengths tell).
+struct bpe_candidate {
+    double priority; // lower merges first: the merge's rank, or minus the merged token's score
+    int left, right;
+    size_t left_len, right_len;
+};
+
+struct bpe_later { // the heap's order: lowest priority first, then leftmost
+    bool operator()(const bpe_candidate& a, const bpe_candidate& b) const {
+        return a.priority != b.priority ? a.priority > b.priority : a.left > b.left;
     }
+};
+
+enum bpe_order {
+    BPE_RANK_ROUNDS, // GPT-2's encoder.py: take the lowest-ranked pair, merge all its occurrences left to right
+    BPE_RANK,        // SentencePiece-style tokenizer.json: one merge at a time, lowest rank, merged token known
+    BPE_SCORE,       // llama2.c: one merge at a time, highest score of the merged token, leftmost on ties
+};
+
+// Priority of merging a and b under the order, false when they do not merge.
+static bool bpe_priority(double& priority, const tokenizer& t, bpe_order order, const std::string& a,
+                         const std::string& b, std::string& key) {
+    if (order == BPE_SCORE) {
+        key.assign(a).append(b);
+        auto it = t.ids.find(key);
+        if (it == t.ids.end() || it->second >= (int)t.scores.size()) return false;
+        priority = -(double)t.scores[it->second];
+        return true;
+    }
+    key.assign(a).append(" ").append(b);
+    auto r = t.merge_rank.find(key);
+    if (r == t.merge_rank.end()) return false;
+    if (order == BPE_RANK && !t.ids.count(a + b)) return false;
+    priority = r->second;
+    return true;
+}
+
+// Merges the symbols of one word in place until no adjacent pair merges; leaves the surviving symbols in order.
+static void bpe_merge(std::vector<std::string>& word, const tokenizer& t, bpe_order order) {
+    if (word.size() < 2) return;
+    std::vector<bpe_symbol> sym(word.size());
+    for (size_t i = 0; i < word.size(); i++)
+        sym[i] = {std::move(word[i]), (int)i - 1, i + 1 < word.size() ? (int)i + 1 : -1, true};
+    std::vector<bpe_candidate> heap, pending;
+    std::string key;
+    auto consider = [&](std::vector<bpe_candidate>& into, int l, int r) {
+        double p;
+        if (l < 0 || r < 0 || !bpe_priority(p, t, order, sym[l].s, sym[r].s, key)) return;
+        into.push_back({p, l, r, sym[l].s.size(), sym[r].s.size()});
+        if (&into == &heap) std::push_heap(heap.begin(), heap.end(), bpe_later());
+    };
+    for (int i = 0; i + 1 < (int)sym.size(); i++) consider(pending, i, i + 1);
+    heap.swap(pending);
+    std::make_heap(heap.begin(), heap.end(), bpe_later());
+    auto valid = [&](const bpe_candidate& c) {
+        return sym[c.left].alive && sym[c.right].alive && sym[c.left].next == c.right &&
+               sym[c.left].s.size() == c.left_len && sym[c.right].s.size() == c.right_len;
+    };
+    // GPT-2 queues the pairs a round creates only after the round, so a lower-ranked pair made by merging
+    // cannot cut into the round (it never does with a trained merge list, where a merge ranks after its parts)
+    std::vector<bpe_candidate>& fresh = order == BPE_RANK_ROUNDS ? pending : heap;
+    while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), bpe_later());
+        bpe_candidate c = heap.back();
+        heap.pop_back();
+        if (!valid(c)) continue;
+        for (;;) {
+            bpe_symbol& l = sym[c.left];
+            bpe_symbol& r = sym[c.right];
+            l.s += r.s;
+            r.alive = false;
+            l.next = r.next;
+            if (r.next >= 0) sym[r.next].prev = c.left;
+            consider(fresh, l.prev, c.left);
+            consider(fresh, c.left, l.next);
+            if (order != BPE_RANK_ROUNDS) break;
+            // the rest of this round: the same pair further right (stale ones are dropped on the way)
+            bool more = false;
+            while (!heap.empty() && heap.front().priority == c.priority) {
+                std::pop_heap(heap.begin(), heap.end(), bpe_later());
+                bpe_candidate n = heap.back();
+                heap.pop_back();
+                if (valid(n)) {
+                    c = n, more = true;
+                    break;
+                }
+            }
+            if (!more) break;
+        }
+        for (const bpe_candidate& p : pending) heap.push_back(p), std::push_heap(heap.begin(), heap.end(), bpe_later());
+        pending.clear();
+    }
+    word.clear();
+    for (int i = 0; i >= 0; i = sym[i].next) word.push_back(std::move(sym[i].s));
+}
+
+// Byte-level BPE of one pre-token (its bytes already mapped to their stand-in characters).
+static void bpe_word(std::vector<int>& out, const tokenizer& t, std::vector<std::string>& sym) {
+    bpe_merge(sym, t, BPE_RANK_ROUNDS);
     for (const std::string& s : sym) {
         auto it = t.ids.find(s);
         if (it == t.ids.end()) throw error("tokenizer: symbol '" + s + "' has no id (incomplete vocabulary)");
@@ -441,8 +580,14 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
     if (text.empty()) return;
     std::vector<int> ids;
     std::string s = t.dummy_prefix ? " " + text : text;
-    if (t.space_is_underline) // tokenizer.json / GGUF SentencePiece vocabularies spell a space as "▁"
-        for (size_t p = 0; (p = s.find(' ', p)) != std::string::npos; p += 3) s.replace(p, 1, "\xE2\x96\x81");
+    if (t.space_is_underline) { // tokenizer.json / GGUF SentencePiece vocabularies spell a space as "▁"
+        std::string u;
+        u.reserve(s.size() + s.size() / 4);
+        for (char c : s)
+            if (c == ' ') u += "\xE2\x96\x81";
+            else u += c;
+        s.swap(u);
+    }
     for (size_t i = 0; i < s.size();) {
         int n = utf8_seq_len(s, i);
         std::string cp = s.substr(i, n);
@@ -460,35 +605,17 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
         }
         i += n;
     }
-    std::string merged;
-    const bool by_rank = t.scores.empty(); // tokenizer.json merges by rank; llama2.c by score
-    for (;;) { // merge the best adjacent pair whose concatenation is in the vocabulary
-        double best = -1e300;
-        int best_id = -1;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < ids.size(); i++) {
-            double score;
-            if (by_rank) {
-                merged.assign(t.vocab[ids[i]]).append(" ").append(t.vocab[ids[i + 1]]);
-                auto r = t.merge_rank.find(merged);
-                if (r == t.merge_rank.end()) continue;
-                score = -(double)r->second;
-                merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
-            } else {
-                merged.assign(t.vocab[ids[i]]).append(t.vocab[ids[i + 1]]);
-                auto it = t.ids.find(merged);
-                if (it == t.ids.end()) continue;
-                score = t.scores[it->second];
-            }
-            if (score > best) {
-                auto it = t.ids.find(merged);
-                if (it == t.ids.end()) continue;
-                best = score, best_id = it->second, at = i;
-            }
-        }
-        if (best_id < 0) break;
-        ids[at] = best_id;
-        ids.erase(ids.begin() + at + 1);
+    // merge adjacent pieces whose concatenation is in the vocabulary: by merge rank (tokenizer.json) or by the
+    // merged token's score (llama2.c, GGUF)
+    std::vector<std::string> word;
+    word.reserve(ids.size());
+    for (int id : ids) word.push_back(t.vocab[id]);
+    bpe_merge(word, t, t.scores.empty() ? BPE_RANK : BPE_SCORE);
+    ids.clear();
+    for (const std::string& w : word) {
+        auto it = t.ids.find(w);
+        if (it == t.ids.end()) throw error("tokenizer: piece '" + w + "' has no id");
+        ids.push_back(it->second);
     }
     out.insert(out.end(), ids.begin(), ids.end());
 }
@@ -496,17 +623,25 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
 // ---------------------------------------------------------------------------------------------
 // encode / decode
 // ---------------------------------------------------------------------------------------------
+// NFC by utf8proc, with an explicit length: a NUL character is text like any other, not the end
 static std::string nfc(const std::string& s) {
-    utf8proc_uint8_t* out = utf8proc_NFC((const utf8proc_uint8_t*)s.c_str());
-    if (!out) throw error("tokenizer: NFC normalisation failed");
-    std::string r((const char*)out);
+    utf8proc_uint8_t* out = nullptr;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t*)s.data(), (utf8proc_ssize_t)s.size(), &out,
+                                      (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) throw error(std::string("tokenizer: NFC normalisation failed: ") + utf8proc_errmsg(n));
+    std::string r((const char*)out, (size_t)n);
     free(out);
     return r;
 }
 
+// Text without special tokens -> ids, by the tokenizer's kind.
 static void encode_segment(std::vector<int>& out, const tokenizer& t, const std::string& text) {
-    if (t.kind == TOK_SPM_BPE) encode_spm(out, t, text);
-    else encode_byte_bpe(out, t, text);
+    switch (t.kind) {
+    case TOK_BYTE_BPE: encode_byte_bpe(out, t, text); return;
+    case TOK_SPM_BPE: encode_spm(out, t, text); return;
+    case TOK_NONE: break;
+    }
+    throw error("tokenizer: no tokenizer loaded");
 }
 
 std::vector<int> encode(const tokenizer& t, const std::string& input) {
@@ -515,19 +650,26 @@ std::vector<int> encode(const tokenizer& t, const std::string& input) {
     if (t.kind == TOK_NONE) throw error("tokenizer: no tokenizer loaded");
     const std::string text = t.nfc ? nfc(input) : input;
     std::vector<int> out;
-    // specials are matched verbatim first (longest at each position); the text between is encoded normally
+    // specials are matched verbatim first (longest at each position); the text between is encoded normally.
+    // Only positions whose byte starts some special are tried (Llama 3 has 256 specials).
+    bool starts[256] = {};
+    for (const std::string& s : t.specials)
+        if (!s.empty()) starts[(unsigned char)s[0]] = true;
     size_t pos = 0, start = 0;
     while (pos < text.size()) {
         size_t best_len = 0;
         const std::string* best = nullptr;
-        for (const std::string& s : t.specials)
-            if (s.size() > best_len && text.compare(pos, s.size(), s) == 0) best = &s, best_len = s.size();
+        if (starts[(unsigned char)text[pos]])
+            for (const std::string& s : t.specials)
+                if (s.size() > best_len && text.compare(pos, s.size(), s) == 0) best = &s, best_len = s.size();
         if (!best) {
             pos++;
             continue;
         }
+        auto id = t.ids.find(*best);
+        if (id == t.ids.end()) throw error("tokenizer: special token '" + *best + "' is not in the vocabulary");
         if (pos > start) encode_segment(out, t, text.substr(start, pos - start));
-        out.push_back(t.ids.at(*best));
+        out.push_back(id->second);
         pos += best_len;
         start = pos;
     }
@@ -535,18 +677,19 @@ std::vector<int> encode(const tokenizer& t, const std::string& input) {
     return out;
 }
 
-std::string token_bytes(const tokenizer& t, int id) {
-    if (id < 0 || id >= (int)t.vocab.size())
-        throw error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                    std::to_string((int)t.vocab.size() - 1) + ")");
-    const std::string& s = t.vocab[id];
-    if (t.kind == TOK_SPM_BPE) {
-        unsigned b;
-        if (s.size() == 6 && std::sscanf(s.c_str(), "<0x%02X>", &b) == 1) return std::string(1, (char)b);
-        std::string r = s; // SentencePiece's "▁" stands for a space
-        for (size_t p; (p = r.find("\xE2\x96\x81")) != std::string::npos;) r.replace(p, 3, " ");
-        return r;
-    }
+// SentencePiece-style: "<0xE6>" is one raw byte, "▁" a space.
+static std::string spm_piece_bytes(const std::string& s) {
+    unsigned b;
+    if (s.size() == 6 && std::sscanf(s.c_str(), "<0x%02X>", &b) == 1) return std::string(1, (char)b);
+    std::string r;
+    for (size_t i = 0; i < s.size(); i++)
+        if (s.compare(i, 3, "\xE2\x96\x81") == 0) r += ' ', i += 2;
+        else r += s[i];
+    return r;
+}
+
+// Byte-level: each stand-in character is one byte; specials (and anything else) are their own text.
+static std::string byte_level_piece_bytes(const tokenizer& t, const std::string& s) {
     if (std::find(t.specials.begin(), t.specials.end(), s) != t.specials.end()) return s;
     const byte_map& bm = bytes_unicode();
     std::string out;
@@ -559,6 +702,18 @@ std::string token_bytes(const tokenizer& t, int id) {
         i += n;
     }
     return out;
+}
+
+std::string token_bytes(const tokenizer& t, int id) {
+    if (id < 0 || id >= (int)t.vocab.size())
+        throw error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                    std::to_string((int)t.vocab.size() - 1) + ")");
+    switch (t.kind) {
+    case TOK_BYTE_BPE: return byte_level_piece_bytes(t, t.vocab[id]);
+    case TOK_SPM_BPE: return spm_piece_bytes(t.vocab[id]);
+    case TOK_NONE: break;
+    }
+    return t.vocab[id];
 }
 
 std::string decode(const tokenizer& t, const std::vector<int>& ids) {

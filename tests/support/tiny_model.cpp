@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <unistd.h>
 
 #include "safetensors.h"
 
@@ -34,7 +35,8 @@ std::vector<std::string> byte_symbols() {
 } // namespace
 
 std::string test_temp_dir(const std::string& name) {
-    std::filesystem::path p = std::filesystem::path(GLASSBOX_BINARY_DIR) / "test_tmp" / name;
+    // ctest runs each test in its own process, several at once: the pid keeps their directories apart
+    std::filesystem::path p = std::filesystem::path(GLASSBOX_BINARY_DIR) / "test_tmp" / (name + "-" + std::to_string(getpid()));
     std::filesystem::remove_all(p);
     std::filesystem::create_directories(p);
     return p.string();

@@ -26,5 +26,5 @@ struct tiny_model {
 // Creates dir and writes config.json, model.safetensors, vocab.json, merges.txt.
 tiny_model write_tiny_gpt2(const std::string& dir, const tiny_spec& s);
 
-// A fresh, empty directory under the build tree: GLASSBOX_BINARY_DIR/test_tmp/name.
+// A fresh, empty directory under the build tree: GLASSBOX_BINARY_DIR/test_tmp/name-PID (unique per process).
 std::string test_temp_dir(const std::string& name);
