@@ -181,7 +181,8 @@ static gguf_value read_value(cursor& c, uint32_t type, int depth) {
     case 12: v.f = c.get<double>("f64"); break;
     default: throw error(c.path + ": unknown metadata value type " + std::to_string(type));
     }
-    if (type == 6 || type == 12) v.i = (int64_t)v.f;
+    if (type == 6 || type == 12) // floats read as integers only when representable (fuzzing found -1.7e38)
+        v.i = std::isfinite(v.f) && std::fabs(v.f) < 9.2e18 ? (int64_t)v.f : 0;
     else if (type != 8 && type != 9) v.f = (double)v.i;
     return v;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -350,4 +351,23 @@ TEST(Gguf, MalformedFilesGiveClearErrors) {
     uint64_t odd = 4;
     std::memcpy(&aligned[off_field], &odd, 8);
     expect_gb_error([&] { gb::open_gguf(with(aligned)); }, "misaligned");
+}
+
+// Inputs that once crashed a fuzzer (tests/fuzz/regressions/fuzz_gguf) must load or fail with gb::error;
+// under the sanitizer build (tools/sanitize.sh) any undefined behaviour fails the test.
+TEST(Gguf, FuzzRegressionsFailCleanly) {
+    std::string dir = std::string(GLASSBOX_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_gguf";
+    ASSERT_TRUE(std::filesystem::exists(dir));
+    std::string tmp = test_temp_dir("gguf_regress");
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        std::string path = tmp + "/" + e.path().filename().string() + ".gguf";
+        std::filesystem::copy_file(e.path(), path);
+        try {
+            gb::load_model(path);
+        } catch (const gb::error&) {
+        }
+        n++;
+    }
+    EXPECT_GT(n, 0);
 }
