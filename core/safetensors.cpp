@@ -120,6 +120,7 @@ std::vector<float> tensor_f32(const safetensors_file& f, const st_tensor& t, con
                     shape_str(t.shape));
     size_t n = t.nbytes / dtype_size(t.dtype);
     std::vector<float> out(n);
+    if (n == 0) return out; // an empty tensor has no data to copy (and out.data() may be null)
     if (t.dtype == ST_F32) {
         std::memcpy(out.data(), t.data, n * 4);
     } else {
