@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "gemm.h"
 
 namespace gb {
 
@@ -161,42 +162,6 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
     }
 }
 
-// out [n][m] = x [n][k] * w [k][m] (+ bias [m]). Columns are split across threads; each block is an
-// Eigen GEMM (Eigen does not nest its own threads inside an OpenMP region).
-static void matmul(float* out, const float* x, const float* w, const std::vector<float>& bias, int n, int k, int m) {
-    cmap_r X(x, n, k, Eigen::OuterStride<>(k));
-    cmap_r W(w, k, m, Eigen::OuterStride<>(m));
-    map_r O(out, n, m, Eigen::OuterStride<>(m));
-    int nt = (int64_t)n * k * m > parallel_min_work ? omp_get_max_threads() : 1;
-    // one block per thread (each Eigen GEMM repacks its slice of W, so fewer, larger blocks are faster);
-    // block edges on multiples of 16 columns keep SIMD panels aligned
-    int blocks = std::max(1, std::min(nt, m / 64));
-#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
-    for (int bi = 0; bi < blocks; bi++) {
-        int j0 = (int)((int64_t)m * bi / blocks) & ~15;
-        int j1 = bi == blocks - 1 ? m : (int)((int64_t)m * (bi + 1) / blocks) & ~15;
-        if (j1 <= j0) continue;
-        O.middleCols(j0, j1 - j0).noalias() = X * W.middleCols(j0, j1 - j0);
-        if (!bias.empty())
-            O.middleCols(j0, j1 - j0).rowwise() +=
-                Eigen::Map<const Eigen::RowVectorXf>(bias.data() + j0, j1 - j0);
-    }
-}
-
-// out [n][V] = x [n][d] * emb[V][d]^T: the LM head reads the embedding rows directly (no transposed copy).
-static void matmul_transposed(float* out, const float* x, const float* emb, int n, int d, int V) {
-    cmap_r X(x, n, d, Eigen::OuterStride<>(d));
-    int nt = (int64_t)n * d * V > parallel_min_work ? omp_get_max_threads() : 1;
-    int blocks = std::max(1, std::min(nt * 8, V / 256));
-#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
-    for (int bi = 0; bi < blocks; bi++) {
-        int v0 = (int)((int64_t)V * bi / blocks), v1 = (int)((int64_t)V * (bi + 1) / blocks);
-        cmap_r E(emb + (size_t)v0 * d, v1 - v0, d, Eigen::OuterStride<>(d));
-        map_r O(out + v0, n, v1 - v0, Eigen::OuterStride<>(V));
-        O.noalias() = X * E.transpose();
-    }
-}
-
 // GELU, tanh form (GPT-2's "gelu_new"), in place on [n]
 static void gelu_forward(float* x, size_t n) {
     Eigen::Map<Eigen::ArrayXf> a(x, (Eigen::Index)n);
@@ -318,6 +283,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
     const int kv_w = KV * dh;
     const int n0 = s.n_past;
     const int n_keys = n0 + n;
+    static const std::vector<float> no_bias; // SwiGLU's gate has none
     auto t_start = clock_type::now();
     forward_timing tm;
 
@@ -400,7 +366,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm1_g, &lw.norm1_b, arch.norm, c.norm_eps, n, d);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        matmul(s.qkv.data(), s.xn.data(), lw.w_qkv.data(), lw.b_qkv, n, d, qkv_w);
+        gemm(s.qkv.data(), s.xn.data(), lw.w_qkv, lw.b_qkv, n, s.a_pack);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         float* q = s.qkv.data();
@@ -442,7 +408,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         if (no_attn) {
             std::fill_n(s.att.data(), (size_t)n * d, 0.0f);
         } else {
-            matmul(s.att.data(), s.att_out.data(), lw.w_o.data(), lw.b_o, n, H * dh, d);
+            gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.a_pack);
         }
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
@@ -455,15 +421,15 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm, c.norm_eps, n, d);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        matmul(s.ff.data(), s.xn.data(), lw.w_up.data(), lw.b_up, n, d, c.d_ff);
-        if (arch.mlp == MLP_SWIGLU) matmul(s.ff2.data(), s.xn.data(), lw.w_gate.data(), {}, n, d, c.d_ff);
+        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.a_pack);
+        if (arch.mlp == MLP_SWIGLU) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.a_pack);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         if (arch.mlp == MLP_GELU) gelu_forward(s.ff.data(), (size_t)n * c.d_ff);
         else swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        matmul(s.att.data(), s.ff.data(), lw.w_down.data(), lw.b_down, n, c.d_ff, d);
+        gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.a_pack);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         if (no_resid) std::copy(s.att.data(), s.att.data() + (size_t)n * d, x);
@@ -484,7 +450,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
     t0 = clock_type::now();
     logits.resize((size_t)n_out * V);
     const std::vector<float>& head = w.lm_head.empty() ? w.tok_emb : w.lm_head;
-    matmul_transposed(logits.data(), s.xn.data(), head.data(), n_out, d, V);
+    gemm_rows_transposed(logits.data(), s.xn.data(), head.data(), n_out, d, V);
     tm.matmul_ms += ms_since(t0);
     if (cap && cap->nonfinite_layer < 0 && !all_finite(logits.data(), logits.size())) {
         cap->nonfinite_layer = L - 1;

@@ -423,15 +423,15 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
             layer_weights& L = w.layers[l];
             L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
             L.norm1_b = gguf_tensor_f32(g, p + "attn_norm.bias", {d});
-            L.w_qkv = matrix(g, p + "attn_qkv.weight", d, 3 * d);
+            L.w_qkv = pack_matrix(matrix(g, p + "attn_qkv.weight", d, 3 * d), d, 3 * d);
             L.b_qkv = gguf_tensor_f32(g, p + "attn_qkv.bias", {3 * d});
-            L.w_o = matrix(g, p + "attn_output.weight", d, d);
+            L.w_o = pack_matrix(matrix(g, p + "attn_output.weight", d, d), d, d);
             L.b_o = gguf_tensor_f32(g, p + "attn_output.bias", {d});
             L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
             L.norm2_b = gguf_tensor_f32(g, p + "ffn_norm.bias", {d});
-            L.w_up = matrix(g, p + "ffn_up.weight", d, ff);
+            L.w_up = pack_matrix(matrix(g, p + "ffn_up.weight", d, ff), d, ff);
             L.b_up = gguf_tensor_f32(g, p + "ffn_up.bias", {ff});
-            L.w_down = matrix(g, p + "ffn_down.weight", ff, d);
+            L.w_down = pack_matrix(matrix(g, p + "ffn_down.weight", ff, d), ff, d);
             L.b_down = gguf_tensor_f32(g, p + "ffn_down.bias", {d});
             if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
         }
@@ -452,12 +452,13 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
             std::vector<float> wq = matrix(g, p + "attn_q.weight", d, q), wk = matrix(g, p + "attn_k.weight", d, kv),
                                wv = matrix(g, p + "attn_v.weight", d, kv);
             const int64_t qkv = q + 2 * kv;
-            L.w_qkv.resize((size_t)(d * qkv));
+            std::vector<float> fused((size_t)(d * qkv));
             for (int64_t i = 0; i < d; i++) {
-                std::copy(&wq[i * q], &wq[i * q] + q, &L.w_qkv[i * qkv]);
-                std::copy(&wk[i * kv], &wk[i * kv] + kv, &L.w_qkv[i * qkv + q]);
-                std::copy(&wv[i * kv], &wv[i * kv] + kv, &L.w_qkv[i * qkv + q + kv]);
+                std::copy(&wq[i * q], &wq[i * q] + q, &fused[i * qkv]);
+                std::copy(&wk[i * kv], &wk[i * kv] + kv, &fused[i * qkv + q]);
+                std::copy(&wv[i * kv], &wv[i * kv] + kv, &fused[i * qkv + q + kv]);
             }
+            L.w_qkv = pack_matrix(fused, d, qkv);
             if (c.qkv_bias) {
                 L.b_qkv = gguf_tensor_f32(g, p + "attn_q.bias", {q});
                 for (const char* b : {"attn_k.bias", "attn_v.bias"}) {
@@ -465,10 +466,10 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
                     L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
                 }
             }
-            L.w_o = matrix(g, p + "attn_output.weight", q, d);
-            L.w_gate = matrix(g, p + "ffn_gate.weight", d, ff);
-            L.w_up = matrix(g, p + "ffn_up.weight", d, ff);
-            L.w_down = matrix(g, p + "ffn_down.weight", ff, d);
+            L.w_o = pack_matrix(matrix(g, p + "attn_output.weight", q, d), q, d);
+            L.w_gate = pack_matrix(matrix(g, p + "ffn_gate.weight", d, ff), d, ff);
+            L.w_up = pack_matrix(matrix(g, p + "ffn_up.weight", d, ff), d, ff);
+            L.w_down = pack_matrix(matrix(g, p + "ffn_down.weight", ff, d), ff, d);
             if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
         }
         w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});

@@ -59,15 +59,15 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
         std::string p = "h." + std::to_string(l) + ".";
         add(p + "ln_1.weight", {d}, L.norm1_g);
         add(p + "ln_1.bias", {d}, L.norm1_b);
-        add(p + "attn.c_attn.weight", {d, 3 * d}, L.w_qkv);
+        add(p + "attn.c_attn.weight", {d, 3 * d}, unpack_matrix(L.w_qkv));
         add(p + "attn.c_attn.bias", {3 * d}, L.b_qkv);
-        add(p + "attn.c_proj.weight", {d, d}, L.w_o);
+        add(p + "attn.c_proj.weight", {d, d}, unpack_matrix(L.w_o));
         add(p + "attn.c_proj.bias", {d}, L.b_o);
         add(p + "ln_2.weight", {d}, L.norm2_g);
         add(p + "ln_2.bias", {d}, L.norm2_b);
-        add(p + "mlp.c_fc.weight", {d, ff}, L.w_up);
+        add(p + "mlp.c_fc.weight", {d, ff}, unpack_matrix(L.w_up));
         add(p + "mlp.c_fc.bias", {ff}, L.b_up);
-        add(p + "mlp.c_proj.weight", {ff, d}, L.w_down);
+        add(p + "mlp.c_proj.weight", {ff, d}, unpack_matrix(L.w_down));
         add(p + "mlp.c_proj.bias", {d}, L.b_down);
     }
     add("ln_f.weight", {d}, w.normf_g);
@@ -135,15 +135,15 @@ model random_gpt2(const model_config& cfg, uint64_t seed) {
     for (layer_weights& L : w.layers) {
         L.norm1_g.assign(d, 1.0f);
         L.norm1_b.assign(d, 0.0f);
-        L.w_qkv = ns.fill(d * 3 * d, 0.02);
+        L.w_qkv = pack_matrix(ns.fill(d * 3 * d, 0.02), d, 3 * d);
         L.b_qkv.assign(3 * d, 0.0f);
-        L.w_o = ns.fill(d * d, 0.02);
+        L.w_o = pack_matrix(ns.fill(d * d, 0.02), d, d);
         L.b_o.assign(d, 0.0f);
         L.norm2_g.assign(d, 1.0f);
         L.norm2_b.assign(d, 0.0f);
-        L.w_up = ns.fill(d * ff, 0.02);
+        L.w_up = pack_matrix(ns.fill(d * ff, 0.02), d, ff);
         L.b_up.assign(ff, 0.0f);
-        L.w_down = ns.fill(ff * d, 0.02);
+        L.w_down = pack_matrix(ns.fill(ff * d, 0.02), ff, d);
         L.b_down.assign(d, 0.0f);
     }
     w.normf_g.assign(d, 1.0f);

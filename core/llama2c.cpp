@@ -92,16 +92,17 @@ model load_llama2c(const std::string& path, const std::string& tokenizer_path, c
         // fused [d][q | k | v] in [in][out] layout
         std::vector<float> q = transposed(wq + l * d * d, d, d), k = transposed(wk + l * kv * d, kv, d),
                            v = transposed(wv + l * kv * d, kv, d);
-        lw.w_qkv.resize((size_t)(d * qkv));
+        std::vector<float> fused((size_t)(d * qkv));
         for (int64_t i = 0; i < d; i++) {
-            std::copy(&q[i * d], &q[i * d] + d, &lw.w_qkv[i * qkv]);
-            std::copy(&k[i * kv], &k[i * kv] + kv, &lw.w_qkv[i * qkv + d]);
-            std::copy(&v[i * kv], &v[i * kv] + kv, &lw.w_qkv[i * qkv + d + kv]);
+            std::copy(&q[i * d], &q[i * d] + d, &fused[i * qkv]);
+            std::copy(&k[i * kv], &k[i * kv] + kv, &fused[i * qkv + d]);
+            std::copy(&v[i * kv], &v[i * kv] + kv, &fused[i * qkv + d + kv]);
         }
-        lw.w_o = transposed(wo + l * d * d, d, d);
-        lw.w_gate = transposed(w1 + l * ff * d, ff, d); // llama2.c: hb = silu(w1 x) * (w3 x)
-        lw.w_down = transposed(w2 + l * d * ff, d, ff);
-        lw.w_up = transposed(w3 + l * ff * d, ff, d);
+        lw.w_qkv = pack_matrix(fused, d, qkv);
+        lw.w_o = pack_matrix(transposed(wo + l * d * d, d, d), d, d);
+        lw.w_gate = pack_matrix(transposed(w1 + l * ff * d, ff, d), d, ff); // llama2.c: hb = silu(w1 x) * (w3 x)
+        lw.w_down = pack_matrix(transposed(w2 + l * d * ff, d, ff), ff, d);
+        lw.w_up = pack_matrix(transposed(w3 + l * ff * d, ff, d), d, ff);
         if (progress) progress(0.05f + 0.85f * (l + 1) / L, "layer " + std::to_string(l));
     }
     w.normf_g.assign(rms_final, rms_final + d);

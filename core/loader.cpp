@@ -170,15 +170,15 @@ static void load_gpt2_weights(model_weights& w, const model_config& c, const ten
         layer_weights& L = w.layers[l];
         L.norm1_g = src.get(p + "ln_1.weight", {d});
         L.norm1_b = src.get(p + "ln_1.bias", {d});
-        L.w_qkv = src.get(p + "attn.c_attn.weight", {d, 3 * d}); // Conv1D: already [in][out], columns q|k|v
+        L.w_qkv = pack_matrix(src.get(p + "attn.c_attn.weight", {d, 3 * d}), d, 3 * d); // Conv1D: already [in][out], columns q|k|v
         L.b_qkv = src.get(p + "attn.c_attn.bias", {3 * d});
-        L.w_o = src.get(p + "attn.c_proj.weight", {d, d});
+        L.w_o = pack_matrix(src.get(p + "attn.c_proj.weight", {d, d}), d, d);
         L.b_o = src.get(p + "attn.c_proj.bias", {d});
         L.norm2_g = src.get(p + "ln_2.weight", {d});
         L.norm2_b = src.get(p + "ln_2.bias", {d});
-        L.w_up = src.get(p + "mlp.c_fc.weight", {d, ff});
+        L.w_up = pack_matrix(src.get(p + "mlp.c_fc.weight", {d, ff}), d, ff);
         L.b_up = src.get(p + "mlp.c_fc.bias", {ff});
-        L.w_down = src.get(p + "mlp.c_proj.weight", {ff, d});
+        L.w_down = pack_matrix(src.get(p + "mlp.c_proj.weight", {ff, d}), ff, d);
         L.b_down = src.get(p + "mlp.c_proj.bias", {d});
         if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
     }
@@ -209,12 +209,13 @@ static void load_llama_weights(model_weights& w, const model_config& c, const te
         std::vector<float> wq = transpose(src.get(p + "self_attn.q_proj.weight", {q, d}), q, d);
         std::vector<float> wk = transpose(src.get(p + "self_attn.k_proj.weight", {kv, d}), kv, d);
         std::vector<float> wv = transpose(src.get(p + "self_attn.v_proj.weight", {kv, d}), kv, d);
-        L.w_qkv.resize((size_t)(d * qkv));
+        std::vector<float> fused((size_t)(d * qkv));
         for (int64_t i = 0; i < d; i++) { // fused [in][q | k | v]
-            std::copy(&wq[i * q], &wq[i * q] + q, &L.w_qkv[i * qkv]);
-            std::copy(&wk[i * kv], &wk[i * kv] + kv, &L.w_qkv[i * qkv + q]);
-            std::copy(&wv[i * kv], &wv[i * kv] + kv, &L.w_qkv[i * qkv + q + kv]);
+            std::copy(&wq[i * q], &wq[i * q] + q, &fused[i * qkv]);
+            std::copy(&wk[i * kv], &wk[i * kv] + kv, &fused[i * qkv + q]);
+            std::copy(&wv[i * kv], &wv[i * kv] + kv, &fused[i * qkv + q + kv]);
         }
+        L.w_qkv = pack_matrix(fused, d, qkv);
         if (c.qkv_bias) {
             std::vector<float> bq = src.get(p + "self_attn.q_proj.bias", {q}), bk = src.get(p + "self_attn.k_proj.bias", {kv}),
                                bv = src.get(p + "self_attn.v_proj.bias", {kv});
@@ -222,10 +223,10 @@ static void load_llama_weights(model_weights& w, const model_config& c, const te
             L.b_qkv.insert(L.b_qkv.end(), bk.begin(), bk.end());
             L.b_qkv.insert(L.b_qkv.end(), bv.begin(), bv.end());
         }
-        L.w_o = transpose(src.get(p + "self_attn.o_proj.weight", {d, q}), d, q);
-        L.w_gate = transpose(src.get(p + "mlp.gate_proj.weight", {ff, d}), ff, d);
-        L.w_up = transpose(src.get(p + "mlp.up_proj.weight", {ff, d}), ff, d);
-        L.w_down = transpose(src.get(p + "mlp.down_proj.weight", {d, ff}), d, ff);
+        L.w_o = pack_matrix(transpose(src.get(p + "self_attn.o_proj.weight", {d, q}), d, q), q, d);
+        L.w_gate = pack_matrix(transpose(src.get(p + "mlp.gate_proj.weight", {ff, d}), ff, d), d, ff);
+        L.w_up = pack_matrix(transpose(src.get(p + "mlp.up_proj.weight", {ff, d}), ff, d), d, ff);
+        L.w_down = pack_matrix(transpose(src.get(p + "mlp.down_proj.weight", {d, ff}), d, ff), ff, d);
         if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
     }
     w.normf_g = src.get("model.norm.weight", {d});

@@ -45,21 +45,34 @@ struct model_config {
     bool tied_lm_head = true;
 };
 
-// Weights are f32, row-major, laid out for y = x * W with x [T][in]: every matrix is [in][out].
+// A weight matrix of y = x * W, W being [in][out], packed once at load the way the forward's GEMM reads it
+// (core/gemm.cpp): column panels of weight_panel floats, each panel's rows contiguous, the last panel
+// zero-padded. pack_matrix / unpack_matrix convert from / to the plain row-major [in][out].
+struct weight_matrix {
+    int in = 0, out = 0;
+    std::vector<float> data; // [ceil(out / weight_panel)][in][weight_panel]
+    bool empty() const { return data.empty(); }
+    size_t size() const { return (size_t)in * out; } // parameters, padding excluded
+};
+extern const int weight_panel; // floats per panel: three SIMD registers' worth (48 with AVX-512)
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out);
+std::vector<float> unpack_matrix(const weight_matrix& w);
+
+// Weights are f32 for y = x * W with x [T][in]: every matrix is [in][out].
 // (GPT-2's Conv1D already stores [in][out]; Linear layers [out][in] are transposed at load.)
 struct layer_weights {
     std::vector<float> norm1_g;  // [d]
     std::vector<float> norm1_b;  // [d] (empty for RMSNorm)
-    std::vector<float> w_qkv;    // [d][(H + 2*KV) * dh]  columns: all q heads, then k heads, then v heads
+    weight_matrix w_qkv;         // [d][(H + 2*KV) * dh]  columns: all q heads, then k heads, then v heads
     std::vector<float> b_qkv;    // [(H + 2*KV) * dh] (empty when no bias)
-    std::vector<float> w_o;      // [H*dh][d]
+    weight_matrix w_o;           // [H*dh][d]
     std::vector<float> b_o;      // [d] (empty when no bias)
     std::vector<float> norm2_g;  // [d]
     std::vector<float> norm2_b;  // [d] (empty for RMSNorm)
-    std::vector<float> w_up;     // [d][ff]  GPT-2 c_fc / Llama up_proj
+    weight_matrix w_up;          // [d][ff]  GPT-2 c_fc / Llama up_proj
     std::vector<float> b_up;     // [ff] (empty when no bias)
-    std::vector<float> w_gate;   // [d][ff]  SwiGLU only (empty for GELU)
-    std::vector<float> w_down;   // [ff][d]  GPT-2 c_proj / Llama down_proj
+    weight_matrix w_gate;        // [d][ff]  SwiGLU only (empty for GELU)
+    weight_matrix w_down;        // [ff][d]  GPT-2 c_proj / Llama down_proj
     std::vector<float> b_down;   // [d] (empty when no bias)
 };
 

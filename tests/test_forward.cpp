@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "forward.h"
+#include "gemm.h"
 #include "reference.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -302,7 +303,7 @@ TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
     tiny_spec s;
     s.seed = 5;
     gb::model m = gb::load_model(write_tiny_gpt2(test_temp_dir("forward_nan"), s).dir);
-    m.weights.layers[1].w_down[3] = std::nanf("");
+    m.weights.layers[1].w_down.data[3] = std::nanf("");
     gb::capture cap;
     gb::run_forward(cap, m, {1, 2, 3});
     EXPECT_EQ(cap.nonfinite_layer, 1);
@@ -323,4 +324,50 @@ TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
     auto one = gb::attention_layers_for_budget(c, 1024, 1, 11);
     EXPECT_EQ(std::count(one.begin(), one.end(), 1), 1);
     EXPECT_EQ(one[11], 1);
+}
+
+// The packed GEMM against naive double loops, on shapes that hit every edge of its blocking: row counts
+// below, at and past the register tile and the row chunk, inner sizes across slices, partial last panels.
+TEST(Gemm, MatchesNaiveProductOnEveryEdge) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> scratch;
+    for (int n : {1, 3, 8, 9, 17, 130})
+        for (int k : {1, 5, 256, 300, 600})
+            for (int m : {1, 7, 48, 49, 100, 200}) {
+                std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m, -7.0f);
+                for (float& v : x) v = u(rng);
+                for (float& v : w) v = u(rng);
+                for (float& v : bias) v = u(rng);
+                gb::weight_matrix wm = gb::pack_matrix(w, k, m);
+                ASSERT_EQ(gb::unpack_matrix(wm), w);
+                gb::gemm(out.data(), x.data(), wm, (n + k + m) % 2 ? bias : std::vector<float>{}, n, scratch);
+                double worst = 0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < m; j++) {
+                        double s = (n + k + m) % 2 ? bias[j] : 0.0;
+                        for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
+                        worst = std::max(worst, std::abs(s - out[(size_t)i * m + j]) / std::sqrt((double)k + 1));
+                    }
+                ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
+            }
+}
+
+TEST(Gemm, LmHeadRowsMatchNaiveProduct) {
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const int d = 37, V = 1000;
+    std::vector<float> emb((size_t)V * d);
+    for (float& v : emb) v = u(rng);
+    for (int n : {1, 2, 4, 5, 20}) {
+        std::vector<float> x((size_t)n * d), out((size_t)n * V);
+        for (float& v : x) v = u(rng);
+        gb::gemm_rows_transposed(out.data(), x.data(), emb.data(), n, d, V);
+        for (int i = 0; i < n; i++)
+            for (int v = 0; v < V; v++) {
+                double s = 0;
+                for (int t = 0; t < d; t++) s += (double)x[(size_t)i * d + t] * emb[(size_t)v * d + t];
+                ASSERT_NEAR(out[(size_t)i * V + v], s, 1e-5) << "n " << n << " v " << v;
+            }
+    }
 }

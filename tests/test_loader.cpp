@@ -68,16 +68,16 @@ void expect_same_weights(const gb::model& m, const tiny_model& tm) {
         const gb::layer_weights& L = w.layers[l];
         EXPECT_EQ(L.norm1_g, T(p + "ln_1.weight"));
         EXPECT_EQ(L.norm1_b, T(p + "ln_1.bias"));
-        EXPECT_EQ(L.w_qkv, T(p + "attn.c_attn.weight"));
+        EXPECT_EQ(gb::unpack_matrix(L.w_qkv), T(p + "attn.c_attn.weight"));
         EXPECT_EQ(L.b_qkv, T(p + "attn.c_attn.bias"));
-        EXPECT_EQ(L.w_o, T(p + "attn.c_proj.weight"));
+        EXPECT_EQ(gb::unpack_matrix(L.w_o), T(p + "attn.c_proj.weight"));
         EXPECT_EQ(L.b_o, T(p + "attn.c_proj.bias"));
         EXPECT_EQ(L.norm2_g, T(p + "ln_2.weight"));
         EXPECT_EQ(L.norm2_b, T(p + "ln_2.bias"));
-        EXPECT_EQ(L.w_up, T(p + "mlp.c_fc.weight"));
+        EXPECT_EQ(gb::unpack_matrix(L.w_up), T(p + "mlp.c_fc.weight"));
         EXPECT_EQ(L.b_up, T(p + "mlp.c_fc.bias"));
         EXPECT_TRUE(L.w_gate.empty());
-        EXPECT_EQ(L.w_down, T(p + "mlp.c_proj.weight"));
+        EXPECT_EQ(gb::unpack_matrix(L.w_down), T(p + "mlp.c_proj.weight"));
         EXPECT_EQ(L.b_down, T(p + "mlp.c_proj.bias"));
     }
     EXPECT_EQ(w.normf_g, T("ln_f.weight"));
@@ -144,13 +144,13 @@ TEST(Loader, RandomModelRoundTripsThroughTheWriter) {
     gb::save_hf_gpt2(dir, a, "F32");
     gb::model b = gb::load_model(dir);
     EXPECT_EQ(b.weights.tok_emb, a.weights.tok_emb);
-    EXPECT_EQ(b.weights.layers[1].w_down, a.weights.layers[1].w_down);
+    EXPECT_EQ(b.weights.layers[1].w_down.data, a.weights.layers[1].w_down.data);
     EXPECT_EQ(b.tok.vocab, a.tok.vocab);
     EXPECT_EQ(b.tok.eos_id, 299);
     EXPECT_EQ(gb::encode(b.tok, "hi!"), (std::vector<int>{'h', 'i', '!'}));
     // same seed, same weights
-    EXPECT_EQ(gb::random_gpt2(c, 5).weights.layers[0].w_qkv, a.weights.layers[0].w_qkv);
-    EXPECT_NE(gb::random_gpt2(c, 6).weights.layers[0].w_qkv, a.weights.layers[0].w_qkv);
+    EXPECT_EQ(gb::random_gpt2(c, 5).weights.layers[0].w_qkv.data, a.weights.layers[0].w_qkv.data);
+    EXPECT_NE(gb::random_gpt2(c, 6).weights.layers[0].w_qkv.data, a.weights.layers[0].w_qkv.data);
 }
 
 TEST(Loader, F16AndBf16ConversionsRoundCorrectly) {
@@ -553,7 +553,7 @@ TEST(Loader, SavedRandomModelsLoadInEveryDtypeAndBadRequestsAreErrors) {
             return r;
         };
         EXPECT_EQ(b.weights.tok_emb, rounded(a.weights.tok_emb));
-        EXPECT_EQ(b.weights.layers[0].w_up, rounded(a.weights.layers[0].w_up));
+        EXPECT_EQ(gb::unpack_matrix(b.weights.layers[0].w_up), rounded(gb::unpack_matrix(a.weights.layers[0].w_up)));
         EXPECT_EQ(b.weights.layers[0].norm1_g, a.weights.layers[0].norm1_g); // 1 and 0 are exact
         EXPECT_EQ(gb::decode(b.tok, gb::encode(b.tok, "caf\xc3\xa9 \xf0\x9f\x98\x80!")), "caf\xc3\xa9 \xf0\x9f\x98\x80!");
     }

@@ -1,0 +1,196 @@
+// Dense products of the forward pass: a packed-panel GEMM with a register-tiled micro-kernel.
+//
+// Why not Eigen for everything: Eigen repacks the weight matrix on every call and its kernel is tuned for
+// large square products; here the weights are the same for every call and the row count is small (the
+// prompt's tokens), so the weights are packed once at load (pack_matrix) and each call only packs the
+// few activation rows. The kernel is written with GCC/Clang vector extensions, so the same source becomes
+// AVX-512, AVX2 or SSE code depending on -march (native by default, x86-64-v2 for a portable build).
+//
+// Loops, outermost first: row chunks of MC rows | column panels (split over threads) | KC-deep slices of
+// the inner dimension | MR-row blocks | the MR x NR micro-kernel over the slice. A panel slice
+// (KC x NR floats) stays in L1/L2 while every row block of the chunk passes over it.
+#include "gemm.h"
+
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cstring>
+#include <omp.h>
+
+#include "error.h"
+
+namespace gb {
+
+// The micro-kernel's register tile: MR rows times NV vectors of VL floats. AVX-512 (32 registers):
+// 8 x 48 = 24 accumulators + 3 panel vectors + 1 broadcast. AVX2 (16 registers): 4 x 24 = 12 + 3 + 1.
+#if defined(__AVX512F__)
+constexpr int VL = 16, MR = 8, NV = 3;
+#elif defined(__AVX__)
+constexpr int VL = 8, MR = 4, NV = 3;
+#else
+constexpr int VL = 4, MR = 4, NV = 2;
+#endif
+constexpr int NR = VL * NV;
+constexpr int KC = 256; // inner-dimension slice: KC x NR floats of the panel (48 KB with AVX-512)
+constexpr int MC = 128; // rows per chunk: the chunk's packed rows (MC x KC floats) stay in L2
+const int weight_panel = NR;
+
+// below this many multiply-adds a product runs on one thread (a barrier costs more than it saves)
+constexpr int64_t parallel_min_work = 1 << 20;
+
+// loads and stores need no alignment, and the type may alias the floats it is loaded from
+typedef float vec __attribute__((vector_size(VL * sizeof(float)), aligned(4), may_alias));
+
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) {
+    if (in <= 0 || out <= 0 || (int64_t)w.size() != in * out || in > (1 << 30) || out > (1 << 30))
+        throw error("internal: pack_matrix of " + std::to_string(w.size()) + " floats as [" + std::to_string(in) +
+                    "][" + std::to_string(out) + "]");
+    weight_matrix m;
+    m.in = (int)in;
+    m.out = (int)out;
+    const int64_t panels = (out + NR - 1) / NR;
+    m.data.assign((size_t)(panels * in * NR), 0.0f);
+    for (int64_t p = 0; p < panels; p++) {
+        const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, out - j0);
+        float* dst = &m.data[(size_t)(p * in * NR)];
+        for (int64_t k = 0; k < in; k++) std::copy_n(&w[(size_t)(k * out + j0)], cols, dst + k * NR);
+    }
+    return m;
+}
+
+std::vector<float> unpack_matrix(const weight_matrix& m) {
+    std::vector<float> w((size_t)m.in * m.out);
+    const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
+    for (int64_t p = 0; p < panels; p++) {
+        const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
+        const float* src = &m.data[(size_t)(p * m.in * NR)];
+        for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, &w[(size_t)(k * m.out + j0)]);
+    }
+    return w;
+}
+
+// c [R][ldc] (cols <= NR valid columns) (+)= a [kc][MR] (R rows used) * b [kc][NR]
+template <int R>
+static void micro_kernel(float* c, int ldc, int cols, const float* a, const float* b, int kc, bool accumulate) {
+    vec acc[R][NV];
+    if (accumulate) {
+        for (int r = 0; r < R; r++) {
+            float row[NR] = {};
+            std::memcpy(row, c + (size_t)r * ldc, sizeof(float) * cols);
+            for (int j = 0; j < NV; j++) std::memcpy(&acc[r][j], row + j * VL, sizeof(vec));
+        }
+    } else {
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = vec{};
+    }
+    for (int k = 0; k < kc; k++) {
+        vec bk[NV];
+        for (int j = 0; j < NV; j++) bk[j] = *(const vec*)(b + (size_t)k * NR + j * VL);
+        for (int r = 0; r < R; r++) {
+            const float ar = a[k * MR + r]; // broadcast by the scalar-vector product
+            for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        if (cols == NR) {
+            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
+        } else {
+            float row[NR];
+            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
+            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
+        }
+    }
+}
+
+using kernel_fn = void (*)(float*, int, int, const float*, const float*, int, bool);
+template <int... R>
+struct kernel_table {
+    static constexpr kernel_fn by_rows[] = {nullptr, micro_kernel<R>...};
+};
+#if defined(__AVX512F__)
+using kernels = kernel_table<1, 2, 3, 4, 5, 6, 7, 8>;
+#else
+using kernels = kernel_table<1, 2, 3, 4>;
+#endif
+static_assert(sizeof(kernels::by_rows) / sizeof(kernel_fn) == MR + 1, "one kernel per row count 1..MR");
+
+void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
+          std::vector<float>& a_scratch) {
+    const int K = w.in, M = w.out;
+    if (n <= 0) return;
+    const int blocks = (n + MR - 1) / MR; // MR-row blocks of x
+    // x packed per KC slice: slice s holds [blocks][kc][MR], rows past n are zero
+    if (a_scratch.size() < (size_t)blocks * MR * K) a_scratch.resize((size_t)blocks * MR * K);
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int kc = std::min(KC, K - k0);
+        float* slice = a_scratch.data() + (size_t)k0 * blocks * MR;
+        for (int ib = 0; ib < blocks; ib++) {
+            float* dst = slice + (size_t)ib * kc * MR;
+            for (int r = 0; r < MR; r++) {
+                const int row = ib * MR + r;
+                if (row < n) {
+                    const float* src = x + (size_t)row * K + k0;
+                    for (int k = 0; k < kc; k++) dst[k * MR + r] = src[k];
+                } else {
+                    for (int k = 0; k < kc; k++) dst[k * MR + r] = 0.0f;
+                }
+            }
+        }
+    }
+    const int panels = (M + NR - 1) / NR;
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
+    for (int ib0 = 0; ib0 < blocks; ib0 += MC / MR) {
+        const int ib1 = std::min(blocks, ib0 + MC / MR);
+#pragma omp parallel for schedule(static) if (threaded)
+        for (int p = 0; p < panels; p++) {
+            const int j0 = p * NR, cols = std::min(NR, M - j0);
+            for (int k0 = 0; k0 < K; k0 += KC) {
+                const int kc = std::min(KC, K - k0);
+                const float* b = w.data.data() + ((size_t)p * K + k0) * NR;
+                const float* slice = a_scratch.data() + (size_t)k0 * blocks * MR;
+                for (int ib = ib0; ib < ib1; ib++) {
+                    const int rows = std::min(MR, n - ib * MR);
+                    kernels::by_rows[rows](out + (size_t)ib * MR * M + j0, M, cols, slice + (size_t)ib * kc * MR, b,
+                                           kc, k0 > 0);
+                }
+            }
+            if (!bias.empty())
+                for (int r = ib0 * MR; r < std::min(n, ib1 * MR); r++) {
+                    float* o = out + (size_t)r * M + j0;
+                    for (int j = 0; j < cols; j++) o[j] += bias[j0 + j];
+                }
+        }
+    }
+}
+
+void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, int d, int V) {
+    const bool threaded = (int64_t)n * d * V > parallel_min_work;
+    if (n > 4) { // many positions (--all-logits): a real product, where Eigen's blocking pays off
+        using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<const mat> X(x, n, d);
+        const int nt = threaded ? omp_get_max_threads() : 1;
+        const int parts = std::max(1, std::min(nt * 8, V / 256));
+#pragma omp parallel for schedule(dynamic, 1) if (parts > 1)
+        for (int pi = 0; pi < parts; pi++) {
+            const int v0 = (int)((int64_t)V * pi / parts), v1 = (int)((int64_t)V * (pi + 1) / parts);
+            Eigen::Map<const mat> E(emb + (size_t)v0 * d, v1 - v0, d);
+            Eigen::Map<mat, 0, Eigen::OuterStride<>> O(out + v0, n, v1 - v0, Eigen::OuterStride<>(V));
+            O.noalias() = X * E.transpose();
+        }
+        return;
+    }
+    // one pass over the embedding rows, each dotted with the n (<= 4) positions while it is in L1
+#pragma omp parallel for schedule(static) if (threaded)
+    for (int v = 0; v < V; v++) {
+        const float* e = emb + (size_t)v * d;
+        for (int r = 0; r < n; r++) {
+            const float* xr = x + (size_t)r * d;
+            float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+            for (int i = 0; i < d; i++) s += xr[i] * e[i];
+            out[(size_t)r * V + v] = s;
+        }
+    }
+}
+
+} // namespace gb
