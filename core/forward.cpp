@@ -143,11 +143,14 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
             std::copy(xt, xt + d, ot);
             continue;
         }
+        // double accumulators, vectorised (the simd reductions allow reordering the sums)
         double mean = 0, var = 0;
         if (kind == NORM_LAYERNORM) {
+#pragma omp simd reduction(+ : mean)
             for (int i = 0; i < d; i++) mean += xt[i];
             mean /= d;
         }
+#pragma omp simd reduction(+ : var)
         for (int i = 0; i < d; i++) var += (xt[i] - mean) * (xt[i] - mean);
         var /= d;
         // rsqrt of the (centred) second moment; eps inside the root as both HF implementations do
@@ -164,16 +167,28 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
 
 // GELU, tanh form (GPT-2's "gelu_new"), in place on [n]
 static void gelu_forward(float* x, size_t n) {
-    Eigen::Map<Eigen::ArrayXf> a(x, (Eigen::Index)n);
     const float c = 0.7978845608028654f; // sqrt(2/pi)
-    a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+    const int64_t chunk = 4096;         // Eigen's vectorised tanh on each chunk, chunks across threads
+    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
+    for (int64_t ci = 0; ci < chunks; ci++) {
+        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
+        Eigen::Map<Eigen::ArrayXf> a(x + i0, (Eigen::Index)len);
+        a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+    }
 }
 
 // SwiGLU: up [n] <- silu(gate) * up
 static void swiglu_forward(float* up, const float* gate, size_t n) {
-    Eigen::Map<Eigen::ArrayXf> u(up, (Eigen::Index)n);
-    Eigen::Map<const Eigen::ArrayXf> g(gate, (Eigen::Index)n);
-    u = u * g / (1.0f + (-g).exp());
+    const int64_t chunk = 4096;
+    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
+    for (int64_t ci = 0; ci < chunks; ci++) {
+        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
+        Eigen::Map<Eigen::ArrayXf> u(up + i0, (Eigen::Index)len);
+        Eigen::Map<const Eigen::ArrayXf> g(gate + i0, (Eigen::Index)len);
+        u = u * g / (1.0f + (-g).exp());
+    }
 }
 
 // Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from col 0).
@@ -198,16 +213,20 @@ static void rope_forward(float* x, int stride, int n, int n_heads, int d_head, i
     }
 }
 
-static float row_l2(const float* x, int d) {
+// Sum of squares of a row in double: its root is the row's L2 norm, and it is finite exactly when every
+// element is (a float squared cannot overflow a double), so one pass serves both.
+static double row_sumsq(const float* x, int d) {
     double s = 0;
+#pragma omp simd reduction(+ : s)
     for (int i = 0; i < d; i++) s += (double)x[i] * x[i];
-    return (float)std::sqrt(s);
+    return s;
 }
 
 static bool all_finite(const float* x, size_t n) {
-    float acc = 0;
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; // NaN/Inf poison the sum, finite values leave 0
-    return acc == 0.0f;
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * 0.0; // NaN/Inf poison the sum, finite values leave 0
+    return s == 0.0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,8 +350,13 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
     // residual point p: record norms and the first non-finite value
     auto observe = [&](int point, int layer, const char* where) {
         if (!cap) return;
-        for (int t = 0; t < n; t++) cap->resid_norm[(size_t)point * n + t] = row_l2(x + (size_t)t * d, d);
-        if (cap->nonfinite_layer < 0 && !all_finite(x, (size_t)n * d)) {
+        bool finite = true;
+        for (int t = 0; t < n; t++) {
+            double ss = row_sumsq(x + (size_t)t * d, d);
+            finite = finite && std::isfinite(ss);
+            cap->resid_norm[(size_t)point * n + t] = (float)std::sqrt(ss);
+        }
+        if (cap->nonfinite_layer < 0 && !finite) {
             cap->nonfinite_layer = std::max(layer, 0);
             cap->nonfinite_where = layer < 0 ? std::string(where) : "L" + std::to_string(layer) + " " + where;
         }
