@@ -8,7 +8,8 @@
 namespace gb {
 
 struct gl_info {
-    bool ok = false;
+    bool ok = false;       // context current and shaders compiled: attention_gl can run
+    bool context = false;  // an OpenGL 4.3+ context exists (ok == false with context == true: the shaders failed)
     std::string renderer, version, error;
 };
 
@@ -18,8 +19,14 @@ gl_info gl_init_headless();
 // Compiles the shaders in the context already current on this thread (e.g. a GLFW window's).
 gl_info gl_init_current();
 // GPU attention for one layer in the calling thread's context; same semantics as attention_cpu.
-// Throws gb::error on GL failure. Buffers are reused across calls and grow on demand.
+// d_head up to 256. Throws gb::error on GL failure or when a buffer exceeds GL_MAX_SHADER_STORAGE_BLOCK_SIZE
+// (the probabilities are split into several dispatches by heads when all heads at once would).
+// Buffers are reused across calls and grow on demand.
 void attention_gl(const attention_args& a);
+// Compiles and links a compute shader from source in the current context; returns the GL program (delete it
+// with glDeleteProgram). `defines` go right after the #version line. Throws gb::error naming the shader and
+// carrying the GL info log when it does not compile or link.
+unsigned gl_compile_compute(const std::string& name, const std::string& source, const std::string& defines = "");
 // Milliseconds the GPU spent in the last attention_gl dispatch (GL timer query), or -1 if unavailable.
 double gl_last_dispatch_ms();
 // Releases buffers, programs and the headless context made on this thread.
