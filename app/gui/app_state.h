@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,26 @@ struct run_result {
     std::vector<float> head_entropy;        // [L][H] mean row entropy in nats
     std::vector<float> head_prev;           // [L][H] mean attention to the previous token
     std::vector<float> head_first;          // [L][H] mean attention to the first token
+    std::vector<float> base_resid_norm;     // [2L+1][T] residual norms without ablation (empty when none)
     std::string notice;                     // e.g. truncation
+};
+
+enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
+
+// Colour-mapped pixels of one result's heatmaps, made on the worker thread so that the UI thread only
+// uploads them (colouring L*H*T*T cells on the UI thread would cost a visible frame hitch).
+struct heat_pixels {
+    uint64_t request_id = 0;          // the run_result they were made from
+    scale_mode scale = SCALE_LINEAR;
+    int n_layer = 0, n_head = 0, n_tokens = 0;
+    std::vector<int> layer_slot;      // [L] index into heads' first axis, -1 when the layer was not kept
+    std::vector<uint8_t> heads;       // [L_kept][H][T][T][4] RGBA, masked (future) cells grey
+    std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm
+    float resid_min = 0, resid_max = 0;
+    const uint8_t* head(int layer, int h) const {
+        if (layer < 0 || layer >= n_layer || layer_slot[layer] < 0) return nullptr;
+        return &heads[((size_t)layer_slot[layer] * n_head + h) * n_tokens * n_tokens * 4];
+    }
 };
 
 struct generation_result {
@@ -38,7 +58,15 @@ struct generation_result {
     bool hit_eos = false;
 };
 
-enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
+// Settings that name a model's layers and heads (from the command line or a session): held until the
+// model they are meant for has loaded, then checked against it (apply_settings).
+struct pending_settings {
+    std::string source;          // "the command line", "session FILE": named in the message when they do not fit
+    bool has_ablation = false;
+    gb::ablation ablation;
+    int sel_layer = -1, sel_head = -1; // -1: not given
+    int sel_token = -1;                // -1: not given
+};
 
 struct app_state {
     // ---- inputs (owned by the UI thread) ----
@@ -59,11 +87,19 @@ struct app_state {
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // attention capture budget (beyond it, layers around the selected one)
 
+    std::optional<pending_settings> pending; // applied when the next model has loaded
+    bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
+    std::string config_dir;                  // where recent.txt lives; empty = do not persist (tests, headless)
+
     // ---- outputs (published by the worker, read by panels) ----
     std::shared_ptr<const gb::model> model;        // current model (previous stays on failed loads)
-    std::shared_ptr<const run_result> result;      // newest complete result
+    std::shared_ptr<const run_result> result;      // newest result whose textures are on screen
+    std::shared_ptr<const heat_pixels> pixels;     // the pixels the textures show (result's, at some scale)
+    std::shared_ptr<const run_result> next_result; // arrived, waiting for its textures to be uploaded
+    std::shared_ptr<const heat_pixels> next_pixels;
     std::shared_ptr<const generation_result> generated;
     std::string error;                             // one line, shown in the window; cleared on success
+    std::string warning;                           // settings that did not fit the model; until the next load
     std::string status;                            // transient info (saved files, ...)
     bool busy = false;                             // a forward is running
     bool loading = false;
@@ -74,7 +110,20 @@ struct app_state {
     std::string gl_status;                         // renderer string, or why GL fell back to the CPU
 };
 
-// Text of a token with whitespace made visible: · for space, ↵ for newline, → for tab.
+// Text of a token with whitespace made visible: · for space, ↵ for newline, → for tab; characters the font
+// atlas cannot hold (above U+FFFF, e.g. emoji) as "<U+1F642>".
 std::string visible_token(const std::string& s);
+// s with characters above U+FFFF written as "<U+1F642>" (ImGui 1.86's 16-bit glyph atlas cannot hold them).
+std::string display_text(const std::string& s);
+
+// Applies settings meant for s.model: the ablation is checked with gb::check_ablation and the selected head
+// against L and H; what does not fit is left at its default and explained in s.warning.
+void apply_settings(app_state& s, const pending_settings& p);
+// A model has just loaded: applies s.pending (if any), else keeps only the ablations and selection that fit.
+void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path);
+
+// Recent models, one path a line, in config_dir/recent.txt (nothing is read or written when config_dir is empty).
+std::vector<std::string> read_recent(const std::string& config_dir);
+void write_recent(const std::string& config_dir, const std::vector<std::string>& paths);
 
 } // namespace gbui

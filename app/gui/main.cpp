@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -149,6 +151,18 @@ static bool need_glyphs(font_state& fs, const std::string& text) {
     return added;
 }
 
+// Everything the window may show as text: the prompt, its tokens, the top-k tokens and the continuation.
+static std::string glyph_text(const app_state& s) {
+    std::string text = s.prompt;
+    if (s.result) {
+        for (const std::string& p : s.result->cap.pieces) text += p;
+        for (const auto* list : {&s.result->top, &s.result->base_top})
+            for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
+    }
+    if (s.generated) text += s.generated->text;
+    return text;
+}
+
 static void find_cjk_font(font_state& fs) {
     for (const char* p : {"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
                           "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
@@ -170,18 +184,49 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
     ImGuiWindowFlags f = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
                          ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus |
                          ImGuiWindowFlags_NoSavedSettings;
-    if (ImGui::Begin(id, nullptr, f)) draw(s, ui);
+    if (ImGui::Begin(id, nullptr, f)) {
+        float y0 = ImGui::GetCursorPosY();
+        draw(s, ui);
+        ui.content_h[id] = ImGui::GetCursorPosY() - y0; // what the panel would need (layout, next frame)
+    }
     ImGui::End();
 }
 
+// The left column when Ablations and Model do not both fit (short windows): one panel with two tabs.
+static void left_tabs(app_state& s, ui_context& ui) {
+    if (ImGui::BeginTabBar("##left")) {
+        for (auto [name, draw] : {std::pair{"Ablations", panel_ablations}, std::pair{"Model", panel_model}})
+            if (ImGui::BeginTabItem(name)) {
+                float y0 = ImGui::GetCursorPosY();
+                draw(s, ui);
+                ui.content_h[name] = ImGui::GetCursorPosY() - y0;
+                ImGui::EndTabItem();
+            }
+        ImGui::EndTabBar();
+    }
+}
+
 static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
-    const float g = 4, prompt_h = 150, status_h = 26;
+    // the prompt panel grows with its text and token chips (up to 26% of the window; then they scroll)
+    const float g = 4, status_h = 26;
+    const float prompt_h = std::max(118.0f, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : 150.0f, H * 0.26f));
     float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
     float left_w = W * 0.24f, right_w = W * 0.31f, mid_w = W - left_w - right_w - 4 * g;
     float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
-    panel_window("Ablations", ImVec2(g, body_y), ImVec2(left_w, body_h * 0.56f - g), panel_ablations, s, ui);
-    panel_window("Model", ImVec2(g, body_y + body_h * 0.56f), ImVec2(left_w, body_h * 0.44f), panel_model, s, ui);
+    // left column: Ablations over Model, each as tall as its content, when both fit; else tabs (with some
+    // hysteresis so that a scrollbar's width cannot make it flip every frame)
+    const float pad = 2 * ImGui::GetStyle().WindowPadding.y + 4;
+    float abl_h = ui.content_h["Ablations"] + pad, model_h = ui.content_h["Model"] + pad;
+    if (abl_h + model_h + g > body_h) ui.left_tabs = true;
+    else if (abl_h + model_h + g < body_h - 40) ui.left_tabs = false;
+    if (ui.left_tabs) {
+        panel_window("Left", ImVec2(g, body_y), ImVec2(left_w, body_h), left_tabs, s, ui);
+    } else {
+        model_h = std::min(model_h > pad ? model_h : body_h * 0.44f, body_h * 0.6f);
+        panel_window("Ablations", ImVec2(g, body_y), ImVec2(left_w, body_h - model_h - g), panel_ablations, s, ui);
+        panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui);
+    }
     panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, body_h * 0.42f - g), panel_overview, s, ui);
     panel_window("Head", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), panel_head, s, ui);
     panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h * 0.52f - g), panel_output, s, ui);
@@ -191,6 +236,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     ImGui::SetNextWindowSize(ImVec2(W - 2 * g, status_h - g));
     ImGui::Begin("Status", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove);
     if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
+    else if (!s.warning.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.warning.c_str());
     else if (s.loading) ImGui::Text("loading model... %.0f%%", s.load_progress * 100);
     else if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
     else if (s.result && !s.result->notice.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
@@ -201,15 +247,18 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scripted input for tests: click LABEL | type TEXT | key NAME | wait | print | screenshot FILE
+// Scripted input for tests: click LABEL | rclick LABEL | type TEXT | key NAME | wait | print | measure N |
+// screenshot FILE | open PATH | session FILE | scale linear|log|rowmax
 // ---------------------------------------------------------------------------------------------
 static double g_ui_ms = 0; // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster
+static double g_upload_ms = 0; // time of the last frame's texture uploads (0 when none)
 
 struct script_runner {
     std::vector<std::string> lines;
     size_t next = 0;
-    clock_type::time_point measure_start;
-    double ui_ms_sum = 0;
+    clock_type::time_point measure_start, last_frame;
+    double ui_ms_sum = 0, max_ms = 0; // max_ms: longest frame (e.g. one that uploads a new result)
+    double max_upload_ms = 0;         // longest texture upload in one frame
     int phase = 0;      // multi-frame actions (click: move, press, release)
     int wait_frames = 0;
     bool done() const { return next >= lines.size(); }
@@ -233,8 +282,20 @@ static void print_state(const app_state& s) {
         j["tokens"] = toks;
         j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
         j["ablation"] = s.result->ablation.describe();
+        j["notice"] = s.result->notice;
+        j["kl"] = s.result->kl;
+        j["model"] = s.result->model->path;
     }
+    static const char* scales[] = {"linear", "log", "rowmax"};
+    j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
+    j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
+    j["selected_token"] = s.sel_token;
+    j["prompt"] = s.prompt;
+    j["generated"] = s.generated ? s.generated->text : "";
     j["error"] = s.error;
+    j["warning"] = s.warning;
+    j["status"] = s.status;
+    j["recent"] = s.recent_models;
     j["gl"] = s.gl_status;
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
@@ -257,17 +318,35 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     }
     if (cmd == "measure") { // render N frames, print the mean frame time (CPU side, incl. swap)
         int n = std::max(1, std::atoi(arg.c_str()));
-        if (sc.phase == 0) sc.measure_start = clock_type::now(), sc.ui_ms_sum = 0;
-        else sc.ui_ms_sum += g_ui_ms;
+        auto now = clock_type::now();
+        if (sc.phase == 0) sc.measure_start = now, sc.ui_ms_sum = 0, sc.max_ms = 0, sc.max_upload_ms = 0;
+        else sc.ui_ms_sum += g_ui_ms, sc.max_ms = std::max(sc.max_ms, std::chrono::duration<double, std::milli>(now - sc.last_frame).count()),
+             sc.max_upload_ms = std::max(sc.max_upload_ms, g_upload_ms);
+        sc.last_frame = now;
         if (++sc.phase <= n) return false;
-        double ms = std::chrono::duration<double, std::milli>(clock_type::now() - sc.measure_start).count() / n;
-        std::printf("{\"frame_ms\": %.3f, \"ui_build_ms\": %.3f, \"frames\": %d}\n", ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), n);
+        double ms = std::chrono::duration<double, std::milli>(now - sc.measure_start).count() / n;
+        std::printf("{\"frame_ms\": %.3f, \"max_frame_ms\": %.3f, \"max_upload_ms\": %.3f, \"ui_build_ms\": %.3f, \"frames\": %d}\n",
+                    ms, sc.max_ms, sc.max_upload_ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), n);
         std::fflush(stdout);
         sc.phase = 0;
         return true;
     }
     if (cmd == "type") {
         io.AddInputCharactersUTF8(arg.c_str());
+        return true;
+    }
+    if (cmd == "open") { // as the Model panel's Open button
+        s.model_path_input = arg;
+        ui.work->load(arg);
+        return true;
+    }
+    if (cmd == "session") { // as the Model panel's session Load button
+        open_session(s, *ui.work, arg);
+        s.status = "loaded session " + arg;
+        return true;
+    }
+    if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
+        s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
         return true;
     }
     if (cmd == "key") { // one frame down, one frame up
@@ -303,6 +382,26 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
 // ---------------------------------------------------------------------------------------------
 static void glfw_error(int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); }
 
+// Where recent.txt lives: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else ~/.config/glassbox.
+// Headless runs (screenshots, scripts, tests) remember nothing unless GLASSBOX_CONFIG_DIR names a folder.
+static std::string config_dir(bool headless) {
+    if (const char* d = std::getenv("GLASSBOX_CONFIG_DIR")) return d;
+    if (headless) return "";
+    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/glassbox";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/glassbox";
+    return "";
+}
+
+// glassbox-20250101-120000.png in the working folder, never overwriting an earlier one.
+static std::string timestamped_png() {
+    std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    std::string base = std::string("glassbox-") + stamp, path = base + ".png";
+    for (int i = 2; std::ifstream(path).good(); i++) path = base + "-" + std::to_string(i) + ".png";
+    return path;
+}
+
 static std::vector<std::string> g_dropped; // filled by GLFW's drop callback, consumed by the frame loop
 static void on_drop(GLFWwindow*, int n, const char** paths) {
     for (int i = 0; i < n; i++) g_dropped.push_back(paths[i]);
@@ -335,24 +434,36 @@ int main(int argc, char** argv) {
             s.error = e.what();
         }
     }
+    // settings naming layers and heads wait for the model they are meant for (adopt_model applies them)
+    pending_settings startup;
     try {
         if (!opt.session.empty()) {
-            load_session(s, opt.session);
-            if (opt.model.empty() && !s.model_path_input.empty()) model_path = s.model_path_input;
+            session_file f = read_session(opt.session);
+            s.prompt = f.prompt;
+            s.bos = f.bos;
+            startup = f.settings;
+            if (opt.model.empty() && !f.model.empty()) model_path = f.model;
         }
         if (opt.prompt_given) s.prompt = opt.prompt;
         if (opt.bos) s.bos = true;
         if (opt.gl) s.use_gl = true;
         s.budget_mb = (size_t)opt.budget_mb;
-        if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty())
-            s.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
-        if (opt.sel_layer >= 0) s.sel_layer = opt.sel_layer, s.sel_head = opt.sel_head;
-        if (opt.sel_token >= 0) s.sel_token = opt.sel_token;
+        bool from_cli = false;
+        if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty()) {
+            startup.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
+            startup.has_ablation = from_cli = true;
+        }
+        if (opt.sel_layer >= 0) startup.sel_layer = opt.sel_layer, startup.sel_head = opt.sel_head, from_cli = true;
+        if (opt.sel_token >= 0) startup.sel_token = opt.sel_token, from_cli = true;
+        if (from_cli) startup.source = startup.source.empty() ? "command line" : startup.source + " + command line";
+        if (startup.has_ablation || startup.sel_layer >= 0 || startup.sel_token >= 0) s.pending = startup;
     } catch (const gb::error& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 2;
     }
     const bool headless_job = !opt.screenshot.empty() || !opt.script.empty();
+    s.config_dir = config_dir(headless_job);
+    s.recent_models = read_recent(s.config_dir);
 
     glfwSetErrorCallback(glfw_error);
     if (!glfwInit()) {
@@ -398,13 +509,35 @@ int main(int argc, char** argv) {
         std::string pending;       // inputs seen last frame
         auto changed_at = clock_type::now();
         const gb::model* picked_for = nullptr; // model for which a default head was chosen
-        bool user_selected = opt.sel_layer >= 0;
+        std::pair<uint64_t, int> colour_asked{0, -1}; // (result, scale) last sent to be re-coloured
+        std::string glyphs_for;                          // inputs the font atlas was last checked for
         auto started = clock_type::now();
         int settled_frames = 0;
 
         while (!glfwWindowShouldClose(win)) {
             glfwPollEvents();
             work.poll(s);
+            // a new result (or a re-colouring) replaces the shown one once its textures are all uploaded:
+            // the screen always shows one complete result (large ones take a few frames, ~6 ms of uploads each)
+            auto upload_start = clock_type::now();
+            bool uploaded = s.next_pixels && upload_heatmaps(ui.hm, s.next_pixels, 6.0);
+            if (s.next_pixels) g_upload_ms = std::chrono::duration<double, std::milli>(clock_type::now() - upload_start).count();
+            else g_upload_ms = 0;
+            if (uploaded) {
+                s.pixels = s.next_pixels;
+                if (s.next_result && s.next_result->request_id == s.pixels->request_id) {
+                    s.result = s.next_result;
+                    s.result_version++;
+                }
+                s.next_result.reset();
+                s.next_pixels.reset();
+            }
+            // the scale changed: the worker re-colours the shown result (newest request wins)
+            if (s.result && s.pixels && !s.next_result && s.pixels->scale != s.scale &&
+                colour_asked != std::make_pair(s.result->request_id, (int)s.scale)) {
+                work.colour(colour_request{s.result, s.scale});
+                colour_asked = {s.result->request_id, (int)s.scale};
+            }
             for (const std::string& p : g_dropped) {
                 s.model_path_input = p;
                 work.load(p);
@@ -425,7 +558,8 @@ int main(int argc, char** argv) {
                 if (key != requested && quiet) {
                     try {
                         gb::check_ablation(s.ablation, s.model->config);
-                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl, s.sel_layer, s.budget_mb << 20});
+                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl, s.sel_layer,
+                                             s.budget_mb << 20, s.scale});
                     } catch (const gb::error& e) {
                         s.error = e.what();
                     }
@@ -435,20 +569,19 @@ int main(int argc, char** argv) {
             // a sensible first head to show: the strongest previous-token head outside layer 0
             if (s.result && s.result->model.get() != picked_for) {
                 picked_for = s.result->model.get();
-                if (!user_selected) {
+                if (!s.selection_pinned) { // a head asked for (command line, session) is kept
                     const auto& pr = s.result->head_prev;
                     int H = s.result->cap.n_head, best = 0;
                     for (int k = 0; k < (int)pr.size(); k++)
                         if ((k / H > 0 || pr.size() == (size_t)H) && pr[k] > pr[best]) best = k;
                     s.sel_layer = best / H, s.sel_head = best % H;
                 }
-                user_selected = false;
+                s.selection_pinned = false;
             }
-            // glyphs the prompt or the tokens need (rebuilt between frames)
-            std::string text = s.prompt;
-            if (s.result)
-                for (const std::string& p : s.result->cap.pieces) text += p;
-            if (need_glyphs(fonts, text)) {
+            // glyphs the shown text needs: prompt, tokens, top-k tokens, continuation (rebuilt between frames)
+            std::string glyph_key = std::to_string(s.result_version) + "|" +
+                                    std::to_string((uintptr_t)s.generated.get()) + "|" + s.prompt;
+            if (glyph_key != glyphs_for && need_glyphs(fonts, glyph_text(s))) {
                 build_fonts(fonts);
                 ImGui_ImplOpenGL3_DestroyFontsTexture();
                 ImGui_ImplOpenGL3_CreateFontsTexture();
@@ -457,13 +590,14 @@ int main(int argc, char** argv) {
                 for (ImWchar c : fonts.extra)
                     if (!f->FindGlyphNoFallback(c)) fonts.missing.insert(c);
             }
+            glyphs_for = glyph_key;
 
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();
             int fb_w, fb_h;
             glfwGetFramebufferSize(win, &fb_w, &fb_h);
             bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == requested &&
-                           ui.hm.version == s.result_version;
+                           !s.next_pixels && s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels;
             if (!script.done()) {
                 try {
                     if (script_step(script, s, ui, settled, fb_w, fb_h)) script.next++;
@@ -486,7 +620,7 @@ int main(int argc, char** argv) {
                     s.error = e.what();
                 }
             }
-            if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = "glassbox.png";
+            if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
             if (!io.WantTextInput && s.result) {
                 const int L = s.result->cap.n_layer, H = s.result->cap.n_head;
                 if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
@@ -495,7 +629,6 @@ int main(int argc, char** argv) {
                 if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) s.sel_layer = (s.sel_layer + 1) % L;
             }
 
-            update_heatmaps(ui.hm, s);
             draw_layout(s, ui, io.DisplaySize.x, io.DisplaySize.y);
             ImGui::Render();
             g_ui_ms = std::chrono::duration<double, std::milli>(clock_type::now() - ui_start).count();
@@ -518,6 +651,7 @@ int main(int argc, char** argv) {
                 settled_frames = settled ? settled_frames + 1 : 0;
                 bool failed = !s.error.empty() && !s.busy && !s.loading && work.idle();
                 if (settled_frames >= 3) {
+                    if (!s.warning.empty()) std::fprintf(stderr, "warning: %s\n", s.warning.c_str());
                     try {
                         write_png(opt.screenshot, fb_w, fb_h);
                         std::printf("wrote %s (%dx%d)\n", opt.screenshot.c_str(), fb_w, fb_h);

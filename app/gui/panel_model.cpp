@@ -17,25 +17,25 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::TextWrapped("%s", m.path.c_str());
         ImGui::Text("%s: %s, %s MLP, %s positions", c.model_type.c_str(), a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm",
                     a.mlp == gb::MLP_GELU ? "GELU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
-        ImGui::Text("L %d   H %d   d_model %d   d_ff %d", c.n_layer, c.n_head, c.d_model, c.d_ff);
-        ImGui::Text("vocab %d   context %d", c.vocab_size, c.n_ctx);
+        ImGui::TextWrapped("L %d   H %d   d_model %d   d_ff %d   vocab %d   context %d", c.n_layer, c.n_head, c.d_model, c.d_ff,
+                           c.vocab_size, c.n_ctx);
         gb::param_counts p = gb::count_params(m);
         double V = c.vocab_size, d = c.d_model, L = c.n_layer;
         double textbook = V * d + 12 * L * d * d;
-        if (ImGui::BeginTable("##params", 2, ImGuiTableFlags_SizingFixedFit)) {
-            auto row = [](const char* k, double v) {
-                ImGui::TableNextRow();
+        // parameters by component, two per row, in millions (the textbook count sits beside the real total)
+        if (ImGui::BeginTable("##params", 4, ImGuiTableFlags_SizingFixedFit)) {
+            auto cell = [](const char* k, double v) {
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(k);
                 ImGui::TableNextColumn();
-                ImGui::Text("%12.0f", v);
+                ImGui::Text(v < 1e5 ? "%7.0f" : "%7.2f M", v < 1e5 ? v : v / 1e6);
             };
-            row("embeddings", (double)p.embeddings);
-            row("attention", (double)p.attention);
-            row("MLP", (double)p.mlp);
-            row("norms", (double)p.norms);
-            row("total", (double)p.total());
-            row("V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook);
+            cell("embeddings", (double)p.embeddings);
+            cell("attention", (double)p.attention);
+            cell("MLP", (double)p.mlp);
+            cell("norms", (double)p.norms);
+            cell("total", (double)p.total());
+            cell("V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook);
             ImGui::EndTable();
         }
         ImGui::PushTextWrapPos(0.0f);
@@ -72,19 +72,25 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::SetKeyboardFocusHere();
         s.want_focus_model_path = false;
     }
-    ImGui::SetNextItemWidth(-60);
+    // one row: path, Open, and the recent models (remembered between runs) behind a small arrow
+    const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::GetFrameHeight() + 4 * ImGui::GetStyle().ItemSpacing.x + 8;
+    ImGui::SetNextItemWidth(-buttons_w);
     bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
                                           ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::SameLine();
     if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) ui.work->load(s.model_path_input);
-    if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
-    for (const std::string& r : s.recent_models) {
-        if (ImGui::Selectable(r.c_str(), s.model && s.model->path == r)) {
-            s.model_path_input = r;
-            ui.work->load(r);
-        }
+    ImGui::SameLine();
+    if (ImGui::BeginCombo("##recent", nullptr, ImGuiComboFlags_NoPreview | ImGuiComboFlags_PopupAlignLeft)) {
+        if (s.recent_models.empty()) ImGui::TextDisabled("no recent models");
+        for (const std::string& r : s.recent_models)
+            if (ImGui::Selectable(r.c_str(), s.model && s.model->path == r)) {
+                s.model_path_input = r;
+                ui.work->load(r);
+            }
+        ImGui::EndCombo();
     }
-    ImGui::Separator();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("recent models");
+    if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
     ImGui::SetNextItemWidth(-110);
     ImGui::InputText("##session", &s.session_path);
     ImGui::SameLine();
@@ -99,9 +105,7 @@ void panel_model(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     if (ImGui::SmallButton("Load")) {
         try {
-            std::string prev = s.model ? s.model->path : "";
-            load_session(s, s.session_path);
-            if (!s.model_path_input.empty() && s.model_path_input != prev) ui.work->load(s.model_path_input);
+            open_session(s, *ui.work, s.session_path); // ablations wait for (and are checked against) its model
             s.status = "loaded session " + s.session_path;
         } catch (const std::exception& e) {
             s.error = e.what();
@@ -120,7 +124,7 @@ void panel_model(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E export PNG");
+    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG");
 }
 
 } // namespace gbui

@@ -32,9 +32,13 @@ void panel_output(app_state& s, ui_context& ui) {
     ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
     ui.widgets["top1 " + top1] = ImVec4(0, 0, 0, 0);
     if (ablated) {
-        ImGui::SameLine();
         std::string b1 = r.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.base_top[0].id));
-        ImGui::TextDisabled("(baseline \u2018%s\u2019)   KL(baseline \u2016 current) = %.3f nats", b1.c_str(), r.kl);
+        char line[256];
+        snprintf(line, sizeof line, "(baseline \u2018%s\u2019)", b1.c_str());
+        ImGui::SameLine();
+        if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+        ImGui::TextDisabled("%s", line);
+        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.kl);
     }
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
@@ -43,6 +47,11 @@ void panel_output(app_state& s, ui_context& ui) {
         if (std::find(ids.begin(), ids.end(), t.id) == ids.end()) ids.push_back(t.id);
     std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return r.probs[a] > r.probs[b]; });
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
+    // as many rows as leave the continuation's controls in view (at least 5)
+    const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+    const float below = (s.generated ? 9 : 5) * ImGui::GetFrameHeightWithSpacing() + 8; // + the continuation's text
+    int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
+    if ((int)ids.size() > std::max(5, fit)) ids.resize(std::max(5, fit));
     float avail = ImGui::GetContentRegionAvail().x;
     float bw = std::max(60.0f, (avail - 200) / (ablated ? 2.0f : 1.0f) - 10);
     int cols = ablated ? 4 : 2;
@@ -74,13 +83,18 @@ void panel_output(app_state& s, ui_context& ui) {
 
     ImGui::Spacing();
     panel_title("Continuation", "generated with the current ablations");
+    // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
+    const ImGuiStyle& st = ImGui::GetStyle();
+    auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
+    const bool one_row = field_w("tokens", 90) + field_w("temperature", 90) + field_w("top-k", 60) + field_w("seed", 70) <=
+                         ImGui::GetContentRegionAvail().x;
     ImGui::SetNextItemWidth(90);
     ImGui::SliderInt("tokens", &s.gen_tokens, 1, 200);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(90);
     ImGui::SliderFloat("temperature", &s.gen.temperature, 0.0f, 2.0f, s.gen.temperature == 0 ? "greedy" : "%.2f");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(70);
+    if (one_row) ImGui::SameLine();
+    ImGui::SetNextItemWidth(60);
     ImGui::InputInt("top-k", &s.gen.top_k, 0);
     s.gen.top_k = std::max(0, s.gen.top_k);
     ImGui::SameLine();
@@ -95,15 +109,25 @@ void panel_output(app_state& s, ui_context& ui) {
     if (s.generated) {
         ImGui::SameLine();
         if (ImGui::Button("Append to prompt")) {
-            s.prompt = s.generated->prompt + s.generated->text;
+            s.prompt += s.generated->text; // to the prompt as it is now: edits made since generating stay
             s.generated.reset();
         }
+        remember_item(ui, "Append to prompt");
     }
     if (s.generated) {
+        // the prompt's last words (one line, dimmed) lead into the continuation (wrapped, highlighted)
+        std::string tail = display_text(s.generated->prompt);
+        const float room = ImGui::GetContentRegionAvail().x;
+        if (ImGui::CalcTextSize(tail.c_str()).x > room) {
+            size_t cut = tail.size();
+            while (cut > 0 && ImGui::CalcTextSize(tail.c_str() + cut).x < room * 0.9f) {
+                do cut--; while (cut > 0 && ((unsigned char)tail[cut] & 0xC0) == 0x80); // UTF-8 boundary
+            }
+            tail = "\u2026" + tail.substr(cut);
+        }
+        ImGui::TextDisabled("%s", tail.c_str());
         ImGui::PushTextWrapPos(0);
-        ImGui::TextDisabled("%s", s.generated->prompt.c_str());
-        ImGui::SameLine(0, 0);
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", s.generated->text.c_str());
+        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", display_text(s.generated->text).c_str());
         ImGui::PopTextWrapPos();
         ImGui::TextDisabled("%d tokens in %.0f ms%s", s.generated->n_tokens, s.generated->ms,
                             s.generated->hit_eos ? ", stopped at end-of-text" : "");

@@ -20,25 +20,40 @@ void panel_overview(app_state& s, ui_context& ui) {
     cell = std::max(8.0f, std::min(cell, 120.0f));
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
-    for (int h = 0; h < H; h++) {
-        char b[16];
-        snprintf(b, sizeof b, "H%d", h);
+    // column titles: "H10" when it fits, else the number alone, else every k-th number
+    const ImU32 lc = IM_COL32(170, 170, 180, 255);
+    char b[16];
+    snprintf(b, sizeof b, "H%d", H - 1);
+    const bool with_h = ImGui::CalcTextSize(b).x + 2 <= cell + gap;
+    snprintf(b, sizeof b, "%d", H - 1);
+    const int hk = with_h ? 1 : label_step(H, cell + gap, ImGui::CalcTextSize(b).x + 4);
+    for (int h = 0; h < H; h += hk) {
+        snprintf(b, sizeof b, with_h ? "H%d" : "%d", h);
         ImVec2 ts = ImGui::CalcTextSize(b);
-        dl->AddText(ImVec2(o.x + label_w + h * (cell + gap) + (cell - ts.x) / 2, o.y), IM_COL32(170, 170, 180, 255), b);
+        dl->AddText(ImVec2(o.x + label_w + h * (cell + gap) + (cell - ts.x) / 2, o.y), lc, b);
     }
+    const int lk = label_step(L, cell + gap, ImGui::GetTextLineHeight());
     for (int l = 0; l < L; l++) {
-        char b[16];
-        snprintf(b, sizeof b, "L%d", l);
-        dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - 7), IM_COL32(170, 170, 180, 255), b);
+        if (l % lk == 0) {
+            snprintf(b, sizeof b, "L%d", l);
+            dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2), lc, b);
+        }
+        const bool kept = c.has_layer(l);
+        if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
+            ImVec2 a(o.x + label_w, o.y + head_h + l * (cell + gap));
+            ImVec2 z(a.x + H * (cell + gap) - gap, a.y + cell);
+            dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255));
+            const char* msg = "not kept (memory budget): select a head here to capture this layer";
+            if (ImGui::CalcTextSize(msg).x > z.x - a.x - 6) msg = "not kept";
+            ImVec2 ts = ImGui::CalcTextSize(msg);
+            if (ts.y <= cell && ts.x <= z.x - a.x)
+                dl->AddText(ImVec2((a.x + z.x - ts.x) / 2, (a.y + z.y - ts.y) / 2), IM_COL32(160, 160, 160, 255), msg);
+        }
         for (int h = 0; h < H; h++) {
             ImVec2 a(o.x + label_w + h * (cell + gap), o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + cell, a.y + cell);
-            GLuint tex = ui.hm.heads.empty() ? 0 : ui.hm.heads[l * H + h];
-            if (tex) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
-            else { // layer left out by the capture budget
-                dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255));
-                if (h == 0) dl->AddText(ImVec2(a.x + 3, a.y + 3), IM_COL32(150, 150, 150, 255), "not kept");
-            }
+            GLuint tex = ui.hm.head(l, h);
+            if (tex && kept) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
             bool ablated = head_ablated(s.ablation, l, h);
             bool selected = l == s.sel_layer && h == s.sel_head;
             if (ablated) {
@@ -54,9 +69,13 @@ void panel_overview(app_state& s, ui_context& ui) {
                 ImGui::BeginTooltip();
                 ImGui::Text("L%d H%d%s", l, h, ablated ? "  (ablated)" : "");
                 ImGui::Separator();
-                ImGui::Text("entropy          %.2f nats", s.result->head_entropy[k]);
-                ImGui::Text("previous token   %.2f", s.result->head_prev[k]);
-                ImGui::Text("first token      %.2f", s.result->head_first[k]);
+                if (kept) {
+                    ImGui::Text("entropy          %.2f nats", s.result->head_entropy[k]);
+                    ImGui::Text("previous token   %.2f", s.result->head_prev[k]);
+                    ImGui::Text("first token      %.2f", s.result->head_first[k]);
+                } else {
+                    ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
+                }
                 ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", ablated ? "restore" : "ablate");
                 ImGui::EndTooltip();
                 bool toggle = ImGui::IsMouseClicked(1) || (ImGui::IsMouseClicked(0) && ImGui::GetIO().KeyCtrl);

@@ -1,16 +1,64 @@
-// Prompt panel: multi-line input (re-runs as you type) and the token strip (click a chip to select a query).
+// Prompt panel: the text (wrapped; an editor when clicked; re-runs as you type) and the token strip (click a
+// chip to select a query).
 #include <imgui.h>
 #include <imgui_stdlib.h>
+
+#include <algorithm>
 
 #include "ui.h"
 
 namespace gbui {
 
-void panel_prompt(app_state& s, ui_context& ui) {
-    panel_title("Prompt", "the model re-runs as you type");
-    float w = ImGui::GetContentRegionAvail().x;
-    ImGui::InputTextMultiline("##prompt", &s.prompt, ImVec2(w - 190, ImGui::GetTextLineHeight() * 3.2f));
+// Puts the editor's cursor at the end of the text on its first active frame (it would start at 0).
+static int cursor_to_end(ImGuiInputTextCallbackData* d) {
+    bool* pending = (bool*)d->UserData;
+    if (*pending && d->EventFlag == ImGuiInputTextFlags_CallbackAlways) {
+        d->CursorPos = d->SelectionStart = d->SelectionEnd = d->BufTextLen;
+        *pending = false;
+    }
+    return 0;
+}
+
+// The prompt box: the text wrapped to the box's width (ImGui 1.86's multi-line editor cannot wrap), and the
+// editor in its place once clicked, until it loses focus. Returns the box's height.
+static float prompt_box(app_state& s, ui_context& ui, float box_w) {
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float lh = ImGui::GetTextLineHeight();
+    std::string shown = display_text(s.prompt);
+    float text_h = ImGui::CalcTextSize(shown.c_str(), nullptr, false, box_w - 2 * st.FramePadding.x - 14).y;
+    float box_h = std::max(2.2f * lh, std::min(text_h, 5.0f * lh)) + 2 * st.FramePadding.y + 2;
+    if (ui.prompt_editing) {
+        if (ui.prompt_edit_frames == 0) ImGui::SetKeyboardFocusHere(), ui.prompt_cursor_to_end = true;
+        ImGui::InputTextMultiline("##prompt", &s.prompt, ImVec2(box_w, box_h), ImGuiInputTextFlags_CallbackAlways,
+                                  cursor_to_end, &ui.prompt_cursor_to_end);
+        remember_item(ui, "prompt");
+        // focus arrives a frame or two after the request; after that, leaving the editor shows the text again
+        if (ImGui::IsItemActive()) ui.prompt_edit_frames = std::max(ui.prompt_edit_frames, 3);
+        else if (++ui.prompt_edit_frames > 3) ui.prompt_editing = false;
+        return box_h;
+    }
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, st.Colors[ImGuiCol_FrameBg]);
+    ImGui::PushStyleVar(ImGuiStyleVar_ChildRounding, st.FrameRounding);
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, st.FramePadding);
+    ImGui::BeginChild("##prompt_view", ImVec2(box_w, box_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
+    if (s.prompt.empty()) ImGui::TextDisabled("type a prompt here");
+    else ImGui::TextWrapped("%s", shown.c_str());
+    bool hovered = ImGui::IsWindowHovered();
+    ImGui::EndChild();
+    ImGui::PopStyleVar(2);
+    ImGui::PopStyleColor();
     remember_item(ui, "prompt");
+    if (hovered) ImGui::SetMouseCursor(ImGuiMouseCursor_TextInput);
+    if (hovered && ImGui::IsMouseClicked(0)) ui.prompt_editing = true, ui.prompt_edit_frames = 0;
+    return box_h;
+}
+
+void panel_prompt(app_state& s, ui_context& ui) {
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float top = ImGui::GetCursorPosY();
+    panel_title("Prompt", "the model re-runs as you type; click the text to edit it");
+    const float side_w = 190, w = ImGui::GetContentRegionAvail().x;
+    float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     ImGui::BeginGroup();
     ImGui::Checkbox("prepend BOS", &s.bos);
@@ -19,36 +67,56 @@ void panel_prompt(app_state& s, ui_context& ui) {
     if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
     else if (s.result) ImGui::TextDisabled("%d tokens, %.1f ms", s.result->cap.n_tokens, s.result->cap.timing.total_ms);
     ImGui::EndGroup();
-
-    // token chips, wrapped; whitespace visible; the selected query token highlighted
-    if (!s.result) return;
+    ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
+    float fixed_h = ImGui::GetCursorPosY() - top;
+    if (!s.result) {
+        ui.prompt_wanted_h = fixed_h + 2 * st.WindowPadding.y;
+        return;
+    }
     const gb::capture& c = s.result->cap;
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    float x0 = ImGui::GetCursorScreenPos().x, right = x0 + ImGui::GetContentRegionAvail().x;
-    float line_h = ImGui::GetTextLineHeight() + 8;
-    ImVec2 pos = ImGui::GetCursorScreenPos();
-    pos.y += 2;
-    int selected = s.sel_token < 0 ? c.n_tokens - 1 : s.sel_token;
+    if (!s.result->notice.empty()) { // e.g. the prompt was cut to the model's context
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
+        ImGui::PopTextWrapPos();
+        fixed_h = ImGui::GetCursorPosY() - top;
+    }
+
+    // token chips, wrapped; whitespace visible; the selected query token highlighted. They scroll when the
+    // panel (sized to them, up to a limit) cannot show every row.
+    const float line_h = ImGui::GetTextLineHeight() + 8, row_h = line_h + 3;
+    float right = ImGui::GetContentRegionAvail().x - 14; // room for the scrollbar
+    std::vector<std::string> labels(c.n_tokens);
+    std::vector<ImVec2> at(c.n_tokens); // chip offsets inside the strip
+    ImVec2 pos(0, 2);
     for (int t = 0; t < c.n_tokens; t++) {
-        std::string label = visible_token(c.pieces[t]);
-        ImVec2 ts = ImGui::CalcTextSize(label.c_str());
-        float cw = ts.x + 10;
-        if (pos.x + cw > right && pos.x > x0) pos = ImVec2(x0, pos.y + line_h + 3);
-        ImVec2 a = pos, b = ImVec2(pos.x + cw, pos.y + line_h);
+        labels[t] = visible_token(c.pieces[t]);
+        float cw = ImGui::CalcTextSize(labels[t].c_str()).x + 10;
+        if (pos.x + cw > right && pos.x > 0) pos = ImVec2(0, pos.y + row_h);
+        at[t] = pos;
+        pos.x += cw + 4;
+    }
+    const float strip_h = pos.y + row_h + 2;
+    ui.prompt_wanted_h = fixed_h + strip_h + 2 * st.WindowPadding.y + st.ItemSpacing.y;
+    ImGui::BeginChild("##chips", ImVec2(0, 0), false);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImVec2 o = ImGui::GetCursorScreenPos();
+    int selected = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
+    for (int t = 0; t < c.n_tokens; t++) {
+        ImVec2 a(o.x + at[t].x, o.y + at[t].y);
+        ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + 10, a.y + line_h);
         bool hover = ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered();
         ImU32 bg = t == selected ? IM_COL32(255, 190, 60, 255) : hover ? IM_COL32(90, 110, 150, 255) : IM_COL32(55, 65, 85, 255);
         dl->AddRectFilled(a, b, bg, 4.0f);
         dl->AddText(ImVec2(a.x + 5, a.y + 4), t == selected ? IM_COL32(20, 20, 20, 255) : IM_COL32(235, 235, 235, 255),
-                    label.c_str());
+                    labels[t].c_str());
         if (hover) {
-            ImGui::SetTooltip("token %d: id %d \"%s\"\nclick: show this token's attention row", t, c.tokens[t], label.c_str());
+            ImGui::SetTooltip("token %d: id %d \"%s\"\nclick: show this token's attention row", t, c.tokens[t], labels[t].c_str());
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         }
         ui.widgets["token " + std::to_string(t)] = ImVec4(a.x, a.y, b.x, b.y);
-        pos.x += cw + 4;
     }
-    ImGui::SetCursorScreenPos(ImVec2(x0, pos.y + line_h + 4));
-    ImGui::Dummy(ImVec2(1, 1));
+    ImGui::Dummy(ImVec2(1, strip_h));
+    ImGui::EndChild();
 }
 
 } // namespace gbui

@@ -7,95 +7,200 @@
 
 namespace gbui {
 
+// A polyline drawn as dashes (ImGui has no dashed lines): on for `on` pixels, off for `off`.
+static void dashed_polyline(ImDrawList* dl, const std::vector<ImVec2>& pts, ImU32 col, float thickness, float on = 6,
+                            float off = 4) {
+    float phase = 0; // distance along the current dash/gap pattern
+    for (size_t i = 1; i < pts.size(); i++) {
+        ImVec2 a = pts[i - 1], b = pts[i];
+        float len = std::sqrt((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)), t = 0;
+        while (t < len) {
+            float period_left = phase < on ? on - phase : on + off - phase;
+            float step = std::min(period_left, len - t);
+            if (phase < on) {
+                ImVec2 p0(a.x + (b.x - a.x) * t / len, a.y + (b.y - a.y) * t / len);
+                ImVec2 p1(a.x + (b.x - a.x) * (t + step) / len, a.y + (b.y - a.y) * (t + step) / len);
+                dl->AddLine(p0, p1, col, thickness);
+            }
+            t += step;
+            phase = std::fmod(phase + step, on + off);
+        }
+    }
+}
+
+// Labels of the 2L+1 points along an axis `spacing` pixels apart: the full names ("L3 attn") when they fit,
+// else "embed" and "L3" at the end of each layer. Returns {point, label} pairs to draw, left to right.
+static std::vector<std::pair<int, std::string>> point_labels(const std::vector<std::string>& full, int n_layer,
+                                                             float spacing, float font_size, bool* compact) {
+    const float scale = font_size / ImGui::GetFontSize();
+    float widest = 0;
+    for (const std::string& l : full) widest = std::max(widest, ImGui::CalcTextSize(l.c_str()).x * scale);
+    std::vector<std::pair<int, std::string>> out;
+    *compact = widest + 8 > spacing;
+    if (!*compact) {
+        for (int p = 0; p < (int)full.size(); p++) out.push_back({p, full[p]});
+        return out;
+    }
+    out.push_back({0, full[0]});
+    for (int l = 0; l < n_layer; l++) out.push_back({2 * l + 2, "L" + std::to_string(l)});
+    return out;
+}
+
 void panel_residual(app_state& s, ui_context& ui) {
-    panel_title("Residual stream norm", "||x|| per token after each sublayer");
+    panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
     if (!s.result) return;
-    const gb::capture& c = s.result->cap;
+    const run_result& r = *s.result;
+    const gb::capture& c = r.cap;
     const int T = c.n_tokens, P = 2 * c.n_layer + 1;
     ImGui::Checkbox("log y-axis", &s.resid_log);
     ImGui::SameLine();
     ImGui::TextDisabled("(without LayerNorm the norms explode)");
     if (c.nonfinite_layer >= 0)
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
+    int sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    // baseline (no ablation) of the selected token: a grey dashed ghost line
+    const bool ghost = r.ablation.any() && r.base_resid_norm.size() == (size_t)P * T;
+    ImGui::TextColored(ImVec4(1, 0.75f, 0.25f, 1), "\u2014 token %d \u2018%s\u2019", sel, visible_token(c.pieces[sel]).c_str());
+    if (ghost) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("- - - same token without the ablation");
+    }
     std::vector<std::string> labels = gb::resid_labels(c.n_layer);
     float lo = 1e30f, hi = -1e30f;
     for (float v : c.resid_norm)
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (hi < lo) return;
-    auto ty = [&](float v) {
-        if (s.resid_log) {
-            float l0 = std::log10(std::max(lo, 1e-6f)), l1 = std::log10(std::max(hi, 1e-6f));
-            return l1 > l0 ? (std::log10(std::max(v, 1e-6f)) - l0) / (l1 - l0) : 0.5f;
+    if (ghost)
+        for (int p = 0; p < P; p++) {
+            float v = r.base_resid_norm[(size_t)p * T + sel];
+            if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
         }
-        return (v - 0) / (hi > 0 ? hi : 1);
+    if (hi < lo) return;
+    const float l0 = std::log10(std::max(lo, 1e-6f)), l1 = std::log10(std::max(hi, 1e-6f));
+    auto ty = [&](float v) {
+        if (s.resid_log) return l1 > l0 ? (std::log10(std::max(v, 1e-6f)) - l0) / (l1 - l0) : 0.5f;
+        return v / (hi > 0 ? hi : 1);
     };
     ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImU32 grid = IM_COL32(70, 70, 80, 255), tc = IM_COL32(190, 190, 190, 255);
+    const float small = std::round(ImGui::GetFontSize() * 0.82f), lh = ImGui::GetTextLineHeight();
+    const float ks = small / ImGui::GetFontSize(); // text width scale at the small size
     ImVec2 avail = ImGui::GetContentRegionAvail();
-    float chart_h = std::max(80.0f, avail.y * 0.55f);
     ImVec2 o = ImGui::GetCursorScreenPos();
-    const float axis_w = 52, axis_h = 40;
-    ImVec2 a(o.x + axis_w, o.y + 6), z(o.x + avail.x - 8, o.y + chart_h - axis_h);
+    const float right_edge = o.x + avail.x - 2;
+
+    // y tick values first: the axis is as wide as its widest tick (and the heatmap's row labels)
+    char ticks[5][32];
+    float tick_w = 0;
+    for (int k = 0; k <= 4; k++) {
+        float f = k / 4.0f, v = s.resid_log ? std::pow(10.0f, l0 + f * (l1 - l0)) : f * hi;
+        snprintf(ticks[k], sizeof ticks[k], v >= 1e6f ? "%.2g" : v >= 100 ? "%.0f" : "%.1f", v);
+        tick_w = std::max(tick_w, ImGui::CalcTextSize(ticks[k]).x * ks);
+    }
+    float row_label_w = 0;
+    for (const std::string& l : labels) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(l.c_str()).x * ks);
+    const float title_w = small + 4, axis_w = title_w + std::max(tick_w, row_label_w) + 8;
+    const float chart_h = std::max(90.0f, avail.y * 0.55f), axis_h = 2 * lh + 4;
+
+    // ---- line chart: x = residual point, one line per token ----
+    ImVec2 a(o.x + axis_w, o.y + 4), z(right_edge - 4, o.y + chart_h - axis_h);
     dl->AddRectFilled(a, z, IM_COL32(28, 30, 36, 255));
-    ImU32 grid = IM_COL32(70, 70, 80, 255), tc = IM_COL32(190, 190, 190, 255);
-    for (int k = 0; k <= 4; k++) { // y ticks
-        float f = k / 4.0f;
-        float v = s.resid_log ? std::pow(10.0f, std::log10(std::max(lo, 1e-6f)) +
-                                                    f * (std::log10(std::max(hi, 1e-6f)) - std::log10(std::max(lo, 1e-6f))))
-                              : f * hi;
-        float y = z.y - f * (z.y - a.y);
+    for (int k = 0; k <= 4; k++) {
+        float y = z.y - k / 4.0f * (z.y - a.y);
         dl->AddLine(ImVec2(a.x, y), ImVec2(z.x, y), grid);
-        char b[32];
-        snprintf(b, sizeof b, v >= 1000 ? "%.3g" : "%.1f", v);
-        dl->AddText(ImVec2(o.x, y - 7), tc, b);
+        float w = ImGui::CalcTextSize(ticks[k]).x * ks;
+        dl->AddText(ImGui::GetFont(), small, ImVec2(a.x - 6 - w, y - small / 2), tc, ticks[k]);
     }
+    const char* ytitle = "\u2016x\u2016 (L2 norm)";
+    add_text_vertical(dl, ImVec2(o.x, (a.y + z.y) / 2 + ImGui::CalcTextSize(ytitle).x * ks / 2), tc, ytitle, small);
     float dx = P > 1 ? (z.x - a.x) / (P - 1) : 0;
-    int step = std::max(1, (int)std::ceil(P * 48.0f / (z.x - a.x)));
-    for (int p = 0; p < P; p += step) { // x labels
-        float x = a.x + p * dx;
+    bool compact = false;
+    float last_right = -1e30f;
+    for (const auto& [p, text] : point_labels(labels, c.n_layer, dx, small, &compact)) {
+        float x = a.x + p * dx, w = ImGui::CalcTextSize(text.c_str()).x * ks;
         dl->AddLine(ImVec2(x, a.y), ImVec2(x, z.y), grid);
-        dl->AddText(ImVec2(x - ImGui::CalcTextSize(labels[p].c_str()).x / 2, z.y + 4 + (p / step % 2) * 14), tc,
-                    labels[p].c_str());
+        float left = std::min(std::max(x - w / 2, o.x), right_edge - w); // never clipped at the ends
+        if (left < last_right + 6) continue;                             // never overlapping
+        dl->AddText(ImGui::GetFont(), small, ImVec2(left, z.y + 3), tc, text.c_str());
+        last_right = left + w;
     }
-    int sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const char* xtitle = compact ? "residual point (Ln = after layer n; hover for each sublayer)" : "residual point";
+    float xtw = ImGui::CalcTextSize(xtitle).x * ks;
+    dl->AddText(ImGui::GetFont(), small, ImVec2(std::max(a.x, (a.x + z.x - xtw) / 2), z.y + 3 + lh), tc, xtitle);
     std::vector<ImVec2> pts(P);
+    auto point_y = [&](float v) { return z.y - std::min(1.0f, std::max(0.0f, ty(v))) * (z.y - a.y); };
     for (int pass = 0; pass < 2; pass++)
         for (int t = 0; t < T; t++) {
             if ((t == sel) != (pass == 1)) continue; // selected token drawn last, on top
-            for (int p = 0; p < P; p++) {
-                float v = c.resid_norm[(size_t)p * T + t];
-                pts[p] = ImVec2(a.x + p * dx, z.y - std::min(1.0f, std::max(0.0f, ty(v))) * (z.y - a.y));
-            }
+            for (int p = 0; p < P; p++) pts[p] = ImVec2(a.x + p * dx, point_y(c.resid_norm[(size_t)p * T + t]));
             ImU32 col = t == sel ? IM_COL32(255, 190, 60, 255) : viridis_u32(T > 1 ? (float)t / (T - 1) : 0.5f, 0.55f);
+            if (t == sel && ghost) { // the baseline under the selected line, so the change is visible
+                std::vector<ImVec2> base(P);
+                for (int p = 0; p < P; p++) base[p] = ImVec2(a.x + p * dx, point_y(r.base_resid_norm[(size_t)p * T + t]));
+                dashed_polyline(dl, base, IM_COL32(200, 200, 200, 230), 2.0f);
+            }
             dl->AddPolyline(pts.data(), P, col, 0, t == sel ? 3.0f : 1.2f);
         }
     ImGui::SetCursorScreenPos(a);
-    ImGui::InvisibleButton("##chart", ImVec2(z.x - a.x, z.y - a.y));
+    ImGui::InvisibleButton("##chart", ImVec2(std::max(1.0f, z.x - a.x), std::max(1.0f, z.y - a.y)));
     if (ImGui::IsItemHovered() && dx > 0) {
         int p = std::min(P - 1, std::max(0, (int)std::lround((ImGui::GetMousePos().x - a.x) / dx)));
-        ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel,
-                          visible_token(c.pieces[sel]).c_str(), c.resid_norm[(size_t)p * T + sel]);
+        float v = c.resid_norm[(size_t)p * T + sel];
+        if (ghost)
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f (without the ablation %.3f)", labels[p].c_str(), sel,
+                              visible_token(c.pieces[sel]).c_str(), v, r.base_resid_norm[(size_t)p * T + sel]);
+        else
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(), v);
     }
-    ImGui::SetCursorScreenPos(ImVec2(o.x, o.y + chart_h));
 
-    // heatmap: rows = points, columns = tokens (log colour scale)
-    ImVec2 h0 = ImGui::GetCursorScreenPos();
-    float hh = std::max(30.0f, ImGui::GetContentRegionAvail().y - 24);
-    ImVec2 ha(h0.x + axis_w, h0.y), hz(h0.x + avail.x - 8, h0.y + hh);
-    if (ui.hm.resid) dl->AddImage((ImTextureID)(intptr_t)ui.hm.resid, ha, hz);
-    float rh = (hz.y - ha.y) / P;
-    int lstep = std::max(1, (int)std::ceil(14.0f / rh));
-    for (int p = 0; p < P; p += lstep) dl->AddText(ImVec2(h0.x, ha.y + p * rh), tc, labels[p].c_str());
+    // ---- heatmap: rows = points, columns = tokens (log colour scale) ----
+    ImVec2 h0(o.x, o.y + chart_h + 4);
+    float hh = std::max(30.0f, o.y + avail.y - h0.y - 2 * lh - 8);
+    ImVec2 ha(h0.x + axis_w, h0.y), hz(right_edge - 4, h0.y + hh);
+    if (ui.hm.front.resid) dl->AddImage((ImTextureID)(intptr_t)ui.hm.front.resid, ha, hz);
+    float rh = (hz.y - ha.y) / P, cw = (hz.x - ha.x) / T;
+    float last_bottom = -1e30f;
+    // row labels: every k-th, kept inside the heatmap's height (the end ones may shift by half a label)
+    for (int p = 0; p < P; p += label_step(P, rh, 1.5f * small + 2)) {
+        float w = ImGui::CalcTextSize(labels[p].c_str()).x * ks;
+        float y = std::max(ha.y, std::min(ha.y + (p + 0.5f) * rh - small / 2, hz.y - small));
+        if (y < last_bottom) continue;
+        dl->AddText(ImGui::GetFont(), small, ImVec2(ha.x - 6 - w, y), tc, labels[p].c_str());
+        last_bottom = y + small + 1;
+    }
+    // token labels under the columns: every k-th, the selected one highlighted
+    std::vector<std::string> toks(T);
+    float tok_w = 0;
+    for (int t = 0; t < T; t++) {
+        toks[t] = short_label(c.pieces[t], 6);
+        tok_w = std::max(tok_w, ImGui::CalcTextSize(toks[t].c_str()).x * ks);
+    }
+    const int tk = label_step(T, cw, tok_w + 6);
+    last_right = -1e30f;
+    for (int t = 0; t < T; t++) {
+        if (t % tk != 0 && t != sel) continue;
+        float w = ImGui::CalcTextSize(toks[t].c_str()).x * ks;
+        float left = std::min(std::max(ha.x + (t + 0.5f) * cw - w / 2, o.x), right_edge - w);
+        if (left < last_right + 4) continue;
+        dl->AddText(ImGui::GetFont(), small, ImVec2(left, hz.y + 2), t == sel ? IM_COL32(255, 190, 60, 255) : tc, toks[t].c_str());
+        last_right = left + w;
+    }
+    if (sel >= 0) dl->AddRect(ImVec2(ha.x + sel * cw, ha.y), ImVec2(ha.x + (sel + 1) * cw, hz.y), IM_COL32(255, 190, 60, 255), 0, 0, 1.5f);
     ImGui::SetCursorScreenPos(ha);
-    ImGui::InvisibleButton("##rheat", ImVec2(hz.x - ha.x, hz.y - ha.y));
+    ImGui::InvisibleButton("##rheat", ImVec2(std::max(1.0f, hz.x - ha.x), std::max(1.0f, hz.y - ha.y)));
     if (ImGui::IsItemHovered()) {
         ImVec2 m = ImGui::GetMousePos();
         int p = std::min(P - 1, std::max(0, (int)((m.y - ha.y) / rh)));
-        int t = std::min(T - 1, std::max(0, (int)((m.x - ha.x) / ((hz.x - ha.x) / T))));
-        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %.3f", labels[p].c_str(), t, visible_token(c.pieces[t]).c_str(),
-                          c.resid_norm[(size_t)p * T + t]);
+        int t = std::min(T - 1, std::max(0, (int)((m.x - ha.x) / cw)));
+        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %.3f\nclick: select this token", labels[p].c_str(), t,
+                          visible_token(c.pieces[t]).c_str(), c.resid_norm[(size_t)p * T + t]);
         if (ImGui::IsMouseClicked(0)) s.sel_token = t;
     }
-    ImGui::TextDisabled("colour: log norm, %.2f (dark) .. %.4g (bright)", ui.hm.resid_min, ui.hm.resid_max);
+    ImGui::SetCursorScreenPos(ImVec2(ha.x, hz.y + 2 * lh + 4));
+    float rmin = s.pixels ? s.pixels->resid_min : 0, rmax = s.pixels ? s.pixels->resid_max : 0;
+    char caption[128];
+    snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %.2f (dark) .. %.4g (bright)", rmin, rmax);
+    if (ImGui::CalcTextSize(caption).x * ks > right_edge - ha.x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %.2f .. %.4g", rmin, rmax);
+    dl->AddText(ImGui::GetFont(), small, ImVec2(ha.x, hz.y + lh + 2), tc, caption);
 }
 
 } // namespace gbui

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "error.h"
+#include "heatmaps.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
 #define GLASSBOX_HAVE_GL 1
@@ -15,8 +17,28 @@
 
 namespace gbui {
 
-std::string visible_token(const std::string& s) {
+std::string display_text(const std::string& s) {
     std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = s[i];
+        // a 4-byte UTF-8 sequence (F0..F4 + 3 continuation bytes) encodes U+10000..U+10FFFF
+        if (c >= 0xF0 && c <= 0xF4 && i + 3 < s.size() && (s[i + 1] & 0xC0) == 0x80 && (s[i + 2] & 0xC0) == 0x80 &&
+            (s[i + 3] & 0xC0) == 0x80) {
+            unsigned cp = (c & 0x07u) << 18 | (s[i + 1] & 0x3Fu) << 12 | (s[i + 2] & 0x3Fu) << 6 | (s[i + 3] & 0x3Fu);
+            char b[16];
+            std::snprintf(b, sizeof b, "<U+%X>", cp);
+            out += b;
+            i += 4;
+        } else {
+            out += s[i++];
+        }
+    }
+    return out;
+}
+
+std::string visible_token(const std::string& text) {
+    std::string s = display_text(text), out;
     for (char c : s) {
         if (c == ' ') out += "\u00b7";
         else if (c == '\n') out += "\u21b5";
@@ -56,35 +78,46 @@ void worker::generate(gen_request r) {
     cv_.notify_all();
 }
 
+void worker::colour(colour_request r) {
+    std::lock_guard<std::mutex> l(mu_);
+    colour_ = std::move(r);
+    cv_.notify_all();
+}
+
 bool worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
-    return !active_ && !load_ && !run_ && !gen_;
+    // nothing running, queued, or finished but not yet taken by poll()
+    return !active_ && !load_ && !run_ && !gen_ && !colour_ && !out_.loaded && !out_.result && !out_.pixels &&
+           !out_.generated && !out_.has_error && !out_.load_failed;
 }
 
 void worker::poll(app_state& s) {
     std::lock_guard<std::mutex> l(mu_);
-    s.busy = active_ == 2 || active_ == 3 || run_.has_value() || gen_.has_value();
+    s.busy = active_ >= 2 || run_.has_value() || gen_.has_value() || colour_.has_value();
     s.loading = active_ == 1 || load_.has_value();
     s.load_progress = progress_;
     s.load_label = progress_label_;
     if (out_.loaded) {
-        s.model = out_.loaded;
-        s.error.clear();
-        s.status = "loaded " + out_.loaded_path;
-        auto& r = s.recent_models;
-        r.erase(std::remove(r.begin(), r.end(), out_.loaded_path), r.end());
-        r.insert(r.begin(), out_.loaded_path);
-        if (r.size() > 8) r.resize(8);
-        s.ablation = {}; // layer/head indices of the old model mean nothing here
-        s.sel_layer = s.sel_head = 0;
-        s.sel_token = -1;
+        adopt_model(s, out_.loaded, out_.loaded_path);
         out_.loaded.reset();
     }
+    if (out_.load_failed) { // the previous model and result stay; settings meant for the new one are dropped
+        if (s.pending) s.warning = s.pending->source + ": not applied (its model did not load)";
+        s.pending.reset();
+        out_.load_failed = false;
+    }
+    // a new result waits in next_* until its textures are uploaded (main), then replaces s.result
     if (out_.result) {
-        s.result = out_.result;
-        s.result_version++;
+        s.next_result = out_.result;
+        s.next_pixels = out_.result_pixels;
         if (!out_.has_error) s.error.clear();
         out_.result.reset();
+        out_.result_pixels.reset();
+    }
+    if (out_.pixels) { // re-coloured for a scale change: only if they belong to the result they would show
+        const run_result* target = s.next_result ? s.next_result.get() : s.result.get();
+        if (target && target->request_id == out_.pixels->request_id) s.next_pixels = out_.pixels;
+        out_.pixels.reset();
     }
     if (out_.generated) {
         s.generated = out_.generated;
@@ -121,6 +154,29 @@ static void head_metrics(run_result& r) {
         }
 }
 
+// log-softmax of logits [V] in double: out[v] = x_v - max - log(sum exp(x - max))
+static void log_softmax(std::vector<double>& out, const float* logits, int V) {
+    double mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = std::max(mx, (double)logits[v]);
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += std::exp((double)logits[v] - mx);
+    double lse = mx + std::log(sum);
+    out.resize(V);
+    for (int v = 0; v < V; v++) out[v] = (double)logits[v] - lse;
+}
+
+// KL(p || q) in nats for p = softmax(p_logits), q = softmax(q_logits), from log-probabilities in double so that
+// tokens whose current probability underflows a float still count (no clamping).
+static double kl_divergence(const float* p_logits, const float* q_logits, int V) {
+    std::vector<double> lp, lq;
+    log_softmax(lp, p_logits, V);
+    log_softmax(lq, q_logits, V);
+    double kl = 0;
+    for (int v = 0; v < V; v++)
+        if (std::isfinite(lp[v])) kl += std::exp(lp[v]) * (lp[v] - lq[v]);
+    return std::isfinite(kl) ? std::max(0.0, kl) : kl;
+}
+
 static std::shared_ptr<run_result> compute(const run_request& q, const gb::attention_fn& attention) {
     auto r = std::make_shared<run_result>();
     r->model = q.model;
@@ -147,22 +203,20 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     gb::run_forward(r->cap, m, ids, q.ablation, fo);
     const int V = m.config.vocab_size;
     gb::softmax_probs(r->probs, r->cap.last_logits(), V);
+    std::vector<float> base_logits(r->cap.last_logits(), r->cap.last_logits() + V);
     if (q.ablation.any()) {
         gb::capture base;
         gb::forward_options opt;
         opt.capture_attention = false;
         gb::run_forward(base, m, ids, {}, opt);
         gb::softmax_probs(r->base_probs, base.last_logits(), V);
+        base_logits.assign(base.last_logits(), base.last_logits() + V);
+        r->base_resid_norm = base.resid_norm; // the Residual panel's ghost line
     } else {
         r->base_probs = r->probs;
     }
-    double kl = 0;
-    for (int v = 0; v < V; v++)
-        if (r->base_probs[v] > 0) kl += r->base_probs[v] * (std::log(r->base_probs[v]) - std::log(std::max(r->probs[v], 1e-30f)));
-    r->kl = std::max(0.0, kl);
+    r->kl = kl_divergence(base_logits.data(), r->cap.last_logits(), V);
     r->top = gb::top_k_probs(r->cap.last_logits(), V, q.top_k);
-    std::vector<float> base_logits(V);
-    for (int v = 0; v < V; v++) base_logits[v] = std::log(std::max(r->base_probs[v], 1e-30f));
     r->base_top = gb::top_k_probs(base_logits.data(), V, q.top_k);
     head_metrics(*r);
     return r;
@@ -194,10 +248,11 @@ void worker::loop() {
         std::optional<std::string> load;
         std::optional<run_request> run;
         std::optional<gen_request> gen;
+        std::optional<colour_request> colour;
         {
             std::unique_lock<std::mutex> l(mu_);
             active_ = 0;
-            cv_.wait(l, [&] { return stop_ || load_ || run_ || gen_; });
+            cv_.wait(l, [&] { return stop_ || load_ || run_ || gen_ || colour_; });
             if (stop_) {
 #if GLASSBOX_HAVE_GL
                 l.unlock();
@@ -207,7 +262,8 @@ void worker::loop() {
             }
             if (load_) load.swap(load_), active_ = 1;
             else if (run_) run.swap(run_), active_ = 2;
-            else gen.swap(gen_), active_ = 3;
+            else if (gen_) gen.swap(gen_), active_ = 3;
+            else colour.swap(colour_), active_ = 4;
         }
         try {
             if (load) {
@@ -226,9 +282,18 @@ void worker::loop() {
                 gb::attention_fn attention;
                 if (run->use_gl) attention = gl_attention_on_this_thread();
                 auto r = compute(*run, attention);
+                {
+                    std::lock_guard<std::mutex> l(mu_);
+                    r->request_id = next_id_++;
+                }
+                auto px = make_heat_pixels(*r, run->scale);
                 std::lock_guard<std::mutex> l(mu_);
-                r->request_id = next_id_++;
                 out_.result = r;
+                out_.result_pixels = px;
+            } else if (colour) {
+                auto px = make_heat_pixels(*colour->result, colour->scale);
+                std::lock_guard<std::mutex> l(mu_);
+                out_.pixels = px;
             } else if (gen) {
                 const gb::model& m = *gen->model;
                 std::vector<int> ids = gb::encode_prompt(m.tok, gen->prompt, gen->bos);
@@ -249,6 +314,7 @@ void worker::loop() {
             std::lock_guard<std::mutex> l(mu_);
             out_.error = (load ? "cannot load model: " : "") + std::string(e.what());
             out_.has_error = true;
+            if (load) out_.load_failed = true;
         }
     }
 }
