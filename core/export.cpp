@@ -1,6 +1,7 @@
 // .npy and JSON writers for captures (CLI --npy-dir/--json, GUI export).
 #include "export.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -9,8 +10,8 @@
 
 namespace gb {
 
-static void write_npy_raw(const std::string& path, const std::vector<int64_t>& shape, const char* descr,
-                          const void* data, size_t elem_size) {
+// Opens path and writes the .npy v1.0 header for shape; returns the element count the payload must hold.
+static size_t open_npy(std::ofstream& f, const std::string& path, const std::vector<int64_t>& shape, const char* descr) {
     std::string dims;
     size_t count = 1;
     for (size_t i = 0; i < shape.size(); i++) {
@@ -22,7 +23,7 @@ static void write_npy_raw(const std::string& path, const std::vector<int64_t>& s
     size_t total = 10 + header.size() + 1;
     header.append((64 - total % 64) % 64, ' ');
     header += '\n';
-    std::ofstream f(path, std::ios::binary);
+    f.open(path, std::ios::binary);
     if (!f) throw error("cannot write " + path);
     const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
     f.write(magic, 8);
@@ -30,6 +31,13 @@ static void write_npy_raw(const std::string& path, const std::vector<int64_t>& s
     const char len_le[2] = {(char)(len & 0xff), (char)(len >> 8)};
     f.write(len_le, 2);
     f.write(header.data(), (std::streamsize)header.size());
+    return count;
+}
+
+static void write_npy_raw(const std::string& path, const std::vector<int64_t>& shape, const char* descr,
+                          const void* data, size_t elem_size) {
+    std::ofstream f;
+    size_t count = open_npy(f, path, shape, descr);
     f.write((const char*)data, (std::streamsize)(count * elem_size));
     if (!f) throw error("cannot write " + path + " (disk full?)");
 }
@@ -49,10 +57,27 @@ void write_capture_npy(const std::string& dir, const capture& cap) {
     std::vector<int32_t> ids(cap.tokens.begin(), cap.tokens.end());
     write_npy(dir + "/tokens.npy", {T}, ids.data());
     write_npy(dir + "/logits.npy", {(int64_t)(cap.logits.size() / cap.vocab), cap.vocab}, cap.logits.data());
-    std::vector<float> att((size_t)(L * H * T * T), 0.0f);
-    for (int l = 0; l < L; l++)
-        if (cap.has_layer(l)) std::memcpy(&att[(size_t)l * H * T * T], cap.head(l, 0), sizeof(float) * H * T * T);
-    write_npy(dir + "/attention.npy", {L, H, T, T}, att.data());
+    // attention.npy [L, H, T, T] streamed layer by layer: kept layers from the capture, zeros for layers the
+    // capture budget left out, so writing never needs the full L*H*T*T array the budget exists to avoid
+    {
+        const std::string path = dir + "/attention.npy";
+        std::ofstream f;
+        open_npy(f, path, {L, H, T, T}, "<f4");
+        const size_t layer_floats = (size_t)(H * T * T);
+        static const float zeros[16384] = {};
+        for (int l = 0; l < L; l++) {
+            if (cap.has_layer(l)) {
+                f.write((const char*)cap.head(l, 0), (std::streamsize)(layer_floats * sizeof(float)));
+                continue;
+            }
+            for (size_t done = 0; done < layer_floats;) {
+                size_t n = std::min(layer_floats - done, sizeof zeros / sizeof zeros[0]);
+                f.write((const char*)zeros, (std::streamsize)(n * sizeof(float)));
+                done += n;
+            }
+        }
+        if (!f) throw error("cannot write " + path + " (disk full?)");
+    }
     write_npy(dir + "/residual_norms.npy", {2 * L + 1, T}, cap.resid_norm.data());
 }
 
@@ -61,7 +86,7 @@ nlohmann::json model_json(const model& m) {
     return {{"arch", c.model_type},     {"n_layer", c.n_layer},       {"n_head", c.n_head},
             {"n_kv_head", c.n_kv_head}, {"d_model", c.d_model},       {"vocab_size", c.vocab_size},
             {"n_ctx", c.n_ctx},         {"n_params", count_params(m).total()}, {"path", m.path},
-            {"format", m.format}};
+            {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
 }
 
 nlohmann::json capture_json(const model& m, const capture& cap, const ablation& ab, int top_k) {
@@ -82,6 +107,10 @@ nlohmann::json capture_json(const model& m, const capture& cap, const ablation& 
                       {"matmul", cap.timing.matmul_ms},
                       {"attention", cap.timing.attention_ms},
                       {"rest", cap.timing.rest_ms}};
+    nlohmann::json kept = nlohmann::json::array(); // layers whose attention the capture budget kept
+    for (int l = 0; l < cap.n_layer; l++)
+        if (cap.has_layer(l)) kept.push_back(l);
+    j["attention_layers_kept"] = kept;
     if (cap.nonfinite_layer >= 0) j["nonfinite"] = {{"layer", cap.nonfinite_layer}, {"where", cap.nonfinite_where}};
     return j;
 }

@@ -192,17 +192,24 @@ static void swiglu_forward(float* up, const float* gate, size_t n) {
 }
 
 // Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from col 0).
-static void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0, float theta,
-                         rope_pairing pairing) {
-    int half = d_head / 2;
+// freq [d_head/2]: radians per position of pair i, scaling included (model_config::rope_freq, made at load).
+static void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0,
+                         const std::vector<double>& freq, rope_pairing pairing) {
+    const int half = d_head / 2;
+    if ((int)freq.size() != half)
+        throw error("internal: RoPE table has " + std::to_string(freq.size()) + " frequencies for head size " +
+                    std::to_string(d_head) + " (rope_init_freqs not called?)");
+    std::vector<float> cs(2 * (size_t)half); // [half][cos, sin] at one position, shared by every head
     for (int t = 0; t < n; t++) {
-        int pos = pos0 + t;
+        const double pos = pos0 + t;
+        for (int i = 0; i < half; i++) {
+            double ang = pos * freq[i];
+            cs[2 * i] = (float)std::cos(ang), cs[2 * i + 1] = (float)std::sin(ang);
+        }
         for (int h = 0; h < n_heads; h++) {
             float* v = x + (size_t)t * stride + (size_t)h * d_head;
             for (int i = 0; i < half; i++) {
-                double freq = std::pow((double)theta, -2.0 * i / d_head);
-                double ang = pos * freq;
-                float c = (float)std::cos(ang), s = (float)std::sin(ang);
+                float c = cs[2 * i], s = cs[2 * i + 1];
                 int a = pairing == ROPE_HALF ? i : 2 * i;
                 int b = pairing == ROPE_HALF ? i + half : 2 * i + 1;
                 float x0 = v[a], x1 = v[b];
@@ -397,8 +404,8 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         float* k_new = q + H * dh;
         float* v_new = k_new + kv_w;
         if (arch.pos == POS_ROPE) {
-            rope_forward(q, qkv_w, n, H, dh, n0, c.rope_theta, c.rope);
-            rope_forward(k_new, qkv_w, n, KV, dh, n0, c.rope_theta, c.rope);
+            rope_forward(q, qkv_w, n, H, dh, n0, c.rope_freq, c.rope);
+            rope_forward(k_new, qkv_w, n, KV, dh, n0, c.rope_freq, c.rope);
         }
         for (int t = 0; t < n; t++) { // append this chunk's keys and values to the cache
             std::copy(k_new + (size_t)t * qkv_w, k_new + (size_t)t * qkv_w + kv_w, k_cache + (size_t)(n0 + t) * kv_w);
@@ -518,9 +525,30 @@ void run_forward(capture& out, const model& m, const std::vector<int>& tokens, c
 // ---------------------------------------------------------------------------------------------
 // Probabilities, sampling, generation
 // ---------------------------------------------------------------------------------------------
-void softmax_probs(std::vector<float>& probs, const float* logits, int vocab) {
+// Logits as the probabilities see them, so a broken model still shows something: NaN counts as -inf; when some
+// logit is +inf those share all the mass; when none is finite or +inf (all NaN / -inf) every token is equally
+// likely. Writes the cleaned copy to out and returns its maximum, always finite.
+static float clean_logits(std::vector<float>& out, const float* logits, int vocab) {
+    const float inf = std::numeric_limits<float>::infinity();
+    out.assign(logits, logits + vocab);
+    bool any_pos_inf = false;
+    float mx = -inf;
+    for (float& x : out) {
+        if (std::isnan(x)) x = -inf;
+        any_pos_inf |= x == inf;
+        mx = std::max(mx, x);
+    }
+    if (any_pos_inf)
+        for (float& x : out) x = x == inf ? 0.0f : -inf;
+    else if (mx == -inf)
+        std::fill(out.begin(), out.end(), 0.0f);
+    return any_pos_inf || mx == -inf ? 0.0f : mx;
+}
+
+void softmax_probs(std::vector<float>& probs, const float* logits_in, int vocab) {
+    std::vector<float> logits;
+    const float mx = clean_logits(logits, logits_in, vocab);
     probs.resize(vocab);
-    float mx = *std::max_element(logits, logits + vocab);
     double sum = 0;
     for (int i = 0; i < vocab; i++) sum += std::exp((double)logits[i] - mx);
     for (int i = 0; i < vocab; i++) probs[i] = (float)(std::exp((double)logits[i] - mx) / sum);
@@ -543,7 +571,10 @@ std::vector<token_prob> top_k_probs(const float* logits, int vocab, int k) {
 // uniform double in [0,1) from 53 random bits: identical on every platform, unlike std distributions
 static double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * (1.0 / 9007199254740992.0); }
 
-int sample_token(const float* logits, int vocab, const sampling& sp, std::mt19937_64& rng) {
+int sample_token(const float* logits_in, int vocab, const sampling& sp, std::mt19937_64& rng) {
+    std::vector<float> clean; // NaN as -inf, as softmax_probs: the sort below needs a strict order
+    clean_logits(clean, logits_in, vocab);
+    const float* logits = clean.data();
     if (sp.temperature <= 0.0f) return (int)(std::max_element(logits, logits + vocab) - logits);
     std::vector<int> idx(vocab);
     std::iota(idx.begin(), idx.end(), 0);

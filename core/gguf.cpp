@@ -4,6 +4,7 @@
 // Sections: block formats | parsing | tensors | architecture tables | tokenizer | load_gguf
 #include "gguf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -153,6 +154,50 @@ struct cursor {
     }
 };
 
+// Bytes of one element of a numeric (or bool) array; 0 for strings, arrays and unknown types.
+static int array_elem_size(uint32_t type) {
+    switch (type) {
+    case 0: case 1: case 7: return 1;  // u8, i8, bool
+    case 2: case 3: return 2;          // u16, i16
+    case 4: case 5: case 6: return 4;  // u32, i32, f32
+    case 10: case 11: case 12: return 8; // u64, i64, f64
+    default: return 0;
+    }
+}
+
+template <class T> static T load_le(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+double gguf_array_float(const gguf_value& a, uint64_t k) {
+    if (a.type != 9 || !a.raw || k >= a.n) throw error("internal: gguf_array_float outside a numeric array");
+    const uint8_t* p = a.raw + k * (uint64_t)array_elem_size(a.elem_type);
+    switch (a.elem_type) {
+    case 0: case 7: return *p;
+    case 1: return (int8_t)*p;
+    case 2: return load_le<uint16_t>(p);
+    case 3: return load_le<int16_t>(p);
+    case 4: return load_le<uint32_t>(p);
+    case 5: return load_le<int32_t>(p);
+    case 6: return load_le<float>(p);
+    case 10: return (double)load_le<uint64_t>(p);
+    case 11: return (double)load_le<int64_t>(p);
+    case 12: return load_le<double>(p);
+    }
+    throw error("internal: gguf_array_float of element type " + std::to_string(a.elem_type));
+}
+
+int64_t gguf_array_int(const gguf_value& a, uint64_t k) {
+    if (a.elem_type == 10 || a.elem_type == 11) { // 64-bit integers do not all survive a double
+        if (a.type != 9 || !a.raw || k >= a.n) throw error("internal: gguf_array_int outside a numeric array");
+        return load_le<int64_t>(a.raw + k * 8);
+    }
+    double f = gguf_array_float(a, k); // floats as integers only when representable, as scalars are
+    return std::isfinite(f) && std::fabs(f) < 9.2e18 ? (int64_t)f : 0;
+}
+
 static gguf_value read_value(cursor& c, uint32_t type, int depth) {
     gguf_value v;
     v.type = type;
@@ -167,13 +212,30 @@ static gguf_value read_value(cursor& c, uint32_t type, int depth) {
     case 7: v.i = c.get<uint8_t>("bool"); break;
     case 8: v.s = c.str("string value"); break;
     case 9: {
-        if (depth > 2) throw error(c.path + ": arrays nested too deep");
+        if (depth > 0) throw error(c.path + ": arrays of arrays are not supported");
         v.elem_type = c.get<uint32_t>("array type");
-        uint64_t n = c.get<uint64_t>("array length");
-        // every element takes at least one byte: a count beyond the bytes left is a lie
-        if (n > (uint64_t)(c.end - c.p)) throw error(c.path + ": array length " + std::to_string(n) + " exceeds the file");
-        v.items.reserve((size_t)n);
-        for (uint64_t k = 0; k < n; k++) v.items.push_back(read_value(c, v.elem_type, depth + 1));
+        const uint64_t n = c.get<uint64_t>("array length"), left = (uint64_t)(c.end - c.p);
+        v.n = n;
+        if (v.elem_type == 8) {
+            // each string takes at least its 8-byte length: a count beyond that is a lie. Strings are copied as
+            // they are read, so memory follows the bytes actually there, never the count.
+            if (n > left / 8)
+                throw error(c.path + ": array of " + std::to_string(n) + " strings (8 bytes or more each) exceeds the " +
+                            std::to_string(left) + " bytes left in the file");
+            v.strs.reserve((size_t)std::min<uint64_t>(n, 1 << 16));
+            for (uint64_t k = 0; k < n; k++) v.strs.push_back(c.str("a string in an array"));
+        } else {
+            // numbers stay in the mapping (read with gguf_array_int / gguf_array_float): no copy at all
+            const int size = array_elem_size(v.elem_type);
+            if (size == 0)
+                throw error(c.path + ": array element type " + std::to_string(v.elem_type) +
+                            (v.elem_type == 9 ? " (arrays of arrays) is not supported" : " is unknown"));
+            if (n > left / (uint64_t)size)
+                throw error(c.path + ": array of " + std::to_string(n) + " elements of " + std::to_string(size) +
+                            " bytes exceeds the " + std::to_string(left) + " bytes left in the file");
+            v.raw = c.p;
+            c.p += n * (uint64_t)size;
+        }
         break;
     }
     case 10: v.i = (int64_t)c.get<uint64_t>("u64"); break;
@@ -199,10 +261,12 @@ gguf_file open_gguf(const std::string& path) {
     if (g.version != 2 && g.version != 3)
         throw error(path + ": GGUF version " + std::to_string(g.version) + " is not supported (expected 2 or 3)");
     uint64_t n_tensors = c.get<uint64_t>("tensor count"), n_kv = c.get<uint64_t>("metadata count");
-    // each metadata entry and tensor info takes well over 8 bytes: bound the counts by the file size
-    if (n_kv > g.file->size / 8 || n_tensors > g.file->size / 8)
+    // each metadata entry and tensor info takes well over 8 bytes: bound the counts by the file size, and by
+    // what any model has (a few dozen entries, a few thousand tensors), since each entry costs far more in
+    // memory than in the file
+    if (n_kv > g.file->size / 8 || n_tensors > g.file->size / 8 || n_kv > (1u << 16) || n_tensors > (1u << 20))
         throw error(path + ": header claims " + std::to_string(n_tensors) + " tensors and " + std::to_string(n_kv) +
-                    " metadata entries, more than the file can hold");
+                    " metadata entries, more than the file can hold (or any model has)");
     for (uint64_t k = 0; k < n_kv; k++) {
         std::string key = c.str("metadata key");
         uint32_t type = c.get<uint32_t>("metadata type");
@@ -305,6 +369,41 @@ static float meta_float(const gguf_file& g, const std::string& key, float def) {
     return (float)v->f;
 }
 
+// RoPE: {arch}.rope.dimension_count must be the head size (no partial rotary); {arch}.rope.scaling.type "none"
+// or "linear" (with .rope.scaling.factor, or the older .rope.scale_linear), anything else (yarn, longrope)
+// refused by name; the tensor rope_freqs.weight [d_head/2] holds Llama 3.1/3.2's per-pair frequency divisors
+// (llama.cpp's converter writes the llama3 rule there): freq_i = theta^(-2i/d) / rope_freqs[i].
+static void gguf_rope(model_config& c, const gguf_file& g, const std::string& arch) {
+    const std::string& path = g.file->path;
+    if (c.d_head % 2) throw error(path + ": head size " + std::to_string(c.d_head) + " is odd (RoPE rotates pairs)");
+    int rot = meta_int(g, arch + ".rope.dimension_count", 1, 1 << 20, c.d_head);
+    if (rot != c.d_head)
+        throw error(path + ": " + arch + ".rope.dimension_count " + std::to_string(rot) + " differs from the head size " +
+                    std::to_string(c.d_head) + " (partial rotary embedding is not supported)");
+    const gguf_value* type = meta(g, arch + ".rope.scaling.type");
+    std::string t = type && type->type == 8 ? type->s : "none";
+    if (t == "linear") {
+        c.rope_scaling = ROPE_SCALING_LINEAR;
+        c.rope_factor = meta_float(g, arch + ".rope.scaling.factor", 1.0f);
+    } else if (t != "none") {
+        throw error(path + ": " + arch + ".rope.scaling.type '" + t + "' is not supported (supported: none, linear)");
+    } else if (meta(g, arch + ".rope.scale_linear")) {
+        c.rope_scaling = ROPE_SCALING_LINEAR;
+        c.rope_factor = meta_float(g, arch + ".rope.scale_linear", 1.0f);
+    }
+    std::vector<float> divisors;
+    if (g.tensors.count("rope_freqs.weight")) {
+        if (c.rope_scaling != ROPE_SCALING_NONE)
+            throw error(path + ": both rope_freqs.weight and linear RoPE scaling: which one applies is ambiguous");
+        divisors = gguf_tensor_f32(g, "rope_freqs.weight", {c.d_head / 2});
+        for (size_t i = 0; i < divisors.size(); i++)
+            if (!(divisors[i] > 0) || !std::isfinite(divisors[i]))
+                throw error(path + ": rope_freqs.weight[" + std::to_string(i) + "] = " + std::to_string(divisors[i]) +
+                            " (frequency divisors must be positive)");
+    }
+    rope_init_freqs(c, divisors);
+}
+
 // [out][in] matrix from GGUF (ne = {in, out}) to [in][out]
 static std::vector<float> matrix(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
     std::vector<float> w = gguf_tensor_f32(g, name, {in, out}), t(w.size());
@@ -327,46 +426,61 @@ static tokenizer gguf_tokenizer(const gguf_file& g, int vocab_size) {
     const gguf_value* tokens = meta(g, "tokenizer.ggml.tokens");
     if (!model || !tokens || tokens->type != 9 || tokens->elem_type != 8)
         throw error(path + ": no tokenizer in the metadata (tokenizer.ggml.model / tokenizer.ggml.tokens)");
-    if ((int)tokens->items.size() > vocab_size)
-        throw error(path + ": tokenizer has " + std::to_string(tokens->items.size()) + " tokens, the model " + std::to_string(vocab_size));
+    if ((int64_t)tokens->strs.size() > vocab_size)
+        throw error(path + ": tokenizer has " + std::to_string(tokens->strs.size()) + " tokens, the model " + std::to_string(vocab_size));
     tokenizer t;
-    for (size_t i = 0; i < tokens->items.size(); i++) {
-        t.vocab.push_back(tokens->items[i].s);
-        t.ids.emplace(tokens->items[i].s, (int)i);
-    }
+    t.vocab = tokens->strs;
+    for (size_t i = 0; i < t.vocab.size(); i++) t.ids.emplace(t.vocab[i], (int)i);
     const gguf_value* types = meta(g, "tokenizer.ggml.token_type");
     if (model->s == "gpt2") {
         t.kind = TOK_BYTE_BPE;
         const gguf_value* pre = meta(g, "tokenizer.ggml.pre");
         std::string p = pre ? pre->s : "gpt-2";
-        t.split_regex = p == "llama-bpe" || p == "llama3" || p == "smollm" ? llama3_regex
-                        : p == "qwen2"                                   ? qwen2_regex
-                                                                         : R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+        // llama.cpp's pre-tokenizer types (llama-vocab.cpp): Llama 3 (with ignore_merges, as its tokenizer.json),
+        // Qwen2, GPT-2's pattern after cutting out single digits (SmolLM, StarCoder, ...), else GPT-2's
+        const bool llama3 = p == "llama-bpe" || p == "llama3" || p == "llama-v3" || p == "falcon3";
+        const bool digits = p == "smollm" || p == "starcoder" || p == "refact" || p == "command-r" ||
+                            p == "codeshell" || p == "exaone" || p == "minerva";
+        t.split_regex = llama3 ? llama3_regex : p == "qwen2" ? qwen2_regex : digits ? gpt2_digits_split_regex(true) : "";
+        t.ignore_merges = llama3;
         t.nfc = p == "qwen2";
         const gguf_value* merges = meta(g, "tokenizer.ggml.merges");
-        if (merges && merges->type == 9)
-            for (size_t i = 0; i < merges->items.size(); i++) {
-                const std::string& m = merges->items[i].s;
+        if (merges && (merges->type != 9 || merges->elem_type != 8))
+            throw error(path + ": tokenizer.ggml.merges is not an array of strings");
+        if (merges)
+            for (size_t i = 0; i < merges->strs.size(); i++) {
+                const std::string& m = merges->strs[i];
                 size_t sp = m.find(' ');
                 if (sp == std::string::npos) throw error(path + ": merge " + std::to_string(i) + " is not 'left right'");
                 t.merge_rank.emplace(m, (int)i);
             }
     } else if (model->s == "llama") {
         t.kind = TOK_SPM_BPE;
-        t.dummy_prefix = true;
+        // llama.cpp puts a space before each piece of text (also after a special token) unless
+        // tokenizer.ggml.add_space_prefix is false
+        const gguf_value* sp = meta(g, "tokenizer.ggml.add_space_prefix");
+        t.dummy_prefix = !sp || sp->i != 0;
         t.space_is_underline = true;
         t.add_bos = true;
         const gguf_value* scores = meta(g, "tokenizer.ggml.scores");
-        if (!scores || scores->type != 9 || scores->items.size() != tokens->items.size())
-            throw error(path + ": tokenizer.ggml.scores missing or of the wrong length");
-        for (const gguf_value& s : scores->items) t.scores.push_back((float)s.f);
+        if (!scores || scores->type != 9 || !scores->raw || scores->n != tokens->strs.size())
+            throw error(path + ": tokenizer.ggml.scores missing, not numbers, or of the wrong length");
+        t.scores.resize(scores->n);
+        for (uint64_t k = 0; k < scores->n; k++) {
+            float s = (float)gguf_array_float(*scores, k);
+            t.scores[k] = std::isfinite(s) ? s : -1e30f; // as the llama2.c reader: a NaN must not order merges
+        }
     } else {
         throw error(path + ": tokenizer.ggml.model '" + model->s + "' is not supported (expected gpt2 or llama)");
     }
     // control and user-defined tokens (types 3 and 4) are matched verbatim in text
-    if (types && types->type == 9)
-        for (size_t i = 0; i < types->items.size() && i < t.vocab.size(); i++)
-            if ((types->items[i].i == 3 || types->items[i].i == 4) && !t.vocab[i].empty()) t.specials.push_back(t.vocab[i]);
+    if (types && (types->type != 9 || !types->raw))
+        throw error(path + ": tokenizer.ggml.token_type is not an array of integers");
+    if (types)
+        for (uint64_t i = 0; i < types->n && i < t.vocab.size(); i++) {
+            int64_t ty = gguf_array_int(*types, i);
+            if ((ty == 3 || ty == 4) && !t.vocab[i].empty()) t.specials.push_back(t.vocab[i]);
+        }
     auto id = [&](const char* key) {
         const gguf_value* v = meta(g, key);
         return v && v->i >= 0 && v->i < (int64_t)t.vocab.size() ? (int)v->i : -1;
@@ -403,7 +517,7 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
                     std::to_string(c.n_kv_head) + " kv heads do not divide");
     c.d_head = c.d_model / c.n_head;
     const gguf_value* tokens = meta(g, "tokenizer.ggml.tokens");
-    int vocab_from_tok = tokens && tokens->type == 9 ? (int)tokens->items.size() : -1;
+    int vocab_from_tok = tokens && tokens->type == 9 ? (int)std::min<uint64_t>(tokens->n, 1 << 30) : -1;
     auto emb = g.tensors.find("token_embd.weight");
     if (emb == g.tensors.end()) throw error(path + ": missing tensor token_embd.weight");
     c.vocab_size = meta_int(g, arch + ".vocab_size", 1, 4000000, emb->second.ne.size() > 1 ? (int)emb->second.ne[1] : vocab_from_tok);
@@ -442,6 +556,7 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
         c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch == "qwen2" ? 1000000.0f : 10000.0f);
         // llama.cpp's converter permutes Llama q/k rows back to adjacent pairs; Qwen2 keeps rotate-half
         c.rope = arch == "qwen2" ? ROPE_HALF : ROPE_ADJACENT;
+        gguf_rope(c, g, arch);
         c.qkv_bias = arch == "qwen2";
         c.mlp_bias = false;
         for (int l = 0; l < c.n_layer; l++) {

@@ -15,15 +15,22 @@ enum ggml_type_id {
     GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30,
 };
 
-// One metadata value; arrays keep their element type and items.
+// One metadata value. Arrays (of numbers, bools or strings; not of arrays) keep their element type and count:
+// numeric elements stay in the mapping (gguf_array_int / gguf_array_float read them), strings are copied.
+// So memory follows the bytes the file holds, never a count it claims.
 struct gguf_value {
     uint32_t type = 0;              // GGUF value type (0 u8 ... 8 string, 9 array, 10 u64, 11 i64, 12 f64)
     int64_t i = 0;                  // integers and bools
     double f = 0;                   // floats
     std::string s;                  // strings
     uint32_t elem_type = 0;         // arrays
-    std::vector<gguf_value> items;  // arrays
+    uint64_t n = 0;                 // arrays: element count
+    const uint8_t* raw = nullptr;   // arrays of numbers / bools: n little-endian elements inside the mapping
+    std::vector<std::string> strs;  // arrays of strings [n]
 };
+// Element k (< n) of a numeric array; integers of floats only where representable (else 0).
+double gguf_array_float(const gguf_value& a, uint64_t k);
+int64_t gguf_array_int(const gguf_value& a, uint64_t k);
 
 struct gguf_tensor {
     std::string name;

@@ -1,7 +1,9 @@
 // Model loading: format detection, config parsing, tensor tables per architecture, default model lookup.
 //
-// Sections: arch table | params | config.json | HF safetensors folder | load_model | default model
+// Sections: arch table | params | RoPE frequencies | config.json | HF safetensors folder | load_model |
+// default model
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 
 #include "error.h"
 #include "gguf.h"
+#include "json_util.h"
 #include "llama2c.h"
 #include "model.h"
 #include "safetensors.h"
@@ -43,17 +46,44 @@ param_counts count_params(const model& m) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// config.json
+// RoPE frequencies: one table per model, so the forward never calls pow
 // ---------------------------------------------------------------------------------------------
-static nlohmann::json read_json(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) throw error("cannot open " + path);
-    try {
-        return nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+void rope_init_freqs(model_config& c, const std::vector<float>& divisors) {
+    if (c.d_head <= 0 || c.d_head % 2) throw error("head size " + std::to_string(c.d_head) + " is odd: RoPE rotates pairs");
+    const int half = c.d_head / 2;
+    if (!divisors.empty() && (int)divisors.size() != half)
+        throw error("RoPE frequency table has " + std::to_string(divisors.size()) + " entries, expected head size / 2 = " +
+                    std::to_string(half));
+    if (!divisors.empty()) c.rope_scaling = ROPE_SCALING_FREQ_TABLE;
+    else if (c.rope_scaling == ROPE_SCALING_FREQ_TABLE) throw error("internal: a RoPE frequency table needs its divisors");
+    c.rope_freq.assign(half, 0.0);
+    for (int i = 0; i < half; i++) {
+        double f = std::pow((double)c.rope_theta, -2.0 * i / c.d_head);
+        switch (c.rope_scaling) {
+        case ROPE_SCALING_NONE: break;
+        case ROPE_SCALING_LINEAR: f /= c.rope_factor; break; // positions / factor
+        case ROPE_SCALING_FREQ_TABLE: f /= divisors[i]; break;
+        case ROPE_SCALING_LLAMA3: { // Meta's rule: keep short wavelengths, stretch long ones, blend between
+            const double wavelen = 2 * M_PI / f, orig = c.rope_orig_ctx;
+            const double low = c.rope_low_freq_factor, high = c.rope_high_freq_factor;
+            if (wavelen > orig / low) {
+                f /= c.rope_factor;
+            } else if (wavelen >= orig / high) {
+                double smooth = (orig / wavelen - low) / (high - low);
+                f = (1 - smooth) * f / c.rope_factor + smooth * f;
+            }
+            break;
+        }
+        }
+        c.rope_freq[i] = f;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// config.json
+// ---------------------------------------------------------------------------------------------
+// nesting bounded (json_util.h): a deeply nested file is an error, not a stack overflow
+static nlohmann::json read_json(const std::string& path) { return read_json_file(path); }
 
 static int json_int(const nlohmann::json& j, const std::string& path, std::initializer_list<const char*> keys,
                     int lo, int hi, int def = -1) {
@@ -76,6 +106,43 @@ static float json_float(const nlohmann::json& j, const char* key, float def, con
     double v = j[key].get<double>();
     if (!(v > 0) || v > 1e9) throw error(path + ": " + key + " = " + std::to_string(v) + " must be positive");
     return (float)v;
+}
+
+// rope_scaling: null, {"rope_type" (older configs: "type"): "linear", "factor"}, or Llama 3.1/3.2's
+// {"rope_type": "llama3", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}.
+// Other types (yarn, dynamic, longrope, ...) change the maths in ways not implemented here: refused by name.
+static void parse_rope_scaling(model_config& c, const nlohmann::json& j, const std::string& path) {
+    if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return;
+    const nlohmann::json& rs = j["rope_scaling"];
+    const std::string where = path + ": rope_scaling";
+    if (!rs.is_object()) throw error(where + " must be an object or null");
+    std::string type;
+    for (const char* k : {"rope_type", "type"})
+        if (rs.contains(k) && rs[k].is_string()) {
+            type = rs[k].get<std::string>();
+            break;
+        }
+    auto need = [&](const char* key) {
+        if (!rs.contains(key) || rs[key].is_null()) throw error(where + " (" + type + "): missing " + key);
+        return json_float(rs, key, 0.0f, where);
+    };
+    if (type == "default") return; // HF's name for plain RoPE
+    if (type == "linear") {
+        c.rope_scaling = ROPE_SCALING_LINEAR;
+        c.rope_factor = need("factor");
+    } else if (type == "llama3") {
+        c.rope_scaling = ROPE_SCALING_LLAMA3;
+        c.rope_factor = need("factor");
+        c.rope_low_freq_factor = need("low_freq_factor");
+        c.rope_high_freq_factor = need("high_freq_factor");
+        c.rope_orig_ctx = json_int(rs, where, {"original_max_position_embeddings"}, 1, 1 << 24);
+        if (c.rope_high_freq_factor <= c.rope_low_freq_factor)
+            throw error(where + " (llama3): high_freq_factor " + std::to_string(c.rope_high_freq_factor) +
+                        " must exceed low_freq_factor " + std::to_string(c.rope_low_freq_factor));
+    } else {
+        throw error(where + " type '" + (type.empty() ? std::string("(none given)") : type) +
+                    "' is not supported (supported: linear, llama3)");
+    }
 }
 
 static model_config parse_hf_config(const std::string& path) {
@@ -115,12 +182,19 @@ static model_config parse_hf_config(const std::string& path) {
         c.rope = ROPE_HALF; // HF checkpoints rotate halves (the converter permuted q/k rows for it)
         c.qkv_bias = type == "qwen2";
         c.mlp_bias = false;
-        c.tied_lm_head = j.value("tie_word_embeddings", false);
+        c.tied_lm_head = json_bool(j, "tie_word_embeddings", false, path);
         if (c.n_head % c.n_kv_head)
             throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
                         std::to_string(c.n_kv_head));
-        if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-            throw error(path + ": rope_scaling is not supported (positions beyond the trained context)");
+        parse_rope_scaling(c, j, path);
+        // Sliding-window attention (Mistral; Qwen2 only with use_sliding_window) is not implemented: the
+        // context is capped to the window instead, where the window mask and the full causal mask agree.
+        bool windowed = type == "mistral" || (type == "qwen2" && j.contains("use_sliding_window") &&
+                                              j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>());
+        if (windowed) {
+            c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
+            if (c.sliding_window > 0) c.n_ctx = std::min(c.n_ctx, c.sliding_window);
+        }
     } else {
         throw error(path + ": unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
     }
@@ -241,21 +315,14 @@ static bool path_exists(const fs::path& p) {
     return fs::exists(p, ec);
 }
 
-static tokenizer load_folder_tokenizer(const fs::path& dir) {
-    if (path_exists(dir / "vocab.json") && path_exists(dir / "merges.txt"))
-        return load_gpt2_tokenizer((dir / "vocab.json").string(), (dir / "merges.txt").string());
-    if (path_exists(dir / "tokenizer.json")) {
-        tokenizer t = load_tokenizer_json((dir / "tokenizer.json").string());
-        apply_tokenizer_config(t, (dir / "tokenizer_config.json").string());
-        return t;
-    }
-    throw error(dir.string() + ": no tokenizer (expected vocab.json + merges.txt, or tokenizer.json)");
-}
-
 static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     model m;
     m.format = "hf-safetensors";
-    m.config = parse_hf_config((dir / "config.json").string());
+    const std::string config_path = (dir / "config.json").string();
+    m.config = json_guard(config_path, [&] { return parse_hf_config(config_path); });
+    if (m.config.sliding_window > 0 && m.config.n_ctx == m.config.sliding_window)
+        m.source_note = "sliding-window attention (" + std::to_string(m.config.sliding_window) +
+                        " tokens) not implemented: the context is capped to the window, where the result is exact";
     if (opt.progress) opt.progress(0.02f, "config");
     tensor_source src;
     fs::path index = dir / "model.safetensors.index.json";
@@ -285,7 +352,7 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     default: throw error("internal: no HF tensor table for " + std::string(arch_table(m.config.arch).name));
     }
     m.config.tied_lm_head = m.weights.lm_head.empty();
-    m.tok = load_folder_tokenizer(dir);
+    m.tok = load_folder_tokenizer(dir.string(), m.config.model_type);
     if ((int)m.tok.vocab.size() > m.config.vocab_size)
         throw error(dir.string() + ": tokenizer has " + std::to_string(m.tok.vocab.size()) +
                     " tokens but the model's vocab_size is " + std::to_string(m.config.vocab_size));
@@ -295,6 +362,34 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
 // ---------------------------------------------------------------------------------------------
 // load_model: detect the format from the path
 // ---------------------------------------------------------------------------------------------
+// The first weight tensor holding a NaN or Inf, in the order the forward reads them ("" when all are finite):
+// such a model still loads and runs (the display copes), but the user is told where the damage is.
+static bool all_finite(const std::vector<float>& v) {
+    bool ok = true;
+    for (float x : v) ok &= std::fabs(x) <= 3.4028235e38f; // false for NaN and +-Inf; no early exit, so it vectorises
+    return ok;
+}
+
+static std::string first_nonfinite_weight(const model_weights& w) {
+    if (!all_finite(w.tok_emb)) return "token embedding";
+    if (!all_finite(w.pos_emb)) return "position embedding";
+    for (size_t l = 0; l < w.layers.size(); l++) {
+        const layer_weights& L = w.layers[l];
+        const std::pair<const char*, const std::vector<float>*> parts[] = {
+            {"norm1 gain", &L.norm1_g}, {"norm1 bias", &L.norm1_b},    {"w_qkv", &L.w_qkv.data},
+            {"b_qkv", &L.b_qkv},        {"w_o", &L.w_o.data},          {"b_o", &L.b_o},
+            {"norm2 gain", &L.norm2_g}, {"norm2 bias", &L.norm2_b},    {"w_gate", &L.w_gate.data},
+            {"w_up", &L.w_up.data},     {"b_up", &L.b_up},             {"w_down", &L.w_down.data},
+            {"b_down", &L.b_down}};
+        for (const auto& [name, v] : parts)
+            if (!all_finite(*v)) return "layer " + std::to_string(l) + " " + name;
+    }
+    if (!all_finite(w.normf_g)) return "final norm gain";
+    if (!all_finite(w.normf_b)) return "final norm bias";
+    if (!all_finite(w.lm_head)) return "lm_head";
+    return "";
+}
+
 model load_model(const std::string& path, const load_options& opt) {
     if (path.empty()) throw error("no model path given");
     fs::path p(path);
@@ -313,7 +408,12 @@ model load_model(const std::string& path, const load_options& opt) {
     } else {
         throw error(path + ": unknown model format (expected a Hugging Face folder with config.json, a .gguf file or a llama2.c .bin)");
     }
+    if (arch_table(m.config.arch).pos == POS_ROPE && m.config.rope_freq.empty()) { // GGUF may have filled it
+        if (m.config.d_head % 2) throw error(path + ": head size " + std::to_string(m.config.d_head) + " is odd (RoPE rotates pairs)");
+        rope_init_freqs(m.config);
+    }
     m.path = path;
+    m.nonfinite_tensor = first_nonfinite_weight(m.weights);
     if (opt.progress) opt.progress(1.0f, "done");
     return m;
 }

@@ -15,6 +15,9 @@ enum mlp_kind { MLP_GELU, MLP_SWIGLU };
 enum pos_kind { POS_LEARNED, POS_ROPE };
 // RoPE pairing: HF safetensors rotate halves (i, i + d/2); llama2.c and llama.cpp GGUF rotate adjacent pairs.
 enum rope_pairing { ROPE_HALF, ROPE_ADJACENT };
+// RoPE frequency scaling: HF config.json rope_scaling (rope_type "linear" or "llama3"), or GGUF's per-pair
+// divisors in the tensor rope_freqs.weight (how llama.cpp stores Llama 3.1/3.2's llama3 scaling).
+enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_LLAMA3, ROPE_SCALING_FREQ_TABLE };
 
 struct arch_info {
     const char* name;        // "gpt2", "llama"
@@ -40,6 +43,15 @@ struct model_config {
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
     rope_pairing rope = ROPE_HALF;
+    rope_scaling_kind rope_scaling = ROPE_SCALING_NONE;
+    float rope_factor = 1.0f;           // LINEAR: positions / factor; LLAMA3: low frequencies / factor
+    float rope_low_freq_factor = 1.0f;  // LLAMA3: wavelengths above orig_ctx / low are divided by factor
+    float rope_high_freq_factor = 4.0f; // LLAMA3: wavelengths below orig_ctx / high are kept
+    int rope_orig_ctx = 0;              // LLAMA3: original_max_position_embeddings
+    std::vector<double> rope_freq;      // [d_head/2] angle per position of pair i, in radians, all scaling
+                                        // included; filled once at load by rope_init_freqs()
+    int sliding_window = 0;             // Mistral: keys each query sees (0 = all); n_ctx is capped to it,
+                                        // so the full causal mask equals the window mask
     bool qkv_bias = true;   // GPT-2 and Qwen2 have q/k/v biases
     bool mlp_bias = true;   // GPT-2 only
     bool tied_lm_head = true;
@@ -92,6 +104,7 @@ struct model {
     std::string path;        // what the user opened
     std::string format;      // "hf-safetensors", "gguf", "llama2c"
     std::string source_note; // e.g. "GGUF Q4_K dequantised to f32 (+380 MB)"; empty if nothing to say
+    std::string nonfinite_tensor; // first weight holding NaN/Inf, e.g. "layer 3 w_qkv"; empty when all finite
 };
 
 // Parameter counts per component, for the model panel and --json.
@@ -111,6 +124,11 @@ struct load_options {
     std::string tokenizer_path; // llama2.c tokenizer.bin; empty = look next to the model
     progress_fn progress;       // optional
 };
+
+// Fills c.rope_freq [d_head/2] from rope_theta, d_head and the scaling fields: theta^(-2i/d_head), then
+// LINEAR divides by rope_factor and LLAMA3 applies Meta's rule per wavelength. divisors ([d_head/2], GGUF
+// rope_freqs.weight), when given, divide each pair's frequency instead (and set ROPE_SCALING_FREQ_TABLE).
+void rope_init_freqs(model_config& c, const std::vector<float>& divisors = {});
 
 // Loads a HF folder (config.json + safetensors), a .gguf file or a llama2.c .bin.
 // Throws gb::error naming the file, tensor and expected vs found on any problem.

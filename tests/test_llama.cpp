@@ -1,5 +1,6 @@
-// Llama family through llama2.c files: loader, tokenizer, and the forward vs a double-precision reference
-// (RMSNorm, RoPE on adjacent pairs, grouped-query attention, SwiGLU) for every ablation; malformed files.
+// Llama family through llama2.c files and HF folders (llama, qwen2, mistral): loader, tokenizer, and the forward
+// vs a double-precision reference (RMSNorm, RoPE on adjacent pairs or halves with rope_theta and linear / llama3
+// scaling, grouped-query attention, q/k/v biases, SwiGLU) for every ablation; malformed files and configs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,17 +19,6 @@
 #include "tiny_llama.h"
 #include "tiny_model.h"
 
-namespace {
-
-gb::layer_set on(std::vector<int> layers = {}) {
-    gb::layer_set s;
-    s.on = true;
-    s.layers = std::move(layers);
-    return s;
-}
-
-} // namespace
-
 TEST(Llama2c, ForwardMatchesReferenceForEveryAblation) {
     for (bool shared : {true, false}) {
         tiny_llama_spec s;
@@ -45,25 +35,7 @@ TEST(Llama2c, ForwardMatchesReferenceForEveryAblation) {
         std::mt19937 rng(5);
         std::vector<int> tokens(19);
         for (int& t : tokens) t = (int)(rng() % s.vocab);
-        std::vector<std::pair<std::string, gb::ablation>> cases(8);
-        cases[0].first = "none";
-        cases[1].first = "no-attention", cases[1].second.no_attention = on();
-        cases[2].first = "no-residual[1]", cases[2].second.no_residual = on({1});
-        cases[3].first = "no-layernorm (RMSNorm)", cases[3].second.no_layernorm = on();
-        cases[4].first = "no-layernorm[0]", cases[4].second.no_layernorm = on({0});
-        cases[5].first = "heads 0.1 1.3", cases[5].second.heads = {{0, 1}, {1, 3}};
-        cases[6].first = "all", cases[6].second.no_attention = cases[6].second.no_residual = cases[6].second.no_layernorm = on({0});
-        cases[7].first = "no-residual", cases[7].second.no_residual = on();
-        for (const auto& [name, ab] : cases) {
-            gb::capture cap;
-            gb::forward_options opt;
-            opt.all_logits = true;
-            gb::run_forward(cap, m, tokens, ab, opt);
-            llama_ref ref = reference_llama(tm, tokens, ab);
-            EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << name << (shared ? " shared" : " separate") << ": logits";
-            EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << name << ": attention";
-            EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << name << ": residual norms";
-        }
+        expect_matches_reference(m, tm, tokens, shared ? "llama2.c shared" : "llama2.c separate");
     }
 }
 
@@ -147,8 +119,10 @@ TEST(Llama2c, MalformedFilesGiveClearErrors) {
     expect_gb_error([&] { gb::load_llama2c_tokenizer(tm.tokenizer_path, 100000000); }, "too small");
 }
 
-// The same weights as a Hugging Face folder: q/k rows permuted as HF's converter does, so that rotating
-// halves (i, i + d/2) there equals rotating adjacent pairs (2i, 2i+1) in the llama2.c file.
+// The same weights as a Hugging Face folder. permute: q/k rows permuted as HF's converter does, so that
+// rotating halves (i, i + d/2) there equals rotating adjacent pairs (2i, 2i+1) in the llama2.c file; without it
+// the folder holds the weights as they are, and equals the reference with rope_half. The config says the
+// spec's rope_theta and rope_scaling; biases are written when the spec has them; extra is merged into config.json.
 namespace {
 
 std::vector<float> to_hf_rows(const std::vector<float>& w, int heads, int dh, int in) {
@@ -161,15 +135,23 @@ std::vector<float> to_hf_rows(const std::vector<float>& w, int heads, int dh, in
     return out;
 }
 
-void write_hf_llama(const std::string& dir, const tiny_llama& tm, bool sharded) {
+void write_hf_llama(const std::string& dir, const tiny_llama& tm, bool sharded, bool permute = true,
+                    const std::string& model_type = "llama", const nlohmann::json& extra = nlohmann::json::object()) {
     const tiny_llama_spec& s = tm.spec;
     const int d = s.dim, dh = d / s.n_head;
-    nlohmann::json cfg = {{"model_type", "llama"},       {"hidden_size", d},         {"intermediate_size", s.hidden},
+    nlohmann::json cfg = {{"model_type", model_type},    {"hidden_size", d},         {"intermediate_size", s.hidden},
                           {"num_hidden_layers", s.n_layer}, {"num_attention_heads", s.n_head},
                           {"num_key_value_heads", s.n_kv_head}, {"vocab_size", s.vocab},
                           {"max_position_embeddings", s.seq_len}, {"rms_norm_eps", 1e-5},
-                          {"rope_theta", 10000.0}, {"tie_word_embeddings", s.shared_classifier}};
+                          {"rope_theta", s.rope_theta}, {"tie_word_embeddings", s.shared_classifier}};
+    if (s.rope_scaling == "linear") cfg["rope_scaling"] = {{"type", "linear"}, {"factor", s.rope_factor}};
+    if (s.rope_scaling == "llama3")
+        cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", s.rope_factor},
+                               {"low_freq_factor", s.rope_low_freq_factor}, {"high_freq_factor", s.rope_high_freq_factor},
+                               {"original_max_position_embeddings", s.rope_orig_ctx}};
+    cfg.update(extra);
     std::ofstream(dir + "/config.json") << cfg.dump();
+    auto rows = [&](const std::vector<float>& w, int heads, int in) { return permute ? to_hf_rows(w, heads, dh, in) : w; };
     std::vector<gb::st_out> a, b;
     auto put = [&](std::vector<gb::st_out>& v, const std::string& n, std::vector<int64_t> shape, std::vector<float> data) {
         v.push_back({n, std::move(shape), std::move(data), gb::ST_F32});
@@ -180,9 +162,14 @@ void write_hf_llama(const std::string& dir, const tiny_llama& tm, bool sharded) 
         auto& v = l % 2 ? b : a;
         put(v, p + "input_layernorm.weight", {d}, tm.w.at("rms_att" + k));
         put(v, p + "post_attention_layernorm.weight", {d}, tm.w.at("rms_ffn" + k));
-        put(v, p + "self_attn.q_proj.weight", {d, d}, to_hf_rows(tm.w.at("wq" + k), s.n_head, dh, d));
-        put(v, p + "self_attn.k_proj.weight", {s.n_kv_head * dh, d}, to_hf_rows(tm.w.at("wk" + k), s.n_kv_head, dh, d));
+        put(v, p + "self_attn.q_proj.weight", {d, d}, rows(tm.w.at("wq" + k), s.n_head, d));
+        put(v, p + "self_attn.k_proj.weight", {s.n_kv_head * dh, d}, rows(tm.w.at("wk" + k), s.n_kv_head, d));
         put(v, p + "self_attn.v_proj.weight", {s.n_kv_head * dh, d}, tm.w.at("wv" + k));
+        if (s.qkv_bias) { // a bias is a one-column matrix: permuted like its rows
+            put(v, p + "self_attn.q_proj.bias", {d}, rows(tm.w.at("bq" + k), s.n_head, 1));
+            put(v, p + "self_attn.k_proj.bias", {s.n_kv_head * dh}, rows(tm.w.at("bk" + k), s.n_kv_head, 1));
+            put(v, p + "self_attn.v_proj.bias", {s.n_kv_head * dh}, tm.w.at("bv" + k));
+        }
         put(v, p + "self_attn.o_proj.weight", {d, d}, tm.w.at("wo" + k));
         put(v, p + "mlp.gate_proj.weight", {s.hidden, d}, tm.w.at("w1" + k));
         put(v, p + "mlp.up_proj.weight", {s.hidden, d}, tm.w.at("w3" + k));
@@ -261,4 +248,189 @@ TEST(HfLlama, BadConfigsAndMissingShards) {
     cfg["num_key_value_heads"] = 3;
     std::ofstream(dir + "/config.json") << cfg.dump();
     expect_gb_error([&] { gb::load_model(dir); }, "num_key_value_heads");
+}
+
+// "abc" with the pieces "ab" (score -5) and "bc" (score -1): llama2.c merges the best-scoring pair first, so "bc"
+// wins although "ab" comes first both in the text and in the vocabulary; "z" is no piece: byte token <0x7A>.
+TEST(Llama2c, TokenizerMergesBestScoreFirstAndFallsBackToBytes) {
+    std::vector<std::string> vocab = {"<unk>", "\n<s>\n", "\n</s>\n"};
+    std::vector<float> scores = {0, 0, 0};
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        vocab.push_back(name), scores.push_back(0);
+    }
+    const int sp = (int)vocab.size(), a = sp + 1, b = sp + 2, c = sp + 3, ab = sp + 4, bc = sp + 5;
+    for (const char* p : {" ", "a", "b", "c"}) vocab.push_back(p), scores.push_back(-100);
+    vocab.push_back("ab"), scores.push_back(-5);
+    vocab.push_back("bc"), scores.push_back(-1);
+    std::string path = test_temp_dir("llama_tok_order") + "/tokenizer.bin";
+    write_llama2c_tokenizer(path, vocab, scores);
+    gb::tokenizer t = gb::load_llama2c_tokenizer(path, (int)vocab.size());
+    // BOS, the dummy-prefix space, then the pieces
+    EXPECT_EQ(gb::encode_prompt(t, "abc", false), (std::vector<int>{1, sp, a, bc}));
+    EXPECT_EQ(gb::encode_prompt(t, "abcabc", false), (std::vector<int>{1, sp, a, bc, a, bc}));
+    EXPECT_EQ(gb::encode_prompt(t, "cab", false), (std::vector<int>{1, sp, c, ab}));
+    EXPECT_EQ(gb::encode_prompt(t, "abz", false), (std::vector<int>{1, sp, ab, 3 + 'z'}));
+    EXPECT_EQ(gb::encode_prompt(t, "bz\xc3\xa9", false), (std::vector<int>{1, sp, b, 3 + 'z', 3 + 0xc3, 3 + 0xa9}));
+    EXPECT_EQ(gb::decode(t, {1, sp, ab, 3 + 'z'}), "abz");
+}
+
+namespace {
+
+// The HF folders here carry a 256-token byte-level tokenizer (the capture names each token): ids below 256.
+std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int> tokens(n);
+    for (int& t : tokens) t = (int)(rng() % vocab);
+    return tokens;
+}
+
+// How far apart two references are (scaled like the tests' tolerance): a setting the tests rely on must move
+// the logits far more than the 1e-4 the tests allow, or a loader ignoring it would pass unnoticed.
+double reference_gap(const tiny_llama& a, const tiny_llama& b, const std::vector<int>& tokens) {
+    llama_ref ra = reference_llama(a, tokens, {}), rb = reference_llama(b, tokens, {});
+    return max_scaled_error(std::vector<float>(ra.logits.begin(), ra.logits.end()), rb.logits);
+}
+
+} // namespace
+
+// HF checkpoints rotate halves: the weights written as they are (no permutation) equal the reference rotating
+// halves, for every ablation; the reference on adjacent pairs is far from it, so a pairing mix-up fails.
+TEST(HfLlama, RotateHalfMatchesReferenceForEveryAblation) {
+    tiny_llama_spec s;
+    s.rope_half = true;
+    s.seed = 31;
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_half_c"), s);
+    std::string dir = test_temp_dir("hf_half");
+    write_hf_llama(dir, tm, false, false);
+    gb::model m = gb::load_model(dir);
+    EXPECT_EQ(m.config.rope, gb::ROPE_HALF);
+    std::vector<int> tokens = random_tokens(19, 256, 6);
+    expect_matches_reference(m, tm, tokens, "HF llama, rotate-half");
+    tiny_llama adjacent = tm;
+    adjacent.spec.rope_half = false;
+    EXPECT_GT(reference_gap(adjacent, tm, tokens), 1e-2);
+}
+
+// Frequencies worked out by hand for head size 8 (pairs i = 0..3, theta^(-2i/8)):
+// - theta 1e6: 1, 1e6^-0.25 = 0.0316227766, 1e-3, 3.16227766e-5; rope_type "default": theta 10000 unchanged.
+// - linear, factor 2 (theta 10000): 0.5, 0.05, 0.005, 0.0005.
+// - llama3, theta 10000, factor 8, low 1, high 4, original context 128: wavelengths 2π/f = 6.28, 62.8, 628, 6283
+//   against 128/4 = 32 and 128/1 = 128. Pair 0 (6.28 < 32) is kept: 1. Pair 1 is between: smooth =
+//   (128/62.832 - 1)/(4 - 1) = 0.345728, (1 - smooth) * 0.1/8 + smooth * 0.1 = 0.0427511788. Pairs 2 and 3
+//   (> 128) are divided by 8: 0.00125, 0.000125.
+TEST(HfLlama, RopeFrequencyTablesWorkedOutByHand) {
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_rope_table_c"), tiny_llama_spec{});
+    std::string dir = test_temp_dir("hf_rope_table");
+    auto load_with = [&](const nlohmann::json& extra) {
+        write_hf_llama(dir, tm, false, false, "llama", extra);
+        return gb::load_model(dir).config;
+    };
+    auto expect_table = [](const gb::model_config& c, const std::vector<double>& want, const std::string& what) {
+        ASSERT_EQ(c.rope_freq.size(), want.size()) << what;
+        for (size_t i = 0; i < want.size(); i++) EXPECT_NEAR(c.rope_freq[i], want[i], 1e-9 * want[i]) << what << ", pair " << i;
+    };
+    expect_table(load_with({{"rope_theta", 1e6}}), {1, 0.0316227766017, 1e-3, 3.16227766017e-5}, "theta 1e6");
+    expect_table(load_with({{"rope_scaling", {{"rope_type", "default"}}}}), {1, 0.1, 0.01, 0.001}, "default");
+    gb::model_config lin = load_with({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}});
+    EXPECT_EQ(lin.rope_scaling, gb::ROPE_SCALING_LINEAR);
+    expect_table(lin, {0.5, 0.05, 0.005, 0.0005}, "linear, factor 2");
+    gb::model_config l3 = load_with({{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 128}}}});
+    EXPECT_EQ(l3.rope_scaling, gb::ROPE_SCALING_LLAMA3);
+    EXPECT_EQ(l3.rope_orig_ctx, 128);
+    expect_table(l3, {1, 0.0427511787543, 0.00125, 0.000125}, "llama3");
+}
+
+// Llama 3.1/3.2 configs: rope_scaling llama3 with theta 500000. With head size 8 the pairs' wavelengths (6.3,
+// 167, 4443, 118000) against an original context of 512 (512/4 = 128, 512/1 = 512) hit all three cases.
+TEST(HfLlama, Llama3RopeScalingMatchesReferenceForEveryAblation) {
+    tiny_llama_spec s;
+    s.rope_half = true, s.seed = 32, s.rope_theta = 500000;
+    s.rope_scaling = "llama3", s.rope_factor = 8, s.rope_low_freq_factor = 1, s.rope_high_freq_factor = 4, s.rope_orig_ctx = 512;
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_llama3_c"), s);
+    std::string dir = test_temp_dir("hf_llama3");
+    write_hf_llama(dir, tm, false, false, "llama", {{"head_dim", s.dim / s.n_head}});
+    gb::model m = gb::load_model(dir);
+    EXPECT_EQ(m.config.rope_scaling, gb::ROPE_SCALING_LLAMA3);
+    EXPECT_EQ(m.config.rope_theta, 500000.0f);
+    ASSERT_EQ(m.config.rope_freq.size(), 4u);
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(m.config.rope_freq[i], reference_rope_freq(s, i), 1e-12) << "pair " << i;
+    std::vector<int> tokens = random_tokens(30, 256, 7);
+    expect_matches_reference(m, tm, tokens, "HF llama3 rope_scaling");
+    tiny_llama unscaled = tm, theta10k = tm;
+    unscaled.spec.rope_scaling = "none";
+    theta10k.spec.rope_theta = 10000;
+    EXPECT_GT(reference_gap(unscaled, tm, tokens), 1e-2) << "ignoring rope_scaling must fail this test";
+    EXPECT_GT(reference_gap(theta10k, tm, tokens), 1e-2) << "ignoring rope_theta must fail this test";
+}
+
+TEST(HfLlama, RopeScalingItCannotComputeIsRefusedByName) {
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_rope_bad_c"), tiny_llama_spec{});
+    std::string dir = test_temp_dir("hf_rope_bad");
+    auto load_with = [&](const nlohmann::json& scaling) {
+        write_hf_llama(dir, tm, false, false, "llama", {{"rope_scaling", scaling}});
+        gb::load_model(dir);
+    };
+    for (const char* type : {"yarn", "dynamic", "longrope"})
+        expect_gb_error([&] { load_with({{"rope_type", type}, {"factor", 4.0}}); }, std::string("'") + type + "' is not supported");
+    expect_gb_error([&] { load_with({{"type", "su"}, {"factor", 4.0}}); }, "'su'");
+    expect_gb_error([&] { load_with({{"factor", 4.0}}); }, "(none given)");
+    expect_gb_error([&] { load_with("llama3"); }, "must be an object");
+    nlohmann::json l3 = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+    expect_gb_error([&] { load_with(l3); }, "missing low_freq_factor");
+    l3["low_freq_factor"] = 4.0;
+    expect_gb_error([&] { load_with(l3); }, "must exceed low_freq_factor");
+    expect_gb_error([&] { load_with({{"type", "linear"}, {"factor", -2.0}}); }, "factor");
+}
+
+// Qwen2: q/k/v biases, rope_theta 1e6, rotate-half, the weights as they are. The reference without biases or
+// with theta 10000 is far away, so a loader ignoring either would fail.
+TEST(HfQwen2, MatchesReferenceForEveryAblation) {
+    for (bool shared : {true, false}) {
+        tiny_llama_spec s;
+        s.rope_half = true, s.rope_theta = 1e6, s.qkv_bias = true, s.shared_classifier = shared, s.seed = shared ? 33 : 34;
+        tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_qwen2_c"), s);
+        std::string dir = test_temp_dir("hf_qwen2");
+        write_hf_llama(dir, tm, false, false, "qwen2", {{"use_sliding_window", false}, {"sliding_window", 8}});
+        gb::model m = gb::load_model(dir);
+        EXPECT_EQ(m.config.model_type, "qwen2");
+        EXPECT_TRUE(m.config.qkv_bias);
+        EXPECT_EQ(m.config.rope_theta, 1e6f);
+        EXPECT_EQ(m.config.n_ctx, s.seq_len) << "Qwen2 ignores sliding_window unless use_sliding_window";
+        EXPECT_EQ(m.config.tied_lm_head, shared);
+        std::vector<int> tokens = random_tokens(19, 256, 8);
+        expect_matches_reference(m, tm, tokens, shared ? "HF qwen2 tied" : "HF qwen2");
+        tiny_llama theta10k = tm, nobias = tm;
+        theta10k.spec.rope_theta = 10000;
+        nobias.spec.qkv_bias = false;
+        EXPECT_GT(reference_gap(theta10k, tm, tokens), 1e-2);
+        EXPECT_GT(reference_gap(nobias, tm, tokens), 1e-2);
+    }
+}
+
+// Mistral: grouped-query attention, rotate-half, sliding_window. Window attention is not implemented: the
+// context is capped to the window, where full causal attention is the same thing, so prompts up to the window
+// match the reference and a longer one is refused. sliding_window null (Mistral v0.2 on) leaves the context.
+TEST(HfMistral, MatchesReferenceWithContextCappedToTheSlidingWindow) {
+    tiny_llama_spec s;
+    s.rope_half = true, s.seed = 35, s.n_head = 4, s.n_kv_head = 2;
+    tiny_llama tm = write_tiny_llama2c(test_temp_dir("hf_mistral_c"), s);
+    std::string dir = test_temp_dir("hf_mistral");
+    write_hf_llama(dir, tm, false, false, "mistral", {{"sliding_window", 12}});
+    gb::model m = gb::load_model(dir);
+    EXPECT_EQ(m.config.model_type, "mistral");
+    EXPECT_EQ(m.config.n_kv_head, 2);
+    EXPECT_EQ(m.config.sliding_window, 12);
+    EXPECT_EQ(m.config.n_ctx, 12);
+    EXPECT_NE(m.source_note.find("sliding-window"), std::string::npos) << m.source_note;
+    expect_matches_reference(m, tm, random_tokens(12, 256, 9), "HF mistral, window 12");
+    gb::capture cap;
+    expect_gb_error([&] { gb::run_forward(cap, m, random_tokens(13, 256, 9)); }, "prompt too long");
+    write_hf_llama(dir, tm, false, false, "mistral", {{"sliding_window", nullptr}});
+    gb::model full = gb::load_model(dir);
+    EXPECT_EQ(full.config.n_ctx, s.seq_len);
+    EXPECT_EQ(full.config.sliding_window, 0);
+    expect_matches_reference(full, tm, random_tokens(25, 256, 10), "HF mistral, no window");
 }

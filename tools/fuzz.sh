@@ -9,11 +9,12 @@ secs=${1:-60}; shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gguf fuzz_llama2c fuzz_tokenizer_json fuzz_bpe)
 
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON \
+bd=${FUZZ_BUILD_DIR:-build-fuzz} # a separate build folder when several people fuzz in one tree
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON \
   -DGLASSBOX_GUI=OFF -DGLASSBOX_TESTS=OFF -DGLASSBOX_NATIVE=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}" >/dev/null
+cmake --build "$bd" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 
-work=build-fuzz/corpus
+work=$bd/corpus
 seed() { # seed TARGET FILE...
   mkdir -p "$work/$1"
   for f in "${@:2}"; do [ -f "$f" ] && cp "$f" "$work/$1/$(basename "$(dirname "$f")")-$(basename "$f")" || true; done
@@ -25,18 +26,19 @@ seed fuzz_gguf $(ls $tmp/*/*.gguf 2>/dev/null | head -20)
 seed fuzz_tokenizer_json $(ls $tmp/*/tokenizer.json 2>/dev/null | head -20)
 mkdir -p "$work/fuzz_llama2c" "$work/fuzz_bpe"
 for f in $(ls $tmp/*/model.bin 2>/dev/null | head -5); do { printf '\x00'; cat "$f"; } > "$work/fuzz_llama2c/m-$(basename "$(dirname "$f")")"; done
-for f in $(ls $tmp/*/tokenizer.bin 2>/dev/null | head -5); do { printf '\x01'; cat "$f"; } > "$work/fuzz_llama2c/t-$(basename "$(dirname "$f")")"; done
+# tokenizer seeds: \x01, the length of the text at the end (16), tokenizer.bin, the text
+for f in $(ls $tmp/*/tokenizer.bin 2>/dev/null | head -5); do { printf '\x01\x10'; cat "$f"; printf 'Once upon a time'; } > "$work/fuzz_llama2c/t-$(basename "$(dirname "$f")")"; done
 printf 'The cat sat on the mat.' > "$work/fuzz_bpe/a"; printf 'caf\xc3\xa9 \xe6\x97\xa5\xf0\x9f\x99\x82' > "$work/fuzz_bpe/b"
 for t in "${targets[@]}"; do mkdir -p "$work/$t"; [ -n "$(ls "$work/$t")" ] || printf 'x' > "$work/$t/empty"; done
 
 run_one() {
   local t=$1 reg=tests/fuzz/regressions/$1
-  if [ -d "$reg" ] && [ -n "$(ls "$reg")" ]; then "build-fuzz/$t" "$reg"/* >"build-fuzz/$t.regress.log" 2>&1 || { echo "FAIL $t: a regression input crashes again"; return 1; }; fi
-  if "build-fuzz/$t" -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
-      -artifact_prefix="build-fuzz/$t-" "$work/$t" >"build-fuzz/$t.log" 2>&1; then
-    echo "ok   $t: $(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/$t.log" | tail -1 | awk '{print $2}') runs in ${secs}s, no crash"
+  if [ -d "$reg" ] && [ -n "$(ls "$reg")" ]; then "$bd/$t" "$reg"/* >"$bd/$t.regress.log" 2>&1 || { echo "FAIL $t: a regression input crashes again"; return 1; }; fi
+  if "$bd/$t" -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
+      -artifact_prefix="$bd/$t-" "$work/$t" >"$bd/$t.log" 2>&1; then
+    echo "ok   $t: $(grep -o 'stat::number_of_executed_units: [0-9]*' "$bd/$t.log" | tail -1 | awk '{print $2}') runs in ${secs}s, no crash"
   else
-    echo "FAIL $t: see build-fuzz/$t.log"; grep -m3 -E 'ERROR|SUMMARY' "build-fuzz/$t.log" || true; return 1
+    echo "FAIL $t: see $bd/$t.log"; grep -m3 -E 'ERROR|SUMMARY' "$bd/$t.log" || true; return 1
   fi
 }
 fails=0

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -15,6 +16,7 @@
 #include "error.h"
 #include "export.h"
 #include "forward.h"
+#include "json_util.h"
 #include "model.h"
 #include "tokenizer.h"
 #if __has_include("gl_attention.h")
@@ -67,11 +69,41 @@ struct args {
     }
 };
 
-args parse_args(int argc, char** argv, const std::set<std::string>& flag_names,
-                const std::set<std::string>& option_names) {
+// What each command accepts: its --flags and its --key value options. An option another command takes is
+// refused by name ("run does not take --temperature") rather than silently ignored.
+struct command_options {
+    std::set<std::string> flags, options;
+};
+const std::map<std::string, command_options>& command_table() {
+    static const std::map<std::string, command_options> table = {
+        {"run", {{"bos", "all-logits"},
+                 {"model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "backend",
+                  "capture-budget"}}},
+        {"generate", {{"bos"},
+                      {"model", "tokenizer", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed",
+                       "ablate", "layers", "heads", "json"}}},
+        {"tokenize", {{}, {"model", "tokenizer", "text", "decode"}}},
+        {"bench", {{}, {"model", "tokenizer", "tokens", "repeat", "backend", "json"}}},
+        {"make-random", {{}, {"out", "layers-n", "d-model", "heads-n", "vocab", "ctx", "dtype", "seed"}}},
+        {"info", {{}, {"model", "tokenizer"}}},
+    };
+    return table;
+}
+
+args parse_args(int argc, char** argv) {
     args a;
     if (argc < 2) throw usage_error("missing command (run, generate, tokenize, bench, make-random, info)");
     a.command = argv[1];
+    auto cmd = command_table().find(a.command);
+    if (cmd == command_table().end())
+        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, bench, make-random, info)");
+    std::set<std::string> flag_names = cmd->second.flags, option_names = cmd->second.options;
+    flag_names.insert("help");
+    std::set<std::string> any_flag, any_option; // what some command takes
+    for (const auto& [name, c] : command_table()) {
+        any_flag.insert(c.flags.begin(), c.flags.end());
+        any_option.insert(c.options.begin(), c.options.end());
+    }
     for (int i = 2; i < argc; i++) {
         std::string s = argv[i];
         if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
@@ -91,6 +123,8 @@ args parse_args(int argc, char** argv, const std::set<std::string>& flag_names,
                 value = argv[++i];
             }
             a.opts[key] = value;
+        } else if (any_flag.count(key) || any_option.count(key)) {
+            throw usage_error(a.command + " does not take --" + key);
         } else {
             throw usage_error("unknown option --" + key + " for '" + a.command + "'");
         }
@@ -130,7 +164,18 @@ gb::model open_model(const args& a) {
     gb::load_options lo;
     lo.tokenizer_path = a.get("tokenizer");
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
-    return gb::load_model(path, lo);
+    gb::model m = gb::load_model(path, lo);
+    if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
+        std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
+                     m.nonfinite_tensor.c_str());
+    return m;
+}
+
+// The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
+std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos) {
+    if (bos && m.tok.bos_id < 0)
+        throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
+    return gb::encode_prompt(m.tok, prompt, bos);
 }
 
 // --ablate LIST [--layers LIST] [--heads L.H,...], checked against the model
@@ -140,16 +185,39 @@ gb::ablation parse_ablation(const args& a, const gb::model_config& c) {
     return ab;
 }
 
-// Text made printable on one terminal line: newline as ↵, tab as →.
+// Text safe to print on a terminal: control characters (C0 but keep_newlines' \n and \t, DEL, and C1 such as
+// U+009B CSI) never reach it raw; they show as "\x07" or "\u009b". Valid UTF-8 is expected (bytes of a partial
+// character were already shown as <E6> by token_text or replaced by utf8_sanitize).
+std::string terminal_safe(const std::string& s, bool keep_newlines) {
+    std::string out;
+    char hex[12];
+    for (size_t i = 0; i < s.size(); i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (keep_newlines && (ch == '\n' || ch == '\t')) {
+            out += (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            std::snprintf(hex, sizeof hex, "\\x%02x", ch);
+            out += hex;
+        } else if (ch == 0xc2 && i + 1 < s.size() && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f) {
+            std::snprintf(hex, sizeof hex, "\\u%04x", (unsigned char)s[i + 1]);
+            out += hex;
+            i++;
+        } else {
+            out += (char)ch;
+        }
+    }
+    return out;
+}
+
+// A token's text on one terminal line: newline as ↵, tab as →, other control characters escaped.
 std::string visible(const std::string& s) {
     std::string out;
     for (char ch : s) {
         if (ch == '\n') out += "\u21b5";
         else if (ch == '\t') out += "\u2192";
-        else if (ch == '\r') out += "\\r";
         else out += ch;
     }
-    return out;
+    return terminal_safe(out, false);
 }
 
 // --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
@@ -176,7 +244,7 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) 
 // ---------------------------------------------------------------------------------------------
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
-    std::vector<int> ids = gb::encode_prompt(m.tok, a.need("prompt"), a.has("bos"));
+    std::vector<int> ids = prompt_ids(m, a.need("prompt"), a.has("bos"));
     gb::ablation ab = parse_ablation(a, m.config);
     int top_k = (int)parse_int(a.get("top-k", "10"), "--top-k", 1, m.config.vocab_size);
     gb::forward_options opt;
@@ -220,27 +288,28 @@ int cmd_run(const args& a) {
 int cmd_generate(const args& a) {
     gb::model m = open_model(a);
     std::string prompt = a.need("prompt");
-    std::vector<int> ids = gb::encode_prompt(m.tok, prompt, a.has("bos"));
+    std::vector<int> ids = prompt_ids(m, prompt, a.has("bos"));
     int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
     gb::sampling sp;
     sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
     sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
     sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
+    if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
     sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
     gb::ablation ab = parse_ablation(a, m.config);
-    std::fputs(prompt.c_str(), stdout);
+    std::fputs(terminal_safe(prompt, true).c_str(), stdout);
     std::fflush(stdout);
     std::string pending; // bytes of a UTF-8 character split across tokens are printed once complete
     gb::generation g = gb::generate(m, ids, max_new, sp, ab, [&](int id) {
         pending += gb::token_bytes(m.tok, id);
         if (gb::utf8_invalid_at(pending) < 0) {
-            std::fputs(pending.c_str(), stdout);
+            std::fputs(terminal_safe(pending, true).c_str(), stdout);
             std::fflush(stdout);
             pending.clear();
         }
         return true;
     });
-    std::fputs(gb::utf8_sanitize(pending).c_str(), stdout);
+    std::fputs(terminal_safe(gb::utf8_sanitize(pending), true).c_str(), stdout);
     std::printf("\n");
     std::fprintf(stderr, "%zu tokens in %.1f ms (%.1f tokens/s)%s\n", g.ids.size(), g.ms,
                  g.ms > 0 ? 1000.0 * g.ids.size() / g.ms : 0.0, g.hit_eos ? ", stopped at end-of-text" : "");
@@ -264,14 +333,12 @@ int cmd_generate(const args& a) {
 int cmd_tokenize(const args& a) {
     gb::tokenizer tok;
     if (a.has("tokenizer") && !a.has("model")) {
-        std::string dir = a.get("tokenizer");
-        std::string json_path = dir + "/tokenizer.json";
-        if (FILE* f = std::fopen((dir + "/vocab.json").c_str(), "rb")) {
-            std::fclose(f);
-            tok = gb::load_gpt2_tokenizer(dir + "/vocab.json", dir + "/merges.txt");
-        } else {
-            tok = gb::load_tokenizer_json(json_path);
-        }
+        // the folder's tokenizer exactly as a model load picks it: tokenizer.json with tokenizer_config.json
+        // (BOS/EOS, add_bos_token), or vocab.json + merges.txt for GPT-2 (model_type from config.json if any)
+        std::string dir = a.get("tokenizer"), model_type;
+        if (std::ifstream(dir + "/config.json"))
+            model_type = gb::json_string(gb::read_json_file(dir + "/config.json"), "model_type", "", dir + "/config.json");
+        tok = gb::load_folder_tokenizer(dir, model_type);
     } else {
         tok = open_model(a).tok;
     }
@@ -279,7 +346,7 @@ int cmd_tokenize(const args& a) {
         std::vector<int> ids;
         for (const std::string& s : split(a.get("decode"), ','))
             ids.push_back((int)parse_int(s, "--decode", 0, (long)tok.vocab.size() - 1));
-        std::printf("%s\n", gb::utf8_sanitize(gb::decode(tok, ids)).c_str());
+        std::printf("%s\n", terminal_safe(gb::utf8_sanitize(gb::decode(tok, ids)), true).c_str());
         return 0;
     }
     std::vector<int> ids = gb::encode(tok, a.need("text"));
@@ -423,18 +490,13 @@ int cmd_info(const args& a) {
 } // namespace
 
 int main(int argc, char** argv) {
-    const std::set<std::string> flags = {"bos", "all-logits", "help"};
-    const std::set<std::string> options = {
-        "model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "max-new-tokens",
-        "temperature", "top-p", "seed", "text", "decode", "tokens", "repeat", "backend", "out", "layers-n",
-        "d-model", "heads-n", "vocab", "ctx", "dtype", "capture-budget"};
     try {
         if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
                           std::string(argv[1]) == "help")) {
             std::fputs(usage_text, stdout);
             return 0;
         }
-        args a = parse_args(argc, argv, flags, options);
+        args a = parse_args(argc, argv);
         if (a.has("help")) {
             std::fputs(usage_text, stdout);
             return 0;
@@ -446,14 +508,14 @@ int main(int argc, char** argv) {
         if (a.command == "make-random") return cmd_make_random(a);
         if (a.command == "info") return cmd_info(a);
         throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, bench, make-random, info)");
-    } catch (const gb::error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+    } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
+        std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());
         return 2;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory\n");
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: internal: %s\n", e.what());
+        std::fprintf(stderr, "error: internal: %s\n", terminal_safe(e.what(), false).c_str());
         return 1;
     }
 }

@@ -1,4 +1,4 @@
-// GGUF v3 writer for tests.
+// GGUF v2/v3 writer for tests.
 #include "gguf_writer.h"
 
 #include <cstring>
@@ -25,13 +25,19 @@ void gguf_out::f32_tensor(const std::string& name, std::vector<int64_t> ne, cons
     tensors.push_back(std::move(t));
 }
 
-void gguf_out::write(const std::string& path) const {
+size_t gguf_out::write(const std::string& path) const {
+    std::vector<kv> all = meta;
+    if (alignment != 32) {
+        kv a = make("general.alignment", 4);
+        a.i = alignment;
+        all.push_back(a);
+    }
     buf h;
     h.b = "GGUF";
-    h.put<uint32_t>(3);
+    h.put<uint32_t>(version);
     h.put<uint64_t>(tensors.size());
-    h.put<uint64_t>(meta.size());
-    for (const kv& e : meta) {
+    h.put<uint64_t>(all.size());
+    for (const kv& e : all) {
         h.str(e.key);
         h.put<uint32_t>(e.type);
         switch (e.type) {
@@ -61,12 +67,14 @@ void gguf_out::write(const std::string& path) const {
         for (int64_t v : t.ne) h.put<uint64_t>((uint64_t)v);
         h.put<uint32_t>(t.type);
         h.put<uint64_t>(off);
-        off += (t.bytes.size() + 31) / 32 * 32;
+        off += (t.bytes.size() + alignment - 1) / alignment * alignment;
     }
-    h.pad(32);
+    const size_t header = h.b.size();
+    h.pad(alignment);
     for (const tensor& t : tensors) {
         h.b.append((const char*)t.bytes.data(), t.bytes.size());
-        h.pad(32);
+        h.pad(alignment);
     }
     std::ofstream(path, std::ios::binary) << h.b;
+    return header;
 }

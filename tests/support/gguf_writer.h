@@ -1,4 +1,5 @@
-// A small GGUF v3 writer for tests: metadata, tensors (any supported type, raw bytes), 32-byte alignment.
+// A small GGUF writer for tests: metadata, tensors (any supported type, raw bytes); version 3 or 2 (the same
+// layout: v2 made counts and lengths 64-bit, v3 only added big-endian files), any alignment.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +25,8 @@ struct gguf_out {
     };
     std::vector<kv> meta;
     std::vector<tensor> tensors;
+    uint32_t version = 3;
+    uint32_t alignment = 32;           // other values are written as general.alignment (u32) after meta
     static kv make(const std::string& k, uint32_t type, uint32_t elem = 0) {
         kv e;
         e.key = k, e.type = type, e.elem_type = elem;
@@ -37,5 +40,6 @@ struct gguf_out {
     void ints(const std::string& k, const std::vector<int32_t>& v) { kv e = make(k, 9, 5); e.ints = v; meta.push_back(e); }
     // f32 tensor from values laid out [ne1][ne0]
     void f32_tensor(const std::string& name, std::vector<int64_t> ne, const std::vector<float>& v);
-    void write(const std::string& path) const;
+    // Returns the header's size (magic to the last tensor info) before the padding to the alignment.
+    size_t write(const std::string& path) const;
 };

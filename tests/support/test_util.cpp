@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -25,7 +26,17 @@ double max_scaled_error(const std::vector<float>& got, const std::vector<double>
     EXPECT_EQ(got.size(), want.size());
     double w = 0, scale = 1;
     for (double v : want) scale = std::max(scale, std::abs(v));
-    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) w = std::max(w, std::abs(got[i] - want[i]));
+    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) {
+        // std::max(w, NaN) is w: a NaN or Inf in the result would compare as a match. Any non-finite value that
+        // the reference does not have (the same way) is an infinite error.
+        const double g = got[i], r = want[i];
+        if (!std::isfinite(g) || !std::isfinite(r)) {
+            bool same = (std::isnan(g) && std::isnan(r)) || g == r;
+            if (!same) return std::numeric_limits<double>::infinity();
+            continue;
+        }
+        w = std::max(w, std::abs(g - r));
+    }
     return w / scale;
 }
 

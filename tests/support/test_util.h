@@ -9,6 +9,7 @@ void expect_gb_error(const std::function<void()>& fn, const std::string& needle)
 
 // max |got - want| / max(1, max |want|): absolute for ordinary activations, relative to the tensor's scale
 // where ablations (no LayerNorm, no residual) blow values up and float32 rounding grows with them.
+// Infinite when got holds a NaN or Inf where want does not (or the other way round).
 double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
 
 struct command_result {

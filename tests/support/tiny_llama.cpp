@@ -5,7 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <random>
+
+#include "test_util.h"
 
 namespace {
 
@@ -50,6 +53,12 @@ tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s) 
     put(gen("rms_final", d, 1.0f, 0.1f));
     put(std::vector<float>((size_t)s.seq_len * (d / s.n_head), 0.5f)); // unused RoPE tables
     if (!s.shared_classifier) put(gen("wcls", (size_t)V * d, 0, 0.3f));
+    if (s.qkv_bias) // not in the .bin (llama2.c has no biases); drawn last so the other weights stay the same
+        for (int l = 0; l < L; l++) {
+            gen("bq." + std::to_string(l), (size_t)d, 0, 0.5f);
+            gen("bk." + std::to_string(l), (size_t)kv, 0, 0.5f);
+            gen("bv." + std::to_string(l), (size_t)kv, 0, 0.5f);
+        }
 
     // tokenizer: <unk> <s> </s>, <0x00>..<0xFF>, then single letters and a few merges (higher score merges first)
     std::vector<std::string> vocab = {"<unk>", "\n<s>\n", "\n</s>\n"};
@@ -69,17 +78,40 @@ tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s) 
     }
     while ((int)vocab.size() < V) vocab.push_back("<x" + std::to_string(vocab.size()) + ">"), scores.push_back(-1000);
     vocab.resize(V);
-    std::ofstream t(m.tokenizer_path, std::ios::binary);
+    scores.resize(V);
+    write_llama2c_tokenizer(m.tokenizer_path, vocab, scores);
+    return m;
+}
+
+void write_llama2c_tokenizer(const std::string& path, const std::vector<std::string>& vocab,
+                             const std::vector<float>& scores) {
+    std::ofstream t(path, std::ios::binary);
     int32_t max_len = 0;
     for (const auto& v : vocab) max_len = std::max(max_len, (int32_t)v.size());
     t.write((const char*)&max_len, 4);
-    for (int i = 0; i < V; i++) {
+    for (size_t i = 0; i < vocab.size(); i++) {
         int32_t len = (int32_t)vocab[i].size();
-        t.write((const char*)&scores[i], 4);
+        t.write((const char*)&scores.at(i), 4);
         t.write((const char*)&len, 4);
         t.write(vocab[i].data(), len);
     }
-    return m;
+}
+
+// Written from the rule's description, not from core/: the unscaled frequency theta^(-2i/d); "linear" slows
+// every pair by factor; "llama3" looks at how many wavelengths fit in the original context (r = orig / wavelen):
+// many (r > high): unchanged; few (r < low): slowed by factor; in between: linear blend on r.
+double reference_rope_freq(const tiny_llama_spec& s, int pair) {
+    const int dh = s.dim / s.n_head;
+    const double base = 1.0 / std::pow(s.rope_theta, 2.0 * pair / dh);
+    if (s.rope_scaling == "linear") return base / s.rope_factor;
+    if (s.rope_scaling == "llama3") {
+        const double r = s.rope_orig_ctx * base / (2 * M_PI);
+        if (r > s.rope_high_freq_factor) return base;
+        if (r < s.rope_low_freq_factor) return base / s.rope_factor;
+        const double w = (r - s.rope_low_freq_factor) / (s.rope_high_freq_factor - s.rope_low_freq_factor);
+        return base * (w + (1 - w) / s.rope_factor);
+    }
+    return base;
 }
 
 llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab) {
@@ -115,14 +147,20 @@ llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, c
             for (int j = 0; j < in; j++) o[i] += (double)w[(size_t)i * in + j] * v[j];
         return o;
     };
-    auto rope = [&](std::vector<double>& v, int heads, int pos) { // adjacent pairs, as llama2.c
+    auto rope = [&](std::vector<double>& v, int heads, int pos) { // pair p: (2p, 2p+1) as llama2.c, or (p, p + dh/2)
         for (int h = 0; h < heads; h++)
-            for (int i = 0; i < dh; i += 2) {
-                double freq = 1.0 / std::pow(10000.0, (double)i / dh), a = pos * freq;
-                double x0 = v[h * dh + i], x1 = v[h * dh + i + 1];
-                v[h * dh + i] = x0 * std::cos(a) - x1 * std::sin(a);
-                v[h * dh + i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+            for (int p = 0; p < dh / 2; p++) {
+                double a = pos * reference_rope_freq(s, p);
+                int i0 = s.rope_half ? p : 2 * p, i1 = s.rope_half ? p + dh / 2 : 2 * p + 1;
+                double x0 = v[h * dh + i0], x1 = v[h * dh + i1];
+                v[h * dh + i0] = x0 * std::cos(a) - x1 * std::sin(a);
+                v[h * dh + i1] = x0 * std::sin(a) + x1 * std::cos(a);
             }
+    };
+    auto add_bias = [&](std::vector<double>& v, const char* name, int l) {
+        if (!s.qkv_bias) return;
+        const std::vector<float>& b = W(name, l);
+        for (size_t i = 0; i < v.size(); i++) v[i] += b[i];
     };
     record(0);
     for (int l = 0; l < L; l++) {
@@ -133,6 +171,7 @@ llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, c
             q[t] = matvec(W("wq", l), h, d, d);
             k[t] = matvec(W("wk", l), h, kvd, d);
             v[t] = matvec(W("wv", l), h, kvd, d);
+            add_bias(q[t], "bq", l), add_bias(k[t], "bk", l), add_bias(v[t], "bv", l);
             rope(q[t], H, t);
             rope(k[t], KV, t);
         }
@@ -179,8 +218,44 @@ llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, c
     r.logits.assign((size_t)n * V, 0);
     for (int t = 0; t < n; t++) {
         auto h = rms(x[t], m.w.at("rms_final"), all_off);
-        auto lg = matvec(cls, h, V, d);
-        std::copy(lg.begin(), lg.end(), r.logits.begin() + (size_t)t * V);
+        for (int v = 0; v < V; v++) { // cls [V][d]
+            double acc = 0;
+            for (int i = 0; i < d; i++) acc += (double)cls[(size_t)v * d + i] * h[i];
+            r.logits[(size_t)t * V + v] = acc;
+        }
     }
     return r;
+}
+
+std::vector<std::pair<std::string, gb::ablation>> llama_ablation_cases() {
+    auto on = [](std::vector<int> layers) {
+        gb::layer_set ls;
+        ls.on = true;
+        ls.layers = std::move(layers);
+        return ls;
+    };
+    std::vector<std::pair<std::string, gb::ablation>> cases(8);
+    cases[0].first = "none";
+    cases[1].first = "no-attention", cases[1].second.no_attention = on({});
+    cases[2].first = "no-residual[1]", cases[2].second.no_residual = on({1});
+    cases[3].first = "no-layernorm (RMSNorm)", cases[3].second.no_layernorm = on({});
+    cases[4].first = "no-layernorm[0]", cases[4].second.no_layernorm = on({0});
+    cases[5].first = "heads 0.1 1.3", cases[5].second.heads = {{0, 1}, {1, 3}};
+    cases[6].first = "all", cases[6].second.no_attention = cases[6].second.no_residual = cases[6].second.no_layernorm = on({0});
+    cases[7].first = "no-residual", cases[7].second.no_residual = on({});
+    return cases;
+}
+
+void expect_matches_reference(const gb::model& m, const tiny_llama& tm, const std::vector<int>& tokens,
+                              const std::string& label) {
+    for (const auto& [name, ab] : llama_ablation_cases()) {
+        gb::capture cap;
+        gb::forward_options opt;
+        opt.all_logits = true;
+        gb::run_forward(cap, m, tokens, ab, opt);
+        llama_ref ref = reference_llama(tm, tokens, ab);
+        EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << label << ", " << name << ": logits";
+        EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << label << ", " << name << ": attention";
+        EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << label << ", " << name << ": residual norms";
+    }
 }
