@@ -231,7 +231,11 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) 
         if (renderer) *renderer = info.renderer;
         return gb::attention_gl;
     }
-    std::fprintf(stderr, "notice: no OpenGL 4.3 context (%s); fallback to the CPU backend\n", info.error.c_str());
+    if (info.context) // a context, but the driver refused our shaders: say so, it is not a missing GPU
+        std::fprintf(stderr, "notice: the GL shaders failed on %s (%s); fallback to the CPU backend\n",
+                     info.renderer.c_str(), info.error.c_str());
+    else
+        std::fprintf(stderr, "notice: no OpenGL 4.3 context (%s); fallback to the CPU backend\n", info.error.c_str());
 #else
     (void)renderer;
     std::fprintf(stderr, "notice: this build has no OpenGL support; fallback to the CPU backend\n");
@@ -311,6 +315,7 @@ int cmd_generate(const args& a) {
     });
     std::fputs(terminal_safe(gb::utf8_sanitize(pending), true).c_str(), stdout);
     std::printf("\n");
+    std::fflush(stdout); // the timing line on stderr comes after the text, also when both are piped
     std::fprintf(stderr, "%zu tokens in %.1f ms (%.1f tokens/s)%s\n", g.ids.size(), g.ms,
                  g.ms > 0 ? 1000.0 * g.ids.size() / g.ms : 0.0, g.hit_eos ? ", stopped at end-of-text" : "");
     if (a.has("json")) {

@@ -230,7 +230,9 @@ gb::attention_fn worker::gl_attention_on_this_thread() {
         gb::gl_info info = gb::gl_init_headless();
         gl_state_ = info.ok ? 1 : -1;
         std::lock_guard<std::mutex> l(mu_);
-        out_.gl_status = info.ok ? "GPU: " + info.renderer : "no OpenGL 4.3 (" + info.error + "): fallback to the CPU";
+        out_.gl_status = info.ok        ? "GPU: " + info.renderer
+                         : info.context ? "GL shaders failed on " + info.renderer + " (" + info.error + "): fallback to the CPU"
+                                        : "no OpenGL 4.3 (" + info.error + "): fallback to the CPU";
     }
     if (gl_state_ == 1) return gb::attention_gl;
 #else
