@@ -44,7 +44,11 @@ std::string visible_token(const std::string& text) {
         else if (c == '\n') out += "\u21b5";
         else if (c == '\t') out += "\u2192";
         else if (c == '\r') out += "\u240d";
-        else out += c;
+        else if ((unsigned char)c < 0x20 || c == 0x7f) { // other control bytes: no glyph, show the byte
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "<%02X>", (unsigned char)c);
+            out += hex;
+        } else out += c;
     }
     return out;
 }
