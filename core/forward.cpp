@@ -262,15 +262,13 @@ void attention_cpu(const attention_args& a) {
         for (int i = 0; i < a.n_q; i++) {
             float* row = p + (size_t)i * n_kv;
             int last = a.n_past + i; // keys after the query's own position are masked
-            float mx = row[0];
-            for (int j = 1; j <= last; j++) mx = std::max(mx, row[j]);
-            double sum = 0; // subtract the max only for numerical stability
-            for (int j = 0; j <= last; j++) {
-                row[j] = std::exp(row[j] - mx);
-                sum += row[j];
-            }
-            float inv = (float)(1.0 / sum);
-            for (int j = 0; j <= last; j++) row[j] *= inv;
+            Eigen::Map<Eigen::ArrayXf> r(row, last + 1); // the unmasked keys; Eigen's exp is vectorised
+            const float mx = r.maxCoeff();                // subtracted only for numerical stability
+            r = (r - mx).exp();
+            double sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j <= last; j++) sum += row[j];
+            r *= (float)(1.0 / sum);
             std::fill(row + last + 1, row + n_kv, 0.0f);
         }
         map_r O(a.out + (size_t)h * a.d_head, a.n_q, a.d_head, Eigen::OuterStride<>(a.out_stride));
