@@ -24,6 +24,17 @@
 
 namespace {
 
+// SentencePiece-style ("llama") tokenizer metadata with BOS 1 and EOS 2.
+void llama_tokenizer_meta(gguf_out& g, const std::vector<std::string>& toks, const std::vector<float>& scores,
+                          const std::vector<int32_t>& types) {
+    g.str("tokenizer.ggml.model", "llama");
+    g.strs("tokenizer.ggml.tokens", toks);
+    g.floats("tokenizer.ggml.scores", scores);
+    g.ints("tokenizer.ggml.token_type", types);
+    g.u32("tokenizer.ggml.bos_token_id", 1);
+    g.u32("tokenizer.ggml.eos_token_id", 2);
+}
+
 void spm_tokenizer(gguf_out& g, int vocab) {
     std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
     for (int b = 0; b < 256; b++) {
@@ -37,12 +48,7 @@ void spm_tokenizer(gguf_out& g, int vocab) {
     scores[262] = -1, scores[263] = -2, scores[266] = -3;
     std::vector<int32_t> types(vocab, 1);
     types[0] = 2, types[1] = types[2] = 3;
-    g.str("tokenizer.ggml.model", "llama");
-    g.strs("tokenizer.ggml.tokens", toks);
-    g.floats("tokenizer.ggml.scores", scores);
-    g.ints("tokenizer.ggml.token_type", types);
-    g.u32("tokenizer.ggml.bos_token_id", 1);
-    g.u32("tokenizer.ggml.eos_token_id", 2);
+    llama_tokenizer_meta(g, toks, scores, types);
 }
 
 // The tiny model as GGUF, the weights as they are: for "llama" (adjacent pairs, like llama2.c) and for "qwen2"
@@ -535,12 +541,7 @@ TEST(Gguf, LlamaTokenizerMergesBestScoreFirstAndFallsBackToBytes) {
     for (const char* p : {"\xE2\x96\x81", "a", "b", "c"}) toks.push_back(p), scores.push_back(-100), types.push_back(1);
     toks.push_back("ab"), scores.push_back(-5), types.push_back(1);
     toks.push_back("bc"), scores.push_back(-1), types.push_back(1);
-    g.str("tokenizer.ggml.model", "llama");
-    g.strs("tokenizer.ggml.tokens", toks);
-    g.floats("tokenizer.ggml.scores", scores);
-    g.ints("tokenizer.ggml.token_type", types);
-    g.u32("tokenizer.ggml.bos_token_id", 1);
-    g.u32("tokenizer.ggml.eos_token_id", 2);
+    llama_tokenizer_meta(g, toks, scores, types);
     g.write(dir + "/tok.gguf");
     gb::model m = gb::load_model(dir + "/tok.gguf");
     EXPECT_EQ(gb::encode_prompt(m.tok, "abc", false), (std::vector<int>{1, sp, a, bc}));

@@ -31,30 +31,25 @@ std::string xvfb(const std::string& args) {
     return "xvfb-run -a -s '-screen 0 1600x1000x24' '" + app + "' " + args;
 }
 
+// A tiny GPT-2 for the app tests, written into test_tmp/<name>.
+tiny_model write_gui_model(const std::string& name, int n_layer, int n_head, int d_model, uint32_t seed) {
+    tiny_spec s;
+    s.n_layer = n_layer;
+    s.n_head = n_head;
+    s.d_model = d_model;
+    s.n_ctx = 64;
+    s.seed = seed;
+    return write_tiny_gpt2(test_temp_dir(name), s);
+}
+
 const tiny_model& gui_model() {
-    static tiny_model tm = [] {
-        tiny_spec s;
-        s.n_layer = 3;
-        s.n_head = 4;
-        s.d_model = 32;
-        s.n_ctx = 64;
-        s.seed = 11;
-        return write_tiny_gpt2(test_temp_dir("gui_model"), s);
-    }();
+    static tiny_model tm = write_gui_model("gui_model", 3, 4, 32, 11);
     return tm;
 }
 
 // A second model of another shape (4 layers x 6 heads), for sessions that name it.
 const tiny_model& other_model() {
-    static tiny_model tm = [] {
-        tiny_spec s;
-        s.n_layer = 4;
-        s.n_head = 6;
-        s.d_model = 48;
-        s.n_ctx = 64;
-        s.seed = 12;
-        return write_tiny_gpt2(test_temp_dir("gui_model_b"), s);
-    }();
+    static tiny_model tm = write_gui_model("gui_model_b", 4, 6, 48, 12);
     return tm;
 }
 
