@@ -7,6 +7,7 @@
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
 #include <algorithm>
+#include <malloc.h>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -509,6 +510,11 @@ std::vector<uint8_t> attention_layers_for_budget(const model_config& c, int n_to
     return keep;
 }
 
+void keep_freed_buffers_in_heap() {
+    mallopt(M_MMAP_THRESHOLD, 256 << 20); // blocks below this come from the heap, not a fresh mmap
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and the heap's top is not handed back after each forward
+}
+
 void run_forward(capture& out, const model& m, const std::vector<int>& tokens, const ablation& ab,
                  const forward_options& opt) {
     if (tokens.empty()) throw error("empty prompt: nothing to run");
@@ -570,14 +576,23 @@ std::vector<token_prob> top_k_probs(const float* logits, int vocab, int k) {
 static double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * (1.0 / 9007199254740992.0); }
 
 int sample_token(const float* logits_in, int vocab, const sampling& sp, std::mt19937_64& rng) {
+    if (sp.temperature <= 0.0f) { // greedy: the first largest logit, NaN counting as -inf (no copy per token)
+        int best = -1; // stays -1 while every logit seen is NaN or -inf; then all are equally likely: id 0
+        for (int i = 0; i < vocab; i++) {
+            const float x = logits_in[i];
+            if (!std::isnan(x) && (best < 0 ? x > -std::numeric_limits<float>::infinity() : x > logits_in[best])) best = i;
+        }
+        return best < 0 ? 0 : best;
+    }
     std::vector<float> clean; // NaN as -inf, as softmax_probs: the sort below needs a strict order
     clean_logits(clean, logits_in, vocab);
     const float* logits = clean.data();
-    if (sp.temperature <= 0.0f) return (int)(std::max_element(logits, logits + vocab) - logits);
     std::vector<int> idx(vocab);
     std::iota(idx.begin(), idx.end(), 0);
-    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
     int keep = sp.top_k > 0 ? std::min(sp.top_k, vocab) : vocab;
+    // only the kept prefix needs ordering (the same prefix a full sort gives: ties broken by id)
+    std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(),
+                      [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
     std::vector<double> p(keep);
     double sum = 0;
     for (int i = 0; i < keep; i++) {

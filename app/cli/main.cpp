@@ -1,7 +1,6 @@
 // glassbox-cli: headless runs, generation, tokenisation and benchmarks on the core library.
 //
 // Sections: argument parsing | run | generate | tokenize | bench | make-random | info | main
-#include <malloc.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -496,10 +495,7 @@ int cmd_info(const args& a) {
 } // namespace
 
 int main(int argc, char** argv) {
-    // Keep freed large buffers (a capture, a KV cache) in the heap: the next forward reuses them instead of
-    // returning them to the OS and faulting fresh zero pages in again (10 % of a T=256 forward).
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    gb::keep_freed_buffers_in_heap();
     try {
         if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
                           std::string(argv[1]) == "help")) {

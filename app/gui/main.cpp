@@ -2,7 +2,6 @@
 //
 // Sections: arguments | fonts | layout | scripted input (tests) | screenshot | main
 #define GLFW_INCLUDE_NONE
-#include <malloc.h>
 #include <epoxy/gl.h>
 #include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>
@@ -409,10 +408,7 @@ static void on_drop(GLFWwindow*, int n, const char** paths) {
 }
 
 int main(int argc, char** argv) {
-    // Keep freed large buffers (a capture, a KV cache) in the heap: the next forward reuses them instead of
-    // returning them to the OS and faulting fresh zero pages in again (10 % of a T=256 forward).
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    gb::keep_freed_buffers_in_heap();
     options opt;
     try {
         opt = parse_options(argc, argv);
