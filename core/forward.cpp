@@ -166,19 +166,6 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
     }
 }
 
-// GELU, tanh form (GPT-2's "gelu_new"), in place on [n]
-static void gelu_forward(float* x, size_t n) {
-    const float c = 0.7978845608028654f; // sqrt(2/pi)
-    const int64_t chunk = 4096;         // Eigen's vectorised tanh on each chunk, chunks across threads
-    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
-    for (int64_t ci = 0; ci < chunks; ci++) {
-        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
-        Eigen::Map<Eigen::ArrayXf> a(x + i0, (Eigen::Index)len);
-        a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
-    }
-}
-
 // SwiGLU: up [n] <- silu(gate) * up
 static void swiglu_forward(float* up, const float* gate, size_t n) {
     const int64_t chunk = 4096;
@@ -451,12 +438,13 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm, c.norm_eps, n, d);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.a_pack);
+        // GPT-2's GELU is applied inside the product, to each output tile while it is in cache
+        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.a_pack,
+             arch.mlp == MLP_GELU ? EPILOGUE_GELU : EPILOGUE_NONE);
         if (arch.mlp == MLP_SWIGLU) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.a_pack);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
-        if (arch.mlp == MLP_GELU) gelu_forward(s.ff.data(), (size_t)n * c.d_ff);
-        else swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
+        if (arch.mlp == MLP_SWIGLU) swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
         gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.a_pack);

@@ -353,6 +353,32 @@ TEST(Gemm, MatchesNaiveProductOnEveryEdge) {
             }
 }
 
+// The fused GELU epilogue (GPT-2's MLP) equals bias then tanh-form GELU in double, on threaded and
+// single-threaded sizes and on a partial last panel.
+TEST(Gemm, GeluEpilogueMatchesNaiveGelu) {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> scratch;
+    for (int n : {1, 9, 64})
+        for (int k : {7, 768})
+            for (int m : {50, 3072}) {
+                std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m);
+                for (float& v : x) v = u(rng);
+                for (float& v : w) v = u(rng) / std::sqrt((float)k);
+                for (float& v : bias) v = u(rng);
+                gb::gemm(out.data(), x.data(), gb::pack_matrix(w, k, m), bias, n, scratch, gb::EPILOGUE_GELU);
+                double worst = 0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < m; j++) {
+                        double s = bias[j];
+                        for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
+                        double g = 0.5 * s * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s)));
+                        worst = std::max(worst, std::abs(g - out[(size_t)i * m + j]));
+                    }
+                ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
+            }
+}
+
 TEST(Gemm, LmHeadRowsMatchNaiveProduct) {
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
