@@ -129,7 +129,7 @@ using kernels = kernel_table<1, 2, 3, 4>;
 static_assert(sizeof(kernels::by_rows) / sizeof(kernel_fn) == MR + 1, "one kernel per row count 1..MR");
 
 // GELU, tanh form (GPT-2's "gelu_new"), in place on [n]; Eigen's tanh is vectorised
-void gelu_tanh(float* x, int64_t n) {
+static void gelu_tanh(float* x, int64_t n) {
     const float c = 0.7978845608028654f; // sqrt(2/pi)
     Eigen::Map<Eigen::ArrayXf> a(x, (Eigen::Index)n);
     a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());

@@ -1,7 +1,6 @@
 // Dense products of the forward pass. Weights are packed once, at load, into the layout the kernel reads
 // (see weight_matrix in model.h); activations are packed per call into a scratch buffer the caller owns.
 #pragma once
-#include <cstdint>
 #include <vector>
 
 #include "model.h"
@@ -14,9 +13,6 @@ namespace gb {
 enum epilogue { EPILOGUE_NONE, EPILOGUE_GELU };
 void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
           std::vector<float>& a_scratch, epilogue epi = EPILOGUE_NONE);
-
-// GELU, tanh form (GPT-2's "gelu_new"), in place on x [n]
-void gelu_tanh(float* x, int64_t n);
 
 // out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
 // positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.
