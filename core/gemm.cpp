@@ -69,11 +69,41 @@ std::vector<float> unpack_matrix(const weight_matrix& m) {
     return w;
 }
 
+// e^z on every lane, |relative error| < 2e-7: z = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to
+// r^7, 2^n built in the exponent bits. z is clamped to [-87, 88] so 2^n stays a normal float; NaN passes through.
+static inline vec exp_lanes(vec z) {
+    typedef int ivec __attribute__((vector_size(VL * sizeof(int))));
+    const vec lo = vec{} - 87.0f, hi = vec{} + 88.0f;
+    z = z < lo ? lo : z;
+    z = z > hi ? hi : z;
+    // adding 1.5 * 2^23 rounds z / ln2 to an integer, which then sits in the low mantissa bits
+    const vec shifter = vec{} + 12582912.0f;
+    const vec t = z * 1.44269504088896341f + shifter;
+    const vec n = t - shifter;
+    const vec r = (z - n * 0.693145751953125f) - n * 1.428606765330187e-6f; // ln2 in two parts: r is exact-ish
+    vec p = vec{} + (1.0f / 5040);
+    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
+    ivec bits;
+    std::memcpy(&bits, &t, sizeof(t));
+    bits = (bits - 0x4B400000 + 127) << 23; // t's bits minus the shifter's are n; biased, shifted: 2^n
+    vec scale;
+    std::memcpy(&scale, &bits, sizeof(bits));
+    return p * scale;
+}
+
+// GELU, tanh form (GPT-2's "gelu_new"): 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// The sigmoid form has no 1 + tanh cancellation for negative x; e^(-2u) overflowing to huge gives -0.
+static inline vec gelu_lanes(vec x) {
+    const vec u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + exp_lanes(-2.0f * u));
+}
+
 // c [R][ldc] (cols <= NR valid columns) (+)= a [kc][MR] (R rows used) * b [kc][NR]; meanwhile one cache line
-// of pf per k step, for the first pf_lines steps, is fetched into L2 (the next slice of the panel stream)
+// of pf per k step, for the first pf_lines steps, is fetched into L2 (the next slice of the panel stream).
+// On the last slice (last): + bias [NR] when not null, then the epilogue, on the registers before the store.
 template <int R>
 static void micro_kernel(float* c, int ldc, int cols, const float* a, const float* b, int kc, bool accumulate,
-                         const char* pf, int pf_lines) {
+                         const char* pf, int pf_lines, bool last, const float* bias, epilogue epi) {
     vec acc[R][NV];
     if (accumulate && cols == NR) {
         for (int r = 0; r < R; r++)
@@ -105,6 +135,14 @@ static void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
             for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
         }
     }
+    if (last && bias)
+        for (int j = 0; j < NV; j++) {
+            const vec bj = *(const vec*)(bias + j * VL);
+            for (int r = 0; r < R; r++) acc[r][j] += bj;
+        }
+    if (last && epi == EPILOGUE_GELU)
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
     for (int r = 0; r < R; r++) {
         if (cols == NR) {
             for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
@@ -116,7 +154,8 @@ static void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
     }
 }
 
-using kernel_fn = void (*)(float*, int, int, const float*, const float*, int, bool, const char*, int);
+using kernel_fn = void (*)(float*, int, int, const float*, const float*, int, bool, const char*, int, bool,
+                          const float*, epilogue);
 template <int... R>
 struct kernel_table {
     static constexpr kernel_fn by_rows[] = {nullptr, micro_kernel<R>...};
@@ -127,13 +166,6 @@ using kernels = kernel_table<1, 2, 3, 4, 5, 6, 7, 8>;
 using kernels = kernel_table<1, 2, 3, 4>;
 #endif
 static_assert(sizeof(kernels::by_rows) / sizeof(kernel_fn) == MR + 1, "one kernel per row count 1..MR");
-
-// GELU, tanh form (GPT-2's "gelu_new"), in place on [n]; Eigen's tanh is vectorised
-static void gelu_tanh(float* x, int64_t n) {
-    const float c = 0.7978845608028654f; // sqrt(2/pi)
-    Eigen::Map<Eigen::ArrayXf> a(x, (Eigen::Index)n);
-    a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
-}
 
 // x [rows][K] -> slice-major packed blocks: slice s (KC wide) holds [blocks][kc][MR], rows past n are zero.
 // One (slice, block) pair per call, so threads can share the packing.
@@ -173,6 +205,8 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
 #pragma omp for schedule(static)
             for (int p = 0; p < panels; p++) {
                 const int j0 = p * NR, cols = std::min(NR, M - j0);
+                float bias_tile[NR] = {}; // the panel's bias, zero past the last column
+                if (!bias.empty()) std::copy_n(bias.data() + j0, cols, bias_tile);
                 for (int k0 = 0; k0 < K; k0 += KC) {
                     const int kc = std::min(KC, K - k0);
                     const float* b = w.data.data() + ((size_t)p * K + k0) * NR;
@@ -190,15 +224,9 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
                         const int lines = std::max(0, std::min(share, (int)next_lines - first));
                         const int rows = std::min(MR, n - ib * MR);
                         kernels::by_rows[rows](out + (size_t)ib * MR * M + j0, M, cols, slice + (size_t)ib * kc * MR,
-                                               b, kc, k0 > 0, next + (size_t)first * 64, lines);
+                                               b, kc, k0 > 0, next + (size_t)first * 64, lines, k0 + kc == K,
+                                               bias.empty() ? nullptr : bias_tile, epi);
                     }
-                }
-                // bias and activation while the panel's output tile is still in cache
-                for (int r = ib0 * MR; r < std::min(n, ib1 * MR); r++) {
-                    float* o = out + (size_t)r * M + j0;
-                    if (!bias.empty())
-                        for (int j = 0; j < cols; j++) o[j] += bias[j0 + j];
-                    if (epi == EPILOGUE_GELU) gelu_tanh(o, cols);
                 }
             }
         }

@@ -379,6 +379,24 @@ TEST(Gemm, GeluEpilogueMatchesNaiveGelu) {
             }
 }
 
+// The epilogue's GELU alone, element by element over [-60, 60] (both tails, the exp clamp), through a product
+// with a one-element inner dimension and a unit weight. The double reference uses the sigmoid form
+// s / (1 + e^(-2u)), equal to 0.5 s (1 + tanh u) but free of 1 + tanh's cancellation in double for s < -5.
+// Tolerance: a float's rounding of u moves the left tail by a factor e^(2|u| eps), hence the (1 + 2|u|).
+TEST(Gemm, GeluEpilogueHoldsOverTheWholeRange) {
+    const int n = 4001, m = 50;
+    std::vector<float> x(n), w(m, 1.0f), out((size_t)n * m), scratch;
+    for (int i = 0; i < n; i++) x[i] = -60.0f + 120.0f * i / (n - 1);
+    gb::gemm(out.data(), x.data(), gb::pack_matrix(w, 1, m), {}, n, scratch, gb::EPILOGUE_GELU);
+    for (int i = 0; i < n; i++) {
+        const double s = x[i], u = std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s);
+        const double g = s / (1.0 + std::exp(-2.0 * u));
+        for (int j = 0; j < m; j += 7)
+            ASSERT_LE(std::abs(out[(size_t)i * m + j] - g), 4e-7 * (1 + 2 * std::abs(u)) * std::abs(g) + 1e-30)
+                << "x " << s << " col " << j;
+    }
+}
+
 TEST(Gemm, LmHeadRowsMatchNaiveProduct) {
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
