@@ -132,11 +132,34 @@ std::vector<std::string> resid_labels(int n_layer) {
 // Below this many multiply-adds an op runs on one thread: a parallel region's barrier costs more than it
 // saves for tiny models, and much more when the machine is busy.
 static const int64_t parallel_min_work = 1 << 20;
+// Row-wise passes (norms, residual adds) are cheap per element but run 2L+1 times per forward: split the rows
+// over the threads from a few rows of GPT-2 width up.
+static const int64_t parallel_min_rows = 1 << 14;
+
+// Sum over a row in double: of x - c, or of (x - c)^2 with sq. Four independent vector accumulators: with one,
+// each add waits for the previous (the simd reduction it replaces took ~4x as long at d = 768).
+template <bool sq>
+static double row_sum(const float* x, int d, double c) {
+    typedef double v8d __attribute__((vector_size(8 * sizeof(double))));
+    typedef float v8f __attribute__((vector_size(8 * sizeof(float)), aligned(4), may_alias));
+    v8d acc[4] = {};
+    int i = 0;
+    for (; i + 32 <= d; i += 32)
+        for (int j = 0; j < 4; j++) {
+            const v8d v = __builtin_convertvector(*(const v8f*)(x + i + 8 * j), v8d) - c;
+            acc[j] += sq ? v * v : v;
+        }
+    const v8d all = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    double s = 0;
+    for (int j = 0; j < 8; j++) s += all[j];
+    for (; i < d; i++) s += sq ? (x[i] - c) * (x[i] - c) : x[i] - c;
+    return s;
+}
 
 // out [n][d] = LayerNorm(x) * g + b, or RMSNorm(x) * g when b is empty; identity when g is null.
 static void norm_forward(float* out, const float* x, const std::vector<float>* g, const std::vector<float>* b,
                          norm_kind kind, float eps, int n, int d) {
-#pragma omp parallel for schedule(static) if ((int64_t)n * d > parallel_min_work)
+#pragma omp parallel for schedule(static) if (n > 1 && (int64_t)n * d >= parallel_min_rows)
     for (int t = 0; t < n; t++) {
         const float* xt = x + (size_t)t * d;
         float* ot = out + (size_t)t * d;
@@ -144,16 +167,9 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
             std::copy(xt, xt + d, ot);
             continue;
         }
-        // double accumulators, vectorised (the simd reductions allow reordering the sums)
-        double mean = 0, var = 0;
-        if (kind == NORM_LAYERNORM) {
-#pragma omp simd reduction(+ : mean)
-            for (int i = 0; i < d; i++) mean += xt[i];
-            mean /= d;
-        }
-#pragma omp simd reduction(+ : var)
-        for (int i = 0; i < d; i++) var += (xt[i] - mean) * (xt[i] - mean);
-        var /= d;
+        // two passes in double: the mean, then the squares about it (no cancellation when |mean| >> spread)
+        const double mean = kind == NORM_LAYERNORM ? row_sum<false>(xt, d, 0.0) / d : 0.0;
+        const double var = row_sum<true>(xt, d, mean) / d;
         // rsqrt of the (centred) second moment; eps inside the root as both HF implementations do
         float inv = (float)(1.0 / std::sqrt(var + eps));
         const float* gp = g->data();
@@ -208,13 +224,27 @@ static void rope_forward(float* x, int stride, int n, int n_heads, int d_head, i
     }
 }
 
-// Sum of squares of a row in double: its root is the row's L2 norm, and it is finite exactly when every
-// element is (a float squared cannot overflow a double), so one pass serves both.
-static double row_sumsq(const float* x, int d) {
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < d; i++) s += (double)x[i] * x[i];
-    return s;
+// x [n][d] <- x + f, or f alone when replace (no residual); f may be null (x as it is). Then, with norms [n],
+// each row's L2 norm. The sum of squares is in double, so it is finite exactly when every element is (a float
+// squared cannot overflow a double): returns false when some element of x is not finite (only checked with norms).
+static bool residual_step(float* x, const float* f, bool replace, float* norms, int n, int d) {
+    bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (n > 1 && (int64_t)n * d >= parallel_min_rows)
+    for (int t = 0; t < n; t++) {
+        float* xt = x + (size_t)t * d;
+        if (f) {
+            const float* ft = f + (size_t)t * d;
+            if (replace) std::copy(ft, ft + d, xt);
+            else
+                for (int i = 0; i < d; i++) xt[i] += ft[i];
+        }
+        if (norms) {
+            const double ss = row_sum<true>(xt, d, 0.0);
+            finite = finite && std::isfinite(ss);
+            norms[t] = (float)std::sqrt(ss);
+        }
+    }
+    return finite;
 }
 
 static bool all_finite(const float* x, size_t n) {
@@ -271,9 +301,9 @@ void state_init(forward_state& s, const model_config& c, int n_ctx) {
     if (n_ctx <= 0 || n_ctx > c.n_ctx) n_ctx = c.n_ctx;
     s.n_ctx = n_ctx;
     s.n_past = 0;
-    size_t kv = (size_t)c.n_layer * n_ctx * c.n_kv_head * c.d_head;
-    s.k_cache.assign(kv, 0.0f);
-    s.v_cache.assign(kv, 0.0f);
+    // allocated by the first eval that keeps keys: one run that fills the whole context never needs them
+    s.k_cache.clear();
+    s.v_cache.clear();
 }
 
 using clock_type = std::chrono::steady_clock;
@@ -311,6 +341,13 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
             throw error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
                         std::to_string(V - 1) + ")");
 
+    // The cache is written only when a later call can read it: this call continues earlier ones, or leaves room for
+    // more. Otherwise (a capture run over the whole context) attention reads this call's keys and values in place.
+    const bool use_cache = n0 > 0 || n_keys < s.n_ctx;
+    if (use_cache) {
+        grow(s.k_cache, (size_t)L * s.n_ctx * kv_w);
+        grow(s.v_cache, (size_t)L * s.n_ctx * kv_w);
+    }
     grow(s.x, (size_t)n * d);
     grow(s.xn, (size_t)n * d);
     grow(s.qkv, (size_t)n * qkv_w);
@@ -340,16 +377,10 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         cap->nonfinite_layer = -1;
         cap->nonfinite_where.clear();
     }
-    // residual point p: record norms and the first non-finite value
-    auto observe = [&](int point, int layer, const char* where) {
-        if (!cap) return;
-        bool finite = true;
-        for (int t = 0; t < n; t++) {
-            double ss = row_sumsq(x + (size_t)t * d, d);
-            finite = finite && std::isfinite(ss);
-            cap->resid_norm[(size_t)point * n + t] = (float)std::sqrt(ss);
-        }
-        if (cap->nonfinite_layer < 0 && !finite) {
+    // residual point p: x <- x + f (f alone without the residual), then record norms and the first non-finite value
+    auto residual = [&](const float* f, bool replace, int point, int layer, const char* where) {
+        const bool finite = residual_step(x, f, replace, cap ? &cap->resid_norm[(size_t)point * n] : nullptr, n, d);
+        if (cap && cap->nonfinite_layer < 0 && !finite) {
             cap->nonfinite_layer = std::max(layer, 0);
             cap->nonfinite_where = layer < 0 ? std::string(where) : "L" + std::to_string(layer) + " " + where;
         }
@@ -367,7 +398,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
             std::copy(te, te + d, xt);
         }
     }
-    observe(0, -1, "embed");
+    residual(nullptr, false, 0, -1, "embed");
     tm.rest_ms += ms_since(t0);
 
     for (int l = 0; l < L; l++) {
@@ -375,8 +406,8 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         const bool no_norm = ab.no_layernorm.covers(l);
         const bool no_resid = ab.no_residual.covers(l);
         const bool no_attn = ab.no_attention.covers(l);
-        float* k_cache = &s.k_cache[(size_t)l * s.n_ctx * kv_w];
-        float* v_cache = &s.v_cache[(size_t)l * s.n_ctx * kv_w];
+        float* k_cache = use_cache ? &s.k_cache[(size_t)l * s.n_ctx * kv_w] : nullptr;
+        float* v_cache = use_cache ? &s.v_cache[(size_t)l * s.n_ctx * kv_w] : nullptr;
 
         // ---- attention sublayer ----
         t0 = clock_type::now();
@@ -393,18 +424,19 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
             rope_forward(q, qkv_w, n, H, dh, n0, c.rope_freq, c.rope);
             rope_forward(k_new, qkv_w, n, KV, dh, n0, c.rope_freq, c.rope);
         }
-        for (int t = 0; t < n; t++) { // append this chunk's keys and values to the cache
-            std::copy(k_new + (size_t)t * qkv_w, k_new + (size_t)t * qkv_w + kv_w, k_cache + (size_t)(n0 + t) * kv_w);
-            std::copy(v_new + (size_t)t * qkv_w, v_new + (size_t)t * qkv_w + kv_w, v_cache + (size_t)(n0 + t) * kv_w);
-        }
+        if (use_cache)
+            for (int t = 0; t < n; t++) { // append this chunk's keys and values to the cache
+                std::copy(k_new + (size_t)t * qkv_w, k_new + (size_t)t * qkv_w + kv_w, k_cache + (size_t)(n0 + t) * kv_w);
+                std::copy(v_new + (size_t)t * qkv_w, v_new + (size_t)t * qkv_w + kv_w, v_cache + (size_t)(n0 + t) * kv_w);
+            }
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
         attention_args aa;
         aa.q = q;
         aa.q_stride = qkv_w;
-        aa.k = k_cache;
-        aa.v = v_cache;
-        aa.kv_stride = kv_w;
+        aa.k = use_cache ? k_cache : k_new;
+        aa.v = use_cache ? v_cache : v_new;
+        aa.kv_stride = use_cache ? kv_w : qkv_w;
         aa.n_q = n;
         aa.n_past = n0;
         aa.n_head = H;
@@ -429,10 +461,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         }
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
-        if (no_resid) std::copy(s.att.data(), s.att.data() + (size_t)n * d, x);
-        else
-            for (size_t i = 0; i < (size_t)n * d; i++) x[i] += s.att[i];
-        observe(2 * l + 1, l, "attn");
+        residual(s.att.data(), no_resid, 2 * l + 1, l, "attn");
 
         // ---- MLP sublayer ----
         norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm, c.norm_eps, n, d);
@@ -450,10 +479,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.a_pack);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
-        if (no_resid) std::copy(s.att.data(), s.att.data() + (size_t)n * d, x);
-        else
-            for (size_t i = 0; i < (size_t)n * d; i++) x[i] += s.att[i];
-        observe(2 * l + 2, l, "mlp");
+        residual(s.att.data(), no_resid, 2 * l + 2, l, "mlp");
         tm.rest_ms += ms_since(t0);
     }
 
