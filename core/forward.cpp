@@ -414,7 +414,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         norm_forward(s.xn.data(), x, no_norm ? nullptr : &lw.norm1_g, &lw.norm1_b, arch.norm, c.norm_eps, n, d);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        gemm(s.qkv.data(), s.xn.data(), lw.w_qkv, lw.b_qkv, n, s.a_pack);
+        gemm(s.qkv.data(), s.xn.data(), lw.w_qkv, lw.b_qkv, n, s.gemm);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         float* q = s.qkv.data();
@@ -457,7 +457,7 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         if (no_attn) {
             std::fill_n(s.att.data(), (size_t)n * d, 0.0f);
         } else {
-            gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.a_pack);
+            gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.gemm);
         }
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
@@ -468,15 +468,15 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
         // GPT-2's GELU is applied inside the product, to each output tile while it is in cache
-        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.a_pack,
+        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.gemm,
              arch.mlp == MLP_GELU ? EPILOGUE_GELU : EPILOGUE_NONE);
-        if (arch.mlp == MLP_SWIGLU) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.a_pack);
+        if (arch.mlp == MLP_SWIGLU) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.gemm);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         if (arch.mlp == MLP_SWIGLU) swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.a_pack);
+        gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.gemm);
         tm.matmul_ms += ms_since(t0);
         t0 = clock_type::now();
         residual(s.att.data(), no_resid, 2 * l + 2, l, "mlp");

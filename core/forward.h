@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm.h"
 #include "model.h"
 
 namespace gb {
@@ -108,7 +109,7 @@ struct forward_state {
     std::vector<float> v_cache; // [L][n_ctx][KV*dh]
     // scratch, grown on demand
     std::vector<float> x, xn, qkv, att, att_out, ff, ff2, probs, logits_in;
-    std::vector<float> a_pack; // activations packed for the GEMM
+    gemm_scratch gemm;          // activations packed for the matrix products
 };
 void state_init(forward_state& s, const model_config& c, int n_ctx);
 

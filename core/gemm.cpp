@@ -1,4 +1,5 @@
-// Dense products of the forward pass: a packed-panel GEMM with a register-tiled micro-kernel.
+// Dense products of the forward pass: which kernel runs (fp32 here, AMX in gemm_amx.cpp), and the fp32 kernel,
+// a packed-panel GEMM with a register-tiled micro-kernel.
 //
 // Why not Eigen for everything: Eigen repacks the weight matrix on every call and its kernel is tuned for
 // large square products; here the weights are the same for every call and the row count is small (the
@@ -14,12 +15,93 @@
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <omp.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "error.h"
+#include "gemm_amx.h"
+#include "simd_math.h"
 
 namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Which kernel
+// ---------------------------------------------------------------------------------------------
+const char* matmul_name(matmul_kind k) { return k == MATMUL_AMX ? "amx" : "fp32"; }
+
+// CPU: AMX-TILE, AMX-INT8 and the AVX-512 subsets gemm_amx.cpp is built with; OS: the AVX-512 and tile state in
+// XCR0, and Linux's per-process permission for tile data (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+).
+static bool detect_amx(std::string& why) {
+#if defined(__x86_64__) && defined(GLASSBOX_AMX)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return why = "the CPU reports no extended features", false;
+    if (!(d & (1u << 24)) || !(d & (1u << 25))) return why = "the CPU has no AMX-INT8", false;
+    const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31); // F, DQ, BW, VL
+    if ((b & avx512) != avx512) return why = "the CPU has AMX but not the AVX-512 subsets the kernel uses", false;
+    __get_cpuid(1, &a, &b, &c, &d);
+    if (!(c & (1u << 27))) return why = "the OS has not enabled XSAVE", false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    const unsigned state = 0x6u | 0xE0u | (3u << 17); // SSE+AVX, AVX-512, tile config+data
+    if ((lo & state) != state) return why = "the OS does not save AVX-512 or AMX tile state", false;
+    const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return why = "the kernel refused AMX tile data to this process (Linux 5.16 or later is needed)", false;
+    return true;
+#else
+    why = "this build has no AMX kernel (compiler without -mamx-int8, or not x86-64)";
+    return false;
+#endif
+}
+
+bool amx_usable(std::string* why) {
+    static std::once_flag once;
+    static bool ok = false;
+    static std::string reason;
+    std::call_once(once, [] { ok = detect_amx(reason); });
+    if (why) *why = ok ? "" : reason;
+    return ok;
+}
+
+matmul_kind parse_matmul_kind(const std::string& name) {
+    if (name == "fp32") return MATMUL_FP32;
+    if (name == "amx") return MATMUL_AMX;
+    if (name == "auto") return amx_usable() ? MATMUL_AMX : MATMUL_FP32;
+    throw error("matmul kernel '" + name + "' is unknown (expected fp32, amx or auto)");
+}
+
+static std::atomic<int> chosen_kind{-1}; // -1: not chosen yet
+
+void set_matmul_kind(matmul_kind k) {
+    std::string why;
+    if (k == MATMUL_AMX && !amx_usable(&why)) throw error("the AMX matmul kernel cannot run here: " + why);
+    chosen_kind = k;
+}
+
+matmul_kind matmul_kind_now() {
+    int k = chosen_kind;
+    if (k < 0) {
+        const char* env = std::getenv("GLASSBOX_MATMUL");
+        matmul_kind want = amx_usable() ? MATMUL_AMX : MATMUL_FP32;
+        if (env && *env) {
+            want = parse_matmul_kind(env); // a bad value is an error, not a silent default
+            if (want == MATMUL_AMX && !amx_usable()) want = MATMUL_FP32;
+        }
+        int expected = -1;
+        chosen_kind.compare_exchange_strong(expected, want);
+        k = chosen_kind;
+    }
+    return (matmul_kind)k;
+}
 
 // The micro-kernel's register tile: MR rows times NV vectors of VL floats. AVX-512 (32 registers):
 // 8 x 48 = 24 accumulators + 3 panel vectors + 1 broadcast. AVX2 (16 registers): 4 x 24 = 12 + 3 + 1.
@@ -48,6 +130,17 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) 
     weight_matrix m;
     m.in = (int)in;
     m.out = (int)out;
+    bool finite = true;
+    for (float v : w) finite &= std::fabs(v) <= 3.4028235e38f; // false for NaN and +-Inf; no early exit, so it vectorises
+    m.finite = finite;
+    // NaN or Inf have no fixed-point digits: such a matrix stays on the fp32 kernel, which propagates them
+    if (matmul_kind_now() == MATMUL_AMX && finite && in <= amx::max_in) {
+        m.digits.resize(amx::weight_digit_bytes(in, out));
+        m.row_exp.resize((size_t)amx::k_tiles(in) * 64);
+        m.col_exp.resize((size_t)amx::col_blocks(out) * 16);
+        amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w.data(), m.in, m.out);
+        return m;
+    }
     const int64_t panels = (out + NR - 1) / NR;
     m.data.assign((size_t)(panels * in * NR), 0.0f);
     for (int64_t p = 0; p < panels; p++) {
@@ -60,6 +153,10 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) 
 
 std::vector<float> unpack_matrix(const weight_matrix& m) {
     std::vector<float> w((size_t)m.in * m.out);
+    if (m.amx()) {
+        amx::unpack_weights(w.data(), m.digits.data(), m.row_exp.data(), m.col_exp.data(), m.in, m.out);
+        return w;
+    }
     const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
     for (int64_t p = 0; p < panels; p++) {
         const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
@@ -67,35 +164,6 @@ std::vector<float> unpack_matrix(const weight_matrix& m) {
         for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, &w[(size_t)(k * m.out + j0)]);
     }
     return w;
-}
-
-// e^z on every lane, |relative error| < 2e-7: z = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to
-// r^7, 2^n built in the exponent bits. z is clamped to [-87, 88] so 2^n stays a normal float; NaN passes through.
-static inline vec exp_lanes(vec z) {
-    typedef int ivec __attribute__((vector_size(VL * sizeof(int))));
-    const vec lo = vec{} - 87.0f, hi = vec{} + 88.0f;
-    z = z < lo ? lo : z;
-    z = z > hi ? hi : z;
-    // adding 1.5 * 2^23 rounds z / ln2 to an integer, which then sits in the low mantissa bits
-    const vec shifter = vec{} + 12582912.0f;
-    const vec t = z * 1.44269504088896341f + shifter;
-    const vec n = t - shifter;
-    const vec r = (z - n * 0.693145751953125f) - n * 1.428606765330187e-6f; // ln2 in two parts: r is exact-ish
-    vec p = vec{} + (1.0f / 5040);
-    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
-    ivec bits;
-    std::memcpy(&bits, &t, sizeof(t));
-    bits = (bits - 0x4B400000 + 127) << 23; // t's bits minus the shifter's are n; biased, shifted: 2^n
-    vec scale;
-    std::memcpy(&scale, &bits, sizeof(bits));
-    return p * scale;
-}
-
-// GELU, tanh form (GPT-2's "gelu_new"): 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-// The sigmoid form has no 1 + tanh cancellation for negative x; e^(-2u) overflowing to huge gives -0.
-static inline vec gelu_lanes(vec x) {
-    const vec u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return x / (1.0f + exp_lanes(-2.0f * u));
 }
 
 // c [R][ldc] (cols <= NR valid columns) (+)= a [kc][MR] (R rows used) * b [kc][NR]; meanwhile one cache line
@@ -184,11 +252,21 @@ static void pack_rows(float* packed, const float* x, int n, int K, int blocks, i
 }
 
 void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
-          std::vector<float>& a_scratch, epilogue epi) {
+          gemm_scratch& scratch, epilogue epi) {
     const int K = w.in, M = w.out;
     if (n <= 0) return;
+    if (w.amx()) {
+        const size_t rows = (size_t)(n + 15) / 16 * 16;
+        if (scratch.digits.size() < amx::row_digit_bytes(n, K)) scratch.digits.resize(amx::row_digit_bytes(n, K));
+        if (scratch.row_exp.size() < rows) scratch.row_exp.resize(rows);
+        const bool threaded = (int64_t)n * K * M > parallel_min_work && M > 16;
+        amx::gemm(out, x, n, w.digits.data(), w.row_exp.data(), w.col_exp.data(), K, M,
+                  bias.empty() ? nullptr : bias.data(), epi, scratch.digits.data(), scratch.row_exp.data(), threaded);
+        return;
+    }
     const int blocks = (n + MR - 1) / MR; // MR-row blocks of x
     const int slices = (K + KC - 1) / KC;
+    aligned_vector<float>& a_scratch = scratch.rows;
     if (a_scratch.size() < (size_t)blocks * MR * K) a_scratch.resize((size_t)blocks * MR * K);
     float* packed = a_scratch.data();
     const int panels = (M + NR - 1) / NR;

@@ -1,18 +1,44 @@
-// Dense products of the forward pass. Weights are packed once, at load, into the layout the kernel reads
-// (see weight_matrix in model.h); activations are packed per call into a scratch buffer the caller owns.
+// Dense products of the forward pass. Weights are packed once, at load, into the layout their kernel reads
+// (see weight_matrix in model.h); activations are packed per call into a scratch the caller owns.
+//
+// Two kernels (README "Matrix products"):
+// - fp32: packed panels and a register-tiled FMA kernel (AVX-512, AVX2 or SSE, whatever the build targets);
+// - AMX: Intel AMX int8 tile products on base-256 digits of fixed-point numbers, recombined in fp32
+//   (core/gemm_amx.cpp). Its results are as close to the exact product as the fp32 kernel's.
 #pragma once
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model.h"
 
 namespace gb {
 
-// out [n][w.out] = x [n][w.in] * W (+ bias [w.out] when not empty). a_scratch is grown as needed and
-// reused across calls, so a steady stream of calls allocates nothing. Threads split the column panels.
+enum matmul_kind { MATMUL_FP32, MATMUL_AMX };
+const char* matmul_name(matmul_kind k); // "fp32", "amx"
+// Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
+bool amx_usable(std::string* why = nullptr);
+// The kernel pack_matrix packs new weights for. Default: AMX where usable, else fp32; the environment
+// variable GLASSBOX_MATMUL=fp32|amx overrides it. set_matmul_kind(MATMUL_AMX) throws where AMX is not usable.
+// Weights already packed keep their kernel: choose before loading a model.
+matmul_kind matmul_kind_now();
+void set_matmul_kind(matmul_kind k);
+// "fp32", "amx" or "auto" (the default above); throws gb::error naming the bad value.
+matmul_kind parse_matmul_kind(const std::string& name);
+
+// Per-call activation packing, grown as needed and reused across calls (a steady stream allocates nothing).
+struct gemm_scratch {
+    aligned_vector<float> rows;    // fp32: [slices][blocks][kc][MR] rows of x
+    aligned_vector<int8_t> digits; // AMX: [row blocks][ceil(in/64)][4][16][64] digits of x's rows
+    std::vector<float> row_exp; // AMX: [row blocks * 16] each row's scale exponent (NaN: row not finite)
+};
+
+// out [n][w.out] = x [n][w.in] * W (+ bias [w.out] when not empty), with W's kernel. Threads split the columns.
 // epi: what is applied to each output element after the bias, while its tile is in cache.
+// A row of x holding NaN or Inf gives a row of NaN on the AMX kernel (the fp32 kernel propagates them as IEEE does).
 enum epilogue { EPILOGUE_NONE, EPILOGUE_GELU };
 void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
-          std::vector<float>& a_scratch, epilogue epi = EPILOGUE_NONE);
+          gemm_scratch& scratch, epilogue epi = EPILOGUE_NONE);
 
 // out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
 // positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.

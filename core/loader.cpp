@@ -375,14 +375,15 @@ static std::string first_nonfinite_weight(const model_weights& w) {
     if (!all_finite(w.pos_emb)) return "position embedding";
     for (size_t l = 0; l < w.layers.size(); l++) {
         const layer_weights& L = w.layers[l];
-        const std::pair<const char*, const std::vector<float>*> parts[] = {
-            {"norm1 gain", &L.norm1_g}, {"norm1 bias", &L.norm1_b},    {"w_qkv", &L.w_qkv.data},
-            {"b_qkv", &L.b_qkv},        {"w_o", &L.w_o.data},          {"b_o", &L.b_o},
-            {"norm2 gain", &L.norm2_g}, {"norm2 bias", &L.norm2_b},    {"w_gate", &L.w_gate.data},
-            {"w_up", &L.w_up.data},     {"b_up", &L.b_up},             {"w_down", &L.w_down.data},
-            {"b_down", &L.b_down}};
-        for (const auto& [name, v] : parts)
-            if (!all_finite(*v)) return "layer " + std::to_string(l) + " " + name;
+        // matrices were checked when packed (pack_matrix), vectors are checked here; in the forward's order
+        const std::pair<const char*, bool> parts[] = {
+            {"norm1 gain", all_finite(L.norm1_g)}, {"norm1 bias", all_finite(L.norm1_b)}, {"w_qkv", L.w_qkv.finite},
+            {"b_qkv", all_finite(L.b_qkv)},        {"w_o", L.w_o.finite},                 {"b_o", all_finite(L.b_o)},
+            {"norm2 gain", all_finite(L.norm2_g)}, {"norm2 bias", all_finite(L.norm2_b)}, {"w_gate", L.w_gate.finite},
+            {"w_up", L.w_up.finite},               {"b_up", all_finite(L.b_up)},          {"w_down", L.w_down.finite},
+            {"b_down", all_finite(L.b_down)}};
+        for (const auto& [name, finite] : parts)
+            if (!finite) return "layer " + std::to_string(l) + " " + name;
     }
     if (!all_finite(w.normf_g)) return "final norm gain";
     if (!all_finite(w.normf_b)) return "final norm bias";

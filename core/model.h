@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aligned.h"
 #include "tokenizer.h"
 
 namespace gb {
@@ -58,13 +59,24 @@ struct model_config {
 };
 
 // A weight matrix of y = x * W, W being [in][out], packed once at load the way the forward's GEMM reads it
-// (core/gemm.cpp): column panels of weight_panel floats, each panel's rows contiguous, the last panel
-// zero-padded. pack_matrix / unpack_matrix convert from / to the plain row-major [in][out].
+// (core/gemm.h). One of two layouts, chosen by pack_matrix from the process's matmul kernel (matmul_kind):
+// - fp32 kernel: column panels of weight_panel floats, each panel's rows contiguous, the last panel zero-padded;
+// - AMX kernel: every weight as three base-256 digits of a 23-bit fixed-point number, in AMX tile order.
+// pack_matrix / unpack_matrix convert from / to the plain row-major [in][out] (exactly for fp32; for AMX to within
+// 2^-23 of each row's and column's largest weight).
 struct weight_matrix {
     int in = 0, out = 0;
-    std::vector<float> data; // [ceil(out / weight_panel)][in][weight_panel]
-    bool empty() const { return data.empty(); }
+    aligned_vector<float> data;    // fp32: [ceil(out / weight_panel)][in][weight_panel]
+    aligned_vector<int8_t> digits; // AMX: [ceil(out/16)][ceil(in/64)][3][16][64] (see core/gemm_amx.cpp)
+    std::vector<float> row_exp;  // AMX: [ceil(in/64)*64] power of two taken out of each row, put into the inputs
+    std::vector<float> col_exp;  // AMX: [ceil(out/16)*16] exponent of each column's fixed-point scale
+    bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix on the fp32 kernel)
+    bool empty() const { return data.empty() && digits.empty(); }
+    bool amx() const { return !digits.empty(); }
     size_t size() const { return (size_t)in * out; } // parameters, padding excluded
+    size_t bytes() const {
+        return sizeof(float) * (data.size() + row_exp.size() + col_exp.size()) + digits.size();
+    }
 };
 extern const int weight_panel; // floats per panel: three SIMD registers' worth (48 with AVX-512)
 weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <random>
 
 #include "error.h"
@@ -18,9 +19,10 @@ struct fixture_model {
     gb::model m;
 };
 
+// one loaded copy per model and matmul kernel (the kernel is chosen when the weights are packed)
 const fixture_model& tiny(const std::string& name, const tiny_spec& spec) {
     static std::map<std::string, std::unique_ptr<fixture_model>> cache;
-    auto& slot = cache[name];
+    auto& slot = cache[name + "/" + gb::matmul_name(gb::matmul_kind_now())];
     if (!slot) {
         slot = std::make_unique<fixture_model>();
         slot->tm = write_tiny_gpt2(test_temp_dir("forward_" + name), spec);
@@ -73,9 +75,12 @@ gb::layer_set on(std::vector<int> layers = {}) {
 
 } // namespace
 
-TEST(Forward, MatchesReferenceWithoutAblation) { expect_matches_reference(base_model(), {}, "none"); }
+TEST(Forward, MatchesReferenceWithoutAblation) {
+    for_each_matmul([] { expect_matches_reference(base_model(), {}, "none"); });
+}
 
 TEST(Forward, MatchesReferenceForEachAblation) {
+    for_each_matmul([] {
     const auto& f = base_model();
     for (bool restricted : {false, true}) {
         std::vector<int> layers = restricted ? std::vector<int>{0, 2} : std::vector<int>{};
@@ -93,9 +98,11 @@ TEST(Forward, MatchesReferenceForEachAblation) {
         all.no_attention = all.no_residual = all.no_layernorm = on(layers);
         expect_matches_reference(f, all, "all three" + suffix);
     }
+    });
 }
 
 TEST(Forward, MatchesReferenceForHeadAblation) {
+    for_each_matmul([] {
     const auto& f = base_model();
     gb::ablation h;
     h.heads = {{0, 1}, {2, 3}};
@@ -105,9 +112,11 @@ TEST(Forward, MatchesReferenceForHeadAblation) {
     mixed.no_residual = on({2});
     mixed.no_layernorm = on({1});
     expect_matches_reference(f, mixed, "head 1.0 + no-residual[2] + no-layernorm[1]");
+    });
 }
 
 TEST(Forward, MatchesReferenceForDtypesPrefixAndUntiedHead) {
+    for_each_matmul([] {
     for (const char* dtype : {"F16", "BF16"}) {
         tiny_spec s;
         s.dtype = dtype;
@@ -116,6 +125,7 @@ TEST(Forward, MatchesReferenceForDtypesPrefixAndUntiedHead) {
         s.seed = 3;
         expect_matches_reference(tiny(std::string("dtype_") + dtype, s), {}, dtype);
     }
+    });
 }
 
 TEST(Forward, HeadAblationKeepsPatternAndChangesOutput) {
@@ -299,15 +309,23 @@ TEST(Forward, CaptureBudgetKeepsOnlyChosenLayers) {
     for (size_t i = 0; i < full.logits.size(); i++) ASSERT_EQ(part.logits[i], full.logits[i]);
 }
 
+// A NaN weight keeps its matrix on the fp32 kernel (it has no fixed-point digits), which carries it through.
 TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
-    tiny_spec s;
-    s.seed = 5;
-    gb::model m = gb::load_model(write_tiny_gpt2(test_temp_dir("forward_nan"), s).dir);
-    m.weights.layers[1].w_down.data[3] = std::nanf("");
-    gb::capture cap;
-    gb::run_forward(cap, m, {1, 2, 3});
-    EXPECT_EQ(cap.nonfinite_layer, 1);
-    EXPECT_EQ(cap.nonfinite_where, "L1 mlp");
+    for_each_matmul([] {
+        tiny_spec s;
+        s.seed = 5;
+        gb::model m = gb::load_model(write_tiny_gpt2(test_temp_dir("forward_nan"), s).dir);
+        gb::weight_matrix& down = m.weights.layers[1].w_down;
+        std::vector<float> w = gb::unpack_matrix(down);
+        w[3] = std::nanf("");
+        down = gb::pack_matrix(w, down.in, down.out);
+        EXPECT_FALSE(down.finite);
+        EXPECT_FALSE(down.amx());
+        gb::capture cap;
+        gb::run_forward(cap, m, {1, 2, 3});
+        EXPECT_EQ(cap.nonfinite_layer, 1);
+        EXPECT_EQ(cap.nonfinite_where, "L1 mlp");
+    });
 }
 
 TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
@@ -326,75 +344,220 @@ TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
     EXPECT_EQ(one[11], 1);
 }
 
-// The packed GEMM against naive double loops, on shapes that hit every edge of its blocking: row counts
-// below, at and past the register tile and the row chunk, inner sizes across slices, partial last panels.
+// y [n][m] = x [n][k] * w [k][m] (+ bias) in double.
+static std::vector<double> naive_product(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
+                                  int n, int k, int m) {
+    std::vector<double> y((size_t)n * m);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            double s = bias.empty() ? 0.0 : bias[j];
+            for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
+            y[(size_t)i * m + j] = s;
+        }
+    return y;
+}
+
+// Each kernel's GEMM against naive double loops, on shapes that hit every edge of its blocking: row counts
+// below, at and past the register tiles (8 / 16 rows) and the row chunks and groups, inner sizes across
+// slices and k-tiles (odd tile counts, partial tiles), partial last panels and column blocks.
 TEST(Gemm, MatchesNaiveProductOnEveryEdge) {
-    std::mt19937 rng(3);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> scratch;
-    for (int n : {1, 3, 8, 9, 17, 130})
-        for (int k : {1, 5, 256, 300, 600})
-            for (int m : {1, 7, 48, 49, 100, 200}) {
-                std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m, -7.0f);
-                for (float& v : x) v = u(rng);
-                for (float& v : w) v = u(rng);
-                for (float& v : bias) v = u(rng);
-                gb::weight_matrix wm = gb::pack_matrix(w, k, m);
-                ASSERT_EQ(gb::unpack_matrix(wm), w);
-                gb::gemm(out.data(), x.data(), wm, (n + k + m) % 2 ? bias : std::vector<float>{}, n, scratch);
-                double worst = 0;
-                for (int i = 0; i < n; i++)
-                    for (int j = 0; j < m; j++) {
-                        double s = (n + k + m) % 2 ? bias[j] : 0.0;
-                        for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
-                        worst = std::max(worst, std::abs(s - out[(size_t)i * m + j]) / std::sqrt((double)k + 1));
+    for_each_matmul([] {
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        gb::gemm_scratch scratch;
+        for (int n : {1, 3, 8, 9, 16, 17, 130})
+            for (int k : {1, 5, 64, 256, 300, 600, 3072})
+                for (int m : {1, 7, 16, 48, 49, 100, 200}) {
+                    if ((int64_t)n * k * m > 20000000) continue;
+                    std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m, -7.0f);
+                    for (float& v : x) v = u(rng);
+                    for (float& v : w) v = u(rng);
+                    for (float& v : bias) v = u(rng);
+                    gb::weight_matrix wm = gb::pack_matrix(w, k, m);
+                    ASSERT_EQ(wm.amx(), gb::matmul_kind_now() == gb::MATMUL_AMX);
+                    const std::vector<float> back = gb::unpack_matrix(wm);
+                    if (!wm.amx()) {
+                        ASSERT_EQ(back, w);
                     }
-                ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
-            }
+                    for (int t = 0; wm.amx() && t < k; t++) { // fixed point: within 2^-22 of the row's largest weight
+                        float row_max = 0;
+                        for (int j = 0; j < m; j++) row_max = std::max(row_max, std::abs(w[(size_t)t * m + j]));
+                        for (int j = 0; j < m; j++)
+                            ASSERT_LE(std::abs(back[(size_t)t * m + j] - w[(size_t)t * m + j]), std::ldexp(row_max, -22))
+                                << "row " << t << " col " << j;
+                    }
+                    const bool with_bias = (n + k + m) % 2;
+                    gb::gemm(out.data(), x.data(), wm, with_bias ? bias : std::vector<float>{}, n, scratch);
+                    const std::vector<double> ref = naive_product(x, w, with_bias ? bias : std::vector<float>{}, n, k, m);
+                    double worst = 0;
+                    for (size_t i = 0; i < ref.size(); i++)
+                        worst = std::max(worst, std::abs(ref[i] - out[i]) / std::sqrt((double)k + 1));
+                    ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
+                }
+    });
 }
 
 // The fused GELU epilogue (GPT-2's MLP) equals bias then tanh-form GELU in double, on threaded and
 // single-threaded sizes and on a partial last panel.
 TEST(Gemm, GeluEpilogueMatchesNaiveGelu) {
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> scratch;
-    for (int n : {1, 9, 64})
-        for (int k : {7, 768})
-            for (int m : {50, 3072}) {
-                std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m);
-                for (float& v : x) v = u(rng);
-                for (float& v : w) v = u(rng) / std::sqrt((float)k);
-                for (float& v : bias) v = u(rng);
-                gb::gemm(out.data(), x.data(), gb::pack_matrix(w, k, m), bias, n, scratch, gb::EPILOGUE_GELU);
-                double worst = 0;
-                for (int i = 0; i < n; i++)
-                    for (int j = 0; j < m; j++) {
-                        double s = bias[j];
-                        for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
+    for_each_matmul([] {
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        gb::gemm_scratch scratch;
+        for (int n : {1, 9, 64})
+            for (int k : {7, 768})
+                for (int m : {50, 3072}) {
+                    std::vector<float> x((size_t)n * k), w((size_t)k * m), bias(m), out((size_t)n * m);
+                    for (float& v : x) v = u(rng);
+                    for (float& v : w) v = u(rng) / std::sqrt((float)k);
+                    for (float& v : bias) v = u(rng);
+                    gb::gemm(out.data(), x.data(), gb::pack_matrix(w, k, m), bias, n, scratch, gb::EPILOGUE_GELU);
+                    const std::vector<double> ref = naive_product(x, w, bias, n, k, m);
+                    double worst = 0;
+                    for (size_t i = 0; i < ref.size(); i++) {
+                        const double s = ref[i];
                         double g = 0.5 * s * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s)));
-                        worst = std::max(worst, std::abs(g - out[(size_t)i * m + j]));
+                        worst = std::max(worst, std::abs(g - out[i]));
                     }
-                ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
-            }
+                    ASSERT_LT(worst, 1e-5) << "n " << n << " k " << k << " m " << m;
+                }
+    });
 }
 
 // The epilogue's GELU alone, element by element over [-60, 60] (both tails, the exp clamp), through a product
 // with a one-element inner dimension and a unit weight. The double reference uses the sigmoid form
 // s / (1 + e^(-2u)), equal to 0.5 s (1 + tanh u) but free of 1 + tanh's cancellation in double for s < -5.
 // Tolerance: a float's rounding of u moves the left tail by a factor e^(2|u| eps), hence the (1 + 2|u|).
+// (Both kernels carry a float input and a unit weight through the product exactly.)
 TEST(Gemm, GeluEpilogueHoldsOverTheWholeRange) {
-    const int n = 4001, m = 50;
-    std::vector<float> x(n), w(m, 1.0f), out((size_t)n * m), scratch;
-    for (int i = 0; i < n; i++) x[i] = -60.0f + 120.0f * i / (n - 1);
-    gb::gemm(out.data(), x.data(), gb::pack_matrix(w, 1, m), {}, n, scratch, gb::EPILOGUE_GELU);
-    for (int i = 0; i < n; i++) {
-        const double s = x[i], u = std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s);
-        const double g = s / (1.0 + std::exp(-2.0 * u));
-        for (int j = 0; j < m; j += 7)
-            ASSERT_LE(std::abs(out[(size_t)i * m + j] - g), 4e-7 * (1 + 2 * std::abs(u)) * std::abs(g) + 1e-30)
-                << "x " << s << " col " << j;
+    for_each_matmul([] {
+        const int n = 4001, m = 50;
+        std::vector<float> x(n), w(m, 1.0f), out((size_t)n * m);
+        gb::gemm_scratch scratch;
+        for (int i = 0; i < n; i++) x[i] = -60.0f + 120.0f * i / (n - 1);
+        gb::gemm(out.data(), x.data(), gb::pack_matrix(w, 1, m), {}, n, scratch, gb::EPILOGUE_GELU);
+        for (int i = 0; i < n; i++) {
+            const double s = x[i], u = std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s);
+            const double g = s / (1.0 + std::exp(-2.0 * u));
+            for (int j = 0; j < m; j += 7)
+                ASSERT_LE(std::abs(out[(size_t)i * m + j] - g), 4e-7 * (1 + 2 * std::abs(u)) * std::abs(g) + 1e-30)
+                    << "x " << s << " col " << j;
+        }
+    });
+}
+
+// Largest |error| of kind's GEMM against double, on x [n][k] and w [k][m].
+static double kernel_error(gb::matmul_kind kind, const std::vector<float>& x, const std::vector<float>& w, int n, int k, int m) {
+    gb::set_matmul_kind(kind);
+    gb::gemm_scratch scratch;
+    std::vector<float> out((size_t)n * m);
+    gb::gemm(out.data(), x.data(), gb::pack_matrix(w, k, m), {}, n, scratch);
+    const std::vector<double> ref = naive_product(x, w, {}, n, k, m);
+    double worst = 0;
+    for (size_t i = 0; i < ref.size(); i++) worst = std::max(worst, std::abs(ref[i] - out[i]));
+    return worst;
+}
+
+// The AMX kernel is as accurate as the fp32 one on the value distributions transformers have: Gaussian, a few
+// input features 60x larger than the rest (GPT-2's residual outliers), weight rows 30x larger and sparse
+// weights 20x larger, and GELU outputs (one-sided, many near zero). Its fixed point is relative to each
+// row's and column's largest value, so outliers are where it would lose; the fp32 kernel loses to rounding
+// over the whole inner dimension.
+TEST(Gemm, AmxIsAsAccurateAsFp32OnTransformerLikeValues) {
+    std::string why;
+    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
+    const gb::matmul_kind before = gb::matmul_kind_now();
+    const int n = 64, k = 768, m = 256;
+    std::mt19937 rng(21);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<float> feature(k), row(k);
+    for (int t = 0; t < k; t++) feature[t] = u(rng) < 0.005f ? 60.0f : 1.0f, row[t] = u(rng) < 0.01f ? 30.0f : 1.0f;
+    for (int c = 0; c < 4; c++) {
+        const bool x_outliers = c == 1 || c == 3, w_outliers = c >= 2;
+        std::vector<float> x((size_t)n * k), w((size_t)k * m);
+        for (size_t i = 0; i < x.size(); i++) x[i] = g(rng) * (x_outliers ? feature[i % k] : 1.0f);
+        if (c == 0)
+            for (float& v : x) v = std::max(v * 2.0f, -0.17f); // GELU-like
+        for (size_t i = 0; i < w.size(); i++)
+            w[i] = 0.02f * g(rng) * (w_outliers ? row[i / m] * (u(rng) < 0.001f ? 20.0f : 1.0f) : 1.0f);
+        const double e_fp32 = kernel_error(gb::MATMUL_FP32, x, w, n, k, m);
+        const double e_amx = kernel_error(gb::MATMUL_AMX, x, w, n, k, m);
+        std::cout << "[ ERRORS   ] case " << c << ": AMX " << e_amx << ", fp32 " << e_fp32 << "\n";
+        EXPECT_LE(e_amx, e_fp32) << "case " << c << ": AMX " << e_amx << ", fp32 " << e_fp32;
+        EXPECT_GT(e_amx, 0.0) << "case " << c; // a test that compared two copies of one kernel would see 0
     }
+    gb::set_matmul_kind(before);
+}
+
+// Rows the AMX kernel cannot scale (a NaN or an Inf in them) come out as NaN, the other rows are unaffected;
+// rows of zeros, of subnormals, of values near the float limits come out as the double product says.
+TEST(Gemm, AmxHandlesNonFiniteAndExtremeRows) {
+    std::string why;
+    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
+    const gb::matmul_kind before = gb::matmul_kind_now();
+    gb::set_matmul_kind(gb::MATMUL_AMX);
+    const int k = 100, m = 40;
+    std::mt19937 rng(8);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const float scales[] = {1.0f, 0.0f, 1e-30f, 1e-42f /* subnormal */, 1e30f, 1.0f, 1.0f, 1e-5f};
+    const int n = (int)(sizeof(scales) / sizeof(scales[0]));
+    std::vector<float> x((size_t)n * k), w((size_t)k * m), out((size_t)n * m);
+    for (int i = 0; i < n; i++)
+        for (int t = 0; t < k; t++) x[(size_t)i * k + t] = u(rng) * scales[i];
+    x[(size_t)5 * k + 17] = std::nanf("");
+    x[(size_t)6 * k + 3] = -INFINITY;
+    for (float& v : w) v = u(rng);
+    for (int t = 0; t < k; t++) w[(size_t)t * m + 7] *= 1e-20f; // one tiny column
+    gb::gemm_scratch scratch;
+    gb::weight_matrix wm = gb::pack_matrix(w, k, m);
+    ASSERT_TRUE(wm.amx());
+    gb::gemm(out.data(), x.data(), wm, {}, n, scratch);
+    const std::vector<double> ref = naive_product(x, w, {}, n, k, m);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            const float got = out[(size_t)i * m + j];
+            if (i == 5 || i == 6) {
+                EXPECT_TRUE(std::isnan(got)) << "row " << i;
+                continue;
+            }
+            double mag = 0; // the size of the terms: the error scale of any float product
+            for (int t = 0; t < k; t++) mag += std::abs((double)x[(size_t)i * k + t] * w[(size_t)t * m + j]);
+            // subnormal inputs: the float result itself can only hold multiples of 2^-149
+            EXPECT_LE(std::abs(got - ref[(size_t)i * m + j]), 1e-6 * mag + 1.5e-45) << "row " << i << " col " << j;
+        }
+    gb::set_matmul_kind(before);
+}
+
+// The int32 tile sums cannot overflow up to amx::max_in inputs: a product that long with every input and weight
+// of one sign (the sums grow linearly) is right; a longer one stays on the fp32 kernel.
+TEST(Gemm, AmxLongInnerDimension) {
+    std::string why;
+    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
+    const gb::matmul_kind before = gb::matmul_kind_now();
+    gb::set_matmul_kind(gb::MATMUL_AMX);
+    const int k = 32768, m = 16, n = 2;
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> u(0.5f, 1.0f);
+    std::vector<float> x((size_t)n * k), w((size_t)k * m), out((size_t)n * m);
+    for (float& v : x) v = -u(rng);
+    for (float& v : w) v = u(rng);
+    gb::gemm_scratch scratch;
+    gb::weight_matrix wm = gb::pack_matrix(w, k, m);
+    ASSERT_TRUE(wm.amx());
+    gb::gemm(out.data(), x.data(), wm, {}, n, scratch);
+    const std::vector<double> ref = naive_product(x, w, {}, n, k, m);
+    for (size_t i = 0; i < ref.size(); i++) EXPECT_NEAR(out[i], ref[i], 1e-6 * std::abs(ref[i]));
+    w.resize((size_t)(k + 1) * m, 0.5f);
+    EXPECT_FALSE(gb::pack_matrix(w, k + 1, m).amx());
+    gb::set_matmul_kind(before);
+}
+
+TEST(Gemm, ChoosingAKernelByName) {
+    EXPECT_EQ(gb::parse_matmul_kind("fp32"), gb::MATMUL_FP32);
+    EXPECT_EQ(gb::parse_matmul_kind("auto"), gb::amx_usable() ? gb::MATMUL_AMX : gb::MATMUL_FP32);
+    expect_gb_error([] { gb::parse_matmul_kind("int4"); }, "matmul kernel 'int4' is unknown");
+    if (!gb::amx_usable()) expect_gb_error([] { gb::set_matmul_kind(gb::MATMUL_AMX); }, "cannot run here");
 }
 
 TEST(Gemm, LmHeadRowsMatchNaiveProduct) {

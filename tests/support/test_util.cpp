@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <sys/wait.h>
 
 #include "error.h"
+#include "gemm.h"
 #include "tiny_model.h"
 
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle) {
@@ -38,6 +40,24 @@ double max_scaled_error(const std::vector<float>& got, const std::vector<double>
         w = std::max(w, std::abs(g - r));
     }
     return w / scale;
+}
+
+void for_each_matmul(const std::function<void()>& body) {
+    const gb::matmul_kind before = gb::matmul_kind_now();
+    std::string why;
+    const bool amx = gb::amx_usable(&why);
+    static bool told = false;
+    if (!amx && !told) {
+        told = true;
+        std::cout << "[ NOTE     ] AMX matmul kernel not tested here: " << why << "\n";
+    }
+    for (gb::matmul_kind k : {gb::MATMUL_FP32, gb::MATMUL_AMX}) {
+        if (k == gb::MATMUL_AMX && !amx) continue;
+        gb::set_matmul_kind(k);
+        SCOPED_TRACE(std::string("matmul kernel ") + gb::matmul_name(k));
+        body();
+    }
+    gb::set_matmul_kind(before);
 }
 
 static std::string slurp(const std::string& path) {

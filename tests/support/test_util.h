@@ -12,6 +12,10 @@ void expect_gb_error(const std::function<void()>& fn, const std::string& needle)
 // Infinite when got holds a NaN or Inf where want does not (or the other way round).
 double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
 
+// Runs body once per matmul kernel this machine can run (fp32 always, AMX where usable), with that kernel chosen
+// for new weights and named in failure messages; says once why AMX was left out. Restores the previous choice.
+void for_each_matmul(const std::function<void()>& body);
+
 struct command_result {
     int code = -1;
     std::string out, err;
