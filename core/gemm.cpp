@@ -327,16 +327,31 @@ void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, i
         }
         return;
     }
-    // one pass over the embedding rows, each dotted with the n (<= 4) positions while it is in L1
+    // One pass over the embedding rows, four at a time, each group dotted with the n (<= 4) positions while it is
+    // in L1: four rows are four streams in flight (one row at a time reached 15-20 GB/s here, four rows 23).
+    // Two accumulators per row halve the add chains.
 #pragma omp parallel for schedule(static) if (threaded)
-    for (int v = 0; v < V; v++) {
-        const float* e = emb + (size_t)v * d;
+    for (int v0 = 0; v0 < V; v0 += 4) {
+        const int rows = std::min(4, V - v0);
+        const float* e = emb + (size_t)v0 * d;
         for (int r = 0; r < n; r++) {
             const float* xr = x + (size_t)r * d;
-            float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-            for (int i = 0; i < d; i++) s += xr[i] * e[i];
-            out[(size_t)r * V + v] = s;
+            vec a[4] = {}, b[4] = {};
+            int i = 0;
+            for (; i + 2 * VL <= d; i += 2 * VL) {
+                const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
+                for (int j = 0; j < rows; j++) {
+                    a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
+                    b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
+                }
+            }
+            for (int j = 0; j < rows; j++) {
+                const vec ab = a[j] + b[j];
+                float s = 0.0f;
+                for (int l = 0; l < VL; l++) s += ab[l];
+                for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
+                out[(size_t)r * V + v0 + j] = s;
+            }
         }
     }
 }
