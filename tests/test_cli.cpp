@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "forward.h"
+#include "gemm.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -142,6 +143,40 @@ TEST(Cli, BenchWritesJson) {
     for (const char* k : {"median_ms", "min_ms", "max_ms"}) EXPECT_GT(j[k].get<double>(), 0.0) << k;
     EXPECT_LE(j["min_ms"].get<double>(), j["median_ms"].get<double>());
     for (const char* k : {"matmul", "attention", "rest"}) EXPECT_TRUE(j["split_ms"].contains(k)) << k;
+}
+
+// --matmul picks the kernel: named in the bench output and JSON and in info; both give the same answer to
+// within float rounding; a kernel the machine cannot run, or an unknown name, is a usage error.
+TEST(Cli, MatmulKernelIsChosenAndReported) {
+    std::string dir = test_temp_dir("cli_matmul");
+    std::vector<std::string> kinds{"fp32"};
+    if (gb::amx_usable()) kinds.push_back("amx");
+    std::vector<nlohmann::json> outs;
+    for (const std::string& k : kinds) {
+        command_result b = cli("bench " + M() + " --tokens 8 --repeat 2 --matmul " + k + " --json " + dir + "/b.json");
+        ASSERT_EQ(b.code, 0) << b.err;
+        EXPECT_NE(b.out.find("matmul: " + k), std::string::npos) << b.out;
+        EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/b.json"))["matmul"], k);
+        command_result i = cli("info " + M() + " --matmul " + k);
+        ASSERT_EQ(i.code, 0) << i.err;
+        EXPECT_EQ(nlohmann::json::parse(i.out)["matmul"], k);
+        command_result r = cli("run " + M() + " --prompt 'the cat sat' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
+        ASSERT_EQ(r.code, 0) << r.err;
+        outs.push_back(nlohmann::json::parse(slurp(dir + "/r.json"))["top_k"]);
+    }
+    for (size_t i = 1; i < outs.size(); i++)
+        for (size_t j = 0; j < outs[0].size(); j++) {
+            EXPECT_EQ(outs[i][j]["id"], outs[0][j]["id"]);
+            EXPECT_NEAR(outs[i][j]["prob"].get<double>(), outs[0][j]["prob"].get<double>(), 1e-5);
+        }
+    command_result bad = cli("run " + M() + " --prompt x --matmul int4");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("matmul kernel 'int4' is unknown"), std::string::npos) << bad.err;
+    if (!gb::amx_usable()) {
+        command_result no = cli("run " + M() + " --prompt x --matmul amx");
+        EXPECT_EQ(no.code, 2);
+        EXPECT_NE(no.err.find("cannot run here"), std::string::npos) << no.err;
+    }
 }
 
 TEST(Cli, ErrorsAreOneLineWithExitCodes) {

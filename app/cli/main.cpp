@@ -16,6 +16,7 @@
 #include "error.h"
 #include "export.h"
 #include "forward.h"
+#include "gemm.h"
 #include "json_util.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -33,17 +34,20 @@ const char* usage_text = R"(glassbox-cli — look inside a transformer from the 
 usage:
   glassbox-cli run      [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
                         [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits]
-                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl] [--capture-budget MB]
+                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl] [--capture-budget MB] [--matmul K]
   glassbox-cli generate [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
                         [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE]
+                        [--matmul K]
   glassbox-cli tokenize (--model PATH | --tokenizer DIR) (--text TEXT | --decode 1,2,3)
   glassbox-cli bench    [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE]
+                        [--matmul K]
   glassbox-cli make-random --out DIR [--layers-n 12] [--d-model 768] [--heads-n 12] [--vocab 50257]
                         [--ctx 1024] [--dtype F32|F16] [--seed S]
-  glassbox-cli info     [--model PATH]
+  glassbox-cli info     [--model PATH] [--matmul K]
 
 --model: a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a llama2.c
 .bin (with --tokenizer tokenizer.bin); omitted = the embedded default model.
+--matmul fp32|amx|auto: the kernel of the matrix products (auto, the default: amx where the CPU has AMX).
 Errors: one line on stderr starting with "error:"; exit 2 for bad usage or input, 1 for internal failures.
 )";
 
@@ -78,14 +82,14 @@ const std::map<std::string, command_options>& command_table() {
     static const std::map<std::string, command_options> table = {
         {"run", {{"bos", "all-logits"},
                  {"model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "backend",
-                  "capture-budget"}}},
+                  "capture-budget", "matmul"}}},
         {"generate", {{"bos"},
                       {"model", "tokenizer", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed",
-                       "ablate", "layers", "heads", "json"}}},
+                       "ablate", "layers", "heads", "json", "matmul"}}},
         {"tokenize", {{}, {"model", "tokenizer", "text", "decode"}}},
-        {"bench", {{}, {"model", "tokenizer", "tokens", "repeat", "backend", "json"}}},
+        {"bench", {{}, {"model", "tokenizer", "tokens", "repeat", "backend", "json", "matmul"}}},
         {"make-random", {{}, {"out", "layers-n", "d-model", "heads-n", "vocab", "ctx", "dtype", "seed"}}},
-        {"info", {{}, {"model", "tokenizer"}}},
+        {"info", {{}, {"model", "tokenizer", "matmul"}}},
     };
     return table;
 }
@@ -161,6 +165,8 @@ double parse_float(const std::string& s, const std::string& what, double lo, dou
 }
 
 gb::model open_model(const args& a) {
+    // the kernel is fixed when the weights are packed, at load
+    if (a.has("matmul")) gb::set_matmul_kind(gb::parse_matmul_kind(a.get("matmul")));
     gb::load_options lo;
     lo.tokenizer_path = a.get("tokenizer");
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
@@ -417,8 +423,8 @@ int cmd_bench(const args& a) {
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
-    std::printf("backend: %s, %d threads, full capture (attention of every layer and head)\n",
-                gl ? ("gl: " + renderer).c_str() : "cpu", omp_get_max_threads());
+    std::printf("backend: %s, matmul: %s, %d threads, full capture (attention of every layer and head)\n",
+                gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
     std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "tokens", "median_ms", "min_ms", "max_ms", "matmul", "attention",
                 "rest");
     nlohmann::json results = nlohmann::json::array();
@@ -450,6 +456,7 @@ int cmd_bench(const args& a) {
                            {"min_ms", s.min},
                            {"max_ms", s.max},
                            {"repeat", repeat},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())},
                            {"split_ms", {{"matmul", smm.median}, {"attention", sat.median}, {"rest", sr.median}}}});
     }
     if (gl) bench_attention_backends(c, gl, repeat, results);
@@ -474,6 +481,7 @@ int cmd_make_random(const args& a) {
     std::string dtype = a.get("dtype", "F32");
     if (dtype != "F32" && dtype != "F16") throw usage_error("--dtype: expected F32 or F16");
     uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
+    gb::set_matmul_kind(gb::MATMUL_FP32); // its packing gives back the drawn weights exactly for the file
     gb::model m = gb::random_gpt2(c, seed);
     gb::save_hf_gpt2(a.need("out"), m, dtype);
     std::printf("wrote a random GPT-2 (%d layers, d %d, %d heads, vocab %d, %lld parameters) to %s\n", c.n_layer,
@@ -487,6 +495,9 @@ int cmd_info(const args& a) {
     gb::param_counts p = gb::count_params(m);
     j["params"] = {{"embeddings", p.embeddings}, {"attention", p.attention}, {"mlp", p.mlp}, {"norms", p.norms}};
     j["d_ff"] = m.config.d_ff;
+    j["matmul"] = gb::matmul_name(gb::matmul_kind_now());
+    std::string why;
+    if (!gb::amx_usable(&why)) j["matmul_note"] = "no AMX kernel: " + why;
     if (!m.source_note.empty()) j["note"] = m.source_note;
     std::printf("%s\n", j.dump(1).c_str());
     return 0;

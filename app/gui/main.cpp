@@ -22,6 +22,7 @@
 #include <stb_image_write.h>
 
 #include "error.h"
+#include "gemm.h"
 #include "ui.h"
 
 using namespace gbui;
@@ -43,7 +44,7 @@ struct options {
 static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
-    "                [--capture-budget MB]\n"
+    "                [--capture-budget MB] [--matmul fp32|amx|auto]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE]\n";
 
 static options parse_options(int argc, char** argv) {
@@ -67,6 +68,7 @@ static options parse_options(int argc, char** argv) {
             if (v != "cpu" && v != "gl") throw gb::error("--backend: expected cpu or gl, got '" + v + "'");
             o.gl = v == "gl";
         }
+        else if (a == "--matmul") gb::set_matmul_kind(gb::parse_matmul_kind(value())); // before any model is packed
         else if (a == "--ablate") o.ablate = value();
         else if (a == "--layers") o.layers = value();
         else if (a == "--heads") o.heads = value();

@@ -4,6 +4,7 @@
 #include <imgui_stdlib.h>
 
 #include "error.h"
+#include "gemm.h"
 #include "ui.h"
 
 namespace gbui {
@@ -44,6 +45,17 @@ void panel_model(app_state& s, ui_context& ui) {
                                                     : "SwiGLU's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
         if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
+        // the kernel the weights were packed for at load (glassbox --matmul fp32|amx chooses it)
+        const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
+        ImGui::PopTextWrapPos();
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
+                                    "exactly and the sums are put back together in fp32 (README: Matrix products).\n"
+                                    "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
+                                  : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
+                                    "glassbox --matmul amx (the default there) uses its int8 tile unit.");
         if (c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2")) {
             ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
             ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
