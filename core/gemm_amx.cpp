@@ -133,15 +133,16 @@ static void pack_row(int8_t* a_digits, float* a_exp, const float* x, int n, int 
     }
     const float* xr = x + (size_t)t * in;
     // largest exponent of x * 2^r_k, from the exponents alone (no product can overflow or underflow here)
-    __m512 emax = _mm512_set1_ps(-INFINITY);
+    __m512 emax[4] = {_mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY),
+                      _mm512_set1_ps(-INFINITY)}; // four chains: a max waits 4 cycles for the one before
     __mmask16 bad = 0;
-    for (int k = 0; k < in; k += 16) {
+    for (int k = 0, c = 0; k < in; k += 16, c = (c + 1) & 3) {
         const __mmask16 m = (__mmask16)(k + 16 <= in ? 0xFFFF : (1u << (in - k)) - 1);
         const __m512 v = _mm512_maskz_loadu_ps(m, xr + k);
         bad |= _mm512_fpclass_ps_mask(v, 0x01 | 0x80 | 0x08 | 0x10); // QNaN, SNaN, +Inf, -Inf
-        emax = _mm512_max_ps(emax, _mm512_add_ps(_mm512_getexp_ps(v), _mm512_loadu_ps(row_exp + k)));
+        emax[c] = _mm512_max_ps(emax[c], _mm512_add_ps(_mm512_getexp_ps(v), _mm512_loadu_ps(row_exp + k)));
     }
-    const float e = _mm512_reduce_max_ps(emax);
+    const float e = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(emax[0], emax[1]), _mm512_max_ps(emax[2], emax[3])));
     if (bad || e == -INFINITY) { // not finite, or all zero
         a_exp[t] = bad ? NAN : 0.0f;
         zero_row();
@@ -150,6 +151,16 @@ static void pack_row(int8_t* a_digits, float* a_exp, const float* x, int n, int 
     const float et = e + 1.0f; // |x'| < 2^et
     a_exp[t] = et;
     const __m512 shift = _mm512_set1_ps((float)XS - et);
+    // Balanced digits without a carry chain: adding 128 to each of the three low digits makes them the plain
+    // bytes 0..2 of q + 0x808080 (byte 3 is the signed top digit); xor 0x80 turns a byte back to digit - 0
+    // in two's complement. One byte permutation then gathers each digit plane's 16 bytes.
+    const __m512i offset = _mm512_set1_epi32(0x808080);
+    alignas(64) static const uint8_t planes_order[64] = {
+        3,  7,  11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,  // x0: byte 3 of each of the 16 lanes
+        2,  6,  10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,  // x1
+        1,  5,  9,  13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,  // x2
+        0,  4,  8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60}; // x3
+    const __m512i order = _mm512_load_si512(planes_order);
     for (int64_t kt = 0; kt < KT; kt++) {
         int8_t* dst = base + kt * XD * TILE;
         for (int j = 0; j < 64; j += 16) {
@@ -157,14 +168,13 @@ static void pack_row(int8_t* a_digits, float* a_exp, const float* x, int n, int 
             const __mmask16 m = (__mmask16)(k >= in ? 0 : k + 16 <= in ? 0xFFFF : (1u << (in - k)) - 1);
             const __m512 v = _mm512_maskz_loadu_ps(m, xr + k);
             // x * 2^(r_k + 30 - e_t), rounded to the nearest integer: |q| <= 2^30
-            __m512i q = _mm512_cvtps_epi32(_mm512_scalef_ps(v, _mm512_add_ps(_mm512_loadu_ps(row_exp + k), shift)));
-            __m512i d[XD];
-            for (int i = XD - 1; i > 0; i--) {
-                d[i] = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24); // low byte, sign-extended
-                q = _mm512_srai_epi32(_mm512_sub_epi32(q, d[i]), 8);
-            }
-            d[0] = q;
-            for (int i = 0; i < XD; i++) _mm_storeu_si128((__m128i*)(dst + i * TILE + j), _mm512_cvtepi32_epi8(d[i]));
+            const __m512i q = _mm512_cvtps_epi32(_mm512_scalef_ps(v, _mm512_add_ps(_mm512_loadu_ps(row_exp + k), shift)));
+            const __m512i digits = _mm512_xor_si512(_mm512_add_epi32(q, offset), offset);
+            const __m512i planes = _mm512_permutexvar_epi8(order, digits);
+            _mm_storeu_si128((__m128i*)(dst + j), _mm512_castsi512_si128(planes));
+            _mm_storeu_si128((__m128i*)(dst + TILE + j), _mm512_extracti32x4_epi32(planes, 1));
+            _mm_storeu_si128((__m128i*)(dst + 2 * TILE + j), _mm512_extracti32x4_epi32(planes, 2));
+            _mm_storeu_si128((__m128i*)(dst + 3 * TILE + j), _mm512_extracti32x4_epi32(planes, 3));
         }
     }
 }
