@@ -203,10 +203,11 @@ static void configure_tiles() {
 struct stream_prefetch {
     const char* next = nullptr;
     const char* end = nullptr;
-    void start(const char* p, const char* stop) { next = p, end = stop; }
+    int lines = 1; // per tile product
+    void start(const char* p, const char* stop, int per_product) { next = p, end = stop, lines = per_product; }
     void step() {
-        if (next < end) _mm_prefetch(next, _MM_HINT_T2);
-        next += 64;
+        for (int i = 0; i < lines; i++, next += 64)
+            if (next < end) _mm_prefetch(next, _MM_HINT_T2);
     }
 };
 
@@ -329,7 +330,10 @@ void gemm(float* out, const float* x, int n, const int8_t* digits, const float* 
                                      : g1 < RB ? (const char*)(digits + c0 * cb_bytes)
                                                : my_end;
                     const char* nx_end = nx + (size_t)CHUNK * WD * TILE;
-                    pf.start(nx, nx_end < my_end ? nx_end : my_end);
+                    // a chunk's 192 lines of weight digits serve 9 * CHUNK products per row block: with four row
+                    // blocks one line per product is enough (more was measured slower), with fewer rows the
+                    // stream is all there is and wants more lines per product
+                    pf.start(nx, nx_end < my_end ? nx_end : my_end, imax(1, 4 / (g1 - g0)));
                     for (int rb = g0; rb < g1; rb++) {
                         if (k0 == 0) {
                             _tile_zero(0);
