@@ -186,16 +186,37 @@ static void norm_forward(float* out, const float* x, const std::vector<float>* g
     }
 }
 
-// SwiGLU: up [n] <- silu(gate) * up
+// floats per vector of the elementwise and attention loops below
+#if defined(__AVX512F__)
+constexpr int AL = 16; // floats per vector
+#elif defined(__AVX__)
+constexpr int AL = 8;
+#else
+constexpr int AL = 4;
+#endif
+typedef float avec __attribute__((vector_size(AL * sizeof(float)), aligned(4), may_alias));
+
+// SwiGLU: up [n] <- silu(gate) * up = up * gate / (1 + e^-gate). Whole vectors from the start of the buffer and
+// the tail through the same exp on a padded copy: every element gets the same arithmetic wherever the buffer
+// sits (Eigen's array version peeled the unaligned head off to scalar code, so a result's last bit depended on
+// the heap address).
 static void swiglu_forward(float* up, const float* gate, size_t n) {
     const int64_t chunk = 4096;
     const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
     for (int64_t ci = 0; ci < chunks; ci++) {
         const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
-        Eigen::Map<Eigen::ArrayXf> u(up + i0, (Eigen::Index)len);
-        Eigen::Map<const Eigen::ArrayXf> g(gate + i0, (Eigen::Index)len);
-        u = u * g / (1.0f + (-g).exp());
+        int64_t i = 0;
+        for (; i + AL <= len; i += AL) {
+            const avec g = *(const avec*)(gate + i0 + i);
+            *(avec*)(up + i0 + i) = *(const avec*)(up + i0 + i) * g / (1.0f + exp_lanes(-g));
+        }
+        if (i < len) {
+            avec g = {}, u = {};
+            for (int64_t t = i; t < len; t++) g[t - i] = gate[i0 + t], u[t - i] = up[i0 + t];
+            const avec r = u * g / (1.0f + exp_lanes(-g));
+            for (int64_t t = i; t < len; t++) up[i0 + t] = r[t - i];
+        }
     }
 }
 
@@ -265,14 +286,6 @@ static bool all_finite(const float* x, size_t n) {
 // general GEMM spends more on packing than on multiply-adds, and the causal half above the diagonal need not
 // be computed at all. Scores: SR query rows x SK keys per tile, keys from a transposed copy of K. Weighted
 // values: OR rows x OD output dimensions per tile, straight from V.
-#if defined(__AVX512F__)
-constexpr int AL = 16; // floats per vector
-#elif defined(__AVX__)
-constexpr int AL = 8;
-#else
-constexpr int AL = 4;
-#endif
-typedef float avec __attribute__((vector_size(AL * sizeof(float)), aligned(4), may_alias));
 constexpr int SR = 8, SK = 2 * AL; // score tile: 8 queries x 2 vectors of keys
 constexpr int OR = 4, OV = 4;      // output tile: 4 queries x 4 vectors of dimensions
 
