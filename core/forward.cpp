@@ -666,8 +666,12 @@ void eval(std::vector<float>& logits, capture* cap, forward_state& s, const mode
     tm.rest_ms += ms_since(t0);
     t0 = clock_type::now();
     logits.resize((size_t)n_out * V);
-    const std::vector<float>& head = w.lm_head.empty() ? w.tok_emb : w.lm_head;
-    gemm_rows_transposed(logits.data(), s.xn.data(), head.data(), n_out, d, V);
+    if (w.head.amx()) {
+        gemm(logits.data(), s.xn.data(), w.head, no_bias, n_out, s.gemm);
+    } else {
+        const std::vector<float>& head = w.lm_head.empty() ? w.tok_emb : w.lm_head;
+        gemm_rows_transposed(logits.data(), s.xn.data(), head.data(), n_out, d, V);
+    }
     tm.matmul_ms += ms_since(t0);
     if (cap && cap->nonfinite_layer < 0 && !all_finite(logits.data(), logits.size())) {
         cap->nonfinite_layer = L - 1;

@@ -139,7 +139,7 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) 
         m.digits.resize(amx::weight_digit_bytes(in, out));
         m.row_exp.resize((size_t)amx::k_tiles(in) * 64);
         m.col_exp.resize((size_t)amx::col_blocks(out) * 16);
-        amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w.data(), m.in, m.out);
+        amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w.data(), m.in, m.out, false);
         return m;
     }
     const int64_t panels = (out + NR - 1) / NR;
@@ -149,6 +149,22 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) 
         float* dst = &m.data[(size_t)(p * in * NR)];
         for (int64_t k = 0; k < in; k++) std::copy_n(&w[(size_t)(k * out + j0)], cols, dst + k * NR);
     }
+    return m;
+}
+
+weight_matrix pack_head(const std::vector<float>& emb, int64_t V, int64_t d) {
+    weight_matrix m;
+    if (matmul_kind_now() != MATMUL_AMX || V <= 0 || d <= 0 || (int64_t)emb.size() != V * d || d > amx::max_in ||
+        V > (1 << 30))
+        return m;
+    for (float v : emb)
+        if (!(std::fabs(v) <= 3.4028235e38f)) return m;
+    m.in = (int)d;
+    m.out = (int)V;
+    m.digits.resize(amx::weight_digit_bytes(d, V));
+    m.row_exp.resize((size_t)amx::k_tiles(d) * 64);
+    m.col_exp.resize((size_t)amx::col_blocks(V) * 16);
+    amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), emb.data(), m.in, m.out, true);
     return m;
 }
 

@@ -40,6 +40,10 @@ enum epilogue { EPILOGUE_NONE, EPILOGUE_GELU };
 void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
           gemm_scratch& scratch, epilogue epi = EPILOGUE_NONE);
 
+// The LM head for the AMX kernel: emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty (and the
+// LM head stays on gemm_rows_transposed) when the kernel is fp32 or the table holds NaN/Inf.
+weight_matrix pack_head(const std::vector<float>& emb, int64_t V, int64_t d);
+
 // out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
 // positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.
 void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, int d, int V);

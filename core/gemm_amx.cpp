@@ -30,6 +30,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "simd_math.h"
@@ -62,14 +63,22 @@ static void split_digits(int64_t q, int8_t* d, int D) {
 // ---------------------------------------------------------------------------------------------
 // Weights, once at load
 // ---------------------------------------------------------------------------------------------
-void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w, int in, int out) {
+void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w, int in, int out, bool transposed) {
     const int64_t KT = k_tiles(in), CB = col_blocks(out);
+    // w [in][out], or with transposed its transpose [out][in] as stored (the LM head's embedding table)
+    auto at = [&](int64_t k, int64_t n) { return transposed ? w[(size_t)n * in + k] : w[(size_t)k * out + n]; };
+    double* row_scale = (double*)malloc(sizeof(double) * (size_t)in); // 2^-r_k
     for (int64_t k = 0; k < KT * 64; k++) row_exp[k] = 0.0f;
 #pragma omp parallel for schedule(static)
-    for (int k = 0; k < in; k++) {
-        float m = 0.0f;
-        for (int n = 0; n < out; n++) m = fmaxf(m, fabsf(w[(size_t)k * out + n]));
-        row_exp[k] = m > 0.0f ? (float)ilogbf(m) : 0.0f;
+    for (int k0 = 0; k0 < in; k0 += 64) { // 64 rows at a time: one pass over whichever way w is stored
+        float m[64] = {};
+        const int k1 = k0 + 64 < in ? k0 + 64 : in;
+        for (int64_t n = 0; n < out; n++)
+            for (int k = k0; k < k1; k++) m[k - k0] = fmaxf(m[k - k0], fabsf(at(k, n)));
+        for (int k = k0; k < k1; k++) {
+            row_exp[k] = m[k - k0] > 0.0f ? (float)ilogbf(m[k - k0]) : 0.0f;
+            row_scale[k] = ldexp(1.0, -(int)row_exp[k]);
+        }
     }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t cb = 0; cb < CB; cb++) {
@@ -77,8 +86,7 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
         for (int c = 0; c < 16; c++) {
             const int64_t n = cb * 16 + c;
             double m = 0.0;
-            for (int k = 0; n < out && k < in; k++)
-                m = fmax(m, fabs(ldexp((double)w[(size_t)k * out + n], -(int)row_exp[k])));
+            for (int k = 0; n < out && k < in; k++) m = fmax(m, fabs(at(k, n) * row_scale[k]));
             const int e = m > 0.0 ? ilogb(m) + 1 : 0; // |w'| < 2^e in this column
             col_exp[n] = (float)e;
             col_scale[c] = ldexp(1.0, WS - e);
@@ -87,10 +95,9 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
             int8_t* tile = digits + (size_t)((cb * KT + kt) * WD) * TILE;
             for (int kk = 0; kk < 64; kk++) {
                 const int64_t k = kt * 64 + kk;
-                const double row_scale = k < in ? ldexp(1.0, -(int)row_exp[k]) : 0.0;
                 for (int c = 0; c < 16; c++) {
                     const int64_t n = cb * 16 + c;
-                    const int64_t q = k < in && n < out ? llrint(w[(size_t)k * out + n] * row_scale * col_scale[c]) : 0;
+                    const int64_t q = k < in && n < out ? llrint(at(k, n) * row_scale[k] * col_scale[c]) : 0;
                     int8_t d[WD];
                     split_digits(q, d, WD);
                     // B tile: row kk/4 holds, for each of the 16 columns, 4 consecutive k
@@ -99,6 +106,7 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
             }
         }
     }
+    free(row_scale);
 }
 
 void unpack_weights(float* w, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out) {
@@ -299,66 +307,152 @@ static void finish_block(float* out, int out_cols, int n, int row0, int col0, co
     }
 }
 
+// Up to 4 rows (generation, the LM head): the same level sums with AVX-512 VNNI on the weight digits as they
+// stream with ordinary loads, which the hardware prefetchers run ahead of (tile loads of a stream used once
+// reached 17 GB/s for two threads, these 22). VPDPBUSD multiplies unsigned by signed bytes: an input digit
+// goes in as d + 128, and 128 times the column's digit sum (also a VPDPBUSD, by ones) comes off. The sums are
+// the same integers as the tile products', so both paths give the same bits.
+constexpr int GEMV_ROWS = 4, GEMV_MAX_IN = 16384; // 3 products x in/4 x 4 x 255 x 128 < 2^31
+constexpr int PF_AHEAD = 4096; // bytes of the weight stream: ~1.3 k-tiles
+
+// acc[r][i + j] += (digit plane i of row r, +128) . wj over one 64-byte row of plane j (4 inputs x 16 columns).
+// R and J are template arguments so every accumulator has a fixed register.
+template <int R, int J>
+static inline void gemv_step(__m512i (&acc)[GEMV_ROWS][4], const int8_t* xa, int rr, __m512i wj) {
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i + J < XD; i++) {
+            int32_t x4; // the 4 bytes of digit plane i at these inputs
+            memcpy(&x4, xa + i * TILE + r * 64 + rr * 4, 4);
+            acc[r][i + J] = _mm512_dpbusd_epi32(acc[r][i + J], _mm512_xor_si512(_mm512_set1_epi32(x4), flip), wj);
+        }
+}
+
+template <int R>
+static void gemv(float* out, int n, const int8_t* digits, const float* col_exp, int in, int out_cols, const float* bias,
+                 epilogue epi, const int8_t* a_digits, const float* a_exp, int c0, int c1) {
+    const int64_t KT = k_tiles(in);
+    const __m512i ones = _mm512_set1_epi8(1);
+    alignas(64) int32_t sums[4][256];
+    for (int cb = c0; cb < c1; cb++) {
+        const int8_t* wb = digits + (size_t)cb * KT * WD * TILE;
+        __m512i acc[GEMV_ROWS][4], cs[WD];
+        for (int r = 0; r < GEMV_ROWS; r++)
+            for (int l = 0; l < 4; l++) acc[r][l] = _mm512_setzero_si512();
+        for (int j = 0; j < WD; j++) cs[j] = _mm512_setzero_si512();
+        for (int64_t kt = 0; kt < KT; kt++) {
+            const int8_t* xa = a_digits + kt * XD * TILE;
+            const int8_t* w = wb + kt * WD * TILE;
+            // the k-tile's three digit planes in address order: one sequential stream for the prefetchers
+            for (int rr = 0; rr < 16; rr++) {
+                const __m512i w0 = _mm512_load_si512(w + rr * 64);
+                _mm_prefetch((const char*)(w + rr * 64) + PF_AHEAD, _MM_HINT_T0);
+                cs[0] = _mm512_dpbusd_epi32(cs[0], ones, w0);
+                gemv_step<R, 0>(acc, xa, rr, w0);
+            }
+            for (int rr = 0; rr < 16; rr++) {
+                const __m512i w1 = _mm512_load_si512(w + TILE + rr * 64);
+                _mm_prefetch((const char*)(w + TILE + rr * 64) + PF_AHEAD, _MM_HINT_T0);
+                cs[1] = _mm512_dpbusd_epi32(cs[1], ones, w1);
+                gemv_step<R, 1>(acc, xa, rr, w1);
+            }
+            for (int rr = 0; rr < 16; rr++) {
+                const __m512i w2 = _mm512_load_si512(w + 2 * TILE + rr * 64);
+                _mm_prefetch((const char*)(w + 2 * TILE + rr * 64) + PF_AHEAD, _MM_HINT_T0);
+                cs[2] = _mm512_dpbusd_epi32(cs[2], ones, w2);
+                gemv_step<R, 2>(acc, xa, rr, w2);
+            }
+        }
+        // level l holds products (i, l - i); each input digit came in 128 too high
+        const __m512i c0s = _mm512_slli_epi32(cs[0], 7), c01 = _mm512_slli_epi32(_mm512_add_epi32(cs[0], cs[1]), 7);
+        const __m512i c012 = _mm512_slli_epi32(_mm512_add_epi32(_mm512_add_epi32(cs[0], cs[1]), cs[2]), 7);
+        for (int r = 0; r < R; r++) {
+            _mm512_store_si512(sums[0] + 16 * r, _mm512_sub_epi32(acc[r][0], c0s));
+            _mm512_store_si512(sums[1] + 16 * r, _mm512_sub_epi32(acc[r][1], c01));
+            _mm512_store_si512(sums[2] + 16 * r, _mm512_sub_epi32(acc[r][2], c012));
+            _mm512_store_si512(sums[3] + 16 * r, _mm512_sub_epi32(acc[r][3], c012));
+        }
+        finish_block(out, out_cols, n, 0, cb * 16, sums, a_exp, col_exp, bias, epi);
+    }
+}
+
+// Column blocks [c0, c1) of the product with the tile unit (rows of any count).
+static void tile_product(float* out, int n, const int8_t* digits, const float* col_exp, int in, int out_cols,
+                         const float* bias, epilogue epi, const int8_t* a_digits, const float* a_exp, int c0, int c1) {
+    const int KT = (int)k_tiles(in), RB = (n + 15) / 16;
+    // row blocks per group: the group's input digits (KT * 4 KB per row block) stay in L2 across column blocks
+    const int group = imax(1, imin(imin(RB, 16), (int)(GROUP_BYTES / ((int64_t)KT * XD * TILE))));
+    alignas(64) int32_t partial[16][4][256]; // a column block's level sums between chunks, per row block
+    alignas(64) int32_t sums[4][256];
+    const size_t cb_bytes = (size_t)KT * WD * TILE;
+    const char* my_end = (const char*)(digits + c1 * cb_bytes);
+    stream_prefetch pf;
+    configure_tiles();
+    for (int g0 = 0; g0 < RB; g0 += group) {
+        const int g1 = imin(RB, g0 + group);
+        for (int cb = c0; cb < c1; cb++) {
+            const int8_t* wb = digits + cb * cb_bytes;
+            for (int k0 = 0; k0 < KT; k0 += CHUNK) {
+                const int k1 = imin(KT, k0 + CHUNK);
+                // what this thread reads next: the next chunk, the next column block, or the next group's first
+                const char* nx = k1 < KT ? (const char*)(wb + (size_t)k1 * WD * TILE)
+                                 : cb + 1 < c1 ? (const char*)(wb + cb_bytes)
+                                 : g1 < RB ? (const char*)(digits + c0 * cb_bytes)
+                                           : my_end;
+                const char* nx_end = nx + (size_t)CHUNK * WD * TILE;
+                // a chunk's 192 lines of weight digits serve 9 * CHUNK products per row block: with four row
+                // blocks one line per product is enough (more was measured slower), with fewer rows the
+                // stream is all there is and wants more lines per product
+                pf.start(nx, nx_end < my_end ? nx_end : my_end, imax(1, 4 / (g1 - g0)));
+                for (int rb = g0; rb < g1; rb++) {
+                    if (k0 == 0) {
+                        _tile_zero(0);
+                        _tile_zero(1);
+                        _tile_zero(2);
+                        _tile_zero(3);
+                    } else {
+                        _tile_loadd(0, partial[rb - g0][0], 64);
+                        _tile_loadd(1, partial[rb - g0][1], 64);
+                        _tile_loadd(2, partial[rb - g0][2], 64);
+                        _tile_loadd(3, partial[rb - g0][3], 64);
+                    }
+                    k_tiles_product(a_digits + ((size_t)rb * KT + k0) * XD * TILE, wb + (size_t)k0 * WD * TILE,
+                                    k1 - k0, pf);
+                    int32_t(*dst)[256] = k1 < KT ? partial[rb - g0] : sums;
+                    _tile_stored(0, dst[0], 64);
+                    _tile_stored(1, dst[1], 64);
+                    _tile_stored(2, dst[2], 64);
+                    _tile_stored(3, dst[3], 64);
+                    if (k1 == KT) finish_block(out, out_cols, n, rb * 16, cb * 16, sums, a_exp, col_exp, bias, epi);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
 } // namespace
 
 void gemm(float* out, const float* x, int n, const int8_t* digits, const float* row_exp, const float* col_exp,
           int in, int out_cols, const float* bias, epilogue epi, int8_t* a_digits, float* a_exp, bool threaded) {
-    const int KT = (int)k_tiles(in), CB = (int)col_blocks(out_cols), RB = (n + 15) / 16;
-    // row blocks per group: the group's input digits (KT * 4 KB per row block) stay in L2 across column blocks
-    const int group = imax(1, imin(imin(RB, 16), (int)(GROUP_BYTES / ((int64_t)KT * XD * TILE))));
+    const int CB = (int)col_blocks(out_cols), RB = (n + 15) / 16;
 #pragma omp parallel if (threaded)
     {
 #pragma omp for schedule(static)
         for (int t = 0; t < RB * 16; t++) pack_row(a_digits, a_exp, x, n, in, row_exp, t);
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         const int c0 = (int)((int64_t)CB * id / nt), c1 = (int)((int64_t)CB * (id + 1) / nt);
-        alignas(64) int32_t partial[16][4][256]; // a column block's level sums between chunks, per row block
-        alignas(64) int32_t sums[4][256];
-        const size_t cb_bytes = (size_t)KT * WD * TILE;
-        const char* my_end = (const char*)(digits + c1 * cb_bytes);
-        stream_prefetch pf;
-        if (c0 < c1) configure_tiles();
-        for (int g0 = 0; g0 < RB && c0 < c1; g0 += group) {
-            const int g1 = imin(RB, g0 + group);
-            for (int cb = c0; cb < c1; cb++) {
-                const int8_t* wb = digits + cb * cb_bytes;
-                for (int k0 = 0; k0 < KT; k0 += CHUNK) {
-                    const int k1 = imin(KT, k0 + CHUNK);
-                    // what this thread reads next: the next chunk, the next column block, or the next group's first
-                    const char* nx = k1 < KT ? (const char*)(wb + (size_t)k1 * WD * TILE)
-                                     : cb + 1 < c1 ? (const char*)(wb + cb_bytes)
-                                     : g1 < RB ? (const char*)(digits + c0 * cb_bytes)
-                                               : my_end;
-                    const char* nx_end = nx + (size_t)CHUNK * WD * TILE;
-                    // a chunk's 192 lines of weight digits serve 9 * CHUNK products per row block: with four row
-                    // blocks one line per product is enough (more was measured slower), with fewer rows the
-                    // stream is all there is and wants more lines per product
-                    pf.start(nx, nx_end < my_end ? nx_end : my_end, imax(1, 4 / (g1 - g0)));
-                    for (int rb = g0; rb < g1; rb++) {
-                        if (k0 == 0) {
-                            _tile_zero(0);
-                            _tile_zero(1);
-                            _tile_zero(2);
-                            _tile_zero(3);
-                        } else {
-                            _tile_loadd(0, partial[rb - g0][0], 64);
-                            _tile_loadd(1, partial[rb - g0][1], 64);
-                            _tile_loadd(2, partial[rb - g0][2], 64);
-                            _tile_loadd(3, partial[rb - g0][3], 64);
-                        }
-                        k_tiles_product(a_digits + ((size_t)rb * KT + k0) * XD * TILE, wb + (size_t)k0 * WD * TILE,
-                                        k1 - k0, pf);
-                        int32_t(*dst)[256] = k1 < KT ? partial[rb - g0] : sums;
-                        _tile_stored(0, dst[0], 64);
-                        _tile_stored(1, dst[1], 64);
-                        _tile_stored(2, dst[2], 64);
-                        _tile_stored(3, dst[3], 64);
-                        if (k1 == KT) finish_block(out, out_cols, n, rb * 16, cb * 16, sums, a_exp, col_exp, bias, epi);
-                    }
-                }
-            }
+        if (c0 < c1) {
+            using gemv_fn = void (*)(float*, int, const int8_t*, const float*, int, int, const float*, epilogue,
+                                     const int8_t*, const float*, int, int);
+            static const gemv_fn gemv_rows[GEMV_ROWS + 1] = {nullptr, gemv<1>, gemv<2>, gemv<3>, gemv<4>};
+            if (n <= GEMV_ROWS && in <= GEMV_MAX_IN)
+                gemv_rows[n](out, n, digits, col_exp, in, out_cols, bias, epi, a_digits, a_exp, c0, c1);
+            else
+                tile_product(out, n, digits, col_exp, in, out_cols, bias, epi, a_digits, a_exp, c0, c1);
         }
-        if (c0 < c1) _tile_release();
     }
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "gemm.h"
 #include "gguf.h"
 #include "json_util.h"
 #include "llama2c.h"
@@ -415,6 +416,8 @@ model load_model(const std::string& path, const load_options& opt) {
     }
     m.path = path;
     m.nonfinite_tensor = first_nonfinite_weight(m.weights);
+    const model_weights& w = m.weights;
+    m.weights.head = pack_head(w.lm_head.empty() ? w.tok_emb : w.lm_head, m.config.vocab_size, m.config.d_model);
     if (opt.progress) opt.progress(1.0f, "done");
     return m;
 }

@@ -107,6 +107,7 @@ struct model_weights {
     std::vector<float> normf_g;  // [d]
     std::vector<float> normf_b;  // [d] (empty for RMSNorm)
     std::vector<float> lm_head;  // [V][d] (empty when tied to tok_emb)
+    weight_matrix head;          // AMX kernel: lm_head (or tok_emb) as the [d][V] product, in digits; empty for fp32
 };
 
 struct model {

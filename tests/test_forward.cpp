@@ -553,6 +553,36 @@ TEST(Gemm, AmxLongInnerDimension) {
     gb::set_matmul_kind(before);
 }
 
+// Up to 4 rows the AMX kernel sums with VNNI dot products instead of tiles; both make the same integer level
+// sums, so the first rows of a 17-row product (tiles) equal the same rows computed alone (VNNI) bit for bit,
+// with the GELU epilogue too, on odd sizes.
+TEST(Gemm, AmxFewRowsEqualTheTilePathBitForBit) {
+    std::string why;
+    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
+    const gb::matmul_kind before = gb::matmul_kind_now();
+    gb::set_matmul_kind(gb::MATMUL_AMX);
+    std::mt19937 rng(12);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (int k : {70, 768})
+        for (int m : {33, 300}) {
+            std::vector<float> x((size_t)17 * k), w((size_t)k * m), bias(m);
+            for (float& v : x) v = g(rng);
+            for (float& v : w) v = 0.05f * g(rng);
+            for (float& v : bias) v = g(rng);
+            gb::weight_matrix wm = gb::pack_matrix(w, k, m);
+            gb::gemm_scratch scratch;
+            std::vector<float> all((size_t)17 * m);
+            gb::gemm(all.data(), x.data(), wm, bias, 17, scratch, gb::EPILOGUE_GELU);
+            for (int n = 1; n <= 4; n++) {
+                std::vector<float> few((size_t)n * m);
+                gb::gemm(few.data(), x.data(), wm, bias, n, scratch, gb::EPILOGUE_GELU);
+                for (size_t i = 0; i < few.size(); i++)
+                    ASSERT_EQ(few[i], all[i]) << "k " << k << " m " << m << " n " << n << " element " << i;
+            }
+        }
+    gb::set_matmul_kind(before);
+}
+
 TEST(Gemm, ChoosingAKernelByName) {
     EXPECT_EQ(gb::parse_matmul_kind("fp32"), gb::MATMUL_FP32);
     EXPECT_EQ(gb::parse_matmul_kind("auto"), gb::amx_usable() ? gb::MATMUL_AMX : gb::MATMUL_FP32);
