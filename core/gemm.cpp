@@ -46,7 +46,7 @@ static bool detect_amx(std::string& why) {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return why = "the CPU reports no extended features", false;
     if (!(d & (1u << 24)) || !(d & (1u << 25))) return why = "the CPU has no AMX-INT8", false;
     const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31); // F, DQ, BW, VL
-    if ((b & avx512) != avx512 || !(c & (1u << 1)))                             // and VBMI
+    if ((b & avx512) != avx512 || !(c & (1u << 1)) || !(c & (1u << 11)))    // and VBMI, VNNI
         return why = "the CPU has AMX but not the AVX-512 subsets the kernel uses", false;
     __get_cpuid(1, &a, &b, &c, &d);
     if (!(c & (1u << 27))) return why = "the OS has not enabled XSAVE", false;
