@@ -399,6 +399,26 @@ using score_rows = attention_kernels<1, 2, 3, 4, 5, 6, 7, 8>;
 using value_rows = attention_kernels<1, 2, 3, 4>;
 static_assert(SR == 8 && OR == 4, "one kernel per row count");
 
+// A few queries (generation: one) against many keys: scores as dot products along the head dimension, straight
+// from K's rows (transposing K would cost more than the scores). p rows [rows][ld], keys [0, n_past + r] each.
+static void attention_scores_direct(float* p, int ld, const float* q, int q_stride, int rows, const float* K,
+                                    int kv_stride, int dh, int n_past, float scale) {
+    for (int r = 0; r < rows; r++) {
+        const float* qr = q + (size_t)r * q_stride;
+        const int n_keys = n_past + r + 1;
+        for (int j = 0; j < n_keys; j++) {
+            const float* kj = K + (size_t)j * kv_stride;
+            avec acc = {};
+            int d = 0;
+            for (; d + AL <= dh; d += AL) acc += *(const avec*)(qr + d) * *(const avec*)(kj + d);
+            float sum = 0.0f;
+            for (int l = 0; l < AL; l++) sum += acc[l];
+            for (; d < dh; d++) sum += qr[d] * kj[d];
+            p[(size_t)r * ld + j] = sum * scale;
+        }
+    }
+}
+
 // kt [dh][kt_ld] = K [n_kv][dh] (rows kv_stride apart) transposed, keys past n_kv zero. Scalar stores down
 // the columns of kt cost 40 % of the attention; a gather builds each row of 16 keys at once.
 static void transpose_keys(float* kt, int kt_ld, const float* K, int kv_stride, int n_kv, int dh) {
@@ -424,7 +444,9 @@ void attention_cpu(const attention_args& a) {
     const int kt_ld = (n_kv + SK - 1) / SK * SK;      // K^T rows, padded to whole key tiles
     const int dh_pad = (dh + AL - 1) / AL * AL;       // V rows as read: whole vectors
     const bool copy_v = dh_pad != dh;                 // reading whole vectors past dh would leave the buffer
-    const bool threaded = (int64_t)a.n_head * a.n_q * n_kv * dh > parallel_min_work;
+    // a head is cheap, but one token against a long context is already tens of microseconds a head
+    const bool threaded = (int64_t)a.n_head * a.n_q * n_kv * dh > parallel_min_work / 4;
+    const int direct_queries = 4; // up to this many queries, scores straight from K's rows
 #pragma omp parallel for schedule(dynamic, 1) if (threaded)
     for (int h = 0; h < a.n_head; h++) {
         // per-thread scratch, kept between calls: K^T, V padded, and the probabilities when the caller keeps none
@@ -437,8 +459,11 @@ void attention_cpu(const attention_args& a) {
         const int g = h / group;
         const float* K = a.k + (size_t)g * dh;
         const float* V = a.v + (size_t)g * dh;
-        if (kt.size() < (size_t)dh * kt_ld) kt.resize((size_t)dh * kt_ld);
-        transpose_keys(kt.data(), kt_ld, K, a.kv_stride, n_kv, dh);
+        const bool direct = a.n_q <= direct_queries;
+        if (!direct) {
+            if (kt.size() < (size_t)dh * kt_ld) kt.resize((size_t)dh * kt_ld);
+            transpose_keys(kt.data(), kt_ld, K, a.kv_stride, n_kv, dh);
+        }
         int v_stride = a.kv_stride;
         if (copy_v) {
             if (vpad.size() < (size_t)n_kv * dh_pad) vpad.resize((size_t)n_kv * dh_pad);
@@ -450,7 +475,11 @@ void attention_cpu(const attention_args& a) {
             v_stride = dh_pad;
         }
         const float* Q = a.q + (size_t)h * dh;
-        for (int i0 = 0; i0 < a.n_q; i0 += SR) {
+        if (direct) {
+            attention_scores_direct(p, n_kv, Q, a.q_stride, a.n_q, K, a.kv_stride, dh, a.n_past, scale);
+            for (int r = 0; r < a.n_q; r++) softmax_causal_row(p + (size_t)r * n_kv, a.n_past + r + 1, n_kv);
+        }
+        for (int i0 = 0; i0 < a.n_q && !direct; i0 += SR) {
             const int rows = std::min(SR, a.n_q - i0);
             float* prow = p + (size_t)i0 * n_kv;
             // keys after the block's last query are masked for every row of it

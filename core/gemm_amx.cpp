@@ -8,9 +8,10 @@
 // Qx as four (x0..x3). A TDPBSSD tile product multiplies int8 digits exactly into int32 sums. The digit
 // products of one level l = i + j share a scale 2^(8(5 - l)); levels 0..3 are kept (9 of the 12 products):
 //     S0 = x0 w0,  S1 = x0 w1 + x1 w0,  S2 = x0 w2 + x1 w1 + x2 w0,  S3 = x1 w2 + x2 w1 + x3 w0,
-// and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. What is dropped (levels 4, 5)
-// is below 2^-24 of the largest input times the largest weight of the column, the rounding of Qw is 2^-23 of
-// the largest weight: measured errors are at or below the fp32 kernel's (README, tests/test_forward.cpp).
+// and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. Per term of the sum, what is
+// dropped (levels 4 and 5) is below 2^-28 of the row's largest input times the column's largest weight, the
+// rounding of Qx 2^-31 of the largest input; the rounding of Qw, 2^-23 of the column's largest weight, is the
+// error that counts, and measured errors are at or below the fp32 kernel's (README, tests/test_forward.cpp).
 // |S_l| <= 3 * 2^14 * in fits int32 for in <= 32768 (amx::max_in).
 //
 // Tiles. Eight tile registers of 16 rows x 64 bytes. Per 16 x 16 output block the four level sums S0..S3 live
@@ -159,9 +160,9 @@ static void pack_row(int8_t* a_digits, float* a_exp, const float* x, int n, int 
     const float et = e + 1.0f; // |x'| < 2^et
     a_exp[t] = et;
     const __m512 shift = _mm512_set1_ps((float)XS - et);
-    // Balanced digits without a carry chain: adding 128 to each of the three low digits makes them the plain
-    // bytes 0..2 of q + 0x808080 (byte 3 is the signed top digit); xor 0x80 turns a byte back to digit - 0
-    // in two's complement. One byte permutation then gathers each digit plane's 16 bytes.
+    // Balanced digits without a carry chain: q + 0x808080 has the three low digits plus 128 as its plain bytes
+    // 0..2 and the signed top digit as byte 3; xor 0x808080 takes the 128s off again (two's complement bytes).
+    // One byte permutation then gathers each digit plane's 16 bytes.
     const __m512i offset = _mm512_set1_epi32(0x808080);
     alignas(64) static const uint8_t planes_order[64] = {
         3,  7,  11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,  // x0: byte 3 of each of the 16 lanes
@@ -206,8 +207,8 @@ static void configure_tiles() {
 }
 
 // The next chunk of the weight stream into L2, a line after each tile product (144 of a chunk's 192 lines at
-// 64 rows; the rest come on demand). Issued in bursts, or more than one per product, the prefetches hold the
-// fill buffers the tile loads need: both were measured slower (PREFETCHT2 still takes an L1 fill buffer).
+// 64 rows; the rest come on demand). Issued in bursts, or more than one per product, they were measured slower:
+// as we read it, each PREFETCHT2 still holds one of the L1 fill buffers the tile loads need.
 struct stream_prefetch {
     const char* next = nullptr;
     const char* end = nullptr;
@@ -244,7 +245,7 @@ static void k_tiles_product(const int8_t* a, const int8_t* b, int count, stream_
         _tile_loadd(5, b + 2 * TILE, 64);  // w2
         _tile_dpbssd(2, 7, 5); pf.step(); // S2 += x0 w2
         _tile_dpbssd(3, 6, 5); pf.step(); // S3 += x1 w2
-        // second k-tile: tmm4 is free (last read three products ago), tmm7 two ago, tmm6 and tmm5 just now
+        // second k-tile: tmm4 was last read two products ago, tmm7 one, tmm6 and tmm5 by the last one
         _tile_loadd(4, b2, 64);
         _tile_loadd(7, a2 + 3 * TILE, 64);
         _tile_dpbssd(3, 7, 4); pf.step();
