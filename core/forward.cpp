@@ -272,13 +272,6 @@ static bool residual_step(float* x, const float* f, bool replace, float* norms, 
     return finite;
 }
 
-static bool all_finite(const float* x, size_t n) {
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * 0.0; // NaN/Inf poison the sum, finite values leave 0
-    return s == 0.0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Attention on the CPU: per head, scores -> causal softmax -> weighted values
 // ---------------------------------------------------------------------------------------------

@@ -124,22 +124,25 @@ constexpr int64_t parallel_min_work = 1 << 20;
 // loads and stores need no alignment, and the type may alias the floats it is loaded from
 typedef float vec __attribute__((vector_size(VL * sizeof(float)), aligned(4), may_alias));
 
-weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out) {
+// m.in x m.out weights w (stored transposed when asked) -> m's AMX digits and scales
+static void pack_digits(weight_matrix& m, const float* w, bool transposed) {
+    m.digits.resize(amx::weight_digit_bytes(m.in, m.out));
+    m.row_exp.resize((size_t)amx::k_tiles(m.in) * 64);
+    m.col_exp.resize((size_t)amx::col_blocks(m.out) * 16);
+    amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w, m.in, m.out, transposed);
+}
+
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact) {
     if (in <= 0 || out <= 0 || (int64_t)w.size() != in * out || in > (1 << 30) || out > (1 << 30))
         throw error("internal: pack_matrix of " + std::to_string(w.size()) + " floats as [" + std::to_string(in) +
                     "][" + std::to_string(out) + "]");
     weight_matrix m;
     m.in = (int)in;
     m.out = (int)out;
-    bool finite = true;
-    for (float v : w) finite &= std::fabs(v) <= 3.4028235e38f; // false for NaN and +-Inf; no early exit, so it vectorises
-    m.finite = finite;
+    m.finite = all_finite(w.data(), w.size());
     // NaN or Inf have no fixed-point digits: such a matrix stays on the fp32 kernel, which propagates them
-    if (matmul_kind_now() == MATMUL_AMX && finite && in <= amx::max_in) {
-        m.digits.resize(amx::weight_digit_bytes(in, out));
-        m.row_exp.resize((size_t)amx::k_tiles(in) * 64);
-        m.col_exp.resize((size_t)amx::col_blocks(out) * 16);
-        amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w.data(), m.in, m.out, false);
+    if (!exact && matmul_kind_now() == MATMUL_AMX && m.finite && in <= amx::max_in) {
+        pack_digits(m, w.data(), false);
         return m;
     }
     const int64_t panels = (out + NR - 1) / NR;
@@ -157,14 +160,10 @@ weight_matrix pack_head(const std::vector<float>& emb, int64_t V, int64_t d) {
     if (matmul_kind_now() != MATMUL_AMX || V <= 0 || d <= 0 || (int64_t)emb.size() != V * d || d > amx::max_in ||
         V > (1 << 30))
         return m;
-    for (float v : emb)
-        if (!(std::fabs(v) <= 3.4028235e38f)) return m;
+    if (!all_finite(emb.data(), emb.size())) return m;
     m.in = (int)d;
     m.out = (int)V;
-    m.digits.resize(amx::weight_digit_bytes(d, V));
-    m.row_exp.resize((size_t)amx::k_tiles(d) * 64);
-    m.col_exp.resize((size_t)amx::col_blocks(V) * 16);
-    amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), emb.data(), m.in, m.out, true);
+    pack_digits(m, emb.data(), true);
     return m;
 }
 

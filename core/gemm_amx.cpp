@@ -220,68 +220,43 @@ struct stream_prefetch {
     }
 };
 
+// Half a turn: one k-tile's 9 digit products. Weight digits go to registers W (w0, then w2) and V (w1), input
+// digits to X (x3, then x1) and Y (x2, then x0). A macro, not a function: GCC's tile intrinsics name their
+// registers in the instruction text, so the register numbers must be literal tokens.
+#define GB_AMX_HALF_TURN(W, V, X, Y, a, b)                                                                         \
+    _tile_loadd(W, b, 64);                                                                                         \
+    _tile_loadd(X, (a) + 3 * TILE, 64);                                                                            \
+    _tile_dpbssd(3, X, W); pf.step();  /* S3 += x3 w0 */                                                           \
+    _tile_loadd(Y, (a) + 2 * TILE, 64);                                                                            \
+    _tile_dpbssd(2, Y, W); pf.step();  /* S2 += x2 w0 */                                                           \
+    _tile_loadd(V, (b) + TILE, 64);                                                                                \
+    _tile_dpbssd(3, Y, V); pf.step();  /* S3 += x2 w1 */                                                           \
+    _tile_loadd(X, (a) + TILE, 64);                                                                                \
+    _tile_dpbssd(1, X, W); pf.step();  /* S1 += x1 w0 */                                                           \
+    _tile_dpbssd(2, X, V); pf.step();  /* S2 += x1 w1 */                                                           \
+    _tile_loadd(Y, a, 64);                                                                                         \
+    _tile_dpbssd(0, Y, W); pf.step();  /* S0 += x0 w0 */                                                           \
+    _tile_dpbssd(1, Y, V); pf.step();  /* S1 += x0 w1 */                                                           \
+    _tile_loadd(W, (b) + 2 * TILE, 64);                                                                            \
+    _tile_dpbssd(2, Y, W); pf.step();  /* S2 += x0 w2 */                                                           \
+    _tile_dpbssd(3, X, W); pf.step();  /* S3 += x1 w2 */
+
 // One row block over k-tiles [k0, k1) of one column block: S0..S3 (tmm0..3) += digit products.
-// a: the row block's A tiles at k0, b: the column block's B tiles at k0. Two k-tiles per turn, the operand
-// registers trading roles between them: each load goes to a register whose last reader was issued one tile
-// product earlier. Registers: tmm4/tmm5 weight digits, tmm6/tmm7 input digits.
+// a: the row block's A tiles at k0, b: the column block's B tiles at k0. Two k-tiles per turn with the operand
+// registers trading roles between them, so that each load goes to a register whose last reader was issued at
+// least one tile product earlier (tiles are not renamed): the first half ends reading tmm4 two products back
+// and tmm7 one back, which the second half loads first, and the other way round.
 static void k_tiles_product(const int8_t* a, const int8_t* b, int count, stream_prefetch& pf) {
     int kt = 0;
     for (; kt + 2 <= count; kt += 2, a += 2 * XD * TILE, b += 2 * WD * TILE) {
-        const int8_t* a2 = a + XD * TILE;
-        const int8_t* b2 = b + WD * TILE;
-        _tile_loadd(5, b, 64);             // w0
-        _tile_loadd(6, a + 3 * TILE, 64);  // x3
-        _tile_dpbssd(3, 6, 5); pf.step(); // S3 += x3 w0
-        _tile_loadd(7, a + 2 * TILE, 64);  // x2
-        _tile_dpbssd(2, 7, 5); pf.step(); // S2 += x2 w0
-        _tile_loadd(4, b + TILE, 64);      // w1
-        _tile_dpbssd(3, 7, 4); pf.step(); // S3 += x2 w1
-        _tile_loadd(6, a + TILE, 64);      // x1
-        _tile_dpbssd(1, 6, 5); pf.step(); // S1 += x1 w0
-        _tile_dpbssd(2, 6, 4); pf.step(); // S2 += x1 w1
-        _tile_loadd(7, a, 64);             // x0
-        _tile_dpbssd(0, 7, 5); pf.step(); // S0 += x0 w0
-        _tile_dpbssd(1, 7, 4); pf.step(); // S1 += x0 w1
-        _tile_loadd(5, b + 2 * TILE, 64);  // w2
-        _tile_dpbssd(2, 7, 5); pf.step(); // S2 += x0 w2
-        _tile_dpbssd(3, 6, 5); pf.step(); // S3 += x1 w2
-        // second k-tile: tmm4 was last read two products ago, tmm7 one, tmm6 and tmm5 by the last one
-        _tile_loadd(4, b2, 64);
-        _tile_loadd(7, a2 + 3 * TILE, 64);
-        _tile_dpbssd(3, 7, 4); pf.step();
-        _tile_loadd(6, a2 + 2 * TILE, 64);
-        _tile_dpbssd(2, 6, 4); pf.step();
-        _tile_loadd(5, b2 + TILE, 64);
-        _tile_dpbssd(3, 6, 5); pf.step();
-        _tile_loadd(7, a2 + TILE, 64);
-        _tile_dpbssd(1, 7, 4); pf.step();
-        _tile_dpbssd(2, 7, 5); pf.step();
-        _tile_loadd(6, a2, 64);
-        _tile_dpbssd(0, 6, 4); pf.step();
-        _tile_dpbssd(1, 6, 5); pf.step();
-        _tile_loadd(4, b2 + 2 * TILE, 64);
-        _tile_dpbssd(2, 6, 4); pf.step();
-        _tile_dpbssd(3, 7, 4); pf.step();
+        GB_AMX_HALF_TURN(5, 4, 6, 7, a, b)
+        GB_AMX_HALF_TURN(4, 5, 7, 6, a + XD * TILE, b + WD * TILE)
     }
     if (kt < count) { // an odd last k-tile: the first half of a turn
-        _tile_loadd(5, b, 64);
-        _tile_loadd(6, a + 3 * TILE, 64);
-        _tile_dpbssd(3, 6, 5); pf.step();
-        _tile_loadd(7, a + 2 * TILE, 64);
-        _tile_dpbssd(2, 7, 5); pf.step();
-        _tile_loadd(4, b + TILE, 64);
-        _tile_dpbssd(3, 7, 4); pf.step();
-        _tile_loadd(6, a + TILE, 64);
-        _tile_dpbssd(1, 6, 5); pf.step();
-        _tile_dpbssd(2, 6, 4); pf.step();
-        _tile_loadd(7, a, 64);
-        _tile_dpbssd(0, 7, 5); pf.step();
-        _tile_dpbssd(1, 7, 4); pf.step();
-        _tile_loadd(5, b + 2 * TILE, 64);
-        _tile_dpbssd(2, 7, 5); pf.step();
-        _tile_dpbssd(3, 6, 5); pf.step();
+        GB_AMX_HALF_TURN(5, 4, 6, 7, a, b)
     }
 }
+#undef GB_AMX_HALF_TURN
 
 // The level sums of one 16 x 16 block -> fp32 rows of out (rows < n, columns < out_cols), bias, epilogue.
 static void finish_block(float* out, int out_cols, int n, int row0, int col0, const int32_t (*s)[256],
@@ -331,12 +306,28 @@ static inline void gemv_step(__m512i (&acc)[GEMV_ROWS][4], const int8_t* xa, int
         }
 }
 
+// Digit plane J of k-tile kt for S column blocks: the plane's 16 rows of 64 bytes in address order, a
+// sequential stream for the prefetchers; cs[st][J] gathers the plane's column sums.
+template <int R, int S, int J>
+static inline void gemv_plane(__m512i (&acc)[S][GEMV_ROWS][4], __m512i (&cs)[S][WD], const int8_t* digits,
+                              const int (&cbs)[S], const bool (&live)[S], int64_t KT, int64_t kt, const int8_t* xa) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int rr = 0; rr < 16; rr++)
+        for (int st = 0; st < S; st++) {
+            if (!live[st]) continue;
+            const int8_t* w = digits + ((size_t)cbs[st] * KT + kt) * WD * TILE + J * TILE + rr * 64;
+            const __m512i wj = _mm512_load_si512(w);
+            _mm_prefetch((const char*)w + PF_AHEAD, _MM_HINT_T0);
+            cs[st][J] = _mm512_dpbusd_epi32(cs[st][J], ones, wj);
+            gemv_step<R, J>(acc[st], xa, rr, wj);
+        }
+}
+
 // S column blocks at once, from S places in the thread's range: S streams keep more lines in flight than one.
 template <int R, int S>
 static void gemv(float* out, int n, const int8_t* digits, const float* col_exp, int in, int out_cols, const float* bias,
                  epilogue epi, const int8_t* a_digits, const float* a_exp, int c0, int c1) {
     const int64_t KT = k_tiles(in);
-    const __m512i ones = _mm512_set1_epi8(1);
     alignas(64) int32_t sums[4][256];
     const int span = (c1 - c0 + S - 1) / S; // stream s covers [c0 + s * span, c0 + (s + 1) * span)
     for (int p = 0; p < span; p++) {
@@ -351,21 +342,9 @@ static void gemv(float* out, int n, const int8_t* digits, const float* col_exp, 
         }
         for (int64_t kt = 0; kt < KT; kt++) {
             const int8_t* xa = a_digits + kt * XD * TILE;
-            // each k-tile's three digit planes in address order: sequential streams for the prefetchers
-#define GB_GEMV_PLANE(J)                                                                                           \
-    for (int rr = 0; rr < 16; rr++)                                                                                \
-        for (int st = 0; st < S; st++) {                                                                           \
-            if (!live[st]) continue;                                                                               \
-            const int8_t* w = digits + ((size_t)cbs[st] * KT + kt) * WD * TILE + (J) * TILE + rr * 64;             \
-            const __m512i wj = _mm512_load_si512(w);                                                               \
-            _mm_prefetch((const char*)w + PF_AHEAD, _MM_HINT_T0);                                                  \
-            cs[st][J] = _mm512_dpbusd_epi32(cs[st][J], ones, wj);                                                  \
-            gemv_step<R, J>(acc[st], xa, rr, wj);                                                                  \
-        }
-            GB_GEMV_PLANE(0)
-            GB_GEMV_PLANE(1)
-            GB_GEMV_PLANE(2)
-#undef GB_GEMV_PLANE
+            gemv_plane<R, S, 0>(acc, cs, digits, cbs, live, KT, kt, xa);
+            gemv_plane<R, S, 1>(acc, cs, digits, cbs, live, KT, kt, xa);
+            gemv_plane<R, S, 2>(acc, cs, digits, cbs, live, KT, kt, xa);
         }
         for (int st = 0; st < S; st++) {
             if (!live[st]) continue;

@@ -27,6 +27,11 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
         throw error("save_hf_gpt2: config says " + std::to_string(c.n_layer) + " layers, weights hold " +
                     std::to_string(m.weights.layers.size()));
     st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
+    for (const layer_weights& L : m.weights.layers)
+        for (const weight_matrix* w : {&L.w_qkv, &L.w_o, &L.w_up, &L.w_down})
+            if (w->amx()) // its digits give the weights back only to within 2^-22 of a row's largest
+                throw error("save_hf_gpt2: the weights are packed for the AMX kernel and cannot be written exactly "
+                            "(pack them with pack_matrix(..., exact = true))");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw error("cannot create " + dir + ": " + ec.message());
@@ -135,15 +140,15 @@ model random_gpt2(const model_config& cfg, uint64_t seed) {
     for (layer_weights& L : w.layers) {
         L.norm1_g.assign(d, 1.0f);
         L.norm1_b.assign(d, 0.0f);
-        L.w_qkv = pack_matrix(ns.fill(d * 3 * d, 0.02), d, 3 * d);
+        L.w_qkv = pack_matrix(ns.fill(d * 3 * d, 0.02), d, 3 * d, true);
         L.b_qkv.assign(3 * d, 0.0f);
-        L.w_o = pack_matrix(ns.fill(d * d, 0.02), d, d);
+        L.w_o = pack_matrix(ns.fill(d * d, 0.02), d, d, true);
         L.b_o.assign(d, 0.0f);
         L.norm2_g.assign(d, 1.0f);
         L.norm2_b.assign(d, 0.0f);
-        L.w_up = pack_matrix(ns.fill(d * ff, 0.02), d, ff);
+        L.w_up = pack_matrix(ns.fill(d * ff, 0.02), d, ff, true);
         L.b_up.assign(ff, 0.0f);
-        L.w_down = pack_matrix(ns.fill(ff * d, 0.02), ff, d);
+        L.w_down = pack_matrix(ns.fill(ff * d, 0.02), ff, d, true);
         L.b_down.assign(d, 0.0f);
     }
     w.normf_g.assign(d, 1.0f);

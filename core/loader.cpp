@@ -365,11 +365,12 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
 // ---------------------------------------------------------------------------------------------
 // The first weight tensor holding a NaN or Inf, in the order the forward reads them ("" when all are finite):
 // such a model still loads and runs (the display copes), but the user is told where the damage is.
-static bool all_finite(const std::vector<float>& v) {
+bool all_finite(const float* x, size_t n) {
     bool ok = true;
-    for (float x : v) ok &= std::fabs(x) <= 3.4028235e38f; // false for NaN and +-Inf; no early exit, so it vectorises
+    for (size_t i = 0; i < n; i++) ok &= std::fabs(x[i]) <= 3.4028235e38f; // false for NaN and +-Inf; no early exit, so it vectorises
     return ok;
 }
+static bool all_finite(const std::vector<float>& v) { return all_finite(v.data(), v.size()); }
 
 static std::string first_nonfinite_weight(const model_weights& w) {
     if (!all_finite(w.tok_emb)) return "token embedding";

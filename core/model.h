@@ -74,12 +74,12 @@ struct weight_matrix {
     bool empty() const { return data.empty() && digits.empty(); }
     bool amx() const { return !digits.empty(); }
     size_t size() const { return (size_t)in * out; } // parameters, padding excluded
-    size_t bytes() const {
-        return sizeof(float) * (data.size() + row_exp.size() + col_exp.size()) + digits.size();
-    }
 };
+// No NaN or Inf among x [n] (core/loader.cpp).
+bool all_finite(const float* x, size_t n);
 extern const int weight_panel; // floats per panel: three SIMD registers' worth (48 with AVX-512)
-weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out);
+// exact: the fp32 layout whatever the kernel, for weights that must come back unchanged (random_gpt2 writes them).
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact = false);
 std::vector<float> unpack_matrix(const weight_matrix& w);
 
 // Weights are f32 for y = x * W with x [T][in]: every matrix is [in][out].
@@ -154,6 +154,7 @@ std::string default_model_path();
 // merges.txt. Used for random benchmark models; the loader reads it back like any HF folder.
 void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dtype = "F32");
 // A GPT-2 model with N(0, 0.02) weights (seeded) and a byte-level vocabulary padded to c.vocab_size.
+// Weights packed exactly (fp32 layout), so save_hf_gpt2 writes what was drawn; loading the file picks the kernel.
 model random_gpt2(const model_config& c, uint64_t seed);
 
 } // namespace gb

@@ -464,9 +464,8 @@ static double kernel_error(gb::matmul_kind kind, const std::vector<float>& x, co
 // row's and column's largest value, so outliers are where it would lose; the fp32 kernel loses to rounding
 // over the whole inner dimension.
 TEST(Gemm, AmxIsAsAccurateAsFp32OnTransformerLikeValues) {
-    std::string why;
-    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
-    const gb::matmul_kind before = gb::matmul_kind_now();
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX); // kernel_error switches between the two, this puts the default back
     const int n = 64, k = 768, m = 256;
     std::mt19937 rng(21);
     std::normal_distribution<float> g(0.0f, 1.0f);
@@ -487,16 +486,13 @@ TEST(Gemm, AmxIsAsAccurateAsFp32OnTransformerLikeValues) {
         EXPECT_LE(e_amx, e_fp32) << "case " << c << ": AMX " << e_amx << ", fp32 " << e_fp32;
         EXPECT_GT(e_amx, 0.0) << "case " << c; // a test that compared two copies of one kernel would see 0
     }
-    gb::set_matmul_kind(before);
 }
 
 // Rows the AMX kernel cannot scale (a NaN or an Inf in them) come out as NaN, the other rows are unaffected;
 // rows of zeros, of subnormals, of values near the float limits come out as the double product says.
 TEST(Gemm, AmxHandlesNonFiniteAndExtremeRows) {
-    std::string why;
-    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
-    const gb::matmul_kind before = gb::matmul_kind_now();
-    gb::set_matmul_kind(gb::MATMUL_AMX);
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX);
     const int k = 100, m = 40;
     std::mt19937 rng(8);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -526,16 +522,13 @@ TEST(Gemm, AmxHandlesNonFiniteAndExtremeRows) {
             // subnormal inputs: the float result itself can only hold multiples of 2^-149
             EXPECT_LE(std::abs(got - ref[(size_t)i * m + j]), 1e-6 * mag + 1.5e-45) << "row " << i << " col " << j;
         }
-    gb::set_matmul_kind(before);
 }
 
 // The int32 tile sums cannot overflow up to amx::max_in inputs: a product that long with every input and weight
 // of one sign (the sums grow linearly) is right; a longer one stays on the fp32 kernel.
 TEST(Gemm, AmxLongInnerDimension) {
-    std::string why;
-    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
-    const gb::matmul_kind before = gb::matmul_kind_now();
-    gb::set_matmul_kind(gb::MATMUL_AMX);
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX);
     const int k = 32768, m = 16, n = 2;
     std::mt19937 rng(9);
     std::uniform_real_distribution<float> u(0.5f, 1.0f);
@@ -550,17 +543,14 @@ TEST(Gemm, AmxLongInnerDimension) {
     for (size_t i = 0; i < ref.size(); i++) EXPECT_NEAR(out[i], ref[i], 1e-6 * std::abs(ref[i]));
     w.resize((size_t)(k + 1) * m, 0.5f);
     EXPECT_FALSE(gb::pack_matrix(w, k + 1, m).amx());
-    gb::set_matmul_kind(before);
 }
 
 // Up to 4 rows the AMX kernel sums with VNNI dot products instead of tiles; both make the same integer level
 // sums, so the first rows of a 17-row product (tiles) equal the same rows computed alone (VNNI) bit for bit,
 // with the GELU epilogue too, on odd sizes.
 TEST(Gemm, AmxFewRowsEqualTheTilePathBitForBit) {
-    std::string why;
-    if (!gb::amx_usable(&why)) GTEST_SKIP() << "AMX kernel not usable here: " << why;
-    const gb::matmul_kind before = gb::matmul_kind_now();
-    gb::set_matmul_kind(gb::MATMUL_AMX);
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX);
     std::mt19937 rng(12);
     std::normal_distribution<float> g(0.0f, 1.0f);
     for (int k : {70, 768})
@@ -580,7 +570,6 @@ TEST(Gemm, AmxFewRowsEqualTheTilePathBitForBit) {
                     ASSERT_EQ(few[i], all[i]) << "k " << k << " m " << m << " n " << n << " element " << i;
             }
         }
-    gb::set_matmul_kind(before);
 }
 
 TEST(Gemm, ChoosingAKernelByName) {

@@ -12,6 +12,7 @@
 #include "gemm.h"
 #include "model.h"
 #include "safetensors.h"
+#include "test_util.h"
 #include "tiny_model.h"
 
 namespace fs = std::filesystem;
@@ -135,6 +136,25 @@ TEST(Loader, LoadsEveryVariantExactly) {
                 EXPECT_EQ(p.mlp, 2 * (d * 4 * d + 4 * d + 4 * d * d + d));
                 EXPECT_EQ(p.norms, 2 * 4 * d + 2 * d);
             }
+}
+
+// Random models are packed exactly whatever the kernel, so what the writer saves is what was drawn; weights
+// packed as AMX digits would come back only approximately, and the writer refuses them by name.
+TEST(Loader, WriterTakesOnlyExactWeights) {
+    gb::model_config c;
+    c.n_layer = 1, c.n_head = 2, c.d_model = 8, c.vocab_size = 260, c.n_ctx = 8;
+    for_each_matmul([&] {
+        gb::model a = gb::random_gpt2(c, 3);
+        EXPECT_FALSE(a.weights.layers[0].w_qkv.amx());
+        EXPECT_NO_THROW(gb::save_hf_gpt2(test_temp_dir("loader_exact"), a));
+    });
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX);
+    gb::model a = gb::random_gpt2(c, 3);
+    gb::weight_matrix& o = a.weights.layers[0].w_o;
+    o = gb::pack_matrix(gb::unpack_matrix(o), o.in, o.out);
+    ASSERT_TRUE(o.amx());
+    expect_gb_error([&] { gb::save_hf_gpt2(test_temp_dir("loader_exact_amx"), a); }, "cannot be written exactly");
 }
 
 TEST(Loader, RandomModelRoundTripsThroughTheWriter) {

@@ -481,7 +481,6 @@ int cmd_make_random(const args& a) {
     std::string dtype = a.get("dtype", "F32");
     if (dtype != "F32" && dtype != "F16") throw usage_error("--dtype: expected F32 or F16");
     uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
-    gb::set_matmul_kind(gb::MATMUL_FP32); // its packing gives back the drawn weights exactly for the file
     gb::model m = gb::random_gpt2(c, seed);
     gb::save_hf_gpt2(a.need("out"), m, dtype);
     std::printf("wrote a random GPT-2 (%d layers, d %d, %d heads, vocab %d, %lld parameters) to %s\n", c.n_layer,

@@ -42,22 +42,27 @@ double max_scaled_error(const std::vector<float>& got, const std::vector<double>
     return w / scale;
 }
 
-void for_each_matmul(const std::function<void()>& body) {
-    const gb::matmul_kind before = gb::matmul_kind_now();
+matmul_scope::matmul_scope(gb::matmul_kind k) : before(gb::matmul_kind_now()) { gb::set_matmul_kind(k); }
+matmul_scope::~matmul_scope() { gb::set_matmul_kind(before); }
+
+std::string amx_missing() {
     std::string why;
-    const bool amx = gb::amx_usable(&why);
+    return gb::amx_usable(&why) ? "" : "AMX kernel not usable here: " + why;
+}
+
+void for_each_matmul(const std::function<void()>& body) {
+    const std::string missing = amx_missing();
     static bool told = false;
-    if (!amx && !told) {
+    if (!missing.empty() && !told) {
         told = true;
-        std::cout << "[ NOTE     ] AMX matmul kernel not tested here: " << why << "\n";
+        std::cout << "[ NOTE     ] " << missing << " (its tests are skipped)\n";
     }
     for (gb::matmul_kind k : {gb::MATMUL_FP32, gb::MATMUL_AMX}) {
-        if (k == gb::MATMUL_AMX && !amx) continue;
-        gb::set_matmul_kind(k);
+        if (k == gb::MATMUL_AMX && !missing.empty()) continue;
+        matmul_scope kernel(k);
         SCOPED_TRACE(std::string("matmul kernel ") + gb::matmul_name(k));
         body();
     }
-    gb::set_matmul_kind(before);
 }
 
 static std::string slurp(const std::string& path) {

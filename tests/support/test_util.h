@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "gemm.h"
+
 // Runs fn and expects a gb::error whose message contains needle (a gtest failure otherwise).
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle);
 
@@ -15,6 +17,16 @@ double max_scaled_error(const std::vector<float>& got, const std::vector<double>
 // Runs body once per matmul kernel this machine can run (fp32 always, AMX where usable), with that kernel chosen
 // for new weights and named in failure messages; says once why AMX was left out. Restores the previous choice.
 void for_each_matmul(const std::function<void()>& body);
+
+// Chooses a matmul kernel for a scope and puts the previous choice back when it ends, also when an assertion
+// leaves the test early.
+struct matmul_scope {
+    gb::matmul_kind before;
+    explicit matmul_scope(gb::matmul_kind k);
+    ~matmul_scope();
+};
+// Why the AMX kernel cannot run here ("" when it can): for GTEST_SKIP.
+std::string amx_missing();
 
 struct command_result {
     int code = -1;
