@@ -49,7 +49,7 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape, const
     write_npy_raw(path, shape, "<i4", data, 4);
 }
 
-void write_capture_npy(const std::string& dir, const capture& cap) {
+void write_capture_npy(const std::string& dir, const record& cap) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw error("cannot create directory " + dir + ": " + ec.message());
@@ -89,7 +89,7 @@ nlohmann::json model_json(const model& m) {
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
 }
 
-nlohmann::json capture_json(const model& m, const capture& cap, const ablation& ab, int top_k) {
+nlohmann::json capture_json(const model& m, const record& cap, const ablation& ab, int top_k) {
     nlohmann::json j;
     j["model"] = model_json(m);
     j["ablation"] = ab.describe();

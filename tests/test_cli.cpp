@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 
 #include "forward.h"
+#include "generate.h"
+#include "analysis/compare.h"
 #include "gemm.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -96,12 +98,12 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     ab.no_layernorm.on = true;
     ab.no_layernorm.layers = {1};
     ab.heads = {{0, 2}};
-    gb::capture cap;
+    gb::record cap;
     gb::run_forward(cap, m, ids, ab);
     std::string att = slurp(dir + "/npy/attention.npy");
     size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
-    ASSERT_EQ(att.size(), 10 + hl + cap.attention.size() * 4);
-    EXPECT_EQ(0, std::memcmp(att.data() + 10 + hl, cap.attention.data(), cap.attention.size() * 4));
+    ASSERT_EQ(att.size(), 10 + hl + cap.acts[gb::HOOK_PATTERN].size() * 4);
+    EXPECT_EQ(0, std::memcmp(att.data() + 10 + hl, cap.acts[gb::HOOK_PATTERN].data(), cap.acts[gb::HOOK_PATTERN].size() * 4));
     // top-1 of the JSON equals the in-process prediction
     auto top = gb::top_k_probs(cap.last_logits(), cap.vocab, 1);
     EXPECT_EQ(j["top_k"][0]["id"], top[0].id);

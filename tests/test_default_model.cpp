@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "forward.h"
+#include "generate.h"
+#include "analysis/compare.h"
 #include "model.h"
 
 TEST(DefaultModel, TokenizeForwardGenerate) {
@@ -19,7 +21,7 @@ TEST(DefaultModel, TokenizeForwardGenerate) {
     std::vector<int> ids = gb::encode(m.tok, "The cat sat on the");
     EXPECT_EQ(gb::decode(m.tok, ids), "The cat sat on the");
     EXPECT_LE(ids.size(), 7u) << "common words are single tokens";
-    gb::capture cap;
+    gb::record cap;
     gb::run_forward(cap, m, ids);
     EXPECT_EQ(cap.nonfinite_layer, -1);
     // a trained model is confident about something; a random one spreads mass over thousands of tokens

@@ -7,6 +7,8 @@
 
 #include "error.h"
 #include "forward.h"
+#include "generate.h"
+#include "analysis/compare.h"
 #include "gemm.h"
 #include "reference.h"
 #include "test_util.h"
@@ -50,16 +52,16 @@ std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
 
 void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, const std::string& what) {
     auto tokens = random_tokens(23, f.m.config.vocab_size, 11);
-    gb::capture cap;
+    gb::record cap;
     gb::forward_options opt;
     opt.all_logits = true;
     gb::run_forward(cap, f.m, tokens, ab, opt);
     ref_result ref = reference_forward(f.tm, tokens, ab);
     EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << what << ": logits";
-    EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << what << ": attention";
+    EXPECT_LT(max_scaled_error(cap.acts[gb::HOOK_PATTERN], ref.attention), 1e-4) << what << ": attention";
     EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << what << ": residual norms";
     // the default (last position only) logits equal the last row of the full ones
-    gb::capture last;
+    gb::record last;
     gb::run_forward(last, f.m, tokens, ab);
     ASSERT_EQ(last.logits.size(), (size_t)f.m.config.vocab_size);
     std::vector<double> last_ref(ref.logits.end() - f.m.config.vocab_size, ref.logits.end());
@@ -131,7 +133,7 @@ TEST(Forward, MatchesReferenceForDtypesPrefixAndUntiedHead) {
 TEST(Forward, HeadAblationKeepsPatternAndChangesOutput) {
     const auto& f = base_model();
     auto tokens = random_tokens(12, f.m.config.vocab_size, 5);
-    gb::capture a, b;
+    gb::record a, b;
     gb::run_forward(a, f.m, tokens);
     gb::ablation ab;
     ab.heads = {{0, 2}};
@@ -147,7 +149,7 @@ TEST(Forward, HeadAblationKeepsPatternAndChangesOutput) {
 TEST(Forward, AttentionRowsSumToOneAndAreCausal) {
     const auto& f = base_model();
     auto tokens = random_tokens(30, f.m.config.vocab_size, 9);
-    gb::capture cap;
+    gb::record cap;
     gb::run_forward(cap, f.m, tokens);
     const int n = cap.n_tokens;
     for (int l = 0; l < cap.n_layer; l++)
@@ -178,14 +180,14 @@ TEST(Forward, NoAttentionMakesPositionsIndependent) {
     auto a = random_tokens(16, f.m.config.vocab_size, 1);
     auto b = a;
     for (int t = 0; t < 10; t++) b[t] = (b[t] + 7) % f.m.config.vocab_size; // change earlier tokens only
-    gb::capture ca, cb;
+    gb::record ca, cb;
     gb::run_forward(ca, f.m, a, ab, opt);
     gb::run_forward(cb, f.m, b, ab, opt);
     const int V = f.m.config.vocab_size;
     for (int t = 10; t < 16; t++)
         for (int v = 0; v < V; v++) ASSERT_FLOAT_EQ(ca.logits[t * V + v], cb.logits[t * V + v]) << "position " << t;
     // and without the ablation the same change does reach later positions
-    gb::capture na, nb;
+    gb::record na, nb;
     gb::run_forward(na, f.m, a, {}, opt);
     gb::run_forward(nb, f.m, b, {}, opt);
     double diff = 0;
@@ -199,14 +201,15 @@ TEST(Forward, ChunkedEvalEqualsOneShot) {
     gb::ablation ab;
     ab.heads = {{1, 1}};
     ab.no_residual = on({0});
-    gb::capture full;
+    gb::record full;
     gb::run_forward(full, f.m, tokens, ab);
     gb::forward_state s;
     gb::state_init(s, f.m.config, 32);
     std::vector<float> logits;
     gb::forward_options opt;
-    gb::eval(logits, nullptr, s, f.m, tokens.data(), 13, ab, opt);
-    gb::eval(logits, nullptr, s, f.m, tokens.data() + 13, 7, ab, opt);
+    opt.interventions = gb::ablation_interventions(ab, f.m.config);
+    gb::eval(logits, nullptr, s, f.m, tokens.data(), 13, opt);
+    gb::eval(logits, nullptr, s, f.m, tokens.data() + 13, 7, opt);
     ASSERT_EQ(logits.size(), full.logits.size());
     for (size_t i = 0; i < logits.size(); i++) ASSERT_NEAR(logits[i], full.logits[i], 1e-4);
 }
@@ -221,7 +224,7 @@ TEST(Generate, KvCacheGreedyEqualsFullRecompute) {
         gb::generation g = gb::generate(f.m, prompt, 20, greedy, ab);
         std::vector<int> seq = prompt;
         for (size_t i = 0; i < g.ids.size(); i++) {
-            gb::capture cap;
+            gb::record cap;
             gb::run_forward(cap, f.m, seq, ab);
             const float* lg = cap.last_logits();
             int best = (int)(std::max_element(lg, lg + f.m.config.vocab_size) - lg);
@@ -282,7 +285,7 @@ TEST(Forward, TopKProbs) {
 
 TEST(Forward, BadInputGivesClearErrors) {
     const auto& f = base_model();
-    gb::capture cap;
+    gb::record cap;
     expect_gb_error([&] { gb::run_forward(cap, f.m, random_tokens(49, 10, 1)); }, "too long");
     expect_gb_error([&] { gb::run_forward(cap, f.m, {}); }, "empty");
     expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 99999}); }, "outside the vocabulary");
@@ -297,12 +300,12 @@ TEST(Forward, BadInputGivesClearErrors) {
 TEST(Forward, CaptureBudgetKeepsOnlyChosenLayers) {
     const auto& f = base_model();
     auto tokens = random_tokens(10, f.m.config.vocab_size, 3);
-    gb::capture full, part;
+    gb::record full, part;
     gb::run_forward(full, f.m, tokens);
     gb::forward_options opt;
-    opt.attention_layers = {0, 1, 0};
+    opt.keep.layers = {0, 1, 0};
     gb::run_forward(part, f.m, tokens, {}, opt);
-    EXPECT_EQ(part.attention.size(), (size_t)f.m.config.n_head * 100);
+    EXPECT_EQ(part.acts[gb::HOOK_PATTERN].size(), (size_t)f.m.config.n_head * 100);
     EXPECT_EQ(part.head(0, 0), nullptr);
     ASSERT_NE(part.head(1, 2), nullptr);
     for (int i = 0; i < 100; i++) ASSERT_EQ(part.head(1, 2)[i], full.head(1, 2)[i]);
@@ -321,7 +324,7 @@ TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
         down = gb::pack_matrix(w, down.in, down.out);
         EXPECT_FALSE(down.finite);
         EXPECT_FALSE(down.amx());
-        gb::capture cap;
+        gb::record cap;
         gb::run_forward(cap, m, {1, 2, 3});
         EXPECT_EQ(cap.nonfinite_layer, 1);
         EXPECT_EQ(cap.nonfinite_where, "L1 mlp");
@@ -330,18 +333,22 @@ TEST(Forward, NonFiniteWeightsAreReportedWithTheirLayer) {
 
 TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
     gb::model_config c;
-    c.n_layer = 12, c.n_head = 12;
+    c.n_layer = 12, c.n_head = 12, c.d_model = 768, c.d_head = 64, c.n_kv_head = 12, c.d_ff = 3072, c.vocab_size = 50257;
     // GPT-2 small at T = 1024: 12 * 12 * 1024^2 floats = 604 MB, more than 512 MB
-    EXPECT_EQ(gb::attention_capture_bytes(c, 1024), 603979776u);
-    EXPECT_TRUE(gb::attention_layers_for_budget(c, 256, 512u << 20, 0).empty());
-    auto keep = gb::attention_layers_for_budget(c, 1024, 512u << 20, 5);
-    int kept = 0;
-    for (uint8_t k : keep) kept += k;
-    EXPECT_EQ(kept, 10); // 50 MB a layer
-    EXPECT_EQ(keep[5], 1);
-    auto one = gb::attention_layers_for_budget(c, 1024, 1, 11);
-    EXPECT_EQ(std::count(one.begin(), one.end(), 1), 1);
-    EXPECT_EQ(one[11], 1);
+    gb::record_request rq;
+    rq.budget_bytes = 512u << 20;
+    EXPECT_EQ(gb::plan_record(gb::record_request{}, c, 1024, 1).bytes, 603979776u);
+    EXPECT_TRUE(gb::plan_record(rq, c, 256, 1).note.empty());
+    rq.focus_layer = 5;
+    gb::record_plan keep = gb::plan_record(rq, c, 1024, 1);
+    EXPECT_EQ(std::count(keep.keep[gb::HOOK_PATTERN].begin(), keep.keep[gb::HOOK_PATTERN].end(), 1), 10); // 50 MB a layer
+    EXPECT_EQ(keep.keep[gb::HOOK_PATTERN][5], 1);
+    EXPECT_NE(keep.note.find("pattern of 10 of 12 layers kept (memory budget 512 MB)"), std::string::npos) << keep.note;
+    rq.budget_bytes = 1;
+    rq.focus_layer = 11;
+    gb::record_plan one = gb::plan_record(rq, c, 1024, 1);
+    EXPECT_EQ(std::count(one.keep[gb::HOOK_PATTERN].begin(), one.keep[gb::HOOK_PATTERN].end(), 1), 1);
+    EXPECT_EQ(one.keep[gb::HOOK_PATTERN][11], 1);
 }
 
 // y [n][m] = x [n][k] * w [k][m] (+ bias) in double.

@@ -125,13 +125,13 @@ TEST(Gguf, LlamaEqualsLlama2cFile) {
         ab.no_attention.layers = {1};
         ab.heads = {{0, 3}};
         for (const gb::ablation& x : {gb::ablation{}, ab}) {
-            gb::capture ca, cb;
+            gb::record ca, cb;
             gb::forward_options opt;
             opt.all_logits = true;
             gb::run_forward(ca, a, tokens, x, opt);
             gb::run_forward(cb, b, tokens, x, opt);
             for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-5) << i;
-            for (size_t i = 0; i < ca.attention.size(); i++) ASSERT_NEAR(ca.attention[i], cb.attention[i], 1e-6) << i;
+            for (size_t i = 0; i < ca.acts[gb::HOOK_PATTERN].size(); i++) ASSERT_NEAR(ca.acts[gb::HOOK_PATTERN][i], cb.acts[gb::HOOK_PATTERN][i], 1e-6) << i;
         }
         // the SentencePiece tokenizer from metadata: "▁" for spaces, merges by score, BOS first
         std::vector<int> ids = gb::encode_prompt(b.tok, "the", false);
@@ -193,7 +193,7 @@ TEST(Gguf, Gpt2EqualsHfFolder) {
     gb::model a = gb::load_model(tm.dir), b = gb::load_model(path);
     EXPECT_EQ(gb::encode(a.tok, " the cat sat"), gb::encode(b.tok, " the cat sat"));
     std::vector<int> tokens = gb::encode(a.tok, "the cat sat on the mat");
-    gb::capture ca, cb;
+    gb::record ca, cb;
     gb::run_forward(ca, a, tokens);
     gb::run_forward(cb, b, tokens);
     for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-5) << i;
@@ -324,7 +324,7 @@ TEST(Gguf, QuantisedModelLoadsAndSaysWhatItCosts) {
     EXPECT_NE(q8.source_note.find("dequantised to f32"), std::string::npos) << q8.source_note;
     // Q8_0 keeps ~2 decimal digits: the two models agree on the prediction's shape
     std::vector<int> tokens = {1, 40, 41, 42, 100};
-    gb::capture a, b;
+    gb::record a, b;
     gb::run_forward(a, f32, tokens);
     gb::run_forward(b, q8, tokens);
     double diff = 0, norm = 0;
@@ -492,7 +492,7 @@ TEST(Gguf, Version2AndAlignments8And64LoadTheSameModel) {
     tiny_llama tm = write_tiny_llama2c(dir, tiny_llama_spec{});
     gguf_out base = llama_gguf(tm);
     std::vector<int> tokens = {1, 5, 17, 200, 3, 99, 42};
-    gb::capture want;
+    gb::record want;
     gb::run_forward(want, gb::load_model(write_llama_gguf(dir, tm)), tokens);
     gguf_out::tensor pad;
     pad.name = "glassbox.test.pad", pad.ne = {3}, pad.type = gb::GGML_F32, pad.bytes.assign(12, 0);
@@ -515,7 +515,7 @@ TEST(Gguf, Version2AndAlignments8And64LoadTheSameModel) {
         gb::gguf_file f = gb::open_gguf(path);
         EXPECT_EQ(f.version, version) << what;
         EXPECT_EQ((uintptr_t)(f.tensors.at("token_embd.weight").data - f.file->data) % alignment, 0u) << what;
-        gb::capture got;
+        gb::record got;
         gb::run_forward(got, gb::load_model(path), tokens);
         EXPECT_EQ(got.logits, want.logits) << what;
     }

@@ -259,14 +259,14 @@ TEST(GlAttention, WholeModelForwardEqualsCpu) {
         for (int i = 0; i < 29; i++) tokens.push_back((i * 37 + 11) % 250);
         gb::ablation ab;
         ab.heads = {{1, 2}};
-        gb::capture c, g;
+        gb::record c, g;
         gb::forward_options opt;
         opt.all_logits = true;
         gb::run_forward(c, *m, tokens, ab, opt);
         opt.attention = gb::attention_gl;
         gb::run_forward(g, *m, tokens, ab, opt);
-        ASSERT_FALSE(c.attention.empty());
-        EXPECT_LT(max_abs_diff(c.attention, g.attention), 1e-5) << "attention, " << m->config.model_type;
+        ASSERT_FALSE(c.acts[gb::HOOK_PATTERN].empty());
+        EXPECT_LT(max_abs_diff(c.acts[gb::HOOK_PATTERN], g.acts[gb::HOOK_PATTERN]), 1e-5) << "attention, " << m->config.model_type;
         EXPECT_LT(scaled_diff(c.logits, g.logits), 1e-5) << "logits, " << m->config.model_type;
 
         // with a KV cache: the prompt, then 9 more tokens at n_past 20, no capture
@@ -277,9 +277,10 @@ TEST(GlAttention, WholeModelForwardEqualsCpu) {
             gb::forward_options o;
             o.all_logits = true;
             o.attention = fn;
+            o.interventions = gb::ablation_interventions(ab, m->config);
             std::vector<float> first;
-            gb::eval(first, nullptr, st, *m, tokens.data(), 20, ab, o);
-            gb::eval(*out, nullptr, st, *m, tokens.data() + 20, 9, ab, o);
+            gb::eval(first, nullptr, st, *m, tokens.data(), 20, o);
+            gb::eval(*out, nullptr, st, *m, tokens.data() + 20, 9, o);
         }
         EXPECT_LT(scaled_diff(lc, lg), 1e-5) << "logits after a KV cache, " << m->config.model_type;
     }

@@ -15,6 +15,8 @@
 #include "error.h"
 #include "safetensors.h"
 #include "forward.h"
+#include "generate.h"
+#include "analysis/compare.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
@@ -48,7 +50,7 @@ TEST(Llama2c, KvCacheGenerationEqualsFullRecompute) {
     gb::generation g = gb::generate(m, prompt, 12, gb::sampling{});
     std::vector<int> seq = prompt;
     for (size_t i = 0; i < g.ids.size(); i++) {
-        gb::capture cap;
+        gb::record cap;
         gb::run_forward(cap, m, seq);
         const float* lg = cap.last_logits();
         int best = (int)(std::max_element(lg, lg + m.config.vocab_size) - lg);
@@ -223,14 +225,14 @@ TEST(HfLlama, SameWeightsAsLlama2cGiveSameOutputs) {
             ab.no_layernorm.on = true;
             ab.no_layernorm.layers = {0};
             for (const gb::ablation& x : {gb::ablation{}, ab}) {
-                gb::capture ca, cb;
+                gb::record ca, cb;
                 gb::forward_options opt;
                 opt.all_logits = true;
                 gb::run_forward(ca, a, tokens, x, opt);
                 gb::run_forward(cb, b, tokens, x, opt);
                 ASSERT_EQ(ca.logits.size(), cb.logits.size());
                 for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-4) << i;
-                for (size_t i = 0; i < ca.attention.size(); i++) ASSERT_NEAR(ca.attention[i], cb.attention[i], 1e-5) << i;
+                for (size_t i = 0; i < ca.acts[gb::HOOK_PATTERN].size(); i++) ASSERT_NEAR(ca.acts[gb::HOOK_PATTERN][i], cb.acts[gb::HOOK_PATTERN][i], 1e-5) << i;
                 llama_ref ref = reference_llama(tm, tokens, x);
                 EXPECT_LT(max_scaled_error(cb.logits, ref.logits), 1e-4);
             }
@@ -426,7 +428,7 @@ TEST(HfMistral, MatchesReferenceWithContextCappedToTheSlidingWindow) {
     EXPECT_EQ(m.config.n_ctx, 12);
     EXPECT_NE(m.source_note.find("sliding-window"), std::string::npos) << m.source_note;
     expect_matches_reference(m, tm, random_tokens(12, 256, 9), "HF mistral, window 12");
-    gb::capture cap;
+    gb::record cap;
     expect_gb_error([&] { gb::run_forward(cap, m, random_tokens(13, 256, 9)); }, "prompt too long");
     write_hf_llama(dir, tm, false, false, "mistral", {{"sliding_window", nullptr}});
     gb::model full = gb::load_model(dir);

@@ -17,6 +17,8 @@
 #include "error.h"
 #include "export.h"
 #include "forward.h"
+#include "generate.h"
+#include "analysis/compare.h"
 #include "gguf.h"
 #include "gguf_writer.h"
 #include "json_util.h"
@@ -453,7 +455,7 @@ TEST(NonFinite, WeightsAreReportedAtLoadNamingTheFirstTensor) {
     EXPECT_EQ(gb::model_json(bad)["nonfinite_tensor"], "layer 1 norm2 gain");
     EXPECT_TRUE(gb::model_json(gb::load_model(dir + "/clean"))["nonfinite_tensor"].is_null());
     // the forward still runs and the display still has probabilities
-    gb::capture cap;
+    gb::record cap;
     gb::run_forward(cap, bad, {1, 2, 3});
     std::vector<gb::token_prob> top = gb::top_k_probs(cap.last_logits(), cap.vocab, 3);
     ASSERT_EQ(top.size(), 3u);
@@ -501,13 +503,13 @@ TEST(NonFinite, NaNLogitsCountAsMinusInfinity) {
 TEST(Export, AttentionNpyIsWrittenLayerByLayer) {
     // a capture keeping one layer of 8 at T = 512 (8 MB) once allocated all 8 layers (64 MB) to write them
     const int L = 8, H = 8, T = 512, V = 16;
-    gb::capture cap;
+    gb::record cap;
     cap.n_layer = L, cap.n_head = H, cap.n_tokens = T, cap.vocab = V;
     cap.tokens.assign(T, 1);
-    cap.layer_slot.assign(L, -1);
-    cap.layer_slot[5] = 0;
-    cap.attention.assign((size_t)H * T * T, 0.0f);
-    for (size_t i = 0; i < cap.attention.size(); i += 7) cap.attention[i] = 0.25f;
+    cap.slot[gb::HOOK_PATTERN].assign(L, -1);
+    cap.slot[gb::HOOK_PATTERN][5] = 0;
+    cap.acts[gb::HOOK_PATTERN].assign((size_t)H * T * T, 0.0f);
+    for (size_t i = 0; i < cap.acts[gb::HOOK_PATTERN].size(); i += 7) cap.acts[gb::HOOK_PATTERN][i] = 0.25f;
     cap.resid_norm.assign((size_t)(2 * L + 1) * T, 1.0f);
     cap.logits.assign(V, 0.5f);
     std::string dir = test_temp_dir("rob_npy");
@@ -521,7 +523,7 @@ TEST(Export, AttentionNpyIsWrittenLayerByLayer) {
     const size_t layer = (size_t)H * T * T;
     ASSERT_EQ(bytes.size(), 10 + hl + (size_t)L * layer * 4);
     const float* p = (const float*)(bytes.data() + 10 + hl);
-    EXPECT_EQ(0, std::memcmp(p + 5 * layer, cap.attention.data(), layer * 4)) << "layer 5 as captured";
+    EXPECT_EQ(0, std::memcmp(p + 5 * layer, cap.acts[gb::HOOK_PATTERN].data(), layer * 4)) << "layer 5 as captured";
     bool zeros = true;
     for (int l = 0; l < L; l++)
         if (l != 5)

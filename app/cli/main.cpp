@@ -15,7 +15,9 @@
 
 #include "error.h"
 #include "export.h"
+#include "analysis/compare.h"
 #include "forward.h"
+#include "generate.h"
 #include "gemm.h"
 #include "json_util.h"
 #include "model.h"
@@ -264,18 +266,11 @@ int cmd_run(const args& a) {
         throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
                         std::to_string(m.config.n_ctx));
     // capture budget: beyond it only some layers' attention is kept (the rest are zero in attention.npy)
-    size_t budget = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
-    opt.attention_layers = gb::attention_layers_for_budget(m.config, (int)ids.size(), budget, 0);
-    if (!opt.attention_layers.empty()) {
-        int last = 0;
-        for (int l = 0; l < m.config.n_layer; l++)
-            if (opt.attention_layers[l]) last = l;
-        std::fprintf(stderr, "notice: the full attention capture needs %.0f MB, over the %zu MB budget: keeping layers 0..%d of %d "
-                             "(raise --capture-budget to keep all)\n",
-                     gb::attention_capture_bytes(m.config, (int)ids.size()) / 1048576.0, budget >> 20, last, m.config.n_layer);
-    }
-    gb::capture cap;
+    opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
+    gb::record cap;
     gb::run_forward(cap, m, ids, ab, opt);
+    if (!cap.budget_note.empty())
+        std::fprintf(stderr, "notice: %s; raise --capture-budget to keep every layer\n", cap.budget_note.c_str());
 
     std::printf("tokens (%d):", cap.n_tokens);
     for (int t = 0; t < cap.n_tokens; t++) std::printf(" [%d \"%s\"]", cap.tokens[t], visible(cap.pieces[t]).c_str());
@@ -436,7 +431,7 @@ int cmd_bench(const args& a) {
         for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
             std::vector<int> ids(T);
             for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
-            gb::capture cap;
+            gb::record cap;
             auto t0 = std::chrono::steady_clock::now();
             gb::run_forward(cap, m, ids, {}, opt);
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

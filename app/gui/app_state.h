@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/compare.h"
+#include "analysis/head_scores.h"
 #include "forward.h"
+#include "generate.h"
 #include "model.h"
 
 namespace gbui {
@@ -18,15 +21,13 @@ struct run_result {
     std::shared_ptr<const gb::model> model;
     std::string prompt;
     gb::ablation ablation;
-    gb::capture cap;                        // with ablation: attention [L][H][T][T], norms, last logits
+    gb::record cap;                         // with ablation: attention [L][H][T][T], norms, last logits
     std::vector<float> probs;               // [V] softmax of cap's last logits
     std::vector<float> base_probs;          // [V] without any ablation (== probs when nothing is ablated)
     double kl = 0;                          // KL(baseline || current) in nats
     std::vector<gb::token_prob> top;        // top-k of probs
     std::vector<gb::token_prob> base_top;   // top-k of base_probs
-    std::vector<float> head_entropy;        // [L][H] mean row entropy in nats
-    std::vector<float> head_prev;           // [L][H] mean attention to the previous token
-    std::vector<float> head_first;          // [L][H] mean attention to the first token
+    gb::head_scores scores;                 // [L][H] per score, from the patterns
     std::vector<float> base_resid_norm;     // [2L+1][T] residual norms without ablation (empty when none)
     std::string notice;                     // e.g. truncation
 };

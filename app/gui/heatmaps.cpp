@@ -30,7 +30,7 @@ float scale_value(float p, scale_mode mode, float row_max) {
 }
 
 std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale) {
-    const gb::capture& c = r.cap;
+    const gb::record& c = r.cap;
     const int T = c.n_tokens, L = c.n_layer, H = c.n_head;
     auto px = std::make_shared<heat_pixels>();
     px->request_id = r.request_id;

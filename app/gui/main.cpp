@@ -551,8 +551,7 @@ int main(int argc, char** argv) {
             std::string key;
             if (s.model) {
                 // when the last capture had to leave layers out, the selected layer is an input too
-                bool partial = s.result && s.result->cap.layer_slot.size() &&
-                               std::count(s.result->cap.layer_slot.begin(), s.result->cap.layer_slot.end(), -1) > 0;
+                bool partial = s.result && !s.result->cap.budget_note.empty();
                 key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + (s.use_gl ? "G|" : "C|") +
                       (partial ? std::to_string(s.sel_layer) + "|" : "") + s.ablation.describe() +
                       "|" + std::to_string(s.top_k) + "|" + s.prompt;
@@ -573,7 +572,7 @@ int main(int argc, char** argv) {
             if (s.result && s.result->model.get() != picked_for) {
                 picked_for = s.result->model.get();
                 if (!s.selection_pinned) { // a head asked for (command line, session) is kept
-                    const auto& pr = s.result->head_prev;
+                    const auto& pr = s.result->scores.score[gb::SCORE_PREV_TOKEN];
                     int H = s.result->cap.n_head, best = 0;
                     for (int k = 0; k < (int)pr.size(); k++)
                         if ((k / H > 0 || pr.size() == (size_t)H) && pr[k] > pr[best]) best = k;

@@ -31,7 +31,7 @@ static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode) {
 
 // The selected query's row as text, each key's background shaded by its weight, wrapped in the current
 // (child) window.
-static void query_row(const gb::capture& c, const float* p, int sel_q, scale_mode scale) {
+static void query_row(const gb::record& c, const float* p, int sel_q, scale_mode scale) {
     const int T = c.n_tokens;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImGui::PushTextWrapPos(0.0f);
@@ -62,7 +62,7 @@ void panel_head(app_state& s, ui_context& ui) {
         panel_title("Head", "rows = queries, columns = keys; arrows move between heads");
         return;
     }
-    const gb::capture& c = s.result->cap;
+    const gb::record& c = s.result->cap;
     const int T = c.n_tokens;
     // the shown result may still be the previous model's: clamp for display, never the selection itself
     const int sel_l = std::min(s.sel_layer, c.n_layer - 1), sel_h = std::min(s.sel_head, c.n_head - 1);

@@ -12,7 +12,7 @@ void panel_overview(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("no result yet");
         return;
     }
-    const gb::capture& c = s.result->cap;
+    const gb::record& c = s.result->cap;
     const int L = c.n_layer, H = c.n_head;
     ImVec2 avail = ImGui::GetContentRegionAvail();
     const float label_w = 34, head_h = 18, gap = 3;
@@ -70,9 +70,10 @@ void panel_overview(app_state& s, ui_context& ui) {
                 ImGui::Text("L%d H%d%s", l, h, ablated ? "  (ablated)" : "");
                 ImGui::Separator();
                 if (kept) {
-                    ImGui::Text("entropy          %.2f nats", s.result->head_entropy[k]);
-                    ImGui::Text("previous token   %.2f", s.result->head_prev[k]);
-                    ImGui::Text("first token      %.2f", s.result->head_first[k]);
+                    const gb::head_scores& sc = s.result->scores;
+                    ImGui::Text("entropy          %.2f nats", sc.score[gb::SCORE_ENTROPY][k]);
+                    ImGui::Text("previous token   %.2f", sc.score[gb::SCORE_PREV_TOKEN][k]);
+                    ImGui::Text("first token      %.2f", sc.score[gb::SCORE_FIRST_TOKEN][k]);
                 } else {
                     ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
                 }

@@ -73,7 +73,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
         ui.prompt_wanted_h = fixed_h + 2 * st.WindowPadding.y;
         return;
     }
-    const gb::capture& c = s.result->cap;
+    const gb::record& c = s.result->cap;
     if (!s.result->notice.empty()) { // e.g. the prompt was cut to the model's context
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());

@@ -50,7 +50,7 @@ void panel_residual(app_state& s, ui_context& ui) {
     panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
     if (!s.result) return;
     const run_result& r = *s.result;
-    const gb::capture& c = r.cap;
+    const gb::record& c = r.cap;
     const int T = c.n_tokens, P = 2 * c.n_layer + 1;
     ImGui::Checkbox("log y-axis", &s.resid_log);
     ImGui::SameLine();

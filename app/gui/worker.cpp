@@ -134,53 +134,6 @@ void worker::poll(app_state& s) {
     if (!out_.gl_status.empty()) s.gl_status = out_.gl_status, out_.gl_status.clear();
 }
 
-// Mean over query rows of each head's entropy, previous-token and first-token attention: [L][H]
-static void head_metrics(run_result& r) {
-    const gb::capture& c = r.cap;
-    const int L = c.n_layer, H = c.n_head, T = c.n_tokens;
-    r.head_entropy.assign((size_t)L * H, 0.0f);
-    r.head_prev.assign((size_t)L * H, 0.0f);
-    r.head_first.assign((size_t)L * H, 0.0f);
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++) {
-            const float* p = c.head(l, h);
-            if (!p) continue;
-            double ent = 0, prev = 0, first = 0;
-            for (int i = 0; i < T; i++) {
-                for (int j = 0; j <= i; j++)
-                    if (p[i * T + j] > 0) ent -= p[i * T + j] * std::log(p[i * T + j]);
-                if (i > 0) prev += p[i * T + i - 1];
-                first += p[i * T];
-            }
-            r.head_entropy[l * H + h] = (float)(ent / T);
-            r.head_prev[l * H + h] = T > 1 ? (float)(prev / (T - 1)) : 0.0f;
-            r.head_first[l * H + h] = (float)(first / T);
-        }
-}
-
-// log-softmax of logits [V] in double: out[v] = x_v - max - log(sum exp(x - max))
-static void log_softmax(std::vector<double>& out, const float* logits, int V) {
-    double mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = std::max(mx, (double)logits[v]);
-    double sum = 0;
-    for (int v = 0; v < V; v++) sum += std::exp((double)logits[v] - mx);
-    double lse = mx + std::log(sum);
-    out.resize(V);
-    for (int v = 0; v < V; v++) out[v] = (double)logits[v] - lse;
-}
-
-// KL(p || q) in nats for p = softmax(p_logits), q = softmax(q_logits), from log-probabilities in double so that
-// tokens whose current probability underflows a float still count (no clamping).
-static double kl_divergence(const float* p_logits, const float* q_logits, int V) {
-    std::vector<double> lp, lq;
-    log_softmax(lp, p_logits, V);
-    log_softmax(lq, q_logits, V);
-    double kl = 0;
-    for (int v = 0; v < V; v++)
-        if (std::isfinite(lp[v])) kl += std::exp(lp[v]) * (lp[v] - lq[v]);
-    return std::isfinite(kl) ? std::max(0.0, kl) : kl;
-}
-
 static std::shared_ptr<run_result> compute(const run_request& q, const gb::attention_fn& attention) {
     auto r = std::make_shared<run_result>();
     r->model = q.model;
@@ -196,22 +149,18 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     }
     gb::forward_options fo;
     fo.attention = attention;
-    fo.attention_layers = gb::attention_layers_for_budget(m.config, (int)ids.size(), q.budget_bytes, q.focus_layer);
-    if (!fo.attention_layers.empty()) {
-        int kept = 0;
-        for (uint8_t k : fo.attention_layers) kept += k;
-        r->notice += std::string(r->notice.empty() ? "" : "; ") + "attention of " + std::to_string(kept) + " of " +
-                     std::to_string(m.config.n_layer) + " layers kept (memory budget " + std::to_string(q.budget_bytes >> 20) +
-                     " MB): select a head to see its layer";
-    }
+    fo.keep.budget_bytes = q.budget_bytes;
+    fo.keep.focus_layer = q.focus_layer;
     gb::run_forward(r->cap, m, ids, q.ablation, fo);
+    if (!r->cap.budget_note.empty())
+        r->notice += std::string(r->notice.empty() ? "" : "; ") + r->cap.budget_note + ": select a head to see its layer";
     const int V = m.config.vocab_size;
     gb::softmax_probs(r->probs, r->cap.last_logits(), V);
     std::vector<float> base_logits(r->cap.last_logits(), r->cap.last_logits() + V);
     if (q.ablation.any()) {
-        gb::capture base;
+        gb::record base;
         gb::forward_options opt;
-        opt.capture_attention = false;
+        opt.keep.points = 0;
         gb::run_forward(base, m, ids, {}, opt);
         gb::softmax_probs(r->base_probs, base.last_logits(), V);
         base_logits.assign(base.last_logits(), base.last_logits() + V);
@@ -219,10 +168,10 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     } else {
         r->base_probs = r->probs;
     }
-    r->kl = kl_divergence(base_logits.data(), r->cap.last_logits(), V);
+    r->kl = gb::kl_divergence(base_logits.data(), r->cap.last_logits(), V);
     r->top = gb::top_k_probs(r->cap.last_logits(), V, q.top_k);
     r->base_top = gb::top_k_probs(base_logits.data(), V, q.top_k);
-    head_metrics(*r);
+    r->scores = gb::score_heads(r->cap);
     return r;
 }
 

@@ -249,13 +249,13 @@ std::vector<std::pair<std::string, gb::ablation>> llama_ablation_cases() {
 void expect_matches_reference(const gb::model& m, const tiny_llama& tm, const std::vector<int>& tokens,
                               const std::string& label) {
     for (const auto& [name, ab] : llama_ablation_cases()) {
-        gb::capture cap;
+        gb::record cap;
         gb::forward_options opt;
         opt.all_logits = true;
         gb::run_forward(cap, m, tokens, ab, opt);
         llama_ref ref = reference_llama(tm, tokens, ab);
         EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << label << ", " << name << ": logits";
-        EXPECT_LT(max_scaled_error(cap.attention, ref.attention), 1e-4) << label << ", " << name << ": attention";
+        EXPECT_LT(max_scaled_error(cap.acts[gb::HOOK_PATTERN], ref.attention), 1e-4) << label << ", " << name << ": attention";
         EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << label << ", " << name << ": residual norms";
     }
 }

@@ -1,0 +1,27 @@
+// Attention of one layer: scores, causal softmax, weighted values. The CPU path is the reference every backend
+// (the GL compute shader in shaders/) is tested against.
+#pragma once
+#include <functional>
+
+namespace gb {
+
+struct attention_args {
+    const float* q;      // [n_q][q_stride], head h at column h*d_head
+    const float* k;      // [n_past + n_q][kv_stride], kv head g at column g*d_head
+    const float* v;      // [n_past + n_q][kv_stride]
+    int q_stride, kv_stride;
+    int n_q, n_past;     // queries are positions n_past .. n_past+n_q-1; keys 0 .. n_past+n_q-1
+    int n_head, n_kv_head, d_head;
+    float* probs;        // [H][n_q][n_past+n_q] or nullptr (not kept); causal part is 0
+    float* out;          // [n_q][out_stride], head h at column h*d_head
+    int out_stride;
+};
+// Query head h reads key/value head h / (n_head / n_kv_head) (grouped-query attention).
+using attention_fn = std::function<void(const attention_args&)>;
+// Plain CPU path (the reference every backend is tested against).
+void attention_cpu(const attention_args& a);
+// out = probs . V only, from the probabilities a.probs already holds (a hook changed them): the same
+// weighted-value loops as attention_cpu, q and k unused.
+void attention_values_cpu(const attention_args& a);
+
+} // namespace gb

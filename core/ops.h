@@ -1,0 +1,38 @@
+// The forward pass's elementwise and row-wise ops: free functions, output first, sizes last, no hidden state.
+// (Matrix products are in gemm.h, attention in attention.h.)
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "gemm.h"
+#include "model.h"
+
+namespace gb {
+
+// out [n][d] = LayerNorm(x) * g + b, or RMSNorm(x) * g when kind is RMSNORM; the identity when g is null.
+// Mean and variance in double (two passes: no cancellation when |mean| >> spread), eps inside the root.
+void norm_forward(float* out, const float* x, const std::vector<float>* g, const std::vector<float>* b, norm_kind kind,
+                  float eps, int n, int d);
+
+// SwiGLU in place: up [n] <- silu(gate) * up = up * gate / (1 + e^-gate).
+void swiglu_forward(float* up, const float* gate, size_t n);
+
+// Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from column 0).
+// freq [d_head/2]: radians per position of pair i, scaling included (model_config::rope_freq, made at load).
+void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0, const std::vector<double>& freq,
+                  rope_pairing pairing);
+
+// x [n][d] <- x + f, or f alone when replace (no residual); f may be null (x as it is). Then, with norms [n],
+// each row's L2 norm. Returns false when some element of x is not finite (only checked with norms: the sum of
+// squares is in double, finite exactly when every element is).
+bool residual_step(float* x, const float* f, bool replace, float* norms, int n, int d);
+
+// out [n][H*d], head h's slice of row t = z[t][h*dh .. (h+1)*dh) * W_o's rows h*dh .. (h+1)*dh (no bias): one
+// product of block-diagonal rows with W_o, H times W_o's own work, done only when head_out is asked for.
+// blocks: scratch, grown as needed.
+void head_outputs(float* out, const float* z, int z_stride, const weight_matrix& w_o, int n, int H, int dh,
+                  std::vector<float>& blocks, gemm_scratch& gs);
+// out [n][d] = sum over heads of head_out [n][H*d] (+ bias [d] when not empty).
+void sum_heads(float* out, const float* head_out, const std::vector<float>& bias, int n, int H, int d);
+
+} // namespace gb
