@@ -49,10 +49,18 @@ void write_npy(const std::string& path, const std::vector<int64_t>& shape, const
     write_npy_raw(path, shape, "<i4", data, 4);
 }
 
-void write_capture_npy(const std::string& dir, const record& cap) {
+void write_npy(const std::string& path, const std::vector<int64_t>& shape, const double* data) {
+    write_npy_raw(path, shape, "<f8", data, 8);
+}
+
+void make_dir(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw error("cannot create directory " + dir + ": " + ec.message());
+}
+
+void write_capture_npy(const std::string& dir, const record& cap) {
+    make_dir(dir);
     const int64_t T = cap.n_tokens, L = cap.n_layer, H = cap.n_head;
     std::vector<int32_t> ids(cap.tokens.begin(), cap.tokens.end());
     write_npy(dir + "/tokens.npy", {T}, ids.data());
@@ -79,6 +87,65 @@ void write_capture_npy(const std::string& dir, const record& cap) {
         if (!f) throw error("cannot write " + path + " (disk full?)");
     }
     write_npy(dir + "/residual_norms.npy", {2 * L + 1, T}, cap.resid_norm.data());
+}
+
+// Writes one point's layers [L, ...] to path: kept layers from the record, zeros for the others.
+static void write_layers_npy(const std::string& path, const record& rec, hook_point p, const std::vector<int64_t>& shape) {
+    std::ofstream f;
+    open_npy(f, path, shape, "<f4");
+    const size_t floats = rec.layer_floats(p);
+    const std::vector<float> zeros(std::min<size_t>(floats, 1 << 16), 0.0f);
+    for (int l = 0; l < rec.n_layer; l++) {
+        if (const float* x = rec.get(p, l)) {
+            f.write((const char*)x, (std::streamsize)(floats * sizeof(float)));
+            continue;
+        }
+        for (size_t done = 0; done < floats;) {
+            const size_t n = std::min(floats - done, zeros.size());
+            f.write((const char*)zeros.data(), (std::streamsize)(n * sizeof(float)));
+            done += n;
+        }
+    }
+    if (!f) throw error("cannot write " + path + " (disk full?)");
+}
+
+std::vector<std::string> write_record_npy(const std::string& dir, const record& rec) {
+    make_dir(dir);
+    std::vector<std::string> written;
+    const int64_t L = rec.n_layer, T = rec.n_tokens, H = rec.n_head, KV = rec.n_kv_head, dh = rec.d_head, d = rec.d_model;
+    for (int pi = 0; pi < HOOK_COUNT; pi++) {
+        const hook_point p = (hook_point)pi;
+        if (p == HOOK_PATTERN || p == HOOK_LOGITS) continue; // attention.npy, logits.npy
+        bool any = false;
+        for (int l = 0; l < (hook_is_final(p) ? 1 : rec.n_layer); l++) any = any || rec.has(p, l);
+        if (!any) continue;
+        const std::string name = std::string(hook_name(p)) + ".npy";
+        if (p == HOOK_FINAL_NORM) {
+            const int64_t rows = (int64_t)(rec.layer_floats(p) / d);
+            write_npy(dir + "/" + name, {rows, d}, rec.get(p, 0));
+        } else if (p == HOOK_RESID_PRE && !rec.has(p, 1) && rec.n_layer > 1) {
+            continue; // only layer 0 (the embeddings, part of the stream below)
+        } else {
+            std::vector<int64_t> shape = {L, T, d};
+            if (p == HOOK_Q || p == HOOK_Z) shape = {L, T, H, dh};
+            else if (p == HOOK_K || p == HOOK_V) shape = {L, T, KV, dh};
+            else if (p == HOOK_HEAD_OUT) shape = {L, T, H, d};
+            else if (p == HOOK_MLP_POST) shape = {L, T, rec.d_ff};
+            write_layers_npy(dir + "/" + name, rec, p, shape);
+        }
+        written.push_back(name);
+    }
+    bool stream = true;
+    for (int pt = 0; pt <= 2 * rec.n_layer; pt++) stream = stream && rec.resid(pt);
+    if (stream) {
+        const std::string path = dir + "/resid_stream.npy";
+        std::ofstream f;
+        open_npy(f, path, {2 * L + 1, T, d}, "<f4");
+        for (int pt = 0; pt <= 2 * rec.n_layer; pt++) f.write((const char*)rec.resid(pt), (std::streamsize)(T * d * sizeof(float)));
+        if (!f) throw error("cannot write " + path + " (disk full?)");
+        written.push_back("resid_stream.npy");
+    }
+    return written;
 }
 
 nlohmann::json model_json(const model& m) {

@@ -12,11 +12,20 @@ namespace gb {
 // NumPy .npy v1.0, little-endian, C order. Throws gb::error naming the file on I/O failure.
 void write_npy(const std::string& path, const std::vector<int64_t>& shape, const float* data);
 void write_npy(const std::string& path, const std::vector<int64_t>& shape, const int32_t* data);
+void write_npy(const std::string& path, const std::vector<int64_t>& shape, const double* data);
+// dir and its parents, or gb::error naming it.
+void make_dir(const std::string& dir);
 
 // tokens.npy int32 [T]; logits.npy float32 [T,V] or [1,V]; attention.npy float32 [L,H,T,T] (layers left out
 // by the capture budget are zero; written layer by layer, never as one L*H*T*T buffer); residual_norms.npy
 // float32 [2L+1,T]. Creates dir if needed.
 void write_capture_npy(const std::string& dir, const record& cap);
+
+// Every hook point the record kept (but the pattern, which is attention.npy) as <point>.npy, layers first:
+// q, z [L,T,H,dh]; k, v [L,T,KV,dh]; head_out [L,T,H,d]; mlp_post [L,T,ff]; the other per-layer points [L,T,d]
+// (layers the budget left out are zeros, as in attention.npy); final_norm [n_out,d]; and resid_stream.npy
+// [2L+1,T,d] when the whole residual stream was kept. Returns the file names written.
+std::vector<std::string> write_record_npy(const std::string& dir, const record& rec);
 
 // {"model": {...}, "ablation", "tokens": [{"id","text"}], "top_k": [{"id","text","prob"}],
 //  "residual_norms": {"labels", "values" [2L+1][T]}, "timing_ms": {...}, "attention_layers_kept": [l, ...]}

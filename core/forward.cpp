@@ -215,6 +215,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (rec) {
         rp = plan_record(opt.keep, c, n, n_out);
         record_init(*rec, m, tokens, n, opt.all_logits, rp);
+        rec->logit_ids = opt.logit_ids;
     }
     point_plan plan = make_plan(opt, rec ? &rp : nullptr, L);
     point_visitor at{opt, c, plan, rec, n0};
@@ -391,8 +392,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             }
     } else {
         logits.resize((size_t)n_out * V);
-        if (w.head.amx()) gemm(logits.data(), s.xn.data(), w.head, no_bias, n_out, s.gemm);
-        else gemm_rows_transposed(logits.data(), s.xn.data(), table.data(), n_out, d, V);
+        lm_head_forward(logits.data(), s.xn.data(), n_out, m, s.gemm);
         at.visit(HOOK_LOGITS, L, logits.data(), n_out, V, V);
     }
     tm.matmul_ms += ms_since(t0);

@@ -32,6 +32,10 @@ bool residual_step(float* x, const float* f, bool replace, float* norms, int n, 
 // blocks: scratch, grown as needed.
 void head_outputs(float* out, const float* z, int z_stride, const weight_matrix& w_o, int n, int H, int dh,
                   std::vector<float>& blocks, gemm_scratch& gs);
+// The LM head: logits [n][V] = x [n][d] times the unembedding (lm_head, or tok_emb when tied), with the
+// matmul kernel the weights were packed for.
+void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs);
+
 // out [n][d] = sum over heads of head_out [n][H*d] (+ bias [d] when not empty).
 void sum_heads(float* out, const float* head_out, const std::vector<float>& bias, int n, int H, int d);
 

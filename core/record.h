@@ -52,7 +52,8 @@ struct record {
     std::vector<float> acts[HOOK_COUNT]; // point p: [kept layers][one layer's tensor at T, as in hooks.h with n = T]
     std::vector<int> slot[HOOK_COUNT];   // point p: [L] (final points: [1]) index into acts[p], -1 = not kept
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
-    std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position
+    std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
+    std::vector<int> logit_ids;       // when not empty, logits holds only these tokens' logits (forward_options::logit_ids)
     int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
     std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...
     std::string budget_note;          // what the memory budget left out; "" when all that was asked for is here
@@ -67,7 +68,9 @@ struct record {
     // [T][d] residual stream at point 0 .. 2L (0 embeddings, 2l+1 after attention of l, 2l+2 after the MLP of l),
     // nullptr when not kept.
     const float* resid(int point) const;
-    const float* last_logits() const { return &logits[logits.size() - (size_t)vocab]; }
+    const float* last_logits() const {
+        return &logits[logits.size() - (logit_ids.empty() ? (size_t)vocab : logit_ids.size())];
+    }
 };
 
 // "embed", "L0 attn", "L0 mlp", ... for the 2L+1 residual points.

@@ -854,4 +854,15 @@ std::string token_text(const tokenizer& t, int id) {
     return out;
 }
 
+int single_token_id(const tokenizer& tok, const std::string& text, const std::string& what) {
+    std::vector<int> ids = encode(tok, text);
+    if (ids.size() == 1) return ids[0];
+    std::string how;
+    for (size_t i = 0; i < ids.size() && i < 8; i++)
+        how += std::string(i ? ", " : "") + std::to_string(ids[i]) + " '" + token_text(tok, ids[i]) + "'";
+    if (ids.size() > 8) how += ", ...";
+    throw error(what + " '" + text + "' encodes to " + std::to_string(ids.size()) + " tokens" +
+                (ids.empty() ? "" : " (" + how + ")") + ", not one; give a single token (or its id)");
+}
+
 } // namespace gb

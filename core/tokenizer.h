@@ -68,6 +68,10 @@ inline std::vector<int> encode_prompt(const tokenizer& tok, const std::string& t
     return ids;
 }
 
+// The one token text encodes to (what = "--target", named in the error): throws gb::error saying how it
+// tokenized when that is not exactly one token.
+int single_token_id(const tokenizer& tok, const std::string& text, const std::string& what);
+
 // GPT-2's split regex as it behaves after digits are cut out first (a HF "Digits" pre-tokenizer; llama.cpp's
 // smollm / starcoder pre-tokenizers): one pattern giving the same pieces, for which a digit ends the text.
 std::string gpt2_digits_split_regex(bool individual_digits);

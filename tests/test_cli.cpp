@@ -12,7 +12,12 @@
 
 #include "forward.h"
 #include "generate.h"
+#include "analysis/attribution.h"
 #include "analysis/compare.h"
+#include "analysis/head_scores.h"
+#include "analysis/lens.h"
+#include "analysis/patching.h"
+#include "export.h"
 #include "gemm.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -248,7 +253,11 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("info " + M() + " --prompt x", "info does not take --prompt");
     refused("make-random --out /tmp/x --model y", "make-random does not take --model");
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
-    refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, bench, make-random, info)");
+    refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, bench, "
+                                     "make-random, info)");
+    refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
+    refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
+    refused("patch " + M() + " --prompt x --ablate no-residual", "patch does not take --ablate");
     // --help is everyone's
     EXPECT_EQ(cli("tokenize --help").code, 0);
 }
@@ -352,4 +361,175 @@ TEST(Cli, NonFiniteWeightsWarnButRun) {
     EXPECT_NE(r.out.find("   3. "), std::string::npos) << "the top-k list still shows: " << r.out;
     auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
     EXPECT_EQ(j["model"]["nonfinite_tensor"], "layer 0 b_o");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analyses: each command's JSON keys and shapes, and values equal to the in-process core call (the core
+// analyses themselves are checked against the double reference in test_analysis.cpp)
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// The record the analysis commands make, in process.
+gb::record analysis_record(const gb::model& m, const std::vector<int>& ids) {
+    gb::forward_options o;
+    o.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    o.keep.resid_stream = true;
+    gb::record r;
+    gb::run_forward(r, m, ids, {}, o);
+    return r;
+}
+
+std::vector<int> ids_of(const gb::model& m, const std::string& text) { return gb::encode_prompt(m.tok, text, false); }
+
+} // namespace
+
+TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
+    std::string dir = test_temp_dir("cli_lens");
+    command_result r = cli("lens " + M() + " --prompt 'the cat sat' --top-k 3 --json " + dir + "/l.json --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("L1 mlp"), std::string::npos) << r.out;
+    auto j = nlohmann::json::parse(slurp(dir + "/l.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    std::vector<int> ids = ids_of(m, "the cat sat");
+    const int T = (int)ids.size(), P = 5;
+    ASSERT_EQ(j["points"], nlohmann::json({"embed", "L0 attn", "L0 mlp", "L1 attn", "L1 mlp"}));
+    ASSERT_EQ(j["top_ids"].size(), (size_t)P);
+    ASSERT_EQ(j["top_ids"][0].size(), (size_t)T);
+    ASSERT_EQ(j["top_ids"][0][0].size(), 3u);
+    ASSERT_EQ(j["top_probs"][P - 1][T - 1].size(), 3u);
+    ASSERT_EQ(j["target_prob"].size(), (size_t)P);
+    ASSERT_EQ(j["target_prob"][0].size(), (size_t)T);
+    gb::record rec = analysis_record(m, ids);
+    gb::lens_result l = gb::logit_lens(rec, m, {}, 3);
+    for (int p = 0; p < P; p++)
+        for (int t = 0; t < T; t++) {
+            EXPECT_EQ(j["top_ids"][p][t][0], l.top_ids[((size_t)p * T + t) * 3]) << p << "," << t;
+            EXPECT_NEAR(j["target_prob"][p][t].get<double>(), l.target_prob[(size_t)p * T + t], 1e-6);
+        }
+    // the last point is the model's own prediction
+    EXPECT_EQ(j["top_ids"][P - 1][T - 1][0], gb::top_k_probs(rec.last_logits(), rec.vocab, 1)[0].id);
+    EXPECT_EQ(npy_shape(slurp(dir + "/lens_top_ids.npy"), "<i4"), "5, " + std::to_string(T) + ", 3");
+    EXPECT_EQ(npy_shape(slurp(dir + "/lens_target_prob.npy"), "<f4"), "5, " + std::to_string(T));
+    // --target follows that token's probability at every point
+    command_result rt = cli("lens " + M() + " --prompt 'the cat sat' --target-id 7 --json " + dir + "/t.json");
+    ASSERT_EQ(rt.code, 0) << rt.err;
+    auto jt = nlohmann::json::parse(slurp(dir + "/t.json"));
+    gb::lens_result lt = gb::logit_lens(rec, m, {}, 5, 7);
+    for (int t = 0; t < T; t++) EXPECT_EQ(jt["target_ids"][t], 7);
+    EXPECT_NEAR(jt["target_prob"][2][T - 1].get<double>(), lt.target_prob[2 * T + T - 1], 1e-6);
+}
+
+TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
+    std::string dir = test_temp_dir("cli_attr");
+    command_result r = cli("attribute " + M() + " --prompt 'the cat sat' --target ' ' --contrast-id 97 --position 1 --json " +
+                           dir + "/a.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(slurp(dir + "/a.json"));
+    for (const char* k : {"heads", "attn_bias", "mlp", "embed", "bias", "total"}) ASSERT_TRUE(j.contains(k)) << k;
+    ASSERT_EQ(j["heads"].size(), 2u);
+    ASSERT_EQ(j["heads"][0].size(), 3u);
+    ASSERT_EQ(j["mlp"].size(), 2u);
+    double sum = j["embed"].get<double>() + j["bias"].get<double>();
+    for (auto& row : j["heads"])
+        for (auto& v : row) sum += v.get<double>();
+    for (const char* k : {"attn_bias", "mlp"})
+        for (auto& v : j[k]) sum += v.get<double>();
+    EXPECT_NEAR(sum, j["total"].get<double>(), 1e-4 * std::max(1.0, std::fabs(j["total"].get<double>())));
+    gb::model m = gb::load_model(model_dir().dir);
+    std::vector<int> ids = ids_of(m, "the cat sat");
+    gb::attribution a = gb::attribute(analysis_record(m, ids), m, {}, ' ', 97, 1);
+    EXPECT_NEAR(j["total"].get<double>(), a.total, 1e-6);
+    EXPECT_NEAR(j["heads"][1][2].get<double>(), a.heads[1 * 3 + 2], 1e-9);
+    EXPECT_EQ(j["position"], 1);
+    EXPECT_EQ(j["target"]["id"], (int)' ');
+    // the target must be one token: the error says how it tokenized
+    command_result bad = cli("attribute " + M() + " --prompt 'the cat' --target 'cat dog'");
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--target 'cat dog' encodes to"), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_EQ(cli("attribute " + M() + " --prompt 'the cat'").code, 2) << "no target";
+    EXPECT_EQ(cli("attribute " + M() + " --prompt 'the cat' --target-id 5 --position 9").code, 2) << "position past the prompt";
+}
+
+TEST(Cli, HeadsScoresMatchTheCoreAndRepeatRandomDoublesTheTokens) {
+    std::string dir = test_temp_dir("cli_heads");
+    command_result r = cli("heads " + M() + " --prompt 'the cat sat on the cat' --json " + dir + "/h.json --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(slurp(dir + "/h.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    gb::record rec;
+    gb::run_forward(rec, m, ids_of(m, "the cat sat on the cat"));
+    gb::head_scores s = gb::score_heads(rec);
+    const char* names[] = {"prev_token", "first_token", "induction", "duplicate_token", "entropy"};
+    for (int k = 0; k < gb::SCORE_COUNT; k++) {
+        ASSERT_EQ(j[names[k]].size(), 2u) << names[k];
+        ASSERT_EQ(j[names[k]][0].size(), 3u) << names[k];
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 3; h++) EXPECT_NEAR(j[names[k]][l][h].get<double>(), s.at((gb::head_score_kind)k, l, h), 1e-6);
+    }
+    EXPECT_EQ(npy_shape(slurp(dir + "/head_scores.npy"), "<f4"), "5, 2, 3");
+    // no token repeats: induction is null
+    command_result once = cli("heads " + M() + " --prompt 'abc' --json " + dir + "/o.json");
+    ASSERT_EQ(once.code, 0) << once.err;
+    EXPECT_TRUE(nlohmann::json::parse(slurp(dir + "/o.json"))["induction"][0][0].is_null());
+    command_result rr = cli("heads " + M() + " --repeat-random 7 --seed 3 --json " + dir + "/r.json");
+    ASSERT_EQ(rr.code, 0) << rr.err;
+    auto jr = nlohmann::json::parse(slurp(dir + "/r.json"));
+    ASSERT_EQ(jr["tokens"].size(), 14u);
+    for (int i = 0; i < 7; i++) EXPECT_EQ(jr["tokens"][i], jr["tokens"][i + 7]);
+    EXPECT_FALSE(jr["induction"][1][0].is_null());
+    EXPECT_EQ(cli("heads " + M() + " --repeat-random 30").code, 2) << "60 tokens exceed the context of 40";
+}
+
+TEST(Cli, PatchJsonMatchesTheContract) {
+    std::string dir = test_temp_dir("cli_patch");
+    command_result r = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97 --json " +
+                           dir + "/p.json --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(slurp(dir + "/p.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    std::vector<int> clean = ids_of(m, "the hat sat"), corrupt = ids_of(m, "the mat sat");
+    const int T = (int)clean.size();
+    for (const char* k : {"clean", "corrupt", "resid", "heads", "normalized"}) ASSERT_TRUE(j.contains(k)) << k;
+    ASSERT_EQ(j["resid"].size(), 5u);
+    ASSERT_EQ(j["resid"][0].size(), (size_t)T);
+    ASSERT_EQ(j["heads"].size(), 2u);
+    ASSERT_EQ(j["normalized"]["resid"].size(), 5u);
+    ASSERT_EQ(j["normalized"]["heads"][1].size(), 3u);
+    gb::patch_result p = gb::activation_patching(m, clean, corrupt, 32, 97, {});
+    EXPECT_NEAR(j["clean"].get<double>(), p.clean, 1e-9);
+    EXPECT_NEAR(j["corrupt"].get<double>(), p.corrupt, 1e-9);
+    EXPECT_NEAR(j["resid"][2][T - 1].get<double>(), p.resid[2 * T + T - 1], 1e-9);
+    // the last point at the last position is the clean run's answer
+    EXPECT_NEAR(j["normalized"]["resid"][4][T - 1].get<double>(), 1.0, 1e-4);
+    EXPECT_EQ(npy_shape(slurp(dir + "/patch_resid_normalized.npy"), "<f4"), "5, " + std::to_string(T));
+    command_result bad = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32 --contrast-id 97");
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("same length"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, KeepWritesHookPointsAsNpy) {
+    std::string dir = test_temp_dir("cli_keep");
+    command_result r = cli("run " + M() + " --prompt 'the cat' --keep resid_stream,z,mlp_post,final_norm --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    gb::model m = gb::load_model(model_dir().dir);
+    std::vector<int> ids = ids_of(m, "the cat");
+    const std::string T = std::to_string(ids.size());
+    EXPECT_EQ(npy_shape(slurp(dir + "/resid_stream.npy"), "<f4"), "5, " + T + ", 24");
+    EXPECT_EQ(npy_shape(slurp(dir + "/z.npy"), "<f4"), "2, " + T + ", 3, 8");
+    EXPECT_EQ(npy_shape(slurp(dir + "/mlp_post.npy"), "<f4"), "2, " + T + ", 96");
+    EXPECT_EQ(npy_shape(slurp(dir + "/final_norm.npy"), "<f4"), "1, 24");
+    // the payload is the record: z of layer 1 equals an in-process run's
+    gb::forward_options o;
+    o.keep.points = gb::hook_bit(gb::HOOK_Z);
+    gb::record rec;
+    gb::run_forward(rec, m, ids, {}, o);
+    std::string z = slurp(dir + "/z.npy");
+    size_t hl = (unsigned char)z[8] | ((unsigned char)z[9] << 8);
+    const size_t layer = rec.layer_floats(gb::HOOK_Z);
+    EXPECT_EQ(0, std::memcmp(z.data() + 10 + hl + layer * 4, rec.get(gb::HOOK_Z, 1), layer * 4));
+    EXPECT_EQ(cli("run " + M() + " --prompt x --keep z").code, 2) << "--keep without --npy-dir";
+    command_result bad = cli("run " + M() + " --prompt x --keep zz --npy-dir " + dir);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("unknown hook point 'zz'"), std::string::npos) << bad.err;
 }

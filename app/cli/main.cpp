@@ -1,6 +1,7 @@
 // glassbox-cli: headless runs, generation, tokenisation and benchmarks on the core library.
 //
-// Sections: argument parsing | run | generate | tokenize | bench | make-random | info | main
+// Sections: argument parsing | run | generate | tokenize | analyses (lens, attribute, heads, patch) | bench |
+//           make-random | info | main
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "error.h"
 #include "export.h"
+#include "analysis/analysis_json.h"
 #include "analysis/compare.h"
 #include "forward.h"
 #include "generate.h"
@@ -36,11 +38,19 @@ const char* usage_text = R"(glassbox-cli — look inside a transformer from the 
 usage:
   glassbox-cli run      [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
                         [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits]
-                        [--json FILE] [--npy-dir DIR] [--backend cpu|gl] [--capture-budget MB] [--matmul K]
+                        [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
+                        [--matmul K]
   glassbox-cli generate [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
                         [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE]
                         [--matmul K]
   glassbox-cli tokenize (--model PATH | --tokenizer DIR) (--text TEXT | --decode 1,2,3)
+  glassbox-cli lens     --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
+  glassbox-cli attribute --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
+                        [--position I] [--json FILE] [--npy-dir DIR]
+  glassbox-cli heads    (--prompt TEXT | --repeat-random N [--seed S]) [--json FILE] [--npy-dir DIR]
+  glassbox-cli patch    --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+                        [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
+                        (the analyses also take --model, --bos, --matmul, --backend)
   glassbox-cli bench    [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE]
                         [--matmul K]
   glassbox-cli make-random --out DIR [--layers-n 12] [--d-model 768] [--heads-n 12] [--vocab 50257]
@@ -50,6 +60,8 @@ usage:
 --model: a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a llama2.c
 .bin (with --tokenizer tokenizer.bin); omitted = the embedded default model.
 --matmul fp32|amx|auto: the kernel of the matrix products (auto, the default: amx where the CPU has AMX).
+--keep POINTS (run): hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre, attn_in,
+q, k, v, z, head_out, attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post, final_norm, resid_stream).
 Errors: one line on stderr starting with "error:"; exit 2 for bad usage or input, 1 for internal failures.
 )";
 
@@ -84,11 +96,17 @@ const std::map<std::string, command_options>& command_table() {
     static const std::map<std::string, command_options> table = {
         {"run", {{"bos", "all-logits"},
                  {"model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "backend",
-                  "capture-budget", "matmul"}}},
+                  "capture-budget", "matmul", "keep"}}},
         {"generate", {{"bos"},
                       {"model", "tokenizer", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed",
                        "ablate", "layers", "heads", "json", "matmul"}}},
         {"tokenize", {{}, {"model", "tokenizer", "text", "decode"}}},
+        {"lens", {{"bos"}, {"model", "tokenizer", "prompt", "top-k", "target", "target-id", "json", "npy-dir", "backend", "matmul"}}},
+        {"attribute", {{"bos"}, {"model", "tokenizer", "prompt", "target", "target-id", "contrast", "contrast-id", "position",
+                                 "json", "npy-dir", "backend", "matmul"}}},
+        {"heads", {{"bos"}, {"model", "tokenizer", "prompt", "repeat-random", "seed", "json", "npy-dir", "backend", "matmul"}}},
+        {"patch", {{"bos"}, {"model", "tokenizer", "prompt", "corrupt", "target", "target-id", "contrast", "contrast-id",
+                             "json", "npy-dir", "backend", "matmul"}}},
         {"bench", {{}, {"model", "tokenizer", "tokens", "repeat", "backend", "json", "matmul"}}},
         {"make-random", {{}, {"out", "layers-n", "d-model", "heads-n", "vocab", "ctx", "dtype", "seed"}}},
         {"info", {{}, {"model", "tokenizer", "matmul"}}},
@@ -98,11 +116,11 @@ const std::map<std::string, command_options>& command_table() {
 
 args parse_args(int argc, char** argv) {
     args a;
-    if (argc < 2) throw usage_error("missing command (run, generate, tokenize, bench, make-random, info)");
+    if (argc < 2) throw usage_error("missing command (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
     a.command = argv[1];
     auto cmd = command_table().find(a.command);
     if (cmd == command_table().end())
-        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, bench, make-random, info)");
+        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
     std::set<std::string> flag_names = cmd->second.flags, option_names = cmd->second.options;
     flag_names.insert("help");
     std::set<std::string> any_flag, any_option; // what some command takes
@@ -265,7 +283,13 @@ int cmd_run(const args& a) {
     if ((int)ids.size() > m.config.n_ctx)
         throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
                         std::to_string(m.config.n_ctx));
-    // capture budget: beyond it only some layers' attention is kept (the rest are zero in attention.npy)
+    // --keep: more hook points into the record, written to --npy-dir
+    for (const std::string& name : split(a.get("keep"), ',')) {
+        if (!a.has("npy-dir")) throw usage_error("--keep names points to write to --npy-dir, but no --npy-dir was given");
+        if (name == "resid_stream") opt.keep.resid_stream = true;
+        else opt.keep.points |= gb::hook_bit(gb::parse_hook_point(name));
+    }
+    // capture budget: beyond it only some layers are kept (the rest are zero in attention.npy and the others)
     opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
     gb::record cap;
     gb::run_forward(cap, m, ids, ab, opt);
@@ -283,7 +307,10 @@ int cmd_run(const args& a) {
         std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++,
                     ("\"" + visible(gb::token_text(m.tok, tp.id)) + "\"").c_str(), tp.prob, tp.id);
     if (a.has("json")) gb::write_json(a.get("json"), gb::capture_json(m, cap, ab, top_k));
-    if (a.has("npy-dir")) gb::write_capture_npy(a.get("npy-dir"), cap);
+    if (a.has("npy-dir")) {
+        gb::write_capture_npy(a.get("npy-dir"), cap);
+        gb::write_record_npy(a.get("npy-dir"), cap);
+    }
     return 0;
 }
 
@@ -357,6 +384,167 @@ int cmd_tokenize(const args& a) {
     }
     std::vector<int> ids = gb::encode(tok, a.need("text"));
     std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// analyses: lens, attribute, heads, patch
+// ---------------------------------------------------------------------------------------------
+// --NAME TEXT (exactly one token) or --NAME-id N; -1 when neither is given and it is optional.
+int token_arg(const args& a, const gb::model& m, const std::string& name, bool required) {
+    if (a.has(name) && a.has(name + "-id")) throw usage_error("give --" + name + " or --" + name + "-id, not both");
+    if (a.has(name + "-id")) return (int)parse_int(a.get(name + "-id"), "--" + name + "-id", 0, m.config.vocab_size - 1);
+    if (a.has(name)) return gb::single_token_id(m.tok, a.get(name), "--" + name);
+    if (required) throw usage_error("missing --" + name + " TEXT (one token) or --" + name + "-id N");
+    return -1;
+}
+
+// A prompt for the analyses: present, and within the context.
+std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::string& key = "prompt") {
+    std::vector<int> ids = prompt_ids(m, a.need(key), a.has("bos"));
+    if (ids.empty()) throw gb::error("--" + key + " is empty: nothing to run");
+    if ((int)ids.size() > m.config.n_ctx)
+        throw gb::error("--" + key + " too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
+                        std::to_string(m.config.n_ctx));
+    return ids;
+}
+
+// A run that keeps what the analyses read: patterns, z, MLP outputs and the residual stream.
+gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a) {
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    opt.keep.resid_stream = true;
+    gb::record r;
+    gb::run_forward(r, m, ids, {}, opt);
+    return r;
+}
+
+std::string quoted(const gb::model& m, int id) { return "\"" + visible(gb::token_text(m.tok, id)) + "\""; }
+
+void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {
+    if (a.has("json")) gb::write_json(a.get("json"), j);
+    if (a.has("npy-dir")) npy(a.get("npy-dir"));
+}
+
+int cmd_lens(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> ids = analysis_prompt(m, a);
+    const int k = (int)parse_int(a.get("top-k", "5"), "--top-k", 1, m.config.vocab_size);
+    const int target = token_arg(a, m, "target", false);
+    gb::record r = analysis_run(m, ids, a);
+    gb::lens_result l = gb::logit_lens(r, m, {}, k, target);
+    const int T = l.n_tokens;
+    std::printf("logit lens at the last position (\"%s\"): top-%d at each residual point\n",
+                visible(r.pieces[T - 1]).c_str(), std::min(k, 3));
+    for (int p = 0; p < l.n_points; p++) {
+        std::printf("  %-9s", l.points[p].c_str());
+        for (int j = 0; j < std::min(k, 3); j++) {
+            const size_t o = ((size_t)p * T + T - 1) * k + j;
+            std::printf("  %-14s %.3f", quoted(m, l.top_ids[o]).c_str(), l.top_probs[o]);
+        }
+        std::printf("   p(%s) = %.3f\n", quoted(m, l.target_ids[T - 1]).c_str(), l.target_prob[(size_t)p * T + T - 1]);
+    }
+    write_outputs(a, gb::lens_json(l, r, m.tok), [&](const std::string& d) { gb::write_lens_npy(d, l); });
+    return 0;
+}
+
+int cmd_attribute(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> ids = analysis_prompt(m, a);
+    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
+    const int T = (int)ids.size();
+    const int pos = (int)parse_int(a.get("position", std::to_string(T - 1)), "--position", 0, T - 1);
+    gb::record r = analysis_run(m, ids, a);
+    gb::attribution at = gb::attribute(r, m, {}, target, contrast, pos);
+    std::printf("direct logit attribution of logit(%s)%s at position %d (\"%s\")\n", quoted(m, target).c_str(),
+                contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", pos, visible(r.pieces[pos]).c_str());
+    // the largest components, by magnitude
+    std::vector<std::pair<double, std::string>> parts{{at.embed, "embeddings"}, {at.bias, "final norm bias"}};
+    for (int l = 0; l < at.n_layer; l++) {
+        parts.push_back({at.mlp[l], "L" + std::to_string(l) + " mlp"});
+        if (at.attn_bias[l] != 0) parts.push_back({at.attn_bias[l], "L" + std::to_string(l) + " attn bias"});
+        for (int h = 0; h < at.n_head; h++)
+            parts.push_back({at.heads[(size_t)l * at.n_head + h], "head " + std::to_string(l) + "." + std::to_string(h)});
+    }
+    std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return std::fabs(x.first) > std::fabs(y.first); });
+    for (size_t i = 0; i < parts.size() && i < 12; i++) std::printf("  %-16s %+9.4f\n", parts[i].second.c_str(), parts[i].first);
+    std::printf("  sum of components %+.6f, the run's logit difference %+.6f (residual %.2g)\n", at.sum(), at.total,
+                at.total - at.sum());
+    write_outputs(a, gb::attribution_json(at, m.tok), [&](const std::string& d) { gb::write_attribution_npy(d, at); });
+    return 0;
+}
+
+int cmd_heads(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> ids;
+    if (a.has("repeat-random")) {
+        if (a.has("prompt")) throw usage_error("give --prompt or --repeat-random, not both");
+        const int n = (int)parse_int(a.get("repeat-random"), "--repeat-random", 1, 1 << 20);
+        const bool bos = a.has("bos") || m.tok.add_bos;
+        if (a.has("bos") && m.tok.bos_id < 0) throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
+        if (2 * n + (bos && m.tok.bos_id >= 0) > m.config.n_ctx)
+            throw gb::error("--repeat-random " + std::to_string(n) + ": twice that is longer than the model's context (" +
+                            std::to_string(m.config.n_ctx) + ")");
+        const uint64_t seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+        ids = gb::repeated_random_tokens(m.tok, m.config.vocab_size, n, seed, bos);
+    } else {
+        if (a.has("seed")) throw usage_error("--seed goes with --repeat-random");
+        ids = analysis_prompt(m, a);
+    }
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    gb::record r;
+    gb::run_forward(r, m, ids, {}, opt);
+    gb::head_scores s = gb::score_heads(r);
+    std::printf("%d tokens%s; the highest-scoring heads (layer.head):\n", r.n_tokens,
+                a.has("repeat-random") ? " (random tokens, repeated)" : "");
+    for (int k = 0; k < gb::SCORE_COUNT; k++) {
+        const gb::head_score_kind kind = (gb::head_score_kind)k;
+        std::vector<int> order;
+        for (int i = 0; i < s.n_layer * s.n_head; i++)
+            if (std::isfinite(s.score[k][i])) order.push_back(i);
+        // entropy: the most focused heads (lowest) are the interesting ones
+        std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+            return kind == gb::SCORE_ENTROPY ? s.score[k][x] < s.score[k][y] : s.score[k][x] > s.score[k][y];
+        });
+        std::printf("  %-16s", gb::head_score_name(kind));
+        if (order.empty()) std::printf(" (undefined: no token occurs twice)");
+        for (size_t i = 0; i < order.size() && i < 5; i++)
+            std::printf("  %d.%d %.3f", order[i] / s.n_head, order[i] % s.n_head, s.score[k][order[i]]);
+        std::printf("\n");
+    }
+    write_outputs(a, gb::head_scores_json(s, r), [&](const std::string& d) { gb::write_head_scores_npy(d, s); });
+    return 0;
+}
+
+int cmd_patch(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> clean = analysis_prompt(m, a), corrupt = analysis_prompt(m, a, "corrupt");
+    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
+    gb::patch_options po;
+    po.attention = choose_backend(a);
+    gb::patch_result p = gb::activation_patching(m, clean, corrupt, target, contrast, po);
+    const int T = p.n_tokens;
+    std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
+                contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", p.clean, p.corrupt);
+    std::printf("%d patched runs in %.0f ms; normalized (1 = the clean answer is back):\n", p.runs, p.ms);
+    const std::vector<std::string> labels = gb::resid_labels(p.n_layer);
+    for (int pt = 0; pt < 2 * p.n_layer + 1; pt++) { // the position where patching matters most at each point
+        int best = 0;
+        for (int t = 1; t < T; t++)
+            if (std::fabs(p.resid_normalized[(size_t)pt * T + t]) > std::fabs(p.resid_normalized[(size_t)pt * T + best])) best = t;
+        std::printf("  %-9s best position %2d (\"%s\") %+.3f\n", labels[pt].c_str(), best, visible(gb::token_text(m.tok, clean[best])).c_str(),
+                    p.resid_normalized[(size_t)pt * T + best]);
+    }
+    std::vector<int> order(p.heads.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = (int)i;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return std::fabs(p.heads_normalized[x]) > std::fabs(p.heads_normalized[y]); });
+    std::printf("  heads:");
+    for (size_t i = 0; i < order.size() && i < 6; i++)
+        std::printf("  %d.%d %+.3f", order[i] / p.n_head, order[i] % p.n_head, p.heads_normalized[order[i]]);
+    std::printf("\n");
+    write_outputs(a, gb::patch_json(p, m.tok, clean, corrupt), [&](const std::string& d) { gb::write_patch_npy(d, p); });
     return 0;
 }
 
@@ -515,10 +703,14 @@ int main(int argc, char** argv) {
         if (a.command == "run") return cmd_run(a);
         if (a.command == "generate") return cmd_generate(a);
         if (a.command == "tokenize") return cmd_tokenize(a);
+        if (a.command == "lens") return cmd_lens(a);
+        if (a.command == "attribute") return cmd_attribute(a);
+        if (a.command == "heads") return cmd_heads(a);
+        if (a.command == "patch") return cmd_patch(a);
         if (a.command == "bench") return cmd_bench(a);
         if (a.command == "make-random") return cmd_make_random(a);
         if (a.command == "info") return cmd_info(a);
-        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, bench, make-random, info)");
+        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());
         return 2;

@@ -1,0 +1,138 @@
+// JSON and .npy output of the analyses.
+#include "analysis_json.h"
+
+#include <cmath>
+
+#include "export.h"
+
+namespace gb {
+
+using json = nlohmann::json;
+
+// v [rows][cols] as nested arrays, NaN as null
+template <class T>
+static json grid(const T* v, int rows, int cols) {
+    json out = json::array();
+    for (int r = 0; r < rows; r++) {
+        json row = json::array();
+        for (int c = 0; c < cols; c++) {
+            const double x = (double)v[(size_t)r * cols + c];
+            row.push_back(std::isfinite(x) ? json(x) : json());
+        }
+        out.push_back(row);
+    }
+    return out;
+}
+
+static json tokens_json(const std::vector<int>& ids, const tokenizer& tok) {
+    json out = json::array();
+    for (int id : ids) out.push_back({{"id", id}, {"text", token_text(tok, id)}});
+    return out;
+}
+
+static json token_ref(int id, const tokenizer& tok) {
+    return id < 0 ? json() : json{{"id", id}, {"text", token_text(tok, id)}};
+}
+
+json lens_json(const lens_result& l, const record& r, const tokenizer& tok) {
+    json ids = json::array(), probs = json::array();
+    for (int p = 0; p < l.n_points; p++) {
+        json pi = json::array(), pp = json::array();
+        for (int t = 0; t < l.n_tokens; t++) {
+            const size_t o = ((size_t)p * l.n_tokens + t) * l.k;
+            pi.push_back(std::vector<int>(l.top_ids.begin() + o, l.top_ids.begin() + o + l.k));
+            pp.push_back(std::vector<float>(l.top_probs.begin() + o, l.top_probs.begin() + o + l.k));
+        }
+        ids.push_back(pi);
+        probs.push_back(pp);
+    }
+    return {{"points", l.points},
+            {"tokens", tokens_json(r.tokens, tok)},
+            {"top_ids", ids},
+            {"top_probs", probs},
+            {"target_ids", l.target_ids},
+            {"target_prob", grid(l.target_prob.data(), l.n_points, l.n_tokens)}};
+}
+
+json attribution_json(const attribution& a, const tokenizer& tok) {
+    return {{"position", a.position},
+            {"target", token_ref(a.target, tok)},
+            {"contrast", token_ref(a.contrast, tok)},
+            {"heads", grid(a.heads.data(), a.n_layer, a.n_head)},
+            {"attn_bias", a.attn_bias},
+            {"mlp", a.mlp},
+            {"embed", a.embed},
+            {"bias", a.bias},
+            {"total", a.total},
+            {"sum", a.sum()},
+            {"residual", a.total - a.sum()}};
+}
+
+json head_scores_json(const head_scores& s, const record& r) {
+    json j;
+    for (int k = 0; k < SCORE_COUNT; k++) j[head_score_name((head_score_kind)k)] = grid(s.score[k].data(), s.n_layer, s.n_head);
+    j["induction_positions"] = s.n_induction_positions;
+    j["tokens"] = r.tokens;
+    j["pieces"] = r.pieces;
+    return j;
+}
+
+json patch_json(const patch_result& p, const tokenizer& tok, const std::vector<int>& clean, const std::vector<int>& corrupt) {
+    const int P = 2 * p.n_layer + 1;
+    json j = {{"target", token_ref(p.target, tok)},
+              {"contrast", token_ref(p.contrast, tok)},
+              {"clean", p.clean},
+              {"corrupt", p.corrupt},
+              {"points", resid_labels(p.n_layer)},
+              {"clean_tokens", tokens_json(clean, tok)},
+              {"corrupt_tokens", tokens_json(corrupt, tok)},
+              {"runs", p.runs},
+              {"ms", p.ms},
+              {"complete", p.complete}};
+    json norm = json::object();
+    if (!p.resid.empty()) {
+        j["resid"] = grid(p.resid.data(), P, p.n_tokens);
+        norm["resid"] = grid(p.resid_normalized.data(), P, p.n_tokens);
+    }
+    if (!p.heads.empty()) {
+        j["heads"] = grid(p.heads.data(), p.n_layer, p.n_head);
+        norm["heads"] = grid(p.heads_normalized.data(), p.n_layer, p.n_head);
+    }
+    j["normalized"] = norm;
+    return j;
+}
+
+void write_lens_npy(const std::string& dir, const lens_result& l) {
+    make_dir(dir);
+    std::vector<int32_t> ids(l.top_ids.begin(), l.top_ids.end());
+    write_npy(dir + "/lens_top_ids.npy", {l.n_points, l.n_tokens, l.k}, ids.data());
+    write_npy(dir + "/lens_top_probs.npy", {l.n_points, l.n_tokens, l.k}, l.top_probs.data());
+    write_npy(dir + "/lens_target_prob.npy", {l.n_points, l.n_tokens}, l.target_prob.data());
+}
+
+void write_attribution_npy(const std::string& dir, const attribution& a) {
+    make_dir(dir);
+    write_npy(dir + "/attribution_heads.npy", {a.n_layer, a.n_head}, a.heads.data());
+}
+
+void write_head_scores_npy(const std::string& dir, const head_scores& s) {
+    make_dir(dir);
+    std::vector<float> all;
+    for (int k = 0; k < SCORE_COUNT; k++) all.insert(all.end(), s.score[k].begin(), s.score[k].end());
+    write_npy(dir + "/head_scores.npy", {SCORE_COUNT, s.n_layer, s.n_head}, all.data());
+}
+
+void write_patch_npy(const std::string& dir, const patch_result& p) {
+    make_dir(dir);
+    const int P = 2 * p.n_layer + 1;
+    if (!p.resid.empty()) {
+        write_npy(dir + "/patch_resid.npy", {P, p.n_tokens}, p.resid.data());
+        write_npy(dir + "/patch_resid_normalized.npy", {P, p.n_tokens}, p.resid_normalized.data());
+    }
+    if (!p.heads.empty()) {
+        write_npy(dir + "/patch_heads.npy", {p.n_layer, p.n_head}, p.heads.data());
+        write_npy(dir + "/patch_heads_normalized.npy", {p.n_layer, p.n_head}, p.heads_normalized.data());
+    }
+}
+
+} // namespace gb

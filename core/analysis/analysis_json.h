@@ -1,0 +1,33 @@
+// The analyses' results as JSON (the CLI's --json files, the app's export) and as NumPy arrays.
+// Keys are a contract (README "Analyses"); NaN (an undefined score) is written as null.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/attribution.h"
+#include "analysis/head_scores.h"
+#include "analysis/lens.h"
+#include "analysis/patching.h"
+#include "model.h"
+#include "record.h"
+
+namespace gb {
+
+// {"points", "top_ids" [P][T][K], "top_probs" [P][T][K], "target_prob" [P][T], "target_ids" [T], "tokens"}
+nlohmann::json lens_json(const lens_result& l, const record& r, const tokenizer& tok);
+// {"heads" [L][H], "attn_bias" [L], "mlp" [L], "embed", "bias", "total", "sum", "residual", "position", "target", "contrast"}
+nlohmann::json attribution_json(const attribution& a, const tokenizer& tok);
+// {"prev_token", "first_token", "induction", "duplicate_token", "entropy": [L][H] each (null where undefined), "tokens"}
+nlohmann::json head_scores_json(const head_scores& s, const record& r);
+// {"clean", "corrupt", "resid" [2L+1][T], "heads" [L][H], "normalized": {"resid", "heads"}, "points", "target", "contrast", ...}
+nlohmann::json patch_json(const patch_result& p, const tokenizer& tok, const std::vector<int>& clean, const std::vector<int>& corrupt);
+
+// .npy files in dir (created if needed): lens_top_ids int32 [P,T,K], lens_top_probs, lens_target_prob [P,T];
+// attribution_heads float64 [L,H]; head_scores float32 [5,L,H] (order of head_score_kind, NaN where undefined);
+// patch_resid [P,T], patch_heads [L,H] and their *_normalized twins.
+void write_lens_npy(const std::string& dir, const lens_result& l);
+void write_attribution_npy(const std::string& dir, const attribution& a);
+void write_head_scores_npy(const std::string& dir, const head_scores& s);
+void write_patch_npy(const std::string& dir, const patch_result& p);
+
+} // namespace gb

@@ -1,0 +1,138 @@
+// Activation patching over the residual stream and the heads, resuming the corrupt run from each patch's layer.
+#include "patching.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "error.h"
+#include "forward.h"
+
+namespace gb {
+
+patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                                 int target, int contrast, const patch_options& opt,
+                                 const std::function<bool(float)>& progress) {
+    const auto t_start = std::chrono::steady_clock::now();
+    const model_config& c = m.config;
+    const int L = c.n_layer, H = c.n_head, d = c.d_model, dh = c.d_head, T = (int)clean.size(), P = 2 * L + 1;
+    const int V = c.vocab_size;
+    if (clean.empty() || corrupt.empty()) throw error("activation patching needs two non-empty prompts");
+    if (clean.size() != corrupt.size())
+        throw error("the clean prompt has " + std::to_string(clean.size()) + " tokens and the corrupted one " +
+                    std::to_string(corrupt.size()) + ": patching needs prompts of the same length");
+    if (T > c.n_ctx)
+        throw error("prompt too long: " + std::to_string(T) + " tokens, the model's context is " + std::to_string(c.n_ctx));
+    if (target < 0 || target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
+    if (contrast >= V) throw error("contrast id " + std::to_string(contrast) + " is outside the vocabulary");
+
+    // every run computes only the metric's logits
+    forward_options base;
+    base.interventions = ablation_interventions(opt.ab, c);
+    base.attention = opt.attention;
+    base.logit_ids = {target};
+    if (contrast >= 0) base.logit_ids.push_back(contrast);
+    auto metric = [&](const std::vector<float>& lg) { return (double)lg[0] - (contrast >= 0 ? (double)lg[1] : 0.0); };
+
+    forward_options keep = base;
+    keep.keep.points = opt.heads ? hook_bit(HOOK_Z) : 0;
+    keep.keep.resid_stream = true;
+    keep.keep.resid_norms = false;
+    record rc, rx;
+    forward_state sc, sx;
+    state_init(sc, c, T);
+    eval(rc.logits, &rc, sc, m, clean.data(), T, keep);
+    // the corrupt run keeps its keys and values: patched runs resume from it
+    state_init(sx, c, T);
+    sx.keep_cache = true;
+    eval(rx.logits, &rx, sx, m, corrupt.data(), T, keep);
+    const std::vector<float> k0 = sx.k_cache, v0 = sx.v_cache; // as the corrupt run left them
+    const size_t kv_w = (size_t)c.n_kv_head * dh;
+
+    patch_result out;
+    out.n_layer = L;
+    out.n_head = H;
+    out.n_tokens = T;
+    out.target = target;
+    out.contrast = contrast;
+    out.clean = metric(rc.logits);
+    out.corrupt = metric(rx.logits);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    out.resid.assign(opt.resid ? (size_t)P * T : 0, nan);
+    out.heads.assign(opt.heads ? (size_t)L * H : 0, nan);
+    const int total = (opt.resid ? P * T : 0) + (opt.heads ? L * H : 0);
+    int done = 0;
+    auto step = [&] { return !progress || progress((float)++done / std::max(1, total)); };
+
+    // one patched run: resume the corrupt run at residual point p for positions t0.., with iv, then put back the
+    // cache rows it overwrote (layers from first_layer on, positions from t0 on)
+    std::vector<float> lg;
+    auto patched = [&](int p, int t0, const intervention& iv) {
+        forward_options o = base;
+        o.interventions.push_back(iv);
+        o.start_point = p;
+        o.start_resid = rx.resid(p) + (size_t)t0 * d;
+        sx.n_past = t0;
+        eval(lg, nullptr, sx, m, corrupt.data() + t0, T - t0, o);
+        const int first_layer = p / 2; // point 2l+1 resumes inside layer l, whose keys it does not rewrite
+        for (int l = first_layer; l < L; l++) {
+            const size_t at = ((size_t)l * sx.n_ctx + t0) * kv_w, n = (size_t)(T - t0) * kv_w;
+            std::memcpy(&sx.k_cache[at], &k0[at], n * sizeof(float));
+            std::memcpy(&sx.v_cache[at], &v0[at], n * sizeof(float));
+        }
+        out.runs++;
+        return metric(lg);
+    };
+
+    for (int p = 0; opt.resid && out.complete && p < P; p++) {
+        intervention iv{INTERVENE_SET, HOOK_RESID_PRE, 0};
+        resid_point_hook(p, iv.point, iv.layer);
+        for (int t = 0; t < T; t++) {
+            const float* want = rc.resid(p) + (size_t)t * d;
+            // where the two streams agree (every position before the prompts first differ) nothing changes
+            if (std::memcmp(want, rx.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
+                out.resid[(size_t)p * T + t] = (float)out.corrupt;
+            } else {
+                iv.position = t;
+                iv.values = want;
+                out.resid[(size_t)p * T + t] = (float)patched(p, t, iv);
+            }
+            if (!step()) {
+                out.complete = false;
+                break;
+            }
+        }
+    }
+    std::vector<float> zh((size_t)T * dh); // one head's clean z, [T][dh]
+    for (int l = 0; opt.heads && out.complete && l < L; l++)
+        for (int h = 0; h < H; h++) {
+            const float* zc = rc.get(HOOK_Z, l);
+            const float* zx = rx.get(HOOK_Z, l);
+            bool same = true;
+            for (int t = 0; t < T; t++) {
+                std::memcpy(&zh[(size_t)t * dh], zc + ((size_t)t * H + h) * dh, dh * sizeof(float));
+                same = same && std::memcmp(&zh[(size_t)t * dh], zx + ((size_t)t * H + h) * dh, dh * sizeof(float)) == 0;
+            }
+            intervention iv{INTERVENE_SET, HOOK_Z, l};
+            iv.head = h;
+            iv.values = zh.data();
+            out.heads[(size_t)l * H + h] = same ? (float)out.corrupt : (float)patched(2 * l, 0, iv);
+            if (!step()) {
+                out.complete = false;
+                break;
+            }
+        }
+    const double span = out.clean - out.corrupt;
+    auto normalize = [&](const std::vector<float>& v) {
+        std::vector<float> n(v.size());
+        for (size_t i = 0; i < v.size(); i++) n[i] = span != 0 ? (float)((v[i] - out.corrupt) / span) : nan;
+        return n;
+    };
+    out.resid_normalized = normalize(out.resid);
+    out.heads_normalized = normalize(out.heads);
+    out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+    return out;
+}
+
+} // namespace gb

@@ -1,0 +1,41 @@
+// Activation patching: run a corrupted prompt, put back one activation from the clean prompt, and see how much
+// of the clean answer returns. Metric: logit(target) - logit(contrast) at the last position.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "ablation.h"
+#include "attention.h"
+#include "model.h"
+
+namespace gb {
+
+struct patch_options {
+    bool resid = true;         // the residual stream at every (point, position)
+    bool heads = true;         // every head's z at every position
+    ablation ab;               // applied to every run (clean, corrupt, patched)
+    attention_fn attention;    // empty = CPU
+};
+
+struct patch_result {
+    int n_layer = 0, n_head = 0, n_tokens = 0;
+    int target = 0, contrast = -1;
+    double clean = 0, corrupt = 0;  // the metric on each prompt
+    std::vector<float> resid;       // [2L+1][T] metric with the stream at (point, position) from the clean run
+    std::vector<float> heads;       // [L][H] metric with that head's z at every position from the clean run
+    std::vector<float> resid_normalized, heads_normalized; // (patched - corrupt) / (clean - corrupt); NaN if clean == corrupt
+    int runs = 0;                   // patched runs computed (the rest equal the corrupt run: nothing differed there)
+    double ms = 0;
+    bool complete = true;           // false when progress asked to stop (the arrays hold what was done, NaN elsewhere)
+};
+
+// clean and corrupt must have the same length (else gb::error naming both lengths). The clean run's stream and z
+// and the corrupt run's stream and keys/values are kept; a patch at residual point p (layer l) resumes the
+// corrupt run there, so layers before l are never recomputed, and positions before the patched one are read
+// from the corrupt run's cache (a causal model cannot see the patch there). progress (may be empty) gets the
+// fraction done and returns false to stop.
+patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                                 int target, int contrast, const patch_options& opt,
+                                 const std::function<bool(float)>& progress = {});
+
+} // namespace gb
