@@ -5,9 +5,57 @@
 #include <cmath>
 
 #include "error.h"
+#include "lanes.h"
 #include "ops.h"
+#include "simd_math.h"
 
 namespace gb {
+
+// sum over v of e^(lg[v] - mx) (in double, NaN counting as -inf), mx = the largest logit (0 when none is finite):
+// one vectorised pass for the maximum and one for the exponentials, which dominate the lens after the LM head.
+static double softmax_sum(const float* lg, int V, float& mx) {
+    avec mv = avec{} - INFINITY;
+    int v = 0;
+    for (; v + AL <= V; v += AL) {
+        const avec x = *(const avec*)(lg + v);
+        mv = x > mv ? x : mv; // NaN compares false: skipped
+    }
+    mx = -INFINITY;
+    for (int l = 0; l < AL; l++) mx = std::max(mx, mv[l]);
+    for (; v < V; v++)
+        if (lg[v] > mx) mx = lg[v];
+    if (!std::isfinite(mx)) {
+        mx = 0;
+        return 0; // all NaN / -inf, or +inf somewhere: callers fall back to uniform
+    }
+    double sum = 0;
+    avec acc = {};
+    for (v = 0; v + AL <= V; v += AL) {
+        const avec x = *(const avec*)(lg + v);
+        const avec e = exp_lanes(x - mx);
+        acc += x == x ? e : avec{}; // NaN lanes add nothing
+    }
+    for (int l = 0; l < AL; l++) sum += acc[l];
+    for (; v < V; v++)
+        if (!std::isnan(lg[v])) sum += std::exp((double)lg[v] - mx);
+    return sum;
+}
+
+// ids [k] of the k largest logits, largest first, ties to the lower id, NaN last: one pass keeping a sorted list
+static void top_k_ids(int* ids, const float* lg, int V, int k) {
+    auto before = [&](int a, int b) { // a ranks before b
+        const bool na = std::isnan(lg[a]), nb = std::isnan(lg[b]);
+        if (na != nb) return nb;
+        return lg[a] != lg[b] && !na ? lg[a] > lg[b] : a < b;
+    };
+    int n = 0;
+    for (int v = 0; v < V; v++) {
+        if (n == k && !before(v, ids[k - 1])) continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && before(v, ids[j - 1])) ids[j] = ids[j - 1], j--;
+        ids[j] = v;
+    }
+}
 
 lens_result logit_lens(const record& r, const model& m, const ablation& ab, int k, int target,
                        const std::function<bool(float)>& progress) {
@@ -31,8 +79,6 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
     const bool identity = ab.no_layernorm.covers_all(L);
     const int chunk = std::max(1, std::min(T, (int)((64u << 20) / (sizeof(float) * (size_t)V)))); // rows of logits at once
     std::vector<float> xn((size_t)chunk * d), logits((size_t)chunk * V);
-    std::vector<double> prob(V);
-    std::vector<int> idx(V);
     gemm_scratch gs;
     // the last point first: its top-1 is each position's default target
     for (int step = 0; step < P; step++) {
@@ -42,23 +88,21 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
             norm_forward(xn.data(), r.resid(p) + (size_t)t0 * d, identity ? nullptr : &m.weights.normf_g,
                          &m.weights.normf_b, arch.norm, c.norm_eps, rows, d);
             lm_head_forward(logits.data(), xn.data(), rows, m, gs);
+#pragma omp parallel for schedule(dynamic, 4) if (rows > 1 && (int64_t)rows * V >= (1 << 16))
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i;
                 const float* lg = &logits[(size_t)i * V];
-                // softmax in double; NaN counts as -inf so that a broken model still ranks something
-                double mx = -INFINITY;
-                for (int v = 0; v < V; v++)
-                    if (!std::isnan(lg[v])) mx = std::max(mx, (double)lg[v]);
-                double sum = 0;
-                for (int v = 0; v < V; v++) sum += prob[v] = std::isnan(lg[v]) || !std::isfinite(mx) ? 0.0 : std::exp(lg[v] - mx);
-                for (int v = 0; v < V; v++) prob[v] = sum > 0 ? prob[v] / sum : 1.0 / V;
-                for (int v = 0; v < V; v++) idx[v] = v;
-                std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                                  [&](int a, int b) { return prob[a] != prob[b] ? prob[a] > prob[b] : a < b; });
-                const size_t o = ((size_t)p * T + t) * k;
-                for (int j = 0; j < k; j++) out.top_ids[o + j] = idx[j], out.top_probs[o + j] = (float)prob[idx[j]];
-                if (p == P - 1 && target < 0) out.target_ids[t] = idx[0];
-                out.target_prob[(size_t)p * T + t] = (float)prob[out.target_ids[t]];
+                float mx;
+                const double sum = softmax_sum(lg, V, mx);
+                // the k largest logits are the k most probable tokens (ties: the lower id)
+                int* ids = &out.top_ids[((size_t)p * T + t) * k];
+                top_k_ids(ids, lg, V, k);
+                auto prob = [&](int v) {
+                    return sum > 0 && !std::isnan(lg[v]) ? (float)(std::exp((double)lg[v] - mx) / sum) : (sum > 0 ? 0.0f : 1.0f / V);
+                };
+                for (int j = 0; j < k; j++) out.top_probs[((size_t)p * T + t) * k + j] = prob(ids[j]);
+                if (p == P - 1 && target < 0) out.target_ids[t] = ids[0];
+                out.target_prob[(size_t)p * T + t] = prob(out.target_ids[t]);
             }
         }
         if (progress && !progress((float)(step + 1) / P)) {

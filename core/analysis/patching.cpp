@@ -93,6 +93,10 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
             // where the two streams agree (every position before the prompts first differ) nothing changes
             if (std::memcmp(want, rx.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
                 out.resid[(size_t)p * T + t] = (float)out.corrupt;
+            } else if (p > 0 && p % 2 == 0) {
+                // after the MLP of layer l: the MLP acts on each position alone, so the stream after patching
+                // position t after the attention of l is this one already (the run at point p - 1)
+                out.resid[(size_t)p * T + t] = out.resid[(size_t)(p - 1) * T + t];
             } else {
                 iv.position = t;
                 iv.values = want;

@@ -32,8 +32,10 @@ struct patch_result {
 // clean and corrupt must have the same length (else gb::error naming both lengths). The clean run's stream and z
 // and the corrupt run's stream and keys/values are kept; a patch at residual point p (layer l) resumes the
 // corrupt run there, so layers before l are never recomputed, and positions before the patched one are read
-// from the corrupt run's cache (a causal model cannot see the patch there). progress (may be empty) gets the
-// fraction done and returns false to stop.
+// from the corrupt run's cache (a causal model cannot see the patch there). Positions where the two streams
+// agree are not rerun, and the point after layer l's MLP shares the run after its attention (the MLP acts on
+// each position alone, so both patches give the same stream). progress (may be empty) gets the fraction done
+// and returns false to stop.
 patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                                  int target, int contrast, const patch_options& opt,
                                  const std::function<bool(float)>& progress = {});
