@@ -331,14 +331,16 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             at.visit(HOOK_Z, l, s.att_out.data(), n, H * dh, H * dh);
             tm.attention_ms += ms_since(t0);
             t0 = clock_type::now();
-            if (plan.at(HOOK_HEAD_OUT, l)) { // per head, then summed: a change to one head's output reaches attn_out
+            // per head, then summed only when an intervention or hook changed a head's output: observing head_out
+            // (a read-only hook, the record) keeps attn_out the one product, so it never changes the run's numbers
+            bool heads_changed = false;
+            if (plan.at(HOOK_HEAD_OUT, l)) {
                 grow(s.head_out, (size_t)n * H * d);
                 head_outputs(s.head_out.data(), s.att_out.data(), H * dh, lw.w_o, n, H, dh, s.blocks, s.gemm);
-                at.visit(HOOK_HEAD_OUT, l, s.head_out.data(), n, H * d, H * d);
-                sum_heads(s.att.data(), s.head_out.data(), lw.b_o, n, H, d);
-            } else {
-                gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.gemm);
+                heads_changed = at.visit(HOOK_HEAD_OUT, l, s.head_out.data(), n, H * d, H * d);
             }
+            if (heads_changed) sum_heads(s.att.data(), s.head_out.data(), lw.b_o, n, H, d);
+            else gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.gemm);
             tm.matmul_ms += ms_since(t0);
             t0 = clock_type::now();
             at.visit(HOOK_ATTN_OUT, l, s.att.data(), n, d, d);
@@ -375,6 +377,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     const float* x_out = x + (size_t)(n - n_out) * d;
     norm_forward(s.xn.data(), x_out, plan.identity_norm[L] ? nullptr : &w.normf_g, &w.normf_b, arch.norm, c.norm_eps,
                  n_out, d);
+    // the final points' rows are the last n_out positions: their first row's position is pos0 of the hook tensors
+    // there (interventions by position and hooks read it)
+    at.pos0 = n0 + n - n_out;
     at.visit(HOOK_FINAL_NORM, L, s.xn.data(), n_out, d, d);
     tm.rest_ms += ms_since(t0);
     t0 = clock_type::now();

@@ -63,7 +63,9 @@ struct hook_tensor {
 
 // A callback at one point: it may read the tensor and may overwrite it in place. It returns true when it
 // wrote: the forward then redoes what it derived from the tensor inside the same sublayer (a changed pattern
-// re-weights the values into z). Other points are read by the next op as they are.
+// re-weights the values into z; changed head outputs are summed into attn_out, which otherwise stays W_o's one
+// product, so that observing a point never changes the run's numbers). Other points are read by the next op
+// as they are.
 using hook_fn = std::function<bool(hook_tensor&)>;
 struct hook {
     hook_point point;

@@ -62,6 +62,7 @@ head_scores score_heads(const record& r) {
 std::vector<int> repeated_random_tokens(const tokenizer& tok, int vocab, int n, uint64_t seed, bool bos) {
     if (n < 1) throw error("--repeat-random: expected at least 1 token, got " + std::to_string(n));
     std::unordered_set<int> special{tok.bos_id, tok.eos_id};
+    if (auto unk = tok.ids.find("<unk>"); unk != tok.ids.end()) special.insert(unk->second); // SentencePiece, llama2.c
     for (const std::string& sp : tok.specials) {
         auto it = tok.ids.find(sp);
         if (it != tok.ids.end()) special.insert(it->second);

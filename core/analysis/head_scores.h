@@ -30,7 +30,7 @@ struct head_scores {
 //   entropy         mean over i of -sum_j A[i][j] ln A[i][j] (nats)
 head_scores score_heads(const record& r);
 
-// The standard induction test prompt: n random token ids (not BOS, EOS or other special tokens) repeated twice,
+// The standard induction test prompt: n random token ids (not BOS, EOS, <unk> or other special tokens) repeated twice,
 // after BOS when bos is true. Deterministic for a seed on every platform.
 std::vector<int> repeated_random_tokens(const tokenizer& tok, int vocab, int n, uint64_t seed, bool bos);
 

@@ -24,9 +24,9 @@ static double softmax_sum(const float* lg, int V, float& mx) {
     for (int l = 0; l < AL; l++) mx = std::max(mx, mv[l]);
     for (; v < V; v++)
         if (lg[v] > mx) mx = lg[v];
-    if (!std::isfinite(mx)) {
-        mx = 0;
-        return 0; // all NaN / -inf, or +inf somewhere: callers fall back to uniform
+    if (!std::isfinite(mx)) { // +inf somewhere (those share the mass), or all NaN / -inf (uniform): the caller's
+        mx = mx > 0 ? INFINITY : 0.0f;
+        return 0;
     }
     double sum = 0;
     avec acc = {};
@@ -97,8 +97,14 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
                 // the k largest logits are the k most probable tokens (ties: the lower id)
                 int* ids = &out.top_ids[((size_t)p * T + t) * k];
                 top_k_ids(ids, lg, V, k);
-                auto prob = [&](int v) {
-                    return sum > 0 && !std::isnan(lg[v]) ? (float)(std::exp((double)lg[v] - mx) / sum) : (sum > 0 ? 0.0f : 1.0f / V);
+                // as compare.h's clean_logits: NaN counts as -inf; +inf logits share all the mass; none finite: uniform
+                int n_inf = 0;
+                if (mx == INFINITY)
+                    for (int v = 0; v < V; v++) n_inf += lg[v] == INFINITY;
+                auto prob = [&](int v) -> float {
+                    if (n_inf) return lg[v] == INFINITY ? 1.0f / n_inf : 0.0f;
+                    if (sum > 0) return std::isnan(lg[v]) ? 0.0f : (float)(std::exp((double)lg[v] - mx) / sum);
+                    return 1.0f / V;
                 };
                 for (int j = 0; j < k; j++) out.top_probs[((size_t)p * T + t) * k + j] = prob(ids[j]);
                 if (p == P - 1 && target < 0) out.target_ids[t] = ids[0];

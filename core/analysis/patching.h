@@ -24,7 +24,8 @@ struct patch_result {
     std::vector<float> resid;       // [2L+1][T] metric with the stream at (point, position) from the clean run
     std::vector<float> heads;       // [L][H] metric with that head's z at every position from the clean run
     std::vector<float> resid_normalized, heads_normalized; // (patched - corrupt) / (clean - corrupt); NaN if clean == corrupt
-    int runs = 0;                   // patched runs computed (the rest equal the corrupt run: nothing differed there)
+    int runs = 0;                   // patched runs computed (the rest were not rerun: the corrupt value where nothing
+                                    // differed, the run after the attention for the point after an MLP)
     double ms = 0;
     bool complete = true;           // false when progress asked to stop (the arrays hold what was done, NaN elsewhere)
 };

@@ -4,13 +4,14 @@
 #include <vector>
 
 #include "forward.h"
+#include "ref_trace.h"
 #include "tiny_model.h"
 
-struct ref_result {
-    std::vector<double> logits;     // [T][V]
-    std::vector<double> attention;  // [L][H][T][T]
-    std::vector<double> resid_norm; // [2L+1][T]
-};
+// logits [T][V], attention [L][H][T][T], resid_norm [2L+1][T], and every intermediate (ref_trace.h)
+using ref_result = ref_trace;
 
-// GPT-2 block as HF computes it, with the ablation contract from the README.
-ref_result reference_forward(const tiny_model& tm, const std::vector<int>& tokens, const gb::ablation& ab);
+// GPT-2 block as HF computes it, with the ablation contract from the README; opt patches or edits the run.
+ref_result reference_forward(const tiny_model& tm, const std::vector<int>& tokens, const gb::ablation& ab,
+                             const ref_options& opt = {});
+// ln_f and the unembedding (lm_head or wte) in double, and each layer's c_proj bias.
+ref_readout reference_readout(const tiny_model& tm);

@@ -48,7 +48,7 @@ tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s) 
                         : k == "wk" || k == "wv"        ? (size_t)kv * d
                                                         : (size_t)ff * d;
             bool norm = k.rfind("rms", 0) == 0;
-            put(gen(n, sz, norm ? 1.0f : 0.0f, norm ? 0.1f : 0.25f));
+            put(gen(n, sz, norm ? 1.0f : 0.0f, norm ? 0.1f : s.std));
         }
     put(gen("rms_final", d, 1.0f, 0.1f));
     put(std::vector<float>((size_t)s.seq_len * (d / s.n_head), 0.5f)); // unused RoPE tables
@@ -114,116 +114,154 @@ double reference_rope_freq(const tiny_llama_spec& s, int pair) {
     return base;
 }
 
-llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab) {
+llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab,
+                          const ref_options& opt) {
     const tiny_llama_spec& s = m.spec;
     const int n = (int)tokens.size(), d = s.dim, H = s.n_head, KV = s.n_kv_head, dh = d / H, L = s.n_layer, V = s.vocab;
     const int ff = s.hidden, kvd = KV * dh;
+    using vec = std::vector<double>;
     auto W = [&](const std::string& k, int l) -> const std::vector<float>& { return m.w.at(k + "." + std::to_string(l)); };
     llama_ref r;
-    r.attention.assign((size_t)L * H * n * n, 0);
-    r.resid_norm.assign((size_t)(2 * L + 1) * n, 0);
-    std::vector<std::vector<double>> x(n, std::vector<double>(d));
+    ref_points at(r, opt, L, n, d, dh);
+    // every tensor below is [T][width] row-major, as the hook points lay them out
+    vec x((size_t)n * d);
     for (int t = 0; t < n; t++)
-        for (int i = 0; i < d; i++) x[t][i] = m.w.at("emb")[(size_t)tokens[t] * d + i];
-    auto record = [&](int p) {
+        for (int i = 0; i < d; i++) x[(size_t)t * d + i] = m.w.at("emb")[(size_t)tokens[t] * d + i];
+    auto rms = [&](const vec& v, const std::vector<float>& g, bool off) { // per row of [T][d]
+        if (off) return v;
+        vec o(v.size());
         for (int t = 0; t < n; t++) {
             double ss = 0;
-            for (double v : x[t]) ss += v * v;
-            r.resid_norm[(size_t)p * n + t] = std::sqrt(ss);
+            for (int i = 0; i < d; i++) ss += v[(size_t)t * d + i] * v[(size_t)t * d + i];
+            double inv = 1.0 / std::sqrt(ss / d + 1e-5);
+            for (int i = 0; i < d; i++) o[(size_t)t * d + i] = v[(size_t)t * d + i] * inv * g[i];
         }
-    };
-    auto rms = [&](const std::vector<double>& v, const std::vector<float>& g, bool off) {
-        if (off) return v;
-        double ss = 0;
-        for (double e : v) ss += e * e;
-        double inv = 1.0 / std::sqrt(ss / v.size() + 1e-5);
-        std::vector<double> o(v.size());
-        for (size_t i = 0; i < v.size(); i++) o[i] = v[i] * inv * g[i];
         return o;
     };
-    auto matvec = [](const std::vector<float>& w, const std::vector<double>& v, int out, int in) { // w [out][in]
-        std::vector<double> o(out, 0);
-        for (int i = 0; i < out; i++)
-            for (int j = 0; j < in; j++) o[i] += (double)w[(size_t)i * in + j] * v[j];
+    auto matmul = [&](const std::vector<float>& w, const vec& v, int out, int in) { // w [out][in], v [T][in] -> [T][out]
+        vec o((size_t)n * out, 0);
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < out; i++)
+                for (int j = 0; j < in; j++) o[(size_t)t * out + i] += (double)w[(size_t)i * in + j] * v[(size_t)t * in + j];
         return o;
     };
-    auto rope = [&](std::vector<double>& v, int heads, int pos) { // pair p: (2p, 2p+1) as llama2.c, or (p, p + dh/2)
-        for (int h = 0; h < heads; h++)
-            for (int p = 0; p < dh / 2; p++) {
-                double a = pos * reference_rope_freq(s, p);
-                int i0 = s.rope_half ? p : 2 * p, i1 = s.rope_half ? p + dh / 2 : 2 * p + 1;
-                double x0 = v[h * dh + i0], x1 = v[h * dh + i1];
-                v[h * dh + i0] = x0 * std::cos(a) - x1 * std::sin(a);
-                v[h * dh + i1] = x0 * std::sin(a) + x1 * std::cos(a);
-            }
+    auto rope = [&](vec& v, int heads) { // pair p: (2p, 2p+1) as llama2.c, or (p, p + dh/2); row t at position t
+        for (int t = 0; t < n; t++)
+            for (int h = 0; h < heads; h++)
+                for (int p = 0; p < dh / 2; p++) {
+                    double a = t * reference_rope_freq(s, p);
+                    int i0 = s.rope_half ? p : 2 * p, i1 = s.rope_half ? p + dh / 2 : 2 * p + 1;
+                    double* row = &v[((size_t)t * heads + h) * dh];
+                    double x0 = row[i0], x1 = row[i1];
+                    row[i0] = x0 * std::cos(a) - x1 * std::sin(a);
+                    row[i1] = x0 * std::sin(a) + x1 * std::cos(a);
+                }
     };
-    auto add_bias = [&](std::vector<double>& v, const char* name, int l) {
+    auto add_bias = [&](vec& v, const char* name, int l) {
         if (!s.qkv_bias) return;
         const std::vector<float>& b = W(name, l);
-        for (size_t i = 0; i < v.size(); i++) v[i] += b[i];
+        for (size_t i = 0; i < v.size(); i++) v[i] += b[i % b.size()];
     };
-    record(0);
+    at.at(gb::HOOK_RESID_PRE, 0, x);
     for (int l = 0; l < L; l++) {
         bool no_norm = in_set(ab.no_layernorm, l), no_res = in_set(ab.no_residual, l), no_attn = in_set(ab.no_attention, l);
-        std::vector<std::vector<double>> q(n), k(n), v(n);
-        for (int t = 0; t < n; t++) {
-            auto h = rms(x[t], W("rms_att", l), no_norm);
-            q[t] = matvec(W("wq", l), h, d, d);
-            k[t] = matvec(W("wk", l), h, kvd, d);
-            v[t] = matvec(W("wv", l), h, kvd, d);
-            add_bias(q[t], "bq", l), add_bias(k[t], "bk", l), add_bias(v[t], "bv", l);
-            rope(q[t], H, t);
-            rope(k[t], KV, t);
-        }
-        for (int t = 0; t < n; t++) {
-            std::vector<double> heads(d, 0);
-            for (int hd = 0; hd < H; hd++) {
-                int g = hd / (H / KV);
-                std::vector<double> sc(t + 1);
+        if (l > 0) at.at(gb::HOOK_RESID_PRE, l, x);
+        vec h = rms(x, W("rms_att", l), no_norm);
+        at.at(gb::HOOK_ATTN_IN, l, h);
+        vec q = matmul(W("wq", l), h, d, d), k = matmul(W("wk", l), h, kvd, d), v = matmul(W("wv", l), h, kvd, d);
+        add_bias(q, "bq", l), add_bias(k, "bk", l), add_bias(v, "bv", l);
+        rope(q, H);
+        rope(k, KV);
+        at.at(gb::HOOK_Q, l, q);
+        at.at(gb::HOOK_K, l, k);
+        at.at(gb::HOOK_V, l, v);
+        vec pattern((size_t)H * n * n, 0.0); // [H][T][T]
+        for (int hd = 0; hd < H; hd++) {
+            int g = hd / (H / KV); // grouped-query attention: query head hd reads kv head g
+            for (int t = 0; t < n; t++) {
+                vec sc(t + 1);
                 double mx = -1e300, sum = 0;
                 for (int j = 0; j <= t; j++) {
                     double dot = 0;
-                    for (int e = 0; e < dh; e++) dot += q[t][hd * dh + e] * k[j][g * dh + e];
+                    for (int e = 0; e < dh; e++) dot += q[(size_t)t * d + hd * dh + e] * k[(size_t)j * kvd + g * dh + e];
                     sc[j] = dot / std::sqrt((double)dh);
                     mx = std::max(mx, sc[j]);
                 }
                 for (int j = 0; j <= t; j++) sum += (sc[j] = std::exp(sc[j] - mx));
-                bool off = std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end();
-                for (int j = 0; j <= t; j++) {
-                    double p = sc[j] / sum;
-                    r.attention[(((size_t)l * H + hd) * n + t) * n + j] = p;
-                    if (!off)
-                        for (int e = 0; e < dh; e++) heads[hd * dh + e] += p * v[j][g * dh + e];
+                for (int j = 0; j <= t; j++) pattern[((size_t)hd * n + t) * n + j] = sc[j] / sum;
+            }
+        }
+        at.at(gb::HOOK_PATTERN, l, pattern);
+        vec z((size_t)n * d, 0.0); // [T][H*dh]
+        for (int hd = 0; hd < H; hd++) {
+            int g = hd / (H / KV);
+            if (std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end()) continue; // z stays 0
+            for (int t = 0; t < n; t++)
+                for (int j = 0; j < n; j++) // all keys: the pattern (maybe edited) says which count
+                    for (int e = 0; e < dh; e++)
+                        z[(size_t)t * d + hd * dh + e] += pattern[((size_t)hd * n + t) * n + j] * v[(size_t)j * kvd + g * dh + e];
+        }
+        at.at(gb::HOOK_Z, l, z);
+        // head_out [T][H*d]: head hd's z times its columns hd*dh .. of wo [d][d] ([out][in]), no bias
+        const std::vector<float>& wo = W("wo", l);
+        vec head_out((size_t)n * H * d, 0.0);
+        for (int t = 0; t < n; t++)
+            for (int hd = 0; hd < H; hd++)
+                for (int i = 0; i < d; i++) {
+                    double acc = 0;
+                    for (int e = 0; e < dh; e++) acc += (double)wo[(size_t)i * d + hd * dh + e] * z[(size_t)t * d + hd * dh + e];
+                    head_out[((size_t)t * H + hd) * d + i] = acc;
                 }
-            }
-            auto o = matvec(W("wo", l), heads, d, d);
+        at.at(gb::HOOK_HEAD_OUT, l, head_out);
+        vec a((size_t)n * d, 0.0);
+        for (int t = 0; t < n; t++)
             for (int i = 0; i < d; i++) {
-                double a = no_attn ? 0.0 : o[i];
-                x[t][i] = no_res ? a : x[t][i] + a;
+                double acc = 0;
+                for (int hd = 0; hd < H; hd++) acc += head_out[((size_t)t * H + hd) * d + i];
+                a[(size_t)t * d + i] = no_attn ? 0.0 : acc;
             }
-        }
-        record(2 * l + 1);
-        for (int t = 0; t < n; t++) {
-            auto h = rms(x[t], W("rms_ffn", l), no_norm);
-            auto g = matvec(W("w1", l), h, ff, d), u = matvec(W("w3", l), h, ff, d);
-            for (int i = 0; i < ff; i++) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-            auto o = matvec(W("w2", l), g, d, ff);
-            for (int i = 0; i < d; i++) x[t][i] = no_res ? o[i] : x[t][i] + o[i];
-        }
-        record(2 * l + 2);
+        at.at(gb::HOOK_ATTN_OUT, l, a);
+        for (size_t i = 0; i < x.size(); i++) x[i] = no_res ? a[i] : x[i] + a[i];
+        at.at(gb::HOOK_RESID_MID, l, x);
+        h = rms(x, W("rms_ffn", l), no_norm);
+        at.at(gb::HOOK_MLP_IN, l, h);
+        vec gate = matmul(W("w1", l), h, ff, d), up = matmul(W("w3", l), h, ff, d);
+        for (size_t i = 0; i < gate.size(); i++) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+        at.at(gb::HOOK_MLP_POST, l, gate);
+        vec o = matmul(W("w2", l), gate, d, ff);
+        at.at(gb::HOOK_MLP_OUT, l, o);
+        for (size_t i = 0; i < x.size(); i++) x[i] = no_res ? o[i] : x[i] + o[i];
+        at.at(gb::HOOK_RESID_POST, l, x);
     }
     bool all_off = ab.no_layernorm.on;
     for (int l = 0; l < L; l++) all_off = all_off && in_set(ab.no_layernorm, l);
+    vec xf = rms(x, m.w.at("rms_final"), all_off);
+    at.at(gb::HOOK_FINAL_NORM, L, xf);
     const auto& cls = s.shared_classifier ? m.w.at("emb") : m.w.at("wcls");
-    r.logits.assign((size_t)n * V, 0);
-    for (int t = 0; t < n; t++) {
-        auto h = rms(x[t], m.w.at("rms_final"), all_off);
+    vec logits((size_t)n * V, 0);
+    for (int t = 0; t < n; t++)
         for (int v = 0; v < V; v++) { // cls [V][d]
             double acc = 0;
-            for (int i = 0; i < d; i++) acc += (double)cls[(size_t)v * d + i] * h[i];
-            r.logits[(size_t)t * V + v] = acc;
+            for (int i = 0; i < d; i++) acc += (double)cls[(size_t)v * d + i] * xf[(size_t)t * d + i];
+            logits[(size_t)t * V + v] = acc;
         }
-    }
+    at.at(gb::HOOK_LOGITS, L, logits);
+    at.finish(H);
+    return r;
+}
+
+ref_readout reference_readout(const tiny_llama& m) {
+    const tiny_llama_spec& s = m.spec;
+    ref_readout r;
+    r.layernorm = false;
+    r.eps = 1e-5;
+    r.d = s.dim;
+    r.V = s.vocab;
+    const auto& g = m.w.at("rms_final");
+    r.g.assign(g.begin(), g.end());
+    const auto& cls = s.shared_classifier ? m.w.at("emb") : m.w.at("wcls");
+    r.unembed.assign(cls.begin(), cls.end());
+    r.b_o.assign(s.n_layer, {});
     return r;
 }
 

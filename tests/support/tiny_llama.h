@@ -9,11 +9,13 @@
 
 #include "forward.h"
 #include "model.h"
+#include "ref_trace.h"
 
 struct tiny_llama_spec {
     int dim = 32, hidden = 48, n_layer = 2, n_head = 4, n_kv_head = 2, vocab = 300, seq_len = 32;
     bool shared_classifier = true;
     uint32_t seed = 1;
+    float std = 0.25f;                 // standard deviation of the weight matrices (same draws, scaled)
     // What the reference computes. A llama2.c file holds none of these (theta 10000, adjacent pairs, no
     // biases): with other values the .bin is not this model; the tests write it as HF or GGUF instead.
     double rope_theta = 10000;
@@ -36,12 +38,13 @@ tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s);
 void write_llama2c_tokenizer(const std::string& path, const std::vector<std::string>& vocab,
                              const std::vector<float>& scores);
 
-struct llama_ref {
-    std::vector<double> logits;     // [T][V]
-    std::vector<double> attention;  // [L][H][T][T]
-    std::vector<double> resid_norm; // [2L+1][T]
-};
-llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab);
+// logits [T][V], attention [L][H][T][T], resid_norm [2L+1][T], and every intermediate (ref_trace.h)
+using llama_ref = ref_trace;
+// opt patches or edits the run (ref_trace.h).
+llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab,
+                          const ref_options& opt = {});
+// rms_final and the classifier (wcls, or emb when shared) in double; no attention output bias.
+ref_readout reference_readout(const tiny_llama& m);
 // The reference's RoPE frequency of pair i (radians per position), scaling included. Exposed for tests that
 // write it into files (GGUF rope_freqs.weight).
 double reference_rope_freq(const tiny_llama_spec& s, int pair);
