@@ -5,16 +5,10 @@
 #include <vector>
 
 #include "forward.h"
-#include "analysis/compare.h"
+#include "npy.h"
 
 namespace gb {
 
-// NumPy .npy v1.0, little-endian, C order. Throws gb::error naming the file on I/O failure.
-void write_npy(const std::string& path, const std::vector<int64_t>& shape, const float* data);
-void write_npy(const std::string& path, const std::vector<int64_t>& shape, const int32_t* data);
-void write_npy(const std::string& path, const std::vector<int64_t>& shape, const double* data);
-// dir and its parents, or gb::error naming it.
-void make_dir(const std::string& dir);
 
 // tokens.npy int32 [T]; logits.npy float32 [T,V] or [1,V]; attention.npy float32 [L,H,T,T] (layers left out
 // by the capture budget are zero; written layer by layer, never as one L*H*T*T buffer); residual_norms.npy

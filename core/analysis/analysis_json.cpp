@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "export.h"
+#include "npy.h"
 
 namespace gb {
 
