@@ -179,6 +179,34 @@ TEST(Lens, IdentityFinalNormOnlyWhenEveryLayerHasNone) {
     }
 }
 
+// Choosing another target reuses the lens's normalisers: the same probabilities as a whole new lens, for targets
+// inside and outside each cell's top-k, and back to the default (each position's final top-1).
+TEST(Lens, RetargetEqualsAWholeNewLens) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            const std::vector<int> tokens = rm->tokens(9, 21);
+            for (const auto& [name, ab] : analysis_ablations()) {
+                gb::record r = run_record(rm->m, tokens, ab);
+                gb::lens_result l = gb::logit_lens(r, rm->m, ab, 3);
+                const gb::lens_result first = l;
+                for (int target : {tokens[4], 0, rm->m.config.vocab_size - 1, -1}) {
+                    gb::lens_retarget(l, r, rm->m, ab, target);
+                    gb::lens_result want = gb::logit_lens(r, rm->m, ab, 3, target);
+                    ASSERT_EQ(l.target_ids, want.target_ids) << rm->name << " " << name << " target " << target;
+                    for (size_t i = 0; i < want.target_prob.size(); i++)
+                        ASSERT_NEAR(l.target_prob[i], want.target_prob[i], 2e-6 + 1e-5 * want.target_prob[i])
+                            << rm->name << " " << name << " target " << target << " cell " << i;
+                    EXPECT_EQ(l.top_ids, first.top_ids) << "the top-k do not depend on the target";
+                }
+            }
+        }
+    });
+    const ref_model& rm = tiny_gpt2_ref();
+    gb::record r = run_record(rm.m, rm.tokens(5, 2), {});
+    gb::lens_result l = gb::logit_lens(r, rm.m, {}, 3);
+    expect_gb_error([&] { gb::lens_retarget(l, r, rm.m, {}, rm.m.config.vocab_size); }, "outside the vocabulary");
+}
+
 TEST(Lens, ProgressStopsAndErrorsAreClear) {
     const ref_model& rm = tiny_gpt2_ref();
     const auto tokens = rm.tokens(6, 1);
@@ -310,7 +338,7 @@ TEST(Attribution, RefusesWhatItCannotAttribute) {
     expect_gb_error([&] { gb::attribute(ok, rm.m, {}, 3, -1, T); }, "position 5 is outside the prompt (0..4)");
     gb::record bare;
     gb::run_forward(bare, rm.m, tokens);
-    expect_gb_error([&] { gb::attribute(bare, rm.m, {}, 3, -1, T - 1); }, "needs z and mlp_out");
+    expect_gb_error([&] { gb::attribute(bare, rm.m, {}, 3, -1, T - 1); }, "did not keep them all (the memory budget left layers out");
 }
 
 // ---------------------------------------------------------------------------------------------

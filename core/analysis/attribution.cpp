@@ -28,8 +28,9 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
     if (ab.no_residual.on)
         throw error("direct logit attribution needs the residual stream, but no-residual replaces it: turn that ablation off");
     for (int l = 0; l < L; l++)
-        if (!r.get(HOOK_Z, l) || !r.get(HOOK_MLP_OUT, l)) throw error("internal: attribution needs z and mlp_out at every layer");
-    if (!r.resid(0) || !r.resid(2 * L)) throw error("internal: attribution needs the embeddings and the final stream");
+        if (!r.get(HOOK_Z, l) || !r.get(HOOK_MLP_OUT, l) || !r.resid(0) || !r.resid(2 * L))
+            throw error("direct logit attribution needs z and the MLP output of every layer and the residual stream, and this "
+                        "run did not keep them all (the memory budget left layers out: raise the capture budget)");
 
     // u = W_U[target] - W_U[contrast], times the final norm's gain; the final norm's scale from the final stream
     const std::vector<float>& table = w.lm_head.empty() ? w.tok_emb : w.lm_head;

@@ -41,6 +41,18 @@ static double softmax_sum(const float* lg, int V, float& mx) {
     return sum;
 }
 
+// The probability of token v in a cell with logits lg, whose maximum and sum come from softmax_sum. As
+// compare.h's clean_logits: NaN counts as -inf; +inf logits share all the mass; none finite: uniform.
+static float cell_prob(const float* lg, int V, float mx, double sum, int v) {
+    if (mx == INFINITY) {
+        int n_inf = 0;
+        for (int u = 0; u < V; u++) n_inf += lg[u] == INFINITY;
+        return lg[v] == INFINITY ? 1.0f / n_inf : 0.0f;
+    }
+    if (sum > 0) return std::isnan(lg[v]) ? 0.0f : (float)(std::exp((double)lg[v] - mx) / sum);
+    return 1.0f / V;
+}
+
 // ids [k] of the k largest logits, largest first, ties to the lower id, NaN last: one pass keeping a sorted list
 static void top_k_ids(int* ids, const float* lg, int V, int k) {
     auto before = [&](int a, int b) { // a ranks before b
@@ -63,7 +75,9 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model, V = r.vocab, P = 2 * L + 1;
     if (L != c.n_layer || d != c.d_model || V != c.vocab_size) throw error("internal: the record is of another model");
     for (int p = 0; p < P; p++)
-        if (!r.resid(p)) throw error("internal: the logit lens needs the residual stream at every point");
+        if (!r.resid(p))
+            throw error("the logit lens needs the residual stream at every point, and this run did not keep it (the memory "
+                        "budget left it out: raise the capture budget)");
     if (target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
     k = std::max(1, std::min(k, V));
     lens_result out;
@@ -74,6 +88,7 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
     out.top_ids.assign((size_t)P * T * k, 0);
     out.top_probs.assign((size_t)P * T * k, 0.0f);
     out.target_prob.assign((size_t)P * T, 0.0f);
+    out.log_norm.assign((size_t)P * T, NAN);
     out.target_ids.assign(T, target);
     const arch_info& arch = arch_table(c.arch);
     const bool identity = ab.no_layernorm.covers_all(L);
@@ -97,17 +112,10 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
                 // the k largest logits are the k most probable tokens (ties: the lower id)
                 int* ids = &out.top_ids[((size_t)p * T + t) * k];
                 top_k_ids(ids, lg, V, k);
-                // as compare.h's clean_logits: NaN counts as -inf; +inf logits share all the mass; none finite: uniform
-                int n_inf = 0;
-                if (mx == INFINITY)
-                    for (int v = 0; v < V; v++) n_inf += lg[v] == INFINITY;
-                auto prob = [&](int v) -> float {
-                    if (n_inf) return lg[v] == INFINITY ? 1.0f / n_inf : 0.0f;
-                    if (sum > 0) return std::isnan(lg[v]) ? 0.0f : (float)(std::exp((double)lg[v] - mx) / sum);
-                    return 1.0f / V;
-                };
+                auto prob = [&](int v) { return cell_prob(lg, V, mx, sum, v); };
                 for (int j = 0; j < k; j++) out.top_probs[((size_t)p * T + t) * k + j] = prob(ids[j]);
                 if (p == P - 1 && target < 0) out.target_ids[t] = ids[0];
+                if (sum > 0) out.log_norm[(size_t)p * T + t] = (float)(mx + std::log(sum));
                 out.target_prob[(size_t)p * T + t] = prob(out.target_ids[t]);
             }
         }
@@ -117,6 +125,46 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
         }
     }
     return out;
+}
+
+void lens_retarget(lens_result& l, const record& r, const model& m, const ablation& ab, int target) {
+    const model_config& c = m.config;
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model, P = 2 * L + 1;
+    if (l.n_points != P || l.n_tokens != T || (int)l.log_norm.size() != P * T)
+        throw error("internal: lens_retarget needs the lens of this record");
+    if (target >= c.vocab_size) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
+    for (int t = 0; t < T; t++) l.target_ids[t] = target >= 0 ? target : l.top_ids[((size_t)(P - 1) * T + t) * l.k];
+    const std::vector<float>& table = m.weights.lm_head.empty() ? m.weights.tok_emb : m.weights.lm_head;
+    const bool identity = ab.no_layernorm.covers_all(L);
+    const norm_kind kind = arch_table(c.arch).norm;
+    std::vector<float> xn(d), row;
+    gemm_scratch gs;
+    if (std::any_of(l.log_norm.begin(), l.log_norm.end(), [](float x) { return std::isnan(x); })) row.resize(c.vocab_size);
+    for (int p = 0; p < P; p++)
+        for (int t = 0; t < T; t++) {
+            const size_t cell = (size_t)p * T + t;
+            const int id = l.target_ids[t];
+            // a cell among its own top-k already knows the probability
+            const size_t o = cell * l.k;
+            int j = 0;
+            while (j < l.k && l.top_ids[o + j] != id) j++;
+            if (j < l.k) {
+                l.target_prob[cell] = l.top_probs[o + j];
+                continue;
+            }
+            norm_forward(xn.data(), r.resid(p) + (size_t)t * d, identity ? nullptr : &m.weights.normf_g, &m.weights.normf_b,
+                         kind, c.norm_eps, 1, d);
+            if (std::isnan(l.log_norm[cell])) { // no finite normaliser (a broken model): the whole row, as logit_lens
+                lm_head_forward(row.data(), xn.data(), 1, m, gs);
+                float mx;
+                const double sum = softmax_sum(row.data(), c.vocab_size, mx);
+                l.target_prob[cell] = cell_prob(row.data(), c.vocab_size, mx, sum, id);
+                continue;
+            }
+            double logit = 0;
+            for (int i = 0; i < d; i++) logit += (double)xn[i] * table[(size_t)id * d + i];
+            l.target_prob[cell] = (float)std::exp(logit - l.log_norm[cell]);
+        }
 }
 
 } // namespace gb
