@@ -305,3 +305,297 @@ TEST(Gui, ScaleChangeRecoloursTheHeatmapsOffTheUiThread) {
     EXPECT_EQ(states[2]["heatmap_scale"], "rowmax");
     EXPECT_EQ(states[2]["tokens"], states[0]["tokens"]) << "same result, only re-coloured";
 }
+
+// ---- analyses: logit lens, attribution, head scores, patching (tabs under the attention grid) ----
+
+namespace {
+
+// The tiny model's prompts: " cat", " sat" and " the" are single tokens; "mat" and "hat" have the same length.
+const std::string clean_prompt = "the cat sat on the mat";
+
+// n backspace key presses, as script lines.
+std::string backspaces(int n) {
+    std::string out;
+    for (int i = 0; i < n; i++) out += "key backspace\n";
+    return out;
+}
+
+// A model whose patching takes seconds on a long prompt (for cancellation).
+const tiny_model& long_model() {
+    static tiny_model tm = [] {
+        tiny_spec s;
+        s.n_layer = 6;
+        s.n_head = 4;
+        s.d_model = 128;
+        s.n_ctx = 256;
+        s.seed = 13;
+        return write_tiny_gpt2(test_temp_dir("gui_model_long"), s);
+    }();
+    return tm;
+}
+
+} // namespace
+
+TEST(GuiAnalyses, LogitLensLastRowIsThePredictionAndTargetsCanBePicked) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "tab lens\nwait\nprint\n"
+                             "click next 2\nwait\nprint\n"      // a Next-token row picks the lens target
+                             "click lens clear target\nwait\nprint\n"
+                             "click lens cell 3.2\nwait\nprint\n", // a cell picks its top-1
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 4u);
+    const auto& s0 = states[0];
+    ASSERT_TRUE(s0.contains("lens")) << s0.dump();
+    EXPECT_EQ(s0["tab"], "lens");
+    EXPECT_EQ(s0["lens"]["points"], 2 * gui_model().config.n_layer + 1) << "embed + attn and mlp of every layer";
+    EXPECT_EQ(s0["lens"]["tokens"], s0["tokens"].size());
+    EXPECT_EQ(s0["lens"]["top1_last"], s0["top1"]) << "the last point at the last token is the model's own prediction";
+    EXPECT_TRUE(s0["lens"]["current"]);
+    EXPECT_TRUE(s0["lens"]["target"].is_null());
+    // the third Next-token row became the target, and the lens was recomputed for it
+    ASSERT_FALSE(states[1]["lens_target"].is_null()) << states[1].dump();
+    EXPECT_EQ(states[1]["lens"]["target"], states[1]["lens_target"]);
+    EXPECT_NE(states[1]["lens_target"], s0["top1"]);
+    EXPECT_TRUE(states[2]["lens_target"].is_null());
+    EXPECT_TRUE(states[2]["lens"]["target"].is_null());
+    ASSERT_FALSE(states[3]["lens_target"].is_null());
+    EXPECT_EQ(states[3]["lens"]["target"], states[3]["lens_target"]);
+    for (const auto& s : states) EXPECT_EQ(s["analysis"]["lens"]["error"], "");
+}
+
+TEST(GuiAnalyses, AttributionAddsUpToTheLogitDifference) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "tab attribution\nwait\nprint\n"
+                             "click attribution target text\ntype  cat sat\nkey enter\nwait\nprint\n" // two tokens: refused
+                             "click attribution target text\nkey end\n" + backspaces(8) + // the kept text, erased
+                             "type  cat\nkey enter\nwait\nprint\n"                                    // one token
+                             "select-token 2\nwait\nprint\n"
+                             "click attribution head 1.2\nwait\nprint\n" // opens the head's pattern
+                             "tab attribution\nclick No residual\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 6u);
+    const auto& a = states[0]["attribution"];
+    ASSERT_TRUE(a.is_object()) << states[0].dump();
+    EXPECT_EQ(a["target"], states[0]["top1"]) << "default target: the prediction's top-1";
+    EXPECT_NE(a["contrast"], a["target"]);
+    EXPECT_EQ(a["position"], states[0]["tokens"].size() - 1) << "default position: the last token";
+    const double total = a["total"], diff = a["logit_diff"], sum = a["sum"];
+    EXPECT_NEAR(total, diff, 1e-6 * std::max(1.0, std::fabs(diff))) << "the run's own logit(target) - logit(contrast)";
+    EXPECT_NEAR(sum, total, 1e-3 * std::max(1.0, std::fabs(total))) << "the parts add up";
+    // a text of two tokens: one clear error, the previous choice stays
+    ASSERT_EQ(states[1]["token_errors"].size(), 1u) << states[1].dump();
+    std::string err = states[1]["token_errors"][0];
+    EXPECT_NE(err.find("3 tokens"), std::string::npos) << err; // " cat", " s", "at"
+    EXPECT_NE(err.find("not one"), std::string::npos) << err;
+    EXPECT_TRUE(states[1]["attribution_target"].is_null());
+    EXPECT_EQ(states[1]["attribution"]["total"], a["total"]);
+    // one token: the new target, still adding up
+    EXPECT_EQ(states[2]["attribution_target"], " cat");
+    EXPECT_EQ(states[2]["attribution"]["target"], " cat");
+    EXPECT_EQ(states[2]["token_errors"].size(), 0u);
+    const double t2 = states[2]["attribution"]["total"], d2 = states[2]["attribution"]["logit_diff"];
+    EXPECT_NEAR(t2, d2, 1e-6 * std::max(1.0, std::fabs(d2)));
+    // another position: the parts add up to the difference there
+    EXPECT_EQ(states[3]["attribution"]["position"], 2);
+    const double t3 = states[3]["attribution"]["total"], s3 = states[3]["attribution"]["sum"];
+    EXPECT_NEAR(s3, t3, 1e-3 * std::max(1.0, std::fabs(t3)));
+    // a click on a head selects it and shows the Head tab
+    EXPECT_EQ(states[4]["selected_head"], "1.2");
+    EXPECT_EQ(states[4]["tab"], "head");
+    // no residual: the core's message instead of numbers
+    std::string e5 = states[5]["analysis"]["attribution"]["error"];
+    EXPECT_NE(e5.find("no-residual"), std::string::npos) << states[5].dump();
+    EXPECT_EQ(states[5]["error"], "") << "the panel shows it, not the status bar";
+}
+
+TEST(GuiAnalyses, HeadScoreModeAndTheInductionTest) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    std::string dir = test_temp_dir("gui_scores");
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "wait\nscreenshot " + dir + "/pattern.png\n"
+                             "colour-by induction\nwait\nprint\nscreenshot " + dir + "/scores.png\n"
+                             "click induction test\nwait\nprint\n"
+                             "click No attention\nwait\nprint\n" // the test follows the ablation
+                             "click back to my prompt\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 4u);
+    EXPECT_EQ(states[0]["colour_by"], "induction");
+    EXPECT_FALSE(states[0].contains("induction_test")) << "nothing runs before the button";
+    const auto& t = states[1]["induction_test"];
+    ASSERT_TRUE(t.is_object()) << states[1].dump();
+    EXPECT_TRUE(t["shown"]);
+    const int n = t["n"];
+    EXPECT_GE(n, 2);
+    EXPECT_LE(2 * n, gui_model().config.n_ctx) << "N is capped to fit the context";
+    EXPECT_EQ(t["tokens"], 2 * n) << "N random tokens repeated twice";
+    EXPECT_GE(t["positions"].get<int>(), n) << "every token of the second half repeats";
+    EXPECT_EQ(t["seed"], 1) << "a fixed seed";
+    const double best = t["max_induction"];
+    EXPECT_TRUE(std::isfinite(best) && best >= 0 && best <= 1) << best;
+    EXPECT_EQ(states[2]["ablation"], "no-attention");
+    EXPECT_TRUE(states[2]["induction_test"]["shown"]);
+    EXPECT_FALSE(states[3]["induction_test"]["shown"]) << "back to the user's prompt";
+    EXPECT_EQ(states[3]["colour_by"], "induction");
+    // the score mode repaints the grid (flat score colours instead of the pattern thumbnails)
+    int w, h, c, w2, h2;
+    unsigned char* a = stbi_load((dir + "/pattern.png").c_str(), &w, &h, &c, 3);
+    unsigned char* b = stbi_load((dir + "/scores.png").c_str(), &w2, &h2, &c, 3);
+    ASSERT_TRUE(a && b && w == w2 && h == h2);
+    int changed = 0, total = 0;
+    for (int y = 200; y < 440; y++)
+        for (int x = 400; x < 1000; x++, total++) {
+            const unsigned char *p = a + ((size_t)y * w + x) * 3, *q = b + ((size_t)y * w + x) * 3;
+            changed += std::abs(p[0] - q[0]) + std::abs(p[1] - q[1]) + std::abs(p[2] - q[2]) > 30;
+        }
+    stbi_image_free(a);
+    stbi_image_free(b);
+    EXPECT_GT(changed, total / 5) << "the attention grid looks the same in score mode";
+}
+
+TEST(GuiAnalyses, PatchingRestoresTheCleanAnswerAtTheLastPoint) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "corrupt the cat sat on the hat\ntab patching\nwait\nprint\n"
+                             "corrupt the dog sat on the mat\nwait\nprint\n" // " dog" is 4 tokens, " cat" one
+                             "corrupt the cat sat on the hat\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 3u);
+    const auto& p = states[0]["patching"];
+    ASSERT_TRUE(p.is_object()) << states[0].dump();
+    EXPECT_TRUE(p["complete"]);
+    EXPECT_EQ(p["corrupt_prompt"], "the cat sat on the hat");
+    EXPECT_EQ(p["target"], states[0]["top1"]) << "default target: the clean top-1";
+    EXPECT_NE(p["clean"], p["corrupt"]);
+    ASSERT_FALSE(p["normalized_last"].is_null());
+    EXPECT_NEAR(p["normalized_last"].get<double>(), 1.0, 1e-5) << "the clean final stream gives the clean answer";
+    EXPECT_NEAR(p["normalized_first"].get<double>(), 0.0, 1e-6) << "the prompts agree at the first token";
+    EXPECT_GT(p["runs"].get<int>(), 0);
+    // different lengths: the core's one-line error in the panel; the previous result stays
+    std::string e = states[1]["analysis"]["patching"]["error"];
+    EXPECT_NE(e.find("same length"), std::string::npos) << states[1].dump();
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+    EXPECT_EQ(states[1]["patching"]["corrupt_prompt"], "the cat sat on the hat");
+    EXPECT_EQ(states[2]["analysis"]["patching"]["error"], "");
+    EXPECT_EQ(states[2]["patching"]["normalized_last"], p["normalized_last"]);
+}
+
+TEST(GuiAnalyses, ChangingAnInputStopsTheRunningPatching) {
+    ASSERT_TRUE(have_app());
+    // 240 tokens: patching every (point, position) from the first token takes seconds
+    std::string text;
+    while (text.size() < 240) text += "a quick brown fox jumps over the lazy dog; ";
+    text.resize(240);
+    std::string first_differs = "b" + text.substr(1), last_differs = text.substr(0, 239) + "z";
+    int rc = -1;
+    auto states = run_script("--model " + sq(long_model().dir) + " --prompt " + sq(text),
+                             "wait\ntab patching\ncorrupt " + first_differs + "\nwait-running patching\nprint\n"
+                             "corrupt " + last_differs + "\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    EXPECT_TRUE(states[0]["analysis"]["patching"]["busy"]) << states[0].dump();
+    EXPECT_FALSE(states[0].contains("patching")) << "nothing complete yet";
+    const auto& st = states[1]["analysis"]["patching"];
+    EXPECT_EQ(st["cancelled"], 1) << "the first run was stopped when the corrupted prompt changed";
+    EXPECT_FALSE(st["busy"]);
+    const auto& p = states[1]["patching"];
+    ASSERT_TRUE(p.is_object()) << states[1].dump();
+    EXPECT_EQ(p["corrupt_prompt"], last_differs) << "the newest inputs' result";
+    EXPECT_TRUE(p["complete"]);
+    EXPECT_NEAR(p["normalized_last"].get<double>(), 1.0, 1e-5);
+}
+
+TEST(GuiAnalyses, SessionKeepsTheAnalysisInputs) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_session_analyses");
+    int rc = -1;
+    auto before = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "corrupt the cat sat on the hat\ntab patching\nwait\nclick next 1\n"
+                             "tab lens\nwait\nclick next 2\n"
+                             "tab attribution\nwait\nclick next 3\n"
+                             "colour-by entropy\nwait\nsave-session " + dir + "/s.json\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(before.size(), 1u);
+    const auto& b = before[0];
+    for (const char* k : {"lens_target", "attribution_target", "patching_target"}) ASSERT_FALSE(b[k].is_null()) << k;
+    auto after = run_script("--session " + sq(dir + "/s.json"), "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(after.size(), 1u);
+    const auto& a = after[0];
+    for (const char* k : {"tab", "colour_by", "corrupt_prompt", "lens_target", "attribution_target", "attribution_contrast",
+                          "patching_target", "patching_contrast", "prompt"})
+        EXPECT_EQ(a[k], b[k]) << k;
+    EXPECT_EQ(a["tab"], "attribution");
+    EXPECT_EQ(a["colour_by"], "entropy");
+    EXPECT_EQ(a["warning"], "");
+    EXPECT_EQ(a["attribution"]["target"], b["attribution_target"]) << "the restored target is used";
+
+    // a session from before these inputs existed still loads, with the defaults
+    nlohmann::json old = {{"glassbox_session", 1},
+                          {"model", gui_model().dir},
+                          {"prompt", "the cat"},
+                          {"ablation",
+                           {{"no_residual", {{"on", false}}},
+                            {"no_layernorm", {{"on", false}}},
+                            {"no_attention", {{"on", false}}},
+                            {"heads", nlohmann::json::array()}}},
+                          {"selected_head", {0, 0}}};
+    std::ofstream(dir + "/old.json") << old.dump();
+    auto o = run_script("--session " + sq(dir + "/old.json"), "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(o.size(), 1u);
+    EXPECT_EQ(o[0]["tab"], "head");
+    EXPECT_EQ(o[0]["colour_by"], "pattern");
+    EXPECT_EQ(o[0]["corrupt_prompt"], "");
+    EXPECT_TRUE(o[0]["lens_target"].is_null());
+    EXPECT_EQ(o[0]["error"], "");
+
+    // a chosen token outside this model's vocabulary is named, and the default is kept
+    nlohmann::json bad = old;
+    bad["lens_target"] = {{"id", 999999}};
+    std::ofstream(dir + "/bad.json") << bad.dump();
+    auto x = run_script("--session " + sq(dir + "/bad.json"), "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(x.size(), 1u);
+    std::string w = x[0]["warning"];
+    EXPECT_NE(w.find("lens target"), std::string::npos) << w;
+    EXPECT_TRUE(x[0]["lens_target"].is_null());
+}
+
+TEST(GuiAnalyses, ExportWritesTheComputedAnalyses) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_export_analyses");
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "tab lens\nwait\ntab attribution\nwait\n"
+                             "corrupt the cat sat on the hat\ntab patching\nwait\n"
+                             "colour-by induction\nclick induction test\nwait\n"
+                             "export " + dir + "/out\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    std::string status = states[0]["status"];
+    for (const char* what : {"lens", "attribution", "patching", "head_scores", "induction_test"})
+        EXPECT_NE(status.find(what), std::string::npos) << status;
+    for (const char* f : {"capture.json", "attention.npy", "head_scores.npy", "head_scores.json", "lens_top_ids.npy",
+                          "lens_top_probs.npy", "lens_target_prob.npy", "lens.json", "attribution_heads.npy", "attribution.json",
+                          "patch_resid.npy", "patch_resid_normalized.npy", "patch_heads.npy", "patching.json",
+                          "induction_test/head_scores.npy", "induction_test/head_scores.json"})
+        EXPECT_TRUE(std::ifstream(dir + "/out/" + f).good()) << f;
+    auto read = [&](const std::string& f) { return nlohmann::json::parse(std::ifstream(dir + "/out/" + f)); };
+    nlohmann::json attr = read("attribution.json");
+    EXPECT_NEAR(attr["total"].get<double>(), states[0]["attribution"]["total"].get<double>(), 1e-9);
+    EXPECT_EQ(read("lens.json")["points"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
+    EXPECT_EQ(read("patching.json")["resid"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
+}

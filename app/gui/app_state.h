@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/attribution.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
+#include "analysis/lens.h"
+#include "analysis/patching.h"
 #include "forward.h"
 #include "generate.h"
 #include "model.h"
@@ -20,8 +23,10 @@ struct run_result {
     uint64_t request_id = 0;
     std::shared_ptr<const gb::model> model;
     std::string prompt;
+    bool bos = false;
     gb::ablation ablation;
-    gb::record cap;                         // with ablation: attention [L][H][T][T], norms, last logits
+    gb::record cap;                         // with ablation: attention [L][H][T][T], z, mlp_out, the residual
+                                            // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
     std::vector<float> probs;               // [V] softmax of cap's last logits
     std::vector<float> base_probs;          // [V] without any ablation (== probs when nothing is ablated)
     double kl = 0;                          // KL(baseline || current) in nats
@@ -59,6 +64,62 @@ struct generation_result {
     bool hit_eos = false;
 };
 
+// ---- analyses (lens, attribution, induction test, patching): computed on the analysis threads ----
+
+enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_COUNT };
+// The tabs under the attention grid.
+enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_COUNT };
+const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching" (sessions, scripts)
+// What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
+enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR_INDUCTION, COLOUR_DUPLICATE_TOKEN,
+                   COLOUR_ENTROPY, COLOUR_COUNT };
+inline gb::head_score_kind colour_score(colour_mode m) { return (gb::head_score_kind)(m - 1); } // m != PATTERN
+const char* colour_name(colour_mode m);      // "pattern", "prev_token", ... (sessions, scripts)
+const char* colour_label(colour_mode m);     // "previous-token", ... (the combo)
+
+// Each output keeps the inputs it was computed from (`key`, and the run it read), so a panel can keep showing
+// it while a newer one is computed.
+struct lens_output {
+    std::string key;
+    std::shared_ptr<const run_result> from; // the run whose residual stream it read (tokens, model)
+    gb::lens_result lens;                   // [2L+1][T][5] top tokens; target_prob [2L+1][T]
+    int target = -1;                        // the chosen target token, -1: each position's final top-1
+    double ms = 0;
+};
+struct attribution_output {
+    std::string key;
+    std::shared_ptr<const run_result> from;
+    gb::attribution attr;                   // heads [L][H], attn_bias [L], mlp [L], embed, bias, total
+    double ms = 0;
+};
+struct induction_output {                   // the repeated-random-tokens test
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    int n = 0;                              // random tokens, repeated once: 2n tokens (+ BOS)
+    uint64_t seed = 0;
+    std::vector<int> ids;                   // [2n (+1)]
+    gb::head_scores scores;                 // [L][H] per score, on the test prompt
+    double ms = 0;
+};
+struct patch_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string corrupt;                           // the corrupted prompt's text
+    std::vector<int> clean_ids, corrupt_ids;       // [T] each
+    std::vector<gb::token_prob> corrupt_top;       // top-k next tokens of the corrupted prompt
+    gb::patch_result res;                          // resid [2L+1][T], heads [L][H], normalized twins
+    std::string note;                              // how the default target/contrast were chosen
+    double ms = 0;
+};
+// The newest request of one kind: running, failed, or done.
+struct analysis_status {
+    bool busy = false;       // requested or running, not yet published
+    float progress = 0;      // of the running one, 0..1
+    std::string error;       // one line, when the newest request failed ("" otherwise)
+    std::string error_key;   // the inputs that failed
+    int cancelled = 0;       // runs cancelled because their inputs changed (since start)
+};
+
 // Settings that name a model's layers and heads (from the command line or a session): held until the
 // model they are meant for has loaded, then checked against it (apply_settings).
 struct pending_settings {
@@ -67,6 +128,10 @@ struct pending_settings {
     gb::ablation ablation;
     int sel_layer = -1, sel_head = -1; // -1: not given
     int sel_token = -1;                // -1: not given
+    // token ids (-1: not given / default): checked against the model's vocabulary
+    bool has_tokens = false;
+    int lens_target = -1, attr_target = -1, attr_contrast = -1, patch_target = -1, patch_contrast = -1;
+    std::string lens_target_text, attr_target_text, attr_contrast_text, patch_target_text, patch_contrast_text; // "" = not saved
 };
 
 struct app_state {
@@ -86,7 +151,18 @@ struct app_state {
     std::string export_dir = "glassbox-export";
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
-    size_t budget_mb = 512;          // attention capture budget (beyond it, layers around the selected one)
+    size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
+                                     // layers around the selected one)
+    // analyses (token ids; -1 = the default the panel names)
+    analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
+    colour_mode colour_by = COLOUR_PATTERN;
+    int lens_target = -1;            // -1: each position's final top-1
+    int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
+    std::string corrupt_prompt;      // patching's second prompt
+    int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
+    bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
+    int induction_n = 50;            // random tokens (each repeated once)
+    uint64_t induction_seed = 1;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -109,7 +185,16 @@ struct app_state {
     uint64_t result_version = 0;                   // bumps when result changes (textures re-upload)
     bool want_focus_model_path = false;
     std::string gl_status;                         // renderer string, or why GL fell back to the CPU
+    std::shared_ptr<const lens_output> lens;       // newest complete analyses (may be of older inputs)
+    std::shared_ptr<const attribution_output> attribution;
+    std::shared_ptr<const induction_output> induction;
+    std::shared_ptr<const patch_output> patching;
+    analysis_status analysis[ANALYSIS_COUNT];
+    std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
 };
+
+// The result is of the inputs as they are now (model, prompt, BOS, ablation): analyses may read it.
+bool result_is_current(const app_state& s);
 
 // Text of a token with whitespace made visible: · for space, ↵ for newline, → for tab; characters the font
 // atlas cannot hold (above U+FFFF, e.g. emoji) as "<U+1F642>".

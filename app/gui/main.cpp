@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -162,6 +163,16 @@ static std::string glyph_text(const app_state& s) {
             for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
     }
     if (s.generated) text += s.generated->text;
+    if (s.lens) {
+        const gb::tokenizer& tok = s.lens->from->model->tok;
+        for (int id : s.lens->lens.top_ids) text += gb::token_text(tok, id);
+    }
+    if (s.patching) {
+        const gb::tokenizer& tok = s.patching->model->tok;
+        for (int id : s.patching->corrupt_ids) text += gb::token_text(tok, id);
+        for (const gb::token_prob& t : s.patching->corrupt_top) text += gb::token_text(tok, t.id);
+    }
+    text += s.corrupt_prompt;
     return text;
 }
 
@@ -208,12 +219,35 @@ static void left_tabs(app_state& s, ui_context& ui) {
     }
 }
 
+// Under the attention grid: the head detail and the three analyses, as tabs. A tab chosen elsewhere (a click
+// on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
+// current tab does not overwrite s.tab.
+static void analysis_tabs(app_state& s, ui_context& ui) {
+    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching"};
+    static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching};
+    if (ImGui::BeginTabBar("##analysis")) {
+        const bool forced = s.tab != ui.tab_shown;
+        for (int t = 0; t < TAB_COUNT; t++) {
+            ImGuiTabItemFlags f = forced && t == s.tab ? ImGuiTabItemFlags_SetSelected : 0;
+            bool open = ImGui::BeginTabItem(labels[t], nullptr, f);
+            remember_item(ui, std::string("tab ") + labels[t]);
+            if (open) {
+                ui.tab_shown = (analysis_tab)t;
+                if (!forced) s.tab = (analysis_tab)t;
+                draw[t](s, ui);
+                ImGui::EndTabItem();
+            }
+        }
+        ImGui::EndTabBar();
+    }
+}
+
 static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     // the prompt panel grows with its text and token chips (up to 26% of the window; then they scroll)
     const float g = 4, status_h = 26;
     const float prompt_h = std::max(118.0f, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : 150.0f, H * 0.26f));
     float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
-    float left_w = W * 0.24f, right_w = W * 0.31f, mid_w = W - left_w - right_w - 4 * g;
+    float left_w = W * 0.22f, right_w = W * 0.29f, mid_w = W - left_w - right_w - 4 * g; // the middle holds the analyses
     float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
     // left column: Ablations over Model, each as tall as its content, when both fit; else tabs (with some
@@ -230,7 +264,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
         panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui);
     }
     panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, body_h * 0.42f - g), panel_overview, s, ui);
-    panel_window("Head", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), panel_head, s, ui);
+    panel_window("Analysis", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), analysis_tabs, s, ui);
     panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h * 0.52f - g), panel_output, s, ui);
     panel_window("Residual", ImVec2(right_x, body_y + body_h * 0.52f), ImVec2(right_w, body_h * 0.48f), panel_residual, s, ui);
     // status bar: the one-line error (previous result stays on screen), else the last status
@@ -250,7 +284,9 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 
 // ---------------------------------------------------------------------------------------------
 // Scripted input for tests: click LABEL | rclick LABEL | type TEXT | key NAME | wait | print | measure N |
-// screenshot FILE | open PATH | session FILE | scale linear|log|rowmax
+// screenshot FILE | open PATH | session FILE | scale linear|log|rowmax | tab head|lens|attribution|patching |
+// colour-by NAME | corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching |
+// select-token I | frames N | hover LABEL
 // ---------------------------------------------------------------------------------------------
 static double g_ui_ms = 0; // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster
 static double g_upload_ms = 0; // time of the last frame's texture uploads (0 when none)
@@ -262,6 +298,8 @@ struct script_runner {
     double ui_ms_sum = 0, max_ms = 0; // max_ms: longest frame (e.g. one that uploads a new result)
     double max_upload_ms = 0;         // longest texture upload in one frame
     int phase = 0;      // multi-frame actions (click: move, press, release)
+    bool hovering = false; // "hover": the mouse stays at hover_at (the backend resets it every frame)
+    ImVec2 hover_at;
     int wait_frames = 0;
     bool done() const { return next >= lines.size(); }
 };
@@ -277,7 +315,11 @@ static void write_png(const std::string& path, int w, int h) {
     if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4)) throw gb::error("cannot write " + path);
 }
 
-static void print_state(const app_state& s) {
+static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
+    return id < 0 ? nlohmann::json() : nlohmann::json(gb::token_text(tok, id));
+}
+
+static void print_state(const app_state& s, const ui_context& ui) {
     nlohmann::json j;
     if (s.result) {
         std::vector<std::string> toks(s.result->cap.pieces.begin(), s.result->cap.pieces.end());
@@ -299,6 +341,72 @@ static void print_state(const app_state& s) {
     j["status"] = s.status;
     j["recent"] = s.recent_models;
     j["gl"] = s.gl_status;
+    // analyses
+    j["tab"] = tab_name(s.tab);
+    j["token_errors"] = nlohmann::json::array(); // the token boxes' one-line errors
+    for (const std::string& e : ui.typed_error)
+        if (!e.empty()) j["token_errors"].push_back(e);
+    j["colour_by"] = colour_name(s.colour_by);
+    j["corrupt_prompt"] = s.corrupt_prompt;
+    auto token = [&](int id) -> nlohmann::json {
+        if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
+        return gb::token_text(s.model->tok, id);
+    };
+    j["lens_target"] = token(s.lens_target);
+    j["attribution_target"] = token(s.attr_target);
+    j["attribution_contrast"] = token(s.attr_contrast);
+    j["patching_target"] = token(s.patch_target);
+    j["patching_contrast"] = token(s.patch_contrast);
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching"};
+    for (int k = 0; k < ANALYSIS_COUNT; k++) {
+        const analysis_status& st = s.analysis[k];
+        j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
+                                   {"wanted", !s.analysis_want[k].empty()}};
+    }
+    if (s.lens) { // the model's own top-1 is the last point's at the last position
+        const gb::lens_result& l = s.lens->lens;
+        const gb::tokenizer& tok = s.lens->from->model->tok;
+        const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
+        j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
+                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
+                     {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+    }
+    if (s.attribution) {
+        const gb::attribution& a = s.attribution->attr;
+        const run_result& r = *s.attribution->from;
+        const gb::tokenizer& tok = r.model->tok;
+        nlohmann::json aj = {{"total", a.total}, {"sum", a.sum()}, {"position", a.position},
+                             {"target", gb::token_text(tok, a.target)},
+                             {"contrast", token_or_null(tok, a.contrast)},
+                             {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
+        if (a.position == r.cap.n_tokens - 1) { // the difference as the run's own logits give it
+            const float* lg = r.cap.last_logits();
+            aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
+        }
+        j["attribution"] = aj;
+    }
+    if (s.induction) {
+        const gb::head_scores& sc = s.induction->scores;
+        float best = 0;
+        for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
+        j["induction_test"] = {{"shown", s.induction_test}, {"n", s.induction->n}, {"seed", s.induction->seed},
+                               {"tokens", s.induction->ids.size()}, {"positions", sc.n_induction_positions},
+                               {"max_induction", best}, {"ms", s.induction->ms}};
+    }
+    if (s.patching) {
+        const patch_output& po = *s.patching;
+        const gb::patch_result& p = po.res;
+        const gb::tokenizer& tok = po.model->tok;
+        const int P = 2 * p.n_layer + 1, T = p.n_tokens;
+        auto num = [](float v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+        j["patching"] = {{"complete", p.complete}, {"clean", p.clean}, {"corrupt", p.corrupt}, {"runs", p.runs},
+                         {"target", gb::token_text(tok, p.target)},
+                         {"contrast", token_or_null(tok, p.contrast)},
+                         {"normalized_last", num(p.resid_normalized[(size_t)(P - 1) * T + T - 1])},
+                         {"normalized_first", num(p.resid_normalized[0])},
+                         {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
+                         {"note", po.note}};
+    }
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
 }
@@ -309,9 +417,10 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     std::string cmd = line.substr(0, line.find(' '));
     std::string arg = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
     ImGuiIO& io = ImGui::GetIO();
+    if (sc.hovering) io.MousePos = sc.hover_at;
     if (cmd == "wait") return settled;
     if (cmd == "print") {
-        print_state(s);
+        print_state(s, ui);
         return true;
     }
     if (cmd == "screenshot") {
@@ -351,11 +460,72 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
         return true;
     }
+    if (cmd == "tab") { // as clicking the tab
+        for (int t = 0; t < TAB_COUNT; t++)
+            if (arg == tab_name((analysis_tab)t)) {
+                s.tab = (analysis_tab)t;
+                return true;
+            }
+        throw gb::error("script: unknown tab " + arg);
+    }
+    if (cmd == "colour-by") { // as the grid's combo
+        for (int m = 0; m < COLOUR_COUNT; m++)
+            if (arg == colour_name((colour_mode)m)) {
+                s.colour_by = (colour_mode)m;
+                if (m == COLOUR_PATTERN) s.induction_test = false;
+                return true;
+            }
+        throw gb::error("script: unknown colour-by " + arg);
+    }
+    if (cmd == "corrupt") { // as typing into the Patching tab's corrupted prompt box
+        s.corrupt_prompt = arg;
+        return true;
+    }
+    if (cmd == "select-token") { // as clicking a token chip
+        s.sel_token = std::atoi(arg.c_str());
+        return true;
+    }
+    if (cmd == "save-session") { // as the Model panel's Save with FILE in its box
+        save_session(s, arg);
+        s.status = "saved session " + arg;
+        return true;
+    }
+    if (cmd == "export") { // as the Model panel's Export with DIR in its box (without window.png)
+        std::string wrote = export_capture(s, arg);
+        s.status = "exported " + wrote + " to " + arg;
+        return true;
+    }
+    if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
+        analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING : ANALYSIS_COUNT;
+        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching, not " + arg);
+        if (s.analysis[k].busy && s.analysis[k].progress > 0) {
+            sc.wait_frames = 0;
+            return true;
+        }
+        if (++sc.wait_frames > 6000) throw gb::error("script: " + arg + " never ran");
+        return false;
+    }
+    if (cmd == "frames") { // let N frames pass
+        if (++sc.phase < std::max(1, std::atoi(arg.c_str()))) return false;
+        sc.phase = 0;
+        return true;
+    }
     if (cmd == "key") { // one frame down, one frame up
         int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
         if (k < 0) throw gb::error("script: unknown key " + arg);
         io.KeysDown[k] = sc.phase == 0;
         return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
+    }
+    if (cmd == "hover") { // the mouse rests on a widget (its tooltip shows from the next frame)
+        auto it = ui.widgets.find(arg);
+        if (it == ui.widgets.end()) {
+            if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
+            return false;
+        }
+        sc.wait_frames = 0;
+        sc.hovering = true;
+        sc.hover_at = io.MousePos = ImVec2((it->second.x + it->second.z) / 2, (it->second.y + it->second.w) / 2);
+        return true;
     }
     if (cmd == "click" || cmd == "rclick") {
         auto it = ui.widgets.find(arg);
@@ -364,6 +534,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
             return false;
         }
         ImVec4 r = it->second;
+        sc.hovering = false;
         io.MousePos = ImVec2((r.x + r.z) / 2, (r.y + r.w) / 2);
         int button = cmd == "click" ? 0 : 1;
         if (sc.phase == 0) io.MouseDown[button] = false;      // move there first
@@ -444,6 +615,7 @@ int main(int argc, char** argv) {
             session_file f = read_session(opt.session);
             s.prompt = f.prompt;
             s.bos = f.bos;
+            apply_session_inputs(s, f);
             startup = f.settings;
             if (opt.model.empty() && !f.model.empty()) model_path = f.model;
         }
@@ -459,7 +631,7 @@ int main(int argc, char** argv) {
         if (opt.sel_layer >= 0) startup.sel_layer = opt.sel_layer, startup.sel_head = opt.sel_head, from_cli = true;
         if (opt.sel_token >= 0) startup.sel_token = opt.sel_token, from_cli = true;
         if (from_cli) startup.source = startup.source.empty() ? "command line" : startup.source + " + command line";
-        if (startup.has_ablation || startup.sel_layer >= 0 || startup.sel_token >= 0) s.pending = startup;
+        if (startup.has_ablation || startup.sel_layer >= 0 || startup.sel_token >= 0 || startup.has_tokens) s.pending = startup;
     } catch (const gb::error& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 2;
@@ -505,8 +677,11 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     {
         worker work;
+        analysis_worker analyses;
         ui_context ui;
         ui.work = &work;
+        ui.analysis = &analyses;
+        ui.headless = headless_job;
         if (!model_path.empty()) work.load(model_path);
         std::string requested;     // inputs of the last run request
         std::string pending;       // inputs seen last frame
@@ -520,6 +695,7 @@ int main(int argc, char** argv) {
         while (!glfwWindowShouldClose(win)) {
             glfwPollEvents();
             work.poll(s);
+            analyses.poll(s);
             // a new result (or a re-colouring) replaces the shown one once its textures are all uploaded:
             // the screen always shows one complete result (large ones take a few frames, ~6 ms of uploads each)
             auto upload_start = clock_type::now();
@@ -580,9 +756,12 @@ int main(int argc, char** argv) {
                 }
                 s.selection_pinned = false;
             }
-            // glyphs the shown text needs: prompt, tokens, top-k tokens, continuation (rebuilt between frames)
+            // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
+            const bool analyses_done = schedule_analyses(s, ui);
+            // glyphs the shown text needs: prompt, tokens, top-k tokens, continuation, analyses' tokens
             std::string glyph_key = std::to_string(s.result_version) + "|" +
-                                    std::to_string((uintptr_t)s.generated.get()) + "|" + s.prompt;
+                                    std::to_string((uintptr_t)s.generated.get()) + "|" + std::to_string((uintptr_t)s.lens.get()) +
+                                    "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt;
             if (glyph_key != glyphs_for && need_glyphs(fonts, glyph_text(s))) {
                 build_fonts(fonts);
                 ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -599,7 +778,8 @@ int main(int argc, char** argv) {
             int fb_w, fb_h;
             glfwGetFramebufferSize(win, &fb_w, &fb_h);
             bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == requested &&
-                           !s.next_pixels && s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels;
+                           !s.next_pixels && s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels &&
+                           analyses_done && s.tab == ui.tab_shown;
             if (!script.done()) {
                 try {
                     if (script_step(script, s, ui, settled, fb_w, fb_h)) script.next++;

@@ -73,7 +73,11 @@ void panel_ablations(app_state& s, ui_context& ui) {
         if (i % 4 != 3 && i + 1 < ab.heads.size()) ImGui::SameLine();
         ImGui::PopID();
     }
-    if (ab.heads.empty()) ImGui::TextDisabled("right-click (or ctrl+click) a head in the grid to zero its output");
+    if (ab.heads.empty()) { // wrapped: the column is narrow in small windows
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("right-click (or ctrl+click) a head in the grid to zero its output");
+        ImGui::PopTextWrapPos();
+    }
 }
 
 } // namespace gbui

@@ -114,6 +114,7 @@ void panel_model(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
+    remember_item(ui, "Save");
     ImGui::SameLine();
     if (ImGui::SmallButton("Load")) {
         try {
@@ -128,14 +129,15 @@ void panel_model(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     if (ImGui::SmallButton("Export")) {
         try {
-            export_capture(s, s.export_dir);
+            std::string wrote = export_capture(s, s.export_dir);
             ui.screenshot_path = s.export_dir + "/window.png";
             ui.request_screenshot = true;
-            s.status = "exported .npy, capture.json and window.png to " + s.export_dir;
+            s.status = "exported " + wrote + " and window.png to " + s.export_dir;
         } catch (const std::exception& e) {
             s.error = e.what();
         }
     }
+    remember_item(ui, "Export");
     ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG");
 }
 

@@ -21,7 +21,13 @@ static void bar(float p, ImU32 col, float w) {
 }
 
 void panel_output(app_state& s, ui_context& ui) {
-    panel_title("Next token", "baseline = no ablation");
+    // a click on a row picks the target of the open analysis tab (the hint says which)
+    int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
+              : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
+    static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
+                                               "the patching target"};
+    const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
+    panel_title("Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
@@ -61,11 +67,19 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::TableSetupColumn(ablated ? "current" : "probability", ImGuiTableColumnFlags_WidthFixed, bw);
         if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, 60);
         ImGui::TableHeadersRow();
-        for (int id : ids) {
+        for (size_t i = 0; i < ids.size(); i++) {
+            const int id = ids[i];
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::Text("\u2018%s\u2019", visible_token(gb::token_text(m.tok, id)).c_str());
-            if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
+            std::string label = "\u2018" + visible_token(gb::token_text(m.tok, id)) + "\u2019##row" + std::to_string(i);
+            if (pick) {
+                if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
+                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what[s.tab]);
+            } else {
+                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.find("##"));
+                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
+            }
+            remember_item(ui, "next " + std::to_string(i));
             if (ablated) {
                 ImGui::TableNextColumn();
                 bar(r.base_probs[id], IM_COL32(90, 120, 170, 255), bw);

@@ -1,19 +1,126 @@
-// Attention overview: an L x H grid of every head's pattern. Click: open in the detail view;
-// right-click or ctrl+click: knock the head out (ablate) or bring it back.
+// Attention overview: an L x H grid of every head, coloured by its pattern or by one head score (previous-token,
+// first-token, induction, duplicate-token, entropy), on the prompt or on the repeated-random-tokens test prompt.
+// Click: open in the detail view; right-click or ctrl+click: knock the head out (ablate) or bring it back.
+//
+// Sections: score mode controls | grid
 #include <algorithm>
+#include <cmath>
 
 #include "ui.h"
 
 namespace gbui {
 
+// ---------------------------------------------------------------------------------------------
+// Score mode controls: the colour-by combo, the legend, and the induction test
+// ---------------------------------------------------------------------------------------------
+
+// The scores the grid shows: the test prompt's while the test is on (null while it runs), else the prompt's.
+static const gb::head_scores* shown_scores(const app_state& s) {
+    if (!s.induction_test) return &s.result->scores;
+    return s.induction && s.induction->model == s.result->model ? &s.induction->scores : nullptr;
+}
+
+// The colour range of a score: [0, 1] for the fractions of attention, [0, largest] nats for entropy.
+static float score_max(const gb::head_scores* sc, colour_mode m) {
+    if (m != COLOUR_ENTROPY) return 1.0f;
+    float mx = 0;
+    if (sc)
+        for (float v : sc->score[gb::SCORE_ENTROPY]) if (std::isfinite(v)) mx = std::max(mx, v);
+    return mx > 0 ? mx : 1.0f;
+}
+
+static void score_controls(app_state& s, ui_context& ui) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("colour by");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::BeginCombo("##colour_by", colour_label(s.colour_by))) {
+        for (int m = 0; m < COLOUR_COUNT; m++)
+            if (ImGui::Selectable(colour_label((colour_mode)m), s.colour_by == m)) {
+                s.colour_by = (colour_mode)m;
+                if (m == COLOUR_PATTERN) s.induction_test = false; // patterns are always the prompt's
+            }
+        ImGui::EndCombo();
+    }
+    remember_item(ui, "colour by");
+    if (s.colour_by == COLOUR_PATTERN) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("hover a head for its scores");
+        return;
+    }
+    // legend: the colour bar with the score's range
+    const gb::head_scores* sc = shown_scores(s);
+    const float mx = score_max(sc, s.colour_by);
+    char hi[32];
+    snprintf(hi, sizeof hi, s.colour_by == COLOUR_ENTROPY ? "%.2f nats" : "%.0f", mx);
+    // an inline legend on the combo's line: "0 [colour bar] 1"
+    ImGui::SameLine(0, 14);
+    ImGui::TextUnformatted("0");
+    ImGui::SameLine(0, 4);
+    ImVec2 at = ImGui::GetCursorScreenPos();
+    const float bar_w = 140, bar_h = 12, y0 = at.y + (ImGui::GetFrameHeight() - bar_h) / 2;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (int i = 0; i < 48; i++)
+        dl->AddRectFilled(ImVec2(at.x + bar_w * i / 48, y0), ImVec2(at.x + bar_w * (i + 1) / 48 + 1, y0 + bar_h),
+                          viridis_u32((i + 0.5f) / 48));
+    ImGui::Dummy(ImVec2(bar_w, ImGui::GetFrameHeight()));
+    ImGui::SameLine(0, 4);
+    ImGui::TextUnformatted(hi);
+    ImGui::SameLine(0, 14);
+    static const char* meaning[COLOUR_COUNT] = {"", "attention to the token just before", "attention to the first token",
+                                                "attention to the token after the last occurrence of the current one",
+                                                "attention to the last occurrence of the current token",
+                                                "spread of attention (low = focused)"};
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("%s", meaning[s.colour_by]);
+    ImGui::PopTextWrapPos();
+    // the induction test: N random tokens repeated once, a fixed seed
+    const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
+    if (!s.induction_test) {
+        if (ImGui::SmallButton("Run the induction test")) s.induction_test = true;
+        remember_item(ui, "induction test");
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(90);
+        ImGui::SliderInt("random tokens, repeated twice", &s.induction_n, 2, n_max);
+        s.induction_n = std::max(2, std::min(s.induction_n, n_max));
+        ImGui::SameLine();
+        ImGui::TextDisabled("seed %llu", (unsigned long long)s.induction_seed);
+        if (sc && s.result->scores.n_induction_positions == 0 &&
+            (s.colour_by == COLOUR_INDUCTION || s.colour_by == COLOUR_DUPLICATE_TOKEN))
+            ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1),
+                               "no token repeats in your prompt: this score is undefined (n/a); run the test");
+    } else {
+        const bool ready = sc && s.induction->key == s.analysis_want[ANALYSIS_INDUCTION];
+        ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.72f, 0.3f, 1));
+        if (ready)
+            ImGui::Text("TEST PROMPT: %d random tokens repeated twice (seed %llu), not your prompt", s.induction->n,
+                        (unsigned long long)s.induction->seed);
+        else if (!s.analysis[ANALYSIS_INDUCTION].error.empty())
+            ImGui::Text("induction test: %s", s.analysis[ANALYSIS_INDUCTION].error.c_str());
+        else
+            ImGui::Text("running the induction test on %d random tokens repeated twice...", s.induction_n);
+        ImGui::PopStyleColor();
+        ImGui::SameLine();
+        if (ImGui::SmallButton("back to my prompt")) s.induction_test = false;
+        remember_item(ui, "back to my prompt");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid
+// ---------------------------------------------------------------------------------------------
 void panel_overview(app_state& s, ui_context& ui) {
     panel_title("Attention heads", "rows = layers, columns = heads; right-click a head to ablate it");
     if (!s.result) {
         ImGui::TextDisabled("no result yet");
         return;
     }
+    score_controls(s, ui);
     const gb::record& c = s.result->cap;
     const int L = c.n_layer, H = c.n_head;
+    const bool by_score = s.colour_by != COLOUR_PATTERN;
+    const gb::head_scores* sc = by_score ? shown_scores(s) : nullptr;
+    const float smax = by_score ? score_max(sc, s.colour_by) : 1.0f;
     ImVec2 avail = ImGui::GetContentRegionAvail();
     const float label_w = 34, head_h = 18, gap = 3;
     float cell = std::min((avail.x - label_w) / H, (avail.y - head_h) / L) - gap;
@@ -38,7 +145,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             snprintf(b, sizeof b, "L%d", l);
             dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2), lc, b);
         }
-        const bool kept = c.has_layer(l);
+        const bool kept = c.has_layer(l) || (by_score && s.induction_test); // the test keeps every layer
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
             ImVec2 a(o.x + label_w, o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + H * (cell + gap) - gap, a.y + cell);
@@ -52,8 +159,20 @@ void panel_overview(app_state& s, ui_context& ui) {
         for (int h = 0; h < H; h++) {
             ImVec2 a(o.x + label_w + h * (cell + gap), o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + cell, a.y + cell);
-            GLuint tex = ui.hm.head(l, h);
-            if (tex && kept) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
+            if (by_score) { // the score's colour, and its value where the cell has room
+                float v = sc ? sc->at(colour_score(s.colour_by), l, h) : NAN;
+                ImU32 col = std::isfinite(v) ? viridis_u32(v / smax) : IM_COL32(60, 60, 68, 255);
+                dl->AddRectFilled(a, z, col);
+                char num[16] = "...";
+                if (std::isfinite(v)) snprintf(num, sizeof num, "%.2f", v);
+                else if (sc) snprintf(num, sizeof num, "n/a");
+                ImVec2 ts = ImGui::CalcTextSize(num);
+                if (ts.x + 4 <= cell && ts.y <= cell)
+                    dl->AddText(ImVec2(a.x + (cell - ts.x) / 2, a.y + (cell - ts.y) / 2),
+                                std::isfinite(v) ? text_on(col) : IM_COL32(160, 160, 170, 255), num);
+            } else if (GLuint tex = ui.hm.head(l, h); tex && kept) {
+                dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
+            }
             bool ablated = head_ablated(s.ablation, l, h);
             bool selected = l == s.sel_layer && h == s.sel_head;
             if (ablated) {
@@ -69,11 +188,20 @@ void panel_overview(app_state& s, ui_context& ui) {
                 ImGui::BeginTooltip();
                 ImGui::Text("L%d H%d%s", l, h, ablated ? "  (ablated)" : "");
                 ImGui::Separator();
-                if (kept) {
-                    const gb::head_scores& sc = s.result->scores;
-                    ImGui::Text("entropy          %.2f nats", sc.score[gb::SCORE_ENTROPY][k]);
-                    ImGui::Text("previous token   %.2f", sc.score[gb::SCORE_PREV_TOKEN][k]);
-                    ImGui::Text("first token      %.2f", sc.score[gb::SCORE_FIRST_TOKEN][k]);
+                const gb::head_scores* hs = by_score ? sc : &s.result->scores;
+                if (kept && hs) {
+                    if (by_score && s.induction_test) ImGui::TextColored(ImVec4(1, 0.72f, 0.3f, 1), "on the test prompt");
+                    ImGui::Text("entropy          %.2f nats", hs->score[gb::SCORE_ENTROPY][k]);
+                    ImGui::Text("previous token   %.2f", hs->score[gb::SCORE_PREV_TOKEN][k]);
+                    ImGui::Text("first token      %.2f", hs->score[gb::SCORE_FIRST_TOKEN][k]);
+                    if (hs->n_induction_positions > 0) {
+                        ImGui::Text("induction        %.2f", hs->score[gb::SCORE_INDUCTION][k]);
+                        ImGui::Text("duplicate token  %.2f", hs->score[gb::SCORE_DUPLICATE_TOKEN][k]);
+                    } else {
+                        ImGui::TextDisabled("induction, duplicate token: n/a (no token repeats)");
+                    }
+                } else if (kept) {
+                    ImGui::TextDisabled("running the induction test...");
                 } else {
                     ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
                 }

@@ -3,9 +3,11 @@
 #pragma once
 #include <imgui.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 
+#include "analysis_worker.h"
 #include "app_state.h"
 #include "heatmaps.h"
 #include "worker.h"
@@ -24,6 +26,14 @@ struct ui_context {
     bool prompt_editing = false;           // the prompt shows its editor (else the wrapped text)
     int prompt_edit_frames = 0;            // frames since the editor was asked for (focus takes two)
     bool prompt_cursor_to_end = false;     // the editor puts its cursor at the end on its first active frame
+    // analyses
+    analysis_worker* analysis = nullptr;
+    bool headless = false;                  // screenshot/script runs: no debounce
+    std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
+    std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
+    std::chrono::steady_clock::time_point patch_changed_at;
+    analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
+    std::string typed[4], typed_error[4];   // token boxes: attribution target/contrast, patching target/contrast
 };
 
 // Draws text rotated 90 degrees counter-clockwise (reading bottom to top) with its start at the bottom-left
@@ -38,11 +48,31 @@ int label_step(int n, float spacing, float need);
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
 ImU32 viridis_u32(float t, float alpha = 1.0f);
+// Diverging blue-white-red map centred at 0 (ColorBrewer RdBu's control points): t in [-1, 1], NaN grey.
+ImU32 diverging_u32(float t);
+// Text colour that reads on a cell of colour c (dark on light cells).
+ImU32 text_on(ImU32 c);
+// A horizontal colour bar from lo to hi with labels under it (lo, mid, hi); returns the height used.
+float colour_bar(ImDrawList* dl, ImVec2 at, float w, bool diverging, const char* lo, const char* mid, const char* hi);
+// A token chooser: a combo of `offered` (with probabilities) and of "default" (default_label), then a box to
+// type one token (Enter; "#123" = id 123). *id: -1 = the default. slot: which of ui.typed this box uses; name
+// (e.g. "attribution target") names the widgets for scripts. Returns true when *id changed.
+bool token_picker(const char* name, int* id, const std::string& default_label, const std::vector<gb::token_prob>& offered,
+                  const gb::tokenizer& tok, int vocab, int slot, ui_context& ui, float combo_w);
+// Width of a picker with its label in front (label, combo, typing box), for one-line-or-two layouts.
+float token_picker_w(const char* label, float combo_w);
+float token_box_w(float combo_w);
+// Pixels left on the line to the right of the last item.
+float room_right_of_item();
+// A token's visible text in quotes: ‘·cat’ ("(none)" for -1: no contrast token).
+std::string quoted(const gb::tokenizer& tok, int id);
 // Ablation helpers shared by the overview grid and the ablations panel.
 bool head_ablated(const gb::ablation& ab, int layer, int head);
 void toggle_head(gb::ablation& ab, int layer, int head);
 // A heading line for a panel, with a one-line hint.
 void panel_title(const char* title, const char* hint = nullptr);
+// The one-line hint of a tab's panel (the tab names it), wrapped when long.
+void tab_hint(const char* hint);
 
 void panel_prompt(app_state& s, ui_context& ui);
 void panel_overview(app_state& s, ui_context& ui);
@@ -51,19 +81,36 @@ void panel_residual(app_state& s, ui_context& ui);
 void panel_ablations(app_state& s, ui_context& ui);
 void panel_output(app_state& s, ui_context& ui);
 void panel_model(app_state& s, ui_context& ui);
+void panel_lens(app_state& s, ui_context& ui);
+void panel_attribution(app_state& s, ui_context& ui);
+void panel_patching(app_state& s, ui_context& ui);
+
+// Sends the analyses that the open tab / grid mode shows when their inputs changed (newest wins; a run whose
+// inputs changed is stopped at once). Sets s.analysis_want. Returns true when everything wanted is done.
+bool schedule_analyses(app_state& s, ui_context& ui);
+// The attribution's target and contrast ids: the chosen ones, else the prediction's top-1 and the best other token.
+void attribution_tokens(const app_state& s, int* target, int* contrast);
 
 // Sessions (.json: model path, prompt, BOS, ablations, selection) and capture export.
 struct session_file {
     std::string model;          // path of the model it was saved with ("" if none)
     std::string prompt;
     bool bos = false;
-    pending_settings settings;  // ablation and selection, checked against that model once it has loaded
+    pending_settings settings;  // ablation, selection and chosen tokens, checked against that model once it has loaded
+    // analysis inputs (absent in older session files: then the defaults stay)
+    std::optional<std::string> corrupt_prompt;
+    std::optional<analysis_tab> tab;
+    std::optional<colour_mode> colour_by;
 };
 void save_session(const app_state& s, const std::string& path);
 session_file read_session(const std::string& path); // throws gb::error (file, JSON), no model checks
 // The panel's Load (and the script's "session FILE"): prompt and BOS at once; the session's model is loaded
 // if it is not the current one, and its ablation and selection are applied (and checked) against it.
 void open_session(app_state& s, worker& w, const std::string& path);
-void export_capture(const app_state& s, const std::string& dir);
+// The session's model-independent analysis inputs (corrupt prompt, tab, grid colouring), when it has them.
+void apply_session_inputs(app_state& s, const session_file& f);
+// Writes the capture (.npy, capture.json) and the analyses computed for the shown result (head_scores, lens,
+// attribution, patching, the induction test: .npy + .json each); returns what it wrote, e.g. ".npy, capture.json, lens".
+std::string export_capture(const app_state& s, const std::string& dir);
 
 } // namespace gbui

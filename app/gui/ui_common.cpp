@@ -1,10 +1,16 @@
-// Small helpers shared by the panels, sessions and capture export.
+// Small helpers shared by the panels (colour maps, token pickers), sessions and capture export.
+//
+// Sections: drawing helpers | colour maps | token picker | names | sessions | model adoption | export
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analysis_json.h"
 #include "error.h"
 #include "export.h"
 #include "ui.h"
@@ -53,6 +59,120 @@ ImU32 viridis_u32(float t, float alpha) {
     return IM_COL32(c[0], c[1], c[2], (int)(alpha * 255));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Colour maps
+// ---------------------------------------------------------------------------------------------
+ImU32 diverging_u32(float t) {
+    // ColorBrewer RdBu (5 classes) from blue (-1) through white (0) to red (+1)
+    static const uint8_t pts[5][3] = {{33, 102, 172}, {103, 169, 207}, {247, 247, 247}, {239, 138, 98}, {178, 24, 43}};
+    if (!std::isfinite(t)) return IM_COL32(70, 70, 78, 255);
+    t = (std::min(1.0f, std::max(-1.0f, t)) + 1.0f) * 2.0f; // 0..4
+    int i = std::min(3, (int)t);
+    float f = t - i;
+    int c[3];
+    for (int k = 0; k < 3; k++) c[k] = (int)std::lround(pts[i][k] * (1 - f) + pts[i + 1][k] * f);
+    return IM_COL32(c[0], c[1], c[2], 255);
+}
+
+ImU32 text_on(ImU32 c) {
+    float r = (c >> IM_COL32_R_SHIFT) & 255, g = (c >> IM_COL32_G_SHIFT) & 255, b = (c >> IM_COL32_B_SHIFT) & 255;
+    return 0.299f * r + 0.587f * g + 0.114f * b > 140 ? IM_COL32(15, 15, 20, 255) : IM_COL32(240, 240, 240, 255);
+}
+
+float colour_bar(ImDrawList* dl, ImVec2 a, float w, bool diverging, const char* lo, const char* mid, const char* hi) {
+    const int steps = 64;
+    const float h = 12;
+    for (int i = 0; i < steps; i++) {
+        float x0 = a.x + w * i / steps, x1 = a.x + w * (i + 1) / steps + 1, t = (i + 0.5f) / steps;
+        dl->AddRectFilled(ImVec2(x0, a.y), ImVec2(x1, a.y + h), diverging ? diverging_u32(2 * t - 1) : viridis_u32(t));
+    }
+    ImU32 tc = IM_COL32(200, 200, 200, 255);
+    dl->AddText(ImVec2(a.x, a.y + h + 2), tc, lo);
+    if (mid) dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + 2), tc, mid);
+    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
+    return h + 4 + ImGui::GetTextLineHeight();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token picker
+// ---------------------------------------------------------------------------------------------
+std::string quoted(const gb::tokenizer& tok, int id) {
+    return id < 0 ? "(none)" : "\u2018" + visible_token(gb::token_text(tok, id)) + "\u2019";
+}
+
+float room_right_of_item() {
+    return ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x;
+}
+
+float token_box_w(float combo_w) { return std::max(80.0f, combo_w * 0.8f); }
+
+float token_picker_w(const char* label, float combo_w) {
+    const ImGuiStyle& st = ImGui::GetStyle();
+    return ImGui::CalcTextSize(label).x + combo_w + token_box_w(combo_w) + 3 * st.ItemSpacing.x;
+}
+
+bool token_picker(const char* name, int* id, const std::string& default_label, const std::vector<gb::token_prob>& offered,
+                  const gb::tokenizer& tok, int vocab, int slot, ui_context& ui, float combo_w) {
+    const int before = *id;
+    std::string preview = *id >= 0 && *id < vocab ? quoted(tok, *id) : default_label;
+    ImGui::PushID(name);
+    ImGui::SetNextItemWidth(combo_w);
+    if (ImGui::BeginCombo("##pick", preview.c_str())) {
+        if (ImGui::Selectable(default_label.c_str(), *id < 0)) *id = -1;
+        for (size_t i = 0; i < offered.size(); i++) {
+            char line[160];
+            snprintf(line, sizeof line, "%s   %.3f", quoted(tok, offered[i].id).c_str(), offered[i].prob);
+            if (ImGui::Selectable(line, *id == offered[i].id)) *id = offered[i].id;
+            remember_item(ui, std::string(name) + " " + std::to_string(i));
+        }
+        ImGui::EndCombo();
+    }
+    remember_item(ui, name);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(token_box_w(combo_w));
+    std::string& typed = ui.typed[slot];
+    std::string& err = ui.typed_error[slot];
+    if (ImGui::InputTextWithHint("##type", "or type a token", &typed, ImGuiInputTextFlags_EnterReturnsTrue)) {
+        try {
+            int t = -1;
+            if (typed.size() > 1 && typed[0] == '#' && typed.find_first_not_of("0123456789", 1) == std::string::npos) {
+                t = typed.size() > 10 ? vocab : std::atoi(typed.c_str() + 1); // more than 9 digits: out of range anyway
+                if (t >= vocab)
+                    throw gb::error("id " + typed.substr(1) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+            } else {
+                t = gb::single_token_id(tok, typed, name);
+            }
+            *id = t;
+            typed.clear();
+            err.clear();
+        } catch (const std::exception& e) {
+            err = e.what(); // the previous choice stays
+        }
+    }
+    remember_item(ui, std::string(name) + " text");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("exactly one token (mind the leading space: \u2018\u00b7cat\u2019 is \" cat\"), or #id; Enter");
+    ImGui::PopID();
+    if (*id != before) err.clear();
+    return *id != before;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names (sessions, scripts, print)
+// ---------------------------------------------------------------------------------------------
+const char* tab_name(analysis_tab t) {
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching"};
+    return t >= 0 && t < TAB_COUNT ? names[t] : "head";
+}
+const char* colour_name(colour_mode m) {
+    static const char* names[COLOUR_COUNT] = {"pattern", "prev_token", "first_token", "induction", "duplicate_token", "entropy"};
+    return m >= 0 && m < COLOUR_COUNT ? names[m] : "pattern";
+}
+const char* colour_label(colour_mode m) {
+    static const char* names[COLOUR_COUNT] = {"pattern", "previous-token", "first-token", "induction", "duplicate-token", "entropy"};
+    return m >= 0 && m < COLOUR_COUNT ? names[m] : "pattern";
+}
+
 bool head_ablated(const gb::ablation& ab, int layer, int head) {
     return std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{layer, head}) != ab.heads.end();
 }
@@ -67,10 +187,20 @@ void panel_title(const char* title, const char* hint) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.8f, 1.0f, 1.0f));
     ImGui::TextUnformatted(title);
     ImGui::PopStyleColor();
-    if (hint) {
+    if (hint) { // beside the title when it fits, else wrapped under it
         ImGui::SameLine();
+        if (ImGui::CalcTextSize(hint).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+        ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("%s", hint);
+        ImGui::PopTextWrapPos();
     }
+    ImGui::Separator();
+}
+
+void tab_hint(const char* hint) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", hint);
+    ImGui::PopTextWrapPos();
     ImGui::Separator();
 }
 
@@ -80,6 +210,14 @@ static gb::layer_set layer_set_from(const nlohmann::json& j) {
     s.on = j.value("on", false);
     if (j.contains("layers")) s.layers = j["layers"].get<std::vector<int>>();
     return s;
+}
+
+// A chosen token as {"id", "text"} (the text lets a session opened with another vocabulary be checked), or null.
+static nlohmann::json token_json(const app_state& s, int id) {
+    if (id < 0) return nullptr;
+    nlohmann::json j = {{"id", id}};
+    if (s.model && id < s.model->config.vocab_size) j["text"] = gb::token_text(s.model->tok, id);
+    return j;
 }
 
 void save_session(const app_state& s, const std::string& path) {
@@ -95,8 +233,32 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
-                        {"selected_token", s.sel_token}};
+                        {"selected_token", s.sel_token},
+                        {"tab", tab_name(s.tab)},
+                        {"colour_by", colour_name(s.colour_by)},
+                        {"lens_target", token_json(s, s.lens_target)},
+                        {"attribution", {{"target", token_json(s, s.attr_target)}, {"contrast", token_json(s, s.attr_contrast)}}},
+                        {"patching",
+                         {{"corrupt_prompt", s.corrupt_prompt},
+                          {"target", token_json(s, s.patch_target)},
+                          {"contrast", token_json(s, s.patch_contrast)}}}};
     gb::write_json(path, j);
+}
+
+// A token saved by token_json: its id, and its text when saved (checked against the model by apply_settings).
+struct saved_token {
+    int id = -1;
+    std::string text;
+    bool has_text = false;
+};
+static saved_token token_from(const nlohmann::json& j, const char* key) {
+    saved_token t;
+    if (!j.contains(key) || j.at(key).is_null()) return t;
+    const nlohmann::json& v = j.at(key);
+    t.id = v.at("id").get<int>();
+    if (t.id < 0) throw gb::error(std::string(key) + ": a token id must be >= 0");
+    if (v.contains("text")) t.text = v.at("text").get<std::string>(), t.has_text = true;
+    return t;
 }
 
 session_file read_session(const std::string& path) {
@@ -121,6 +283,36 @@ session_file read_session(const std::string& path) {
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);
         if (p.sel_layer < 0 || p.sel_head < 0) throw gb::error("selected_head must be two indices >= 0");
+        // analysis inputs: absent in sessions saved before they existed
+        if (j.contains("tab")) {
+            std::string t = j.at("tab").get<std::string>();
+            for (int k = 0; k < TAB_COUNT; k++)
+                if (t == tab_name((analysis_tab)k)) out.tab = (analysis_tab)k;
+            if (!out.tab) throw gb::error("tab: expected head, lens, attribution or patching, got '" + t + "'");
+        }
+        if (j.contains("colour_by")) {
+            std::string c = j.at("colour_by").get<std::string>();
+            for (int k = 0; k < COLOUR_COUNT; k++)
+                if (c == colour_name((colour_mode)k)) out.colour_by = (colour_mode)k;
+            if (!out.colour_by) throw gb::error("colour_by: unknown score '" + c + "'");
+        }
+        auto take = [&](const saved_token& t, int& id, std::string& text) {
+            id = t.id;
+            text = t.has_text ? t.text : "";
+        };
+        take(token_from(j, "lens_target"), p.lens_target, p.lens_target_text);
+        if (j.contains("attribution")) {
+            const auto& a = j.at("attribution");
+            take(token_from(a, "target"), p.attr_target, p.attr_target_text);
+            take(token_from(a, "contrast"), p.attr_contrast, p.attr_contrast_text);
+        }
+        if (j.contains("patching")) {
+            const auto& pa = j.at("patching");
+            if (pa.contains("corrupt_prompt")) out.corrupt_prompt = pa.at("corrupt_prompt").get<std::string>();
+            take(token_from(pa, "target"), p.patch_target, p.patch_target_text);
+            take(token_from(pa, "contrast"), p.patch_contrast, p.patch_contrast_text);
+        }
+        p.has_tokens = true;
         return out; // layer and head indices are checked against the session's model once it has loaded
     } catch (const gb::error& e) {
         throw gb::error(path + ": " + e.what());
@@ -129,10 +321,17 @@ session_file read_session(const std::string& path) {
     }
 }
 
+void apply_session_inputs(app_state& s, const session_file& f) {
+    if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
+    if (f.tab) s.tab = *f.tab;
+    if (f.colour_by) s.colour_by = *f.colour_by;
+}
+
 void open_session(app_state& s, worker& w, const std::string& path) {
     session_file f = read_session(path);
     s.prompt = f.prompt;
     s.bos = f.bos;
+    apply_session_inputs(s, f);
     s.warning.clear();
     if (!f.model.empty() && (!s.model || s.model->path != f.model)) {
         s.model_path_input = f.model;
@@ -170,6 +369,24 @@ void apply_settings(app_state& s, const pending_settings& p) {
         }
     }
     if (p.sel_token >= 0) s.sel_token = p.sel_token; // positions are clamped to the prompt by the panels
+    if (p.has_tokens) { // chosen tokens: ids of this model's vocabulary, and the same text when it was saved
+        const int V = c.vocab_size;
+        auto take = [&](int id, const std::string& text, int& into, const char* what) {
+            into = -1;
+            if (id < 0) return;
+            std::string why;
+            if (id >= V) why = "id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(V) + " tokens)";
+            else if (!text.empty() && gb::token_text(s.model->tok, id) != text)
+                why = "id " + std::to_string(id) + " is not \u2018" + visible_token(text) + "\u2019 in this vocabulary";
+            if (why.empty()) into = id;
+            else problems += std::string(problems.empty() ? "" : "; ") + what + " not chosen: " + why;
+        };
+        take(p.lens_target, p.lens_target_text, s.lens_target, "lens target");
+        take(p.attr_target, p.attr_target_text, s.attr_target, "attribution target");
+        take(p.attr_contrast, p.attr_contrast_text, s.attr_contrast, "attribution contrast");
+        take(p.patch_target, p.patch_target_text, s.patch_target, "patching target");
+        take(p.patch_contrast, p.patch_contrast_text, s.patch_contrast, "patching contrast");
+    }
     if (!problems.empty()) s.warning = p.source + ": " + problems;
 }
 
@@ -193,6 +410,9 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     r.insert(r.begin(), path);
     if (r.size() > 8) r.resize(8);
     write_recent(s.config_dir, r);
+    // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
+    s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
+    s.induction_test = false;
     if (s.pending) { // settings that came with this model (command line, session): checked against it
         pending_settings p = *s.pending;
         s.pending.reset();
@@ -233,10 +453,44 @@ void write_recent(const std::string& config_dir, const std::vector<std::string>&
     for (const std::string& p : paths) f << p << "\n"; // not being able to remember is not worth an error
 }
 
-void export_capture(const app_state& s, const std::string& dir) {
+std::string export_capture(const app_state& s, const std::string& dir) {
     if (!s.result) throw gb::error("nothing to export yet");
-    gb::write_capture_npy(dir, s.result->cap);
-    gb::write_json(dir + "/capture.json", gb::capture_json(*s.result->model, s.result->cap, s.result->ablation, s.top_k));
+    const run_result& r = *s.result;
+    const gb::tokenizer& tok = r.model->tok;
+    gb::write_capture_npy(dir, r.cap);
+    gb::write_json(dir + "/capture.json", gb::capture_json(*r.model, r.cap, r.ablation, s.top_k));
+    // the analyses computed for this result (the CLI's formats): one JSON and its .npy arrays each
+    std::string wrote = ".npy, capture.json";
+    gb::write_head_scores_npy(dir, r.scores);
+    gb::write_json(dir + "/head_scores.json", gb::head_scores_json(r.scores, r.cap));
+    wrote += ", head_scores";
+    if (s.lens && s.lens->from == s.result) {
+        gb::write_lens_npy(dir, s.lens->lens);
+        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.cap, tok));
+        wrote += ", lens";
+    }
+    if (s.attribution && s.attribution->from == s.result) {
+        gb::write_attribution_npy(dir, s.attribution->attr);
+        gb::write_json(dir + "/attribution.json", gb::attribution_json(s.attribution->attr, tok));
+        wrote += ", attribution";
+    }
+    if (s.patching && s.patching->model == r.model && s.patching->clean_ids == r.cap.tokens) {
+        const patch_output& p = *s.patching;
+        gb::write_patch_npy(dir, p.res);
+        gb::write_json(dir + "/patching.json", gb::patch_json(p.res, tok, p.clean_ids, p.corrupt_ids));
+        wrote += ", patching";
+    }
+    if (s.induction && s.induction->model == r.model) { // the test prompt's scores, in a folder of their own
+        gb::write_head_scores_npy(dir + "/induction_test", s.induction->scores);
+        nlohmann::json j = {{"n", s.induction->n}, {"seed", s.induction->seed}, {"ids", s.induction->ids}};
+        gb::record ids_only; // head_scores_json names the prompt's tokens
+        ids_only.tokens = s.induction->ids;
+        for (int id : s.induction->ids) ids_only.pieces.push_back(gb::token_text(tok, id));
+        j["scores"] = gb::head_scores_json(s.induction->scores, ids_only);
+        gb::write_json(dir + "/induction_test/head_scores.json", j);
+        wrote += ", induction_test/";
+    }
+    return wrote;
 }
 
 } // namespace gbui

@@ -138,6 +138,7 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     auto r = std::make_shared<run_result>();
     r->model = q.model;
     r->prompt = q.prompt;
+    r->bos = q.bos;
     r->ablation = q.ablation;
     const gb::model& m = *q.model;
     std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
@@ -149,6 +150,10 @@ static std::shared_ptr<run_result> compute(const run_request& q, const gb::atten
     }
     gb::forward_options fo;
     fo.attention = attention;
+    // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
+    // and the attribution (all within the capture budget, which leaves the largest far layers out first)
+    fo.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    fo.keep.resid_stream = true;
     fo.keep.budget_bytes = q.budget_bytes;
     fo.keep.focus_layer = q.focus_layer;
     gb::run_forward(r->cap, m, ids, q.ablation, fo);

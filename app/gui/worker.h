@@ -20,7 +20,7 @@ struct run_request {
     int top_k = 10;
     bool use_gl = false;
     int focus_layer = 0;                  // kept first when the capture budget cannot hold every layer
-    size_t budget_bytes = 512u << 20;     // attention capture budget
+    size_t budget_bytes = 512u << 20;     // capture budget (patterns, z, MLP outputs, residual stream)
     scale_mode scale = SCALE_LINEAR;      // colour scale of the heatmaps' pixels
 };
 

@@ -1,0 +1,271 @@
+// The analysis threads (analysis_worker.h): what each kind computes, and the newest-request-wins queue.
+//
+// Sections: computing each kind | the queue and its threads | poll
+#include "analysis_worker.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "error.h"
+
+namespace gbui {
+
+using clock_type = std::chrono::steady_clock;
+static double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Computing each kind (on an analysis thread; `go` returns false once the request is stopped)
+// ---------------------------------------------------------------------------------------------
+using keep_going = std::function<bool(float)>;
+
+// The points of the record a run's capture budget left out, as the one line the panels show.
+static std::string missing_from_record(const gb::record& r, bool stream, bool z_and_mlp) {
+    int missing_stream = 0, missing_layers = 0;
+    if (stream)
+        for (int p = 0; p <= 2 * r.n_layer; p++) missing_stream += r.resid(p) == nullptr;
+    if (z_and_mlp)
+        for (int l = 0; l < r.n_layer; l++) missing_layers += !r.get(gb::HOOK_Z, l) || !r.get(gb::HOOK_MLP_OUT, l);
+    if (!missing_stream && !missing_layers) return "";
+    return "the capture budget left out " +
+           (missing_stream ? std::to_string(missing_stream) + " of " + std::to_string(2 * r.n_layer + 1) + " residual points"
+                           : std::to_string(missing_layers) + " of " + std::to_string(r.n_layer) + " layers' z and MLP output") +
+           " (the status bar says what it kept): raise --capture-budget";
+}
+
+static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, const keep_going& go) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    std::string missing = missing_from_record(r.cap, true, false);
+    if (!missing.empty()) throw gb::error("logit lens: " + missing);
+    auto out = std::make_shared<lens_output>();
+    out->key = q.key;
+    out->from = q.from;
+    out->target = q.target;
+    if (q.lens && q.lens->from == q.from && q.lens->lens.complete) { // another target on the same run: instant
+        out->lens = q.lens->lens;
+        gb::lens_retarget(out->lens, r.cap, *r.model, r.ablation, q.target);
+    } else {
+        out->lens = gb::logit_lens(r.cap, *r.model, r.ablation, 5, q.target, go);
+    }
+    out->ms = ms_since(t0);
+    return out->lens.complete ? out : nullptr;
+}
+
+static std::shared_ptr<attribution_output> compute_attribution(const analysis_request& q) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    if (!r.ablation.no_residual.on) { // under no-residual the core's own message says why there is nothing to split
+        std::string missing = missing_from_record(r.cap, true, true);
+        if (!missing.empty()) throw gb::error("attribution: " + missing);
+    }
+    auto out = std::make_shared<attribution_output>();
+    out->key = q.key;
+    out->from = q.from;
+    out->attr = gb::attribute(r.cap, *r.model, r.ablation, q.target, q.contrast, q.position);
+    out->ms = ms_since(t0);
+    return out;
+}
+
+static std::shared_ptr<induction_output> compute_induction(const analysis_request& q) {
+    auto t0 = clock_type::now();
+    const gb::model& m = *q.model;
+    auto out = std::make_shared<induction_output>();
+    out->key = q.key;
+    out->model = q.model;
+    out->n = q.n;
+    out->seed = q.seed;
+    out->ids = gb::repeated_random_tokens(m.tok, m.config.vocab_size, q.n, q.seed, q.bos);
+    if ((int)out->ids.size() > m.config.n_ctx)
+        throw gb::error("induction test: " + std::to_string(out->ids.size()) + " tokens do not fit the model's context of " +
+                        std::to_string(m.config.n_ctx) + ": choose a smaller N");
+    gb::record rec;
+    gb::forward_options fo; // patterns of every layer: the scores need them all
+    gb::run_forward(rec, m, out->ids, q.ab, fo);
+    out->scores = gb::score_heads(rec);
+    out->ms = ms_since(t0);
+    return out;
+}
+
+static std::shared_ptr<patch_output> compute_patching(const analysis_request& q, const keep_going& go) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    const int V = m.config.vocab_size;
+    auto out = std::make_shared<patch_output>();
+    out->key = q.key;
+    out->model = r.model;
+    out->corrupt = q.corrupt;
+    out->clean_ids = r.cap.tokens;
+    out->corrupt_ids = gb::encode_prompt(m.tok, q.corrupt, r.bos);
+    if (out->corrupt_ids.size() == (r.bos ? 1u : 0u)) throw gb::error("the corrupted prompt is empty");
+    if ((int)out->corrupt_ids.size() > m.config.n_ctx) // kept like the clean prompt: its last n_ctx tokens
+        out->corrupt_ids.erase(out->corrupt_ids.begin(), out->corrupt_ids.end() - m.config.n_ctx);
+    if (r.top.empty()) throw gb::error("no prediction to patch");
+    int target = q.target >= 0 ? q.target : r.top[0].id, contrast = q.contrast;
+    gb::patch_options po;
+    po.ab = r.ablation;
+    if (out->corrupt_ids.size() != out->clean_ids.size()) { // the core says how the lengths differ
+        gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po);
+        throw gb::error("the prompts differ in length"); // not reached: the core throws first
+    }
+    // the corrupted run's own prediction: the default contrast, and what the panel offers to pick from
+    gb::record cr;
+    gb::forward_options fo;
+    fo.keep.points = 0;
+    fo.keep.resid_norms = false;
+    gb::run_forward(cr, m, out->corrupt_ids, r.ablation, fo);
+    out->corrupt_top = gb::top_k_probs(cr.last_logits(), V, 10);
+    if (contrast < 0) {
+        if (out->corrupt_top[0].id != target) {
+            contrast = out->corrupt_top[0].id;
+            out->note = "contrast = the corrupted prompt's top-1";
+        } else { // both prompts predict the target: the clean run's next best
+            for (const gb::token_prob& t : r.top)
+                if (t.id != target) {
+                    contrast = t.id;
+                    break;
+                }
+            out->note = "both prompts predict the target: contrast = the clean prompt's top-2";
+        }
+    }
+    out->res = gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po, go);
+    out->ms = ms_since(t0);
+    return out->res.complete ? out : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The queue and its threads
+// ---------------------------------------------------------------------------------------------
+static int lane_of(analysis_kind k) { return k == ANALYSIS_PATCHING ? 1 : 0; }
+
+analysis_worker::analysis_worker() {
+    for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
+    threads_[0] = std::thread([this] { loop(0); });
+    threads_[1] = std::thread([this] { loop(1); });
+}
+
+analysis_worker::~analysis_worker() {
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        stop_ = true;
+        for (auto& s : stop_kind_) s = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void analysis_worker::submit(analysis_request r) {
+    std::lock_guard<std::mutex> l(mu_);
+    const analysis_kind k = r.kind;
+    if (running_[k] && running_key_[k] != r.key && !stop_kind_[k]) stop_kind_[k] = true, cancelled_[k]++;
+    waiting_[k] = std::move(r);
+    cv_.notify_all();
+}
+
+void analysis_worker::cancel(analysis_kind k) {
+    std::lock_guard<std::mutex> l(mu_);
+    waiting_[k].reset();
+    if (running_[k] && !stop_kind_[k]) stop_kind_[k] = true, cancelled_[k]++;
+}
+
+bool analysis_worker::idle() const {
+    std::lock_guard<std::mutex> l(mu_);
+    for (int k = 0; k < ANALYSIS_COUNT; k++)
+        if (waiting_[k] || running_[k] || failed_[k]) return false;
+    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_;
+}
+
+bool analysis_worker::pending(analysis_kind k) const {
+    std::lock_guard<std::mutex> l(mu_);
+    const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
+                     : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : (bool)patch_out_;
+    return waiting_[k] || running_[k] || failed_[k] || out;
+}
+
+void analysis_worker::loop(int lane) {
+    for (;;) {
+        analysis_request q;
+        {
+            std::unique_lock<std::mutex> l(mu_);
+            auto next = [&] {
+                for (int k = 0; k < ANALYSIS_COUNT; k++)
+                    if (waiting_[k] && lane_of((analysis_kind)k) == lane) return k;
+                return -1;
+            };
+            cv_.wait(l, [&] { return stop_ || next() >= 0; });
+            if (stop_) return;
+            const int k = next();
+            q = std::move(*waiting_[k]);
+            waiting_[k].reset();
+            running_[k] = true;
+            running_key_[k] = q.key;
+            stop_kind_[k] = false;
+            progress_[k] = 0;
+        }
+        const analysis_kind k = q.kind;
+        keep_going go = [this, k](float f) {
+            progress_[k] = f;
+            return !stop_kind_[k];
+        };
+        std::shared_ptr<lens_output> lens;
+        std::shared_ptr<attribution_output> attr;
+        std::shared_ptr<induction_output> ind;
+        std::shared_ptr<patch_output> patch;
+        std::string error;
+        try {
+            if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
+            else if (k == ANALYSIS_ATTRIBUTION) attr = compute_attribution(q);
+            else if (k == ANALYSIS_INDUCTION) ind = compute_induction(q);
+            else patch = compute_patching(q, go);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        std::lock_guard<std::mutex> l(mu_);
+        running_[k] = false;
+        if (stop_kind_[k]) continue; // stopped, or replaced: publish nothing
+        if (!error.empty()) {
+            failed_[k] = true;
+            error_[k] = error;
+            error_key_[k] = q.key;
+            continue;
+        }
+        failed_[k] = false;
+        if (lens) lens_out_ = lens;
+        if (attr) attribution_out_ = attr;
+        if (ind) induction_out_ = ind;
+        if (patch) patch_out_ = patch;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// poll: finished work into the state (UI thread)
+// ---------------------------------------------------------------------------------------------
+void analysis_worker::poll(app_state& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (int k = 0; k < ANALYSIS_COUNT; k++) {
+        analysis_status& st = s.analysis[k];
+        st.busy = waiting_[k].has_value() || running_[k];
+        st.progress = running_[k] ? (float)progress_[k] : 0.0f;
+        st.cancelled = cancelled_[k];
+        if (failed_[k]) {
+            st.error = error_[k];
+            st.error_key = error_key_[k];
+            failed_[k] = false;
+        }
+    }
+    auto take = [&](auto& out, auto& into, analysis_kind k) {
+        if (!out) return;
+        into = out;
+        s.analysis[k].error.clear();
+        s.analysis[k].error_key.clear();
+        out.reset();
+    };
+    take(lens_out_, s.lens, ANALYSIS_LENS);
+    take(attribution_out_, s.attribution, ANALYSIS_ATTRIBUTION);
+    take(induction_out_, s.induction, ANALYSIS_INDUCTION);
+    take(patch_out_, s.patching, ANALYSIS_PATCHING);
+}
+
+} // namespace gbui

@@ -1,0 +1,70 @@
+// The analysis threads: logit lens, direct logit attribution and the induction test on one thread, activation
+// patching (seconds on a GPT-2-small-sized model) on another, so that a long patching never delays the quick
+// analyses, and neither delays the main forward (worker.h). Per kind only the newest request matters: a new
+// one replaces a waiting one and stops a running one with other inputs (the core's progress callbacks return
+// false); a stopped run publishes nothing, so the panels keep the previous complete result.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "app_state.h"
+
+namespace gbui {
+
+struct analysis_request {
+    analysis_kind kind = ANALYSIS_LENS;
+    std::string key;                          // the inputs, as the scheduler names them (published with the output)
+    std::shared_ptr<const run_result> from;   // lens, attribution, patching: the run they read
+    std::shared_ptr<const lens_output> lens;  // lens: the one on screen; of the same run, only its target is redone
+    int target = -1, contrast = -1;           // token ids; -1 = the kind's default (lens: each position's top-1;
+                                              // patching: clean top-1 vs the corrupted run's top-1)
+    int position = -1;                        // attribution: the query position
+    std::string corrupt;                      // patching: the corrupted prompt (encoded like the clean one)
+    // the induction test: n random tokens repeated once, run through model with ab
+    std::shared_ptr<const gb::model> model;
+    gb::ablation ab;
+    int n = 50;
+    uint64_t seed = 1;
+    bool bos = false;
+};
+
+class analysis_worker {
+public:
+    analysis_worker();
+    ~analysis_worker();
+    // Queues r (replacing a waiting request of its kind); a running one of that kind with another key stops.
+    void submit(analysis_request r);
+    // Drops the waiting request of kind k and stops the running one (its inputs changed, none to replace them yet).
+    void cancel(analysis_kind k);
+    // Called once per frame on the UI thread: moves finished work and progress into the state.
+    void poll(app_state& s);
+    bool idle() const; // nothing waiting, running, or finished but not yet polled
+    bool pending(analysis_kind k) const; // the same for one kind
+
+private:
+    void loop(int lane); // lane 0: lens, attribution, induction; lane 1: patching
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::optional<analysis_request> waiting_[ANALYSIS_COUNT];
+    std::string running_key_[ANALYSIS_COUNT];
+    bool running_[ANALYSIS_COUNT] = {};
+    std::atomic<bool> stop_kind_[ANALYSIS_COUNT];
+    std::atomic<float> progress_[ANALYSIS_COUNT];
+    int cancelled_[ANALYSIS_COUNT] = {};
+    // finished, waiting for poll()
+    std::shared_ptr<const lens_output> lens_out_;
+    std::shared_ptr<const attribution_output> attribution_out_;
+    std::shared_ptr<const induction_output> induction_out_;
+    std::shared_ptr<const patch_output> patch_out_;
+    bool failed_[ANALYSIS_COUNT] = {};
+    std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
+    bool stop_ = false;
+    std::thread threads_[2];
+};
+
+} // namespace gbui

@@ -1,0 +1,202 @@
+// Attribution: direct logit attribution of logit(target) - logit(contrast) at the selected token to every head
+// (an L x H heatmap, diverging colours centred at 0), every layer's attention bias and MLP, the embeddings and
+// the final norm's bias (bars), with the check that the parts add up to the run's own logit difference.
+//
+// Sections: pickers | head heatmap | component bars | panel
+#include <algorithm>
+#include <cmath>
+
+#include "ui.h"
+
+namespace gbui {
+
+// ---------------------------------------------------------------------------------------------
+// Pickers: target and contrast on one line when they fit, else two
+// ---------------------------------------------------------------------------------------------
+static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
+    const run_result& r = *s.result;
+    const gb::tokenizer& tok = r.model->tok;
+    const int V = r.cap.vocab;
+    const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("target  ");
+    ImGui::SameLine();
+    token_picker("attribution target", &s.attr_target, "top-1 " + quoted(tok, target), r.top, tok, V, 0, ui, combo_w);
+    if (room_right_of_item() > one_w) ImGui::SameLine(0, 24);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("contrast");
+    ImGui::SameLine();
+    token_picker("attribution contrast", &s.attr_contrast, "next best " + quoted(tok, contrast), r.top, tok, V, 1, ui, combo_w);
+    for (int k = 0; k < 2; k++)
+        if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Head heatmap: L x H cells, blue (lowers the difference) - white (0) - red (raises it); click opens the head
+// ---------------------------------------------------------------------------------------------
+static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a, ImVec2 size) {
+    const int L = a.n_layer, H = a.n_head;
+    double vmax = 0;
+    for (double v : a.heads) vmax = std::max(vmax, std::fabs(v));
+    if (vmax == 0) vmax = 1;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float label_w = ImGui::CalcTextSize("L00").x + 8, head_h = ImGui::GetTextLineHeight() + 2;
+    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + 6;
+    const float cell = std::max(6.0f, std::min(64.0f, std::min((size.x - label_w) / H, (size.y - head_h - legend_h) / L)));
+    char b[32];
+    const ImU32 lc = IM_COL32(170, 170, 180, 255);
+    snprintf(b, sizeof b, "H%d", H - 1);
+    const bool with_h = ImGui::CalcTextSize(b).x + 2 <= cell;
+    snprintf(b, sizeof b, "%d", H - 1);
+    const int hk = with_h ? 1 : label_step(H, cell, ImGui::CalcTextSize(b).x + 4);
+    for (int h = 0; h < H; h += hk) {
+        snprintf(b, sizeof b, with_h ? "H%d" : "%d", h);
+        dl->AddText(ImVec2(o.x + label_w + h * cell + (cell - ImGui::CalcTextSize(b).x) / 2, o.y), lc, b);
+    }
+    const int lk = label_step(L, cell, ImGui::GetTextLineHeight());
+    int hover_l = -1, hover_h = -1;
+    for (int l = 0; l < L; l++) {
+        if (l % lk == 0) {
+            snprintf(b, sizeof b, "L%d", l);
+            dl->AddText(ImVec2(o.x, o.y + head_h + l * cell + (cell - ImGui::GetTextLineHeight()) / 2), lc, b);
+        }
+        for (int h = 0; h < H; h++) {
+            const double v = a.heads[(size_t)l * H + h];
+            ImVec2 p0(o.x + label_w + h * cell, o.y + head_h + l * cell), p1(p0.x + cell - 2, p0.y + cell - 2);
+            ImU32 c = diverging_u32((float)(v / vmax));
+            dl->AddRectFilled(p0, p1, c);
+            snprintf(b, sizeof b, "%.2f", std::fabs(v) < 0.005 ? 0.0 : v); // no "-0.00"
+            if (ImGui::CalcTextSize(b).x + 4 <= cell - 2 && cell >= ImGui::GetTextLineHeight() + 4)
+                dl->AddText(ImVec2(p0.x + (cell - 2 - ImGui::CalcTextSize(b).x) / 2,
+                                   p0.y + (cell - 2 - ImGui::GetTextLineHeight()) / 2), text_on(c), b);
+            if (l == s.sel_layer && h == s.sel_head)
+                dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
+            ui.widgets["attribution head " + std::to_string(l) + "." + std::to_string(h)] = ImVec4(p0.x, p0.y, p1.x, p1.y);
+            if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered()) hover_l = l, hover_h = h;
+        }
+    }
+    if (hover_l >= 0) {
+        ImGui::BeginTooltip();
+        ImGui::Text("L%d H%d writes %+.4f into the logit difference", hover_l, hover_h, a.heads[(size_t)hover_l * H + hover_h]);
+        ImGui::TextDisabled("click: open its pattern in the Head tab");
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(0)) s.sel_layer = hover_l, s.sel_head = hover_h, s.tab = TAB_HEAD;
+    }
+    char lo[32], hi[32];
+    snprintf(lo, sizeof lo, "%+.3g", -vmax);
+    snprintf(hi, sizeof hi, "%+.3g", vmax);
+    const float grid_w = label_w + H * cell;
+    colour_bar(dl, ImVec2(o.x + label_w, o.y + head_h + L * cell + 6), std::max(140.0f, std::min(grid_w - label_w, 260.0f)), true,
+               lo, "0", hi);
+    ImGui::Dummy(ImVec2(std::max(grid_w, label_w + 140), head_h + L * cell + legend_h));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Component bars: one row each, zero in the middle, red raises the difference and blue lowers it
+// ---------------------------------------------------------------------------------------------
+struct bar_row {
+    std::string label;
+    double v;
+    bool dim;   // a derived row (the sum of a layer's heads), shown lighter
+    bool bold;  // the totals
+};
+
+static void component_bars(const gb::attribution& a) {
+    const int L = a.n_layer, H = a.n_head;
+    std::vector<bar_row> rows;
+    rows.push_back({"embeddings", a.embed, false, false});
+    for (int l = 0; l < L; l++) {
+        double heads = 0;
+        for (int h = 0; h < H; h++) heads += a.heads[(size_t)l * H + h];
+        rows.push_back({"L" + std::to_string(l) + " heads (sum)", heads, true, false});
+        rows.push_back({"L" + std::to_string(l) + " attn bias", a.attn_bias[l], false, false});
+        rows.push_back({"L" + std::to_string(l) + " MLP", a.mlp[l], false, false});
+    }
+    rows.push_back({"final-norm bias", a.bias, false, false});
+    rows.push_back({"sum of the parts", a.sum(), false, true});
+    rows.push_back({"logit difference", a.total, false, true});
+    double vmax = 0;
+    for (const bar_row& r : rows) vmax = std::max(vmax, std::fabs(r.v));
+    if (vmax == 0) vmax = 1;
+    const float row_h = ImGui::GetTextLineHeight() + 3;
+    const float label_w = ImGui::CalcTextSize("L00 heads (sum)").x + 10, value_w = ImGui::CalcTextSize("-00.000").x + 8;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float w = ImGui::GetContentRegionAvail().x, bar_w = std::max(40.0f, w - label_w - value_w - 4);
+    const float zero = o.x + label_w + bar_w / 2;
+    for (size_t i = 0; i < rows.size(); i++) {
+        const bar_row& r = rows[i];
+        const float y = o.y + i * row_h;
+        if (r.bold && !rows[i - 1].bold) dl->AddLine(ImVec2(o.x, y), ImVec2(o.x + w, y), IM_COL32(90, 90, 100, 255));
+        ImU32 tc = r.dim ? IM_COL32(140, 140, 150, 255) : r.bold ? IM_COL32(255, 215, 120, 255) : IM_COL32(215, 215, 220, 255);
+        dl->AddText(ImVec2(o.x, y + 1), tc, r.label.c_str());
+        float len = (float)(r.v / vmax) * bar_w / 2;
+        ImU32 bc = r.v >= 0 ? IM_COL32(214, 96, 77, r.dim ? 120 : 255) : IM_COL32(67, 147, 195, r.dim ? 120 : 255);
+        dl->AddRectFilled(ImVec2(std::min(zero, zero + len), y + 3), ImVec2(std::max(zero, zero + len), y + row_h - 3), bc);
+        char b[32];
+        snprintf(b, sizeof b, "%+.3f", r.v);
+        dl->AddText(ImVec2(o.x + w - ImGui::CalcTextSize(b).x - 2, y + 1), tc, b);
+    }
+    dl->AddLine(ImVec2(zero, o.y), ImVec2(zero, o.y + rows.size() * row_h), IM_COL32(200, 200, 200, 160));
+    ImGui::Dummy(ImVec2(w, rows.size() * row_h));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Panel
+// ---------------------------------------------------------------------------------------------
+void panel_attribution(app_state& s, ui_context& ui) {
+    tab_hint("How much each head, MLP and bias writes into logit(target) \u2212 logit(contrast) at the selected token.");
+    if (!s.result) return;
+    const run_result& r = *s.result;
+    const gb::tokenizer& tok = r.model->tok;
+    int target = 0, contrast = -1;
+    attribution_tokens(s, &target, &contrast);
+    pickers(s, ui, target, contrast);
+    const int T = r.cap.n_tokens, pos = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    ImGui::Text("at token %d %s", pos, quoted(tok, r.cap.tokens[pos]).c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("(click a token chip in the Prompt to move; the prediction is for the token after it)");
+
+    const analysis_status& st = s.analysis[ANALYSIS_ATTRIBUTION];
+    const std::string& want = s.analysis_want[ANALYSIS_ATTRIBUTION];
+    if (!st.error.empty() && st.error_key == want) { // e.g. no-residual: the core says why there is nothing to split
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        ImGui::PopTextWrapPos();
+        return;
+    }
+    const attribution_output* ao = s.attribution.get();
+    if (!ao) {
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "computing...");
+        return;
+    }
+    const gb::attribution& a = ao->attr;
+    const gb::tokenizer& atok = ao->from->model->tok;
+    // the numbers the parts must add up to
+    const double diff = a.total, sum = a.sum();
+    ImGui::Text("logit(%s) \u2212 logit(%s) = %.4f", quoted(atok, a.target).c_str(), quoted(atok, a.contrast).c_str(), diff);
+    ImGui::SameLine();
+    const bool adds_up = std::fabs(sum - diff) <= 1e-3 * std::max(1.0, std::fabs(diff));
+    ImGui::TextColored(adds_up ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.5f, 0.5f, 1), "  sum of the parts %.4f (%s)", sum,
+                       adds_up ? "adds up" : "does not add up");
+    if (ao->key != want) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  updating...");
+    }
+
+    // heatmap on the left, bars on the right (the bars scroll when the model has many layers)
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float left_w = std::min(avail.x * 0.55f, std::max(avail.x * 0.45f, 60.0f * a.n_head + 40));
+    ImGui::BeginChild("##attr_heads", ImVec2(left_w, avail.y), false, ImGuiWindowFlags_NoScrollbar);
+    ImGui::TextDisabled("heads (rows = layers); click one to open it");
+    head_heatmap(s, ui, a, ImGui::GetContentRegionAvail());
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("##attr_bars", ImVec2(0, avail.y));
+    ImGui::TextDisabled("each part of the stream");
+    component_bars(a);
+    ImGui::EndChild();
+}
+
+} // namespace gbui

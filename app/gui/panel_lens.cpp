@@ -1,0 +1,168 @@
+// Logit lens: a (2L+1) x T grid (rows = residual points, columns = prompt tokens); each cell shows the token the
+// model would predict from the stream there, coloured by its probability or by a chosen target token's. The grid
+// scrolls both ways with its row labels and token headers kept in view; only visible cells are drawn.
+#include <algorithm>
+#include <cmath>
+
+#include "ui.h"
+
+namespace gbui {
+
+// s cut (on UTF-8 boundaries, with "…") to fit `room` pixels at font size fs.
+static std::string fit_text(const std::string& s, float room, float fs) {
+    const float scale = fs / ImGui::GetFontSize();
+    if (ImGui::CalcTextSize(s.c_str()).x * scale <= room) return s;
+    std::string cut = s;
+    while (!cut.empty()) {
+        size_t i = cut.size() - 1;
+        while (i > 0 && ((unsigned char)cut[i] & 0xC0) == 0x80) i--;
+        cut.resize(i);
+        if (ImGui::CalcTextSize((cut + "\u2026").c_str()).x * scale <= room) return cut + "\u2026";
+    }
+    return "";
+}
+
+static void status_line(const app_state& s, const lens_output* lo) {
+    const analysis_status& st = s.analysis[ANALYSIS_LENS];
+    const bool stale = lo && lo->key != s.analysis_want[ANALYSIS_LENS];
+    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_LENS]) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        ImGui::PopTextWrapPos();
+    }
+    else if (st.busy || stale)
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "computing the lens... %.0f%%", st.progress * 100);
+    else if (lo)
+        ImGui::TextDisabled("%d points x %d tokens in %.0f ms", lo->lens.n_points, lo->lens.n_tokens, lo->ms);
+}
+
+void panel_lens(app_state& s, ui_context& ui) {
+    tab_hint("What the stream at each point (rows) and token (columns) predicts next. Click a cell, or a row of Next token, "
+             "to colour every cell by that token.");
+    const lens_output* lo = s.lens.get();
+    if (!lo) {
+        status_line(s, lo);
+        if (!s.analysis[ANALYSIS_LENS].busy && s.analysis[ANALYSIS_LENS].error.empty()) ImGui::TextDisabled("no result yet");
+        return;
+    }
+    const gb::lens_result& l = lo->lens;
+    const gb::record& rec = lo->from->cap;
+    const gb::tokenizer& tok = lo->from->model->tok;
+    const int P = l.n_points, T = l.n_tokens, K = l.k;
+    const bool by_target = lo->target >= 0;
+
+    // what the colour means, and the way back to the default
+    if (by_target) {
+        ImGui::Text("colour: probability of %s", quoted(tok, lo->target).c_str());
+        ImGui::SameLine();
+        if (ImGui::SmallButton("clear target")) s.lens_target = -1;
+        remember_item(ui, "lens clear target");
+    } else {
+        ImGui::Text("colour: probability of each cell's own top-1 token");
+    }
+    ImGui::SameLine();
+    status_line(s, lo);
+
+    // geometry: rows as tall as fit (20..34 px), columns wide enough for a short token (50 px) or wider
+    const float font = ImGui::GetFontSize();
+    float label_w = 0;
+    for (const std::string& p : l.points) label_w = std::max(label_w, ImGui::CalcTextSize(p.c_str()).x);
+    label_w += 14;
+    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + 8;
+    const float header_h = ImGui::GetTextLineHeight() + 8;
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float grid_h = std::max(60.0f, avail.y - legend_h);
+    const float scroll_room = 14; // a scrollbar may take this much
+    const float cw = std::max(50.0f, std::min(120.0f, (avail.x - label_w - scroll_room) / T));
+    const float ch = std::max(20.0f, std::min(34.0f, (grid_h - header_h - scroll_room) / P));
+    const float fs = std::min(font, std::max(12.0f, ch - 6));
+
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+    ImGui::BeginChild("##lens_grid", ImVec2(avail.x, grid_h), false, ImGuiWindowFlags_HorizontalScrollbar);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos(); // content origin (moves with the scroll)
+    const ImVec2 wp = ImGui::GetWindowPos();      // the visible window's corner (stays)
+    const ImVec2 ws = ImGui::GetWindowSize();
+    const float sx = ImGui::GetScrollX(), sy = ImGui::GetScrollY();
+    const int t0 = std::max(0, (int)(sx / cw)), t1 = std::min(T, (int)((sx + ws.x - label_w) / cw) + 1);
+    const int p0 = std::max(0, (int)(sy / ch)), p1 = std::min(P, (int)((sy + ws.y - header_h) / ch) + 1);
+    const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+
+    // hovered cell (not over the sticky labels)
+    const ImVec2 m = ImGui::GetMousePos();
+    int hp = -1, ht = -1;
+    if (ImGui::IsWindowHovered() && m.x > wp.x + label_w && m.y > wp.y + header_h) {
+        ht = (int)((m.x - o.x - label_w) / cw), hp = (int)((m.y - o.y - header_h) / ch);
+        if (ht < 0 || ht >= T || hp < 0 || hp >= P) hp = ht = -1;
+    }
+    // cells
+    for (int p = p0; p < p1; p++)
+        for (int t = t0; t < t1; t++) {
+            const size_t at = ((size_t)p * T + t) * K;
+            const int top = l.top_ids[at];
+            const float v = by_target ? l.target_prob[(size_t)p * T + t] : l.top_probs[at];
+            ImVec2 a(o.x + label_w + t * cw, o.y + header_h + p * ch), z(a.x + cw - 2, a.y + ch - 2);
+            ImU32 bg = viridis_u32(v);
+            dl->AddRectFilled(a, z, bg);
+            if (by_target && top == lo->target) dl->AddRect(a, z, IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
+            if (p == hp && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+            std::string txt = fit_text(visible_token(gb::token_text(tok, top)), cw - 8, fs);
+            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x + 4, a.y + (ch - 2 - fs) / 2), text_on(bg), txt.c_str());
+            ui.widgets["lens cell " + std::to_string(p) + "." + std::to_string(t)] = ImVec4(a.x, a.y, z.x, z.y);
+        }
+    // layer separators: a thin line under each MLP row
+    for (int p = std::max(2, p0); p < p1; p += 1)
+        if (p % 2 == 0) {
+            float y = o.y + header_h + (p + 1) * ch - 1;
+            dl->AddLine(ImVec2(wp.x + label_w, y), ImVec2(o.x + label_w + T * cw, y), IM_COL32(20, 20, 24, 255), 2.0f);
+        }
+    // sticky token headers (scroll sideways with the cells) and row labels (scroll up and down with them)
+    const ImU32 panel_bg = ImGui::GetColorU32(ImGuiCol_WindowBg, 1.0f) | IM_COL32_A_MASK;
+    dl->AddRectFilled(ImVec2(wp.x, wp.y), ImVec2(wp.x + ws.x, wp.y + header_h), panel_bg);
+    for (int t = t0; t < t1; t++) {
+        float x = o.x + label_w + t * cw;
+        std::string h = fit_text(visible_token(rec.pieces[t]), cw - 8, font);
+        ImU32 c = t == sel_t ? IM_COL32(255, 190, 60, 255) : IM_COL32(200, 200, 210, 255);
+        dl->AddText(ImVec2(x + 4, wp.y + 3), c, h.c_str());
+        if (t == sel_t) dl->AddLine(ImVec2(x, wp.y + header_h - 2), ImVec2(x + cw - 2, wp.y + header_h - 2), c, 2.0f);
+    }
+    dl->AddRectFilled(ImVec2(wp.x, wp.y + header_h), ImVec2(wp.x + label_w, wp.y + ws.y), panel_bg);
+    for (int p = p0; p < p1; p++) {
+        float y = o.y + header_h + p * ch + (ch - 2 - ImGui::GetTextLineHeight()) / 2;
+        if (y < wp.y + header_h - 2) continue;
+        ImU32 c = p == P - 1 ? IM_COL32(255, 215, 120, 255) : IM_COL32(170, 170, 180, 255); // the model's own output row
+        dl->AddText(ImVec2(wp.x + 4, y), c, l.points[p].c_str());
+    }
+    dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
+    dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "point");
+    ImGui::Dummy(ImVec2(label_w + T * cw, header_h + P * ch));
+
+    if (hp >= 0) {
+        const size_t at = ((size_t)hp * T + ht) * K;
+        ImGui::BeginTooltip();
+        ImGui::Text("%s, token %d %s: the next token would be", l.points[hp].c_str(), ht, quoted(tok, rec.tokens[ht]).c_str());
+        ImGui::Separator();
+        for (int j = 0; j < K; j++) ImGui::Text("%-3d %6.4f  %s", j + 1, l.top_probs[at + j], quoted(tok, l.top_ids[at + j]).c_str());
+        if (by_target) {
+            ImGui::Separator();
+            ImGui::Text("target %s: %.4f", quoted(tok, lo->target).c_str(), l.target_prob[(size_t)hp * T + ht]);
+        }
+        ImGui::TextDisabled("click: colour every cell by %s", quoted(tok, l.top_ids[at]).c_str());
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(0)) s.lens_target = l.top_ids[at];
+    }
+    ImGui::EndChild();
+    ImGui::PopStyleVar();
+
+    // legend: what a colour means, and which row is the model's own output
+    ImVec2 la = ImGui::GetCursorScreenPos();
+    la.y += 4;
+    float used = colour_bar(ImGui::GetWindowDrawList(), la, 220, false, "0", "0.5", "1");
+    const char* what = by_target ? "probability of the target token" : "probability of the cell's top-1";
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y - 2), IM_COL32(200, 200, 200, 255), what);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y + ImGui::GetTextLineHeight() - 2), IM_COL32(150, 150, 160, 255),
+                                        ("last row (" + l.points[P - 1] + ") = the model's own prediction").c_str());
+    ImGui::Dummy(ImVec2(1, used + 4));
+}
+
+} // namespace gbui

@@ -1,0 +1,219 @@
+// Patching: activation patching between the prompt (clean) and a second, corrupted prompt of the same length.
+// For every residual point x position and every head, the corrupted run gets that one activation back from the
+// clean run; the heatmaps show how much of the clean logit difference returns (normalized: 0 = corrupted,
+// 1 = clean), on a diverging map centred at 0. The run goes on the patching thread, with a progress bar, and
+// restarts when any input changes.
+//
+// Sections: heatmap | inputs | panel
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ui.h"
+
+namespace gbui {
+
+// ---------------------------------------------------------------------------------------------
+// Heatmap: rows x cols normalized values in [-1, 1] (NaN grey), labelled; returns the hovered cell
+// ---------------------------------------------------------------------------------------------
+struct grid_labels {
+    std::vector<std::string> rows, cols;
+    std::vector<bool> col_marked; // columns drawn in orange (the positions where the prompts differ)
+    bool vertical_cols = false;   // column labels turned 90 degrees (token texts)
+};
+
+static bool norm_grid(ui_context& ui, const char* name, const std::vector<float>& v, int R, int C, const grid_labels& g,
+                      ImVec2 size, int* hr, int* hc) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float font = ImGui::GetFontSize();
+    float row_w = 0, col_h = 0;
+    for (const std::string& r : g.rows) row_w = std::max(row_w, ImGui::CalcTextSize(r.c_str()).x);
+    for (const std::string& c : g.cols) col_h = std::max(col_h, ImGui::CalcTextSize(c.c_str()).x);
+    row_w += 8;
+    col_h = g.vertical_cols ? col_h + 8 : ImGui::GetTextLineHeight() + 2;
+    const float cw = std::max(2.0f, std::min(56.0f, (size.x - row_w) / C));
+    const float ch = std::max(8.0f, std::min(40.0f, (size.y - col_h) / R)); // the panel scrolls below 8 px
+    const ImVec2 a(o.x + row_w, o.y + col_h);
+    const ImU32 lc = IM_COL32(175, 175, 185, 255);
+    const int rk = label_step(R, ch, ImGui::GetTextLineHeight());
+    for (int r = 0; r < R; r += rk)
+        dl->AddText(ImVec2(o.x, a.y + r * ch + (ch - ImGui::GetTextLineHeight()) / 2), lc, g.rows[r].c_str());
+    float need = g.vertical_cols ? font + 1 : 0;
+    if (!g.vertical_cols)
+        for (const std::string& c : g.cols) need = std::max(need, ImGui::CalcTextSize(c.c_str()).x + 6);
+    const int ck = label_step(C, cw, need);
+    for (int c = 0; c < C; c += ck) {
+        ImU32 col = c < (int)g.col_marked.size() && g.col_marked[c] ? IM_COL32(255, 190, 60, 255) : lc;
+        if (g.vertical_cols) add_text_vertical(dl, ImVec2(a.x + (c + 0.5f) * cw - font / 2, a.y - 4), col, g.cols[c].c_str());
+        else dl->AddText(ImVec2(a.x + c * cw + (cw - ImGui::CalcTextSize(g.cols[c].c_str()).x) / 2, o.y), col, g.cols[c].c_str());
+    }
+    const float gap = cw >= 8 && ch >= 8 ? 1 : 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            ImVec2 p0(a.x + c * cw, a.y + r * ch), p1(p0.x + cw - gap, p0.y + ch - gap);
+            const float x = v[(size_t)r * C + c];
+            ImU32 col = diverging_u32(x);
+            dl->AddRectFilled(p0, p1, col);
+            char b[16];
+            snprintf(b, sizeof b, "%.2f", x);
+            if (std::isfinite(x) && ImGui::CalcTextSize(b).x + 6 <= cw && ch >= ImGui::GetTextLineHeight() + 2)
+                dl->AddText(ImVec2(p0.x + (cw - gap - ImGui::CalcTextSize(b).x) / 2,
+                                   p0.y + (ch - gap - ImGui::GetTextLineHeight()) / 2), text_on(col), b);
+        }
+    ui.widgets[name] = ImVec4(a.x, a.y, a.x + C * cw, a.y + R * ch);
+    ImGui::Dummy(ImVec2(row_w + C * cw, col_h + R * ch));
+    const ImVec2 m = ImGui::GetMousePos();
+    if (ImGui::IsWindowHovered() && m.x >= a.x && m.y >= a.y && m.x < a.x + C * cw && m.y < a.y + R * ch) {
+        *hc = std::min(C - 1, (int)((m.x - a.x) / cw));
+        *hr = std::min(R - 1, (int)((m.y - a.y) / ch));
+        dl->AddRect(ImVec2(a.x + *hc * cw, a.y + *hr * ch), ImVec2(a.x + (*hc + 1) * cw, a.y + (*hr + 1) * ch),
+                    IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+        return true;
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs: the corrupted prompt, target and contrast
+// ---------------------------------------------------------------------------------------------
+static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
+    const run_result& r = *s.result;
+    const gb::tokenizer& tok = r.model->tok;
+    const float label_w = ImGui::CalcTextSize("corrupted").x + 12;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("corrupted");
+    ImGui::SameLine(label_w);
+    const float copy_w = ImGui::CalcTextSize("copy the clean prompt").x + 2 * ImGui::GetStyle().FramePadding.x + 8;
+    ImGui::SetNextItemWidth(-copy_w);
+    ImGui::InputTextWithHint("##corrupt", "the prompt with one word changed (the same number of tokens)", &s.corrupt_prompt);
+    remember_item(ui, "corrupt prompt");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("copy the clean prompt")) s.corrupt_prompt = s.prompt;
+    // what to pick from: both runs' top tokens
+    std::vector<gb::token_prob> offered = r.top;
+    const bool po_current = po && po->model == r.model;
+    if (po_current)
+        for (const gb::token_prob& t : po->corrupt_top)
+            if (std::none_of(offered.begin(), offered.end(), [&](const gb::token_prob& o) { return o.id == t.id; }))
+                offered.push_back(t);
+    const int V = r.cap.vocab;
+    const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
+    std::string tdef = r.top.empty() ? "clean top-1" : "clean top-1 " + quoted(tok, r.top[0].id);
+    std::string cdef = po_current && po->res.contrast >= 0 && s.patch_contrast < 0 ? "default " + quoted(tok, po->res.contrast)
+                                                                                    : "corrupted top-1";
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("target");
+    ImGui::SameLine(label_w);
+    token_picker("patching target", &s.patch_target, tdef, offered, tok, V, 2, ui, combo_w);
+    if (room_right_of_item() > one_w) ImGui::SameLine(0, 24);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("contrast");
+    ImGui::SameLine();
+    token_picker("patching contrast", &s.patch_contrast, cdef, offered, tok, V, 3, ui, combo_w);
+    for (int k = 2; k < 4; k++)
+        if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Panel
+// ---------------------------------------------------------------------------------------------
+void panel_patching(app_state& s, ui_context& ui) {
+    tab_hint("Run the corrupted prompt, restore one activation from the clean prompt (yours): how much of the clean answer returns?");
+    if (!s.result) return;
+    const patch_output* po = s.patching.get();
+    inputs(s, ui, po);
+
+    const analysis_status& st = s.analysis[ANALYSIS_PATCHING];
+    const std::string& want = s.analysis_want[ANALYSIS_PATCHING];
+    if (s.corrupt_prompt.empty()) {
+        ImGui::TextDisabled("type a corrupted prompt: e.g. change one word (\"cat\" -> \"dog\") and keep the token count");
+        return;
+    }
+    if (!st.error.empty() && st.error_key == want) { // e.g. the prompts tokenize to different lengths
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        ImGui::PopTextWrapPos();
+        return;
+    }
+    const bool updating = !po || po->key != want;
+    if (updating) {
+        char label[64];
+        snprintf(label, sizeof label, st.busy ? "patching... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
+        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
+        remember_item(ui, "patching progress");
+    }
+    if (!po) return;
+    const gb::patch_result& p = po->res;
+    const gb::tokenizer& tok = po->model->tok;
+    const int L = p.n_layer, H = p.n_head, T = p.n_tokens, P = 2 * L + 1;
+    ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, p.target).c_str(),
+                quoted(tok, p.contrast).c_str(), p.clean, p.corrupt);
+    ImGui::SameLine();
+    ImGui::TextDisabled("  (%d runs, %.0f ms)", p.runs, p.ms);
+    if (!po->note.empty()) ImGui::TextDisabled("%s", po->note.c_str());
+    if (p.clean == p.corrupt)
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1),
+                           "clean and corrupted give the same metric: nothing to restore (choose another contrast)");
+
+    grid_labels rl, hl;
+    rl.rows = gb::resid_labels(L);
+    rl.vertical_cols = true;
+    for (int t = 0; t < T; t++) {
+        rl.cols.push_back(short_label(gb::token_text(tok, po->clean_ids[t]), 8));
+        rl.col_marked.push_back(po->clean_ids[t] != po->corrupt_ids[t]);
+    }
+    for (int l = 0; l < L; l++) hl.rows.push_back("L" + std::to_string(l));
+    for (int h = 0; h < H; h++) hl.cols.push_back("H" + std::to_string(h));
+    // the residual stream (points x positions) on the left; the heads (layers x heads) and the legend on the right
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + line + 8;
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float right_w = std::min(avail.x * 0.4f, 46.0f * H + 40);
+    const float grid_h = avail.y - line - 2 * ImGui::GetStyle().ItemSpacing.y;
+    const float left_w = avail.x - right_w - 16;
+    int hr = -1, hc = -1, kind = 0;
+    ImGui::BeginGroup();
+    // captions are cut to their grid's width so that the two grids keep their places
+    ImGui::TextDisabled("%s", left_w > ImGui::CalcTextSize("residual stream: one point at one position (orange: the tokens differ)").x
+                                  ? "residual stream: one point at one position (orange: the tokens differ)"
+                                  : "residual stream (orange: tokens differ)");
+    if (norm_grid(ui, "patching resid", p.resid_normalized, P, T, rl, ImVec2(left_w, grid_h), &hr, &hc)) kind = 1;
+    ImGui::EndGroup();
+    ImGui::SameLine(0, 16);
+    ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, left_w - ImGui::GetItemRectSize().x)); // heads at a fixed place
+    ImGui::BeginGroup();
+    const char* heads_caption = "heads: one head's output everywhere";
+    ImGui::TextDisabled("%s", right_w > ImGui::CalcTextSize(heads_caption).x ? heads_caption : "heads");
+    int hr2 = -1, hc2 = -1;
+    if (norm_grid(ui, "patching heads", p.heads_normalized, L, H, hl, ImVec2(right_w, grid_h - legend_h), &hr2, &hc2))
+        kind = 2, hr = hr2, hc = hc2;
+    // legend under the heads
+    ImVec2 la = ImGui::GetCursorScreenPos();
+    la.y += 6;
+    const float bar_w = std::min(right_w, 220.0f);
+    float used = colour_bar(ImGui::GetWindowDrawList(), la, bar_w, true, "\u22121", "0", "1");
+    ImGui::Dummy(ImVec2(bar_w, used + 6));
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + right_w);
+    ImGui::TextDisabled("normalized: 0 = corrupted run, 1 = clean run");
+    ImGui::PopTextWrapPos();
+    ImGui::EndGroup();
+    if (kind) {
+        const size_t k = (size_t)hr * (kind == 1 ? T : H) + hc;
+        const float raw = kind == 1 ? p.resid[k] : p.heads[k], norm = kind == 1 ? p.resid_normalized[k] : p.heads_normalized[k];
+        ImGui::BeginTooltip();
+        if (kind == 1)
+            ImGui::Text("clean stream at %s, token %d %s (corrupted %s)", rl.rows[hr].c_str(), hc,
+                        quoted(tok, po->clean_ids[hc]).c_str(), quoted(tok, po->corrupt_ids[hc]).c_str());
+        else
+            ImGui::Text("clean output of L%d H%d at every position", hr, hc);
+        ImGui::Separator();
+        ImGui::Text("metric %.4f   normalized %.3f", raw, norm);
+        ImGui::TextDisabled("normalized = (patched \u2212 corrupted) / (clean \u2212 corrupted)");
+        ImGui::EndTooltip();
+    }
+}
+
+} // namespace gbui

@@ -1,0 +1,110 @@
+// What to recompute: each analysis has an inputs key; it is sent to the analysis threads only while its tab
+// (or the grid's score mode) is visible and when the key changed. A key that changes while its run is going
+// stops that run at once (newest wins); the panels keep the last complete output until the new one arrives.
+#include <algorithm>
+
+#include "ui.h"
+
+namespace gbui {
+
+bool result_is_current(const app_state& s) {
+    const run_result* r = s.result.get();
+    return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos &&
+           r->ablation.describe() == s.ablation.describe() && !s.next_result;
+}
+
+// A chosen token id, or -1 when none is chosen or it is outside this model's vocabulary.
+static int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap.vocab ? id : -1; }
+
+// The attribution's target and contrast: the chosen ones, else the prediction's top-1 and the best other token.
+void attribution_tokens(const app_state& s, int* target, int* contrast) {
+    const run_result& r = *s.result;
+    *target = token_or_default(s.attr_target, r);
+    if (*target < 0) *target = r.top.empty() ? 0 : r.top[0].id;
+    *contrast = token_or_default(s.attr_contrast, r);
+    if (*contrast < 0)
+        for (const gb::token_prob& t : r.top)
+            if (t.id != *target) {
+                *contrast = t.id;
+                break;
+            }
+}
+
+// One kind: stop its run when the inputs changed; send the new inputs when visible and ready.
+static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
+                     const analysis_request& q) {
+    if (!ui.asked[k].empty() && inputs != ui.asked[k]) {
+        ui.analysis->cancel(k); // a no-op when it is not running
+        ui.asked[k].clear();
+    }
+    s.analysis_want[k] = visible ? inputs : "";
+    if (visible && ready && !inputs.empty() && inputs != ui.asked[k]) {
+        analysis_request r = q;
+        r.kind = k;
+        r.key = inputs;
+        ui.analysis->submit(r);
+        ui.asked[k] = inputs;
+    }
+}
+
+bool schedule_analyses(app_state& s, ui_context& ui) {
+    const run_result* r = s.result.get();
+    const std::string id = r ? std::to_string(r->request_id) : "";
+    // logit lens: of the shown run, with the chosen target
+    {
+        analysis_request q;
+        q.from = s.result;
+        q.lens = s.lens;
+        q.target = r ? token_or_default(s.lens_target, *r) : -1;
+        schedule(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
+    }
+    // attribution: of the shown run, at the selected token
+    {
+        analysis_request q;
+        q.from = s.result;
+        std::string inputs;
+        if (r) {
+            attribution_tokens(s, &q.target, &q.contrast);
+            const int T = r->cap.n_tokens;
+            q.position = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+            inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" + std::to_string(q.position);
+        }
+        schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
+    }
+    // induction test: while the grid shows the test's scores
+    {
+        analysis_request q;
+        q.model = s.model;
+        q.ab = s.ablation;
+        q.n = s.induction_n;
+        q.seed = s.induction_seed;
+        q.bos = s.bos;
+        std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
+                                           std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
+                                     : "";
+        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && s.colour_by != COLOUR_PATTERN, true, q);
+    }
+    // patching: of the prompt as typed (its run must be the shown one), debounced like the main run
+    {
+        analysis_request q;
+        q.from = s.result;
+        q.corrupt = s.corrupt_prompt;
+        std::string inputs;
+        if (s.model && !s.corrupt_prompt.empty()) {
+            int t = r ? token_or_default(s.patch_target, *r) : s.patch_target;
+            int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
+            q.target = t, q.contrast = c;
+            inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
+                     std::to_string(t) + "|" + std::to_string(c) + "|" + s.prompt + "\x1f" + s.corrupt_prompt;
+        }
+        if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
+        const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
+        schedule(s, ui, ANALYSIS_PATCHING, inputs, s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+    }
+    for (int k = 0; k < ANALYSIS_COUNT; k++)
+        if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k)))
+            return false;
+    return true;
+}
+
+} // namespace gbui
