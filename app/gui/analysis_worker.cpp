@@ -106,10 +106,7 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
     int target = q.target >= 0 ? q.target : r.top[0].id, contrast = q.contrast;
     gb::patch_options po;
     po.ab = r.ablation;
-    if (out->corrupt_ids.size() != out->clean_ids.size()) { // the core says how the lengths differ
-        gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po);
-        throw gb::error("the prompts differ in length"); // not reached: the core throws first
-    }
+    gb::check_patch_prompts(out->clean_ids, out->corrupt_ids, m.config);
     // the corrupted run's own prediction: the default contrast, and what the panel offers to pick from
     gb::record cr;
     gb::forward_options fo;

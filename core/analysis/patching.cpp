@@ -11,6 +11,16 @@
 
 namespace gb {
 
+void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& corrupt, const model_config& c) {
+    if (clean.empty() || corrupt.empty()) throw error("activation patching needs two non-empty prompts");
+    if (clean.size() != corrupt.size())
+        throw error("the clean prompt has " + std::to_string(clean.size()) + " tokens and the corrupted one " +
+                    std::to_string(corrupt.size()) + ": patching needs prompts of the same length");
+    if ((int)clean.size() > c.n_ctx)
+        throw error("prompt too long: " + std::to_string(clean.size()) + " tokens, the model's context is " +
+                    std::to_string(c.n_ctx));
+}
+
 patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                                  int target, int contrast, const patch_options& opt,
                                  const std::function<bool(float)>& progress) {
@@ -18,12 +28,7 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
     const model_config& c = m.config;
     const int L = c.n_layer, H = c.n_head, d = c.d_model, dh = c.d_head, T = (int)clean.size(), P = 2 * L + 1;
     const int V = c.vocab_size;
-    if (clean.empty() || corrupt.empty()) throw error("activation patching needs two non-empty prompts");
-    if (clean.size() != corrupt.size())
-        throw error("the clean prompt has " + std::to_string(clean.size()) + " tokens and the corrupted one " +
-                    std::to_string(corrupt.size()) + ": patching needs prompts of the same length");
-    if (T > c.n_ctx)
-        throw error("prompt too long: " + std::to_string(T) + " tokens, the model's context is " + std::to_string(c.n_ctx));
+    check_patch_prompts(clean, corrupt, c);
     if (target < 0 || target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
     if (contrast >= V) throw error("contrast id " + std::to_string(contrast) + " is outside the vocabulary");
 

@@ -37,6 +37,10 @@ struct patch_result {
 // agree are not rerun, and the point after layer l's MLP shares the run after its attention (the MLP acts on
 // each position alone, so both patches give the same stream). progress (may be empty) gets the fraction done
 // and returns false to stop.
+// Throws gb::error when the two prompts cannot be patched into each other: empty, longer than the context, or of
+// different lengths (naming both).
+void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& corrupt, const model_config& c);
+
 patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                                  int target, int contrast, const patch_options& opt,
                                  const std::function<bool(float)>& progress = {});
