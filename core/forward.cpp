@@ -37,22 +37,24 @@ void state_init(forward_state& s, const model_config& c, int n_ctx) {
 // ---------------------------------------------------------------------------------------------
 enum point_flag : uint8_t { PT_CHANGE = 1, PT_HOOK = 2, PT_KEEP = 4 };
 
+// Three views of one buffer kept in forward_state, so that a call (a generated token) allocates nothing.
 struct point_plan {
     int n_layer = 0;
-    std::vector<uint8_t> flags;         // [HOOK_COUNT][L] (final points at layer 0)
-    std::vector<uint8_t> identity_norm; // [L + 1]: attn_in and mlp_in of layer l (bit 0, bit 1); [L] final norm
-    std::vector<uint8_t> no_residual;   // [L]: resid_mid (bit 0), resid_post (bit 1)
+    uint8_t* flags;         // [HOOK_COUNT][L] (final points at layer 0)
+    uint8_t* identity_norm; // [L + 1]: attn_in and mlp_in of layer l (bit 0, bit 1); [L] final norm
+    uint8_t* no_residual;   // [L]: resid_mid (bit 0), resid_post (bit 1)
     uint8_t& at(hook_point p, int l) { return flags[(size_t)p * n_layer + (hook_is_final(p) ? 0 : l)]; }
 };
 
 static bool covers_layer(int want, hook_point p, int l) { return hook_is_final(p) || want < 0 || want == l; }
 
-static point_plan make_plan(const forward_options& opt, const record_plan* rp, int L) {
+static point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, const record_plan* rp, int L) {
+    buf.assign((size_t)HOOK_COUNT * L + 2 * L + 1, 0); // keeps its capacity: no allocation after the first call
     point_plan pl;
     pl.n_layer = L;
-    pl.flags.assign((size_t)HOOK_COUNT * L, 0);
-    pl.identity_norm.assign(L + 1, 0);
-    pl.no_residual.assign(L, 0);
+    pl.flags = buf.data();
+    pl.identity_norm = pl.flags + (size_t)HOOK_COUNT * L;
+    pl.no_residual = pl.identity_norm + L + 1;
     for (const intervention& v : opt.interventions)
         for (int l = 0; l < L; l++) {
             if (!covers_layer(v.layer, v.point, l)) continue;
@@ -217,7 +219,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         record_init(*rec, m, tokens, n, opt.all_logits, rp);
         rec->logit_ids = opt.logit_ids;
     }
-    point_plan plan = make_plan(opt, rec ? &rp : nullptr, L);
+    point_plan plan = make_plan(s.plan, opt, rec ? &rp : nullptr, L);
     point_visitor at{opt, c, plan, rec, n0};
     float* norms = rec && opt.keep.resid_norms ? rec->resid_norm.data() : nullptr;
 

@@ -24,6 +24,7 @@ struct forward_state {
     std::vector<float> v_cache; // [L][n_ctx][KV*dh]
     // scratch, grown on demand
     std::vector<float> x, xn, qkv, att, att_out, ff, ff2, probs, head_out, blocks;
+    std::vector<uint8_t> plan;  // what happens at each hook point of a call (forward.cpp's point_plan)
     gemm_scratch gemm;          // activations packed for the matrix products
 };
 void state_init(forward_state& s, const model_config& c, int n_ctx);

@@ -60,34 +60,35 @@ std::string hook_label(hook_point p, int layer) {
 void check_interventions(const std::vector<intervention>& iv, const model_config& c) {
     for (const intervention& v : iv) {
         if (v.point < 0 || v.point >= HOOK_COUNT) throw error("intervention at an unknown hook point");
-        const std::string at = v.layer < 0 ? std::string(hook_name(v.point)) + " (every layer)" : hook_label(v.point, v.layer);
+        // named only when something is wrong: checking runs on every forward call, a generated token included
+        auto at = [&] { return v.layer < 0 ? std::string(hook_name(v.point)) + " (every layer)" : hook_label(v.point, v.layer); };
         if (!hook_is_final(v.point) && v.layer >= c.n_layer)
-            throw error("intervention at " + at + ": the model has layers 0.." + std::to_string(c.n_layer - 1));
+            throw error("intervention at " + at() + ": the model has layers 0.." + std::to_string(c.n_layer - 1));
         if (v.head >= 0) {
-            if (!hook_has_heads(v.point)) throw error("intervention at " + at + ": this point has no heads");
+            if (!hook_has_heads(v.point)) throw error("intervention at " + at() + ": this point has no heads");
             if (v.head >= hook_heads(v.point, c))
-                throw error("intervention at " + at + ": head " + std::to_string(v.head) + " is outside the " +
+                throw error("intervention at " + at() + ": head " + std::to_string(v.head) + " is outside the " +
                             std::to_string(hook_heads(v.point, c)) + " heads there");
         }
-        if (v.position >= c.n_ctx) throw error("intervention at " + at + ": position " + std::to_string(v.position) +
+        if (v.position >= c.n_ctx) throw error("intervention at " + at() + ": position " + std::to_string(v.position) +
                                                 " is outside the context");
         switch (v.kind) {
         case INTERVENE_ZERO: break;
         case INTERVENE_SET:
-            if (!v.values) throw error("intervention at " + at + ": SET without values");
-            if (v.point == HOOK_PATTERN) throw error("intervention at " + at + ": SET is not supported on the pattern (use a hook)");
+            if (!v.values) throw error("intervention at " + at() + ": SET without values");
+            if (v.point == HOOK_PATTERN) throw error("intervention at " + at() + ": SET is not supported on the pattern (use a hook)");
             break;
         case INTERVENE_IDENTITY_NORM:
             if (v.point != HOOK_ATTN_IN && v.point != HOOK_MLP_IN && v.point != HOOK_FINAL_NORM)
-                throw error("intervention at " + at + ": an identity norm applies to attn_in, mlp_in or final_norm");
-            if (v.head >= 0 || v.position >= 0) throw error("intervention at " + at + ": a norm is the identity for every position");
+                throw error("intervention at " + at() + ": an identity norm applies to attn_in, mlp_in or final_norm");
+            if (v.head >= 0 || v.position >= 0) throw error("intervention at " + at() + ": a norm is the identity for every position");
             break;
         case INTERVENE_NO_RESIDUAL:
             if (v.point != HOOK_RESID_MID && v.point != HOOK_RESID_POST)
-                throw error("intervention at " + at + ": dropping the residual add applies to resid_mid or resid_post");
-            if (v.head >= 0 || v.position >= 0) throw error("intervention at " + at + ": the residual is dropped for every position");
+                throw error("intervention at " + at() + ": dropping the residual add applies to resid_mid or resid_post");
+            if (v.head >= 0 || v.position >= 0) throw error("intervention at " + at() + ": the residual is dropped for every position");
             break;
-        default: throw error("intervention at " + at + ": unknown kind");
+        default: throw error("intervention at " + at() + ": unknown kind");
         }
     }
 }

@@ -20,25 +20,9 @@ static double ms_since(clock_type::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 using keep_going = std::function<bool(float)>;
 
-// The points of the record a run's capture budget left out, as the one line the panels show.
-static std::string missing_from_record(const gb::record& r, bool stream, bool z_and_mlp) {
-    int missing_stream = 0, missing_layers = 0;
-    if (stream)
-        for (int p = 0; p <= 2 * r.n_layer; p++) missing_stream += r.resid(p) == nullptr;
-    if (z_and_mlp)
-        for (int l = 0; l < r.n_layer; l++) missing_layers += !r.get(gb::HOOK_Z, l) || !r.get(gb::HOOK_MLP_OUT, l);
-    if (!missing_stream && !missing_layers) return "";
-    return "the capture budget left out " +
-           (missing_stream ? std::to_string(missing_stream) + " of " + std::to_string(2 * r.n_layer + 1) + " residual points"
-                           : std::to_string(missing_layers) + " of " + std::to_string(r.n_layer) + " layers' z and MLP output") +
-           " (the status bar says what it kept): raise --capture-budget";
-}
-
 static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, const keep_going& go) {
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
-    std::string missing = missing_from_record(r.cap, true, false);
-    if (!missing.empty()) throw gb::error("logit lens: " + missing);
     auto out = std::make_shared<lens_output>();
     out->key = q.key;
     out->from = q.from;
@@ -56,10 +40,6 @@ static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, cons
 static std::shared_ptr<attribution_output> compute_attribution(const analysis_request& q) {
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
-    if (!r.ablation.no_residual.on) { // under no-residual the core's own message says why there is nothing to split
-        std::string missing = missing_from_record(r.cap, true, true);
-        if (!missing.empty()) throw gb::error("attribution: " + missing);
-    }
     auto out = std::make_shared<attribution_output>();
     out->key = q.key;
     out->from = q.from;

@@ -27,10 +27,12 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
         throw error("position " + std::to_string(position) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
     if (ab.no_residual.on)
         throw error("direct logit attribution needs the residual stream, but no-residual replaces it: turn that ablation off");
-    for (int l = 0; l < L; l++)
-        if (!r.get(HOOK_Z, l) || !r.get(HOOK_MLP_OUT, l) || !r.resid(0) || !r.resid(2 * L))
-            throw error("direct logit attribution needs z and the MLP output of every layer and the residual stream, and this "
-                        "run did not keep them all (the memory budget left layers out: raise the capture budget)");
+    int missing = 0;
+    for (int l = 0; l < L; l++) missing += !r.get(HOOK_Z, l) || !r.get(HOOK_MLP_OUT, l);
+    if (missing || !r.resid(0) || !r.resid(2 * L))
+        throw error("direct logit attribution needs z and the MLP output of every layer and the residual stream, and this "
+                    "run did not keep them all (the memory budget left layers out: " + std::to_string(missing) + " of " +
+                    std::to_string(L) + " layers' z and MLP output; raise the capture budget to keep them)");
 
     // u = W_U[target] - W_U[contrast], times the final norm's gain; the final norm's scale from the final stream
     const std::vector<float>& table = w.lm_head.empty() ? w.tok_emb : w.lm_head;

@@ -6,6 +6,9 @@
 #include <limits>
 #include <numeric>
 
+#include "lanes.h"
+#include "simd_math.h"
+
 namespace gb {
 
 float clean_logits(std::vector<float>& out, const float* logits, int vocab) {
@@ -25,26 +28,70 @@ float clean_logits(std::vector<float>& out, const float* logits, int vocab) {
     return any_pos_inf || mx == -inf ? 0.0f : mx;
 }
 
-void softmax_probs(std::vector<float>& probs, const float* logits_in, int vocab) {
-    std::vector<float> logits;
-    const float mx = clean_logits(logits, logits_in, vocab);
+softmax_row softmax_stats(const float* lg, int V) {
+    softmax_row s;
+    avec mv = avec{} - INFINITY;
+    int v = 0;
+    for (; v + AL <= V; v += AL) {
+        const avec x = *(const avec*)(lg + v);
+        mv = x > mv ? x : mv; // NaN compares false: skipped
+    }
+    float mx = -INFINITY;
+    for (int l = 0; l < AL; l++) mx = std::max(mx, mv[l]);
+    for (; v < V; v++)
+        if (lg[v] > mx) mx = lg[v];
+    if (mx == INFINITY) {
+        for (v = 0; v < V; v++) s.n_inf += lg[v] == INFINITY;
+        return s;
+    }
+    if (mx == -INFINITY) return s; // all NaN or -inf: uniform
+    s.mx = mx;
+    avec acc = {};
+    for (v = 0; v + AL <= V; v += AL) {
+        const avec x = *(const avec*)(lg + v);
+        const avec e = exp_lanes(x - mx);
+        acc += x == x ? e : avec{}; // NaN lanes add nothing
+    }
+    for (int l = 0; l < AL; l++) s.sum += acc[l];
+    for (; v < V; v++)
+        if (!std::isnan(lg[v])) s.sum += std::exp((double)lg[v] - mx);
+    return s;
+}
+
+float softmax_prob(const softmax_row& s, const float* lg, int V, int v) {
+    if (s.n_inf) return lg[v] == INFINITY ? 1.0f / s.n_inf : 0.0f;
+    if (s.sum > 0) return std::isnan(lg[v]) ? 0.0f : (float)(std::exp((double)lg[v] - s.mx) / s.sum);
+    return 1.0f / V;
+}
+
+void top_k_ids(int* ids, const float* lg, int V, int k) {
+    auto before = [&](int a, int b) { // a ranks before b
+        const bool na = std::isnan(lg[a]), nb = std::isnan(lg[b]);
+        if (na != nb) return nb;
+        return lg[a] != lg[b] && !na ? lg[a] > lg[b] : a < b;
+    };
+    int n = 0;
+    for (int v = 0; v < V && k > 0; v++) {
+        if (n == k && !before(v, ids[k - 1])) continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && before(v, ids[j - 1])) ids[j] = ids[j - 1], j--;
+        ids[j] = v;
+    }
+}
+
+void softmax_probs(std::vector<float>& probs, const float* logits, int vocab) {
+    const softmax_row s = softmax_stats(logits, vocab);
     probs.resize(vocab);
-    double sum = 0;
-    for (int i = 0; i < vocab; i++) sum += std::exp((double)logits[i] - mx);
-    for (int i = 0; i < vocab; i++) probs[i] = (float)(std::exp((double)logits[i] - mx) / sum);
+    for (int v = 0; v < vocab; v++) probs[v] = softmax_prob(s, logits, vocab, v);
 }
 
 std::vector<token_prob> top_k_probs(const float* logits, int vocab, int k) {
-    std::vector<float> p;
-    softmax_probs(p, logits, vocab);
     k = std::max(0, std::min(k, vocab));
-    std::vector<int> idx(vocab);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
-        return p[a] != p[b] ? p[a] > p[b] : a < b;
-    });
+    std::vector<int> ids(k);
+    top_k_ids(ids.data(), logits, vocab, k);
+    const softmax_row s = softmax_stats(logits, vocab);
     std::vector<token_prob> out;
-    for (int i = 0; i < k; i++) out.push_back({idx[i], p[idx[i]]});
+    for (int id : ids) out.push_back({id, softmax_prob(s, logits, vocab, id)});
     return out;
 }
 

@@ -13,6 +13,20 @@ struct token_prob {
 // some logit is +inf those share all the mass; when none is finite or +inf (all NaN / -inf) every token is
 // equally likely. Writes the cleaned copy to out and returns its maximum, always finite.
 float clean_logits(std::vector<float>& out, const float* logits, int vocab);
+// One row's softmax as clean_logits sees the row: its largest logit and normaliser sum e^(x - mx) (NaN counting
+// as -inf), or, when some logits are +inf, how many (they share the mass; sum is 0, and when none is finite
+// either every token is equally likely). Vectorised: the logit lens runs it over (2L+1)·T rows of V.
+struct softmax_row {
+    float mx = 0;
+    double sum = 0;
+    int n_inf = 0;
+};
+softmax_row softmax_stats(const float* logits, int vocab);
+// The probability of token v in a row with those stats.
+float softmax_prob(const softmax_row& s, const float* logits, int vocab, int v);
+// ids [k] of the k most probable tokens, highest first, ties to the lower id, NaN last: one pass, no copy.
+void top_k_ids(int* ids, const float* logits, int vocab, int k);
+
 // Full softmax of logits [V] (double accumulation), written to probs [V].
 void softmax_probs(std::vector<float>& probs, const float* logits, int vocab);
 // Softmax of logits [V] then the k most probable, highest first (ties: lower id first).

@@ -4,80 +4,23 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compare.h"
 #include "error.h"
-#include "lanes.h"
 #include "ops.h"
-#include "simd_math.h"
 
 namespace gb {
-
-// sum over v of e^(lg[v] - mx) (in double, NaN counting as -inf), mx = the largest logit (0 when none is finite):
-// one vectorised pass for the maximum and one for the exponentials, which dominate the lens after the LM head.
-static double softmax_sum(const float* lg, int V, float& mx) {
-    avec mv = avec{} - INFINITY;
-    int v = 0;
-    for (; v + AL <= V; v += AL) {
-        const avec x = *(const avec*)(lg + v);
-        mv = x > mv ? x : mv; // NaN compares false: skipped
-    }
-    mx = -INFINITY;
-    for (int l = 0; l < AL; l++) mx = std::max(mx, mv[l]);
-    for (; v < V; v++)
-        if (lg[v] > mx) mx = lg[v];
-    if (!std::isfinite(mx)) { // +inf somewhere (those share the mass), or all NaN / -inf (uniform): the caller's
-        mx = mx > 0 ? INFINITY : 0.0f;
-        return 0;
-    }
-    double sum = 0;
-    avec acc = {};
-    for (v = 0; v + AL <= V; v += AL) {
-        const avec x = *(const avec*)(lg + v);
-        const avec e = exp_lanes(x - mx);
-        acc += x == x ? e : avec{}; // NaN lanes add nothing
-    }
-    for (int l = 0; l < AL; l++) sum += acc[l];
-    for (; v < V; v++)
-        if (!std::isnan(lg[v])) sum += std::exp((double)lg[v] - mx);
-    return sum;
-}
-
-// The probability of token v in a cell with logits lg, whose maximum and sum come from softmax_sum. As
-// compare.h's clean_logits: NaN counts as -inf; +inf logits share all the mass; none finite: uniform.
-static float cell_prob(const float* lg, int V, float mx, double sum, int v) {
-    if (mx == INFINITY) {
-        int n_inf = 0;
-        for (int u = 0; u < V; u++) n_inf += lg[u] == INFINITY;
-        return lg[v] == INFINITY ? 1.0f / n_inf : 0.0f;
-    }
-    if (sum > 0) return std::isnan(lg[v]) ? 0.0f : (float)(std::exp((double)lg[v] - mx) / sum);
-    return 1.0f / V;
-}
-
-// ids [k] of the k largest logits, largest first, ties to the lower id, NaN last: one pass keeping a sorted list
-static void top_k_ids(int* ids, const float* lg, int V, int k) {
-    auto before = [&](int a, int b) { // a ranks before b
-        const bool na = std::isnan(lg[a]), nb = std::isnan(lg[b]);
-        if (na != nb) return nb;
-        return lg[a] != lg[b] && !na ? lg[a] > lg[b] : a < b;
-    };
-    int n = 0;
-    for (int v = 0; v < V; v++) {
-        if (n == k && !before(v, ids[k - 1])) continue;
-        int j = n < k ? n++ : k - 1;
-        while (j > 0 && before(v, ids[j - 1])) ids[j] = ids[j - 1], j--;
-        ids[j] = v;
-    }
-}
 
 lens_result logit_lens(const record& r, const model& m, const ablation& ab, int k, int target,
                        const std::function<bool(float)>& progress) {
     const model_config& c = m.config;
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model, V = r.vocab, P = 2 * L + 1;
     if (L != c.n_layer || d != c.d_model || V != c.vocab_size) throw error("internal: the record is of another model");
-    for (int p = 0; p < P; p++)
-        if (!r.resid(p))
-            throw error("the logit lens needs the residual stream at every point, and this run did not keep it (the memory "
-                        "budget left it out: raise the capture budget)");
+    int missing = 0;
+    for (int p = 0; p < P; p++) missing += !r.resid(p);
+    if (missing)
+        throw error("the logit lens needs the residual stream at every point, and this run left out " +
+                    std::to_string(missing) + " of " + std::to_string(P) +
+                    " (the memory budget: raise the capture budget to keep them)");
     if (target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
     k = std::max(1, std::min(k, V));
     lens_result out;
@@ -107,15 +50,13 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i;
                 const float* lg = &logits[(size_t)i * V];
-                float mx;
-                const double sum = softmax_sum(lg, V, mx);
-                // the k largest logits are the k most probable tokens (ties: the lower id)
+                const softmax_row sm = softmax_stats(lg, V);
                 int* ids = &out.top_ids[((size_t)p * T + t) * k];
                 top_k_ids(ids, lg, V, k);
-                auto prob = [&](int v) { return cell_prob(lg, V, mx, sum, v); };
+                auto prob = [&](int v) { return softmax_prob(sm, lg, V, v); };
                 for (int j = 0; j < k; j++) out.top_probs[((size_t)p * T + t) * k + j] = prob(ids[j]);
                 if (p == P - 1 && target < 0) out.target_ids[t] = ids[0];
-                if (sum > 0) out.log_norm[(size_t)p * T + t] = (float)(mx + std::log(sum));
+                if (sm.sum > 0) out.log_norm[(size_t)p * T + t] = (float)(sm.mx + std::log(sm.sum));
                 out.target_prob[(size_t)p * T + t] = prob(out.target_ids[t]);
             }
         }
@@ -156,9 +97,7 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
                          kind, c.norm_eps, 1, d);
             if (std::isnan(l.log_norm[cell])) { // no finite normaliser (a broken model): the whole row, as logit_lens
                 lm_head_forward(row.data(), xn.data(), 1, m, gs);
-                float mx;
-                const double sum = softmax_sum(row.data(), c.vocab_size, mx);
-                l.target_prob[cell] = cell_prob(row.data(), c.vocab_size, mx, sum, id);
+                l.target_prob[cell] = softmax_prob(softmax_stats(row.data(), c.vocab_size), row.data(), c.vocab_size, id);
                 continue;
             }
             double logit = 0;
