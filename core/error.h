@@ -11,4 +11,10 @@ struct error : std::runtime_error {
     explicit error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A run stopped between layers because a newer request replaced it (forward_options::cancelled). Not an error:
+// nothing is shown, and the state it leaves is consistent (live.h).
+struct cancelled : std::runtime_error {
+    cancelled() : std::runtime_error("cancelled: a newer request replaced this run") {}
+};
+
 } // namespace gb

@@ -126,7 +126,9 @@ struct point_visitor {
                 if (h.point == p && covers_layer(h.layer, p, l) && h.fn && h.fn(t)) wrote = true;
         // the pattern is kept where the attention wrote it; other points are copied, rows packed
         if ((f & PT_KEEP) && rec && p != HOOK_PATTERN) {
-            float* dst = const_cast<float*>(rec->get(p, l));
+            // record rows are positions, except a final point's single row when only the last logits are kept
+            const int row0 = hook_is_final(p) && !rec->all_logits ? 0 : pos0;
+            float* dst = rec->get_mut(p, l) + (size_t)row0 * width;
             for (int r = 0; r < n; r++) std::copy_n(data + (size_t)r * stride, width, dst + (size_t)r * width);
         }
         return wrote;
@@ -136,8 +138,7 @@ struct point_visitor {
 // ---------------------------------------------------------------------------------------------
 // Evaluation
 // ---------------------------------------------------------------------------------------------
-// Sets up rec for n tokens from position 0: dimensions, token text, and zeroed storage for what plan keeps.
-static void record_init(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan) {
+void record_begin(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan) {
     const model_config& c = m.config;
     rec.n_layer = c.n_layer;
     rec.n_head = c.n_head;
@@ -154,15 +155,27 @@ static void record_init(record& rec, const model& m, const int* tokens, int n, b
     for (int p = 0; p < HOOK_COUNT; p++) {
         const std::vector<uint8_t>& keep = plan.keep[p];
         rec.slot[p].assign(keep.size(), -1);
-        int kept = 0;
+        rec.acts[p].clear();
         for (size_t l = 0; l < keep.size(); l++)
-            if (keep[l] && p != HOOK_LOGITS) rec.slot[p][l] = kept++;
-        rec.acts[p].assign((size_t)kept * rec.layer_floats((hook_point)p), 0.0f);
+            if (keep[l] && p != HOOK_LOGITS) {
+                rec.slot[p][l] = (int)rec.acts[p].size();
+                rec.acts[p].push_back(std::make_shared<std::vector<float>>(rec.layer_floats((hook_point)p), 0.0f));
+            }
     }
     rec.resid_norm.assign((size_t)(2 * c.n_layer + 1) * n, 0.0f);
     rec.nonfinite_layer = -1;
     rec.nonfinite_where.clear();
     rec.budget_note = plan.note;
+}
+
+record_plan plan_of(const record& rec) {
+    record_plan pl;
+    for (int p = 0; p < HOOK_COUNT; p++) {
+        pl.keep[p].resize(rec.slot[p].size());
+        for (size_t l = 0; l < rec.slot[p].size(); l++) pl.keep[p][l] = rec.slot[p][l] >= 0;
+    }
+    pl.note = rec.budget_note;
+    return pl;
 }
 
 void eval(std::vector<float>& logits, record* rec, forward_state& s, const model& m, const int* tokens, int n,
@@ -185,7 +198,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (n_keys > s.n_ctx)
         throw error("prompt too long: " + std::to_string(n_keys) + " tokens, the model's context is " +
                     std::to_string(s.n_ctx));
-    if (rec && (n0 != 0 || resume)) throw error("internal: a record needs the prompt from position 0 and the embeddings");
+    if (rec && !opt.continue_record && (n0 != 0 || resume))
+        throw error("internal: a record needs the prompt from position 0 and the embeddings");
+    if (opt.continue_record && (!rec || rec->n_tokens != n_keys || opt.all_logits != rec->all_logits))
+        throw error("internal: a continued record must be laid out for the call's positions");
     if (opt.start_point < 0 || opt.start_point > 2 * L || (opt.start_point > 0 && !resume))
         throw error("internal: resuming at residual point " + std::to_string(opt.start_point) + " needs its stream");
     check_interventions(opt.interventions, c);
@@ -214,19 +230,23 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
 
     const int n_out = opt.all_logits ? n : 1;
     record_plan rp;
-    if (rec) {
+    if (rec && opt.continue_record) {
+        rp = plan_of(*rec);
+    } else if (rec) {
         rp = plan_record(opt.keep, c, n, n_out);
-        record_init(*rec, m, tokens, n, opt.all_logits, rp);
+        record_begin(*rec, m, tokens, n, opt.all_logits, rp);
         rec->logit_ids = opt.logit_ids;
     }
     point_plan plan = make_plan(s.plan, opt, rec ? &rp : nullptr, L);
     point_visitor at{opt, c, plan, rec, n0};
-    float* norms = rec && opt.keep.resid_norms ? rec->resid_norm.data() : nullptr;
+    // [2L+1][T]: this call's positions are columns n0.. of each point's row
+    float* norms = rec && (opt.keep.resid_norms || opt.continue_record) ? rec->resid_norm.data() : nullptr;
+    const size_t norm_row = rec ? (size_t)rec->n_tokens : (size_t)n;
 
     // residual point p: x <- x + f (f alone without the residual), the point's interventions and hooks, then its
     // norms and the first non-finite value (fused into the add when nothing happens at the point)
     auto residual = [&](const float* f, bool replace, int point, hook_point hp, int layer, const char* where) {
-        float* pn = norms ? norms + (size_t)point * n : nullptr;
+        float* pn = norms ? norms + (size_t)point * norm_row + n0 : nullptr;
         const bool fused = !plan.at(hp, layer);
         bool finite = residual_step(x, f, replace, fused ? pn : nullptr, n, d);
         if (!fused) {
@@ -271,6 +291,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     tm.rest_ms += ms_since(t0);
 
     for (int l = first_layer; l < L; l++) {
+        if (opt.cancelled && opt.cancelled()) throw cancelled();
         const layer_weights& lw = w.layers[l];
         const bool no_norm1 = plan.identity_norm[l] & 1, no_norm2 = plan.identity_norm[l] & 2;
         float* k_cache = use_cache ? &s.k_cache[(size_t)l * s.n_ctx * kv_w] : nullptr;
@@ -317,10 +338,12 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             aa.d_head = dh;
             // the probabilities go straight into the record when it keeps them; a hook or intervention on them
             // needs them somewhere too; otherwise the attention keeps them in its own scratch
+            // (in place only from position 0: a continued record's rows for this call are not one block per head)
             const uint8_t pattern_flags = plan.at(HOOK_PATTERN, l);
+            const bool keep_pattern = rec && (pattern_flags & PT_KEEP);
             aa.probs = nullptr;
-            if (rec && (pattern_flags & PT_KEEP)) {
-                aa.probs = const_cast<float*>(rec->get(HOOK_PATTERN, l));
+            if (keep_pattern && n0 == 0) {
+                aa.probs = rec->get_mut(HOOK_PATTERN, l);
             } else if (pattern_flags) {
                 grow(s.probs, (size_t)H * n * n_keys);
                 aa.probs = s.probs.data();
@@ -330,6 +353,12 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             if (opt.attention) opt.attention(aa);
             else attention_cpu(aa);
             if (at.visit(HOOK_PATTERN, l, aa.probs, n, n_keys, n_keys)) attention_values_cpu(aa);
+            if (keep_pattern && n0 > 0) { // rows n0.. of each head's [T][T] block (n_keys == T)
+                float* dst = rec->get_mut(HOOK_PATTERN, l);
+                for (int h = 0; h < H; h++)
+                    std::copy_n(aa.probs + (size_t)h * n * n_keys, (size_t)n * n_keys,
+                                dst + ((size_t)h * n_keys + n0) * n_keys);
+            }
             at.visit(HOOK_Z, l, s.att_out.data(), n, H * dh, H * dh);
             tm.attention_ms += ms_since(t0);
             t0 = clock_type::now();

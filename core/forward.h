@@ -3,6 +3,7 @@
 // activation record (record.h) keeps it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ablation.h"
@@ -42,6 +43,10 @@ struct forward_options {
     int start_point = 0;
     const float* start_resid = nullptr;
     attention_fn attention;                  // empty = attention_cpu
+    // Continuing a record (live.h): rec already has this run's layout for s.n_past + n tokens (record_begin),
+    // with its rows before s.n_past and its points before start_point filled; the call fills the rest.
+    bool continue_record = false;
+    std::function<bool()> cancelled;         // asked before each layer: true stops the call (throws gb::cancelled)
 };
 
 // Runs n tokens at positions s.n_past .. through the model and appends them to the cache.
@@ -49,6 +54,11 @@ struct forward_options {
 // rec may be null (generation, patching); when given, the call must start at position 0 from the embeddings.
 void eval(std::vector<float>& logits, record* rec, forward_state& s, const model& m, const int* tokens, int n,
           const forward_options& opt);
+
+// Sets up rec for n tokens from position 0: dimensions, token text, and zeroed storage for what plan keeps.
+void record_begin(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan);
+// The plan a record was laid out with (which points at which layers it keeps).
+record_plan plan_of(const record& rec);
 
 // Full record of a prompt from position 0, with ab's interventions before opt's. Throws gb::error if the prompt
 // is empty or too long.

@@ -106,7 +106,15 @@ bool record::has(hook_point p, int layer) const {
 const float* record::get(hook_point p, int layer) const {
     if (!has(p, layer)) return nullptr;
     const int l = hook_is_final(p) ? 0 : layer;
-    return acts[p].data() + (size_t)slot[p][l] * layer_floats(p);
+    return acts[p][slot[p][l]]->data();
+}
+
+float* record::get_mut(hook_point p, int layer) { return const_cast<float*>(get(p, layer)); }
+
+std::vector<float> record::flat(hook_point p) const {
+    std::vector<float> out;
+    for (const auto& a : acts[p]) out.insert(out.end(), a->begin(), a->end());
+    return out;
 }
 
 const float* record::head(int layer, int h) const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,10 @@ struct record {
     bool all_logits = false;
     std::vector<int> tokens;          // [T]
     std::vector<std::string> pieces;  // [T] display text of each token
-    std::vector<float> acts[HOOK_COUNT]; // point p: [kept layers][one layer's tensor at T, as in hooks.h with n = T]
+    // point p: [kept layers] one layer's tensor at T, as in hooks.h with n = T. A layer's tensor is shared by
+    // records that agree on it: an incremental run (live.h) reuses the layers it did not recompute, and a record
+    // handed to the app is never written again.
+    std::vector<std::shared_ptr<std::vector<float>>> acts[HOOK_COUNT];
     std::vector<int> slot[HOOK_COUNT];   // point p: [L] (final points: [1]) index into acts[p], -1 = not kept
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
     std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
@@ -62,6 +66,8 @@ struct record {
     size_t layer_floats(hook_point p) const; // floats of one layer's tensor at p
     bool has(hook_point p, int layer) const;
     const float* get(hook_point p, int layer) const; // nullptr when not kept
+    float* get_mut(hook_point p, int layer);          // for the forward that fills this record's own tensors
+    std::vector<float> flat(hook_point p) const;      // every kept layer of p, one after another
     bool has_layer(int layer) const { return has(HOOK_PATTERN, layer); } // attention pattern kept
     // [T][T] pattern of one head (query rows, key columns), or nullptr when its layer was not kept.
     const float* head(int layer, int h) const;

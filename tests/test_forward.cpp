@@ -58,7 +58,7 @@ void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, co
     gb::run_forward(cap, f.m, tokens, ab, opt);
     ref_result ref = reference_forward(f.tm, tokens, ab);
     EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << what << ": logits";
-    EXPECT_LT(max_scaled_error(cap.acts[gb::HOOK_PATTERN], ref.attention), 1e-4) << what << ": attention";
+    EXPECT_LT(max_scaled_error(cap.flat(gb::HOOK_PATTERN), ref.attention), 1e-4) << what << ": attention";
     EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << what << ": residual norms";
     // the default (last position only) logits equal the last row of the full ones
     gb::record last;
@@ -305,7 +305,7 @@ TEST(Forward, CaptureBudgetKeepsOnlyChosenLayers) {
     gb::forward_options opt;
     opt.keep.layers = {0, 1, 0};
     gb::run_forward(part, f.m, tokens, {}, opt);
-    EXPECT_EQ(part.acts[gb::HOOK_PATTERN].size(), (size_t)f.m.config.n_head * 100);
+    EXPECT_EQ(part.flat(gb::HOOK_PATTERN).size(), (size_t)f.m.config.n_head * 100);
     EXPECT_EQ(part.head(0, 0), nullptr);
     ASSERT_NE(part.head(1, 2), nullptr);
     for (int i = 0; i < 100; i++) ASSERT_EQ(part.head(1, 2)[i], full.head(1, 2)[i]);

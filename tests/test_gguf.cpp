@@ -131,7 +131,8 @@ TEST(Gguf, LlamaEqualsLlama2cFile) {
             gb::run_forward(ca, a, tokens, x, opt);
             gb::run_forward(cb, b, tokens, x, opt);
             for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-5) << i;
-            for (size_t i = 0; i < ca.acts[gb::HOOK_PATTERN].size(); i++) ASSERT_NEAR(ca.acts[gb::HOOK_PATTERN][i], cb.acts[gb::HOOK_PATTERN][i], 1e-6) << i;
+            const std::vector<float> pa = ca.flat(gb::HOOK_PATTERN), pb = cb.flat(gb::HOOK_PATTERN);
+            for (size_t i = 0; i < pa.size(); i++) ASSERT_NEAR(pa[i], pb[i], 1e-6) << i;
         }
         // the SentencePiece tokenizer from metadata: "▁" for spaces, merges by score, BOS first
         std::vector<int> ids = gb::encode_prompt(b.tok, "the", false);

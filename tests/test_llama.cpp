@@ -232,7 +232,8 @@ TEST(HfLlama, SameWeightsAsLlama2cGiveSameOutputs) {
                 gb::run_forward(cb, b, tokens, x, opt);
                 ASSERT_EQ(ca.logits.size(), cb.logits.size());
                 for (size_t i = 0; i < ca.logits.size(); i++) ASSERT_NEAR(ca.logits[i], cb.logits[i], 1e-4) << i;
-                for (size_t i = 0; i < ca.acts[gb::HOOK_PATTERN].size(); i++) ASSERT_NEAR(ca.acts[gb::HOOK_PATTERN][i], cb.acts[gb::HOOK_PATTERN][i], 1e-5) << i;
+                const std::vector<float> pa = ca.flat(gb::HOOK_PATTERN), pb = cb.flat(gb::HOOK_PATTERN);
+                for (size_t i = 0; i < pa.size(); i++) ASSERT_NEAR(pa[i], pb[i], 1e-5) << i;
                 llama_ref ref = reference_llama(tm, tokens, x);
                 EXPECT_LT(max_scaled_error(cb.logits, ref.logits), 1e-4);
             }

@@ -508,8 +508,9 @@ TEST(Export, AttentionNpyIsWrittenLayerByLayer) {
     cap.tokens.assign(T, 1);
     cap.slot[gb::HOOK_PATTERN].assign(L, -1);
     cap.slot[gb::HOOK_PATTERN][5] = 0;
-    cap.acts[gb::HOOK_PATTERN].assign((size_t)H * T * T, 0.0f);
-    for (size_t i = 0; i < cap.acts[gb::HOOK_PATTERN].size(); i += 7) cap.acts[gb::HOOK_PATTERN][i] = 0.25f;
+    auto kept = std::make_shared<std::vector<float>>((size_t)H * T * T, 0.0f);
+    for (size_t i = 0; i < kept->size(); i += 7) (*kept)[i] = 0.25f;
+    cap.acts[gb::HOOK_PATTERN] = {kept};
     cap.resid_norm.assign((size_t)(2 * L + 1) * T, 1.0f);
     cap.logits.assign(V, 0.5f);
     std::string dir = test_temp_dir("rob_npy");
@@ -523,7 +524,7 @@ TEST(Export, AttentionNpyIsWrittenLayerByLayer) {
     const size_t layer = (size_t)H * T * T;
     ASSERT_EQ(bytes.size(), 10 + hl + (size_t)L * layer * 4);
     const float* p = (const float*)(bytes.data() + 10 + hl);
-    EXPECT_EQ(0, std::memcmp(p + 5 * layer, cap.acts[gb::HOOK_PATTERN].data(), layer * 4)) << "layer 5 as captured";
+    EXPECT_EQ(0, std::memcmp(p + 5 * layer, kept->data(), layer * 4)) << "layer 5 as captured";
     bool zeros = true;
     for (int l = 0; l < L; l++)
         if (l != 5)

@@ -293,7 +293,7 @@ void expect_matches_reference(const gb::model& m, const tiny_llama& tm, const st
         gb::run_forward(cap, m, tokens, ab, opt);
         llama_ref ref = reference_llama(tm, tokens, ab);
         EXPECT_LT(max_scaled_error(cap.logits, ref.logits), 1e-4) << label << ", " << name << ": logits";
-        EXPECT_LT(max_scaled_error(cap.acts[gb::HOOK_PATTERN], ref.attention), 1e-4) << label << ", " << name << ": attention";
+        EXPECT_LT(max_scaled_error(cap.flat(gb::HOOK_PATTERN), ref.attention), 1e-4) << label << ", " << name << ": attention";
         EXPECT_LT(max_scaled_error(cap.resid_norm, ref.resid_norm), 1e-4) << label << ", " << name << ": residual norms";
     }
 }
