@@ -15,6 +15,7 @@
 #include "error.h"
 #include "forward.h"
 #include "gl_attention.h"
+#include "live.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
@@ -265,8 +266,8 @@ TEST(GlAttention, WholeModelForwardEqualsCpu) {
         gb::run_forward(c, *m, tokens, ab, opt);
         opt.attention = gb::attention_gl;
         gb::run_forward(g, *m, tokens, ab, opt);
-        ASSERT_FALSE(c.acts[gb::HOOK_PATTERN].empty());
-        EXPECT_LT(max_abs_diff(c.acts[gb::HOOK_PATTERN], g.acts[gb::HOOK_PATTERN]), 1e-5) << "attention, " << m->config.model_type;
+        ASSERT_FALSE(c.flat(gb::HOOK_PATTERN).empty());
+        EXPECT_LT(max_abs_diff(c.flat(gb::HOOK_PATTERN), g.flat(gb::HOOK_PATTERN)), 1e-5) << "attention, " << m->config.model_type;
         EXPECT_LT(scaled_diff(c.logits, g.logits), 1e-5) << "logits, " << m->config.model_type;
 
         // with a KV cache: the prompt, then 9 more tokens at n_past 20, no capture
@@ -283,6 +284,56 @@ TEST(GlAttention, WholeModelForwardEqualsCpu) {
             gb::eval(*out, nullptr, st, *m, tokens.data() + 20, 9, o);
         }
         EXPECT_LT(scaled_diff(lc, lg), 1e-5) << "logits after a KV cache, " << m->config.model_type;
+    }
+}
+
+// Live recompute through the GL attention: typing, an edit and ablation toggles each equal a full CPU run.
+TEST(GlAttention, LiveRecomputeEqualsFullCpuRuns) {
+    NEED_GL();
+    tiny_spec s;
+    s.n_layer = 3, s.n_head = 4, s.d_model = 64, s.n_ctx = 80;
+    gb::model gpt = gb::load_model(write_tiny_gpt2(test_temp_dir("gl_live_gpt2"), s).dir);
+    tiny_llama tl = write_tiny_llama2c(test_temp_dir("gl_live_llama"), tiny_llama_spec{}); // 4 heads on 2 KV heads
+    gb::load_options lo;
+    lo.tokenizer_path = tl.tokenizer_path;
+    gb::model llama = gb::load_model(tl.model_path, lo);
+    for (const gb::model* m : {&gpt, &llama}) {
+        std::vector<int> tokens;
+        for (int i = 0; i < 24; i++) tokens.push_back((i * 37 + 11) % 250);
+        gb::live_state st;
+        gb::live_result out;
+        gb::live_request rq;
+        rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z);
+        rq.keep.resid_stream = true;
+        rq.attention = gb::attention_gl;
+        gb::ablation ab;
+        ab.heads = {{1, 1}};
+        struct change {
+            std::string what;
+            std::vector<int> tokens;
+            gb::ablation ab;
+        };
+        std::vector<int> typed = tokens, edited = tokens;
+        typed.push_back(7);
+        edited[12] = 99;
+        for (const change& c : std::vector<change>{{"prompt", tokens, {}},
+                                                   {"typed", typed, {}},
+                                                   {"head 1.1", typed, ab},
+                                                   {"edited", edited, ab},
+                                                   {"clean again", edited, {}}}) {
+            rq.tokens = c.tokens;
+            rq.interventions = gb::ablation_interventions(c.ab, m->config);
+            gb::live_run(out, st, *m, rq);
+            gb::record want;
+            gb::forward_options o;
+            o.keep = rq.keep;
+            gb::run_forward(want, *m, c.tokens, c.ab, o);
+            const std::string what = m->config.model_type + ", " + c.what + " [" + out.report.what + "]";
+            EXPECT_LT(max_abs_diff(out.run->flat(gb::HOOK_PATTERN), want.flat(gb::HOOK_PATTERN)), 1e-5) << what;
+            EXPECT_LT(scaled_diff(out.run->flat(gb::HOOK_RESID_POST), want.flat(gb::HOOK_RESID_POST)), 1e-5) << what;
+            EXPECT_LT(scaled_diff(out.run->resid_norm, want.resid_norm), 1e-5) << what;
+            EXPECT_LT(scaled_diff(out.run->logits, want.logits), 1e-5) << what;
+        }
     }
 }
 

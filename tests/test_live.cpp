@@ -1,0 +1,356 @@
+// Live recompute (core/live.h): every incremental result equals a full run of the same request (attention,
+// every kept point, residual norms, logits, the logit lens) within 1e-5, on a tiny GPT-2 and a tiny
+// grouped-query Llama; and each change recomputes only what it reaches (the report says what).
+//
+// Sections: helpers | typing and editing | interventions | cancellation | memory budget | generation
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ablation.h"
+#include "analysis/lens.h"
+#include "error.h"
+#include "live.h"
+#include "ref_models.h"
+#include "test_util.h"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+// What the app keeps: patterns, z, MLP outputs and the whole residual stream.
+gb::record_request app_keep() {
+    gb::record_request k;
+    k.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    k.resid_stream = true;
+    return k;
+}
+
+gb::record full_run(const gb::model& m, const std::vector<int>& tokens, const std::vector<gb::intervention>& iv,
+                    const gb::record_request& keep) {
+    gb::forward_options o;
+    o.keep = keep;
+    o.interventions = iv;
+    gb::record r;
+    gb::run_forward(r, m, tokens, {}, o);
+    return r;
+}
+
+// max |a - b| / max(1, max |b|): absolute for ordinary activations, relative to the tensor's scale where
+// ablations blow values up (as test_util's max_scaled_error); infinite where only one side is finite.
+double diff(const float* a, const float* b, size_t n) {
+    double w = 0, scale = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (std::isfinite(a[i]) != std::isfinite(b[i])) return INFINITY;
+        if (!std::isfinite(a[i])) continue;
+        w = std::max(w, std::abs((double)a[i] - b[i]));
+        scale = std::max(scale, std::abs((double)b[i]));
+    }
+    return w / scale;
+}
+
+// Every kept tensor, norm and logit of got vs want (a full run of the same request), and the lens on both.
+void expect_same(const gb::record& got, const gb::record& want, const gb::model& m, const std::string& what) {
+    ASSERT_EQ(got.n_tokens, want.n_tokens) << what;
+    ASSERT_EQ(got.tokens, want.tokens) << what;
+    for (int p = 0; p < gb::HOOK_COUNT; p++)
+        for (int l = 0; l < (int)want.slot[p].size(); l++) {
+            const gb::hook_point hp = (gb::hook_point)p;
+            ASSERT_EQ(got.has(hp, l), want.has(hp, l)) << what << ": " << gb::hook_label(hp, l);
+            if (!want.has(hp, l)) continue;
+            EXPECT_LT(diff(got.get(hp, l), want.get(hp, l), want.layer_floats(hp)), 1e-5)
+                << what << ": " << gb::hook_label(hp, l);
+        }
+    ASSERT_EQ(got.resid_norm.size(), want.resid_norm.size()) << what;
+    EXPECT_LT(diff(got.resid_norm.data(), want.resid_norm.data(), want.resid_norm.size()), 1e-5) << what << ": norms";
+    ASSERT_EQ(got.logits.size(), want.logits.size()) << what;
+    EXPECT_LT(diff(got.logits.data(), want.logits.data(), want.logits.size()), 1e-5) << what << ": logits";
+    if (got.resid(0) && got.resid(2 * got.n_layer)) {
+        gb::lens_result lg = gb::logit_lens(got, m, {}, 3), lw = gb::logit_lens(want, m, {}, 3);
+        EXPECT_EQ(lg.top_ids, lw.top_ids) << what << ": lens";
+        EXPECT_LT(diff(lg.target_prob.data(), lw.target_prob.data(), lw.target_prob.size()), 1e-5) << what << ": lens";
+    }
+}
+
+struct live_fixture {
+    const ref_model& rm;
+    gb::live_state st;
+    gb::live_result out;
+    gb::record_request keep = app_keep();
+    gb::attention_fn attention;
+
+    // Runs tokens with iv live, checks both records against full runs, returns the report.
+    gb::live_report run(const std::vector<int>& tokens, const std::vector<gb::intervention>& iv = {},
+                        const std::string& what = "") {
+        gb::live_request rq;
+        rq.tokens = tokens;
+        rq.interventions = iv;
+        rq.keep = keep;
+        rq.attention = attention;
+        gb::live_run(out, st, rm.m, rq);
+        const std::string label = rm.name + ", " + what + " [" + out.report.what + "]";
+        expect_same(*out.run, full_run(rm.m, tokens, iv, keep), rm.m, label);
+        expect_same(*out.base, full_run(rm.m, tokens, {}, keep), rm.m, label + " baseline");
+        return out.report;
+    }
+};
+
+std::vector<gb::intervention> ablate(const gb::model& m, const gb::ablation& ab) {
+    return gb::ablation_interventions(ab, m.config);
+}
+
+gb::ablation heads(std::vector<std::pair<int, int>> h) {
+    gb::ablation ab;
+    for (auto [l, hd] : h) ab.heads.push_back({l, hd});
+    return ab;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typing and editing
+// ---------------------------------------------------------------------------------------------
+TEST(Live, TypingAtTheEndComputesOneToken) {
+    for (const ref_model* rm : ref_models()) {
+        live_fixture f{*rm};
+        std::vector<int> all = rm->tokens(24, 5);
+        std::vector<int> t(all.begin(), all.begin() + 12);
+        gb::live_report r = f.run(t, {}, "first");
+        EXPECT_FALSE(r.reused);
+        for (int n = 13; n <= 24; n++) {
+            t.push_back(all[n - 1]);
+            r = f.run(t, {}, "typed to " + std::to_string(n));
+            EXPECT_TRUE(r.reused);
+            EXPECT_EQ(r.from_token, n - 1) << "only the new token";
+        }
+        // the same request again: nothing to compute, the same record
+        auto before = f.out.run;
+        r = f.run(t, {}, "again");
+        EXPECT_EQ(r.what, "nothing changed");
+        EXPECT_EQ(f.out.run, before);
+    }
+}
+
+TEST(Live, EditsRecomputeFromTheFirstChangedToken) {
+    for (const ref_model* rm : ref_models()) {
+        live_fixture f{*rm};
+        std::vector<int> t = rm->tokens(30, 7);
+        f.run(t, {}, "prompt");
+        t[15] = (t[15] + 1) % (rm->m.config.vocab_size - 4) + 3;
+        EXPECT_EQ(f.run(t, {}, "edit at 15").from_token, 15);
+        t.resize(22); // deleted the end: only the new last position's logits are missing
+        EXPECT_EQ(f.run(t, {}, "deleted to 22").from_token, 21);
+        t.insert(t.begin() + 4, t[9]); // inserted: everything after shifts
+        EXPECT_EQ(f.run(t, {}, "inserted at 4").from_token, 4);
+        t[0] = t[1];
+        gb::live_report r = f.run(t, {}, "first token changed");
+        EXPECT_FALSE(r.reused);
+        EXPECT_EQ(r.from_token, 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interventions: recompute from the first affected layer; the baseline is never re-run
+// ---------------------------------------------------------------------------------------------
+TEST(Live, AblationChangesRecomputeFromTheirFirstLayer) {
+    for (const ref_model* rm : ref_models()) {
+        const gb::model& m = rm->m;
+        const int L = m.config.n_layer;
+        live_fixture f{*rm};
+        std::vector<int> t = rm->tokens(20, 9);
+        f.run(t, {}, "clean");
+        auto base = f.out.base;
+
+        gb::live_report r = f.run(t, ablate(m, heads({{L - 1, 1}})), "head on the last layer");
+        EXPECT_EQ(r.from_point, 2 * (L - 1));
+        EXPECT_FALSE(r.baseline_run);
+        EXPECT_EQ(f.out.base, base) << "the baseline is the kept one";
+
+        r = f.run(t, ablate(m, heads({{L - 1, 2}})), "another head on the last layer");
+        EXPECT_EQ(r.from_point, 2 * (L - 1));
+        EXPECT_FALSE(r.baseline_run);
+
+        r = f.run(t, ablate(m, heads({{L - 1, 2}, {1, 0}})), "and a head on layer 1");
+        EXPECT_EQ(r.from_point, 2);
+
+        gb::ablation nores;
+        nores.no_residual.on = true;
+        nores.no_residual.layers = {1};
+        r = f.run(t, ablate(m, nores), "no residual on layer 1");
+        EXPECT_LE(r.from_point, 2);
+
+        gb::intervention fin{gb::INTERVENE_IDENTITY_NORM, gb::HOOK_FINAL_NORM};
+        r = f.run(t, {fin}, "no final norm");
+        EXPECT_TRUE(r.reused);
+        EXPECT_FALSE(r.baseline_run);
+
+        // every ablation case, in turn, each from the previous one's kept run
+        gb::ablation every;
+        every.no_layernorm.on = every.no_attention.on = true;
+        every.no_attention.layers = {0};
+        r = f.run(t, ablate(m, every), "no layernorm, no attention on 0");
+        EXPECT_FALSE(r.baseline_run);
+        r = f.run(t, {}, "back to clean");
+        EXPECT_EQ(r.what, "nothing changed");
+        EXPECT_EQ(f.out.run, base);
+
+        // tokens and interventions changing together: correct, from a full run
+        t.push_back(t[3]);
+        r = f.run(t, ablate(m, heads({{0, 0}})), "typed while ablating");
+        // and typing while an ablation stays: both runs take the token alone
+        t.push_back(t[4]);
+        r = f.run(t, ablate(m, heads({{0, 0}})), "typed, same ablation");
+        EXPECT_EQ(r.from_token, (int)t.size() - 1);
+        EXPECT_TRUE(r.baseline_run);
+    }
+}
+
+TEST(Live, PatchValuesAreComparedByContent) {
+    for (const ref_model* rm : ref_models()) {
+        const gb::model& m = rm->m;
+        live_fixture f{*rm};
+        std::vector<int> t = rm->tokens(16, 11);
+        f.run(t, {}, "clean");
+        std::vector<float> row(m.config.d_model, 0.5f);
+        gb::intervention set{gb::INTERVENE_SET, gb::HOOK_RESID_POST, 1, -1, 6, row.data()};
+        gb::live_report r = f.run(t, {set}, "patched resid_post 1 at 6");
+        EXPECT_EQ(r.from_point, 3);
+        row[0] = -2.0f; // same pointer, new values: must be seen as a change
+        r = f.run(t, {set}, "new values");
+        EXPECT_EQ(r.from_point, 3);
+        std::vector<float> copy = row; // other pointer, same values: no change
+        set.values = copy.data();
+        EXPECT_EQ(f.run(t, {set}, "same values elsewhere").what, "nothing changed");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation: a stopped run leaves the kept runs consistent; the next result is exact
+// ---------------------------------------------------------------------------------------------
+TEST(Live, CancelledRunsLeaveNothingHalfDone) {
+    for (const ref_model* rm : ref_models()) {
+        const gb::model& m = rm->m;
+        const int L = m.config.n_layer;
+        for (int stop_after = 0; stop_after < L; stop_after++) {
+            live_fixture f{*rm};
+            std::vector<int> t = rm->tokens(20, 13);
+            f.run(t, {}, "clean");
+            auto shown = f.out.run;
+            auto cancel_after = [&](int layers) {
+                auto n = std::make_shared<int>(0);
+                return [n, layers] { return (*n)++ >= layers; };
+            };
+            auto try_run = [&](const std::vector<int>& tok, const std::vector<gb::intervention>& iv) {
+                gb::live_request rq;
+                rq.tokens = tok;
+                rq.interventions = iv;
+                rq.keep = f.keep;
+                rq.cancelled = cancel_after(stop_after);
+                gb::live_result out;
+                try { // a run with fewer layers to go than stop_after finishes
+                    gb::live_run(out, f.st, m, rq);
+                } catch (const gb::cancelled&) {
+                    EXPECT_FALSE(out.run) << "a stopped run hands out nothing";
+                }
+            };
+            // an edit stopped: the next edit (elsewhere) is still exact
+            std::vector<int> t2 = t;
+            t2[10] = t[11];
+            try_run(t2, {});
+            EXPECT_EQ(f.out.run, shown);
+            t2[14] = t[2];
+            EXPECT_LE(f.run(t2, {}, "after a stopped edit").from_token, 10);
+            // an ablation stopped, then another
+            try_run(t2, ablate(m, heads({{0, 1}})));
+            f.run(t2, ablate(m, heads({{L - 1, 0}})), "after a stopped ablation");
+            try_run(t2, ablate(m, heads({{1, 1}})));
+            t2.push_back(t[1]);
+            f.run(t2, ablate(m, heads({{L - 1, 0}})), "typed after a stopped ablation");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory budget: what is dropped first is said; results stay exact
+// ---------------------------------------------------------------------------------------------
+TEST(Live, BudgetDropsFarLayersFirstAndSaysSo) {
+    const ref_model& rm = tiny_gpt2_ref();
+    std::vector<int> t = rm.tokens(28, 17);
+    gb::record full = full_run(rm.m, t, {}, app_keep());
+    size_t all = 0;
+    for (int p = 0; p < gb::HOOK_COUNT; p++)
+        for (int l = 0; l < (int)full.slot[p].size(); l++)
+            if (full.has((gb::hook_point)p, l)) all += full.layer_floats((gb::hook_point)p) * 4;
+    gb::live_state st;
+    gb::live_result out;
+    gb::live_request rq;
+    rq.tokens = t;
+    rq.keep = app_keep();
+    const gb::model_config& c = rm.m.config;
+    const size_t rows = std::min(64, c.n_ctx); // the cache's capacity for 28 tokens
+    const size_t kv = 2 * 2 * 4 * (size_t)c.n_layer * rows * c.n_kv_head * c.d_head; // both variants' caches
+    ASSERT_LT(kv, all);
+    rq.keep.budget_bytes = 2 * kv + all; // the keys and values fit; a record gets (budget - kv) / 2 < all
+    rq.keep.focus_layer = 2;
+    gb::live_run(out, st, rm.m, rq);
+    EXPECT_NE(out.report.memory_note.find("pattern of"), std::string::npos) << out.report.memory_note;
+    EXPECT_TRUE(out.run->has(gb::HOOK_PATTERN, 2)) << "the focus layer is kept";
+    EXPECT_FALSE(out.run->has(gb::HOOK_PATTERN, 0)) << "the farthest layer goes first";
+    rq.tokens.push_back(t[5]);
+    gb::live_run(out, st, rm.m, rq);
+    EXPECT_EQ(out.report.from_token, 28);
+    for (int h = 0; h < rm.m.config.n_head; h++)
+        EXPECT_LT(diff(out.run->head(2, h), full_run(rm.m, rq.tokens, {}, app_keep()).head(2, h), 29 * 29), 1e-5);
+
+    rq.keep.budget_bytes = 4096; // not even the keys and values: full runs, said once
+    gb::live_run(out, st, rm.m, rq);
+    EXPECT_FALSE(out.report.reused);
+    EXPECT_NE(out.report.memory_note.find("no live recompute"), std::string::npos) << out.report.memory_note;
+    gb::record want = full_run(rm.m, rq.tokens, {}, app_keep());
+    EXPECT_LT(diff(out.run->last_logits(), want.last_logits(), rm.m.config.vocab_size), 1e-5);
+}
+
+TEST(Live, BadRequestsKeepTheKeptRun) {
+    const ref_model& rm = tiny_llama_ref();
+    live_fixture f{rm};
+    std::vector<int> t = rm.tokens(10, 3);
+    f.run(t, {}, "prompt");
+    auto shown = f.out.run;
+    gb::live_request rq;
+    rq.keep = f.keep;
+    expect_gb_error([&] { gb::live_run(f.out, f.st, rm.m, rq); }, "empty prompt");
+    rq.tokens = t;
+    rq.tokens[3] = rm.m.config.vocab_size;
+    expect_gb_error([&] { gb::live_run(f.out, f.st, rm.m, rq); }, "outside the vocabulary");
+    rq.tokens.assign(rm.m.config.n_ctx + 1, 3);
+    expect_gb_error([&] { gb::live_run(f.out, f.st, rm.m, rq); }, "prompt too long");
+    EXPECT_EQ(f.out.run, shown);
+    t.push_back(t[0]);
+    EXPECT_EQ(f.run(t, {}, "after bad requests").from_token, 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation appends through the same path: every step equals a full run of its prefix
+// ---------------------------------------------------------------------------------------------
+TEST(Live, GenerationStepsAreAppends) {
+    for (const ref_model* rm : ref_models()) {
+        live_fixture f{*rm};
+        std::vector<int> t = rm->tokens(6, 19);
+        auto iv = ablate(rm->m, heads({{1, 1}}));
+        f.run(t, iv, "prompt");
+        for (int step = 0; step < 8; step++) {
+            const float* lg = f.out.run->last_logits();
+            int best = 0;
+            for (int v = 1; v < rm->m.config.vocab_size; v++) best = lg[v] > lg[best] ? v : best;
+            t.push_back(best);
+            gb::live_report r = f.run(t, iv, "generated step " + std::to_string(step));
+            EXPECT_EQ(r.from_token, (int)t.size() - 1);
+        }
+        // replaying an earlier step: the prefix, then forward again
+        std::vector<int> part(t.begin(), t.begin() + 9);
+        EXPECT_EQ(f.run(part, iv, "replay step 3").from_token, 8);
+        EXPECT_EQ(f.run(t, iv, "replay the end").from_token, 9);
+    }
+}
+
+} // namespace
