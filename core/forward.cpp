@@ -159,7 +159,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
         for (size_t l = 0; l < keep.size(); l++)
             if (keep[l] && p != HOOK_LOGITS) {
                 rec.slot[p][l] = (int)rec.acts[p].size();
-                rec.acts[p].push_back(std::make_shared<std::vector<float>>(rec.layer_floats((hook_point)p), 0.0f));
+                rec.acts[p].push_back(std::make_shared<tensor_buffer>(rec.layer_floats((hook_point)p)));
             }
     }
     rec.resid_norm.assign((size_t)(2 * c.n_layer + 1) * n, 0.0f);

@@ -55,7 +55,8 @@ struct forward_options {
 void eval(std::vector<float>& logits, record* rec, forward_state& s, const model& m, const int* tokens, int n,
           const forward_options& opt);
 
-// Sets up rec for n tokens from position 0: dimensions, token text, and zeroed storage for what plan keeps.
+// Sets up rec for n tokens from position 0: dimensions, token text, and storage for what plan keeps (not zeroed:
+// the run that fills it writes every row).
 void record_begin(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan);
 // The plan a record was laid out with (which points at which layers it keeps).
 record_plan plan_of(const record& rec);

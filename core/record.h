@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hooks.h"
@@ -13,6 +14,17 @@
 namespace gb {
 
 inline uint32_t hook_bit(hook_point p) { return 1u << p; }
+
+// Storage of one kept tensor, not zeroed when allocated: a run writes every row of what it keeps (or copies it
+// from the record it continues), and zeroing 100 MB of patterns first was a visible part of a live append.
+template <class T> struct uninit_allocator : std::allocator<T> {
+    template <class U> struct rebind { using other = uninit_allocator<U>; };
+    uninit_allocator() = default;
+    template <class U> uninit_allocator(const uninit_allocator<U>&) {}
+    template <class U> void construct(U* p) noexcept { ::new ((void*)p) U; }
+    template <class U, class... A> void construct(U* p, A&&... a) { ::new ((void*)p) U(std::forward<A>(a)...); }
+};
+using tensor_buffer = std::vector<float, uninit_allocator<float>>;
 
 struct record_request {
     uint32_t points = hook_bit(HOOK_PATTERN); // bit p (hook_bit): keep point p at every layer in `layers`
@@ -53,7 +65,7 @@ struct record {
     // point p: [kept layers] one layer's tensor at T, as in hooks.h with n = T. A layer's tensor is shared by
     // records that agree on it: an incremental run (live.h) reuses the layers it did not recompute, and a record
     // handed to the app is never written again.
-    std::vector<std::shared_ptr<std::vector<float>>> acts[HOOK_COUNT];
+    std::vector<std::shared_ptr<tensor_buffer>> acts[HOOK_COUNT];
     std::vector<int> slot[HOOK_COUNT];   // point p: [L] (final points: [1]) index into acts[p], -1 = not kept
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
     std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids

@@ -508,7 +508,7 @@ TEST(Export, AttentionNpyIsWrittenLayerByLayer) {
     cap.tokens.assign(T, 1);
     cap.slot[gb::HOOK_PATTERN].assign(L, -1);
     cap.slot[gb::HOOK_PATTERN][5] = 0;
-    auto kept = std::make_shared<std::vector<float>>((size_t)H * T * T, 0.0f);
+    auto kept = std::make_shared<gb::tensor_buffer>((size_t)H * T * T, 0.0f);
     for (size_t i = 0; i < kept->size(); i += 7) (*kept)[i] = 0.25f;
     cap.acts[gb::HOOK_PATTERN] = {kept};
     cap.resid_norm.assign((size_t)(2 * L + 1) * T, 1.0f);
