@@ -1,6 +1,10 @@
-// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 models for benchmarks.
+// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 and Llama models for benchmarks.
+//
+// Sections: GPT-2 writer | random numbers and the byte-level tokenizer | random GPT-2 | random Llama
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +22,30 @@ static void write_text(const std::string& path, const std::string& text) {
     if (!o) throw error("cannot write " + path);
 }
 
+// A byte-level BPE tokenizer as GPT-2 folders hold it: vocab.json (token -> id) and merges.txt. The loader reads
+// this pair for any model_type when the folder has no tokenizer.json (load_folder_tokenizer).
+static void write_bpe_tokenizer(const std::string& dir, const tokenizer& tok) {
+    nlohmann::json vocab = nlohmann::json::object();
+    for (size_t i = 0; i < tok.vocab.size(); i++) vocab[tok.vocab[i]] = (int)i;
+    write_text(dir + "/vocab.json", vocab.dump() + "\n");
+    // merges.txt lists "left right" pairs in rank order (rank = line number after the version line)
+    std::vector<std::pair<int, std::string>> merges;
+    for (const auto& kv : tok.merge_rank) merges.push_back({kv.second, kv.first});
+    std::sort(merges.begin(), merges.end());
+    std::string mtxt = "#version: 0.2\n";
+    for (const auto& mg : merges) mtxt += mg.second + "\n";
+    write_text(dir + "/merges.txt", mtxt);
+}
+
+static void create_dir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw error("cannot create " + dir + ": " + ec.message());
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2 writer
+// ---------------------------------------------------------------------------------------------
 void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dtype) {
     const model_config& c = m.config;
     if (c.arch != ARCH_GPT2) throw error("save_hf_gpt2: model is not GPT-2");
@@ -32,9 +60,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
             if (w->amx()) // its digits give the weights back only to within 2^-22 of a row's largest
                 throw error("save_hf_gpt2: the weights are packed for the AMX kernel and cannot be written exactly "
                             "(pack them with pack_matrix(..., exact = true))");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw error("cannot create " + dir + ": " + ec.message());
+    create_dir(dir);
 
     nlohmann::json cfg = {{"model_type", "gpt2"},
                           {"architectures", {"GPT2LMHeadModel"}},
@@ -80,18 +106,12 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
     if (!w.lm_head.empty()) add("lm_head.weight", {V, d}, w.lm_head);
     write_safetensors(dir + "/model.safetensors", t);
 
-    nlohmann::json vocab = nlohmann::json::object();
-    for (size_t i = 0; i < m.tok.vocab.size(); i++) vocab[m.tok.vocab[i]] = (int)i;
-    write_text(dir + "/vocab.json", vocab.dump() + "\n");
-    // merges.txt lists "left right" pairs in rank order (rank = line number after the version line)
-    std::vector<std::pair<int, std::string>> merges;
-    for (const auto& kv : m.tok.merge_rank) merges.push_back({kv.second, kv.first});
-    std::sort(merges.begin(), merges.end());
-    std::string mtxt = "#version: 0.2\n";
-    for (const auto& mg : merges) mtxt += mg.second + "\n";
-    write_text(dir + "/merges.txt", mtxt);
+    write_bpe_tokenizer(dir, m.tok);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Random numbers and the byte-level tokenizer
+// ---------------------------------------------------------------------------------------------
 // N(0, std) from a seeded 64-bit Mersenne Twister with our own Box-Muller, identical on every platform
 struct normal_source {
     std::mt19937_64 rng;
@@ -116,6 +136,40 @@ struct normal_source {
     }
 };
 
+// Byte-level vocabulary of V >= 257 tokens, no merges: ids 0..255 the 256 bytes (as GPT-2's vocabulary starts,
+// spelled as vocab.json stores them), then unreachable fillers, then <|endoftext|> (BOS and EOS) at V - 1. Every
+// text encodes (one token per byte) and every id decodes, whatever V.
+static tokenizer random_byte_tokenizer(size_t V) {
+    tokenizer t;
+    t.kind = TOK_BYTE_BPE;
+    std::vector<int> bs;
+    for (int b = '!'; b <= '~'; b++) bs.push_back(b);
+    for (int b = 0xa1; b <= 0xac; b++) bs.push_back(b);
+    for (int b = 0xae; b <= 0xff; b++) bs.push_back(b);
+    std::vector<uint32_t> cps(bs.begin(), bs.end());
+    int extra = 0;
+    for (int b = 0; b < 256; b++)
+        if (std::find(bs.begin(), bs.end(), b) == bs.end()) bs.push_back(b), cps.push_back(256 + extra++);
+    t.vocab.assign(V, "");
+    auto utf8 = [](uint32_t cp) {
+        std::string o;
+        if (cp < 0x80) o += (char)cp;
+        else o += (char)(0xc0 | (cp >> 6)), o += (char)(0x80 | (cp & 0x3f));
+        return o;
+    };
+    // ids 0..255 in byte order, as GPT-2's own vocabulary starts
+    for (int i = 0; i < 256; i++) t.vocab[bs[i]] = utf8(cps[i]);
+    for (size_t i = 256; i + 1 < V; i++) t.vocab[i] = "<|filler_" + std::to_string(i) + "|>";
+    t.vocab[V - 1] = "<|endoftext|>";
+    for (size_t i = 0; i < V; i++) t.ids[t.vocab[i]] = (int)i;
+    t.specials = {"<|endoftext|>"};
+    t.eos_id = t.bos_id = (int)V - 1;
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random GPT-2
+// ---------------------------------------------------------------------------------------------
 model random_gpt2(const model_config& cfg, uint64_t seed) {
     model m;
     m.config = cfg;
@@ -154,32 +208,112 @@ model random_gpt2(const model_config& cfg, uint64_t seed) {
     w.normf_g.assign(d, 1.0f);
     w.normf_b.assign(d, 0.0f);
 
-    // byte-level vocabulary: the 256 byte stand-ins (as vocab.json stores them), unreachable fillers, end-of-text
-    tokenizer& t = m.tok;
-    t.kind = TOK_BYTE_BPE;
-    std::vector<int> bs;
-    for (int b = '!'; b <= '~'; b++) bs.push_back(b);
-    for (int b = 0xa1; b <= 0xac; b++) bs.push_back(b);
-    for (int b = 0xae; b <= 0xff; b++) bs.push_back(b);
-    std::vector<uint32_t> cps(bs.begin(), bs.end());
-    int extra = 0;
-    for (int b = 0; b < 256; b++)
-        if (std::find(bs.begin(), bs.end(), b) == bs.end()) bs.push_back(b), cps.push_back(256 + extra++);
-    t.vocab.assign(V, "");
-    auto utf8 = [](uint32_t cp) {
-        std::string o;
-        if (cp < 0x80) o += (char)cp;
-        else o += (char)(0xc0 | (cp >> 6)), o += (char)(0x80 | (cp & 0x3f));
-        return o;
-    };
-    // ids 0..255 in byte order, as GPT-2's own vocabulary starts
-    for (int i = 0; i < 256; i++) t.vocab[bs[i]] = utf8(cps[i]);
-    for (size_t i = 256; i + 1 < V; i++) t.vocab[i] = "<|filler_" + std::to_string(i) + "|>";
-    t.vocab[V - 1] = "<|endoftext|>";
-    for (size_t i = 0; i < V; i++) t.ids[t.vocab[i]] = (int)i;
-    t.specials = {"<|endoftext|>"};
-    t.eos_id = t.bos_id = (int)V - 1;
+    m.tok = random_byte_tokenizer(V);
     return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random Llama, streamed to disk
+// ---------------------------------------------------------------------------------------------
+// The shortest decimal that reads back as f (1e-05, not 9.999999747378752e-06), as config.json files spell it.
+static double tidy(float f) {
+    char b[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        std::snprintf(b, sizeof b, "%.*g", digits, (double)f);
+        if ((float)std::strtod(b, nullptr) == f) break;
+    }
+    return std::strtod(b, nullptr);
+}
+
+int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, uint64_t seed, const std::string& dtype) {
+    model_config c = cfg;
+    const std::string who = "write_random_llama_hf: ";
+    if (c.n_kv_head == 0) c.n_kv_head = c.n_head;
+    if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw error(who + "dtype " + dtype + " is not supported (expected F32, F16 or BF16)");
+    if (c.vocab_size < 257) throw error(who + "vocab_size must be at least 257 (256 bytes + end-of-text)");
+    if (c.n_layer < 1 || c.n_head < 1 || c.n_kv_head < 1 || c.d_model < 1 || c.n_ctx < 1 || c.d_ff < 1)
+        throw error(who + "n_layer, n_head, n_kv_head, d_model, d_ff and n_ctx must be positive");
+    if (c.d_model % c.n_head != 0)
+        throw error(who + "d_model " + std::to_string(c.d_model) + " is not a multiple of n_head " + std::to_string(c.n_head));
+    c.d_head = c.d_model / c.n_head;
+    if (c.d_head % 2) throw error(who + "head size " + std::to_string(c.d_head) + " is odd (RoPE rotates pairs)");
+    if (c.n_kv_head > c.n_head || c.n_head % c.n_kv_head != 0)
+        throw error(who + "n_head " + std::to_string(c.n_head) + " is not a multiple of n_kv_head " + std::to_string(c.n_kv_head));
+    if (!(c.rope_theta > 0) || !(c.norm_eps > 0)) throw error(who + "rope_theta and norm_eps must be positive");
+    create_dir(dir);
+
+    tokenizer tok = random_byte_tokenizer((size_t)c.vocab_size);
+    const char* torch_dtype = dtype == "F16" ? "float16" : dtype == "BF16" ? "bfloat16" : "float32";
+    // what the loader reads (parse_hf_config), plus what transformers' LlamaConfig would need to open it too;
+    // no rope_scaling: plain RoPE at rope_theta
+    nlohmann::json config = {{"model_type", "llama"},
+                             {"architectures", {"LlamaForCausalLM"}},
+                             {"hidden_size", c.d_model},
+                             {"intermediate_size", c.d_ff},
+                             {"num_hidden_layers", c.n_layer},
+                             {"num_attention_heads", c.n_head},
+                             {"num_key_value_heads", c.n_kv_head},
+                             {"head_dim", c.d_head},
+                             {"vocab_size", c.vocab_size},
+                             {"max_position_embeddings", c.n_ctx},
+                             {"rms_norm_eps", tidy(c.norm_eps)},
+                             {"rope_theta", tidy(c.rope_theta)},
+                             {"rope_scaling", nullptr},
+                             {"tie_word_embeddings", c.tied_lm_head},
+                             {"hidden_act", "silu"},
+                             {"attention_bias", false},
+                             {"mlp_bias", false},
+                             {"bos_token_id", tok.bos_id},
+                             {"eos_token_id", tok.eos_id},
+                             {"torch_dtype", torch_dtype}};
+    write_text(dir + "/config.json", config.dump(2) + "\n");
+
+    // HF's names and nn.Linear shapes [out][in], in the order a checkpoint lists them. Norm gains are 1, every
+    // matrix N(0, 0.02) (GPT-2's initialisation): RMSNorm before each block keeps the blocks' inputs at unit scale,
+    // and each block adds O(1) to the residual, so 16 layers at d 2048 stay far from overflow, in F16 too.
+    const st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
+                  kv = (int64_t)c.n_kv_head * c.d_head;
+    std::vector<st_spec> specs;
+    std::vector<bool> gain; // [tensor] a norm gain (all 1), else a random matrix
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, bool is_gain = false) {
+        specs.push_back({name, std::move(shape), dt});
+        gain.push_back(is_gain);
+    };
+    add("model.embed_tokens.weight", {V, d});
+    for (int l = 0; l < c.n_layer; l++) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        add(p + "input_layernorm.weight", {d}, true);
+        add(p + "self_attn.q_proj.weight", {q, d});
+        add(p + "self_attn.k_proj.weight", {kv, d});
+        add(p + "self_attn.v_proj.weight", {kv, d});
+        add(p + "self_attn.o_proj.weight", {d, q});
+        add(p + "post_attention_layernorm.weight", {d}, true);
+        add(p + "mlp.gate_proj.weight", {ff, d});
+        add(p + "mlp.up_proj.weight", {ff, d});
+        add(p + "mlp.down_proj.weight", {d, ff});
+    }
+    add("model.norm.weight", {d}, true);
+    if (!c.tied_lm_head) add("lm_head.weight", {V, d});
+
+    // drawn chunk by chunk as the file is written: memory stays one chunk, not the 4-byte-per-parameter
+    // model (5 GB at Llama-3.2-1B's shape); the draws follow file order, so a seed names one model
+    normal_source ns(seed);
+    int64_t n_params = 0;
+    for (const st_spec& s : specs) {
+        int64_t n = 1;
+        for (int64_t e : s.shape) n *= e;
+        n_params += n;
+    }
+    write_safetensors_streaming(dir + "/model.safetensors", specs, [&](size_t i, float* out, size_t n) {
+        if (gain[i]) std::fill(out, out + n, 1.0f);
+        else
+            for (size_t e = 0; e < n; e++) out[e] = (float)(ns.next() * 0.02);
+    });
+    write_bpe_tokenizer(dir, tok);
+    return n_params;
 }
 
 } // namespace gb

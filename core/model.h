@@ -156,5 +156,13 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
 // A GPT-2 model with N(0, 0.02) weights (seeded) and a byte-level vocabulary padded to c.vocab_size.
 // Weights packed exactly (fp32 layout), so save_hf_gpt2 writes what was drawn; loading the file picks the kernel.
 model random_gpt2(const model_config& c, uint64_t seed);
+// Writes a seeded random Llama as a HF folder the loader opens: config.json (model_type "llama", plain RoPE at
+// c.rope_theta), model.safetensors under HF's names (lm_head.weight only when !c.tied_lm_head), and the
+// random_gpt2 byte-level tokenizer as vocab.json + merges.txt. From c: n_layer, n_head, n_kv_head (0 = n_head),
+// d_model, d_ff (0 = 4 d_model), vocab_size (>= 257), n_ctx (max_position_embeddings), norm_eps, rope_theta.
+// Norm gains 1, matrices N(0, 0.02); dtype "F32", "F16" or "BF16". The weights are drawn while the file is
+// written, never held whole, so a 1B-parameter model costs megabytes of memory. Returns the parameter count.
+int64_t write_random_llama_hf(const std::string& dir, const model_config& c, uint64_t seed,
+                              const std::string& dtype = "F32");
 
 } // namespace gb

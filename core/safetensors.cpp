@@ -1,6 +1,7 @@
 // Safetensors reading (memory-mapped, every header field checked before use) and writing.
 #include "safetensors.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -129,18 +130,23 @@ std::vector<float> tensor_f32(const safetensors_file& f, const st_tensor& t, con
     return out;
 }
 
-void write_safetensors(const std::string& path, const std::vector<st_out>& tensors) {
+const size_t st_chunk = (size_t)1 << 20; // values per fill call: 4 MB of floats
+
+void write_safetensors_streaming(const std::string& path, const std::vector<st_spec>& specs, const st_fill_fn& fill) {
     nlohmann::json h = nlohmann::json::object();
     uint64_t offset = 0;
-    for (const st_out& t : tensors) {
+    std::vector<uint64_t> counts;
+    for (const st_spec& t : specs) {
         uint64_t count = 1;
-        for (int64_t d : t.shape) count *= (uint64_t)d;
-        if (count != t.data.size())
-            throw error("write " + path + ": tensor " + t.name + " has " + std::to_string(t.data.size()) +
-                        " values for shape " + shape_str(t.shape));
+        for (int64_t d : t.shape) {
+            if (d < 0) throw error("write " + path + ": tensor " + t.name + " has a negative dimension in " + shape_str(t.shape));
+            count *= (uint64_t)d;
+        }
+        if (h.contains(t.name)) throw error("write " + path + ": tensor " + t.name + " named twice");
         uint64_t bytes = count * dtype_size(t.dtype);
         h[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
+        counts.push_back(count);
     }
     std::string header = h.dump();
     header.append((8 - header.size() % 8) % 8, ' ');
@@ -151,18 +157,45 @@ void write_safetensors(const std::string& path, const std::vector<st_out>& tenso
     for (int i = 0; i < 8; i++) len[i] = (char)((n >> (8 * i)) & 0xff);
     o.write(len, 8);
     o.write(header.data(), (std::streamsize)header.size());
-    std::vector<uint16_t> half;
-    for (const st_out& t : tensors) {
-        if (t.dtype == ST_F32) {
-            o.write((const char*)t.data.data(), (std::streamsize)(t.data.size() * 4));
-            continue;
+    uint64_t largest = 0;
+    for (uint64_t c : counts) largest = std::max(largest, c);
+    std::vector<float> buf((size_t)std::min<uint64_t>(st_chunk, largest));
+    std::vector<uint16_t> half(buf.size());
+    for (size_t i = 0; i < specs.size(); i++) {
+        for (uint64_t done = 0; done < counts[i];) {
+            const size_t k = (size_t)std::min<uint64_t>(st_chunk, counts[i] - done);
+            fill(i, buf.data(), k);
+            if (specs[i].dtype == ST_F32) {
+                o.write((const char*)buf.data(), (std::streamsize)(k * 4));
+            } else {
+                for (size_t e = 0; e < k; e++) half[e] = specs[i].dtype == ST_F16 ? f32_to_f16(buf[e]) : f32_to_bf16(buf[e]);
+                o.write((const char*)half.data(), (std::streamsize)(k * 2));
+            }
+            if (!o) throw error("cannot write " + path + " (disk full?)");
+            done += k;
         }
-        half.resize(t.data.size());
-        for (size_t i = 0; i < t.data.size(); i++)
-            half[i] = t.dtype == ST_F16 ? f32_to_f16(t.data[i]) : f32_to_bf16(t.data[i]);
-        o.write((const char*)half.data(), (std::streamsize)(half.size() * 2));
     }
+    o.close();
     if (!o) throw error("cannot write " + path + " (disk full?)");
+}
+
+void write_safetensors(const std::string& path, const std::vector<st_out>& tensors) {
+    std::vector<st_spec> specs;
+    for (const st_out& t : tensors) {
+        uint64_t count = 1;
+        for (int64_t d : t.shape) count *= (uint64_t)d;
+        if (count != t.data.size())
+            throw error("write " + path + ": tensor " + t.name + " has " + std::to_string(t.data.size()) +
+                        " values for shape " + shape_str(t.shape));
+        specs.push_back({t.name, t.shape, t.dtype});
+    }
+    // the values in memory, handed out chunk by chunk in file order
+    size_t at = 0, last = 0;
+    write_safetensors_streaming(path, specs, [&](size_t i, float* out, size_t n) {
+        if (i != last) at = 0, last = i;
+        std::copy(tensors[i].data.begin() + (std::ptrdiff_t)at, tensors[i].data.begin() + (std::ptrdiff_t)(at + n), out);
+        at += n;
+    });
 }
 
 float f16_to_f32(uint16_t h) {

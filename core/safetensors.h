@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,18 @@ struct st_out {
     st_dtype dtype = ST_F32;
 };
 void write_safetensors(const std::string& path, const std::vector<st_out>& tensors);
+
+// Streaming writing, for files too large to hold as floats (a random 1B-parameter model): the header from the
+// names, shapes and dtypes alone, then each tensor's values in file order, asked of fill(i, out, n) a chunk of
+// n <= st_chunk values at a time (the next n values of tensor i, row-major). Memory stays one chunk.
+struct st_spec {
+    std::string name;
+    std::vector<int64_t> shape;
+    st_dtype dtype = ST_F32;
+};
+using st_fill_fn = std::function<void(size_t tensor, float* out, size_t n)>;
+extern const size_t st_chunk;
+void write_safetensors_streaming(const std::string& path, const std::vector<st_spec>& specs, const st_fill_fn& fill);
 
 // f16 / bf16 conversions (round to nearest even).
 float f16_to_f32(uint16_t h);

@@ -107,8 +107,9 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     gb::run_forward(cap, m, ids, ab);
     std::string att = slurp(dir + "/npy/attention.npy");
     size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
-    ASSERT_EQ(att.size(), 10 + hl + cap.acts[gb::HOOK_PATTERN].size() * 4);
-    EXPECT_EQ(0, std::memcmp(att.data() + 10 + hl, cap.acts[gb::HOOK_PATTERN].data(), cap.acts[gb::HOOK_PATTERN].size() * 4));
+    const std::vector<float> pattern = cap.flat(gb::HOOK_PATTERN);
+    ASSERT_EQ(att.size(), 10 + hl + pattern.size() * 4);
+    EXPECT_EQ(0, std::memcmp(att.data() + 10 + hl, pattern.data(), pattern.size() * 4));
     // top-1 of the JSON equals the in-process prediction
     auto top = gb::top_k_probs(cap.last_logits(), cap.vocab, 1);
     EXPECT_EQ(j["top_k"][0]["id"], top[0].id);
@@ -532,4 +533,74 @@ TEST(Cli, KeepWritesHookPointsAsNpy) {
     command_result bad = cli("run " + M() + " --prompt x --keep zz --npy-dir " + dir);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("unknown hook point 'zz'"), std::string::npos) << bad.err;
+}
+
+// make-random --arch llama writes a HF Llama folder the loader opens: the shape asked for (grouped-query
+// attention, an untied head as lm_head.weight), info and run read it back, and a forward is finite. Options
+// that only Llama has are refused for GPT-2.
+TEST(Cli, MakeRandomLlamaOpensAndRuns) {
+    const std::string dir = test_temp_dir("cli_llama");
+    // per layer: q, o [d][d] and k, v [d/2][d] (2 of 4 heads); gate, up, down with ff 96; two norm gains
+    const int64_t V = 300, d = 64, layer = 3 * d * d + 3 * d * 96 + 2 * d;
+    for (int tied : {1, 0}) {
+        const std::string m = dir + "/m" + std::to_string(tied);
+        command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 "
+                                "--vocab 300 --ctx 32 --dtype F16 --tied " + std::to_string(tied) + " --out " + m);
+        ASSERT_EQ(mk.code, 0) << mk.err;
+        auto cfg = nlohmann::json::parse(slurp(m + "/config.json"));
+        EXPECT_EQ(cfg["model_type"], "llama");
+        EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
+        EXPECT_EQ(cfg["num_key_value_heads"], 2);
+        EXPECT_EQ(cfg["max_position_embeddings"], 32);
+        EXPECT_EQ(cfg["rope_theta"], 500000.0);
+        EXPECT_EQ(cfg["tie_word_embeddings"], tied == 1);
+        EXPECT_EQ(slurp(m + "/model.safetensors").find("lm_head.weight") != std::string::npos, tied == 0);
+
+        command_result info = cli("info --model " + m);
+        ASSERT_EQ(info.code, 0) << info.err;
+        auto j = nlohmann::json::parse(info.out);
+        EXPECT_EQ(j["arch"], "llama");
+        EXPECT_EQ(j["n_layer"], 2);
+        EXPECT_EQ(j["n_head"], 4);
+        EXPECT_EQ(j["n_kv_head"], 2);
+        EXPECT_EQ(j["d_model"], d);
+        EXPECT_EQ(j["d_ff"], 96);
+        EXPECT_EQ(j["vocab_size"], V);
+        EXPECT_EQ(j["n_ctx"], 32);
+        EXPECT_EQ(j["n_params"], (2 - tied) * V * d + 2 * layer + d);
+        EXPECT_TRUE(j["nonfinite_tensor"].is_null());
+
+        command_result run = cli("run --model " + m + " --prompt 'the cat sat' --top-k 3 --json " + m + "/run.json");
+        ASSERT_EQ(run.code, 0) << run.err;
+        EXPECT_TRUE(run.err.empty()) << run.err;
+        EXPECT_EQ(run.out.find("non-finite"), std::string::npos) << run.out;
+        auto r = nlohmann::json::parse(slurp(m + "/run.json"));
+        EXPECT_EQ(r["model"]["arch"], "llama");
+        EXPECT_EQ(r["model"]["n_kv_head"], 2);
+        EXPECT_EQ(r["tokens"].size(), 11u) << "the byte-level tokenizer: one token per byte";
+        double sum = 0;
+        for (const auto& t : r["top_k"]) {
+            ASSERT_TRUE(t["prob"].is_number()) << t; // NaN would be written as null
+            sum += t["prob"].get<double>();
+        }
+        EXPECT_GT(sum, 0.0);
+        EXPECT_LE(sum, 1.0 + 1e-6);
+        for (const auto& row : r["residual_norms"]["values"])
+            for (const auto& v : row) ASSERT_TRUE(v.is_number() && std::isfinite(v.get<double>())) << v;
+    }
+    // a seed names one model
+    ASSERT_EQ(cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
+                  "--ctx 32 --dtype F16 --out " + dir + "/again").code, 0);
+    EXPECT_EQ(slurp(dir + "/again/model.safetensors"), slurp(dir + "/m1/model.safetensors"));
+
+    auto refused = [&](const std::string& args, const std::string& needle) {
+        command_result r = cli("make-random --out " + dir + "/bad " + args);
+        EXPECT_EQ(r.code, 2) << args;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    };
+    refused("--tied 0", "--tied goes with --arch llama");
+    refused("--kv-heads-n 4", "--kv-heads-n goes with --arch llama");
+    refused("--arch bert", "--arch: expected gpt2 or llama");
+    refused("--arch llama --heads-n 4 --kv-heads-n 3 --d-model 64", "--heads-n must be a multiple of --kv-heads-n");
+    refused("--arch llama --heads-n 4 --d-model 36", "odd");
 }
