@@ -22,6 +22,7 @@
 #include "generate.h"
 #include "gemm.h"
 #include "json_util.h"
+#include "live.h"
 #include "model.h"
 #include "tokenizer.h"
 #if __has_include("gl_attention.h")
@@ -52,9 +53,11 @@ usage:
                         [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
                         (the analyses also take --model, --bos, --matmul, --backend)
   glassbox-cli bench    [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE]
+  glassbox-cli bench    --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
                         [--matmul K]
-  glassbox-cli make-random --out DIR [--layers-n 12] [--d-model 768] [--heads-n 12] [--vocab 50257]
-                        [--ctx 1024] [--dtype F32|F16] [--seed S]
+  glassbox-cli make-random --out DIR [--arch gpt2|llama] [--layers-n 12] [--d-model 768] [--heads-n 12]
+                        [--ff 4*d] [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
+                        llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000]
   glassbox-cli info     [--model PATH] [--matmul K]
 
 --model: a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a llama2.c
@@ -107,8 +110,9 @@ const std::map<std::string, command_options>& command_table() {
         {"heads", {{"bos"}, {"model", "tokenizer", "prompt", "repeat-random", "seed", "json", "npy-dir", "backend", "matmul"}}},
         {"patch", {{"bos"}, {"model", "tokenizer", "prompt", "corrupt", "target", "target-id", "contrast", "contrast-id",
                              "json", "npy-dir", "backend", "matmul"}}},
-        {"bench", {{}, {"model", "tokenizer", "tokens", "repeat", "backend", "json", "matmul"}}},
-        {"make-random", {{}, {"out", "layers-n", "d-model", "heads-n", "vocab", "ctx", "dtype", "seed"}}},
+        {"bench", {{"incremental"}, {"model", "tokenizer", "tokens", "repeat", "backend", "json", "matmul"}}},
+        {"make-random", {{}, {"out", "arch", "layers-n", "d-model", "heads-n", "kv-heads-n", "ff", "vocab", "ctx", "dtype",
+                              "seed", "tied", "rope-theta"}}},
         {"info", {{}, {"model", "tokenizer", "matmul"}}},
     };
     return table;
@@ -595,6 +599,106 @@ void bench_attention_backends(const gb::model_config& c, const gb::attention_fn&
     }
 }
 
+// Live recompute (core/live.h) against a fresh forward, all keeping what the app keeps (patterns, z, MLP outputs,
+// the residual stream): append one token, edit the middle token, toggle a last-layer head ablation.
+int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn& attention, int repeat) {
+    const gb::model_config& c = m.config;
+    const int T = (int)parse_int(a.get("tokens", "256"), "--tokens (one count with --incremental)", 2, c.n_ctx);
+    std::mt19937 rng(99);
+    auto random_tokens = [&](int n) {
+        std::vector<int> ids(n);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        return ids;
+    };
+    const std::vector<int> tokens = random_tokens(T);
+    gb::live_request rq;
+    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    rq.keep.resid_stream = true;
+    rq.attention = attention;
+    auto ms_of = [](auto&& f) {
+        auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::printf("model: %s, %d layers, d %d, %d heads (%d KV), %d tokens, %s, matmul %s, %d threads\n",
+                c.model_type.c_str(), c.n_layer, c.d_model, c.n_head, c.n_kv_head, T, attention ? "gl" : "cpu",
+                gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
+    std::vector<double> full, append, edit, from_layer;
+    gb::live_result out;
+    size_t record_mb = 0;
+    for (int r = -1; r < repeat; r++) { // fresh: a new live state each time (r = -1 warms caches)
+        gb::live_state st;
+        rq.tokens = tokens;
+        rq.interventions.clear();
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (r >= 0) full.push_back(ms);
+    }
+    {
+        size_t bytes = 0;
+        for (int p = 0; p < gb::HOOK_COUNT; p++)
+            for (const auto& t : out.run->acts[p]) bytes += t->size() * sizeof(float);
+        record_mb = bytes >> 20;
+    }
+    gb::live_state st;
+    rq.tokens.assign(tokens.begin(), tokens.end() - 1);
+    gb::live_run(out, st, m, rq);
+    for (int r = -1; r < repeat; r++) { // T-1 kept, one token appended (timed), then the end deleted again
+        rq.tokens.assign(tokens.begin(), tokens.end() - 1);
+        rq.tokens.push_back((tokens.back() + r + 1) % c.vocab_size);
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (out.report.from_token != T - 1) throw gb::error("internal: append recomputed from " + std::to_string(out.report.from_token));
+        if (r >= 0) append.push_back(ms);
+        rq.tokens.pop_back();
+        gb::live_run(out, st, m, rq);
+    }
+    rq.tokens = tokens;
+    gb::live_run(out, st, m, rq);
+    for (int r = -1; r < repeat; r++) { // the token at T/2 changed: from there on
+        rq.tokens[T / 2] = (tokens[T / 2] + 1 + (r & 1)) % c.vocab_size;
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (r >= 0) edit.push_back(ms);
+    }
+    bool baseline_cached = true;
+    gb::ablation ab;
+    ab.heads = {{c.n_layer - 1, 0}};
+    rq.interventions = gb::ablation_interventions(ab, c);
+    gb::live_run(out, st, m, rq); // the first ablated run starts from the clean one's kept layers
+    const double first_toggle_ms = out.report.ms;
+    for (int r = -1; r < repeat; r++) { // alternate heads of the last layer: that layer only
+        ab.heads = {{c.n_layer - 1, (r & 1) % c.n_head}};
+        ab.no_layernorm.on = c.n_head == 1 && (r & 1); // one head: alternate it with its layer's norms instead
+        ab.no_layernorm.layers = {c.n_layer - 1};
+        rq.interventions = gb::ablation_interventions(ab, c);
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        baseline_cached &= !out.report.baseline_run;
+        if (r >= 0) from_layer.push_back(ms);
+    }
+    const double f = summarize(full).median, ap = summarize(append).median, ed = summarize(edit).median,
+                 fl = summarize(from_layer).median;
+    std::printf("record kept: %zu MB\n", record_mb);
+    std::printf("%-34s %10s %10s\n", "", "median_ms", "x full");
+    std::printf("%-34s %10.2f %10.3f\n", "full (fresh forward, full capture)", f, 1.0);
+    std::printf("%-34s %10.2f %10.3f\n", "append one token", ap, ap / f);
+    std::printf("%-34s %10.2f %10.3f\n", "edit the token at T/2", ed, ed / f);
+    std::printf("%-34s %10.2f %10.3f\n", "ablation toggled on the last layer", fl, fl / f);
+    std::printf("first ablation after a clean run: %.2f ms (copies the clean run's keys and values)\n", first_toggle_ms);
+    std::printf("baseline cached on ablation changes: %s\n", baseline_cached ? "yes" : "no");
+    nlohmann::json j = {{"tokens", T},
+                        {"full_ms", f},
+                        {"append_ms", ap},
+                        {"edit_ms", ed},
+                        {"from_layer_ms", fl},
+                        {"first_toggle_ms", first_toggle_ms},
+                        {"baseline_cached", baseline_cached},
+                        {"repeat", repeat},
+                        {"record_mb", record_mb},
+                        {"model", m.path},
+                        {"matmul", gb::matmul_name(gb::matmul_kind_now())},
+                        {"backend", attention ? "gl" : "cpu"}};
+    if (a.has("json")) gb::write_json(a.get("json"), j);
+    return 0;
+}
+
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     std::vector<int> sizes;
@@ -603,6 +707,7 @@ int cmd_bench(const args& a) {
     int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
     std::string renderer;
     gb::attention_fn gl = choose_backend(a, &renderer);
+    if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
@@ -650,7 +755,16 @@ int cmd_bench(const args& a) {
 // ---------------------------------------------------------------------------------------------
 // make-random, info
 // ---------------------------------------------------------------------------------------------
+// A random model for benchmarks: GPT-2 built in memory and saved; Llama drawn while its file is written, since
+// a Llama-3.2-1B shape (1.2 billion parameters) would take 5 GB as floats.
 int cmd_make_random(const args& a) {
+    const std::string arch = a.get("arch", "gpt2");
+    if (arch != "gpt2" && arch != "llama") throw usage_error("--arch: expected gpt2 or llama, got '" + arch + "'");
+    const bool llama = arch == "llama";
+    if (!llama)
+        for (const char* k : {"kv-heads-n", "tied", "rope-theta"})
+            if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --arch llama (GPT-2 has one K/V head per head, "
+                                            "a tied head and learned positions)");
     gb::model_config c;
     c.n_layer = (int)parse_int(a.get("layers-n", "12"), "--layers-n", 1, 256);
     c.d_model = (int)parse_int(a.get("d-model", "768"), "--d-model", 1, 16384);
@@ -658,16 +772,31 @@ int cmd_make_random(const args& a) {
     c.vocab_size = (int)parse_int(a.get("vocab", "50257"), "--vocab", 257, 1 << 20);
     c.n_ctx = (int)parse_int(a.get("ctx", "1024"), "--ctx", 1, 1 << 16);
     if (c.d_model % c.n_head) throw usage_error("--d-model must be a multiple of --heads-n");
-    c.n_kv_head = c.n_head;
     c.d_head = c.d_model / c.n_head;
-    c.d_ff = 4 * c.d_model;
+    // grouped-query attention: query head h reads K/V head h / (heads / kv-heads)
+    c.n_kv_head = (int)parse_int(a.get("kv-heads-n", std::to_string(c.n_head)), "--kv-heads-n", 1, c.n_head);
+    if (c.n_head % c.n_kv_head) throw usage_error("--heads-n must be a multiple of --kv-heads-n");
+    if (llama && c.d_head % 2)
+        throw usage_error("--d-model / --heads-n = " + std::to_string(c.d_head) + " is odd; llama's RoPE rotates pairs");
+    // 4 d for both: GPT-2's n_inner, and Llama-3.2-1B's 8192 at d 2048
+    c.d_ff = (int)parse_int(a.get("ff", std::to_string(4 * c.d_model)), "--ff", 1, 1 << 20);
+    c.tied_lm_head = parse_int(a.get("tied", "1"), "--tied", 0, 1) == 1;
+    c.rope_theta = (float)parse_float(a.get("rope-theta", "500000"), "--rope-theta", 1, 1e9);
     std::string dtype = a.get("dtype", "F32");
     if (dtype != "F32" && dtype != "F16") throw usage_error("--dtype: expected F32 or F16");
     uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
+    const std::string out = a.need("out");
+    if (llama) {
+        int64_t n = gb::write_random_llama_hf(out, c, seed, dtype);
+        std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
+                    "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
+                    c.tied_lm_head ? "tied" : "untied", (long long)n, dtype.c_str(), out.c_str());
+        return 0;
+    }
     gb::model m = gb::random_gpt2(c, seed);
-    gb::save_hf_gpt2(a.need("out"), m, dtype);
-    std::printf("wrote a random GPT-2 (%d layers, d %d, %d heads, vocab %d, %lld parameters) to %s\n", c.n_layer,
-                c.d_model, c.n_head, c.vocab_size, (long long)gb::count_params(m).total(), a.get("out").c_str());
+    gb::save_hf_gpt2(out, m, dtype);
+    std::printf("wrote a random GPT-2 (%d layers, d %d, %d heads, ff %d, vocab %d, %lld parameters) to %s\n", c.n_layer,
+                c.d_model, c.n_head, c.d_ff, c.vocab_size, (long long)gb::count_params(m).total(), out.c_str());
     return 0;
 }
 
