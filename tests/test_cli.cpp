@@ -153,6 +153,22 @@ TEST(Cli, BenchWritesJson) {
     for (const char* k : {"matmul", "attention", "rest"}) EXPECT_TRUE(j["split_ms"].contains(k)) << k;
 }
 
+// bench --incremental writes the live-recompute contract: medians of a full run, an append, an edit at T/2 and a
+// last-layer ablation toggle (each positive), and whether the baseline stayed cached.
+TEST(Cli, BenchIncrementalWritesTheContract) {
+    std::string dir = test_temp_dir("cli_bench_inc");
+    command_result r = cli("bench --incremental " + M() + " --tokens 12 --repeat 2 --json " + dir + "/b.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    EXPECT_EQ(j["tokens"], 12);
+    for (const char* k : {"full_ms", "append_ms", "edit_ms", "from_layer_ms"}) EXPECT_GT(j[k].get<double>(), 0.0) << k;
+    EXPECT_EQ(j["baseline_cached"], true);
+    EXPECT_NE(r.out.find("append one token"), std::string::npos) << r.out;
+    command_result bad = cli("bench --incremental " + M() + " --tokens 8,16");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--tokens"), std::string::npos) << bad.err;
+}
+
 // --matmul picks the kernel: named in the bench output and JSON and in info; both give the same answer to
 // within float rounding; a kernel the machine cannot run, or an unknown name, is a usage error.
 TEST(Cli, MatmulKernelIsChosenAndReported) {
