@@ -360,6 +360,9 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     std::string note;
     if (!plan_clean.note.empty()) note = (intervened ? "baseline: " : "") + plan_clean.note;
     if (intervened && !plan_changed.note.empty()) note += (note.empty() ? "" : "; ") + ("ablated run: " + plan_changed.note);
+    if (!note.empty() && use_cache)
+        note += " (of the " + std::to_string(budget >> 20) + " MB capture budget, " + std::to_string(2 * kv >> 20) +
+                " MB hold the keys and values for live recompute; the rest is shared by the run and its baseline)";
     if (!use_cache)
         note += std::string(note.empty() ? "" : "; ") + "no live recompute: keys and values for " + std::to_string(T) +
                 " tokens need " + std::to_string(2 * kv >> 20) + " MB of the " + std::to_string(budget >> 20) + " MB budget";
