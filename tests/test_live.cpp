@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ablation.h"
+#include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "error.h"
 #include "live.h"
@@ -327,6 +328,42 @@ TEST(Live, BadRequestsKeepTheKeptRun) {
     EXPECT_EQ(f.out.run, shown);
     t.push_back(t[0]);
     EXPECT_EQ(f.run(t, {}, "after bad requests").from_token, 10);
+}
+
+// Head scores resume from the previous record's sums (what the app does per keystroke): the same numbers as
+// scoring from scratch, for typed tokens, an edit, and a layer recomputed after an ablation.
+TEST(Live, HeadScoresResumeToTheSameNumbers) {
+    for (const ref_model* rm : ref_models()) {
+        live_fixture f{*rm};
+        std::vector<int> t = rm->tokens(12, 23);
+        t.insert(t.end(), t.begin() + 2, t.begin() + 8); // repeats, so the induction score is defined
+        f.run(t, {}, "prompt");
+        gb::score_sums sums;
+        gb::score_heads_resume(sums, *f.out.run, {}, 0);
+        auto prev = f.out.run;
+        auto check = [&](const std::string& what, int same_rows) {
+            std::vector<uint8_t> same(rm->m.config.n_layer, 0);
+            for (int l = 0; l < (int)same.size(); l++)
+                same[l] = prev->n_tokens == f.out.run->n_tokens &&
+                          prev->acts[gb::HOOK_PATTERN][l] == f.out.run->acts[gb::HOOK_PATTERN][l];
+            gb::head_scores got = gb::score_heads_resume(sums, *f.out.run, same, same_rows);
+            gb::head_scores want = gb::score_heads(*f.out.run);
+            for (int k = 0; k < gb::SCORE_COUNT; k++)
+                for (size_t i = 0; i < want.score[k].size(); i++) {
+                    if (std::isnan(want.score[k][i])) EXPECT_TRUE(std::isnan(got.score[k][i])) << what;
+                    else EXPECT_EQ(got.score[k][i], want.score[k][i]) << what << ": " << gb::head_score_name((gb::head_score_kind)k);
+                }
+            prev = f.out.run;
+        };
+        t.push_back(t[3]);
+        f.run(t, {}, "typed");
+        check("typed", (int)t.size() - 1);
+        t[9] = t[4];
+        f.run(t, {}, "edited");
+        check("edited", 9);
+        f.run(t, ablate(rm->m, heads({{rm->m.config.n_layer - 1, 0}})), "ablated");
+        check("ablated (same layers shared)", 0);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,6 +30,18 @@ struct head_scores {
 //   entropy         mean over i of -sum_j A[i][j] ln A[i][j] (nats)
 head_scores score_heads(const record& r);
 
+// The same scores, resumable: the sums after every query row are kept in `sums`, so that a record sharing rows
+// or whole layers with the one the sums came from (a live run, core/live.h) adds only its new rows. The sums
+// are taken in one order whatever is reused, so the scores are score_heads' numbers exactly.
+struct score_sums {
+    int n_layer = 0, n_head = 0;
+    std::vector<std::vector<double>> rows; // [L*H] -> [T][5]: previous-token, first-token, entropy, induction and
+                                           // duplicate-token sums after each query row (empty: layer not kept)
+};
+// same_layer [L] (or empty): 1 where r's pattern is the very tensor the sums were taken from; same_rows: query
+// rows [0, same_rows) equal those the sums were taken from at every layer (0: start over).
+head_scores score_heads_resume(score_sums& sums, const record& r, const std::vector<uint8_t>& same_layer, int same_rows);
+
 // The standard induction test prompt: n random token ids (not BOS, EOS, <unk> or other special tokens) repeated twice,
 // after BOS when bos is true. Deterministic for a seed on every platform.
 std::vector<int> repeated_random_tokens(const tokenizer& tok, int vocab, int n, uint64_t seed, bool bos);
