@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -11,8 +12,12 @@
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 
+#include "analysis/head_scores.h"
+#include "forward.h"
+#include "generate.h"
 #include "test_util.h"
 #include "tiny_model.h"
+#include "tokenizer.h"
 
 namespace {
 
@@ -598,4 +603,198 @@ TEST(GuiAnalyses, ExportWritesTheComputedAnalyses) {
     EXPECT_NEAR(attr["total"].get<double>(), states[0]["attribution"]["total"].get<double>(), 1e-9);
     EXPECT_EQ(read("lens.json")["points"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
     EXPECT_EQ(read("patching.json")["resid"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
+}
+
+// ---- live recompute: the worker keeps the last run and recomputes only what a change reaches ----
+
+namespace {
+
+// The values of a little-endian float32 or int32 .npy file (C order), as the app's export writes them.
+template <class T>
+std::vector<T> read_npy(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char magic[8];
+    uint16_t header_len = 0;
+    if (!f.read(magic, 8) || std::string(magic + 1, 5) != "NUMPY" || !f.read((char*)&header_len, 2)) return {};
+    std::string header(header_len, '\0');
+    f.read(&header[0], header_len);
+    std::vector<T> v;
+    for (T x; f.read((char*)&x, sizeof x);) v.push_back(x);
+    return v;
+}
+
+// max |a - b| over two equally long arrays (infinite when the lengths differ).
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return INFINITY;
+    double d = 0;
+    for (size_t i = 0; i < a.size(); i++) d = std::max(d, (double)std::fabs(a[i] - b[i]));
+    return d;
+}
+
+// A fresh full forward of these tokens: what every live result must equal.
+gb::record fresh_run(const gb::model& m, const std::vector<int>& ids) {
+    gb::record rec;
+    gb::run_forward(rec, m, ids);
+    return rec;
+}
+
+// The exported capture (attention [L][H][T][T] and the head scores) compared with a fresh run of its tokens.
+void expect_export_matches_a_fresh_run(const gb::model& m, const std::string& dir, const std::vector<int>& want_ids) {
+    std::vector<int32_t> ids = read_npy<int32_t>(dir + "/tokens.npy");
+    ASSERT_EQ(std::vector<int>(ids.begin(), ids.end()), want_ids) << dir;
+    gb::record rec = fresh_run(m, want_ids);
+    EXPECT_LT(max_diff(read_npy<float>(dir + "/attention.npy"), rec.flat(gb::HOOK_PATTERN)), 1e-5)
+        << "the live result's patterns differ from a full run (" << dir << ")";
+    gb::head_scores sc = gb::score_heads(rec);
+    std::vector<float> want;
+    for (int k = 0; k < gb::SCORE_COUNT; k++) want.insert(want.end(), sc.score[k].begin(), sc.score[k].end());
+    std::vector<float> got = read_npy<float>(dir + "/head_scores.npy");
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++)
+        if (!std::isnan(want[i])) {
+            EXPECT_NEAR(got[i], want[i], 1e-5) << "head score " << i << " (scores reused row by row)";
+        }
+}
+
+const gb::model& loaded(const tiny_model& tm) {
+    static std::map<std::string, gb::model> models;
+    auto it = models.find(tm.dir);
+    if (it == models.end()) it = models.emplace(tm.dir, gb::load_model(tm.dir)).first;
+    return it->second;
+}
+
+} // namespace
+
+TEST(GuiLive, TypingAtTheEndComputesOneTokenAndEqualsAFullRun) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_live_type");
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "wait\nprint\nclick prompt\nkey end\ntype .\nwait\nprint\nexport " + dir + "/out\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    EXPECT_FALSE(states[0]["report"]["reused"]) << "the first run is a full one";
+    const auto& s = states[1];
+    const int T = (int)s["tokens"].size();
+    ASSERT_EQ(T, (int)states[0]["tokens"].size() + 1) << "'.' is one more token";
+    const auto& rep = s["report"];
+    EXPECT_TRUE(rep["reused"]) << rep.dump();
+    EXPECT_EQ(rep["tokens"], T);
+    EXPECT_EQ(rep["from_token"], T - 1) << "only the new last token was computed: " << rep.dump();
+    EXPECT_EQ(rep["what"].get<std::string>().rfind("1 of " + std::to_string(T) + " tokens", 0), 0u) << rep.dump();
+    EXPECT_TRUE(s["current"]);
+    const gb::model& m = loaded(gui_model());
+    expect_export_matches_a_fresh_run(m, dir + "/out", gb::encode_prompt(m.tok, clean_prompt + ".", false));
+}
+
+TEST(GuiLive, LastLayerHeadAblationRunsOneLayerAndKeepsTheBaseline) {
+    ASSERT_TRUE(have_app());
+    const int last = gui_model().config.n_layer - 1;
+    const std::string head = "head " + std::to_string(last) + ".1";
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "wait\nrclick " + head + "\nwait\nprint\nrclick " + head + "\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    const auto& rep = states[0]["report"];
+    EXPECT_EQ(states[0]["ablation"], "heads " + std::to_string(last) + ".1");
+    EXPECT_TRUE(rep["reused"]) << rep.dump();
+    EXPECT_EQ(rep["from_point"], 2 * last) << "resumed before the last layer: " << rep.dump();
+    EXPECT_FALSE(rep["baseline_run"]) << "the baseline (nothing ablated) is the kept run: " << rep.dump();
+    EXPECT_EQ(rep["what"].get<std::string>().rfind("layers " + std::to_string(last) + "..", 0), 0u) << rep.dump();
+    // restoring the head: the kept baseline is the result, nothing runs
+    EXPECT_EQ(states[1]["ablation"], "none");
+    EXPECT_EQ(states[1]["report"]["what"], "nothing changed") << states[1]["report"].dump();
+    EXPECT_FALSE(states[1]["report"]["baseline_run"]);
+    EXPECT_EQ(states[1]["kl"], 0.0);
+}
+
+TEST(GuiLive, GenerationGrowsTheRecordAndTheSliderReplaysIt) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_live_gen");
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "wait\nprint\ngen-tokens 5\nclick Generate\nwait\nprint\nexport " + dir + "/gen5\n"
+                             "gen-step 2\nwait\nprint\nexport " + dir + "/gen2\n"
+                             "click prompt\nkey end\ntype x\nwait\nprint\n", // an edit leaves the replay
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 4u);
+    const int n = (int)states[0]["tokens"].size();
+    const gb::model& m = loaded(gui_model());
+    const std::vector<int> prompt_ids = gb::encode_prompt(m.tok, clean_prompt, false);
+    ASSERT_EQ((int)prompt_ids.size(), n);
+    // the same greedy continuation as gb::generate (the app's defaults: temperature 0, seed 0)
+    gb::generation want = gb::generate(m, prompt_ids, 5, gb::sampling{});
+    ASSERT_EQ(want.ids.size(), 5u) << "the tiny model stopped at end-of-text: pick another prompt";
+    const auto& g = states[1];
+    EXPECT_EQ(g["generated"], gb::utf8_sanitize(gb::decode(m.tok, want.ids)));
+    EXPECT_EQ(g["generated_tokens"], 5);
+    EXPECT_TRUE(g["generation_done"]);
+    EXPECT_EQ(g["tokens"].size(), (size_t)n + 5) << "the record holds the prompt and the 5 generated tokens";
+    EXPECT_EQ(g["prompt_tokens"], n);
+    EXPECT_EQ(g["gen_step"], 5) << "the slider followed the generation";
+    EXPECT_EQ(g["replay_steps"], 5);
+    EXPECT_TRUE(g["current"]);
+    EXPECT_EQ(g["report"]["from_token"], n + 4) << "the last step appended one token: " << g["report"].dump();
+    std::vector<int> all = prompt_ids;
+    all.insert(all.end(), want.ids.begin(), want.ids.end());
+    expect_export_matches_a_fresh_run(m, dir + "/gen5", all);
+    // step 2 of 5: the prompt and the first two generated tokens, a prefix of the kept run
+    const auto& r = states[2];
+    EXPECT_EQ(r["tokens"].size(), (size_t)n + 2) << r.dump();
+    EXPECT_EQ(r["gen_step"], 2);
+    EXPECT_EQ(r["prompt"], clean_prompt) << "replaying does not touch the prompt";
+    EXPECT_TRUE(r["report"]["reused"]);
+    EXPECT_EQ(r["report"]["from_token"], n + 1) << "a shorter prefix recomputes only its last position";
+    EXPECT_TRUE(r["current"]);
+    expect_export_matches_a_fresh_run(m, dir + "/gen2", std::vector<int>(all.begin(), all.begin() + n + 2));
+    // editing the prompt leaves the replay: the prompt's own tokens again
+    const auto& e = states[3];
+    EXPECT_EQ(e["gen_step"], 0);
+    EXPECT_EQ(e["replay_steps"], 0);
+    EXPECT_EQ(e["tokens"].size(), gb::encode_prompt(m.tok, clean_prompt + "x", false).size());
+    EXPECT_EQ(e["prompt_tokens"], e["tokens"].size());
+}
+
+// A model whose full run at 200 tokens takes ~50 ms: long enough to send requests during it.
+const tiny_model& slow_model() {
+    static tiny_model tm = [] {
+        tiny_spec s;
+        s.n_layer = 12;
+        s.n_head = 4;
+        s.d_model = 256;
+        s.n_ctx = 256;
+        s.seed = 14;
+        return write_tiny_gpt2(test_temp_dir("gui_model_slow"), s);
+    }();
+    return tm;
+}
+
+TEST(GuiLive, AFloodOfRequestsEndsWithTheNewestResultOnly) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_live_flood");
+    std::string text;
+    while (text.size() < 200) text += "a quick brown fox jumps over the lazy dog; ";
+    text.resize(200);
+    const int n = 40;
+    int rc = -1;
+    // BOS changes the first token: a full run, and while it runs, n run requests in a row
+    auto states = run_script("--model " + sq(slow_model().dir) + " --prompt " + sq(text),
+                             "wait\nprint\nclick prepend BOS\nflood " + std::to_string(n) +
+                                 "\nwait\nprint\nexport " + dir + "/out\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    std::string want = text;
+    for (int k = 0; k < n; k++) want += (char)('a' + k % 26);
+    const auto& s = states[1];
+    EXPECT_EQ(s["prompt"], want);
+    EXPECT_TRUE(s["current"]) << "the shown result is of the newest request";
+    const int published = s["published_results"].get<int>() - states[0]["published_results"].get<int>();
+    const int stopped = s["cancelled_runs"].get<int>() - states[0]["cancelled_runs"].get<int>();
+    EXPECT_EQ(published, 1) << n << " requests during a run: the running one stops, the waiting ones are dropped";
+    EXPECT_GE(stopped, 1) << "the full run was stopped between layers";
+    const gb::model& m = loaded(slow_model());
+    expect_export_matches_a_fresh_run(m, dir + "/out", gb::encode_prompt(m.tok, want, true)); // no mix of two runs
 }

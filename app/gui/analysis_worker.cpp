@@ -29,9 +29,9 @@ static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, cons
     out->target = q.target;
     if (q.lens && q.lens->from == q.from && q.lens->lens.complete) { // another target on the same run: instant
         out->lens = q.lens->lens;
-        gb::lens_retarget(out->lens, r.cap, *r.model, r.ablation, q.target);
+        gb::lens_retarget(out->lens, r.cap(), *r.model, r.ablation, q.target);
     } else {
-        out->lens = gb::logit_lens(r.cap, *r.model, r.ablation, 5, q.target, go);
+        out->lens = gb::logit_lens(r.cap(), *r.model, r.ablation, 5, q.target, go);
     }
     out->ms = ms_since(t0);
     return out->lens.complete ? out : nullptr;
@@ -43,7 +43,7 @@ static std::shared_ptr<attribution_output> compute_attribution(const analysis_re
     auto out = std::make_shared<attribution_output>();
     out->key = q.key;
     out->from = q.from;
-    out->attr = gb::attribute(r.cap, *r.model, r.ablation, q.target, q.contrast, q.position);
+    out->attr = gb::attribute(r.cap(), *r.model, r.ablation, q.target, q.contrast, q.position);
     out->ms = ms_since(t0);
     return out;
 }
@@ -77,7 +77,7 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
     out->key = q.key;
     out->model = r.model;
     out->corrupt = q.corrupt;
-    out->clean_ids = r.cap.tokens;
+    out->clean_ids = r.cap().tokens;
     out->corrupt_ids = gb::encode_prompt(m.tok, q.corrupt, r.bos);
     if (out->corrupt_ids.size() == (r.bos ? 1u : 0u)) throw gb::error("the corrupted prompt is empty");
     if ((int)out->corrupt_ids.size() > m.config.n_ctx) // kept like the clean prompt: its last n_ctx tokens

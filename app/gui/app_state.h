@@ -1,6 +1,7 @@
 // The desktop app's state: what the user asked for (inputs) and the newest complete result (outputs).
 // Panels read it and write only the inputs; the worker thread produces results.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -14,30 +15,54 @@
 #include "analysis/patching.h"
 #include "forward.h"
 #include "generate.h"
+#include "live.h"
 #include "model.h"
 
 namespace gbui {
 
-// One finished forward (plus its baseline) for one set of inputs; immutable once published.
+// One finished run (plus its baseline) for one set of inputs; immutable once published. The records come from
+// the worker's live state (core/live.h) and are shared with it: a later run reuses their unchanged layers.
 struct run_result {
     uint64_t request_id = 0;
+    std::string key;                        // run_key() of the request it answers (main compares it with its own)
     std::shared_ptr<const gb::model> model;
     std::string prompt;
     bool bos = false;
     gb::ablation ablation;
-    gb::record cap;                         // with ablation: attention [L][H][T][T], z, mlp_out, the residual
+    std::shared_ptr<const gb::record> run;  // with ablation: attention [L][H][T][T], z, mlp_out, the residual
                                             // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
-    std::vector<float> probs;               // [V] softmax of cap's last logits
+    std::shared_ptr<const gb::record> base; // without any ablation (the same record when nothing is ablated)
+    const gb::record& cap() const { return *run; }
+    int n_prompt = 0;                       // tokens of the prompt; positions n_prompt.. are generated ones
+    uint64_t gen_id = 0;                    // the generation they come from (0: none)
+    std::vector<float> probs;               // [V] softmax of the run's last logits
     std::vector<float> base_probs;          // [V] without any ablation (== probs when nothing is ablated)
     double kl = 0;                          // KL(baseline || current) in nats
     std::vector<gb::token_prob> top;        // top-k of probs
     std::vector<gb::token_prob> base_top;   // top-k of base_probs
     gb::head_scores scores;                 // [L][H] per score, from the patterns
-    std::vector<float> base_resid_norm;     // [2L+1][T] residual norms without ablation (empty when none)
+    gb::live_report report;                 // what the live engine computed for it (the status line)
+    double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
     std::string notice;                     // e.g. truncation
 };
 
 enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
+
+// Texels of a w x h picture with its mipmaps: level 0, then each level half the size of the one before (at
+// least 1), down to 1 x 1. The heatmaps' mipmaps are box-filtered on the worker with their colours, because
+// glGenerateMipmap costs ~1-3 ms a head texture and ~45 ms the residual one in Mesa's software renderer (144
+// heads: half a second per result), and because rows an edit did not reach can then be reused.
+inline int mip_dim(int n, int level) { return std::max(1, n >> level); }
+inline int mip_count(int w, int h) {
+    int n = 1;
+    while ((w >> n) > 0 || (h >> n) > 0) n++;
+    return n;
+}
+inline size_t mip_offset(int w, int h, int level) { // texels before `level`
+    size_t o = 0;
+    for (int k = 0; k < level; k++) o += (size_t)mip_dim(w, k) * mip_dim(h, k);
+    return o;
+}
 
 // Colour-mapped pixels of one result's heatmaps, made on the worker thread so that the UI thread only
 // uploads them (colouring L*H*T*T cells on the UI thread would cost a visible frame hitch).
@@ -45,23 +70,38 @@ struct heat_pixels {
     uint64_t request_id = 0;          // the run_result they were made from
     scale_mode scale = SCALE_LINEAR;
     int n_layer = 0, n_head = 0, n_tokens = 0;
-    std::vector<int> layer_slot;      // [L] index into heads' first axis, -1 when the layer was not kept
-    std::vector<uint8_t> heads;       // [L_kept][H][T][T][4] RGBA, masked (future) cells grey
-    std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm
+    // [L] one layer's heads [H][head_texels()][4] RGBA: T x T and its mipmaps, masked (future) cells grey; null when the
+    // layer was not kept. A layer whose pattern did not change is shared with the previous result's pixels.
+    std::vector<std::shared_ptr<const uint8_t[]>> layers;
+    std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm, then its mipmaps
     float resid_min = 0, resid_max = 0;
-    const uint8_t* head(int layer, int h) const {
-        if (layer < 0 || layer >= n_layer || layer_slot[layer] < 0) return nullptr;
-        return &heads[((size_t)layer_slot[layer] * n_head + h) * n_tokens * n_tokens * 4];
+    size_t head_texels() const { return mip_offset(n_tokens, n_tokens, mip_count(n_tokens, n_tokens)); }
+    // level 0 ([T][T][4]) of one head, its mipmaps after it; nullptr when its layer was not kept
+    const uint8_t* head(int layer, int h, int level = 0) const {
+        if (layer < 0 || layer >= n_layer || !layers[layer]) return nullptr;
+        return layers[layer].get() + ((size_t)h * head_texels() + mip_offset(n_tokens, n_tokens, level)) * 4;
+    }
+    size_t bytes() const {
+        size_t n = resid.size();
+        for (const auto& l : layers) n += l ? (size_t)n_head * head_texels() * 4 : 0;
+        return n;
     }
 };
 
+// A continuation generated through the live engine: each token is appended to the kept run, so the panels can
+// show (and the step slider replay) the generated tokens. Published after every few tokens while it runs.
 struct generation_result {
     uint64_t request_id = 0;
+    std::shared_ptr<const gb::model> model;
     std::string prompt;
-    std::string text; // continuation only
+    bool bos = false;
+    std::vector<int> prompt_ids; // [n] the prompt as encoded for the generation
+    std::vector<int> ids;        // generated ids so far
+    std::string text;            // continuation only
     int n_tokens = 0;
     double ms = 0;
     bool hit_eos = false;
+    bool done = false;           // false while it runs (or when a newer request stopped it)
 };
 
 // ---- analyses (lens, attribution, induction test, patching): computed on the analysis threads ----
@@ -146,6 +186,9 @@ struct app_state {
     int top_k = 10;
     int gen_tokens = 30;
     gb::sampling gen;
+    int gen_step = 0;                // replaying the generation: the run shows the prompt and its first gen_step
+                                     // generated tokens (0: the prompt alone); editing the prompt resets it
+    bool gen_follow = false;         // gen_step follows a running generation (until the slider is moved)
     std::string model_path_input;
     std::vector<std::string> recent_models;
     std::string export_dir = "glassbox-export";
@@ -179,6 +222,7 @@ struct app_state {
     std::string warning;                           // settings that did not fit the model; until the next load
     std::string status;                            // transient info (saved files, ...)
     bool busy = false;                             // a forward is running
+    bool generating = false;                       // a generation is queued or running
     bool loading = false;
     float load_progress = 0;
     std::string load_label;
@@ -193,8 +237,11 @@ struct app_state {
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
 };
 
-// The result is of the inputs as they are now (model, prompt, BOS, ablation): analyses may read it.
+// The result is of the inputs as they are now (model, prompt, BOS, ablation, replayed step): analyses may read it.
 bool result_is_current(const app_state& s);
+// Generated tokens the step slider can replay: those of s.generated when it continues the prompt as it is now
+// (same model, text and BOS), else 0.
+int replay_steps(const app_state& s);
 
 // Text of a token with whitespace made visible: · for space, ↵ for newline, → for tab; characters the font
 // atlas cannot hold (above U+FFFF, e.g. emoji) as "<U+1F642>".

@@ -1,9 +1,11 @@
-// Viridis colour map, the heatmaps' pixels (worker thread) and their texture uploads (UI thread).
+// Viridis colour map, the heatmaps' pixels and mipmaps (worker thread) and their texture uploads (UI thread).
 #include "heatmaps.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+
+#include "derived.h"
 
 namespace gbui {
 
@@ -29,47 +31,106 @@ float scale_value(float p, scale_mode mode, float row_max) {
     }
 }
 
-std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale) {
-    const gb::record& c = r.cap;
+// One mipmap level from the one above it (sw x sh RGBA into dw x dh): each texel the mean of its 2 x 2 sources,
+// clamped at the edges (an odd size's last row or column drops out, as in most GL drivers).
+static void box_filter(const uint8_t* src, int sw, int sh, uint8_t* dst, int dw, int dh) {
+    for (int y = 0; y < dh; y++)
+        for (int x = 0; x < dw; x++) {
+            const int x0 = std::min(2 * x, sw - 1), x1 = std::min(2 * x + 1, sw - 1);
+            const int y0 = std::min(2 * y, sh - 1), y1 = std::min(2 * y + 1, sh - 1);
+            const uint8_t *a = src + ((size_t)y0 * sw + x0) * 4, *b = src + ((size_t)y0 * sw + x1) * 4;
+            const uint8_t *c = src + ((size_t)y1 * sw + x0) * 4, *d = src + ((size_t)y1 * sw + x1) * 4;
+            uint8_t* q = dst + ((size_t)y * dw + x) * 4;
+            for (int ch = 0; ch < 4; ch++) q[ch] = (uint8_t)((a[ch] + b[ch] + c[ch] + d[ch] + 2) / 4);
+        }
+}
+
+std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale, const heat_pixels* before,
+                                              const reuse_plan* reuse) {
+    const gb::record& c = r.cap();
     const int T = c.n_tokens, L = c.n_layer, H = c.n_head;
     auto px = std::make_shared<heat_pixels>();
     px->request_id = r.request_id;
     px->scale = scale;
     px->n_layer = L, px->n_head = H, px->n_tokens = T;
-    px->layer_slot.assign(L, -1);
-    int kept = 0;
-    for (int l = 0; l < L; l++)
-        if (c.has_layer(l)) px->layer_slot[l] = kept++;
-    px->heads.resize((size_t)kept * H * T * T * 4);
+    px->layers.assign(L, nullptr);
+    if (before && (before->scale != scale || before->n_layer != L || before->n_head != H || !reuse)) before = nullptr;
+    const int Tb = before ? before->n_tokens : 0;
     uint8_t lut[256][3]; // viridis at 256 levels: the 8-bit output cannot show more
     for (int i = 0; i < 256; i++) viridis(i / 255.0f, lut[i]);
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++) {
-            const float* p = c.head(l, h);
-            if (!p) continue;
-            uint8_t* out = &px->heads[((size_t)px->layer_slot[l] * H + h) * T * T * 4];
-            for (int i = 0; i < T; i++) {
-                float row_max = 0;
-                for (int j = 0; j <= i; j++) row_max = std::max(row_max, p[i * T + j]);
-                for (int j = 0; j < T; j++) {
-                    uint8_t* q = &out[((size_t)i * T + j) * 4];
-                    if (j > i) std::copy(masked_rgb, masked_rgb + 3, q);
-                    else {
-                        float t = scale_value(p[i * T + j], scale, row_max);
-                        t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;
-                        std::copy(lut[(int)std::lround(t * 255)], lut[(int)std::lround(t * 255)] + 3, q);
-                    }
-                    q[3] = 255;
+    std::vector<uint8_t> masked_row((size_t)T * 4); // a row of masked (future) cells
+    for (int j = 0; j < T; j++) std::copy(masked_rgb, masked_rgb + 3, &masked_row[(size_t)j * 4]), masked_row[(size_t)j * 4 + 3] = 255;
+    const size_t head_bytes = px->head_texels() * 4;
+    std::vector<std::shared_ptr<uint8_t[]>> fresh(L); // layers coloured here
+    std::vector<int> copy_rows(L, 0);                 // rows of each taken from before
+    for (int l = 0; l < L; l++) {
+        if (!c.has_layer(l)) continue;
+        if (before && before->layers[l] && reuse->same_layer[l] && Tb == T) { // the very same pattern
+            px->layers[l] = before->layers[l];
+            continue;
+        }
+        fresh[l] = std::shared_ptr<uint8_t[]>(new uint8_t[(size_t)H * head_bytes]); // every byte is written below
+        if (before && before->layers[l]) copy_rows[l] = std::min({reuse->same_rows, Tb, T});
+    }
+    const int levels = mip_count(T, T);
+    // heads are independent. Level 0: rows of an unchanged prefix are copied (their cells past the old T are
+    // masked), the others coloured. Each mipmap: texels whose 2x2 sources were copied are copied too.
+#pragma omp parallel for schedule(dynamic)
+    for (int k = 0; k < L * H; k++) {
+        const int l = k / H, h = k % H;
+        if (!fresh[l]) continue;
+        const float* p = c.head(l, h);
+        uint8_t* out = fresh[l].get() + (size_t)h * head_bytes;
+        const int same = copy_rows[l];
+        const uint8_t* old = same ? before->head(l, h) : nullptr;
+        for (int i = 0; i < same; i++) {
+            const int n = std::min(T, Tb);
+            std::copy_n(old + (size_t)i * Tb * 4, (size_t)n * 4, out + (size_t)i * T * 4);
+            std::copy_n(masked_row.data(), (size_t)(T - n) * 4, out + ((size_t)i * T + n) * 4);
+        }
+        for (int i = same; i < T; i++) {
+            float row_max = 0;
+            for (int j = 0; j <= i; j++) row_max = std::max(row_max, p[i * T + j]);
+            uint8_t* q = out + (size_t)i * T * 4;
+            for (int j = 0; j <= i; j++, q += 4) {
+                float t = scale_value(p[i * T + j], scale, row_max);
+                t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;
+                const uint8_t* rgb = lut[(int)std::lround(t * 255)];
+                q[0] = rgb[0], q[1] = rgb[1], q[2] = rgb[2], q[3] = 255;
+            }
+            std::copy_n(masked_row.data(), (size_t)(T - 1 - i) * 4, q);
+        }
+        int same_k = same; // rows of the level whose sources are all copied ones
+        for (int lv = 1; lv < levels; lv++) {
+            const int sz = mip_dim(T, lv), src_sz = mip_dim(T, lv - 1), old_sz = old ? mip_dim(Tb, lv) : 0;
+            const uint8_t* src = out + mip_offset(T, T, lv - 1) * 4;
+            uint8_t* dst = out + mip_offset(T, T, lv) * 4;
+            const uint8_t* old_lv = old ? old + mip_offset(Tb, Tb, lv) * 4 : nullptr;
+            same_k /= 2;
+            for (int r = 0; r < sz; r++) {
+                int c0 = 0;
+                if (r < same_k && old_lv) {
+                    c0 = std::min(sz, old_sz);
+                    std::copy_n(old_lv + (size_t)r * old_sz * 4, (size_t)c0 * 4, dst + (size_t)r * sz * 4);
+                }
+                for (int cx = c0; cx < sz; cx++) { // 2x2 box filter (an odd size's last row and column drop out)
+                    const uint8_t* a = src + ((size_t)(2 * r) * src_sz + 2 * cx) * 4;
+                    const uint8_t* b = a + (size_t)src_sz * 4;
+                    uint8_t* q = dst + ((size_t)r * sz + cx) * 4;
+                    for (int ch = 0; ch < 4; ch++) q[ch] = (uint8_t)((a[ch] + a[4 + ch] + b[ch] + b[4 + ch] + 2) / 4);
                 }
             }
         }
+    }
+    for (int l = 0; l < L; l++)
+        if (fresh[l]) px->layers[l] = std::move(fresh[l]);
     // residual norms: rows = points (embed, L0 attn, ...), columns = tokens; colour by log norm
     const int P = 2 * L + 1;
     px->resid_min = 1e30f, px->resid_max = 0;
     for (float v : c.resid_norm)
         if (std::isfinite(v)) px->resid_min = std::min(px->resid_min, v), px->resid_max = std::max(px->resid_max, v);
     if (px->resid_min > px->resid_max) px->resid_min = px->resid_max = 0;
-    px->resid.resize((size_t)P * T * 4);
+    px->resid.resize(mip_offset(T, P, mip_count(T, P)) * 4);
     float lo = std::log(std::max(px->resid_min, 1e-6f)), hi = std::log(std::max(px->resid_max, 1e-6f));
     for (int p = 0; p < P; p++)
         for (int t = 0; t < T; t++) {
@@ -78,12 +139,17 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
             viridis(hi > lo ? (std::log(std::max(v, 1e-6f)) - lo) / (hi - lo) : 0.5f, q);
             q[3] = 255;
         }
+    for (int lv = 1; lv < mip_count(T, P); lv++) // 2x2 box filter; a side already 1 texel wide stays 1
+        box_filter(&px->resid[mip_offset(T, P, lv - 1) * 4], mip_dim(T, lv - 1), mip_dim(P, lv - 1),
+                   &px->resid[mip_offset(T, P, lv) * 4], mip_dim(T, lv), mip_dim(P, lv));
     return px;
 }
 
-// Fills tex (created on first use) with w x h RGBA pixels and its mipmaps: thumbnails of T = 256 patterns
-// drawn 30 px wide alias badly without them.
-static void upload(GLuint& tex, int w, int h, const uint8_t* rgba) {
+// Fills tex (created on first use, w x h) with the RGBA levels made on the worker: level 0 and its mipmaps
+// (heat_pixels). Thumbnails of T = 256 patterns drawn 30 px wide alias badly without mipmaps.
+static void upload(GLuint& tex, int w, int h, const uint8_t* levels) {
+    const int n = mip_count(w, h);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
     if (!tex) {
         glGenTextures(1, &tex);
         glBindTexture(GL_TEXTURE_2D, tex);
@@ -91,12 +157,16 @@ static void upload(GLuint& tex, int w, int h, const uint8_t* rgba) {
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST); // crisp cells when zoomed in
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL, n - 1);
+        for (int k = 0; k < n; k++)
+            glTexImage2D(GL_TEXTURE_2D, k, GL_RGBA8, mip_dim(w, k), mip_dim(h, k), 0, GL_RGBA, GL_UNSIGNED_BYTE,
+                         levels + mip_offset(w, h, k) * 4);
+        return;
     }
     glBindTexture(GL_TEXTURE_2D, tex);
-    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
-    glGenerateMipmap(GL_TEXTURE_2D);
+    for (int k = 0; k < n; k++)
+        glTexSubImage2D(GL_TEXTURE_2D, k, 0, 0, mip_dim(w, k), mip_dim(h, k), GL_RGBA, GL_UNSIGNED_BYTE,
+                        levels + mip_offset(w, h, k) * 4);
 }
 
 static void free_set(texture_set& t) {
@@ -120,7 +190,7 @@ bool upload_heatmaps(heatmaps& hm, const std::shared_ptr<const heat_pixels>& px,
     const auto start = std::chrono::steady_clock::now();
     auto spent_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
     const int L = px->n_layer, H = px->n_head, T = px->n_tokens;
-    const size_t total = px->heads.size() + px->resid.size();
+    const size_t total = px->bytes();
     if (hm.filling != px) hm.filling = px, hm.next_head = 0;
     // small (a few MB): straight into the textures on screen in one frame; else into back over as many
     // frames as the time budget needs, then swapped in

@@ -1,5 +1,5 @@
 // Colour map (viridis) and the GL textures of every head's pattern and the residual heatmap.
-// Pixels are coloured on the worker thread; the UI thread only uploads them, once per result or scale.
+// Pixels and their mipmaps are made on the worker thread; the UI thread only uploads them, once per result or scale.
 #pragma once
 #define GLFW_INCLUDE_NONE
 #include <epoxy/gl.h>
@@ -19,8 +19,14 @@ extern const uint8_t masked_rgb[3];
 // Maps a probability to [0,1] for display under a scale mode (row_max: the row's largest value).
 float scale_value(float p, scale_mode mode, float row_max);
 
-// Colours every kept head's pattern (under scale) and the residual-norm heatmap: worker thread.
-std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale);
+struct reuse_plan; // derived.h
+
+// Colours every kept head's pattern (under scale) and the residual-norm heatmap, with their mipmaps: worker
+// thread. With `before`
+// (pixels of the record `reuse` was planned against): layers it marks the same are shared, and rows before
+// reuse->same_rows are copied instead of coloured again (when before has that scale).
+std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale, const heat_pixels* before = nullptr,
+                                              const reuse_plan* reuse = nullptr);
 
 // GL textures of one heat_pixels: thumbnails and detail share them (mipmapped minification, crisp
 // GL_NEAREST magnification).

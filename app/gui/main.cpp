@@ -158,7 +158,7 @@ static bool need_glyphs(font_state& fs, const std::string& text) {
 static std::string glyph_text(const app_state& s) {
     std::string text = s.prompt;
     if (s.result) {
-        for (const std::string& p : s.result->cap.pieces) text += p;
+        for (const std::string& p : s.result->cap().pieces) text += p;
         for (const auto* list : {&s.result->top, &s.result->base_top})
             for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
     }
@@ -286,7 +286,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 // Scripted input for tests: click LABEL | rclick LABEL | type TEXT | key NAME | wait | print | measure N |
 // screenshot FILE | open PATH | session FILE | scale linear|log|rowmax | tab head|lens|attribution|patching |
 // colour-by NAME | corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching |
-// select-token I | frames N | hover LABEL
+// select-token I | frames N | hover LABEL | gen-tokens N | gen-step K | flood N | latency TEXT
 // ---------------------------------------------------------------------------------------------
 static double g_ui_ms = 0; // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster
 static double g_upload_ms = 0; // time of the last frame's texture uploads (0 when none)
@@ -296,6 +296,13 @@ struct script_runner {
     size_t next = 0;
     clock_type::time_point measure_start, last_frame;
     double ui_ms_sum = 0, max_ms = 0; // max_ms: longest frame (e.g. one that uploads a new result)
+    double max_ui_ms = 0;             // longest UI build (CPU) of one frame
+    std::vector<double> latencies;    // "latency": keystroke to result shown, ms
+    std::vector<double> arrivals;     // "latency": keystroke to the worker's result arriving (before its upload), ms
+    std::vector<double> worker_ms;    // "latency": the result's run + scores + pixels on the worker, ms
+    clock_type::time_point typed_at;
+    bool arrived = false;             // the keystroke's result has come from the worker
+    uint64_t result_at_type = 0;      // the newest result when the key was typed
     double max_upload_ms = 0;         // longest texture upload in one frame
     int phase = 0;      // multi-frame actions (click: move, press, release)
     bool hovering = false; // "hover": the mouse stays at hover_at (the backend resets it every frame)
@@ -322,14 +329,28 @@ static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
 static void print_state(const app_state& s, const ui_context& ui) {
     nlohmann::json j;
     if (s.result) {
-        std::vector<std::string> toks(s.result->cap.pieces.begin(), s.result->cap.pieces.end());
+        std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
         j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
         j["ablation"] = s.result->ablation.describe();
         j["notice"] = s.result->notice;
         j["kl"] = s.result->kl;
         j["model"] = s.result->model->path;
+        const gb::live_report& rep = s.result->report;
+        j["report"] = {{"what", rep.what}, {"tokens", rep.tokens}, {"from_token", rep.from_token},
+                       {"from_point", rep.from_point}, {"baseline_run", rep.baseline_run}, {"reused", rep.reused},
+                       {"memory_note", rep.memory_note}, {"ms", rep.ms}};
+        j["scores_ms"] = s.result->scores_ms;
+        j["pixels_ms"] = s.result->pixels_ms;
+        j["prompt_tokens"] = s.result->n_prompt; // the rest of "tokens" are generated ones
+        j["current"] = result_is_current(s);
     }
+    j["gen_step"] = s.gen_step;
+    j["replay_steps"] = replay_steps(s);
+    j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
+    j["generation_done"] = s.generated && s.generated->done;
+    j["cancelled_runs"] = ui.work->cancelled();
+    j["published_results"] = ui.work->published();
     static const char* scales[] = {"linear", "log", "rowmax"};
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
@@ -379,8 +400,8 @@ static void print_state(const app_state& s, const ui_context& ui) {
                              {"target", gb::token_text(tok, a.target)},
                              {"contrast", token_or_null(tok, a.contrast)},
                              {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
-        if (a.position == r.cap.n_tokens - 1) { // the difference as the run's own logits give it
-            const float* lg = r.cap.last_logits();
+        if (a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
+            const float* lg = r.cap().last_logits();
             aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
         }
         j["attribution"] = aj;
@@ -430,20 +451,77 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (cmd == "measure") { // render N frames, print the mean frame time (CPU side, incl. swap)
         int n = std::max(1, std::atoi(arg.c_str()));
         auto now = clock_type::now();
-        if (sc.phase == 0) sc.measure_start = now, sc.ui_ms_sum = 0, sc.max_ms = 0, sc.max_upload_ms = 0;
+        if (sc.phase == 0) sc.measure_start = now, sc.ui_ms_sum = 0, sc.max_ms = 0, sc.max_upload_ms = 0, sc.max_ui_ms = 0;
         else sc.ui_ms_sum += g_ui_ms, sc.max_ms = std::max(sc.max_ms, std::chrono::duration<double, std::milli>(now - sc.last_frame).count()),
-             sc.max_upload_ms = std::max(sc.max_upload_ms, g_upload_ms);
+             sc.max_upload_ms = std::max(sc.max_upload_ms, g_upload_ms), sc.max_ui_ms = std::max(sc.max_ui_ms, g_ui_ms);
         sc.last_frame = now;
         if (++sc.phase <= n) return false;
         double ms = std::chrono::duration<double, std::milli>(now - sc.measure_start).count() / n;
-        std::printf("{\"frame_ms\": %.3f, \"max_frame_ms\": %.3f, \"max_upload_ms\": %.3f, \"ui_build_ms\": %.3f, \"frames\": %d}\n",
-                    ms, sc.max_ms, sc.max_upload_ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), n);
+        std::printf("{\"frame_ms\": %.3f, \"max_frame_ms\": %.3f, \"max_upload_ms\": %.3f, \"ui_build_ms\": %.3f, "
+                    "\"max_ui_build_ms\": %.3f, \"frames\": %d, \"busy_at_end\": %s}\n",
+                    ms, sc.max_ms, sc.max_upload_ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), sc.max_ui_ms, n,
+                    s.busy ? "true" : "false");
         std::fflush(stdout);
         sc.phase = 0;
         return true;
     }
     if (cmd == "type") {
         io.AddInputCharactersUTF8(arg.c_str());
+        return true;
+    }
+    if (cmd == "latency") { // types TEXT one character at a time (the prompt editor must be active), each time
+        // waiting for its result on screen; prints every keystroke-to-result time and their median
+        auto since_typed = [&] { return std::chrono::duration<double, std::milli>(clock_type::now() - sc.typed_at).count(); };
+        const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
+        if (sc.phase > 0 && !sc.arrived && newest && newest->request_id != sc.result_at_type && newest->prompt == s.prompt) {
+            const run_result& r = *newest;
+            sc.arrived = true;
+            sc.arrivals.push_back(since_typed());
+            sc.worker_ms.push_back(r.report.ms + r.scores_ms + r.pixels_ms);
+        }
+        if (sc.phase > 0 && !(settled && result_is_current(s))) {
+            if (since_typed() > 60000) throw gb::error("script: latency: no result");
+            return false;
+        }
+        if (sc.phase > 0) sc.latencies.push_back(since_typed());
+        if (sc.phase == (int)arg.size()) {
+            auto median = [](std::vector<double> v) {
+                std::sort(v.begin(), v.end());
+                return v.empty() ? 0.0 : v[v.size() / 2];
+            };
+            nlohmann::json j = {{"keystroke_to_result_ms", sc.latencies}, {"median_ms", median(sc.latencies)},
+                                {"keystroke_to_arrival_ms", sc.arrivals}, {"median_arrival_ms", median(sc.arrivals)},
+                                {"worker_ms", sc.worker_ms}, {"median_worker_ms", median(sc.worker_ms)}};
+            std::printf("%s\n", j.dump().c_str());
+            std::fflush(stdout);
+            sc.phase = 0, sc.latencies.clear(), sc.arrivals.clear(), sc.worker_ms.clear();
+            return true;
+        }
+        io.AddInputCharacter((unsigned char)arg[sc.phase++]);
+        sc.typed_at = clock_type::now();
+        sc.arrived = false;
+        sc.result_at_type = newest ? newest->request_id : 0;
+        return false;
+    }
+    if (cmd == "gen-tokens") { // as the Continuation's tokens slider
+        s.gen_tokens = std::max(1, std::atoi(arg.c_str()));
+        return true;
+    }
+    if (cmd == "gen-step") { // as the Continuation's step slider
+        s.gen_step = std::max(0, std::min(std::atoi(arg.c_str()), replay_steps(s)));
+        s.gen_follow = false;
+        return true;
+    }
+    if (cmd == "flood") { // once a run is being computed, N run requests in a row, the prompt one character longer
+        // each time (the running one stops, the waiting ones are replaced: only the newest shows)
+        if (!ui.work->running() && ++sc.wait_frames < 600) return false;
+        sc.wait_frames = 0;
+        const int n = std::max(1, std::atoi(arg.c_str()));
+        for (int k = 0; k < n; k++) {
+            s.prompt += (char)('a' + k % 26);
+            ui.work->run(current_run_request(s));
+        }
+        ui.run_requested = current_run_key(s);
         return true;
     }
     if (cmd == "open") { // as the Model panel's Open button
@@ -683,7 +761,6 @@ int main(int argc, char** argv) {
         ui.analysis = &analyses;
         ui.headless = headless_job;
         if (!model_path.empty()) work.load(model_path);
-        std::string requested;     // inputs of the last run request
         std::string pending;       // inputs seen last frame
         auto changed_at = clock_type::now();
         const gb::model* picked_for = nullptr; // model for which a default head was chosen
@@ -726,22 +803,24 @@ int main(int argc, char** argv) {
             // re-run when the inputs changed and have been stable for 150 ms (debounce while typing)
             std::string key;
             if (s.model) {
-                // when the last capture had to leave layers out, the selected layer is an input too
-                bool partial = s.result && !s.result->cap.budget_note.empty();
-                key = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + (s.use_gl ? "G|" : "C|") +
-                      (partial ? std::to_string(s.sel_layer) + "|" : "") + s.ablation.describe() +
-                      "|" + std::to_string(s.top_k) + "|" + s.prompt;
+                if (s.gen_step > replay_steps(s)) s.gen_step = 0, s.gen_follow = false; // the prompt was edited: no replay
+                key = current_run_key(s);
                 if (key != pending) pending = key, changed_at = clock_type::now();
+                // a generation publishes each step's result with the step slider following it: those inputs
+                // need no run of their own (the follow ends with the generation, or when a run replaces it)
+                const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
+                if (s.gen_follow && newest && newest->key == key) ui.run_requested = key;
+                if (s.gen_follow && !s.generating) s.gen_follow = false;
                 bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : 150);
-                if (key != requested && quiet) {
+                if (key != ui.run_requested && quiet) {
                     try {
                         gb::check_ablation(s.ablation, s.model->config);
-                        work.run(run_request{s.model, s.prompt, s.bos, s.ablation, s.top_k, s.use_gl, s.sel_layer,
-                                             s.budget_mb << 20, s.scale});
+                        work.run(current_run_request(s)); // stops a running generation
+                        s.gen_follow = false;
                     } catch (const gb::error& e) {
                         s.error = e.what();
                     }
-                    requested = key;
+                    ui.run_requested = key;
                 }
             }
             // a sensible first head to show: the strongest previous-token head outside layer 0
@@ -749,7 +828,7 @@ int main(int argc, char** argv) {
                 picked_for = s.result->model.get();
                 if (!s.selection_pinned) { // a head asked for (command line, session) is kept
                     const auto& pr = s.result->scores.score[gb::SCORE_PREV_TOKEN];
-                    int H = s.result->cap.n_head, best = 0;
+                    int H = s.result->cap().n_head, best = 0;
                     for (int k = 0; k < (int)pr.size(); k++)
                         if ((k / H > 0 || pr.size() == (size_t)H) && pr[k] > pr[best]) best = k;
                     s.sel_layer = best / H, s.sel_head = best % H;
@@ -777,7 +856,7 @@ int main(int argc, char** argv) {
             ImGui_ImplGlfw_NewFrame();
             int fb_w, fb_h;
             glfwGetFramebufferSize(win, &fb_w, &fb_h);
-            bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == requested &&
+            bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == ui.run_requested &&
                            !s.next_pixels && s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels &&
                            analyses_done && s.tab == ui.tab_shown;
             if (!script.done()) {
@@ -804,7 +883,7 @@ int main(int argc, char** argv) {
             }
             if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
             if (!io.WantTextInput && s.result) {
-                const int L = s.result->cap.n_layer, H = s.result->cap.n_head;
+                const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
                 if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
                 if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
                 if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) s.sel_layer = (s.sel_layer + L - 1) % L;

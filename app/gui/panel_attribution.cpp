@@ -16,7 +16,7 @@ namespace gbui {
 static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;
-    const int V = r.cap.vocab;
+    const int V = r.cap().vocab;
     const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("target  ");
@@ -153,8 +153,8 @@ void panel_attribution(app_state& s, ui_context& ui) {
     int target = 0, contrast = -1;
     attribution_tokens(s, &target, &contrast);
     pickers(s, ui, target, contrast);
-    const int T = r.cap.n_tokens, pos = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
-    ImGui::Text("at token %d %s", pos, quoted(tok, r.cap.tokens[pos]).c_str());
+    const int T = r.cap().n_tokens, pos = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    ImGui::Text("at token %d %s", pos, quoted(tok, r.cap().tokens[pos]).c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("(click a token chip in the Prompt to move; the prediction is for the token after it)");
 

@@ -62,7 +62,7 @@ void panel_head(app_state& s, ui_context& ui) {
         panel_title("Head", "rows = queries, columns = keys; arrows move between heads");
         return;
     }
-    const gb::record& c = s.result->cap;
+    const gb::record& c = s.result->cap();
     const int T = c.n_tokens;
     // the shown result may still be the previous model's: clamp for display, never the selection itself
     const int sel_l = std::min(s.sel_layer, c.n_layer - 1), sel_h = std::min(s.sel_head, c.n_head - 1);

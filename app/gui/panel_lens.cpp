@@ -46,7 +46,7 @@ void panel_lens(app_state& s, ui_context& ui) {
         return;
     }
     const gb::lens_result& l = lo->lens;
-    const gb::record& rec = lo->from->cap;
+    const gb::record& rec = lo->from->cap();
     const gb::tokenizer& tok = lo->from->model->tok;
     const int P = l.n_points, T = l.n_tokens, K = l.k;
     const bool by_target = lo->target >= 0;

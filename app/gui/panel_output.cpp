@@ -1,5 +1,6 @@
 // Output: the next-token distribution, baseline (nothing ablated) and current side by side with the
-// change in probability and KL(baseline || current); and a continuation generated from the prompt.
+// change in probability and KL(baseline || current); and a continuation generated from the prompt, with a
+// step slider that replays it token by token in every panel.
 #include <algorithm>
 #include <imgui.h>
 #include <imgui_stdlib.h>
@@ -55,7 +56,7 @@ void panel_output(app_state& s, ui_context& ui) {
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
     // as many rows as leave the continuation's controls in view (at least 5)
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
-    const float below = (s.generated ? 9 : 5) * ImGui::GetFrameHeightWithSpacing() + 8; // + the continuation's text
+    const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + 8; // + the continuation's text
     int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
     if ((int)ids.size() > std::max(5, fit)) ids.resize(std::max(5, fit));
     float avail = ImGui::GetContentRegionAvail().x;
@@ -115,9 +116,13 @@ void panel_output(app_state& s, ui_context& ui) {
     int seed = (int)s.gen.seed;
     ImGui::SetNextItemWidth(70);
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
-    if (ImGui::Button("Generate") && s.model) {
-        gen_request q{s.model, s.prompt, s.bos, s.ablation, s.gen_tokens, s.gen};
-        ui.work->generate(q);
+    if (ImGui::Button(s.generating ? "Generating..." : "Generate") && s.model) {
+        // the generation appends each token through the worker's live state and publishes the panels' result
+        // as it goes; its first result is the prompt's own, so no separate run of the prompt is needed
+        s.gen_step = 0;
+        s.gen_follow = true;
+        ui.run_requested = current_run_key(s);
+        ui.work->generate(gen_request{current_run_request(s), s.gen_tokens, s.gen});
     }
     remember_item(ui, "Generate");
     if (s.generated) {
@@ -125,8 +130,22 @@ void panel_output(app_state& s, ui_context& ui) {
         if (ImGui::Button("Append to prompt")) {
             s.prompt += s.generated->text; // to the prompt as it is now: edits made since generating stay
             s.generated.reset();
+            s.gen_step = 0, s.gen_follow = false;
         }
         remember_item(ui, "Append to prompt");
+    }
+    // replay: the panels show the prompt and the first k generated tokens (each move is a prefix of the kept
+    // run, so the live engine recomputes at most the tokens after the shorter of the two steps)
+    if (const int n = replay_steps(s); n > 0) {
+        char fmt[48];
+        snprintf(fmt, sizeof fmt, "step %%d of %d", n);
+        int k = std::min(s.gen_step, n);
+        ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay").x - 16, 240.0f));
+        if (ImGui::SliderInt("replay##gen step", &k, 0, n, fmt)) s.gen_step = k, s.gen_follow = false;
+        remember_item(ui, "step slider");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("replay the generation: every panel shows the prompt and the first k generated tokens\n"
+                              "(gold in the token strip); step 0 is the prompt alone; editing the prompt ends the replay");
     }
     if (s.generated) {
         // the prompt's last words (one line, dimmed) lead into the continuation (wrapped, highlighted)
@@ -144,7 +163,10 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", display_text(s.generated->text).c_str());
         ImGui::PopTextWrapPos();
         ImGui::TextDisabled("%d tokens in %.0f ms%s", s.generated->n_tokens, s.generated->ms,
-                            s.generated->hit_eos ? ", stopped at end-of-text" : "");
+                            s.generated->hit_eos        ? ", stopped at end-of-text"
+                            : s.generated->done         ? ""
+                            : s.generating              ? ", generating..."
+                                                        : ", stopped (the inputs changed)");
     }
 }
 

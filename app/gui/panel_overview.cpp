@@ -116,7 +116,7 @@ void panel_overview(app_state& s, ui_context& ui) {
         return;
     }
     score_controls(s, ui);
-    const gb::record& c = s.result->cap;
+    const gb::record& c = s.result->cap();
     const int L = c.n_layer, H = c.n_head;
     const bool by_score = s.colour_by != COLOUR_PATTERN;
     const gb::head_scores* sc = by_score ? shown_scores(s) : nullptr;

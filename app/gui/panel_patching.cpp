@@ -99,7 +99,7 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
         for (const gb::token_prob& t : po->corrupt_top)
             if (std::none_of(offered.begin(), offered.end(), [&](const gb::token_prob& o) { return o.id == t.id; }))
                 offered.push_back(t);
-    const int V = r.cap.vocab;
+    const int V = r.cap().vocab;
     const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
     std::string tdef = r.top.empty() ? "clean top-1" : "clean top-1 " + quoted(tok, r.top[0].id);
     std::string cdef = po_current && po->res.contrast >= 0 && s.patch_contrast < 0 ? "default " + quoted(tok, po->res.contrast)

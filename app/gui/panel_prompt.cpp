@@ -1,5 +1,6 @@
-// Prompt panel: the text (wrapped; an editor when clicked; re-runs as you type) and the token strip (click a
-// chip to select a query).
+// Prompt panel: the text (wrapped; an editor when clicked; re-runs as you type), what the last run computed
+// (the live engine's status line), and the token strip (click a chip to select a query; generated tokens of a
+// replayed continuation in gold).
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -53,10 +54,58 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     return box_h;
 }
 
+// What the live engine computed for the shown result, in a few words ("1 of 256 tokens", "layers 11.. of 12",
+// "nothing changed"): typing at the end costs one token, an ablation in the last layer one layer.
+static std::string computed_text(const run_result& r) {
+    const gb::live_report& rep = r.report;
+    std::string what = rep.what.substr(0, rep.what.find(" (")); // the position or point it resumed at: tooltip
+    if (!rep.reused) what = "all " + std::to_string(rep.tokens) + " tokens (full run)";
+    char ms[32];
+    snprintf(ms, sizeof ms, ", %.1f ms", rep.ms);
+    std::string line = "computed: " + what + ms;
+    if (r.ablation.any()) line += rep.baseline_run ? "; baseline re-run" : "; baseline kept";
+    return line;
+}
+
+// The status line, with the whole report in its tooltip: right-aligned on the row at y (the title's), or
+// where the cursor is when y < 0.
+static void computed_line(const app_state& s, ui_context& ui, float y) {
+    if (!s.result) return;
+    const run_result& r = *s.result;
+    const std::string line = computed_text(r);
+    if (y >= 0) ImGui::SetCursorPos(ImVec2(ImGui::GetWindowContentRegionMax().x - ImGui::CalcTextSize(line.c_str()).x, y));
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(r.report.reused ? ImVec4(0.55f, 0.85f, 0.6f, 1) : ImVec4(0.75f, 0.75f, 0.78f, 1), "%s", line.c_str());
+    ImGui::PopTextWrapPos();
+    remember_item(ui, "computed");
+    if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::Text("live recompute: %s", r.report.what.c_str());
+        ImGui::TextDisabled("only what the change reaches is run again: typing at the end, one token; a change in");
+        ImGui::TextDisabled("layer l, layers l.. (the earlier ones and the keys and values of earlier tokens are kept)");
+        if (r.ablation.any())
+            ImGui::Text("baseline (nothing ablated): %s", r.report.baseline_run ? "run again (its tokens changed)" : "kept");
+        ImGui::Text("run %.1f ms, head scores %.1f ms, heatmap colours %.1f ms", r.report.ms, r.scores_ms, r.pixels_ms);
+        if (!r.report.memory_note.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", r.report.memory_note.c_str());
+        ImGui::EndTooltip();
+    }
+}
+
 void panel_prompt(app_state& s, ui_context& ui) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
-    panel_title("Prompt", "the model re-runs as you type; click the text to edit it");
+    const char* hint = "the model re-runs as you type; click the text to edit it";
+    panel_title("Prompt", hint);
+    const ImVec2 below_title = ImGui::GetCursorPos();
+    const float title_w = ImGui::CalcTextSize("Prompt").x + st.ItemSpacing.x + ImGui::CalcTextSize(hint).x;
+    // the status line beside the title and its hint when it fits there, else on a line of its own below
+    const bool status_on_title = s.result && ImGui::GetWindowContentRegionMax().x -
+                                                     ImGui::CalcTextSize(computed_text(*s.result).c_str()).x >
+                                                 below_title.x + title_w + 20;
+    if (status_on_title) {
+        computed_line(s, ui, top);
+        ImGui::SetCursorPos(below_title);
+    }
     const float side_w = 190, w = ImGui::GetContentRegionAvail().x;
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
@@ -64,16 +113,19 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ImGui::Checkbox("prepend BOS", &s.bos);
     remember_item(ui, "prepend BOS");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
-    if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
-    else if (s.result) ImGui::TextDisabled("%d tokens, %.1f ms", s.result->cap.n_tokens, s.result->cap.timing.total_ms);
+    if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), s.generating ? "generating..." : "running...");
+    else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
+        ImGui::TextDisabled("%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
+    else if (s.result) ImGui::TextDisabled("%d tokens", s.result->cap().n_tokens);
     ImGui::EndGroup();
+    if (!status_on_title) computed_line(s, ui, -1);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
     float fixed_h = ImGui::GetCursorPosY() - top;
     if (!s.result) {
         ui.prompt_wanted_h = fixed_h + 2 * st.WindowPadding.y;
         return;
     }
-    const gb::record& c = s.result->cap;
+    const gb::record& c = s.result->cap();
     if (!s.result->notice.empty()) { // e.g. the prompt was cut to the model's context
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
@@ -105,12 +157,18 @@ void panel_prompt(app_state& s, ui_context& ui) {
         ImVec2 a(o.x + at[t].x, o.y + at[t].y);
         ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + 10, a.y + line_h);
         bool hover = ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered();
-        ImU32 bg = t == selected ? IM_COL32(255, 190, 60, 255) : hover ? IM_COL32(90, 110, 150, 255) : IM_COL32(55, 65, 85, 255);
+        const bool generated = t >= s.result->n_prompt; // a replayed continuation's token: gold, like its text
+        ImU32 bg = t == selected ? IM_COL32(255, 190, 60, 255)
+                 : hover         ? IM_COL32(90, 110, 150, 255)
+                 : generated     ? IM_COL32(92, 76, 36, 255)
+                                 : IM_COL32(55, 65, 85, 255);
         dl->AddRectFilled(a, b, bg, 4.0f);
-        dl->AddText(ImVec2(a.x + 5, a.y + 4), t == selected ? IM_COL32(20, 20, 20, 255) : IM_COL32(235, 235, 235, 255),
+        dl->AddText(ImVec2(a.x + 5, a.y + 4),
+                    t == selected ? IM_COL32(20, 20, 20, 255) : generated ? IM_COL32(255, 222, 120, 255) : IM_COL32(235, 235, 235, 255),
                     labels[t].c_str());
         if (hover) {
-            ImGui::SetTooltip("token %d: id %d \"%s\"\nclick: show this token's attention row", t, c.tokens[t], labels[t].c_str());
+            ImGui::SetTooltip("token %d%s: id %d \"%s\"\nclick: show this token's attention row", t,
+                              generated ? " (generated)" : "", c.tokens[t], labels[t].c_str());
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         }
         ui.widgets["token " + std::to_string(t)] = ImVec4(a.x, a.y, b.x, b.y);

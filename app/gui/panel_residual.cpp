@@ -50,7 +50,7 @@ void panel_residual(app_state& s, ui_context& ui) {
     panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
     if (!s.result) return;
     const run_result& r = *s.result;
-    const gb::record& c = r.cap;
+    const gb::record& c = r.cap();
     const int T = c.n_tokens, P = 2 * c.n_layer + 1;
     ImGui::Checkbox("log y-axis", &s.resid_log);
     ImGui::SameLine();
@@ -59,7 +59,8 @@ void panel_residual(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
     int sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
     // baseline (no ablation) of the selected token: a grey dashed ghost line
-    const bool ghost = r.ablation.any() && r.base_resid_norm.size() == (size_t)P * T;
+    const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
+    const std::vector<float>* base_norm = ghost ? &r.base->resid_norm : nullptr; // [2L+1][T] of the baseline run
     ImGui::TextColored(ImVec4(1, 0.75f, 0.25f, 1), "\u2014 token %d \u2018%s\u2019", sel, visible_token(c.pieces[sel]).c_str());
     if (ghost) {
         ImGui::SameLine();
@@ -71,7 +72,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     if (ghost)
         for (int p = 0; p < P; p++) {
-            float v = r.base_resid_norm[(size_t)p * T + sel];
+            float v = (*base_norm)[(size_t)p * T + sel];
             if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
         }
     if (hi < lo) return;
@@ -135,7 +136,7 @@ void panel_residual(app_state& s, ui_context& ui) {
             ImU32 col = t == sel ? IM_COL32(255, 190, 60, 255) : viridis_u32(T > 1 ? (float)t / (T - 1) : 0.5f, 0.55f);
             if (t == sel && ghost) { // the baseline under the selected line, so the change is visible
                 std::vector<ImVec2> base(P);
-                for (int p = 0; p < P; p++) base[p] = ImVec2(a.x + p * dx, point_y(r.base_resid_norm[(size_t)p * T + t]));
+                for (int p = 0; p < P; p++) base[p] = ImVec2(a.x + p * dx, point_y((*base_norm)[(size_t)p * T + t]));
                 dashed_polyline(dl, base, IM_COL32(200, 200, 200, 230), 2.0f);
             }
             dl->AddPolyline(pts.data(), P, col, 0, t == sel ? 3.0f : 1.2f);
@@ -147,7 +148,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         float v = c.resid_norm[(size_t)p * T + sel];
         if (ghost)
             ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f (without the ablation %.3f)", labels[p].c_str(), sel,
-                              visible_token(c.pieces[sel]).c_str(), v, r.base_resid_norm[(size_t)p * T + sel]);
+                              visible_token(c.pieces[sel]).c_str(), v, (*base_norm)[(size_t)p * T + sel]);
         else
             ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(), v);
     }

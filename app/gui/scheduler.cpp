@@ -7,14 +7,49 @@
 
 namespace gbui {
 
+int replay_steps(const app_state& s) {
+    const generation_result* g = s.generated.get();
+    return g && g->model == s.model && g->prompt == s.prompt && g->bos == s.bos ? (int)g->ids.size() : 0;
+}
+
 bool result_is_current(const app_state& s) {
     const run_result* r = s.result.get();
+    const int step = std::min(s.gen_step, replay_steps(s)); // the replayed generation step (0: the prompt alone)
+    const bool same_step = step > 0 ? r && r->gen_id == s.generated->request_id && r->cap().n_tokens - r->n_prompt == step
+                                    : r && r->gen_id == 0;
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos &&
-           r->ablation.describe() == s.ablation.describe() && !s.next_result;
+           r->ablation.describe() == s.ablation.describe() && same_step && !s.next_result;
+}
+
+run_request current_run_request(const app_state& s) {
+    run_request q;
+    q.model = s.model;
+    q.prompt = s.prompt;
+    q.bos = s.bos;
+    q.ablation = s.ablation;
+    q.top_k = s.top_k;
+    q.use_gl = s.use_gl;
+    q.focus_layer = s.sel_layer;
+    q.budget_bytes = s.budget_mb << 20;
+    q.scale = s.scale;
+    const int step = std::min(s.gen_step, replay_steps(s));
+    if (step > 0) { // replaying: the prompt as the generation encoded it, and its first `step` tokens
+        const generation_result& g = *s.generated;
+        q.ids = g.prompt_ids;
+        q.ids.insert(q.ids.end(), g.ids.begin(), g.ids.begin() + step);
+        q.n_prompt = (int)g.prompt_ids.size();
+        q.gen_id = g.request_id;
+    }
+    return q;
+}
+
+std::string current_run_key(const app_state& s) {
+    // when the shown capture had to leave layers out, the selected layer is an input too
+    return run_key(current_run_request(s), s.result && !s.result->cap().budget_note.empty());
 }
 
 // A chosen token id, or -1 when none is chosen or it is outside this model's vocabulary.
-static int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap.vocab ? id : -1; }
+static int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap().vocab ? id : -1; }
 
 // The attribution's target and contrast: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast) {
@@ -65,7 +100,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs;
         if (r) {
             attribution_tokens(s, &q.target, &q.contrast);
-            const int T = r->cap.n_tokens;
+            const int T = r->cap().n_tokens;
             q.position = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
             inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" + std::to_string(q.position);
         }
@@ -95,7 +130,8 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
             int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
             q.target = t, q.contrast = c;
             inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
-                     std::to_string(t) + "|" + std::to_string(c) + "|" + s.prompt + "\x1f" + s.corrupt_prompt;
+                     std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
+                     "\x1f" + s.corrupt_prompt;
         }
         if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
         const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);

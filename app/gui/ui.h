@@ -26,6 +26,8 @@ struct ui_context {
     bool prompt_editing = false;           // the prompt shows its editor (else the wrapped text)
     int prompt_edit_frames = 0;            // frames since the editor was asked for (focus takes two)
     bool prompt_cursor_to_end = false;     // the editor puts its cursor at the end on its first active frame
+    std::string run_requested;              // run_key of the inputs last sent to the worker (or covered by a
+                                            // generation, which publishes the prompt's result first)
     // analyses
     analysis_worker* analysis = nullptr;
     bool headless = false;                  // screenshot/script runs: no debounce
@@ -84,6 +86,11 @@ void panel_model(app_state& s, ui_context& ui);
 void panel_lens(app_state& s, ui_context& ui);
 void panel_attribution(app_state& s, ui_context& ui);
 void panel_patching(app_state& s, ui_context& ui);
+
+// The main run's request for the inputs as they are now: the prompt, or the replayed generation step.
+run_request current_run_request(const app_state& s);
+// run_key of current_run_request (with the focus layer when the shown capture leaves layers out).
+std::string current_run_key(const app_state& s);
 
 // Sends the analyses that the open tab / grid mode shows when their inputs changed (newest wins; a run whose
 // inputs changed is stopped at once). Sets s.analysis_want. Returns true when everything wanted is done.

@@ -457,16 +457,16 @@ std::string export_capture(const app_state& s, const std::string& dir) {
     if (!s.result) throw gb::error("nothing to export yet");
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;
-    gb::write_capture_npy(dir, r.cap);
-    gb::write_json(dir + "/capture.json", gb::capture_json(*r.model, r.cap, r.ablation, s.top_k));
+    gb::write_capture_npy(dir, r.cap());
+    gb::write_json(dir + "/capture.json", gb::capture_json(*r.model, r.cap(), r.ablation, s.top_k));
     // the analyses computed for this result (the CLI's formats): one JSON and its .npy arrays each
     std::string wrote = ".npy, capture.json";
     gb::write_head_scores_npy(dir, r.scores);
-    gb::write_json(dir + "/head_scores.json", gb::head_scores_json(r.scores, r.cap));
+    gb::write_json(dir + "/head_scores.json", gb::head_scores_json(r.scores, r.cap()));
     wrote += ", head_scores";
     if (s.lens && s.lens->from == s.result) {
         gb::write_lens_npy(dir, s.lens->lens);
-        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.cap, tok));
+        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.cap(), tok));
         wrote += ", lens";
     }
     if (s.attribution && s.attribution->from == s.result) {
@@ -474,7 +474,7 @@ std::string export_capture(const app_state& s, const std::string& dir) {
         gb::write_json(dir + "/attribution.json", gb::attribution_json(s.attribution->attr, tok));
         wrote += ", attribution";
     }
-    if (s.patching && s.patching->model == r.model && s.patching->clean_ids == r.cap.tokens) {
+    if (s.patching && s.patching->model == r.model && s.patching->clean_ids == r.cap().tokens) {
         const patch_output& p = *s.patching;
         gb::write_patch_npy(dir, p.res);
         gb::write_json(dir + "/patching.json", gb::patch_json(p.res, tok, p.clean_ids, p.corrupt_ids));

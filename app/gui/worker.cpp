@@ -1,10 +1,12 @@
-// Worker thread: loads models, runs forward passes (current + baseline) and generation; newest request wins.
+// Worker thread: loads models, runs the live engine (current + baseline, only what changed) and generation
+// through it; newest request wins, and a newer one stops a running one between layers.
 #include "worker.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "error.h"
 #include "heatmaps.h"
@@ -16,6 +18,11 @@
 #endif
 
 namespace gbui {
+
+using clock_type = std::chrono::steady_clock;
+static double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
 
 std::string display_text(const std::string& s) {
     std::string out;
@@ -59,26 +66,39 @@ worker::~worker() {
     {
         std::lock_guard<std::mutex> l(mu_);
         stop_ = true;
+        newer_ = true; // a run in progress stops at its next layer
     }
     cv_.notify_all();
     thread_.join();
 }
 
+std::string run_key(const run_request& q, bool partial) {
+    std::string k = std::to_string((uintptr_t)q.model.get()) + (q.bos ? "|B|" : "|-|") + (q.use_gl ? "G|" : "C|") +
+                    (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
+                    std::to_string(q.top_k) + "|";
+    if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
+    return k + q.prompt;
+}
+
 void worker::load(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);
     load_ = path;
+    newer_ = true;
     cv_.notify_all();
 }
 
 void worker::run(run_request r) {
     std::lock_guard<std::mutex> l(mu_);
     run_ = std::move(r);
+    gen_.reset(); // the inputs changed after Generate was clicked: like a running generation, it stops
+    newer_ = true;
     cv_.notify_all();
 }
 
 void worker::generate(gen_request r) {
     std::lock_guard<std::mutex> l(mu_);
     gen_ = std::move(r);
+    newer_ = true;
     cv_.notify_all();
 }
 
@@ -95,9 +115,25 @@ bool worker::idle() const {
            !out_.generated && !out_.has_error && !out_.load_failed;
 }
 
+bool worker::running() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return active_ == 2 || active_ == 3;
+}
+
+uint64_t worker::cancelled() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return cancelled_;
+}
+
+uint64_t worker::published() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return published_;
+}
+
 void worker::poll(app_state& s) {
     std::lock_guard<std::mutex> l(mu_);
     s.busy = active_ >= 2 || run_.has_value() || gen_.has_value() || colour_.has_value();
+    s.generating = active_ == 3 || gen_.has_value();
     s.loading = active_ == 1 || load_.has_value();
     s.load_progress = progress_;
     s.load_label = progress_label_;
@@ -125,6 +161,8 @@ void worker::poll(app_state& s) {
     }
     if (out_.generated) {
         s.generated = out_.generated;
+        // the step slider follows a running generation (published with the result of that step) until it is moved
+        if (s.gen_follow) s.gen_step = (int)s.generated->ids.size();
         out_.generated.reset();
     }
     if (out_.has_error) {
@@ -134,50 +172,177 @@ void worker::poll(app_state& s) {
     if (!out_.gl_status.empty()) s.gl_status = out_.gl_status, out_.gl_status.clear();
 }
 
-static std::shared_ptr<run_result> compute(const run_request& q, const gb::attention_fn& attention) {
+// The tokens a request runs: the replayed ids, else the prompt encoded (a prompt longer than the context keeps
+// its end: the next-token prediction depends on it, and says so in notice).
+static std::vector<int> request_tokens(const run_request& q, std::string& notice, int& n_prompt) {
+    if (!q.ids.empty()) {
+        n_prompt = q.n_prompt;
+        return q.ids;
+    }
+    const gb::model& m = *q.model;
+    std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
+    if (ids.empty()) throw gb::error("empty prompt: type some text (or tick \"prepend BOS\")");
+    if ((int)ids.size() > m.config.n_ctx) {
+        notice = "prompt truncated to its last " + std::to_string(m.config.n_ctx) + " of " + std::to_string(ids.size()) +
+                 " tokens (the model's context)";
+        ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
+    }
+    n_prompt = (int)ids.size();
+    return ids;
+}
+
+// Brings the live state up to q with these tokens: only what changed since the kept runs is computed, and a
+// newer request stops it between layers (gb::cancelled).
+void worker::live(gb::live_result& out, const run_request& q, const std::vector<int>& ids, const gb::attention_fn& attention) {
+    if (q.model != live_model_ || q.use_gl != live_gl_) { // nothing kept applies to another model or backend
+        live_ = gb::live_state();
+        derived_ = derived_cache();
+        live_model_ = q.model;
+        live_gl_ = q.use_gl;
+    }
+    gb::live_request rq;
+    rq.tokens = ids;
+    rq.interventions = gb::ablation_interventions(q.ablation, q.model->config);
+    // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
+    // and the attribution (all within the capture budget, which leaves the largest far layers out first)
+    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    rq.keep.resid_stream = true;
+    rq.keep.budget_bytes = q.budget_bytes;
+    rq.keep.focus_layer = q.focus_layer;
+    rq.attention = attention;
+    rq.cancelled = [this] { return newer_.load(std::memory_order_relaxed); };
+    gb::live_run(out, live_, *q.model, rq);
+}
+
+// The published result of a live run: probabilities, top-k and KL of both runs, the head scores and the
+// heatmaps' pixels, the last two reusing the previous published result's where layers or rows are unchanged.
+std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_result& out, const std::string& notice,
+                                           int n_prompt, std::shared_ptr<const heat_pixels>& pixels) {
+    if (newer_) throw gb::cancelled(); // a newer request is waiting: its result replaces this one before it shows
     auto r = std::make_shared<run_result>();
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        r->request_id = next_id_++;
+    }
     r->model = q.model;
     r->prompt = q.prompt;
     r->bos = q.bos;
     r->ablation = q.ablation;
-    const gb::model& m = *q.model;
-    std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
-    if (ids.empty()) throw gb::error("empty prompt: type some text (or tick \"prepend BOS\")");
-    if ((int)ids.size() > m.config.n_ctx) { // keep the end: the next-token prediction depends on it
-        r->notice = "prompt truncated to its last " + std::to_string(m.config.n_ctx) + " of " + std::to_string(ids.size()) +
-                    " tokens (the model's context)";
-        ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
+    r->run = out.run;
+    r->base = out.base;
+    r->report = out.report;
+    r->n_prompt = n_prompt;
+    r->gen_id = q.ids.empty() ? 0 : q.gen_id;
+    r->key = run_key(q, !out.run->budget_note.empty());
+    r->notice = notice;
+    if (!out.report.memory_note.empty())
+        r->notice += (r->notice.empty() ? "" : "; ") + out.report.memory_note +
+                     (out.run->budget_note.empty() ? "" : ": select a head to see its layer");
+    const int V = q.model->config.vocab_size;
+    const float* logits = out.run->last_logits();
+    const float* base_logits = out.base->last_logits();
+    gb::softmax_probs(r->probs, logits, V);
+    if (out.base != out.run) gb::softmax_probs(r->base_probs, base_logits, V);
+    else r->base_probs = r->probs;
+    r->kl = gb::kl_divergence(base_logits, logits, V);
+    r->top = gb::top_k_probs(logits, V, q.top_k);
+    r->base_top = gb::top_k_probs(base_logits, V, q.top_k);
+    // what the previous published result shares with this one (rows equal only under equal inputs)
+    const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C");
+    try {
+        const reuse_plan reuse = plan_reuse(*out.run, derived_.rec.get(), derived_.inputs == inputs);
+        auto t0 = clock_type::now();
+        r->scores = gb::score_heads_resume(derived_.sums, *out.run, reuse.same_layer, reuse.same_rows);
+        r->scores_ms = ms_since(t0);
+        t0 = clock_type::now();
+        pixels = make_heat_pixels(*r, q.scale, derived_.pixels.get(), &reuse);
+        r->pixels_ms = ms_since(t0);
+    } catch (...) {
+        derived_ = derived_cache(); // the sums may be half updated
+        throw;
     }
-    gb::forward_options fo;
-    fo.attention = attention;
-    // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
-    // and the attribution (all within the capture budget, which leaves the largest far layers out first)
-    fo.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
-    fo.keep.resid_stream = true;
-    fo.keep.budget_bytes = q.budget_bytes;
-    fo.keep.focus_layer = q.focus_layer;
-    gb::run_forward(r->cap, m, ids, q.ablation, fo);
-    if (!r->cap.budget_note.empty())
-        r->notice += std::string(r->notice.empty() ? "" : "; ") + r->cap.budget_note + ": select a head to see its layer";
-    const int V = m.config.vocab_size;
-    gb::softmax_probs(r->probs, r->cap.last_logits(), V);
-    std::vector<float> base_logits(r->cap.last_logits(), r->cap.last_logits() + V);
-    if (q.ablation.any()) {
-        gb::record base;
-        gb::forward_options opt;
-        opt.keep.points = 0;
-        gb::run_forward(base, m, ids, {}, opt);
-        gb::softmax_probs(r->base_probs, base.last_logits(), V);
-        base_logits.assign(base.last_logits(), base.last_logits() + V);
-        r->base_resid_norm = base.resid_norm; // the Residual panel's ghost line
-    } else {
-        r->base_probs = r->probs;
-    }
-    r->kl = gb::kl_divergence(base_logits.data(), r->cap.last_logits(), V);
-    r->top = gb::top_k_probs(r->cap.last_logits(), V, q.top_k);
-    r->base_top = gb::top_k_probs(base_logits.data(), V, q.top_k);
-    r->scores = gb::score_heads(r->cap);
+    derived_.rec = out.run;
+    derived_.inputs = inputs;
+    derived_.pixels = pixels;
     return r;
+}
+
+void worker::publish(std::shared_ptr<const run_result> r, std::shared_ptr<const heat_pixels> px,
+                     std::shared_ptr<const generation_result> g) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (r) out_.result = std::move(r), out_.result_pixels = std::move(px), published_++;
+    if (g) out_.generated = std::move(g);
+}
+
+// Generation through the live state: each sampled token is appended to the kept run (one token's work per step),
+// so the panels show the generated tokens as they appear. Sampling and the end-of-text stop as gb::generate.
+void worker::generate_now(const gen_request& g, const gb::attention_fn& attention) {
+    const auto t_start = clock_type::now();
+    const run_request& q = g.run;
+    const gb::model& m = *q.model;
+    // the prompt's own result first, as a run request would give it (the app asks for no separate run)
+    std::string notice;
+    int n_prompt = 0;
+    std::vector<int> ids = request_tokens(q, notice, n_prompt);
+    gb::live_result out;
+    live(out, q, ids, attention); // usually kept already: "nothing changed"
+    std::shared_ptr<const heat_pixels> px;
+    std::shared_ptr<const run_result> r = finish(q, out, notice, n_prompt, px); // before publish(..., px, ...) reads px
+    const int room = m.config.n_ctx - (int)ids.size();
+    if (room <= 0 || !notice.empty()) {
+        publish(r, px);
+        throw gb::error("prompt fills the model's context: no room to generate");
+    }
+    const int max_new = std::min(g.n_tokens, room);
+    auto gen = std::make_shared<generation_result>();
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        gen->request_id = next_id_++;
+    }
+    gen->model = q.model;
+    gen->prompt = q.prompt;
+    gen->bos = q.bos;
+    gen->prompt_ids = ids;
+    auto snapshot = [&] { // the generation so far, as an immutable copy for the UI
+        gen->text = gb::utf8_sanitize(gb::decode(m.tok, gen->ids));
+        gen->n_tokens = (int)gen->ids.size();
+        gen->ms = ms_since(t_start);
+        return std::make_shared<const generation_result>(*gen);
+    };
+    publish(r, px, snapshot());
+    auto published_at = clock_type::now();
+    run_request step = q; // each step's published result: the prompt's ids and those generated so far
+    step.n_prompt = n_prompt;
+    step.gen_id = gen->request_id;
+    std::mt19937_64 rng(g.sampling.seed);
+    bool unpublished = false; // the last step's result is not on its way to the screen yet
+    for (int i = 0; i < max_new; i++) {
+        const int next = gb::sample_token(out.run->last_logits(), m.config.vocab_size, g.sampling, rng);
+        if (next == m.tok.eos_id) {
+            gen->hit_eos = true;
+            break;
+        }
+        gen->ids.push_back(next);
+        ids.push_back(next);
+        live(out, q, ids, attention); // one more token: the kept run grows by one position
+        step.ids = ids;
+        unpublished = true;
+        // at most one result per 50 ms (each costs its pixels and a texture upload), and always the last
+        if (i + 1 < max_new && clock_type::now() - published_at < std::chrono::milliseconds(50)) continue;
+        gen->done = i + 1 == max_new;
+        r = finish(step, out, "", n_prompt, px);
+        publish(r, px, snapshot());
+        published_at = clock_type::now();
+        unpublished = false;
+    }
+    if (gen->done) return;
+    gen->done = true; // stopped at end-of-text (or nothing to generate)
+    if (unpublished) {
+        r = finish(step, out, "", n_prompt, px);
+        publish(r, px, snapshot());
+    } else {
+        publish(nullptr, nullptr, snapshot());
+    }
 }
 
 // The worker makes its own headless GL context the first time GL is asked for; if none can be had it says
@@ -224,6 +389,7 @@ void worker::loop() {
             else if (run_) run.swap(run_), active_ = 2;
             else if (gen_) gen.swap(gen_), active_ = 3;
             else colour.swap(colour_), active_ = 4;
+            newer_ = false; // only a request arriving from now on stops this one (those still queued run after it)
         }
         try {
             if (load) {
@@ -241,35 +407,29 @@ void worker::loop() {
             } else if (run) {
                 gb::attention_fn attention;
                 if (run->use_gl) attention = gl_attention_on_this_thread();
-                auto r = compute(*run, attention);
-                {
-                    std::lock_guard<std::mutex> l(mu_);
-                    r->request_id = next_id_++;
-                }
-                auto px = make_heat_pixels(*r, run->scale);
-                std::lock_guard<std::mutex> l(mu_);
-                out_.result = r;
-                out_.result_pixels = px;
+                std::string notice;
+                int n_prompt = 0;
+                std::vector<int> ids = request_tokens(*run, notice, n_prompt);
+                gb::live_result out;
+                live(out, *run, ids, attention);
+                std::shared_ptr<const heat_pixels> px;
+                auto r = finish(*run, out, notice, n_prompt, px);
+                publish(r, px);
             } else if (colour) {
                 auto px = make_heat_pixels(*colour->result, colour->scale);
+                if (colour->result->run == derived_.rec) derived_.pixels = px; // the next run reuses this scale's
                 std::lock_guard<std::mutex> l(mu_);
                 out_.pixels = px;
             } else if (gen) {
-                const gb::model& m = *gen->model;
-                std::vector<int> ids = gb::encode_prompt(m.tok, gen->prompt, gen->bos);
-                if (ids.empty()) throw gb::error("empty prompt: nothing to continue");
-                int room = m.config.n_ctx - (int)ids.size();
-                if (room <= 0) throw gb::error("prompt fills the model's context: no room to generate");
-                gb::generation g = gb::generate(m, ids, std::min(gen->n_tokens, room), gen->sampling, gen->ablation);
-                auto r = std::make_shared<generation_result>();
-                r->prompt = gen->prompt;
-                r->text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
-                r->n_tokens = (int)g.ids.size();
-                r->ms = g.ms;
-                r->hit_eos = g.hit_eos;
-                std::lock_guard<std::mutex> l(mu_);
-                out_.generated = r;
+                gb::attention_fn attention;
+                if (gen->run.use_gl) attention = gl_attention_on_this_thread();
+                generate_now(*gen, attention);
             }
+        } catch (const gb::cancelled&) {
+            // a newer request replaced this one: publish nothing (the previous complete result stays on screen;
+            // the live state recomputes next time what the stopped run may have half written)
+            std::lock_guard<std::mutex> l(mu_);
+            cancelled_++;
         } catch (const std::exception& e) {
             std::lock_guard<std::mutex> l(mu_);
             out_.error = (load ? "cannot load model: " : "") + std::string(e.what());

@@ -1,6 +1,8 @@
 // The worker thread: model loading, forward passes and generation off the UI thread.
-// Only the newest request of each kind matters; older pending ones are dropped (coalesced).
+// Only the newest request of each kind matters; older pending ones are dropped (coalesced), and a run or
+// generation in progress stops between layers when a newer run, generation or load arrives.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <thread>
 
 #include "app_state.h"
+#include "derived.h"
 
 namespace gbui {
 
@@ -22,7 +25,15 @@ struct run_request {
     int focus_layer = 0;                  // kept first when the capture budget cannot hold every layer
     size_t budget_bytes = 512u << 20;     // capture budget (patterns, z, MLP outputs, residual stream)
     scale_mode scale = SCALE_LINEAR;      // colour scale of the heatmaps' pixels
+    // Replaying a generation: these ids (the prompt's and the first generated ones) instead of the encoded prompt.
+    std::vector<int> ids;                 // empty: encode prompt
+    int n_prompt = 0;                     // with ids: how many of them are the prompt's
+    uint64_t gen_id = 0;                  // with ids: the generation they come from
 };
+
+// Names a request's inputs: equal keys ask for equal results. The focus layer counts only when the capture
+// leaves layers out (partial); the colour scale not at all (a scale change only re-colours).
+std::string run_key(const run_request& q, bool partial);
 
 // Re-colour a result's heatmaps for another scale (no forward pass).
 struct colour_request {
@@ -30,11 +41,10 @@ struct colour_request {
     scale_mode scale = SCALE_LINEAR;
 };
 
+// Each generated token is appended through the same live state as a run, with the same ablation; `run` gives
+// the prompt and how each step's published result is made.
 struct gen_request {
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    gb::ablation ablation;
+    run_request run;
     int n_tokens = 30;
     gb::sampling sampling;
 };
@@ -64,10 +74,21 @@ public:
     // Called once per frame on the UI thread: moves finished work into the state.
     void poll(app_state& s);
     bool idle() const;
+    bool running() const; // a run or generation is being computed now (scripts: to send a request during one)
+    // Counters for scripts and tests: requests stopped by a newer one, results published.
+    uint64_t cancelled() const;
+    uint64_t published() const;
 
 private:
     void loop();
     gb::attention_fn gl_attention_on_this_thread();
+    // worker thread only
+    void live(gb::live_result& out, const run_request& q, const std::vector<int>& ids, const gb::attention_fn& attention);
+    std::shared_ptr<run_result> finish(const run_request& q, const gb::live_result& out, const std::string& notice,
+                                       int n_prompt, std::shared_ptr<const heat_pixels>& pixels);
+    void publish(std::shared_ptr<const run_result> r, std::shared_ptr<const heat_pixels> px,
+                 std::shared_ptr<const generation_result> g = nullptr);
+    void generate_now(const gen_request& g, const gb::attention_fn& attention);
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<std::string> load_;
@@ -78,9 +99,17 @@ private:
     uint64_t next_id_ = 1;
     bool stop_ = false;
     int active_ = 0; // 1 load, 2 run, 3 generate, 4 colour
+    std::atomic<bool> newer_{false}; // a run, generation or load arrived since the running request was taken
+    uint64_t cancelled_ = 0;         // runs and generations stopped by a newer request (for scripts and tests)
+    uint64_t published_ = 0;         // results published
     std::atomic<float> progress_{0};
     std::string progress_label_;
     int gl_state_ = 0; // 0 not tried, 1 ready on the worker thread, -1 unavailable
+    // the live engine's kept runs (worker thread only): of live_model_ with live_gl_'s attention
+    gb::live_state live_;
+    std::shared_ptr<const gb::model> live_model_; // held, so that a new model can never reuse its address
+    bool live_gl_ = false;
+    derived_cache derived_; // the last published result's scores and pixels, for the next one to reuse
     std::thread thread_;
 };
 
