@@ -288,6 +288,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 // colour-by NAME | corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching |
 // select-token I | frames N | hover LABEL | gen-tokens N | gen-step K | flood N | latency TEXT
 // ---------------------------------------------------------------------------------------------
+static const int run_debounce_ms = 20;
 static double g_ui_ms = 0; // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster
 static double g_upload_ms = 0; // time of the last frame's texture uploads (0 when none)
 
@@ -309,6 +310,8 @@ struct script_runner {
     ImVec2 hover_at;
     int wait_frames = 0;
     bool done() const { return next >= lines.size(); }
+    // a `latency` line is waiting for its keystroke's result
+    bool latency_waiting() const { return !done() && lines[next].rfind("latency ", 0) == 0 && phase > 0 && !arrived; }
 };
 
 static void write_png(const std::string& path, int w, int h) {
@@ -769,8 +772,28 @@ int main(int argc, char** argv) {
         auto started = clock_type::now();
         int settled_frames = 0;
 
+        work.wake = [] { glfwPostEmptyEvent(); };
         while (!glfwWindowShouldClose(win)) {
-            glfwPollEvents();
+            // Frames with nothing to show wait for input, for the worker (it wakes the loop when it publishes) or
+            // for the debounce to end. Drawing is CPU work where GL is software (Mesa's llvmpipe): a loop that
+            // spins takes a core from the forward it waits for. Scripts step frame by frame, except while
+            // `latency` waits for a result, which measures the app as a user runs it.
+            const bool may_wait = !headless_job || script.latency_waiting();
+            const bool animating = s.next_pixels || s.loading || ImGui::IsAnyMouseDown() ||
+                                   !ImGui::GetIO().InputQueueCharacters.empty(); // typed, not yet seen by a frame
+            if (may_wait && !animating) {
+                // inputs changed by the last frame (typing) are sent once the debounce has passed
+                const std::string key_now = s.model ? current_run_key(s) : "";
+                const double debounce = headless_job ? 0.0 : 0.001 * run_debounce_ms;
+                const double debounce_left =
+                    key_now == ui.run_requested ? 1.0
+                    : key_now != pending
+                        ? debounce
+                        : std::max(0.0, debounce - std::chrono::duration<double>(clock_type::now() - changed_at).count());
+                glfwWaitEventsTimeout(std::max(0.001, std::min({s.busy ? 0.1 : 0.5, debounce_left})));
+            } else {
+                glfwPollEvents();
+            }
             work.poll(s);
             analyses.poll(s);
             // a new result (or a re-colouring) replaces the shown one once its textures are all uploaded:
@@ -800,7 +823,8 @@ int main(int argc, char** argv) {
             }
             g_dropped.clear();
 
-            // re-run when the inputs changed and have been stable for 150 ms (debounce while typing)
+            // re-run when the inputs changed and have been stable for run_debounce_ms (a newer run stops an older
+            // one between layers, so this only merges a burst of keys)
             std::string key;
             if (s.model) {
                 if (s.gen_step > replay_steps(s)) s.gen_step = 0, s.gen_follow = false; // the prompt was edited: no replay
@@ -811,7 +835,7 @@ int main(int argc, char** argv) {
                 const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
                 if (s.gen_follow && newest && newest->key == key) ui.run_requested = key;
                 if (s.gen_follow && !s.generating) s.gen_follow = false;
-                bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : 150);
+                bool quiet = clock_type::now() - changed_at > std::chrono::milliseconds(headless_job ? 0 : run_debounce_ms);
                 if (key != ui.run_requested && quiet) {
                     try {
                         gb::check_ablation(s.ablation, s.model->config);

@@ -269,9 +269,12 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
 
 void worker::publish(std::shared_ptr<const run_result> r, std::shared_ptr<const heat_pixels> px,
                      std::shared_ptr<const generation_result> g) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (r) out_.result = std::move(r), out_.result_pixels = std::move(px), published_++;
-    if (g) out_.generated = std::move(g);
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        if (r) out_.result = std::move(r), out_.result_pixels = std::move(px), published_++;
+        if (g) out_.generated = std::move(g);
+    }
+    if (wake) wake();
 }
 
 // Generation through the live state: each sampled token is appended to the kept run (one token's work per step),
@@ -401,9 +404,12 @@ void worker::loop() {
                     progress_label_ = label;
                 };
                 auto m = std::make_shared<const gb::model>(gb::load_model(*load, opt));
-                std::lock_guard<std::mutex> l(mu_);
-                out_.loaded = m;
-                out_.loaded_path = *load;
+                {
+                    std::lock_guard<std::mutex> l(mu_);
+                    out_.loaded = m;
+                    out_.loaded_path = *load;
+                }
+                if (wake) wake();
             } else if (run) {
                 gb::attention_fn attention;
                 if (run->use_gl) attention = gl_attention_on_this_thread();
@@ -418,8 +424,11 @@ void worker::loop() {
             } else if (colour) {
                 auto px = make_heat_pixels(*colour->result, colour->scale);
                 if (colour->result->run == derived_.rec) derived_.pixels = px; // the next run reuses this scale's
-                std::lock_guard<std::mutex> l(mu_);
-                out_.pixels = px;
+                {
+                    std::lock_guard<std::mutex> l(mu_);
+                    out_.pixels = px;
+                }
+                if (wake) wake();
             } else if (gen) {
                 gb::attention_fn attention;
                 if (gen->run.use_gl) attention = gl_attention_on_this_thread();
@@ -431,10 +440,13 @@ void worker::loop() {
             std::lock_guard<std::mutex> l(mu_);
             cancelled_++;
         } catch (const std::exception& e) {
-            std::lock_guard<std::mutex> l(mu_);
-            out_.error = (load ? "cannot load model: " : "") + std::string(e.what());
-            out_.has_error = true;
-            if (load) out_.load_failed = true;
+            {
+                std::lock_guard<std::mutex> l(mu_);
+                out_.error = (load ? "cannot load model: " : "") + std::string(e.what());
+                out_.has_error = true;
+                if (load) out_.load_failed = true;
+            }
+            if (wake) wake();
         }
     }
 }

@@ -75,6 +75,9 @@ public:
     void poll(app_state& s);
     bool idle() const;
     bool running() const; // a run or generation is being computed now (scripts: to send a request during one)
+    // Called on the worker thread after it hands something to poll() (a result, a model, an error): the UI loop
+    // may be asleep waiting for events (glfwPostEmptyEvent wakes it). Set before the first request.
+    std::function<void()> wake;
     // Counters for scripts and tests: requests stopped by a newer one, results published.
     uint64_t cancelled() const;
     uint64_t published() const;
