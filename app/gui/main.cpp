@@ -790,7 +790,8 @@ int main(int argc, char** argv) {
                     : key_now != pending
                         ? debounce
                         : std::max(0.0, debounce - std::chrono::duration<double>(clock_type::now() - changed_at).count());
-                glfwWaitEventsTimeout(std::max(0.001, std::min({s.busy ? 0.1 : 0.5, debounce_left})));
+                const bool working = s.busy || !analyses.idle(); // progress bars move, results come
+                glfwWaitEventsTimeout(std::max(0.001, std::min({working ? 0.1 : 0.5, debounce_left})));
             } else {
                 glfwPollEvents();
             }
