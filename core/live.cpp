@@ -309,6 +309,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     v.rec = rec;
     copy_interventions(v, a.iv, c, T);
     v.stale_token = v.stale_point = -1;
+    if (!a.use_cache) v.stale_token = 0; // no keys and values were kept: nothing for a later run to resume from
     return st;
 }
 

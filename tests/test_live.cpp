@@ -309,6 +309,16 @@ TEST(Live, BudgetDropsFarLayersFirstAndSaysSo) {
     EXPECT_NE(out.report.memory_note.find("no live recompute"), std::string::npos) << out.report.memory_note;
     gb::record want = full_run(rm.m, rq.tokens, {}, app_keep());
     EXPECT_LT(diff(out.run->last_logits(), want.last_logits(), rm.m.config.vocab_size), 1e-5);
+
+    rq.keep.budget_bytes = 0; // room again: the runs without kept keys and values leave nothing to resume from
+    rq.tokens.push_back(t[7]);
+    gb::live_run(out, st, rm.m, rq);
+    EXPECT_FALSE(out.report.reused) << out.report.what;
+    expect_same(*out.run, full_run(rm.m, rq.tokens, {}, app_keep()), rm.m, "after full runs without a cache");
+    rq.tokens.push_back(t[8]);
+    gb::live_run(out, st, rm.m, rq);
+    EXPECT_EQ(out.report.from_token, 30);
+    expect_same(*out.run, full_run(rm.m, rq.tokens, {}, app_keep()), rm.m, "typed after that");
 }
 
 TEST(Live, BadRequestsKeepTheKeptRun) {
