@@ -15,20 +15,28 @@ namespace gb {
 // ---------------------------------------------------------------------------------------------
 // Comparing requests: where does a change first take effect?
 // ---------------------------------------------------------------------------------------------
-int intervention_start_point(const intervention& v, int L) {
-    const int l = std::max(v.layer, 0); // every layer: the first
-    switch (v.point) {
-    case HOOK_RESID_PRE: return l == 0 ? -1 : 2 * l; // layer 0's is the embeddings, kept after the change
-    case HOOK_RESID_MID: return 2 * l;               // the kept stream there already holds the old change
+// The residual point before the sublayer that computes point p of layer l: 2l for the attention side (the
+// stream entering the layer, resid_mid included: attention adds it), 2l+1 for the MLP side (resid_post
+// included), 2L for the final norm and logits.
+static int sublayer_start(hook_point p, int l, int L) {
+    switch (p) {
     case HOOK_MLP_IN:
     case HOOK_MLP_POST:
     case HOOK_MLP_OUT:
     case HOOK_RESID_POST: return 2 * l + 1;
     case HOOK_FINAL_NORM:
     case HOOK_LOGITS: return 2 * L;
-    default: // attention side (attn_in, q, k, v, pattern, z, head_out, attn_out); NO_RESIDUAL at resid_mid too
-        return 2 * l;
+    default: return 2 * l;
     }
+}
+
+// A resumed run restarts at a residual point, and the stream kept there already holds that point's old
+// interventions: a change at a residual point restarts before the sublayer that forms it. Layer 0's resid_pre is
+// the embeddings: from scratch (-1). NO_RESIDUAL and IDENTITY_NORM sit at the points of the sublayers they change.
+int intervention_start_point(const intervention& v, int L) {
+    const int l = std::max(v.layer, 0); // every layer: the first
+    if (v.point == HOOK_RESID_PRE && l == 0) return -1;
+    return sublayer_start(v.point, l, L);
 }
 
 // Floats of a SET intervention's values at T tokens (0 for the other kinds).
@@ -113,19 +121,12 @@ static void copy_cache_layers(forward_state& dst, const forward_state& src, cons
 // Building the next record from a kept one
 // ---------------------------------------------------------------------------------------------
 // The residual point from which a resumed run writes (point p, layer l) again: a tensor is shared with the kept
-// record when the run starts after it.
+// record when the run starts after it. The residual points themselves are written again when the run resumes
+// at them (it visits its start point), the others by their sublayer.
 static int written_from(hook_point p, int l, int L) {
-    switch (p) {
-    case HOOK_RESID_PRE: return 2 * l;
-    case HOOK_RESID_MID: return 2 * l + 1; // the first point a run resumed there visits
-    case HOOK_MLP_IN:
-    case HOOK_MLP_POST:
-    case HOOK_MLP_OUT: return 2 * l + 1;
-    case HOOK_RESID_POST: return 2 * l + 2; // visited again by a run resumed after it
-    case HOOK_FINAL_NORM:
-    case HOOK_LOGITS: return 2 * L;
-    default: return 2 * l;
-    }
+    if (p == HOOK_RESID_MID) return 2 * l + 1;
+    if (p == HOOK_RESID_POST) return 2 * l + 2;
+    return sublayer_start(p, l, L);
 }
 
 static bool same_layout(const record_plan& a, const record& r) {

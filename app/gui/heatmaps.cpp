@@ -31,18 +31,18 @@ float scale_value(float p, scale_mode mode, float row_max) {
     }
 }
 
-// One mipmap level from the one above it (sw x sh RGBA into dw x dh): each texel the mean of its 2 x 2 sources,
-// clamped at the edges (an odd size's last row or column drops out, as in most GL drivers).
-static void box_filter(const uint8_t* src, int sw, int sh, uint8_t* dst, int dw, int dh) {
-    for (int y = 0; y < dh; y++)
-        for (int x = 0; x < dw; x++) {
-            const int x0 = std::min(2 * x, sw - 1), x1 = std::min(2 * x + 1, sw - 1);
-            const int y0 = std::min(2 * y, sh - 1), y1 = std::min(2 * y + 1, sh - 1);
-            const uint8_t *a = src + ((size_t)y0 * sw + x0) * 4, *b = src + ((size_t)y0 * sw + x1) * 4;
-            const uint8_t *c = src + ((size_t)y1 * sw + x0) * 4, *d = src + ((size_t)y1 * sw + x1) * 4;
-            uint8_t* q = dst + ((size_t)y * dw + x) * 4;
-            for (int ch = 0; ch < 4; ch++) q[ch] = (uint8_t)((a[ch] + b[ch] + c[ch] + d[ch] + 2) / 4);
-        }
+// Columns [x0, dw) of row y of one mipmap level from the level above it (sw x sh RGBA into dw x dh): each texel
+// the mean of its 2 x 2 sources, clamped at the edges (an odd size's last row or column drops out, as in most
+// GL drivers).
+static void box_filter_row(const uint8_t* src, int sw, int sh, uint8_t* dst, int dw, int y, int x0) {
+    const int y0 = std::min(2 * y, sh - 1), y1 = std::min(2 * y + 1, sh - 1);
+    for (int x = x0; x < dw; x++) {
+        const int xa = std::min(2 * x, sw - 1), xb = std::min(2 * x + 1, sw - 1);
+        const uint8_t *a = src + ((size_t)y0 * sw + xa) * 4, *b = src + ((size_t)y0 * sw + xb) * 4;
+        const uint8_t *c = src + ((size_t)y1 * sw + xa) * 4, *d = src + ((size_t)y1 * sw + xb) * 4;
+        uint8_t* q = dst + ((size_t)y * dw + x) * 4;
+        for (int ch = 0; ch < 4; ch++) q[ch] = (uint8_t)((a[ch] + b[ch] + c[ch] + d[ch] + 2) / 4);
+    }
 }
 
 std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode scale, const heat_pixels* before,
@@ -113,12 +113,7 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
                     c0 = std::min(sz, old_sz);
                     std::copy_n(old_lv + (size_t)r * old_sz * 4, (size_t)c0 * 4, dst + (size_t)r * sz * 4);
                 }
-                for (int cx = c0; cx < sz; cx++) { // 2x2 box filter (an odd size's last row and column drop out)
-                    const uint8_t* a = src + ((size_t)(2 * r) * src_sz + 2 * cx) * 4;
-                    const uint8_t* b = a + (size_t)src_sz * 4;
-                    uint8_t* q = dst + ((size_t)r * sz + cx) * 4;
-                    for (int ch = 0; ch < 4; ch++) q[ch] = (uint8_t)((a[ch] + a[4 + ch] + b[ch] + b[4 + ch] + 2) / 4);
-                }
+                box_filter_row(src, src_sz, src_sz, dst, sz, r, c0);
             }
         }
     }
@@ -139,9 +134,10 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
             viridis(hi > lo ? (std::log(std::max(v, 1e-6f)) - lo) / (hi - lo) : 0.5f, q);
             q[3] = 255;
         }
-    for (int lv = 1; lv < mip_count(T, P); lv++) // 2x2 box filter; a side already 1 texel wide stays 1
-        box_filter(&px->resid[mip_offset(T, P, lv - 1) * 4], mip_dim(T, lv - 1), mip_dim(P, lv - 1),
-                   &px->resid[mip_offset(T, P, lv) * 4], mip_dim(T, lv), mip_dim(P, lv));
+    for (int lv = 1; lv < mip_count(T, P); lv++) // a side already 1 texel wide stays 1
+        for (int y = 0; y < mip_dim(P, lv); y++)
+            box_filter_row(&px->resid[mip_offset(T, P, lv - 1) * 4], mip_dim(T, lv - 1), mip_dim(P, lv - 1),
+                           &px->resid[mip_offset(T, P, lv) * 4], mip_dim(T, lv), y, 0);
     return px;
 }
 
