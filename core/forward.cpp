@@ -277,13 +277,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         }
     } else {
         for (int t = 0; t < n; t++) {
-            const float* te = &w.tok_emb[(size_t)tokens[t] * d];
             float* xt = x + (size_t)t * d;
+            table_row(xt, w.tok_emb, tokens[t]);
             if (arch.pos == POS_LEARNED) {
                 const float* pe = &w.pos_emb[(size_t)(n0 + t) * d];
-                for (int i = 0; i < d; i++) xt[i] = te[i] + pe[i];
-            } else {
-                std::copy(te, te + d, xt);
+                for (int i = 0; i < d; i++) xt[i] += pe[i];
             }
         }
         residual(nullptr, false, 0, HOOK_RESID_PRE, 0, "embed");
@@ -414,18 +412,19 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     at.visit(HOOK_FINAL_NORM, L, s.xn.data(), n_out, d, d);
     tm.rest_ms += ms_since(t0);
     t0 = clock_type::now();
-    const std::vector<float>& table = w.lm_head.empty() ? w.tok_emb : w.lm_head; // [V][d]
     if (!opt.logit_ids.empty()) { // a few rows of the LM head, in double
         const int k = (int)opt.logit_ids.size();
         logits.resize((size_t)n_out * k);
-        for (int r = 0; r < n_out; r++)
-            for (int j = 0; j < k; j++) {
-                const float* e = &table[(size_t)opt.logit_ids[j] * d];
+        std::vector<float> e(d);
+        for (int j = 0; j < k; j++) {
+            table_row(e.data(), w.unembedding(), opt.logit_ids[j]);
+            for (int r = 0; r < n_out; r++) {
                 const float* xr = s.xn.data() + (size_t)r * d;
                 double sum = 0;
                 for (int i = 0; i < d; i++) sum += (double)xr[i] * e[i];
                 logits[(size_t)r * k + j] = (float)sum;
             }
+        }
     } else {
         logits.resize((size_t)n_out * V);
         lm_head_forward(logits.data(), s.xn.data(), n_out, m, s.gemm);

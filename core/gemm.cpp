@@ -22,6 +22,7 @@
 #include <mutex>
 #include <omp.h>
 #if defined(__x86_64__)
+#include <immintrin.h>
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 
 #include "error.h"
 #include "gemm_amx.h"
+#include "safetensors.h" // f16_to_f32
 #include "simd_math.h"
 
 namespace gb {
@@ -155,16 +157,142 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, 
     return m;
 }
 
-weight_matrix pack_head(const std::vector<float>& emb, int64_t V, int64_t d) {
+weight_matrix pack_head(const row_table& emb) {
     weight_matrix m;
-    if (matmul_kind_now() != MATMUL_AMX || V <= 0 || d <= 0 || (int64_t)emb.size() != V * d || d > amx::max_in ||
+    const int64_t V = emb.rows, d = emb.cols;
+    // a stored F16/BF16/Q8_0 table stays as it is: its rows are read by gemm_table (digits would triple it)
+    if (matmul_kind_now() != MATMUL_AMX || emb.type != GGML_F32 || V <= 0 || d <= 0 || d > amx::max_in ||
         V > (1 << 30))
         return m;
-    if (!all_finite(emb.data(), emb.size())) return m;
+    const float* e = (const float*)emb.data;
+    if (!all_finite(e, emb.size())) return m;
     m.in = (int)d;
     m.out = (int)V;
-    pack_digits(m, emb.data(), true);
+    pack_digits(m, e, true);
     return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights kept as stored (F16, BF16, Q8_0): packed into panels of their own type
+// ---------------------------------------------------------------------------------------------
+bool kept_as_stored(uint32_t type) { return type == GGML_F16 || type == GGML_BF16 || type == GGML_Q8_0; }
+
+static size_t stored_value_bytes(uint32_t type) { return type == GGML_Q8_0 ? 1 : 2; }
+
+weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored) {
+    int64_t M = 0;
+    for (const matrix_part& p : parts) {
+        if (p.out <= 0 || !p.data || !ggml_bytes(p.type, in)) throw error("internal: pack_parts of a bad part");
+        M += p.out;
+    }
+    if (parts.empty() || in <= 0 || in > (1 << 30) || M > (1 << 30)) throw error("internal: pack_parts shape");
+    const uint32_t type = parts[0].type;
+    bool stored = keep_stored && kept_as_stored(type);
+    for (const matrix_part& p : parts)
+        stored &= p.type == type && (type != GGML_Q8_0 || (p.out_major && in % 32 == 0));
+    if (!stored) { // dequantise into the plain [in][M] and pack for the process's kernel
+        std::vector<float> w((size_t)(in * M)), row((size_t)in);
+        int64_t col0 = 0;
+        for (const matrix_part& p : parts) {
+            if (p.out_major) {
+                const size_t row_bytes = ggml_bytes(p.type, in);
+                for (int64_t o = 0; o < p.out; o++) {
+                    dequantize(row.data(), p.data + (size_t)o * row_bytes, p.type, in);
+                    for (int64_t k = 0; k < in; k++) w[(size_t)(k * M + col0 + o)] = row[(size_t)k];
+                }
+            } else {
+                std::vector<float> all((size_t)(in * p.out));
+                dequantize(all.data(), p.data, p.type, in * p.out);
+                for (int64_t k = 0; k < in; k++)
+                    std::copy_n(&all[(size_t)(k * p.out)], p.out, &w[(size_t)(k * M + col0)]);
+            }
+            col0 += p.out;
+        }
+        return pack_matrix(w, in, M);
+    }
+    weight_matrix m;
+    m.in = (int)in;
+    m.out = (int)M;
+    m.type = type;
+    for (const matrix_part& p : parts) m.finite &= stored_finite(p.data, type, in * p.out);
+    const int64_t panels = (M + NR - 1) / NR, esize = (int64_t)stored_value_bytes(type);
+    m.stored.assign((size_t)(panels * in * NR * esize), 0);
+    if (type == GGML_Q8_0) m.scale.assign((size_t)(panels * (in / 32) * NR), 0.0f);
+    // column j of the whole -> (part, column in the part)
+    std::vector<std::pair<int, int64_t>> col((size_t)M);
+    for (int64_t j = 0, pi = 0, c = 0; j < M; j++, c++) {
+        while (c >= parts[(size_t)pi].out) pi++, c = 0;
+        col[(size_t)j] = {(int)pi, c};
+    }
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t p = 0; p < panels; p++) {
+        for (int64_t jj = 0; jj < NR && p * NR + jj < M; jj++) {
+            const matrix_part& part = parts[(size_t)col[(size_t)(p * NR + jj)].first];
+            const int64_t c = col[(size_t)(p * NR + jj)].second;
+            if (type == GGML_Q8_0) { // blocks of 34 bytes along in: f16 scale, then 32 int8
+                const uint8_t* src = part.data + (size_t)(c * (in / 32) * 34);
+                int8_t* q = (int8_t*)m.stored.data() + (size_t)(p * in * NR + jj);
+                float* sc = m.scale.data() + (size_t)(p * (in / 32) * NR + jj);
+                for (int64_t b = 0; b < in / 32; b++, src += 34) {
+                    sc[b * NR] = f16_to_f32((uint16_t)(src[0] | src[1] << 8));
+                    for (int i = 0; i < 32; i++) q[(b * 32 + i) * NR] = (int8_t)src[2 + i];
+                }
+            } else {
+                uint16_t* dst = (uint16_t*)m.stored.data() + (size_t)(p * in * NR + jj);
+                const uint16_t* src = (const uint16_t*)part.data;
+                if (part.out_major)
+                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[c * in + k], 2);
+                else
+                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[k * part.out + c], 2);
+            }
+        }
+    }
+    return m;
+}
+
+// rows k0 .. k0+kc of panel p of a stored matrix -> tile [kc][NR] floats. Each value is exactly its dequantised
+// value (F16/BF16 widen exactly; a Q8_0 scale times an 8-bit integer is exact in fp32), so the fp32 micro-kernel
+// on the tile computes what it computes on weights dequantised at load.
+static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, int kc) {
+    const size_t first = ((size_t)p * w.in + k0) * NR, count = (size_t)kc * NR;
+    if (w.type == GGML_F16) {
+        const uint16_t* src = (const uint16_t*)w.stored.data() + first;
+        size_t i = 0;
+#if defined(__AVX512F__)
+        for (; i + 16 <= count; i += 16)
+            _mm512_store_ps(tile + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(src + i))));
+#elif defined(__F16C__) && defined(__AVX__)
+        for (; i + 8 <= count; i += 8) _mm256_store_ps(tile + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
+#endif
+        for (; i < count; i++) tile[i] = f16_to_f32(src[i]);
+    } else if (w.type == GGML_BF16) { // bf16 is the top half of an f32
+        const uint16_t* src = (const uint16_t*)w.stored.data() + first;
+        size_t i = 0;
+#if defined(__AVX512F__)
+        for (; i + 16 <= count; i += 16)
+            _mm512_store_si512((__m512i*)(tile + i),
+                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(src + i))), 16));
+#endif
+        for (; i < count; i++) {
+            const uint32_t bits = (uint32_t)src[i] << 16;
+            std::memcpy(tile + i, &bits, 4);
+        }
+    } else { // Q8_0
+        const int8_t* q = (const int8_t*)w.stored.data() + first;
+        for (int k = 0; k < kc; k++) {
+            const float* sc = w.scale.data() + ((size_t)p * (w.in / 32) + (size_t)(k0 + k) / 32) * NR;
+            float* t = tile + (size_t)k * NR;
+            const int8_t* qk = q + (size_t)k * NR;
+            int j = 0;
+#if defined(__AVX512F__)
+            for (; j + 16 <= NR; j += 16)
+                _mm512_store_ps(t + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                          _mm_loadu_si128((const __m128i*)(qk + j)))),
+                                                      _mm512_loadu_ps(sc + j)));
+#endif
+            for (; j < NR; j++) t[j] = sc[j] * (float)qk[j];
+        }
+    }
 }
 
 std::vector<float> unpack_matrix(const weight_matrix& m) {
@@ -174,9 +302,11 @@ std::vector<float> unpack_matrix(const weight_matrix& m) {
         return w;
     }
     const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
+    aligned_vector<float> tile(m.stored.empty() ? 0 : (size_t)m.in * NR);
     for (int64_t p = 0; p < panels; p++) {
         const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
-        const float* src = &m.data[(size_t)(p * m.in * NR)];
+        if (!m.stored.empty()) dequantize_slice(tile.data(), m, p, 0, m.in);
+        const float* src = m.stored.empty() ? &m.data[(size_t)(p * m.in * NR)] : tile.data();
         for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, &w[(size_t)(k * m.out + j0)]);
     }
     return w;
@@ -289,8 +419,13 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
     const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
     // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
     // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
+    const bool stored = !w.stored.empty();
+    const size_t esize = stored ? stored_value_bytes(w.type) : sizeof(float);
 #pragma omp parallel if (threaded)
     {
+        // a stored matrix's slice as floats: KC x NR per thread (72 KB with AVX-512), kept between calls
+        static thread_local aligned_vector<float> tile;
+        if (stored && tile.size() < (size_t)KC * NR) tile.resize((size_t)KC * NR);
 #pragma omp for schedule(static)
         for (int job = 0; job < slices * blocks; job++)
             pack_rows(packed, x, n, K, blocks, (job / blocks) * KC, job % blocks);
@@ -303,14 +438,23 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
                 if (!bias.empty()) std::copy_n(bias.data() + j0, cols, bias_tile);
                 for (int k0 = 0; k0 < K; k0 += KC) {
                     const int kc = std::min(KC, K - k0);
-                    const float* b = w.data.data() + ((size_t)p * K + k0) * NR;
+                    const float* b;
+                    const char *next, *end; // the rest of the stream of panel bytes
+                    if (stored) { // the slice in floats, once for all the row blocks that pass over it
+                        dequantize_slice(tile.data(), w, p, k0, kc);
+                        b = tile.data();
+                        next = (const char*)w.stored.data() + ((size_t)p * K + k0 + kc) * NR * esize;
+                        end = (const char*)w.stored.data() + w.stored.size();
+                    } else {
+                        b = w.data.data() + ((size_t)p * K + k0) * NR;
+                        next = (const char*)(b + (size_t)kc * NR);
+                        end = (const char*)(w.data.data() + w.data.size());
+                    }
                     const float* slice = packed + (size_t)k0 * blocks * MR;
                     // The panel data a thread reads is one contiguous stream: while the row blocks reuse this
                     // slice from cache, each fetches its share of the next slice into L2, so the first block of
                     // the next slice does not wait on memory.
-                    const char* next = (const char*)(b + (size_t)kc * NR);
-                    const char* end = (const char*)(w.data.data() + w.data.size());
-                    const size_t next_lines = std::min<size_t>((size_t)KC * NR * sizeof(float),
+                    const size_t next_lines = std::min<size_t>((size_t)KC * NR * esize,
                                                                next < end ? (size_t)(end - next) : 0) / 64;
                     const int share = (int)((next_lines + (ib1 - ib0) - 1) / (ib1 - ib0));
                     for (int ib = ib0; ib < ib1; ib++) {
@@ -323,6 +467,30 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
                     }
                 }
             }
+        }
+    }
+}
+
+// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of e [rows][d]. Two accumulators
+// per row halve the add chains.
+static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
+    for (int r = 0; r < n; r++) {
+        const float* xr = x + (size_t)r * d;
+        vec a[4] = {}, b[4] = {};
+        int i = 0;
+        for (; i + 2 * VL <= d; i += 2 * VL) {
+            const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
+            for (int j = 0; j < rows; j++) {
+                a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
+                b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
+            }
+        }
+        for (int j = 0; j < rows; j++) {
+            const vec ab = a[j] + b[j];
+            float s = 0.0f;
+            for (int l = 0; l < VL; l++) s += ab[l];
+            for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
+            out[(size_t)r * V + v0 + j] = s;
         }
     }
 }
@@ -345,28 +513,32 @@ void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, i
     }
     // One pass over the embedding rows, four at a time, each group dotted with the n (<= 4) positions while it is
     // in L1: four rows are four streams in flight (one row at a time reached 15-20 GB/s here, four rows 23).
-    // Two accumulators per row halve the add chains.
 #pragma omp parallel for schedule(static) if (threaded)
-    for (int v0 = 0; v0 < V; v0 += 4) {
-        const int rows = std::min(4, V - v0);
-        const float* e = emb + (size_t)v0 * d;
-        for (int r = 0; r < n; r++) {
-            const float* xr = x + (size_t)r * d;
-            vec a[4] = {}, b[4] = {};
-            int i = 0;
-            for (; i + 2 * VL <= d; i += 2 * VL) {
-                const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
-                for (int j = 0; j < rows; j++) {
-                    a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
-                    b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
-                }
-            }
-            for (int j = 0; j < rows; j++) {
-                const vec ab = a[j] + b[j];
-                float s = 0.0f;
-                for (int l = 0; l < VL; l++) s += ab[l];
-                for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
-                out[(size_t)r * V + v0 + j] = s;
+    for (int v0 = 0; v0 < V; v0 += 4) dot_rows(out, x, emb + (size_t)v0 * d, n, d, V, v0, std::min(4, V - v0));
+}
+
+void gemm_table(float* out, const float* x, const row_table& t, int n) {
+    const int d = (int)t.cols, V = (int)t.rows;
+    if (t.type == GGML_F32) return gemm_rows_transposed(out, x, (const float*)t.data, n, d, V);
+    // A stored table: its rows are dequantised a group at a time into a thread's buffer, then multiplied as f32
+    // rows are, so the logits are those of the dequantised table.
+    const bool threaded = (int64_t)n * d * V > parallel_min_work;
+    const int group = n > 4 ? 256 : 4;
+#pragma omp parallel if (threaded)
+    {
+        static thread_local std::vector<float> rows;
+        if (rows.size() < (size_t)group * d) rows.resize((size_t)group * d);
+#pragma omp for schedule(static)
+        for (int v0 = 0; v0 < V; v0 += group) {
+            const int count = std::min(group, V - v0);
+            for (int j = 0; j < count; j++) table_row(rows.data() + (size_t)j * d, t, v0 + j);
+            if (n > 4) {
+                using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+                Eigen::Map<const mat> X(x, n, d), E(rows.data(), count, d);
+                Eigen::Map<mat, 0, Eigen::OuterStride<>> O(out + v0, n, count, Eigen::OuterStride<>(V));
+                O.noalias() = X * E.transpose();
+            } else {
+                dot_rows(out, x, rows.data(), n, d, V, v0, count);
             }
         }
     }

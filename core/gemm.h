@@ -40,12 +40,16 @@ enum epilogue { EPILOGUE_NONE, EPILOGUE_GELU };
 void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
           gemm_scratch& scratch, epilogue epi = EPILOGUE_NONE);
 
-// The LM head for the AMX kernel: emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty (and the
-// LM head stays on gemm_rows_transposed) when the kernel is fp32 or the table holds NaN/Inf.
-weight_matrix pack_head(const std::vector<float>& emb, int64_t V, int64_t d);
+// The LM head for the AMX kernel: an F32 table emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty
+// (and the LM head stays on gemm_table) when the kernel is fp32, the table is stored F16/BF16/Q8_0, or it holds
+// NaN/Inf.
+weight_matrix pack_head(const row_table& emb);
 
 // out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
 // positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.
 void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, int d, int V);
+// out [n][t.rows] = x [n][t.cols] * t^T for a table in any stored type (gemm_rows_transposed for F32; other types
+// are dequantised a group of rows at a time, so the result is the dequantised table's).
+void gemm_table(float* out, const float* x, const row_table& t, int n);
 
 } // namespace gb

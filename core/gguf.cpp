@@ -13,118 +13,6 @@
 namespace gb {
 
 // ---------------------------------------------------------------------------------------------
-// Block formats: (values per block, bytes per block)
-// ---------------------------------------------------------------------------------------------
-struct block_format {
-    int64_t values, bytes;
-};
-
-static bool type_format(uint32_t type, block_format& b) {
-    switch (type) {
-    case GGML_F32: b = {1, 4}; return true;
-    case GGML_F16: b = {1, 2}; return true;
-    case GGML_BF16: b = {1, 2}; return true;
-    case GGML_Q8_0: b = {32, 34}; return true;   // f16 d, int8 q[32]
-    case GGML_Q4_0: b = {32, 18}; return true;   // f16 d, 4-bit q[32] packed in 16 bytes
-    case GGML_Q4_K: b = {256, 144}; return true; // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes q
-    case GGML_Q6_K: b = {256, 210}; return true; // 128 bytes low 4 bits, 64 bytes high 2 bits, int8 scales[16], f16 d
-    default: return false;
-    }
-}
-
-const char* ggml_type_name(uint32_t type) {
-    switch (type) {
-    case GGML_F32: return "F32";
-    case GGML_F16: return "F16";
-    case GGML_BF16: return "BF16";
-    case GGML_Q8_0: return "Q8_0";
-    case GGML_Q4_0: return "Q4_0";
-    case GGML_Q4_K: return "Q4_K";
-    case GGML_Q6_K: return "Q6_K";
-    default: return "unsupported";
-    }
-}
-
-static float half(const uint8_t* p) { return f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
-
-// Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes
-static void q4k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
-void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
-    block_format bf;
-    if (!type_format(type, bf) || n % bf.values) throw error("internal: dequantize of " + std::string(ggml_type_name(type)));
-    const int64_t blocks = n / bf.values;
-    for (int64_t b = 0; b < blocks; b++, x += bf.bytes) {
-        switch (type) {
-        case GGML_F32: std::memcpy(y++, x, 4); break;
-        case GGML_F16: *y++ = half(x); break;
-        case GGML_BF16: *y++ = bf16_to_f32((uint16_t)(x[0] | x[1] << 8)); break;
-        case GGML_Q8_0: {
-            float d = half(x);
-            for (int i = 0; i < 32; i++) *y++ = d * (int8_t)x[2 + i];
-            break;
-        }
-        case GGML_Q4_0: { // low nibbles are values 0..15, high nibbles 16..31; offset 8
-            float d = half(x);
-            const uint8_t* q = x + 2;
-            for (int i = 0; i < 16; i++) y[i] = d * ((q[i] & 0xF) - 8), y[i + 16] = d * ((q[i] >> 4) - 8);
-            y += 32;
-            break;
-        }
-        case GGML_Q4_K: { // 4 groups of 64: low nibbles with one scale/min, high nibbles with the next
-            float d = half(x), dmin = half(x + 2);
-            const uint8_t* scales = x + 4;
-            const uint8_t* q = x + 16;
-            for (int g = 0; g < 4; g++) {
-                int sc, m;
-                q4k_scale_min(2 * g, scales, sc, m);
-                float d1 = d * sc, m1 = dmin * m;
-                q4k_scale_min(2 * g + 1, scales, sc, m);
-                float d2 = d * sc, m2 = dmin * m;
-                for (int l = 0; l < 32; l++) y[l] = d1 * (q[l] & 0xF) - m1;
-                for (int l = 0; l < 32; l++) y[32 + l] = d2 * (q[l] >> 4) - m2;
-                q += 32;
-                y += 64;
-            }
-            break;
-        }
-        case GGML_Q6_K: { // 2 halves of 128: 6-bit values from 4 low + 2 high bits, offset 32, int8 scales per 16
-            const uint8_t* ql = x;
-            const uint8_t* qh = x + 128;
-            const int8_t* sc = (const int8_t*)(x + 192);
-            float d = half(x + 208);
-            for (int h = 0; h < 2; h++) {
-                for (int l = 0; l < 32; l++) {
-                    int is = l / 16;
-                    int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-                    int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-                    int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-                    int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                    y[l] = d * sc[is] * q1;
-                    y[l + 32] = d * sc[is + 2] * q2;
-                    y[l + 64] = d * sc[is + 4] * q3;
-                    y[l + 96] = d * sc[is + 6] * q4;
-                }
-                y += 128;
-                ql += 64;
-                qh += 32;
-                sc += 8;
-            }
-            break;
-        }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Parsing: a cursor that never reads past the end of the mapping
 // ---------------------------------------------------------------------------------------------
 struct cursor {
@@ -297,19 +185,19 @@ gguf_file open_gguf(const std::string& path) {
     if (data_start > g.file->size) throw error(path + ": truncated before the tensor data");
     const uint64_t data_size = g.file->size - data_start;
     for (auto& [ti, off] : infos) {
-        block_format bf;
-        if (!type_format(ti.type, bf))
+        int64_t block_values, block_bytes;
+        if (!ggml_block(ti.type, block_values, block_bytes))
             throw error(path + ": tensor " + ti.name + " has type " + std::to_string(ti.type) +
-                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                        " (supported: " + std::string(ggml_supported_names()) + ")");
         uint64_t count = 1;
         for (int64_t v : ti.ne) {
             if (count > (1ull << 40) / (uint64_t)v) throw error(path + ": tensor " + ti.name + " is absurdly large");
             count *= (uint64_t)v;
         }
-        if (ti.ne[0] % bf.values)
+        if (ti.ne[0] % block_values)
             throw error(path + ": tensor " + ti.name + " row of " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
-                        ggml_type_name(ti.type) + " block (" + std::to_string(bf.values) + ")");
-        uint64_t bytes = count / bf.values * bf.bytes;
+                        ggml_type_name(ti.type) + " block (" + std::to_string(block_values) + ")");
+        uint64_t bytes = count / block_values * block_bytes;
         if (off % alignment) throw error(path + ": tensor " + ti.name + " offset " + std::to_string(off) + " is misaligned");
         if (off > data_size || bytes > data_size - off)
             throw error(path + ": tensor " + ti.name + " data [" + std::to_string(off) + ", +" + std::to_string(bytes) +
@@ -404,12 +292,25 @@ static void gguf_rope(model_config& c, const gguf_file& g, const std::string& ar
     rope_init_freqs(c, divisors);
 }
 
-// [out][in] matrix from GGUF (ne = {in, out}) to [in][out]
-static std::vector<float> matrix(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
-    std::vector<float> w = gguf_tensor_f32(g, name, {in, out}), t(w.size());
-    for (int64_t o = 0; o < out; o++)
-        for (int64_t i = 0; i < in; i++) t[(size_t)(i * out + o)] = w[(size_t)(o * in + i)];
-    return t;
+// A GGUF matrix ([out][in] rows, ne = {in, out}) as stored, shape checked
+static matrix_part part(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
+    auto it = g.tensors.find(name);
+    if (it == g.tensors.end()) throw error(g.file->path + ": missing tensor " + name);
+    const gguf_tensor& t = it->second;
+    std::vector<int64_t> have = t.ne;
+    while (have.size() > 2 && have.back() == 1) have.pop_back();
+    if (have != std::vector<int64_t>{in, out})
+        throw error(g.file->path + ": tensor " + name + ": expected shape (ne) " + shape_str({in, out}) + ", found " +
+                    shape_str(t.ne));
+    return {t.type, t.data, out, true};
+}
+
+// A [rows][cols] table (ne = {cols, rows}): in place in the mapping when its type is read as stored, else
+// dequantised to an owned f32 copy.
+static row_table table(const gguf_file& g, const std::string& name, int64_t rows, int64_t cols, bool keep_stored) {
+    matrix_part p = part(g, name, cols, rows);
+    if (p.type == GGML_F32 || (keep_stored && kept_as_stored(p.type))) return table_view(p.type, p.data, rows, cols, g.file);
+    return table_from_f32(gguf_tensor_f32(g, name, {cols, rows}), rows, cols);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,7 +395,8 @@ static tokenizer gguf_tokenizer(const gguf_file& g, int vocab_size) {
 // ---------------------------------------------------------------------------------------------
 // load_gguf
 // ---------------------------------------------------------------------------------------------
-model load_gguf(const std::string& path, const progress_fn& progress) {
+model load_gguf(const std::string& path, const load_options& opt) {
+    const progress_fn& progress = opt.progress;
     gguf_file g = open_gguf(path);
     const gguf_value* a = meta(g, "general.architecture");
     if (!a || a->type != 8) throw error(path + ": no general.architecture");
@@ -524,10 +426,22 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
                   kv = (int64_t)c.n_kv_head * c.d_head;
     model_weights& w = m.weights;
-    w.tok_emb = gguf_tensor_f32(g, "token_embd.weight", {d, V});
+    int64_t need = 0, dequantised = 0; // bytes, before anything large is allocated
+    for (const auto& [name, t] : g.tensors) {
+        int64_t values = 1;
+        for (int64_t v : t.ne) values *= v;
+        need += resident_estimate(t.type, values, opt.keep_stored);
+        if (t.type != GGML_F32 && (!opt.keep_stored || !kept_as_stored(t.type))) dequantised += values;
+    }
+    check_memory(path, need, opt);
+    const bool keep = opt.keep_stored;
+    auto pack = [&](const std::vector<matrix_part>& parts, int64_t in) { // then the file's pages of it are dropped
+        weight_matrix wm = pack_parts(parts, in, keep);
+        for (const matrix_part& p : parts) g.file->release(p.data, ggml_bytes(p.type, in * p.out));
+        return wm;
+    };
+    w.tok_emb = table(g, "token_embd.weight", V, d, keep);
     w.layers.resize(c.n_layer);
-    bool quantised = false;
-    for (auto& [name, t] : g.tensors) quantised |= t.type != GGML_F32;
     if (c.arch == ARCH_GPT2) {
         c.norm_eps = meta_float(g, "gpt2.attention.layer_norm_epsilon", 1e-5f);
         c.qkv_bias = c.mlp_bias = true;
@@ -537,15 +451,15 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
             layer_weights& L = w.layers[l];
             L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
             L.norm1_b = gguf_tensor_f32(g, p + "attn_norm.bias", {d});
-            L.w_qkv = pack_matrix(matrix(g, p + "attn_qkv.weight", d, 3 * d), d, 3 * d);
+            L.w_qkv = pack({part(g, p + "attn_qkv.weight", d, 3 * d)}, d);
             L.b_qkv = gguf_tensor_f32(g, p + "attn_qkv.bias", {3 * d});
-            L.w_o = pack_matrix(matrix(g, p + "attn_output.weight", d, d), d, d);
+            L.w_o = pack({part(g, p + "attn_output.weight", d, d)}, d);
             L.b_o = gguf_tensor_f32(g, p + "attn_output.bias", {d});
             L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
             L.norm2_b = gguf_tensor_f32(g, p + "ffn_norm.bias", {d});
-            L.w_up = pack_matrix(matrix(g, p + "ffn_up.weight", d, ff), d, ff);
+            L.w_up = pack({part(g, p + "ffn_up.weight", d, ff)}, d);
             L.b_up = gguf_tensor_f32(g, p + "ffn_up.bias", {ff});
-            L.w_down = pack_matrix(matrix(g, p + "ffn_down.weight", ff, d), ff, d);
+            L.w_down = pack({part(g, p + "ffn_down.weight", ff, d)}, ff);
             L.b_down = gguf_tensor_f32(g, p + "ffn_down.bias", {d});
             if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
         }
@@ -564,16 +478,9 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
             layer_weights& L = w.layers[l];
             L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
             L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
-            std::vector<float> wq = matrix(g, p + "attn_q.weight", d, q), wk = matrix(g, p + "attn_k.weight", d, kv),
-                               wv = matrix(g, p + "attn_v.weight", d, kv);
-            const int64_t qkv = q + 2 * kv;
-            std::vector<float> fused((size_t)(d * qkv));
-            for (int64_t i = 0; i < d; i++) {
-                std::copy(&wq[i * q], &wq[i * q] + q, &fused[i * qkv]);
-                std::copy(&wk[i * kv], &wk[i * kv] + kv, &fused[i * qkv + q]);
-                std::copy(&wv[i * kv], &wv[i * kv] + kv, &fused[i * qkv + q + kv]);
-            }
-            L.w_qkv = pack_matrix(fused, d, qkv);
+            L.w_qkv = pack({part(g, p + "attn_q.weight", d, q), part(g, p + "attn_k.weight", d, kv),
+                                  part(g, p + "attn_v.weight", d, kv)},
+                                 d); // fused [in][q | k | v]
             if (c.qkv_bias) {
                 L.b_qkv = gguf_tensor_f32(g, p + "attn_q.bias", {q});
                 for (const char* b : {"attn_k.bias", "attn_v.bias"}) {
@@ -581,22 +488,23 @@ model load_gguf(const std::string& path, const progress_fn& progress) {
                     L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
                 }
             }
-            L.w_o = pack_matrix(matrix(g, p + "attn_output.weight", q, d), q, d);
-            L.w_gate = pack_matrix(matrix(g, p + "ffn_gate.weight", d, ff), d, ff);
-            L.w_up = pack_matrix(matrix(g, p + "ffn_up.weight", d, ff), d, ff);
-            L.w_down = pack_matrix(matrix(g, p + "ffn_down.weight", ff, d), ff, d);
+            L.w_o = pack({part(g, p + "attn_output.weight", q, d)}, q);
+            L.w_gate = pack({part(g, p + "ffn_gate.weight", d, ff)}, d);
+            L.w_up = pack({part(g, p + "ffn_up.weight", d, ff)}, d);
+            L.w_down = pack({part(g, p + "ffn_down.weight", ff, d)}, ff);
             if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
         }
         w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});
     }
-    if (g.tensors.count("output.weight")) w.lm_head = gguf_tensor_f32(g, "output.weight", {d, V});
+    if (g.tensors.count("output.weight")) w.lm_head = table(g, "output.weight", V, d, keep);
     c.tied_lm_head = w.lm_head.empty();
     m.tok = gguf_tokenizer(g, c.vocab_size);
-    if (quantised) {
-        double file_mb = g.file->size / 1e6, f32_mb = 4.0 * (double)count_params(m).total() / 1e6;
-        char note[160];
-        snprintf(note, sizeof note, "GGUF with quantised tensors, dequantised to f32 at load: %.0f MB in memory for a %.0f MB file",
-                 f32_mb, file_mb);
+    g.file->release(); // the matrices are packed; tables read in place fault their pages back as they are read
+    if (dequantised) { // types not (yet) read as stored
+        char note[200];
+        snprintf(note, sizeof note, "%.0f M values of types not kept as stored (only F16, BF16, Q8_0 are) dequantised to "
+                 "f32 at load: %.0f MB in memory for a %.0f MB file",
+                 dequantised / 1e6, weight_bytes(m) / 1e6, g.file->size / 1e6);
         m.source_note = note;
     }
     return m;

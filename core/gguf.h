@@ -1,4 +1,4 @@
-// GGUF (v2/v3) files: header, metadata, tensor infos, dequantisation to f32, and the model loader.
+// GGUF (v2/v3) files: header, metadata, tensor infos, and the model loader (block formats: quant.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -7,13 +7,10 @@
 #include <vector>
 
 #include "model.h"
+#include "quant.h"
 #include "safetensors.h" // mapped_file
 
 namespace gb {
-
-enum ggml_type_id {
-    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30,
-};
 
 // One metadata value. Arrays (of numbers, bools or strings; not of arrays) keep their element type and count:
 // numeric elements stay in the mapping (gguf_array_int / gguf_array_float read them), strings are copied.
@@ -41,7 +38,7 @@ struct gguf_tensor {
 };
 
 struct gguf_file {
-    std::unique_ptr<mapped_file> file;
+    std::shared_ptr<mapped_file> file; // shared: row tables may point into the mapping (quant.h)
     uint32_t version = 0;
     std::map<std::string, gguf_value> meta;
     std::map<std::string, gguf_tensor> tensors;
@@ -52,10 +49,7 @@ gguf_file open_gguf(const std::string& path);
 // f32 copy of a tensor in row-major order of its shape (rows = ne[1], row length = ne[0]); checks the shape
 // given as {ne[0], ne[1], ...}.
 std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne);
-// Dequantises n values (a multiple of the type's block size) of one ggml type.
-void dequantize(float* out, const uint8_t* src, uint32_t type, int64_t n);
-const char* ggml_type_name(uint32_t type);
 
-model load_gguf(const std::string& path, const progress_fn& progress);
+model load_gguf(const std::string& path, const load_options& opt);
 
 } // namespace gb

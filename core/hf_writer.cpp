@@ -83,7 +83,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
     auto add = [&](const std::string& name, std::vector<int64_t> shape, const std::vector<float>& data) {
         t.push_back({name, std::move(shape), data, dt});
     };
-    add("wte.weight", {V, d}, w.tok_emb);
+    add("wte.weight", {V, d}, table_f32(w.tok_emb));
     add("wpe.weight", {c.n_ctx, d}, w.pos_emb);
     for (int l = 0; l < c.n_layer; l++) {
         const layer_weights& L = w.layers[l];
@@ -103,7 +103,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
     }
     add("ln_f.weight", {d}, w.normf_g);
     add("ln_f.bias", {d}, w.normf_b);
-    if (!w.lm_head.empty()) add("lm_head.weight", {V, d}, w.lm_head);
+    if (!w.lm_head.empty()) add("lm_head.weight", {V, d}, table_f32(w.lm_head));
     write_safetensors(dir + "/model.safetensors", t);
 
     write_bpe_tokenizer(dir, m.tok);
@@ -188,7 +188,7 @@ model random_gpt2(const model_config& cfg, uint64_t seed) {
     const size_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
     normal_source ns(seed);
     model_weights& w = m.weights;
-    w.tok_emb = ns.fill(V * d, 0.02);
+    w.tok_emb = table_from_f32(ns.fill(V * d, 0.02), V, d);
     w.pos_emb = ns.fill((size_t)c.n_ctx * d, 0.02);
     w.layers.resize(c.n_layer);
     for (layer_weights& L : w.layers) {

@@ -71,7 +71,7 @@ model load_llama2c(const std::string& path, const std::string& tokenizer_path, c
     };
     model_weights& w = m.weights;
     const float* emb = take(V * d);
-    w.tok_emb.assign(emb, emb + V * d);
+    w.tok_emb = table_from_f32(std::vector<float>(emb, emb + V * d), V, d);
     const float* rms_att = take(L * d);
     const float* wq = take(L * d * d);
     const float* wk = take(L * kv * d);
@@ -108,7 +108,7 @@ model load_llama2c(const std::string& path, const std::string& tokenizer_path, c
     w.normf_g.assign(rms_final, rms_final + d);
     if (!shared) {
         const float* cls = take(V * d);
-        w.lm_head.assign(cls, cls + V * d);
+        w.lm_head = table_from_f32(std::vector<float>(cls, cls + V * d), V, d);
     }
 
     std::string tok_path = tokenizer_path;

@@ -46,6 +46,64 @@ param_counts count_params(const model& m) {
     return p;
 }
 
+int64_t weight_bytes(const model& m) {
+    const model_weights& w = m.weights;
+    auto vec = [](const std::vector<float>& v) { return (int64_t)v.size() * 4; };
+    int64_t b = (int64_t)(w.tok_emb.bytes() + w.lm_head.bytes() + w.head.bytes()) + vec(w.pos_emb) + vec(w.normf_g) +
+                vec(w.normf_b);
+    for (const layer_weights& l : w.layers)
+        b += (int64_t)(l.w_qkv.bytes() + l.w_o.bytes() + l.w_up.bytes() + l.w_gate.bytes() + l.w_down.bytes()) +
+             vec(l.norm1_g) + vec(l.norm1_b) + vec(l.norm2_g) + vec(l.norm2_b) + vec(l.b_qkv) + vec(l.b_o) +
+             vec(l.b_up) + vec(l.b_down);
+    return b;
+}
+
+weight_types stored_types(const model& m) {
+    auto join = [](std::vector<uint32_t> types) {
+        std::sort(types.begin(), types.end());
+        types.erase(std::unique(types.begin(), types.end()), types.end());
+        std::string s;
+        for (uint32_t t : types) s += (s.empty() ? "" : "+") + std::string(ggml_type_name(t));
+        return s;
+    };
+    std::vector<uint32_t> att, mlp;
+    for (const layer_weights& l : m.weights.layers) {
+        att.push_back(l.w_qkv.type), att.push_back(l.w_o.type);
+        mlp.push_back(l.w_up.type), mlp.push_back(l.w_down.type);
+        if (!l.w_gate.empty()) mlp.push_back(l.w_gate.type);
+    }
+    weight_types t{join(att), join(mlp), ggml_type_name(m.weights.tok_emb.type),
+                   m.weights.lm_head.empty() ? "tied" : ggml_type_name(m.weights.lm_head.type)};
+    return t;
+}
+
+// MemAvailable from /proc/meminfo in bytes; -1 when it cannot be read (no check then)
+static int64_t mem_available() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    int64_t kb;
+    std::string unit;
+    while (f >> key >> kb) {
+        std::getline(f, unit);
+        if (key == "MemAvailable:") return kb * 1024;
+    }
+    return -1;
+}
+
+void check_memory(const std::string& path, int64_t need, const load_options& opt) {
+    const int64_t avail = opt.mem_available >= 0 ? opt.mem_available : mem_available();
+    if (avail < 0 || need <= avail) return;
+    char msg[128];
+    std::snprintf(msg, sizeof msg, ": the model needs %.1f GB of memory, %.1f GB available", need / 1e9, avail / 1e9);
+    throw error(path + msg);
+}
+
+int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored) {
+    if (type == GGML_F32 || !keep_stored || !kept_as_stored(type)) return values * 4;
+    // stored panels: Q8_0 with a float scale per 32 values (9 bits a value), F16/BF16 as on disk
+    return type == GGML_Q8_0 ? values + values / 8 : values * 2;
+}
+
 // ---------------------------------------------------------------------------------------------
 // RoPE frequencies: one table per model, so the forward never calls pow
 // ---------------------------------------------------------------------------------------------
@@ -226,18 +284,50 @@ struct tensor_source {
             }
         return nullptr;
     }
+    const st_tensor& need(const std::string& name, const std::vector<int64_t>& shape, const safetensors_file** in) const {
+        const st_tensor* t = find(name, in);
+        if (!t) throw error(files.front().file->path + ": missing tensor " + name);
+        if (t->shape != shape) {
+            auto str = [](const std::vector<int64_t>& s) {
+                std::string o = "[";
+                for (size_t i = 0; i < s.size(); i++) o += (i ? ", " : "") + std::to_string(s[i]);
+                return o + "]";
+            };
+            throw error((*in)->file->path + ": tensor " + name + ": expected shape " + str(shape) + ", found " + str(t->shape));
+        }
+        return *t;
+    }
     std::vector<float> get(const std::string& name, const std::vector<int64_t>& shape) const {
         const safetensors_file* f = nullptr;
-        const st_tensor* t = find(name, &f);
-        if (!t) throw error(files.front().file->path + ": missing tensor " + name);
-        return tensor_f32(*f, *t, shape);
+        return tensor_f32(*f, need(name, shape, &f), shape);
+    }
+    static uint32_t type_of(const st_tensor& t) { return t.dtype == ST_F16 ? GGML_F16 : t.dtype == ST_BF16 ? GGML_BF16 : GGML_F32; }
+    // a matrix as stored: nn.Linear [out][in] (out_major), or Conv1D [in][out]
+    matrix_part part(const std::string& name, int64_t in, int64_t out, bool out_major) const {
+        const safetensors_file* f = nullptr;
+        const st_tensor& t = need(name, out_major ? std::vector<int64_t>{out, in} : std::vector<int64_t>{in, out}, &f);
+        return {type_of(t), t.data, out, out_major};
+    }
+    // an embedding-like [rows][cols] table, read in place from the mapping (as f32 copy when !keep_stored)
+    row_table table(const std::string& name, int64_t rows, int64_t cols) const {
+        const safetensors_file* f = nullptr;
+        const st_tensor& t = need(name, {rows, cols}, &f);
+        if (!keep_stored && type_of(t) != GGML_F32) return table_from_f32(tensor_f32(*f, t, {rows, cols}), rows, cols);
+        return table_view(type_of(t), t.data, rows, cols, f->file);
+    }
+    bool keep_stored = true;
+    weight_matrix matrix(const std::vector<matrix_part>& parts, int64_t in) const {
+        weight_matrix w = pack_parts(parts, in, keep_stored);
+        for (const matrix_part& p : parts)
+            for (const safetensors_file& f : files) f.file->release(p.data, ggml_bytes(p.type, in * p.out));
+        return w;
     }
 };
 
 static void load_gpt2_weights(model_weights& w, const model_config& c, const tensor_source& src,
                               const progress_fn& progress) {
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
-    w.tok_emb = src.get("wte.weight", {V, d});
+    w.tok_emb = src.table("wte.weight", V, d);
     w.pos_emb = src.get("wpe.weight", {c.n_ctx, d});
     w.layers.resize(c.n_layer);
     for (int l = 0; l < c.n_layer; l++) {
@@ -245,52 +335,38 @@ static void load_gpt2_weights(model_weights& w, const model_config& c, const ten
         layer_weights& L = w.layers[l];
         L.norm1_g = src.get(p + "ln_1.weight", {d});
         L.norm1_b = src.get(p + "ln_1.bias", {d});
-        L.w_qkv = pack_matrix(src.get(p + "attn.c_attn.weight", {d, 3 * d}), d, 3 * d); // Conv1D: already [in][out], columns q|k|v
+        L.w_qkv = src.matrix({src.part(p + "attn.c_attn.weight", d, 3 * d, false)}, d); // Conv1D: [in][out], columns q|k|v
         L.b_qkv = src.get(p + "attn.c_attn.bias", {3 * d});
-        L.w_o = pack_matrix(src.get(p + "attn.c_proj.weight", {d, d}), d, d);
+        L.w_o = src.matrix({src.part(p + "attn.c_proj.weight", d, d, false)}, d);
         L.b_o = src.get(p + "attn.c_proj.bias", {d});
         L.norm2_g = src.get(p + "ln_2.weight", {d});
         L.norm2_b = src.get(p + "ln_2.bias", {d});
-        L.w_up = pack_matrix(src.get(p + "mlp.c_fc.weight", {d, ff}), d, ff);
+        L.w_up = src.matrix({src.part(p + "mlp.c_fc.weight", d, ff, false)}, d);
         L.b_up = src.get(p + "mlp.c_fc.bias", {ff});
-        L.w_down = pack_matrix(src.get(p + "mlp.c_proj.weight", {ff, d}), ff, d);
+        L.w_down = src.matrix({src.part(p + "mlp.c_proj.weight", ff, d, false)}, ff);
         L.b_down = src.get(p + "mlp.c_proj.bias", {d});
         if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
     }
     w.normf_g = src.get("ln_f.weight", {d});
     w.normf_b = src.get("ln_f.bias", {d});
-    if (src.find("lm_head.weight")) w.lm_head = src.get("lm_head.weight", {V, d});
-}
-
-// [out][in] (nn.Linear) -> [in][out]
-static std::vector<float> transpose(const std::vector<float>& w, int64_t out, int64_t in) {
-    std::vector<float> t(w.size());
-    for (int64_t o = 0; o < out; o++)
-        for (int64_t i = 0; i < in; i++) t[(size_t)(i * out + o)] = w[(size_t)(o * in + i)];
-    return t;
+    if (src.find("lm_head.weight")) w.lm_head = src.table("lm_head.weight", V, d);
 }
 
 static void load_llama_weights(model_weights& w, const model_config& c, const tensor_source& src,
                                const progress_fn& progress) {
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
-                  kv = (int64_t)c.n_kv_head * c.d_head, qkv = q + 2 * kv;
-    w.tok_emb = src.get("model.embed_tokens.weight", {V, d});
+                  kv = (int64_t)c.n_kv_head * c.d_head;
+    w.tok_emb = src.table("model.embed_tokens.weight", V, d);
     w.layers.resize(c.n_layer);
     for (int l = 0; l < c.n_layer; l++) {
         std::string p = "model.layers." + std::to_string(l) + ".";
         layer_weights& L = w.layers[l];
         L.norm1_g = src.get(p + "input_layernorm.weight", {d});
         L.norm2_g = src.get(p + "post_attention_layernorm.weight", {d});
-        std::vector<float> wq = transpose(src.get(p + "self_attn.q_proj.weight", {q, d}), q, d);
-        std::vector<float> wk = transpose(src.get(p + "self_attn.k_proj.weight", {kv, d}), kv, d);
-        std::vector<float> wv = transpose(src.get(p + "self_attn.v_proj.weight", {kv, d}), kv, d);
-        std::vector<float> fused((size_t)(d * qkv));
-        for (int64_t i = 0; i < d; i++) { // fused [in][q | k | v]
-            std::copy(&wq[i * q], &wq[i * q] + q, &fused[i * qkv]);
-            std::copy(&wk[i * kv], &wk[i * kv] + kv, &fused[i * qkv + q]);
-            std::copy(&wv[i * kv], &wv[i * kv] + kv, &fused[i * qkv + q + kv]);
-        }
-        L.w_qkv = pack_matrix(fused, d, qkv);
+        L.w_qkv = src.matrix({src.part(p + "self_attn.q_proj.weight", d, q, true), // fused [in][q | k | v]
+                              src.part(p + "self_attn.k_proj.weight", d, kv, true),
+                              src.part(p + "self_attn.v_proj.weight", d, kv, true)},
+                             d);
         if (c.qkv_bias) {
             std::vector<float> bq = src.get(p + "self_attn.q_proj.bias", {q}), bk = src.get(p + "self_attn.k_proj.bias", {kv}),
                                bv = src.get(p + "self_attn.v_proj.bias", {kv});
@@ -298,16 +374,16 @@ static void load_llama_weights(model_weights& w, const model_config& c, const te
             L.b_qkv.insert(L.b_qkv.end(), bk.begin(), bk.end());
             L.b_qkv.insert(L.b_qkv.end(), bv.begin(), bv.end());
         }
-        L.w_o = pack_matrix(transpose(src.get(p + "self_attn.o_proj.weight", {d, q}), d, q), q, d);
-        L.w_gate = pack_matrix(transpose(src.get(p + "mlp.gate_proj.weight", {ff, d}), ff, d), d, ff);
-        L.w_up = pack_matrix(transpose(src.get(p + "mlp.up_proj.weight", {ff, d}), ff, d), d, ff);
-        L.w_down = pack_matrix(transpose(src.get(p + "mlp.down_proj.weight", {d, ff}), d, ff), ff, d);
+        L.w_o = src.matrix({src.part(p + "self_attn.o_proj.weight", q, d, true)}, q);
+        L.w_gate = src.matrix({src.part(p + "mlp.gate_proj.weight", d, ff, true)}, d);
+        L.w_up = src.matrix({src.part(p + "mlp.up_proj.weight", d, ff, true)}, d);
+        L.w_down = src.matrix({src.part(p + "mlp.down_proj.weight", ff, d, true)}, ff);
         if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
     }
     w.normf_g = src.get("model.norm.weight", {d});
     if (!c.tied_lm_head || src.find("lm_head.weight")) {
         if (!src.find("lm_head.weight") && !c.tied_lm_head) throw error(src.files.front().file->path + ": missing tensor lm_head.weight");
-        w.lm_head = src.get("lm_head.weight", {V, d});
+        w.lm_head = src.table("lm_head.weight", V, d);
     }
 }
 
@@ -346,6 +422,15 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     } else {
         throw error(dir.string() + ": no model.safetensors (or model.safetensors.index.json)");
     }
+    src.keep_stored = opt.keep_stored;
+    int64_t need = 0; // before anything large is allocated
+    for (const safetensors_file& f : src.files)
+        for (const auto& [name, t] : f.tensors) {
+            int64_t values = 1;
+            for (int64_t v : t.shape) values *= v;
+            need += resident_estimate(tensor_source::type_of(t), values, opt.keep_stored);
+        }
+    check_memory(dir.string(), need, opt);
     if (opt.progress) opt.progress(0.08f, "tensors");
     switch (m.config.arch) {
     case ARCH_GPT2: load_gpt2_weights(m.weights, m.config, src, opt.progress); break;
@@ -353,6 +438,7 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     default: throw error("internal: no HF tensor table for " + std::string(arch_table(m.config.arch).name));
     }
     m.config.tied_lm_head = m.weights.lm_head.empty();
+    for (const safetensors_file& f : src.files) f.file->release();
     m.tok = load_folder_tokenizer(dir.string(), m.config.model_type);
     if ((int)m.tok.vocab.size() > m.config.vocab_size)
         throw error(dir.string() + ": tokenizer has " + std::to_string(m.tok.vocab.size()) +
@@ -371,6 +457,8 @@ bool all_finite(const float* x, size_t n) {
     return ok;
 }
 static bool all_finite(const std::vector<float>& v) { return all_finite(v.data(), v.size()); }
+
+static bool all_finite(const row_table& t) { return stored_finite(t.data, t.type, (int64_t)t.size()); }
 
 static std::string first_nonfinite_weight(const model_weights& w) {
     if (!all_finite(w.tok_emb)) return "token embedding";
@@ -405,7 +493,7 @@ model load_model(const std::string& path, const load_options& opt) {
     } else if (p.filename() == "model.safetensors" || p.filename() == "config.json") {
         m = load_hf_folder(p.parent_path().empty() ? fs::path(".") : p.parent_path(), opt);
     } else if (p.extension() == ".gguf") {
-        m = load_gguf(path, opt.progress);
+        m = load_gguf(path, opt);
     } else if (p.extension() == ".bin") {
         m = load_llama2c(path, opt.tokenizer_path, opt.progress);
     } else {
@@ -418,7 +506,9 @@ model load_model(const std::string& path, const load_options& opt) {
     m.path = path;
     m.nonfinite_tensor = first_nonfinite_weight(m.weights);
     const model_weights& w = m.weights;
-    m.weights.head = pack_head(w.lm_head.empty() ? w.tok_emb : w.lm_head, m.config.vocab_size, m.config.d_model);
+    if (w.tok_emb.rows != m.config.vocab_size || w.tok_emb.cols != m.config.d_model)
+        throw error("internal: token embedding table shape");
+    m.weights.head = pack_head(w.unembedding());
     if (opt.progress) opt.progress(1.0f, "done");
     return m;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "aligned.h"
+#include "quant.h"
 #include "tokenizer.h"
 
 namespace gb {
@@ -59,21 +60,30 @@ struct model_config {
 };
 
 // A weight matrix of y = x * W, W being [in][out], packed once at load the way the forward's GEMM reads it
-// (core/gemm.h). One of two layouts, chosen by pack_matrix from the process's matmul kernel (matmul_kind):
-// - fp32 kernel: column panels of weight_panel floats, each panel's rows contiguous, the last panel zero-padded;
-// - AMX kernel: every weight as three base-256 digits of a 23-bit fixed-point number, in AMX tile order.
-// pack_matrix / unpack_matrix convert from / to the plain row-major [in][out] (exactly for fp32; for AMX to within
-// 2^-23 of each row's and column's largest weight).
+// (core/gemm.h). Column panels of weight_panel columns, each panel's rows contiguous, the last panel zero-padded,
+// in one of these forms (type):
+// - F32 on the fp32 kernel: data, floats;
+// - F32 on the AMX kernel: every weight as three base-256 digits of a 23-bit fixed-point number, in AMX tile order;
+// - F16, BF16 or Q8_0, kept as the file stores them (stored, scale): the kernel turns each panel slice into
+//   floats in cache just before it multiplies, so the product equals the fp32 kernel's on the dequantised weights.
+// pack_matrix / unpack_matrix convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
+// types; for AMX to within 2^-23 of each row's and column's largest weight).
 struct weight_matrix {
     int in = 0, out = 0;
-    aligned_vector<float> data;    // fp32: [ceil(out / weight_panel)][in][weight_panel]
+    uint32_t type = GGML_F32;      // the values' type as held: F32 (data or digits), F16, BF16 or Q8_0 (stored)
+    aligned_vector<float> data;    // F32, fp32 kernel: [ceil(out / weight_panel)][in][weight_panel]
+    aligned_vector<uint8_t> stored; // F16/BF16: uint16 [panels][in][weight_panel]; Q8_0: int8 [panels][in][weight_panel]
+    aligned_vector<float> scale;   // Q8_0: [panels][in/32][weight_panel] each block's scale (GGUF's d)
     aligned_vector<int8_t> digits; // AMX: [ceil(out/16)][ceil(in/64)][3][16][64] (see core/gemm_amx.cpp)
     std::vector<float> row_exp;  // AMX: [ceil(in/64)*64] power of two taken out of each row, put into the inputs
     std::vector<float> col_exp;  // AMX: [ceil(out/16)*16] exponent of each column's fixed-point scale
-    bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix on the fp32 kernel)
-    bool empty() const { return data.empty() && digits.empty(); }
+    bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix off the AMX kernel)
+    bool empty() const { return data.empty() && digits.empty() && stored.empty(); }
     bool amx() const { return !digits.empty(); }
     size_t size() const { return (size_t)in * out; } // parameters, padding excluded
+    size_t bytes() const {                           // memory held, padding and scales included
+        return data.size() * 4 + stored.size() + scale.size() * 4 + digits.size() + (row_exp.size() + col_exp.size()) * 4;
+    }
 };
 // No NaN or Inf among x [n] (core/loader.cpp).
 bool all_finite(const float* x, size_t n);
@@ -81,6 +91,22 @@ extern const int weight_panel; // floats per panel: three SIMD registers' worth 
 // exact: the fp32 layout whatever the kernel, for weights that must come back unchanged (random_gpt2 writes them).
 weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact = false);
 std::vector<float> unpack_matrix(const weight_matrix& w);
+
+// One stored matrix as a file holds it, or one part of a fused matrix (q | k | v): out columns of the [in][out]
+// product, stored [out][in] when out_major (nn.Linear, GGUF; block types have their blocks along in), else
+// [in][out] (GPT-2's Conv1D). The bytes stay the file's.
+struct matrix_part {
+    uint32_t type = GGML_F32;
+    const uint8_t* data = nullptr;
+    int64_t out = 0;
+    bool out_major = true;
+};
+// Whether a type is kept as stored in memory (F16, BF16, Q8_0); others are dequantised to f32 and packed for the
+// process's kernel (pack_matrix).
+bool kept_as_stored(uint32_t type);
+// The parts side by side as one [in][sum of outs] matrix. Kept as stored when every part has the same kept type
+// and keep_stored; otherwise dequantised to f32 and packed by pack_matrix (AMX or fp32).
+weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
 
 // Weights are f32 for y = x * W with x [T][in]: every matrix is [in][out].
 // (GPT-2's Conv1D already stores [in][out]; Linear layers [out][in] are transposed at load.)
@@ -101,13 +127,15 @@ struct layer_weights {
 };
 
 struct model_weights {
-    std::vector<float> tok_emb;  // [V][d]
+    row_table tok_emb;           // [V][d] in its stored type (quant.h)
     std::vector<float> pos_emb;  // [n_ctx][d] (empty for RoPE)
     std::vector<layer_weights> layers; // [L]
     std::vector<float> normf_g;  // [d]
     std::vector<float> normf_b;  // [d] (empty for RMSNorm)
-    std::vector<float> lm_head;  // [V][d] (empty when tied to tok_emb)
-    weight_matrix head;          // AMX kernel: lm_head (or tok_emb) as the [d][V] product, in digits; empty for fp32
+    row_table lm_head;           // [V][d] in its stored type (empty when tied to tok_emb)
+    weight_matrix head;          // AMX kernel and an F32 table: lm_head (or tok_emb) as the [d][V] product, in digits;
+                                 // otherwise empty (the LM head reads the table's rows)
+    const row_table& unembedding() const { return lm_head.empty() ? tok_emb : lm_head; }
 };
 
 struct model {
@@ -136,7 +164,26 @@ using progress_fn = std::function<void(float, const std::string&)>;
 struct load_options {
     std::string tokenizer_path; // llama2.c tokenizer.bin; empty = look next to the model
     progress_fn progress;       // optional
+    bool keep_stored = true;    // F16/BF16/Q8_0 weights stay as stored; false: every weight dequantised to f32
+                                // and packed for the matmul kernel (what Glassbox did before 0.4)
+    int64_t mem_available = -1; // bytes the model may take; -1: the system's MemAvailable (tests set it)
 };
+
+// Throws "PATH: the model needs 31.8 GB of memory, 22.9 GB available" when need bytes exceed what is available
+// (opt.mem_available, or MemAvailable): loaders call it from the file's headers, before allocating.
+void check_memory(const std::string& path, int64_t need, const load_options& opt);
+// Bytes that values of a stored type take in memory once loaded (kept as stored, or dequantised to f32).
+int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored);
+
+// Bytes the weights hold in memory: matrices, tables (a table mapped from the file counts: its pages are read
+// in when used), vectors.
+int64_t weight_bytes(const model& m);
+// "F16" when every matrix of a class has one type, else "F16+Q8_0"; classes: attention (qkv, o), mlp, embedding,
+// head ("tied" when the head is the embedding).
+struct weight_types {
+    std::string attention, mlp, embedding, head;
+};
+weight_types stored_types(const model& m);
 
 // Fills c.rope_freq [d_head/2] from rope_theta, d_head and the scaling fields: theta^(-2i/d_head), then
 // LINEAR divides by rope_factor and LLAMA3 applies Meta's rule per wavelength. divisors ([d_head/2], GGUF

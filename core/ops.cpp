@@ -156,12 +156,8 @@ void head_outputs(float* out, const float* z, int z_stride, const weight_matrix&
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs) {
     static const std::vector<float> no_bias;
     const model_weights& w = m.weights;
-    if (w.head.amx()) {
-        gemm(logits, x, w.head, no_bias, n, gs);
-    } else {
-        const std::vector<float>& table = w.lm_head.empty() ? w.tok_emb : w.lm_head;
-        gemm_rows_transposed(logits, x, table.data(), n, m.config.d_model, m.config.vocab_size);
-    }
+    if (w.head.amx()) gemm(logits, x, w.head, no_bias, n, gs);
+    else gemm_table(logits, x, w.unembedding(), n);
 }
 
 void sum_heads(float* out, const float* head_out, const std::vector<float>& bias, int n, int H, int d) {

@@ -21,6 +21,17 @@ mapped_file::~mapped_file() {
     if (data && size) munmap((void*)data, size);
 }
 
+void mapped_file::release() const {
+    if (data && size) madvise((void*)data, size, MADV_DONTNEED);
+}
+
+void mapped_file::release(const uint8_t* p, size_t n) const {
+    if (!data || p < data || p + n > data + size) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = ((uintptr_t)p + page - 1) / page * page, last = ((uintptr_t)p + n) / page * page;
+    if (first < last) madvise((void*)first, last - first, MADV_DONTNEED);
+}
+
 std::unique_ptr<mapped_file> map_file(const std::string& path) {
     auto f = std::make_unique<mapped_file>();
     f->path = path;

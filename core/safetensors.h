@@ -29,12 +29,18 @@ struct mapped_file {
     mapped_file(const mapped_file&) = delete;
     mapped_file& operator=(const mapped_file&) = delete;
     ~mapped_file();
+    // Lets the kernel drop the pages read so far from this process (they stay in the page cache): after the
+    // matrices are packed only the tables read in place are used, and those pages come back as they are read.
+    void release() const;
+    // The same for the whole pages inside [p, p + n), a range of this mapping (one tensor just packed), so the
+    // file's pages and the packed copy are not both held while a large model loads.
+    void release(const uint8_t* p, size_t n) const;
 };
 // Throws gb::error("cannot open FILE: reason") on failure.
 std::unique_ptr<mapped_file> map_file(const std::string& path);
 
 struct safetensors_file {
-    std::unique_ptr<mapped_file> file;
+    std::shared_ptr<mapped_file> file; // shared: row tables may point into the mapping (quant.h)
     std::map<std::string, st_tensor> tensors;
 };
 // Validates header length, JSON, dtypes, shapes vs byte sizes and every offset against the file size.

@@ -322,7 +322,25 @@ TEST(Gguf, QuantisedModelLoadsAndSaysWhatItCosts) {
         base.write(dir + "/q8.gguf");
     }
     gb::model q8 = gb::load_model(dir + "/q8.gguf");
-    EXPECT_NE(q8.source_note.find("dequantised to f32"), std::string::npos) << q8.source_note;
+    // kept as stored: the matrices in Q8_0 at about 9 bits a value, the embedding read in place, nothing
+    // dequantised to say
+    EXPECT_EQ(gb::stored_types(q8).attention, "Q8_0");
+    EXPECT_EQ(gb::stored_types(q8).mlp, "Q8_0");
+    EXPECT_EQ(gb::stored_types(q8).embedding, "Q8_0");
+    EXPECT_EQ(q8.source_note, "");
+    {   // equal, bit for bit, to the same file dequantised at load on the fp32 kernel
+        matmul_scope fp32(gb::MATMUL_FP32);
+        gb::model kept = gb::load_model(dir + "/q8.gguf");
+        gb::load_options lo;
+        lo.keep_stored = false;
+        gb::model deq = gb::load_model(dir + "/q8.gguf", lo);
+        EXPECT_NE(deq.source_note.find("dequantised to f32"), std::string::npos) << deq.source_note;
+        EXPECT_LT(gb::weight_bytes(kept), gb::weight_bytes(deq));
+        gb::record ka, kb;
+        gb::run_forward(ka, kept, {1, 40, 41, 42, 100});
+        gb::run_forward(kb, deq, {1, 40, 41, 42, 100});
+        EXPECT_EQ(ka.logits, kb.logits);
+    }
     // Q8_0 keeps ~2 decimal digits: the two models agree on the prediction's shape
     std::vector<int> tokens = {1, 40, 41, 42, 100};
     gb::record a, b;

@@ -35,12 +35,14 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
                     std::to_string(L) + " layers' z and MLP output; raise the capture budget to keep them)");
 
     // u = W_U[target] - W_U[contrast], times the final norm's gain; the final norm's scale from the final stream
-    const std::vector<float>& table = w.lm_head.empty() ? w.tok_emb : w.lm_head;
+    std::vector<float> target_row(d), contrast_row(d, 0.0f);
+    table_row(target_row.data(), w.unembedding(), target);
+    if (contrast >= 0) table_row(contrast_row.data(), w.unembedding(), contrast);
     const bool identity = ab.no_layernorm.covers_all(L);
     const bool layernorm = arch_table(c.arch).norm == NORM_LAYERNORM && !identity;
     std::vector<double> u(d), gu(d);
     for (int i = 0; i < d; i++) {
-        u[i] = (double)table[(size_t)target * d + i] - (contrast >= 0 ? (double)table[(size_t)contrast * d + i] : 0.0);
+        u[i] = (double)target_row[i] - (double)contrast_row[i];
         gu[i] = identity ? u[i] : u[i] * w.normf_g[i];
     }
     const float* xf = r.resid(2 * L) + (size_t)position * d;

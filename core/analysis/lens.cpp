@@ -75,10 +75,11 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
         throw error("internal: lens_retarget needs the lens of this record");
     if (target >= c.vocab_size) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
     for (int t = 0; t < T; t++) l.target_ids[t] = target >= 0 ? target : l.top_ids[((size_t)(P - 1) * T + t) * l.k];
-    const std::vector<float>& table = m.weights.lm_head.empty() ? m.weights.tok_emb : m.weights.lm_head;
+    const row_table& table = m.weights.unembedding();
     const bool identity = ab.no_layernorm.covers_all(L);
     const norm_kind kind = arch_table(c.arch).norm;
-    std::vector<float> xn(d), row;
+    std::vector<float> xn(d), row, target_rows((size_t)T * d); // [T][d] each token's target row of the unembedding
+    for (int t = 0; t < T; t++) table_row(&target_rows[(size_t)t * d], table, l.target_ids[t]);
     gemm_scratch gs;
     if (std::any_of(l.log_norm.begin(), l.log_norm.end(), [](float x) { return std::isnan(x); })) row.resize(c.vocab_size);
     for (int p = 0; p < P; p++)
@@ -101,7 +102,8 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
                 continue;
             }
             double logit = 0;
-            for (int i = 0; i < d; i++) logit += (double)xn[i] * table[(size_t)id * d + i];
+            const float* e = &target_rows[(size_t)t * d];
+            for (int i = 0; i < d; i++) logit += (double)xn[i] * e[i];
             l.target_prob[cell] = (float)std::exp(logit - l.log_norm[cell]);
         }
 }

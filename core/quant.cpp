@@ -1,0 +1,226 @@
+// Stored weight types: block formats, dequantisation, finiteness, row tables.
+#include "quant.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "error.h"
+#include "safetensors.h" // f16_to_f32, bf16_to_f32
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Block formats: values per block, bytes per block
+// ---------------------------------------------------------------------------------------------
+bool ggml_block(uint32_t type, int64_t& values, int64_t& bytes) {
+    switch (type) {
+    case GGML_F32: values = 1, bytes = 4; return true;
+    case GGML_F16: values = 1, bytes = 2; return true;
+    case GGML_BF16: values = 1, bytes = 2; return true;
+    case GGML_Q8_0: values = 32, bytes = 34; return true;   // f16 d, int8 q[32]
+    case GGML_Q4_0: values = 32, bytes = 18; return true;   // f16 d, 4-bit q[32] packed in 16 bytes
+    case GGML_Q4_K: values = 256, bytes = 144; return true; // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes q
+    case GGML_Q6_K: values = 256, bytes = 210; return true; // 128 bytes low 4 bits, 64 bytes high 2 bits, int8 scales[16], f16 d
+    default: return false;
+    }
+}
+
+const char* ggml_supported_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+
+size_t ggml_bytes(uint32_t type, int64_t n) {
+    int64_t values, bytes;
+    if (!ggml_block(type, values, bytes)) return 0;
+    return (size_t)(n / values * bytes);
+}
+
+const char* ggml_type_name(uint32_t type) {
+    switch (type) {
+    case GGML_F32: return "F32";
+    case GGML_F16: return "F16";
+    case GGML_BF16: return "BF16";
+    case GGML_Q8_0: return "Q8_0";
+    case GGML_Q4_0: return "Q4_0";
+    case GGML_Q4_K: return "Q4_K";
+    case GGML_Q6_K: return "Q6_K";
+    default: return "unsupported";
+    }
+}
+
+static float half(const uint8_t* p) { return f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+// Q4_K packs 8 six-bit scales and 8 six-bit mins into 12 bytes
+static void q4k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
+    int64_t values, bytes;
+    if (!ggml_block(type, values, bytes) || n % values) throw error("internal: dequantize of " + std::string(ggml_type_name(type)));
+    if (type == GGML_F32) return (void)std::memcpy(y, x, (size_t)n * 4);
+    if (type == GGML_F16 || type == GGML_BF16) { // whole rows at once: the LM head converts its table this way
+        int64_t i = 0;
+#if defined(__AVX512F__)
+        for (; i + 16 <= n; i += 16) {
+            const __m256i h = _mm256_loadu_si256((const __m256i*)(x + 2 * i));
+            if (type == GGML_F16) _mm512_storeu_ps(y + i, _mm512_cvtph_ps(h));
+            else _mm512_storeu_si512((__m512i*)(y + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        }
+#elif defined(__F16C__) && defined(__AVX2__)
+        for (; i + 8 <= n; i += 8) {
+            const __m128i h = _mm_loadu_si128((const __m128i*)(x + 2 * i));
+            if (type == GGML_F16) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+            else _mm256_storeu_si256((__m256i*)(y + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        }
+#endif
+        for (; i < n; i++) {
+            const uint16_t h = (uint16_t)(x[2 * i] | x[2 * i + 1] << 8);
+            y[i] = type == GGML_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        return;
+    }
+    const int64_t blocks = n / values;
+    for (int64_t b = 0; b < blocks; b++, x += bytes) {
+        switch (type) {
+        case GGML_F32: std::memcpy(y++, x, 4); break;
+        case GGML_F16: *y++ = half(x); break;
+        case GGML_BF16: *y++ = bf16_to_f32((uint16_t)(x[0] | x[1] << 8)); break;
+        case GGML_Q8_0: {
+            float d = half(x);
+            for (int i = 0; i < 32; i++) *y++ = d * (int8_t)x[2 + i];
+            break;
+        }
+        case GGML_Q4_0: { // low nibbles are values 0..15, high nibbles 16..31; offset 8
+            float d = half(x);
+            const uint8_t* q = x + 2;
+            for (int i = 0; i < 16; i++) y[i] = d * ((q[i] & 0xF) - 8), y[i + 16] = d * ((q[i] >> 4) - 8);
+            y += 32;
+            break;
+        }
+        case GGML_Q4_K: { // 4 groups of 64: low nibbles with one scale/min, high nibbles with the next
+            float d = half(x), dmin = half(x + 2);
+            const uint8_t* scales = x + 4;
+            const uint8_t* q = x + 16;
+            for (int g = 0; g < 4; g++) {
+                int sc, m;
+                q4k_scale_min(2 * g, scales, sc, m);
+                float d1 = d * sc, m1 = dmin * m;
+                q4k_scale_min(2 * g + 1, scales, sc, m);
+                float d2 = d * sc, m2 = dmin * m;
+                for (int l = 0; l < 32; l++) y[l] = d1 * (q[l] & 0xF) - m1;
+                for (int l = 0; l < 32; l++) y[32 + l] = d2 * (q[l] >> 4) - m2;
+                q += 32;
+                y += 64;
+            }
+            break;
+        }
+        case GGML_Q6_K: { // 2 halves of 128: 6-bit values from 4 low + 2 high bits, offset 32, int8 scales per 16
+            const uint8_t* ql = x;
+            const uint8_t* qh = x + 128;
+            const int8_t* sc = (const int8_t*)(x + 192);
+            float d = half(x + 208);
+            for (int h = 0; h < 2; h++) {
+                for (int l = 0; l < 32; l++) {
+                    int is = l / 16;
+                    int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                    int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                    int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                    int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                    y[l] = d * sc[is] * q1;
+                    y[l + 32] = d * sc[is + 2] * q2;
+                    y[l + 64] = d * sc[is + 4] * q3;
+                    y[l + 96] = d * sc[is + 6] * q4;
+                }
+                y += 128;
+                ql += 64;
+                qh += 32;
+                sc += 8;
+            }
+            break;
+        }
+        }
+    }
+}
+
+// A stored value is NaN or Inf exactly when its dequantised value is: F16/BF16 by their exponent bits; a block
+// type by its scales (finite scales times small integers stay finite), so only those are looked at.
+bool stored_finite(const uint8_t* x, uint32_t type, int64_t n) {
+    int64_t values, bytes;
+    if (!ggml_block(type, values, bytes) || n % values) throw error("internal: stored_finite of " + std::string(ggml_type_name(type)));
+    bool ok = true;
+    switch (type) {
+    case GGML_F32:
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            std::memcpy(&u, x + 4 * i, 4);
+            ok &= (u & 0x7f800000u) != 0x7f800000u;
+        }
+        return ok;
+    case GGML_F16:
+        for (int64_t i = 0; i < n; i++) ok &= (x[2 * i + 1] & 0x7c) != 0x7c;
+        return ok;
+    case GGML_BF16:
+        for (int64_t i = 0; i < n; i++) ok &= ((x[2 * i + 1] & 0x7f) != 0x7f) || ((x[2 * i] & 0x80) == 0);
+        return ok;
+    default: { // block types: dequantise block by block (a scale's NaN shows in every value of its block)
+        float y[256];
+        for (int64_t b = 0; b < n / values; b++) {
+            dequantize(y, x + b * bytes, type, values);
+            for (int64_t i = 0; i < values; i++) ok &= std::fabs(y[i]) <= 3.4028235e38f;
+        }
+        return ok;
+    }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row tables
+// ---------------------------------------------------------------------------------------------
+void table_row(float* out, const row_table& t, int64_t r) {
+    if (r < 0 || r >= t.rows) throw error("internal: row " + std::to_string(r) + " of a table of " + std::to_string(t.rows));
+    const uint8_t* src = t.data + (size_t)r * t.row_bytes();
+    if (t.type == GGML_F32) std::memcpy(out, src, (size_t)t.cols * 4);
+    else dequantize(out, src, t.type, t.cols);
+}
+
+std::vector<float> table_f32(const row_table& t) {
+    std::vector<float> out(t.size());
+    for (int64_t r = 0; r < t.rows; r++) table_row(&out[(size_t)(r * t.cols)], t, r);
+    return out;
+}
+
+row_table table_from_f32(std::vector<float> values, int64_t rows, int64_t cols) {
+    if ((int64_t)values.size() != rows * cols)
+        throw error("internal: table of " + std::to_string(values.size()) + " values as [" + std::to_string(rows) + "][" +
+                    std::to_string(cols) + "]");
+    row_table t;
+    t.type = GGML_F32;
+    t.rows = values.empty() ? 0 : rows;
+    t.cols = cols;
+    auto owned = std::make_shared<std::vector<float>>(std::move(values));
+    t.data = (const uint8_t*)owned->data();
+    t.keep = owned;
+    return t;
+}
+
+row_table table_view(uint32_t type, const uint8_t* data, int64_t rows, int64_t cols, std::shared_ptr<const void> keep) {
+    row_table t;
+    t.type = type;
+    t.rows = rows;
+    t.cols = cols;
+    t.data = data;
+    t.keep = std::move(keep);
+    t.mapped = true;
+    return t;
+}
+
+} // namespace gb

@@ -1,0 +1,238 @@
+// Weights kept as stored (F16, BF16, Q8_0): the products equal the fp32 kernel's on the dequantised weights bit for
+// bit, the loaders keep each type and say so, memory stays near the file's size, and a model too large for the
+// memory is refused before anything large is allocated.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "error.h"
+#include "forward.h"
+#include "gemm.h"
+#include "model.h"
+#include "quant.h"
+#include "safetensors.h"
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace {
+
+// values of one stored type for an [rows][cols] matrix stored out-major (blocks along cols), and their
+// dequantised f32 twin
+struct stored_matrix {
+    std::vector<uint8_t> bytes;
+    std::vector<float> values; // [rows][cols] dequantised
+};
+
+stored_matrix make_stored(uint32_t type, int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 0.5f);
+    stored_matrix m;
+    m.values.resize((size_t)(rows * cols));
+    for (int64_t i = 0; i < rows * cols; i++) {
+        const float v = nd(rng);
+        if (type == gb::GGML_F16) {
+            const uint16_t h = gb::f32_to_f16(v);
+            m.bytes.push_back(h & 0xff), m.bytes.push_back(h >> 8);
+        } else if (type == gb::GGML_BF16) {
+            const uint16_t h = gb::f32_to_bf16(v);
+            m.bytes.push_back(h & 0xff), m.bytes.push_back(h >> 8);
+        }
+    }
+    if (type == gb::GGML_Q8_0)
+        for (int64_t b = 0; b < rows * cols / 32; b++) {
+            const uint16_t d = gb::f32_to_f16(std::uniform_real_distribution<float>(0.001f, 0.05f)(rng));
+            m.bytes.push_back(d & 0xff), m.bytes.push_back(d >> 8);
+            for (int i = 0; i < 32; i++) m.bytes.push_back((uint8_t)(int8_t)std::uniform_int_distribution<int>(-127, 127)(rng));
+        }
+    gb::dequantize(m.values.data(), m.bytes.data(), type, rows * cols);
+    return m;
+}
+
+// [rows][cols] -> [cols][rows]
+std::vector<float> transpose(const std::vector<float>& w, int64_t rows, int64_t cols) {
+    std::vector<float> t(w.size());
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) t[(size_t)(c * rows + r)] = w[(size_t)(r * cols + c)];
+    return t;
+}
+
+} // namespace
+
+TEST(Stored, ProductsEqualTheFp32KernelOnDequantisedWeightsBitForBit) {
+    matmul_scope fp32(gb::MATMUL_FP32); // the reference packs the dequantised weights for the fp32 kernel
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0})
+        for (int64_t in : {32, 64, 416, 800}) // one and several KC-deep slices, Q8_0 blocks throughout
+            for (int64_t out : {1, 47, 48, 50, 144, 200}) {
+                SCOPED_TRACE(std::string(gb::ggml_type_name(type)) + " in " + std::to_string(in) + " out " +
+                             std::to_string(out));
+                stored_matrix s = make_stored(type, out, in, (uint32_t)(in * 1000 + out));
+                gb::weight_matrix w = gb::pack_parts({{type, s.bytes.data(), out, true}}, in);
+                ASSERT_EQ(w.type, type);
+                ASSERT_TRUE(w.data.empty());
+                const std::vector<float> plain = transpose(s.values, out, in); // [in][out]
+                EXPECT_EQ(gb::unpack_matrix(w), plain);
+                gb::weight_matrix ref = gb::pack_matrix(plain, in, out, true);
+                std::vector<float> bias((size_t)out);
+                for (float& b : bias) b = nd(rng);
+                for (int n : {1, 3, 8, 9, 64}) {
+                    std::vector<float> x((size_t)(n * in)), got((size_t)(n * out)), want((size_t)(n * out));
+                    for (float& v : x) v = nd(rng);
+                    gb::gemm_scratch gs;
+                    for (gb::epilogue epi : {gb::EPILOGUE_NONE, gb::EPILOGUE_GELU}) {
+                        gb::gemm(got.data(), x.data(), w, bias, n, gs, epi);
+                        gb::gemm(want.data(), x.data(), ref, bias, n, gs, epi);
+                        ASSERT_EQ(got, want) << "n " << n;
+                    }
+                }
+            }
+}
+
+TEST(Stored, FusedPartsAndConv1DLayoutMatchThePlainMatrix) {
+    // q | k | v from three out-major F16 parts, and a Conv1D [in][out] F16 matrix
+    const int64_t in = 64;
+    stored_matrix q = make_stored(gb::GGML_F16, 64, in, 1), k = make_stored(gb::GGML_F16, 16, in, 2),
+                  v = make_stored(gb::GGML_F16, 16, in, 3);
+    gb::weight_matrix w = gb::pack_parts(
+        {{gb::GGML_F16, q.bytes.data(), 64, true}, {gb::GGML_F16, k.bytes.data(), 16, true}, {gb::GGML_F16, v.bytes.data(), 16, true}},
+        in);
+    ASSERT_EQ(w.out, 96);
+    std::vector<float> got = gb::unpack_matrix(w);
+    for (int64_t i = 0; i < in; i++)
+        for (int64_t o = 0; o < 96; o++) {
+            const float want = o < 64 ? q.values[(size_t)(o * in + i)]
+                               : o < 80 ? k.values[(size_t)((o - 64) * in + i)]
+                                        : v.values[(size_t)((o - 80) * in + i)];
+            ASSERT_EQ(got[(size_t)(i * 96 + o)], want) << i << "," << o;
+        }
+    stored_matrix c = make_stored(gb::GGML_F16, in, 40, 4); // bytes read as [in][out]
+    EXPECT_EQ(gb::unpack_matrix(gb::pack_parts({{gb::GGML_F16, c.bytes.data(), 40, false}}, in)), c.values);
+    // mixed types, or keep_stored = false: dequantised and packed for the process's kernel
+    stored_matrix b = make_stored(gb::GGML_BF16, 16, in, 5);
+    gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_F16, q.bytes.data(), 64, true}, {gb::GGML_BF16, b.bytes.data(), 16, true}}, in);
+    EXPECT_EQ(mixed.type, (uint32_t)gb::GGML_F32);
+    EXPECT_EQ(gb::pack_parts({{gb::GGML_F16, q.bytes.data(), 64, true}}, in, false).type, (uint32_t)gb::GGML_F32);
+    // a NaN or Inf is noticed as stored
+    std::vector<uint8_t> inf = q.bytes;
+    inf[2 * 77] = 0x00, inf[2 * 77 + 1] = 0x7c; // +Inf in F16
+    EXPECT_FALSE(gb::pack_parts({{gb::GGML_F16, inf.data(), 64, true}}, in).finite);
+    EXPECT_TRUE(w.finite);
+}
+
+TEST(Stored, TableRowsAndTheLmHeadReadEveryType) {
+    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0}) {
+        SCOPED_TRACE(gb::ggml_type_name(type));
+        const int64_t V = 300, d = 64;
+        stored_matrix s = make_stored(type, V, d, 7);
+        auto keep = std::make_shared<std::vector<uint8_t>>(s.bytes);
+        gb::row_table t = gb::table_view(type, keep->data(), V, d, keep);
+        EXPECT_EQ(gb::table_f32(t), s.values);
+        gb::row_table f = gb::table_from_f32(s.values, V, d);
+        for (int n : {1, 4, 7}) {
+            std::vector<float> x((size_t)(n * d)), got((size_t)(n * V)), want((size_t)(n * V));
+            for (size_t i = 0; i < x.size(); i++) x[i] = std::sin(0.37 * (double)i);
+            gb::gemm_table(got.data(), x.data(), t, n);
+            gb::gemm_table(want.data(), x.data(), f, n);
+            if (n <= 4) {
+                EXPECT_EQ(got, want); // the same dot products on the same values
+            } else {
+                for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])));
+            }
+        }
+    }
+}
+
+namespace {
+
+// Every kept point and the logits of two loads of one model: kept as stored vs dequantised at load on the fp32
+// kernel. Equal bit for bit except the all-positions LM head (blocked differently), compared to 1e-5.
+void expect_same_forward(const std::string& path) {
+    matmul_scope fp32(gb::MATMUL_FP32);
+    gb::model a = gb::load_model(path);
+    gb::load_options lo;
+    lo.keep_stored = false;
+    gb::model b = gb::load_model(path, lo);
+    ASSERT_NE(a.weights.layers[0].w_qkv.type, (uint32_t)gb::GGML_F32);
+    ASSERT_EQ(b.weights.layers[0].w_qkv.type, (uint32_t)gb::GGML_F32);
+    ASSERT_LT(gb::weight_bytes(a), gb::weight_bytes(b));
+    std::vector<int> tokens = {1, 40, 41, 42, 100, 7, 9, 250};
+    for (bool all : {false, true}) {
+        gb::forward_options opt;
+        opt.all_logits = all;
+        opt.keep.points = ~0u;
+        opt.keep.resid_stream = true;
+        gb::record ra, rb;
+        gb::run_forward(ra, a, tokens, {}, opt);
+        gb::run_forward(rb, b, tokens, {}, opt);
+        for (int p = 0; p < gb::HOOK_COUNT; p++) {
+            if (p == gb::HOOK_LOGITS || p == gb::HOOK_FINAL_NORM) continue;
+            EXPECT_EQ(ra.flat((gb::hook_point)p), rb.flat((gb::hook_point)p)) << "point " << p;
+        }
+        ASSERT_EQ(ra.logits.size(), rb.logits.size());
+        if (!all) EXPECT_EQ(ra.logits, rb.logits);
+        for (size_t i = 0; i < ra.logits.size(); i++) ASSERT_NEAR(ra.logits[i], rb.logits[i], 1e-5 * (1 + std::fabs(rb.logits[i])));
+    }
+}
+
+} // namespace
+
+TEST(Stored, HfGpt2AndLlamaKeepTheirDtypeAndComputeTheSame) {
+    for (const char* dtype : {"F16", "BF16"}) {
+        SCOPED_TRACE(dtype);
+        tiny_spec s;
+        s.dtype = dtype;
+        s.tied = false;
+        tiny_model tm = write_tiny_gpt2(test_temp_dir(std::string("stored_gpt2_") + dtype), s);
+        expect_same_forward(tm.dir);
+        gb::model_config c;
+        c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_model = 64, c.d_ff = 96, c.vocab_size = 300, c.n_ctx = 64;
+        for (bool tied : {true, false}) {
+            c.tied_lm_head = tied;
+            const std::string dir = test_temp_dir(std::string("stored_llama_") + dtype);
+            gb::write_random_llama_hf(dir, c, 11, dtype);
+            expect_same_forward(dir);
+            gb::model m = gb::load_model(dir);
+            gb::weight_types t = gb::stored_types(m);
+            EXPECT_EQ(t.attention, dtype);
+            EXPECT_EQ(t.mlp, dtype);
+            EXPECT_EQ(t.embedding, dtype);
+            EXPECT_EQ(t.head, tied ? "tied" : dtype);
+        }
+    }
+}
+
+TEST(Stored, ResidentBytesStayNearTheFileSize) {
+    // dimensions a multiple of the panel width, as real models' are (padding is then nil)
+    gb::model_config c;
+    c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_model = 192, c.d_ff = 480, c.vocab_size = 1000, c.n_ctx = 64;
+    for (const char* dtype : {"F16", "BF16"}) {
+        const std::string dir = test_temp_dir(std::string("stored_size_") + dtype);
+        gb::write_random_llama_hf(dir, c, 3, dtype);
+        matmul_scope fp32(gb::MATMUL_FP32);
+        gb::model m = gb::load_model(dir);
+        const double file = (double)std::filesystem::file_size(dir + "/model.safetensors");
+        EXPECT_LE(gb::weight_bytes(m), 1.25 * file) << dtype;
+        EXPECT_GE(gb::weight_bytes(m), 0.9 * file) << dtype;
+    }
+}
+
+TEST(Stored, ModelsTooLargeForTheMemoryAreRefusedWithTheSizes) {
+    tiny_spec s;
+    s.dtype = "F16";
+    tiny_model tm = write_tiny_gpt2(test_temp_dir("stored_refuse"), s);
+    gb::load_options lo;
+    lo.mem_available = 1000;
+    expect_gb_error([&] { gb::load_model(tm.dir, lo); }, "GB of memory, 0.0 GB available");
+    lo.mem_available = 1 << 30;
+    EXPECT_NO_THROW(gb::load_model(tm.dir, lo));
+    // dequantising asks for more: 4 bytes a value instead of the file's 2
+    const int64_t file = (int64_t)std::filesystem::file_size(tm.dir + "/model.safetensors");
+    lo.mem_available = file * 3 / 2;
+    EXPECT_NO_THROW(gb::load_model(tm.dir, lo));
+    lo.keep_stored = false;
+    expect_gb_error([&] { gb::load_model(tm.dir, lo); }, "available");
+}
