@@ -175,9 +175,29 @@ weight_matrix pack_head(const row_table& emb) {
 // ---------------------------------------------------------------------------------------------
 // Weights kept as stored (F16, BF16, Q8_0): packed into panels of their own type
 // ---------------------------------------------------------------------------------------------
-bool kept_as_stored(uint32_t type) { return type == GGML_F16 || type == GGML_BF16 || type == GGML_Q8_0; }
+bool kept_as_stored(uint32_t type) {
+    int64_t values, bytes;
+    return type != GGML_F32 && ggml_block(type, values, bytes);
+}
 
+// Three panel forms: F16/BF16 values and Q8_0's int8 values laid [k][NR] like f32 panels (esize bytes each);
+// the other block types keep their blocks whole, [in / block][NR][block bytes], so memory is the file's bytes.
+static bool raw_blocks(uint32_t type) { return type != GGML_F16 && type != GGML_BF16 && type != GGML_Q8_0; }
 static size_t stored_value_bytes(uint32_t type) { return type == GGML_Q8_0 ? 1 : 2; }
+// Rows of a panel turned into floats at a time: a whole number of blocks (256 for the K types)
+constexpr int KC_BLOCKS = 512;
+// Bytes before row k of panel p in a stored matrix's panels (k a multiple of its block)
+static size_t stored_offset(const weight_matrix& w, int64_t p, int64_t k) {
+    int64_t bv, bb;
+    ggml_block(w.type, bv, bb);
+    if (!raw_blocks(w.type)) bb = (int64_t)stored_value_bytes(w.type), bv = 1;
+    return (size_t)((p * w.in + k) * NR / bv * bb);
+}
+static int slice_depth(const weight_matrix& w) {
+    int64_t values = 1, bytes;
+    if (!w.stored.empty()) ggml_block(w.type, values, bytes);
+    return values > 32 ? KC_BLOCKS : KC;
+}
 
 weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored) {
     int64_t M = 0;
@@ -187,9 +207,26 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
     }
     if (parts.empty() || in <= 0 || in > (1 << 30) || M > (1 << 30)) throw error("internal: pack_parts shape");
     const uint32_t type = parts[0].type;
+    bool mixed = false, all_kept = keep_stored;
+    for (const matrix_part& p : parts) mixed |= p.type != type, all_kept &= kept_as_stored(p.type);
+    if (mixed && all_kept) { // e.g. q and k in Q4_K, v in Q6_K (llama.cpp's _M mixes): each part kept in its type
+        weight_matrix m;
+        m.in = (int)in;
+        m.out = (int)M;
+        m.type = type;
+        for (const matrix_part& p : parts) {
+            m.parts.push_back(pack_parts({p}, in, true));
+            m.finite &= m.parts.back().finite;
+        }
+        bool whole = true; // a part its type could not keep (blocks across in) went to f32: then all go
+        for (const weight_matrix& p : m.parts) whole &= !p.stored.empty();
+        if (whole) return m;
+    }
     bool stored = keep_stored && kept_as_stored(type);
+    int64_t block_values = 1, block_bytes = 0;
+    ggml_block(type, block_values, block_bytes);
     for (const matrix_part& p : parts)
-        stored &= p.type == type && (type != GGML_Q8_0 || (p.out_major && in % 32 == 0));
+        stored &= p.type == type && (block_values == 1 || (p.out_major && in % block_values == 0));
     if (!stored) { // dequantise into the plain [in][M] and pack for the process's kernel
         std::vector<float> w((size_t)(in * M)), row((size_t)in);
         int64_t col0 = 0;
@@ -216,7 +253,8 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
     m.type = type;
     for (const matrix_part& p : parts) m.finite &= stored_finite(p.data, type, in * p.out);
     const int64_t panels = (M + NR - 1) / NR, esize = (int64_t)stored_value_bytes(type);
-    m.stored.assign((size_t)(panels * in * NR * esize), 0);
+    if (raw_blocks(type)) m.stored.assign((size_t)(panels * (in / block_values) * NR * block_bytes), 0);
+    else m.stored.assign((size_t)(panels * in * NR * esize), 0);
     if (type == GGML_Q8_0) m.scale.assign((size_t)(panels * (in / 32) * NR), 0.0f);
     // column j of the whole -> (part, column in the part)
     std::vector<std::pair<int, int64_t>> col((size_t)M);
@@ -229,7 +267,13 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
         for (int64_t jj = 0; jj < NR && p * NR + jj < M; jj++) {
             const matrix_part& part = parts[(size_t)col[(size_t)(p * NR + jj)].first];
             const int64_t c = col[(size_t)(p * NR + jj)].second;
-            if (type == GGML_Q8_0) { // blocks of 34 bytes along in: f16 scale, then 32 int8
+            if (raw_blocks(type)) { // column c's blocks, one after another along in
+                const int64_t nb = in / block_values;
+                const uint8_t* src = part.data + (size_t)(c * nb * block_bytes);
+                uint8_t* dst = m.stored.data() + (size_t)((p * nb * NR + jj) * block_bytes);
+                for (int64_t b = 0; b < nb; b++)
+                    std::memcpy(dst + (size_t)(b * NR * block_bytes), src + (size_t)(b * block_bytes), (size_t)block_bytes);
+            } else if (type == GGML_Q8_0) { // blocks of 34 bytes along in: f16 scale, then 32 int8
                 const uint8_t* src = part.data + (size_t)(c * (in / 32) * 34);
                 int8_t* q = (int8_t*)m.stored.data() + (size_t)(p * in * NR + jj);
                 float* sc = m.scale.data() + (size_t)(p * (in / 32) * NR + jj);
@@ -277,6 +321,19 @@ static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int
             const uint32_t bits = (uint32_t)src[i] << 16;
             std::memcpy(tile + i, &bits, 4);
         }
+    } else if (raw_blocks(w.type)) { // each column's blocks of the slice, dequantised, written down the column
+        int64_t bv, bb;
+        ggml_block(w.type, bv, bb);
+        const int64_t nb = w.in / bv;
+        alignas(64) float block[256];
+        for (int64_t b = k0 / bv; b < (k0 + kc) / bv; b++) {
+            const uint8_t* src = w.stored.data() + (size_t)((p * nb + b) * NR * bb);
+            float* t = tile + (size_t)(b * bv - k0) * NR;
+            for (int jj = 0; jj < NR; jj++, src += bb) {
+                dequantize(block, src, w.type, bv);
+                for (int64_t i = 0; i < bv; i++) t[(size_t)i * NR + jj] = block[i];
+            }
+        }
     } else { // Q8_0
         const int8_t* q = (const int8_t*)w.stored.data() + first;
         for (int k = 0; k < kc; k++) {
@@ -299,6 +356,16 @@ std::vector<float> unpack_matrix(const weight_matrix& m) {
     std::vector<float> w((size_t)m.in * m.out);
     if (m.amx()) {
         amx::unpack_weights(w.data(), m.digits.data(), m.row_exp.data(), m.col_exp.data(), m.in, m.out);
+        return w;
+    }
+    if (!m.parts.empty()) { // side by side
+        int64_t col0 = 0;
+        for (const weight_matrix& p : m.parts) {
+            const std::vector<float> part = unpack_matrix(p);
+            for (int64_t k = 0; k < m.in; k++)
+                std::copy_n(&part[(size_t)(k * p.out)], p.out, &w[(size_t)(k * m.out + col0)]);
+            col0 += p.out;
+        }
         return w;
     }
     const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
@@ -381,10 +448,10 @@ using kernels = kernel_table<1, 2, 3, 4>;
 #endif
 static_assert(sizeof(kernels::by_rows) / sizeof(kernel_fn) == MR + 1, "one kernel per row count 1..MR");
 
-// x [rows][K] -> slice-major packed blocks: slice s (KC wide) holds [blocks][kc][MR], rows past n are zero.
+// x [rows][K] -> slice-major packed blocks: slice s (depth wide) holds [blocks][kc][MR], rows past n are zero.
 // One (slice, block) pair per call, so threads can share the packing.
-static void pack_rows(float* packed, const float* x, int n, int K, int blocks, int k0, int ib) {
-    const int kc = std::min(KC, K - k0);
+static void pack_rows(float* packed, const float* x, int n, int K, int blocks, int k0, int ib, int depth) {
+    const int kc = std::min(depth, K - k0);
     float* dst = packed + (size_t)k0 * blocks * MR + (size_t)ib * kc * MR;
     for (int r = 0; r < MR; r++) {
         const int row = ib * MR + r;
@@ -393,6 +460,71 @@ static void pack_rows(float* packed, const float* x, int n, int K, int blocks, i
             for (int k = 0; k < kc; k++) dst[k * MR + r] = src[k];
         } else {
             for (int k = 0; k < kc; k++) dst[k * MR + r] = 0.0f;
+        }
+    }
+}
+
+// The fp32 and stored paths: out [n][ldc] (w.out columns of it) = x [n][w.in] * W (+ bias [w.out]).
+static void gemm_panels(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
+                        gemm_scratch& scratch, epilogue epi) {
+    const int K = w.in, M = w.out;
+    const int blocks = (n + MR - 1) / MR; // MR-row blocks of x
+    const int depth = slice_depth(w); // KC, or a whole number of a stored type's blocks
+    const int slices = (K + depth - 1) / depth;
+    aligned_vector<float>& a_scratch = scratch.rows;
+    if (a_scratch.size() < (size_t)blocks * MR * K) a_scratch.resize((size_t)blocks * MR * K);
+    float* packed = a_scratch.data();
+    const int panels = (M + NR - 1) / NR;
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
+    // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
+    // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
+    const bool stored = !w.stored.empty();
+#pragma omp parallel if (threaded)
+    {
+        // a stored matrix's slice as floats: depth x NR per thread (72-96 KB with AVX-512), kept between calls
+        static thread_local aligned_vector<float> tile;
+        if (stored && tile.size() < (size_t)depth * NR) tile.resize((size_t)depth * NR);
+#pragma omp for schedule(static)
+        for (int job = 0; job < slices * blocks; job++)
+            pack_rows(packed, x, n, K, blocks, (job / blocks) * depth, job % blocks, depth);
+        for (int ib0 = 0; ib0 < blocks; ib0 += MC / MR) {
+            const int ib1 = std::min(blocks, ib0 + MC / MR);
+#pragma omp for schedule(static)
+            for (int p = 0; p < panels; p++) {
+                const int j0 = p * NR, cols = std::min(NR, M - j0);
+                float bias_tile[NR] = {}; // the panel's bias, zero past the last column
+                if (bias) std::copy_n(bias + j0, cols, bias_tile);
+                for (int k0 = 0; k0 < K; k0 += depth) {
+                    const int kc = std::min(depth, K - k0);
+                    const float* b;
+                    const char *next, *end; // the rest of the stream of panel bytes
+                    if (stored) { // the slice in floats, once for all the row blocks that pass over it
+                        dequantize_slice(tile.data(), w, p, k0, kc);
+                        b = tile.data();
+                        next = (const char*)w.stored.data() + stored_offset(w, p, k0 + kc);
+                        end = (const char*)w.stored.data() + w.stored.size();
+                    } else {
+                        b = w.data.data() + ((size_t)p * K + k0) * NR;
+                        next = (const char*)(b + (size_t)kc * NR);
+                        end = (const char*)(w.data.data() + w.data.size());
+                    }
+                    const float* slice = packed + (size_t)k0 * blocks * MR;
+                    // The panel data a thread reads is one contiguous stream: while the row blocks reuse this
+                    // slice from cache, each fetches its share of the next slice into L2, so the first block of
+                    // the next slice does not wait on memory.
+                    const size_t next_lines = std::min<size_t>(stored ? stored_offset(w, 0, depth) : (size_t)KC * NR * sizeof(float),
+                                                               next < end ? (size_t)(end - next) : 0) / 64;
+                    const int share = (int)((next_lines + (ib1 - ib0) - 1) / (ib1 - ib0));
+                    for (int ib = ib0; ib < ib1; ib++) {
+                        const int first = (ib - ib0) * share;
+                        const int lines = std::max(0, std::min(share, (int)next_lines - first));
+                        const int rows = std::min(MR, n - ib * MR);
+                        kernels::by_rows[rows](out + (size_t)ib * MR * ldc + j0, ldc, cols, slice + (size_t)ib * kc * MR,
+                                               b, kc, k0 > 0, next + (size_t)first * 64, lines, k0 + kc == K,
+                                               bias ? bias_tile : nullptr, epi);
+                    }
+                }
+            }
         }
     }
 }
@@ -410,65 +542,15 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
                   bias.empty() ? nullptr : bias.data(), epi, scratch.digits.data(), scratch.row_exp.data(), threaded);
         return;
     }
-    const int blocks = (n + MR - 1) / MR; // MR-row blocks of x
-    const int slices = (K + KC - 1) / KC;
-    aligned_vector<float>& a_scratch = scratch.rows;
-    if (a_scratch.size() < (size_t)blocks * MR * K) a_scratch.resize((size_t)blocks * MR * K);
-    float* packed = a_scratch.data();
-    const int panels = (M + NR - 1) / NR;
-    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
-    // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
-    // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
-    const bool stored = !w.stored.empty();
-    const size_t esize = stored ? stored_value_bytes(w.type) : sizeof(float);
-#pragma omp parallel if (threaded)
-    {
-        // a stored matrix's slice as floats: KC x NR per thread (72 KB with AVX-512), kept between calls
-        static thread_local aligned_vector<float> tile;
-        if (stored && tile.size() < (size_t)KC * NR) tile.resize((size_t)KC * NR);
-#pragma omp for schedule(static)
-        for (int job = 0; job < slices * blocks; job++)
-            pack_rows(packed, x, n, K, blocks, (job / blocks) * KC, job % blocks);
-        for (int ib0 = 0; ib0 < blocks; ib0 += MC / MR) {
-            const int ib1 = std::min(blocks, ib0 + MC / MR);
-#pragma omp for schedule(static)
-            for (int p = 0; p < panels; p++) {
-                const int j0 = p * NR, cols = std::min(NR, M - j0);
-                float bias_tile[NR] = {}; // the panel's bias, zero past the last column
-                if (!bias.empty()) std::copy_n(bias.data() + j0, cols, bias_tile);
-                for (int k0 = 0; k0 < K; k0 += KC) {
-                    const int kc = std::min(KC, K - k0);
-                    const float* b;
-                    const char *next, *end; // the rest of the stream of panel bytes
-                    if (stored) { // the slice in floats, once for all the row blocks that pass over it
-                        dequantize_slice(tile.data(), w, p, k0, kc);
-                        b = tile.data();
-                        next = (const char*)w.stored.data() + ((size_t)p * K + k0 + kc) * NR * esize;
-                        end = (const char*)w.stored.data() + w.stored.size();
-                    } else {
-                        b = w.data.data() + ((size_t)p * K + k0) * NR;
-                        next = (const char*)(b + (size_t)kc * NR);
-                        end = (const char*)(w.data.data() + w.data.size());
-                    }
-                    const float* slice = packed + (size_t)k0 * blocks * MR;
-                    // The panel data a thread reads is one contiguous stream: while the row blocks reuse this
-                    // slice from cache, each fetches its share of the next slice into L2, so the first block of
-                    // the next slice does not wait on memory.
-                    const size_t next_lines = std::min<size_t>((size_t)KC * NR * esize,
-                                                               next < end ? (size_t)(end - next) : 0) / 64;
-                    const int share = (int)((next_lines + (ib1 - ib0) - 1) / (ib1 - ib0));
-                    for (int ib = ib0; ib < ib1; ib++) {
-                        const int first = (ib - ib0) * share;
-                        const int lines = std::max(0, std::min(share, (int)next_lines - first));
-                        const int rows = std::min(MR, n - ib * MR);
-                        kernels::by_rows[rows](out + (size_t)ib * MR * M + j0, M, cols, slice + (size_t)ib * kc * MR,
-                                               b, kc, k0 > 0, next + (size_t)first * 64, lines, k0 + kc == K,
-                                               bias.empty() ? nullptr : bias_tile, epi);
-                    }
-                }
-            }
+    if (!w.parts.empty()) { // a fused matrix whose parts are stored in different types: each writes its columns
+        int col0 = 0;
+        for (const weight_matrix& p : w.parts) {
+            gemm_panels(out + col0, M, x, p, bias.empty() ? nullptr : bias.data() + col0, n, scratch, epi);
+            col0 += p.out;
         }
+        return;
     }
+    gemm_panels(out, M, x, w, bias.empty() ? nullptr : bias.data(), n, scratch, epi);
 }
 
 // out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of e [rows][d]. Two accumulators

@@ -69,6 +69,7 @@ weight_types stored_types(const model& m) {
     std::vector<uint32_t> att, mlp;
     for (const layer_weights& l : m.weights.layers) {
         att.push_back(l.w_qkv.type), att.push_back(l.w_o.type);
+        for (const weight_matrix& p : l.w_qkv.parts) att.push_back(p.type);
         mlp.push_back(l.w_up.type), mlp.push_back(l.w_down.type);
         if (!l.w_gate.empty()) mlp.push_back(l.w_gate.type);
     }
@@ -100,8 +101,8 @@ void check_memory(const std::string& path, int64_t need, const load_options& opt
 
 int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored) {
     if (type == GGML_F32 || !keep_stored || !kept_as_stored(type)) return values * 4;
-    // stored panels: Q8_0 with a float scale per 32 values (9 bits a value), F16/BF16 as on disk
-    return type == GGML_Q8_0 ? values + values / 8 : values * 2;
+    // stored panels: Q8_0 with a float scale per 32 values (9 bits a value), the rest as on disk
+    return type == GGML_Q8_0 ? values + values / 8 : (int64_t)ggml_bytes(type, values);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -64,25 +64,31 @@ struct model_config {
 // in one of these forms (type):
 // - F32 on the fp32 kernel: data, floats;
 // - F32 on the AMX kernel: every weight as three base-256 digits of a 23-bit fixed-point number, in AMX tile order;
-// - F16, BF16 or Q8_0, kept as the file stores them (stored, scale): the kernel turns each panel slice into
-//   floats in cache just before it multiplies, so the product equals the fp32 kernel's on the dequantised weights.
+// - F16, BF16, Q8_0 or another ggml block type, kept as the file stores them (stored, scale): the kernel turns
+//   each panel slice into floats in cache just before it multiplies, so the product equals the fp32 kernel's on
+//   the dequantised weights.
 // pack_matrix / unpack_matrix convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
 // types; for AMX to within 2^-23 of each row's and column's largest weight).
 struct weight_matrix {
     int in = 0, out = 0;
-    uint32_t type = GGML_F32;      // the values' type as held: F32 (data or digits), F16, BF16 or Q8_0 (stored)
+    uint32_t type = GGML_F32;      // the values' type as held: F32 (data or digits), or a stored type (stored)
     aligned_vector<float> data;    // F32, fp32 kernel: [ceil(out / weight_panel)][in][weight_panel]
-    aligned_vector<uint8_t> stored; // F16/BF16: uint16 [panels][in][weight_panel]; Q8_0: int8 [panels][in][weight_panel]
+    aligned_vector<uint8_t> stored; // F16/BF16: uint16 [panels][in][weight_panel]; Q8_0: int8 [panels][in][weight_panel];
+                                    // other block types: whole blocks [panels][in / block][weight_panel][block bytes]
     aligned_vector<float> scale;   // Q8_0: [panels][in/32][weight_panel] each block's scale (GGUF's d)
     aligned_vector<int8_t> digits; // AMX: [ceil(out/16)][ceil(in/64)][3][16][64] (see core/gemm_amx.cpp)
     std::vector<float> row_exp;  // AMX: [ceil(in/64)*64] power of two taken out of each row, put into the inputs
     std::vector<float> col_exp;  // AMX: [ceil(out/16)*16] exponent of each column's fixed-point scale
+    std::vector<weight_matrix> parts; // a fused matrix (q | k | v) whose parts have different stored types: each
+                                      // part's columns, in order (type is then the first part's)
     bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix off the AMX kernel)
-    bool empty() const { return data.empty() && digits.empty() && stored.empty(); }
+    bool empty() const { return data.empty() && digits.empty() && stored.empty() && parts.empty(); }
     bool amx() const { return !digits.empty(); }
     size_t size() const { return (size_t)in * out; } // parameters, padding excluded
-    size_t bytes() const {                           // memory held, padding and scales included
-        return data.size() * 4 + stored.size() + scale.size() * 4 + digits.size() + (row_exp.size() + col_exp.size()) * 4;
+    size_t bytes() const { // memory held, padding and scales included
+        size_t b = data.size() * 4 + stored.size() + scale.size() * 4 + digits.size() + (row_exp.size() + col_exp.size()) * 4;
+        for (const weight_matrix& p : parts) b += p.bytes();
+        return b;
     }
 };
 // No NaN or Inf among x [n] (core/loader.cpp).
@@ -101,8 +107,8 @@ struct matrix_part {
     int64_t out = 0;
     bool out_major = true;
 };
-// Whether a type is kept as stored in memory (F16, BF16, Q8_0); others are dequantised to f32 and packed for the
-// process's kernel (pack_matrix).
+// Whether a type is kept as stored in memory (every type quant.h reads but F32, which pack_matrix packs for the
+// process's kernel).
 bool kept_as_stored(uint32_t type);
 // The parts side by side as one [in][sum of outs] matrix. Kept as stored when every part has the same kept type
 // and keep_stored; otherwise dequantised to f32 and packed by pack_matrix (AMX or fp32).

@@ -23,13 +23,17 @@ bool ggml_block(uint32_t type, int64_t& values, int64_t& bytes) {
     case GGML_BF16: values = 1, bytes = 2; return true;
     case GGML_Q8_0: values = 32, bytes = 34; return true;   // f16 d, int8 q[32]
     case GGML_Q4_0: values = 32, bytes = 18; return true;   // f16 d, 4-bit q[32] packed in 16 bytes
+    case GGML_Q4_1: values = 32, bytes = 20; return true;   // f16 d, f16 m, 4-bit q[32]
+    case GGML_Q5_0: values = 32, bytes = 22; return true;   // f16 d, 32 high bits, 4-bit low parts q[32]
+    case GGML_Q5_1: values = 32, bytes = 24; return true;   // f16 d, f16 m, 32 high bits, 4-bit low parts
+    case GGML_Q5_K: values = 256, bytes = 176; return true; // Q4_K's fields plus 32 bytes of fifth bits
     case GGML_Q4_K: values = 256, bytes = 144; return true; // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes q
     case GGML_Q6_K: values = 256, bytes = 210; return true; // 128 bytes low 4 bits, 64 bytes high 2 bits, int8 scales[16], f16 d
     default: return false;
     }
 }
 
-const char* ggml_supported_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+const char* ggml_supported_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"; }
 
 size_t ggml_bytes(uint32_t type, int64_t n) {
     int64_t values, bytes;
@@ -44,6 +48,10 @@ const char* ggml_type_name(uint32_t type) {
     case GGML_BF16: return "BF16";
     case GGML_Q8_0: return "Q8_0";
     case GGML_Q4_0: return "Q4_0";
+    case GGML_Q4_1: return "Q4_1";
+    case GGML_Q5_0: return "Q5_0";
+    case GGML_Q5_1: return "Q5_1";
+    case GGML_Q5_K: return "Q5_K";
     case GGML_Q4_K: return "Q4_K";
     case GGML_Q6_K: return "Q6_K";
     default: return "unsupported";
@@ -104,6 +112,43 @@ void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
             const uint8_t* q = x + 2;
             for (int i = 0; i < 16; i++) y[i] = d * ((q[i] & 0xF) - 8), y[i + 16] = d * ((q[i] >> 4) - 8);
             y += 32;
+            break;
+        }
+        case GGML_Q4_1:   // y = d q + m, q the nibbles as in Q4_0 (no offset)
+        case GGML_Q5_0:   // q = nibble + 16 * its bit of the 32 high bits, offset 16
+        case GGML_Q5_1: { // y = d q + m, q as in Q5_0 without the offset
+            const bool has_min = type != GGML_Q5_0, five = type != GGML_Q4_1;
+            const float d = half(x), m = has_min ? half(x + 2) : 0.0f;
+            const uint8_t* p = x + (has_min ? 4 : 2);
+            uint32_t high = 0;
+            if (five) high = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24, p += 4;
+            const int offset = type == GGML_Q5_0 ? 16 : 0;
+            for (int i = 0; i < 16; i++) {
+                const int lo = (p[i] & 0xF) | (five ? (int)((high >> i) & 1) << 4 : 0);
+                const int hi = (p[i] >> 4) | (five ? (int)((high >> (i + 16)) & 1) << 4 : 0);
+                y[i] = has_min ? d * lo + m : d * (lo - offset);
+                y[i + 16] = has_min ? d * hi + m : d * (hi - offset);
+            }
+            y += 32;
+            break;
+        }
+        case GGML_Q5_K: { // as Q4_K, each value's fifth bit from qh: group g uses bits 2g (low) and 2g+1 (high)
+            float d = half(x), dmin = half(x + 2);
+            const uint8_t* scales = x + 4;
+            const uint8_t* qh = x + 16;
+            const uint8_t* q = x + 48;
+            for (int g = 0; g < 4; g++) {
+                int sc, m;
+                q4k_scale_min(2 * g, scales, sc, m);
+                float d1 = d * sc, m1 = dmin * m;
+                q4k_scale_min(2 * g + 1, scales, sc, m);
+                float d2 = d * sc, m2 = dmin * m;
+                const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
+                for (int l = 0; l < 32; l++) y[l] = d1 * ((q[l] & 0xF) + (qh[l] & lo_bit ? 16 : 0)) - m1;
+                for (int l = 0; l < 32; l++) y[32 + l] = d2 * ((q[l] >> 4) + (qh[l] & hi_bit ? 16 : 0)) - m2;
+                q += 32;
+                y += 64;
+            }
             break;
         }
         case GGML_Q4_K: { // 4 groups of 64: low nibbles with one scale/min, high nibbles with the next

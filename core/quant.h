@@ -10,7 +10,8 @@ namespace gb {
 
 // ggml type ids, as GGUF writes them
 enum ggml_type_id {
-    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8, GGML_Q4_K = 12, GGML_Q6_K = 14, GGML_BF16 = 30,
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8,
+    GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14, GGML_BF16 = 30,
 };
 // Values per block and bytes per block of a type; false for a type not read here.
 bool ggml_block(uint32_t type, int64_t& values, int64_t& bytes);

@@ -41,12 +41,23 @@ stored_matrix make_stored(uint32_t type, int64_t rows, int64_t cols, uint32_t se
             m.bytes.push_back(h & 0xff), m.bytes.push_back(h >> 8);
         }
     }
-    if (type == gb::GGML_Q8_0)
-        for (int64_t b = 0; b < rows * cols / 32; b++) {
-            const uint16_t d = gb::f32_to_f16(std::uniform_real_distribution<float>(0.001f, 0.05f)(rng));
-            m.bytes.push_back(d & 0xff), m.bytes.push_back(d >> 8);
-            for (int i = 0; i < 32; i++) m.bytes.push_back((uint8_t)(int8_t)std::uniform_int_distribution<int>(-127, 127)(rng));
+    int64_t bv = 1, bb = 0;
+    gb::ggml_block(type, bv, bb);
+    if (bv > 1) { // random blocks whose f16 scales (and mins) are small finite numbers
+        std::vector<int> halves = {0};                    // byte offsets of the f16 fields
+        if (type == gb::GGML_Q4_1 || type == gb::GGML_Q5_1 || type == gb::GGML_Q4_K || type == gb::GGML_Q5_K) halves = {0, 2};
+        if (type == gb::GGML_Q6_K) halves = {208};
+        std::uniform_int_distribution<int> byte(0, 255);
+        std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+        for (int64_t b = 0; b < rows * cols / bv; b++) {
+            const size_t at = m.bytes.size();
+            for (int64_t i = 0; i < bb; i++) m.bytes.push_back((uint8_t)byte(rng));
+            for (int h : halves) {
+                const uint16_t d = gb::f32_to_f16(scale(rng));
+                m.bytes[at + h] = d & 0xff, m.bytes[at + h + 1] = d >> 8;
+            }
         }
+    }
     gb::dequantize(m.values.data(), m.bytes.data(), type, rows * cols);
     return m;
 }
@@ -65,15 +76,20 @@ TEST(Stored, ProductsEqualTheFp32KernelOnDequantisedWeightsBitForBit) {
     matmul_scope fp32(gb::MATMUL_FP32); // the reference packs the dequantised weights for the fp32 kernel
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0})
-        for (int64_t in : {32, 64, 416, 800}) // one and several KC-deep slices, Q8_0 blocks throughout
+    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0, gb::GGML_Q4_0, gb::GGML_Q4_1, gb::GGML_Q5_0,
+                          gb::GGML_Q5_1, gb::GGML_Q4_K, gb::GGML_Q5_K, gb::GGML_Q6_K})
+        for (int64_t in : {32, 64, 416, 800, 256, 768, 1280}) // one and several slices, blocks throughout
             for (int64_t out : {1, 47, 48, 50, 144, 200}) {
+                int64_t bv, bb;
+                gb::ggml_block(type, bv, bb);
+                if (in % bv) continue;
                 SCOPED_TRACE(std::string(gb::ggml_type_name(type)) + " in " + std::to_string(in) + " out " +
                              std::to_string(out));
                 stored_matrix s = make_stored(type, out, in, (uint32_t)(in * 1000 + out));
                 gb::weight_matrix w = gb::pack_parts({{type, s.bytes.data(), out, true}}, in);
                 ASSERT_EQ(w.type, type);
                 ASSERT_TRUE(w.data.empty());
+                if (bv > 32) EXPECT_LE(w.stored.size(), s.bytes.size() * ((out + 47) / 48 * 48) / out); // the file's bytes
                 const std::vector<float> plain = transpose(s.values, out, in); // [in][out]
                 EXPECT_EQ(gb::unpack_matrix(w), plain);
                 gb::weight_matrix ref = gb::pack_matrix(plain, in, out, true);
@@ -111,10 +127,36 @@ TEST(Stored, FusedPartsAndConv1DLayoutMatchThePlainMatrix) {
         }
     stored_matrix c = make_stored(gb::GGML_F16, in, 40, 4); // bytes read as [in][out]
     EXPECT_EQ(gb::unpack_matrix(gb::pack_parts({{gb::GGML_F16, c.bytes.data(), 40, false}}, in)), c.values);
-    // mixed types, or keep_stored = false: dequantised and packed for the process's kernel
-    stored_matrix b = make_stored(gb::GGML_BF16, 16, in, 5);
-    gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_F16, q.bytes.data(), 64, true}, {gb::GGML_BF16, b.bytes.data(), 16, true}}, in);
+    // parts of different stored types (llama.cpp's Q4_K_M puts v in Q6_K): each kept in its own type, the
+    // product the same as the dequantised whole's
+    const int64_t kin = 256;
+    stored_matrix q4 = make_stored(gb::GGML_Q4_K, 64, kin, 6), k4 = make_stored(gb::GGML_Q4_K, 16, kin, 7),
+                  v6 = make_stored(gb::GGML_Q6_K, 16, kin, 8);
+    {
+        matmul_scope fp32(gb::MATMUL_FP32);
+        gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_Q4_K, q4.bytes.data(), 64, true},
+                                                  {gb::GGML_Q4_K, k4.bytes.data(), 16, true},
+                                                  {gb::GGML_Q6_K, v6.bytes.data(), 16, true}},
+                                                 kin);
+        ASSERT_EQ(mixed.parts.size(), 3u);
+        EXPECT_EQ(mixed.parts[2].type, (uint32_t)gb::GGML_Q6_K);
+        std::vector<float> plain = gb::unpack_matrix(mixed);
+        gb::weight_matrix ref = gb::pack_matrix(plain, kin, 96, true);
+        for (int64_t i = 0; i < kin; i++)
+            ASSERT_EQ(plain[(size_t)(i * 96 + 90)], v6.values[(size_t)((90 - 80) * kin + i)]);
+        std::vector<float> x((size_t)(5 * kin)), bias(96), got(5 * 96), want(5 * 96);
+        for (size_t i = 0; i < x.size(); i++) x[i] = (float)std::cos(0.1 * (double)i);
+        for (size_t i = 0; i < bias.size(); i++) bias[i] = 0.01f * (float)i;
+        gb::gemm_scratch gs;
+        gb::gemm(got.data(), x.data(), mixed, bias, 5, gs);
+        gb::gemm(want.data(), x.data(), ref, bias, 5, gs);
+        EXPECT_EQ(got, want);
+    }
+    // a part stored F32 among them, or keep_stored = false: dequantised and packed for the process's kernel
+    std::vector<float> f32v(16 * in, 0.5f);
+    gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_F16, q.bytes.data(), 64, true}, {gb::GGML_F32, (const uint8_t*)f32v.data(), 16, true}}, in);
     EXPECT_EQ(mixed.type, (uint32_t)gb::GGML_F32);
+    EXPECT_TRUE(mixed.parts.empty());
     EXPECT_EQ(gb::pack_parts({{gb::GGML_F16, q.bytes.data(), 64, true}}, in, false).type, (uint32_t)gb::GGML_F32);
     // a NaN or Inf is noticed as stored
     std::vector<uint8_t> inf = q.bytes;
@@ -235,4 +277,54 @@ TEST(Stored, ModelsTooLargeForTheMemoryAreRefusedWithTheSizes) {
     EXPECT_NO_THROW(gb::load_model(tm.dir, lo));
     lo.keep_stored = false;
     expect_gb_error([&] { gb::load_model(tm.dir, lo); }, "available");
+}
+
+// The block types added for stored weights, decoded by hand from their layout (ggml's block formats)
+TEST(Stored, NewBlockTypesDequantiseByHand) {
+    auto put16 = [](std::vector<uint8_t>& b, size_t at, float v) {
+        const uint16_t h = gb::f32_to_f16(v);
+        b[at] = h & 0xff, b[at + 1] = h >> 8;
+    };
+    float y[256];
+    { // Q4_1: d = 0.5, m = -1; nibble i = i % 16 low, 15 - i % 16 high
+        std::vector<uint8_t> b(20);
+        put16(b, 0, 0.5f), put16(b, 2, -1.0f);
+        for (int i = 0; i < 16; i++) b[4 + i] = (uint8_t)(i | (15 - i) << 4);
+        gb::dequantize(y, b.data(), gb::GGML_Q4_1, 32);
+        for (int i = 0; i < 16; i++) {
+            EXPECT_EQ(y[i], 0.5f * i - 1) << i;
+            EXPECT_EQ(y[i + 16], 0.5f * (15 - i) - 1) << i;
+        }
+    }
+    { // Q5_0: d = 0.25; value j has low nibble j % 16 and fifth bit set for odd j; offset 16
+        std::vector<uint8_t> b(22);
+        put16(b, 0, 0.25f);
+        uint32_t high = 0;
+        for (int j = 0; j < 32; j++) high |= (uint32_t)(j & 1) << j;
+        for (int k = 0; k < 4; k++) b[2 + k] = (uint8_t)(high >> (8 * k));
+        for (int i = 0; i < 16; i++) b[6 + i] = (uint8_t)(i | i << 4);
+        gb::dequantize(y, b.data(), gb::GGML_Q5_0, 32);
+        for (int j = 0; j < 32; j++) EXPECT_EQ(y[j], 0.25f * ((j % 16) + 16 * (j & 1) - 16)) << j;
+        // Q5_1: the same bits with d = 0.25, m = 2 and no offset
+        std::vector<uint8_t> c(24);
+        put16(c, 0, 0.25f), put16(c, 2, 2.0f);
+        std::copy(b.begin() + 2, b.end(), c.begin() + 4);
+        gb::dequantize(y, c.data(), gb::GGML_Q5_1, 32);
+        for (int j = 0; j < 32; j++) EXPECT_EQ(y[j], 0.25f * ((j % 16) + 16 * (j & 1)) + 2.0f) << j;
+    }
+    { // Q5_K: d = 1, dmin = 0.5, every sub-block scale 2 and min 1 (six-bit fields, sub-blocks 0-3 in bytes 0-7),
+      // low nibbles 3, high nibbles 5, fifth bits set for group 1's high half only
+        std::vector<uint8_t> b(176, 0);
+        put16(b, 0, 1.0f), put16(b, 2, 0.5f);
+        for (int j = 0; j < 4; j++) b[4 + j] = 2, b[8 + j] = 1;   // scales / mins of sub-blocks 0-3
+        for (int j = 0; j < 4; j++) b[12 + j] = (uint8_t)(2 | 1 << 4); // sub-blocks 4-7: low 4 bits scale, high 4 min
+        for (int l = 0; l < 32; l++) b[16 + l] = 1 << 3;                // qh: bit 3 = group 1, high nibble
+        for (int l = 0; l < 128; l++) b[48 + l] = 3 | 5 << 4;
+        gb::dequantize(y, b.data(), gb::GGML_Q5_K, 256);
+        for (int g = 0; g < 4; g++)
+            for (int l = 0; l < 32; l++) {
+                EXPECT_EQ(y[64 * g + l], 2.0f * 3 - 0.5f) << g << "," << l;
+                EXPECT_EQ(y[64 * g + 32 + l], 2.0f * (5 + (g == 1 ? 16 : 0)) - 0.5f) << g << "," << l;
+            }
+    }
 }
