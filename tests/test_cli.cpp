@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include "analysis/patching.h"
 #include "export.h"
 #include "gemm.h"
+#include "glassbox_version.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -359,9 +361,28 @@ TEST(Cli, ControlCharactersInTokenTextAreShownEscaped) {
     EXPECT_NE(r.out.find("[27 \"\\x1b\"]"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find('\007'), std::string::npos);
     EXPECT_EQ(r.out.find('\033'), std::string::npos);
-    command_result d = cli("tokenize " + M() + " --decode 104,7,105,10,27");
+    // tokenize --decode prints the text as it is (see TokenizeDecodeIsRawUnlessEscaped); --escape is for a terminal
+    command_result d = cli("tokenize " + M() + " --decode 104,7,105,10,27 --escape");
     ASSERT_EQ(d.code, 0) << d.err;
     EXPECT_EQ(d.out, "h\\x07i\n\\x1b\n") << "newlines stay in decoded text, other controls are escaped";
+}
+
+// tokenize --decode prints the decoded bytes exactly (for pipes and files); --escape shows control characters
+// as "\x0d" and keeps newlines and tabs, as generate prints its text.
+TEST(Cli, TokenizeDecodeIsRawUnlessEscaped) {
+    command_result enc = cli("tokenize " + M() + " --text \"$(printf 'a\\rb\\tc\\033d')\"");
+    ASSERT_EQ(enc.code, 0) << enc.err;
+    std::string ids;
+    for (auto& id : nlohmann::json::parse(enc.out)) ids += (ids.empty() ? "" : ",") + std::to_string((int)id);
+    command_result raw = cli("tokenize " + M() + " --decode " + ids);
+    ASSERT_EQ(raw.code, 0) << raw.err;
+    EXPECT_EQ(raw.out, "a\rb\tc\033d\n");
+    command_result esc = cli("tokenize " + M() + " --decode " + ids + " --escape");
+    ASSERT_EQ(esc.code, 0) << esc.err;
+    EXPECT_EQ(esc.out, "a\\x0db\tc\\x1bd\n");
+    command_result alone = cli("tokenize " + M() + " --text x --escape");
+    EXPECT_EQ(alone.code, 2);
+    EXPECT_NE(alone.err.find("--escape goes with --decode"), std::string::npos) << alone.err;
 }
 
 TEST(Cli, NonFiniteWeightsWarnButRun) {
@@ -619,4 +640,87 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     refused("--arch bert", "--arch: expected gpt2 or llama");
     refused("--arch llama --heads-n 4 --kv-heads-n 3 --d-model 64", "--heads-n must be a multiple of --kv-heads-n");
     refused("--arch llama --heads-n 4 --d-model 36", "odd");
+}
+
+// Every command documents its options and exit codes: `glassbox-cli CMD --help` (and `glassbox-cli help CMD`)
+// print that command's usage, each option it takes and an "Exit codes:" section, and exit 0; the overview
+// (`glassbox-cli --help`) has the exit codes too and points to the commands' help.
+TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
+    const std::map<std::string, std::vector<std::string>> some_options = {
+        {"run", {"--prompt TEXT", "--ablate LIST", "--keep POINTS", "--capture-budget MB"}},
+        {"generate", {"--max-new-tokens N", "--temperature T", "--top-p P", "--seed S"}},
+        {"tokenize", {"--text TEXT", "--decode IDS", "--escape", "--tokenizer DIR"}},
+        {"lens", {"--prompt TEXT", "--target TEXT", "--target-id N", "--top-k K"}},
+        {"attribute", {"--target TEXT", "--contrast TEXT", "--position I"}},
+        {"heads", {"--repeat-random N", "--seed S"}},
+        {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
+        {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
+        {"make-random", {"--out DIR", "--arch gpt2|llama", "--kv-heads-n H", "--rope-theta X"}},
+        {"info", {"--model PATH", "--matmul K"}},
+    };
+    for (const auto& [cmd, options] : some_options) {
+        command_result r = cli(cmd + " --help");
+        ASSERT_EQ(r.code, 0) << cmd << ": " << r.err;
+        EXPECT_TRUE(r.err.empty()) << cmd << ": " << r.err;
+        EXPECT_EQ(r.out.rfind("Usage: glassbox-cli " + cmd + " ", 0), 0u) << r.out;
+        EXPECT_NE(r.out.find("\nOptions:\n"), std::string::npos) << r.out;
+        for (const std::string& o : options) EXPECT_NE(r.out.find("  --" + o.substr(2)), std::string::npos) << cmd << " " << o;
+        EXPECT_NE(r.out.find("Exit codes:\n  0  success\n  1  internal failure"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("\n  2  bad usage or bad input"), std::string::npos) << r.out;
+        EXPECT_EQ(cli("help " + cmd).out, r.out) << "help " << cmd;
+        // every option the help lists is one the command takes: all of them at once, then --help, are parsed
+        // (an option it does not take is an error) and nothing runs (make-random writes nothing)
+        std::string listed;
+        std::istringstream lines(r.out);
+        for (std::string l; std::getline(lines, l);) {
+            if (l.rfind("  --", 0) != 0) continue;
+            // "  --name ARG   help" or "  --flag   help": a value's placeholder follows after one space
+            const size_t end = l.find(' ', 4);
+            const std::string name = l.substr(4, end - 4);
+            const bool takes_value = end != std::string::npos && end + 1 < l.size() && l[end + 1] != ' ';
+            if (name != "help") listed += " --" + name + (takes_value ? " x" : "");
+        }
+        command_result all_options = cli(cmd + listed + " --help");
+        EXPECT_EQ(all_options.code, 0) << cmd << listed << ": " << all_options.err;
+        EXPECT_EQ(all_options.out, r.out);
+    }
+    command_result all = cli("--help");
+    ASSERT_EQ(all.code, 0) << all.err;
+    EXPECT_NE(all.out.find("glassbox-cli COMMAND --help"), std::string::npos) << all.out;
+    EXPECT_NE(all.out.find("Exit codes:"), std::string::npos) << all.out;
+    EXPECT_EQ(cli("-h").out, all.out);
+    EXPECT_EQ(cli("run -h").out, cli("run --help").out);
+    command_result bad = cli("help frobnicate");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("unknown command 'frobnicate'"), std::string::npos) << bad.err;
+}
+
+// --version: "glassbox-cli 0.4.0 (git 6efc708)": the project's version, and the commit when the source tree is a
+// git checkout that git can read (as at build time: the header is generated then).
+TEST(Cli, VersionNamesTheProjectVersionAndCommit) {
+    command_result r = cli("--version");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, std::string("glassbox-cli ") + GLASSBOX_VERSION_FULL + "\n");
+    // the form: MAJOR.MINOR.PATCH, and a commit of at least 7 hex digits
+    const std::string version = GLASSBOX_VERSION, commit = GLASSBOX_GIT_COMMIT;
+    EXPECT_EQ(std::count(version.begin(), version.end(), '.'), 2) << version;
+    EXPECT_EQ(version.find_first_not_of("0123456789."), std::string::npos) << version;
+    EXPECT_EQ(r.out, "glassbox-cli " + version + (commit.empty() ? "" : " (git " + commit + ")") + "\n");
+    if (!commit.empty()) {
+        EXPECT_GE(commit.size(), 7u) << commit; // git lengthens an ambiguous short hash
+        EXPECT_EQ(commit.find_first_not_of("0123456789abcdef"), std::string::npos) << commit;
+    }
+    command_result git = run_command("git -C '" + std::string(GLASSBOX_SOURCE_DIR) + "' rev-parse --short=7 HEAD");
+    if (git.code == 0) {
+        EXPECT_NE(r.out.find(" (git "), std::string::npos) << "a git checkout, but no commit in " << r.out;
+    } else {
+        EXPECT_EQ(r.out.find("(git"), std::string::npos) << "no git checkout, yet a commit in " << r.out;
+    }
+    // the app answers the same way, before it opens any window
+    const std::string app = std::string(GLASSBOX_BINARY_DIR) + "/glassbox";
+    if (std::ifstream(app).good()) {
+        command_result g = run_command("'" + app + "' --version");
+        EXPECT_EQ(g.code, 0) << g.err;
+        EXPECT_EQ(g.out, std::string("glassbox ") + GLASSBOX_VERSION_FULL + "\n");
+    }
 }

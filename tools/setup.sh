@@ -3,13 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake pkg-config git
+# help2man writes the man pages at build time; dpkg-dev's dpkg-shlibdeps gives the .deb its Depends (cpack)
+pkgs=(build-essential cmake pkg-config git help2man dpkg-dev
       libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
       fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm)
-# the fuzzers and sanitizer builds (./test.sh) need clang with its runtime and OpenMP
+# the fuzzers and sanitizer builds (./test.sh) need clang with its runtime and OpenMP; the install test checks
+# the man pages with man and the .desktop entry with desktop-file-validate
 if [ "${1:-}" = "--tests" ]; then
-  pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
+  pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev man-db desktop-file-utils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "export.h"
+#include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
 #include "analysis/compare.h"
 #include "forward.h"
@@ -34,39 +35,223 @@
 
 namespace {
 
-const char* usage_text = R"(glassbox-cli — look inside a transformer from the command line
+// ---------------------------------------------------------------------------------------------
+// argument parsing and help
+// ---------------------------------------------------------------------------------------------
+// The overview (glassbox-cli --help). Laid out as GNU programs do ("Usage:", "  or:", indented two-column
+// lists), which is also what help2man turns into the man page at build time (packaging/packaging.cmake).
+const char* usage_text = R"(Usage: glassbox-cli COMMAND [OPTIONS]
+  or:  glassbox-cli COMMAND --help
+  or:  glassbox-cli --help | --version
+Look inside a transformer language model from the command line: run a prompt with parts of the model knocked
+out, generate, tokenize, and read the analyses (logit lens, attribution, head scores, patching) as text, JSON
+or NumPy files.
 
-usage:
-  glassbox-cli run      [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
-                        [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits]
-                        [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
-                        [--matmul K]
-  glassbox-cli generate [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K]
-                        [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE]
-                        [--matmul K]
-  glassbox-cli tokenize (--model PATH | --tokenizer DIR) (--text TEXT | --decode 1,2,3)
-  glassbox-cli lens     --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
-  glassbox-cli attribute --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
-                        [--position I] [--json FILE] [--npy-dir DIR]
-  glassbox-cli heads    (--prompt TEXT | --repeat-random N [--seed S]) [--json FILE] [--npy-dir DIR]
-  glassbox-cli patch    --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
-                        [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
-                        (the analyses also take --model, --bos, --matmul, --backend)
-  glassbox-cli bench    [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE]
-  glassbox-cli bench    --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
-                        [--matmul K]
-  glassbox-cli make-random --out DIR [--arch gpt2|llama] [--layers-n 12] [--d-model 768] [--heads-n 12]
-                        [--ff 4*d] [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
-                        llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000]
-  glassbox-cli info     [--model PATH] [--matmul K]
+Commands and their options (glassbox-cli COMMAND --help explains each):
+  run          [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
+               [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits] [--json FILE]
+               [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB] [--matmul K]
+  generate     [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
+               [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE] [--matmul K]
+  tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
+  lens         --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
+  attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
+               [--position I] [--json FILE] [--npy-dir DIR]
+  heads        (--prompt TEXT | --repeat-random N [--seed S]) [--json FILE] [--npy-dir DIR]
+  patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+               [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
+               (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
+  bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
+               or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
+  make-random  --out DIR [--arch gpt2|llama] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
+               [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
+               llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000]
+  info         [--model PATH] [--matmul K]
 
---model: a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a llama2.c
-.bin (with --tokenizer tokenizer.bin); omitted = the embedded default model.
---matmul fp32|amx|auto: the kernel of the matrix products (auto, the default: amx where the CPU has AMX).
---keep POINTS (run): hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre, attn_in,
-q, k, v, z, head_out, attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post, final_norm, resid_stream).
-Errors: one line on stderr starting with "error:"; exit 2 for bad usage or input, 1 for internal failures.
+Options of several commands:
+  --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
+                 llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
+  --matmul K     fp32, amx or auto: the kernel of the matrix products (auto, the default: amx where the CPU
+                 has AMX)
+  --keep POINTS  (run) hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre,
+                 attn_in, q, k, v, z, head_out, attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post,
+                 final_norm, resid_stream)
+  --help         this overview; after a command, that command's options and exit codes
+  --version      the version and, for a build from a git checkout, its commit
+
+Errors are one line on stderr starting with "error:".
+
 )";
+
+// The same for every command: main() maps gb::error (bad usage or input) to 2 and anything else to 1.
+const char* exit_codes_text = R"(Exit codes:
+  0  success
+  1  internal failure, such as running out of memory
+  2  bad usage or bad input: an unknown, missing or malformed option; an unreadable or malformed model or
+     tokenizer; invalid UTF-8; a prompt longer than the context; a layer, head or token out of range; an
+     output file that cannot be written
+)";
+
+// One option of a command, as its --help lists it. arg is the value's placeholder; empty for a flag.
+struct option_doc {
+    std::string name, arg, help;
+};
+struct command_doc {
+    std::string name, summary;
+    std::vector<std::string> synopsis; // each after "glassbox-cli NAME "
+    std::vector<option_doc> options;
+};
+
+// Every command and its options. The parser accepts exactly the options listed here, so a command's --help
+// and what it takes cannot drift apart.
+const std::vector<command_doc>& command_docs() {
+    static const std::vector<command_doc> docs = [] {
+        const option_doc model{"model", "PATH", "a Hugging Face folder, a .gguf file or a llama2.c .bin (default: the "
+                                                "embedded default model)"};
+        const option_doc tokenizer{"tokenizer", "FILE", "the tokenizer.bin of a llama2.c .bin (default: found next "
+                                                        "to the model)"};
+        const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
+        const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the matrix products (default auto: "
+                                               "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
+        const option_doc backend{"backend", "cpu|gl", "where attention runs (default cpu; gl without OpenGL 4.3 "
+                                                      "falls back to the CPU with a notice)"};
+        const option_doc json{"json", "FILE", "also write the result as JSON"};
+        const option_doc npy{"npy-dir", "DIR", "also write the result as NumPy .npy files into DIR"};
+        const option_doc ablate{"ablate", "LIST", "no-residual, no-layernorm, no-attention (comma-separated)"};
+        const option_doc layers{"layers", "LIST", "the layers --ablate applies to, e.g. 0,3 (default: all)"};
+        const option_doc heads{"heads", "LIST", "heads to ablate, LAYER.HEAD, e.g. 5.1,5.5"};
+        const option_doc prompt{"prompt", "TEXT", "the text to run"};
+        const option_doc target_id{"target-id", "N", "the target token by id"};
+        const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
+        return std::vector<command_doc>{
+            {"run", "one forward pass: the prompt's tokens and the top-k next tokens",
+             {"--prompt TEXT [--model PATH] [options]"},
+             {model, tokenizer, prompt, bos, ablate, layers, heads,
+              {"top-k", "N", "how many next tokens to list (default 10)"},
+              {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
+              {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing"},
+              {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR"},
+              {"keep", "POINTS", "hook points to write to --npy-dir too: resid_pre, attn_in, q, k, v, z, head_out, "
+                                 "attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post, final_norm, resid_stream"},
+              backend,
+              {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
+              matmul}},
+            {"generate", "continue a prompt, printing the text as it is generated",
+             {"--prompt TEXT --max-new-tokens N [--model PATH] [options]"},
+             {model, tokenizer, {"prompt", "TEXT", "the text to continue"},
+              {"max-new-tokens", "N", "how many tokens to generate (fewer when the model ends the text)"},
+              {"temperature", "T", "sampling temperature; 0, the default, is greedy"},
+              {"top-k", "K", "sample from the K most probable tokens only (default 0: all)"},
+              {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
+              {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads,
+              {"json", "FILE", "write the prompt, the ids and the generated text as JSON"}, matmul}},
+            {"tokenize", "encode text to token ids, or decode ids to text",
+             {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
+             {model,
+              {"tokenizer", "DIR", "without --model: this folder's tokenizer alone, chosen and configured as a model "
+                                   "load does (no weights read); with a llama2.c --model: its tokenizer.bin"},
+              {"text", "TEXT", "print its token ids as a JSON array"},
+              {"decode", "IDS", "comma-separated token ids: print their text as it is, control characters included"},
+              {"escape", "", "with --decode: show control characters escaped (\"\\x0d\"), newlines and tabs as they are"}}},
+            {"lens", "logit lens: what the residual stream predicts after every sublayer",
+             {"--prompt TEXT [--model PATH] [options]"},
+             {model, tokenizer, prompt, bos, {"top-k", "K", "tokens kept per cell (default 5)"},
+              {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
+                                 "final top-1)"},
+              target_id, json, npy, backend, matmul}},
+            {"attribute", "direct logit attribution: what each head and MLP writes into a token's logit",
+             {"--prompt TEXT (--target TEXT | --target-id N) [--model PATH] [options]"},
+             {model, tokenizer, prompt, bos,
+              {"target", "TEXT", "the token whose logit is explained (exactly one token)"}, target_id,
+              {"contrast", "TEXT", "explain logit(target) - logit(contrast) instead (exactly one token)"}, contrast_id,
+              {"position", "I", "the position to explain (default: the last)"}, json, npy, backend, matmul}},
+            {"heads", "head scores: previous-token, first-token, induction, duplicate-token and entropy of every head",
+             {"--prompt TEXT [--model PATH] [options]", "--repeat-random N [--seed S] [--model PATH] [options]"},
+             {model, tokenizer, {"prompt", "TEXT", "the text whose attention is scored"},
+              {"repeat-random", "N", "score N random tokens repeated twice instead of a prompt (the induction test)"},
+              {"seed", "S", "with --repeat-random: the seed of the random tokens (default 0)"}, bos, json, npy,
+              backend, matmul}},
+            {"patch", "activation patching: where the clean run's activations bring its answer back",
+             {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
+             {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
+              {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
+              {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
+              target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
+              contrast_id, bos, json, npy, backend, matmul}},
+            {"bench", "time forward passes with full capture, or live recompute against a fresh forward",
+             {"[--tokens 16,64,256] [--repeat N] [--model PATH] [options]",
+              "--incremental [--tokens 256] [--repeat N] [--model PATH] [options]"},
+             {model, tokenizer,
+              {"tokens", "LIST", "prompt lengths to time (default 16,64,256; one length with --incremental, "
+                                 "default 256)"},
+              {"repeat", "N", "timed runs per length, reported as median, min and max (default 10)"},
+              {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
+                                  "ablation, against a fresh forward"},
+              {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
+              json, matmul}},
+            {"make-random", "write a random GPT-2 or Llama model folder, for benchmarks and tests",
+             {"--out DIR [options]"},
+             {{"out", "DIR", "the folder to write"}, {"arch", "gpt2|llama", "the architecture (default gpt2)"},
+              {"layers-n", "N", "layers (default 12)"}, {"d-model", "D", "model width (default 768)"},
+              {"heads-n", "H", "attention heads (default 12)"},
+              {"kv-heads-n", "H", "llama only: key/value heads (default: --heads-n)"},
+              {"ff", "N", "MLP width (default 4 * --d-model)"}, {"vocab", "V", "vocabulary size (default 50257)"},
+              {"ctx", "N", "context length, max_position_embeddings (default 1024)"},
+              {"dtype", "F32|F16", "the weights' type in model.safetensors (default F32)"},
+              {"seed", "S", "the seed of the random weights (default 1)"},
+              {"tied", "0|1", "llama only: the LM head is the embedding matrix (default 1)"},
+              {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
+            {"info", "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
+             {"[--model PATH] [--matmul K]"},
+             {model, tokenizer, matmul}},
+        };
+    }();
+    return docs;
+}
+
+const command_doc* find_command(const std::string& name) {
+    for (const command_doc& c : command_docs())
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+std::string command_names() {
+    std::string s;
+    for (const command_doc& c : command_docs()) s += (s.empty() ? "" : ", ") + c.name;
+    return s;
+}
+
+// `glassbox-cli NAME --help`: what the command does, its usage, every option it takes, the exit codes.
+std::string command_help(const command_doc& c) {
+    std::string out;
+    for (size_t i = 0; i < c.synopsis.size(); i++)
+        out += (i == 0 ? "Usage: " : "  or:  ") + ("glassbox-cli " + c.name + " " + c.synopsis[i]) + "\n";
+    out += (char)std::toupper((unsigned char)c.summary[0]) + c.summary.substr(1) + ".\n\nOptions:\n";
+    auto add = [&](const std::string& left, const std::string& help) {
+        // a two-column list; the help wraps at 110 columns, and a long left side puts it on its own line
+        const size_t col = 26, width = 110;
+        std::string line = "  " + left;
+        if (line.size() + 2 > col) {
+            out += line + "\n";
+            line.clear();
+        }
+        line.resize(col, ' ');
+        std::istringstream words(help);
+        bool first = true;
+        for (std::string w; words >> w; first = false) {
+            if (!first && line.size() + 1 + w.size() > width) {
+                out += line + "\n";
+                line.assign(col, ' ');
+                first = true;
+            }
+            line += (first ? "" : " ") + w;
+        }
+        out += line + "\n";
+    };
+    for (const option_doc& o : c.options) add("--" + o.name + (o.arg.empty() ? "" : " " + o.arg), o.help);
+    add("--help", "this help");
+    return out + "\n" + exit_codes_text;
+}
 
 // Bad usage is bad input: exit code 2, like gb::error.
 struct usage_error : gb::error {
@@ -85,55 +270,26 @@ struct args {
     }
     std::string need(const std::string& k) const {
         auto it = opts.find(k);
-        if (it == opts.end()) throw usage_error("missing --" + k + " (see glassbox-cli --help)");
+        if (it == opts.end()) throw usage_error("missing --" + k + " (see glassbox-cli " + command + " --help)");
         return it->second;
     }
 };
 
-// What each command accepts: its --flags and its --key value options. An option another command takes is
-// refused by name ("run does not take --temperature") rather than silently ignored.
-struct command_options {
-    std::set<std::string> flags, options;
-};
-const std::map<std::string, command_options>& command_table() {
-    static const std::map<std::string, command_options> table = {
-        {"run", {{"bos", "all-logits"},
-                 {"model", "tokenizer", "prompt", "ablate", "layers", "heads", "top-k", "json", "npy-dir", "backend",
-                  "capture-budget", "matmul", "keep"}}},
-        {"generate", {{"bos"},
-                      {"model", "tokenizer", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed",
-                       "ablate", "layers", "heads", "json", "matmul"}}},
-        {"tokenize", {{}, {"model", "tokenizer", "text", "decode"}}},
-        {"lens", {{"bos"}, {"model", "tokenizer", "prompt", "top-k", "target", "target-id", "json", "npy-dir", "backend", "matmul"}}},
-        {"attribute", {{"bos"}, {"model", "tokenizer", "prompt", "target", "target-id", "contrast", "contrast-id", "position",
-                                 "json", "npy-dir", "backend", "matmul"}}},
-        {"heads", {{"bos"}, {"model", "tokenizer", "prompt", "repeat-random", "seed", "json", "npy-dir", "backend", "matmul"}}},
-        {"patch", {{"bos"}, {"model", "tokenizer", "prompt", "corrupt", "target", "target-id", "contrast", "contrast-id",
-                             "json", "npy-dir", "backend", "matmul"}}},
-        {"bench", {{"incremental"}, {"model", "tokenizer", "tokens", "repeat", "backend", "json", "matmul"}}},
-        {"make-random", {{}, {"out", "arch", "layers-n", "d-model", "heads-n", "kv-heads-n", "ff", "vocab", "ctx", "dtype",
-                              "seed", "tied", "rope-theta"}}},
-        {"info", {{}, {"model", "tokenizer", "matmul"}}},
-    };
-    return table;
-}
-
 args parse_args(int argc, char** argv) {
     args a;
-    if (argc < 2) throw usage_error("missing command (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
+    if (argc < 2) throw usage_error("missing command (" + command_names() + ")");
     a.command = argv[1];
-    auto cmd = command_table().find(a.command);
-    if (cmd == command_table().end())
-        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
-    std::set<std::string> flag_names = cmd->second.flags, option_names = cmd->second.options;
-    flag_names.insert("help");
-    std::set<std::string> any_flag, any_option; // what some command takes
-    for (const auto& [name, c] : command_table()) {
-        any_flag.insert(c.flags.begin(), c.flags.end());
-        any_option.insert(c.options.begin(), c.options.end());
-    }
+    const command_doc* cmd = find_command(a.command);
+    if (!cmd) throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
+    // An option another command takes is refused by name ("run does not take --temperature") rather than
+    // silently ignored.
+    std::set<std::string> flag_names{"help"}, option_names, any_name;
+    for (const option_doc& o : cmd->options) (o.arg.empty() ? flag_names : option_names).insert(o.name);
+    for (const command_doc& c : command_docs())
+        for (const option_doc& o : c.options) any_name.insert(o.name);
     for (int i = 2; i < argc; i++) {
         std::string s = argv[i];
+        if (s == "-h") s = "--help";
         if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
         std::string key = s.substr(2), value;
         size_t eq = key.find('=');
@@ -151,7 +307,7 @@ args parse_args(int argc, char** argv) {
                 value = argv[++i];
             }
             a.opts[key] = value;
-        } else if (any_flag.count(key) || any_option.count(key)) {
+        } else if (any_name.count(key)) {
             throw usage_error(a.command + " does not take --" + key);
         } else {
             throw usage_error("unknown option --" + key + " for '" + a.command + "'");
@@ -383,9 +539,18 @@ int cmd_tokenize(const args& a) {
         std::vector<int> ids;
         for (const std::string& s : split(a.get("decode"), ','))
             ids.push_back((int)parse_int(s, "--decode", 0, (long)tok.vocab.size() - 1));
-        std::printf("%s\n", terminal_safe(gb::utf8_sanitize(gb::decode(tok, ids)), true).c_str());
+        // Raw by default: the decoded bytes exactly, for pipes and files (decode(encode(x)) == x). --escape
+        // is for a terminal: control characters, which could move the cursor or recolour it, shown escaped.
+        const std::string text = gb::decode(tok, ids);
+        if (a.has("escape")) {
+            std::printf("%s\n", terminal_safe(gb::utf8_sanitize(text), true).c_str());
+        } else {
+            std::fwrite(text.data(), 1, text.size(), stdout); // fwrite: a NUL byte is text too
+            std::fputc('\n', stdout);
+        }
         return 0;
     }
+    if (a.has("escape")) throw usage_error("--escape goes with --decode");
     std::vector<int> ids = gb::encode(tok, a.need("text"));
     std::printf("%s\n", nlohmann::json(ids).dump().c_str());
     return 0;
@@ -806,6 +971,9 @@ int cmd_info(const args& a) {
     gb::param_counts p = gb::count_params(m);
     j["params"] = {{"embeddings", p.embeddings}, {"attention", p.attention}, {"mlp", p.mlp}, {"norms", p.norms}};
     j["d_ff"] = m.config.d_ff;
+    const gb::weight_types t = gb::stored_types(m);
+    j["stored_types"] = {{"attention", t.attention}, {"mlp", t.mlp}, {"embedding", t.embedding}, {"head", t.head}};
+    j["resident_bytes"] = gb::weight_bytes(m);
     j["matmul"] = gb::matmul_name(gb::matmul_kind_now());
     std::string why;
     if (!gb::amx_usable(&why)) j["matmul_note"] = "no AMX kernel: " + why;
@@ -819,14 +987,25 @@ int cmd_info(const args& a) {
 int main(int argc, char** argv) {
     gb::keep_freed_buffers_in_heap();
     try {
-        if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-                          std::string(argv[1]) == "help")) {
-            std::fputs(usage_text, stdout);
+        const std::string first = argc >= 2 ? argv[1] : "";
+        if (first == "--version") {
+            std::printf("glassbox-cli %s\n", GLASSBOX_VERSION_FULL);
+            return 0;
+        }
+        if (first == "--help" || first == "-h" || first == "help") {
+            if (argc >= 3) { // help COMMAND
+                const command_doc* c = find_command(argv[2]);
+                if (!c) throw usage_error("unknown command '" + std::string(argv[2]) + "' (" + command_names() + ")");
+                std::fputs(command_help(*c).c_str(), stdout);
+            } else {
+                std::fputs(usage_text, stdout);
+                std::fputs(exit_codes_text, stdout);
+            }
             return 0;
         }
         args a = parse_args(argc, argv);
         if (a.has("help")) {
-            std::fputs(usage_text, stdout);
+            std::fputs(command_help(*find_command(a.command)).c_str(), stdout);
             return 0;
         }
         if (a.command == "run") return cmd_run(a);
@@ -839,7 +1018,7 @@ int main(int argc, char** argv) {
         if (a.command == "bench") return cmd_bench(a);
         if (a.command == "make-random") return cmd_make_random(a);
         if (a.command == "info") return cmd_info(a);
-        throw usage_error("unknown command '" + a.command + "' (run, generate, tokenize, lens, attribute, heads, patch, bench, make-random, info)");
+        throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());
         return 2;
