@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -32,7 +34,20 @@ int run(const std::string& cmd, std::string* out = nullptr) {
     return r.code;
 }
 
+// The app's settings stay out of the user's home: every run inherits XDG_CONFIG_HOME in the test's temp folder
+// and no GLASSBOX_CONFIG_DIR (a test's own env prefix may set either). Script runs remember nothing anyway
+// unless given --remember; this keeps a test that forgets that hermetic too.
+void hermetic_config() {
+    static const bool done = [] {
+        setenv("XDG_CONFIG_HOME", test_temp_dir("gui_xdg_unused").c_str(), 1);
+        unsetenv("GLASSBOX_CONFIG_DIR");
+        return true;
+    }();
+    (void)done;
+}
+
 std::string xvfb(const std::string& args) {
+    hermetic_config();
     return "xvfb-run -a -s '-screen 0 1600x1000x24' '" + app + "' " + args;
 }
 
@@ -295,7 +310,7 @@ TEST(Gui, RecentModelsAreRememberedOnlyWhereAsked) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(states.size(), 1u);
     EXPECT_EQ(states[0]["recent"], nlohmann::json::array({gui_model().dir}));
-    EXPECT_FALSE(std::ifstream(cfg + "/home/.config/glassbox/recent.txt").good());
+    EXPECT_FALSE(std::filesystem::exists(cfg + "/home/.config/glassbox")) << "nothing written in the home folder";
 }
 
 TEST(Gui, ScaleChangeRecoloursTheHeatmapsOffTheUiThread) {
@@ -797,4 +812,211 @@ TEST(GuiLive, AFloodOfRequestsEndsWithTheNewestResultOnly) {
     EXPECT_GE(stopped, 1) << "the full run was stopped between layers";
     const gb::model& m = loaded(slow_model());
     expect_export_matches_a_fresh_run(m, dir + "/out", gb::encode_prompt(m.tok, want, true)); // no mix of two runs
+}
+
+// ---- what the app remembers between runs: settings.json and imgui.ini in $XDG_CONFIG_HOME/glassbox ----
+
+namespace {
+
+// A config home of its own for one test (XDG_CONFIG_HOME); the app keeps its files in <home>/glassbox.
+struct config_home {
+    std::string home, dir;
+    explicit config_home(const std::string& name) : home(test_temp_dir(name)), dir(home + "/glassbox") {}
+    std::string env() const { return "XDG_CONFIG_HOME=" + sq(home) + " "; }
+    nlohmann::json settings() const {
+        std::ifstream f(dir + "/settings.json");
+        return f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
+    }
+};
+
+size_t files_in(const std::string& dir) {
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator(dir); it != std::filesystem::directory_iterator(); ++it) n++;
+    return n;
+}
+
+} // namespace
+
+TEST(GuiSettings, FirstRunWritesTheConfigFolderAndNothingInTheWorkingFolder) {
+    ASSERT_TRUE(have_app());
+    config_home cfg("gui_settings_first");
+    std::string wd = test_temp_dir("gui_settings_first_wd");
+    int rc = -1;
+    auto states = run_script("--remember --model " + sq(gui_model().dir) + " --prompt 'the cat'", "wait\nprint\n", &rc,
+                             "cd " + sq(wd) + " && " + cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["config_dir"], cfg.dir);
+    EXPECT_EQ(states[0]["warning"], "") << "a first run has nothing to complain about";
+    EXPECT_TRUE(std::filesystem::exists(cfg.dir + "/imgui.ini")) << "ImGui's ini goes to the config folder";
+    nlohmann::json j = cfg.settings();
+    ASSERT_TRUE(j.is_object()) << "settings.json is written and is JSON";
+    EXPECT_EQ(j["last_model"], gui_model().dir);
+    EXPECT_EQ(j["recent"], nlohmann::json::array({gui_model().dir}));
+    EXPECT_EQ(j["window"]["width"], 1600);
+    EXPECT_EQ(j["window"]["height"], 1000);
+    EXPECT_EQ(files_in(wd), 0u) << "no imgui.ini (or anything else) in the working folder";
+    EXPECT_EQ(files_in(cfg.dir), 2u) << "imgui.ini and settings.json, no temporary file left";
+
+    // a script run without --remember neither reads nor writes the settings
+    config_home other("gui_settings_first_off");
+    states = run_script("--model " + sq(gui_model().dir) + " --prompt 'the cat'", "wait\nprint\n", &rc,
+                        "cd " + sq(wd) + " && " + other.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["config_dir"], "");
+    EXPECT_FALSE(std::filesystem::exists(other.dir));
+    EXPECT_EQ(files_in(wd), 0u);
+}
+
+TEST(GuiSettings, TheWindowSizeOfTheLastRunIsRestoredAndSizeWins) {
+    ASSERT_TRUE(have_app());
+    config_home cfg("gui_settings_size");
+    const std::string args = "--remember --model " + sq(gui_model().dir) + " --prompt 'the cat'";
+    int rc = -1;
+    auto states = run_script(args + " --size 1200x800", "wait\nprint\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["window"], nlohmann::json::array({1200, 800}));
+    // the next start, without --size, opens at the size the last one closed with: the screenshot shows it
+    std::string png = test_temp_dir("gui_settings_size_png") + "/restored.png";
+    states = run_script(args, "wait\nprint\nscreenshot " + png + "\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["window"], nlohmann::json::array({1200, 800}));
+    int w = 0, h = 0, n = 0;
+    unsigned char* px = stbi_load(png.c_str(), &w, &h, &n, 3);
+    ASSERT_NE(px, nullptr);
+    stbi_image_free(px);
+    EXPECT_EQ(w, 1200);
+    EXPECT_EQ(h, 800);
+    // an explicit --size wins over the remembered one (and is remembered in turn)
+    states = run_script(args + " --size 1000x700", "wait\nprint\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["window"], nlohmann::json::array({1000, 700}));
+    EXPECT_EQ(cfg.settings()["window"]["width"], 1000);
+    EXPECT_EQ(cfg.settings()["window"]["height"], 700);
+}
+
+TEST(GuiSettings, TheLastModelReopensAndOpenRecentListsThoseThatExist) {
+    ASSERT_TRUE(have_app());
+    config_home cfg("gui_settings_recent");
+    // models of their own: B's folder is deleted below
+    const tiny_model a = write_gui_model("gui_recent_a", 2, 2, 16, 21), b = write_gui_model("gui_recent_b", 3, 2, 16, 22);
+    int rc = -1;
+    auto states = run_script("--remember --model " + sq(a.dir) + " --prompt 'the cat'", "wait\nopen " + b.dir + "\nwait\nprint\n",
+                             &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["model"], b.dir);
+    EXPECT_EQ(states[0]["recent"], nlohmann::json::array({b.dir, a.dir})) << "most recent first";
+    EXPECT_EQ(cfg.settings()["last_model"], b.dir);
+    EXPECT_EQ(cfg.settings()["recent"], nlohmann::json::array({b.dir, a.dir}));
+
+    // no --model: the last model opens; the "Open recent" menu (clicked, as a user does) opens A, then B again
+    states = run_script("--remember --prompt 'the cat'",
+                        "wait\nprint\nclick Open recent\nclick recent " + a.dir + "\nwait\nprint\n"
+                        "click Open recent\nclick recent " + b.dir + "\nwait\nprint\n",
+                        &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 3u);
+    EXPECT_EQ(states[0]["model"], b.dir) << "the last model of the previous run";
+    EXPECT_EQ(states[0]["recent"], nlohmann::json::array({b.dir, a.dir}));
+    EXPECT_EQ(states[1]["model"], a.dir) << "opened from Open recent";
+    EXPECT_EQ(states[1]["recent"], nlohmann::json::array({a.dir, b.dir}));
+    EXPECT_EQ(states[1]["error"], "");
+    EXPECT_EQ(states[2]["model"], b.dir);
+    EXPECT_EQ(states[2]["recent"], nlohmann::json::array({b.dir, a.dir}));
+
+    // B is deleted: the next start opens the embedded default, says why once, and B leaves the list
+    std::filesystem::remove_all(b.dir);
+    states = run_script("--remember --prompt 'the cat'", "wait\nprint\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    const std::string def = gb::default_model_path();
+    EXPECT_EQ(states[0]["model"], def);
+    EXPECT_EQ(states[0]["recent"], nlohmann::json::array({def, a.dir})) << "no B";
+    std::string w = states[0]["warning"];
+    EXPECT_NE(w.find("no longer exists"), std::string::npos) << w;
+    EXPECT_NE(w.find(b.dir), std::string::npos) << w;
+    EXPECT_EQ(cfg.settings()["recent"], nlohmann::json::array({def, a.dir}));
+}
+
+TEST(GuiSettings, AModelThatNoLongerLoadsKeepsTheCurrentOne) {
+    ASSERT_TRUE(have_app());
+    config_home cfg("gui_settings_broken");
+    std::string broken = test_temp_dir("gui_settings_broken_model"); // a folder, but no model in it
+    std::filesystem::create_directories(cfg.dir);
+    std::ofstream(cfg.dir + "/settings.json") << nlohmann::json{{"last_model", broken}, {"recent", {broken}}}.dump();
+    int rc = -1;
+    // the last model exists but does not load: the default opens instead, with a note
+    auto states = run_script("--remember --prompt 'the cat'", "wait\nprint\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_EQ(states[0]["model"], gb::default_model_path());
+    EXPECT_EQ(states[0]["error"], "");
+    std::string w = states[0]["warning"];
+    EXPECT_NE(w.find("could not reopen the last model"), std::string::npos) << w;
+    // opening it from "Open recent" fails as a typed path does: the error shows, the current model stays
+    states = run_script("--remember --model " + sq(gui_model().dir) + " --prompt 'the cat'",
+                        "wait\nprint\nclick Open recent\nclick recent " + broken + "\nwait\nprint\n", &rc, cfg.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    std::string e = states[1]["error"];
+    EXPECT_NE(e.find("cannot load model"), std::string::npos) << e;
+    EXPECT_EQ(states[1]["model"], gui_model().dir);
+    EXPECT_EQ(states[1]["tokens"], states[0]["tokens"]);
+}
+
+TEST(GuiSettings, AMalformedSettingsFileGivesTheDefaultsAndOneMessage) {
+    ASSERT_TRUE(have_app());
+    const std::string args = "--remember --model " + sq(gui_model().dir) + " --prompt 'the cat'";
+    struct bad_case {
+        std::string text, message;
+    };
+    for (const bad_case& c : {bad_case{"{\"window\": {\"width\": 1200, ", "is not valid JSON"},
+                              bad_case{"", "is not valid JSON"},
+                              bad_case{"{\"window\": {\"width\": \"wide\", \"height\": 800}}", "'window.width' is not an integer"},
+                              bad_case{"{\"window\": {\"width\": 20, \"height\": 800}}", "outside 320x240"},
+                              bad_case{"{\"recent\": [1, 2]}", "'recent' holds something that is not a path"},
+                              bad_case{"[1, 2, 3]", "not a JSON object"}}) {
+        SCOPED_TRACE(c.text);
+        config_home cfg("gui_settings_bad");
+        std::filesystem::create_directories(cfg.dir);
+        std::ofstream(cfg.dir + "/settings.json") << c.text;
+        int rc = -1;
+        auto states = run_script(args, "wait\nprint\n", &rc, cfg.env());
+        ASSERT_EQ(rc, 0) << "no crash";
+        ASSERT_EQ(states.size(), 1u);
+        std::string w = states[0]["warning"];
+        EXPECT_NE(w.find("settings.json"), std::string::npos) << w;
+        EXPECT_NE(w.find(c.message), std::string::npos) << w;
+        EXPECT_NE(w.find("using the defaults"), std::string::npos) << w;
+        EXPECT_EQ(w.find('\n'), std::string::npos) << "one line";
+        EXPECT_EQ(states[0]["window"], nlohmann::json::array({1600, 1000})) << "the default size";
+        EXPECT_EQ(states[0]["recent"], nlohmann::json::array({gui_model().dir}));
+        EXPECT_EQ(cfg.settings()["last_model"], gui_model().dir) << "the file is good again";
+    }
+    // a settings.json that cannot be read (a folder): the defaults, a message, the app runs
+    config_home dir_case("gui_settings_unreadable");
+    std::filesystem::create_directories(dir_case.dir + "/settings.json");
+    int rc = -1;
+    auto states = run_script(args, "wait\nprint\n", &rc, dir_case.env());
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    std::string w = states[0]["warning"];
+    EXPECT_NE(w.find("cannot read"), std::string::npos) << w;
+    EXPECT_EQ(states[0]["model"], gui_model().dir);
+    // a config folder that cannot be made (XDG_CONFIG_HOME is a file): no persistence, said once, the app runs
+    std::string file_home = test_temp_dir("gui_settings_nofolder") + "/a-file";
+    std::ofstream(file_home) << "x";
+    states = run_script(args, "wait\nprint\n", &rc, "XDG_CONFIG_HOME=" + sq(file_home) + " ");
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    w = states[0]["warning"];
+    EXPECT_NE(w.find("cannot create the config folder"), std::string::npos) << w;
+    EXPECT_NE(w.find("not remembered"), std::string::npos) << w;
+    EXPECT_EQ(states[0]["config_dir"], "");
+    EXPECT_EQ(states[0]["model"], gui_model().dir);
 }

@@ -190,7 +190,7 @@ struct app_state {
                                      // generated tokens (0: the prompt alone); editing the prompt resets it
     bool gen_follow = false;         // gen_step follows a running generation (until the slider is moved)
     std::string model_path_input;
-    std::vector<std::string> recent_models;
+    std::vector<std::string> recent_models;   // "Open recent": most recent first, those that existed at start
     std::string export_dir = "glassbox-export";
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
@@ -209,7 +209,10 @@ struct app_state {
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
-    std::string config_dir;                  // where recent.txt lives; empty = do not persist (tests, headless)
+    std::string config_dir;                  // where settings.json lives (settings.h); empty = do not persist
+                                             // (screenshot and script runs without --remember, or no usable folder)
+    std::string settings_note;               // one line about the settings (malformed file, no folder, the last
+                                             // model gone): added once to the status of the next model load
 
     // ---- outputs (published by the worker, read by panels) ----
     std::shared_ptr<const gb::model> model;        // current model (previous stays on failed loads)
@@ -255,8 +258,8 @@ void apply_settings(app_state& s, const pending_settings& p);
 // A model has just loaded: applies s.pending (if any), else keeps only the ablations and selection that fit.
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path);
 
-// Recent models, one path a line, in config_dir/recent.txt (nothing is read or written when config_dir is empty).
-std::vector<std::string> read_recent(const std::string& config_dir);
-void write_recent(const std::string& config_dir, const std::vector<std::string>& paths);
+// A model has loaded: it becomes the last model and the first of the recent ones, in s.recent_models and (when
+// s.config_dir is set) in settings.json; a failed write is said once in s.settings_note and ends persisting.
+void remember_model(app_state& s, const std::string& path);
 
 } // namespace gbui

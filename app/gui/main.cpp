@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -23,8 +25,11 @@
 #include <stb_image_write.h>
 
 #include "error.h"
+#include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "gemm.h"
+#include "settings.h"
 #include "ui.h"
+#include "window_placement.h"
 
 using namespace gbui;
 using clock_type = std::chrono::steady_clock;
@@ -36,6 +41,8 @@ struct options {
     std::string model, prompt, ablate, layers, heads, screenshot, script, session;
     int sel_layer = -1, sel_head = -1, sel_token = -1;
     int width = 1600, height = 1000;
+    bool size_given = false; // --size: wins over the size remembered from the last run
+    bool remember = false;   // --remember: a screenshot or script run reads and writes the settings as a window does
     bool bos = false;
     bool prompt_given = false;
     bool gl = false;
@@ -46,7 +53,8 @@ static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto]\n"
-    "                [--screenshot FILE.png] [--size WxH] [--script FILE]\n";
+    "                [--screenshot FILE.png] [--size WxH] [--script FILE] [--remember]\n"
+    "       glassbox --help | --version\n";
 
 static options parse_options(int argc, char** argv) {
     options o;
@@ -76,6 +84,7 @@ static options parse_options(int argc, char** argv) {
         else if (a == "--screenshot") o.screenshot = value();
         else if (a == "--script") o.script = value();
         else if (a == "--session") o.session = value();
+        else if (a == "--remember") o.remember = true;
         else if (a == "--select-head") {
             std::string v = value();
             if (std::sscanf(v.c_str(), "%d.%d", &o.sel_layer, &o.sel_head) != 2 || o.sel_layer < 0 || o.sel_head < 0)
@@ -90,8 +99,12 @@ static options parse_options(int argc, char** argv) {
             if (std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 || o.height < 240 ||
                 o.width > 8192 || o.height > 8192)
                 throw gb::error("--size: expected WxH like 1600x1000, got '" + v + "'");
+            o.size_given = true;
         } else if (a == "--help" || a == "-h") {
             std::fputs(usage, stdout);
+            std::exit(0);
+        } else if (a == "--version") {
+            std::printf("glassbox %s\n", GLASSBOX_VERSION_FULL);
             std::exit(0);
         } else {
             throw gb::error("unknown option " + a);
@@ -364,6 +377,8 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["warning"] = s.warning;
     j["status"] = s.status;
     j["recent"] = s.recent_models;
+    j["config_dir"] = s.config_dir; // "" when the run remembers nothing
+    j["window"] = {(int)ImGui::GetIO().DisplaySize.x, (int)ImGui::GetIO().DisplaySize.y};
     j["gl"] = s.gl_status;
     // analyses
     j["tab"] = tab_name(s.tab);
@@ -528,8 +543,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         return true;
     }
     if (cmd == "open") { // as the Model panel's Open button
-        s.model_path_input = arg;
-        ui.work->load(arg);
+        open_model(s, *ui.work, arg);
         return true;
     }
     if (cmd == "session") { // as the Model panel's session Load button
@@ -636,14 +650,31 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
 // ---------------------------------------------------------------------------------------------
 static void glfw_error(int code, const char* msg) { std::fprintf(stderr, "glfw error %d: %s\n", code, msg); }
 
-// Where recent.txt lives: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else ~/.config/glassbox.
-// Headless runs (screenshots, scripts, tests) remember nothing unless GLASSBOX_CONFIG_DIR names a folder.
-static std::string config_dir(bool headless) {
-    if (const char* d = std::getenv("GLASSBOX_CONFIG_DIR")) return d;
-    if (headless) return "";
-    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/glassbox";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/glassbox";
-    return "";
+// A line about the settings for the status bar (shown with the next model load's warnings) and the log.
+static void add_note(app_state& s, const std::string& note) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+    s.settings_note += (s.settings_note.empty() ? "" : "; ") + note;
+}
+
+// Sets s.config_dir (when the run persists and the folder can be made) and returns the remembered settings
+// (defaults when there are none, or when the file is unreadable or malformed: said once, the app goes on).
+static app_settings open_settings(app_state& s, bool persist) {
+    s.config_dir.clear();
+    if (!persist) return {};
+    const std::string dir = config_dir_path();
+    if (dir.empty()) {
+        add_note(s, "no config folder (neither XDG_CONFIG_HOME nor HOME is set): settings are not remembered");
+        return {};
+    }
+    if (std::string err = make_config_dir(dir); !err.empty()) {
+        add_note(s, err + ": settings are not remembered");
+        return {};
+    }
+    s.config_dir = dir;
+    std::string note;
+    app_settings a = read_settings(dir, &note);
+    if (!note.empty()) add_note(s, note);
+    return a;
 }
 
 // glassbox-20250101-120000.png in the working folder, never overwriting an earlier one.
@@ -659,6 +690,19 @@ static std::string timestamped_png() {
 static std::vector<std::string> g_dropped; // filled by GLFW's drop callback, consumed by the frame loop
 static void on_drop(GLFWwindow*, int n, const char** paths) {
     for (int i = 0; i < n; i++) g_dropped.push_back(paths[i]);
+}
+
+// Ctrl+C or a kill in the terminal closes the window as its close button does, so that the window's size is
+// remembered; a second one ends the app at once (SA_RESETHAND), e.g. while a large model is still loading.
+static volatile std::sig_atomic_t g_quit = 0;
+static void on_quit_signal(int) { g_quit = 1; }
+static void catch_quit_signals() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_quit_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
 }
 
 int main(int argc, char** argv) {
@@ -681,14 +725,7 @@ int main(int argc, char** argv) {
         for (std::string l; std::getline(f, l);)
             if (!l.empty() && l[0] != '#') script.lines.push_back(l);
     }
-    std::string model_path = opt.model;
-    if (model_path.empty()) {
-        try {
-            model_path = gb::default_model_path();
-        } catch (const gb::error& e) {
-            s.error = e.what();
-        }
-    }
+    std::string model_path = opt.model; // else the session's, the last one opened, or the embedded default (below)
     // settings naming layers and heads wait for the model they are meant for (adopt_model applies them)
     pending_settings startup;
     try {
@@ -718,8 +755,24 @@ int main(int argc, char** argv) {
         return 2;
     }
     const bool headless_job = !opt.screenshot.empty() || !opt.script.empty();
-    s.config_dir = config_dir(headless_job);
-    s.recent_models = read_recent(s.config_dir);
+    // What the app remembers: a window always; a screenshot or script run only when asked (--remember, or
+    // GLASSBOX_CONFIG_DIR), so that docs and tests neither depend on nor change the user's settings.
+    const char* env_dir = std::getenv("GLASSBOX_CONFIG_DIR");
+    const app_settings saved = open_settings(s, !headless_job || opt.remember || (env_dir && *env_dir));
+    s.recent_models = existing_paths(saved.recent);
+    std::string restoring; // the last model, being reopened: if it fails to load, the default is opened instead
+    if (model_path.empty() && !saved.last_model.empty()) {
+        std::error_code ec;
+        if (std::filesystem::exists(saved.last_model, ec)) model_path = restoring = saved.last_model;
+        else add_note(s, "the last model, " + saved.last_model + ", no longer exists: opened the default model");
+    }
+    if (model_path.empty()) {
+        try {
+            model_path = gb::default_model_path();
+        } catch (const gb::error& e) {
+            s.error = e.what();
+        }
+    }
 
     glfwSetErrorCallback(glfw_error);
     if (!glfwInit()) {
@@ -730,11 +783,22 @@ int main(int argc, char** argv) {
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
     if (headless_job) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
-    GLFWwindow* win = glfwCreateWindow(opt.width, opt.height, "Glassbox", nullptr, nullptr);
+    // the size: --size, else the remembered one, else the default; the position where it was, when that is still
+    // on a monitor (moved before the window shows, so it does not jump)
+    int win_w = opt.width, win_h = opt.height;
+    const bool restore_size = !opt.size_given && remembered_size(saved, &win_w, &win_h);
+    if (restore_size && saved.maximized && !headless_job) glfwWindowHint(GLFW_MAXIMIZED, GLFW_TRUE);
+    const bool restore_pos = position_on_screen(saved);
+    if (restore_pos) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+    GLFWwindow* win = glfwCreateWindow(win_w, win_h, "Glassbox", nullptr, nullptr);
     if (!win) {
         std::fprintf(stderr, "error: cannot create an OpenGL 3.3 window\n");
         glfwTerminate();
         return 2;
+    }
+    if (restore_pos) {
+        glfwSetWindowPos(win, saved.x, saved.y);
+        glfwShowWindow(win);
     }
     glfwMakeContextCurrent(win);
     glfwSwapInterval(headless_job ? 0 : 1);
@@ -743,7 +807,10 @@ int main(int argc, char** argv) {
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
+    // ImGui's own state goes to the config folder, never the working one (ImGui's default); none when the run
+    // does not persist. io.IniFilename points into ini_path, which outlives the context.
+    const std::string ini_path = s.config_dir.empty() ? "" : s.config_dir + "/imgui.ini";
+    io.IniFilename = ini_path.empty() ? nullptr : ini_path.c_str();
     ImGui::StyleColorsDark();
     ImGuiStyle& st = ImGui::GetStyle();
     st.WindowRounding = 4;
@@ -764,6 +831,7 @@ int main(int argc, char** argv) {
         ui.analysis = &analyses;
         ui.headless = headless_job;
         if (!model_path.empty()) work.load(model_path);
+        const std::optional<pending_settings> startup_pending = s.pending; // for the default, if `restoring` fails
         std::string pending;       // inputs seen last frame
         auto changed_at = clock_type::now();
         const gb::model* picked_for = nullptr; // model for which a default head was chosen
@@ -773,7 +841,8 @@ int main(int argc, char** argv) {
         int settled_frames = 0;
 
         work.wake = [] { glfwPostEmptyEvent(); };
-        while (!glfwWindowShouldClose(win)) {
+        if (!s.config_dir.empty()) catch_quit_signals(); // only to save the settings on the way out
+        while (!glfwWindowShouldClose(win) && !g_quit) {
             // Frames with nothing to show wait for input, for the worker (it wakes the loop when it publishes) or
             // for the debounce to end. Drawing is CPU work where GL is software (Mesa's llvmpipe): a loop that
             // spins takes a core from the forward it waits for. Scripts step frame by frame, except while
@@ -797,6 +866,20 @@ int main(int argc, char** argv) {
             }
             work.poll(s);
             analyses.poll(s);
+            if (!restoring.empty() && !s.loading) { // the last model loaded, or failed to: then the default, once
+                if (!s.model && !s.error.empty()) {
+                    add_note(s, "could not reopen the last model (" + s.error + "): opened the default model");
+                    s.error.clear();
+                    s.warning.clear(); // "not applied (its model did not load)": they wait for the default now
+                    s.pending = startup_pending;
+                    try {
+                        work.load(gb::default_model_path());
+                    } catch (const gb::error& e) {
+                        s.error = e.what();
+                    }
+                }
+                restoring.clear();
+            }
             // a new result (or a re-colouring) replaces the shown one once its textures are all uploaded:
             // the screen always shows one complete result (large ones take a few frames, ~6 ms of uploads each)
             auto upload_start = clock_type::now();
@@ -818,10 +901,7 @@ int main(int argc, char** argv) {
                 work.colour(colour_request{s.result, s.scale});
                 colour_asked = {s.result->request_id, (int)s.scale};
             }
-            for (const std::string& p : g_dropped) {
-                s.model_path_input = p;
-                work.load(p);
-            }
+            for (const std::string& p : g_dropped) open_model(s, work, p);
             g_dropped.clear();
 
             // re-run when the inputs changed and have been stable for run_debounce_ms (a newer run stops an older
@@ -962,6 +1042,10 @@ int main(int argc, char** argv) {
             glfwSwapBuffers(win);
         }
         free_heatmaps(ui.hm);
+    }
+    if (!s.config_dir.empty()) { // the window's size and place, for the next start
+        std::string err = update_settings(s.config_dir, [&](app_settings& a) { read_placement(win, a); });
+        if (!err.empty()) std::fprintf(stderr, "glassbox: %s: the window's size is not remembered\n", err.c_str());
     }
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();

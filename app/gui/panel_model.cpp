@@ -3,11 +3,108 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
 #include "error.h"
 #include "gemm.h"
+#include "settings.h"
 #include "ui.h"
 
 namespace gbui {
+
+void open_model(app_state& s, worker& w, const std::string& path) {
+    s.model_path_input = path;
+    w.load(path); // on failure the status bar says why and the current model stays
+}
+
+namespace {
+
+// "/home/me/models/gpt2" -> "gpt2" (a trailing slash does not count)
+std::string base_name(const std::string& path) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    size_t k = p.find_last_of('/');
+    return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+// The folder that holds it, with the home folder as "~" and, when wider than max_w pixels, its start cut ("…/b/c").
+std::string folder_label(const std::string& path, float max_w) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    size_t k = p.find_last_of('/');
+    std::string dir = k == std::string::npos ? "." : k == 0 ? "/" : p.substr(0, k);
+    if (const char* home = std::getenv("HOME"); home && *home && dir.rfind(home, 0) == 0 &&
+                                                  (dir.size() == std::strlen(home) || dir[std::strlen(home)] == '/'))
+        dir = "~" + dir.substr(std::strlen(home));
+    while (ImGui::CalcTextSize(dir.c_str()).x > max_w) {
+        size_t cut = dir.find('/', dir.rfind("\u2026", 0) == 0 ? 4 : 1); // the next folder after the cut
+        if (cut == std::string::npos) break;
+        dir = "\u2026" + dir.substr(cut);
+    }
+    return dir;
+}
+
+} // namespace
+
+// The arrow beside Open: a menu of the models opened before (most recent first; those deleted since are left
+// out), each opened like a typed path. Scripts click "Open recent", then "recent PATH".
+void recent_menu(app_state& s, ui_context& ui) {
+    if (ImGui::ArrowButton("##recent", ImGuiDir_Down)) {
+        s.recent_models = existing_paths(s.recent_models); // deleted while the app ran
+        ImGui::OpenPopup("##recent_menu");
+    }
+    remember_item(ui, "Open recent");
+    const ImVec2 arrow_min = ImGui::GetItemRectMin(), arrow_max = ImGui::GetItemRectMax();
+    if (ImGui::IsItemHovered() && !ImGui::IsPopupOpen("##recent_menu")) ImGui::SetTooltip("Open recent");
+    if (!ImGui::IsPopupOpen("##recent_menu")) return;
+    // two columns: the model's name, then (dimmed) the folder it is in
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float gap = 2 * ImGui::GetFontSize(), folder_max = 26 * ImGui::GetFontSize();
+    float name_w = ImGui::CalcTextSize("Open recent").x, folder_w = 0;
+    std::vector<std::string> names, folders;
+    for (const std::string& r : s.recent_models) {
+        names.push_back(base_name(r));
+        folders.push_back(folder_label(r, folder_max));
+        name_w = std::max(name_w, ImGui::CalcTextSize(names.back().c_str()).x);
+        folder_w = std::max(folder_w, ImGui::CalcTextSize(folders.back().c_str()).x);
+    }
+    // like a menu: its right edge at the arrow's, dropping down, or up where the window ends first
+    const float w = name_w + gap + folder_w + 2 * st.WindowPadding.x;
+    const float h = 2 * st.WindowPadding.y + (std::max<size_t>(1, names.size()) + 1) * ImGui::GetTextLineHeightWithSpacing() +
+                    st.ItemSpacing.y;
+    const bool up = arrow_max.y + 2 + h > ImGui::GetIO().DisplaySize.y;
+    ImGui::SetNextWindowPos(ImVec2(std::max(4.0f, arrow_max.x - w), up ? arrow_min.y - 2 : arrow_max.y + 2), ImGuiCond_Always,
+                            ImVec2(0, up ? 1.0f : 0.0f));
+    // opaque, a shade lighter than the panels: the Model panel's text must not show through the list
+    ImGui::PushStyleColor(ImGuiCol_PopupBg, ImVec4(0.12f, 0.13f, 0.16f, 1.0f));
+    const bool open = ImGui::BeginPopup("##recent_menu");
+    ImGui::PopStyleColor();
+    if (!open) return;
+    ImGui::TextDisabled("Open recent");
+    ImGui::Separator();
+    if (s.recent_models.empty()) ImGui::TextDisabled("no models opened yet");
+    std::string chosen;
+    for (size_t i = 0; i < s.recent_models.size(); i++) {
+        const std::string& r = s.recent_models[i];
+        ImGui::PushID((int)i);
+        const bool current = s.model && s.model->path == r;
+        const float x0 = ImGui::GetCursorPosX();
+        // the row is one selectable without a label (a name holding "##" would be cut as an ImGui label), the
+        // name and folder drawn over it
+        if (ImGui::Selectable("##row", current, 0, ImVec2(name_w + gap + folder_w, 0))) chosen = r;
+        remember_item(ui, "recent " + r);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s%s", r.c_str(), current ? "\n(open now)" : "");
+        ImGui::SameLine(x0);
+        ImGui::TextUnformatted(names[i].c_str());
+        ImGui::SameLine(x0 + name_w + gap);
+        ImGui::TextDisabled("%s", folders[i].c_str());
+        ImGui::PopID();
+    }
+    ImGui::EndPopup();
+    if (!chosen.empty()) open_model(s, *ui.work, chosen);
+}
 
 void panel_model(app_state& s, ui_context& ui) {
     panel_title("Model");
@@ -45,7 +142,16 @@ void panel_model(app_state& s, ui_context& ui) {
                                                     : "SwiGLU's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
         if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
-        // the kernel the weights were packed for at load (glassbox --matmul fp32|amx chooses it)
+        // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
+        const gb::weight_types wt = gb::stored_types(m);
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory", wt.attention.c_str(),
+                            wt.mlp.c_str(), wt.embedding.c_str(), wt.head.c_str(), gb::weight_bytes(m) / 1e6);
+        ImGui::PopTextWrapPos();
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
+                              "cache-sized slice into floats just before multiplying, so the numbers equal\n"
+                              "those of weights dequantised at load (README: Weights as stored).");
         const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
@@ -55,7 +161,7 @@ void panel_model(app_state& s, ui_context& ui) {
                                     "exactly and the sums are put back together in fp32 (README: Matrix products).\n"
                                     "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
                                   : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
-                                    "glassbox --matmul amx (the default there) uses its int8 tile unit.");
+                                    "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
         if (c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2")) {
             ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
             ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
@@ -84,24 +190,15 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::SetKeyboardFocusHere();
         s.want_focus_model_path = false;
     }
-    // one row: path, Open, and the recent models (remembered between runs) behind a small arrow
+    // one row: path, Open, and "Open recent" (the models opened before, remembered between runs) behind an arrow
     const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::GetFrameHeight() + 4 * ImGui::GetStyle().ItemSpacing.x + 8;
     ImGui::SetNextItemWidth(-buttons_w);
     bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
                                           ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::SameLine();
-    if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) ui.work->load(s.model_path_input);
+    if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) open_model(s, *ui.work, s.model_path_input);
     ImGui::SameLine();
-    if (ImGui::BeginCombo("##recent", nullptr, ImGuiComboFlags_NoPreview | ImGuiComboFlags_PopupAlignLeft)) {
-        if (s.recent_models.empty()) ImGui::TextDisabled("no recent models");
-        for (const std::string& r : s.recent_models)
-            if (ImGui::Selectable(r.c_str(), s.model && s.model->path == r)) {
-                s.model_path_input = r;
-                ui.work->load(r);
-            }
-        ImGui::EndCombo();
-    }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("recent models");
+    recent_menu(s, ui);
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
     ImGui::SetNextItemWidth(-110);
     ImGui::InputText("##session", &s.session_path);

@@ -83,6 +83,10 @@ void panel_residual(app_state& s, ui_context& ui);
 void panel_ablations(app_state& s, ui_context& ui);
 void panel_output(app_state& s, ui_context& ui);
 void panel_model(app_state& s, ui_context& ui);
+// The Model panel's "Open recent" arrow and its menu.
+void recent_menu(app_state& s, ui_context& ui);
+// Opens a model as the Model panel's Open does (also "Open recent", a dropped folder, the script's `open`).
+void open_model(app_state& s, worker& w, const std::string& path);
 void panel_lens(app_state& s, ui_context& ui);
 void panel_attribution(app_state& s, ui_context& ui);
 void panel_patching(app_state& s, ui_context& ui);

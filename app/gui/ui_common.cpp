@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "analysis/analysis_json.h"
 #include "error.h"
 #include "export.h"
+#include "settings.h"
 #include "ui.h"
 
 namespace gbui {
@@ -400,26 +402,9 @@ static bool fit_layers(gb::layer_set& set, int n_layer) {
     return set.layers.size() == n;
 }
 
-void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
-    s.model = std::move(m);
-    s.error.clear();
-    s.warning.clear();
-    s.status = "loaded " + path;
-    auto& r = s.recent_models;
-    r.erase(std::remove(r.begin(), r.end(), path), r.end());
-    r.insert(r.begin(), path);
-    if (r.size() > 8) r.resize(8);
-    write_recent(s.config_dir, r);
-    // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
-    s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
-    s.induction_test = false;
-    if (s.pending) { // settings that came with this model (command line, session): checked against it
-        pending_settings p = *s.pending;
-        s.pending.reset();
-        apply_settings(s, p);
-        return;
-    }
-    // otherwise keep what still means something in the new model (and let it pick a first head to show)
+// No settings came with a newly loaded model: keeps what still means something in it (and lets it pick a first
+// head to show).
+static void keep_what_fits(app_state& s) {
     s.selection_pinned = false;
     const gb::model_config& c = s.model->config;
     gb::ablation& ab = s.ablation;
@@ -436,21 +421,46 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     if (s.sel_layer >= c.n_layer || s.sel_head >= c.n_head) s.sel_layer = s.sel_head = 0;
 }
 
-std::vector<std::string> read_recent(const std::string& config_dir) {
-    std::vector<std::string> out;
-    if (config_dir.empty()) return out;
-    std::ifstream f(config_dir + "/recent.txt");
-    for (std::string l; std::getline(f, l) && out.size() < 8;)
-        if (!l.empty()) out.push_back(l);
-    return out;
+void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
+    s.model = std::move(m);
+    s.error.clear();
+    s.warning.clear();
+    s.status = "loaded " + path;
+    remember_model(s, path);
+    // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
+    s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
+    s.induction_test = false;
+    if (s.pending) { // settings that came with this model (command line, session): checked against it
+        pending_settings p = *s.pending;
+        s.pending.reset();
+        apply_settings(s, p);
+    } else {
+        keep_what_fits(s);
+    }
+    // a note about the settings (malformed file, no folder, the last model gone) shows once, beside this load's
+    // warnings: the first load is the app's start, when the file was read
+    if (!s.settings_note.empty()) {
+        s.warning += (s.warning.empty() ? "" : "; ") + s.settings_note;
+        s.settings_note.clear();
+    }
 }
 
-void write_recent(const std::string& config_dir, const std::vector<std::string>& paths) {
-    if (config_dir.empty()) return;
-    std::error_code ec;
-    std::filesystem::create_directories(config_dir, ec);
-    std::ofstream f(config_dir + "/recent.txt");
-    for (const std::string& p : paths) f << p << "\n"; // not being able to remember is not worth an error
+void remember_model(app_state& s, const std::string& path) {
+    add_recent(s.recent_models, path);
+    if (s.config_dir.empty()) return;
+    app_settings now;
+    std::string err = update_settings(s.config_dir, [&](app_settings& a) {
+        a.last_model = path;
+        a.recent = existing_paths(a.recent); // models deleted since leave the list
+        add_recent(a.recent, path);
+    }, &now);
+    // the file's list also holds what another window opened since this one started
+    s.recent_models = existing_paths(now.recent);
+    if (!err.empty()) { // said once; the app goes on without remembering
+        std::fprintf(stderr, "glassbox: %s: settings are not remembered\n", err.c_str());
+        if (s.settings_note.empty()) s.settings_note = err + ": settings are not remembered";
+        s.config_dir.clear();
+    }
 }
 
 std::string export_capture(const app_state& s, const std::string& dir) {

@@ -1,0 +1,45 @@
+// What the app remembers between runs: the window's size and position, the last model and the recent models,
+// in settings.json in the config folder (ImGui's own imgui.ini sits beside it). Files and paths only: the
+// app decides when to read and write.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gbui {
+
+constexpr size_t max_recent_models = 8;
+
+struct app_settings {
+    int width = 0, height = 0;       // window size in screen coordinates; 0 = not saved
+    bool has_pos = false;            // the window's position was saved (GLFW cannot always tell it)
+    int x = 0, y = 0;
+    bool maximized = false;
+    std::string last_model;          // the last model that loaded ("" = none)
+    std::vector<std::string> recent; // models that loaded, most recent first, at most max_recent_models
+};
+
+// The config folder: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else $HOME/.config/glassbox;
+// "" when none of them is set.
+std::string config_dir_path();
+
+// Creates the folder (and its parents) if needed; "" on success, else one line saying why not.
+std::string make_config_dir(const std::string& dir);
+
+// dir/settings.json. A missing file gives the defaults quietly; an unreadable or malformed one gives the
+// defaults and one line in *note (what is wrong, and that the defaults are used).
+app_settings read_settings(const std::string& dir, std::string* note);
+
+// Reads dir/settings.json (defaults when it is missing or malformed), lets `change` edit it and writes it back
+// through a temporary file (a crash never leaves half a file). Read-modify-write, so that two windows open at
+// once do not drop each other's recent models. Returns "" or one line saying why it could not be written;
+// *now (optional) receives what was written.
+std::string update_settings(const std::string& dir, const std::function<void(app_settings&)>& change,
+                            app_settings* now = nullptr);
+
+// Puts path first in list (once), keeping at most max_recent_models.
+void add_recent(std::vector<std::string>& list, const std::string& path);
+// The paths of list that still exist on disk, in order.
+std::vector<std::string> existing_paths(const std::vector<std::string>& list);
+
+} // namespace gbui
