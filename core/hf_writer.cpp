@@ -1,6 +1,8 @@
-// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 and Llama models for benchmarks.
+// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 and Llama models for benchmarks (Llama
+// also as GGUF, in any type quantize() writes).
 //
-// Sections: GPT-2 writer | random numbers and the byte-level tokenizer | random GPT-2 | random Llama
+// Sections: GPT-2 writer | random numbers and the byte-level tokenizer | random GPT-2 | random Llama |
+// random Llama as GGUF
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +14,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "quant.h"
 #include "safetensors.h"
 
 namespace gb {
@@ -225,13 +228,10 @@ static double tidy(float f) {
     return std::strtod(b, nullptr);
 }
 
-int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, uint64_t seed, const std::string& dtype) {
-    model_config c = cfg;
-    const std::string who = "write_random_llama_hf: ";
+// Fills the defaults (n_kv_head, d_ff, d_head) and refuses shapes the loader would refuse
+static void check_random_llama(model_config& c, const std::string& who) {
     if (c.n_kv_head == 0) c.n_kv_head = c.n_head;
     if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
-    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
-        throw error(who + "dtype " + dtype + " is not supported (expected F32, F16 or BF16)");
     if (c.vocab_size < 257) throw error(who + "vocab_size must be at least 257 (256 bytes + end-of-text)");
     if (c.n_layer < 1 || c.n_head < 1 || c.n_kv_head < 1 || c.d_model < 1 || c.n_ctx < 1 || c.d_ff < 1)
         throw error(who + "n_layer, n_head, n_kv_head, d_model, d_ff and n_ctx must be positive");
@@ -242,6 +242,14 @@ int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, u
     if (c.n_kv_head > c.n_head || c.n_head % c.n_kv_head != 0)
         throw error(who + "n_head " + std::to_string(c.n_head) + " is not a multiple of n_kv_head " + std::to_string(c.n_kv_head));
     if (!(c.rope_theta > 0) || !(c.norm_eps > 0)) throw error(who + "rope_theta and norm_eps must be positive");
+}
+
+int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, uint64_t seed, const std::string& dtype) {
+    model_config c = cfg;
+    const std::string who = "write_random_llama_hf: ";
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw error(who + "dtype " + dtype + " is not supported (expected F32, F16 or BF16)");
+    check_random_llama(c, who);
     create_dir(dir);
 
     tokenizer tok = random_byte_tokenizer((size_t)c.vocab_size);
@@ -313,6 +321,116 @@ int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, u
             for (size_t e = 0; e < n; e++) out[e] = (float)(ns.next() * 0.02);
     });
     write_bpe_tokenizer(dir, tok);
+    return n_params;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random Llama as GGUF
+// ---------------------------------------------------------------------------------------------
+// GGUF v3, little-endian: magic, version, tensor count, metadata count, metadata, tensor infos, then the data,
+// every tensor at a multiple of 32 bytes (the default general.alignment).
+struct gguf_header {
+    std::string b;
+    template <class T> void put(T v) { b.append((const char*)&v, sizeof v); }
+    void str(const std::string& s) { put<uint64_t>(s.size()), b += s; }
+    void key(const std::string& k, uint32_t type) { str(k), put<uint32_t>(type); }
+    void u32(const std::string& k, uint32_t v) { key(k, 4), put<uint32_t>(v); }
+    void f32(const std::string& k, float v) { key(k, 6), put<float>(v); }
+    void text(const std::string& k, const std::string& v) { key(k, 8), str(v); }
+    void texts(const std::string& k, const std::vector<std::string>& v) {
+        key(k, 9), put<uint32_t>(8), put<uint64_t>(v.size());
+        for (const std::string& e : v) str(e);
+    }
+};
+
+int64_t write_random_llama_gguf(const std::string& path, const model_config& cfg, uint64_t seed, uint32_t type) {
+    model_config c = cfg;
+    const std::string who = "write_random_llama_gguf: ";
+    check_random_llama(c, who);
+    int64_t bv, bb;
+    if (!ggml_block(type, bv, bb)) throw error(who + "unknown type " + std::to_string(type));
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
+                  kv = (int64_t)c.n_kv_head * c.d_head;
+    if (d % bv || ff % bv || q % bv)
+        throw error(who + std::string(ggml_type_name(type)) + " blocks of " + std::to_string(bv) +
+                    " values do not divide the rows (d_model " + std::to_string(d) + ", d_ff " + std::to_string(ff) + ")");
+    struct spec {
+        std::string name;
+        int64_t cols, rows; // ne = {cols, rows}; rows 1 for a vector
+        bool gain;
+    };
+    std::vector<spec> specs; // llama.cpp's names and order
+    specs.push_back({"token_embd.weight", d, V, false});
+    for (int l = 0; l < c.n_layer; l++) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        specs.push_back({p + "attn_norm.weight", d, 1, true});
+        specs.push_back({p + "attn_q.weight", d, q, false});
+        specs.push_back({p + "attn_k.weight", d, kv, false});
+        specs.push_back({p + "attn_v.weight", d, kv, false});
+        specs.push_back({p + "attn_output.weight", q, d, false});
+        specs.push_back({p + "ffn_norm.weight", d, 1, true});
+        specs.push_back({p + "ffn_gate.weight", d, ff, false});
+        specs.push_back({p + "ffn_up.weight", d, ff, false});
+        specs.push_back({p + "ffn_down.weight", ff, d, false});
+    }
+    specs.push_back({"output_norm.weight", d, 1, true});
+    if (!c.tied_lm_head) specs.push_back({"output.weight", d, V, false});
+
+    tokenizer tok = random_byte_tokenizer((size_t)c.vocab_size);
+    gguf_header h;
+    h.b = "GGUF";
+    h.put<uint32_t>(3);
+    h.put<uint64_t>(specs.size());
+    h.put<uint64_t>(13);
+    h.text("general.architecture", "llama");
+    h.u32("llama.block_count", (uint32_t)c.n_layer);
+    h.u32("llama.embedding_length", (uint32_t)d);
+    h.u32("llama.feed_forward_length", (uint32_t)ff);
+    h.u32("llama.attention.head_count", (uint32_t)c.n_head);
+    h.u32("llama.attention.head_count_kv", (uint32_t)c.n_kv_head);
+    h.u32("llama.context_length", (uint32_t)c.n_ctx);
+    h.f32("llama.rope.freq_base", c.rope_theta);
+    h.f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+    h.text("tokenizer.ggml.model", "gpt2");
+    h.texts("tokenizer.ggml.tokens", tok.vocab);
+    h.u32("tokenizer.ggml.bos_token_id", (uint32_t)tok.bos_id);
+    h.u32("tokenizer.ggml.eos_token_id", (uint32_t)tok.eos_id);
+    const uint64_t align = 32;
+    uint64_t offset = 0;
+    auto bytes_of = [&](const spec& s) { return s.gain ? (uint64_t)s.cols * 4 : (uint64_t)ggml_bytes(type, s.cols * s.rows); };
+    for (const spec& s : specs) {
+        h.str(s.name);
+        h.put<uint32_t>(s.gain ? 1 : 2);
+        h.put<uint64_t>((uint64_t)s.cols);
+        if (!s.gain) h.put<uint64_t>((uint64_t)s.rows);
+        h.put<uint32_t>(s.gain ? (uint32_t)GGML_F32 : type);
+        h.put<uint64_t>(offset);
+        offset += (bytes_of(s) + align - 1) / align * align;
+    }
+    h.b.append((align - h.b.size() % align) % align, '\0');
+    std::ofstream o(path, std::ios::binary);
+    if (!o) throw error("cannot write " + path);
+    o.write(h.b.data(), (std::streamsize)h.b.size());
+    // drawn row by row in file order (a seed names one model), quantised, written: memory stays a row
+    normal_source ns(seed);
+    std::vector<float> row;
+    std::vector<uint8_t> packed;
+    int64_t n_params = 0;
+    for (const spec& s : specs) {
+        row.assign((size_t)s.cols, 1.0f);
+        packed.resize(s.gain ? (size_t)s.cols * 4 : ggml_bytes(type, s.cols));
+        for (int64_t r = 0; r < s.rows; r++) {
+            if (!s.gain)
+                for (float& x : row) x = (float)(ns.next() * 0.02);
+            quantize(packed.data(), row.data(), s.gain ? (uint32_t)GGML_F32 : type, s.cols);
+            o.write((const char*)packed.data(), (std::streamsize)packed.size());
+        }
+        n_params += s.cols * s.rows;
+        const uint64_t pad = (align - bytes_of(s) % align) % align;
+        static const char zeros[32] = {};
+        o.write(zeros, (std::streamsize)pad);
+    }
+    if (!o) throw error("cannot write " + path + " (disk full?)");
     return n_params;
 }
 

@@ -217,5 +217,9 @@ model random_gpt2(const model_config& c, uint64_t seed);
 // written, never held whole, so a 1B-parameter model costs megabytes of memory. Returns the parameter count.
 int64_t write_random_llama_hf(const std::string& dir, const model_config& c, uint64_t seed,
                               const std::string& dtype = "F32");
+// The same shape as a GGUF file (llama.cpp's tensor names, general.architecture "llama"), every matrix and the
+// token embedding in `type` (F32, F16, BF16, Q8_0 or Q4_K, as quantize() writes it), norm gains F32, the byte-level
+// tokenizer as tokenizer.ggml.* (model "gpt2", no merges). Streams a row at a time. Returns the parameter count.
+int64_t write_random_llama_gguf(const std::string& path, const model_config& c, uint64_t seed, uint32_t type);
 
 } // namespace gb

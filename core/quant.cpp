@@ -1,6 +1,7 @@
 // Stored weight types: block formats, dequantisation, finiteness, row tables.
 #include "quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -193,6 +194,74 @@ void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
             break;
         }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantisation (random benchmark models)
+// ---------------------------------------------------------------------------------------------
+static void put_half(uint8_t* p, float v) {
+    const uint16_t h = f32_to_f16(v);
+    p[0] = (uint8_t)(h & 0xff), p[1] = (uint8_t)(h >> 8);
+}
+
+void quantize(uint8_t* y, const float* x, uint32_t type, int64_t n) {
+    int64_t values, bytes;
+    if (!ggml_block(type, values, bytes) || n % values) throw error("internal: quantize of " + std::string(ggml_type_name(type)));
+    switch (type) {
+    case GGML_F32: std::memcpy(y, x, (size_t)n * 4); return;
+    case GGML_F16:
+    case GGML_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t h = type == GGML_F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+            y[2 * i] = (uint8_t)(h & 0xff), y[2 * i + 1] = (uint8_t)(h >> 8);
+        }
+        return;
+    case GGML_Q8_0:
+        for (int64_t b = 0; b < n / 32; b++, x += 32, y += 34) {
+            float amax = 0;
+            for (int i = 0; i < 32; i++) amax = std::max(amax, std::fabs(x[i]));
+            put_half(y, amax / 127);
+            const float d = half(y); // as the reader will see it
+            for (int i = 0; i < 32; i++) y[2 + i] = (uint8_t)(int8_t)std::clamp(std::lround(d > 0 ? x[i] / d : 0), -127L, 127L);
+        }
+        return;
+    case GGML_Q4_K:
+        for (int64_t b = 0; b < n / 256; b++, x += 256, y += 144) {
+            float scale[8], min[8]; // per sub-block: x ~ scale * q - min, q in 0..15
+            for (int j = 0; j < 8; j++) {
+                float lo = 0, hi = 0;
+                for (int i = 0; i < 32; i++) lo = std::min(lo, x[32 * j + i]), hi = std::max(hi, x[32 * j + i]);
+                scale[j] = (hi - lo) / 15, min[j] = -lo;
+            }
+            const float max_scale = *std::max_element(scale, scale + 8), max_min = *std::max_element(min, min + 8);
+            put_half(y, max_scale / 63), put_half(y + 2, max_min / 63);
+            const float d = half(y), dmin = half(y + 2);
+            int sc[8], mn[8];
+            for (int j = 0; j < 8; j++) {
+                sc[j] = d > 0 ? (int)std::clamp(std::lround(scale[j] / d), 0L, 63L) : 0;
+                mn[j] = dmin > 0 ? (int)std::clamp(std::lround(min[j] / dmin), 0L, 63L) : 0;
+            }
+            uint8_t* s = y + 4; // sub-blocks 0-3: 6 bits each in bytes 0-3 / 4-7; 4-7: low 4 bits in bytes 8-11,
+            for (int j = 0; j < 4; j++) { // top 2 bits in the spare top bits of bytes 0-7
+                s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+                s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+                s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+            }
+            uint8_t* q = y + 16; // 4 groups of 64: sub-block 2g in the low nibbles, 2g + 1 in the high ones
+            for (int g = 0; g < 4; g++)
+                for (int l = 0; l < 32; l++) {
+                    int v[2];
+                    for (int h = 0; h < 2; h++) {
+                        const int j = 2 * g + h;
+                        const float ds = d * sc[j], m = dmin * mn[j];
+                        v[h] = ds > 0 ? (int)std::clamp(std::lround((x[32 * j + l] + m) / ds), 0L, 15L) : 0;
+                    }
+                    q[32 * g + l] = (uint8_t)(v[0] | v[1] << 4);
+                }
+        }
+        return;
+    default: throw error(std::string("writing ") + ggml_type_name(type) + " is not supported (F32, F16, BF16, Q8_0, Q4_K)");
     }
 }
 

@@ -22,6 +22,11 @@ size_t ggml_bytes(uint32_t type, int64_t n);
 
 // Dequantises n values (a multiple of the type's block size) of one ggml type.
 void dequantize(float* out, const uint8_t* src, uint32_t type, int64_t n);
+// Quantises n values (a multiple of the block size) to F32, F16, BF16, Q8_0 or Q4_K (random benchmark models);
+// throws for other types. Q8_0: d = max |x| / 127; Q4_K: each 32-value sub-block's range in 4 bits, its scale and
+// minimum in 6 bits of the block's two f16 scales.
+void quantize(uint8_t* out, const float* x, uint32_t type, int64_t n);
+
 // No NaN or Inf among the n stored values (a multiple of the block size) once dequantised.
 bool stored_finite(const uint8_t* src, uint32_t type, int64_t n);
 

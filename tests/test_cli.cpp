@@ -625,6 +625,25 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         for (const auto& row : r["residual_norms"]["values"])
             for (const auto& v : row) ASSERT_TRUE(v.is_number() && std::isfinite(v.get<double>())) << v;
     }
+    // one GGUF file in a quantised type: kept as stored, runs
+    {
+        const std::string g = dir + "/m.gguf";
+        command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
+                                "--vocab 300 --ctx 32 --dtype Q4_K --out " + g);
+        ASSERT_EQ(mk.code, 0) << mk.err;
+        command_result info = cli("info --model " + g);
+        ASSERT_EQ(info.code, 0) << info.err;
+        auto j = nlohmann::json::parse(info.out);
+        EXPECT_EQ(j["stored_types"]["mlp"], "Q4_K");
+        EXPECT_EQ(j["stored_types"]["head"], "tied");
+        EXPECT_GT(j["resident_bytes"].get<int64_t>(), 0);
+        command_result run = cli("run --model " + g + " --prompt 'the cat'");
+        EXPECT_EQ(run.code, 0) << run.err;
+        command_result bad = cli("make-random --arch llama --dtype Q6_K --out " + dir + "/bad.gguf");
+        EXPECT_EQ(bad.code, 2);
+        EXPECT_NE(bad.err.find("Q4_K"), std::string::npos) << bad.err;
+        EXPECT_EQ(cli("make-random --dtype Q8_0 --out " + dir + "/gpt2.gguf").code, 2); // GGUF for llama only
+    }
     // a seed names one model
     ASSERT_EQ(cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
                   "--ctx 32 --dtype F16 --out " + dir + "/again").code, 0);

@@ -328,3 +328,60 @@ TEST(Stored, NewBlockTypesDequantiseByHand) {
             }
     }
 }
+
+TEST(Stored, QuantiseRoundTripsWithinEachTypesStep) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 0.02f);
+    std::vector<float> x(1024), y(1024);
+    for (float& v : x) v = nd(rng);
+    x[7] = 0.3f; // an outlier: its block's step grows, the others' do not
+    double sum2 = 0;
+    for (float v : x) sum2 += (double)v * v;
+    const double rms = std::sqrt(sum2 / x.size());
+    for (uint32_t type : {gb::GGML_F32, gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0, gb::GGML_Q4_K}) {
+        SCOPED_TRACE(gb::ggml_type_name(type));
+        std::vector<uint8_t> q(gb::ggml_bytes(type, (int64_t)x.size()));
+        gb::quantize(q.data(), x.data(), type, (int64_t)x.size());
+        gb::dequantize(y.data(), q.data(), type, (int64_t)x.size());
+        double err2 = 0;
+        for (size_t i = 0; i < x.size(); i++) err2 += (double)(y[i] - x[i]) * (y[i] - x[i]);
+        const double rel = std::sqrt(err2 / x.size()) / rms;
+        if (type == gb::GGML_F32) EXPECT_EQ(y, x);
+        if (type == gb::GGML_F16) EXPECT_LT(rel, 1e-3);
+        if (type == gb::GGML_Q8_0) // within half a step of each block's own scale (the outlier's block only grows)
+            for (size_t b = 0; b < x.size(); b += 32) {
+                float amax = 0;
+                for (size_t i = b; i < b + 32; i++) amax = std::max(amax, std::fabs(x[i]));
+                for (size_t i = b; i < b + 32; i++) ASSERT_LE(std::fabs(y[i] - x[i]), 0.51f * amax / 127) << i;
+            }
+        if (type == gb::GGML_Q4_K) EXPECT_LT(rel, 0.15);
+        EXPECT_LT(rel, 0.15);
+    }
+    std::vector<uint8_t> q(gb::ggml_bytes(gb::GGML_Q6_K, 256));
+    EXPECT_THROW(gb::quantize(q.data(), x.data(), gb::GGML_Q6_K, 256), gb::error);
+}
+
+TEST(Stored, RandomGgufInEveryWrittenTypeKeepsItAndMatchesTheDequantisedLoad) {
+    gb::model_config c;
+    c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_model = 256, c.d_ff = 512, c.vocab_size = 300, c.n_ctx = 64;
+    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0, gb::GGML_Q4_K})
+        for (bool tied : {true, false}) {
+            SCOPED_TRACE(std::string(gb::ggml_type_name(type)) + (tied ? " tied" : " untied"));
+            c.tied_lm_head = tied;
+            const std::string path = test_temp_dir("stored_gguf") + "/m.gguf";
+            gb::write_random_llama_gguf(path, c, 4, type);
+            gb::model m = gb::load_model(path);
+            const gb::weight_types t = gb::stored_types(m);
+            EXPECT_EQ(t.attention, gb::ggml_type_name(type));
+            EXPECT_EQ(t.mlp, gb::ggml_type_name(type));
+            EXPECT_EQ(t.embedding, gb::ggml_type_name(type));
+            EXPECT_EQ(t.head, tied ? "tied" : gb::ggml_type_name(type));
+            EXPECT_LE(gb::weight_bytes(m), 1.25 * (double)std::filesystem::file_size(path));
+            expect_same_forward(path);
+        }
+    expect_gb_error([&] { gb::write_random_llama_gguf(test_temp_dir("stored_gguf_bad") + "/m.gguf", c, 1, gb::GGML_Q6_K); },
+                    "not supported");
+    c.d_model = 96; // Q4_K blocks of 256 cannot tile a row of 96
+    expect_gb_error([&] { gb::write_random_llama_gguf(test_temp_dir("stored_gguf_bad") + "/m.gguf", c, 1, gb::GGML_Q4_K); },
+                    "do not divide");
+}

@@ -25,6 +25,7 @@
 #include "json_util.h"
 #include "live.h"
 #include "model.h"
+#include "quant.h"
 #include "tokenizer.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
@@ -65,7 +66,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
   make-random  --out DIR [--arch gpt2|llama] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
-               llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000]
+               llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
+               --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
   info         [--model PATH] [--matmul K]
 
 Options of several commands:
@@ -189,15 +191,16 @@ const std::vector<command_doc>& command_docs() {
                                   "ablation, against a fresh forward"},
               {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
               json, matmul}},
-            {"make-random", "write a random GPT-2 or Llama model folder, for benchmarks and tests",
-             {"--out DIR [options]"},
-             {{"out", "DIR", "the folder to write"}, {"arch", "gpt2|llama", "the architecture (default gpt2)"},
+            {"make-random", "write a random GPT-2 or Llama model folder (or a Llama .gguf file), for benchmarks and tests",
+             {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]"},
+             {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"}, {"arch", "gpt2|llama", "the architecture (default gpt2)"},
               {"layers-n", "N", "layers (default 12)"}, {"d-model", "D", "model width (default 768)"},
               {"heads-n", "H", "attention heads (default 12)"},
               {"kv-heads-n", "H", "llama only: key/value heads (default: --heads-n)"},
               {"ff", "N", "MLP width (default 4 * --d-model)"}, {"vocab", "V", "vocabulary size (default 50257)"},
               {"ctx", "N", "context length, max_position_embeddings (default 1024)"},
-              {"dtype", "F32|F16", "the weights' type in model.safetensors (default F32)"},
+              {"dtype", "F32|F16|...", "the weights' type: F32 or F16 in model.safetensors (llama also BF16); a .gguf "
+                                       "also BF16, Q8_0 or Q4_K (default F32)"},
               {"seed", "S", "the seed of the random weights (default 1)"},
               {"tied", "0|1", "llama only: the LM head is the embedding matrix (default 1)"},
               {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
@@ -948,9 +951,24 @@ int cmd_make_random(const args& a) {
     c.tied_lm_head = parse_int(a.get("tied", "1"), "--tied", 0, 1) == 1;
     c.rope_theta = (float)parse_float(a.get("rope-theta", "500000"), "--rope-theta", 1, 1e9);
     std::string dtype = a.get("dtype", "F32");
-    if (dtype != "F32" && dtype != "F16") throw usage_error("--dtype: expected F32 or F16");
     uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
     const std::string out = a.need("out");
+    if (out.size() > 5 && out.compare(out.size() - 5, 5, ".gguf") == 0) {
+        if (!llama) throw usage_error("--out " + out + ": GGUF files are written for --arch llama only");
+        const std::pair<const char*, uint32_t> types[] = {{"F32", gb::GGML_F32}, {"F16", gb::GGML_F16}, {"BF16", gb::GGML_BF16},
+                                                          {"Q8_0", gb::GGML_Q8_0}, {"Q4_K", gb::GGML_Q4_K}};
+        int found = -1;
+        for (int i = 0; i < 5; i++) found = dtype == types[i].first ? i : found;
+        if (found < 0) throw usage_error("--dtype: expected F32, F16, BF16, Q8_0 or Q4_K for a .gguf, got '" + dtype + "'");
+        int64_t n = gb::write_random_llama_gguf(out, c, seed, types[found].second);
+        std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
+                    "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
+                    c.tied_lm_head ? "tied" : "untied", (long long)n, dtype.c_str(), out.c_str());
+        return 0;
+    }
+    if (dtype != "F32" && dtype != "F16" && !(llama && dtype == "BF16"))
+        throw usage_error("--dtype: expected F32 or F16" + std::string(llama ? " or BF16" : "") + " for a folder, got '" +
+                          dtype + "'");
     if (llama) {
         int64_t n = gb::write_random_llama_hf(out, c, seed, dtype);
         std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
