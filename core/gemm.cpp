@@ -321,18 +321,19 @@ static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int
             const uint32_t bits = (uint32_t)src[i] << 16;
             std::memcpy(tile + i, &bits, 4);
         }
-    } else if (raw_blocks(w.type)) { // each column's blocks of the slice, dequantised, written down the column
+    } else if (raw_blocks(w.type)) {
+        // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
+        // written to the tile row by row; written down each column instead, every store touched another line
         int64_t bv, bb;
         ggml_block(w.type, bv, bb);
         const int64_t nb = w.in / bv;
-        alignas(64) float block[256];
+        alignas(64) static thread_local float cols[NR * 256];
         for (int64_t b = k0 / bv; b < (k0 + kc) / bv; b++) {
             const uint8_t* src = w.stored.data() + (size_t)((p * nb + b) * NR * bb);
+            for (int jj = 0; jj < NR; jj++) dequantize(cols + (size_t)jj * bv, src + (size_t)jj * bb, w.type, bv);
             float* t = tile + (size_t)(b * bv - k0) * NR;
-            for (int jj = 0; jj < NR; jj++, src += bb) {
-                dequantize(block, src, w.type, bv);
-                for (int64_t i = 0; i < bv; i++) t[(size_t)i * NR + jj] = block[i];
-            }
+            for (int64_t i = 0; i < bv; i++)
+                for (int jj = 0; jj < NR; jj++) t[(size_t)i * NR + jj] = cols[(size_t)jj * bv + i];
         }
     } else { // Q8_0
         const int8_t* q = (const int8_t*)w.stored.data() + first;
