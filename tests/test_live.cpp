@@ -81,6 +81,7 @@ struct live_fixture {
     gb::live_result out;
     gb::record_request keep = app_keep();
     gb::attention_fn attention;
+    explicit live_fixture(const ref_model& r) : rm(r) {}
 
     // Runs tokens with iv live, checks both records against full runs, returns the report.
     gb::live_report run(const std::vector<int>& tokens, const std::vector<gb::intervention>& iv = {},
