@@ -639,6 +639,27 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         EXPECT_GT(j["resident_bytes"].get<int64_t>(), 0);
         command_result run = cli("run --model " + g + " --prompt 'the cat'");
         EXPECT_EQ(run.code, 0) << run.err;
+        // --weights f32: the old path, every weight dequantised at load, more memory, the same top tokens
+        command_result f32 = cli("info --weights f32 --model " + g);
+        ASSERT_EQ(f32.code, 0) << f32.err;
+        auto jf = nlohmann::json::parse(f32.out);
+        EXPECT_EQ(jf["stored_types"]["mlp"], "F32");
+        EXPECT_GT(jf["resident_bytes"].get<int64_t>(), 3 * j["resident_bytes"].get<int64_t>());
+        command_result run32 = cli("run --weights f32 --matmul fp32 --model " + g + " --prompt 'the cat'");
+        EXPECT_EQ(run32.code, 0) << run32.err;
+        auto top_lines = [](const std::string& out) { // the top-k lines: "  1. "tok"  0.0123  (id 7)"
+            std::string keep, line;
+            std::istringstream in(out);
+            while (std::getline(in, line))
+                if (line.find("(id ") != std::string::npos) keep += line + "\n";
+            return keep;
+        };
+        const std::string stored_top = top_lines(cli("run --matmul fp32 --model " + g + " --prompt 'the cat'").out);
+        EXPECT_FALSE(stored_top.empty());
+        EXPECT_EQ(top_lines(run32.out), stored_top); // bit for bit the same logits on the fp32 kernel
+        command_result bogus = cli("info --weights f16 --model " + g);
+        EXPECT_EQ(bogus.code, 2);
+        EXPECT_NE(bogus.err.find("--weights"), std::string::npos) << bogus.err;
         command_result bad = cli("make-random --arch llama --dtype Q6_K --out " + dir + "/bad.gguf");
         EXPECT_EQ(bad.code, 2);
         EXPECT_NE(bad.err.find("Q4_K"), std::string::npos) << bad.err;

@@ -75,6 +75,8 @@ Options of several commands:
                  llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
   --matmul K     fp32, amx or auto: the kernel of the matrix products (auto, the default: amx where the CPU
                  has AMX)
+  --weights W    stored (default: F16, BF16 and quantised weights stay as the file holds them) or f32
+                 (every weight dequantised at load and packed for --matmul)
   --keep POINTS  (run) hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre,
                  attn_in, q, k, v, z, head_out, attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post,
                  final_norm, resid_stream)
@@ -115,6 +117,9 @@ const std::vector<command_doc>& command_docs() {
         const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
         const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the matrix products (default auto: "
                                                "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
+        const option_doc weights{"weights", "stored|f32", "stored (default): F16, BF16 and quantised weights stay as "
+                                                          "the file holds them; f32: every weight dequantised at load "
+                                                          "and packed for --matmul (4 bytes a weight, AMX digits 3)"};
         const option_doc backend{"backend", "cpu|gl", "where attention runs (default cpu; gl without OpenGL 4.3 "
                                                       "falls back to the CPU with a notice)"};
         const option_doc json{"json", "FILE", "also write the result as JSON"};
@@ -137,7 +142,7 @@ const std::vector<command_doc>& command_docs() {
                                  "attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post, final_norm, resid_stream"},
               backend,
               {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
-              matmul}},
+              matmul, weights}},
             {"generate", "continue a prompt, printing the text as it is generated",
              {"--prompt TEXT --max-new-tokens N [--model PATH] [options]"},
              {model, tokenizer, {"prompt", "TEXT", "the text to continue"},
@@ -146,7 +151,7 @@ const std::vector<command_doc>& command_docs() {
               {"top-k", "K", "sample from the K most probable tokens only (default 0: all)"},
               {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
               {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads,
-              {"json", "FILE", "write the prompt, the ids and the generated text as JSON"}, matmul}},
+              {"json", "FILE", "write the prompt, the ids and the generated text as JSON"}, matmul, weights}},
             {"tokenize", "encode text to token ids, or decode ids to text",
              {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
              {model,
@@ -160,26 +165,26 @@ const std::vector<command_doc>& command_docs() {
              {model, tokenizer, prompt, bos, {"top-k", "K", "tokens kept per cell (default 5)"},
               {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
                                  "final top-1)"},
-              target_id, json, npy, backend, matmul}},
+              target_id, json, npy, backend, matmul, weights}},
             {"attribute", "direct logit attribution: what each head and MLP writes into a token's logit",
              {"--prompt TEXT (--target TEXT | --target-id N) [--model PATH] [options]"},
              {model, tokenizer, prompt, bos,
               {"target", "TEXT", "the token whose logit is explained (exactly one token)"}, target_id,
               {"contrast", "TEXT", "explain logit(target) - logit(contrast) instead (exactly one token)"}, contrast_id,
-              {"position", "I", "the position to explain (default: the last)"}, json, npy, backend, matmul}},
+              {"position", "I", "the position to explain (default: the last)"}, json, npy, backend, matmul, weights}},
             {"heads", "head scores: previous-token, first-token, induction, duplicate-token and entropy of every head",
              {"--prompt TEXT [--model PATH] [options]", "--repeat-random N [--seed S] [--model PATH] [options]"},
              {model, tokenizer, {"prompt", "TEXT", "the text whose attention is scored"},
               {"repeat-random", "N", "score N random tokens repeated twice instead of a prompt (the induction test)"},
               {"seed", "S", "with --repeat-random: the seed of the random tokens (default 0)"}, bos, json, npy,
-              backend, matmul}},
+              backend, matmul, weights}},
             {"patch", "activation patching: where the clean run's activations bring its answer back",
              {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
              {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
               {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
               {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
               target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
-              contrast_id, bos, json, npy, backend, matmul}},
+              contrast_id, bos, json, npy, backend, matmul, weights}},
             {"bench", "time forward passes with full capture, or live recompute against a fresh forward",
              {"[--tokens 16,64,256] [--repeat N] [--model PATH] [options]",
               "--incremental [--tokens 256] [--repeat N] [--model PATH] [options]"},
@@ -190,7 +195,7 @@ const std::vector<command_doc>& command_docs() {
               {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
                                   "ablation, against a fresh forward"},
               {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
-              json, matmul}},
+              json, matmul, weights}},
             {"make-random", "write a random GPT-2 or Llama model folder (or a Llama .gguf file), for benchmarks and tests",
              {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]"},
              {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"}, {"arch", "gpt2|llama", "the architecture (default gpt2)"},
@@ -206,7 +211,7 @@ const std::vector<command_doc>& command_docs() {
               {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
             {"info", "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
              {"[--model PATH] [--matmul K]"},
-             {model, tokenizer, matmul}},
+             {model, tokenizer, matmul, weights}},
         };
     }();
     return docs;
@@ -352,6 +357,9 @@ gb::model open_model(const args& a) {
     if (a.has("matmul")) gb::set_matmul_kind(gb::parse_matmul_kind(a.get("matmul")));
     gb::load_options lo;
     lo.tokenizer_path = a.get("tokenizer");
+    const std::string weights = a.get("weights", "stored");
+    if (weights != "stored" && weights != "f32") throw usage_error("--weights: expected stored or f32, got '" + weights + "'");
+    lo.keep_stored = weights == "stored";
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
     gb::model m = gb::load_model(path, lo);
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes

@@ -47,12 +47,13 @@ struct options {
     bool prompt_given = false;
     bool gl = false;
     int budget_mb = 512;
+    bool keep_stored = true; // --weights stored|f32
 };
 
 static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
-    "                [--capture-budget MB] [--matmul fp32|amx|auto]\n"
+    "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE] [--remember]\n"
     "       glassbox --help | --version\n";
 
@@ -78,6 +79,11 @@ static options parse_options(int argc, char** argv) {
             o.gl = v == "gl";
         }
         else if (a == "--matmul") gb::set_matmul_kind(gb::parse_matmul_kind(value())); // before any model is packed
+        else if (a == "--weights") {
+            const std::string v = value();
+            if (v != "stored" && v != "f32") throw gb::error("--weights: expected stored or f32, got '" + v + "'");
+            o.keep_stored = v == "stored";
+        }
         else if (a == "--ablate") o.ablate = value();
         else if (a == "--layers") o.layers = value();
         else if (a == "--heads") o.heads = value();
@@ -825,6 +831,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     {
         worker work;
+        work.keep_stored = opt.keep_stored;
         analysis_worker analyses;
         ui_context ui;
         ui.work = &work;

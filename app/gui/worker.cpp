@@ -398,6 +398,7 @@ void worker::loop() {
             if (load) {
                 progress_ = 0;
                 gb::load_options opt;
+                opt.keep_stored = keep_stored;
                 opt.progress = [this](float f, const std::string& label) {
                     progress_ = f;
                     std::lock_guard<std::mutex> l(mu_);

@@ -68,6 +68,7 @@ public:
     worker();
     ~worker();
     void load(const std::string& path);
+    bool keep_stored = true; // --weights: F16/BF16/quantised weights as stored, or dequantised (set before a load)
     void run(run_request r);
     void generate(gen_request r);
     void colour(colour_request r);
