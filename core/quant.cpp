@@ -72,6 +72,29 @@ static void q4k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
     }
 }
 
+// Q4_K (and Q5_K with five): 4 groups of 64, low nibbles with one scale/min, high nibbles with the next; Q5_K
+// adds each value's fifth bit from qh, group g using bits 2g (low nibbles) and 2g+1 (high). A template, so the
+// Q4_K loops carry no test for the fifth bit.
+template <bool five>
+static void dequantize_k4(float* y, const uint8_t* x) {
+    float d = half(x), dmin = half(x + 2);
+    const uint8_t* scales = x + 4;
+    const uint8_t* qh = x + 16; // Q5_K only
+    const uint8_t* q = x + (five ? 48 : 16);
+    for (int g = 0; g < 4; g++) {
+        int sc, m;
+        q4k_scale_min(2 * g, scales, sc, m);
+        float d1 = d * sc, m1 = dmin * m;
+        q4k_scale_min(2 * g + 1, scales, sc, m);
+        float d2 = d * sc, m2 = dmin * m;
+        const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
+        for (int l = 0; l < 32; l++) y[l] = d1 * ((q[l] & 0xF) + (five && (qh[l] & lo_bit) ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; l++) y[32 + l] = d2 * ((q[l] >> 4) + (five && (qh[l] & hi_bit) ? 16 : 0)) - m2;
+        q += 32;
+        y += 64;
+    }
+}
+
 void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
     int64_t values, bytes;
     if (!ggml_block(type, values, bytes) || n % values) throw error("internal: dequantize of " + std::string(ggml_type_name(type)));
@@ -133,42 +156,8 @@ void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
             y += 32;
             break;
         }
-        case GGML_Q5_K: { // as Q4_K, each value's fifth bit from qh: group g uses bits 2g (low) and 2g+1 (high)
-            float d = half(x), dmin = half(x + 2);
-            const uint8_t* scales = x + 4;
-            const uint8_t* qh = x + 16;
-            const uint8_t* q = x + 48;
-            for (int g = 0; g < 4; g++) {
-                int sc, m;
-                q4k_scale_min(2 * g, scales, sc, m);
-                float d1 = d * sc, m1 = dmin * m;
-                q4k_scale_min(2 * g + 1, scales, sc, m);
-                float d2 = d * sc, m2 = dmin * m;
-                const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
-                for (int l = 0; l < 32; l++) y[l] = d1 * ((q[l] & 0xF) + (qh[l] & lo_bit ? 16 : 0)) - m1;
-                for (int l = 0; l < 32; l++) y[32 + l] = d2 * ((q[l] >> 4) + (qh[l] & hi_bit ? 16 : 0)) - m2;
-                q += 32;
-                y += 64;
-            }
-            break;
-        }
-        case GGML_Q4_K: { // 4 groups of 64: low nibbles with one scale/min, high nibbles with the next
-            float d = half(x), dmin = half(x + 2);
-            const uint8_t* scales = x + 4;
-            const uint8_t* q = x + 16;
-            for (int g = 0; g < 4; g++) {
-                int sc, m;
-                q4k_scale_min(2 * g, scales, sc, m);
-                float d1 = d * sc, m1 = dmin * m;
-                q4k_scale_min(2 * g + 1, scales, sc, m);
-                float d2 = d * sc, m2 = dmin * m;
-                for (int l = 0; l < 32; l++) y[l] = d1 * (q[l] & 0xF) - m1;
-                for (int l = 0; l < 32; l++) y[32 + l] = d2 * (q[l] >> 4) - m2;
-                q += 32;
-                y += 64;
-            }
-            break;
-        }
+        case GGML_Q4_K: dequantize_k4<false>(y, x), y += 256; break;
+        case GGML_Q5_K: dequantize_k4<true>(y, x), y += 256; break;
         case GGML_Q6_K: { // 2 halves of 128: 6-bit values from 4 low + 2 high bits, offset 32, int8 scales per 16
             const uint8_t* ql = x;
             const uint8_t* qh = x + 128;
