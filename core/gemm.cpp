@@ -294,6 +294,37 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
     return m;
 }
 
+#if defined(__AVX512F__)
+// dst[i][j] = src[j][i] for a 16 x 16 square (row strides in floats): unpacks pair rows, then 64-bit pairs,
+// then 128-bit lanes twice
+static void transpose16(float* dst, int dst_stride, const float* src, int src_stride) {
+    __m512 r[16], t[16];
+    const __mmask16 all = 0xFFFF; // the zero-masked forms: the plain ones start from GCC's "undefined" vector, which
+                                  // -Wuninitialized reports inside avx512fintrin.h
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (size_t)i * src_stride);
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_maskz_unpacklo_ps(all, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_ps(all, r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) {
+            t[8 * h + i] = _mm512_maskz_shuffle_f32x4(all, r[8 * h + i], r[8 * h + i + 4], 0x88);
+            t[8 * h + i + 4] = _mm512_maskz_shuffle_f32x4(all, r[8 * h + i], r[8 * h + i + 4], 0xDD);
+        }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_maskz_shuffle_f32x4(all, t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_maskz_shuffle_f32x4(all, t[i], t[i + 8], 0xDD);
+    }
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + (size_t)i * dst_stride, r[i]);
+}
+#endif
+
 // rows k0 .. k0+kc of panel p of a stored matrix -> tile [kc][NR] floats. Each value is exactly its dequantised
 // value (F16/BF16 widen exactly; a Q8_0 scale times an 8-bit integer is exact in fp32), so the fp32 micro-kernel
 // on the tile computes what it computes on weights dequantised at load.
@@ -332,7 +363,12 @@ static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int
             const uint8_t* src = w.stored.data() + (size_t)((p * nb + b) * NR * bb);
             for (int jj = 0; jj < NR; jj++) dequantize(cols + (size_t)jj * bv, src + (size_t)jj * bb, w.type, bv);
             float* t = tile + (size_t)(b * bv - k0) * NR;
-            for (int64_t i = 0; i < bv; i++)
+            int64_t i0 = 0;
+#if defined(__AVX512F__)
+            for (; i0 + 16 <= bv; i0 += 16) // 16 x 16 squares through registers: the copy was a third of a Q4_K product
+                for (int jj = 0; jj < NR; jj += 16) transpose16(t + (size_t)i0 * NR + jj, NR, cols + (size_t)jj * bv + i0, (int)bv);
+#endif
+            for (int64_t i = i0; i < bv; i++)
                 for (int jj = 0; jj < NR; jj++) t[(size_t)i * NR + jj] = cols[(size_t)jj * bv + i];
         }
     } else { // Q8_0
