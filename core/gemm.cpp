@@ -330,28 +330,8 @@ static void transpose16(float* dst, int dst_stride, const float* src, int src_st
 // on the tile computes what it computes on weights dequantised at load.
 static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, int kc) {
     const size_t first = ((size_t)p * w.in + k0) * NR, count = (size_t)kc * NR;
-    if (w.type == GGML_F16) {
-        const uint16_t* src = (const uint16_t*)w.stored.data() + first;
-        size_t i = 0;
-#if defined(__AVX512F__)
-        for (; i + 16 <= count; i += 16)
-            _mm512_store_ps(tile + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(src + i))));
-#elif defined(__F16C__) && defined(__AVX__)
-        for (; i + 8 <= count; i += 8) _mm256_store_ps(tile + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
-#endif
-        for (; i < count; i++) tile[i] = f16_to_f32(src[i]);
-    } else if (w.type == GGML_BF16) { // bf16 is the top half of an f32
-        const uint16_t* src = (const uint16_t*)w.stored.data() + first;
-        size_t i = 0;
-#if defined(__AVX512F__)
-        for (; i + 16 <= count; i += 16)
-            _mm512_store_si512((__m512i*)(tile + i),
-                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(src + i))), 16));
-#endif
-        for (; i < count; i++) {
-            const uint32_t bits = (uint32_t)src[i] << 16;
-            std::memcpy(tile + i, &bits, 4);
-        }
+    if (w.type == GGML_F16 || w.type == GGML_BF16) { // the slice's values are one run: widened as a row is
+        dequantize(tile, w.stored.data() + first * 2, w.type, (int64_t)count);
     } else if (raw_blocks(w.type)) {
         // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
         // written to the tile row by row; written down each column instead, every store touched another line

@@ -274,12 +274,14 @@ bool stored_finite(const uint8_t* x, uint32_t type, int64_t n) {
     case GGML_BF16:
         for (int64_t i = 0; i < n; i++) ok &= ((x[2 * i + 1] & 0x7f) != 0x7f) || ((x[2 * i] & 0x80) == 0);
         return ok;
-    default: { // block types: dequantise block by block (a scale's NaN shows in every value of its block)
-        float y[256];
-        for (int64_t b = 0; b < n / values; b++) {
-            dequantize(y, x + b * bytes, type, values);
-            for (int64_t i = 0; i < values; i++) ok &= std::fabs(y[i]) <= 3.4028235e38f;
-        }
+    default: { // block types: only the f16 scale (and minimum) fields can be NaN or Inf; a finite scale times an
+               // integer of at most 16 bits cannot overflow
+        const int fields_q6k[] = {208}, fields_one[] = {0}, fields_two[] = {0, 2};
+        const bool two = type == GGML_Q4_1 || type == GGML_Q5_1 || type == GGML_Q4_K || type == GGML_Q5_K;
+        const int* fields = type == GGML_Q6_K ? fields_q6k : two ? fields_two : fields_one;
+        const int n_fields = two ? 2 : 1;
+        for (int64_t b = 0; b < n / values; b++)
+            for (int f = 0; f < n_fields; f++) ok &= (x[b * bytes + fields[f] + 1] & 0x7c) != 0x7c;
         return ok;
     }
     }

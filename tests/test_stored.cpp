@@ -89,7 +89,9 @@ TEST(Stored, ProductsEqualTheFp32KernelOnDequantisedWeightsBitForBit) {
                 gb::weight_matrix w = gb::pack_parts({{type, s.bytes.data(), out, true}}, in);
                 ASSERT_EQ(w.type, type);
                 ASSERT_TRUE(w.data.empty());
-                if (bv > 32) EXPECT_LE(w.stored.size(), s.bytes.size() * ((out + 47) / 48 * 48) / out); // the file's bytes
+                if (bv > 32) { // the file's bytes
+                    EXPECT_LE(w.stored.size(), s.bytes.size() * ((out + 47) / 48 * 48) / out);
+                }
                 const std::vector<float> plain = transpose(s.values, out, in); // [in][out]
                 EXPECT_EQ(gb::unpack_matrix(w), plain);
                 gb::weight_matrix ref = gb::pack_matrix(plain, in, out, true);
@@ -163,6 +165,17 @@ TEST(Stored, FusedPartsAndConv1DLayoutMatchThePlainMatrix) {
     inf[2 * 77] = 0x00, inf[2 * 77 + 1] = 0x7c; // +Inf in F16
     EXPECT_FALSE(gb::pack_parts({{gb::GGML_F16, inf.data(), 64, true}}, in).finite);
     EXPECT_TRUE(w.finite);
+    // in a block type, by its f16 scale fields: a NaN in one block
+    for (uint32_t type : {gb::GGML_Q4_K, gb::GGML_Q6_K, gb::GGML_Q4_1, gb::GGML_Q8_0}) {
+        SCOPED_TRACE(gb::ggml_type_name(type));
+        stored_matrix m = make_stored(type, 16, 256, 9);
+        EXPECT_TRUE(gb::pack_parts({{type, m.bytes.data(), 16, true}}, 256).finite);
+        int64_t bv, bb;
+        gb::ggml_block(type, bv, bb);
+        const size_t field = type == gb::GGML_Q6_K ? 208 : type == gb::GGML_Q8_0 ? 0 : 2; // d, or the minimum's scale
+        m.bytes[(size_t)(3 * bb) + field] = 0x00, m.bytes[(size_t)(3 * bb) + field + 1] = 0x7e; // NaN in block 3
+        EXPECT_FALSE(gb::pack_parts({{type, m.bytes.data(), 16, true}}, 256).finite);
+    }
 }
 
 TEST(Stored, TableRowsAndTheLmHeadReadEveryType) {
@@ -215,7 +228,9 @@ void expect_same_forward(const std::string& path) {
             EXPECT_EQ(ra.flat((gb::hook_point)p), rb.flat((gb::hook_point)p)) << "point " << p;
         }
         ASSERT_EQ(ra.logits.size(), rb.logits.size());
-        if (!all) EXPECT_EQ(ra.logits, rb.logits);
+        if (!all) {
+            EXPECT_EQ(ra.logits, rb.logits);
+        }
         for (size_t i = 0; i < ra.logits.size(); i++) ASSERT_NEAR(ra.logits[i], rb.logits[i], 1e-5 * (1 + std::fabs(rb.logits[i])));
     }
 }
@@ -346,15 +361,21 @@ TEST(Stored, QuantiseRoundTripsWithinEachTypesStep) {
         double err2 = 0;
         for (size_t i = 0; i < x.size(); i++) err2 += (double)(y[i] - x[i]) * (y[i] - x[i]);
         const double rel = std::sqrt(err2 / x.size()) / rms;
-        if (type == gb::GGML_F32) EXPECT_EQ(y, x);
-        if (type == gb::GGML_F16) EXPECT_LT(rel, 1e-3);
+        if (type == gb::GGML_F32) {
+            EXPECT_EQ(y, x);
+        }
+        if (type == gb::GGML_F16) {
+            EXPECT_LT(rel, 1e-3);
+        }
         if (type == gb::GGML_Q8_0) // within half a step of each block's own scale (the outlier's block only grows)
             for (size_t b = 0; b < x.size(); b += 32) {
                 float amax = 0;
                 for (size_t i = b; i < b + 32; i++) amax = std::max(amax, std::fabs(x[i]));
                 for (size_t i = b; i < b + 32; i++) ASSERT_LE(std::fabs(y[i] - x[i]), 0.51f * amax / 127) << i;
             }
-        if (type == gb::GGML_Q4_K) EXPECT_LT(rel, 0.15);
+        if (type == gb::GGML_Q4_K) {
+            EXPECT_LT(rel, 0.15);
+        }
         EXPECT_LT(rel, 0.15);
     }
     std::vector<uint8_t> q(gb::ggml_bytes(gb::GGML_Q6_K, 256));
