@@ -209,13 +209,8 @@ gguf_file open_gguf(const std::string& path) {
     return g;
 }
 
-static std::string shape_str(const std::vector<int64_t>& s) {
-    std::string o = "[";
-    for (size_t i = 0; i < s.size(); i++) o += (i ? ", " : "") + std::to_string(s[i]);
-    return o + "]";
-}
-
-std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne) {
+// The tensor, its shape checked against ne (trailing 1s of the file's shape ignored)
+static const gguf_tensor& shaped(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne) {
     auto it = g.tensors.find(name);
     if (it == g.tensors.end()) throw error(g.file->path + ": missing tensor " + name);
     const gguf_tensor& t = it->second;
@@ -223,6 +218,11 @@ std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, 
     while (have.size() > ne.size() && have.back() == 1) have.pop_back();
     if (have != ne)
         throw error(g.file->path + ": tensor " + name + ": expected shape (ne) " + shape_str(ne) + ", found " + shape_str(t.ne));
+    return t;
+}
+
+std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, const std::vector<int64_t>& ne) {
+    const gguf_tensor& t = shaped(g, name, ne);
     int64_t n = 1;
     for (int64_t v : ne) n *= v;
     std::vector<float> out((size_t)n);
@@ -294,14 +294,7 @@ static void gguf_rope(model_config& c, const gguf_file& g, const std::string& ar
 
 // A GGUF matrix ([out][in] rows, ne = {in, out}) as stored, shape checked
 static matrix_part part(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
-    auto it = g.tensors.find(name);
-    if (it == g.tensors.end()) throw error(g.file->path + ": missing tensor " + name);
-    const gguf_tensor& t = it->second;
-    std::vector<int64_t> have = t.ne;
-    while (have.size() > 2 && have.back() == 1) have.pop_back();
-    if (have != std::vector<int64_t>{in, out})
-        throw error(g.file->path + ": tensor " + name + ": expected shape (ne) " + shape_str({in, out}) + ", found " +
-                    shape_str(t.ne));
+    const gguf_tensor& t = shaped(g, name, {in, out});
     return {t.type, t.data, out, true};
 }
 

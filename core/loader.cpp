@@ -288,14 +288,9 @@ struct tensor_source {
     const st_tensor& need(const std::string& name, const std::vector<int64_t>& shape, const safetensors_file** in) const {
         const st_tensor* t = find(name, in);
         if (!t) throw error(files.front().file->path + ": missing tensor " + name);
-        if (t->shape != shape) {
-            auto str = [](const std::vector<int64_t>& s) {
-                std::string o = "[";
-                for (size_t i = 0; i < s.size(); i++) o += (i ? ", " : "") + std::to_string(s[i]);
-                return o + "]";
-            };
-            throw error((*in)->file->path + ": tensor " + name + ": expected shape " + str(shape) + ", found " + str(t->shape));
-        }
+        if (t->shape != shape)
+            throw error((*in)->file->path + ": tensor " + name + ": expected shape " + shape_str(shape) + ", found " +
+                        shape_str(t->shape));
         return *t;
     }
     std::vector<float> get(const std::string& name, const std::vector<int64_t>& shape) const {

@@ -58,7 +58,7 @@ std::unique_ptr<mapped_file> map_file(const std::string& path) {
 static size_t dtype_size(st_dtype d) { return d == ST_F32 ? 4 : 2; }
 static const char* dtype_name(st_dtype d) { return d == ST_F32 ? "F32" : d == ST_F16 ? "F16" : "BF16"; }
 
-static std::string shape_str(const std::vector<int64_t>& s) {
+std::string shape_str(const std::vector<int64_t>& s) {
     std::string o = "[";
     for (size_t i = 0; i < s.size(); i++) o += (i ? ", " : "") + std::to_string(s[i]);
     return o + "]";

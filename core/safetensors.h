@@ -46,6 +46,9 @@ struct safetensors_file {
 // Validates header length, JSON, dtypes, shapes vs byte sizes and every offset against the file size.
 safetensors_file open_safetensors(const std::string& path);
 
+// "[2, 3]": a shape in error messages (all loaders)
+std::string shape_str(const std::vector<int64_t>& shape);
+
 // Converts a tensor to f32 (F32, F16, BF16), checking its shape; throws naming file, tensor, expected vs found.
 std::vector<float> tensor_f32(const safetensors_file& f, const st_tensor& t, const std::vector<int64_t>& shape);
 

@@ -143,10 +143,8 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
         // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
-        const gb::weight_types wt = gb::stored_types(m);
         ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory", wt.attention.c_str(),
-                            wt.mlp.c_str(), wt.embedding.c_str(), wt.head.c_str(), gb::weight_bytes(m) / 1e6);
+        ImGui::TextDisabled("%s", s.weights_line.c_str());
         ImGui::PopTextWrapPos();
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"

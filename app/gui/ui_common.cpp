@@ -423,6 +423,12 @@ static void keep_what_fits(app_state& s) {
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
     s.model = std::move(m);
+    const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
+    char line[256];
+    std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",
+                  wt.attention.c_str(), wt.mlp.c_str(), wt.embedding.c_str(), wt.head.c_str(),
+                  gb::weight_bytes(*s.model) / 1e6);
+    s.weights_line = line;
     s.error.clear();
     s.warning.clear();
     s.status = "loaded " + path;
