@@ -210,10 +210,10 @@ static void find_cjk_font(font_state& fs) {
 // Layout: a fixed tiling that fills the window and follows its size
 // ---------------------------------------------------------------------------------------------
 static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(app_state&, ui_context&), app_state& s,
-                         ui_context& ui) {
+                         ui_context& ui, ImGuiWindowFlags extra = 0) {
     ImGui::SetNextWindowPos(pos);
     ImGui::SetNextWindowSize(size);
-    ImGuiWindowFlags f = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+    ImGuiWindowFlags f = extra | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
                          ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus |
                          ImGuiWindowFlags_NoSavedSettings;
     if (ImGui::Begin(id, nullptr, f)) {
@@ -278,9 +278,14 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     if (ui.left_tabs) {
         panel_window("Left", ImVec2(g, body_y), ImVec2(left_w, body_h), left_tabs, s, ui);
     } else {
-        model_h = std::min(model_h > pad ? model_h : body_h * 0.44f, body_h * 0.6f);
+        // Model is as tall as its content, or capped (then it scrolls). Uncapped it never shows a scrollbar: one
+        // appearing would narrow the text, wrap it onto more lines, grow the panel, drop the scrollbar, and so on,
+        // a panel that jumps every frame
+        const float full_h = model_h > pad ? model_h : body_h * 0.44f;
+        model_h = std::min(full_h, body_h * 0.6f);
         panel_window("Ablations", ImVec2(g, body_y), ImVec2(left_w, body_h - model_h - g), panel_ablations, s, ui);
-        panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui);
+        panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui,
+                     full_h <= model_h ? ImGuiWindowFlags_NoScrollbar : 0);
     }
     panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, body_h * 0.42f - g), panel_overview, s, ui);
     panel_window("Analysis", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), analysis_tabs, s, ui);
