@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "arch.h"
 #include "error.h"
 #include "gemm.h"
 #include "gguf.h"
@@ -20,18 +21,6 @@
 namespace fs = std::filesystem;
 
 namespace gb {
-
-// ---------------------------------------------------------------------------------------------
-// Architecture table: the one place that says how families differ
-// ---------------------------------------------------------------------------------------------
-const arch_info& arch_table(arch_id a) {
-    static const arch_info table[ARCH_COUNT] = {
-        /* ARCH_GPT2  */ {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED},
-        /* ARCH_LLAMA */ {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE},
-    };
-    if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
-    return table[a];
-}
 
 param_counts count_params(const model& m) {
     const model_weights& w = m.weights;

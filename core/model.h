@@ -11,24 +11,44 @@
 
 namespace gb {
 
-// Everything that differs between architecture families lives in this table (see arch_table()).
+// Everything that differs between architecture families lives in this table (see arch_table(), core/arch.cpp):
+// what the forward does differently, and (arch.h) each logical tensor's name in HF and GGUF files.
 enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM };
-enum mlp_kind { MLP_GELU, MLP_SWIGLU };
+// GELU: GPT-2's tanh approximation of x W_up; GELU_ERF: the exact erf GELU (GPT-NeoX / Pythia); SWIGLU:
+// silu(x W_gate) * (x W_up) (Llama); GEGLU: tanh-GELU(x W_gate) * (x W_up) (Gemma)
+enum mlp_kind { MLP_GELU, MLP_GELU_ERF, MLP_SWIGLU, MLP_GEGLU };
 enum pos_kind { POS_LEARNED, POS_ROPE };
+// q/k norms after the projections: none, RMSNorm over all heads' q (and k) at once (OLMo 2, OLMoE), or over
+// each head's d_head values with one shared gain (Qwen3, Qwen3-MoE)
+enum qk_norm_kind { QK_NORM_NONE, QK_NORM_FULL, QK_NORM_HEAD };
 // RoPE pairing: HF safetensors rotate halves (i, i + d/2); llama2.c and llama.cpp GGUF rotate adjacent pairs.
 enum rope_pairing { ROPE_HALF, ROPE_ADJACENT };
 // RoPE frequency scaling: HF config.json rope_scaling (rope_type "linear" or "llama3"), or GGUF's per-pair
 // divisors in the tensor rope_freqs.weight (how llama.cpp stores Llama 3.1/3.2's llama3 scaling).
 enum rope_scaling_kind { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_LLAMA3, ROPE_SCALING_FREQ_TABLE };
 
+struct tensor_names; // core/arch.h
+
 struct arch_info {
-    const char* name;        // "gpt2", "llama"
+    const char* name;      // "gpt2", "llama", "gpt_neox", ...
     norm_kind norm;
     mlp_kind mlp;
     pos_kind pos;
+    bool parallel;         // attention and MLP both read the layer's input: resid_post = resid_pre + attn + mlp
+                           // (GPT-NeoX; a config may turn it off: model_config::parallel)
+    bool pre_norm;         // a norm before each sublayer (all but OLMo 2)
+    bool post_norm;        // a norm on each sublayer's output before the residual add (Gemma 2, OLMo 2)
+    qk_norm_kind qk_norm;
+    bool gain_plus_one;    // HF files store w, the norm multiplies by 1 + w (Gemma; GGUF files store 1 + w)
+    bool embed_scale;      // token embeddings times sqrt(d_model) (Gemma)
+    bool moe;              // the MLP is a mixture of experts chosen per token by a router
+    const tensor_names* names;
 };
 
-enum arch_id { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT };
+enum arch_id {
+    ARCH_GPT2, ARCH_LLAMA, ARCH_GPT_NEOX, ARCH_GEMMA, ARCH_GEMMA2, ARCH_PHI3, ARCH_OLMO2, ARCH_QWEN3,
+    ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_COUNT
+};
 const arch_info& arch_table(arch_id a);
 
 struct model_config {
@@ -38,7 +58,7 @@ struct model_config {
     int n_head = 0;
     int n_kv_head = 0;   // == n_head unless grouped-query attention
     int d_model = 0;
-    int d_head = 0;      // d_model / n_head
+    int d_head = 0;      // d_model / n_head, unless the file names another (Gemma: head_dim)
     int d_ff = 0;
     int vocab_size = 0;
     int n_ctx = 0;       // maximum positions
@@ -52,8 +72,20 @@ struct model_config {
     int rope_orig_ctx = 0;              // LLAMA3: original_max_position_embeddings
     std::vector<double> rope_freq;      // [d_head/2] angle per position of pair i, in radians, all scaling
                                         // included; filled once at load by rope_init_freqs()
-    int sliding_window = 0;             // Mistral: keys each query sees (0 = all); n_ctx is capped to it,
-                                        // so the full causal mask equals the window mask
+    int rope_dims = 0;                  // leading dimensions of each head that rotate (GPT-NeoX's rotary_pct,
+                                        // Phi's partial_rotary_factor); the rest pass unchanged. 0 = d_head
+    float attn_scale = 0;               // scores = scale * q.k; 0 = 1/sqrt(d_head) (Gemma 2: query_pre_attn_scalar^-1/2)
+    float attn_softcap = 0;             // Gemma 2: scores become cap * tanh(scores / cap) before the softmax; 0 = none
+    float final_softcap = 0;            // Gemma 2: logits become cap * tanh(logits / cap); 0 = none
+    int sliding_window = 0;             // keys each query sees, itself included (0 = all): key j is seen from
+                                        // position i when i - j < sliding_window (Mistral, Qwen2, Phi-3, Gemma 2)
+    int window_every = 1;               // layers with the window: 1 = all, 2 = every other from layer 0 (Gemma 2)
+    bool parallel = false;              // arch_info::parallel unless the file says otherwise (use_parallel_residual)
+    int n_expert = 0;                   // MoE: experts per layer (0 = a dense MLP)
+    int n_expert_used = 0;              // MoE: experts each token is routed to (top-k)
+    int d_ff_expert = 0;                // MoE: each expert's MLP width
+    int d_ff_shared = 0;                // Qwen2-MoE: the shared expert's width (0 = none)
+    bool norm_topk = true;              // MoE: the chosen experts' softmax weights are renormalised to sum to 1
     bool qkv_bias = true;   // GPT-2 and Qwen2 have q/k/v biases
     bool mlp_bias = true;   // GPT-2 only
     bool tied_lm_head = true;
@@ -130,6 +162,15 @@ struct layer_weights {
     weight_matrix w_gate;        // [d][ff]  SwiGLU only (empty for GELU)
     weight_matrix w_down;        // [ff][d]  GPT-2 c_proj / Llama down_proj
     std::vector<float> b_down;   // [d] (empty when no bias)
+    std::vector<float> q_norm;   // [H*dh] (QK_NORM_FULL) or [dh] (QK_NORM_HEAD); empty without
+    std::vector<float> k_norm;   // [KV*dh] or [dh]
+    std::vector<float> post_attn_norm; // [d] post_norm archs: the attention output's RMSNorm gain
+    std::vector<float> post_mlp_norm;  // [d] post_norm archs: the MLP output's RMSNorm gain
+    // MoE (n_expert > 0): w_up / w_gate / w_down above are then the shared expert (Qwen2-MoE) or empty
+    weight_matrix router;              // [d][E] router logits
+    std::vector<weight_matrix> exp_gate, exp_up; // [E] each [d][ff_expert]
+    std::vector<weight_matrix> exp_down;         // [E] each [ff_expert][d]
+    std::vector<float> shared_gate;    // [d] Qwen2-MoE: sigmoid(x . shared_gate) scales the shared expert
 };
 
 struct model_weights {

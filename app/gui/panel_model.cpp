@@ -114,7 +114,7 @@ void panel_model(app_state& s, ui_context& ui) {
         const gb::arch_info& a = gb::arch_table(c.arch);
         ImGui::TextWrapped("%s", m.path.c_str());
         ImGui::Text("%s: %s, %s MLP, %s positions", c.model_type.c_str(), a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm",
-                    a.mlp == gb::MLP_GELU ? "GELU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
+                    a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU" : a.mlp == gb::MLP_GEGLU ? "GeGLU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
         ImGui::TextWrapped("L %d   H %d   d_model %d   d_ff %d   vocab %d   context %d", c.n_layer, c.n_head, c.d_model, c.d_ff,
                            c.vocab_size, c.n_ctx);
         gb::param_counts p = gb::count_params(m);

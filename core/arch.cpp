@@ -1,0 +1,270 @@
+// The architecture table: per family, what the forward does differently (arch_info) and each logical tensor's
+// HF and GGUF name (tensor_names). Adding a family is adding a row here and, when it computes something new,
+// a case in the forward.
+#include "arch.h"
+
+#include "error.h"
+
+namespace gb {
+
+namespace {
+
+const char* const id_names[T_COUNT] = {
+    "token embedding", "position embedding", "final norm", "final norm bias", "lm_head", "attn norm",
+    "attn norm bias",  "attn_q",             "attn_k",     "attn_v",          "attn_qkv", "attn_q bias",
+    "attn_k bias",     "attn_v bias",        "attn_qkv bias", "attn_output",  "attn_output bias", "q_norm",
+    "k_norm",          "attn post norm",     "ffn norm",   "ffn norm bias",   "ffn_gate", "ffn_up",
+    "ffn_gate_up",     "ffn_up bias",        "ffn_down",   "ffn_down bias",   "ffn post norm", "router",
+    "expert gate",     "expert up",          "expert down", "shared expert gate", "shared expert up",
+    "shared expert down", "shared expert router"};
+
+using names = std::initializer_list<std::pair<tensor_id, const char*>>;
+
+tensor_names make(const char* gguf_arch, const tensor_names* base, names hf, names gguf) {
+    tensor_names t = base ? *base : tensor_names{};
+    t.gguf_arch = gguf_arch;
+    for (auto [id, n] : hf) t.hf[id] = n;
+    for (auto [id, n] : gguf) t.gguf[id] = n;
+    return t;
+}
+
+// llama.cpp's GGUF names, shared by every family but GPT-2's learned positions
+const names gguf_common = {
+    {T_TOK_EMB, "token_embd.weight"},        {T_NORM_F, "output_norm.weight"},
+    {T_LM_HEAD, "output.weight"},            {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
+    {T_Q, "blk.{l}.attn_q.weight"},          {T_K, "blk.{l}.attn_k.weight"},
+    {T_V, "blk.{l}.attn_v.weight"},          {T_Q_B, "blk.{l}.attn_q.bias"},
+    {T_K_B, "blk.{l}.attn_k.bias"},          {T_V_B, "blk.{l}.attn_v.bias"},
+    {T_O, "blk.{l}.attn_output.weight"},     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
+    {T_GATE, "blk.{l}.ffn_gate.weight"},     {T_UP, "blk.{l}.ffn_up.weight"},
+    {T_DOWN, "blk.{l}.ffn_down.weight"},     {T_Q_NORM, "blk.{l}.attn_q_norm.weight"},
+    {T_K_NORM, "blk.{l}.attn_k_norm.weight"}, {T_ATTN_POST_NORM, "blk.{l}.attn_post_norm.weight"},
+    {T_FFN_POST_NORM, "blk.{l}.ffn_post_norm.weight"}};
+const names gguf_experts = {{T_ROUTER, "blk.{l}.ffn_gate_inp.weight"},  {T_EXP_GATE, "blk.{l}.ffn_gate_exps.weight"},
+                            {T_EXP_UP, "blk.{l}.ffn_up_exps.weight"},    {T_EXP_DOWN, "blk.{l}.ffn_down_exps.weight"},
+                            {T_SH_GATE, "blk.{l}.ffn_gate_shexp.weight"}, {T_SH_UP, "blk.{l}.ffn_up_shexp.weight"},
+                            {T_SH_DOWN, "blk.{l}.ffn_down_shexp.weight"}, {T_SH_ROUTER, "blk.{l}.ffn_gate_inp_shexp.weight"}};
+
+// HF Llama-style names (LlamaForCausalLM and the families derived from it)
+const names hf_llama = {
+    {T_TOK_EMB, "model.embed_tokens.weight"},
+    {T_NORM_F, "model.norm.weight"},
+    {T_LM_HEAD, "lm_head.weight"},
+    {T_ATTN_NORM, "model.layers.{l}.input_layernorm.weight"},
+    {T_Q, "model.layers.{l}.self_attn.q_proj.weight"},
+    {T_K, "model.layers.{l}.self_attn.k_proj.weight"},
+    {T_V, "model.layers.{l}.self_attn.v_proj.weight"},
+    {T_Q_B, "model.layers.{l}.self_attn.q_proj.bias"},
+    {T_K_B, "model.layers.{l}.self_attn.k_proj.bias"},
+    {T_V_B, "model.layers.{l}.self_attn.v_proj.bias"},
+    {T_O, "model.layers.{l}.self_attn.o_proj.weight"},
+    {T_FFN_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
+    {T_GATE, "model.layers.{l}.mlp.gate_proj.weight"},
+    {T_UP, "model.layers.{l}.mlp.up_proj.weight"},
+    {T_DOWN, "model.layers.{l}.mlp.down_proj.weight"},
+    {T_Q_NORM, "model.layers.{l}.self_attn.q_norm.weight"},
+    {T_K_NORM, "model.layers.{l}.self_attn.k_norm.weight"}};
+// Qwen2-MoE, Qwen3-MoE and OLMoE name their experts alike
+const names hf_qwen_experts = {{T_ROUTER, "model.layers.{l}.mlp.gate.weight"},
+                               {T_EXP_GATE, "model.layers.{l}.mlp.experts.{e}.gate_proj.weight"},
+                               {T_EXP_UP, "model.layers.{l}.mlp.experts.{e}.up_proj.weight"},
+                               {T_EXP_DOWN, "model.layers.{l}.mlp.experts.{e}.down_proj.weight"},
+                               {T_SH_GATE, "model.layers.{l}.mlp.shared_expert.gate_proj.weight"},
+                               {T_SH_UP, "model.layers.{l}.mlp.shared_expert.up_proj.weight"},
+                               {T_SH_DOWN, "model.layers.{l}.mlp.shared_expert.down_proj.weight"},
+                               {T_SH_ROUTER, "model.layers.{l}.mlp.shared_expert_gate.weight"}};
+
+struct family_names {
+    tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe;
+    family_names() {
+        gpt2 = make("gpt2", nullptr,
+                    {{T_TOK_EMB, "wte.weight"},
+                     {T_POS_EMB, "wpe.weight"},
+                     {T_NORM_F, "ln_f.weight"},
+                     {T_NORM_F_B, "ln_f.bias"},
+                     {T_LM_HEAD, "lm_head.weight"},
+                     {T_ATTN_NORM, "h.{l}.ln_1.weight"},
+                     {T_ATTN_NORM_B, "h.{l}.ln_1.bias"},
+                     {T_QKV, "h.{l}.attn.c_attn.weight"},
+                     {T_QKV_B, "h.{l}.attn.c_attn.bias"},
+                     {T_O, "h.{l}.attn.c_proj.weight"},
+                     {T_O_B, "h.{l}.attn.c_proj.bias"},
+                     {T_FFN_NORM, "h.{l}.ln_2.weight"},
+                     {T_FFN_NORM_B, "h.{l}.ln_2.bias"},
+                     {T_UP, "h.{l}.mlp.c_fc.weight"},
+                     {T_UP_B, "h.{l}.mlp.c_fc.bias"},
+                     {T_DOWN, "h.{l}.mlp.c_proj.weight"},
+                     {T_DOWN_B, "h.{l}.mlp.c_proj.bias"}},
+                    {{T_TOK_EMB, "token_embd.weight"},
+                     {T_POS_EMB, "position_embd.weight"},
+                     {T_NORM_F, "output_norm.weight"},
+                     {T_NORM_F_B, "output_norm.bias"},
+                     {T_LM_HEAD, "output.weight"},
+                     {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
+                     {T_ATTN_NORM_B, "blk.{l}.attn_norm.bias"},
+                     {T_QKV, "blk.{l}.attn_qkv.weight"},
+                     {T_QKV_B, "blk.{l}.attn_qkv.bias"},
+                     {T_O, "blk.{l}.attn_output.weight"},
+                     {T_O_B, "blk.{l}.attn_output.bias"},
+                     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
+                     {T_FFN_NORM_B, "blk.{l}.ffn_norm.bias"},
+                     {T_UP, "blk.{l}.ffn_up.weight"},
+                     {T_UP_B, "blk.{l}.ffn_up.bias"},
+                     {T_DOWN, "blk.{l}.ffn_down.weight"},
+                     {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
+        gpt2.hf_conv1d = true;
+        llama = make("llama", nullptr, hf_llama, gguf_common);
+        llama.gguf_rope_adjacent = true;
+        neox = make("gptneox", nullptr,
+                    {{T_TOK_EMB, "gpt_neox.embed_in.weight"},
+                     {T_NORM_F, "gpt_neox.final_layer_norm.weight"},
+                     {T_NORM_F_B, "gpt_neox.final_layer_norm.bias"},
+                     {T_LM_HEAD, "embed_out.weight"},
+                     {T_ATTN_NORM, "gpt_neox.layers.{l}.input_layernorm.weight"},
+                     {T_ATTN_NORM_B, "gpt_neox.layers.{l}.input_layernorm.bias"},
+                     {T_QKV, "gpt_neox.layers.{l}.attention.query_key_value.weight"},
+                     {T_QKV_B, "gpt_neox.layers.{l}.attention.query_key_value.bias"},
+                     {T_O, "gpt_neox.layers.{l}.attention.dense.weight"},
+                     {T_O_B, "gpt_neox.layers.{l}.attention.dense.bias"},
+                     {T_FFN_NORM, "gpt_neox.layers.{l}.post_attention_layernorm.weight"},
+                     {T_FFN_NORM_B, "gpt_neox.layers.{l}.post_attention_layernorm.bias"},
+                     {T_UP, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.weight"},
+                     {T_UP_B, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.bias"},
+                     {T_DOWN, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.weight"},
+                     {T_DOWN_B, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.bias"}},
+                    {{T_TOK_EMB, "token_embd.weight"},
+                     {T_NORM_F, "output_norm.weight"},
+                     {T_NORM_F_B, "output_norm.bias"},
+                     {T_LM_HEAD, "output.weight"},
+                     {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
+                     {T_ATTN_NORM_B, "blk.{l}.attn_norm.bias"},
+                     {T_QKV, "blk.{l}.attn_qkv.weight"},
+                     {T_QKV_B, "blk.{l}.attn_qkv.bias"},
+                     {T_O, "blk.{l}.attn_output.weight"},
+                     {T_O_B, "blk.{l}.attn_output.bias"},
+                     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
+                     {T_FFN_NORM_B, "blk.{l}.ffn_norm.bias"},
+                     {T_UP, "blk.{l}.ffn_up.weight"},
+                     {T_UP_B, "blk.{l}.ffn_up.bias"},
+                     {T_DOWN, "blk.{l}.ffn_down.weight"},
+                     {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
+        neox.hf_qkv_per_head = true;
+        gemma = make("gemma", &llama, {}, {});
+        gemma.gguf_rope_adjacent = false;
+        // Gemma 2 norms both sides of each sublayer; HF's post_attention_layernorm is the attention output's
+        // norm here, not (as in Llama) the MLP's input norm
+        gemma2 = make("gemma2", &gemma,
+                      {{T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
+                       {T_FFN_NORM, "model.layers.{l}.pre_feedforward_layernorm.weight"},
+                       {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
+                      {});
+        phi3 = make("phi3", &gemma,
+                    {{T_QKV, "model.layers.{l}.self_attn.qkv_proj.weight"},
+                     {T_GATE_UP, "model.layers.{l}.mlp.gate_up_proj.weight"},
+                     {T_Q, nullptr}, {T_K, nullptr}, {T_V, nullptr}, {T_GATE, nullptr}, {T_UP, nullptr}},
+                    {{T_QKV, "blk.{l}.attn_qkv.weight"}, {T_GATE_UP, "blk.{l}.ffn_up.weight"},
+                     {T_GATE, nullptr}, {T_UP, nullptr}});
+        // OLMo 2: no norm before the sublayers, one after each (HF's post_attention_layernorm again differs)
+        olmo2 = make("olmo2", &gemma,
+                     {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr},
+                      {T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
+                      {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
+                     {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr}});
+        qwen3 = make("qwen3", &gemma, {}, {});
+        mixtral = make("llama", &llama,
+                       {{T_GATE, nullptr}, {T_UP, nullptr}, {T_DOWN, nullptr},
+                        {T_ROUTER, "model.layers.{l}.block_sparse_moe.gate.weight"},
+                        {T_EXP_GATE, "model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight"},
+                        {T_EXP_UP, "model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight"},
+                        {T_EXP_DOWN, "model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight"}},
+                       gguf_experts);
+        qwen2_moe = make("qwen2moe", &gemma, hf_qwen_experts, gguf_experts);
+        qwen3_moe = make("qwen3moe", &qwen2_moe, {}, {});
+        olmoe = make("olmoe", &qwen2_moe, {}, {});
+        for (tensor_names* t : {&mixtral, &qwen2_moe, &qwen3_moe, &olmoe})
+            for (tensor_id id : {T_GATE, T_UP, T_DOWN}) t->hf[id] = t->gguf[id] = nullptr; // experts instead
+        for (tensor_names* t : {&mixtral, &qwen3_moe, &olmoe})
+            for (tensor_id id : {T_SH_GATE, T_SH_UP, T_SH_DOWN, T_SH_ROUTER}) t->hf[id] = t->gguf[id] = nullptr;
+    }
+};
+
+const family_names& families() {
+    static const family_names f;
+    return f;
+}
+
+} // namespace
+
+const arch_info& arch_table(arch_id a) {
+    const family_names& n = families();
+    // name, norm, mlp, positions, parallel, pre_norm, post_norm, qk_norm, gain_plus_one, embed_scale, moe, names
+    static const arch_info table[ARCH_COUNT] = {
+        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2},
+        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama},
+        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox},
+        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma},
+        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2},
+        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3},
+        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2},
+        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3},
+        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral},
+        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe},
+        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe},
+        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe},
+    };
+    if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
+    return table[a];
+}
+
+const char* tensor_id_name(tensor_id t) { return t >= 0 && t < T_COUNT ? id_names[t] : "?"; }
+
+std::string tensor_name(const arch_info& a, bool gguf, tensor_id t, int l, int e) {
+    const char* n = gguf ? a.names->gguf[t] : a.names->hf[t];
+    if (!n) return "";
+    std::string s = n;
+    for (auto [key, v] : {std::pair{"{l}", l}, std::pair{"{e}", e}}) {
+        size_t at = s.find(key);
+        if (at != std::string::npos) s.replace(at, 3, std::to_string(v));
+    }
+    return s;
+}
+
+namespace {
+struct type_map {
+    const char* name;
+    arch_id arch;
+};
+// config.json model_type -> family (Mistral and Qwen2 are Llama's table with their config's differences)
+const type_map hf_types[] = {{"gpt2", ARCH_GPT2},           {"llama", ARCH_LLAMA},          {"mistral", ARCH_LLAMA},
+                             {"qwen2", ARCH_LLAMA},         {"gpt_neox", ARCH_GPT_NEOX},    {"gemma", ARCH_GEMMA},
+                             {"gemma2", ARCH_GEMMA2},       {"phi3", ARCH_PHI3},            {"olmo2", ARCH_OLMO2},
+                             {"qwen3", ARCH_QWEN3},         {"mixtral", ARCH_MIXTRAL},      {"qwen2_moe", ARCH_QWEN2_MOE},
+                             {"qwen3_moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE}};
+const type_map gguf_archs[] = {{"gpt2", ARCH_GPT2},     {"llama", ARCH_LLAMA},         {"qwen2", ARCH_LLAMA},
+                               {"gptneox", ARCH_GPT_NEOX}, {"gemma", ARCH_GEMMA},       {"gemma2", ARCH_GEMMA2},
+                               {"phi3", ARCH_PHI3},     {"olmo2", ARCH_OLMO2},         {"qwen3", ARCH_QWEN3},
+                               {"qwen2moe", ARCH_QWEN2_MOE}, {"qwen3moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE}};
+template <size_t N> std::string list(const type_map (&m)[N]) {
+    std::string s;
+    for (const type_map& t : m) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    return s;
+}
+} // namespace
+
+std::string supported_hf_types() { return list(hf_types); }
+std::string supported_gguf_archs() { return list(gguf_archs); }
+
+arch_id arch_from_hf(const std::string& model_type, const std::string& path) {
+    for (const type_map& t : hf_types)
+        if (model_type == t.name) return t.arch;
+    throw error(path + ": unsupported model_type '" + model_type + "' (supported: " + supported_hf_types() + ")");
+}
+
+arch_id arch_from_gguf(const std::string& arch, bool has_experts, const std::string& path) {
+    if (arch == "llama" && has_experts) return ARCH_MIXTRAL; // llama.cpp writes Mixtral as llama with experts
+    for (const type_map& t : gguf_archs)
+        if (arch == t.name) return t.arch;
+    throw error(path + ": architecture '" + arch + "' is not supported (supported: " + supported_gguf_archs() + ")");
+}
+
+} // namespace gb
