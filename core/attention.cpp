@@ -1,4 +1,4 @@
-// Attention on the CPU: per head, scores -> causal softmax -> weighted values.
+// Attention on the CPU: per head, scores -> causal (and sliding-window, soft-capped) softmax -> weighted values.
 #include "attention.h"
 
 #include <algorithm>
@@ -52,8 +52,13 @@ static void attention_scores(float* p, int ld, const float* q, int q_stride, con
     }
 }
 
-// In place on row [0, n): softmax over the first `valid` entries (max-subtracted, summed in double), zeros after.
-static void softmax_causal_row(float* row, int valid, int n) {
+// In place on row [0, n): softmax over the entries [first, valid) (max-subtracted, summed in double), after
+// soft-capping them when softcap > 0; zeros before first (outside a sliding window) and from valid on.
+static void softmax_causal_row(float* row, int first, int valid, int n, float softcap) {
+    std::fill(row, row + first, 0.0f);
+    row += first, valid -= first, n -= first;
+    if (softcap > 0)
+        for (int t = 0; t < valid; t++) row[t] = softcap * std::tanh(row[t] / softcap);
     avec mv = avec{} - INFINITY;
     int j = 0;
     for (; j + AL <= valid; j += AL) {
@@ -173,7 +178,7 @@ static void transpose_keys(float* kt, int kt_ld, const float* K, int kv_stride, 
 static void attention_heads(const attention_args& a, bool scores) {
     const int n_kv = a.n_past + a.n_q, dh = a.d_head;
     const int group = a.n_head / a.n_kv_head;
-    const float scale = 1.0f / std::sqrt((float)dh);
+    const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)dh);
     const int kt_ld = (n_kv + SK - 1) / SK * SK;      // K^T rows, padded to whole key tiles
     const int dh_pad = (dh + AL - 1) / AL * AL;       // V rows as read: whole vectors
     const bool copy_v = dh_pad != dh;                 // reading whole vectors past dh would leave the buffer
@@ -210,7 +215,8 @@ static void attention_heads(const attention_args& a, bool scores) {
         const float* Q = a.q + (size_t)h * dh;
         if (scores && direct) {
             attention_scores_direct(p, n_kv, Q, a.q_stride, a.n_q, K, a.kv_stride, dh, a.n_past, scale);
-            for (int r = 0; r < a.n_q; r++) softmax_causal_row(p + (size_t)r * n_kv, a.n_past + r + 1, n_kv);
+            for (int r = 0; r < a.n_q; r++)
+                softmax_causal_row(p + (size_t)r * n_kv, first_key(a, a.n_past + r), a.n_past + r + 1, n_kv, a.softcap);
         }
         for (int i0 = 0; i0 < a.n_q && scores && !direct; i0 += SR) {
             const int rows = std::min(SR, a.n_q - i0);
@@ -218,7 +224,9 @@ static void attention_heads(const attention_args& a, bool scores) {
             // keys after the block's last query are masked for every row of it
             score_rows::scores[rows](prow, n_kv, Q + (size_t)i0 * a.q_stride, a.q_stride, kt.data(), kt_ld, dh,
                                      a.n_past + i0 + rows, scale);
-            for (int r = 0; r < rows; r++) softmax_causal_row(prow + (size_t)r * n_kv, a.n_past + i0 + r + 1, n_kv);
+            for (int r = 0; r < rows; r++)
+                softmax_causal_row(prow + (size_t)r * n_kv, first_key(a, a.n_past + i0 + r), a.n_past + i0 + r + 1, n_kv,
+                                   a.softcap);
         }
         for (int i0 = 0; i0 < a.n_q; i0 += OR) {
             const int rows = std::min(OR, a.n_q - i0);

@@ -12,10 +12,15 @@ struct attention_args {
     int q_stride, kv_stride;
     int n_q, n_past;     // queries are positions n_past .. n_past+n_q-1; keys 0 .. n_past+n_q-1
     int n_head, n_kv_head, d_head;
-    float* probs;        // [H][n_q][n_past+n_q] or nullptr (not kept); causal part is 0
+    float* probs;        // [H][n_q][n_past+n_q] or nullptr (not kept); 0 for keys a query does not see
     float* out;          // [n_q][out_stride], head h at column h*d_head
     int out_stride;
+    float scale = 0;     // scores = scale * q.k; 0 = 1/sqrt(d_head)
+    float softcap = 0;   // scores become softcap * tanh(scores / softcap) before the softmax (Gemma 2); 0 = none
+    int window = 0;      // query i sees keys j with i - j < window (sliding-window attention); 0 = all before it
 };
+// The first key query position i sees.
+inline int first_key(const attention_args& a, int i) { return a.window > 0 && i >= a.window ? i - a.window + 1 : 0; }
 // Query head h reads key/value head h / (n_head / n_kv_head) (grouped-query attention).
 using attention_fn = std::function<void(const attention_args&)>;
 // Plain CPU path (the reference every backend is tested against).

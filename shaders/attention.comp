@@ -1,5 +1,6 @@
 #version 430
-// Causal attention for one layer, all heads (or a slice of them, see h0) in one dispatch.
+// Causal attention for one layer, all heads (or a slice of them, see h0) in one dispatch; optionally within a
+// sliding window and with soft-capped scores.
 // CPU twin: attention_cpu() in core/forward.cpp.
 //
 // Workgroup (query block, head): BQ queries of one head, NT = 128 invocations, TPQ = NT / BQ of them per query.
@@ -8,7 +9,7 @@
 // max m and running sum l and rescales the partial output by exp(m_old - m_new) when the max grows.
 // Raw scores are written to the probability buffer while the tiles stream by; at the end each invocation
 // normalises exactly the entries it wrote itself (same key residue mod TPQ), so no cross-invocation memory
-// barrier is needed, and writes 0 above the diagonal.
+// barrier is needed, and writes 0 above the diagonal and before the window.
 //
 // BQ, BK and MAX_D are #defined by the host (gl_attention.cpp, tile_configs) right after #version; shared memory
 // is 4 * (BQ*MAX_D + BK*(MAX_D+1) + BQ*(BK+1) + 3*BQ) bytes (27,008 for 16/32/128, under the 32 KB minimum).
@@ -49,7 +50,9 @@ uniform int kv_stride;
 uniform int out_stride;
 uniform int h0;          // first head of this dispatch (workgroup y is the head within it)
 uniform int write_probs; // 0: the caller keeps no probabilities
-uniform float scale;     // 1/sqrt(d_head)
+uniform float scale;     // 1/sqrt(d_head), or the model's (Gemma 2)
+uniform float softcap;   // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
+uniform int window;      // > 0: query i sees keys j with i - j < window (sliding window)
 
 shared float q_s[BQ * MAX_D]; // the block's queries [BQ][d_head] (row stride MAX_D)
 shared float kv_s[BK * KS];   // K tile, then V tile [BK][d_head] (row stride KS)
@@ -69,6 +72,7 @@ void main() {
     const int i = i0 + qi;
     const bool live = i < n_q;
     const int last = n_past + i; // keys after the query's own position are masked
+    const int first = window > 0 ? max(0, last - window + 1) : 0; // and those before its window
     const int n_kv = n_past + n_q;
     const int block_last = n_past + min(i0 + BQ, n_q) - 1; // last key any query of the block sees
     const int prow = live ? (hp * n_q + i) * n_kv : 0;
@@ -85,7 +89,9 @@ void main() {
     for (int c = 0; c < OPT; c++) acc[c] = 0.0;
     barrier();
 
-    for (int j0 = 0; j0 <= block_last; j0 += BK) { // block_last is uniform over the workgroup
+    // tiles before the block's first query's window hold nothing it sees (uniform over the workgroup)
+    const int block_first = window > 0 ? max(0, n_past + i0 - window + 1) / BK * BK : 0;
+    for (int j0 = block_first; j0 <= block_last; j0 += BK) { // block_last is uniform over the workgroup
         const int nk = min(BK, block_last - j0 + 1);
         for (int e = t; e < nk * d_head; e += NT) {
             const int r = e / d_head, d = e - r * d_head;
@@ -98,10 +104,11 @@ void main() {
             const int jj = lane + c * TPQ;
             const int j = j0 + jj;
             float s = NEG_BIG;
-            if (live && j <= last) { // j <= last implies jj < nk
+            if (live && j <= last && j >= first) { // j <= last implies jj < nk
                 float dot = 0.0;
                 for (int d = 0; d < d_head; d++) dot += q_s[qi * MAX_D + d] * kv_s[jj * KS + d];
                 s = dot * scale;
+                if (softcap > 0.0) s = softcap * tanh(s / softcap);
                 if (write_probs != 0) probs[prow + j] = s;
             }
             p_s[qi * SS + jj] = s;
@@ -110,13 +117,17 @@ void main() {
 
         // online softmax, one invocation per query row, while the others stage the V tile over the K tile
         if (t < BQ) {
-            const int n_vis = i0 + t < n_q ? clamp(n_past + i0 + t - j0 + 1, 0, nk) : 0; // visible keys of row t
+            // keys of row t visible in this tile: [lo, hi)
+            const int row_last = n_past + i0 + t;
+            const int row_first = window > 0 ? max(0, row_last - window + 1) : 0;
+            const int hi = i0 + t < n_q ? clamp(row_last - j0 + 1, 0, nk) : 0;
+            const int lo = clamp(row_first - j0, 0, hi);
             const float m_old = m_s[t];
             float m_new = m_old;
-            for (int jj = 0; jj < n_vis; jj++) m_new = max(m_new, p_s[t * SS + jj]);
+            for (int jj = lo; jj < hi; jj++) m_new = max(m_new, p_s[t * SS + jj]);
             float sum = 0.0;
             for (int jj = 0; jj < BK; jj++) {
-                const float e = jj < n_vis ? exp(p_s[t * SS + jj] - m_new) : 0.0; // subtract the max for stability
+                const float e = jj >= lo && jj < hi ? exp(p_s[t * SS + jj] - m_new) : 0.0; // subtract the max for stability
                 p_s[t * SS + jj] = e;
                 sum += e;
             }
@@ -152,5 +163,5 @@ void main() {
         if (d < d_head) outv[i * out_stride + h * d_head + d] = acc[c] * inv;
     }
     if (write_probs != 0)
-        for (int j = lane; j < n_kv; j += TPQ) probs[prow + j] = j <= last ? exp(probs[prow + j] - m) * inv : 0.0;
+        for (int j = lane; j < n_kv; j += TPQ) probs[prow + j] = j <= last && j >= first ? exp(probs[prow + j] - m) * inv : 0.0;
 }

@@ -36,7 +36,7 @@ size_t shared_bytes(const tile_config& t) {
 
 struct attention_program {
     GLuint id = 0;
-    GLint n_q, n_past, n_head, n_kv_head, d_head, q_stride, kv_stride, out_stride, h0, write_probs, scale;
+    GLint n_q, n_past, n_head, n_kv_head, d_head, q_stride, kv_stride, out_stride, h0, write_probs, scale, softcap, window;
 };
 
 struct gl_state {
@@ -88,6 +88,7 @@ attention_program build_attention(int c) {
     p.n_q = loc("n_q"), p.n_past = loc("n_past"), p.n_head = loc("n_head"), p.n_kv_head = loc("n_kv_head");
     p.d_head = loc("d_head"), p.q_stride = loc("q_stride"), p.kv_stride = loc("kv_stride");
     p.out_stride = loc("out_stride"), p.h0 = loc("h0"), p.write_probs = loc("write_probs"), p.scale = loc("scale");
+    p.softcap = loc("softcap"), p.window = loc("window");
     return p;
 }
 
@@ -265,7 +266,9 @@ void attention_gl(const attention_args& a) {
     glUniform1i(p.kv_stride, a.kv_stride);
     glUniform1i(p.out_stride, a.out_stride);
     glUniform1i(p.write_probs, a.probs ? 1 : 0);
-    glUniform1f(p.scale, 1.0f / std::sqrt((float)a.d_head)); // the same float as attention_cpu's
+    glUniform1f(p.scale, a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)a.d_head)); // the same float as attention_cpu's
+    glUniform1f(p.softcap, a.softcap);
+    glUniform1i(p.window, a.window);
 
     GLuint64 total_ns = 0;
     for (int h0 = 0; h0 < a.n_head; h0 += heads_per_pass) {

@@ -62,6 +62,8 @@ struct case_spec {
     bool integer_qk = false;  // q, k in {-2..2} * qk_scale: Q·Kᵀ is exact in float, so both paths see equal scores
     bool keep_probs = true;   // false: the GL path gets probs == nullptr
     int out_pad = 0;          // extra columns between output rows that the GL path must leave alone
+    int window = 0;           // sliding window (0 = none)
+    float softcap = 0, scale = 0; // Gemma 2's score soft-cap and scale (0 = none / 1/sqrt(dh))
 };
 
 struct case_result {
@@ -81,6 +83,7 @@ case_result compare(const case_spec& c) {
     std::vector<float> p_cpu((size_t)c.H * c.T * n_kv), p_gl(p_cpu.size(), -1);
     std::vector<float> o_cpu((size_t)c.T * os, 7.0f), o_gl(o_cpu.size(), 7.0f); // padding stays 7 on both
     gb::attention_args a{q.data(), k.data(), v.data(), qs, kvs, c.T, c.n_past, c.H, c.KV, c.dh, p_cpu.data(), o_cpu.data(), os};
+    a.window = c.window, a.softcap = c.softcap, a.scale = c.scale;
     gb::attention_cpu(a);
     a.probs = c.keep_probs ? p_gl.data() : nullptr;
     a.out = o_gl.data();
@@ -169,6 +172,18 @@ TEST(GlAttention, EqualsCpuForEveryShape) {
                 worst_p = std::max(worst_p, r.probs), worst_o = std::max(worst_o, r.out);
             }
     std::printf("32 shapes: max |GL - CPU| probabilities %.3g, outputs %.3g\n", worst_p, worst_o);
+}
+
+TEST(GlAttention, SlidingWindowSoftCapAndScaleEqualCpu) {
+    NEED_GL();
+    // windows shorter than a key tile, spanning tiles, and longer than the context; with and without a cache
+    for (int window : {1, 5, 40, 500})
+        for (int n_past : {0, 37}) {
+            case_spec c;
+            c.T = 90, c.n_past = n_past, c.H = 4, c.KV = 2, c.dh = 32, c.window = window, c.softcap = 2.5f, c.scale = 0.3f;
+            c.seed = (uint32_t)(window * 7 + n_past);
+            expect_equal(c);
+        }
 }
 
 TEST(GlAttention, HeadSizesBeyond128UseTheirOwnTiles) {
