@@ -17,12 +17,12 @@ cmake --build "$bd" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 work=$bd/corpus
 seed() { # seed TARGET FILE...
   mkdir -p "$work/$1"
-  for f in "${@:2}"; do [ -f "$f" ] && cp "$f" "$work/$1/$(basename "$(dirname "$f")")-$(basename "$f")" || true; done
+  for f in "${@:2}"; do [ -f "$f" ] && cp "$f" "$work/$1/$(echo "${f#$tmp/}" | tr / -)" || true; done
 }
 tmp=build/test_tmp
 seed fuzz_safetensors $(ls $tmp/*/model.safetensors 2>/dev/null | head -20)
-seed fuzz_config $(ls $tmp/*/config.json 2>/dev/null | head -20)
-seed fuzz_gguf $(ls $tmp/*/*.gguf 2>/dev/null | head -20)
+seed fuzz_config $(ls $tmp/*/config.json 2>/dev/null | head -20) $(ls $tmp/*/hf/config.json 2>/dev/null | head -20) # hf/: every family
+seed fuzz_gguf $(ls $tmp/*/*.gguf 2>/dev/null | head -20) $(ls $tmp/fam_*/model.gguf 2>/dev/null | head -20)
 seed fuzz_tokenizer_json $(ls $tmp/*/tokenizer.json 2>/dev/null | head -20)
 mkdir -p "$work/fuzz_llama2c" "$work/fuzz_bpe"
 for f in $(ls $tmp/*/model.bin 2>/dev/null | head -5); do { printf '\x00'; cat "$f"; } > "$work/fuzz_llama2c/m-$(basename "$(dirname "$f")")"; done
