@@ -20,7 +20,19 @@ bool layer_set::covers_all(int n_layer) const {
     return true;
 }
 
-bool ablation::any() const { return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty(); }
+bool ablation::any() const {
+    return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty() || !experts.empty();
+}
+
+bool expert_ablated(const ablation& ab, int layer, int expert) {
+    return std::find(ab.experts.begin(), ab.experts.end(), head_ref{layer, expert}) != ab.experts.end();
+}
+
+void toggle_expert(ablation& ab, int layer, int expert) {
+    auto it = std::find(ab.experts.begin(), ab.experts.end(), head_ref{layer, expert});
+    if (it != ab.experts.end()) ab.experts.erase(it);
+    else ab.experts.push_back({layer, expert});
+}
 
 static void describe_set(std::ostringstream& o, const char* name, const layer_set& s) {
     if (!s.on) return;
@@ -43,6 +55,11 @@ std::string ablation::describe() const {
         o << "heads";
         for (size_t i = 0; i < heads.size(); i++) o << (i ? "," : " ") << heads[i].layer << '.' << heads[i].head;
     }
+    if (!experts.empty()) {
+        if (o.tellp() > 0) o << ' ';
+        o << "experts";
+        for (size_t i = 0; i < experts.size(); i++) o << (i ? "," : " ") << experts[i].layer << '.' << experts[i].head;
+    }
     return o.tellp() > 0 ? o.str() : "none";
 }
 
@@ -57,6 +74,15 @@ void check_ablation(const ablation& ab, const model_config& c) {
             throw error("ablated head " + std::to_string(h.layer) + "." + std::to_string(h.head) +
                         " is outside the model (" + std::to_string(c.n_layer) + " layers x " +
                         std::to_string(c.n_head) + " heads)");
+    for (const head_ref& e : ab.experts) {
+        const std::string name = std::to_string(e.layer) + "." + std::to_string(e.head);
+        if (c.n_expert <= 0)
+            throw error("ablated expert " + name + ": this model has no experts (its MLP is dense)");
+        if (e.layer < 0 || e.layer >= c.n_layer || e.head < 0 || e.head >= c.n_expert)
+            throw error("ablated expert " + name + " is outside the model (" + std::to_string(c.n_layer) +
+                        " layers x " + std::to_string(c.n_expert) + " experts: 0.0.." + std::to_string(c.n_layer - 1) +
+                        "." + std::to_string(c.n_expert - 1) + ")");
+    }
 }
 
 static std::vector<std::string> split_list(const std::string& s) {
@@ -76,7 +102,8 @@ static int parse_index(const std::string& s, const std::string& what) {
     return (int)v;
 }
 
-ablation parse_ablation(const std::string& ablate, const std::string& layers, const std::string& heads) {
+ablation parse_ablation(const std::string& ablate, const std::string& layers, const std::string& heads,
+                        const std::string& experts) {
     ablation ab;
     std::vector<int> ls;
     for (const std::string& s : split_list(layers)) ls.push_back(parse_index(s, "--layers"));
@@ -95,6 +122,11 @@ ablation parse_ablation(const std::string& ablate, const std::string& layers, co
         size_t dot = s.find('.');
         if (dot == std::string::npos) throw error("--heads: expected LAYER.HEAD like 5.1, got '" + s + "'");
         ab.heads.push_back({parse_index(s.substr(0, dot), "--heads"), parse_index(s.substr(dot + 1), "--heads")});
+    }
+    for (const std::string& s : split_list(experts)) {
+        size_t dot = s.find('.');
+        if (dot == std::string::npos) throw error("--experts: expected LAYER.EXPERT like 1.3, got '" + s + "'");
+        ab.experts.push_back({parse_index(s.substr(0, dot), "--experts"), parse_index(s.substr(dot + 1), "--experts")});
     }
     return ab;
 }
@@ -117,6 +149,11 @@ std::vector<intervention> ablation_interventions(const ablation& ab, const model
     for (const head_ref& h : ab.heads) {
         intervention z{INTERVENE_ZERO, HOOK_Z, h.layer};
         z.head = h.head;
+        out.push_back(z);
+    }
+    for (const head_ref& e : ab.experts) {
+        intervention z{INTERVENE_ZERO, HOOK_ROUTER, e.layer};
+        z.head = e.head;
         out.push_back(z);
     }
     return out;

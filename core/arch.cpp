@@ -38,8 +38,8 @@ const names gguf_common = {
     {T_O, "blk.{l}.attn_output.weight"},     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
     {T_GATE, "blk.{l}.ffn_gate.weight"},     {T_UP, "blk.{l}.ffn_up.weight"},
     {T_DOWN, "blk.{l}.ffn_down.weight"},     {T_Q_NORM, "blk.{l}.attn_q_norm.weight"},
-    {T_K_NORM, "blk.{l}.attn_k_norm.weight"}, {T_ATTN_POST_NORM, "blk.{l}.attn_post_norm.weight"},
-    {T_FFN_POST_NORM, "blk.{l}.ffn_post_norm.weight"}};
+    {T_K_NORM, "blk.{l}.attn_k_norm.weight"}, {T_ATTN_POST_NORM, "blk.{l}.post_attention_norm.weight"},
+    {T_FFN_POST_NORM, "blk.{l}.post_ffw_norm.weight"}};
 const names gguf_experts = {{T_ROUTER, "blk.{l}.ffn_gate_inp.weight"},  {T_EXP_GATE, "blk.{l}.ffn_gate_exps.weight"},
                             {T_EXP_UP, "blk.{l}.ffn_up_exps.weight"},    {T_EXP_DOWN, "blk.{l}.ffn_down_exps.weight"},
                             {T_SH_GATE, "blk.{l}.ffn_gate_shexp.weight"}, {T_SH_UP, "blk.{l}.ffn_up_shexp.weight"},
@@ -115,7 +115,7 @@ struct family_names {
         gpt2.hf_conv1d = true;
         llama = make("llama", nullptr, hf_llama, gguf_common);
         llama.gguf_rope_adjacent = true;
-        neox = make("gptneox", nullptr,
+        neox = make("gptneox", &gpt2,
                     {{T_TOK_EMB, "gpt_neox.embed_in.weight"},
                      {T_NORM_F, "gpt_neox.final_layer_norm.weight"},
                      {T_NORM_F_B, "gpt_neox.final_layer_norm.bias"},
@@ -132,22 +132,9 @@ struct family_names {
                      {T_UP_B, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.bias"},
                      {T_DOWN, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.weight"},
                      {T_DOWN_B, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.bias"}},
-                    {{T_TOK_EMB, "token_embd.weight"},
-                     {T_NORM_F, "output_norm.weight"},
-                     {T_NORM_F_B, "output_norm.bias"},
-                     {T_LM_HEAD, "output.weight"},
-                     {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
-                     {T_ATTN_NORM_B, "blk.{l}.attn_norm.bias"},
-                     {T_QKV, "blk.{l}.attn_qkv.weight"},
-                     {T_QKV_B, "blk.{l}.attn_qkv.bias"},
-                     {T_O, "blk.{l}.attn_output.weight"},
-                     {T_O_B, "blk.{l}.attn_output.bias"},
-                     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
-                     {T_FFN_NORM_B, "blk.{l}.ffn_norm.bias"},
-                     {T_UP, "blk.{l}.ffn_up.weight"},
-                     {T_UP_B, "blk.{l}.ffn_up.bias"},
-                     {T_DOWN, "blk.{l}.ffn_down.weight"},
-                     {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
+                    {{T_POS_EMB, nullptr}}); // GGUF: GPT-2's names, without the learned positions
+        neox.hf_conv1d = false;
+        neox.hf[T_POS_EMB] = nullptr;
         neox.hf_qkv_per_head = true;
         gemma = make("gemma", &llama, {}, {});
         gemma.gguf_rope_adjacent = false;

@@ -7,6 +7,7 @@
 
 #include "analysis/compare.h"
 #include "error.h"
+#include "moe.h"
 
 namespace gb {
 
@@ -82,6 +83,7 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
             else if (p == HOOK_K || p == HOOK_V) shape = {L, T, KV, dh};
             else if (p == HOOK_HEAD_OUT) shape = {L, T, H, d};
             else if (p == HOOK_MLP_POST) shape = {L, T, rec.d_ff};
+            else if (p == HOOK_ROUTER) shape = {L, T, rec.n_expert};
             write_layers_npy(dir + "/" + name, rec, p, shape);
         }
         written.push_back(name);
@@ -101,10 +103,37 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
 
 nlohmann::json model_json(const model& m) {
     const model_config& c = m.config;
-    return {{"arch", c.model_type},     {"n_layer", c.n_layer},       {"n_head", c.n_head},
+    nlohmann::json j = {{"arch", c.model_type},     {"n_layer", c.n_layer},       {"n_head", c.n_head},
             {"n_kv_head", c.n_kv_head}, {"d_model", c.d_model},       {"vocab_size", c.vocab_size},
             {"n_ctx", c.n_ctx},         {"n_params", count_params(m).total()}, {"path", m.path},
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
+    if (c.n_expert > 0)
+        j["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used}, {"d_ff_expert", c.d_ff_expert},
+                        {"d_ff_shared", c.d_ff_shared}, {"norm_topk", c.norm_topk}};
+    return j;
+}
+
+nlohmann::json routing_json(const record& rec, int k) {
+    if (rec.n_expert <= 0) return nullptr;
+    const routing_table rt = routing_of(rec, rec.n_expert); // every expert that ran (a hook may add some)
+    nlohmann::json ids = nlohmann::json::array(), weights = nlohmann::json::array();
+    for (int l = 0; l < rt.n_layer; l++) {
+        if (!rt.kept[l]) { // left out by the capture budget
+            ids.push_back(nullptr);
+            weights.push_back(nullptr);
+            continue;
+        }
+        nlohmann::json li = nlohmann::json::array(), lw = nlohmann::json::array();
+        for (int t = 0; t < rt.n_tokens; t++) {
+            const int* id = rt.cell_ids(l, t);
+            const int m = (int)(std::find(id, id + rt.k, -1) - id);
+            li.push_back(std::vector<int>(id, id + m));
+            lw.push_back(std::vector<float>(rt.cell_weights(l, t), rt.cell_weights(l, t) + m));
+        }
+        ids.push_back(li);
+        weights.push_back(lw);
+    }
+    return {{"n_expert", rec.n_expert}, {"experts_per_token", k}, {"experts", ids}, {"weights", weights}};
 }
 
 nlohmann::json capture_json(const model& m, const record& cap, const ablation& ab, int top_k) {
@@ -129,6 +158,7 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     for (int l = 0; l < cap.n_layer; l++)
         if (cap.has_layer(l)) kept.push_back(l);
     j["attention_layers_kept"] = kept;
+    if (cap.n_expert > 0) j["routing"] = routing_json(cap, m.config.n_expert_used);
     if (cap.nonfinite_layer >= 0) j["nonfinite"] = {{"layer", cap.nonfinite_layer}, {"where", cap.nonfinite_where}};
     return j;
 }

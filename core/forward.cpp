@@ -146,6 +146,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.d_model = c.d_model;
     rec.d_head = c.d_head;
     rec.d_ff = c.d_ff;
+    rec.n_expert = c.n_expert;
     rec.n_tokens = n;
     rec.vocab = c.vocab_size;
     rec.all_logits = all_logits;
@@ -225,7 +226,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     grow(s.att_out, (size_t)n * H * dh);
     grow(s.att, (size_t)n * d);
     grow(s.ff, (size_t)n * c.d_ff);
-    if (arch.mlp == MLP_SWIGLU) grow(s.ff2, (size_t)n * c.d_ff);
+    const bool gated = arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU;
+    if (gated) grow(s.ff2, (size_t)n * c.d_ff);
+    if (c.parallel) grow(s.x_in, (size_t)n * d);
     float* x = s.x.data();
 
     const int n_out = opt.all_logits ? n : 1;
@@ -269,6 +272,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         if (p == 0) {
             residual(nullptr, false, 0, HOOK_RESID_PRE, 0, "embed");
         } else if (p % 2) {
+            if (c.parallel) throw error("internal: a parallel block resumes at its input, not after its attention");
             first_layer = (p - 1) / 2, skip_first_attention = true;
             at.visit(HOOK_RESID_MID, first_layer, x, n, d, d);
         } else {
@@ -279,6 +283,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         for (int t = 0; t < n; t++) {
             float* xt = x + (size_t)t * d;
             table_row(xt, w.tok_emb, tokens[t]);
+            if (arch.embed_scale) { // Gemma: the embedding's scale is sqrt(d) times the table's
+                const float k = std::sqrt((float)d);
+                for (int i = 0; i < d; i++) xt[i] *= k;
+            }
             if (arch.pos == POS_LEARNED) {
                 const float* pe = &w.pos_emb[(size_t)(n0 + t) * d];
                 for (int i = 0; i < d; i++) xt[i] += pe[i];
@@ -299,7 +307,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         if (!(skip_first_attention && l == first_layer)) {
             t0 = clock_type::now();
             if (l > 0) at.visit(HOOK_RESID_PRE, l, x, n, d, d);
-            norm_forward(s.xn.data(), x, no_norm1 ? nullptr : &lw.norm1_g, &lw.norm1_b, arch.norm, c.norm_eps, n, d);
+            if (c.parallel) std::copy_n(x, (size_t)n * d, s.x_in.data()); // the MLP reads the layer's input too
+            // OLMo 2 has no norm before the sublayers: attn_in is the stream itself
+            norm_forward(s.xn.data(), x, no_norm1 || !arch.pre_norm ? nullptr : &lw.norm1_g, &lw.norm1_b, arch.norm,
+                         c.norm_eps, n, d);
             at.visit(HOOK_ATTN_IN, l, s.xn.data(), n, d, d);
             tm.rest_ms += ms_since(t0);
             t0 = clock_type::now();
@@ -309,6 +320,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             float* q = s.qkv.data();
             float* k_new = q + H * dh;
             float* v_new = k_new + kv_w;
+            if (arch.qk_norm != QK_NORM_NONE && !no_norm1) { // RMSNorm of q and k before the rotation: all heads at once, or each
+                const bool full = arch.qk_norm == QK_NORM_FULL;
+                rms_groups(q, qkv_w, n, full ? 1 : H, full ? H * dh : dh, lw.q_norm, c.norm_eps);
+                rms_groups(k_new, qkv_w, n, full ? 1 : KV, full ? KV * dh : dh, lw.k_norm, c.norm_eps);
+            }
             if (arch.pos == POS_ROPE) {
                 rope_forward(q, qkv_w, n, H, dh, n0, c.rope_freq, c.rope);
                 rope_forward(k_new, qkv_w, n, KV, dh, n0, c.rope_freq, c.rope);
@@ -334,6 +350,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             aa.n_head = H;
             aa.n_kv_head = KV;
             aa.d_head = dh;
+            aa.scale = c.attn_scale;
+            aa.softcap = c.attn_softcap;
+            aa.window = c.window_at(l);
             // the probabilities go straight into the record when it keeps them; a hook or intervention on them
             // needs them somewhere too; otherwise the attention keeps them in its own scratch
             // (in place only from position 0: a continued record's rows for this call are not one block per head)
@@ -372,6 +391,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             else gemm(s.att.data(), s.att_out.data(), lw.w_o, lw.b_o, n, s.gemm);
             tm.matmul_ms += ms_since(t0);
             t0 = clock_type::now();
+            // Gemma 2 and OLMo 2 norm the sublayer's output: attn_out is what reaches the stream
+            // (no-layernorm makes every norm of the sublayer the identity: before, on q and k, and after)
+            if (arch.post_norm && !no_norm1)
+                norm_forward(s.att.data(), s.att.data(), &lw.post_attn_norm, nullptr, arch.norm, c.norm_eps, n, d);
             at.visit(HOOK_ATTN_OUT, l, s.att.data(), n, d, d);
             residual(s.att.data(), plan.no_residual[l] & 1, 2 * l + 1, HOOK_RESID_MID, l, "attn");
             tm.rest_ms += ms_since(t0);
@@ -379,25 +402,40 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
 
         // ---- MLP sublayer ----
         t0 = clock_type::now();
-        norm_forward(s.xn.data(), x, no_norm2 ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm, c.norm_eps, n, d);
+        // parallel blocks (GPT-NeoX): the MLP reads the layer's input, not the stream after attention
+        const float* mlp_x = c.parallel ? s.x_in.data() : x;
+        norm_forward(s.xn.data(), mlp_x, no_norm2 || !arch.pre_norm ? nullptr : &lw.norm2_g, &lw.norm2_b, arch.norm,
+                     c.norm_eps, n, d);
         at.visit(HOOK_MLP_IN, l, s.xn.data(), n, d, d);
         tm.rest_ms += ms_since(t0);
         t0 = clock_type::now();
-        // GPT-2's GELU is applied inside the product, to each output tile while it is in cache
-        gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.gemm,
-             arch.mlp == MLP_GELU ? EPILOGUE_GELU : EPILOGUE_NONE);
-        if (arch.mlp == MLP_SWIGLU) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.gemm);
-        tm.matmul_ms += ms_since(t0);
+        if (c.n_expert > 0) { // mixture of experts (core/moe.h): its mixing weights pass the point "router"
+            moe_forward(s.att.data(), s.xn.data(), n, lw, c, s.moe, s.gemm,
+                        [&at, l, n](float* wts) { at.visit(HOOK_ROUTER, l, wts, n, at.c.n_expert, at.c.n_expert); });
+            tm.matmul_ms += ms_since(t0);
+        } else {
+            // GPT-2's GELU is applied inside the product, to each output tile while it is in cache
+            gemm(s.ff.data(), s.xn.data(), lw.w_up, lw.b_up, n, s.gemm,
+                 arch.mlp == MLP_GELU ? EPILOGUE_GELU : EPILOGUE_NONE);
+            if (gated) gemm(s.ff2.data(), s.xn.data(), lw.w_gate, no_bias, n, s.gemm);
+            tm.matmul_ms += ms_since(t0);
+            t0 = clock_type::now();
+            const size_t n_ff = (size_t)n * c.d_ff;
+            if (arch.mlp == MLP_SWIGLU) swiglu_forward(s.ff.data(), s.ff2.data(), n_ff);
+            else if (arch.mlp == MLP_GEGLU) geglu_forward(s.ff.data(), s.ff2.data(), n_ff);
+            else if (arch.mlp == MLP_GELU_ERF) gelu_erf_forward(s.ff.data(), n_ff);
+            at.visit(HOOK_MLP_POST, l, s.ff.data(), n, c.d_ff, c.d_ff);
+            tm.rest_ms += ms_since(t0);
+            t0 = clock_type::now();
+            gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.gemm);
+            tm.matmul_ms += ms_since(t0);
+        }
         t0 = clock_type::now();
-        if (arch.mlp == MLP_SWIGLU) swiglu_forward(s.ff.data(), s.ff2.data(), (size_t)n * c.d_ff);
-        at.visit(HOOK_MLP_POST, l, s.ff.data(), n, c.d_ff, c.d_ff);
-        tm.rest_ms += ms_since(t0);
-        t0 = clock_type::now();
-        gemm(s.att.data(), s.ff.data(), lw.w_down, lw.b_down, n, s.gemm);
-        tm.matmul_ms += ms_since(t0);
-        t0 = clock_type::now();
+        if (arch.post_norm && !no_norm2)
+            norm_forward(s.att.data(), s.att.data(), &lw.post_mlp_norm, nullptr, arch.norm, c.norm_eps, n, d);
         at.visit(HOOK_MLP_OUT, l, s.att.data(), n, d, d);
-        residual(s.att.data(), plan.no_residual[l] & 2, 2 * l + 2, HOOK_RESID_POST, l, "mlp");
+        // a parallel block's stream is dropped once, at resid_mid: resid_post adds the MLP to attention's output
+        residual(s.att.data(), (plan.no_residual[l] & 2) && !c.parallel, 2 * l + 2, HOOK_RESID_POST, l, "mlp");
         tm.rest_ms += ms_since(t0);
     }
 
@@ -422,12 +460,13 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
                 const float* xr = s.xn.data() + (size_t)r * d;
                 double sum = 0;
                 for (int i = 0; i < d; i++) sum += (double)xr[i] * e[i];
-                logits[(size_t)r * k + j] = (float)sum;
+                logits[(size_t)r * k + j] = c.final_softcap > 0 ? (float)(c.final_softcap * std::tanh(sum / c.final_softcap)) : (float)sum;
             }
         }
     } else {
         logits.resize((size_t)n_out * V);
         lm_head_forward(logits.data(), s.xn.data(), n_out, m, s.gemm);
+        if (c.final_softcap > 0) softcap_forward(logits.data(), logits.size(), c.final_softcap); // Gemma 2
         at.visit(HOOK_LOGITS, L, logits.data(), n_out, V, V);
     }
     tm.matmul_ms += ms_since(t0);

@@ -11,6 +11,7 @@
 #include "gemm.h"
 #include "hooks.h"
 #include "model.h"
+#include "moe.h"
 #include "record.h"
 
 namespace gb {
@@ -25,8 +26,10 @@ struct forward_state {
     std::vector<float> v_cache; // [L][n_ctx][KV*dh]
     // scratch, grown on demand
     std::vector<float> x, xn, qkv, att, att_out, ff, ff2, probs, head_out, blocks;
+    std::vector<float> x_in;    // [n][d] parallel blocks: the layer's input, which the MLP reads after attention added to x
     std::vector<uint8_t> plan;  // what happens at each hook point of a call (forward.cpp's point_plan)
     gemm_scratch gemm;          // activations packed for the matrix products
+    moe_scratch moe;            // routing and expert buffers of MoE layers
 };
 void state_init(forward_state& s, const model_config& c, int n_ctx);
 

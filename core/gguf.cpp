@@ -1,13 +1,14 @@
-// GGUF reading and dequantisation (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), and GGUF models (gpt2, llama,
-// qwen2) with their tokenizer from metadata.
+// GGUF files: parsing, tensors, and models (every family of the architecture table, core/arch.cpp) with
+// their tokenizer from metadata. Block formats are quant.cpp's.
 //
-// Sections: block formats | parsing | tensors | architecture tables | tokenizer | load_gguf
+// Sections: parsing | tensors | metadata and RoPE | reader | tokenizer | load_gguf
 #include "gguf.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "arch.h"
 #include "error.h"
 
 namespace gb {
@@ -231,7 +232,7 @@ std::vector<float> gguf_tensor_f32(const gguf_file& g, const std::string& name, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Architecture tables: metadata keys and tensor names per GGUF architecture
+// Metadata and RoPE
 // ---------------------------------------------------------------------------------------------
 static const gguf_value* meta(const gguf_file& g, const std::string& key) {
     auto it = g.meta.find(key);
@@ -257,17 +258,19 @@ static float meta_float(const gguf_file& g, const std::string& key, float def) {
     return (float)v->f;
 }
 
-// RoPE: {arch}.rope.dimension_count must be the head size (no partial rotary); {arch}.rope.scaling.type "none"
-// or "linear" (with .rope.scaling.factor, or the older .rope.scale_linear), anything else (yarn, longrope)
-// refused by name; the tensor rope_freqs.weight [d_head/2] holds Llama 3.1/3.2's per-pair frequency divisors
-// (llama.cpp's converter writes the llama3 rule there): freq_i = theta^(-2i/d) / rope_freqs[i].
+// RoPE: {arch}.rope.dimension_count leading dimensions of each head rotate (all by default; GPT-NeoX's
+// partial rotary fewer); {arch}.rope.scaling.type "none" or "linear" (with .rope.scaling.factor, or the older
+// .rope.scale_linear), anything else (yarn, longrope) refused by name; the tensor rope_freqs.weight [d_head/2]
+// holds Llama 3.1/3.2's per-pair frequency divisors (llama.cpp's converter writes the llama3 rule there):
+// freq_i = theta^(-2i/d) / rope_freqs[i].
 static void gguf_rope(model_config& c, const gguf_file& g, const std::string& arch) {
     const std::string& path = g.file->path;
     if (c.d_head % 2) throw error(path + ": head size " + std::to_string(c.d_head) + " is odd (RoPE rotates pairs)");
     int rot = meta_int(g, arch + ".rope.dimension_count", 1, 1 << 20, c.d_head);
-    if (rot != c.d_head)
-        throw error(path + ": " + arch + ".rope.dimension_count " + std::to_string(rot) + " differs from the head size " +
-                    std::to_string(c.d_head) + " (partial rotary embedding is not supported)");
+    if (rot > c.d_head || rot % 2)
+        throw error(path + ": " + arch + ".rope.dimension_count " + std::to_string(rot) + " must be even and at most the head size " +
+                    std::to_string(c.d_head));
+    c.rope_dims = rot;
     const gguf_value* type = meta(g, arch + ".rope.scaling.type");
     std::string t = type && type->type == 8 ? type->s : "none";
     if (t == "linear") {
@@ -283,7 +286,7 @@ static void gguf_rope(model_config& c, const gguf_file& g, const std::string& ar
     if (g.tensors.count("rope_freqs.weight")) {
         if (c.rope_scaling != ROPE_SCALING_NONE)
             throw error(path + ": both rope_freqs.weight and linear RoPE scaling: which one applies is ambiguous");
-        divisors = gguf_tensor_f32(g, "rope_freqs.weight", {c.d_head / 2});
+        divisors = gguf_tensor_f32(g, "rope_freqs.weight", {c.rope_dims / 2});
         for (size_t i = 0; i < divisors.size(); i++)
             if (!(divisors[i] > 0) || !std::isfinite(divisors[i]))
                 throw error(path + ": rope_freqs.weight[" + std::to_string(i) + "] = " + std::to_string(divisors[i]) +
@@ -292,19 +295,37 @@ static void gguf_rope(model_config& c, const gguf_file& g, const std::string& ar
     rope_init_freqs(c, divisors);
 }
 
-// A GGUF matrix ([out][in] rows, ne = {in, out}) as stored, shape checked
-static matrix_part part(const gguf_file& g, const std::string& name, int64_t in, int64_t out) {
-    const gguf_tensor& t = shaped(g, name, {in, out});
-    return {t.type, t.data, out, true};
-}
-
-// A [rows][cols] table (ne = {cols, rows}): in place in the mapping when its type is read as stored, else
-// dequantised to an owned f32 copy.
-static row_table table(const gguf_file& g, const std::string& name, int64_t rows, int64_t cols, bool keep_stored) {
-    matrix_part p = part(g, name, cols, rows);
-    if (p.type == GGML_F32 || (keep_stored && kept_as_stored(p.type))) return table_view(p.type, p.data, rows, cols, g.file);
-    return table_from_f32(gguf_tensor_f32(g, name, {cols, rows}), rows, cols);
-}
+// The file's tensors for load_weights: shapes in GGUF order (ne = {in, out}), bytes in place
+struct gguf_reader : tensor_reader {
+    const gguf_file& g;
+    bool keep_stored;
+    gguf_reader(const gguf_file& f, bool keep) : g(f), keep_stored(keep) { gguf = true; }
+    const std::string& path() const override { return g.file->path; }
+    bool has(const std::string& name) const override { return g.tensors.count(name) > 0; }
+    std::vector<float> floats(const std::string& name, int64_t n) const override { return gguf_tensor_f32(g, name, {n}); }
+    std::vector<float> floats2(const std::string& name, int64_t rows, int64_t cols) const override {
+        return gguf_tensor_f32(g, name, {cols, rows});
+    }
+    matrix_part part(const std::string& name, int64_t in, int64_t out) const override {
+        const gguf_tensor& t = shaped(g, name, {in, out});
+        return {t.type, t.data, out, true};
+    }
+    matrix_part expert_part(const std::string& name, int64_t in, int64_t out, int64_t n_expert, int e) const override {
+        const gguf_tensor& t = shaped(g, name, {in, out, n_expert});
+        return {t.type, t.data + ggml_bytes(t.type, (int64_t)e * out * in), out, true};
+    }
+    // in place in the mapping when its type is read as stored, else dequantised to an owned f32 copy
+    row_table table(const std::string& name, int64_t rows, int64_t cols) const override {
+        matrix_part p = part(name, cols, rows);
+        if (p.type == GGML_F32 || (keep_stored && kept_as_stored(p.type))) return table_view(p.type, p.data, rows, cols, g.file);
+        return table_from_f32(gguf_tensor_f32(g, name, {cols, rows}), rows, cols);
+    }
+    weight_matrix matrix(const std::vector<matrix_part>& parts, int64_t in) const override { // then the pages are dropped
+        weight_matrix wm = pack_parts(parts, in, keep_stored);
+        for (const matrix_part& p : parts) g.file->release(p.data, ggml_bytes(p.type, in * p.out));
+        return wm;
+    }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Tokenizer from metadata
@@ -388,8 +409,17 @@ static tokenizer gguf_tokenizer(const gguf_file& g, int vocab_size) {
 // ---------------------------------------------------------------------------------------------
 // load_gguf
 // ---------------------------------------------------------------------------------------------
+static bool meta_bool(const gguf_file& g, const std::string& key, bool def) {
+    const gguf_value* v = meta(g, key);
+    return v && v->type != 8 && v->type != 9 ? v->i != 0 : def;
+}
+
+static float meta_float0(const gguf_file& g, const std::string& key) {
+    const gguf_value* v = meta(g, key);
+    return v && v->type != 8 && v->type != 9 && v->f != 0 ? meta_float(g, key, 0) : 0;
+}
+
 model load_gguf(const std::string& path, const load_options& opt) {
-    const progress_fn& progress = opt.progress;
     gguf_file g = open_gguf(path);
     const gguf_value* a = meta(g, "general.architecture");
     if (!a || a->type != 8) throw error(path + ": no general.architecture");
@@ -398,27 +428,57 @@ model load_gguf(const std::string& path, const load_options& opt) {
     m.format = "gguf";
     model_config& c = m.config;
     c.model_type = arch;
-    if (arch == "gpt2") c.arch = ARCH_GPT2;
-    else if (arch == "llama" || arch == "qwen2") c.arch = ARCH_LLAMA;
-    else throw error(path + ": architecture '" + arch + "' is not supported (gpt2, llama, qwen2)");
+    c.arch = arch_from_gguf(arch, meta_int(g, arch + ".expert_count", 0, 4096, 0) > 0, path);
+    const arch_info& info = arch_table(c.arch);
     c.n_layer = meta_int(g, arch + ".block_count", 1, 1000);
     c.d_model = meta_int(g, arch + ".embedding_length", 1, 65536);
-    c.d_ff = meta_int(g, arch + ".feed_forward_length", 1, 1 << 20);
+    c.d_ff = meta_int(g, arch + ".feed_forward_length", 0, 1 << 20, 0);
     c.n_head = meta_int(g, arch + ".attention.head_count", 1, 1024);
     c.n_kv_head = meta_int(g, arch + ".attention.head_count_kv", 1, 1024, c.n_head);
     c.n_ctx = meta_int(g, arch + ".context_length", 1, 1 << 22);
-    if (c.d_model % c.n_head || c.n_head % c.n_kv_head)
-        throw error(path + ": " + std::to_string(c.d_model) + " / " + std::to_string(c.n_head) + " heads / " +
-                    std::to_string(c.n_kv_head) + " kv heads do not divide");
-    c.d_head = c.d_model / c.n_head;
+    if (c.n_head % c.n_kv_head)
+        throw error(path + ": " + std::to_string(c.n_head) + " heads / " + std::to_string(c.n_kv_head) + " kv heads do not divide");
+    // Gemma and Qwen3 give the head size (key_length); elsewhere it is embedding_length / heads
+    c.d_head = meta_int(g, arch + ".attention.key_length", 1, 4096, 0);
+    if (c.d_head == 0) {
+        if (c.d_model % c.n_head) throw error(path + ": " + std::to_string(c.d_model) + " is not divisible by " + std::to_string(c.n_head) + " heads");
+        c.d_head = c.d_model / c.n_head;
+    }
     const gguf_value* tokens = meta(g, "tokenizer.ggml.tokens");
     int vocab_from_tok = tokens && tokens->type == 9 ? (int)std::min<uint64_t>(tokens->n, 1 << 30) : -1;
     auto emb = g.tensors.find("token_embd.weight");
     if (emb == g.tensors.end()) throw error(path + ": missing tensor token_embd.weight");
     c.vocab_size = meta_int(g, arch + ".vocab_size", 1, 4000000, emb->second.ne.size() > 1 ? (int)emb->second.ne[1] : vocab_from_tok);
-    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
-                  kv = (int64_t)c.n_kv_head * c.d_head;
-    model_weights& w = m.weights;
+    c.norm_eps = info.norm == NORM_LAYERNORM ? meta_float(g, arch + ".attention.layer_norm_epsilon", 1e-5f)
+                                             : meta_float(g, arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    c.qkv_bias = g.tensors.count("blk.0.attn_q.bias") || g.tensors.count("blk.0.attn_qkv.bias");
+    c.mlp_bias = g.tensors.count("blk.0.ffn_up.bias") > 0;
+    c.parallel = c.arch == ARCH_GPT_NEOX && meta_bool(g, arch + ".use_parallel_residual", true);
+    if (info.pos == POS_ROPE) {
+        c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch.rfind("qwen", 0) == 0 ? 1000000.0f : 10000.0f);
+        // llama.cpp's converter permutes Llama (and Mixtral) q/k rows to adjacent pairs; the others rotate halves
+        // (Qwen2 shares Llama's table but keeps its own GGUF name, and its halves)
+        c.rope = info.names->gguf_rope_adjacent && arch == info.names->gguf_arch ? ROPE_ADJACENT : ROPE_HALF;
+        gguf_rope(c, g, arch);
+    }
+    c.sliding_window = meta_int(g, arch + ".attention.sliding_window", 0, 1 << 24, 0);
+    if (c.arch == ARCH_GEMMA2) {
+        c.window_every = 2;
+        c.attn_softcap = meta_float0(g, arch + ".attn_logit_softcapping");
+        c.final_softcap = meta_float0(g, arch + ".final_logit_softcapping");
+    }
+    if (info.moe) {
+        c.n_expert = meta_int(g, arch + ".expert_count", 1, 4096);
+        c.n_expert_used = meta_int(g, arch + ".expert_used_count", 1, c.n_expert);
+        c.d_ff_expert = meta_int(g, arch + ".expert_feed_forward_length", 1, 1 << 20, c.d_ff);
+        c.d_ff_shared = meta_int(g, arch + ".expert_shared_feed_forward_length", 0, 1 << 20, 0);
+        // llama.cpp renormalises the chosen weights for Mixtral and Qwen3-MoE, not for Qwen2-MoE and OLMoE
+        c.norm_topk = meta_bool(g, arch + ".expert_weights_norm", c.arch == ARCH_MIXTRAL || c.arch == ARCH_QWEN3_MOE);
+        c.d_ff = std::max(c.d_ff_expert, c.d_ff_shared);
+    }
+    if (c.d_ff <= 0) throw error(path + ": missing metadata " + arch + ".feed_forward_length");
+    c.tied_lm_head = !g.tensors.count("output.weight");
+
     int64_t need = 0, dequantised = 0; // bytes, before anything large is allocated
     for (const auto& [name, t] : g.tensors) {
         int64_t values = 1;
@@ -427,70 +487,8 @@ model load_gguf(const std::string& path, const load_options& opt) {
         if (t.type != GGML_F32 && (!opt.keep_stored || !kept_as_stored(t.type))) dequantised += values;
     }
     check_memory(path, need, opt);
-    const bool keep = opt.keep_stored;
-    auto pack = [&](const std::vector<matrix_part>& parts, int64_t in) { // then the file's pages of it are dropped
-        weight_matrix wm = pack_parts(parts, in, keep);
-        for (const matrix_part& p : parts) g.file->release(p.data, ggml_bytes(p.type, in * p.out));
-        return wm;
-    };
-    w.tok_emb = table(g, "token_embd.weight", V, d, keep);
-    w.layers.resize(c.n_layer);
-    if (c.arch == ARCH_GPT2) {
-        c.norm_eps = meta_float(g, "gpt2.attention.layer_norm_epsilon", 1e-5f);
-        c.qkv_bias = c.mlp_bias = true;
-        w.pos_emb = gguf_tensor_f32(g, "position_embd.weight", {d, c.n_ctx});
-        for (int l = 0; l < c.n_layer; l++) {
-            std::string p = "blk." + std::to_string(l) + ".";
-            layer_weights& L = w.layers[l];
-            L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
-            L.norm1_b = gguf_tensor_f32(g, p + "attn_norm.bias", {d});
-            L.w_qkv = pack({part(g, p + "attn_qkv.weight", d, 3 * d)}, d);
-            L.b_qkv = gguf_tensor_f32(g, p + "attn_qkv.bias", {3 * d});
-            L.w_o = pack({part(g, p + "attn_output.weight", d, d)}, d);
-            L.b_o = gguf_tensor_f32(g, p + "attn_output.bias", {d});
-            L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
-            L.norm2_b = gguf_tensor_f32(g, p + "ffn_norm.bias", {d});
-            L.w_up = pack({part(g, p + "ffn_up.weight", d, ff)}, d);
-            L.b_up = gguf_tensor_f32(g, p + "ffn_up.bias", {ff});
-            L.w_down = pack({part(g, p + "ffn_down.weight", ff, d)}, ff);
-            L.b_down = gguf_tensor_f32(g, p + "ffn_down.bias", {d});
-            if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
-        }
-        w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});
-        w.normf_b = gguf_tensor_f32(g, "output_norm.bias", {d});
-    } else {
-        c.norm_eps = meta_float(g, arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
-        c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch == "qwen2" ? 1000000.0f : 10000.0f);
-        // llama.cpp's converter permutes Llama q/k rows back to adjacent pairs; Qwen2 keeps rotate-half
-        c.rope = arch == "qwen2" ? ROPE_HALF : ROPE_ADJACENT;
-        gguf_rope(c, g, arch);
-        c.qkv_bias = arch == "qwen2";
-        c.mlp_bias = false;
-        for (int l = 0; l < c.n_layer; l++) {
-            std::string p = "blk." + std::to_string(l) + ".";
-            layer_weights& L = w.layers[l];
-            L.norm1_g = gguf_tensor_f32(g, p + "attn_norm.weight", {d});
-            L.norm2_g = gguf_tensor_f32(g, p + "ffn_norm.weight", {d});
-            L.w_qkv = pack({part(g, p + "attn_q.weight", d, q), part(g, p + "attn_k.weight", d, kv),
-                                  part(g, p + "attn_v.weight", d, kv)},
-                                 d); // fused [in][q | k | v]
-            if (c.qkv_bias) {
-                L.b_qkv = gguf_tensor_f32(g, p + "attn_q.bias", {q});
-                for (const char* b : {"attn_k.bias", "attn_v.bias"}) {
-                    std::vector<float> v = gguf_tensor_f32(g, p + b, {kv});
-                    L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
-                }
-            }
-            L.w_o = pack({part(g, p + "attn_output.weight", q, d)}, q);
-            L.w_gate = pack({part(g, p + "ffn_gate.weight", d, ff)}, d);
-            L.w_up = pack({part(g, p + "ffn_up.weight", d, ff)}, d);
-            L.w_down = pack({part(g, p + "ffn_down.weight", ff, d)}, ff);
-            if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
-        }
-        w.normf_g = gguf_tensor_f32(g, "output_norm.weight", {d});
-    }
-    if (g.tensors.count("output.weight")) w.lm_head = table(g, "output.weight", V, d, keep);
-    c.tied_lm_head = w.lm_head.empty();
+    gguf_reader r(g, opt.keep_stored);
+    load_weights(m.weights, c, r, opt.progress);
     m.tok = gguf_tokenizer(g, c.vocab_size);
     g.file->release(); // the matrices are packed; tables read in place fault their pages back as they are read
     if (dequantised) { // types not (yet) read as stored

@@ -12,7 +12,8 @@
 namespace gb {
 
 // In the order the forward reaches them inside a layer. Shapes are for one call of n positions (rows);
-// d = d_model, H = heads, KV = key/value heads, dh = head size, ff = MLP width, n_keys = positions seen so far.
+// d = d_model, H = heads, KV = key/value heads, dh = head size, ff = MLP width, E = experts (MoE), n_keys =
+// positions seen so far. Points are named by these strings in files and sessions, never by their number.
 enum hook_point {
     HOOK_RESID_PRE,  // [n][d]       the stream entering the layer (layer 0: the embeddings)
     HOOK_ATTN_IN,    // [n][d]       normed input of attention
@@ -25,7 +26,8 @@ enum hook_point {
     HOOK_ATTN_OUT,   // [n][d]       attention sublayer output (W_o and its bias applied)
     HOOK_RESID_MID,  // [n][d]       the stream after the attention sublayer
     HOOK_MLP_IN,     // [n][d]       normed input of the MLP
-    HOOK_MLP_POST,   // [n][ff]      MLP activation: GELU(x W_up + b), or silu(x W_gate) * (x W_up)
+    HOOK_ROUTER,     // [n][E]       MoE only: each expert's mixing weight (0 for the experts not chosen); "head" = expert
+    HOOK_MLP_POST,   // [n][ff]      MLP activation: GELU(x W_up + b), or silu(x W_gate) * (x W_up); dense MLPs only
     HOOK_MLP_OUT,    // [n][d]       MLP sublayer output
     HOOK_RESID_POST, // [n][d]       the stream after the MLP sublayer
     HOOK_FINAL_NORM, // [n_out][d]   final norm's output, for the positions that get logits (layer = n_layer)
@@ -39,13 +41,20 @@ const char* hook_name(hook_point p);
 hook_point parse_hook_point(const std::string& name);
 // Points that exist once, after the last layer (their layer is n_layer).
 inline bool hook_is_final(hook_point p) { return p == HOOK_FINAL_NORM || p == HOOK_LOGITS; }
-// Points made of one slice per head (q, k, v: KV heads for k and v; pattern, z, head_out: query heads).
+// Points made of one slice per head (q, k, v: KV heads for k and v; pattern, z, head_out: query heads; router:
+// one "head" per expert, one float wide).
 inline bool hook_has_heads(hook_point p) {
-    return p == HOOK_Q || p == HOOK_K || p == HOOK_V || p == HOOK_PATTERN || p == HOOK_Z || p == HOOK_HEAD_OUT;
+    return p == HOOK_Q || p == HOOK_K || p == HOOK_V || p == HOOK_PATTERN || p == HOOK_Z || p == HOOK_HEAD_OUT ||
+           p == HOOK_ROUTER;
 }
+// Whether the forward of a model with config c passes p: router only with experts (c.n_expert > 0), mlp_post
+// only without (an MoE layer has no single MLP activation). The record never keeps, and no intervention may
+// name, a point the model does not have.
+bool hook_exists(hook_point p, const model_config& c);
 // Floats per row at p (pattern: n_keys per query row of one head).
 int hook_width(hook_point p, const model_config& c, int n_keys);
-// Heads at p (KV for k and v, H for the other per-head points, 1 elsewhere) and floats of one head's slice of a row.
+// Heads at p (KV for k and v, H for the other per-head points, E at the router, 1 elsewhere) and floats of one
+// head's slice of a row.
 int hook_heads(hook_point p, const model_config& c);
 int hook_head_width(hook_point p, const model_config& c, int n_keys);
 
@@ -77,7 +86,8 @@ struct hook {
 enum intervention_kind {
     INTERVENE_ZERO,          // the covered part of the tensor becomes 0
     INTERVENE_SET,           // the covered part becomes the given values (activation patching)
-    INTERVENE_IDENTITY_NORM, // attn_in, mlp_in, final_norm: the norm is the identity (no gain, no bias)
+    INTERVENE_IDENTITY_NORM, // attn_in, mlp_in, final_norm: the norm is the identity (no gain, no bias); at attn_in
+                             // and mlp_in every norm of that sublayer is (q/k norms, the output norm of Gemma 2 / OLMo 2)
     INTERVENE_NO_RESIDUAL,   // resid_mid, resid_post: the stream is replaced by the sublayer's output, not added to
 };
 struct intervention {

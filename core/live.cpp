@@ -21,6 +21,7 @@ namespace gb {
 static int sublayer_start(hook_point p, int l, int L) {
     switch (p) {
     case HOOK_MLP_IN:
+    case HOOK_ROUTER:
     case HOOK_MLP_POST:
     case HOOK_MLP_OUT:
     case HOOK_RESID_POST: return 2 * l + 1;
@@ -272,7 +273,8 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     int n = T;
     if (st.kind == STEP_FROM_POINT) {
         *rec = *src->rec; // shares every tensor, then replaces those the run writes
-        const int q = st.from;
+        // a parallel block's MLP reads the layer's input: it restarts from there, not after the attention
+        const int q = c.parallel && st.from % 2 ? st.from - 1 : st.from;
         for (int p = 0; p < HOOK_COUNT; p++)
             for (size_t l = 0; l < rec->slot[p].size(); l++)
                 if (rec->slot[p][l] >= 0 && written_from((hook_point)p, (int)l, L) >= q)

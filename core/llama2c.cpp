@@ -3,24 +3,49 @@
 // RoPE here rotates adjacent pairs (2i, 2i+1), as llama2.c does.
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <vector>
 
+#include "arch.h"
 #include "error.h"
 #include "llama2c.h"
 #include "safetensors.h"
 
 namespace gb {
 
-// Reads the fp32 weights of a [rows][cols] matrix stored [out][in] and returns it as [in][out].
-static std::vector<float> transposed(const float* src, int64_t out_dim, int64_t in_dim) {
-    std::vector<float> w((size_t)(out_dim * in_dim));
-    for (int64_t o = 0; o < out_dim; o++)
-        for (int64_t i = 0; i < in_dim; i++) w[(size_t)(i * out_dim + o)] = src[o * in_dim + i];
-    return w;
-}
+// The file's fp32 spans under the architecture table's HF Llama names, so that load_weights reads them as it
+// reads any checkpoint. Matrices are [out][in] (nn.Linear's layout).
+struct llama2c_reader : tensor_reader {
+    std::shared_ptr<mapped_file> file;
+    std::map<std::string, std::pair<const float*, int64_t>> spans; // name -> (first float, count)
+    const std::string& path() const override { return file->path; }
+    bool has(const std::string& name) const override { return spans.count(name) > 0; }
+    const float* at(const std::string& name, int64_t n) const {
+        auto it = spans.find(name);
+        if (it == spans.end()) throw error(path() + ": llama2.c has no tensor " + name);
+        if (it->second.second != n)
+            throw error("internal: " + name + " holds " + std::to_string(it->second.second) + " floats, not " + std::to_string(n));
+        return it->second.first;
+    }
+    std::vector<float> floats(const std::string& name, int64_t n) const override {
+        const float* p = at(name, n);
+        return std::vector<float>(p, p + n);
+    }
+    std::vector<float> floats2(const std::string& name, int64_t rows, int64_t cols) const override { return floats(name, rows * cols); }
+    matrix_part part(const std::string& name, int64_t in, int64_t out) const override {
+        return {GGML_F32, (const uint8_t*)at(name, in * out), out, true};
+    }
+    matrix_part expert_part(const std::string& name, int64_t, int64_t, int64_t, int) const override {
+        throw error("internal: llama2.c has no experts (" + name + ")");
+    }
+    row_table table(const std::string& name, int64_t rows, int64_t cols) const override {
+        return table_view(GGML_F32, (const uint8_t*)at(name, rows * cols), rows, cols, file);
+    }
+    weight_matrix matrix(const std::vector<matrix_part>& parts, int64_t in) const override { return pack_parts(parts, in); }
+};
 
 model load_llama2c(const std::string& path, const std::string& tokenizer_path, const progress_fn& progress) {
-    auto file = map_file(path);
+    std::shared_ptr<mapped_file> file = map_file(path); // shared: the embedding table reads it in place
     const size_t size = file->size;
     if (size < 28) throw error(path + ": not a llama2.c checkpoint (" + std::to_string(size) + " bytes, header needs 28)");
     int32_t h[7];
@@ -64,52 +89,30 @@ model load_llama2c(const std::string& path, const std::string& tokenizer_path, c
                     std::to_string(L) + " layers, vocab " + std::to_string(V) + ") needs " + std::to_string(28 + floats * 4) +
                     (((int64_t)size < 28 + floats * 4) ? ": truncated file" : ": wrong header or not a llama2.c file"));
     const float* p = (const float*)(file->data + 28); // 28 is a multiple of 4; mmap is page-aligned
-    auto take = [&](int64_t n) {
-        const float* q = p;
-        p += n;
-        return q;
-    };
-    model_weights& w = m.weights;
-    const float* emb = take(V * d);
-    w.tok_emb = table_from_f32(std::vector<float>(emb, emb + V * d), V, d);
-    const float* rms_att = take(L * d);
-    const float* wq = take(L * d * d);
-    const float* wk = take(L * kv * d);
-    const float* wv = take(L * kv * d);
-    const float* wo = take(L * d * d);
-    const float* rms_ffn = take(L * d);
-    const float* w1 = take(L * ff * d);
-    const float* w2 = take(L * d * ff);
-    const float* w3 = take(L * ff * d);
-    const float* rms_final = take(d);
-    take((int64_t)c.n_ctx * c.d_head); // precomputed RoPE tables (freq_cis real + imag): recomputed instead
-    w.layers.resize(L);
-    const int64_t qkv = d + 2 * kv;
-    for (int l = 0; l < L; l++) {
-        layer_weights& lw = w.layers[l];
-        lw.norm1_g.assign(rms_att + l * d, rms_att + (l + 1) * d);
-        lw.norm2_g.assign(rms_ffn + l * d, rms_ffn + (l + 1) * d);
-        // fused [d][q | k | v] in [in][out] layout
-        std::vector<float> q = transposed(wq + l * d * d, d, d), k = transposed(wk + l * kv * d, kv, d),
-                           v = transposed(wv + l * kv * d, kv, d);
-        std::vector<float> fused((size_t)(d * qkv));
-        for (int64_t i = 0; i < d; i++) {
-            std::copy(&q[i * d], &q[i * d] + d, &fused[i * qkv]);
-            std::copy(&k[i * kv], &k[i * kv] + kv, &fused[i * qkv + d]);
-            std::copy(&v[i * kv], &v[i * kv] + kv, &fused[i * qkv + d + kv]);
+    llama2c_reader r;
+    r.file = file;
+    const arch_info& arch = arch_table(ARCH_LLAMA);
+    // llama2.c stores each kind for all layers together, in this order
+    auto take = [&](tensor_id t, int64_t n_per_layer, bool per_layer) {
+        for (int64_t l = 0; l < (per_layer ? L : 1); l++) {
+            r.spans[tensor_name(arch, false, t, (int)l)] = {p, n_per_layer};
+            p += n_per_layer;
         }
-        lw.w_qkv = pack_matrix(fused, d, qkv);
-        lw.w_o = pack_matrix(transposed(wo + l * d * d, d, d), d, d);
-        lw.w_gate = pack_matrix(transposed(w1 + l * ff * d, ff, d), d, ff); // llama2.c: hb = silu(w1 x) * (w3 x)
-        lw.w_down = pack_matrix(transposed(w2 + l * d * ff, d, ff), ff, d);
-        lw.w_up = pack_matrix(transposed(w3 + l * ff * d, ff, d), d, ff);
-        if (progress) progress(0.05f + 0.85f * (l + 1) / L, "layer " + std::to_string(l));
-    }
-    w.normf_g.assign(rms_final, rms_final + d);
-    if (!shared) {
-        const float* cls = take(V * d);
-        w.lm_head = table_from_f32(std::vector<float>(cls, cls + V * d), V, d);
-    }
+    };
+    take(T_TOK_EMB, V * d, false);
+    take(T_ATTN_NORM, d, true);
+    take(T_Q, d * d, true);
+    take(T_K, kv * d, true);
+    take(T_V, kv * d, true);
+    take(T_O, d * d, true);
+    take(T_FFN_NORM, d, true);
+    take(T_GATE, ff * d, true); // w1: hb = silu(w1 x) * (w3 x)
+    take(T_DOWN, d * ff, true); // w2
+    take(T_UP, ff * d, true);   // w3
+    take(T_NORM_F, d, false);
+    p += (int64_t)c.n_ctx * c.d_head; // precomputed RoPE tables (freq_cis real + imag): recomputed instead
+    if (!shared) take(T_LM_HEAD, V * d, false);
+    load_weights(m.weights, c, r, progress);
 
     std::string tok_path = tokenizer_path;
     if (tok_path.empty()) {

@@ -28,8 +28,12 @@ param_counts count_params(const model& m) {
     p.embeddings = (int64_t)w.tok_emb.size() + (int64_t)w.pos_emb.size() + (int64_t)w.lm_head.size();
     for (const layer_weights& l : w.layers) {
         p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size());
-        p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size());
-        p.norms += (int64_t)(l.norm1_g.size() + l.norm1_b.size() + l.norm2_g.size() + l.norm2_b.size());
+        p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size() +
+                           l.router.size() + l.shared_gate.size());
+        for (const auto* experts : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            for (const weight_matrix& e : *experts) p.mlp += (int64_t)e.size();
+        p.norms += (int64_t)(l.norm1_g.size() + l.norm1_b.size() + l.norm2_g.size() + l.norm2_b.size() + l.q_norm.size() +
+                             l.k_norm.size() + l.post_attn_norm.size() + l.post_mlp_norm.size());
     }
     p.norms += (int64_t)(w.normf_g.size() + w.normf_b.size());
     return p;
@@ -43,7 +47,11 @@ int64_t weight_bytes(const model& m) {
     for (const layer_weights& l : w.layers)
         b += (int64_t)(l.w_qkv.bytes() + l.w_o.bytes() + l.w_up.bytes() + l.w_gate.bytes() + l.w_down.bytes()) +
              vec(l.norm1_g) + vec(l.norm1_b) + vec(l.norm2_g) + vec(l.norm2_b) + vec(l.b_qkv) + vec(l.b_o) +
-             vec(l.b_up) + vec(l.b_down);
+             vec(l.b_up) + vec(l.b_down) + vec(l.q_norm) + vec(l.k_norm) + vec(l.post_attn_norm) + vec(l.post_mlp_norm) +
+             vec(l.shared_gate) + (int64_t)l.router.bytes();
+    for (const layer_weights& l : w.layers)
+        for (const auto* experts : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            for (const weight_matrix& e : *experts) b += (int64_t)e.bytes();
     return b;
 }
 
@@ -59,8 +67,10 @@ weight_types stored_types(const model& m) {
     for (const layer_weights& l : m.weights.layers) {
         att.push_back(l.w_qkv.type), att.push_back(l.w_o.type);
         for (const weight_matrix& p : l.w_qkv.parts) att.push_back(p.type);
-        mlp.push_back(l.w_up.type), mlp.push_back(l.w_down.type);
-        if (!l.w_gate.empty()) mlp.push_back(l.w_gate.type);
+        for (const weight_matrix* m : {&l.w_up, &l.w_down, &l.w_gate})
+            if (!m->empty()) mlp.push_back(m->type);
+        for (const auto* experts : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            for (const weight_matrix& e : *experts) mlp.push_back(e.type);
     }
     weight_types t{join(att), join(mlp), ggml_type_name(m.weights.tok_emb.type),
                    m.weights.lm_head.empty() ? "tied" : ggml_type_name(m.weights.lm_head.type)};
@@ -98,16 +108,17 @@ int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored) {
 // RoPE frequencies: one table per model, so the forward never calls pow
 // ---------------------------------------------------------------------------------------------
 void rope_init_freqs(model_config& c, const std::vector<float>& divisors) {
-    if (c.d_head <= 0 || c.d_head % 2) throw error("head size " + std::to_string(c.d_head) + " is odd: RoPE rotates pairs");
-    const int half = c.d_head / 2;
+    const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head; // partial rotary: only the leading dimensions
+    if (rot <= 0 || rot % 2 || rot > c.d_head) throw error("rotary dimensions " + std::to_string(rot) + " are odd or exceed the head size: RoPE rotates pairs");
+    const int half = rot / 2;
     if (!divisors.empty() && (int)divisors.size() != half)
-        throw error("RoPE frequency table has " + std::to_string(divisors.size()) + " entries, expected head size / 2 = " +
+        throw error("RoPE frequency table has " + std::to_string(divisors.size()) + " entries, expected rotary dimensions / 2 = " +
                     std::to_string(half));
     if (!divisors.empty()) c.rope_scaling = ROPE_SCALING_FREQ_TABLE;
     else if (c.rope_scaling == ROPE_SCALING_FREQ_TABLE) throw error("internal: a RoPE frequency table needs its divisors");
     c.rope_freq.assign(half, 0.0);
     for (int i = 0; i < half; i++) {
-        double f = std::pow((double)c.rope_theta, -2.0 * i / c.d_head);
+        double f = std::pow((double)c.rope_theta, -2.0 * i / rot);
         switch (c.rope_scaling) {
         case ROPE_SCALING_NONE: break;
         case ROPE_SCALING_LINEAR: f /= c.rope_factor; break; // positions / factor
@@ -194,14 +205,25 @@ static void parse_rope_scaling(model_config& c, const nlohmann::json& j, const s
     }
 }
 
+static std::string json_str(const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// A float that may be 0 or absent (soft-caps, window); null counts as absent
+static float json_float0(const nlohmann::json& j, const char* key, const std::string& path) {
+    if (!j.contains(key) || j[key].is_null()) return 0;
+    return json_float(j, key, 0, path);
+}
+
 static model_config parse_hf_config(const std::string& path) {
     nlohmann::json j = read_json(path);
     if (!j.is_object()) throw error(path + ": not a JSON object");
     model_config c;
-    std::string type = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+    const std::string type = json_str(j, "model_type");
     c.model_type = type;
-    if (type == "gpt2") {
-        c.arch = ARCH_GPT2;
+    c.arch = arch_from_hf(type, path);
+    const arch_info& arch = arch_table(c.arch);
+    if (c.arch == ARCH_GPT2) {
         c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
         c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
         c.d_model = json_int(j, path, {"n_embd"}, 1, 65536);
@@ -212,47 +234,114 @@ static model_config parse_hf_config(const std::string& path) {
         c.n_kv_head = c.n_head;
         c.qkv_bias = c.mlp_bias = true;
         c.tied_lm_head = true;
-        if (j.contains("activation_function") && j["activation_function"].is_string()) {
-            std::string act = j["activation_function"];
-            if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
-                throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
-        }
-    } else if (type == "llama" || type == "mistral" || type == "qwen2") {
-        c.arch = ARCH_LLAMA;
+        const std::string act = json_str(j, "activation_function");
+        if (!act.empty() && act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
+            throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
+    } else { // the Llama-style keys every other family shares
         c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
         c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
         c.n_kv_head = json_int(j, path, {"num_key_value_heads"}, 1, 1024, c.n_head);
         c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
-        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20);
+        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20, 0);
         c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
         c.n_ctx = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 22);
-        c.norm_eps = json_float(j, "rms_norm_eps", 1e-6f, path);
+        c.norm_eps = json_float(j, arch.norm == NORM_LAYERNORM ? "layer_norm_eps" : "rms_norm_eps",
+                                arch.norm == NORM_LAYERNORM ? 1e-5f : 1e-6f, path);
         c.rope_theta = json_float(j, "rope_theta", 10000.0f, path);
         c.rope = ROPE_HALF; // HF checkpoints rotate halves (the converter permuted q/k rows for it)
-        c.qkv_bias = type == "qwen2";
+        c.qkv_bias = type == "qwen2" || type == "qwen2_moe" || json_bool(j, "attention_bias", false, path);
         c.mlp_bias = false;
-        c.tied_lm_head = json_bool(j, "tie_word_embeddings", false, path);
+        // Gemma and Qwen3 name their head size; elsewhere it is hidden_size / heads
+        if (j.contains("head_dim") && !j["head_dim"].is_null()) c.d_head = json_int(j, path, {"head_dim"}, 1, 4096);
+        c.tied_lm_head = json_bool(j, "tie_word_embeddings", c.arch == ARCH_GEMMA || c.arch == ARCH_GEMMA2, path);
         if (c.n_head % c.n_kv_head)
             throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
                         std::to_string(c.n_kv_head));
         parse_rope_scaling(c, j, path);
-        // Sliding-window attention (Mistral; Qwen2 only with use_sliding_window) is not implemented: the
-        // context is capped to the window instead, where the window mask and the full causal mask agree.
-        bool windowed = type == "mistral" || (type == "qwen2" && j.contains("use_sliding_window") &&
-                                              j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>());
-        if (windowed) {
-            c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
-            if (c.sliding_window > 0) c.n_ctx = std::min(c.n_ctx, c.sliding_window);
-        }
-    } else {
-        throw error(path + ": unsupported model_type '" + type + "' (supported: gpt2, llama, mistral, qwen2)");
+        if (j.contains("partial_rotary_factor") && !j["partial_rotary_factor"].is_null())
+            c.rope_dims = -(int)std::lround(1000 * json_float(j, "partial_rotary_factor", 1, path)); // per mille, resolved below
     }
-    if (c.d_model % c.n_head != 0)
-        throw error(path + ": hidden size " + std::to_string(c.d_model) + " is not divisible by " +
-                    std::to_string(c.n_head) + " heads");
-    c.d_head = c.d_model / c.n_head;
-    if (c.arch == ARCH_LLAMA && j.contains("head_dim") && j["head_dim"].is_number_integer() && j["head_dim"] != c.d_head)
-        throw error(path + ": head_dim " + std::to_string(j["head_dim"].get<int>()) + " differs from hidden_size / heads");
+    switch (c.arch) {
+    case ARCH_GPT_NEOX: {
+        c.qkv_bias = c.mlp_bias = json_bool(j, "attention_bias", true, path);
+        c.mlp_bias = true;
+        c.parallel = json_bool(j, "use_parallel_residual", true, path);
+        c.rope_theta = json_float(j, "rotary_emb_base", c.rope_theta, path);
+        c.rope_dims = -(int)std::lround(1000 * json_float(j, "rotary_pct", 1, path));
+        const std::string act = json_str(j, "hidden_act");
+        if (!act.empty() && act != "gelu")
+            throw error(path + ": hidden_act " + act + " is not supported for gpt_neox (expected gelu)");
+        break;
+    }
+    case ARCH_GEMMA:
+    case ARCH_GEMMA2: {
+        for (const char* k : {"hidden_activation", "hidden_act"}) {
+            const std::string act = json_str(j, k);
+            if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu")
+                throw error(path + ": " + k + " " + act + " is not supported for Gemma (expected gelu_pytorch_tanh)");
+            if (!act.empty()) break;
+        }
+        if (c.arch == ARCH_GEMMA2) {
+            const float qs = json_float0(j, "query_pre_attn_scalar", path);
+            if (qs > 0) c.attn_scale = 1.0f / std::sqrt(qs);
+            c.attn_softcap = json_float0(j, "attn_logit_softcapping", path);
+            c.final_softcap = json_float0(j, "final_logit_softcapping", path);
+            c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
+            c.window_every = 2; // even layers slide, odd layers see everything
+        }
+        break;
+    }
+    case ARCH_MIXTRAL:
+        c.n_expert = json_int(j, path, {"num_local_experts"}, 1, 4096);
+        c.n_expert_used = json_int(j, path, {"num_experts_per_tok"}, 1, 4096);
+        c.d_ff_expert = c.d_ff;
+        c.norm_topk = true;
+        break;
+    case ARCH_QWEN2_MOE:
+    case ARCH_QWEN3_MOE:
+    case ARCH_OLMOE: {
+        c.n_expert = json_int(j, path, {"num_experts"}, 1, 4096);
+        c.n_expert_used = json_int(j, path, {"num_experts_per_tok"}, 1, 4096);
+        c.d_ff_expert = c.arch == ARCH_OLMOE ? c.d_ff : json_int(j, path, {"moe_intermediate_size"}, 1, 1 << 20);
+        if (c.arch == ARCH_QWEN2_MOE) c.d_ff_shared = json_int(j, path, {"shared_expert_intermediate_size"}, 0, 1 << 20, 0);
+        c.norm_topk = json_bool(j, "norm_topk_prob", c.arch == ARCH_QWEN3_MOE, path);
+        // every layer a MoE layer: Qwen's dense-layer options are refused, not silently ignored
+        if (json_int(j, path, {"decoder_sparse_step"}, 0, 1000, 1) != 1)
+            throw error(path + ": decoder_sparse_step other than 1 (dense layers between MoE layers) is not supported");
+        if (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty())
+            throw error(path + ": mlp_only_layers (dense layers among MoE layers) is not supported");
+        if (j.contains("clip_qkv") && !j["clip_qkv"].is_null())
+            throw error(path + ": clip_qkv (OLMoE's q/k/v clipping) is not supported");
+        break;
+    }
+    default: break;
+    }
+    // sliding windows: Mistral and Phi-3 on every layer; Qwen2 (and Qwen2-MoE) only with use_sliding_window,
+    // from layer max_window_layers on
+    if (type == "mistral" || c.arch == ARCH_PHI3 || c.arch == ARCH_MIXTRAL) {
+        c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
+    } else if ((type == "qwen2" || type == "qwen2_moe") && json_bool(j, "use_sliding_window", false, path)) {
+        c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
+        c.window_first = json_int(j, path, {"max_window_layers"}, 0, 1000, 0);
+    }
+    if (c.n_expert > 0) {
+        if (c.n_expert_used > c.n_expert)
+            throw error(path + ": num_experts_per_tok " + std::to_string(c.n_expert_used) + " exceeds the " +
+                        std::to_string(c.n_expert) + " experts");
+        c.d_ff = std::max(c.d_ff_expert, c.d_ff_shared);
+    }
+    if (c.d_ff <= 0) throw error(path + ": missing key intermediate_size");
+    if (c.d_head == 0) {
+        if (c.d_model % c.n_head != 0)
+            throw error(path + ": hidden size " + std::to_string(c.d_model) + " is not divisible by " +
+                        std::to_string(c.n_head) + " heads");
+        c.d_head = c.d_model / c.n_head;
+    }
+    if (c.rope_dims < 0) { // a fraction of the head, rounded down to whole pairs
+        c.rope_dims = (int)((int64_t)c.d_head * -c.rope_dims / 1000) & ~1;
+        if (c.rope_dims <= 0) throw error(path + ": the rotary fraction leaves no dimension to rotate");
+    }
+    if (c.parallel && !arch.parallel) throw error("internal: parallel blocks for " + std::string(arch.name));
     return c;
 }
 
@@ -261,8 +350,9 @@ static model_config parse_hf_config(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // Looks a tensor up, in one file or the shards of a sharded checkpoint, with or without a prefix
 // ("transformer." for GPT-2 exports).
-struct tensor_source {
+struct tensor_source : tensor_reader {
     std::vector<safetensors_file> files;
+    bool keep_stored = true;
     const st_tensor* find(const std::string& name, const safetensors_file** in = nullptr) const {
         for (const safetensors_file& f : files)
             for (const std::string& n : {name, "transformer." + name}) {
@@ -282,95 +372,47 @@ struct tensor_source {
                         shape_str(t->shape));
         return *t;
     }
-    std::vector<float> get(const std::string& name, const std::vector<int64_t>& shape) const {
+    static uint32_t type_of(const st_tensor& t) { return t.dtype == ST_F16 ? GGML_F16 : t.dtype == ST_BF16 ? GGML_BF16 : GGML_F32; }
+
+    const std::string& path() const override { return files.front().file->path; }
+    bool has(const std::string& name) const override { return find(name) != nullptr; }
+    std::vector<float> floats(const std::string& name, int64_t n) const override {
         const safetensors_file* f = nullptr;
+        const st_tensor* t = find(name, &f);
+        if (!t) throw error(path() + ": missing tensor " + name);
+        // a vector [n], or a [1][n] row (Qwen2-MoE's shared_expert_gate)
+        const std::vector<int64_t> shape = t->shape.size() == 2 && t->shape[0] == 1 ? std::vector<int64_t>{1, n}
+                                           : t->shape.size() == 2                  ? std::vector<int64_t>{n, 1}
+                                                                                   : std::vector<int64_t>{n};
         return tensor_f32(*f, need(name, shape, &f), shape);
     }
-    static uint32_t type_of(const st_tensor& t) { return t.dtype == ST_F16 ? GGML_F16 : t.dtype == ST_BF16 ? GGML_BF16 : GGML_F32; }
-    // a matrix as stored: nn.Linear [out][in] (out_major), or Conv1D [in][out]
-    matrix_part part(const std::string& name, int64_t in, int64_t out, bool out_major) const {
+    std::vector<float> floats2(const std::string& name, int64_t rows, int64_t cols) const override {
         const safetensors_file* f = nullptr;
-        const st_tensor& t = need(name, out_major ? std::vector<int64_t>{out, in} : std::vector<int64_t>{in, out}, &f);
-        return {type_of(t), t.data, out, out_major};
+        return tensor_f32(*f, need(name, {rows, cols}, &f), {rows, cols});
     }
-    // an embedding-like [rows][cols] table, read in place from the mapping (as f32 copy when !keep_stored)
-    row_table table(const std::string& name, int64_t rows, int64_t cols) const {
+    // nn.Linear [out][in] (out_major), or Conv1D [in][out]
+    matrix_part part(const std::string& name, int64_t in, int64_t out) const override {
+        const safetensors_file* f = nullptr;
+        const st_tensor& t = need(name, conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in}, &f);
+        return {type_of(t), t.data, out, !conv1d};
+    }
+    matrix_part expert_part(const std::string& name, int64_t, int64_t, int64_t, int) const override {
+        throw error("internal: " + name + ": HF checkpoints store a tensor per expert");
+    }
+    // read in place from the mapping (as f32 copy when !keep_stored)
+    row_table table(const std::string& name, int64_t rows, int64_t cols) const override {
         const safetensors_file* f = nullptr;
         const st_tensor& t = need(name, {rows, cols}, &f);
         if (!keep_stored && type_of(t) != GGML_F32) return table_from_f32(tensor_f32(*f, t, {rows, cols}), rows, cols);
         return table_view(type_of(t), t.data, rows, cols, f->file);
     }
-    bool keep_stored = true;
-    weight_matrix matrix(const std::vector<matrix_part>& parts, int64_t in) const {
+    weight_matrix matrix(const std::vector<matrix_part>& parts, int64_t in) const override {
         weight_matrix w = pack_parts(parts, in, keep_stored);
         for (const matrix_part& p : parts)
             for (const safetensors_file& f : files) f.file->release(p.data, ggml_bytes(p.type, in * p.out));
         return w;
     }
 };
-
-static void load_gpt2_weights(model_weights& w, const model_config& c, const tensor_source& src,
-                              const progress_fn& progress) {
-    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
-    w.tok_emb = src.table("wte.weight", V, d);
-    w.pos_emb = src.get("wpe.weight", {c.n_ctx, d});
-    w.layers.resize(c.n_layer);
-    for (int l = 0; l < c.n_layer; l++) {
-        std::string p = "h." + std::to_string(l) + ".";
-        layer_weights& L = w.layers[l];
-        L.norm1_g = src.get(p + "ln_1.weight", {d});
-        L.norm1_b = src.get(p + "ln_1.bias", {d});
-        L.w_qkv = src.matrix({src.part(p + "attn.c_attn.weight", d, 3 * d, false)}, d); // Conv1D: [in][out], columns q|k|v
-        L.b_qkv = src.get(p + "attn.c_attn.bias", {3 * d});
-        L.w_o = src.matrix({src.part(p + "attn.c_proj.weight", d, d, false)}, d);
-        L.b_o = src.get(p + "attn.c_proj.bias", {d});
-        L.norm2_g = src.get(p + "ln_2.weight", {d});
-        L.norm2_b = src.get(p + "ln_2.bias", {d});
-        L.w_up = src.matrix({src.part(p + "mlp.c_fc.weight", d, ff, false)}, d);
-        L.b_up = src.get(p + "mlp.c_fc.bias", {ff});
-        L.w_down = src.matrix({src.part(p + "mlp.c_proj.weight", ff, d, false)}, ff);
-        L.b_down = src.get(p + "mlp.c_proj.bias", {d});
-        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
-    }
-    w.normf_g = src.get("ln_f.weight", {d});
-    w.normf_b = src.get("ln_f.bias", {d});
-    if (src.find("lm_head.weight")) w.lm_head = src.table("lm_head.weight", V, d);
-}
-
-static void load_llama_weights(model_weights& w, const model_config& c, const tensor_source& src,
-                               const progress_fn& progress) {
-    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
-                  kv = (int64_t)c.n_kv_head * c.d_head;
-    w.tok_emb = src.table("model.embed_tokens.weight", V, d);
-    w.layers.resize(c.n_layer);
-    for (int l = 0; l < c.n_layer; l++) {
-        std::string p = "model.layers." + std::to_string(l) + ".";
-        layer_weights& L = w.layers[l];
-        L.norm1_g = src.get(p + "input_layernorm.weight", {d});
-        L.norm2_g = src.get(p + "post_attention_layernorm.weight", {d});
-        L.w_qkv = src.matrix({src.part(p + "self_attn.q_proj.weight", d, q, true), // fused [in][q | k | v]
-                              src.part(p + "self_attn.k_proj.weight", d, kv, true),
-                              src.part(p + "self_attn.v_proj.weight", d, kv, true)},
-                             d);
-        if (c.qkv_bias) {
-            std::vector<float> bq = src.get(p + "self_attn.q_proj.bias", {q}), bk = src.get(p + "self_attn.k_proj.bias", {kv}),
-                               bv = src.get(p + "self_attn.v_proj.bias", {kv});
-            L.b_qkv = bq;
-            L.b_qkv.insert(L.b_qkv.end(), bk.begin(), bk.end());
-            L.b_qkv.insert(L.b_qkv.end(), bv.begin(), bv.end());
-        }
-        L.w_o = src.matrix({src.part(p + "self_attn.o_proj.weight", q, d, true)}, q);
-        L.w_gate = src.matrix({src.part(p + "mlp.gate_proj.weight", d, ff, true)}, d);
-        L.w_up = src.matrix({src.part(p + "mlp.up_proj.weight", d, ff, true)}, d);
-        L.w_down = src.matrix({src.part(p + "mlp.down_proj.weight", ff, d, true)}, ff);
-        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
-    }
-    w.normf_g = src.get("model.norm.weight", {d});
-    if (!c.tied_lm_head || src.find("lm_head.weight")) {
-        if (!src.find("lm_head.weight") && !c.tied_lm_head) throw error(src.files.front().file->path + ": missing tensor lm_head.weight");
-        w.lm_head = src.table("lm_head.weight", V, d);
-    }
-}
 
 static bool path_exists(const fs::path& p) {
     std::error_code ec;
@@ -382,9 +424,6 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     m.format = "hf-safetensors";
     const std::string config_path = (dir / "config.json").string();
     m.config = json_guard(config_path, [&] { return parse_hf_config(config_path); });
-    if (m.config.sliding_window > 0 && m.config.n_ctx == m.config.sliding_window)
-        m.source_note = "sliding-window attention (" + std::to_string(m.config.sliding_window) +
-                        " tokens) not implemented: the context is capped to the window, where the result is exact";
     if (opt.progress) opt.progress(0.02f, "config");
     tensor_source src;
     fs::path index = dir / "model.safetensors.index.json";
@@ -417,11 +456,8 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
         }
     check_memory(dir.string(), need, opt);
     if (opt.progress) opt.progress(0.08f, "tensors");
-    switch (m.config.arch) {
-    case ARCH_GPT2: load_gpt2_weights(m.weights, m.config, src, opt.progress); break;
-    case ARCH_LLAMA: load_llama_weights(m.weights, m.config, src, opt.progress); break;
-    default: throw error("internal: no HF tensor table for " + std::string(arch_table(m.config.arch).name));
-    }
+    src.conv1d = arch_table(m.config.arch).names->hf_conv1d;
+    load_weights(m.weights, m.config, src, opt.progress);
     m.config.tied_lm_head = m.weights.lm_head.empty();
     for (const safetensors_file& f : src.files) f.file->release();
     m.tok = load_folder_tokenizer(dir.string(), m.config.model_type);
@@ -456,9 +492,14 @@ static std::string first_nonfinite_weight(const model_weights& w) {
             {"b_qkv", all_finite(L.b_qkv)},        {"w_o", L.w_o.finite},                 {"b_o", all_finite(L.b_o)},
             {"norm2 gain", all_finite(L.norm2_g)}, {"norm2 bias", all_finite(L.norm2_b)}, {"w_gate", L.w_gate.finite},
             {"w_up", L.w_up.finite},               {"b_up", all_finite(L.b_up)},          {"w_down", L.w_down.finite},
-            {"b_down", all_finite(L.b_down)}};
+            {"b_down", all_finite(L.b_down)},      {"q_norm", all_finite(L.q_norm)},     {"k_norm", all_finite(L.k_norm)},
+            {"post-attention norm", all_finite(L.post_attn_norm)}, {"post-MLP norm", all_finite(L.post_mlp_norm)},
+            {"router", L.router.finite},           {"shared expert gate", all_finite(L.shared_gate)}};
         for (const auto& [name, finite] : parts)
             if (!finite) return "layer " + std::to_string(l) + " " + name;
+        for (size_t e = 0; e < L.exp_gate.size(); e++)
+            if (!L.exp_gate[e].finite || !L.exp_up[e].finite || !L.exp_down[e].finite)
+                return "layer " + std::to_string(l) + " expert " + std::to_string(e);
     }
     if (!all_finite(w.normf_g)) return "final norm gain";
     if (!all_finite(w.normf_b)) return "final norm bias";

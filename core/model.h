@@ -80,12 +80,16 @@ struct model_config {
     int sliding_window = 0;             // keys each query sees, itself included (0 = all): key j is seen from
                                         // position i when i - j < sliding_window (Mistral, Qwen2, Phi-3, Gemma 2)
     int window_every = 1;               // layers with the window: 1 = all, 2 = every other from layer 0 (Gemma 2)
+    int window_first = 0;               // layers before it see all keys (Qwen2's max_window_layers)
     bool parallel = false;              // arch_info::parallel unless the file says otherwise (use_parallel_residual)
     int n_expert = 0;                   // MoE: experts per layer (0 = a dense MLP)
     int n_expert_used = 0;              // MoE: experts each token is routed to (top-k)
     int d_ff_expert = 0;                // MoE: each expert's MLP width
     int d_ff_shared = 0;                // Qwen2-MoE: the shared expert's width (0 = none)
     bool norm_topk = true;              // MoE: the chosen experts' softmax weights are renormalised to sum to 1
+    int window_at(int layer) const {    // the keys layer l's queries see (0 = all)
+        return sliding_window > 0 && layer >= window_first && (layer - window_first) % window_every == 0 ? sliding_window : 0;
+    }
     bool qkv_bias = true;   // GPT-2 and Qwen2 have q/k/v biases
     bool mlp_bias = true;   // GPT-2 only
     bool tied_lm_head = true;

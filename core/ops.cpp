@@ -85,10 +85,34 @@ void swiglu_forward(float* up, const float* gate, size_t n) {
 
 // Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from col 0).
 // freq [d_head/2]: radians per position of pair i, scaling included (model_config::rope_freq, made at load).
+void geglu_forward(float* up, const float* gate, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        up[i] *= 0.5f * g * (1.0f + std::tanh(0.7978845608f * (g + 0.044715f * g * g * g)));
+    }
+}
+
+void gelu_erf_forward(float* x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
+}
+
+void softcap_forward(float* x, size_t n, float cap) {
+    for (size_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void rms_groups(float* x, int stride, int n, int groups, int width, const std::vector<float>& g, float eps) {
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k < groups; k++) {
+            float* v = x + (size_t)t * stride + (size_t)k * width;
+            const float inv = (float)(1.0 / std::sqrt(row_sum<true>(v, width, 0.0) / width + eps));
+            for (int i = 0; i < width; i++) v[i] = v[i] * inv * g[i];
+        }
+}
+
 void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0,
                          const std::vector<double>& freq, rope_pairing pairing) {
-    const int half = d_head / 2;
-    if ((int)freq.size() != half)
+    const int half = (int)freq.size();
+    if (half == 0 || 2 * half > d_head)
         throw error("internal: RoPE table has " + std::to_string(freq.size()) + " frequencies for head size " +
                     std::to_string(d_head) + " (rope_init_freqs not called?)");
     std::vector<float> cs(2 * (size_t)half); // [half][cos, sin] at one position, shared by every head

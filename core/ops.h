@@ -17,8 +17,19 @@ void norm_forward(float* out, const float* x, const std::vector<float>* g, const
 // SwiGLU in place: up [n] <- silu(gate) * up = up * gate / (1 + e^-gate).
 void swiglu_forward(float* up, const float* gate, size_t n);
 
+// GeGLU in place: up [n] <- gelu_tanh(gate) * up (Gemma).
+void geglu_forward(float* up, const float* gate, size_t n);
+// The exact GELU in place: x <- x * (1 + erf(x / sqrt 2)) / 2 (GPT-NeoX's "gelu").
+void gelu_erf_forward(float* x, size_t n);
+// Soft-capping in place: x <- cap * tanh(x / cap) (Gemma 2's logits).
+void softcap_forward(float* x, size_t n, float cap);
+// RMSNorm in place on groups of width values: row t's group k at x + t * stride + k * width, times g [width]
+// (q/k norms: one group of all heads, or one group per head).
+void rms_groups(float* x, int stride, int n, int groups, int width, const std::vector<float>& g, float eps);
+
 // Rotary embedding in place on the heads of x [n][stride] for positions pos0.. (n_heads heads from column 0).
-// freq [d_head/2]: radians per position of pair i, scaling included (model_config::rope_freq, made at load).
+// freq [rot/2]: radians per position of pair i, scaling included (model_config::rope_freq, made at load); the
+// first rot dimensions of each head rotate (pairs (i, i + rot/2), or adjacent), the rest pass unchanged.
 void rope_forward(float* x, int stride, int n, int n_heads, int d_head, int pos0, const std::vector<double>& freq,
                   rope_pairing pairing);
 

@@ -24,7 +24,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
     for (int p = 0; p < HOOK_COUNT; p++) {
         const hook_point hp = (hook_point)p;
         pl.keep[p].assign(hook_is_final(hp) ? 1 : L, 0);
-        const bool wanted = rq.points & hook_bit(hp);
+        const bool wanted = (rq.points & hook_bit(hp)) && hook_exists(hp, c);
         for (int l = 0; l < (int)pl.keep[p].size(); l++) {
             const bool in_layers = hook_is_final(hp) || rq.layers.empty() || (l < (int)rq.layers.size() && rq.layers[l]);
             bool k = wanted && in_layers;
@@ -91,6 +91,7 @@ size_t record::layer_floats(hook_point p) const {
     case HOOK_PATTERN: return (size_t)n_head * T * T;
     case HOOK_HEAD_OUT: return (size_t)T * n_head * d_model;
     case HOOK_MLP_POST: return (size_t)T * d_ff;
+    case HOOK_ROUTER: return (size_t)T * n_expert;
     case HOOK_FINAL_NORM: return (all_logits ? (size_t)T : 1) * d_model;
     case HOOK_LOGITS: return (all_logits ? (size_t)T : 1) * vocab;
     default: return (size_t)T * d_model;

@@ -27,7 +27,9 @@ template <class T> struct uninit_allocator : std::allocator<T> {
 using tensor_buffer = std::vector<float, uninit_allocator<float>>;
 
 struct record_request {
-    uint32_t points = hook_bit(HOOK_PATTERN); // bit p (hook_bit): keep point p at every layer in `layers`
+    // bit p (hook_bit): keep point p at every layer in `layers` (a point the model does not have is not kept:
+    // the router's mixing weights, L*T*E floats, are kept by default for MoE models and absent in dense ones)
+    uint32_t points = hook_bit(HOOK_PATTERN) | hook_bit(HOOK_ROUTER);
     bool resid_stream = false;   // the residual stream at all 2L+1 points (record::resid): resid_pre of layer 0,
                                  // resid_mid and resid_post of every layer
     bool resid_norms = true;     // [2L+1][T] L2 norms of the stream (cheap; computed while the stream is formed)
@@ -38,7 +40,8 @@ struct record_request {
 
 // Which (point, layer) pairs a run keeps once the budget is applied.
 struct record_plan {
-    std::vector<uint8_t> keep[HOOK_COUNT]; // point p: [L] (final points: [1]) 1 = kept
+    std::vector<uint8_t> keep[HOOK_COUNT]; // point p: [L] (final points: [1]) 1 = kept; never a point the model
+                                           // does not have (hook_exists), whatever was asked
     std::string note;  // what the budget left out, e.g. "pattern of 4 of 12 layers kept (memory budget 512 MB)"
     size_t bytes = 0;  // of the kept activations
     bool any(hook_point p) const;
@@ -57,6 +60,7 @@ struct forward_timing {
 
 struct record {
     int n_layer = 0, n_head = 0, n_kv_head = 0, d_model = 0, d_head = 0, d_ff = 0;
+    int n_expert = 0;                 // E: MoE experts per layer (the router's width), 0 for a dense model
     int n_tokens = 0;                 // T
     int vocab = 0;                    // V
     bool all_logits = false;

@@ -476,9 +476,9 @@ TEST(Gguf, LinearRopeScalingAndRefusedTypes) {
         expect_gb_error([&] { gb::load_model(dir + "/y.gguf"); }, std::string("'") + type + "' is not supported");
     }
     gguf_out partial = llama_gguf(tm);
-    partial.u32("llama.rope.dimension_count", 4);
+    partial.u32("llama.rope.dimension_count", 5); // partial rotary is read (GPT-NeoX), an odd count is not
     partial.write(dir + "/partial.gguf");
-    expect_gb_error([&] { gb::load_model(dir + "/partial.gguf"); }, "partial rotary");
+    expect_gb_error([&] { gb::load_model(dir + "/partial.gguf"); }, "must be even");
 }
 
 // Qwen2 GGUF keeps HF's rotate-half layout and has q/k/v biases. The theta in the file must be read, not

@@ -62,9 +62,12 @@ std::vector<float> floats(const float* p, size_t n) { return std::vector<float>(
 // Every point at every layer, the residual stream, its norms and the logits of rec (run_all) vs ref.
 void expect_points_match(const gb::record& rec, const ref_trace& ref, const std::string& what) {
     const int L = rec.n_layer, T = rec.n_tokens, d = rec.d_model;
+    gb::model_config shape; // which points the model has: the router only with experts
+    shape.n_expert = rec.n_expert;
     for (int p = 0; p < gb::HOOK_COUNT; p++) {
         const gb::hook_point hp = (gb::hook_point)p;
         if (hp == gb::HOOK_LOGITS) continue; // the record's logits, below
+        if (!gb::hook_exists(hp, shape)) continue;
         for (int l = 0; l < (gb::hook_is_final(hp) ? 1 : L); l++) {
             const int layer = gb::hook_is_final(hp) ? L : l;
             const float* got = rec.get(hp, layer);
@@ -322,7 +325,7 @@ TEST(Hooks, ReadOnlyHooksChangeNothing) {
                 for (int p = 0; p < gb::HOOK_COUNT; p++)
                     for (int l = 0; l <= L; l++) {
                         const gb::hook_point hp = (gb::hook_point)p;
-                        const bool exists = gb::hook_is_final(hp) ? l == L : l < L;
+                        const bool exists = (gb::hook_is_final(hp) ? l == L : l < L) && gb::hook_exists(hp, rm->m.config);
                         const std::vector<float>& s = seen[(size_t)p * (L + 1) + l];
                         EXPECT_EQ(s.empty(), !exists) << rm->name << " " << gb::hook_label(hp, l);
                         if (!exists || !rec.has(hp, l)) continue;
@@ -668,8 +671,9 @@ TEST(RecordBudget, DropsTheLargestPointsFarthestLayersFirst) {
     EXPECT_TRUE(unlimited.note.empty());
     auto kept = [&](const gb::record_plan& pl, gb::hook_point p) { return std::vector<uint8_t>(pl.keep[p].begin(), pl.keep[p].end()); };
     const std::vector<uint8_t> all(L, 1);
-    for (int p = 0; p < gb::HOOK_COUNT; p++)
-        EXPECT_EQ(std::count(unlimited.keep[p].begin(), unlimited.keep[p].end(), 1), (long)unlimited.keep[p].size());
+    for (int p = 0; p < gb::HOOK_COUNT; p++) // every point the model has (a dense one has no router)
+        EXPECT_EQ(std::count(unlimited.keep[p].begin(), unlimited.keep[p].end(), 1),
+                  gb::hook_exists((gb::hook_point)p, c) ? (long)unlimited.keep[p].size() : 0) << gb::hook_name((gb::hook_point)p);
 
     // one layer's worth over: head_out (first of the tied largest) gives up the layer farthest from focus 0
     rq.budget_bytes = unlimited.bytes - big;
@@ -726,7 +730,7 @@ TEST(RecordBudget, DropsTheLargestPointsFarthestLayersFirst) {
     rq.budget_bytes = 1;
     pl = gb::plan_record(rq, c, T, 1);
     for (int p = 0; p < gb::HOOK_COUNT; p++)
-        if (!gb::hook_is_final((gb::hook_point)p)) {
+        if (!gb::hook_is_final((gb::hook_point)p) && gb::hook_exists((gb::hook_point)p, c)) {
             EXPECT_EQ(std::count(pl.keep[p].begin(), pl.keep[p].end(), 1), 1) << p;
         }
     EXPECT_NE(pl.note.find("still exceeded"), std::string::npos) << pl.note;

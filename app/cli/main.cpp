@@ -25,6 +25,7 @@
 #include "json_util.h"
 #include "live.h"
 #include "model.h"
+#include "moe.h"
 #include "quant.h"
 #include "tokenizer.h"
 #if __has_include("gl_attention.h")
@@ -50,10 +51,12 @@ or NumPy files.
 
 Commands and their options (glassbox-cli COMMAND --help explains each):
   run          [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
-               [--layers 0,3] [--heads 5.1,5.5] [--top-k 10] [--bos] [--all-logits] [--json FILE]
-               [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB] [--matmul K]
+               [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
+               [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
+               [--matmul K]
   generate     [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
-               [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--json FILE] [--matmul K]
+               [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--experts ...] [--json FILE]
+               [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
   lens         --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
@@ -78,8 +81,8 @@ Options of several commands:
   --weights W    stored (default: F16, BF16 and quantised weights stay as the file holds them) or f32
                  (every weight dequantised at load and packed for --matmul)
   --keep POINTS  (run) hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre,
-                 attn_in, q, k, v, z, head_out, attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post,
-                 final_norm, resid_stream)
+                 attn_in, q, k, v, z, head_out, attn_out, resid_mid, mlp_in, router (MoE models), mlp_post
+                 (dense models), mlp_out, resid_post, final_norm, resid_stream)
   --help         this overview; after a command, that command's options and exit codes
   --version      the version and, for a build from a git checkout, its commit
 
@@ -127,19 +130,24 @@ const std::vector<command_doc>& command_docs() {
         const option_doc ablate{"ablate", "LIST", "no-residual, no-layernorm, no-attention (comma-separated)"};
         const option_doc layers{"layers", "LIST", "the layers --ablate applies to, e.g. 0,3 (default: all)"};
         const option_doc heads{"heads", "LIST", "heads to ablate, LAYER.HEAD, e.g. 5.1,5.5"};
+        const option_doc experts{"experts", "LIST", "MoE models: experts to ablate, LAYER.EXPERT, e.g. 1.3,0.0 (the "
+                                                    "expert's mixing weight becomes 0 for every token; the other "
+                                                    "chosen experts keep theirs)"};
         const option_doc prompt{"prompt", "TEXT", "the text to run"};
         const option_doc target_id{"target-id", "N", "the target token by id"};
         const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
         return std::vector<command_doc>{
             {"run", "one forward pass: the prompt's tokens and the top-k next tokens",
              {"--prompt TEXT [--model PATH] [options]"},
-             {model, tokenizer, prompt, bos, ablate, layers, heads,
+             {model, tokenizer, prompt, bos, ablate, layers, heads, experts,
               {"top-k", "N", "how many next tokens to list (default 10)"},
               {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
-              {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing"},
+              {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing (MoE models: "
+                               "the routing, each layer's and token's experts and weights)"},
               {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR"},
               {"keep", "POINTS", "hook points to write to --npy-dir too: resid_pre, attn_in, q, k, v, z, head_out, "
-                                 "attn_out, resid_mid, mlp_in, mlp_post, mlp_out, resid_post, final_norm, resid_stream"},
+                                 "attn_out, resid_mid, mlp_in, router (MoE models), mlp_post (dense models), mlp_out, "
+                                 "resid_post, final_norm, resid_stream"},
               backend,
               {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
               matmul, weights}},
@@ -150,7 +158,7 @@ const std::vector<command_doc>& command_docs() {
               {"temperature", "T", "sampling temperature; 0, the default, is greedy"},
               {"top-k", "K", "sample from the K most probable tokens only (default 0: all)"},
               {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
-              {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads,
+              {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads, experts,
               {"json", "FILE", "write the prompt, the ids and the generated text as JSON"}, matmul, weights}},
             {"tokenize", "encode text to token ids, or decode ids to text",
              {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
@@ -375,9 +383,9 @@ std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool 
     return gb::encode_prompt(m.tok, prompt, bos);
 }
 
-// --ablate LIST [--layers LIST] [--heads L.H,...], checked against the model
+// --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
 gb::ablation parse_ablation(const args& a, const gb::model_config& c) {
-    gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"));
+    gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"), a.get("experts"));
     gb::check_ablation(ab, c);
     return ab;
 }
@@ -443,6 +451,32 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) 
 // ---------------------------------------------------------------------------------------------
 // run
 // ---------------------------------------------------------------------------------------------
+// MoE models: the experts each layer chose for the last token, with their mixing weights, largest first; an
+// ablated expert has weight 0 (it did not run) and is named after them.
+void print_routing(const gb::model& m, const gb::record& cap, const gb::ablation& ab) {
+    const gb::model_config& c = m.config;
+    if (c.n_expert <= 0) return;
+    const int T = cap.n_tokens, E = c.n_expert;
+    std::printf("experts of the last token \"%s\" (top %d of %d per layer):\n", visible(cap.pieces[T - 1]).c_str(),
+                c.n_expert_used, E);
+    const gb::routing_table rt = gb::routing_of(cap, E);
+    for (int l = 0; l < c.n_layer; l++) {
+        std::printf("  L%-3d", l);
+        if (!rt.kept[l]) {
+            std::printf(" (not kept: memory budget)\n");
+            continue;
+        }
+        const int* ids = rt.cell_ids(l, T - 1);
+        const float* w = rt.cell_weights(l, T - 1);
+        int n = 0;
+        for (; n < rt.k && ids[n] >= 0; n++) std::printf("  expert %-3d %.3f", ids[n], w[n]);
+        if (n == 0) std::printf("  (no expert)");
+        for (const gb::head_ref& e : ab.experts)
+            if (e.layer == l) std::printf("  [expert %d ablated]", e.head);
+        std::printf("\n");
+    }
+}
+
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
     std::vector<int> ids = prompt_ids(m, a.need("prompt"), a.has("bos"));
@@ -458,7 +492,13 @@ int cmd_run(const args& a) {
     for (const std::string& name : split(a.get("keep"), ',')) {
         if (!a.has("npy-dir")) throw usage_error("--keep names points to write to --npy-dir, but no --npy-dir was given");
         if (name == "resid_stream") opt.keep.resid_stream = true;
-        else opt.keep.points |= gb::hook_bit(gb::parse_hook_point(name));
+        else {
+            const gb::hook_point p = gb::parse_hook_point(name);
+            if (!gb::hook_exists(p, m.config))
+                throw usage_error("--keep " + name + ": " + (p == gb::HOOK_ROUTER ? "this model has no experts (its MLP is dense)"
+                                                                                  : "an MoE model's MLP has no single activation (see router)"));
+            opt.keep.points |= gb::hook_bit(p);
+        }
     }
     // capture budget: beyond it only some layers are kept (the rest are zero in attention.npy and the others)
     opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
@@ -477,6 +517,7 @@ int cmd_run(const args& a) {
     for (const gb::token_prob& tp : gb::top_k_probs(cap.last_logits(), cap.vocab, top_k))
         std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++,
                     ("\"" + visible(gb::token_text(m.tok, tp.id)) + "\"").c_str(), tp.prob, tp.id);
+    print_routing(m, cap, ab);
     if (a.has("json")) gb::write_json(a.get("json"), gb::capture_json(m, cap, ab, top_k));
     if (a.has("npy-dir")) {
         gb::write_capture_npy(a.get("npy-dir"), cap);

@@ -17,6 +17,7 @@
 #include "generate.h"
 #include "live.h"
 #include "model.h"
+#include "moe.h"
 
 namespace gbui {
 
@@ -41,6 +42,9 @@ struct run_result {
     std::vector<gb::token_prob> top;        // top-k of probs
     std::vector<gb::token_prob> base_top;   // top-k of base_probs
     gb::head_scores scores;                 // [L][H] per score, from the patterns
+    gb::routing_table routing;              // MoE models: each layer's and token's experts that ran, largest weight
+                                            // first (the Experts view); empty for a dense model
+    gb::routing_table base_routing;         // the same without any ablation (== routing when nothing is ablated)
     gb::live_report report;                 // what the live engine computed for it (the status line)
     double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
     std::string notice;                     // e.g. truncation
@@ -107,9 +111,11 @@ struct generation_result {
 // ---- analyses (lens, attribution, induction test, patching): computed on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_COUNT };
-// The tabs under the attention grid.
-enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_COUNT };
-const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching" (sessions, scripts)
+// The tabs under the attention grid (Experts only for MoE models).
+enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_EXPERTS, TAB_COUNT };
+const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "experts" (sessions, scripts)
+// Whether the tab bar shows t for this model (Experts: a model with experts).
+bool tab_available(analysis_tab t, const gb::model* m);
 // What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
 enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR_INDUCTION, COLOUR_DUPLICATE_TOKEN,
                    COLOUR_ENTROPY, COLOUR_COUNT };

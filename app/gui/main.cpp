@@ -38,7 +38,7 @@ using clock_type = std::chrono::steady_clock;
 // Arguments
 // ---------------------------------------------------------------------------------------------
 struct options {
-    std::string model, prompt, ablate, layers, heads, screenshot, script, session;
+    std::string model, prompt, ablate, layers, heads, experts, screenshot, script, session;
     int sel_layer = -1, sel_head = -1, sel_token = -1;
     int width = 1600, height = 1000;
     bool size_given = false; // --size: wins over the size remembered from the last run
@@ -52,7 +52,7 @@ struct options {
 
 static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
-    "                [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
+    "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE] [--remember]\n"
     "       glassbox --help | --version\n";
@@ -87,6 +87,7 @@ static options parse_options(int argc, char** argv) {
         else if (a == "--ablate") o.ablate = value();
         else if (a == "--layers") o.layers = value();
         else if (a == "--heads") o.heads = value();
+        else if (a == "--experts") o.experts = value();
         else if (a == "--screenshot") o.screenshot = value();
         else if (a == "--script") o.script = value();
         else if (a == "--session") o.session = value();
@@ -242,11 +243,16 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
-    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching"};
-    static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching};
+    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Experts"};
+    static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
+                                                                      panel_experts};
+    // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once
+    // no model that might have it is on its way
+    if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
     if (ImGui::BeginTabBar("##analysis")) {
         const bool forced = s.tab != ui.tab_shown;
         for (int t = 0; t < TAB_COUNT; t++) {
+            if (!tab_available((analysis_tab)t, s.model.get())) continue;
             ImGuiTabItemFlags f = forced && t == s.tab ? ImGuiTabItemFlags_SetSelected : 0;
             bool open = ImGui::BeginTabItem(labels[t], nullptr, f);
             remember_item(ui, std::string("tab ") + labels[t]);
@@ -393,6 +399,25 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["gl"] = s.gl_status;
     // analyses
     j["tab"] = tab_name(s.tab);
+    j["tabs"] = nlohmann::json::array(); // the tabs this model shows
+    for (int t = 0; t < TAB_COUNT; t++)
+        if (tab_available((analysis_tab)t, s.model.get())) j["tabs"].push_back(tab_name((analysis_tab)t));
+    // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
+    j["ablated_experts"] = nlohmann::json::array();
+    for (const gb::head_ref& e : s.ablation.experts) j["ablated_experts"].push_back(std::to_string(e.layer) + "." + std::to_string(e.head));
+    if (s.result && !s.result->routing.empty()) {
+        const gb::routing_table& rt = s.result->routing;
+        nlohmann::json ids = nlohmann::json::array(), w = nlohmann::json::array();
+        for (int l = 0; l < rt.n_layer; l++) {
+            std::vector<int> li;
+            std::vector<float> lw;
+            for (int i = 0; i < rt.k && rt.cell_ids(l, rt.n_tokens - 1)[i] >= 0; i++)
+                li.push_back(rt.cell_ids(l, rt.n_tokens - 1)[i]), lw.push_back(rt.cell_weights(l, rt.n_tokens - 1)[i]);
+            ids.push_back(li);
+            w.push_back(lw);
+        }
+        j["experts"] = {{"n_expert", rt.n_expert}, {"top_k", rt.k}, {"last_token_experts", ids}, {"last_token_weights", w}};
+    }
     j["token_errors"] = nlohmann::json::array(); // the token boxes' one-line errors
     for (const std::string& e : ui.typed_error)
         if (!e.empty()) j["token_errors"].push_back(e);
@@ -753,8 +778,8 @@ int main(int argc, char** argv) {
         if (opt.gl) s.use_gl = true;
         s.budget_mb = (size_t)opt.budget_mb;
         bool from_cli = false;
-        if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty()) {
-            startup.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads);
+        if (!opt.ablate.empty() || !opt.layers.empty() || !opt.heads.empty() || !opt.experts.empty()) {
+            startup.ablation = gb::parse_ablation(opt.ablate, opt.layers, opt.heads, opt.experts);
             startup.has_ablation = from_cli = true;
         }
         if (opt.sel_layer >= 0) startup.sel_layer = opt.sel_layer, startup.sel_head = opt.sel_head, from_cli = true;

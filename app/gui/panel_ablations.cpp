@@ -42,6 +42,39 @@ static void toggle(app_state& s, ui_context& ui, const char* label, gb::layer_se
     ImGui::Spacing();
 }
 
+// MoE models: the ablated experts (layer, expert), each with a button that brings it back.
+static void experts_list(gb::ablation& ab, ui_context& ui) {
+    ImGui::Separator();
+    ImGui::Text("Ablated experts: %zu", ab.experts.size());
+    if (!ab.experts.empty()) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("clear experts")) ab.experts.clear();
+        remember_item(ui, "clear experts");
+    }
+    ImGui::PushID("experts");
+    for (size_t i = 0; i < ab.experts.size(); i++) {
+        ImGui::PushID((int)i);
+        if (ImGui::SmallButton("x")) {
+            ab.experts.erase(ab.experts.begin() + i);
+            ImGui::PopID();
+            break;
+        }
+        remember_item(ui, "restore expert " + std::to_string(ab.experts[i].layer) + "." + std::to_string(ab.experts[i].head));
+        ImGui::SameLine();
+        ImGui::Text("L%d E%d", ab.experts[i].layer, ab.experts[i].head);
+        if (i % 4 != 3 && i + 1 < ab.experts.size()) ImGui::SameLine();
+        ImGui::PopID();
+    }
+    ImGui::PopID();
+    ImGui::PushTextWrapPos(0.0f);
+    if (ab.experts.empty())
+        ImGui::TextDisabled("right-click (or ctrl+click) an expert in the Experts tab: its mixing weight becomes 0 for "
+                            "every token at that layer");
+    else
+        ImGui::TextDisabled("the other chosen experts keep their weights (not renormalised)");
+    ImGui::PopTextWrapPos();
+}
+
 void panel_ablations(app_state& s, ui_context& ui) {
     panel_title("Ablations", "what breaks when a part is removed?");
     gb::ablation& ab = s.ablation;
@@ -78,6 +111,7 @@ void panel_ablations(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("right-click (or ctrl+click) a head in the grid to zero its output");
         ImGui::PopTextWrapPos();
     }
+    if ((s.model && s.model->config.n_expert > 0) || !ab.experts.empty()) experts_list(ab, ui);
 }
 
 } // namespace gbui

@@ -4,6 +4,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -139,7 +140,8 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
                             c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
-                                                    : "SwiGLU's 3 matrices, smaller K/V (GQA), no positions");
+                            : c.n_expert > 0        ? "experts, smaller K/V (GQA), no positions"
+                                                    : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
         if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
         // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
@@ -161,15 +163,40 @@ void panel_model(app_state& s, ui_context& ui) {
                                   : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
                                     "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
         if (c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2")) {
-            ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
-            ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
-            ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs), no learned position table", c.rope_theta,
-                              c.rope == gb::ROPE_HALF ? "half-split" : "adjacent");
+            // from the architecture table: what this family computes differently
+            if (a.norm == gb::NORM_RMSNORM) ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
+            if (a.gain_plus_one) ImGui::BulletText("norm gains stored as w, applied as 1 + w");
+            if (!a.pre_norm) ImGui::BulletText("no norm before the sublayers: each sublayer's output is normed instead");
+            else if (a.post_norm) ImGui::BulletText("norms on both sides of each sublayer (before, and on its output)");
+            if (a.qk_norm != gb::QK_NORM_NONE)
+                ImGui::BulletText("q and k are RMS-normed (%s) before the rotation",
+                                  a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
+            if (c.parallel) ImGui::BulletText("parallel blocks: attention and MLP both read the layer's input");
+            if (c.n_expert > 0)
+                ImGui::BulletText("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
+                                  c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
+            else if (a.mlp == gb::MLP_SWIGLU)
+                ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+            else if (a.mlp == gb::MLP_GEGLU)
+                ImGui::BulletText("GeGLU MLP: gelu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+            else if (a.mlp == gb::MLP_GELU_ERF)
+                ImGui::BulletText("exact (erf) GELU instead of GPT-2's tanh approximation");
+            if (a.embed_scale) ImGui::BulletText("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
+            const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
+            ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
+                              c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
+                              rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
             if (c.n_kv_head != c.n_head)
                 ImGui::BulletText("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
+            if (c.d_head * c.n_head != c.d_model) ImGui::BulletText("head size %d (heads x size != d_model)", c.d_head);
+            if (c.sliding_window > 0)
+                ImGui::BulletText("sliding window: a token sees the last %d tokens%s", c.sliding_window,
+                                  c.window_every == 2 ? " (every other layer; the rest see all)" : "");
+            if (c.attn_softcap > 0) ImGui::BulletText("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
+            if (c.final_softcap > 0) ImGui::BulletText("logits soft-capped at %.0f", c.final_softcap);
             ImGui::BulletText("%s, vocabulary %d", m.tok.kind == gb::TOK_SPM_BPE ? "SentencePiece-style BPE" : "byte-level BPE",
                               c.vocab_size);
-            ImGui::BulletText(c.qkv_bias ? "biases on q/k/v only" : "no biases");
+            ImGui::BulletText(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
             ImGui::BulletText(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
             ImGui::TreePop();
         }

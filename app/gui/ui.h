@@ -90,6 +90,11 @@ void open_model(app_state& s, worker& w, const std::string& path);
 void panel_lens(app_state& s, ui_context& ui);
 void panel_attribution(app_state& s, ui_context& ui);
 void panel_patching(app_state& s, ui_context& ui);
+// MoE models: a layer x token grid of the experts the router chose (bars by weight, colour = expert); right-click
+// (or ctrl+click) an expert's bar to ablate it at that layer.
+void panel_experts(app_state& s, ui_context& ui);
+// A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
+ImU32 expert_colour(int e);
 
 // The main run's request for the inputs as they are now: the prompt, or the replayed generation step.
 run_request current_run_request(const app_state& s);

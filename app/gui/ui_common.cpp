@@ -163,9 +163,10 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
 const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching"};
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "experts"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
+bool tab_available(analysis_tab t, const gb::model* m) { return t != TAB_EXPERTS || (m && m->config.n_expert > 0); }
 const char* colour_name(colour_mode m) {
     static const char* names[COLOUR_COUNT] = {"pattern", "prev_token", "first_token", "induction", "duplicate_token", "entropy"};
     return m >= 0 && m < COLOUR_COUNT ? names[m] : "pattern";
@@ -225,6 +226,8 @@ static nlohmann::json token_json(const app_state& s, int id) {
 void save_session(const app_state& s, const std::string& path) {
     nlohmann::json heads = nlohmann::json::array();
     for (const auto& h : s.ablation.heads) heads.push_back({h.layer, h.head});
+    nlohmann::json experts = nlohmann::json::array();
+    for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -233,7 +236,8 @@ void save_session(const app_state& s, const std::string& path) {
                          {{"no_residual", layer_set_json(s.ablation.no_residual)},
                           {"no_layernorm", layer_set_json(s.ablation.no_layernorm)},
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
-                          {"heads", heads}}},
+                          {"heads", heads},
+                          {"experts", experts}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -281,6 +285,8 @@ session_file read_session(const std::string& path) {
         p.ablation.no_layernorm = layer_set_from(a.at("no_layernorm"));
         p.ablation.no_attention = layer_set_from(a.at("no_attention"));
         for (const auto& h : a.at("heads")) p.ablation.heads.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
+        if (a.contains("experts")) // (layer, expert) pairs; absent in sessions saved before MoE models
+            for (const auto& e : a.at("experts")) p.ablation.experts.push_back({e.at(0).get<int>(), e.at(1).get<int>()});
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);
@@ -290,7 +296,7 @@ session_file read_session(const std::string& path) {
             std::string t = j.at("tab").get<std::string>();
             for (int k = 0; k < TAB_COUNT; k++)
                 if (t == tab_name((analysis_tab)k)) out.tab = (analysis_tab)k;
-            if (!out.tab) throw gb::error("tab: expected head, lens, attribution or patching, got '" + t + "'");
+            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching or experts, got '" + t + "'");
         }
         if (j.contains("colour_by")) {
             std::string c = j.at("colour_by").get<std::string>();
@@ -411,13 +417,18 @@ static void keep_what_fits(app_state& s) {
     std::string before = ab.describe();
     bool fits = fit_layers(ab.no_residual, c.n_layer) & fit_layers(ab.no_layernorm, c.n_layer) &
                 fit_layers(ab.no_attention, c.n_layer);
-    size_t n_heads = ab.heads.size();
+    size_t n_heads = ab.heads.size(), n_experts = ab.experts.size();
     ab.heads.erase(std::remove_if(ab.heads.begin(), ab.heads.end(),
                                   [&](const gb::head_ref& h) { return h.layer >= c.n_layer || h.head >= c.n_head; }),
                    ab.heads.end());
-    if (!fits || ab.heads.size() != n_heads)
+    ab.experts.erase(std::remove_if(ab.experts.begin(), ab.experts.end(),
+                                    [&](const gb::head_ref& e) { return e.layer >= c.n_layer || e.head >= c.n_expert; }),
+                     ab.experts.end());
+    if (!fits || ab.heads.size() != n_heads || ab.experts.size() != n_experts)
         s.warning = "ablation \"" + before + "\" does not fit this model (" + std::to_string(c.n_layer) + " layers x " +
-                    std::to_string(c.n_head) + " heads): kept \"" + ab.describe() + "\"";
+                    std::to_string(c.n_head) + " heads" +
+                    (n_experts ? ", " + (c.n_expert ? std::to_string(c.n_expert) + " experts" : std::string("no experts")) : "") +
+                    "): kept \"" + ab.describe() + "\"";
     if (s.sel_layer >= c.n_layer || s.sel_head >= c.n_head) s.sel_layer = s.sel_head = 0;
 }
 

@@ -205,7 +205,9 @@ void worker::live(gb::live_result& out, const run_request& q, const std::vector<
     rq.interventions = gb::ablation_interventions(q.ablation, q.model->config);
     // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
     // and the attribution (all within the capture budget, which leaves the largest far layers out first)
-    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    // (MoE models: the router's mixing weights too, L*T*E floats, for the Experts view)
+    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT) |
+                     gb::hook_bit(gb::HOOK_ROUTER);
     rq.keep.resid_stream = true;
     rq.keep.budget_bytes = q.budget_bytes;
     rq.keep.focus_layer = q.focus_layer;
@@ -247,6 +249,10 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     r->kl = gb::kl_divergence(base_logits, logits, V);
     r->top = gb::top_k_probs(logits, V, q.top_k);
     r->base_top = gb::top_k_probs(base_logits, V, q.top_k);
+    if (q.model->config.n_expert > 0) { // the Experts view's cells: L*T*E reads, here rather than every frame
+        r->routing = gb::routing_of(*out.run, q.model->config.n_expert_used);
+        r->base_routing = out.base != out.run ? gb::routing_of(*out.base, q.model->config.n_expert_used) : r->routing;
+    }
     // what the previous published result shares with this one (rows equal only under equal inputs)
     const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C");
     try {

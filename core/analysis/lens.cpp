@@ -46,6 +46,7 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
             norm_forward(xn.data(), r.resid(p) + (size_t)t0 * d, identity ? nullptr : &m.weights.normf_g,
                          &m.weights.normf_b, arch.norm, c.norm_eps, rows, d);
             lm_head_forward(logits.data(), xn.data(), rows, m, gs);
+            if (c.final_softcap > 0) softcap_forward(logits.data(), (size_t)rows * V, c.final_softcap); // as the run
 #pragma omp parallel for schedule(dynamic, 4) if (rows > 1 && (int64_t)rows * V >= (1 << 16))
             for (int i = 0; i < rows; i++) {
                 const int t = t0 + i;
@@ -98,12 +99,14 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
                          kind, c.norm_eps, 1, d);
             if (std::isnan(l.log_norm[cell])) { // no finite normaliser (a broken model): the whole row, as logit_lens
                 lm_head_forward(row.data(), xn.data(), 1, m, gs);
+                if (c.final_softcap > 0) softcap_forward(row.data(), row.size(), c.final_softcap);
                 l.target_prob[cell] = softmax_prob(softmax_stats(row.data(), c.vocab_size), row.data(), c.vocab_size, id);
                 continue;
             }
             double logit = 0;
             const float* e = &target_rows[(size_t)t * d];
             for (int i = 0; i < d; i++) logit += (double)xn[i] * e[i];
+            if (c.final_softcap > 0) logit = c.final_softcap * std::tanh(logit / c.final_softcap);
             l.target_prob[cell] = (float)std::exp(logit - l.log_norm[cell]);
         }
 }

@@ -9,6 +9,7 @@
 
 #include "forward.h"
 #include "model.h"
+#include "record.h"
 #include "ref_trace.h"
 
 struct tiny_llama_spec {
@@ -52,7 +53,13 @@ double reference_rope_freq(const tiny_llama_spec& s, int pair);
 // The ablations every Llama-family test runs (needs 2 layers and 4 heads): none, each switch on all layers and
 // on one, two heads, everything at once.
 std::vector<std::pair<std::string, gb::ablation>> llama_ablation_cases();
-// Runs m on tokens under every case and expects logits (all positions), attention and residual norms within
-// 1e-4 (scaled) of reference_llama(tm); label names the file in failure messages.
+// Runs m on tokens under every case and expects the record to match reference_llama(tm) (expect_record_matches,
+// 1e-4; attn_out and mlp_out kept too); label names the file in failure messages.
 void expect_matches_reference(const gb::model& m, const tiny_llama& tm, const std::vector<int>& tokens,
                               const std::string& label);
+
+// The one comparison of a record with a reference (Llama and the other families): logits (all positions),
+// attention and residual norms, and every other per-layer point the record kept (attn_out, mlp_out, ... as the
+// request asked) at each kept layer, each within tol (scaled, test_util.h). A point the reference did not
+// produce at a kept layer is a failure.
+void expect_record_matches(const gb::record& got, const ref_trace& want, const std::string& label, double tol = 1e-4);
