@@ -107,6 +107,15 @@ nlohmann::json model_json(const model& m) {
             {"n_kv_head", c.n_kv_head}, {"d_model", c.d_model},       {"vocab_size", c.vocab_size},
             {"n_ctx", c.n_ctx},         {"n_params", count_params(m).total()}, {"path", m.path},
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
+    j["family"] = arch_table(c.arch).name; // the architecture table's row (arch is the file's own name)
+    j["d_head"] = c.d_head;
+    // what differs from plain attention and blocks, only where it does
+    if (c.rope_dims > 0 && c.rope_dims < c.d_head) j["rope_dims"] = c.rope_dims;
+    if (c.sliding_window > 0)
+        j["sliding_window"] = {{"tokens", c.sliding_window}, {"every", c.window_every}, {"from_layer", c.window_first}};
+    if (c.attn_softcap > 0) j["attn_softcap"] = c.attn_softcap;
+    if (c.final_softcap > 0) j["final_softcap"] = c.final_softcap;
+    if (c.parallel) j["parallel"] = true;
     if (c.n_expert > 0)
         j["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used}, {"d_ff_expert", c.d_ff_expert},
                         {"d_ff_shared", c.d_ff_shared}, {"norm_topk", c.norm_topk}};

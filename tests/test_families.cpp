@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "export.h"
 #include "forward.h"
 #include "hooks.h"
 #include "quant.h"
@@ -285,6 +286,17 @@ TEST(Families, Gemma2) {
     const std::vector<int> tokens = random_tokens(20, s.vocab, 9);
     check_hf(f, tokens, "gemma2");
     check_gguf(f, tokens, "gemma2");
+    // info (model_json) names the family and what differs, from either file
+    for (const std::string& path : {f.hf_dir, f.gguf_path}) {
+        const nlohmann::json j = gb::model_json(gb::load_model(path));
+        EXPECT_EQ(j["family"], "gemma2") << path;
+        EXPECT_EQ(j["d_head"], 12) << path;
+        EXPECT_EQ(j["sliding_window"]["tokens"], 6) << path;
+        EXPECT_EQ(j["sliding_window"]["every"], 2) << path;
+        EXPECT_FLOAT_EQ(j["attn_softcap"].get<float>(), 2.0f) << path;
+        EXPECT_FLOAT_EQ(j["final_softcap"].get<float>(), 5.0f) << path;
+        EXPECT_FALSE(j.contains("parallel")) << path;
+    }
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.attn_softcap = 0; }), tokens), 1e-2);
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.final_softcap = 0; }), tokens), 1e-2);
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.sliding_window = 0; }), tokens), 1e-2);
