@@ -147,6 +147,8 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.d_head = c.d_head;
     rec.d_ff = c.d_ff;
     rec.n_expert = c.n_expert;
+    rec.window.resize(c.n_layer);
+    for (int l = 0; l < c.n_layer; l++) rec.window[l] = c.window_at(l);
     rec.n_tokens = n;
     rec.vocab = c.vocab_size;
     rec.all_logits = all_logits;

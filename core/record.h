@@ -61,6 +61,12 @@ struct forward_timing {
 struct record {
     int n_layer = 0, n_head = 0, n_kv_head = 0, d_model = 0, d_head = 0, d_ff = 0;
     int n_expert = 0;                 // E: MoE experts per layer (the router's width), 0 for a dense model
+    std::vector<int> window;          // [L] keys each layer's queries see, themselves included (0 = all before them):
+                                      // the pattern is 0 before a query's window (sliding-window attention)
+    int first_key(int layer, int query) const { // the first key query position `query` sees at `layer`
+        const int w = layer < (int)window.size() ? window[layer] : 0;
+        return w > 0 && query >= w ? query - w + 1 : 0;
+    }
     int n_tokens = 0;                 // T
     int vocab = 0;                    // V
     bool all_logits = false;

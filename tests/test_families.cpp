@@ -297,6 +297,16 @@ TEST(Families, Gemma2) {
         EXPECT_FLOAT_EQ(j["final_softcap"].get<float>(), 5.0f) << path;
         EXPECT_FALSE(j.contains("parallel")) << path;
     }
+    { // the record says each layer's window (the app masks the keys before it): even layers slide
+        gb::record rec;
+        gb::run_forward(rec, gb::load_model(f.hf_dir), tokens);
+        EXPECT_EQ(rec.window, (std::vector<int>{6, 0}));
+        EXPECT_EQ(rec.first_key(0, 19), 14);
+        EXPECT_EQ(rec.first_key(1, 19), 0);
+        const float* p = rec.head(0, 0);
+        for (int j = 0; j < 14; j++) EXPECT_EQ(p[19 * 20 + j], 0.0f) << j;
+        EXPECT_GT(p[19 * 20 + 14], 0.0f);
+    }
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.attn_softcap = 0; }), tokens), 1e-2);
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.final_softcap = 0; }), tokens), 1e-2);
     EXPECT_GT(family_reference_gap(f, with(f, [](family_spec& x) { x.sliding_window = 0; }), tokens), 1e-2);

@@ -58,7 +58,7 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     const int Tb = before ? before->n_tokens : 0;
     uint8_t lut[256][3]; // viridis at 256 levels: the 8-bit output cannot show more
     for (int i = 0; i < 256; i++) viridis(i / 255.0f, lut[i]);
-    std::vector<uint8_t> masked_row((size_t)T * 4); // a row of masked (future) cells
+    std::vector<uint8_t> masked_row((size_t)T * 4); // a row of masked cells (the future, or before a window)
     for (int j = 0; j < T; j++) std::copy(masked_rgb, masked_rgb + 3, &masked_row[(size_t)j * 4]), masked_row[(size_t)j * 4 + 3] = 255;
     const size_t head_bytes = px->head_texels() * 4;
     std::vector<std::shared_ptr<uint8_t[]>> fresh(L); // layers coloured here
@@ -89,10 +89,13 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
             std::copy_n(masked_row.data(), (size_t)(T - n) * 4, out + ((size_t)i * T + n) * 4);
         }
         for (int i = same; i < T; i++) {
+            const int j0 = c.first_key(l, i); // keys before a sliding window are masked like the future
             float row_max = 0;
-            for (int j = 0; j <= i; j++) row_max = std::max(row_max, p[i * T + j]);
+            for (int j = j0; j <= i; j++) row_max = std::max(row_max, p[i * T + j]);
             uint8_t* q = out + (size_t)i * T * 4;
-            for (int j = 0; j <= i; j++, q += 4) {
+            std::copy_n(masked_row.data(), (size_t)j0 * 4, q);
+            q += (size_t)j0 * 4;
+            for (int j = j0; j <= i; j++, q += 4) {
                 float t = scale_value(p[i * T + j], scale, row_max);
                 t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;
                 const uint8_t* rgb = lut[(int)std::lround(t * 255)];

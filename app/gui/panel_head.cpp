@@ -8,7 +8,7 @@
 namespace gbui {
 
 // Colour bar with values under it and, below, the masked-cell swatch; returns the height used.
-static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode) {
+static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool windowed) {
     const int steps = 64;
     const float h = 12;
     for (int i = 0; i < steps; i++) {
@@ -25,23 +25,24 @@ static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode) {
     ImVec2 m(a.x, a.y + h + 2 + ImGui::GetTextLineHeight() + 6);
     dl->AddRectFilled(m, ImVec2(m.x + h, m.y + h), IM_COL32(masked_rgb[0], masked_rgb[1], masked_rgb[2], 255));
     dl->AddRect(m, ImVec2(m.x + h, m.y + h), IM_COL32(120, 120, 120, 255));
-    dl->AddText(ImVec2(m.x + h + 6, m.y - 2), tc, "masked (future)");
+    dl->AddText(ImVec2(m.x + h + 6, m.y - 2), tc, windowed ? "masked (future, or before the window)" : "masked (future)");
     return m.y + h + 8 - a.y;
 }
 
 // The selected query's row as text, each key's background shaded by its weight, wrapped in the current
 // (child) window.
-static void query_row(const gb::record& c, const float* p, int sel_q, scale_mode scale) {
+static void query_row(const gb::record& c, int layer, const float* p, int sel_q, scale_mode scale) {
     const int T = c.n_tokens;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImGui::PushTextWrapPos(0.0f);
     ImGui::Text("query %d \u2018%s\u2019 attends to:", sel_q, visible_token(c.pieces[sel_q]).c_str());
     ImGui::PopTextWrapPos();
+    const int j0 = c.first_key(layer, sel_q); // a sliding window: the keys it sees
     float row_max = 0;
-    for (int j = 0; j <= sel_q; j++) row_max = std::max(row_max, p[sel_q * T + j]);
+    for (int j = j0; j <= sel_q; j++) row_max = std::max(row_max, p[sel_q * T + j]);
     ImVec2 pos = ImGui::GetCursorScreenPos();
     float x0 = pos.x, right = x0 + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeight() + 4;
-    for (int j = 0; j <= sel_q; j++) {
+    for (int j = j0; j <= sel_q; j++) {
         std::string lb = visible_token(c.pieces[j]);
         ImVec2 ts = ImGui::CalcTextSize(lb.c_str());
         if (pos.x + ts.x + 4 > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + 2);
@@ -145,6 +146,9 @@ void panel_head(app_state& s, ui_context& ui) {
         if (kj > qi)
             ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: masked (a token cannot see the future)", qi,
                               q.c_str(), kj, kt.c_str());
+        else if (kj < c.first_key(sel_l, qi))
+            ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: masked (outside this layer's sliding window "
+                              "of %d tokens)", qi, q.c_str(), kj, kt.c_str(), c.window[sel_l]);
         else
             ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: %.4f", qi, q.c_str(), kj, kt.c_str(),
                               p[qi * T + kj]);
@@ -154,11 +158,11 @@ void panel_head(app_state& s, ui_context& ui) {
     // legend and the query row: beside the heatmap or under it; the row scrolls when long
     ImVec2 la = right ? ImVec2(z.x + 16, a.y) : ImVec2(a.x, z.y + 10);
     float lw = right ? std::max(120.0f, o.x + avail.x - la.x - 4) : std::min(260.0f, side);
-    float used = legend(dl, la, std::min(lw, 260.0f), s.scale);
+    float used = legend(dl, la, std::min(lw, 260.0f), s.scale, c.first_key(sel_l, c.n_tokens - 1) > 0);
     ImGui::SetCursorScreenPos(ImVec2(right ? la.x : o.x, la.y + used));
     ImVec2 rest = ImGui::GetContentRegionAvail();
     ImGui::BeginChild("##query_row", ImVec2(right ? lw : rest.x, std::max(40.0f, right ? z.y - la.y - used : rest.y)));
-    query_row(c, p, sel_q, s.scale);
+    query_row(c, sel_l, p, sel_q, s.scale);
     ImGui::EndChild();
 }
 
