@@ -203,6 +203,8 @@ static step choose(const live_variant& src, const std::vector<int>& tokens, cons
     const bool tokens_same = common == T && r.n_tokens == T;
     if (tokens_same && q > 2 * L) return s.kind = STEP_NONE, s.cost = 0, s;
     if (tokens_same) {
+        // a parallel block's MLP reads the layer's input: it restarts from there, not after the attention
+        if (c.parallel && q % 2) q--;
         // the latest point at or before q whose stream the record keeps
         while (q >= 0 && !kept_stream(r, q)) q--;
         if (q < 0) return s.why = "the change reaches the embeddings", s;
@@ -273,8 +275,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     int n = T;
     if (st.kind == STEP_FROM_POINT) {
         *rec = *src->rec; // shares every tensor, then replaces those the run writes
-        // a parallel block's MLP reads the layer's input: it restarts from there, not after the attention
-        const int q = c.parallel && st.from % 2 ? st.from - 1 : st.from;
+        const int q = st.from;
         for (int p = 0; p < HOOK_COUNT; p++)
             for (size_t l = 0; l < rec->slot[p].size(); l++)
                 if (rec->slot[p][l] >= 0 && written_from((hook_point)p, (int)l, L) >= q)

@@ -19,6 +19,7 @@
 #include "export.h"
 #include "forward.h"
 #include "hooks.h"
+#include "live.h"
 #include "quant.h"
 #include "safetensors.h"
 #include "test_util.h"
@@ -542,4 +543,68 @@ TEST(FamilyErrors, InconsistentConfigsAreNamed) {
     expect_one_line_error([&] { gb::load_model(f.hf_dir); }, "num_experts_per_tok");
     rewrite([](nlohmann::json& c) { c["head_dim"] = 16; }); // the files hold head_dim 12
     expect_gb_error([&] { gb::load_model(f.hf_dir); }, "model.layers.0.self_attn.");
+}
+
+// Live recompute (core/live.h) on the families whose blocks differ: GPT-NeoX's parallel block (an attention change
+// restarts from the layer's input, which its MLP reads), Gemma 2's windows and output norms, and Mixtral's router.
+// Each live run, typed token by token or changed by an ablation, equals a full run of the same request.
+TEST(FamilyLive, IncrementalRunsEqualFullRuns) {
+    struct live_case {
+        const char* family;
+        uint32_t seed;
+    };
+    for (const live_case lc : {live_case{"gpt_neox", 81}, live_case{"gemma2", 82}, live_case{"mixtral", 83}}) {
+        family_spec s;
+        s.family = lc.family, s.seed = lc.seed, s.sliding_window = std::string(lc.family) == "gemma2" ? 5 : 0;
+        if (std::string(lc.family) == "gemma2") s.std = gemma2_std;
+        const tiny_family f = write_family(std::string("fam_live_") + lc.family, s);
+        const gb::model m = gb::load_model(f.hf_dir);
+        gb::record_request keep;
+        keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+        keep.resid_stream = true;
+        gb::live_state st;
+        auto check_iv = [&](const std::vector<int>& tokens, const std::vector<gb::intervention>& iv, const std::string& what) {
+            gb::live_request rq;
+            rq.tokens = tokens;
+            rq.interventions = iv;
+            rq.keep = keep;
+            gb::live_result out;
+            gb::live_run(out, st, m, rq);
+            gb::forward_options o;
+            o.keep = keep;
+            o.interventions = rq.interventions;
+            gb::record want;
+            gb::run_forward(want, m, tokens, {}, o);
+            const std::string label = std::string(lc.family) + ", " + what + " [" + out.report.what + "]";
+            EXPECT_LT(max_scaled_error(out.run->logits, std::vector<double>(want.logits.begin(), want.logits.end())), 1e-5) << label;
+            const std::vector<float> pw = want.flat(gb::HOOK_PATTERN);
+            EXPECT_LT(max_scaled_error(out.run->flat(gb::HOOK_PATTERN), std::vector<double>(pw.begin(), pw.end())), 1e-5) << label;
+            EXPECT_LT(max_scaled_error(out.run->resid_norm, std::vector<double>(want.resid_norm.begin(), want.resid_norm.end())), 1e-5)
+                << label;
+            return out.report;
+        };
+        auto check = [&](const std::vector<int>& tokens, const gb::ablation& ab, const std::string& what) {
+            return check_iv(tokens, gb::ablation_interventions(ab, m.config), what);
+        };
+        const std::vector<int> all = random_tokens(16, s.vocab, 3);
+        for (int n = 10; n <= 16; n += 3) check(std::vector<int>(all.begin(), all.begin() + n), {}, "typed to " + std::to_string(n));
+        gb::ablation ab;
+        ab.heads.push_back({1, 2});
+        gb::live_report r = check(all, ab, "head 1.2");
+        EXPECT_TRUE(r.reused) << lc.family;
+        ab.no_attention.on = true, ab.no_attention.layers = {1};
+        check(all, ab, "no attention on layer 1");
+        ab.no_residual.on = true, ab.no_residual.layers = {1};
+        check(all, ab, "and no residual on layer 1");
+        if (m.config.n_expert > 0) {
+            gb::ablation ex;
+            ex.experts.push_back({1, 0});
+            check(all, ex, "expert 1.0");
+        }
+        // a change on the MLP side restarts after the attention, except in a parallel block, whose MLP reads the
+        // layer's input: it restarts there
+        r = check_iv(all, {gb::intervention{gb::INTERVENE_ZERO, gb::HOOK_MLP_OUT, 1}}, "mlp_out of layer 1 zeroed");
+        EXPECT_EQ(r.from_point, m.config.parallel ? 2 : 3) << lc.family;
+        check(all, {}, "clean again");
+    }
 }
