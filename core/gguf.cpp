@@ -465,6 +465,10 @@ model load_gguf(const std::string& path, const load_options& opt) {
     if (c.arch == ARCH_GEMMA2) {
         c.window_every = 2;
         c.attn_softcap = meta_float0(g, arch + ".attn_logit_softcapping");
+        // GGUF keeps no query_pre_attn_scalar: head_dim for Gemma 2 2B and 9B, d_model / heads (144, not the head
+        // size 128) for 27B, the one with 46 layers (llama.cpp tells them apart the same way)
+        if (c.n_layer == 46 && c.d_model % c.n_head == 0 && c.d_model / c.n_head != c.d_head)
+            c.attn_scale = 1.0f / std::sqrt((float)(c.d_model / c.n_head));
         c.final_softcap = meta_float0(g, arch + ".final_logit_softcapping");
     }
     if (info.moe) {

@@ -608,3 +608,16 @@ TEST(FamilyLive, IncrementalRunsEqualFullRuns) {
         check(all, {}, "clean again");
     }
 }
+
+// Gemma 2's GGUF holds no query_pre_attn_scalar: the head size is the scalar, except for the 46-layer 27B model,
+// whose scalar is d_model / heads (as llama.cpp reads it).
+TEST(FamilyFiles, Gemma2GgufScoreScaleByDepth) {
+    for (int layers : {2, 46}) {
+        family_spec s;
+        s.family = "gemma2", s.head_dim = 12, s.n_layer = layers, s.seed = 90 + layers, s.std = gemma2_std;
+        const tiny_family f = write_family("fam_gemma2_depth" + std::to_string(layers), s);
+        const gb::model m = gb::load_model(f.gguf_path);
+        const float want = layers == 46 ? 1.0f / std::sqrt(32.0f / 4) : 0.0f; // 0: 1/sqrt(head size)
+        EXPECT_FLOAT_EQ(m.config.attn_scale, want) << layers << " layers";
+    }
+}
