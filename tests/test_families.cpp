@@ -29,12 +29,6 @@
 
 namespace {
 
-std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<int> tokens(n);
-    for (int& t : tokens) t = (int)(rng() % vocab);
-    return tokens;
-}
 
 tiny_family write_family(const std::string& name, const family_spec& s) { return write_tiny_family(test_temp_dir(name), s); }
 

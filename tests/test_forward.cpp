@@ -43,12 +43,6 @@ const fixture_model& base_model() {
     return tiny("base", s);
 }
 
-std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<int> t(n);
-    for (int& v : t) v = (int)(rng() % (uint32_t)vocab);
-    return t;
-}
 
 void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, const std::string& what) {
     auto tokens = random_tokens(23, f.m.config.vocab_size, 11);

@@ -281,13 +281,6 @@ TEST(Llama2c, TokenizerMergesBestScoreFirstAndFallsBackToBytes) {
 
 namespace {
 
-// The HF folders here carry a 256-token byte-level tokenizer (the capture names each token): ids below 256.
-std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<int> tokens(n);
-    for (int& t : tokens) t = (int)(rng() % vocab);
-    return tokens;
-}
 
 // How far apart two references are (scaled like the tests' tolerance): a setting the tests rely on must move
 // the logits far more than the 1e-4 the tests allow, or a loader ignoring it would pass unnoticed.

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -81,4 +82,11 @@ command_result run_command(const std::string& cmd) {
     r.out = slurp(dir + "/out");
     r.err = slurp(dir + "/err");
     return r;
+}
+
+std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int> t(n);
+    for (int& v : t) v = (int)(rng() % (uint32_t)vocab);
+    return t;
 }

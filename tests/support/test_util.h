@@ -1,10 +1,14 @@
 // Small helpers shared by the test files: expected errors, scale-aware comparison, running commands.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "gemm.h"
+
+// n token ids in [0, vocab), seeded (mt19937): the same prompt for the same seed.
+std::vector<int> random_tokens(int n, int vocab, uint32_t seed);
 
 // Runs fn and expects a gb::error whose message contains needle (a gtest failure otherwise).
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle);
