@@ -115,24 +115,16 @@ void panel_experts(app_state& s, ui_context& ui) {
     const float cw = std::max(34.0f, std::min(110.0f, (avail.x - label_w - scroll_room) / T));
     const float ch = std::max(18.0f, std::min(44.0f, (grid_h - header_h - scroll_room) / L));
 
-    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
-    ImGui::BeginChild("##experts_grid", ImVec2(avail.x, grid_h), false, ImGuiWindowFlags_HorizontalScrollbar);
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 o = ImGui::GetCursorScreenPos(); // content origin (moves with the scroll)
-    const ImVec2 wp = ImGui::GetWindowPos();      // the visible window's corner (stays)
-    const ImVec2 ws = ImGui::GetWindowSize();
-    const float sx = ImGui::GetScrollX(), sy = ImGui::GetScrollY();
-    const int t0 = std::max(0, (int)(sx / cw)), t1 = std::min(T, (int)((sx + ws.x - label_w) / cw) + 1);
-    const int l0 = std::max(0, (int)(sy / ch)), l1 = std::min(L, (int)((sy + ws.y - header_h) / ch) + 1);
+    // layers are rows, tokens columns
+    const grid_view g = begin_grid("##experts_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, L, T);
+    ImDrawList* dl = g.dl;
+    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
+    const int t0 = g.c0, t1 = g.c1, l0 = g.r0, l1 = g.r1;
     const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
-
-    // hovered cell (not over the sticky labels), and the expert part under the mouse
+    // the hovered cell (not over the sticky labels), and the expert part under the mouse
     const ImVec2 m = ImGui::GetMousePos();
-    int hl = -1, ht = -1, he = -1;
-    if (ImGui::IsWindowHovered() && m.x > wp.x + label_w && m.y > wp.y + header_h) {
-        ht = (int)((m.x - o.x - label_w) / cw), hl = (int)((m.y - o.y - header_h) / ch);
-        if (ht < 0 || ht >= T || hl < 0 || hl >= L) hl = ht = -1;
-    }
+    const int hl = g.hover_r, ht = g.hover_c;
+    int he = -1;
     std::vector<std::pair<int, float>> gone;
     for (int l = l0; l < l1; l++) {
         if (!rt.kept[l]) { // left out by the capture budget: one grey band
@@ -197,11 +189,8 @@ void panel_experts(app_state& s, ui_context& ui) {
     dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
     dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "layer");
     // a layer label hovered: how the layer spreads its tokens over the experts (load)
-    if (ImGui::IsWindowHovered() && m.x >= wp.x && m.x < wp.x + label_w && m.y > wp.y + header_h) {
-        const int l = (int)((m.y - o.y - header_h) / ch);
-        if (l >= 0 && l < L && rt.kept[l]) layer_load_tooltip(rt, r.ablation, l);
-    }
-    ImGui::Dummy(ImVec2(label_w + T * cw, header_h + L * ch));
+    const int label_l = g.hovered_label(m);
+    if (label_l >= 0 && rt.kept[label_l]) layer_load_tooltip(rt, r.ablation, label_l);
 
     if (hl >= 0 && rt.kept[hl]) {
         const int* ids = rt.cell_ids(hl, ht);
@@ -232,8 +221,7 @@ void panel_experts(app_state& s, ui_context& ui) {
         if (toggle && he >= 0) gb::toggle_expert(s.ablation, hl, he);
         else if (!toggle && ImGui::IsMouseClicked(0)) s.sel_token = ht;
     }
-    ImGui::EndChild();
-    ImGui::PopStyleVar();
+    end_grid(g);
 
     // ---------------------------------------------------------------------------------------------
     // Legend: each expert's colour (the first 24; beyond them hover a cell), what width and the red corner mean

@@ -77,24 +77,13 @@ void panel_lens(app_state& s, ui_context& ui) {
     const float ch = std::max(20.0f, std::min(34.0f, (grid_h - header_h - scroll_room) / P));
     const float fs = std::min(font, std::max(12.0f, ch - 6));
 
-    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
-    ImGui::BeginChild("##lens_grid", ImVec2(avail.x, grid_h), false, ImGuiWindowFlags_HorizontalScrollbar);
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImVec2 o = ImGui::GetCursorScreenPos(); // content origin (moves with the scroll)
-    const ImVec2 wp = ImGui::GetWindowPos();      // the visible window's corner (stays)
-    const ImVec2 ws = ImGui::GetWindowSize();
-    const float sx = ImGui::GetScrollX(), sy = ImGui::GetScrollY();
-    const int t0 = std::max(0, (int)(sx / cw)), t1 = std::min(T, (int)((sx + ws.x - label_w) / cw) + 1);
-    const int p0 = std::max(0, (int)(sy / ch)), p1 = std::min(P, (int)((sy + ws.y - header_h) / ch) + 1);
+    // points are rows, tokens columns
+    const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T);
+    ImDrawList* dl = g.dl;
+    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
+    const int t0 = g.c0, t1 = g.c1, p0 = g.r0, p1 = g.r1;
+    const int hp = g.hover_r, ht = g.hover_c; // the hovered cell (not over the sticky labels)
     const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
-
-    // hovered cell (not over the sticky labels)
-    const ImVec2 m = ImGui::GetMousePos();
-    int hp = -1, ht = -1;
-    if (ImGui::IsWindowHovered() && m.x > wp.x + label_w && m.y > wp.y + header_h) {
-        ht = (int)((m.x - o.x - label_w) / cw), hp = (int)((m.y - o.y - header_h) / ch);
-        if (ht < 0 || ht >= T || hp < 0 || hp >= P) hp = ht = -1;
-    }
     // cells
     for (int p = p0; p < p1; p++)
         for (int t = t0; t < t1; t++) {
@@ -135,8 +124,6 @@ void panel_lens(app_state& s, ui_context& ui) {
     }
     dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
     dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "point");
-    ImGui::Dummy(ImVec2(label_w + T * cw, header_h + P * ch));
-
     if (hp >= 0) {
         const size_t at = ((size_t)hp * T + ht) * K;
         ImGui::BeginTooltip();
@@ -151,8 +138,7 @@ void panel_lens(app_state& s, ui_context& ui) {
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(0)) s.lens_target = l.top_ids[at];
     }
-    ImGui::EndChild();
-    ImGui::PopStyleVar();
+    end_grid(g);
 
     // legend: what a colour means, and which row is the model's own output
     ImVec2 la = ImGui::GetCursorScreenPos();

@@ -49,6 +49,24 @@ int label_step(int n, float spacing, float need);
 
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
+
+// A rows x cols grid of cw x ch cells in a scrolling child window, with sticky row labels (label_w wide) on the
+// left and a header (header_h tall) on top: the lens and the experts tab. begin_grid opens the child; the caller
+// draws the cells in [r0, r1) x [c0, c1) at cell_min() and its tooltips, then end_grid reserves the content size
+// and closes the child.
+struct grid_view {
+    ImDrawList* dl = nullptr;
+    ImVec2 o, wp, ws;          // content origin (moves with the scroll), the visible window's corner and size
+    float label_w = 0, header_h = 0, cw = 0, ch = 0;
+    int rows = 0, cols = 0;
+    int r0 = 0, r1 = 0, c0 = 0, c1 = 0; // visible cells
+    int hover_r = -1, hover_c = -1;     // the cell under the mouse (not over the labels), or -1
+    ImVec2 cell_min(int r, int c) const { return ImVec2(o.x + label_w + c * cw, o.y + header_h + r * ch); }
+    // the row label under the mouse, or -1
+    int hovered_label(ImVec2 m) const;
+};
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols);
+void end_grid(const grid_view& g);
 ImU32 viridis_u32(float t, float alpha = 1.0f);
 // Diverging blue-white-red map centred at 0 (ColorBrewer RdBu's control points): t in [-1, 1], NaN grey.
 ImU32 diverging_u32(float t);

@@ -24,6 +24,38 @@ void remember_item(ui_context& ui, const std::string& name) {
     ui.widgets[name] = ImVec4(a.x, a.y, b.x, b.y);
 }
 
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols) {
+    grid_view g;
+    g.label_w = label_w, g.header_h = header_h, g.cw = cw, g.ch = ch, g.rows = rows, g.cols = cols;
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar);
+    g.dl = ImGui::GetWindowDrawList();
+    g.o = ImGui::GetCursorScreenPos();
+    g.wp = ImGui::GetWindowPos();
+    g.ws = ImGui::GetWindowSize();
+    const float sx = ImGui::GetScrollX(), sy = ImGui::GetScrollY();
+    g.c0 = std::max(0, (int)(sx / cw)), g.c1 = std::min(cols, (int)((sx + g.ws.x - label_w) / cw) + 1);
+    g.r0 = std::max(0, (int)(sy / ch)), g.r1 = std::min(rows, (int)((sy + g.ws.y - header_h) / ch) + 1);
+    const ImVec2 m = ImGui::GetMousePos();
+    if (ImGui::IsWindowHovered() && m.x > g.wp.x + label_w && m.y > g.wp.y + header_h) {
+        g.hover_c = (int)((m.x - g.o.x - label_w) / cw), g.hover_r = (int)((m.y - g.o.y - header_h) / ch);
+        if (g.hover_c < 0 || g.hover_c >= cols || g.hover_r < 0 || g.hover_r >= rows) g.hover_r = g.hover_c = -1;
+    }
+    return g;
+}
+
+int grid_view::hovered_label(ImVec2 m) const {
+    if (!ImGui::IsWindowHovered() || m.x < wp.x || m.x >= wp.x + label_w || m.y <= wp.y + header_h) return -1;
+    const int r = (int)((m.y - o.y - header_h) / ch);
+    return r >= 0 && r < rows ? r : -1;
+}
+
+void end_grid(const grid_view& g) {
+    ImGui::Dummy(ImVec2(g.label_w + g.cols * g.cw, g.header_h + g.rows * g.ch)); // the scrolled extent
+    ImGui::EndChild();
+    ImGui::PopStyleVar();
+}
+
 void add_text_vertical(ImDrawList* dl, ImVec2 at, ImU32 col, const char* text, float font_size) {
     if (font_size <= 0) font_size = ImGui::GetFontSize();
     // lay the text out horizontally where the clip rectangle keeps every glyph, then turn it: a vertex at
