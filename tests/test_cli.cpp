@@ -273,7 +273,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("make-random --out /tmp/x --model y", "make-random does not take --model");
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
     refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, bench, "
-                                     "make-random, info)");
+                                     "make-random, info, selftest)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
     refused("patch " + M() + " --prompt x --ablate no-residual", "patch does not take --ablate");
@@ -697,6 +697,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
         {"make-random", {"--out DIR", "--arch gpt2|llama", "--kv-heads-n H", "--rope-theta X"}},
         {"info", {"--model PATH", "--matmul K"}},
+        {"selftest", {"--model PATH", "--json FILE"}},
     };
     for (const auto& [cmd, options] : some_options) {
         command_result r = cli(cmd + " --help");
@@ -733,6 +734,35 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
     command_result bad = cli("help frobnicate");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("unknown command 'frobnicate'"), std::string::npos) << bad.err;
+}
+
+// selftest checks GPT-2 small's published facts. Here only on random weights of its shape (the real weights are not
+// in the repository): every fact is reported, none matches, exit code 3, and the JSON says the same; another model
+// is refused with one line naming the shape it has.
+TEST(Cli, SelftestReportsMismatchesOnRandomGpt2Small) {
+    const std::string dir = test_temp_dir("cli_selftest");
+    ASSERT_EQ(cli("make-random --dtype F16 --seed 3 --out " + dir + "/m").code, 0); // GPT-2 small's shape by default
+    command_result r = cli("selftest --model " + dir + "/m --json " + dir + "/s.json");
+    EXPECT_EQ(r.code, 3) << r.out << r.err;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    for (const char* fact : {"mean loss on \"Hello world!\" after BOS", "top previous-token head",
+                             "L5H5 among the five top induction heads", "top prediction after"})
+        EXPECT_NE(r.out.find(std::string("FAIL  ") + fact), std::string::npos) << fact << "\n" << r.out;
+    EXPECT_NE(r.out.find("expected 5.3319 nats (within 0.01), got "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0 of 4 facts match"), std::string::npos) << r.out;
+    std::ifstream f(dir + "/s.json");
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j["of"], 4);
+    EXPECT_EQ(j["matched"], 0);
+    EXPECT_EQ(j["facts"].size(), 4u);
+    EXPECT_EQ(j["facts"][1]["expected"], "L4H11");
+    EXPECT_EQ(j["facts"][1]["matched"], false);
+
+    command_result other = cli("selftest --model '" + model_dir().dir + "'");
+    EXPECT_EQ(other.code, 2);
+    EXPECT_NE(other.err.find("selftest checks facts published about GPT-2 small"), std::string::npos) << other.err;
+    EXPECT_NE(other.err.find("layers"), std::string::npos) << other.err;
+    EXPECT_EQ(std::count(other.err.begin(), other.err.end(), '\n'), 1) << other.err;
 }
 
 // --version: "glassbox-cli 0.4.0 (git 6efc708)": the project's version, and the commit when the source tree is a

@@ -19,6 +19,7 @@
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
 #include "analysis/compare.h"
+#include "analysis/selftest.h"
 #include "forward.h"
 #include "generate.h"
 #include "gemm.h"
@@ -72,6 +73,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
                --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
   info         [--model PATH] [--matmul K]
+  selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
 
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
@@ -108,6 +110,11 @@ struct command_doc {
     std::vector<std::string> synopsis; // each after "glassbox-cli NAME "
     std::vector<option_doc> options;
 };
+
+// Exit codes of one command's own, listed after the common ones.
+std::string exit_note(const std::string& command) {
+    return command == "selftest" ? "  3  the model ran, and some facts did not match (each is listed)\n" : "";
+}
 
 // Every command and its options. The parser accepts exactly the options listed here, so a command's --help
 // and what it takes cannot drift apart.
@@ -220,6 +227,9 @@ const std::vector<command_doc>& command_docs() {
             {"info", "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
              {"[--model PATH] [--matmul K]"},
              {model, tokenizer, matmul, weights}},
+            {"selftest", "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
+             {"--model DIR [--json FILE]"},
+             {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
         };
     }();
     return docs;
@@ -266,7 +276,7 @@ std::string command_help(const command_doc& c) {
     };
     for (const option_doc& o : c.options) add("--" + o.name + (o.arg.empty() ? "" : " " + o.arg), o.help);
     add("--help", "this help");
-    return out + "\n" + exit_codes_text;
+    return out + "\n" + exit_codes_text + exit_note(c.name);
 }
 
 // Bad usage is bad input: exit code 2, like gb::error.
@@ -1032,6 +1042,24 @@ int cmd_make_random(const args& a) {
     return 0;
 }
 
+// Exit 3 when some fact does not match: a script can tell a broken conversion from a broken command.
+int cmd_selftest(const args& a) {
+    gb::model m = open_model(a);
+    const gb::selftest_result r = gb::gpt2_selftest(m);
+    nlohmann::json facts = nlohmann::json::array();
+    for (const gb::selftest_fact& f : r.facts) {
+        std::printf("%s  %s\n      expected %s, got %s\n", f.matched ? "ok  " : "FAIL", f.name.c_str(), f.expected.c_str(),
+                    f.got.c_str());
+        facts.push_back({{"fact", f.name}, {"expected", f.expected}, {"got", f.got}, {"matched", f.matched}});
+    }
+    const int n = (int)r.facts.size();
+    std::printf("%d of %d facts match%s\n", r.matched(), n,
+                r.matched() == n ? ": this is GPT-2 small, loaded and run as published"
+                                 : ": not the published GPT-2 small (other weights, or a broken conversion)");
+    write_outputs(a, nlohmann::json{{"model", gb::model_json(m)}, {"facts", facts}, {"matched", r.matched()}, {"of", n}}, nullptr);
+    return r.matched() == n ? 0 : 3;
+}
+
 int cmd_info(const args& a) {
     gb::model m = open_model(a);
     nlohmann::json j = gb::model_json(m);
@@ -1085,6 +1113,7 @@ int main(int argc, char** argv) {
         if (a.command == "bench") return cmd_bench(a);
         if (a.command == "make-random") return cmd_make_random(a);
         if (a.command == "info") return cmd_info(a);
+        if (a.command == "selftest") return cmd_selftest(a);
         throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());
