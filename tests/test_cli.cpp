@@ -273,7 +273,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("make-random --out /tmp/x --model y", "make-random does not take --model");
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
     refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, bench, "
-                                     "make-random, info, selftest)");
+                                     "make-random, info, learn, selftest)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
     refused("patch " + M() + " --prompt x --ablate no-residual", "patch does not take --ablate");
@@ -698,6 +698,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"make-random", {"--out DIR", "--arch gpt2|llama", "--kv-heads-n H", "--rope-theta X"}},
         {"info", {"--model PATH", "--matmul K"}},
         {"selftest", {"--model PATH", "--json FILE"}},
+        {"learn", {"--prompt TEXT", "--token I", "--layer L", "--head H"}},
     };
     for (const auto& [cmd, options] : some_options) {
         command_result r = cli(cmd + " --help");

@@ -19,6 +19,7 @@
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
 #include "analysis/compare.h"
+#include "analysis/learn.h"
 #include "analysis/selftest.h"
 #include "forward.h"
 #include "generate.h"
@@ -73,6 +74,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
                --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
   info         [--model PATH] [--matmul K]
+  learn        --prompt TEXT [--token I] [--layer L] [--head H] [--json FILE]   the model step by step
   selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
 
 Options of several commands:
@@ -227,6 +229,13 @@ const std::vector<command_doc>& command_docs() {
             {"info", "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
              {"[--model PATH] [--matmul K]"},
              {model, tokenizer, matmul, weights}},
+            {"learn", "a walk through the model on your prompt: each step's formula, shapes and this token's numbers",
+             {"--prompt TEXT [--token I] [--layer L] [--head H] [--model PATH] [options]"},
+             {model, tokenizer, prompt, bos,
+              {"token", "I", "the position whose numbers are shown (default: the last)"},
+              {"layer", "L", "the block walked through (default 0)"},
+              {"head", "H", "the attention head shown (default 0)"},
+              {"json", "FILE", "also write the steps and the parameter derivation as JSON"}, matmul, weights}},
             {"selftest", "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
              {"--model DIR [--json FILE]"},
              {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
@@ -1042,6 +1051,50 @@ int cmd_make_random(const args& a) {
     return 0;
 }
 
+int cmd_learn(const args& a) {
+    gb::model m = open_model(a);
+    const std::vector<int> ids = analysis_prompt(m, a);
+    const int T = (int)ids.size(), L = m.config.n_layer;
+    const int token = (int)parse_int(a.get("token", std::to_string(T - 1)), "--token", 0, T - 1);
+    const int layer = (int)parse_int(a.get("layer", "0"), "--layer", 0, L - 1);
+    const int head = (int)parse_int(a.get("head", "0"), "--head", 0, m.config.n_head - 1);
+    gb::forward_options opt;
+    opt.keep = gb::learn_keep(L, layer);
+    gb::record r;
+    gb::run_forward(r, m, ids, {}, opt);
+    const gb::learn_walk w = gb::walk_through(m, r, token, layer, head);
+    std::printf("token %d \"%s\", layer %d, head %d of %s\n\n", token, visible(w.pieces[token]).c_str(), layer, head,
+                m.config.model_type.c_str());
+    nlohmann::json steps = nlohmann::json::array();
+    for (size_t i = 0; i < w.steps.size(); i++) {
+        const gb::learn_step& st = w.steps[i];
+        std::printf("%2zu. %s\n    %s\n    shape %s\n", i + 1, st.title.c_str(), st.formula.c_str(), st.shape.c_str());
+        if (!st.values.empty()) {
+            std::printf("    ");
+            for (size_t v = 0; v < st.values.size(); v++) {
+                if (st.labels.empty()) std::printf("%s%.4g", v ? " " : "", st.values[v]);
+                else std::printf("%s\"%s\" %.4g", v ? ", " : "", visible(st.labels[v]).c_str(), st.values[v]);
+            }
+            if (st.labels.empty() && st.width > (int)st.values.size()) std::printf(" ... (%d values)", st.width);
+            if (st.norm >= 0) std::printf("   |x| = %.4g", st.norm);
+            std::printf("\n");
+        }
+        if (!st.note.empty()) std::printf("    %s\n", st.note.c_str());
+        steps.push_back({{"title", st.title}, {"formula", st.formula}, {"shape", st.shape}, {"note", st.note},
+                         {"panel", st.panel}, {"values", st.values}, {"labels", st.labels}, {"width", st.width},
+                         {"norm", st.norm >= 0 ? nlohmann::json(st.norm) : nlohmann::json()}});
+    }
+    std::printf("\nParameters:\n");
+    nlohmann::json params = nlohmann::json::array();
+    for (const gb::param_line& p : gb::param_derivation(m)) {
+        std::printf("  %-18s %14lld   %s\n", p.what.c_str(), (long long)p.count, p.formula.c_str());
+        params.push_back({{"what", p.what}, {"formula", p.formula}, {"count", p.count}});
+    }
+    write_outputs(a, nlohmann::json{{"token", token}, {"layer", layer}, {"head", head}, {"tokens", w.pieces},
+                                    {"merges", w.merges}, {"steps", steps}, {"params", params}}, nullptr);
+    return 0;
+}
+
 // Exit 3 when some fact does not match: a script can tell a broken conversion from a broken command.
 int cmd_selftest(const args& a) {
     gb::model m = open_model(a);
@@ -1114,6 +1167,7 @@ int main(int argc, char** argv) {
         if (a.command == "make-random") return cmd_make_random(a);
         if (a.command == "info") return cmd_info(a);
         if (a.command == "selftest") return cmd_selftest(a);
+        if (a.command == "learn") return cmd_learn(a);
         throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());

@@ -1,0 +1,269 @@
+// Learn mode's walk and parameter derivation (learn.h): formulas from the architecture table, shapes from the
+// config, numbers from the run.
+#include "learn.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "error.h"
+#include "ops.h"
+
+namespace gb {
+
+namespace {
+
+std::string dims(std::initializer_list<std::pair<const char*, int64_t>> d) {
+    std::string names = "[", values = "[";
+    bool first = true;
+    for (auto [n, v] : d) {
+        names += (first ? "" : ", ") + std::string(n);
+        values += (first ? "" : ", ") + std::to_string(v);
+        first = false;
+    }
+    return names + "] = " + values + "]";
+}
+
+// A step showing one vector of the token: its first 8 values and its norm
+learn_step vector_step(const char* title, std::string formula, std::string shape, const float* x, int width,
+                       const char* panel) {
+    learn_step s;
+    s.title = title, s.formula = std::move(formula), s.shape = std::move(shape), s.panel = panel;
+    s.width = width;
+    s.values.assign(x, x + std::min(width, 8));
+    double sq = 0;
+    for (int i = 0; i < width; i++) sq += (double)x[i] * x[i];
+    s.norm = std::sqrt(sq);
+    return s;
+}
+
+const float* need(const record& r, hook_point p, int layer, int row) {
+    const float* x = r.get(p, layer);
+    if (!x) throw error("the walk needs " + hook_label(p, layer) + ", which this run did not keep");
+    return x + (size_t)row * r.layer_floats(p) / r.n_tokens;
+}
+
+// The merge that made a byte-level BPE token: the pair (left, right) of vocabulary entries whose
+// concatenation it is, lowest rank first; "" for single bytes and other tokenizers.
+std::string last_merge(const tokenizer& tok, int id) {
+    if (tok.kind != TOK_BYTE_BPE || id < 0 || id >= (int)tok.vocab.size()) return "";
+    const std::string& s = tok.vocab[id];
+    int best = -1;
+    size_t cut = 0;
+    for (size_t k = 1; k < s.size(); k++) {
+        if (((unsigned char)s[k] & 0xC0) == 0x80) continue; // inside a character
+        auto it = tok.merge_rank.find(s.substr(0, k) + " " + s.substr(k));
+        if (it != tok.merge_rank.end() && (best < 0 || it->second < best)) best = it->second, cut = k;
+    }
+    if (best < 0) return "";
+    auto part = [&](const std::string& v) {
+        auto it = tok.ids.find(v);
+        return "\u2018" + (it == tok.ids.end() ? v : token_text(tok, it->second)) + "\u2019";
+    };
+    return part(s.substr(0, cut)) + " + " + part(s.substr(cut)) + " (merge " + std::to_string(best) + ")";
+}
+
+} // namespace
+
+record_request learn_keep(int n_layer, int layer) {
+    record_request rq;
+    rq.points = 0;
+    for (hook_point p : {HOOK_ATTN_IN, HOOK_Q, HOOK_K, HOOK_V, HOOK_PATTERN, HOOK_Z, HOOK_ATTN_OUT, HOOK_MLP_IN,
+                         HOOK_MLP_POST, HOOK_ROUTER, HOOK_MLP_OUT})
+        rq.points |= hook_bit(p);
+    rq.resid_stream = true;
+    rq.layers.assign(n_layer, 0);
+    if (layer >= 0 && layer < n_layer) rq.layers[layer] = 1;
+    return rq;
+}
+
+learn_walk walk_through(const model& m, const record& r, int token, int layer, int head) {
+    const model_config& c = m.config;
+    const arch_info& arch = arch_table(c.arch);
+    const int T = r.n_tokens, L = c.n_layer, H = c.n_head, KV = c.n_kv_head, d = c.d_model, dh = c.d_head, V = c.vocab_size;
+    if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
+    if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
+    if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
+    learn_walk w;
+    w.token = token, w.layer = layer, w.head = head;
+    w.pieces = r.pieces;
+    for (int id : r.tokens) w.merges.push_back(last_merge(m.tok, id));
+    const bool rms = arch.norm == NORM_RMSNORM, rope = arch.pos == POS_ROPE;
+    const std::string norm_f = rms ? "RMSNorm(x) = x / sqrt(mean(x²) + ε) ⊙ g" : "LayerNorm(x) = (x − mean) / sqrt(var + ε) ⊙ g + b";
+    const std::string L_ = "L" + std::to_string(layer);
+
+    // ---- text and embeddings ----
+    learn_step tok;
+    tok.title = "Text → tokens";
+    tok.formula = m.tok.kind == TOK_BYTE_BPE ? "bytes, split by a regex, then merged pair by pair in rank order (BPE)"
+                                             : "SentencePiece-style BPE: pieces merged by score";
+    tok.shape = dims({{"T", T}});
+    tok.note = "token " + std::to_string(token) + " is id " + std::to_string(r.tokens[token]) +
+               (w.merges[token].empty() ? "" : ", made by the merge " + w.merges[token]);
+    tok.panel = "Prompt";
+    w.steps.push_back(tok);
+    const float* x0 = r.resid(0);
+    if (!x0) throw error("the walk needs the residual stream, which this run did not keep");
+    learn_step emb = vector_step("Embedding lookup",
+                                 std::string(arch.embed_scale ? "x = √d · E[id]" : "x = E[id]") +
+                                     (arch.pos == POS_LEARNED ? " + P[position]" : ""),
+                                 dims({{"T", T}, {"d", d}}), x0 + (size_t)token * d, d, "Residual stream");
+    emb.note = arch.pos == POS_LEARNED ? "a learned table adds the position"
+                                       : "no position is added here: RoPE rotates q and k by the position inside attention";
+    w.steps.push_back(emb);
+
+    // ---- the chosen block ----
+    if (arch.pre_norm)
+        w.steps.push_back(vector_step((L_ + " norm before attention").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
+                                      need(r, HOOK_ATTN_IN, layer, token), d, "Residual stream"));
+    const int g = head / (H / KV); // the key/value head this query head reads
+    const float* q = need(r, HOOK_Q, layer, token) + (size_t)head * dh;
+    learn_step qs = vector_step("Query of the head", "q = x W_Q" + std::string(c.qkv_bias ? " + b_Q" : ""),
+                                dims({{"T", T}, {"H", H}, {"d_head", dh}}), q, dh, "Attention heads");
+    qs.title = "Q, K, V: the query of head " + std::to_string(head);
+    qs.note = std::string(rope ? "after RoPE rotated it by the position; " : "") + "K and V are " +
+              dims({{"T", T}, {"KV", KV}, {"d_head", dh}}) +
+              (KV < H ? ": " + std::to_string(H / KV) + " query heads share each key/value head (grouped-query)" : "");
+    w.steps.push_back(qs);
+
+    // scores of the token's query against every key it may see, in double, as the attention computes them
+    const float* k = r.get(HOOK_K, layer);
+    if (!k) throw error("the walk needs " + hook_label(HOOK_K, layer) + ", which this run did not keep");
+    const int kv_w = KV * dh;
+    const double scale = c.attn_scale > 0 ? c.attn_scale : 1.0 / std::sqrt((double)dh);
+    const int first = r.first_key(layer, token);
+    const int j0 = std::max(first, token - 15); // at most the 16 nearest keys are listed
+    learn_step sc;
+    sc.title = "Scores";
+    sc.formula = "s_j = q · k_j " + std::string(c.attn_scale > 0 ? "× scale" : "/ √d_head") +
+                 (c.attn_softcap > 0 ? ", then cap · tanh(s / cap)" : "");
+    sc.shape = dims({{"H", H}, {"T", T}, {"T", T}});
+    sc.panel = "Head";
+    sc.width = token - first + 1;
+    for (int j = j0; j <= token; j++) {
+        double s = 0;
+        for (int i = 0; i < dh; i++) s += (double)q[i] * k[(size_t)j * kv_w + (size_t)g * dh + i];
+        s *= scale;
+        if (c.attn_softcap > 0) s = c.attn_softcap * std::tanh(s / c.attn_softcap);
+        sc.values.push_back((float)s);
+        sc.labels.push_back(r.pieces[j]);
+    }
+    w.steps.push_back(sc);
+    learn_step mask;
+    mask.title = "Causal mask";
+    mask.formula = "s_j = −∞ for keys j after the token" + std::string(first > 0 ? " and before its window" : "");
+    mask.shape = dims({{"T", T}, {"T", T}});
+    mask.note = "token " + std::to_string(token) + " sees keys " + std::to_string(first) + ".." + std::to_string(token) +
+                (c.window_at(layer) > 0 ? " (a sliding window of " + std::to_string(c.window_at(layer)) + ")" : "");
+    mask.panel = "Head (grey cells)";
+    w.steps.push_back(mask);
+    const float* p = r.head(layer, head);
+    if (!p) throw error("the walk needs the pattern of " + L_ + ", which this run did not keep");
+    learn_step sm;
+    sm.title = "Softmax";
+    sm.formula = "p_j = exp(s_j) / Σ exp(s_i)";
+    sm.shape = dims({{"H", H}, {"T", T}, {"T", T}});
+    sm.panel = "Head";
+    sm.width = token - first + 1;
+    for (int j = j0; j <= token; j++) {
+        sm.values.push_back(p[(size_t)token * T + j]);
+        sm.labels.push_back(r.pieces[j]);
+    }
+    w.steps.push_back(sm);
+    w.steps.push_back(vector_step("Weighted values", "z = Σ_j p_j v_j", dims({{"T", T}, {"H", H}, {"d_head", dh}}),
+                                  need(r, HOOK_Z, layer, token) + (size_t)head * dh, dh, "Head"));
+    learn_step o = vector_step("Output projection", "attn_out = concat_h(z_h) W_O" + std::string(c.qkv_bias && c.mlp_bias ? " + b_O" : ""),
+                               dims({{"T", T}, {"d", d}}), need(r, HOOK_ATTN_OUT, layer, token), d, "Attribution");
+    if (arch.post_norm) o.note = "then normed (" + std::string(arch.name) + " norms each sublayer's output)";
+    w.steps.push_back(o);
+    w.steps.push_back(vector_step("Residual add", c.parallel ? "x + attn_out (the MLP reads x itself: a parallel block)" : "x ← x + attn_out",
+                                  dims({{"T", T}, {"d", d}}), r.resid(2 * layer + 1) + (size_t)token * d, d, "Residual stream"));
+    if (arch.pre_norm)
+        w.steps.push_back(vector_step((L_ + " norm before the MLP").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
+                                      need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
+    if (c.n_expert > 0) {
+        learn_step rt = vector_step("Router", "weights = top-" + std::to_string(c.n_expert_used) + " of softmax(x W_router)",
+                                    dims({{"T", T}, {"E", c.n_expert}}), need(r, HOOK_ROUTER, layer, token), c.n_expert, "Experts");
+        rt.norm = -1;
+        rt.values.assign(need(r, HOOK_ROUTER, layer, token), need(r, HOOK_ROUTER, layer, token) + c.n_expert);
+        w.steps.push_back(rt);
+    } else {
+        const char* act = arch.mlp == MLP_SWIGLU ? "h = silu(x W_gate) ⊙ (x W_up)"
+                          : arch.mlp == MLP_GEGLU ? "h = gelu(x W_gate) ⊙ (x W_up)"
+                          : arch.mlp == MLP_GELU_ERF ? "h = GELU(x W_up + b) (exact erf form)"
+                                                     : "h = GELU(x W_up + b) (tanh form)";
+        learn_step mh = vector_step("MLP hidden", act, dims({{"T", T}, {"d_ff", c.d_ff}}), need(r, HOOK_MLP_POST, layer, token),
+                                    c.d_ff, "Residual stream");
+        mh.norm = -1; // not the stream
+        mh.note = "d → d_ff = " + std::to_string(d) + " → " + std::to_string(c.d_ff);
+        w.steps.push_back(mh);
+    }
+    w.steps.push_back(vector_step("MLP output", "mlp_out = h W_down" + std::string(c.mlp_bias ? " + b" : ""), dims({{"T", T}, {"d", d}}),
+                                  need(r, HOOK_MLP_OUT, layer, token), d, "Attribution"));
+    w.steps.push_back(vector_step("Residual add", "x ← x + mlp_out", dims({{"T", T}, {"d", d}}),
+                                  r.resid(2 * layer + 2) + (size_t)token * d, d, "Residual stream"));
+
+    // ---- after the last block: final norm, unembedding, softmax ----
+    const float* xl = r.resid(2 * L) + (size_t)token * d;
+    std::vector<float> xn(d), logits(V);
+    norm_forward(xn.data(), xl, &m.weights.normf_g, &m.weights.normf_b, arch.norm, c.norm_eps, 1, d);
+    learn_step fn = vector_step("Final norm", norm_f, dims({{"T", T}, {"d", d}}), xn.data(), d, "Logit lens");
+    fn.note = "after all " + std::to_string(L) + " blocks";
+    w.steps.push_back(fn);
+    gemm_scratch gs;
+    lm_head_forward(logits.data(), xn.data(), 1, m, gs);
+    if (c.final_softcap > 0) softcap_forward(logits.data(), logits.size(), c.final_softcap);
+    std::vector<int> order(V);
+    for (int i = 0; i < V; i++) order[i] = i;
+    std::partial_sort(order.begin(), order.begin() + std::min(5, V), order.end(),
+                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    learn_step un;
+    un.title = "Unembedding";
+    un.formula = c.tied_lm_head ? "logits = x Eᵀ (the embedding, tied)" : "logits = x W_U";
+    un.shape = dims({{"T", T}, {"V", V}});
+    un.panel = "Next token";
+    un.width = V;
+    double mx = logits[order[0]], sum = 0;
+    for (float v : logits) sum += std::exp((double)v - mx);
+    learn_step pr;
+    pr.title = "Softmax → next token";
+    pr.formula = "P(next = v) = exp(logit_v) / Σ exp(logit_u)";
+    pr.shape = dims({{"T", T}, {"V", V}});
+    pr.panel = "Next token";
+    pr.width = V;
+    for (int i = 0; i < std::min(5, V); i++) {
+        un.values.push_back(logits[order[i]]);
+        un.labels.push_back(token_text(m.tok, order[i]));
+        pr.values.push_back((float)(std::exp((double)logits[order[i]] - mx) / sum));
+        pr.labels.push_back(token_text(m.tok, order[i]));
+    }
+    if (c.final_softcap > 0) un.note = "then cap · tanh(logit / cap), cap " + std::to_string((int)c.final_softcap);
+    w.steps.push_back(un);
+    w.steps.push_back(pr);
+    return w;
+}
+
+std::vector<param_line> param_derivation(const model& m) {
+    const model_config& c = m.config;
+    const arch_info& arch = arch_table(c.arch);
+    const param_counts p = count_params(m);
+    const int64_t V = c.vocab_size, d = c.d_model, L = c.n_layer, H = c.n_head, KV = c.n_kv_head;
+    std::vector<param_line> out;
+    out.push_back({"textbook estimate", "V·d + 12·L·d²  (embeddings; per layer 4d² attention + 8d² MLP with d_ff = 4d)",
+                   V * d + 12 * L * d * d});
+    out.push_back({"embeddings", std::string("V·d") + (arch.pos == POS_LEARNED ? " + n_ctx·d (positions)" : "") +
+                                     (c.tied_lm_head ? "" : " + V·d (untied output head)"),
+                   p.embeddings});
+    std::string att = "L·(d·(H + 2·KV)·d_head + H·d_head·d)";
+    if (KV < H) att += "  (grouped-query: K and V have " + std::to_string(KV) + " heads, not " + std::to_string(H) + ")";
+    if (c.qkv_bias) att += " + biases";
+    out.push_back({"attention", att, p.attention});
+    std::string mlp = c.n_expert > 0 ? "L·(d·E + E·3·d·d_ff_expert" + std::string(c.d_ff_shared > 0 ? " + 3·d·d_ff_shared + d" : "") + ")"
+                      : arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU ? "L·3·d·d_ff  (gated: W_gate, W_up, W_down)"
+                                                                       : "L·2·d·d_ff + biases";
+    out.push_back({"MLP", mlp, p.mlp});
+    out.push_back({"norms", arch.norm == NORM_RMSNORM ? "gains only (RMSNorm)" : "gain and bias per LayerNorm", p.norms});
+    out.push_back({"total", "the sum", p.total()});
+    return out;
+}
+
+} // namespace gb
