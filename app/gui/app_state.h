@@ -122,6 +122,8 @@ enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR
 inline gb::head_score_kind colour_score(colour_mode m) { return (gb::head_score_kind)(m - 1); } // m != PATTERN
 const char* colour_name(colour_mode m);      // "pattern", "prev_token", ... (sessions, scripts)
 const char* colour_label(colour_mode m);     // "previous-token", ... (the combo)
+// One-click demonstrations (demos.h): a prompt, a view and a selection chosen by the loaded model's own scores.
+enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_COUNT };
 
 // Each output keeps the inputs it was computed from (`key`, and the run it read), so a panel can keep showing
 // it while a newer one is computed.
@@ -212,6 +214,11 @@ struct app_state {
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
     uint64_t induction_seed = 1;
+    // the demonstration shown (demos.h): its prompt, and the caption saying what to look at
+    demo_kind demo = DEMO_NONE;
+    bool demo_waiting = false;       // its run has not arrived yet: the head and caption come with it
+    std::string demo_prompt;         // the prompt it set (editing the prompt ends the demo)
+    std::string demo_caption;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one

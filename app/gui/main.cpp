@@ -24,6 +24,7 @@
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 
+#include "demos.h"
 #include "error.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "gemm.h"
@@ -422,6 +423,7 @@ static void print_state(const app_state& s, const ui_context& ui) {
     for (const std::string& e : ui.typed_error)
         if (!e.empty()) j["token_errors"].push_back(e);
     j["colour_by"] = colour_name(s.colour_by);
+    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting}};
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
@@ -598,6 +600,19 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
                 return true;
             }
         throw gb::error("script: unknown tab " + arg);
+    }
+    if (cmd == "demo") { // induction | prev-token | lens | ioi, as the Prompt panel's Demos combo (once a model is loaded)
+        if (!s.model) {
+            if (++sc.wait_frames > 6000) throw gb::error("script: demo: no model loaded");
+            return false;
+        }
+        sc.wait_frames = 0;
+        for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++)
+            if (arg == demo_name((demo_kind)d)) {
+                start_demo(s, (demo_kind)d);
+                return true;
+            }
+        throw gb::error("script: unknown demo " + arg + " (induction, prev-token, lens, ioi)");
     }
     if (cmd == "colour-by") { // as the grid's combo
         for (int m = 0; m < COLOUR_COUNT; m++)
@@ -977,6 +992,7 @@ int main(int argc, char** argv) {
                 }
                 s.selection_pinned = false;
             }
+            update_demo(s); // a demo's head and caption, once its run is shown
             // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
             const bool analyses_done = schedule_analyses(s, ui);
             // glyphs the shown text needs: prompt, tokens, top-k tokens, continuation, analyses' tokens
@@ -1000,7 +1016,7 @@ int main(int argc, char** argv) {
             glfwGetFramebufferSize(win, &fb_w, &fb_h);
             bool settled = s.model && s.result && !s.busy && !s.loading && work.idle() && key == ui.run_requested &&
                            !s.next_pixels && s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels &&
-                           analyses_done && s.tab == ui.tab_shown;
+                           analyses_done && s.tab == ui.tab_shown && !s.demo_waiting;
             if (!script.done()) {
                 try {
                     if (script_step(script, s, ui, settled, fb_w, fb_h)) script.next++;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "demos.h"
 #include "ui.h"
 
 namespace gbui {
@@ -91,6 +92,39 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
     }
 }
 
+// The Demos combo: one click sets a prompt, the view and the selection for a classic finding.
+static void demo_combo(app_state& s, ui_context& ui, float w) {
+    ImGui::SetNextItemWidth(w);
+    if (!s.model) ImGui::BeginDisabled();
+    const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
+    remember_item(ui, "demos");
+    if (ImGui::IsItemHovered() && !open)
+        ImGui::SetTooltip("One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+    if (open) {
+        for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
+            if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
+                start_demo(s, (demo_kind)d);
+                ui.prompt_editing = false;
+            }
+            remember_item(ui, std::string("demo ") + demo_name((demo_kind)d));
+        }
+        ImGui::EndCombo();
+    }
+    if (!s.model) ImGui::EndDisabled();
+}
+
+// The active demo's caption (what to look at), with a button to end it.
+static void demo_caption(app_state& s, ui_context& ui) {
+    if (s.demo == DEMO_NONE) return;
+    ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x - 60);
+    ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1), "Demo, %s: %s", demo_label(s.demo), s.demo_caption.c_str());
+    ImGui::PopTextWrapPos();
+    remember_item(ui, "demo caption");
+    ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - 50);
+    if (ImGui::SmallButton("end##demo")) s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+    remember_item(ui, "end demo");
+}
+
 void panel_prompt(app_state& s, ui_context& ui) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
@@ -117,8 +151,10 @@ void panel_prompt(app_state& s, ui_context& ui) {
     else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
         ImGui::TextDisabled("%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
     else if (s.result) ImGui::TextDisabled("%d tokens", s.result->cap().n_tokens);
+    demo_combo(s, ui, side_w - st.ItemSpacing.x);
     ImGui::EndGroup();
     if (!status_on_title) computed_line(s, ui, -1);
+    demo_caption(s, ui);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
     float fixed_h = ImGui::GetCursorPosY() - top;
     if (!s.result) {

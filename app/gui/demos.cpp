@@ -1,0 +1,160 @@
+// One-click demonstrations (demos.h).
+#include "demos.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "ui.h"
+
+namespace gbui {
+
+const char* demo_name(demo_kind d) {
+    static const char* names[DEMO_COUNT] = {"", "induction", "prev-token", "lens", "ioi"};
+    return names[d];
+}
+
+const char* demo_label(demo_kind d) {
+    static const char* labels[DEMO_COUNT] = {"(none)", "Induction head", "Previous-token head", "Logit lens",
+                                             "Indirect object"};
+    return labels[d];
+}
+
+static const int induction_demo_n = 20; // random tokens, repeated once: short enough to read in the token strip
+
+// The single token that text encodes to, or -1.
+static int single_token(const gb::model& m, const std::string& text) {
+    std::vector<int> ids = gb::encode(m.tok, text);
+    return ids.size() == 1 ? ids[0] : -1;
+}
+
+void start_demo(app_state& s, demo_kind d) {
+    const gb::model& m = *s.model;
+    s.demo = d;
+    s.demo_waiting = true;
+    s.demo_caption = "running the demo...";
+    s.sel_token = -1;
+    s.gen_step = 0, s.gen_follow = false;
+    s.induction_test = false; // the grid's scores are the demo prompt's
+    s.colour_by = COLOUR_PATTERN;
+    s.tab = TAB_HEAD;
+    switch (d) {
+    case DEMO_INDUCTION: {
+        // the induction test's prompt as text: random tokens, then the same tokens again
+        // (tokens that are whole UTF-8 text without control characters, so that the prompt is text one can read and edit)
+        const int n = std::max(2, std::min(induction_demo_n, m.config.n_ctx / 2 - 1));
+        std::vector<int> pool = gb::repeated_random_tokens(m.tok, m.config.vocab_size, 8 * n, s.induction_seed, false);
+        std::vector<int> ids;
+        for (int i = 0; i < 8 * n && (int)ids.size() < n; i++) {
+            const std::string b = gb::token_bytes(m.tok, pool[i]);
+            bool plain = !b.empty() && b == gb::token_text(m.tok, pool[i]) && b.find("\xEF\xBF\xBD") == std::string::npos;
+            for (unsigned char c : b) plain = plain && c >= 0x20 && c != 0x7f; // no control characters
+            if (plain) ids.push_back(pool[i]);
+        }
+        const std::string half = gb::decode(m.tok, ids);
+        s.prompt = half + half;
+        s.colour_by = COLOUR_INDUCTION;
+        break;
+    }
+    case DEMO_PREV_TOKEN:
+        s.prompt = "The quick brown fox jumps over the lazy dog because it was hungry";
+        s.colour_by = COLOUR_PREV_TOKEN;
+        break;
+    case DEMO_LENS:
+        s.prompt = "The Eiffel Tower is in the city of";
+        s.tab = TAB_LENS;
+        s.lens_target = -1;
+        break;
+    case DEMO_IOI:
+        s.prompt = "When Mary and John went to the store, John gave a drink to";
+        s.tab = TAB_ATTRIBUTION;
+        s.attr_target = single_token(m, " Mary"), s.attr_contrast = single_token(m, " John");
+        if (s.attr_target < 0 || s.attr_contrast < 0) s.attr_target = s.attr_contrast = -1; // the top-2 instead
+        break;
+    default:
+        s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+        return;
+    }
+    s.demo_prompt = s.prompt;
+}
+
+// The head with the largest finite score of kind k (layer -1 when none is finite).
+static void best_head(const gb::head_scores& sc, gb::head_score_kind k, int* layer, int* head, float* value) {
+    *layer = *head = -1, *value = NAN;
+    const std::vector<float>& v = sc.score[k];
+    for (size_t i = 0; i < v.size(); i++)
+        if (std::isfinite(v[i]) && (*layer < 0 || v[i] > *value))
+            *layer = (int)i / sc.n_head, *head = (int)i % sc.n_head, *value = v[i];
+}
+
+static std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+static std::string fmt(const char* f, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+// The caption of a head demo: the chosen head, or that the model has none above `clear`.
+static std::string head_caption(app_state& s, gb::head_score_kind k, float clear, const char* what, const char* look) {
+    int l, h;
+    float v;
+    best_head(s.result->scores, k, &l, &h, &v);
+    if (l < 0) return fmt("no %s score on this prompt (no layer's pattern was kept)", what);
+    s.sel_layer = l, s.sel_head = h;
+    if (v < clear)
+        return fmt("This model has no clear %s head (best L%dH%d %.2f): the grid stays dark; compare a trained model.",
+                   what, l, h, v);
+    return fmt("%s Strongest here: L%dH%d (score %.2f), open in the Head tab.", look, l, h, v);
+}
+
+void update_demo(app_state& s) {
+    if (s.demo == DEMO_NONE) return;
+    if (s.prompt != s.demo_prompt || !s.model) { // edited: the caption no longer describes what is shown
+        s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+        return;
+    }
+    if (!s.demo_waiting || !s.result || !result_is_current(s)) return;
+    s.demo_waiting = false;
+    const gb::tokenizer& tok = s.model->tok;
+    switch (s.demo) {
+    case DEMO_INDUCTION:
+        s.demo_caption = head_caption(
+            s, gb::SCORE_INDUCTION, 0.1f, "induction",
+            "The second half repeats the first: an induction head looks from each repeated token to the one that "
+            "followed its earlier copy (a stripe below the diagonal).");
+        break;
+    case DEMO_PREV_TOKEN:
+        s.demo_caption = head_caption(
+            s, gb::SCORE_PREV_TOKEN, 0.3f, "previous-token",
+            "A previous-token head sends each token's attention to the token just before it (the line under the "
+            "diagonal).");
+        break;
+    case DEMO_LENS: {
+        const std::string top = s.result->top.empty() ? "?" : quoted(tok, s.result->top[0].id);
+        s.demo_caption = "Each row decodes the residual stream after one layer as if it were the last. The model's "
+                         "final guess is " + top + ": find the layer where it first becomes the top token at the last "
+                         "position.";
+        break;
+    }
+    case DEMO_IOI: {
+        int t = -1, c = -1;
+        attribution_tokens(s, &t, &c);
+        if (s.attr_target >= 0)
+            s.demo_caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
+                             "? Each bar is a head's direct share of that logit difference; the largest are the "
+                             "name movers, which copy the indirect object.";
+        else
+            s.demo_caption = "' Mary' or ' John' is not one token in this model, so this shows its own top-2, " +
+                             quoted(tok, t) + " over " + quoted(tok, c) + ": each bar is a head's direct share of "
+                             "that logit difference.";
+        break;
+    }
+    default: break;
+    }
+}
+
+} // namespace gbui

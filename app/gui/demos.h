@@ -1,0 +1,18 @@
+// One-click demonstrations for teaching: each sets the prompt, the view (tab, grid colouring) and the selection,
+// and writes a caption saying what to look at. Heads are chosen by the loaded model's own head scores on the
+// demo's prompt, once its run has arrived; the caption says so when the model shows no such head.
+#pragma once
+#include "app_state.h"
+
+namespace gbui {
+
+const char* demo_name(demo_kind d);  // "induction", "prev-token", "lens", "ioi" (scripts, print); "" for none
+const char* demo_label(demo_kind d); // "Induction head", ... (the Demos combo)
+// Sets the demo's inputs on s (s.model must be loaded): prompt, tab, colouring, target tokens. The head and the
+// caption follow in update_demo once the run of that prompt is shown.
+void start_demo(app_state& s, demo_kind d);
+// Once per frame on the UI thread (cheap: one pass over [L][H] scores): picks the head and writes the caption when
+// the demo's run is shown; ends the demo when the prompt was edited or the model changed.
+void update_demo(app_state& s);
+
+} // namespace gbui
