@@ -8,38 +8,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app_script.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
 namespace {
 
-const std::string app = std::string(GLASSBOX_BINARY_DIR) + "/glassbox";
 const std::string cli = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli";
 
-bool have_app() { return std::ifstream(app).good(); }
-
-std::string sq(const std::string& s) { // s in single quotes for the shell
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-// Runs the app under Xvfb with a script (settings kept out of the user's home); returns the states it printed.
-std::vector<nlohmann::json> run_script(const std::string& args, const std::string& script, int* rc) {
-    static int n = 0;
-    setenv("XDG_CONFIG_HOME", test_temp_dir("demo_xdg_unused").c_str(), 1);
-    unsetenv("GLASSBOX_CONFIG_DIR");
-    std::string path = test_temp_dir("demo_steps") + "/script" + std::to_string(n++) + ".txt";
-    std::ofstream(path) << script;
-    command_result r = run_command("xvfb-run -a -s '-screen 0 1600x1000x24' " + sq(app) + " --size 1600x1000 " + args +
-                                   " --script " + sq(path));
-    if (!r.err.empty()) std::fprintf(stderr, "%s", r.err.c_str());
-    *rc = r.code;
-    std::vector<nlohmann::json> states;
-    std::istringstream in(r.out);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty() && line[0] == '{') states.push_back(nlohmann::json::parse(line));
-    return states;
+// The demos' window size, as the screenshots in the README
+std::vector<nlohmann::json> run_demo(const std::string& args, const std::string& script, int* rc) {
+    return run_script("--size 1600x1000 " + args, script, rc);
 }
 
 const tiny_model& demo_model() {
@@ -137,7 +116,7 @@ const char* all_by_script = "demo induction\nwait\nprint\ndemo prev-token\nwait\
 TEST(Demos, EveryPresetOnTheDefaultModel) {
     ASSERT_TRUE(have_app());
     int rc = -1;
-    auto states = run_script("", all_by_script, &rc);
+    auto states = run_demo("", all_by_script, &rc);
     ASSERT_EQ(rc, 0);
     check_all(states, "");
 }
@@ -146,7 +125,7 @@ TEST(Demos, EveryPresetOnATinyModel) {
     ASSERT_TRUE(have_app());
     int rc = -1;
     const std::string m = "--model " + sq(demo_model().dir);
-    auto states = run_script(m, all_by_script, &rc);
+    auto states = run_demo(m, all_by_script, &rc);
     ASSERT_EQ(rc, 0);
     check_all(states, m);
 }
@@ -154,7 +133,7 @@ TEST(Demos, EveryPresetOnATinyModel) {
 TEST(Demos, TheDemosComboStartsOneAndEditingThePromptEndsIt) {
     ASSERT_TRUE(have_app());
     int rc = -1;
-    auto states = run_script("", "wait\nclick demos\nclick demo prev-token\nwait\nprint\n"
+    auto states = run_demo("", "wait\nclick demos\nclick demo prev-token\nwait\nprint\n"
                                  "click demos\nclick demo induction\nwait\nprint\n"
                                  "click prompt\nkey end\ntype  x\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
@@ -168,6 +147,6 @@ TEST(Demos, TheDemosComboStartsOneAndEditingThePromptEndsIt) {
 TEST(Demos, UnknownDemoIsAScriptError) {
     ASSERT_TRUE(have_app());
     int rc = -1;
-    run_script("", "demo nonsense\n", &rc);
+    run_demo("", "demo nonsense\n", &rc);
     EXPECT_EQ(rc, 1);
 }

@@ -15,6 +15,7 @@
 #include <stb_image.h>
 
 #include "analysis/head_scores.h"
+#include "app_script.h"
 #include "forward.h"
 #include "generate.h"
 #include "test_util.h"
@@ -23,32 +24,13 @@
 
 namespace {
 
-const std::string app = std::string(GLASSBOX_BINARY_DIR) + "/glassbox";
-
-bool have_app() { return std::ifstream(app).good(); }
+const std::string& app = app_path();
 
 int run(const std::string& cmd, std::string* out = nullptr) {
     command_result r = run_command(cmd);
     if (out) *out = r.out;
     if (!r.err.empty()) std::fprintf(stderr, "%s", r.err.c_str());
     return r.code;
-}
-
-// The app's settings stay out of the user's home: every run inherits XDG_CONFIG_HOME in the test's temp folder
-// and no GLASSBOX_CONFIG_DIR (a test's own env prefix may set either). Script runs remember nothing anyway
-// unless given --remember; this keeps a test that forgets that hermetic too.
-void hermetic_config() {
-    static const bool done = [] {
-        setenv("XDG_CONFIG_HOME", test_temp_dir("gui_xdg_unused").c_str(), 1);
-        unsetenv("GLASSBOX_CONFIG_DIR");
-        return true;
-    }();
-    (void)done;
-}
-
-std::string xvfb(const std::string& args) {
-    hermetic_config();
-    return "xvfb-run -a -s '-screen 0 1600x1000x24' '" + app + "' " + args;
 }
 
 // A tiny GPT-2 for the app tests, written into test_tmp/<name>.
@@ -73,30 +55,12 @@ const tiny_model& other_model() {
     return tm;
 }
 
-// Runs the app with a script; returns every line it printed as JSON (the script's "print" commands).
-std::vector<nlohmann::json> run_script(const std::string& args, const std::string& script, int* rc,
-                                       const std::string& env = "") {
-    static int n = 0;
-    std::string path = test_temp_dir("gui_steps") + "/script" + std::to_string(n++) + ".txt";
-    std::ofstream(path) << script;
-    std::string out;
-    *rc = run(env + xvfb(args + " --script '" + path + "'"), &out);
-    std::vector<nlohmann::json> states;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty() && line[0] == '{') states.push_back(nlohmann::json::parse(line));
-    return states;
-}
-
-// s in single quotes for the shell
-std::string sq(const std::string& s) { return "'" + s + "'"; }
-
 } // namespace
 
 TEST(Gui, ScreenshotModeDrawsHeatmaps) {
     ASSERT_TRUE(have_app()) << app << " was not built (needs libimgui-dev, libglfw3-dev, libepoxy-dev)";
     std::string png = test_temp_dir("gui_shot") + "/shot.png";
-    int rc = run(xvfb("--model '" + gui_model().dir + "' --prompt 'the cat sat on the mat' --select-head 1.2 "
+    int rc = run(xvfb_app("--model '" + gui_model().dir + "' --prompt 'the cat sat on the mat' --select-head 1.2 "
                       "--screenshot '" + png + "' --size 1600x1000"));
     ASSERT_EQ(rc, 0) << "the app failed (its stderr is above; xvfb-run comes from tools/setup.sh)";
     int w, h, n;
@@ -117,7 +81,7 @@ TEST(Gui, ScreenshotModeDrawsHeatmaps) {
 
 TEST(Gui, BadModelFailsWithOneLineError) {
     ASSERT_TRUE(have_app());
-    int rc = run(xvfb("--model /nonexistent/model --screenshot /tmp/never.png"));
+    int rc = run(xvfb_app("--model /nonexistent/model --screenshot /tmp/never.png"));
     EXPECT_EQ(rc, 2);
     EXPECT_EQ(run("'" + app + "' --size 3"), 2);
 }
@@ -130,7 +94,7 @@ TEST(Gui, TypingAndAblationChangeWhatIsShown) {
                                           "click No attention\nwait\nprint\n"
                                           "rclick head 0.1\nwait\nprint\n";
     std::string out;
-    int rc = run(xvfb("--model '" + gui_model().dir + "' --prompt 'the cat' --script '" + dir + "/script.txt'"), &out);
+    int rc = run(xvfb_app("--model '" + gui_model().dir + "' --prompt 'the cat' --script '" + dir + "/script.txt'"), &out);
     ASSERT_EQ(rc, 0) << out;
     std::vector<nlohmann::json> states;
     std::istringstream in(out);
@@ -151,8 +115,8 @@ TEST(Gui, GpuBackendShowsTheSamePrediction) {
     std::ofstream(dir + "/script.txt") << "wait\nprint\n";
     std::string cpu, gl;
     std::string args = "--model '" + gui_model().dir + "' --prompt 'the cat sat on' --script '" + dir + "/script.txt'";
-    ASSERT_EQ(run(xvfb(args), &cpu), 0);
-    ASSERT_EQ(run(xvfb(args + " --backend gl"), &gl), 0);
+    ASSERT_EQ(run(xvfb_app(args), &cpu), 0);
+    ASSERT_EQ(run(xvfb_app(args + " --backend gl"), &gl), 0);
     auto a = nlohmann::json::parse(cpu.substr(cpu.find('{'))), b = nlohmann::json::parse(gl.substr(gl.find('{')));
     EXPECT_EQ(a["top1"], b["top1"]);
     std::string status = b["gl"];

@@ -19,6 +19,7 @@
 #include "forward.h"
 #include "live.h"
 #include "moe.h"
+#include "app_script.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_llama.h"
@@ -692,37 +693,16 @@ TEST(MoeCli, ExpertsFlagErrorsAreOneLine) {
 // ---------------------------------------------------------------------------------------------
 // The app on MoE files: the Experts tab, expert ablation by right-click, sessions, the command line
 // ---------------------------------------------------------------------------------------------
-const std::string app = std::string(GLASSBOX_BINARY_DIR) + "/glassbox";
-
-// The app under Xvfb with a script; returns every JSON line it printed (the script's "print"). Settings stay out
-// of the user's home (as in test_gui.cpp).
-std::vector<nlohmann::json> run_app(const std::string& args, const std::string& script, int* rc) {
-    static int n = 0;
-    setenv("XDG_CONFIG_HOME", test_temp_dir("moe_gui_xdg").c_str(), 1);
-    unsetenv("GLASSBOX_CONFIG_DIR");
-    const std::string path = test_temp_dir("moe_gui_steps") + "/script" + std::to_string(n++) + ".txt";
-    std::ofstream(path) << script;
-    command_result r = run_command("xvfb-run -a -s '-screen 0 1600x1000x24' '" + app + "' " + args + " --script '" + path + "'");
-    *rc = r.code;
-    if (!r.err.empty()) std::fprintf(stderr, "%s", r.err.c_str());
-    std::vector<nlohmann::json> states;
-    std::istringstream in(r.out);
-    for (std::string line; std::getline(in, line);)
-        if (!line.empty() && line[0] == '{') states.push_back(nlohmann::json::parse(line));
-    return states;
-}
-
-bool have_app() { return std::ifstream(app).good(); }
 
 // The Experts tab exists for an MoE model only; right-clicking an expert's part of a cell ablates that expert at
 // that layer (live: from that layer's MLP on), its weight leaves the routing, the Ablations panel lists it and
 // clears it.
 TEST(MoeGui, RightClickAnExpertAblatesItAndTheAblationsPanelClearsIt) {
-    ASSERT_TRUE(have_app()) << app << " was not built";
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
     const std::string model = moe_file("qwen2_moe").hf_dir;
     int rc = 0;
     // the prompt "the cat sat" is 11 byte tokens: every column in view
-    std::vector<nlohmann::json> st = run_app("--model '" + model + "' --prompt 'the cat sat'", "wait\ntab experts\nwait\nprint\n", &rc);
+    std::vector<nlohmann::json> st = run_script("--model '" + model + "' --prompt 'the cat sat'", "wait\ntab experts\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0]["tab"], "experts");
@@ -732,7 +712,7 @@ TEST(MoeGui, RightClickAnExpertAblatesItAndTheAblationsPanelClearsIt) {
     ASSERT_EQ(ex["last_token_experts"][1].size(), 2u);
     const int e = ex["last_token_experts"][1][0], other = ex["last_token_experts"][1][1];
     const std::string seg = "expert 1.10." + std::to_string(e);
-    st = run_app("--model '" + model + "' --prompt 'the cat sat'",
+    st = run_script("--model '" + model + "' --prompt 'the cat sat'",
                  "wait\ntab experts\nwait\nrclick " + seg + "\nwait\nprint\nhover experts cell 1.10\nframes 2\n"
                  "click clear experts\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
@@ -754,7 +734,7 @@ TEST(MoeGui, RightClickAnExpertAblatesItAndTheAblationsPanelClearsIt) {
 TEST(MoeGui, DenseModelHasNoExpertsTab) {
     ASSERT_TRUE(have_app());
     int rc = 0;
-    std::vector<nlohmann::json> st = run_app("--prompt 'the cat' --experts 0.1", "wait\ntab experts\nframes 3\nprint\n", &rc);
+    std::vector<nlohmann::json> st = run_script("--prompt 'the cat' --experts 0.1", "wait\ntab experts\nframes 3\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0]["tab"], "head");
@@ -772,7 +752,7 @@ TEST(MoeGui, CommandLineSessionAndExport) {
     const std::string model = moe_file("mixtral").gguf_path;
     const std::string dir = test_temp_dir("moe_gui_session");
     int rc = 0;
-    std::vector<nlohmann::json> st = run_app("--model '" + model + "' --prompt 'the cat sat' --experts 2.1,0.3",
+    std::vector<nlohmann::json> st = run_script("--model '" + model + "' --prompt 'the cat sat' --experts 2.1,0.3",
                                              "wait\ntab experts\nwait\nprint\nsave-session " + dir + "/s.json\nexport " +
                                                  dir + "/export\n", &rc);
     ASSERT_EQ(rc, 0);
@@ -788,7 +768,7 @@ TEST(MoeGui, CommandLineSessionAndExport) {
     for (const auto& t : cap["routing"]["experts"][2])
         for (const auto& id : t) EXPECT_NE(id.get<int>(), 1) << "expert 2.1 is ablated";
     // the session reopens with its experts and tab
-    st = run_app("--session '" + dir + "/s.json'", "wait\nprint\n", &rc);
+    st = run_script("--session '" + dir + "/s.json'", "wait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0]["ablated_experts"], nlohmann::json::array({"2.1", "0.3"}));
@@ -797,7 +777,7 @@ TEST(MoeGui, CommandLineSessionAndExport) {
     // the same session with an expert the model lacks: named, nothing applied
     saved["ablation"]["experts"] = nlohmann::json::parse("[[1,7]]");
     std::ofstream(dir + "/bad.json") << saved.dump();
-    st = run_app("--session '" + dir + "/bad.json'", "wait\nprint\n", &rc);
+    st = run_script("--session '" + dir + "/bad.json'", "wait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0]["ablation"], "none");
