@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/learn.h"
+#include "app_script.h"
 #include "forward.h"
 #include "ref_models.h"
 #include "test_util.h"
@@ -141,4 +142,27 @@ TEST(Learn, CommandLinePrintsTheWalkAndWritesJson) {
                                      "' --prompt 'the cat' --layer 9");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--layer"), std::string::npos) << bad.err;
+}
+
+// The app's Learn tab: opened by a click on its tab, it walks through the selected head's layer for the selected
+// token; selecting another token (or head) walks again. What it shows is the walk of the run on screen.
+TEST(LearnGui, TheTabWalksTheSelectedTokenLayerAndHead) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    int rc = -1;
+    auto states = run_script("--prompt 'The cat sat on the' --select-head 1.3",
+                             "wait\nclick tab Learn\nwait\nprint\nselect-token 2\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    for (size_t i = 0; i < 2; i++) {
+        const nlohmann::json& l = states[i]["learn"];
+        EXPECT_EQ(states[i]["tab"], "learn");
+        EXPECT_EQ(l["current"], true) << i;
+        EXPECT_EQ(l["layer"], 1);
+        EXPECT_EQ(l["head"], 3);
+        EXPECT_EQ(l["token"], i == 0 ? 4 : 2);
+        EXPECT_EQ(l["steps"].size(), 17u);
+        EXPECT_EQ(l["steps"][4], "Scores");
+    }
+    // the walk's prediction is the app's own at the last token
+    EXPECT_EQ(states[0]["learn"]["prediction"], states[0]["top1"]);
 }

@@ -48,6 +48,25 @@ static std::shared_ptr<attribution_output> compute_attribution(const analysis_re
     return out;
 }
 
+// The walk reruns the shown run's tokens (and ablation) keeping every point of one layer: the app's live record
+// keeps only what its panels read.
+static std::shared_ptr<learn_output> compute_learn(const analysis_request& q) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    auto out = std::make_shared<learn_output>();
+    out->key = q.key;
+    out->from = q.from;
+    gb::forward_options o;
+    o.keep = gb::learn_keep(m.config.n_layer, q.layer);
+    gb::record rec;
+    gb::run_forward(rec, m, r.cap().tokens, r.ablation, o);
+    out->walk = gb::walk_through(m, rec, q.position, q.layer, q.head);
+    out->params = gb::param_derivation(m);
+    out->ms = ms_since(t0);
+    return out;
+}
+
 static std::shared_ptr<induction_output> compute_induction(const analysis_request& q) {
     auto t0 = clock_type::now();
     const gb::model& m = *q.model;
@@ -151,13 +170,14 @@ bool analysis_worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
-    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_;
+    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_;
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
     const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
-                     : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : (bool)patch_out_;
+                     : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
+                                                                                            : (bool)patch_out_;
     return waiting_[k] || running_[k] || failed_[k] || out;
 }
 
@@ -190,11 +210,13 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<attribution_output> attr;
         std::shared_ptr<induction_output> ind;
         std::shared_ptr<patch_output> patch;
+        std::shared_ptr<learn_output> learn;
         std::string error;
         try {
             if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
             else if (k == ANALYSIS_ATTRIBUTION) attr = compute_attribution(q);
             else if (k == ANALYSIS_INDUCTION) ind = compute_induction(q);
+            else if (k == ANALYSIS_LEARN) learn = compute_learn(q);
             else patch = compute_patching(q, go);
         } catch (const std::exception& e) {
             error = e.what();
@@ -213,6 +235,7 @@ void analysis_worker::loop(int lane) {
         if (attr) attribution_out_ = attr;
         if (ind) induction_out_ = ind;
         if (patch) patch_out_ = patch;
+        if (learn) learn_out_ = learn;
     }
 }
 
@@ -243,6 +266,7 @@ void analysis_worker::poll(app_state& s) {
     take(attribution_out_, s.attribution, ANALYSIS_ATTRIBUTION);
     take(induction_out_, s.induction, ANALYSIS_INDUCTION);
     take(patch_out_, s.patching, ANALYSIS_PATCHING);
+    take(learn_out_, s.learn, ANALYSIS_LEARN);
 }
 
 } // namespace gbui

@@ -23,7 +23,8 @@ struct analysis_request {
     std::shared_ptr<const lens_output> lens;  // lens: the one on screen; of the same run, only its target is redone
     int target = -1, contrast = -1;           // token ids; -1 = the kind's default (lens: each position's top-1;
                                               // patching: clean top-1 vs the corrupted run's top-1)
-    int position = -1;                        // attribution: the query position
+    int position = -1;                        // attribution: the query position; learn: the token
+    int layer = 0, head = 0;                  // learn: the block and head walked through
     std::string corrupt;                      // patching: the corrupted prompt (encoded like the clean one)
     // the induction test: n random tokens repeated once, run through model with ab
     std::shared_ptr<const gb::model> model;
@@ -61,6 +62,7 @@ private:
     std::shared_ptr<const attribution_output> attribution_out_;
     std::shared_ptr<const induction_output> induction_out_;
     std::shared_ptr<const patch_output> patch_out_;
+    std::shared_ptr<const learn_output> learn_out_;
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/learn.h"
 #include "analysis/attribution.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
@@ -110,10 +111,10 @@ struct generation_result {
 
 // ---- analyses (lens, attribution, induction test, patching): computed on the analysis threads ----
 
-enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_COUNT };
+enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
-enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_EXPERTS, TAB_COUNT };
-const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "experts" (sessions, scripts)
+enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_EXPERTS, TAB_COUNT };
+const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "experts" (sessions, scripts)
 // Whether the tab bar shows t for this model (Experts: a model with experts).
 bool tab_available(analysis_tab t, const gb::model* m);
 // What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
@@ -132,6 +133,13 @@ struct lens_output {
     std::shared_ptr<const run_result> from; // the run whose residual stream it read (tokens, model)
     gb::lens_result lens;                   // [2L+1][T][5] top tokens; target_prob [2L+1][T]
     int target = -1;                        // the chosen target token, -1: each position's final top-1
+    double ms = 0;
+};
+struct learn_output {                       // Learn mode: the walk through the model for a token, layer and head
+    std::string key;
+    std::shared_ptr<const run_result> from;
+    gb::learn_walk walk;
+    std::vector<gb::param_line> params;
     double ms = 0;
 };
 struct attribution_output {
@@ -249,6 +257,7 @@ struct app_state {
     std::shared_ptr<const lens_output> lens;       // newest complete analyses (may be of older inputs)
     std::shared_ptr<const attribution_output> attribution;
     std::shared_ptr<const induction_output> induction;
+    std::shared_ptr<const learn_output> learn;
     std::shared_ptr<const patch_output> patching;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)

@@ -244,9 +244,9 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
-    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Experts"};
+    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Experts"};
     static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
-                                                                      panel_experts};
+                                                                      panel_learn, panel_experts};
     // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once
     // no model that might have it is on its way
     if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
@@ -403,6 +403,14 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["tabs"] = nlohmann::json::array(); // the tabs this model shows
     for (int t = 0; t < TAB_COUNT; t++)
         if (tab_available((analysis_tab)t, s.model.get())) j["tabs"].push_back(tab_name((analysis_tab)t));
+    // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
+    if (s.learn) {
+        nlohmann::json titles = nlohmann::json::array();
+        for (const gb::learn_step& st : s.learn->walk.steps) titles.push_back(st.title);
+        j["learn"] = {{"token", s.learn->walk.token}, {"layer", s.learn->walk.layer}, {"head", s.learn->walk.head},
+                      {"steps", titles}, {"current", s.learn->key == s.analysis_want[ANALYSIS_LEARN]},
+                      {"prediction", s.learn->walk.steps.back().labels.empty() ? "" : s.learn->walk.steps.back().labels[0]}};
+    }
     // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
     j["ablated_experts"] = nlohmann::json::array();
     for (const gb::head_ref& e : s.ablation.experts) j["ablated_experts"].push_back(std::to_string(e.layer) + "." + std::to_string(e.head));
@@ -434,7 +442,7 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["attribution_contrast"] = token(s.attr_contrast);
     j["patching_target"] = token(s.patch_target);
     j["patching_contrast"] = token(s.patch_contrast);
-    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching"};
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},

@@ -106,6 +106,20 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
     }
+    // learn: the walk for the selected token, layer and head of the shown run
+    {
+        analysis_request q;
+        q.from = s.result;
+        std::string inputs;
+        if (r) {
+            const gb::record& c = r->cap();
+            q.position = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
+            q.layer = std::max(0, std::min(s.sel_layer, c.n_layer - 1));
+            q.head = std::max(0, std::min(s.sel_head, c.n_head - 1));
+            inputs = id + "|" + std::to_string(q.position) + "|" + std::to_string(q.layer) + "|" + std::to_string(q.head);
+        }
+        schedule(s, ui, ANALYSIS_LEARN, inputs, s.tab == TAB_LEARN, r != nullptr, q);
+    }
     // induction test: while the grid shows the test's scores
     {
         analysis_request q;

@@ -111,6 +111,7 @@ void panel_patching(app_state& s, ui_context& ui);
 // MoE models: a layer x token grid of the experts the router chose (bars by weight, colour = expert); right-click
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);
+void panel_learn(app_state& s, ui_context& ui);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
 ImU32 expert_colour(int e);
 

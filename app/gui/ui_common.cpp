@@ -195,7 +195,7 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
 const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "experts"};
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "experts"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 bool tab_available(analysis_tab t, const gb::model* m) { return t != TAB_EXPERTS || (m && m->config.n_expert > 0); }
