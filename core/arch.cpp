@@ -114,7 +114,6 @@ struct family_names {
                      {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
         gpt2.hf_conv1d = true;
         llama = make("llama", nullptr, hf_llama, gguf_common);
-        llama.gguf_rope_adjacent = true;
         neox = make("gptneox", &gpt2,
                     {{T_TOK_EMB, "gpt_neox.embed_in.weight"},
                      {T_NORM_F, "gpt_neox.final_layer_norm.weight"},
@@ -137,7 +136,6 @@ struct family_names {
         neox.hf[T_POS_EMB] = nullptr;
         neox.hf_qkv_per_head = true;
         gemma = make("gemma", &llama, {}, {});
-        gemma.gguf_rope_adjacent = false;
         // Gemma 2 norms both sides of each sublayer; HF's post_attention_layernorm is the attention output's
         // norm here, not (as in Llama) the MLP's input norm
         gemma2 = make("gemma2", &gemma,
@@ -239,6 +237,8 @@ template <size_t N> std::string list(const type_map (&m)[N]) {
 } // namespace
 
 std::string supported_hf_types() { return list(hf_types); }
+
+bool gguf_rope_adjacent(const std::string& gguf_arch) { return gguf_arch == "llama"; }
 std::string supported_gguf_archs() { return list(gguf_archs); }
 
 arch_id arch_from_hf(const std::string& model_type, const std::string& path) {

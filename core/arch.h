@@ -49,7 +49,6 @@ struct tensor_names {
     const char* gguf[T_COUNT];
     bool hf_conv1d;             // HF matrices stored [in][out] (GPT-2's Conv1D), not nn.Linear's [out][in]
     bool hf_qkv_per_head;       // HF fused qkv rows grouped per head: [H][q k v][dh] (GPT-NeoX)
-    bool gguf_rope_adjacent;    // llama.cpp's converter permuted q/k rows to rotate adjacent pairs (Llama, Mixtral)
 };
 
 // The name of tensor t at layer l / expert e in a format ("" when the family has none).
@@ -59,6 +58,9 @@ std::string tensor_name(const arch_info& a, bool gguf, tensor_id t, int l = -1, 
 // throws naming the supported ones.
 arch_id arch_from_hf(const std::string& model_type, const std::string& path);
 arch_id arch_from_gguf(const std::string& arch, bool has_experts, const std::string& path);
+// Whether llama.cpp's converter permuted q/k rows of this GGUF architecture so that RoPE rotates adjacent pairs
+// (llama, which Mixtral is written as); every other rotates halves, as the HF checkpoints do.
+bool gguf_rope_adjacent(const std::string& gguf_arch);
 // "gpt2, llama, mistral, ..." for messages and the README
 std::string supported_hf_types();
 std::string supported_gguf_archs();

@@ -456,9 +456,7 @@ model load_gguf(const std::string& path, const load_options& opt) {
     c.parallel = c.arch == ARCH_GPT_NEOX && meta_bool(g, arch + ".use_parallel_residual", true);
     if (info.pos == POS_ROPE) {
         c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch.rfind("qwen", 0) == 0 ? 1000000.0f : 10000.0f);
-        // llama.cpp's converter permutes Llama (and Mixtral) q/k rows to adjacent pairs; the others rotate halves
-        // (Qwen2 shares Llama's table but keeps its own GGUF name, and its halves)
-        c.rope = info.names->gguf_rope_adjacent && arch == info.names->gguf_arch ? ROPE_ADJACENT : ROPE_HALF;
+        c.rope = gguf_rope_adjacent(arch) ? ROPE_ADJACENT : ROPE_HALF;
         gguf_rope(c, g, arch);
     }
     c.sliding_window = meta_int(g, arch + ".attention.sliding_window", 0, 1 << 24, 0);

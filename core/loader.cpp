@@ -219,6 +219,7 @@ static model_config parse_hf_config(const std::string& path) {
     nlohmann::json j = read_json(path);
     if (!j.is_object()) throw error(path + ": not a JSON object");
     model_config c;
+    float rotary_fraction = 1; // of each head's dimensions that rotate (partial rotary)
     const std::string type = json_str(j, "model_type");
     c.model_type = type;
     c.arch = arch_from_hf(type, path);
@@ -258,16 +259,15 @@ static model_config parse_hf_config(const std::string& path) {
             throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
                         std::to_string(c.n_kv_head));
         parse_rope_scaling(c, j, path);
-        if (j.contains("partial_rotary_factor") && !j["partial_rotary_factor"].is_null())
-            c.rope_dims = -(int)std::lround(1000 * json_float(j, "partial_rotary_factor", 1, path)); // per mille, resolved below
+        rotary_fraction = json_float(j, "partial_rotary_factor", 1, path);
     }
     switch (c.arch) {
     case ARCH_GPT_NEOX: {
-        c.qkv_bias = c.mlp_bias = json_bool(j, "attention_bias", true, path);
+        c.qkv_bias = json_bool(j, "attention_bias", true, path);
         c.mlp_bias = true;
         c.parallel = json_bool(j, "use_parallel_residual", true, path);
         c.rope_theta = json_float(j, "rotary_emb_base", c.rope_theta, path);
-        c.rope_dims = -(int)std::lround(1000 * json_float(j, "rotary_pct", 1, path));
+        rotary_fraction = json_float(j, "rotary_pct", 1, path);
         const std::string act = json_str(j, "hidden_act");
         if (!act.empty() && act != "gelu")
             throw error(path + ": hidden_act " + act + " is not supported for gpt_neox (expected gelu)");
@@ -337,8 +337,8 @@ static model_config parse_hf_config(const std::string& path) {
                         std::to_string(c.n_head) + " heads");
         c.d_head = c.d_model / c.n_head;
     }
-    if (c.rope_dims < 0) { // a fraction of the head, rounded down to whole pairs
-        c.rope_dims = (int)((int64_t)c.d_head * -c.rope_dims / 1000) & ~1;
+    if (rotary_fraction < 1) { // a fraction of the head, rounded down to whole pairs (as int(d_head * fraction))
+        c.rope_dims = (int)(c.d_head * (double)rotary_fraction) & ~1;
         if (c.rope_dims <= 0) throw error(path + ": the rotary fraction leaves no dimension to rotate");
     }
     if (c.parallel && !arch.parallel) throw error("internal: parallel blocks for " + std::string(arch.name));

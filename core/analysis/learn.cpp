@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compare.h"
 #include "error.h"
 #include "ops.h"
 
@@ -212,28 +213,26 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     gemm_scratch gs;
     lm_head_forward(logits.data(), xn.data(), 1, m, gs);
     if (c.final_softcap > 0) softcap_forward(logits.data(), logits.size(), c.final_softcap);
-    std::vector<int> order(V);
-    for (int i = 0; i < V; i++) order[i] = i;
-    std::partial_sort(order.begin(), order.begin() + std::min(5, V), order.end(),
-                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    const int n_top = std::min(5, V);
+    std::vector<int> order(n_top);
+    top_k_ids(order.data(), logits.data(), V, n_top);
+    const softmax_row sm_row = softmax_stats(logits.data(), V);
     learn_step un;
     un.title = "Unembedding";
     un.formula = c.tied_lm_head ? "logits = x Eᵀ (the embedding, tied)" : "logits = x W_U";
     un.shape = dims({{"T", T}, {"V", V}});
     un.panel = "Next token";
     un.width = V;
-    double mx = logits[order[0]], sum = 0;
-    for (float v : logits) sum += std::exp((double)v - mx);
     learn_step pr;
     pr.title = "Softmax → next token";
     pr.formula = "P(next = v) = exp(logit_v) / Σ exp(logit_u)";
     pr.shape = dims({{"T", T}, {"V", V}});
     pr.panel = "Next token";
     pr.width = V;
-    for (int i = 0; i < std::min(5, V); i++) {
+    for (int i = 0; i < n_top; i++) {
         un.values.push_back(logits[order[i]]);
         un.labels.push_back(token_text(m.tok, order[i]));
-        pr.values.push_back((float)(std::exp((double)logits[order[i]] - mx) / sum));
+        pr.values.push_back(softmax_prob(sm_row, logits.data(), V, order[i]));
         pr.labels.push_back(token_text(m.tok, order[i]));
     }
     if (c.final_softcap > 0) un.note = "then cap · tanh(logit / cap), cap " + std::to_string((int)c.final_softcap);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "compare.h"
 #include "error.h"
 #include "forward.h"
 #include "head_scores.h"
@@ -54,12 +55,10 @@ selftest_result gpt2_selftest(const model& m) {
         run_forward(r, m, ids, {}, o);
         const int V = c.vocab_size, T = (int)ids.size();
         double loss = 0;
+        std::vector<double> lp;
         for (int t = 0; t + 1 < T; t++) {
-            const float* lg = &r.logits[(size_t)t * V];
-            const double mx = *std::max_element(lg, lg + V);
-            double sum = 0;
-            for (int v = 0; v < V; v++) sum += std::exp((double)lg[v] - mx);
-            loss += mx + std::log(sum) - lg[ids[t + 1]];
+            log_softmax(lp, &r.logits[(size_t)t * V], V);
+            loss -= lp[ids[t + 1]];
         }
         loss /= T - 1;
         out.facts.push_back({"mean loss on \"Hello world!\" after BOS", "5.3319 nats (within 0.01)", fmt("%.4f nats", loss),
@@ -88,8 +87,8 @@ selftest_result gpt2_selftest(const model& m) {
         forward_options o;
         o.keep.points = 0;
         run_forward(r, m, ids, {}, o);
-        const float* lg = r.last_logits();
-        const int top = (int)(std::max_element(lg, lg + c.vocab_size) - lg);
+        int top = 0;
+        top_k_ids(&top, r.last_logits(), c.vocab_size, 1);
         const std::vector<int> paris = encode(m.tok, " Paris");
         out.facts.push_back({"top prediction after \"The Eiffel Tower is in the city of\"", "\" Paris\"",
                              "\"" + token_text(m.tok, top) + "\"", paris.size() == 1 && top == paris[0]});
