@@ -1,0 +1,43 @@
+#!/bin/sh
+# Remakes the README's screenshots of the embedded default model (docs/*.png) with the app's script mode, so
+# they stay true after the model or the UI changes:  tools/screenshots.sh [BUILD_DIR] (default build/).
+# The heads shown are the model's own best ones (glassbox-cli heads), not fixed numbers.
+# Not remade here: docs/screenshot-experts.png (a random Qwen2-MoE, see the README's Mixture of experts).
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+app="$build/glassbox"
+cli="$build/glassbox-cli"
+[ -x "$app" ] && [ -x "$cli" ] || { echo "screenshots: build first (tools/build.sh): $app or $cli is missing" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+prompt="The cat sat on the mat. The cat sat on the"
+# best head of a kind: "heads" prints "induction  L.H score  L.H score ..." (highest first)
+best() { "$cli" heads "$@" | awk -v k="$kind" '$1 == k { print $2; exit }'; }
+kind=induction; induction=$(best --repeat-random 50 --seed 1)
+kind=prev_token; prev=$(best --prompt "$prompt")
+echo "best induction head $induction, previous-token head $prev"
+
+# shot NAME HEAD SCRIPT-LINES...: one window of 1600 x 1000, the script's lines, then the screenshot
+shot() {
+    name=$1 head=$2
+    shift 2
+    : > "$tmp/$name.txt"
+    for line in "$@"; do echo "$line" >> "$tmp/$name.txt"; done
+    printf 'wait\nframes 5\nscreenshot %s\n' "docs/$name.png" >> "$tmp/$name.txt"
+    xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --prompt "$prompt" --select-head "$head" --size 1600x1000 \
+        --script "$tmp/$name.txt" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log" >&2; exit 1; }
+    echo "docs/$name.png"
+}
+
+shot screenshot "$induction" "wait"
+shot screenshot-live "$induction" "wait" "gen-tokens 8" "click Generate" "wait" "frames 30" "wait" "gen-step 5"
+shot screenshot-lens "$induction" "tab lens"
+shot screenshot-attribution "$induction" "tab attribution"
+shot screenshot-patching "$induction" "tab patching" "corrupt The cat sat on the door. The cat sat on the"
+shot screenshot-head-scores "$prev" "colour-by prev_token"
+shot screenshot-learn "$induction" "tab learn" "select-token 10"
+for d in induction prev-token lens ioi; do
+    shot "screenshot-demo-$d" "$induction" "wait" "demo $d"
+done
