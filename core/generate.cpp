@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "analysis/compare.h"
@@ -20,49 +21,76 @@ static double ms_since(clock_type::time_point t0) {
 // uniform double in [0,1) from 53 random bits: identical on every platform, unlike std distributions
 static double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * (1.0 / 9007199254740992.0); }
 
-int sample_token(const float* logits_in, int vocab, const sampling& sp, std::mt19937_64& rng) {
-    if (sp.temperature <= 0.0f) { // greedy: the first largest logit, NaN counting as -inf (no copy per token)
-        int best = -1; // stays -1 while every logit seen is NaN or -inf; then all are equally likely: id 0
-        for (int i = 0; i < vocab; i++) {
-            const float x = logits_in[i];
-            if (!std::isnan(x) && (best < 0 ? x > -std::numeric_limits<float>::infinity() : x > logits_in[best])) best = i;
-        }
-        return best < 0 ? 0 : best;
-    }
+// The tokens sampling may pick (idx [keep], most probable first) and their weights exp((logit - max) / T), whose sum
+// is *sum: shared by sample_token and sampling_distribution, so that the distribution shown is the one drawn from.
+static void kept_weights(std::vector<int>& idx, std::vector<double>& p, double* sum, const float* logits_in, int vocab,
+                         const sampling& sp) {
     std::vector<float> clean; // NaN as -inf, as softmax_probs: the sort below needs a strict order
     clean_logits(clean, logits_in, vocab);
     const float* logits = clean.data();
-    std::vector<int> idx(vocab);
+    idx.resize(vocab);
     std::iota(idx.begin(), idx.end(), 0);
     int keep = sp.top_k > 0 ? std::min(sp.top_k, vocab) : vocab;
     // only the kept prefix needs ordering (the same prefix a full sort gives: ties broken by id)
     std::partial_sort(idx.begin(), idx.begin() + keep, idx.end(),
                       [&](int a, int b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
-    std::vector<double> p(keep);
-    double sum = 0;
+    p.resize(keep);
+    *sum = 0;
     for (int i = 0; i < keep; i++) {
         p[i] = std::exp(((double)logits[idx[i]] - logits[idx[0]]) / sp.temperature);
-        sum += p[i];
+        *sum += p[i];
     }
     if (sp.top_p > 0.0f && sp.top_p < 1.0f) { // smallest prefix whose mass reaches top_p
         double cum = 0;
         int cut = keep;
         for (int i = 0; i < keep; i++) {
-            cum += p[i] / sum;
+            cum += p[i] / *sum;
             if (cum >= sp.top_p) {
                 cut = i + 1;
                 break;
             }
         }
         keep = cut;
-        sum = std::accumulate(p.begin(), p.begin() + keep, 0.0);
+        p.resize(keep);
+        *sum = std::accumulate(p.begin(), p.end(), 0.0);
     }
+    idx.resize(keep);
+}
+
+// greedy: the first largest logit, NaN counting as -inf (no copy per token); id 0 when none is above -inf
+static int greedy_token(const float* logits, int vocab) {
+    int best = -1; // stays -1 while every logit seen is NaN or -inf; then all are equally likely: id 0
+    for (int i = 0; i < vocab; i++) {
+        const float x = logits[i];
+        if (!std::isnan(x) && (best < 0 ? x > -std::numeric_limits<float>::infinity() : x > logits[best])) best = i;
+    }
+    return best < 0 ? 0 : best;
+}
+
+int sample_token(const float* logits, int vocab, const sampling& sp, std::mt19937_64& rng) {
+    if (sp.temperature <= 0.0f) return greedy_token(logits, vocab);
+    std::vector<int> idx;
+    std::vector<double> p;
+    double sum = 0;
+    kept_weights(idx, p, &sum, logits, vocab, sp);
+    const int keep = (int)idx.size();
     double r = uniform01(rng) * sum;
     for (int i = 0; i < keep; i++) {
         r -= p[i];
         if (r < 0) return idx[i];
     }
     return idx[keep - 1];
+}
+
+void sampling_distribution(sampling_dist& out, const float* logits, int vocab, const sampling& sp) {
+    if (sp.temperature <= 0.0f) {
+        out.ids = {greedy_token(logits, vocab)};
+        out.probs = {1.0};
+        return;
+    }
+    double sum = 0;
+    kept_weights(out.ids, out.probs, &sum, logits, vocab, sp);
+    for (double& p : out.probs) p /= sum;
 }
 
 generation generate(const model& m, const std::vector<int>& prompt, int max_new, const sampling& sp,

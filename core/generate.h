@@ -18,6 +18,16 @@ struct sampling {
 };
 int sample_token(const float* logits, int vocab, const sampling& sp, std::mt19937_64& rng);
 
+// The distribution sample_token draws from: the tokens it may pick, most probable first (ties: the lower id), and
+// their probabilities softmax(logit / T) over those tokens alone, renormalised to sum to 1. The tokens are the
+// top_k most probable (all when top_k is 0), then the fewest of them that hold top_p; greedy (T = 0) is its
+// one token with probability 1. NaN logits count as -inf.
+struct sampling_dist {
+    std::vector<int> ids;      // [n] kept tokens
+    std::vector<double> probs; // [n] their probabilities, summing to 1
+};
+void sampling_distribution(sampling_dist& out, const float* logits, int vocab, const sampling& sp);
+
 struct generation {
     std::vector<int> ids;   // generated ids only
     bool hit_eos = false;

@@ -14,6 +14,7 @@
 #include "forward.h"
 #include "generate.h"
 #include "analysis/attribution.h"
+#include "analysis/break_it.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
@@ -273,7 +274,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("make-random --out /tmp/x --model y", "make-random does not take --model");
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
     refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, bench, "
-                                     "make-random, info, learn, selftest)");
+                                     "make-random, info, learn, break-it, selftest)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
     refused("patch " + M() + " --prompt x --ablate no-residual", "patch does not take --ablate");
@@ -455,6 +456,103 @@ TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
     gb::lens_result lt = gb::logit_lens(rec, m, {}, 5, 7);
     for (int t = 0; t < T; t++) EXPECT_EQ(jt["target_ids"][t], 7);
     EXPECT_NEAR(jt["target_prob"][2][T - 1].get<double>(), lt.target_prob[2 * T + T - 1], 1e-6);
+}
+
+// break-it: the table and sentences on stdout, the JSON's rows the core's (a run in this process on the same
+// prompt), the embedded model when --model is left out, and one-line errors for a bad prompt or option
+TEST(Cli, BreakItPrintsEachAblationAndItsJsonIsTheCores) {
+    const std::string dir = test_temp_dir("cli_break");
+    command_result r = cli("break-it " + M() + " --prompt 'the cat sat on' --json " + dir + "/b.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* s : {"no attention (all layers)", "no layer norm (all layers)", "no residual (all layers)",
+                          "no attention in layer 1", "Without residual connections, the last token's vector", "KL"})
+        EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    const gb::break_result b = gb::break_it(m, ids_of(m, "the cat sat on"));
+    EXPECT_EQ(j["baseline"]["top"]["id"], b.base_top_id);
+    ASSERT_EQ(j["rows"].size(), b.rows.size());
+    ASSERT_EQ(b.rows.size(), 3u + 2u + 3u); // 2 layers, 3 heads each
+    for (size_t i = 0; i < b.rows.size(); i++) {
+        const nlohmann::json& row = j["rows"][i];
+        EXPECT_EQ(row["label"], b.rows[i].label);
+        EXPECT_EQ(row["ablation"], b.rows[i].ab.describe());
+        EXPECT_EQ(row["top"]["id"], b.rows[i].top_id);
+        EXPECT_NEAR(row["kl"].get<double>(), b.rows[i].kl, 1e-9 * std::max(1.0, b.rows[i].kl));
+        EXPECT_NEAR(row["resid_norm"].get<double>(), b.rows[i].resid_norm, 1e-4);
+        EXPECT_EQ(row["explanation"], b.rows[i].explanation);
+        EXPECT_NE(r.out.find(b.rows[i].explanation), std::string::npos) << b.rows[i].explanation;
+    }
+    EXPECT_EQ(j["head_kl"].size(), 2u);
+    EXPECT_EQ(j["heads_scanned"], 6);
+    // the embedded default model
+    command_result d = cli("break-it --prompt 'Thank you very'");
+    ASSERT_EQ(d.code, 0) << d.err;
+    EXPECT_NE(d.out.find("no residual (all layers)"), std::string::npos) << d.out;
+    // a capped scan says so
+    command_result capped = cli("break-it " + M() + " --prompt 'the cat' --scan-heads 3");
+    ASSERT_EQ(capped.code, 0) << capped.err;
+    EXPECT_NE(capped.out.find("note: this model has 6 heads: the scan removed 3 of them"), std::string::npos) << capped.out;
+    // errors: one line, exit 2
+    for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+             {"--prompt ''", "--prompt is empty"},
+             {"--prompt '" + std::string(200, 'x') + " " + std::string(200, 'y') + "'", "too long"},
+             {"--prompt x --scan-heads 0", "--scan-heads: expected an integer"},
+             {"--prompt x --ablate no-residual", "break-it does not take --ablate"}}) {
+        command_result e = cli("break-it " + M() + " " + args);
+        EXPECT_EQ(e.code, 2) << args << "\n" << e.out;
+        EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+        EXPECT_NE(e.err.find(needle), std::string::npos) << e.err;
+    }
+}
+
+// generate --temperatures: one continuation per temperature from the same seed and top-k, each the core's
+// generation at that temperature, after the distribution it samples from (the top-k softmax at that temperature)
+TEST(Cli, GenerateAtSeveralTemperatures) {
+    const std::string dir = test_temp_dir("cli_temps");
+    const std::string cmd = "generate " + M() + " --prompt 'the cat' --max-new-tokens 10 --temperatures 0.3,0.8,1.5 "
+                            "--top-k 5 --seed 2";
+    command_result r = cli(cmd + " --json " + dir + "/t.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* s : {"T = 0.3", "T = 0.8", "T = 1.5", "the top 5"}) EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+    EXPECT_EQ(cli(cmd + " --json " + dir + "/t2.json").out, r.out) << "the same seed gives the same three texts";
+    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    const std::vector<int> ids = ids_of(m, "the cat");
+    gb::record rec;
+    gb::run_forward(rec, m, ids);
+    ASSERT_EQ(j["runs"].size(), 3u);
+    double top_share[3];
+    const float temps[3] = {0.3f, 0.8f, 1.5f};
+    for (int i = 0; i < 3; i++) {
+        const nlohmann::json& run = j["runs"][i];
+        gb::sampling sp;
+        sp.temperature = (float)run["temperature"].get<double>(), sp.top_k = 5, sp.seed = 2;
+        EXPECT_NEAR(sp.temperature, temps[i], 1e-6);
+        EXPECT_EQ(run["generated_ids"].get<std::vector<int>>(), gb::generate(m, ids, 10, sp).ids) << sp.temperature;
+        gb::sampling_dist d;
+        gb::sampling_distribution(d, rec.last_logits(), rec.vocab, sp);
+        ASSERT_EQ(run["distribution"].size(), 5u);
+        double sum = 0;
+        for (size_t k = 0; k < 5; k++) {
+            EXPECT_EQ(run["distribution"][k]["id"], d.ids[k]);
+            EXPECT_NEAR(run["distribution"][k]["prob"].get<double>(), d.probs[k], 1e-12);
+            sum += run["distribution"][k]["prob"].get<double>();
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-9);
+        top_share[i] = run["distribution"][0]["prob"];
+    }
+    EXPECT_GT(top_share[0], top_share[1]);
+    EXPECT_GT(top_share[1], top_share[2]) << "a higher temperature flattens the distribution";
+    for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+             {"--temperature 1 --temperatures 0.3", "give --temperature or --temperatures, not both"},
+             {"--temperatures 0.3,hot", "--temperatures: expected a number"},
+             {"--temperatures ,", "--temperatures: expected 1 to 16"}}) {
+        command_result e = cli("generate " + M() + " --prompt x --max-new-tokens 2 " + args);
+        EXPECT_EQ(e.code, 2) << args;
+        EXPECT_EQ(e.err.rfind("error: " + needle, 0), 0u) << e.err;
+        EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+    }
 }
 
 TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
@@ -688,7 +786,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
 TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
     const std::map<std::string, std::vector<std::string>> some_options = {
         {"run", {"--prompt TEXT", "--ablate LIST", "--keep POINTS", "--capture-budget MB"}},
-        {"generate", {"--max-new-tokens N", "--temperature T", "--top-p P", "--seed S"}},
+        {"generate", {"--max-new-tokens N", "--temperature T", "--temperatures LIST", "--top-p P", "--seed S"}},
         {"tokenize", {"--text TEXT", "--decode IDS", "--escape", "--tokenizer DIR"}},
         {"lens", {"--prompt TEXT", "--target TEXT", "--target-id N", "--top-k K"}},
         {"attribute", {"--target TEXT", "--contrast TEXT", "--position I"}},
@@ -699,6 +797,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"info", {"--model PATH", "--matmul K"}},
         {"selftest", {"--model PATH", "--json FILE"}},
         {"learn", {"--prompt TEXT", "--token I", "--layer L", "--head H"}},
+        {"break-it", {"--prompt TEXT", "--scan-heads N", "--json FILE"}},
     };
     for (const auto& [cmd, options] : some_options) {
         command_result r = cli(cmd + " --help");

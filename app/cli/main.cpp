@@ -1,7 +1,7 @@
 // glassbox-cli: headless runs, generation, tokenisation and benchmarks on the core library.
 //
 // Sections: argument parsing | run | generate | tokenize | analyses (lens, attribute, heads, patch) | bench |
-//           make-random | info | main
+//           make-random | info, learn, break-it, selftest | main
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "export.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
+#include "analysis/break_it.h"
 #include "analysis/compare.h"
 #include "analysis/learn.h"
 #include "analysis/selftest.h"
@@ -56,9 +57,9 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
-  generate     [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
-               [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...] [--experts ...] [--json FILE]
-               [--matmul K]
+  generate     [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T | --temperatures 0.3,0.8,1.5]
+               [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
+               [--experts ...] [--json FILE] [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
   lens         --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
@@ -75,6 +76,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
   info         [--model PATH] [--matmul K]
   learn        --prompt TEXT [--token I] [--layer L] [--head H] [--json FILE]   the model step by step
+  break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
   selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
 
 Options of several commands:
@@ -165,10 +167,14 @@ const std::vector<command_doc>& command_docs() {
              {model, tokenizer, {"prompt", "TEXT", "the text to continue"},
               {"max-new-tokens", "N", "how many tokens to generate (fewer when the model ends the text)"},
               {"temperature", "T", "sampling temperature; 0, the default, is greedy"},
+              {"temperatures", "LIST", "several temperatures, e.g. 0.3,0.8,1.5: one continuation each from the same "
+                                       "seed, each after the next-token distribution it samples from (softmax(logits "
+                                       "/ T) over the top-k, renormalised)"},
               {"top-k", "K", "sample from the K most probable tokens only (default 0: all)"},
               {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
               {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads, experts,
-              {"json", "FILE", "write the prompt, the ids and the generated text as JSON"}, matmul, weights}},
+              {"json", "FILE", "write the prompt, the ids and the generated text as JSON (with --temperatures: "
+                               "one entry per temperature, with its distribution)"}, matmul, weights}},
             {"tokenize", "encode text to token ids, or decode ids to text",
              {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
              {model,
@@ -236,6 +242,13 @@ const std::vector<command_doc>& command_docs() {
               {"layer", "L", "the block walked through (default 0)"},
               {"head", "H", "the attention head shown (default 0)"},
               {"json", "FILE", "also write the steps and the parameter derivation as JSON"}, matmul, weights}},
+            {"break-it", "remove each part of the model in turn and see what changes: no attention, no layer norm, no "
+                         "residual, each layer's attention, the three heads that matter most",
+             {"--prompt TEXT [--model PATH] [options]"},
+             {model, tokenizer, prompt, bos,
+              {"scan-heads", "N", "at most N single-head runs to find the heads that matter most (default 256; "
+                                  "beyond it the heads of the layers whose attention matters most)"},
+              {"json", "FILE", "also write every row's numbers and sentence as JSON"}, matmul, weights}},
             {"selftest", "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
              {"--model DIR [--json FILE]"},
              {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
@@ -444,6 +457,9 @@ std::string visible(const std::string& s) {
     return terminal_safe(out, false);
 }
 
+// A token's text in double quotes, on one line (visible()).
+std::string quoted(const gb::model& m, int id) { return "\"" + visible(gb::token_text(m.tok, id)) + "\""; }
+
 // --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
 gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) {
     std::string b = a.get("backend", "cpu");
@@ -548,6 +564,57 @@ int cmd_run(const args& a) {
 // ---------------------------------------------------------------------------------------------
 // generate
 // ---------------------------------------------------------------------------------------------
+// --temperatures: one continuation per temperature from the same seed, top-k and top-p, each after the
+// distribution of the first token it samples from (the prompt's last logits through sampling_distribution)
+int generate_at_temperatures(const args& a, const gb::model& m, const std::string& prompt, const std::vector<int>& ids,
+                             int max_new, gb::sampling sp, const gb::ablation& ab) {
+    if (a.has("temperature")) throw usage_error("give --temperature or --temperatures, not both");
+    std::vector<float> temps;
+    for (const std::string& t : split(a.get("temperatures"), ','))
+        temps.push_back((float)parse_float(t, "--temperatures", 0, 100));
+    if (temps.empty() || temps.size() > 16)
+        throw usage_error("--temperatures: expected 1 to 16 comma-separated numbers, got '" + a.get("temperatures") + "'");
+    if (ids.empty()) throw gb::error("empty prompt: nothing to continue");
+    if ((int)ids.size() > m.config.n_ctx)
+        throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
+                        std::to_string(m.config.n_ctx));
+    gb::forward_options fo; // the prompt once, for its next-token logits
+    fo.keep.points = 0;
+    fo.keep.resid_norms = false;
+    gb::record r;
+    gb::run_forward(r, m, ids, ab, fo);
+    nlohmann::json runs = nlohmann::json::array();
+    for (float t : temps) {
+        sp.temperature = t;
+        gb::sampling_dist d;
+        gb::sampling_distribution(d, r.last_logits(), r.vocab, sp);
+        std::printf("T = %g%s, seed %llu: the first token is drawn from", t, t == 0 ? " (greedy)" : "",
+                    (unsigned long long)sp.seed);
+        if (sp.top_k > 0) std::printf(" the top %d", sp.top_k);
+        std::printf("\n ");
+        nlohmann::json dist = nlohmann::json::array();
+        for (size_t i = 0; i < d.ids.size(); i++) {
+            if (i < 8) std::printf(" %s %.3f", quoted(m, d.ids[i]).c_str(), d.probs[i]);
+            if (i < 50) dist.push_back({{"id", d.ids[i]}, {"text", gb::token_text(m.tok, d.ids[i])}, {"prob", d.probs[i]}});
+        }
+        if (d.ids.size() > 8) std::printf(" ... (%zu tokens)", d.ids.size());
+        const gb::generation g = gb::generate(m, ids, max_new, sp, ab);
+        const std::string text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
+        std::printf("\n%s%s\n\n", terminal_safe(prompt, true).c_str(), terminal_safe(text, true).c_str());
+        runs.push_back({{"temperature", t},
+                        {"generated_ids", g.ids},
+                        {"generated_text", text},
+                        {"stopped_at_eos", g.hit_eos},
+                        {"distribution", dist}});
+    }
+    if (a.has("json"))
+        gb::write_json(a.get("json"), {{"prompt", prompt},
+                                       {"prompt_ids", ids},
+                                       {"runs", runs},
+                                       {"sampling", {{"top_k", sp.top_k}, {"top_p", sp.top_p}, {"seed", sp.seed}}}});
+    return 0;
+}
+
 int cmd_generate(const args& a) {
     gb::model m = open_model(a);
     std::string prompt = a.need("prompt");
@@ -560,6 +627,7 @@ int cmd_generate(const args& a) {
     if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
     sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
     gb::ablation ab = parse_ablation(a, m.config);
+    if (a.has("temperatures")) return generate_at_temperatures(a, m, prompt, ids, max_new, sp, ab);
     std::fputs(terminal_safe(prompt, true).c_str(), stdout);
     std::fflush(stdout);
     std::string pending; // bytes of a UTF-8 character split across tokens are printed once complete
@@ -659,8 +727,6 @@ gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const a
     gb::run_forward(r, m, ids, {}, opt);
     return r;
 }
-
-std::string quoted(const gb::model& m, int id) { return "\"" + visible(gb::token_text(m.tok, id)) + "\""; }
 
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {
     if (a.has("json")) gb::write_json(a.get("json"), j);
@@ -1095,6 +1161,33 @@ int cmd_learn(const args& a) {
     return 0;
 }
 
+// The table, then each row's sentence; --json writes the numbers (analysis_json.h's break_it_json).
+int cmd_break_it(const args& a) {
+    gb::model m = open_model(a);
+    const std::vector<int> ids = analysis_prompt(m, a);
+    gb::break_options o;
+    o.max_head_scan = (int)parse_int(a.get("scan-heads", "256"), "--scan-heads", 1, 1 << 20);
+    const gb::break_result b = gb::break_it(m, ids, o);
+    std::printf("break it: %zu tokens, %s; baseline top-1 %s %.1f %%, the last token's |x| after the last layer %.4g\n\n",
+                ids.size(), m.config.model_type.c_str(), quoted(m, b.base_top_id).c_str(), 100.0 * b.base_top_prob,
+                b.base_resid_norm);
+    const std::string keeps = "p(" + quoted(m, b.base_top_id) + ")";
+    std::printf("  %-28s %-16s %8s %12s %10s %10s\n", "removed", "top-1", "p", keeps.c_str(), "KL nats", "|x| last");
+    auto num = [](double v) { // 0.4891, 85.81; 6595 and 19312 rather than 1.93e+04
+        char s[32];
+        std::snprintf(s, sizeof s, std::isfinite(v) && std::fabs(v) >= 1000 && std::fabs(v) < 1e9 ? "%.0f" : "%.4g", v);
+        return std::string(s);
+    };
+    for (const gb::break_row& r : b.rows)
+        std::printf("  %-28s %-16s %7.2f%% %11.2f%% %10s %10s\n", r.label.c_str(), quoted(m, r.top_id).c_str(),
+                    100.0 * r.top_prob, 100.0 * r.base_top_prob, num(r.kl).c_str(), num(r.resid_norm).c_str());
+    std::printf("\n");
+    for (const gb::break_row& r : b.rows) std::printf("%s\n", terminal_safe(r.explanation, false).c_str());
+    if (!b.note.empty()) std::printf("\nnote: %s\n", b.note.c_str());
+    write_outputs(a, gb::break_it_json(b, m.tok), nullptr);
+    return 0;
+}
+
 // Exit 3 when some fact does not match: a script can tell a broken conversion from a broken command.
 int cmd_selftest(const args& a) {
     gb::model m = open_model(a);
@@ -1168,6 +1261,7 @@ int main(int argc, char** argv) {
         if (a.command == "info") return cmd_info(a);
         if (a.command == "selftest") return cmd_selftest(a);
         if (a.command == "learn") return cmd_learn(a);
+        if (a.command == "break-it") return cmd_break_it(a);
         throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());

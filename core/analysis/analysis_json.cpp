@@ -54,6 +54,33 @@ json lens_json(const lens_result& l, const record& r, const tokenizer& tok) {
             {"target_prob", grid(l.target_prob.data(), l.n_points, l.n_tokens)}};
 }
 
+// a number, or null where it is not finite (a broken run's KL or norm)
+static json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
+
+json break_it_json(const break_result& b, const tokenizer& tok) {
+    json rows = json::array();
+    for (const break_row& r : b.rows)
+        rows.push_back({{"kind", break_kind_name(r.kind)},
+                        {"label", r.label},
+                        {"ablation", r.ab.describe()},
+                        {"layer", r.layer >= 0 ? json(r.layer) : json()},
+                        {"head", r.head >= 0 ? json(r.head) : json()},
+                        {"top", token_ref(r.top_id, tok)},
+                        {"top_prob", finite_or_null(r.top_prob)},
+                        {"baseline_top_prob", finite_or_null(r.base_top_prob)},
+                        {"kl", finite_or_null(r.kl)},
+                        {"resid_norm", finite_or_null(r.resid_norm)},
+                        {"explanation", r.explanation}});
+    return {{"tokens", tokens_json(b.tokens, tok)},
+            {"baseline", {{"top", token_ref(b.base_top_id, tok)},
+                          {"top_prob", finite_or_null(b.base_top_prob)},
+                          {"resid_norm", finite_or_null(b.base_resid_norm)}}},
+            {"rows", rows},
+            {"head_kl", grid(b.head_kl.data(), b.n_layer, b.n_head)},
+            {"heads_scanned", b.heads_scanned},
+            {"note", b.note}};
+}
+
 json attribution_json(const attribution& a, const tokenizer& tok) {
     return {{"position", a.position},
             {"target", token_ref(a.target, tok)},

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/attribution.h"
+#include "analysis/break_it.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
@@ -21,6 +22,9 @@ nlohmann::json attribution_json(const attribution& a, const tokenizer& tok);
 nlohmann::json head_scores_json(const head_scores& s, const record& r);
 // {"clean", "corrupt", "resid" [2L+1][T], "heads" [L][H], "normalized": {"resid", "heads"}, "points", "target", "contrast", ...}
 nlohmann::json patch_json(const patch_result& p, const tokenizer& tok, const std::vector<int>& clean, const std::vector<int>& corrupt);
+// {"tokens", "baseline": {"top", "top_prob", "resid_norm"}, "rows": [{"kind", "label", "ablation", "layer", "head",
+//  "top", "top_prob", "baseline_top_prob", "kl", "resid_norm", "explanation"}], "head_kl" [L][H], "heads_scanned", "note"}
+nlohmann::json break_it_json(const break_result& b, const tokenizer& tok);
 
 // .npy files in dir (created if needed): lens_top_ids int32 [P,T,K], lens_top_probs, lens_target_prob [P,T];
 // attribution_heads float64 [L,H]; head_scores float32 [5,L,H] (order of head_score_kind, NaN where undefined);
