@@ -67,6 +67,70 @@ static std::shared_ptr<learn_output> compute_learn(const analysis_request& q) {
     return out;
 }
 
+// The prompt run with each ablation in turn; or, for the demo's first request, only the choice of its prompt
+// (the demo then sets it, and the rows of that prompt are asked for as any other's).
+static std::shared_ptr<break_output> compute_break(const analysis_request& q, const keep_going& go,
+                                                   const std::function<bool()>& stopped) {
+    auto t0 = clock_type::now();
+    const gb::model& m = *q.model;
+    auto out = std::make_shared<break_output>();
+    out->key = q.key;
+    out->model = q.model;
+    out->bos = q.bos;
+    if (!q.candidates.empty()) {
+        out->choice = true;
+        out->prompt = q.candidates[gb::most_confident_prompt(m, q.candidates, q.bos, stopped)].text;
+        out->ms = ms_since(t0);
+        return out;
+    }
+    out->prompt = q.prompt;
+    std::vector<int> ids = gb::encode_prompt(m.tok, out->prompt, q.bos);
+    if ((int)ids.size() > m.config.n_ctx) // as the main run: its last n_ctx tokens
+        ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
+    gb::break_options o;
+    o.progress = [&](float f) { go(f); };
+    o.cancelled = stopped;
+    out->res = gb::break_it(m, ids, o);
+    out->ms = ms_since(t0);
+    return out;
+}
+
+// The shown run's tokens continued at each temperature (one seed, one top-k), through the KV cache as the CLI's
+// generate does, with the run's ablation; the distributions are of the run's last logits.
+static std::shared_ptr<sampling_output> compute_sampling(const analysis_request& q, const keep_going& go) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    const gb::record& c = r.cap();
+    if (!c.logit_ids.empty()) throw gb::error("sampling: the run kept only some logits");
+    auto out = std::make_shared<sampling_output>();
+    out->key = q.key;
+    out->from = q.from;
+    out->top_k = q.sampling.top_k;
+    out->n_tokens = q.gen_tokens;
+    out->seed = q.sampling.seed;
+    const int n = (int)q.temperatures.size();
+    for (int i = 0; i < n; i++) {
+        sampling_column col;
+        gb::sampling sp = q.sampling;
+        sp.temperature = col.temperature = q.temperatures[i];
+        gb::sampling_distribution(col.dist, c.last_logits(), c.vocab, sp);
+        bool stopped = false;
+        int made = 0;
+        const gb::generation g = gb::generate(m, c.tokens, q.gen_tokens, sp, r.ablation, [&](int) {
+            stopped = !go((i + (float)++made / std::max(1, q.gen_tokens)) / n);
+            return !stopped;
+        });
+        if (stopped) return nullptr;
+        col.ids = g.ids;
+        col.text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
+        col.hit_eos = g.hit_eos;
+        out->columns.push_back(std::move(col));
+    }
+    out->ms = ms_since(t0);
+    return out;
+}
+
 static std::shared_ptr<induction_output> compute_induction(const analysis_request& q) {
     auto t0 = clock_type::now();
     const gb::model& m = *q.model;
@@ -134,7 +198,7 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
 // ---------------------------------------------------------------------------------------------
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
-static int lane_of(analysis_kind k) { return k == ANALYSIS_PATCHING ? 1 : 0; }
+static int lane_of(analysis_kind k) { return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK ? 1 : 0; }
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -170,14 +234,15 @@ bool analysis_worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
-    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_;
+    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_;
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
     const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
-                                                                                            : (bool)patch_out_;
+                     : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
+                                                                                       : (bool)patch_out_;
     return waiting_[k] || running_[k] || failed_[k] || out;
 }
 
@@ -206,17 +271,22 @@ void analysis_worker::loop(int lane) {
             progress_[k] = f;
             return !stop_kind_[k];
         };
+        const std::function<bool()> stopped = [this, k] { return (bool)stop_kind_[k]; }; // between a run's layers too
         std::shared_ptr<lens_output> lens;
         std::shared_ptr<attribution_output> attr;
         std::shared_ptr<induction_output> ind;
         std::shared_ptr<patch_output> patch;
         std::shared_ptr<learn_output> learn;
+        std::shared_ptr<break_output> brk;
+        std::shared_ptr<sampling_output> smp;
         std::string error;
         try {
             if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
             else if (k == ANALYSIS_ATTRIBUTION) attr = compute_attribution(q);
             else if (k == ANALYSIS_INDUCTION) ind = compute_induction(q);
             else if (k == ANALYSIS_LEARN) learn = compute_learn(q);
+            else if (k == ANALYSIS_BREAK) brk = compute_break(q, go, stopped);
+            else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
             else patch = compute_patching(q, go);
         } catch (const std::exception& e) {
             error = e.what();
@@ -236,6 +306,8 @@ void analysis_worker::loop(int lane) {
         if (ind) induction_out_ = ind;
         if (patch) patch_out_ = patch;
         if (learn) learn_out_ = learn;
+        if (brk) break_out_ = brk;
+        if (smp) sampling_out_ = smp;
     }
 }
 
@@ -267,6 +339,8 @@ void analysis_worker::poll(app_state& s) {
     take(induction_out_, s.induction, ANALYSIS_INDUCTION);
     take(patch_out_, s.patching, ANALYSIS_PATCHING);
     take(learn_out_, s.learn, ANALYSIS_LEARN);
+    take(break_out_, s.breaking, ANALYSIS_BREAK);
+    take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
 }
 
 } // namespace gbui

@@ -1,6 +1,7 @@
-// The analysis threads: logit lens, direct logit attribution and the induction test on one thread, activation
-// patching (seconds on a GPT-2-small-sized model) on another, so that a long patching never delays the quick
-// analyses, and neither delays the main forward (worker.h). Per kind only the newest request matters: a new
+// The analysis threads: logit lens, direct logit attribution, the induction test, Learn's walk and the Sampling
+// tab's continuations on one thread; activation patching and Break it (seconds on a GPT-2-small-sized model:
+// one forward per ablation and head) on another, so that a long one never delays the quick analyses, and
+// neither delays the main forward (worker.h). Per kind only the newest request matters: a new
 // one replaces a waiting one and stops a running one with other inputs (the core's progress callbacks return
 // false); a stopped run publishes nothing, so the panels keep the previous complete result.
 #pragma once
@@ -26,6 +27,14 @@ struct analysis_request {
     int position = -1;                        // attribution: the query position; learn: the token
     int layer = 0, head = 0;                  // learn: the block and head walked through
     std::string corrupt;                      // patching: the corrupted prompt (encoded like the clean one)
+    // break it: the prompt (encoded like the main run's, with bos) of `model`; or, when candidates is not empty,
+    // the one of them this model gets right most confidently (the demo's first request)
+    std::string prompt;
+    std::vector<gb::prompt_candidate> candidates;
+    // sampling: `from`'s tokens continued at each temperature, with sampling's top-k and seed, gen_tokens each
+    std::vector<float> temperatures;
+    gb::sampling sampling;
+    int gen_tokens = 30;
     // the induction test: n random tokens repeated once, run through model with ab
     std::shared_ptr<const gb::model> model;
     gb::ablation ab;
@@ -48,7 +57,7 @@ public:
     bool pending(analysis_kind k) const; // the same for one kind
 
 private:
-    void loop(int lane); // lane 0: lens, attribution, induction; lane 1: patching
+    void loop(int lane); // lane 0: lens, attribution, induction, learn, sampling; lane 1: patching, break it
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<analysis_request> waiting_[ANALYSIS_COUNT];
@@ -63,6 +72,8 @@ private:
     std::shared_ptr<const induction_output> induction_out_;
     std::shared_ptr<const patch_output> patch_out_;
     std::shared_ptr<const learn_output> learn_out_;
+    std::shared_ptr<const break_output> break_out_;
+    std::shared_ptr<const sampling_output> sampling_out_;
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

@@ -10,6 +10,7 @@
 
 #include "analysis/learn.h"
 #include "analysis/attribution.h"
+#include "analysis/break_it.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
@@ -109,12 +110,14 @@ struct generation_result {
     bool done = false;           // false while it runs (or when a newer request stopped it)
 };
 
-// ---- analyses (lens, attribution, induction test, patching): computed on the analysis threads ----
+// ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
-enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN, ANALYSIS_COUNT };
+enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
+                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
-enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_EXPERTS, TAB_COUNT };
-const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "experts" (sessions, scripts)
+enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_COUNT };
+const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts"
+                                             // (sessions, scripts)
 // Whether the tab bar shows t for this model (Experts: a model with experts).
 bool tab_available(analysis_tab t, const gb::model* m);
 // What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
@@ -124,7 +127,7 @@ inline gb::head_score_kind colour_score(colour_mode m) { return (gb::head_score_
 const char* colour_name(colour_mode m);      // "pattern", "prev_token", ... (sessions, scripts)
 const char* colour_label(colour_mode m);     // "previous-token", ... (the combo)
 // One-click demonstrations (demos.h): a prompt, a view and a selection chosen by the loaded model's own scores.
-enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_COUNT };
+enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_BREAK, DEMO_TEMPERATURE, DEMO_COUNT };
 
 // Each output keeps the inputs it was computed from (`key`, and the run it read), so a panel can keep showing
 // it while a newer one is computed.
@@ -140,6 +143,36 @@ struct learn_output {                       // Learn mode: the walk through the 
     std::shared_ptr<const run_result> from;
     gb::learn_walk walk;
     std::vector<gb::param_line> params;
+    double ms = 0;
+};
+struct break_output {                       // "Break it": the prompt run with each ablation in turn
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;                     // the text it ran, or the one the demo's first request chose
+    bool bos = false;
+    bool choice = false;                    // the demo's first request: only the prompt was chosen (no rows)
+    gb::break_result res;                   // rows: whole-model ablations, each layer's attention, the top heads
+    double ms = 0;
+};
+// Whether b holds the rows of the prompt as it is now (model, text, BOS): they may be shown and applied.
+inline bool break_is_current(const break_output* b, const std::shared_ptr<const gb::model>& m, const std::string& prompt,
+                             bool bos) {
+    return b && !b->choice && m && b->model == m && b->prompt == prompt && b->bos == bos;
+}
+struct sampling_column {                    // one temperature of the Sampling tab
+    float temperature = 0;
+    gb::sampling_dist dist;                 // what its first token is drawn from (softmax(logits / T) over the top-k)
+    std::vector<int> ids;                   // the continuation
+    std::string text;
+    bool hit_eos = false;
+};
+struct sampling_output {                    // one prompt continued at several temperatures, one seed and top-k
+    std::string key;
+    std::shared_ptr<const run_result> from; // the run whose tokens (and ablation) it continued, and whose last
+                                            // logits the distributions are of
+    int top_k = 0, n_tokens = 0;
+    uint64_t seed = 0;
+    std::vector<sampling_column> columns;   // [3] in the order of the inputs' temperatures
     double ms = 0;
 };
 struct attribution_output {
@@ -226,7 +259,20 @@ struct app_state {
     demo_kind demo = DEMO_NONE;
     bool demo_waiting = false;       // its run has not arrived yet: the head and caption come with it
     std::string demo_prompt;         // the prompt it set (editing the prompt ends the demo)
+    const gb::model* demo_model = nullptr; // the model it was started on (another model ends the demo)
     std::string demo_caption;
+    std::string demo_caption_key;    // Temperature: the key of the Sampling output its caption was written from
+    // Break it (demo and Learn tab): the row whose ablation is applied, -1 for none (the model restored); the
+    // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
+    // its first result is computed (empty once chosen)
+    int break_row = -1;
+    std::string demo_ablation;
+    std::vector<gb::prompt_candidate> demo_candidates;
+    // the Sampling tab: the prompt continued at three temperatures from one seed and top-k
+    float sample_temps[3] = {0.3f, 0.8f, 1.5f};
+    int sample_top_k = 40;           // 0 = every token
+    int sample_tokens = 30;
+    uint64_t sample_seed = 1;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -259,6 +305,8 @@ struct app_state {
     std::shared_ptr<const induction_output> induction;
     std::shared_ptr<const learn_output> learn;
     std::shared_ptr<const patch_output> patching;
+    std::shared_ptr<const break_output> breaking;
+    std::shared_ptr<const sampling_output> sampling;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
 };

@@ -11,17 +11,38 @@
 namespace gbui {
 
 const char* demo_name(demo_kind d) {
-    static const char* names[DEMO_COUNT] = {"", "induction", "prev-token", "lens", "ioi"};
+    static const char* names[DEMO_COUNT] = {"", "induction", "prev-token", "lens", "ioi", "break-it", "temperature"};
     return names[d];
 }
 
 const char* demo_label(demo_kind d) {
     static const char* labels[DEMO_COUNT] = {"(none)", "Induction head", "Previous-token head", "Logit lens",
-                                             "Indirect object"};
+                                             "Indirect object", "Break it", "Temperature and top-k"};
     return labels[d];
 }
 
 static const int induction_demo_n = 20; // random tokens, repeated once: short enough to read in the token strip
+
+// Prompts that a model which has learnt English completes with one clear answer: Break it runs the one this model
+// gets right most confidently (or, when it gets none right, the one it is surest about), so that there is a
+// prediction to break.
+static const std::vector<gb::prompt_candidate>& break_candidates() {
+    static const std::vector<gb::prompt_candidate> c = {
+        {"The cat sat on the mat. The cat sat on the", " mat"},
+        {"Thank you very", " much"},
+        {"It was the best of times, it was the worst of", " times"},
+        {"one, two, three, four,", " five"},
+        {"Once upon a", " time"},
+        {"Ladies and", " gentlemen"},
+        {"The United States of", " America"},
+        {"from time to", " time"},
+        {"little by", " little"},
+    };
+    return c;
+}
+
+// The temperature demo's prompt and settings: a greedy-ish T repeats itself, a hot one wanders
+static const char* temperature_prompt = "The old man looked at the sea and said";
 
 // The single token that text encodes to, or -1.
 static int single_token(const gb::model& m, const std::string& text) {
@@ -31,6 +52,7 @@ static int single_token(const gb::model& m, const std::string& text) {
 
 void start_demo(app_state& s, demo_kind d) {
     const gb::model& m = *s.model;
+    end_demo(s); // a Break-it row still applied is taken off first
     s.demo = d;
     s.demo_waiting = true;
     s.demo_caption = "running the demo...";
@@ -72,11 +94,36 @@ void start_demo(app_state& s, demo_kind d) {
         s.attr_target = single_token(m, " Mary"), s.attr_contrast = single_token(m, " John");
         if (s.attr_target < 0 || s.attr_contrast < 0) s.attr_target = s.attr_contrast = -1; // the top-2 instead
         break;
+    case DEMO_BREAK:
+        // the prompt comes from the analysis thread (the candidate this model gets right most confidently); until
+        // then the current one stays, with nothing ablated
+        s.ablation = {};
+        s.demo_candidates = break_candidates();
+        s.demo_caption = "choosing a prompt this model predicts well...";
+        s.tab = TAB_LEARN; // the table of every row is at the end of the Learn tab
+        break;
+    case DEMO_TEMPERATURE:
+        s.prompt = temperature_prompt;
+        s.tab = TAB_SAMPLING;
+        s.sample_temps[0] = 0.3f, s.sample_temps[1] = 0.8f, s.sample_temps[2] = 1.5f;
+        s.sample_top_k = 40, s.sample_tokens = 30, s.sample_seed = 1;
+        break;
     default:
-        s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+        end_demo(s);
         return;
     }
     s.demo_prompt = s.prompt;
+    s.demo_model = s.model.get();
+    s.demo_ablation = s.ablation.describe();
+}
+
+void end_demo(app_state& s) {
+    // a row Break it applied is taken off again (one the user set by hand is theirs: it differs)
+    if (s.demo == DEMO_BREAK && s.ablation.describe() == s.demo_ablation) s.ablation = {};
+    s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+    s.demo_candidates.clear();
+    s.break_row = -1;
+    s.demo_caption_key.clear();
 }
 
 // The head with the largest finite score of kind k (layer -1 when none is finite).
@@ -111,10 +158,86 @@ static std::string head_caption(app_state& s, gb::head_score_kind k, float clear
     return fmt("%s Strongest here: L%dH%d (score %.2f), open in the Head tab.", look, l, h, v);
 }
 
+// "‘·much’ (34 %)" for the captions
+static std::string token_pct(const gb::tokenizer& tok, int id, double p) {
+    return quoted(tok, id) + fmt(" (%.*f %%)", 100 * p < 9.95 ? 1 : 0, 100 * p);
+}
+
+void break_step(app_state& s, int row) {
+    const break_output* b = s.breaking.get();
+    if (!break_is_current(b, s.model, s.prompt, s.bos)) return;
+    const gb::break_result& res = b->res;
+    const int n = (int)res.rows.size();
+    row = std::max(-1, std::min(row, n - 1));
+    if (s.demo != DEMO_BREAK) { // a click on a row of the Learn tab: step through from there
+        end_demo(s);
+        s.demo = DEMO_BREAK;
+        s.demo_prompt = s.prompt;
+        s.demo_model = s.model.get();
+    }
+    s.demo_waiting = false;
+    s.break_row = row;
+    s.ablation = row >= 0 ? res.rows[row].ab : gb::ablation{};
+    s.demo_ablation = s.ablation.describe();
+    if (row >= 0) {
+        s.demo_caption = fmt("%d of %d, %s. ", row + 1, n, res.rows[row].label.c_str()) + visible_quotes(res.rows[row].explanation);
+    } else {
+        const double n0 = res.base_resid_norm; // 312, 4.12; 1234 rather than 1.23e+03 (as the rows' sentences)
+        s.demo_caption = "Nothing removed: the model predicts " + token_pct(s.model->tok, res.base_top_id, res.base_top_prob) +
+                         fmt(std::fabs(n0) >= 1000 ? " and the last token's vector is %.0f long." : " and the last token's vector is %.3g long.", n0) +
+                         " Next removes one part of the model at a time.";
+    }
+}
+
 void update_demo(app_state& s) {
     if (s.demo == DEMO_NONE) return;
-    if (s.prompt != s.demo_prompt || !s.model) { // edited: the caption no longer describes what is shown
-        s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+    if (s.prompt != s.demo_prompt || !s.model || s.model.get() != s.demo_model ||
+        (s.demo == DEMO_BREAK && s.ablation.describe() != s.demo_ablation)) {
+        end_demo(s); // edited: the caption no longer describes what is shown
+        return;
+    }
+    if (s.demo == DEMO_BREAK) {
+        const analysis_status& st = s.analysis[ANALYSIS_BREAK];
+        if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) { // e.g. a prompt too long
+            s.demo_waiting = false;
+            s.demo_caption = "could not break it: " + st.error;
+            return;
+        }
+        const break_output* b = s.breaking.get();
+        if (!s.demo_candidates.empty()) { // choosing: the chosen prompt becomes the demo's
+            if (b && b->choice && b->model == s.model && b->bos == s.bos) {
+                s.prompt = s.demo_prompt = b->prompt;
+                s.demo_candidates.clear();
+                s.demo_caption = "removing each part of the model in turn...";
+            }
+            return;
+        }
+        if (s.demo_waiting && break_is_current(b, s.model, s.prompt, s.bos)) break_step(s, 0);
+        return;
+    }
+    if (s.demo == DEMO_TEMPERATURE) { // the caption follows the columns shown (the temperatures may be changed)
+        const analysis_status& st = s.analysis[ANALYSIS_SAMPLING];
+        if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_SAMPLING]) {
+            s.demo_waiting = false;
+            s.demo_caption = "could not sample: " + st.error;
+            return;
+        }
+        const sampling_output* o = s.sampling.get();
+        if (!o || o->key != s.analysis_want[ANALYSIS_SAMPLING] || o->key == s.demo_caption_key || o->columns.size() != 3) return;
+        s.demo_waiting = false;
+        s.demo_caption_key = o->key;
+        const gb::tokenizer& tok = s.model->tok;
+        const int top = o->columns[0].dist.ids[0];
+        std::string shares;
+        for (size_t i = 0; i < 3; i++) {
+            const sampling_column& c = o->columns[i];
+            const double p = c.dist.ids[0] == top ? c.dist.probs[0] : 0.0;
+            shares += fmt("%s%.0f %% at T %.2g", i == 0 ? "" : i == 1 ? ", " : " and ", 100 * p, c.temperature);
+        }
+        s.demo_caption = fmt("One prompt, one seed, %s, three temperatures: the top token %s holds ",
+                             o->top_k > 0 ? fmt("top-k %d", o->top_k).c_str() : "every token", quoted(tok, top).c_str()) +
+                         shares + ". A low temperature sharpens the distribution and repeats the safe words; a high one "
+                                  "flattens it, and the text wanders.";
         return;
     }
     if (!s.demo_waiting || !s.result || !result_is_current(s)) return;

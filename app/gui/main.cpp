@@ -193,7 +193,16 @@ static std::string glyph_text(const app_state& s) {
         for (int id : s.patching->corrupt_ids) text += gb::token_text(tok, id);
         for (const gb::token_prob& t : s.patching->corrupt_top) text += gb::token_text(tok, t.id);
     }
-    text += s.corrupt_prompt;
+    if (s.breaking)
+        for (const gb::break_row& r : s.breaking->res.rows) text += r.explanation;
+    if (s.sampling) {
+        const gb::tokenizer& tok = s.sampling->from->model->tok;
+        for (const sampling_column& c : s.sampling->columns) {
+            text += c.text;
+            for (int id : c.dist.ids) text += gb::token_text(tok, id);
+        }
+    }
+    text += s.corrupt_prompt + s.demo_caption;
     return text;
 }
 
@@ -244,9 +253,9 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
-    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Experts"};
+    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Sampling", "Experts"};
     static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
-                                                                      panel_learn, panel_experts};
+                                                                      panel_learn, panel_sampling, panel_experts};
     // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once
     // no model that might have it is on its way
     if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
@@ -315,8 +324,8 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
 
 // ---------------------------------------------------------------------------------------------
 // Scripted input for tests: click LABEL | rclick LABEL | type TEXT | key NAME | wait | print | measure N |
-// screenshot FILE | open PATH | session FILE | scale linear|log|rowmax | tab head|lens|attribution|patching |
-// colour-by NAME | corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching |
+// screenshot FILE | open PATH | session FILE | scale linear|log|rowmax | tab head|lens|attribution|patching|learn|
+// sampling | demo NAME | colour-by NAME | corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching |
 // select-token I | frames N | hover LABEL | gen-tokens N | gen-step K | flood N | latency TEXT
 // ---------------------------------------------------------------------------------------------
 static const int run_debounce_ms = 20;
@@ -431,7 +440,42 @@ static void print_state(const app_state& s, const ui_context& ui) {
     for (const std::string& e : ui.typed_error)
         if (!e.empty()) j["token_errors"].push_back(e);
     j["colour_by"] = colour_name(s.colour_by);
-    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting}};
+    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
+                 {"break_row", s.break_row}};
+    j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
+    // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
+    if (s.breaking && !s.breaking->choice) {
+        const gb::break_result& b = s.breaking->res;
+        const gb::tokenizer& tok = s.breaking->model->tok;
+        nlohmann::json rows = nlohmann::json::array();
+        for (const gb::break_row& r : b.rows)
+            rows.push_back({{"label", r.label}, {"ablation", r.ab.describe()}, {"top", gb::token_text(tok, r.top_id)},
+                            {"top_prob", r.top_prob}, {"baseline_top_prob", r.base_top_prob}, {"kl", r.kl},
+                            {"resid_norm", r.resid_norm}, {"explanation", r.explanation}});
+        j["break_it"] = {{"prompt", s.breaking->prompt}, {"current", break_is_current(s.breaking.get(), s.model, s.prompt, s.bos)},
+                         {"baseline_top", gb::token_text(tok, b.base_top_id)}, {"baseline_top_prob", b.base_top_prob},
+                         {"baseline_resid_norm", b.base_resid_norm}, {"rows", rows}, {"note", b.note}, {"ms", s.breaking->ms}};
+    }
+    // sampling: each column's temperature, continuation and first-token distribution (its top 8)
+    if (s.sampling) {
+        const sampling_output& o = *s.sampling;
+        const gb::tokenizer& tok = o.from->model->tok;
+        nlohmann::json cols = nlohmann::json::array();
+        for (const sampling_column& c : o.columns) {
+            nlohmann::json top = nlohmann::json::array();
+            for (size_t i = 0; i < c.dist.ids.size() && i < 8; i++)
+                top.push_back({{"token", gb::token_text(tok, c.dist.ids[i])}, {"prob", c.dist.probs[i]}});
+            cols.push_back({{"temperature", c.temperature}, {"text", c.text}, {"ids", c.ids}, {"kept", c.dist.ids.size()},
+                            {"top", top}});
+        }
+        j["sampling"] = {{"current", o.key == s.analysis_want[ANALYSIS_SAMPLING]}, {"top_k", o.top_k}, {"seed", o.seed},
+                         {"tokens", o.n_tokens}, {"prompt", o.from->prompt}, {"columns", cols}};
+    }
+    // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
+    for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
+                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
+        if (auto it = ui.widgets.find(w); it != ui.widgets.end())
+            j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
@@ -442,7 +486,7 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["attribution_contrast"] = token(s.attr_contrast);
     j["patching_target"] = token(s.patch_target);
     j["patching_contrast"] = token(s.patch_contrast);
-    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn"};
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
@@ -609,7 +653,8 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
             }
         throw gb::error("script: unknown tab " + arg);
     }
-    if (cmd == "demo") { // induction | prev-token | lens | ioi, as the Prompt panel's Demos combo (once a model is loaded)
+    if (cmd == "demo") { // induction | prev-token | lens | ioi | break-it | temperature, as the Prompt panel's Demos
+                         // combo (once a model is loaded)
         if (!s.model) {
             if (++sc.wait_frames > 6000) throw gb::error("script: demo: no model loaded");
             return false;
@@ -620,7 +665,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
                 start_demo(s, (demo_kind)d);
                 return true;
             }
-        throw gb::error("script: unknown demo " + arg + " (induction, prev-token, lens, ioi)");
+        throw gb::error("script: unknown demo " + arg + " (induction, prev-token, lens, ioi, break-it, temperature)");
     }
     if (cmd == "colour-by") { // as the grid's combo
         for (int m = 0; m < COLOUR_COUNT; m++)
@@ -1001,12 +1046,15 @@ int main(int argc, char** argv) {
                 s.selection_pinned = false;
             }
             update_demo(s); // a demo's head and caption, once its run is shown
+            if (s.model) key = current_run_key(s); // the demo may have changed the inputs (Break it applies a row)
             // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
             const bool analyses_done = schedule_analyses(s, ui);
             // glyphs the shown text needs: prompt, tokens, top-k tokens, continuation, analyses' tokens
             std::string glyph_key = std::to_string(s.result_version) + "|" +
                                     std::to_string((uintptr_t)s.generated.get()) + "|" + std::to_string((uintptr_t)s.lens.get()) +
-                                    "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt;
+                                    "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + std::to_string((uintptr_t)s.breaking.get()) +
+                                    "|" + std::to_string((uintptr_t)s.sampling.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt +
+                                    "\x1f" + s.demo_caption;
             if (glyph_key != glyphs_for && need_glyphs(fonts, glyph_text(s))) {
                 build_fonts(fonts);
                 ImGui_ImplOpenGL3_DestroyFontsTexture();

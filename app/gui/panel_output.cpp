@@ -26,7 +26,7 @@ void panel_output(app_state& s, ui_context& ui) {
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
               : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", ""};
+                                               "the patching target", "", "", ""};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
     panel_title("Next token", hint.c_str());
     if (!s.result) return;

@@ -113,16 +113,39 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
     if (!s.model) ImGui::EndDisabled();
 }
 
+// Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
+static void break_buttons(app_state& s, ui_context& ui) {
+    const break_output* b = s.breaking.get();
+    const bool ready = break_is_current(b, s.model, s.prompt, s.bos) && !s.demo_waiting;
+    const int n = ready ? (int)b->res.rows.size() : 0;
+    if (!ready) ImGui::BeginDisabled();
+    if (ImGui::SmallButton("\u25c0 Previous") && s.break_row > -1) break_step(s, s.break_row - 1);
+    remember_item(ui, "break previous");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Next \u25b6") && s.break_row + 1 < n) break_step(s, s.break_row + 1);
+    remember_item(ui, "break next");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Restore")) break_step(s, -1);
+    remember_item(ui, "break restore");
+    if (!ready) ImGui::EndDisabled();
+    if (ready) {
+        ImGui::SameLine();
+        if (s.break_row >= 0) ImGui::TextDisabled("row %d of %d: %s (every row is in the Learn tab)", s.break_row + 1, n,
+                                                  b->res.rows[s.break_row].label.c_str());
+        else ImGui::TextDisabled("nothing removed: the model as it is (%d rows in the Learn tab)", n);
+    }
+}
+
 // The active demo's caption (what to look at), with a button to end it.
 static void demo_caption(app_state& s, ui_context& ui) {
     if (s.demo == DEMO_NONE) return;
-    ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x - 60);
-    ImGui::TextColored(ImVec4(0.55f, 0.8f, 1.0f, 1), "Demo, %s: %s", demo_label(s.demo), s.demo_caption.c_str());
-    ImGui::PopTextWrapPos();
+    text_wrapped_at_spaces(ImVec4(0.55f, 0.8f, 1.0f, 1), std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption,
+                           ImGui::GetWindowContentRegionMax().x - 60 - ImGui::GetCursorPosX());
     remember_item(ui, "demo caption");
     ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - 50);
-    if (ImGui::SmallButton("end##demo")) s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
+    if (ImGui::SmallButton("end##demo")) end_demo(s);
     remember_item(ui, "end demo");
+    if (s.demo == DEMO_BREAK) break_buttons(s, ui);
 }
 
 void panel_prompt(app_state& s, ui_context& ui) {

@@ -2,6 +2,7 @@
 // (or the grid's score mode) is visible and when the key changed. A key that changes while its run is going
 // stops that run at once (newest wins); the panels keep the last complete output until the new one arrives.
 #include <algorithm>
+#include <cstdio>
 
 #include "ui.h"
 
@@ -150,6 +151,49 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
         const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
         schedule(s, ui, ANALYSIS_PATCHING, inputs, s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+    }
+    // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
+    // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
+    // first request only chooses its prompt among candidates. One forward per row and per head: on a large model
+    // minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
+    {
+        analysis_request q;
+        q.model = s.model;
+        q.bos = s.bos;
+        q.prompt = s.prompt;
+        q.candidates = s.demo_candidates;
+        std::string inputs;
+        if (s.model) {
+            inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
+            if (q.candidates.empty()) inputs += s.prompt;
+            else
+                for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
+        }
+        if (inputs != ui.break_seen) ui.break_seen = inputs, ui.break_changed_at = std::chrono::steady_clock::now();
+        const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.break_changed_at > std::chrono::milliseconds(150);
+        const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
+        if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
+            ui.analysis->cancel(ANALYSIS_BREAK);
+            ui.asked[ANALYSIS_BREAK].clear();
+        }
+        schedule(s, ui, ANALYSIS_BREAK, inputs, shown, quiet, q);
+    }
+    // sampling: the shown run continued at the three temperatures
+    {
+        analysis_request q;
+        q.from = s.result;
+        q.temperatures.assign(s.sample_temps, s.sample_temps + 3);
+        q.sampling.top_k = s.sample_top_k;
+        q.sampling.seed = s.sample_seed;
+        q.gen_tokens = s.sample_tokens;
+        std::string inputs;
+        if (r) {
+            char b[128];
+            snprintf(b, sizeof b, "|%.9g|%.9g|%.9g|%d|%d|%llu", s.sample_temps[0], s.sample_temps[1], s.sample_temps[2],
+                     s.sample_top_k, s.sample_tokens, (unsigned long long)s.sample_seed);
+            inputs = id + b;
+        }
+        schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
     }
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k)))

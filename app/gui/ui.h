@@ -34,6 +34,9 @@ struct ui_context {
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
     std::chrono::steady_clock::time_point patch_changed_at;
+    std::string break_seen;                 // the same for Break it
+    std::chrono::steady_clock::time_point break_changed_at;
+    int break_row_shown = -2;               // the Break-it row the Learn tab last highlighted (scrolls when it changes)
     analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
     std::string typed[4], typed_error[4];   // token boxes: attribution target/contrast, patching target/contrast
 };
@@ -86,6 +89,12 @@ float token_box_w(float combo_w);
 float room_right_of_item();
 // A token's visible text in quotes: ‘·cat’ ("(none)" for -1: no contrast token).
 std::string quoted(const gb::tokenizer& tok, int id);
+// Text from the core ("moves from ‘ mat’ to ‘,’") with each quoted token's whitespace made visible as the app
+// shows tokens (‘·mat’).
+std::string visible_quotes(const std::string& s);
+// Text wrapped to `width` pixels at spaces only (ImGui's wrapping also breaks after '.' and ',', inside numbers
+// such as 0.489), one item (a group) for remember_item.
+void text_wrapped_at_spaces(const ImVec4& col, const std::string& text, float width);
 // Ablation helpers shared by the overview grid and the ablations panel.
 bool head_ablated(const gb::ablation& ab, int layer, int head);
 void toggle_head(gb::ablation& ab, int layer, int head);
@@ -112,6 +121,9 @@ void panel_patching(app_state& s, ui_context& ui);
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);
 void panel_learn(app_state& s, ui_context& ui);
+// Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
+// distribution its first token is drawn from.
+void panel_sampling(app_state& s, ui_context& ui);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
 ImU32 expert_colour(int e);
 

@@ -134,6 +134,40 @@ std::string quoted(const gb::tokenizer& tok, int id) {
     return id < 0 ? "(none)" : "\u2018" + visible_token(gb::token_text(tok, id)) + "\u2019";
 }
 
+std::string visible_quotes(const std::string& s) {
+    static const std::string open = "\u2018", close = "\u2019";
+    std::string out;
+    size_t i = 0;
+    for (size_t a; (a = s.find(open, i)) != std::string::npos;) {
+        const size_t b = s.find(close, a + open.size());
+        if (b == std::string::npos) break;
+        out += s.substr(i, a - i) + open + visible_token(s.substr(a + open.size(), b - a - open.size())) + close;
+        i = b + close.size();
+    }
+    return out + s.substr(i);
+}
+
+void text_wrapped_at_spaces(const ImVec4& col, const std::string& text, float width) {
+    ImGui::BeginGroup();
+    std::string line;
+    size_t i = 0;
+    while (i <= text.size()) {
+        size_t j = text.find(' ', i);
+        if (j == std::string::npos) j = text.size();
+        const std::string word = text.substr(i, j - i);
+        const std::string longer = line.empty() ? word : line + " " + word;
+        if (!line.empty() && ImGui::CalcTextSize(longer.c_str()).x > width) {
+            ImGui::TextColored(col, "%s", line.c_str());
+            line = word;
+        } else {
+            line = longer;
+        }
+        i = j + 1;
+    }
+    if (!line.empty()) ImGui::TextColored(col, "%s", line.c_str());
+    ImGui::EndGroup();
+}
+
 float room_right_of_item() {
     return ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x;
 }
@@ -195,7 +229,7 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
 const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "experts"};
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 bool tab_available(analysis_tab t, const gb::model* m) { return t != TAB_EXPERTS || (m && m->config.n_expert > 0); }
@@ -328,7 +362,7 @@ session_file read_session(const std::string& path) {
             std::string t = j.at("tab").get<std::string>();
             for (int k = 0; k < TAB_COUNT; k++)
                 if (t == tab_name((analysis_tab)k)) out.tab = (analysis_tab)k;
-            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching or experts, got '" + t + "'");
+            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching, learn, sampling or experts, got '" + t + "'");
         }
         if (j.contains("colour_by")) {
             std::string c = j.at("colour_by").get<std::string>();
