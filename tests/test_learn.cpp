@@ -166,3 +166,20 @@ TEST(LearnGui, TheTabWalksTheSelectedTokenLayerAndHead) {
     // the walk's prediction is the app's own at the last token
     EXPECT_EQ(states[0]["learn"]["prediction"], states[0]["top1"]);
 }
+
+// Each step's "see: PANEL" is a link: a panel outside the tabs is outlined for a moment, a tab is opened.
+TEST(LearnGui, StepLinksOpenThePanelTheyName) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    int rc = -1;
+    auto states = run_script("--prompt 'The cat sat on the' --select-head 1.3",
+                             "wait\nclick tab Learn\nwait\nprint\nclick learn see Prompt\nprint\n"
+                             "hover learn see Prompt\nwheel -3\nframes 3\nclick learn see Head\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 3u);
+    EXPECT_EQ(states[0]["tab"], "learn");
+    EXPECT_EQ(states[0]["flash"], "");
+    EXPECT_EQ(states[1]["tab"], "learn") << "a panel outside the tabs leaves the Learn tab open";
+    EXPECT_EQ(states[1]["flash"], "Prompt");
+    EXPECT_EQ(states[2]["tab"], "head");
+    EXPECT_EQ(states[2]["flash"], "Analysis");
+}

@@ -232,6 +232,16 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
         draw(s, ui);
         ui.content_h[id] = ImGui::GetCursorPosY() - y0; // what the panel would need (layout, next frame)
     }
+    if (ui.flash_window == id) { // a Learn link points here: a pulsing outline, gone after 1.5 s
+        const double left = std::chrono::duration<double>(ui.flash_until - std::chrono::steady_clock::now()).count();
+        if (left > 0) {
+            const float a = 0.55f + 0.45f * (float)std::cos(left * 9.0);
+            ImGui::GetForegroundDrawList()->AddRect(pos, ImVec2(pos.x + size.x, pos.y + size.y),
+                                                    IM_COL32(250, 200, 90, (int)(255 * a)), 4, 0, 3);
+        } else {
+            ui.flash_window.clear();
+        }
+    }
     ImGui::End();
 }
 
@@ -409,6 +419,7 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["gl"] = s.gl_status;
     // analyses
     j["tab"] = tab_name(s.tab);
+    j["flash"] = ui.flash_window;
     j["tabs"] = nlohmann::json::array(); // the tabs this model shows
     for (int t = 0; t < TAB_COUNT; t++)
         if (tab_available((analysis_tab)t, s.model.get())) j["tabs"].push_back(tab_name((analysis_tab)t));
@@ -703,6 +714,10 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         }
         if (++sc.wait_frames > 6000) throw gb::error("script: " + arg + " never ran");
         return false;
+    }
+    if (cmd == "wheel") { // the mouse wheel turned N notches (negative: down) where the mouse is (see hover)
+        io.MouseWheel = (float)std::atof(arg.c_str());
+        return true;
     }
     if (cmd == "frames") { // let N frames pass
         if (++sc.phase < std::max(1, std::atoi(arg.c_str()))) return false;

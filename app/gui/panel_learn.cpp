@@ -53,7 +53,7 @@ void step_values(const gb::learn_step& st) {
 }
 
 // The walk's steps and the parameter derivation.
-void learn_walk_steps(const app_state& s, const learn_output& lo) {
+void learn_walk_steps(app_state& s, ui_context& ui, const learn_output& lo) {
     const gb::learn_walk& w = lo.walk;
     const bool stale = lo.key != s.analysis_want[ANALYSIS_LEARN];
     ImGui::Text("token %d \u2018%s\u2019, layer %d, head %d%s", w.token, visible_token(w.pieces[w.token]).c_str(), w.layer,
@@ -66,7 +66,24 @@ void learn_walk_steps(const app_state& s, const learn_output& lo) {
         ImGui::TextDisabled("%s", step.shape.c_str());
         if (!step.panel.empty()) {
             ImGui::SameLine();
-            ImGui::TextDisabled("  see: %s", step.panel.c_str());
+            ImGui::TextDisabled("  see:");
+            ImGui::SameLine();
+            // a link: underlined, the hand cursor on hover; a click opens the tab or outlines the panel
+            ImGui::PushID((int)i);
+            const ImVec2 at = ImGui::GetCursorScreenPos(), ts = ImGui::CalcTextSize(step.panel.c_str());
+            const bool clicked = ImGui::InvisibleButton("##see", ts);
+            const bool hot = ImGui::IsItemHovered();
+            remember_item(ui, "learn see " + step.panel);
+            ImGui::PopID();
+            const ImU32 col = hot ? IM_COL32(250, 200, 90, 255) : IM_COL32(120, 180, 250, 255);
+            ImDrawList* dl = ImGui::GetWindowDrawList();
+            dl->AddText(at, col, step.panel.c_str());
+            dl->AddLine(ImVec2(at.x, at.y + ts.y), ImVec2(at.x + ts.x, at.y + ts.y), col);
+            if (hot) {
+                ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
+                ImGui::SetTooltip("show it: %s", step.panel.c_str());
+            }
+            if (clicked) follow_panel_link(s, ui, step.panel);
         }
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextUnformatted(step.formula.c_str());
@@ -234,7 +251,7 @@ void panel_learn(app_state& s, ui_context& ui) {
     } else if (!lo) {
         ImGui::TextDisabled(st.busy ? "walking through the model..." : "no result yet");
     } else {
-        learn_walk_steps(s, *lo);
+        learn_walk_steps(s, ui, *lo);
     }
     break_section(s, ui);
     ImGui::EndChild();

@@ -38,6 +38,9 @@ struct ui_context {
     std::chrono::steady_clock::time_point break_changed_at;
     int break_row_shown = -2;               // the Break-it row the Learn tab last highlighted (scrolls when it changes)
     analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
+    std::string flash_window;               // a panel window ("Residual", "Output", ...) outlined for a moment:
+                                            // where a Learn step's link points
+    std::chrono::steady_clock::time_point flash_until;
     std::string typed[4], typed_error[4];   // token boxes: attribution target/contrast, patching target/contrast
 };
 
@@ -100,6 +103,9 @@ bool head_ablated(const gb::ablation& ab, int layer, int head);
 void toggle_head(gb::ablation& ab, int layer, int head);
 // A heading line for a panel, with a one-line hint.
 void panel_title(const char* title, const char* hint = nullptr);
+// A Learn step's "see: PANEL" link (gb::learn_step::panel): opens the tab it names (Head, Logit lens,
+// Attribution, Experts) and outlines the window that shows it for 1.5 s.
+void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel);
 // The one-line hint of a tab's panel (the tab names it), wrapped when long.
 void tab_hint(const char* hint);
 

@@ -266,6 +266,25 @@ void panel_title(const char* title, const char* hint) {
     ImGui::Separator();
 }
 
+void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
+    // the panel names core/analysis/learn.cpp writes, and where each is on screen
+    static const struct {
+        const char* prefix;
+        const char* window;
+        int tab; // analysis_tab, -1: a panel outside the tabs
+    } links[] = {{"Head", "Analysis", TAB_HEAD},         {"Logit lens", "Analysis", TAB_LENS},
+                 {"Attribution", "Analysis", TAB_ATTRIBUTION}, {"Experts", "Analysis", TAB_EXPERTS},
+                 {"Prompt", "Prompt", -1},           {"Attention heads", "Overview", -1},
+                 {"Residual stream", "Residual", -1}, {"Next token", "Output", -1}};
+    for (const auto& l : links)
+        if (panel.rfind(l.prefix, 0) == 0) {
+            if (l.tab >= 0 && tab_available((analysis_tab)l.tab, s.model.get())) s.tab = (analysis_tab)l.tab;
+            ui.flash_window = l.window;
+            ui.flash_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+            return;
+        }
+}
+
 void tab_hint(const char* hint) {
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("%s", hint);
