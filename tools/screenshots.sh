@@ -19,25 +19,29 @@ kind=induction; induction=$(best --repeat-random 50 --seed 1)
 kind=prev_token; prev=$(best --prompt "$prompt")
 echo "best induction head $induction, previous-token head $prev"
 
-# shot NAME HEAD SCRIPT-LINES...: one window of 1600 x 1000, the script's lines, then the screenshot
+# shot NAME HEAD PROMPT SCRIPT-LINES...: one window of 1600 x 1000, the script's lines, then the screenshot
 shot() {
-    name=$1 head=$2
-    shift 2
+    name=$1 head=$2 text=$3
+    shift 3
     : > "$tmp/$name.txt"
     for line in "$@"; do echo "$line" >> "$tmp/$name.txt"; done
     printf 'wait\nframes 5\nscreenshot %s\n' "docs/$name.png" >> "$tmp/$name.txt"
-    xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --prompt "$prompt" --select-head "$head" --size 1600x1000 \
+    xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --prompt "$text" --select-head "$head" --size 1600x1000 \
         --script "$tmp/$name.txt" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log" >&2; exit 1; }
     echo "docs/$name.png"
 }
 
-shot screenshot "$induction" "wait"
-shot screenshot-live "$induction" "wait" "gen-tokens 8" "click Generate" "wait" "frames 30" "wait" "gen-step 5"
-shot screenshot-lens "$induction" "tab lens"
-shot screenshot-attribution "$induction" "tab attribution"
-shot screenshot-patching "$induction" "tab patching" "corrupt The cat sat on the door. The cat sat on the"
-shot screenshot-head-scores "$prev" "colour-by prev_token"
-shot screenshot-learn "$induction" "tab learn" "select-token 10"
+shot screenshot "$prev" "$prompt" "wait"
+shot screenshot-live "$prev" "$prompt" "wait" "gen-tokens 8" "click Generate" "wait" "frames 30" "wait" "gen-step 5"
+shot screenshot-lens "$induction" "$prompt" "tab lens"
+shot screenshot-attribution "$induction" "$prompt" "tab attribution"
+shot screenshot-patching "$induction" "$prompt" "tab patching" "corrupt The cat sat on the door. The cat sat on the"
+shot screenshot-head-scores "$prev" "$prompt" "colour-by prev_token"
+shot screenshot-learn 1.3 "The cat sat on the" "tab learn" "select-token 2"
 for d in induction prev-token lens ioi; do
-    shot "screenshot-demo-$d" "$induction" "wait" "demo $d"
+    shot "screenshot-demo-$d" "$induction" "$prompt" "wait" "demo $d"
 done
+# Break it on its third row (no residual), the caption's numbers in view
+shot screenshot-demo-break "$induction" "$prompt" "wait" "demo break-it" "wait" "click break next" "wait" \
+    "click break next" "wait" "hover demo caption"
+shot screenshot-demo-temperature "$induction" "$prompt" "wait" "demo temperature" "wait" "hover demo caption"
