@@ -2,12 +2,15 @@
 // and tokenize -> forward -> generate gives English-looking text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 
 #include "forward.h"
 #include "generate.h"
 #include "analysis/compare.h"
+#include "analysis/head_scores.h"
 #include "model.h"
 
 TEST(DefaultModel, TokenizeForwardGenerate) {
@@ -48,4 +51,23 @@ TEST(DefaultModel, SampledGenerationIsSeeded) {
     auto a = gb::generate(m, ids, 15, sp), b = gb::generate(m, ids, 15, sp);
     EXPECT_EQ(a.ids, b.ids);
     std::printf("Once upon a time%s\n", gb::decode(m.tok, a.ids).c_str());
+}
+
+// What the teaching demos rely on (and the model's README reports): an induction head (score >= 0.3 on 50 random
+// tokens repeated, as `glassbox-cli heads --repeat-random 50` measures it) and a previous-token head on prose.
+TEST(DefaultModel, HasAnInductionHeadAndAPreviousTokenHead) {
+    gb::model m = gb::load_model(gb::default_model_path());
+    auto best = [](const gb::head_scores& sc, gb::head_score_kind k) {
+        float b = 0;
+        for (float v : sc.score[k]) b = std::isfinite(v) ? std::max(b, v) : b;
+        return b;
+    };
+    for (uint64_t seed : {1, 2, 3}) {
+        gb::record r;
+        gb::run_forward(r, m, gb::repeated_random_tokens(m.tok, m.config.vocab_size, 50, seed, false));
+        EXPECT_GE(best(gb::score_heads(r), gb::SCORE_INDUCTION), 0.3f) << "seed " << seed;
+    }
+    gb::record r;
+    gb::run_forward(r, m, gb::encode(m.tok, "The cat sat on the mat. The cat sat on the mat. The dog ran to the park."));
+    EXPECT_GE(best(gb::score_heads(r), gb::SCORE_PREV_TOKEN), 0.5f);
 }
