@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ablation.h"
@@ -27,6 +28,15 @@ struct sampling_dist {
     std::vector<double> probs; // [n] their probabilities, summing to 1
 };
 void sampling_distribution(sampling_dist& out, const float* logits, int vocab, const sampling& sp);
+
+// One continuation at one temperature (generate --temperatures, the app's Sampling tab).
+struct temperature_run {
+    float temperature = 0;
+    sampling_dist dist;     // what its first token is drawn from
+    std::vector<int> ids;   // the continuation
+    std::string text;       // decoded (invalid UTF-8 replaced)
+    bool hit_eos = false;
+};
 
 struct generation {
     std::vector<int> ids;   // generated ids only

@@ -545,6 +545,27 @@ TEST(GuiAnalyses, SessionKeepsTheAnalysisInputs) {
     EXPECT_TRUE(o[0]["lens_target"].is_null());
     EXPECT_EQ(o[0]["error"], "");
 
+    EXPECT_EQ(o[0]["sampling_inputs"]["top_k"], 40) << "the Sampling tab's defaults";
+
+    // the Sampling tab's inputs: applied from a session, saved again; one out of range is a one-line error
+    nlohmann::json with = old;
+    with["sampling"] = {{"temperatures", {0.5, 1.0, 2.0}}, {"top_k", 7}, {"tokens", 12}, {"seed", 99}};
+    std::ofstream(dir + "/sampling.json") << with.dump();
+    auto sm = run_script("--session " + sq(dir + "/sampling.json"),
+                         "wait\nprint\nsave-session " + dir + "/again.json\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(sm.size(), 1u);
+    EXPECT_EQ(sm[0]["sampling_inputs"], with["sampling"]);
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/again.json"))["sampling"], with["sampling"]);
+    with["sampling"]["tokens"] = 0;
+    std::ofstream(dir + "/sampling_bad.json") << with.dump();
+    auto sb = run_script("--session " + sq(dir + "/sampling.json"), "wait\nsession " + dir + "/sampling_bad.json\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(sb.size(), 1u);
+    const std::string e = sb[0]["error"];
+    EXPECT_NE(e.find("sampling.tokens"), std::string::npos) << e;
+    EXPECT_EQ(sb[0]["sampling_inputs"]["seed"], 99) << "the inputs before the bad session stay";
+
     // a chosen token outside this model's vocabulary is named, and the default is kept
     nlohmann::json bad = old;
     bad["lens_target"] = {{"id", 999999}};
@@ -565,23 +586,34 @@ TEST(GuiAnalyses, ExportWritesTheComputedAnalyses) {
                              "tab lens\nwait\ntab attribution\nwait\n"
                              "corrupt the cat sat on the hat\ntab patching\nwait\n"
                              "colour-by induction\nclick induction test\nwait\n"
+                             "tab learn\nwait\ntab sampling\nwait\n"
                              "export " + dir + "/out\nprint\n",
                              &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(states.size(), 1u);
     std::string status = states[0]["status"];
-    for (const char* what : {"lens", "attribution", "patching", "head_scores", "induction_test"})
+    for (const char* what : {"lens", "attribution", "patching", "head_scores", "induction_test", "break_it", "sampling"})
         EXPECT_NE(status.find(what), std::string::npos) << status;
     for (const char* f : {"capture.json", "attention.npy", "head_scores.npy", "head_scores.json", "lens_top_ids.npy",
                           "lens_top_probs.npy", "lens_target_prob.npy", "lens.json", "attribution_heads.npy", "attribution.json",
                           "patch_resid.npy", "patch_resid_normalized.npy", "patch_heads.npy", "patching.json",
-                          "induction_test/head_scores.npy", "induction_test/head_scores.json"})
+                          "induction_test/head_scores.npy", "induction_test/head_scores.json", "break_it.json", "sampling.json"})
         EXPECT_TRUE(std::ifstream(dir + "/out/" + f).good()) << f;
     auto read = [&](const std::string& f) { return nlohmann::json::parse(std::ifstream(dir + "/out/" + f)); };
     nlohmann::json attr = read("attribution.json");
     EXPECT_NEAR(attr["total"].get<double>(), states[0]["attribution"]["total"].get<double>(), 1e-9);
     EXPECT_EQ(read("lens.json")["points"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
     EXPECT_EQ(read("patching.json")["resid"].size(), (size_t)(2 * gui_model().config.n_layer + 1));
+    // Break it and the Sampling tab as the CLI writes them (break-it --json, generate --temperatures --json)
+    const nlohmann::json br = read("break_it.json"), sm = read("sampling.json");
+    ASSERT_EQ(br["rows"].size(), states[0]["break_it"]["rows"].size());
+    EXPECT_EQ(br["baseline"]["top"]["text"], states[0]["break_it"]["baseline_top"]);
+    ASSERT_EQ(sm["runs"].size(), 3u);
+    for (size_t i = 0; i < 3; i++) {
+        EXPECT_EQ(sm["runs"][i]["generated_ids"], states[0]["sampling"]["columns"][i]["ids"]) << i;
+        EXPECT_FLOAT_EQ(sm["runs"][i]["temperature"].get<float>(), states[0]["sampling"]["columns"][i]["temperature"].get<float>());
+    }
+    EXPECT_EQ(sm["sampling"]["top_k"], states[0]["sampling"]["top_k"]);
 }
 
 // ---- live recompute: the worker keeps the last run and recomputes only what a change reaches ----

@@ -583,35 +583,26 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
     fo.keep.resid_norms = false;
     gb::record r;
     gb::run_forward(r, m, ids, ab, fo);
-    nlohmann::json runs = nlohmann::json::array();
+    std::vector<gb::temperature_run> runs;
     for (float t : temps) {
         sp.temperature = t;
-        gb::sampling_dist d;
-        gb::sampling_distribution(d, r.last_logits(), r.vocab, sp);
+        gb::temperature_run run;
+        run.temperature = t;
+        const gb::sampling_dist& d = run.dist;
+        gb::sampling_distribution(run.dist, r.last_logits(), r.vocab, sp);
         std::printf("T = %g%s, seed %llu: the first token is drawn from", t, t == 0 ? " (greedy)" : "",
                     (unsigned long long)sp.seed);
         if (sp.top_k > 0) std::printf(" the top %d", sp.top_k);
         std::printf("\n ");
-        nlohmann::json dist = nlohmann::json::array();
-        for (size_t i = 0; i < d.ids.size(); i++) {
-            if (i < 8) std::printf(" %s %.3f", quoted(m, d.ids[i]).c_str(), d.probs[i]);
-            if (i < 50) dist.push_back({{"id", d.ids[i]}, {"text", gb::token_text(m.tok, d.ids[i])}, {"prob", d.probs[i]}});
-        }
+        for (size_t i = 0; i < d.ids.size() && i < 8; i++) std::printf(" %s %.3f", quoted(m, d.ids[i]).c_str(), d.probs[i]);
         if (d.ids.size() > 8) std::printf(" ... (%zu tokens)", d.ids.size());
         const gb::generation g = gb::generate(m, ids, max_new, sp, ab);
-        const std::string text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
-        std::printf("\n%s%s\n\n", terminal_safe(prompt, true).c_str(), terminal_safe(text, true).c_str());
-        runs.push_back({{"temperature", t},
-                        {"generated_ids", g.ids},
-                        {"generated_text", text},
-                        {"stopped_at_eos", g.hit_eos},
-                        {"distribution", dist}});
+        run.ids = g.ids, run.hit_eos = g.hit_eos;
+        run.text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
+        std::printf("\n%s%s\n\n", terminal_safe(prompt, true).c_str(), terminal_safe(run.text, true).c_str());
+        runs.push_back(std::move(run));
     }
-    if (a.has("json"))
-        gb::write_json(a.get("json"), {{"prompt", prompt},
-                                       {"prompt_ids", ids},
-                                       {"runs", runs},
-                                       {"sampling", {{"top_k", sp.top_k}, {"top_p", sp.top_p}, {"seed", sp.seed}}}});
+    if (a.has("json")) gb::write_json(a.get("json"), gb::temperatures_json(prompt, ids, runs, sp, m.tok));
     return 0;
 }
 

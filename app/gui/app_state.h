@@ -159,13 +159,7 @@ inline bool break_is_current(const break_output* b, const std::shared_ptr<const 
                              bool bos) {
     return b && !b->choice && m && b->model == m && b->prompt == prompt && b->bos == bos;
 }
-struct sampling_column {                    // one temperature of the Sampling tab
-    float temperature = 0;
-    gb::sampling_dist dist;                 // what its first token is drawn from (softmax(logits / T) over the top-k)
-    std::vector<int> ids;                   // the continuation
-    std::string text;
-    bool hit_eos = false;
-};
+using sampling_column = gb::temperature_run; // one temperature of the Sampling tab
 struct sampling_output {                    // one prompt continued at several temperatures, one seed and top-k
     std::string key;
     std::shared_ptr<const run_result> from; // the run whose tokens (and ablation) it continued, and whose last

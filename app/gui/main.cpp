@@ -482,6 +482,8 @@ static void print_state(const app_state& s, const ui_context& ui) {
         j["sampling"] = {{"current", o.key == s.analysis_want[ANALYSIS_SAMPLING]}, {"top_k", o.top_k}, {"seed", o.seed},
                          {"tokens", o.n_tokens}, {"prompt", o.from->prompt}, {"columns", cols}};
     }
+    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
+                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
     // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
     for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
                           "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
@@ -647,9 +649,13 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         open_model(s, *ui.work, arg);
         return true;
     }
-    if (cmd == "session") { // as the Model panel's session Load button
-        open_session(s, *ui.work, arg);
-        s.status = "loaded session " + arg;
+    if (cmd == "session") { // as the Model panel's session Load button: a bad file's error shows in the window
+        try {
+            open_session(s, *ui.work, arg);
+            s.status = "loaded session " + arg;
+        } catch (const std::exception& e) {
+            s.error = e.what();
+        }
         return true;
     }
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons

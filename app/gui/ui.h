@@ -154,6 +154,12 @@ struct session_file {
     std::optional<std::string> corrupt_prompt;
     std::optional<analysis_tab> tab;
     std::optional<colour_mode> colour_by;
+    struct sampling_inputs {    // the Sampling tab's
+        float temps[3];
+        int top_k, tokens;
+        uint64_t seed;
+    };
+    std::optional<sampling_inputs> sampling;
 };
 void save_session(const app_state& s, const std::string& path);
 session_file read_session(const std::string& path); // throws gb::error (file, JSON), no model checks

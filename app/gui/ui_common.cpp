@@ -332,7 +332,12 @@ void save_session(const app_state& s, const std::string& path) {
                         {"patching",
                          {{"corrupt_prompt", s.corrupt_prompt},
                           {"target", token_json(s, s.patch_target)},
-                          {"contrast", token_json(s, s.patch_contrast)}}}};
+                          {"contrast", token_json(s, s.patch_contrast)}}},
+                        {"sampling",
+                         {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
+                          {"top_k", s.sample_top_k},
+                          {"tokens", s.sample_tokens},
+                          {"seed", s.sample_seed}}}};
     gb::write_json(path, j);
 }
 
@@ -405,6 +410,23 @@ session_file read_session(const std::string& path) {
             take(token_from(pa, "target"), p.patch_target, p.patch_target_text);
             take(token_from(pa, "contrast"), p.patch_contrast, p.patch_contrast_text);
         }
+        if (j.contains("sampling")) { // the Sampling tab's inputs, in the ranges its widgets allow
+            const auto& sa = j.at("sampling");
+            session_file::sampling_inputs in;
+            const auto& t = sa.at("temperatures");
+            if (!t.is_array() || t.size() != 3) throw gb::error("sampling.temperatures: expected 3 numbers");
+            for (int k = 0; k < 3; k++) {
+                in.temps[k] = t.at(k).get<float>();
+                if (!(in.temps[k] >= 0 && in.temps[k] <= 2.5f))
+                    throw gb::error("sampling.temperatures: each must be in 0..2.5, got " + t.at(k).dump());
+            }
+            in.top_k = sa.at("top_k").get<int>();
+            in.tokens = sa.at("tokens").get<int>();
+            in.seed = sa.at("seed").get<uint64_t>();
+            if (in.top_k < 0) throw gb::error("sampling.top_k must be >= 0");
+            if (in.tokens < 1 || in.tokens > 100) throw gb::error("sampling.tokens must be in 1..100");
+            out.sampling = in;
+        }
         p.has_tokens = true;
         return out; // layer and head indices are checked against the session's model once it has loaded
     } catch (const gb::error& e) {
@@ -418,6 +440,10 @@ void apply_session_inputs(app_state& s, const session_file& f) {
     if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
     if (f.tab) s.tab = *f.tab;
     if (f.colour_by) s.colour_by = *f.colour_by;
+    if (f.sampling) {
+        std::copy(f.sampling->temps, f.sampling->temps + 3, s.sample_temps);
+        s.sample_top_k = f.sampling->top_k, s.sample_tokens = f.sampling->tokens, s.sample_seed = f.sampling->seed;
+    }
 }
 
 void open_session(app_state& s, worker& w, const std::string& path) {
@@ -591,6 +617,16 @@ std::string export_capture(const app_state& s, const std::string& dir) {
         gb::write_patch_npy(dir, p.res);
         gb::write_json(dir + "/patching.json", gb::patch_json(p.res, tok, p.clean_ids, p.corrupt_ids));
         wrote += ", patching";
+    }
+    if (break_is_current(s.breaking.get(), r.model, r.prompt, r.bos)) {
+        gb::write_json(dir + "/break_it.json", gb::break_it_json(s.breaking->res, tok));
+        wrote += ", break_it";
+    }
+    if (s.sampling && s.sampling->from == s.result) {
+        gb::sampling sp;
+        sp.top_k = s.sampling->top_k, sp.seed = s.sampling->seed;
+        gb::write_json(dir + "/sampling.json", gb::temperatures_json(r.prompt, r.cap().tokens, s.sampling->columns, sp, tok));
+        wrote += ", sampling";
     }
     if (s.induction && s.induction->model == r.model) { // the test prompt's scores, in a folder of their own
         gb::write_head_scores_npy(dir + "/induction_test", s.induction->scores);

@@ -81,6 +81,25 @@ json break_it_json(const break_result& b, const tokenizer& tok) {
             {"note", b.note}};
 }
 
+json temperatures_json(const std::string& prompt, const std::vector<int>& prompt_ids,
+                       const std::vector<temperature_run>& runs, const sampling& sp, const tokenizer& tok) {
+    json out = json::array();
+    for (const temperature_run& r : runs) {
+        json dist = json::array();
+        for (size_t i = 0; i < r.dist.ids.size() && i < 50; i++)
+            dist.push_back({{"id", r.dist.ids[i]}, {"text", token_text(tok, r.dist.ids[i])}, {"prob", r.dist.probs[i]}});
+        out.push_back({{"temperature", r.temperature},
+                       {"generated_ids", r.ids},
+                       {"generated_text", r.text},
+                       {"stopped_at_eos", r.hit_eos},
+                       {"distribution", dist}});
+    }
+    return {{"prompt", prompt},
+            {"prompt_ids", prompt_ids},
+            {"runs", out},
+            {"sampling", {{"top_k", sp.top_k}, {"top_p", sp.top_p}, {"seed", sp.seed}}}};
+}
+
 json attribution_json(const attribution& a, const tokenizer& tok) {
     return {{"position", a.position},
             {"target", token_ref(a.target, tok)},

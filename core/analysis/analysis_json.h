@@ -9,6 +9,7 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "generate.h"
 #include "model.h"
 #include "record.h"
 
@@ -25,6 +26,10 @@ nlohmann::json patch_json(const patch_result& p, const tokenizer& tok, const std
 // {"tokens", "baseline": {"top", "top_prob", "resid_norm"}, "rows": [{"kind", "label", "ablation", "layer", "head",
 //  "top", "top_prob", "baseline_top_prob", "kl", "resid_norm", "explanation"}], "head_kl" [L][H], "heads_scanned", "note"}
 nlohmann::json break_it_json(const break_result& b, const tokenizer& tok);
+// {"prompt", "prompt_ids", "runs": [{"temperature", "generated_ids", "generated_text", "stopped_at_eos",
+//  "distribution": [{"id", "text", "prob"}] (the first 50)}], "sampling": {"top_k", "top_p", "seed"}}
+nlohmann::json temperatures_json(const std::string& prompt, const std::vector<int>& prompt_ids,
+                                 const std::vector<temperature_run>& runs, const sampling& sp, const tokenizer& tok);
 
 // .npy files in dir (created if needed): lens_top_ids int32 [P,T,K], lens_top_probs, lens_target_prob [P,T];
 // attribution_heads float64 [L,H]; head_scores float32 [5,L,H] (order of head_score_kind, NaN where undefined);
