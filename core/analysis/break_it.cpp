@@ -93,7 +93,7 @@ std::string explain(const break_row& r, const break_result& b, const tokenizer& 
     if (!std::isfinite(n1)) s += "blows up (from " + num(n0) + " to " + num(n1) + ")";
     else if (n1 > 1.15 * n0) s += "grows from " + num(n0) + " to " + num(n1);
     else if (n1 < n0 / 1.15) s += "shrinks from " + num(n0) + " to " + num(n1);
-    else s += "stays near " + num(n0) + " (" + num(n1) + ")";
+    else s += "changes little (" + num(n0) + " \u2192 " + num(n1) + ")";
     const std::string base = quote(tok, b.base_top_id);
     if (r.top_id == b.base_top_id) {
         const double d = r.top_prob - b.base_top_prob;
