@@ -125,4 +125,16 @@ generation generate(const model& m, const std::vector<int>& prompt, int max_new,
     return g;
 }
 
+temperature_run run_at_temperature(const model& m, const std::vector<int>& prompt, const float* last_logits, int vocab,
+                                   sampling sp, float t, int max_new, const ablation& ab,
+                                   const std::function<bool(int)>& on_token) {
+    temperature_run run;
+    run.temperature = sp.temperature = t;
+    sampling_distribution(run.dist, last_logits, vocab, sp);
+    const generation g = generate(m, prompt, max_new, sp, ab, on_token);
+    run.ids = g.ids, run.hit_eos = g.hit_eos;
+    run.text = utf8_sanitize(decode(m.tok, g.ids));
+    return run;
+}
+
 } // namespace gb

@@ -47,5 +47,11 @@ struct generation {
 // return false to stop early.
 generation generate(const model& m, const std::vector<int>& prompt, int max_new, const sampling& sp,
                     const ablation& ab = {}, const std::function<bool(int)>& on_token = {});
+// The prompt continued at sp with temperature t (generate), with the distribution its first token is drawn from
+// (sampling_distribution of last_logits [vocab], the prompt's next-token logits under ab). on_token as generate's;
+// when it stops the run, the continuation holds the tokens made so far.
+temperature_run run_at_temperature(const model& m, const std::vector<int>& prompt, const float* last_logits, int vocab,
+                                   sampling sp, float t, int max_new, const ablation& ab = {},
+                                   const std::function<bool(int)>& on_token = {});
 
 } // namespace gb

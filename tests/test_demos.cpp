@@ -186,7 +186,7 @@ void check_break_row(const nlohmann::json& st, int k) {
     const nlohmann::json& row = b["rows"][k];
     EXPECT_EQ(st["ablation"], row["ablation"]) << "the row's ablation is the one the whole app ran";
     EXPECT_EQ(st["ablation_input"], row["ablation"]);
-    EXPECT_EQ(st["top1"], row["top"]);
+    EXPECT_EQ(st["top1"], row["top"]["text"]);
     const double kl = row["kl"];
     EXPECT_NEAR(st["kl"].get<double>(), kl, 1e-3 * std::max(1.0, kl)) << "the app's own KL(baseline || current)";
     EXPECT_NE(cap.find(row["label"].get<std::string>()), std::string::npos) << cap;

@@ -607,7 +607,7 @@ TEST(GuiAnalyses, ExportWritesTheComputedAnalyses) {
     // Break it and the Sampling tab as the CLI writes them (break-it --json, generate --temperatures --json)
     const nlohmann::json br = read("break_it.json"), sm = read("sampling.json");
     ASSERT_EQ(br["rows"].size(), states[0]["break_it"]["rows"].size());
-    EXPECT_EQ(br["baseline"]["top"]["text"], states[0]["break_it"]["baseline_top"]);
+    EXPECT_EQ(br["baseline"]["top"], states[0]["break_it"]["baseline"]["top"]);
     ASSERT_EQ(sm["runs"].size(), 3u);
     for (size_t i = 0; i < 3; i++) {
         EXPECT_EQ(sm["runs"][i]["generated_ids"], states[0]["sampling"]["columns"][i]["ids"]) << i;

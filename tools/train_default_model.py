@@ -293,21 +293,24 @@ def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size,
     return full[:, :-1], full[:, 1:]
 
 
-def repeat_losses(torch, model, cfg, eot, device, n_rep=4, n=50):
-    """Mean loss (nats/token) on the first and the second copy of <|endoftext|> + n random tokens repeated: a
-    progress sign while training (its own generator, so the training batches do not change)."""
-    g = torch.Generator().manual_seed(7)
-    rnd = torch.randint(256, cfg["vocab_size"] - 1, (n_rep, n), generator=g)
-    x = torch.cat([torch.full((n_rep, 1), eot), rnd, rnd], 1).to(device)
+def repeat_test(torch, model, cfg, eot, device="cpu", n_rep=8, n=50, seed=1):
+    """The induction test: n_rep sequences <|endoftext|> r_1..r_n r_1..r_n (r random merged tokens, drawn row by row
+    from its own generator, so training batches do not change). Returns the mean loss (nats/token) on the first
+    and on the second copy (copying shows up as a drop), and per layer a [H] tensor of each head's previous-token
+    score (attention from i to i-1) and induction score (attention from r_i in the second copy to r_{i+1} in the
+    first, the token that followed the earlier occurrence; uniform attention gives ~0.01)."""
+    g = torch.Generator().manual_seed(seed)
+    rnd = torch.stack([torch.randint(256, cfg["vocab_size"] - 1, (n,), generator=g) for _ in range(n_rep)])
+    x = torch.cat([torch.full((n_rep, 1), eot), rnd, rnd], 1).to(device)  # 0 = eot, 1..n first, n+1..2n second
     was = model.training
     model.eval()
     with torch.no_grad():
         logits, att = model(x, keep_att=True)
         nll = torch.nn.functional.cross_entropy(logits[:, :-1].float().transpose(1, 2), x[:, 1:], reduction="none")
     model.train(was)
-    q = torch.arange(n + 1, 2 * n)
-    prev = max(float(torch.diagonal(a, offset=-1, dim1=-2, dim2=-1).mean(-1).mean(0).max()) for a in att)
-    ind = max(float(a[:, :, q, q - n + 1].mean(-1).mean(0).max()) for a in att)
+    q = torch.arange(n + 1, 2 * n)  # query: r_i in the second copy (i = 1..n-1); key: r_{i+1} in the first
+    prev = [torch.diagonal(a, offset=-1, dim1=-2, dim2=-1).mean(-1).mean(0).cpu() for a in att]
+    ind = [a[:, :, q, q - n + 1].mean(-1).mean(0).cpu() for a in att]
     return float(nll[:, 1:n].mean()), float(nll[:, n + 1:2 * n].mean()), prev, ind
 
 
@@ -477,10 +480,8 @@ def head_report(torch, model, enc, cfg, docs, n_windows=8, n_rep=8, rep_len=50):
     """Per-head scores, each [L][H] as a dict (l, h) -> float.
 
     prev:      mean attention from token i to token i-1, over n_windows held-out prose windows of n_positions tokens.
-    induction: on n_rep sequences <|endoftext|> r_1..r_n r_1..r_n (r random tokens), mean attention from r_i in the
-               second copy to r_{i+1} in the first (the token that followed the earlier occurrence). Uniform
-               attention would give about 1/position, i.e. ~0.01 here.
-    Also returns the mean loss (nats/token) on the first and on the second copy: copying shows up as a drop.
+    induction: repeat_test's, on n_rep sequences of rep_len random tokens repeated (seed 1).
+    Also returns repeat_test's mean loss on the first and on the second copy.
     """
     model.eval()
     eot = enc.vocab[EOT]
@@ -491,9 +492,7 @@ def head_report(torch, model, enc, cfg, docs, n_windows=8, n_rep=8, rep_len=50):
         if len(ids) >= n_windows * T:
             break
     prev = collections.defaultdict(float)
-    induction = collections.defaultdict(float)
-    loss_first = loss_second = 0.0
-    g = torch.Generator().manual_seed(1)
+    induction = {}
     with torch.no_grad():
         for w in range(n_windows):
             x = torch.tensor(ids[w * T:(w + 1) * T])[None]
@@ -503,20 +502,10 @@ def head_report(torch, model, enc, cfg, docs, n_windows=8, n_rep=8, rep_len=50):
                 sub = torch.diagonal(att[l][0], offset=-1, dim1=-2, dim2=-1).mean(-1)  # [H]
                 for h in range(cfg["n_head"]):
                     prev[(l, h)] += float(sub[h]) / n_windows
-        n = rep_len
-        for r in range(n_rep):
-            rnd = torch.randint(256, cfg["vocab_size"] - 1, (n,), generator=g)
-            x = torch.cat([torch.tensor([eot]), rnd, rnd])[None]  # positions: 0 = eot, 1..n first, n+1..2n second
-            logits, att = model(x, keep_att=True)
-            nll = torch.nn.functional.cross_entropy(logits[0, :-1], x[0, 1:], reduction="none")  # [2n]
-            loss_first += float(nll[1:n].mean()) / n_rep          # predicting r_2..r_n of the first copy
-            loss_second += float(nll[n + 1:2 * n].mean()) / n_rep  # predicting r_2..r_n of the second copy
-            q = torch.arange(n + 1, 2 * n)  # query: r_i in the second copy (i = 1..n-1)
-            k = q - n + 1                   # key: r_{i+1} in the first copy
-            for l in range(cfg["n_layer"]):
-                s = att[l][0][:, q, k].mean(-1)  # [H]
-                for h in range(cfg["n_head"]):
-                    induction[(l, h)] += float(s[h]) / n_rep
+    loss_first, loss_second, _, ind = repeat_test(torch, model, cfg, eot, n_rep=n_rep, n=rep_len, seed=1)
+    for l in range(cfg["n_layer"]):
+        for h in range(cfg["n_head"]):
+            induction[(l, h)] = float(ind[l][h])
     return dict(prev), dict(induction), loss_first, loss_second
 
 
@@ -782,8 +771,9 @@ def main():
                 el = time.time() - t_train
                 copy = ""
                 if step % 100 == 0 or step == total - 1:  # induction forming: the second copy gets cheaper
-                    first, second, prev, ind = repeat_losses(torch, model, cfg, eot, device)
-                    copy = f" | repeated random tokens {first:.2f} -> {second:.2f}, best prev-token {prev:.2f}, induction {ind:.2f}"
+                    first, second, prev, ind = repeat_test(torch, model, cfg, eot, device, n_rep=4, seed=7)
+                    copy = (f" | repeated random tokens {first:.2f} -> {second:.2f}, best prev-token "
+                            f"{max(float(p.max()) for p in prev):.2f}, induction {max(float(i.max()) for i in ind):.2f}")
                 print(f"step {step}/{total} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
                       f"({(step + 1) * args.batch * args.ctx / el:.0f} tok/s){copy}", flush=True)
             step += 1

@@ -585,20 +585,14 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
     gb::run_forward(r, m, ids, ab, fo);
     std::vector<gb::temperature_run> runs;
     for (float t : temps) {
-        sp.temperature = t;
-        gb::temperature_run run;
-        run.temperature = t;
+        gb::temperature_run run = gb::run_at_temperature(m, ids, r.last_logits(), r.vocab, sp, t, max_new, ab);
         const gb::sampling_dist& d = run.dist;
-        gb::sampling_distribution(run.dist, r.last_logits(), r.vocab, sp);
         std::printf("T = %g%s, seed %llu: the first token is drawn from", t, t == 0 ? " (greedy)" : "",
                     (unsigned long long)sp.seed);
         if (sp.top_k > 0) std::printf(" the top %d", sp.top_k);
         std::printf("\n ");
         for (size_t i = 0; i < d.ids.size() && i < 8; i++) std::printf(" %s %.3f", quoted(m, d.ids[i]).c_str(), d.probs[i]);
         if (d.ids.size() > 8) std::printf(" ... (%zu tokens)", d.ids.size());
-        const gb::generation g = gb::generate(m, ids, max_new, sp, ab);
-        run.ids = g.ids, run.hit_eos = g.hit_eos;
-        run.text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
         std::printf("\n%s%s\n\n", terminal_safe(prompt, true).c_str(), terminal_safe(run.text, true).c_str());
         runs.push_back(std::move(run));
     }

@@ -111,20 +111,14 @@ static std::shared_ptr<sampling_output> compute_sampling(const analysis_request&
     out->seed = q.sampling.seed;
     const int n = (int)q.temperatures.size();
     for (int i = 0; i < n; i++) {
-        sampling_column col;
-        gb::sampling sp = q.sampling;
-        sp.temperature = col.temperature = q.temperatures[i];
-        gb::sampling_distribution(col.dist, c.last_logits(), c.vocab, sp);
         bool stopped = false;
         int made = 0;
-        const gb::generation g = gb::generate(m, c.tokens, q.gen_tokens, sp, r.ablation, [&](int) {
+        sampling_column col = gb::run_at_temperature(m, c.tokens, c.last_logits(), c.vocab, q.sampling, q.temperatures[i],
+                                                     q.gen_tokens, r.ablation, [&](int) {
             stopped = !go((i + (float)++made / std::max(1, q.gen_tokens)) / n);
             return !stopped;
         });
         if (stopped) return nullptr;
-        col.ids = g.ids;
-        col.text = gb::utf8_sanitize(gb::decode(m.tok, g.ids));
-        col.hit_eos = g.hit_eos;
         out->columns.push_back(std::move(col));
     }
     out->ms = ms_since(t0);

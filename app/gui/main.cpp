@@ -24,6 +24,7 @@
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 
+#include "analysis/analysis_json.h"
 #include "demos.h"
 #include "error.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
@@ -455,17 +456,11 @@ static void print_state(const app_state& s, const ui_context& ui) {
                  {"break_row", s.break_row}};
     j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
     // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
-    if (s.breaking && !s.breaking->choice) {
-        const gb::break_result& b = s.breaking->res;
-        const gb::tokenizer& tok = s.breaking->model->tok;
-        nlohmann::json rows = nlohmann::json::array();
-        for (const gb::break_row& r : b.rows)
-            rows.push_back({{"label", r.label}, {"ablation", r.ab.describe()}, {"top", gb::token_text(tok, r.top_id)},
-                            {"top_prob", r.top_prob}, {"baseline_top_prob", r.base_top_prob}, {"kl", r.kl},
-                            {"resid_norm", r.resid_norm}, {"explanation", r.explanation}});
-        j["break_it"] = {{"prompt", s.breaking->prompt}, {"current", break_is_current(s.breaking.get(), s.model, s.prompt, s.bos)},
-                         {"baseline_top", gb::token_text(tok, b.base_top_id)}, {"baseline_top_prob", b.base_top_prob},
-                         {"baseline_resid_norm", b.base_resid_norm}, {"rows", rows}, {"note", b.note}, {"ms", s.breaking->ms}};
+    if (s.breaking && !s.breaking->choice) { // as `break-it --json` writes it, with what the app adds
+        j["break_it"] = gb::break_it_json(s.breaking->res, s.breaking->model->tok);
+        j["break_it"]["prompt"] = s.breaking->prompt;
+        j["break_it"]["current"] = break_is_current(s.breaking.get(), s.model, s.prompt, s.bos);
+        j["break_it"]["ms"] = s.breaking->ms;
     }
     // sampling: each column's temperature, continuation and first-token distribution (its top 8)
     if (s.sampling) {
