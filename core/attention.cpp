@@ -1,13 +1,16 @@
-// Attention on the CPU: per head, scores -> causal (and sliding-window, soft-capped) softmax -> weighted values.
+// Attention on the CPU: per head, scores -> causal (and sliding-window, soft-capped) softmax -> weighted values;
+// non-causal (encoders): the same loops with every row running over all keys.
 #include "attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
+#include "error.h"
 #include "lanes.h"
 #include "simd_math.h"
 
@@ -136,12 +139,13 @@ using value_rows = attention_kernels<1, 2, 3, 4>;
 static_assert(SR == 8 && OR == 4, "one kernel per row count");
 
 // A few queries (generation: one) against many keys: scores as dot products along the head dimension, straight
-// from K's rows (transposing K would cost more than the scores). p rows [rows][ld], keys [0, n_past + r] each.
+// from K's rows (transposing K would cost more than the scores). p rows [rows][ld], keys [0, n_past + r] each
+// when causal, else all n_past + rows keys.
 static void attention_scores_direct(float* p, int ld, const float* q, int q_stride, int rows, const float* K,
-                                    int kv_stride, int dh, int n_past, float scale) {
+                                    int kv_stride, int dh, int n_past, float scale, bool causal) {
     for (int r = 0; r < rows; r++) {
         const float* qr = q + (size_t)r * q_stride;
-        const int n_keys = n_past + r + 1;
+        const int n_keys = causal ? n_past + r + 1 : n_past + rows;
         for (int j = 0; j < n_keys; j++) {
             const float* kj = K + (size_t)j * kv_stride;
             avec acc = {};
@@ -174,8 +178,12 @@ static void transpose_keys(float* kt, int kt_ld, const float* K, int kv_stride, 
 }
 
 // Per head: scores and softmax into the probabilities (unless !scores: a.probs already holds them), then the
-// weighted values.
+// weighted values. Causal rows stop at their own position (and a block of rows at its last row's); non-causal
+// rows all run over the n_kv keys.
 static void attention_heads(const attention_args& a, bool scores) {
+    if (!a.causal && a.window > 0) // a window bounds the keys before a query; it has no meaning for those after
+        throw error("attention: a sliding window (" + std::to_string(a.window) +
+                    " tokens) needs causal attention; non-causal (encoder) attention must have window 0");
     const int n_kv = a.n_past + a.n_q, dh = a.d_head;
     const int group = a.n_head / a.n_kv_head;
     const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)dh);
@@ -214,25 +222,28 @@ static void attention_heads(const attention_args& a, bool scores) {
         }
         const float* Q = a.q + (size_t)h * dh;
         if (scores && direct) {
-            attention_scores_direct(p, n_kv, Q, a.q_stride, a.n_q, K, a.kv_stride, dh, a.n_past, scale);
+            attention_scores_direct(p, n_kv, Q, a.q_stride, a.n_q, K, a.kv_stride, dh, a.n_past, scale, a.causal);
             for (int r = 0; r < a.n_q; r++)
-                softmax_causal_row(p + (size_t)r * n_kv, first_key(a, a.n_past + r), a.n_past + r + 1, n_kv, a.softcap);
+                softmax_causal_row(p + (size_t)r * n_kv, first_key(a, a.n_past + r), end_key(a, a.n_past + r), n_kv,
+                                   a.softcap);
         }
         for (int i0 = 0; i0 < a.n_q && scores && !direct; i0 += SR) {
             const int rows = std::min(SR, a.n_q - i0);
             float* prow = p + (size_t)i0 * n_kv;
-            // keys after the block's last query are masked for every row of it
+            // keys after the block's last query are masked for every row of it (causal)
             score_rows::scores[rows](prow, n_kv, Q + (size_t)i0 * a.q_stride, a.q_stride, kt.data(), kt_ld, dh,
-                                     a.n_past + i0 + rows, scale);
-            for (int r = 0; r < rows; r++)
-                softmax_causal_row(prow + (size_t)r * n_kv, first_key(a, a.n_past + i0 + r), a.n_past + i0 + r + 1, n_kv,
-                                   a.softcap);
+                                     end_key(a, a.n_past + i0 + rows - 1), scale);
+            for (int r = 0; r < rows; r++) {
+                const int i = a.n_past + i0 + r;
+                softmax_causal_row(prow + (size_t)r * n_kv, first_key(a, i), end_key(a, i), n_kv, a.softcap);
+            }
         }
         for (int i0 = 0; i0 < a.n_q; i0 += OR) {
             const int rows = std::min(OR, a.n_q - i0);
-            // probabilities past each row's own position are zero: the block's last row bounds the keys
+            // causal: probabilities past each row's own position are zero, the block's last row bounds the keys
+            const int n_keys = end_key(a, a.n_past + i0 + rows - 1);
             value_rows::values[rows](a.out + (size_t)i0 * a.out_stride + (size_t)h * dh, a.out_stride,
-                                     p + (size_t)i0 * n_kv, n_kv, V, v_stride, dh, a.n_past + i0 + rows);
+                                     p + (size_t)i0 * n_kv, n_kv, V, v_stride, dh, n_keys);
         }
     }
 }

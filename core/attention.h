@@ -1,5 +1,5 @@
-// Attention of one layer: scores, causal softmax, weighted values. The CPU path is the reference every backend
-// (the GL compute shader in shaders/) is tested against.
+// Attention of one layer: scores, softmax (causal for decoders, over every key for encoders), weighted values.
+// The CPU path is the reference every backend (the GL compute shader in shaders/) is tested against.
 #pragma once
 #include <functional>
 
@@ -18,12 +18,15 @@ struct attention_args {
     float scale = 0;     // scores = scale * q.k; 0 = 1/sqrt(d_head)
     float softcap = 0;   // scores become softcap * tanh(scores / softcap) before the softmax (Gemma 2); 0 = none
     int window = 0;      // query i sees keys j with i - j < window (sliding-window attention); 0 = all before it
+    bool causal = true;   // false: every query sees every key 0 .. n_past+n_q-1 (encoders); window must be 0
 };
 // The first key query position i sees.
 inline int first_key(const attention_args& a, int i) { return a.window > 0 && i >= a.window ? i - a.window + 1 : 0; }
+// One past the last key query position i sees: itself when causal, else every key.
+inline int end_key(const attention_args& a, int i) { return a.causal ? i + 1 : a.n_past + a.n_q; }
 // Query head h reads key/value head h / (n_head / n_kv_head) (grouped-query attention).
 using attention_fn = std::function<void(const attention_args&)>;
-// Plain CPU path (the reference every backend is tested against).
+// Plain CPU path (the reference every backend is tested against). Throws gb::error for !causal with a window.
 void attention_cpu(const attention_args& a);
 // out = probs . V only, from the probabilities a.probs already holds (a hook changed them): the same
 // weighted-value loops as attention_cpu, q and k unused.

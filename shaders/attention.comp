@@ -1,7 +1,7 @@
 #version 430
-// Causal attention for one layer, all heads (or a slice of them, see h0) in one dispatch; optionally within a
-// sliding window and with soft-capped scores.
-// CPU twin: attention_cpu() in core/forward.cpp.
+// Attention for one layer, all heads (or a slice of them, see h0) in one dispatch: causal, optionally within a
+// sliding window, or non-causal (causal == 0: encoders, every query over every key); scores optionally soft-capped.
+// CPU twin: attention_cpu() in core/attention.cpp.
 //
 // Workgroup (query block, head): BQ queries of one head, NT = 128 invocations, TPQ = NT / BQ of them per query.
 // Keys go through shared memory in tiles of BK rows: each K tile and then each V tile is staged cooperatively
@@ -9,7 +9,9 @@
 // max m and running sum l and rescales the partial output by exp(m_old - m_new) when the max grows.
 // Raw scores are written to the probability buffer while the tiles stream by; at the end each invocation
 // normalises exactly the entries it wrote itself (same key residue mod TPQ), so no cross-invocation memory
-// barrier is needed, and writes 0 above the diagonal and before the window.
+// barrier is needed, and writes 0 above the diagonal (causal only) and before the window.
+// Non-causal: each query's last key is the last of all, so every workgroup runs over every key tile; the host
+// (gl_attention.cpp) rejects a window with it, as attention_cpu does.
 //
 // BQ, BK and MAX_D are #defined by the host (gl_attention.cpp, tile_configs) right after #version; shared memory
 // is 4 * (BQ*MAX_D + BK*(MAX_D+1) + BQ*(BK+1) + 3*BQ) bytes (27,008 for 16/32/128, under the 32 KB minimum).
@@ -53,6 +55,7 @@ uniform int write_probs; // 0: the caller keeps no probabilities
 uniform float scale;     // 1/sqrt(d_head), or the model's (Gemma 2)
 uniform float softcap;   // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
 uniform int window;      // > 0: query i sees keys j with i - j < window (sliding window)
+uniform int causal;      // 1: query i sees keys j <= n_past + i; 0: all keys 0 .. n_past+n_q-1 (window is 0)
 
 shared float q_s[BQ * MAX_D]; // the block's queries [BQ][d_head] (row stride MAX_D)
 shared float kv_s[BK * KS];   // K tile, then V tile [BK][d_head] (row stride KS)
@@ -71,10 +74,11 @@ void main() {
     const int lane = t % TPQ; // its place among the query's invocations
     const int i = i0 + qi;
     const bool live = i < n_q;
-    const int last = n_past + i; // keys after the query's own position are masked
-    const int first = window > 0 ? max(0, last - window + 1) : 0; // and those before its window
     const int n_kv = n_past + n_q;
-    const int block_last = n_past + min(i0 + BQ, n_q) - 1; // last key any query of the block sees
+    const int last = causal != 0 ? n_past + i : n_kv - 1; // causal: keys after the query's own position are masked
+    const int first = window > 0 ? max(0, n_past + i - window + 1) : 0; // and those before its window
+    // last key any query of the block sees: the tiles past it are skipped (causal), none are (non-causal)
+    const int block_last = causal != 0 ? n_past + min(i0 + BQ, n_q) - 1 : n_kv - 1;
     const int prow = live ? (hp * n_q + i) * n_kv : 0;
 
     for (int e = t; e < BQ * d_head; e += NT) {
@@ -118,8 +122,8 @@ void main() {
         // online softmax, one invocation per query row, while the others stage the V tile over the K tile
         if (t < BQ) {
             // keys of row t visible in this tile: [lo, hi)
-            const int row_last = n_past + i0 + t;
-            const int row_first = window > 0 ? max(0, row_last - window + 1) : 0;
+            const int row_last = causal != 0 ? n_past + i0 + t : n_kv - 1;
+            const int row_first = window > 0 ? max(0, n_past + i0 + t - window + 1) : 0;
             const int hi = i0 + t < n_q ? clamp(row_last - j0 + 1, 0, nk) : 0;
             const int lo = clamp(row_first - j0, 0, hi);
             const float m_old = m_s[t];

@@ -37,6 +37,7 @@ size_t shared_bytes(const tile_config& t) {
 struct attention_program {
     GLuint id = 0;
     GLint n_q, n_past, n_head, n_kv_head, d_head, q_stride, kv_stride, out_stride, h0, write_probs, scale, softcap, window;
+    GLint causal;
 };
 
 struct gl_state {
@@ -88,7 +89,7 @@ attention_program build_attention(int c) {
     p.n_q = loc("n_q"), p.n_past = loc("n_past"), p.n_head = loc("n_head"), p.n_kv_head = loc("n_kv_head");
     p.d_head = loc("d_head"), p.q_stride = loc("q_stride"), p.kv_stride = loc("kv_stride");
     p.out_stride = loc("out_stride"), p.h0 = loc("h0"), p.write_probs = loc("write_probs"), p.scale = loc("scale");
-    p.softcap = loc("softcap"), p.window = loc("window");
+    p.softcap = loc("softcap"), p.window = loc("window"), p.causal = loc("causal");
     return p;
 }
 
@@ -226,6 +227,9 @@ void attention_gl(const attention_args& a) {
     if (a.n_kv_head < 1 || a.n_head % a.n_kv_head)
         throw error("GL attention: " + std::to_string(a.n_head) + " query heads do not split into " +
                     std::to_string(a.n_kv_head) + " kv heads");
+    if (!a.causal && a.window > 0) // as attention_cpu: a window bounds the keys before a query only
+        throw error("GL attention: a sliding window (" + std::to_string(a.window) +
+                    " tokens) needs causal attention; non-causal (encoder) attention must have window 0");
     int c = 0;
     while (tile_configs[c].max_d < a.d_head) c++;
     if (!g.prog[c].id) g.prog[c] = build_attention(c);
@@ -269,6 +273,7 @@ void attention_gl(const attention_args& a) {
     glUniform1f(p.scale, a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)a.d_head)); // the same float as attention_cpu's
     glUniform1f(p.softcap, a.softcap);
     glUniform1i(p.window, a.window);
+    glUniform1i(p.causal, a.causal ? 1 : 0);
 
     GLuint64 total_ns = 0;
     for (int h0 = 0; h0 < a.n_head; h0 += heads_per_pass) {

@@ -1,9 +1,13 @@
-// Forward pass vs the double-precision reference, for every ablation; invariants; KV cache and sampling.
+// Forward pass vs the double-precision reference, for every ablation; invariants; KV cache and sampling;
+// attention_cpu, causal and non-causal (encoders), against a naive double loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "error.h"
 #include "forward.h"
@@ -597,4 +601,176 @@ TEST(Gemm, LmHeadRowsMatchNaiveProduct) {
                 ASSERT_NEAR(out[(size_t)i * V + v], s, 1e-5) << "n " << n << " v " << v;
             }
     }
+}
+
+// ---- attention_cpu against a naive double loop (causal and non-causal) ----
+
+namespace {
+
+struct naive_attention_case {
+    int T, n_past, H, KV, dh;
+    bool causal = true;
+    float softcap = 0, scale = 0;
+    int window = 0;
+};
+
+// q [T][H*dh], k and v [n_past+T][KV*dh] (no gaps), the probabilities [H][T][n_kv] and outputs [T][H*dh] in
+// double, one query and one key at a time, straight from the definition.
+void naive_attention(const naive_attention_case& c, const std::vector<float>& q, const std::vector<float>& k,
+                     const std::vector<float>& v, std::vector<double>& probs, std::vector<double>& out) {
+    const int n_kv = c.n_past + c.T, group = c.H / c.KV;
+    const double scale = c.scale > 0 ? c.scale : 1.0 / std::sqrt((double)c.dh);
+    probs.assign((size_t)c.H * c.T * n_kv, 0.0);
+    out.assign((size_t)c.T * c.H * c.dh, 0.0);
+    for (int h = 0; h < c.H; h++)
+        for (int i = 0; i < c.T; i++) {
+            const int pos = c.n_past + i;
+            std::vector<double> s(n_kv, -INFINITY);
+            double mx = -INFINITY;
+            for (int j = 0; j < n_kv; j++) {
+                if (c.causal && (j > pos || (c.window > 0 && pos - j >= c.window))) continue;
+                double dot = 0;
+                for (int d = 0; d < c.dh; d++)
+                    dot += (double)q[(size_t)i * c.H * c.dh + h * c.dh + d] * k[(size_t)j * c.KV * c.dh + (h / group) * c.dh + d];
+                s[j] = dot * scale;
+                if (c.softcap > 0) s[j] = c.softcap * std::tanh(s[j] / c.softcap);
+                mx = std::max(mx, s[j]);
+            }
+            double sum = 0;
+            for (int j = 0; j < n_kv; j++) sum += std::isfinite(s[j]) ? std::exp(s[j] - mx) : 0.0;
+            double* p = &probs[((size_t)h * c.T + i) * n_kv];
+            for (int j = 0; j < n_kv; j++) p[j] = std::isfinite(s[j]) ? std::exp(s[j] - mx) / sum : 0.0;
+            for (int d = 0; d < c.dh; d++) {
+                double o = 0;
+                for (int j = 0; j < n_kv; j++) o += p[j] * v[(size_t)j * c.KV * c.dh + (h / group) * c.dh + d];
+                out[(size_t)i * c.H * c.dh + h * c.dh + d] = o;
+            }
+        }
+}
+
+struct attention_run {
+    std::vector<float> q, k, v, probs, out;
+};
+
+// Random q, k, v for the case and attention_cpu's probabilities and outputs.
+attention_run run_attention_cpu(const naive_attention_case& c, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int n_kv = c.n_past + c.T;
+    attention_run r;
+    r.q.resize((size_t)c.T * c.H * c.dh), r.k.resize((size_t)n_kv * c.KV * c.dh), r.v.resize(r.k.size());
+    for (auto* b : {&r.q, &r.k, &r.v})
+        for (float& x : *b) x = nd(rng);
+    r.probs.assign((size_t)c.H * c.T * n_kv, -1.0f); // -1: an entry attention_cpu never wrote shows
+    r.out.assign((size_t)c.T * c.H * c.dh, -1.0f);
+    gb::attention_args a{r.q.data(), r.k.data(), r.v.data(), c.H * c.dh, c.KV * c.dh, c.T, c.n_past, c.H, c.KV, c.dh,
+                         r.probs.data(), r.out.data(), c.H * c.dh};
+    a.causal = c.causal, a.softcap = c.softcap, a.scale = c.scale, a.window = c.window;
+    gb::attention_cpu(a);
+    return r;
+}
+
+std::string describe(const naive_attention_case& c) {
+    std::ostringstream o;
+    o << (c.causal ? "causal" : "non-causal") << " T " << c.T << " n_past " << c.n_past << " heads " << c.H << "/"
+      << c.KV << " d_head " << c.dh << " softcap " << c.softcap << " window " << c.window;
+    return o.str();
+}
+
+double max_abs_error(const std::vector<float>& got, const std::vector<double>& want) {
+    if (got.size() != want.size()) return INFINITY;
+    double w = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        if (!std::isfinite(got[i])) return INFINITY;
+        w = std::max(w, std::abs(got[i] - want[i]));
+    }
+    return w;
+}
+
+} // namespace
+
+TEST(Attention, CpuEqualsNaiveLoopCausalAndNot) {
+    // T 1..4 take the direct-scores path, longer ones the tiled one (8-row score blocks, 4-row value blocks:
+    // 13 and 37 end in partial blocks); d_head 8 and 20 are not whole vectors (V is copied padded)
+    double worst_p = 0, worst_o = 0;
+    int n = 0;
+    for (bool causal : {false, true})
+        for (int T : {1, 3, 13, 37})
+            for (int dh : {8, 16, 20, 64})
+                for (auto [H, KV] : {std::pair<int, int>{4, 4}, {6, 2}})
+                    for (int n_past : {0, 11})
+                        for (float softcap : {0.0f, 2.0f}) {
+                            naive_attention_case c{T, n_past, H, KV, dh, causal, softcap, softcap > 0 ? 0.4f : 0.0f};
+                            attention_run r = run_attention_cpu(c, (uint32_t)(++n * 7919));
+                            std::vector<double> p, o;
+                            naive_attention(c, r.q, r.k, r.v, p, o);
+                            const double ep = max_abs_error(r.probs, p), eo = max_abs_error(r.out, o);
+                            ASSERT_LT(ep, 2e-6) << "probabilities, " << describe(c);
+                            ASSERT_LT(eo, 1e-5) << "outputs, " << describe(c);
+                            worst_p = std::max(worst_p, ep), worst_o = std::max(worst_o, eo);
+                        }
+    std::printf("%d cases: max |attention_cpu - naive| probabilities %.3g, outputs %.3g\n", n, worst_p, worst_o);
+    // and a sliding window (causal only) against the same loop
+    for (int window : {1, 5, 30}) {
+        naive_attention_case c{37, 11, 4, 2, 16, true, 0, 0, window};
+        attention_run r = run_attention_cpu(c, (uint32_t)window);
+        std::vector<double> p, o;
+        naive_attention(c, r.q, r.k, r.v, p, o);
+        EXPECT_LT(max_abs_error(r.probs, p), 2e-6) << describe(c);
+        EXPECT_LT(max_abs_error(r.out, o), 1e-5) << describe(c);
+    }
+}
+
+TEST(Attention, NonCausalRowsSumToOneOverEveryKey) {
+    for (int T : {3, 29}) { // the direct path and the tiled one
+        naive_attention_case c{T, 5, 4, 2, 16, false};
+        attention_run r = run_attention_cpu(c, 17);
+        const int n_kv = c.n_past + c.T;
+        for (int h = 0; h < c.H; h++)
+            for (int i = 0; i < c.T; i++) {
+                const float* p = &r.probs[((size_t)h * c.T + i) * n_kv];
+                double s = 0;
+                for (int j = 0; j < n_kv; j++) {
+                    ASSERT_GT(p[j], 0.0f) << "T " << T << " head " << h << " row " << i << " key " << j
+                                          << (j > c.n_past + i ? " (above the diagonal)" : "");
+                    s += p[j];
+                }
+                ASSERT_NEAR(s, 1.0, 1e-5) << "T " << T << " head " << h << " row " << i;
+            }
+    }
+}
+
+TEST(Attention, NonCausalValuesFromGivenProbabilitiesUseEveryKey) {
+    // attention_values_cpu (a hook changed the pattern): uniform probabilities over all keys give the mean of V,
+    // keys above the diagonal included
+    for (int T : {2, 21}) {
+        naive_attention_case c{T, 3, 4, 2, 8, false};
+        attention_run r = run_attention_cpu(c, 23);
+        const int n_kv = c.n_past + c.T;
+        std::fill(r.probs.begin(), r.probs.end(), 1.0f / n_kv);
+        gb::attention_args a{r.q.data(), r.k.data(), r.v.data(), c.H * c.dh, c.KV * c.dh, c.T, c.n_past, c.H, c.KV, c.dh,
+                             r.probs.data(), r.out.data(), c.H * c.dh};
+        a.causal = false;
+        gb::attention_values_cpu(a);
+        for (int i = 0; i < c.T; i++)
+            for (int h = 0; h < c.H; h++)
+                for (int d = 0; d < c.dh; d++) {
+                    double mean = 0;
+                    for (int j = 0; j < n_kv; j++) mean += r.v[(size_t)j * c.KV * c.dh + (h / (c.H / c.KV)) * c.dh + d];
+                    ASSERT_NEAR(r.out[(size_t)i * c.H * c.dh + h * c.dh + d], mean / n_kv, 1e-5)
+                        << "T " << T << " row " << i << " head " << h << " dim " << d;
+                }
+    }
+}
+
+TEST(Attention, NonCausalWithAWindowIsAnError) {
+    std::vector<float> x(64, 0.5f), probs(64), out(64);
+    gb::attention_args a{x.data(), x.data(), x.data(), 8, 8, 2, 0, 1, 1, 8, probs.data(), out.data(), 8};
+    a.causal = false, a.window = 4;
+    expect_gb_error([&] { gb::attention_cpu(a); }, "non-causal");
+    expect_gb_error([&] { gb::attention_values_cpu(a); }, "non-causal");
+    a.window = 0;
+    gb::attention_cpu(a); // and without the window it runs
+    EXPECT_NEAR(probs[0] + probs[1], 1.0f, 1e-6);
+    EXPECT_GT(probs[1], 0.0f); // query 0 sees key 1
 }

@@ -1,6 +1,7 @@
 // The GL compute attention equals its CPU twin (attention_cpu) within 1e-5 for many shapes, with and without
-// grouped-query attention and a KV cache, with huge scores, and through whole model forwards; shader errors
-// name the shader and carry the GL info log; the CLI's --backend gl matches --backend cpu and falls back.
+// grouped-query attention and a KV cache, with huge scores, causal and non-causal (encoders), and through whole
+// model forwards; shader errors name the shader and carry the GL info log; the CLI's --backend gl matches
+// --backend cpu and falls back.
 // Tests skip only when no OpenGL 4.3 context exists at all; a context whose shaders fail is a failure.
 #include <gtest/gtest.h>
 #include <epoxy/gl.h>
@@ -64,11 +65,13 @@ struct case_spec {
     int out_pad = 0;          // extra columns between output rows that the GL path must leave alone
     int window = 0;           // sliding window (0 = none)
     float softcap = 0, scale = 0; // Gemma 2's score soft-cap and scale (0 = none / 1/sqrt(dh))
+    bool causal = true;       // false: every query sees every key (encoders)
 };
 
 struct case_result {
     double probs = 0, out = 0; // max abs differences
     double max_score = 0;      // largest |score| (scaled) of the case
+    std::vector<float> p_gl;   // the GL path's probabilities [H][T][n_past+T] (empty without keep_probs)
 };
 
 case_result compare(const case_spec& c) {
@@ -83,7 +86,7 @@ case_result compare(const case_spec& c) {
     std::vector<float> p_cpu((size_t)c.H * c.T * n_kv), p_gl(p_cpu.size(), -1);
     std::vector<float> o_cpu((size_t)c.T * os, 7.0f), o_gl(o_cpu.size(), 7.0f); // padding stays 7 on both
     gb::attention_args a{q.data(), k.data(), v.data(), qs, kvs, c.T, c.n_past, c.H, c.KV, c.dh, p_cpu.data(), o_cpu.data(), os};
-    a.window = c.window, a.softcap = c.softcap, a.scale = c.scale;
+    a.window = c.window, a.softcap = c.softcap, a.scale = c.scale, a.causal = c.causal;
     gb::attention_cpu(a);
     a.probs = c.keep_probs ? p_gl.data() : nullptr;
     a.out = o_gl.data();
@@ -94,18 +97,22 @@ case_result compare(const case_spec& c) {
     const float scale = 1.0f / std::sqrt((float)c.dh);
     for (int i = 0; i < c.T; i++)
         for (int h = 0; h < c.H; h++)
-            for (int j = 0; j <= c.n_past + i; j++) {
+            for (int j = 0; j < (c.causal ? c.n_past + i + 1 : n_kv); j++) {
                 double dot = 0;
                 for (int d = 0; d < c.dh; d++)
                     dot += (double)q[(size_t)i * qs + h * c.dh + d] * k[(size_t)j * kvs + (h / (c.H / c.KV)) * c.dh + d];
                 r.max_score = std::max(r.max_score, std::abs(dot * scale));
             }
+    if (c.keep_probs) r.p_gl = std::move(p_gl);
     return r;
 }
 
 std::string describe(const case_spec& c) {
     std::ostringstream o;
-    o << "T " << c.T << " n_past " << c.n_past << " heads " << c.H << "/" << c.KV << " d_head " << c.dh;
+    o << (c.causal ? "" : "non-causal ") << "T " << c.T << " n_past " << c.n_past << " heads " << c.H << "/" << c.KV
+      << " d_head " << c.dh;
+    if (c.window) o << " window " << c.window;
+    if (c.softcap) o << " softcap " << c.softcap;
     return o.str();
 }
 
@@ -228,6 +235,81 @@ TEST(GlAttention, NoProbabilitiesAndPaddedOutputRows) {
     c.keep_probs = true;
     c.out_pad = 5; // the columns between rows belong to the caller
     expect_equal(c);
+}
+
+// ---- non-causal (encoders: BERT, ViT) ----
+
+TEST(GlAttention, NonCausalEqualsCpuForEveryShape) {
+    NEED_GL();
+    // n_q below, across and not a multiple of the 16-query blocks and 32-key tiles; a KV cache before the
+    // queries; grouped-query heads; soft-capped scores with the model's scale
+    double worst_p = 0, worst_o = 0;
+    int n = 0;
+    for (int T : {1, 7, 33, 100})
+        for (int dh : {8, 16, 64})
+            for (auto [H, KV] : {std::pair<int, int>{4, 4}, {8, 2}})
+                for (int n_past : {0, 21})
+                    for (float softcap : {0.0f, 2.5f}) {
+                        case_spec c;
+                        c.T = T, c.n_past = n_past, c.H = H, c.KV = KV, c.dh = dh, c.causal = false;
+                        c.softcap = softcap, c.scale = softcap > 0 ? 0.3f : 0.0f;
+                        c.seed = (uint32_t)(++n * 7919);
+                        case_result r = expect_equal(c);
+                        worst_p = std::max(worst_p, r.probs), worst_o = std::max(worst_o, r.out);
+                    }
+    std::printf("%d non-causal shapes: max |GL - CPU| probabilities %.3g, outputs %.3g\n", n, worst_p, worst_o);
+}
+
+TEST(GlAttention, NonCausalHugeScoresWideHeadsNoProbabilitiesAndPaddedRows) {
+    NEED_GL();
+    // scores in the hundreds: the running max must keep growing over key tiles past the diagonal too
+    case_spec c;
+    c.T = 70, c.n_past = 9, c.H = 4, c.KV = 2, c.dh = 16, c.qk_scale = 30, c.integer_qk = true, c.causal = false;
+    case_result r = expect_equal(c);
+    EXPECT_GT(r.max_score, 200) << "the case must overflow exp without the max subtraction";
+    // head sizes past 128 take the second tile shape (8 queries x 16 keys)
+    for (int dh : {129, 256}) {
+        case_spec w;
+        w.T = 45, w.n_past = 3, w.H = 4, w.KV = 2, w.dh = dh, w.seed = (uint32_t)dh, w.causal = false;
+        expect_equal(w);
+    }
+    case_spec o{70, 9, 6, 2, 64, 11};
+    o.causal = false;
+    o.keep_probs = false;
+    expect_equal(o);
+    o.keep_probs = true;
+    o.out_pad = 5;
+    expect_equal(o);
+}
+
+TEST(GlAttention, NonCausalRowsSumToOneOverEveryKey) {
+    NEED_GL();
+    for (int T : {5, 40}) { // one query block, and several with a partial one
+        case_spec c;
+        c.T = T, c.n_past = 6, c.H = 4, c.KV = 2, c.dh = 16, c.causal = false, c.seed = (uint32_t)T;
+        case_result r = expect_equal(c);
+        const int n_kv = c.n_past + c.T;
+        ASSERT_EQ(r.p_gl.size(), (size_t)c.H * c.T * n_kv);
+        for (int h = 0; h < c.H; h++)
+            for (int i = 0; i < c.T; i++) {
+                const float* p = &r.p_gl[((size_t)h * c.T + i) * n_kv];
+                double s = 0;
+                for (int j = 0; j < n_kv; j++) {
+                    ASSERT_GT(p[j], 0.0f) << "T " << T << " head " << h << " row " << i << " key " << j
+                                          << (j > c.n_past + i ? " (above the diagonal)" : "");
+                    s += p[j];
+                }
+                ASSERT_NEAR(s, 1.0, 1e-5) << "T " << T << " head " << h << " row " << i;
+            }
+    }
+}
+
+TEST(GlAttention, NonCausalWithAWindowIsAnError) {
+    NEED_GL();
+    std::vector<float> x(64, 0.5f), probs(64), out(64);
+    gb::attention_args a{x.data(), x.data(), x.data(), 8, 8, 2, 0, 1, 1, 8, probs.data(), out.data(), 8};
+    a.causal = false, a.window = 4;
+    expect_gb_error([&] { gb::attention_gl(a); }, "non-causal");
 }
 
 // ---- shader errors ----
@@ -356,7 +438,8 @@ TEST(GlAttention, ContextOnASecondThread) {
     NEED_GL();
     // the desktop app's worker thread makes its own headless context while the main thread has another
     bool ok = false;
-    case_result r{1, 1, 0};
+    case_result r;
+    r.probs = r.out = 1; // failed unless the thread compares
     std::thread t([&] {
         gb::gl_info info = gb::gl_init_headless();
         ok = info.ok;
