@@ -1,8 +1,8 @@
-// Tokenizers: byte-level BPE (GPT-2, Llama 3, Qwen2) and SentencePiece-style BPE (Llama 2, llama2.c): loaders,
-// encode/decode, UTF-8 helpers.
+// Tokenizers: byte-level BPE (GPT-2, Llama 3, Qwen2, RoBERTa), SentencePiece-style BPE (Llama 2, llama2.c) and
+// WordPiece (BERT): loaders, encode/decode, UTF-8 helpers.
 //
 // Sections: UTF-8 | byte <-> unicode map | loading | pre-tokenizer (PCRE2) | BPE merging | byte-level encode |
-// SentencePiece-style encode | encode/decode
+// SentencePiece-style encode | WordPiece | encode/decode
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer.h"
 
@@ -99,6 +99,22 @@ static std::string utf8_encode(uint32_t cp) {
         o += (char)(0xf0 | (cp >> 18)), o += (char)(0x80 | ((cp >> 12) & 0x3f)),
             o += (char)(0x80 | ((cp >> 6) & 0x3f)), o += (char)(0x80 | (cp & 0x3f));
     return o;
+}
+
+// The code point of the valid n-byte sequence at s[i] (n from utf8_seq_len).
+static uint32_t utf8_code_point(const std::string& s, size_t i, int n) {
+    const unsigned char* p = (const unsigned char*)s.data() + i;
+    if (n == 1) return p[0];
+    uint32_t cp = p[0] & (0x7f >> n);
+    for (int k = 1; k < n; k++) cp = (cp << 6) | (p[k] & 0x3f);
+    return cp;
+}
+
+// Unicode White_Space (Rust's char::is_whitespace, which HF's tokenizers use): TAB..CR, space, NEL, NBSP, the
+// other Zs spaces, LINE and PARAGRAPH SEPARATOR. Stable since Unicode 6.3 dropped U+180E.
+static bool is_white_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || c == 0x20 || c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+           c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,12 +220,36 @@ static void flatten_components(std::vector<const nlohmann::json*>& out, const nl
 
 static const char* const underline = "\xE2\x96\x81"; // "▁", SentencePiece's space
 
-static tokenizer parse_tokenizer_json(const nlohmann::json& j, const std::string& path) {
-    if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
-        throw error(path + ": no \"model\" object (not a tokenizer.json?)");
-    const nlohmann::json& m = j["model"];
-    std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
-    if (type != "BPE") throw error(path + ": model type '" + type + "' is not supported (expected BPE)");
+// tokenizer.json "added_tokens": each extends the vocabulary (or names an entry already in it) and is matched
+// verbatim in the raw text; lstrip / rstrip: the token absorbs the white space before / after it.
+static void read_added_tokens(tokenizer& t, const nlohmann::json& j, const std::string& path) {
+    if (!j.contains("added_tokens") || !j["added_tokens"].is_array()) return;
+    // an id beyond the base vocabulary plus the number of added tokens is a lie that would size the vocabulary
+    const nlohmann::json& added = j["added_tokens"];
+    const int64_t base = (int64_t)t.vocab.size(), limit = std::min<int64_t>(base + (int64_t)added.size(), max_vocab);
+    for (const auto& a : added) {
+        if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["id"].is_number_integer() ||
+            !a["content"].is_string())
+            throw error(path + ": added_tokens entry needs id and content");
+        int64_t id64 = a["id"].is_number_unsigned() ? (int64_t)std::min<uint64_t>(a["id"].get<uint64_t>(), INT64_MAX)
+                                                    : a["id"].get<int64_t>();
+        std::string content = a["content"];
+        if (id64 < 0 || id64 >= limit)
+            throw error(path + ": added token '" + content.substr(0, 40) + "' has id " + std::to_string(id64) +
+                        ", outside 0.." + std::to_string(limit - 1) + " (" + std::to_string(base) +
+                        " vocabulary entries + " + std::to_string(added.size()) + " added tokens)");
+        const int id = (int)id64;
+        if (id >= (int)t.vocab.size()) t.vocab.resize(id + 1);
+        t.vocab[id] = content;
+        t.ids[content] = id;
+        t.specials.push_back(content);
+        const std::string where = path + ": added token '" + content.substr(0, 40) + "'";
+        if (json_bool(a, "lstrip", false, where)) t.lstrip_specials.push_back(content);
+        if (json_bool(a, "rstrip", false, where)) t.rstrip_specials.push_back(content);
+    }
+}
+
+static tokenizer parse_bpe_json(const nlohmann::json& j, const nlohmann::json& m, const std::string& path) {
     tokenizer t;
     t.kind = TOK_BYTE_BPE;
     t.split_regex = gpt2_split_regex;
@@ -294,29 +334,7 @@ static tokenizer parse_tokenizer_json(const nlohmann::json& j, const std::string
             }
         }
     }
-    if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
-        // added tokens extend the vocabulary (or name entries already in it): an id beyond the base vocabulary
-        // plus the number of added tokens is a lie that would size the vocabulary
-        const nlohmann::json& added = j["added_tokens"];
-        const int64_t base = (int64_t)t.vocab.size(), limit = std::min<int64_t>(base + (int64_t)added.size(), max_vocab);
-        for (const auto& a : added) {
-            if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["id"].is_number_integer() ||
-                !a["content"].is_string())
-                throw error(path + ": added_tokens entry needs id and content");
-            int64_t id64 = a["id"].is_number_unsigned() ? (int64_t)std::min<uint64_t>(a["id"].get<uint64_t>(), INT64_MAX)
-                                                        : a["id"].get<int64_t>();
-            std::string content = a["content"];
-            if (id64 < 0 || id64 >= limit)
-                throw error(path + ": added token '" + content.substr(0, 40) + "' has id " + std::to_string(id64) +
-                            ", outside 0.." + std::to_string(limit - 1) + " (" + std::to_string(base) +
-                            " vocabulary entries + " + std::to_string(added.size()) + " added tokens)");
-            const int id = (int)id64;
-            if (id >= (int)t.vocab.size()) t.vocab.resize(id + 1);
-            t.vocab[id] = content;
-            t.ids[content] = id;
-            t.specials.push_back(content);
-        }
-    }
+    read_added_tokens(t, j, path);
     find_specials(t);
     if (t.kind == TOK_SPM_BPE) { // the usual ids; tokenizer_config.json may say otherwise
         auto b = t.ids.find("<s>"), e = t.ids.find("</s>");
@@ -326,29 +344,229 @@ static tokenizer parse_tokenizer_json(const nlohmann::json& j, const std::string
     return t;
 }
 
-tokenizer load_tokenizer_json(const std::string& path) {
+// The id of a token the file names (a post-processor's special token, the model's unk_token).
+static int named_token_id(const tokenizer& t, const std::string& token, const std::string& where) {
+    auto it = t.ids.find(token);
+    if (it == t.ids.end()) throw error(where + ": token '" + token.substr(0, 40) + "' is not in the vocabulary");
+    return it->second;
+}
+
+// A post-processor's special tokens around a single text: prefix (before $A) and suffix (after it).
+struct post_template {
+    std::vector<int> prefix, suffix;
+    bool encoder_style = false; // BertProcessing / RobertaProcessing: only encoders use these
+    int cls = -1, sep = -1;     // their cls / sep token
+};
+
+// BertProcessing / RobertaProcessing name their tokens as ["[CLS]", 101]; the id is what the model sees.
+static int processing_token(const tokenizer& t, const nlohmann::json& p, const char* key, const std::string& where) {
+    if (!p.contains(key) || !p[key].is_array() || p[key].size() != 2 || !p[key][0].is_string() ||
+        !p[key][1].is_number_integer())
+        throw error(where + ": " + key + " is not [\"token\", id]");
+    const int64_t id = p[key][1].is_number_unsigned() ? (int64_t)std::min<uint64_t>(p[key][1].get<uint64_t>(), INT64_MAX)
+                                                      : p[key][1].get<int64_t>();
+    if (id < 0 || id >= (int64_t)t.vocab.size())
+        throw error(where + ": " + key + " id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                    std::to_string((int)t.vocab.size() - 1) + ")");
+    return (int)id;
+}
+
+// Reads a post_processor (recursively through Sequence; ByteLevel adds no tokens). A later processor in a
+// Sequence wraps what the earlier ones produced.
+static void read_post_processor(post_template& out, const tokenizer& t, const nlohmann::json& p, const std::string& where) {
+    if (p.is_null()) return;
+    if (!p.is_object()) throw error(where + " is a JSON " + std::string(p.type_name()) + ", expected an object");
+    const std::string type = json_string(p, "type", "", where);
+    if (type == "BertProcessing" || type == "RobertaProcessing") {
+        out.cls = processing_token(t, p, "cls", where + " " + type);
+        out.sep = processing_token(t, p, "sep", where + " " + type);
+        out.prefix.insert(out.prefix.begin(), out.cls);
+        out.suffix.push_back(out.sep);
+        out.encoder_style = true;
+    } else if (type == "TemplateProcessing") {
+        // "single": [{"SpecialToken": {"id": "[CLS]", ...}}, {"Sequence": {"id": "A", ...}}, ...]; a special
+        // token's ids come from "special_tokens" (they may be several), else from the vocabulary
+        const std::string w = where + " TemplateProcessing";
+        if (!p.contains("single") || !p["single"].is_array()) throw error(w + ": no \"single\" template");
+        std::vector<int> before, after;
+        bool seen_text = false;
+        for (const nlohmann::json& item : p["single"]) {
+            if (item.is_object() && item.contains("Sequence")) {
+                const std::string id = json_string(item["Sequence"], "id", "A", w + ": Sequence");
+                if (id != "A") throw error(w + ": the single template names sequence " + id + " (expected A)");
+                seen_text = true;
+                continue;
+            }
+            if (!item.is_object() || !item.contains("SpecialToken"))
+                throw error(w + ": a template item is neither SpecialToken nor Sequence");
+            const std::string name = json_string(item["SpecialToken"], "id", "", w + ": SpecialToken");
+            std::vector<int> ids;
+            const nlohmann::json* st = p.contains("special_tokens") && p["special_tokens"].is_object() &&
+                                               p["special_tokens"].contains(name)
+                                           ? &p["special_tokens"][name]
+                                           : nullptr;
+            if (st && st->is_object() && st->contains("ids") && (*st)["ids"].is_array()) {
+                for (const nlohmann::json& v : (*st)["ids"]) {
+                    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= (int64_t)t.vocab.size())
+                        throw error(w + ": special token '" + name + "' has an id outside the vocabulary");
+                    ids.push_back(v.get<int>());
+                }
+            } else {
+                ids.push_back(named_token_id(t, name, w));
+            }
+            std::vector<int>& side = seen_text ? after : before;
+            side.insert(side.end(), ids.begin(), ids.end());
+        }
+        if (!seen_text) throw error(w + ": the single template has no $A (the text)");
+        out.prefix.insert(out.prefix.begin(), before.begin(), before.end());
+        out.suffix.insert(out.suffix.end(), after.begin(), after.end());
+    } else if (type == "Sequence") {
+        if (!p.contains("processors") || !p["processors"].is_array()) throw error(where + ": processors is not an array");
+        for (const nlohmann::json& q : p["processors"]) read_post_processor(out, t, q, where);
+    } else if (type != "ByteLevel") {
+        throw error(where + ": post-processor '" + type + "' is not supported (expected TemplateProcessing, "
+                            "BertProcessing, RobertaProcessing, ByteLevel or a Sequence of them)");
+    }
+}
+
+// tokenizer.json with a WordPiece model (BERT, DistilBERT): BertNormalizer, BertPreTokenizer.
+static tokenizer parse_wordpiece_json(const nlohmann::json& j, const nlohmann::json& m, const std::string& path) {
+    tokenizer t;
+    t.kind = TOK_WORDPIECE;
+    const std::string wm = path + ": WordPiece model";
+    t.subword_prefix = json_string(m, "continuing_subword_prefix", "##", wm);
+    if (m.contains("max_input_chars_per_word") && !m["max_input_chars_per_word"].is_null()) {
+        const nlohmann::json& v = m["max_input_chars_per_word"];
+        if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 30))
+            throw error(wm + ": max_input_chars_per_word must be a positive integer, found " + v.dump().substr(0, 40));
+        t.max_word_chars = v.get<int>();
+    }
+    // normalizer: BertNormalizer, alone or in a Sequence; Lowercase, and NFD + StripAccents, spell two of its steps
+    std::vector<const nlohmann::json*> norm;
+    if (j.contains("normalizer")) flatten_components(norm, j["normalizer"], "normalizers", path + ": normalizer");
+    bool nfd = false;
+    for (const nlohmann::json* p : norm) {
+        const std::string where = path + ": normalizer";
+        const std::string nt = json_string(*p, "type", "", where);
+        if (nt == "BertNormalizer") {
+            t.bert_clean_text = json_bool(*p, "clean_text", true, where);
+            t.bert_chinese_chars = json_bool(*p, "handle_chinese_chars", true, where);
+            t.bert_lowercase = json_bool(*p, "lowercase", true, where);
+            t.bert_strip_accents = json_bool(*p, "strip_accents", t.bert_lowercase, where); // null: as lowercase
+        } else if (nt == "Lowercase") {
+            t.bert_lowercase = true;
+        } else if (nt == "NFD") {
+            nfd = true;
+        } else if (nt == "StripAccents" && nfd) {
+            t.bert_strip_accents = true;
+        } else if (nt != "Sequence") {
+            throw error(path + ": normalizer '" + nt + "' is not supported with WordPiece (expected BertNormalizer)");
+        }
+    }
+    if (nfd && !t.bert_strip_accents)
+        throw error(path + ": an NFD normalizer without StripAccents is not supported with WordPiece");
+    std::vector<const nlohmann::json*> pre;
+    if (j.contains("pre_tokenizer")) flatten_components(pre, j["pre_tokenizer"], "pretokenizers", path + ": pre_tokenizer");
+    bool bert_pre = false;
+    for (const nlohmann::json* p : pre) {
+        const std::string pt = json_string(*p, "type", "", path + ": pre_tokenizer");
+        if (pt == "BertPreTokenizer") bert_pre = true;
+        else if (pt != "Sequence")
+            throw error(path + ": pre-tokenizer '" + pt + "' is not supported with WordPiece (expected BertPreTokenizer)");
+    }
+    if (!bert_pre) throw error(path + ": a WordPiece model needs the BertPreTokenizer pre-tokenizer (none found)");
+    if (!m.contains("vocab")) throw error(path + ": model has no vocab");
+    set_vocab(t, m["vocab"], path);
+    read_added_tokens(t, j, path);
+    const std::string unk = json_string(m, "unk_token", "[UNK]", wm);
+    auto u = t.ids.find(unk);
+    if (u == t.ids.end())
+        throw error(path + ": the WordPiece unk_token '" + unk + "' is not in the vocabulary (needed for words that do not split)");
+    t.unk_id = u->second;
+    return t;
+}
+
+// encoder: honour a TemplateProcessing template also for a BPE model (the folder is a BERT-family encoder).
+static tokenizer parse_tokenizer_json(const nlohmann::json& j, const std::string& path, bool encoder) {
+    if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+        throw error(path + ": no \"model\" object (not a tokenizer.json?)");
+    const nlohmann::json& m = j["model"];
+    std::string type = m.contains("type") && m["type"].is_string() ? m["type"].get<std::string>() : "";
+    // older files (distilbert's) leave out the type: a WordPiece model is the one with a subword prefix, no merges
+    if (type.empty() && m.contains("continuing_subword_prefix") && m.contains("unk_token") && !m.contains("merges"))
+        type = "WordPiece";
+    if (type != "BPE" && type != "WordPiece")
+        throw error(path + ": model type '" + type + "' is not supported (expected BPE or WordPiece)");
+    tokenizer t = type == "WordPiece" ? parse_wordpiece_json(j, m, path) : parse_bpe_json(j, m, path);
+    if (t.unk_id < 0 && m.contains("unk_token") && m["unk_token"].is_string()) {
+        auto u = t.ids.find(m["unk_token"].get<std::string>());
+        if (u != t.ids.end()) t.unk_id = u->second;
+    }
+    for (const char* mask : {"[MASK]", "<mask>"}) {
+        auto it = t.ids.find(mask);
+        if (t.mask_id < 0 && it != t.ids.end()) t.mask_id = it->second;
+    }
+    // The post-processor's template. Decoder LMs (Llama's "<s> $A") keep their BOS in bos_id / add_bos, which a
+    // caller can turn off, and must not get an EOS closing every prompt: only encoders take the template.
+    post_template pt;
+    const bool needs_template = t.kind == TOK_WORDPIECE || encoder;
+    if (j.contains("post_processor")) {
+        try {
+            read_post_processor(pt, t, j["post_processor"], path + ": post_processor");
+        } catch (const error&) {
+            if (needs_template) throw;
+            pt = post_template{}; // a decoder LM's template is not used: an odd one must not stop it loading
+        } catch (const nlohmann::json::exception&) {
+            if (needs_template) throw;
+            pt = post_template{};
+        }
+    }
+    if (needs_template || pt.encoder_style) {
+        t.prefix_ids = pt.prefix;
+        t.suffix_ids = pt.suffix;
+    }
+    if (pt.encoder_style && t.kind != TOK_WORDPIECE) { // RoBERTa: <s> and </s> are its BOS and EOS
+        if (t.bos_id < 0 || t.vocab[t.bos_id] == "<|endoftext|>") t.bos_id = pt.cls;
+        if (t.eos_id < 0 || t.vocab[t.eos_id] == "<|endoftext|>") t.eos_id = pt.sep;
+    }
+    return t;
+}
+
+static tokenizer load_tokenizer_json_as(const std::string& path, bool encoder) {
     const nlohmann::json j = read_json_file(path);
-    return json_guard(path, [&] { return parse_tokenizer_json(j, path); });
+    return json_guard(path, [&] { return parse_tokenizer_json(j, path, encoder); });
+}
+
+tokenizer load_tokenizer_json(const std::string& path) { return load_tokenizer_json_as(path, false); }
+
+// A token a tokenizer_config.json names: "[MASK]" or {"content": "[MASK]", ...}; "" when absent or null.
+static std::string config_token(const nlohmann::json& j, const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return "";
+    const nlohmann::json& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return "";
 }
 
 static void apply_tokenizer_config_json(tokenizer& t, const nlohmann::json& j, const std::string& path) {
     if (!j.is_object()) throw error(path + ": not a JSON object");
     auto token_of = [&](const char* key) -> int {
         if (!j.contains(key) || j[key].is_null()) return -2;
-        std::string s = j[key].is_string() ? j[key].get<std::string>()
-                        : j[key].is_object() && j[key].contains("content") && j[key]["content"].is_string()
-                            ? j[key]["content"].get<std::string>()
-                            : "";
+        std::string s = config_token(j, key);
         auto it = t.ids.find(s);
         if (it == t.ids.end()) throw error(path + ": " + key + " '" + s + "' is not in the vocabulary");
         return it->second;
     };
     int b = token_of("bos_token"), e = token_of("eos_token");
     if (b >= 0) t.bos_id = b;
-    if (b == -2 && t.kind == TOK_BYTE_BPE && t.bos_id >= 0 && t.vocab[t.bos_id] != "<|endoftext|>") t.bos_id = -1;
+    if (b == -2 && t.kind == TOK_BYTE_BPE && t.bos_id >= 0 && t.vocab[t.bos_id] != "<|endoftext|>" && t.prefix_ids.empty())
+        t.bos_id = -1;
     if (e >= 0) t.eos_id = e;
     if (j.contains("add_bos_token") && !j["add_bos_token"].is_null()) t.add_bos = json_bool(j, "add_bos_token", false, path);
     else if (b >= 0 && t.vocab[b] == "<|begin_of_text|>") t.add_bos = true; // Llama 3 adds it in its post-processor
+    // the mask token, where the file names one the vocabulary has (a stray name is no reason to refuse a model)
+    auto m = t.ids.find(config_token(j, "mask_token"));
+    if (m != t.ids.end() && !m->first.empty()) t.mask_id = m->second;
 }
 
 void apply_tokenizer_config(tokenizer& t, const std::string& path) {
@@ -357,20 +575,100 @@ void apply_tokenizer_config(tokenizer& t, const std::string& path) {
     json_guard(path, [&] { apply_tokenizer_config_json(t, j, path); });
 }
 
+tokenizer load_wordpiece_vocab(const std::string& vocab_txt, const std::string& config_path) {
+    std::ifstream f(vocab_txt, std::ios::binary);
+    if (!f) throw error("cannot open " + vocab_txt);
+    tokenizer t;
+    t.kind = TOK_WORDPIECE;
+    std::string line;
+    while (std::getline(f, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if ((int64_t)t.vocab.size() >= max_vocab)
+            throw error(vocab_txt + ": more than " + std::to_string(max_vocab) + " tokens");
+        t.ids[line] = (int)t.vocab.size(); // a repeated line: the later id wins, as in HF's loaders
+        t.vocab.push_back(line);
+    }
+    if (t.vocab.empty()) throw error(vocab_txt + ": no tokens (expected one token per line)");
+    // BertTokenizer's options: the BertNormalizer HF builds from them always cleans the text
+    nlohmann::json cfg = nlohmann::json::object();
+    if (!config_path.empty() && std::ifstream(config_path)) cfg = read_json_file(config_path);
+    if (!cfg.is_object()) throw error(config_path + ": not a JSON object");
+    std::string unk, cls, sep;
+    json_guard(config_path, [&] {
+        t.bert_clean_text = true;
+        t.bert_lowercase = json_bool(cfg, "do_lower_case", true, config_path);
+        t.bert_strip_accents = json_bool(cfg, "strip_accents", t.bert_lowercase, config_path);
+        t.bert_chinese_chars = json_bool(cfg, "tokenize_chinese_chars", true, config_path);
+        auto name = [&](const char* key, const char* def) {
+            std::string s = config_token(cfg, key);
+            return s.empty() ? std::string(def) : s;
+        };
+        unk = name("unk_token", "[UNK]"), cls = name("cls_token", "[CLS]"), sep = name("sep_token", "[SEP]");
+        // the special tokens HF's converter lists as added tokens, matched verbatim in the raw text
+        for (const std::string& s : {name("pad_token", "[PAD]"), unk, cls, sep, name("mask_token", "[MASK]")})
+            if (t.ids.count(s)) t.specials.push_back(s);
+        if (cfg.contains("additional_special_tokens") && cfg["additional_special_tokens"].is_array())
+            for (const nlohmann::json& a : cfg["additional_special_tokens"]) {
+                std::string s = a.is_string() ? a.get<std::string>()
+                                : a.is_object() && a.contains("content") && a["content"].is_string() ? a["content"].get<std::string>()
+                                                                                                     : "";
+                if (t.ids.count(s)) t.specials.push_back(s);
+            }
+        auto m = t.ids.find(name("mask_token", "[MASK]"));
+        if (m != t.ids.end()) t.mask_id = m->second;
+    });
+    for (const std::string* s : {&unk, &cls, &sep})
+        if (!t.ids.count(*s))
+            throw error(vocab_txt + ": no '" + *s + "' token (" +
+                        (s == &unk ? "WordPiece needs it for words that do not split" : "BERT puts [CLS] text [SEP]") + ")");
+    t.unk_id = t.ids[unk];
+    t.prefix_ids = {t.ids[cls]};
+    t.suffix_ids = {t.ids[sep]};
+    return t;
+}
+
+// RoBERTa's vocab.json + merges.txt (no tokenizer.json): GPT-2's byte-level BPE and the conventions of HF's
+// RobertaTokenizer: <s> text </s>, <mask> absorbing the white space before it; ids from the vocabulary.
+static void apply_roberta_conventions(tokenizer& t, const std::string& vocab_json) {
+    for (const char* s : {"<s>", "</s>"})
+        if (!t.ids.count(s)) throw error(vocab_json + ": no '" + std::string(s) + "' token (RoBERTa puts <s> text </s>)");
+    for (const char* s : {"<s>", "<pad>", "</s>", "<unk>", "<mask>"})
+        if (t.ids.count(s) && std::find(t.specials.begin(), t.specials.end(), s) == t.specials.end()) t.specials.push_back(s);
+    if (t.ids.count("<mask>")) t.lstrip_specials.push_back("<mask>"), t.mask_id = t.ids["<mask>"];
+    if (t.ids.count("<unk>")) t.unk_id = t.ids["<unk>"];
+    t.prefix_ids = {t.ids["<s>"]};
+    t.suffix_ids = {t.ids["</s>"]};
+    if (t.bos_id < 0 || t.vocab[t.bos_id] == "<|endoftext|>") t.bos_id = t.ids["<s>"];
+    if (t.eos_id < 0 || t.vocab[t.eos_id] == "<|endoftext|>") t.eos_id = t.ids["</s>"];
+}
+
 tokenizer load_folder_tokenizer(const std::string& dir, const std::string& model_type) {
     auto is_file = [](const std::string& p) {
         std::error_code ec;
         return std::filesystem::is_regular_file(p, ec);
     };
     const std::string json = dir + "/tokenizer.json", vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
+    const std::string config = dir + "/tokenizer_config.json";
     const bool have_json = is_file(json), have_bpe = is_file(vocab) && is_file(merges);
-    if (have_bpe && (!have_json || model_type == "gpt2")) return load_gpt2_tokenizer(vocab, merges);
+    const bool bert = model_type == "bert" || model_type == "distilbert", roberta = model_type == "roberta";
     if (have_json) {
-        tokenizer t = load_tokenizer_json(json);
-        apply_tokenizer_config(t, dir + "/tokenizer_config.json");
+        if (!(have_bpe && model_type == "gpt2")) {
+            tokenizer t = load_tokenizer_json_as(json, bert || roberta);
+            apply_tokenizer_config(t, config);
+            return t;
+        }
+    } else if (bert) {
+        if (is_file(dir + "/vocab.txt")) return load_wordpiece_vocab(dir + "/vocab.txt", config);
+        throw error(dir + ": no tokenizer for " + model_type + " (looked for tokenizer.json, then vocab.txt)");
+    } else if (roberta && have_bpe) {
+        tokenizer t = load_gpt2_tokenizer(vocab, merges);
+        apply_tokenizer_config(t, config);
+        apply_roberta_conventions(t, vocab);
         return t;
     }
-    throw error(dir + ": no tokenizer (expected tokenizer.json, or vocab.json + merges.txt)");
+    if (have_bpe) return load_gpt2_tokenizer(vocab, merges);
+    std::string missing = is_file(vocab) ? " (merges.txt is missing)" : is_file(merges) ? " (vocab.json is missing)" : "";
+    throw error(dir + ": no tokenizer (looked for tokenizer.json, or vocab.json + merges.txt" + missing + ")");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,18 +1022,148 @@ static void encode_spm(std::vector<int>& out, const tokenizer& t, const std::str
 }
 
 // ---------------------------------------------------------------------------------------------
-// encode / decode
+// WordPiece (BERT): BertNormalizer, BertPreTokenizer, greedy longest-match-first pieces
 // ---------------------------------------------------------------------------------------------
-// NFC by utf8proc, with an explicit length: a NUL character is text like any other, not the end
-static std::string nfc(const std::string& s) {
+// NFC or NFD by utf8proc, with an explicit length: a NUL character is text like any other, not the end
+static std::string utf8proc_normalize(const std::string& s, int options, const char* what) {
     utf8proc_uint8_t* out = nullptr;
     utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t*)s.data(), (utf8proc_ssize_t)s.size(), &out,
-                                      (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    if (n < 0) throw error(std::string("tokenizer: NFC normalisation failed: ") + utf8proc_errmsg(n));
+                                      (utf8proc_option_t)(UTF8PROC_STABLE | options));
+    if (n < 0) throw error(std::string("tokenizer: ") + what + " normalisation failed: " + utf8proc_errmsg(n));
     std::string r((const char*)out, (size_t)n);
     free(out);
     return r;
 }
+
+// BertNormalizer's "control": Unicode categories Cc, Cf and Co (HF's is_other), except TAB, LF and CR, which
+// count as white space.
+static bool is_bert_control(uint32_t c) {
+    if (c == '\t' || c == '\n' || c == '\r') return false;
+    const utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CO;
+}
+
+// The CJK ideograph blocks BERT spaces out (HF's ranges; Hangul, kana and CJK punctuation are not among them).
+static bool is_cjk_ideograph(uint32_t c) {
+    return (c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3400 && c <= 0x4dbf) || (c >= 0x20000 && c <= 0x2a6df) ||
+           (c >= 0x2a700 && c <= 0x2b73f) || (c >= 0x2b740 && c <= 0x2b81f) || (c >= 0x2b920 && c <= 0x2ceaf) ||
+           (c >= 0xf900 && c <= 0xfaff) || (c >= 0x2f800 && c <= 0x2fa1f);
+}
+
+// BertPreTokenizer's punctuation, each its own word: every ASCII symbol that is not a letter, digit or space
+// ("$", "+", "^" too), and the Unicode P* categories.
+static bool is_bert_punctuation(uint32_t c) {
+    if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS: case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF: case UTF8PROC_CATEGORY_PO: return true;
+    default: return false;
+    }
+}
+
+// BertNormalizer on text between specials (valid UTF-8), in HF's order: clean, CJK spaces, accents, case.
+static std::string bert_normalize(const tokenizer& t, const std::string& text) {
+    std::string s;
+    s.reserve(text.size() + text.size() / 8);
+    for (size_t i = 0; i < text.size();) {
+        const int n = utf8_seq_len(text, i);
+        const uint32_t c = utf8_code_point(text, i, n);
+        if (t.bert_clean_text && (c == 0 || c == 0xfffd || is_bert_control(c))) {
+            // dropped (VT, FF and NEL are controls before they are white space)
+        } else if (t.bert_clean_text && is_white_space(c)) {
+            s += ' ';
+        } else if (t.bert_chinese_chars && is_cjk_ideograph(c)) {
+            s += ' ', s.append(text, i, n), s += ' ';
+        } else {
+            s.append(text, i, n);
+        }
+        i += n;
+    }
+    if (t.bert_strip_accents) { // NFD, then without the nonspacing marks the decomposition split off
+        const std::string d = utf8proc_normalize(s, UTF8PROC_DECOMPOSE, "NFD");
+        s.clear();
+        for (size_t i = 0; i < d.size();) {
+            const int n = utf8_seq_len(d, i);
+            if (utf8proc_category((utf8proc_int32_t)utf8_code_point(d, i, n)) != UTF8PROC_CATEGORY_MN) s.append(d, i, n);
+            i += n;
+        }
+    }
+    if (t.bert_lowercase) { // per character, as HF: Unicode's lower case, no final-sigma rule
+        std::string l;
+        l.reserve(s.size());
+        for (size_t i = 0; i < s.size();) {
+            const int n = utf8_seq_len(s, i);
+            const uint32_t c = utf8_code_point(s, i, n);
+            // U+0130 (I with dot above) is the one character whose full lower case is two: "i" + U+0307;
+            // utf8proc gives the simple mapping ("i") for every character
+            if (c == 0x130) l += "i\xCC\x87";
+            else if (c < 0x80) l += (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            else l += utf8_encode((uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
+            i += n;
+        }
+        s.swap(l);
+    }
+    return s;
+}
+
+// One word: the longest vocabulary entry from its start, then the longest "##" entry from where that ended,
+// and so on. A word with a part that matches nothing, or longer than max_word_chars characters, is [UNK].
+static void wordpiece_word(std::vector<int>& out, const tokenizer& t, const std::string& w) {
+    std::vector<size_t> at; // byte offset of each character, then the end
+    for (size_t i = 0; i < w.size(); i += utf8_seq_len(w, i)) at.push_back(i);
+    const size_t n = at.size();
+    at.push_back(w.size());
+    if (n > (size_t)t.max_word_chars) {
+        out.push_back(t.unk_id);
+        return;
+    }
+    const size_t mark = out.size();
+    std::string piece;
+    for (size_t start = 0; start < n;) {
+        size_t end = n;
+        int id = -1;
+        for (; end > start; end--) {
+            piece.assign(start ? t.subword_prefix : std::string()).append(w, at[start], at[end] - at[start]);
+            auto it = t.ids.find(piece);
+            if (it != t.ids.end()) {
+                id = it->second;
+                break;
+            }
+        }
+        if (id < 0) { // the whole word is unknown, not just this part
+            out.resize(mark);
+            out.push_back(t.unk_id);
+            return;
+        }
+        out.push_back(id);
+        start = end;
+    }
+}
+
+static void encode_wordpiece(std::vector<int>& out, const tokenizer& t, const std::string& text) {
+    if (t.unk_id < 0 || t.unk_id >= (int)t.vocab.size()) throw error("tokenizer: WordPiece without an [UNK] token");
+    const std::string s = bert_normalize(t, text);
+    // BertPreTokenizer: white space ends a word and is dropped; each punctuation character is a word
+    size_t word = std::string::npos;
+    for (size_t i = 0; i < s.size();) {
+        const int n = utf8_seq_len(s, i);
+        const uint32_t c = utf8_code_point(s, i, n);
+        const bool space = is_white_space(c), punct = !space && is_bert_punctuation(c);
+        if ((space || punct) && word != std::string::npos) {
+            wordpiece_word(out, t, s.substr(word, i - word));
+            word = std::string::npos;
+        }
+        if (punct) wordpiece_word(out, t, s.substr(i, n));
+        else if (!space && word == std::string::npos) word = i;
+        i += n;
+    }
+    if (word != std::string::npos) wordpiece_word(out, t, s.substr(word));
+}
+
+// ---------------------------------------------------------------------------------------------
+// encode / decode
+// ---------------------------------------------------------------------------------------------
+static std::string nfc(const std::string& s) { return utf8proc_normalize(s, UTF8PROC_COMPOSE, "NFC"); }
 
 // Text without special tokens -> ids, by the tokenizer's kind.
 // at_start: the text begins the input rather than following a special token.
@@ -743,9 +1171,30 @@ static void encode_segment(std::vector<int>& out, const tokenizer& t, const std:
     switch (t.kind) {
     case TOK_BYTE_BPE: encode_byte_bpe(out, t, text); return;
     case TOK_SPM_BPE: encode_spm(out, t, text, at_start); return;
+    case TOK_WORDPIECE: encode_wordpiece(out, t, text); return;
     case TOK_NONE: break;
     }
     throw error("tokenizer: no tokenizer loaded");
+}
+
+// Where the white space that ends text[begin, end) starts; where the white space from pos on ends.
+static size_t white_space_before(const std::string& text, size_t begin, size_t end) {
+    while (end > begin) {
+        size_t i = end - 1;
+        while (i > begin && ((unsigned char)text[i] & 0xc0) == 0x80) i--;
+        if (!is_white_space(utf8_code_point(text, i, (int)(end - i)))) break;
+        end = i;
+    }
+    return end;
+}
+
+static size_t white_space_after(const std::string& text, size_t pos) {
+    while (pos < text.size()) {
+        const int n = utf8_seq_len(text, pos);
+        if (!is_white_space(utf8_code_point(text, pos, n))) break;
+        pos += n;
+    }
+    return pos;
 }
 
 std::vector<int> encode(const tokenizer& t, const std::string& input) {
@@ -772,9 +1221,14 @@ std::vector<int> encode(const tokenizer& t, const std::string& input) {
         }
         auto id = t.ids.find(*best);
         if (id == t.ids.end()) throw error("tokenizer: special token '" + *best + "' is not in the vocabulary");
-        if (pos > start) encode_segment(out, t, text.substr(start, pos - start), start == 0);
+        size_t end = pos; // lstrip (RoBERTa's <mask>): the white space before the token is part of it
+        if (std::find(t.lstrip_specials.begin(), t.lstrip_specials.end(), *best) != t.lstrip_specials.end())
+            end = white_space_before(text, start, pos);
+        if (end > start) encode_segment(out, t, text.substr(start, end - start), start == 0);
         out.push_back(id->second);
         pos += best_len;
+        if (std::find(t.rstrip_specials.begin(), t.rstrip_specials.end(), *best) != t.rstrip_specials.end())
+            pos = white_space_after(text, pos);
         start = pos;
     }
     if (start < text.size()) encode_segment(out, t, text.substr(start), start == 0);
@@ -815,6 +1269,7 @@ std::string token_bytes(const tokenizer& t, int id) {
     switch (t.kind) {
     case TOK_BYTE_BPE: return byte_level_piece_bytes(t, t.vocab[id]);
     case TOK_SPM_BPE: return spm_piece_bytes(t.vocab[id]);
+    case TOK_WORDPIECE: // as stored: "##ing", "[CLS]"
     case TOK_NONE: break;
     }
     return t.vocab[id];
@@ -822,6 +1277,18 @@ std::string token_bytes(const tokenizer& t, int id) {
 
 std::string decode(const tokenizer& t, const std::vector<int>& ids) {
     std::string out;
+    if (t.kind == TOK_WORDPIECE) {
+        // HF's WordPiece decoder with cleanup off: a space before each token but the first, except that a
+        // continuation piece loses its "##" and joins the token before (the first token is kept as stored)
+        for (size_t i = 0; i < ids.size(); i++) {
+            const std::string s = token_bytes(t, ids[i]);
+            const size_t p = t.subword_prefix.size();
+            if (i == 0) out += s;
+            else if (p && s.compare(0, p, t.subword_prefix) == 0) out.append(s, p, std::string::npos);
+            else out += ' ', out += s;
+        }
+        return out;
+    }
     bool after_bos = false; // as llama2.c: the dummy-prefix space right after BOS is not part of the text
     for (int id : ids) {
         std::string b = token_bytes(t, id);
