@@ -3,6 +3,9 @@
 // a case in the forward.
 #include "arch.h"
 
+#include <deque>
+#include <vector>
+
 #include "error.h"
 
 namespace gb {
@@ -16,7 +19,8 @@ const char* const id_names[T_COUNT] = {
     "k_norm",          "attn post norm",     "ffn norm",   "ffn norm bias",   "ffn_gate", "ffn_up",
     "ffn_gate_up",     "ffn_up bias",        "ffn_down",   "ffn_down bias",   "ffn post norm", "router",
     "expert gate",     "expert up",          "expert down", "shared expert gate", "shared expert up",
-    "shared expert down", "shared expert router"};
+    "shared expert down", "shared expert router", "token type embedding", "embedding norm", "embedding norm bias",
+    "mlm head dense", "mlm head dense bias", "mlm decoder bias"};
 
 using names = std::initializer_list<std::pair<tensor_id, const char*>>;
 
@@ -74,8 +78,37 @@ const names hf_qwen_experts = {{T_ROUTER, "model.layers.{l}.mlp.gate.weight"},
                                {T_SH_DOWN, "model.layers.{l}.mlp.shared_expert.down_proj.weight"},
                                {T_SH_ROUTER, "model.layers.{l}.mlp.shared_expert_gate.weight"}};
 
+// BERT-style encoder layers (BERT and RoBERTa share them under their own prefix): Post-LN, so HF's
+// attention.output.LayerNorm is the norm after attention's residual add and output.LayerNorm the one after the MLP's
+std::vector<std::pair<tensor_id, const char*>> hf_bert_body(const std::string& p) {
+    static std::deque<std::string> keep; // the table holds const char*: a deque never moves its strings
+    auto s = [&](const std::string& n) { return keep.emplace_back(p + n).c_str(); };
+    return {{T_TOK_EMB, s("embeddings.word_embeddings.weight")},
+            {T_POS_EMB, s("embeddings.position_embeddings.weight")},
+            {T_TYPE_EMB, s("embeddings.token_type_embeddings.weight")},
+            {T_EMB_NORM, s("embeddings.LayerNorm.weight")},
+            {T_EMB_NORM_B, s("embeddings.LayerNorm.bias")},
+            {T_Q, s("encoder.layer.{l}.attention.self.query.weight")},
+            {T_Q_B, s("encoder.layer.{l}.attention.self.query.bias")},
+            {T_K, s("encoder.layer.{l}.attention.self.key.weight")},
+            {T_K_B, s("encoder.layer.{l}.attention.self.key.bias")},
+            {T_V, s("encoder.layer.{l}.attention.self.value.weight")},
+            {T_V_B, s("encoder.layer.{l}.attention.self.value.bias")},
+            {T_O, s("encoder.layer.{l}.attention.output.dense.weight")},
+            {T_O_B, s("encoder.layer.{l}.attention.output.dense.bias")},
+            {T_ATTN_NORM, s("encoder.layer.{l}.attention.output.LayerNorm.weight")},
+            {T_ATTN_NORM_B, s("encoder.layer.{l}.attention.output.LayerNorm.bias")},
+            {T_UP, s("encoder.layer.{l}.intermediate.dense.weight")},
+            {T_UP_B, s("encoder.layer.{l}.intermediate.dense.bias")},
+            {T_DOWN, s("encoder.layer.{l}.output.dense.weight")},
+            {T_DOWN_B, s("encoder.layer.{l}.output.dense.bias")},
+            {T_FFN_NORM, s("encoder.layer.{l}.output.LayerNorm.weight")},
+            {T_FFN_NORM_B, s("encoder.layer.{l}.output.LayerNorm.bias")}};
+}
+
 struct family_names {
-    tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe;
+    tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe, bert,
+        roberta, distilbert;
     family_names() {
         gpt2 = make("gpt2", nullptr,
                     {{T_TOK_EMB, "wte.weight"},
@@ -170,6 +203,54 @@ struct family_names {
             for (tensor_id id : {T_GATE, T_UP, T_DOWN}) t->hf[id] = t->gguf[id] = nullptr; // experts instead
         for (tensor_names* t : {&mixtral, &qwen3_moe, &olmoe})
             for (tensor_id id : {T_SH_GATE, T_SH_UP, T_SH_DOWN, T_SH_ROUTER}) t->hf[id] = t->gguf[id] = nullptr;
+        // Encoders: HF names only (the loader also finds them without the "bert." / "roberta." / "distilbert."
+        // prefix, as a bare BertModel saves them). The masked-LM head's transform LayerNorm is the final norm.
+        bert = make("bert", nullptr, {}, {});
+        for (auto [id, n] : hf_bert_body("bert.")) bert.hf[id] = n;
+        for (auto [id, n] : names{{T_HEAD_DENSE, "cls.predictions.transform.dense.weight"},
+                                  {T_HEAD_DENSE_B, "cls.predictions.transform.dense.bias"},
+                                  {T_NORM_F, "cls.predictions.transform.LayerNorm.weight"},
+                                  {T_NORM_F_B, "cls.predictions.transform.LayerNorm.bias"},
+                                  {T_LM_HEAD, "cls.predictions.decoder.weight"},
+                                  {T_LM_HEAD_B, "cls.predictions.bias"}})
+            bert.hf[id] = n;
+        roberta = make("roberta", nullptr, {}, {});
+        for (auto [id, n] : hf_bert_body("roberta.")) roberta.hf[id] = n;
+        for (auto [id, n] : names{{T_HEAD_DENSE, "lm_head.dense.weight"},
+                                  {T_HEAD_DENSE_B, "lm_head.dense.bias"},
+                                  {T_NORM_F, "lm_head.layer_norm.weight"},
+                                  {T_NORM_F_B, "lm_head.layer_norm.bias"},
+                                  {T_LM_HEAD, "lm_head.decoder.weight"},
+                                  {T_LM_HEAD_B, "lm_head.bias"}})
+            roberta.hf[id] = n;
+        distilbert = make("distilbert", nullptr,
+                          {{T_TOK_EMB, "distilbert.embeddings.word_embeddings.weight"},
+                           {T_POS_EMB, "distilbert.embeddings.position_embeddings.weight"},
+                           {T_EMB_NORM, "distilbert.embeddings.LayerNorm.weight"},
+                           {T_EMB_NORM_B, "distilbert.embeddings.LayerNorm.bias"},
+                           {T_Q, "distilbert.transformer.layer.{l}.attention.q_lin.weight"},
+                           {T_Q_B, "distilbert.transformer.layer.{l}.attention.q_lin.bias"},
+                           {T_K, "distilbert.transformer.layer.{l}.attention.k_lin.weight"},
+                           {T_K_B, "distilbert.transformer.layer.{l}.attention.k_lin.bias"},
+                           {T_V, "distilbert.transformer.layer.{l}.attention.v_lin.weight"},
+                           {T_V_B, "distilbert.transformer.layer.{l}.attention.v_lin.bias"},
+                           {T_O, "distilbert.transformer.layer.{l}.attention.out_lin.weight"},
+                           {T_O_B, "distilbert.transformer.layer.{l}.attention.out_lin.bias"},
+                           {T_ATTN_NORM, "distilbert.transformer.layer.{l}.sa_layer_norm.weight"},
+                           {T_ATTN_NORM_B, "distilbert.transformer.layer.{l}.sa_layer_norm.bias"},
+                           {T_UP, "distilbert.transformer.layer.{l}.ffn.lin1.weight"},
+                           {T_UP_B, "distilbert.transformer.layer.{l}.ffn.lin1.bias"},
+                           {T_DOWN, "distilbert.transformer.layer.{l}.ffn.lin2.weight"},
+                           {T_DOWN_B, "distilbert.transformer.layer.{l}.ffn.lin2.bias"},
+                           {T_FFN_NORM, "distilbert.transformer.layer.{l}.output_layer_norm.weight"},
+                           {T_FFN_NORM_B, "distilbert.transformer.layer.{l}.output_layer_norm.bias"},
+                           {T_HEAD_DENSE, "vocab_transform.weight"},
+                           {T_HEAD_DENSE_B, "vocab_transform.bias"},
+                           {T_NORM_F, "vocab_layer_norm.weight"},
+                           {T_NORM_F_B, "vocab_layer_norm.bias"},
+                           {T_LM_HEAD, "vocab_projector.weight"},
+                           {T_LM_HEAD_B, "vocab_projector.bias"}},
+                          {});
     }
 };
 
@@ -182,20 +263,24 @@ const family_names& families() {
 
 const arch_info& arch_table(arch_id a) {
     const family_names& n = families();
-    // name, norm, mlp, positions, parallel, pre_norm, post_norm, qk_norm, gain_plus_one, embed_scale, moe, names
+    // name, norm, mlp, positions, parallel, pre_norm, post_norm, qk_norm, gain_plus_one, embed_scale, moe, names,
+    // bidirectional, post_ln, mlm_head
     static const arch_info table[ARCH_COUNT] = {
-        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2},
-        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama},
-        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox},
-        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma},
-        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2},
-        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3},
-        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2},
-        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3},
-        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral},
-        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe},
-        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe},
-        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe},
+        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2, false, false, false},
+        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama, false, false, false},
+        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox, false, false, false},
+        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma, false, false, false},
+        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2, false, false, false},
+        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3, false, false, false},
+        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2, false, false, false},
+        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3, false, false, false},
+        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral, false, false, false},
+        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe, false, false, false},
+        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe, false, false, false},
+        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe, false, false, false},
+        {"bert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bert, true, true, true},
+        {"roberta", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.roberta, true, true, true},
+        {"distilbert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.distilbert, true, true, true},
     };
     if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
     return table[a];
@@ -224,7 +309,8 @@ const type_map hf_types[] = {{"gpt2", ARCH_GPT2},           {"llama", ARCH_LLAMA
                              {"qwen2", ARCH_LLAMA},         {"gpt_neox", ARCH_GPT_NEOX},    {"gemma", ARCH_GEMMA},
                              {"gemma2", ARCH_GEMMA2},       {"phi3", ARCH_PHI3},            {"olmo2", ARCH_OLMO2},
                              {"qwen3", ARCH_QWEN3},         {"mixtral", ARCH_MIXTRAL},      {"qwen2_moe", ARCH_QWEN2_MOE},
-                             {"qwen3_moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE}};
+                             {"qwen3_moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE},      {"bert", ARCH_BERT},
+                             {"roberta", ARCH_ROBERTA},     {"distilbert", ARCH_DISTILBERT}};
 const type_map gguf_archs[] = {{"gpt2", ARCH_GPT2},     {"llama", ARCH_LLAMA},         {"qwen2", ARCH_LLAMA},
                                {"gptneox", ARCH_GPT_NEOX}, {"gemma", ARCH_GEMMA},       {"gemma2", ARCH_GEMMA2},
                                {"phi3", ARCH_PHI3},     {"olmo2", ARCH_OLMO2},         {"qwen3", ARCH_QWEN3},

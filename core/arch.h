@@ -39,6 +39,11 @@ enum tensor_id {
     T_EXP_DOWN,       // HF: [d][ff_e] per expert; GGUF: [E][d][ff_e]
     T_SH_GATE, T_SH_UP, T_SH_DOWN, // Qwen2-MoE's shared expert, [ff_s][d] / [d][ff_s]
     T_SH_ROUTER,      // [1][d] the shared expert's sigmoid gate
+    T_TYPE_EMB,       // [types][d] BERT's token-type embedding
+    T_EMB_NORM, T_EMB_NORM_B, // [d] the embeddings' LayerNorm (encoders)
+    T_HEAD_DENSE,     // [d][d] masked-LM head transform
+    T_HEAD_DENSE_B,   // [d]
+    T_LM_HEAD_B,      // [V] masked-LM decoder bias
     T_COUNT
 };
 const char* tensor_id_name(tensor_id t); // "attn_q", for messages

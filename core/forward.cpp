@@ -149,6 +149,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.n_expert = c.n_expert;
     rec.window.resize(c.n_layer);
     for (int l = 0; l < c.n_layer; l++) rec.window[l] = c.window_at(l);
+    rec.causal = !arch_table(c.arch).bidirectional;
     rec.n_tokens = n;
     rec.vocab = c.vocab_size;
     rec.all_logits = all_logits;
@@ -192,18 +193,22 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     const int n0 = s.n_past;
     const int n_keys = n0 + n;
     const bool resume = opt.start_resid != nullptr;
+    // an encoder predicts at every position (each [MASK]), a decoder the next token after the last
+    const bool all_logits = opt.all_logits || arch.bidirectional;
     static const std::vector<float> no_bias; // SwiGLU's gate has none
     auto t_start = clock_type::now();
     forward_timing tm;
 
     if (n <= 0) throw error("empty prompt: nothing to run");
+    if (arch.bidirectional && n0 > 0)
+        throw error("internal: an encoder's every position sees every token: it runs the whole prompt at once");
     if (s.n_ctx == 0) state_init(s, c, c.n_ctx);
     if (n_keys > s.n_ctx)
         throw error("prompt too long: " + std::to_string(n_keys) + " tokens, the model's context is " +
                     std::to_string(s.n_ctx));
     if (rec && !opt.continue_record && (n0 != 0 || resume))
         throw error("internal: a record needs the prompt from position 0 and the embeddings");
-    if (opt.continue_record && (!rec || rec->n_tokens != n_keys || opt.all_logits != rec->all_logits))
+    if (opt.continue_record && (!rec || rec->n_tokens != n_keys || all_logits != rec->all_logits))
         throw error("internal: a continued record must be laid out for the call's positions");
     if (opt.start_point < 0 || opt.start_point > 2 * L || (opt.start_point > 0 && !resume))
         throw error("internal: resuming at residual point " + std::to_string(opt.start_point) + " needs its stream");
@@ -233,13 +238,13 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (c.parallel) grow(s.x_in, (size_t)n * d);
     float* x = s.x.data();
 
-    const int n_out = opt.all_logits ? n : 1;
+    const int n_out = all_logits ? n : 1;
     record_plan rp;
     if (rec && opt.continue_record) {
         rp = plan_of(*rec);
     } else if (rec) {
         rp = plan_record(opt.keep, c, n, n_out);
-        record_begin(*rec, m, tokens, n, opt.all_logits, rp);
+        record_begin(*rec, m, tokens, n, all_logits, rp);
         rec->logit_ids = opt.logit_ids;
     }
     point_plan plan = make_plan(s.plan, opt, rec ? &rp : nullptr, L);
@@ -248,12 +253,15 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     float* norms = rec && (opt.keep.resid_norms || opt.continue_record) ? rec->resid_norm.data() : nullptr;
     const size_t norm_row = rec ? (size_t)rec->n_tokens : (size_t)n;
 
-    // residual point p: x <- x + f (f alone without the residual), the point's interventions and hooks, then its
-    // norms and the first non-finite value (fused into the add when nothing happens at the point)
-    auto residual = [&](const float* f, bool replace, int point, hook_point hp, int layer, const char* where) {
+    // residual point p: x <- x + f (f alone without the residual), Post-LN's norm of the sum (ln_g; null: none or
+    // ablated), the point's interventions and hooks, then its norms and the first non-finite value (fused into the
+    // add when nothing happens at the point)
+    auto residual = [&](const float* f, bool replace, int point, hook_point hp, int layer, const char* where,
+                        const std::vector<float>* ln_g = nullptr, const std::vector<float>* ln_b = nullptr) {
         float* pn = norms ? norms + (size_t)point * norm_row + n0 : nullptr;
-        const bool fused = !plan.at(hp, layer);
+        const bool fused = !plan.at(hp, layer) && !ln_g;
         bool finite = residual_step(x, f, replace, fused ? pn : nullptr, n, d);
+        if (ln_g) norm_forward(x, x, ln_g, ln_b, arch.norm, c.norm_eps, n, d);
         if (!fused) {
             at.visit(hp, layer, x, n, d, d);
             finite = residual_step(x, nullptr, false, pn, n, d);
@@ -290,10 +298,14 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
                 for (int i = 0; i < d; i++) xt[i] *= k;
             }
             if (arch.pos == POS_LEARNED) {
-                const float* pe = &w.pos_emb[(size_t)(n0 + t) * d];
+                const float* pe = &w.pos_emb[(size_t)(c.pos_offset + n0 + t) * d];
                 for (int i = 0; i < d; i++) xt[i] += pe[i];
             }
+            if (!w.type_emb.empty()) // BERT: one segment, type 0, for the whole prompt
+                for (int i = 0; i < d; i++) xt[i] += w.type_emb[i];
         }
+        // encoders norm the summed embeddings (part of the embedding: no ablation removes it)
+        if (!w.emb_norm_g.empty()) norm_forward(x, x, &w.emb_norm_g, &w.emb_norm_b, arch.norm, c.norm_eps, n, d);
         residual(nullptr, false, 0, HOOK_RESID_PRE, 0, "embed");
     }
     tm.rest_ms += ms_since(t0);
@@ -355,6 +367,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             aa.scale = c.attn_scale;
             aa.softcap = c.attn_softcap;
             aa.window = c.window_at(l);
+            aa.causal = !arch.bidirectional;
             // the probabilities go straight into the record when it keeps them; a hook or intervention on them
             // needs them somewhere too; otherwise the attention keeps them in its own scratch
             // (in place only from position 0: a continued record's rows for this call are not one block per head)
@@ -398,7 +411,8 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             if (arch.post_norm && !no_norm1)
                 norm_forward(s.att.data(), s.att.data(), &lw.post_attn_norm, nullptr, arch.norm, c.norm_eps, n, d);
             at.visit(HOOK_ATTN_OUT, l, s.att.data(), n, d, d);
-            residual(s.att.data(), plan.no_residual[l] & 1, 2 * l + 1, HOOK_RESID_MID, l, "attn");
+            residual(s.att.data(), plan.no_residual[l] & 1, 2 * l + 1, HOOK_RESID_MID, l, "attn",
+                     arch.post_ln && !no_norm1 ? &lw.norm1_g : nullptr, &lw.norm1_b);
             tm.rest_ms += ms_since(t0);
         }
 
@@ -437,15 +451,15 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             norm_forward(s.att.data(), s.att.data(), &lw.post_mlp_norm, nullptr, arch.norm, c.norm_eps, n, d);
         at.visit(HOOK_MLP_OUT, l, s.att.data(), n, d, d);
         // a parallel block's stream is dropped once, at resid_mid: resid_post adds the MLP to attention's output
-        residual(s.att.data(), (plan.no_residual[l] & 2) && !c.parallel, 2 * l + 2, HOOK_RESID_POST, l, "mlp");
+        residual(s.att.data(), (plan.no_residual[l] & 2) && !c.parallel, 2 * l + 2, HOOK_RESID_POST, l, "mlp",
+                 arch.post_ln && !no_norm2 ? &lw.norm2_g : nullptr, &lw.norm2_b);
         tm.rest_ms += ms_since(t0);
     }
 
     // final norm and LM head, only for the positions whose logits are wanted
     t0 = clock_type::now();
     const float* x_out = x + (size_t)(n - n_out) * d;
-    norm_forward(s.xn.data(), x_out, plan.identity_norm[L] ? nullptr : &w.normf_g, &w.normf_b, arch.norm, c.norm_eps,
-                 n_out, d);
+    final_norm_forward(s.xn.data(), x_out, n_out, m, plan.identity_norm[L], s.gemm);
     // the final points' rows are the last n_out positions: their first row's position is pos0 of the hook tensors
     // there (interventions by position and hooks read it)
     at.pos0 = n0 + n - n_out;
@@ -462,6 +476,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
                 const float* xr = s.xn.data() + (size_t)r * d;
                 double sum = 0;
                 for (int i = 0; i < d; i++) sum += (double)xr[i] * e[i];
+                if (!w.lm_head_b.empty()) sum += w.lm_head_b[opt.logit_ids[j]];
                 logits[(size_t)r * k + j] = c.final_softcap > 0 ? (float)(c.final_softcap * std::tanh(sum / c.final_softcap)) : (float)sum;
             }
         }

@@ -98,6 +98,9 @@ generation generate(const model& m, const std::vector<int>& prompt, int max_new,
     auto t_start = clock_type::now();
     generation g;
     if (prompt.empty()) throw error("empty prompt: nothing to continue");
+    if (arch_table(m.config.arch).bidirectional)
+        throw error(std::string(arch_table(m.config.arch).name) +
+                    " is an encoder: it fills masked tokens (fill mask), it does not generate text");
     if ((int)prompt.size() > m.config.n_ctx)
         throw error("prompt too long: " + std::to_string(prompt.size()) + " tokens, the model's context is " +
                     std::to_string(m.config.n_ctx));

@@ -212,6 +212,7 @@ static step choose(const live_variant& src, const std::vector<int>& tokens, cons
         s.cost = (double)(2 * L + 1 - q) / (2 * L + 1);
         return s;
     }
+    if (arch_table(c.arch).bidirectional) return s.why = "an encoder's every position sees every token", s;
     if (q > 2 * L && src.stale_point < 0) {
         const int p = std::min(common, T - 1); // the last position's logits are recomputed: only they are kept
         if (p == 0) return s.why = "the first token changed", s;
@@ -291,7 +292,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
         v.fs.n_past = 0;
     } else {
         const int p = st.kind == STEP_PREFIX ? st.from : 0;
-        record_begin(*rec, a.m, a.tokens.data(), T, false, a.plan);
+        record_begin(*rec, a.m, a.tokens.data(), T, arch_table(c.arch).bidirectional, a.plan);
         rec->logit_ids.clear();
         if (p > 0) copy_prefix(*rec, *v.rec, p);
         if (a.use_cache) reserve_cache(v.fs, c, T, p);
@@ -343,10 +344,11 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     const bool use_cache = budget == 0 || 2 * kv <= budget / 2;
     record_request keep_clean = rq.keep, keep_changed = rq.keep;
     if (budget) keep_clean.budget_bytes = std::max<size_t>(1, (budget - (use_cache ? 2 * kv : 0)) / 2);
-    const record_plan plan_clean = plan_record(keep_clean, c, T, 1);
+    const int n_out = arch_table(c.arch).bidirectional ? T : 1; // an encoder's logits at every position
+    const record_plan plan_clean = plan_record(keep_clean, c, T, n_out);
     if (budget) keep_changed.budget_bytes = std::max<size_t>(1, budget - (use_cache ? 2 * kv : 0) - plan_clean.bytes);
     const bool intervened = !rq.interventions.empty();
-    const record_plan plan_changed = intervened ? plan_record(keep_changed, c, T, 1) : record_plan{};
+    const record_plan plan_changed = intervened ? plan_record(keep_changed, c, T, n_out) : record_plan{};
 
     live_report rep;
     rep.tokens = T;

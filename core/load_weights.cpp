@@ -48,12 +48,17 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     const int64_t q = H * dh, kv = KV * dh, qkv_w = q + 2 * kv;
     const bool layernorm = arch.norm == NORM_LAYERNORM;
     w.tok_emb = r.table(in.name(T_TOK_EMB), V, d);
-    if (arch.pos == POS_LEARNED) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.n_ctx, d);
+    if (arch.pos == POS_LEARNED) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
+    if (c.n_token_type > 0) w.type_emb = r.floats2(in.name(T_TYPE_EMB), c.n_token_type, d);
+    if (in.named(T_EMB_NORM)) {
+        w.emb_norm_g = in.vec(T_EMB_NORM, -1, d);
+        w.emb_norm_b = in.vec(T_EMB_NORM_B, -1, d);
+    }
     w.layers.assign(c.n_layer, layer_weights{});
     for (int l = 0; l < c.n_layer; l++) {
         layer_weights& L = w.layers[l];
         // ---- attention ----
-        if (arch.pre_norm) {
+        if (arch.pre_norm || arch.post_ln) {
             L.norm1_g = in.vec(T_ATTN_NORM, l, d);
             if (layernorm) L.norm1_b = in.vec(T_ATTN_NORM_B, l, d);
         }
@@ -97,7 +102,7 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
         }
         if (arch.post_norm) L.post_attn_norm = in.vec(T_ATTN_POST_NORM, l, d);
         // ---- MLP ----
-        if (arch.pre_norm) {
+        if (arch.pre_norm || arch.post_ln) {
             L.norm2_g = in.vec(T_FFN_NORM, l, d);
             if (layernorm) L.norm2_b = in.vec(T_FFN_NORM_B, l, d);
         }
@@ -145,6 +150,11 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     w.normf_g = in.vec(T_NORM_F, -1, d);
     if (layernorm) w.normf_b = in.vec(T_NORM_F_B, -1, d);
     if (arch.gain_plus_one && !r.gguf) add_one(w.normf_g);
+    if (arch.mlm_head) {
+        w.head_dense = in.matrix(T_HEAD_DENSE, -1, d, d);
+        w.head_dense_b = in.vec(T_HEAD_DENSE_B, -1, d);
+        w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V);
+    }
     const std::string head = in.name(T_LM_HEAD);
     if (r.has(head)) w.lm_head = r.table(head, V, d);
     else if (!c.tied_lm_head) throw error(r.path() + ": missing tensor " + head + " (the config says the head is not tied)");

@@ -25,7 +25,8 @@ namespace gb {
 param_counts count_params(const model& m) {
     const model_weights& w = m.weights;
     param_counts p;
-    p.embeddings = (int64_t)w.tok_emb.size() + (int64_t)w.pos_emb.size() + (int64_t)w.lm_head.size();
+    p.embeddings = (int64_t)w.tok_emb.size() + (int64_t)w.pos_emb.size() + (int64_t)w.lm_head.size() +
+                   (int64_t)(w.type_emb.size() + w.lm_head_b.size() + w.head_dense.size() + w.head_dense_b.size());
     for (const layer_weights& l : w.layers) {
         p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size());
         p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size() +
@@ -35,15 +36,16 @@ param_counts count_params(const model& m) {
         p.norms += (int64_t)(l.norm1_g.size() + l.norm1_b.size() + l.norm2_g.size() + l.norm2_b.size() + l.q_norm.size() +
                              l.k_norm.size() + l.post_attn_norm.size() + l.post_mlp_norm.size());
     }
-    p.norms += (int64_t)(w.normf_g.size() + w.normf_b.size());
+    p.norms += (int64_t)(w.normf_g.size() + w.normf_b.size() + w.emb_norm_g.size() + w.emb_norm_b.size());
     return p;
 }
 
 int64_t weight_bytes(const model& m) {
     const model_weights& w = m.weights;
     auto vec = [](const std::vector<float>& v) { return (int64_t)v.size() * 4; };
-    int64_t b = (int64_t)(w.tok_emb.bytes() + w.lm_head.bytes() + w.head.bytes()) + vec(w.pos_emb) + vec(w.normf_g) +
-                vec(w.normf_b);
+    int64_t b = (int64_t)(w.tok_emb.bytes() + w.lm_head.bytes() + w.head.bytes() + w.head_dense.bytes()) + vec(w.pos_emb) +
+                vec(w.normf_g) + vec(w.normf_b) + vec(w.type_emb) + vec(w.emb_norm_g) + vec(w.emb_norm_b) +
+                vec(w.lm_head_b) + vec(w.head_dense_b);
     for (const layer_weights& l : w.layers)
         b += (int64_t)(l.w_qkv.bytes() + l.w_o.bytes() + l.w_up.bytes() + l.w_gate.bytes() + l.w_down.bytes()) +
              vec(l.norm1_g) + vec(l.norm1_b) + vec(l.norm2_g) + vec(l.norm2_b) + vec(l.b_qkv) + vec(l.b_o) +
@@ -238,6 +240,33 @@ static model_config parse_hf_config(const std::string& path) {
         const std::string act = json_str(j, "activation_function");
         if (!act.empty() && act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
             throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
+    } else if (arch.mlm_head) { // BERT, RoBERTa (BERT's keys) and DistilBERT (its own)
+        const bool distil = c.arch == ARCH_DISTILBERT;
+        c.n_layer = json_int(j, path, {distil ? "n_layers" : "num_hidden_layers"}, 1, 1000);
+        c.n_head = c.n_kv_head = json_int(j, path, {distil ? "n_heads" : "num_attention_heads"}, 1, 1024);
+        c.d_model = json_int(j, path, {distil ? "dim" : "hidden_size"}, 1, 65536);
+        c.d_ff = json_int(j, path, {distil ? "hidden_dim" : "intermediate_size"}, 1, 1 << 20);
+        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+        const int n_pos = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 20);
+        c.norm_eps = distil ? 1e-12f : json_float(j, "layer_norm_eps", 1e-12f, path);
+        c.n_token_type = distil ? 0 : json_int(j, path, {"type_vocab_size"}, 1, 1 << 16, 2);
+        // RoBERTa numbers positions from its padding index + 1: rows 0 and 1 of the table are never used
+        c.pos_offset = c.arch == ARCH_ROBERTA ? json_int(j, path, {"pad_token_id"}, 0, 1 << 20, 1) + 1 : 0;
+        if (n_pos <= c.pos_offset)
+            throw error(path + ": max_position_embeddings " + std::to_string(n_pos) + " leaves no position after the offset " +
+                        std::to_string(c.pos_offset));
+        c.n_ctx = n_pos - c.pos_offset;
+        c.qkv_bias = c.mlp_bias = true;
+        c.tied_lm_head = json_bool(j, distil ? "tie_weights_" : "tie_word_embeddings", true, path);
+        const std::string act = json_str(j, distil ? "activation" : "hidden_act");
+        if (!act.empty() && act != "gelu")
+            throw error(path + ": " + (distil ? "activation " : "hidden_act ") + act + " is not supported for " + type +
+                        " (expected gelu)");
+        const std::string pos = json_str(j, "position_embedding_type");
+        if (!pos.empty() && pos != "absolute")
+            throw error(path + ": position_embedding_type " + pos + " is not supported (expected absolute)");
+        if (json_bool(j, "is_decoder", false, path))
+            throw error(path + ": is_decoder is true: a BERT used as a causal decoder is not supported");
     } else { // the Llama-style keys every other family shares
         c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
         c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
@@ -348,14 +377,22 @@ static model_config parse_hf_config(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // HF safetensors folder
 // ---------------------------------------------------------------------------------------------
+// An encoder's tensor name without its model's prefix ("bert.embeddings..." -> "embeddings..."), as a bare
+// BertModel / RobertaModel / DistilBertModel saves them; "" for other names.
+static std::string without_model_prefix(const std::string& name) {
+    for (const char* p : {"bert.", "roberta.", "distilbert."})
+        if (name.rfind(p, 0) == 0) return name.substr(std::string(p).size());
+    return "";
+}
+
 // Looks a tensor up, in one file or the shards of a sharded checkpoint, with or without a prefix
-// ("transformer." for GPT-2 exports).
+// ("transformer." for GPT-2 exports, none for a bare encoder).
 struct tensor_source : tensor_reader {
     std::vector<safetensors_file> files;
     bool keep_stored = true;
     const st_tensor* find(const std::string& name, const safetensors_file** in = nullptr) const {
         for (const safetensors_file& f : files)
-            for (const std::string& n : {name, "transformer." + name}) {
+            for (const std::string& n : {name, "transformer." + name, without_model_prefix(name)}) {
                 auto it = f.tensors.find(n);
                 if (it != f.tensors.end()) {
                     if (in) *in = &f;

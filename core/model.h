@@ -43,11 +43,18 @@ struct arch_info {
     bool embed_scale;      // token embeddings times sqrt(d_model) (Gemma)
     bool moe;              // the MLP is a mixture of experts chosen per token by a router
     const tensor_names* names;
+    // Encoders (BERT, RoBERTa, DistilBERT): zero (causal, pre-norm decoders) for every other row of the table
+    bool bidirectional;    // every query sees every key: no causal mask, no key/value cache to extend
+    bool post_ln;          // LayerNorm after each residual add (the original Transformer's and BERT's Post-LN):
+                           // resid_mid = LN1(x + attn), resid_post = LN2(resid_mid + mlp); the norms' gains are
+                           // norm1 / norm2
+    bool mlm_head;         // the masked-LM head: logits = LN(GELU(x W_t + b_t)) E^T + b (E tied to the token
+                           // embedding); its LayerNorm is the "final norm"
 };
 
 enum arch_id {
     ARCH_GPT2, ARCH_LLAMA, ARCH_GPT_NEOX, ARCH_GEMMA, ARCH_GEMMA2, ARCH_PHI3, ARCH_OLMO2, ARCH_QWEN3,
-    ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_COUNT
+    ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_BERT, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_COUNT
 };
 const arch_info& arch_table(arch_id a);
 
@@ -87,6 +94,9 @@ struct model_config {
     int d_ff_expert = 0;                // MoE: each expert's MLP width
     int d_ff_shared = 0;                // Qwen2-MoE: the shared expert's width (0 = none)
     bool norm_topk = true;              // MoE: the chosen experts' softmax weights are renormalised to sum to 1
+    int n_token_type = 0;               // BERT: rows of the token-type (segment) embedding; every token is type 0
+    int pos_offset = 0;                 // learned position row of position t is t + pos_offset (RoBERTa: padding
+                                        // index + 1 = 2); n_ctx is what is left for the prompt
     int window_at(int layer) const {    // the keys layer l's queries see (0 = all)
         return sliding_window > 0 && layer >= window_first && (layer - window_first) % window_every == 0 ? sliding_window : 0;
     }
@@ -179,11 +189,16 @@ struct layer_weights {
 
 struct model_weights {
     row_table tok_emb;           // [V][d] in its stored type (quant.h)
-    std::vector<float> pos_emb;  // [n_ctx][d] (empty for RoPE)
+    std::vector<float> pos_emb;  // [pos_offset + n_ctx][d] (empty for RoPE)
+    std::vector<float> type_emb; // [n_token_type][d] BERT's segment embedding (row 0 is added to every token)
+    std::vector<float> emb_norm_g, emb_norm_b; // [d] the embeddings' LayerNorm (encoders), empty without
     std::vector<layer_weights> layers; // [L]
-    std::vector<float> normf_g;  // [d]
+    std::vector<float> normf_g;  // [d] final norm (mlm_head: the head's LayerNorm after its transform)
     std::vector<float> normf_b;  // [d] (empty for RMSNorm)
     row_table lm_head;           // [V][d] in its stored type (empty when tied to tok_emb)
+    std::vector<float> lm_head_b; // [V] the masked-LM decoder's bias (empty without)
+    weight_matrix head_dense;    // [d][d] masked-LM head transform (before GELU and its LayerNorm)
+    std::vector<float> head_dense_b; // [d]
     weight_matrix head;          // AMX kernel and an F32 table: lm_head (or tok_emb) as the [d][V] product, in digits;
                                  // otherwise empty (the LM head reads the table's rows)
     const row_table& unembedding() const { return lm_head.empty() ? tok_emb : lm_head; }

@@ -177,11 +177,32 @@ void head_outputs(float* out, const float* z, int z_stride, const weight_matrix&
     }
 }
 
+void final_norm_forward(float* out, const float* x, int n, const model& m, bool identity, gemm_scratch& gs) {
+    const model_config& c = m.config;
+    const model_weights& w = m.weights;
+    const arch_info& arch = arch_table(c.arch);
+    const size_t nd = (size_t)n * c.d_model;
+    if (arch.mlm_head) {
+        gemm(out, x, w.head_dense, w.head_dense_b, n, gs);
+        gelu_erf_forward(out, nd);
+        x = out;
+    }
+    if (identity) {
+        if (x != out) std::copy_n(x, nd, out);
+        return;
+    }
+    norm_forward(out, x, &w.normf_g, &w.normf_b, arch.norm, c.norm_eps, n, c.d_model);
+}
+
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs) {
     static const std::vector<float> no_bias;
     const model_weights& w = m.weights;
     if (w.head.amx()) gemm(logits, x, w.head, no_bias, n, gs);
     else gemm_table(logits, x, w.unembedding(), n);
+    if (w.lm_head_b.empty()) return;
+    const int V = m.config.vocab_size;
+    for (int t = 0; t < n; t++)
+        for (int v = 0; v < V; v++) logits[(size_t)t * V + v] += w.lm_head_b[v];
 }
 
 void sum_heads(float* out, const float* head_out, const std::vector<float>& bias, int n, int H, int d) {

@@ -43,8 +43,12 @@ bool residual_step(float* x, const float* f, bool replace, float* norms, int n, 
 // blocks: scratch, grown as needed.
 void head_outputs(float* out, const float* z, int z_stride, const weight_matrix& w_o, int n, int H, int dh,
                   std::vector<float>& blocks, gemm_scratch& gs);
-// The LM head: logits [n][V] = x [n][d] times the unembedding (lm_head, or tok_emb when tied), with the
-// matmul kernel the weights were packed for.
+// The final norm: out [n][d] = norm(x) with the final gain and bias (identity: x as it is). A masked-LM head
+// (arch_info::mlm_head) transforms first, out = LN(GELU(x W_t + b_t)), and identity skips only its LayerNorm.
+// out must not alias x.
+void final_norm_forward(float* out, const float* x, int n, const model& m, bool identity, gemm_scratch& gs);
+// The LM head: logits [n][V] = x [n][d] times the unembedding (lm_head, or tok_emb when tied), plus the
+// decoder's bias when the model has one, with the matmul kernel the weights were packed for.
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs);
 
 // out [n][d] = sum over heads of head_out [n][H*d] (+ bias [d] when not empty).

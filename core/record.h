@@ -67,6 +67,8 @@ struct record {
         const int w = layer < (int)window.size() ? window[layer] : 0;
         return w > 0 && query >= w ? query - w + 1 : 0;
     }
+    bool causal = true;               // false (encoders): every query sees every key, the pattern has no masked triangle
+    int last_key(int query) const { return causal ? query : n_tokens - 1; } // the last key a query sees
     int n_tokens = 0;                 // T
     int vocab = 0;                    // V
     bool all_logits = false;

@@ -19,6 +19,8 @@
 #include "forward.h"
 #include "generate.h"
 #include "test_util.h"
+#include "analysis/compare.h"
+#include "tiny_encoder.h"
 #include "tiny_model.h"
 #include "tokenizer.h"
 
@@ -107,6 +109,36 @@ TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     EXPECT_EQ(states[2]["ablation"], "no-attention");
     EXPECT_NE(states[2]["top1"], states[1]["top1"]) << "no attention changes the prediction";
     EXPECT_EQ(states[3]["ablation"], "no-attention heads 0.1");
+}
+
+// An encoder: without a mask the Output panel shows what the head puts at the last token before [SEP]; typing
+// [MASK] makes it Fill mask (its filler equals the record's top there); the tabs without a next token are left
+// out; an ablation changes the fillers.
+TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
+    ASSERT_TRUE(have_app());
+    const tiny_encoder tm = write_tiny_encoder(test_temp_dir("gui_bert") + "/m", {});
+    const std::string script = "wait\nprint\nclick prompt\nkey end\ntype  [MASK] on the mat\nwait\nprint\n"
+                               "click No attention\nwait\nprint\n";
+    int rc = -1;
+    const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat'", script, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_EQ(st[0]["tokens"].front(), "[CLS]");
+    EXPECT_EQ(st[0]["tokens"].back(), "[SEP]");
+    EXPECT_TRUE(st[0]["fills"].empty());
+    EXPECT_EQ(st[0]["fill_position"], (int)st[0]["tokens"].size() - 2);
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens"}));
+    EXPECT_EQ(st[1]["prompt"], "the cat [MASK] on the mat");
+    EXPECT_EQ(st[1]["fill_position"], 3);
+    ASSERT_EQ(st[1]["fills"].size(), 1u);
+    EXPECT_EQ(st[1]["top1"], st[1]["fills"][0]["top"][0]["text"]);
+    const gb::model m = gb::load_model(tm.dir);
+    gb::record cap;
+    gb::run_forward(cap, m, gb::encode_prompt(m.tok, "the cat [MASK] on the mat", false), {}, {});
+    EXPECT_EQ(st[1]["fills"][0]["top"][0]["id"], gb::top_k_probs(&cap.logits[3 * (size_t)cap.vocab], cap.vocab, 1)[0].id);
+    EXPECT_EQ(st[2]["ablation"], "no-attention");
+    ASSERT_EQ(st[2]["fills"].size(), 1u);
+    EXPECT_NE(st[2]["fills"][0]["top"][0]["prob"], st[1]["fills"][0]["top"][0]["prob"]);
 }
 
 TEST(Gui, GpuBackendShowsTheSamePrediction) {

@@ -215,7 +215,7 @@ TEST(Loader, BadConfigs) {
         std::string needle;
     };
     std::vector<bad> cases = {
-        {"type", "model_type", "bert", "unsupported model_type 'bert'"},
+        {"type", "model_type", "xlnet", "unsupported model_type 'xlnet'"},
         {"heads0", "n_head", 0, "n_head = 0"},
         {"divisible", "n_head", 3, "not divisible"},
         {"neg", "n_layer", -1, "n_layer"},

@@ -20,6 +20,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/break_it.h"
 #include "analysis/compare.h"
+#include "analysis/fill_mask.h"
 #include "analysis/learn.h"
 #include "analysis/selftest.h"
 #include "forward.h"
@@ -512,6 +513,32 @@ void print_routing(const gb::model& m, const gb::record& cap, const gb::ablation
     }
 }
 
+void print_top(const gb::model& m, const std::string& title, const std::vector<gb::token_prob>& top) {
+    std::printf("%s\n", title.c_str());
+    int rank = 1;
+    for (const gb::token_prob& tp : top)
+        std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++, quoted(m, tp.id).c_str(), tp.prob, tp.id);
+}
+
+// Encoders: the masked-LM head's fillers for each mask token; without one, its best guess at every position
+// (how well it reconstructs the prompt). Returns the mask positions' slots (for --json).
+std::vector<gb::fill_slot> print_fill_mask(const gb::model& m, const gb::record& cap, int top_k) {
+    const std::vector<int> at = gb::mask_positions(cap, m.tok);
+    const std::vector<gb::fill_slot> fills = gb::fill_mask(cap, at, top_k);
+    for (const gb::fill_slot& f : fills)
+        print_top(m, "fill mask at position " + std::to_string(f.position) + " (top " + std::to_string(top_k) + "):", f.top);
+    if (fills.empty()) {
+        const std::string mask = m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id) : "a mask token";
+        std::printf("no %s in the prompt; the masked-LM head's best guess at each position:\n", mask.c_str());
+        std::vector<int> all(cap.n_tokens);
+        for (int t = 0; t < cap.n_tokens; t++) all[t] = t;
+        for (const gb::fill_slot& f : gb::fill_mask(cap, all, 1))
+            std::printf("  %3d %-16s -> %-16s %.4f\n", f.position, ("\"" + visible(cap.pieces[f.position]) + "\"").c_str(),
+                        quoted(m, f.top[0].id).c_str(), f.top[0].prob);
+    }
+    return fills;
+}
+
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
     std::vector<int> ids = prompt_ids(m, a.need("prompt"), a.has("bos"));
@@ -547,13 +574,16 @@ int cmd_run(const args& a) {
     std::printf("\nablation: %s\n", ab.describe().c_str());
     if (cap.nonfinite_layer >= 0)
         std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
-    std::printf("top %d next tokens:\n", top_k);
-    int rank = 1;
-    for (const gb::token_prob& tp : gb::top_k_probs(cap.last_logits(), cap.vocab, top_k))
-        std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++,
-                    ("\"" + visible(gb::token_text(m.tok, tp.id)) + "\"").c_str(), tp.prob, tp.id);
+    const bool encoder = gb::arch_table(m.config.arch).bidirectional;
+    std::vector<gb::fill_slot> fills;
+    if (encoder) fills = print_fill_mask(m, cap, top_k);
+    else print_top(m, "top " + std::to_string(top_k) + " next tokens:", gb::top_k_probs(cap.last_logits(), cap.vocab, top_k));
     print_routing(m, cap, ab);
-    if (a.has("json")) gb::write_json(a.get("json"), gb::capture_json(m, cap, ab, top_k));
+    if (a.has("json")) {
+        nlohmann::json j = gb::capture_json(m, cap, ab, top_k);
+        if (encoder) j["fill_mask"] = gb::fill_mask_json(fills, cap, m.tok);
+        gb::write_json(a.get("json"), j);
+    }
     if (a.has("npy-dir")) {
         gb::write_capture_npy(a.get("npy-dir"), cap);
         gb::write_record_npy(a.get("npy-dir"), cap);

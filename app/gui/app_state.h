@@ -12,6 +12,7 @@
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
 #include "analysis/compare.h"
+#include "analysis/fill_mask.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
@@ -43,6 +44,10 @@ struct run_result {
     double kl = 0;                          // KL(baseline || current) in nats
     std::vector<gb::token_prob> top;        // top-k of probs
     std::vector<gb::token_prob> base_top;   // top-k of base_probs
+    int pred_pos = -1;                      // encoders: the position probs and top describe (the first mask token;
+                                            // without one the last before [SEP]); -1: a decoder's next token
+    std::vector<gb::fill_slot> fills;       // encoders: the top-k at every mask token of the prompt
+    std::vector<gb::fill_slot> base_fills;  // the same without any ablation
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::routing_table routing;              // MoE models: each layer's and token's experts that ran, largest weight
                                             // first (the Experts view); empty for a dense model

@@ -15,7 +15,7 @@ reuse_plan plan_reuse(const gb::record& now, const gb::record* before, bool same
             now.acts[gb::HOOK_PATTERN][now.slot[gb::HOOK_PATTERN][l]] ==
                 before->acts[gb::HOOK_PATTERN][before->slot[gb::HOOK_PATTERN][l]])
             p.same_layer[l] = 1;
-    if (same_inputs) { // causal: row i depends on tokens 0..i only
+    if (same_inputs && now.causal) { // causal: row i depends on tokens 0..i only (an encoder's on every token)
         const int n = std::min(now.n_tokens, before->n_tokens);
         while (p.same_rows < n && now.tokens[p.same_rows] == before->tokens[p.same_rows]) p.same_rows++;
     }

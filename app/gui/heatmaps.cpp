@@ -90,18 +90,19 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
         }
         for (int i = same; i < T; i++) {
             const int j0 = c.first_key(l, i); // keys before a sliding window are masked like the future
+            const int j1 = c.last_key(i);     // an encoder's query sees the keys after it too
             float row_max = 0;
-            for (int j = j0; j <= i; j++) row_max = std::max(row_max, p[i * T + j]);
+            for (int j = j0; j <= j1; j++) row_max = std::max(row_max, p[i * T + j]);
             uint8_t* q = out + (size_t)i * T * 4;
             std::copy_n(masked_row.data(), (size_t)j0 * 4, q);
             q += (size_t)j0 * 4;
-            for (int j = j0; j <= i; j++, q += 4) {
+            for (int j = j0; j <= j1; j++, q += 4) {
                 float t = scale_value(p[i * T + j], scale, row_max);
                 t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;
                 const uint8_t* rgb = lut[(int)std::lround(t * 255)];
                 q[0] = rgb[0], q[1] = rgb[1], q[2] = rgb[2], q[3] = 255;
             }
-            std::copy_n(masked_row.data(), (size_t)(T - 1 - i) * 4, q);
+            std::copy_n(masked_row.data(), (size_t)(T - 1 - j1) * 4, q);
         }
         int same_k = same; // rows of the level whose sources are all copied ones
         for (int lv = 1; lv < levels; lv++) {

@@ -386,6 +386,10 @@ static void print_state(const app_state& s, const ui_context& ui) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
         j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
+        if (s.result->pred_pos >= 0) { // an encoder: where top1 is predicted, and every mask's fillers
+            j["fill_position"] = s.result->pred_pos;
+            j["fills"] = gb::fill_mask_json(s.result->fills, s.result->cap(), s.result->model->tok);
+        }
         j["ablation"] = s.result->ablation.describe();
         j["notice"] = s.result->notice;
         j["kl"] = s.result->kl;

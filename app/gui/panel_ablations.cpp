@@ -81,8 +81,10 @@ void panel_ablations(app_state& s, ui_context& ui) {
     toggle(s, ui, "No residual", ab.no_residual,
            "The residual connection is the default path the stream flows along: each sublayer only adds to it.",
            "Without it each sublayer replaces the stream: the token's identity and position are soon lost.");
+    const bool post_ln = s.model && gb::arch_table(s.model->config.arch).post_ln;
     toggle(s, ui, "No LayerNorm", ab.no_layernorm,
-           "LayerNorm keeps the scale of activations stable before every sublayer.",
+           post_ln ? "LayerNorm keeps the scale of activations stable after every residual add (Post-LN)."
+                   : "LayerNorm keeps the scale of activations stable before every sublayer.",
            "Without it the residual norms grow layer by layer (use the log axis) and predictions degrade.");
     toggle(s, ui, "No attention", ab.no_attention,
            "Attention is the only way tokens exchange information.",

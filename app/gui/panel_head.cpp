@@ -8,7 +8,7 @@
 namespace gbui {
 
 // Colour bar with values under it and, below, the masked-cell swatch; returns the height used.
-static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool windowed) {
+static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool windowed, bool causal) {
     const int steps = 64;
     const float h = 12;
     for (int i = 0; i < steps; i++) {
@@ -23,6 +23,10 @@ static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool win
     dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + 2), tc, mid);
     dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
     ImVec2 m(a.x, a.y + h + 2 + ImGui::GetTextLineHeight() + 6);
+    if (!causal) { // an encoder: nothing is masked, every query sees every key
+        dl->AddText(ImVec2(m.x, m.y - 2), tc, "no mask: each token sees the whole prompt");
+        return m.y + h + 8 - a.y;
+    }
     dl->AddRectFilled(m, ImVec2(m.x + h, m.y + h), IM_COL32(masked_rgb[0], masked_rgb[1], masked_rgb[2], 255));
     dl->AddRect(m, ImVec2(m.x + h, m.y + h), IM_COL32(120, 120, 120, 255));
     dl->AddText(ImVec2(m.x + h + 6, m.y - 2), tc, windowed ? "masked (future, or before the window)" : "masked (future)");
@@ -39,10 +43,11 @@ static void query_row(const gb::record& c, int layer, const float* p, int sel_q,
     ImGui::PopTextWrapPos();
     const int j0 = c.first_key(layer, sel_q); // a sliding window: the keys it sees
     float row_max = 0;
-    for (int j = j0; j <= sel_q; j++) row_max = std::max(row_max, p[sel_q * T + j]);
+    const int j1 = c.last_key(sel_q); // an encoder's query sees the keys after it too
+    for (int j = j0; j <= j1; j++) row_max = std::max(row_max, p[sel_q * T + j]);
     ImVec2 pos = ImGui::GetCursorScreenPos();
     float x0 = pos.x, right = x0 + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeight() + 4;
-    for (int j = j0; j <= sel_q; j++) {
+    for (int j = j0; j <= j1; j++) {
         std::string lb = visible_token(c.pieces[j]);
         ImVec2 ts = ImGui::CalcTextSize(lb.c_str());
         if (pos.x + ts.x + 4 > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + 2);
@@ -143,7 +148,7 @@ void panel_head(app_state& s, ui_context& ui) {
         int qi = std::min(T - 1, std::max(0, (int)((m.y - a.y) / cell)));
         int kj = std::min(T - 1, std::max(0, (int)((m.x - a.x) / cell)));
         std::string q = visible_token(c.pieces[qi]), kt = visible_token(c.pieces[kj]);
-        if (kj > qi)
+        if (kj > c.last_key(qi))
             ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: masked (a token cannot see the future)", qi,
                               q.c_str(), kj, kt.c_str());
         else if (kj < c.first_key(sel_l, qi))
@@ -158,7 +163,7 @@ void panel_head(app_state& s, ui_context& ui) {
     // legend and the query row: beside the heatmap or under it; the row scrolls when long
     ImVec2 la = right ? ImVec2(z.x + 16, a.y) : ImVec2(a.x, z.y + 10);
     float lw = right ? std::max(120.0f, o.x + avail.x - la.x - 4) : std::min(260.0f, side);
-    float used = legend(dl, la, std::min(lw, 260.0f), s.scale, c.first_key(sel_l, c.n_tokens - 1) > 0);
+    float used = legend(dl, la, std::min(lw, 260.0f), s.scale, c.first_key(sel_l, c.n_tokens - 1) > 0, c.causal);
     ImGui::SetCursorScreenPos(ImVec2(right ? la.x : o.x, la.y + used));
     ImVec2 rest = ImGui::GetContentRegionAvail();
     ImGui::BeginChild("##query_row", ImVec2(right ? lw : rest.x, std::max(40.0f, right ? z.y - la.y - used : rest.y)));

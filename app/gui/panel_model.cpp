@@ -140,6 +140,7 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
                             c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
+                            : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
                             : c.n_expert > 0        ? "experts, smaller K/V (GQA), no positions"
                                                     : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
@@ -166,7 +167,17 @@ void panel_model(app_state& s, ui_context& ui) {
             // from the architecture table: what this family computes differently
             if (a.norm == gb::NORM_RMSNORM) ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
             if (a.gain_plus_one) ImGui::BulletText("norm gains stored as w, applied as 1 + w");
-            if (!a.pre_norm) ImGui::BulletText("no norm before the sublayers: each sublayer's output is normed instead");
+            if (a.bidirectional)
+                ImGui::BulletText("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
+            if (a.post_ln)
+                ImGui::BulletText("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
+            if (c.n_token_type > 0) ImGui::BulletText("token-type (segment) embeddings: type 0 added to every token");
+            if (!m.weights.emb_norm_g.empty()) ImGui::BulletText("the summed embeddings are LayerNormed before layer 0");
+            if (a.mlm_head)
+                ImGui::BulletText("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
+                                  m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
+            if (c.pos_offset > 0) ImGui::BulletText("learned positions start at row %d (RoBERTa's padding offset)", c.pos_offset);
+            if (!a.pre_norm && !a.post_ln) ImGui::BulletText("no norm before the sublayers: each sublayer's output is normed instead");
             else if (a.post_norm) ImGui::BulletText("norms on both sides of each sublayer (before, and on its output)");
             if (a.qk_norm != gb::QK_NORM_NONE)
                 ImGui::BulletText("q and k are RMS-normed (%s) before the rotation",
@@ -194,7 +205,7 @@ void panel_model(app_state& s, ui_context& ui) {
                                   c.window_every == 2 ? " (every other layer; the rest see all)" : "");
             if (c.attn_softcap > 0) ImGui::BulletText("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
             if (c.final_softcap > 0) ImGui::BulletText("logits soft-capped at %.0f", c.final_softcap);
-            ImGui::BulletText("%s, vocabulary %d", m.tok.kind == gb::TOK_SPM_BPE ? "SentencePiece-style BPE" : "byte-level BPE",
+            ImGui::BulletText("%s, vocabulary %d", m.tok.kind == gb::TOK_SPM_BPE ? "SentencePiece-style BPE" : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece" : "byte-level BPE",
                               c.vocab_size);
             ImGui::BulletText(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
             ImGui::BulletText(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");

@@ -21,6 +21,26 @@ static void bar(float p, ImU32 col, float w) {
     ImGui::Dummy(ImVec2(w, h));
 }
 
+// An encoder's head predicts at every position: which one the table shows, and the best filler of every other mask
+static void fill_mask_lines(const run_result& r, const gb::model& m) {
+    const gb::record& c = r.cap();
+    const std::string mask = m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id) : "a mask token";
+    ImGui::PushTextWrapPos(0);
+    if (r.fills.empty())
+        ImGui::TextDisabled("no %s in the prompt: what the masked-LM head puts at position %d ‘%s’ "
+                            "(type %s where a word should be guessed)", mask.c_str(), r.pred_pos,
+                            visible_token(c.pieces[r.pred_pos]).c_str(), mask.c_str());
+    else
+        ImGui::TextDisabled("at position %d, the first of %d %s%s", r.pred_pos, (int)r.fills.size(), mask.c_str(),
+                            r.fills.size() > 1 ? "; the others:" : "");
+    for (size_t i = 1; i < r.fills.size(); i++) {
+        const gb::fill_slot& f = r.fills[i];
+        ImGui::BulletText("position %d: ‘%s’ %.3f", f.position, visible_token(gb::token_text(m.tok, f.top[0].id)).c_str(),
+                          f.top[0].prob);
+    }
+    ImGui::PopTextWrapPos();
+}
+
 void panel_output(app_state& s, ui_context& ui) {
     // a click on a row picks the target of the open analysis tab (the hint says which)
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
@@ -28,12 +48,14 @@ void panel_output(app_state& s, ui_context& ui) {
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
                                                "the patching target", "", "", ""};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
-    panel_title("Next token", hint.c_str());
+    const bool encoder = s.result && s.result->pred_pos >= 0;
+    panel_title(encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
     bool ablated = r.ablation.any();
-    ImGui::Text("prediction: ");
+    if (encoder) fill_mask_lines(r, m);
+    ImGui::Text(encoder ? "filler: " : "prediction: ");
     ImGui::SameLine();
     std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
     ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
@@ -77,7 +99,7 @@ void panel_output(app_state& s, ui_context& ui) {
                 if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
                 if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what[s.tab]);
             } else {
-                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.find("##"));
+                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.rfind("##row")); // WordPiece pieces hold "##" too
                 if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
             }
             remember_item(ui, "next " + std::to_string(i));
@@ -98,6 +120,13 @@ void panel_output(app_state& s, ui_context& ui) {
 
     ImGui::Spacing();
     panel_title("Continuation", "generated with the current ablations");
+    if (encoder) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("%s is an encoder: every token sees the whole prompt, and its head fills masked tokens; "
+                            "it does not continue text.", gb::arch_table(m.config.arch).name);
+        ImGui::PopTextWrapPos();
+        return;
+    }
     // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
     const ImGuiStyle& st = ImGui::GetStyle();
     auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };

@@ -95,11 +95,15 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
 // The Demos combo: one click sets a prompt, the view and the selection for a classic finding.
 static void demo_combo(app_state& s, ui_context& ui, float w) {
     ImGui::SetNextItemWidth(w);
-    if (!s.model) ImGui::BeginDisabled();
+    // the demos follow a decoder's next-token prediction; an encoder fills masks instead
+    const bool encoder = s.model && gb::arch_table(s.model->config.arch).bidirectional;
+    if (!s.model || encoder) ImGui::BeginDisabled();
     const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
     remember_item(ui, "demos");
-    if (ImGui::IsItemHovered() && !open)
-        ImGui::SetTooltip("One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && !open)
+        ImGui::SetTooltip(encoder ? "The demos follow a decoder's next-token prediction; this encoder fills %s tokens instead"
+                                  : "One-click demonstrations: a prompt, a view and a head chosen by this model's own scores",
+                          encoder && s.model->tok.mask_id >= 0 ? gb::token_text(s.model->tok, s.model->tok.mask_id).c_str() : "mask");
     if (open) {
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
             if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
@@ -110,7 +114,7 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
         }
         ImGui::EndCombo();
     }
-    if (!s.model) ImGui::EndDisabled();
+    if (!s.model || encoder) ImGui::EndDisabled();
 }
 
 // Break it: step through the rows (each applies its ablation to the whole app) or restore the model.

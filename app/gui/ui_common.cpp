@@ -232,7 +232,13 @@ const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
-bool tab_available(analysis_tab t, const gb::model* m) { return t != TAB_EXPERTS || (m && m->config.n_expert > 0); }
+bool tab_available(analysis_tab t, const gb::model* m) {
+    if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
+    // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
+    if (m && gb::arch_table(m->config.arch).bidirectional)
+        return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;
+    return true;
+}
 const char* colour_name(colour_mode m) {
     static const char* names[COLOUR_COUNT] = {"pattern", "prev_token", "first_token", "induction", "duplicate_token", "entropy"};
     return m >= 0 && m < COLOUR_COUNT ? names[m] : "pattern";

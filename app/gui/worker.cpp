@@ -243,6 +243,16 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     const int V = q.model->config.vocab_size;
     const float* logits = out.run->last_logits();
     const float* base_logits = out.base->last_logits();
+    if (!out.run->causal) { // an encoder: what the masked-LM head puts at each mask, the first one in the table
+        const gb::tokenizer& tok = q.model->tok;
+        const std::vector<int> masks = gb::mask_positions(*out.run, tok);
+        const int T = out.run->n_tokens;
+        r->pred_pos = !masks.empty() ? masks[0] : std::max(0, T - 1 - (int)tok.suffix_ids.size());
+        r->fills = gb::fill_mask(*out.run, masks, q.top_k);
+        r->base_fills = out.base != out.run ? gb::fill_mask(*out.base, masks, q.top_k) : r->fills;
+        logits = &out.run->logits[(size_t)r->pred_pos * V];
+        base_logits = &out.base->logits[(size_t)r->pred_pos * V];
+    }
     gb::softmax_probs(r->probs, logits, V);
     if (out.base != out.run) gb::softmax_probs(r->base_probs, base_logits, V);
     else r->base_probs = r->probs;

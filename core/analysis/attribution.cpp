@@ -25,6 +25,9 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
     if (contrast >= V) throw error("contrast id " + std::to_string(contrast) + " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
     if (position < 0 || position >= T)
         throw error("position " + std::to_string(position) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
+    if (arch_table(c.arch).post_ln)
+        throw error(std::string("direct logit attribution sums the sublayers' writes to the stream, but ") +
+                    arch_table(c.arch).name + " normalises the stream after every residual add (Post-LN), so they do not sum to it");
     if (arch_table(c.arch).post_norm)
         throw error(std::string("direct logit attribution splits attention into heads, but ") + arch_table(c.arch).name +
                     " normalises each sublayer's output before the residual add, so the heads do not sum to it");

@@ -84,6 +84,9 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
     if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
     if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
+    if (arch.post_ln)
+        throw error(std::string("the walk follows a pre-norm decoder's next-token prediction; ") + arch.name +
+                    " is a Post-LN encoder (see its Fill mask panel and Logit lens)");
     learn_walk w;
     w.token = token, w.layer = layer, w.head = head;
     w.pieces = r.pieces;

@@ -33,7 +33,6 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
     out.target_prob.assign((size_t)P * T, 0.0f);
     out.log_norm.assign((size_t)P * T, NAN);
     out.target_ids.assign(T, target);
-    const arch_info& arch = arch_table(c.arch);
     const bool identity = ab.no_layernorm.covers_all(L);
     const int chunk = std::max(1, std::min(T, (int)((64u << 20) / (sizeof(float) * (size_t)V)))); // rows of logits at once
     std::vector<float> xn((size_t)chunk * d), logits((size_t)chunk * V);
@@ -43,8 +42,7 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
         const int p = step == 0 ? P - 1 : step - 1;
         for (int t0 = 0; t0 < T; t0 += chunk) {
             const int rows = std::min(chunk, T - t0);
-            norm_forward(xn.data(), r.resid(p) + (size_t)t0 * d, identity ? nullptr : &m.weights.normf_g,
-                         &m.weights.normf_b, arch.norm, c.norm_eps, rows, d);
+            final_norm_forward(xn.data(), r.resid(p) + (size_t)t0 * d, rows, m, identity, gs);
             lm_head_forward(logits.data(), xn.data(), rows, m, gs);
             if (c.final_softcap > 0) softcap_forward(logits.data(), (size_t)rows * V, c.final_softcap); // as the run
 #pragma omp parallel for schedule(dynamic, 4) if (rows > 1 && (int64_t)rows * V >= (1 << 16))
@@ -78,7 +76,6 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
     for (int t = 0; t < T; t++) l.target_ids[t] = target >= 0 ? target : l.top_ids[((size_t)(P - 1) * T + t) * l.k];
     const row_table& table = m.weights.unembedding();
     const bool identity = ab.no_layernorm.covers_all(L);
-    const norm_kind kind = arch_table(c.arch).norm;
     std::vector<float> xn(d), row, target_rows((size_t)T * d); // [T][d] each token's target row of the unembedding
     for (int t = 0; t < T; t++) table_row(&target_rows[(size_t)t * d], table, l.target_ids[t]);
     gemm_scratch gs;
@@ -95,8 +92,7 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
                 l.target_prob[cell] = l.top_probs[o + j];
                 continue;
             }
-            norm_forward(xn.data(), r.resid(p) + (size_t)t * d, identity ? nullptr : &m.weights.normf_g, &m.weights.normf_b,
-                         kind, c.norm_eps, 1, d);
+            final_norm_forward(xn.data(), r.resid(p) + (size_t)t * d, 1, m, identity, gs);
             if (std::isnan(l.log_norm[cell])) { // no finite normaliser (a broken model): the whole row, as logit_lens
                 lm_head_forward(row.data(), xn.data(), 1, m, gs);
                 if (c.final_softcap > 0) softcap_forward(row.data(), row.size(), c.final_softcap);
@@ -106,6 +102,7 @@ void lens_retarget(lens_result& l, const record& r, const model& m, const ablati
             double logit = 0;
             const float* e = &target_rows[(size_t)t * d];
             for (int i = 0; i < d; i++) logit += (double)xn[i] * e[i];
+            if (!m.weights.lm_head_b.empty()) logit += m.weights.lm_head_b[id];
             if (c.final_softcap > 0) logit = c.final_softcap * std::tanh(logit / c.final_softcap);
             l.target_prob[cell] = (float)std::exp(logit - l.log_norm[cell]);
         }
