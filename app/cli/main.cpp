@@ -149,7 +149,7 @@ const std::vector<command_doc>& command_docs() {
         const option_doc target_id{"target-id", "N", "the target token by id"};
         const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
         return std::vector<command_doc>{
-            {"run", "one forward pass: the prompt's tokens and the top-k next tokens",
+            {"run", "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each [MASK])",
              {"--prompt TEXT [--model PATH] [options]"},
              {model, tokenizer, prompt, bos, ablate, layers, heads, experts,
               {"top-k", "N", "how many next tokens to list (default 10)"},
