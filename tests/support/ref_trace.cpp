@@ -54,6 +54,19 @@ void ref_points::finish(int H) {
     out.logits = out.act[gb::HOOK_LOGITS][0];
 }
 
+std::vector<double> ref_head_outputs(const std::vector<float>& wo, const std::vector<double>& z, int T, int H, int dh, int d) {
+    const size_t q = (size_t)H * dh;
+    std::vector<double> out((size_t)T * H * d, 0.0);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < d; i++) {
+                double acc = 0;
+                for (int e = 0; e < dh; e++) acc += (double)wo[i * q + h * dh + e] * z[t * q + h * dh + e];
+                out[((size_t)t * H + h) * d + i] = acc;
+            }
+    return out;
+}
+
 double ref_readout::inv_sigma(const double* x) const {
     double mean = 0, var = 0;
     if (layernorm) {

@@ -57,6 +57,10 @@ struct ref_points {
     void finish(int H); // out.attention and out.logits from the kept pattern and logits
 };
 
+// head_out [T][H*d] of z [T][H*dh]: head h's z times its columns h*dh .. of W_o, stored [d][H*dh] as nn.Linear
+// does (no bias). Shared by the references whose W_o has that layout (Llama, the families, the encoders).
+std::vector<double> ref_head_outputs(const std::vector<float>& wo, const std::vector<double>& z, int T, int H, int dh, int d);
+
 // The final norm and unembedding of a tiny model in double, from the tensors the test wrote: what the logit
 // lens and direct logit attribution are checked against.
 struct ref_readout {

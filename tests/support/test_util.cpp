@@ -90,3 +90,19 @@ std::vector<int> random_tokens(int n, int vocab, uint32_t seed) {
     for (int& v : t) v = (int)(rng() % (uint32_t)vocab);
     return t;
 }
+
+void expect_full_rows(const std::vector<float>& probs, int H, int T, int n_past, const std::string& label) {
+    const int n_kv = n_past + T;
+    ASSERT_EQ(probs.size(), (size_t)H * T * n_kv) << label;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            const float* p = &probs[((size_t)h * T + i) * n_kv];
+            double s = 0;
+            for (int j = 0; j < n_kv; j++) {
+                ASSERT_GT(p[j], 0.0f) << label << " head " << h << " row " << i << " key " << j
+                                      << (j > n_past + i ? " (above the diagonal)" : "");
+                s += p[j];
+            }
+            ASSERT_NEAR(s, 1.0, 1e-5) << label << " head " << h << " row " << i;
+        }
+}

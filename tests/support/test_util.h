@@ -18,6 +18,10 @@ void expect_gb_error(const std::function<void()>& fn, const std::string& needle)
 // Infinite when got holds a NaN or Inf where want does not (or the other way round).
 double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
 
+// Attention without the causal mask: every probability of probs [H][T][n_past + T] is above 0 (above the diagonal
+// too) and each row sums to 1 over all keys; label names the case in failures.
+void expect_full_rows(const std::vector<float>& probs, int H, int T, int n_past, const std::string& label);
+
 // Runs body once per matmul kernel this machine can run (fp32 always, AMX where usable), with that kernel chosen
 // for new weights and named in failure messages; says once why AMX was left out. Restores the previous choice.
 void for_each_matmul(const std::function<void()>& body);

@@ -256,14 +256,7 @@ ref_trace reference_encoder(const tiny_encoder& m, const std::vector<int>& token
         }
         at.at(gb::HOOK_Z, l, z);
         const std::vector<float>& wo = W("o.w", l);
-        vec head_out((size_t)n * H * d, 0.0);
-        for (int t = 0; t < n; t++)
-            for (int hd = 0; hd < H; hd++)
-                for (int i = 0; i < d; i++) {
-                    double acc = 0;
-                    for (int e = 0; e < dh; e++) acc += (double)wo[(size_t)i * d + hd * dh + e] * z[(size_t)t * d + hd * dh + e];
-                    head_out[((size_t)t * H + hd) * d + i] = acc;
-                }
+        vec head_out = ref_head_outputs(wo, z, n, H, dh, d);
         at.at(gb::HOOK_HEAD_OUT, l, head_out);
         vec a = linear(wo, W("o.b", l), z, d, d);
         if (no_attn) std::fill(a.begin(), a.end(), 0.0);

@@ -864,14 +864,7 @@ ref_trace reference_family(const tiny_family& m, const std::vector<int>& tokens,
         }
         at.at(gb::HOOK_Z, l, z);
         const std::vector<float>& wo = s.family == "gpt_neox" ? W(l, "attention.dense.weight") : W(l, "self_attn.o_proj.weight");
-        vec head_out((size_t)n * H * d, 0.0); // head hd's z times its columns hd*dh .. of W_o [d][H*dh], no bias
-        for (int t = 0; t < n; t++)
-            for (int hd = 0; hd < H; hd++)
-                for (int i = 0; i < d; i++) {
-                    double acc = 0;
-                    for (int e = 0; e < dh; e++) acc += (double)wo[(size_t)i * qd + hd * dh + e] * z[(size_t)t * qd + hd * dh + e];
-                    head_out[((size_t)t * H + hd) * d + i] = acc;
-                }
+        vec head_out = ref_head_outputs(wo, z, n, H, dh, d);
         at.at(gb::HOOK_HEAD_OUT, l, head_out);
         vec a((size_t)n * d, 0.0);
         for (int t = 0; t < n; t++)

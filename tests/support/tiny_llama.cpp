@@ -204,14 +204,7 @@ llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, c
         at.at(gb::HOOK_Z, l, z);
         // head_out [T][H*d]: head hd's z times its columns hd*dh .. of wo [d][d] ([out][in]), no bias
         const std::vector<float>& wo = W("wo", l);
-        vec head_out((size_t)n * H * d, 0.0);
-        for (int t = 0; t < n; t++)
-            for (int hd = 0; hd < H; hd++)
-                for (int i = 0; i < d; i++) {
-                    double acc = 0;
-                    for (int e = 0; e < dh; e++) acc += (double)wo[(size_t)i * d + hd * dh + e] * z[(size_t)t * d + hd * dh + e];
-                    head_out[((size_t)t * H + hd) * d + i] = acc;
-                }
+        vec head_out = ref_head_outputs(wo, z, n, H, dh, d);
         at.at(gb::HOOK_HEAD_OUT, l, head_out);
         vec a((size_t)n * d, 0.0);
         for (int t = 0; t < n; t++)
