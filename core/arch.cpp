@@ -4,7 +4,6 @@
 #include "arch.h"
 
 #include <deque>
-#include <vector>
 
 #include "error.h"
 
@@ -80,10 +79,10 @@ const names hf_qwen_experts = {{T_ROUTER, "model.layers.{l}.mlp.gate.weight"},
 
 // BERT-style encoder layers (BERT and RoBERTa share them under their own prefix): Post-LN, so HF's
 // attention.output.LayerNorm is the norm after attention's residual add and output.LayerNorm the one after the MLP's
-std::vector<std::pair<tensor_id, const char*>> hf_bert_body(const std::string& p) {
+void add_bert_body(tensor_names& t, const std::string& p) {
     static std::deque<std::string> keep; // the table holds const char*: a deque never moves its strings
     auto s = [&](const std::string& n) { return keep.emplace_back(p + n).c_str(); };
-    return {{T_TOK_EMB, s("embeddings.word_embeddings.weight")},
+    const std::pair<tensor_id, const char*> body[] = {{T_TOK_EMB, s("embeddings.word_embeddings.weight")},
             {T_POS_EMB, s("embeddings.position_embeddings.weight")},
             {T_TYPE_EMB, s("embeddings.token_type_embeddings.weight")},
             {T_EMB_NORM, s("embeddings.LayerNorm.weight")},
@@ -104,6 +103,7 @@ std::vector<std::pair<tensor_id, const char*>> hf_bert_body(const std::string& p
             {T_DOWN_B, s("encoder.layer.{l}.output.dense.bias")},
             {T_FFN_NORM, s("encoder.layer.{l}.output.LayerNorm.weight")},
             {T_FFN_NORM_B, s("encoder.layer.{l}.output.LayerNorm.bias")}};
+    for (auto [id, n] : body) t.hf[id] = n;
 }
 
 struct family_names {
@@ -205,24 +205,24 @@ struct family_names {
             for (tensor_id id : {T_SH_GATE, T_SH_UP, T_SH_DOWN, T_SH_ROUTER}) t->hf[id] = t->gguf[id] = nullptr;
         // Encoders: HF names only (the loader also finds them without the "bert." / "roberta." / "distilbert."
         // prefix, as a bare BertModel saves them). The masked-LM head's transform LayerNorm is the final norm.
-        bert = make("bert", nullptr, {}, {});
-        for (auto [id, n] : hf_bert_body("bert.")) bert.hf[id] = n;
-        for (auto [id, n] : names{{T_HEAD_DENSE, "cls.predictions.transform.dense.weight"},
-                                  {T_HEAD_DENSE_B, "cls.predictions.transform.dense.bias"},
-                                  {T_NORM_F, "cls.predictions.transform.LayerNorm.weight"},
-                                  {T_NORM_F_B, "cls.predictions.transform.LayerNorm.bias"},
-                                  {T_LM_HEAD, "cls.predictions.decoder.weight"},
-                                  {T_LM_HEAD_B, "cls.predictions.bias"}})
-            bert.hf[id] = n;
-        roberta = make("roberta", nullptr, {}, {});
-        for (auto [id, n] : hf_bert_body("roberta.")) roberta.hf[id] = n;
-        for (auto [id, n] : names{{T_HEAD_DENSE, "lm_head.dense.weight"},
-                                  {T_HEAD_DENSE_B, "lm_head.dense.bias"},
-                                  {T_NORM_F, "lm_head.layer_norm.weight"},
-                                  {T_NORM_F_B, "lm_head.layer_norm.bias"},
-                                  {T_LM_HEAD, "lm_head.decoder.weight"},
-                                  {T_LM_HEAD_B, "lm_head.bias"}})
-            roberta.hf[id] = n;
+        bert = make("bert", nullptr,
+                    {{T_HEAD_DENSE, "cls.predictions.transform.dense.weight"},
+                     {T_HEAD_DENSE_B, "cls.predictions.transform.dense.bias"},
+                     {T_NORM_F, "cls.predictions.transform.LayerNorm.weight"},
+                     {T_NORM_F_B, "cls.predictions.transform.LayerNorm.bias"},
+                     {T_LM_HEAD, "cls.predictions.decoder.weight"},
+                     {T_LM_HEAD_B, "cls.predictions.bias"}},
+                    {});
+        add_bert_body(bert, "bert.");
+        roberta = make("roberta", nullptr,
+                       {{T_HEAD_DENSE, "lm_head.dense.weight"},
+                        {T_HEAD_DENSE_B, "lm_head.dense.bias"},
+                        {T_NORM_F, "lm_head.layer_norm.weight"},
+                        {T_NORM_F_B, "lm_head.layer_norm.bias"},
+                        {T_LM_HEAD, "lm_head.decoder.weight"},
+                        {T_LM_HEAD_B, "lm_head.bias"}},
+                       {});
+        add_bert_body(roberta, "roberta.");
         distilbert = make("distilbert", nullptr,
                           {{T_TOK_EMB, "distilbert.embeddings.word_embeddings.weight"},
                            {T_POS_EMB, "distilbert.embeddings.position_embeddings.weight"},

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 ref_points::ref_points(ref_trace& o, const ref_options& op, int L_, int T_, int d_, int dh_)
     : out(o), opt(op), L(L_), T(T_), d(d_), dh(dh_) {
@@ -52,6 +53,13 @@ void ref_points::finish(int H) {
     for (int l = 0; l < L; l++)
         for (size_t i = 0; i < (size_t)H * T * T; i++) out.attention[(size_t)l * H * T * T + i] = out.act[gb::HOOK_PATTERN][l][i];
     out.logits = out.act[gb::HOOK_LOGITS][0];
+}
+
+gb::layer_set layers_on(std::vector<int> layers) {
+    gb::layer_set ls;
+    ls.on = true;
+    ls.layers = std::move(layers);
+    return ls;
 }
 
 std::vector<double> ref_head_outputs(const std::vector<float>& wo, const std::vector<double>& z, int T, int H, int dh, int d) {

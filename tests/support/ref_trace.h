@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "ablation.h"
 #include "hooks.h"
 
 // One reference run. act[p][l] is point p at layer l laid out as core/hooks.h says for n = T rows:
@@ -56,6 +57,9 @@ struct ref_points {
     void at(gb::hook_point p, int layer, std::vector<double>& x);
     void finish(int H); // out.attention and out.logits from the kept pattern and logits
 };
+
+// An ablation switch on at these layers (empty: every layer), for the references' ablation cases.
+gb::layer_set layers_on(std::vector<int> layers);
 
 // head_out [T][H*d] of z [T][H*dh]: head h's z times its columns h*dh .. of W_o, stored [d][H*dh] as nn.Linear
 // does (no bias). Shared by the references whose W_o has that layout (Llama, the families, the encoders).

@@ -974,12 +974,7 @@ bool set_ablated_expert(gb::ablation& ab, int layer, int expert) { return add_ex
 std::vector<std::pair<std::string, gb::ablation>> family_ablation_cases(const family_spec& in) {
     const family_spec s = resolve_family_spec(in);
     const family_traits& t = traits_of(s.family);
-    auto on = [](std::vector<int> layers) {
-        gb::layer_set ls;
-        ls.on = true;
-        ls.layers = std::move(layers);
-        return ls;
-    };
+    const auto on = layers_on;
     std::vector<std::pair<std::string, gb::ablation>> cases;
     auto add = [&](const std::string& name) -> gb::ablation& {
         cases.push_back({name, gb::ablation{}});

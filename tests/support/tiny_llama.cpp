@@ -259,12 +259,7 @@ ref_readout reference_readout(const tiny_llama& m) {
 }
 
 std::vector<std::pair<std::string, gb::ablation>> llama_ablation_cases() {
-    auto on = [](std::vector<int> layers) {
-        gb::layer_set ls;
-        ls.on = true;
-        ls.layers = std::move(layers);
-        return ls;
-    };
+    const auto on = layers_on;
     std::vector<std::pair<std::string, gb::ablation>> cases(8);
     cases[0].first = "none";
     cases[1].first = "no-attention", cases[1].second.no_attention = on({});
