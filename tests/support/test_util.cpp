@@ -106,3 +106,17 @@ void expect_full_rows(const std::vector<float>& probs, int H, int T, int n_past,
             ASSERT_NEAR(s, 1.0, 1e-5) << label << " head " << h << " row " << i;
         }
 }
+
+nlohmann::json run_json_encode(const std::string& json_path, const std::string& config_path, const nlohmann::json& in,
+                               bool decode) {
+    static int counter = 0;
+    const std::string in_path = test_temp_dir("node_in_" + std::to_string(counter++)) + "/in.json";
+    std::ofstream(in_path, std::ios::binary) << in.dump();
+    command_result r = run_command("cd '" + node_dir + "' && node json_encode.js '" + json_path + "' '" + config_path +
+                                   "'" + (decode ? " --decode" : "") + " < '" + in_path + "'");
+    if (r.code != 0 || r.out.empty()) {
+        std::fprintf(stderr, "node json_encode.js failed (%d): %s\n", r.code, r.err.substr(0, 2000).c_str());
+        return nullptr;
+    }
+    return nlohmann::json::parse(r.out);
+}

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gemm.h"
 
 // n token ids in [0, vocab), seeded (mt19937): the same prompt for the same seed.
@@ -42,3 +44,15 @@ struct command_result {
 };
 // Runs a shell command (already quoted) with stdout and stderr captured.
 command_result run_command(const std::string& cmd);
+
+// tests/node (the npm reference tokenizers, installed by tools/setup.sh --tests); inline, so that a test file's
+// own constants built from it are initialised after it
+inline const std::string node_dir = std::string(GLASSBOX_SOURCE_DIR) + "/tests/node";
+// Runs tests/node/json_encode.js (@lenml/tokenizers) on a tokenizer.json + tokenizer_config.json with a JSON
+// input: texts to encode, or id arrays to decode; its parsed output, null when node failed (the caller's
+// NODE_RESULTS assertion then names tools/setup.sh --tests).
+nlohmann::json run_json_encode(const std::string& json_path, const std::string& config_path, const nlohmann::json& in,
+                               bool decode);
+#define NODE_RESULTS(want, n)                                                                                   \
+    ASSERT_EQ((want).size(), (size_t)(n)) << "could not run node " << node_dir                                 \
+                                          << "/json_encode.js (@lenml/tokenizers): run tools/setup.sh --tests"
