@@ -19,7 +19,8 @@ const char* const id_names[T_COUNT] = {
     "ffn_gate_up",     "ffn_up bias",        "ffn_down",   "ffn_down bias",   "ffn post norm", "router",
     "expert gate",     "expert up",          "expert down", "shared expert gate", "shared expert up",
     "shared expert down", "shared expert router", "token type embedding", "embedding norm", "embedding norm bias",
-    "mlm head dense", "mlm head dense bias", "mlm decoder bias"};
+    "mlm head dense", "mlm head dense bias", "mlm decoder bias", "cls token", "distillation token",
+    "patch embedding", "patch embedding bias", "distillation classifier", "distillation classifier bias"};
 
 using names = std::initializer_list<std::pair<tensor_id, const char*>>;
 
@@ -106,9 +107,39 @@ void add_bert_body(tensor_names& t, const std::string& p) {
     for (auto [id, n] : body) t.hf[id] = n;
 }
 
+// ViT-style image classifier layers under a prefix ("vit.", "deit."): pre-norm blocks (layernorm_before feeds
+// attention, layernorm_after the MLP), the final layernorm, then a classifier read at [CLS]
+void add_vit_body(tensor_names& t, const std::string& p) {
+    static std::deque<std::string> keep;
+    auto s = [&](const std::string& n) { return keep.emplace_back(p + n).c_str(); };
+    const std::pair<tensor_id, const char*> body[] = {{T_CLS_TOK, s("embeddings.cls_token")},
+            {T_POS_EMB, s("embeddings.position_embeddings")},
+            {T_PATCH, s("embeddings.patch_embeddings.projection.weight")},
+            {T_PATCH_B, s("embeddings.patch_embeddings.projection.bias")},
+            {T_ATTN_NORM, s("encoder.layer.{l}.layernorm_before.weight")},
+            {T_ATTN_NORM_B, s("encoder.layer.{l}.layernorm_before.bias")},
+            {T_Q, s("encoder.layer.{l}.attention.attention.query.weight")},
+            {T_Q_B, s("encoder.layer.{l}.attention.attention.query.bias")},
+            {T_K, s("encoder.layer.{l}.attention.attention.key.weight")},
+            {T_K_B, s("encoder.layer.{l}.attention.attention.key.bias")},
+            {T_V, s("encoder.layer.{l}.attention.attention.value.weight")},
+            {T_V_B, s("encoder.layer.{l}.attention.attention.value.bias")},
+            {T_O, s("encoder.layer.{l}.attention.output.dense.weight")},
+            {T_O_B, s("encoder.layer.{l}.attention.output.dense.bias")},
+            {T_FFN_NORM, s("encoder.layer.{l}.layernorm_after.weight")},
+            {T_FFN_NORM_B, s("encoder.layer.{l}.layernorm_after.bias")},
+            {T_UP, s("encoder.layer.{l}.intermediate.dense.weight")},
+            {T_UP_B, s("encoder.layer.{l}.intermediate.dense.bias")},
+            {T_DOWN, s("encoder.layer.{l}.output.dense.weight")},
+            {T_DOWN_B, s("encoder.layer.{l}.output.dense.bias")},
+            {T_NORM_F, s("layernorm.weight")},
+            {T_NORM_F_B, s("layernorm.bias")}};
+    for (auto [id, n] : body) t.hf[id] = n;
+}
+
 struct family_names {
     tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe, bert,
-        roberta, distilbert;
+        roberta, distilbert, vit, deit;
     family_names() {
         gpt2 = make("gpt2", nullptr,
                     {{T_TOK_EMB, "wte.weight"},
@@ -251,6 +282,19 @@ struct family_names {
                            {T_LM_HEAD, "vocab_projector.weight"},
                            {T_LM_HEAD_B, "vocab_projector.bias"}},
                           {});
+        // Image classifiers: ViTForImageClassification's classifier; DeiT with a teacher has two heads, the class
+        // head at [CLS] and the distillation head at [DIST] (DeiTForImageClassification's single head is
+        // "classifier.weight": load_weights looks for it when cls_classifier is absent)
+        vit = make("vit", nullptr, {{T_LM_HEAD, "classifier.weight"}, {T_LM_HEAD_B, "classifier.bias"}}, {});
+        add_vit_body(vit, "vit.");
+        deit = make("deit", nullptr,
+                    {{T_DIST_TOK, "deit.embeddings.distillation_token"},
+                     {T_LM_HEAD, "cls_classifier.weight"},
+                     {T_LM_HEAD_B, "cls_classifier.bias"},
+                     {T_DIST_HEAD, "distillation_classifier.weight"},
+                     {T_DIST_HEAD_B, "distillation_classifier.bias"}},
+                    {});
+        add_vit_body(deit, "deit.");
     }
 };
 
@@ -266,27 +310,33 @@ const arch_info& arch_table(arch_id a) {
     // name, norm, mlp, positions, parallel, pre_norm, post_norm, qk_norm, gain_plus_one, embed_scale, moe, names,
     // bidirectional, post_ln, mlm_head
     static const arch_info table[ARCH_COUNT] = {
-        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2, false, false, false},
-        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama, false, false, false},
-        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox, false, false, false},
-        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma, false, false, false},
-        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2, false, false, false},
-        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3, false, false, false},
-        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2, false, false, false},
-        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3, false, false, false},
-        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral, false, false, false},
-        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe, false, false, false},
-        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe, false, false, false},
-        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe, false, false, false},
-        {"bert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bert, true, true, true},
-        {"roberta", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.roberta, true, true, true},
-        {"distilbert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.distilbert, true, true, true},
+        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2, false, false, false, false},
+        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama, false, false, false, false},
+        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox, false, false, false, false},
+        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma, false, false, false, false},
+        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2, false, false, false, false},
+        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3, false, false, false, false},
+        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2, false, false, false, false},
+        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3, false, false, false, false},
+        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral, false, false, false, false},
+        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe, false, false, false, false},
+        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe, false, false, false, false},
+        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe, false, false, false, false},
+        {"bert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bert, true, true, true, false},
+        {"roberta", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.roberta, true, true, true, false},
+        {"distilbert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.distilbert, true, true, true, false},
+        {"vit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.vit, true, false, false, true},
+        {"deit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.deit, true, false, false, true},
     };
     if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
     return table[a];
 }
 
 const char* tensor_id_name(tensor_id t) { return t >= 0 && t < T_COUNT ? id_names[t] : "?"; }
+
+std::vector<float> tensor_reader::floats_shaped(const std::string& name, const std::vector<int64_t>&) const {
+    throw error(path() + ": tensor " + name + ": only Hugging Face safetensors folders hold the vision models' tensors");
+}
 
 std::string tensor_name(const arch_info& a, bool gguf, tensor_id t, int l, int e) {
     const char* n = gguf ? a.names->gguf[t] : a.names->hf[t];
@@ -310,7 +360,8 @@ const type_map hf_types[] = {{"gpt2", ARCH_GPT2},           {"llama", ARCH_LLAMA
                              {"gemma2", ARCH_GEMMA2},       {"phi3", ARCH_PHI3},            {"olmo2", ARCH_OLMO2},
                              {"qwen3", ARCH_QWEN3},         {"mixtral", ARCH_MIXTRAL},      {"qwen2_moe", ARCH_QWEN2_MOE},
                              {"qwen3_moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE},      {"bert", ARCH_BERT},
-                             {"roberta", ARCH_ROBERTA},     {"distilbert", ARCH_DISTILBERT}};
+                             {"roberta", ARCH_ROBERTA},     {"distilbert", ARCH_DISTILBERT},
+                             {"vit", ARCH_VIT},             {"deit", ARCH_DEIT}};
 const type_map gguf_archs[] = {{"gpt2", ARCH_GPT2},     {"llama", ARCH_LLAMA},         {"qwen2", ARCH_LLAMA},
                                {"gptneox", ARCH_GPT_NEOX}, {"gemma", ARCH_GEMMA},       {"gemma2", ARCH_GEMMA2},
                                {"phi3", ARCH_PHI3},     {"olmo2", ARCH_OLMO2},         {"qwen3", ARCH_QWEN3},

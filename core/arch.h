@@ -43,7 +43,13 @@ enum tensor_id {
     T_EMB_NORM, T_EMB_NORM_B, // [d] the embeddings' LayerNorm (encoders)
     T_HEAD_DENSE,     // [d][d] masked-LM head transform
     T_HEAD_DENSE_B,   // [d]
-    T_LM_HEAD_B,      // [V] masked-LM decoder bias
+    T_LM_HEAD_B,      // [V] masked-LM decoder bias, or an image classifier's
+    T_CLS_TOK,        // [1][1][d] vision: [CLS]
+    T_DIST_TOK,       // [1][1][d] DeiT: [DIST]
+    T_PATCH,          // [d][C][P][P] vision: the patch embedding's convolution
+    T_PATCH_B,        // [d]
+    T_DIST_HEAD,      // [V][d] DeiT with a teacher: the distillation classifier
+    T_DIST_HEAD_B,    // [V]
     T_COUNT
 };
 const char* tensor_id_name(tensor_id t); // "attn_q", for messages
@@ -86,6 +92,8 @@ struct tensor_reader {
     virtual matrix_part part(const std::string& name, int64_t in, int64_t out) const = 0;
     // expert e's [out][in] matrix inside a stacked [E][out][in] tensor (GGUF's *_exps)
     virtual matrix_part expert_part(const std::string& name, int64_t in, int64_t out, int64_t n_expert, int e) const = 0;
+    // any shape, as f32 (the vision models' [1][n][d] tokens and [d][C][P][P] convolution); HF files only
+    virtual std::vector<float> floats_shaped(const std::string& name, const std::vector<int64_t>& shape) const;
     // an embedding-like [rows][cols] table, read in place where its type allows
     virtual row_table table(const std::string& name, int64_t rows, int64_t cols) const = 0;
     // the parts side by side as one [in][sum of outs] matrix (pack_parts), the file's pages then released

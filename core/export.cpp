@@ -108,7 +108,11 @@ nlohmann::json model_json(const model& m) {
             {"n_ctx", c.n_ctx},         {"n_params", count_params(m).total()}, {"path", m.path},
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
     j["family"] = arch_table(c.arch).name; // the architecture table's row (arch is the file's own name)
-    j["kind"] = arch_table(c.arch).bidirectional ? "encoder (masked LM)" : "decoder";
+    j["kind"] = arch_table(c.arch).vision ? "vision transformer (image classifier)"
+                : arch_table(c.arch).bidirectional ? "encoder (masked LM)" : "decoder";
+    if (arch_table(c.arch).vision)
+        j["vision"] = {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"grid", c.grid()},
+                       {"prefix_tokens", c.n_prefix}, {"classes", c.vocab_size}};
     j["d_head"] = c.d_head;
     // what differs from plain attention and blocks, only where it does
     if (c.rope_dims > 0 && c.rope_dims < c.d_head) j["rope_dims"] = c.rope_dims;

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "ops.h"
+#include "vision.h"
 
 namespace gb {
 
@@ -155,7 +156,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.all_logits = all_logits;
     rec.tokens.assign(tokens, tokens + n);
     rec.pieces.resize(n);
-    for (int t = 0; t < n; t++) rec.pieces[t] = token_text(m.tok, tokens[t]);
+    for (int t = 0; t < n; t++) rec.pieces[t] = arch_table(c.arch).vision ? vision_piece(c, t) : token_text(m.tok, tokens[t]);
     for (int p = 0; p < HOOK_COUNT; p++) {
         const std::vector<uint8_t>& keep = plan.keep[p];
         rec.slot[p].assign(keep.size(), -1);
@@ -213,7 +214,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (opt.start_point < 0 || opt.start_point > 2 * L || (opt.start_point > 0 && !resume))
         throw error("internal: resuming at residual point " + std::to_string(opt.start_point) + " needs its stream");
     check_interventions(opt.interventions, c);
-    for (int t = 0; t < n; t++)
+    if (arch.vision && (!opt.pixels || n0 != 0 || n != c.n_ctx))
+        throw error("internal: a vision model runs its image's " + std::to_string(c.n_ctx) + " positions in one call");
+    for (int t = 0; t < n && arch.vision; t++)
+        if (tokens[t] != t) throw error("internal: a vision model's tokens are its positions");
+    for (int t = 0; t < n && !arch.vision; t++)
         if (tokens[t] < 0 || tokens[t] >= V)
             throw error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
                         std::to_string(V - 1) + ")");
@@ -290,9 +295,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             at.visit(HOOK_RESID_POST, first_layer - 1, x, n, d, d);
         }
     } else {
+        if (arch.vision) patch_embed_forward(x, opt.pixels, m, s.gemm);
         for (int t = 0; t < n; t++) {
             float* xt = x + (size_t)t * d;
-            table_row(xt, w.tok_emb, tokens[t]);
+            if (!arch.vision) table_row(xt, w.tok_emb, tokens[t]);
             if (arch.embed_scale) { // Gemma: the embedding's scale is sqrt(d) times the table's
                 const float k = std::sqrt((float)d);
                 for (int i = 0; i < d; i++) xt[i] *= k;
@@ -483,6 +489,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     } else {
         logits.resize((size_t)n_out * V);
         lm_head_forward(logits.data(), s.xn.data(), n_out, m, s.gemm);
+        if (!w.dist_head.empty()) distill_average(logits.data(), s.xn.data() + d, m); // DeiT: row 0 is the prediction
         if (c.final_softcap > 0) softcap_forward(logits.data(), logits.size(), c.final_softcap); // Gemma 2
         at.visit(HOOK_LOGITS, L, logits.data(), n_out, V, V);
     }

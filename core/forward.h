@@ -45,6 +45,8 @@ struct forward_options {
     // hold the keys and values of positions before them at every later layer. Null: start from the embeddings.
     int start_point = 0;
     const float* start_resid = nullptr;
+    const float* pixels = nullptr;           // vision models: [C][S][S] the preprocessed image (tokens are then the
+                                             // positions 0 .. n-1, the whole sequence in one call)
     attention_fn attention;                  // empty = attention_cpu
     // Continuing a record (live.h): rec already has this run's layout for s.n_past + n tokens (record_begin),
     // with its rows before s.n_past and its points before start_point filled; the call fills the rest.

@@ -187,14 +187,15 @@ struct step {
     std::string why;     // for a full run
 };
 
-static step choose(const live_variant& src, const std::vector<int>& tokens, const std::vector<intervention>& iv,
-                   const record_plan& plan, const model_config& c) {
+static step choose(const live_variant& src, const std::vector<int>& tokens, const std::vector<float>& pixels,
+                   const std::vector<intervention>& iv, const record_plan& plan, const model_config& c) {
     const int T = (int)tokens.size(), L = c.n_layer;
     step s;
     if (!src.rec) return s.why = "nothing kept yet", s;
     const record& r = *src.rec;
     if (!same_layout(plan, r)) return s.why = "the capture budget keeps other layers now", s;
     if (r.nonfinite_layer >= 0) return s.why = "the kept run holds NaN or Inf", s;
+    if (src.pixels != pixels) return s.why = "another image", s; // a vision model's tokens are only its positions
     int common = 0;
     while (common < T && common < r.n_tokens && r.tokens[common] == tokens[common]) common++;
     if (src.stale_token >= 0) common = std::min(common, src.stale_token);
@@ -256,11 +257,11 @@ struct run_args {
 static step update(live_variant& v, const live_variant* seed, const run_args& a) {
     const model_config& c = a.m.config;
     const int T = (int)a.tokens.size(), L = c.n_layer;
-    step st = a.use_cache ? choose(v, a.tokens, a.iv, a.plan, c) : step{};
+    step st = a.use_cache ? choose(v, a.tokens, a.rq.pixels, a.iv, a.plan, c) : step{};
     if (!a.use_cache) st.why = "keys and values do not fit the memory budget";
     const live_variant* src = &v;
     if (seed && a.use_cache) { // a from-layer run on the clean variant's kept run may be cheaper
-        step s2 = choose(*seed, a.tokens, a.iv, a.plan, c);
+        step s2 = choose(*seed, a.tokens, a.rq.pixels, a.iv, a.plan, c);
         if (s2.kind == STEP_FROM_POINT && (st.kind == STEP_FULL || s2.cost < st.cost)) st = s2, src = seed;
     }
     if (st.kind == STEP_NONE) return st;
@@ -270,6 +271,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     o.interventions = a.iv;
     o.attention = a.rq.attention;
     o.cancelled = a.rq.cancelled;
+    o.pixels = a.rq.pixels.empty() ? nullptr : a.rq.pixels.data();
     o.continue_record = true;
     o.keep = a.rq.keep;
     const int* run_tokens = a.tokens.data();
@@ -312,6 +314,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
         throw;
     }
     v.rec = rec;
+    v.pixels = a.rq.pixels;
     copy_interventions(v, a.iv, c, T);
     v.stale_token = v.stale_point = -1;
     if (!a.use_cache) v.stale_token = 0; // no keys and values were kept: nothing for a later run to resume from
@@ -329,7 +332,7 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     if (T > c.n_ctx)
         throw error("prompt too long: " + std::to_string(T) + " tokens, the model's context is " + std::to_string(c.n_ctx));
     for (int t : rq.tokens)
-        if (t < 0 || t >= c.vocab_size)
+        if (!arch_table(c.arch).vision && (t < 0 || t >= c.vocab_size))
             throw error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                         std::to_string(c.vocab_size - 1) + ")");
     check_interventions(rq.interventions, c);

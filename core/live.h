@@ -18,7 +18,8 @@
 namespace gb {
 
 struct live_request {
-    std::vector<int> tokens;                 // [T] from position 0
+    std::vector<int> tokens;                 // [T] from position 0 (vision models: the positions, vision_tokens)
+    std::vector<float> pixels;               // vision models: [C][S][S] the image (another image is a full run)
     std::vector<intervention> interventions; // values are copied: the caller's may go after the call
     record_request keep;                     // what each record keeps; keep.budget_bytes covers the whole live
                                              // state (both records and the keys and values); 0 = no limit
@@ -51,6 +52,7 @@ struct live_variant {
     std::shared_ptr<const record> rec;      // the last finished record (tokens, kept points); null: none
     std::vector<intervention> iv;           // what rec was run with; SET values point into iv_values
     std::vector<std::vector<float>> iv_values;
+    std::vector<float> pixels;              // vision models: the image rec was run on
     // A stopped run may have half written the cache: positions >= stale_token (a token change) or layers from
     // residual point stale_point (an intervention change) must be recomputed. -1: nothing stale.
     int stale_token = -1, stale_point = -1;

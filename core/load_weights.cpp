@@ -47,8 +47,23 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, H = c.n_head, KV = c.n_kv_head, dh = c.d_head;
     const int64_t q = H * dh, kv = KV * dh, qkv_w = q + 2 * kv;
     const bool layernorm = arch.norm == NORM_LAYERNORM;
-    w.tok_emb = r.table(in.name(T_TOK_EMB), V, d);
-    if (arch.pos == POS_LEARNED) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
+    if (arch.vision) {
+        // [CLS] (+ [DIST]) and one position row per token are stored [1][n][d]; the patch convolution
+        // [d][C][P][P] is the [C*P*P][d] product of each patch's pixels, channel-major as the kernel's
+        const int64_t cpp = (int64_t)c.n_channels * c.patch_size * c.patch_size;
+        w.cls_tok = r.floats_shaped(in.name(T_CLS_TOK), {1, 1, d});
+        if (c.n_prefix > 1) w.dist_tok = r.floats_shaped(in.name(T_DIST_TOK), {1, 1, d});
+        w.pos_emb = r.floats_shaped(in.name(T_POS_EMB), {1, c.n_ctx, d});
+        const std::vector<float> k = r.floats_shaped(in.name(T_PATCH), {d, c.n_channels, c.patch_size, c.patch_size});
+        std::vector<float> kt((size_t)cpp * d); // [in][out]
+        for (int64_t o = 0; o < d; o++)
+            for (int64_t i = 0; i < cpp; i++) kt[(size_t)i * d + o] = k[(size_t)o * cpp + i];
+        w.patch = pack_matrix(kt, cpp, d);
+        w.patch_b = in.vec(T_PATCH_B, -1, d);
+    } else {
+        w.tok_emb = r.table(in.name(T_TOK_EMB), V, d);
+    }
+    if (arch.pos == POS_LEARNED && !arch.vision) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
     if (c.n_token_type > 0) w.type_emb = r.floats2(in.name(T_TYPE_EMB), c.n_token_type, d);
     if (in.named(T_EMB_NORM)) {
         w.emb_norm_g = in.vec(T_EMB_NORM, -1, d);
@@ -155,7 +170,23 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
         w.head_dense_b = in.vec(T_HEAD_DENSE_B, -1, d);
         w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V);
     }
-    const std::string head = in.name(T_LM_HEAD);
+    std::string head = in.name(T_LM_HEAD);
+    if (arch.vision) {
+        // DeiT: two heads (with a teacher) or DeiTForImageClassification's one "classifier"
+        if (c.arch == ARCH_DEIT && !r.has(head) && r.has("classifier.weight")) head = "classifier.weight";
+        if (!r.has(head))
+            throw error(r.path() + ": missing tensor " + head + " (a bare " + arch.name +
+                        " model has no classifier: Glassbox opens the ForImageClassification checkpoints)");
+        if (head == "classifier.weight" && c.arch == ARCH_DEIT) {
+            w.lm_head_b = r.floats("classifier.bias", V);
+        } else {
+            w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V);
+            if (in.present(T_DIST_HEAD)) {
+                w.dist_head = r.table(in.name(T_DIST_HEAD), V, d);
+                w.dist_head_b = in.vec(T_DIST_HEAD_B, -1, V);
+            }
+        }
+    }
     if (r.has(head)) w.lm_head = r.table(head, V, d);
     else if (!c.tied_lm_head) throw error(r.path() + ": missing tensor " + head + " (the config says the head is not tied)");
 }

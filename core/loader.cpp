@@ -26,7 +26,9 @@ param_counts count_params(const model& m) {
     const model_weights& w = m.weights;
     param_counts p;
     p.embeddings = (int64_t)w.tok_emb.size() + (int64_t)w.pos_emb.size() + (int64_t)w.lm_head.size() +
-                   (int64_t)(w.type_emb.size() + w.lm_head_b.size() + w.head_dense.size() + w.head_dense_b.size());
+                   (int64_t)(w.type_emb.size() + w.lm_head_b.size() + w.head_dense.size() + w.head_dense_b.size()) +
+                   (int64_t)(w.patch.size() + w.patch_b.size() + w.cls_tok.size() + w.dist_tok.size() +
+                             w.dist_head.size() + w.dist_head_b.size());
     for (const layer_weights& l : w.layers) {
         p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size());
         p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size() +
@@ -45,7 +47,8 @@ int64_t weight_bytes(const model& m) {
     auto vec = [](const std::vector<float>& v) { return (int64_t)v.size() * 4; };
     int64_t b = (int64_t)(w.tok_emb.bytes() + w.lm_head.bytes() + w.head.bytes() + w.head_dense.bytes()) + vec(w.pos_emb) +
                 vec(w.normf_g) + vec(w.normf_b) + vec(w.type_emb) + vec(w.emb_norm_g) + vec(w.emb_norm_b) +
-                vec(w.lm_head_b) + vec(w.head_dense_b);
+                vec(w.lm_head_b) + vec(w.head_dense_b) + (int64_t)(w.patch.bytes() + w.dist_head.bytes()) + vec(w.patch_b) +
+                vec(w.cls_tok) + vec(w.dist_tok) + vec(w.dist_head_b);
     for (const layer_weights& l : w.layers)
         b += (int64_t)(l.w_qkv.bytes() + l.w_o.bytes() + l.w_up.bytes() + l.w_gate.bytes() + l.w_down.bytes()) +
              vec(l.norm1_g) + vec(l.norm1_b) + vec(l.norm2_g) + vec(l.norm2_b) + vec(l.b_qkv) + vec(l.b_o) +
@@ -267,6 +270,29 @@ static model_config parse_hf_config(const std::string& path) {
             throw error(path + ": position_embedding_type " + pos + " is not supported (expected absolute)");
         if (json_bool(j, "is_decoder", false, path))
             throw error(path + ": is_decoder is true: a BERT used as a causal decoder is not supported");
+    } else if (arch.vision) { // ViT, DeiT image classifiers
+        c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
+        c.n_head = c.n_kv_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
+        c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
+        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20);
+        c.norm_eps = json_float(j, "layer_norm_eps", 1e-12f, path);
+        c.image_size = json_int(j, path, {"image_size"}, 1, 1 << 14, 224);
+        c.patch_size = json_int(j, path, {"patch_size"}, 1, 1 << 14, 16);
+        c.n_channels = json_int(j, path, {"num_channels"}, 1, 16, 3);
+        if (c.image_size % c.patch_size)
+            throw error(path + ": image_size " + std::to_string(c.image_size) + " is not a multiple of patch_size " +
+                        std::to_string(c.patch_size));
+        c.n_prefix = c.arch == ARCH_DEIT ? 2 : 1;
+        c.n_ctx = c.n_prefix + c.grid() * c.grid();
+        // the classes: id2label names them (num_labels alone gives their count)
+        const bool named = j.contains("id2label") && j["id2label"].is_object() && !j["id2label"].empty();
+        c.vocab_size = named ? (int)j["id2label"].size() : json_int(j, path, {"num_labels"}, 1, 1 << 20);
+        c.qkv_bias = json_bool(j, "qkv_bias", true, path);
+        c.mlp_bias = true;
+        c.tied_lm_head = false;
+        const std::string act = json_str(j, "hidden_act");
+        if (!act.empty() && act != "gelu")
+            throw error(path + ": hidden_act " + act + " is not supported for " + type + " (expected gelu)");
     } else { // the Llama-style keys every other family shares
         c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
         c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
@@ -427,6 +453,10 @@ struct tensor_source : tensor_reader {
         const safetensors_file* f = nullptr;
         return tensor_f32(*f, need(name, {rows, cols}, &f), {rows, cols});
     }
+    std::vector<float> floats_shaped(const std::string& name, const std::vector<int64_t>& shape) const override {
+        const safetensors_file* f = nullptr;
+        return tensor_f32(*f, need(name, shape, &f), shape);
+    }
     // nn.Linear [out][in] (out_major), or Conv1D [in][out]
     matrix_part part(const std::string& name, int64_t in, int64_t out) const override {
         const safetensors_file* f = nullptr;
@@ -454,6 +484,41 @@ struct tensor_source : tensor_reader {
 static bool path_exists(const fs::path& p) {
     std::error_code ec;
     return fs::exists(p, ec);
+}
+
+// An image classifier's "vocabulary": its classes, id2label's names in id order ("class 7" where none is given),
+// shown wherever a decoder shows tokens (top-k, the logit lens); nothing is encoded with it.
+static tokenizer class_labels(const std::string& config_path, int n) {
+    nlohmann::json j = read_json(config_path);
+    tokenizer t;
+    t.kind = TOK_NONE;
+    t.vocab.resize(n);
+    for (int i = 0; i < n; i++) t.vocab[i] = "class " + std::to_string(i);
+    if (!j.contains("id2label") || !j["id2label"].is_object()) return t;
+    for (auto it = j["id2label"].begin(); it != j["id2label"].end(); ++it) {
+        char* end = nullptr;
+        const long id = std::strtol(it.key().c_str(), &end, 10);
+        if (it.key().empty() || *end || id < 0 || id >= n || !it.value().is_string())
+            throw error(config_path + ": id2label entry '" + it.key() + "' is not a class id 0.." + std::to_string(n - 1) +
+                        " with a name");
+        t.vocab[id] = it.value().get<std::string>();
+    }
+    return t;
+}
+
+// How the app and the CLI turn an image into the model's pixels: the folder's preprocessor_config.json, or
+// ViTImageProcessor's defaults (resize to the model's size, bilinear, scale to 0..1, normalise by 0.5 / 0.5)
+static image_preprocess vision_preprocess(const fs::path& dir, const model_config& c) {
+    const fs::path p = dir / "preprocessor_config.json";
+    image_preprocess ip;
+    if (path_exists(p)) ip = read_preprocessor_config(p.string());
+    else ip.resize_w = ip.resize_h = c.image_size;
+    const int w = ip.do_center_crop ? ip.crop_w : ip.do_resize && !ip.shortest_edge ? ip.resize_w : 0;
+    const int h = ip.do_center_crop ? ip.crop_h : ip.do_resize && !ip.shortest_edge ? ip.resize_h : 0;
+    if (w != c.image_size || h != c.image_size)
+        throw error(p.string() + ": the images it makes are " + std::to_string(w) + "x" + std::to_string(h) +
+                    " pixels, the model reads " + std::to_string(c.image_size) + "x" + std::to_string(c.image_size));
+    return ip;
 }
 
 static model load_hf_folder(const fs::path& dir, const load_options& opt) {
@@ -497,6 +562,11 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     load_weights(m.weights, m.config, src, opt.progress);
     m.config.tied_lm_head = m.weights.lm_head.empty();
     for (const safetensors_file& f : src.files) f.file->release();
+    if (arch_table(m.config.arch).vision) {
+        m.tok = class_labels(config_path, m.config.vocab_size);
+        m.image_prep = vision_preprocess(dir, m.config);
+        return m;
+    }
     m.tok = load_folder_tokenizer(dir.string(), m.config.model_type);
     if ((int)m.tok.vocab.size() > m.config.vocab_size)
         throw error(dir.string() + ": tokenizer has " + std::to_string(m.tok.vocab.size()) +
@@ -569,7 +639,7 @@ model load_model(const std::string& path, const load_options& opt) {
     m.path = path;
     m.nonfinite_tensor = first_nonfinite_weight(m.weights);
     const model_weights& w = m.weights;
-    if (w.tok_emb.rows != m.config.vocab_size || w.tok_emb.cols != m.config.d_model)
+    if (!arch_table(m.config.arch).vision && (w.tok_emb.rows != m.config.vocab_size || w.tok_emb.cols != m.config.d_model))
         throw error("internal: token embedding table shape");
     m.weights.head = pack_head(w.unembedding());
     if (opt.progress) opt.progress(1.0f, "done");

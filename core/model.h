@@ -7,6 +7,7 @@
 
 #include "aligned.h"
 #include "quant.h"
+#include "image.h"
 #include "tokenizer.h"
 
 namespace gb {
@@ -50,11 +51,15 @@ struct arch_info {
                            // norm1 / norm2
     bool mlm_head;         // the masked-LM head: logits = LN(GELU(x W_t + b_t)) E^T + b (E tied to the token
                            // embedding); its LayerNorm is the "final norm"
+    bool vision;           // an image classifier (ViT, DeiT): the input is an image cut into patches, each patch's
+                           // pixels times W_patch, after [CLS] (+ DeiT's [DIST]); the "vocabulary" is the classes
+                           // and the prediction is the classifier's logits at [CLS]
 };
 
 enum arch_id {
     ARCH_GPT2, ARCH_LLAMA, ARCH_GPT_NEOX, ARCH_GEMMA, ARCH_GEMMA2, ARCH_PHI3, ARCH_OLMO2, ARCH_QWEN3,
-    ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_BERT, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_COUNT
+    ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_BERT, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_VIT,
+    ARCH_DEIT, ARCH_COUNT
 };
 const arch_info& arch_table(arch_id a);
 
@@ -97,6 +102,11 @@ struct model_config {
     int n_token_type = 0;               // BERT: rows of the token-type (segment) embedding; every token is type 0
     int pos_offset = 0;                 // learned position row of position t is t + pos_offset (RoBERTa: padding
                                         // index + 1 = 2); n_ctx is what is left for the prompt
+    int image_size = 0;                 // vision: the square image's side in pixels after preprocessing
+    int patch_size = 0;                 // vision: a patch's side; the grid is image_size / patch_size square
+    int n_channels = 0;                 // vision: 3 (RGB)
+    int n_prefix = 0;                   // vision: rows before the patches, [CLS] (+ [DIST]); n_ctx = n_prefix + patches
+    int grid() const { return patch_size > 0 ? image_size / patch_size : 0; }
     int window_at(int layer) const {    // the keys layer l's queries see (0 = all)
         return sliding_window > 0 && layer >= window_first && (layer - window_first) % window_every == 0 ? sliding_window : 0;
     }
@@ -196,7 +206,13 @@ struct model_weights {
     std::vector<float> normf_g;  // [d] final norm (mlm_head: the head's LayerNorm after its transform)
     std::vector<float> normf_b;  // [d] (empty for RMSNorm)
     row_table lm_head;           // [V][d] in its stored type (empty when tied to tok_emb)
-    std::vector<float> lm_head_b; // [V] the masked-LM decoder's bias (empty without)
+    std::vector<float> lm_head_b; // [V] the masked-LM decoder's bias, or a classifier's (empty without)
+    weight_matrix patch;         // [C*P*P][d] vision: the patch embedding (a P-strided P x P convolution as a product)
+    std::vector<float> patch_b;  // [d]
+    std::vector<float> cls_tok;  // [d] vision: [CLS]'s embedding
+    std::vector<float> dist_tok; // [d] DeiT: [DIST]'s embedding (empty for ViT)
+    row_table dist_head;         // [V][d] DeiT with a teacher: the distillation classifier, read at [DIST]
+    std::vector<float> dist_head_b; // [V]
     weight_matrix head_dense;    // [d][d] masked-LM head transform (before GELU and its LayerNorm)
     std::vector<float> head_dense_b; // [d]
     weight_matrix head;          // AMX kernel and an F32 table: lm_head (or tok_emb) as the [d][V] product, in digits;
@@ -212,6 +228,7 @@ struct model {
     std::string format;      // "hf-safetensors", "gguf", "llama2c"
     std::string source_note; // e.g. "GGUF Q4_K dequantised to f32 (+380 MB)"; empty if nothing to say
     std::string nonfinite_tensor; // first weight holding NaN/Inf, e.g. "layer 3 w_qkv"; empty when all finite
+    image_preprocess image_prep;  // vision: how an image becomes pixels (preprocessor_config.json, else HF's defaults)
 };
 
 // Parameter counts per component, for the model panel and --json.

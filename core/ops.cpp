@@ -194,6 +194,36 @@ void final_norm_forward(float* out, const float* x, int n, const model& m, bool 
     norm_forward(out, x, &w.normf_g, &w.normf_b, arch.norm, c.norm_eps, n, c.d_model);
 }
 
+void patch_embed_forward(float* x, const float* pixels, const model& m, gemm_scratch& gs) {
+    const model_config& c = m.config;
+    const model_weights& w = m.weights;
+    const int d = c.d_model, P = c.patch_size, S = c.image_size, G = c.grid(), C = c.n_channels;
+    const int cpp = C * P * P;
+    std::copy_n(w.cls_tok.data(), d, x);
+    if (c.n_prefix > 1) std::copy_n(w.dist_tok.data(), d, x + d);
+    std::vector<float> patches((size_t)G * G * cpp); // [patches][C*P*P]
+    for (int gr = 0; gr < G; gr++)
+        for (int gc = 0; gc < G; gc++) {
+            float* p = &patches[((size_t)gr * G + gc) * cpp];
+            for (int ch = 0; ch < C; ch++)
+                for (int y = 0; y < P; y++)
+                    std::copy_n(pixels + ((size_t)ch * S + gr * P + y) * S + gc * P, P, p + (ch * P + y) * P);
+        }
+    gemm(x + (size_t)c.n_prefix * d, patches.data(), w.patch, w.patch_b, G * G, gs);
+}
+
+void distill_average(float* logits0, const float* x1, const model& m) {
+    const model_weights& w = m.weights;
+    const int d = m.config.d_model, V = m.config.vocab_size;
+    std::vector<float> e(d);
+    for (int v = 0; v < V; v++) {
+        table_row(e.data(), w.dist_head, v);
+        double sum = w.dist_head_b.empty() ? 0.0 : w.dist_head_b[v];
+        for (int i = 0; i < d; i++) sum += (double)x1[i] * e[i];
+        logits0[v] = (float)(0.5 * ((double)logits0[v] + sum));
+    }
+}
+
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs) {
     static const std::vector<float> no_bias;
     const model_weights& w = m.weights;

@@ -43,6 +43,13 @@ bool residual_step(float* x, const float* f, bool replace, float* norms, int n, 
 // blocks: scratch, grown as needed.
 void head_outputs(float* out, const float* z, int z_stride, const weight_matrix& w_o, int n, int H, int dh,
                   std::vector<float>& blocks, gemm_scratch& gs);
+// A vision model's embeddings before positions: x [n_prefix + patches][d] = [CLS], ([DIST],) then each patch's
+// pixels (channel-major [C][P][P], patches row by row over the grid) times W_patch plus its bias.
+// pixels: [C][S][S] the preprocessed image (S = image_size).
+void patch_embed_forward(float* x, const float* pixels, const model& m, gemm_scratch& gs);
+// DeiT with a teacher: HF's prediction averages the class head at [CLS] and the distillation head at [DIST].
+// logits0 [V] holds the class head's logits of row 0; x1 [d] is [DIST]'s final-normed row.
+void distill_average(float* logits0, const float* x1, const model& m);
 // The final norm: out [n][d] = norm(x) with the final gain and bias (identity: x as it is). A masked-LM head
 // (arch_info::mlm_head) transforms first, out = LN(GELU(x W_t + b_t)), and identity skips only its LayerNorm.
 // out must not alias x.

@@ -1,0 +1,25 @@
+// Vision Transformers (ViT, DeiT): what an image classifier's positions are called and how an image becomes the
+// forward's input. The forward itself is the encoder's (forward.h) with patch embeddings for token rows.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "image.h"
+#include "model.h"
+
+namespace gb {
+
+// The name of position t: "[CLS]", "[DIST]", then each patch by its grid row and column, "r2c5"
+std::string vision_piece(const model_config& c, int t);
+// The grid cell of position t ({row, col}), or {-1, -1} for [CLS] / [DIST]
+std::pair<int, int> vision_cell(const model_config& c, int t);
+// The tokens a vision forward takes: its positions 0 .. n_ctx-1
+std::vector<int> vision_tokens(const model_config& c);
+// The image as the model sees it, in RGB: resized and cropped as m.image_prep says, before rescaling and
+// normalising (the picture the app draws the patch grid on)
+image vision_view(const model& m, const image& img);
+// The model's pixels [C][S][S] of an image, by the model's preprocessing (m.image_prep); throws when the
+// preprocessing does not make the model's size or the channels differ
+std::vector<float> vision_pixels(const model& m, const image& img);
+
+} // namespace gb
