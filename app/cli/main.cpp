@@ -21,6 +21,7 @@
 #include "analysis/break_it.h"
 #include "analysis/compare.h"
 #include "analysis/fill_mask.h"
+#include "analysis/rollout.h"
 #include "analysis/learn.h"
 #include "analysis/selftest.h"
 #include "forward.h"
@@ -30,6 +31,8 @@
 #include "live.h"
 #include "model.h"
 #include "moe.h"
+#include "npy.h"
+#include "vision.h"
 #include "quant.h"
 #include "tokenizer.h"
 #if __has_include("gl_attention.h")
@@ -54,7 +57,7 @@ out, generate, tokenize, and read the analyses (logit lens, attribution, head sc
 or NumPy files.
 
 Commands and their options (glassbox-cli COMMAND --help explains each):
-  run          [--model PATH] --prompt TEXT [--ablate no-residual,no-layernorm,no-attention]
+  run          [--model PATH] (--prompt TEXT | --image FILE) [--ablate no-residual,no-layernorm,no-attention]
                [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
@@ -149,14 +152,18 @@ const std::vector<command_doc>& command_docs() {
         const option_doc target_id{"target-id", "N", "the target token by id"};
         const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
         return std::vector<command_doc>{
-            {"run", "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each [MASK])",
-             {"--prompt TEXT [--model PATH] [options]"},
-             {model, tokenizer, prompt, bos, ablate, layers, heads, experts,
+            {"run", "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each "
+                    "[MASK]; image classifiers: the top-k classes of an image and where [CLS] looked)",
+             {"--prompt TEXT [--model PATH] [options]", "--image FILE --model VIT_OR_DEIT_FOLDER [options]"},
+             {model, tokenizer, prompt, {"image", "FILE", "a PNG or JPEG for a ViT or DeiT classifier (resized and normalised "
+                                                          "as its preprocessor_config.json says)"},
+              bos, ablate, layers, heads, experts,
               {"top-k", "N", "how many next tokens to list (default 10)"},
               {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
               {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing (MoE models: "
                                "the routing, each layer's and token's experts and weights)"},
-              {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR"},
+              {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR (image "
+                                 "classifiers also rollout.npy [T, T] and pixels.npy [3, S, S])"},
               {"keep", "POINTS", "hook points to write to --npy-dir too: resid_pre, attn_in, q, k, v, z, head_out, "
                                  "attn_out, resid_mid, mlp_in, router (MoE models), mlp_post (dense models), mlp_out, "
                                  "resid_post, final_norm, resid_stream"},
@@ -411,6 +418,9 @@ gb::model open_model(const args& a) {
 
 // The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
 std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos) {
+    if (gb::arch_table(m.config.arch).vision)
+        throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
+                          "): it reads images, with `run --image FILE`; this command reads text");
     if (bos && m.tok.bos_id < 0)
         throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
     return gb::encode_prompt(m.tok, prompt, bos);
@@ -539,14 +549,46 @@ std::vector<gb::fill_slot> print_fill_mask(const gb::model& m, const gb::record&
     return fills;
 }
 
+// Vision models: the classifier's top classes at [CLS] and where [CLS] looked (attention rollout).
+void print_classes(const gb::model& m, const gb::record& cap, int top_k) {
+    print_top(m, "top " + std::to_string(top_k) + " classes:", gb::top_k_probs(cap.logits.data(), cap.vocab, top_k));
+    const std::vector<float> roll = gb::attention_rollout(cap);
+    std::vector<int> order;
+    for (int t = m.config.n_prefix; t < cap.n_tokens; t++) order.push_back(t);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return roll[x] > roll[y]; });
+    std::printf("patches [CLS] draws on most (attention rollout over all layers):");
+    for (size_t i = 0; i < order.size() && i < 5; i++) std::printf(" %s %.3f", cap.pieces[order[i]].c_str(), roll[order[i]]);
+    std::printf("\n");
+}
+
+// --image FILE for a vision model (its pixels, kept alive for the run) or --prompt TEXT for the others; the ids
+std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
+    if (!gb::arch_table(m.config.arch).vision) {
+        if (a.has("image"))
+            throw usage_error("--image: " + m.path + " is a text model (" + gb::arch_table(m.config.arch).name +
+                              "); images are for ViT and DeiT classifiers");
+        return prompt_ids(m, a.need("prompt"), a.has("bos"));
+    }
+    if (a.has("prompt"))
+        throw usage_error("--prompt: " + m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
+                          "); give --image FILE");
+    const gb::image img = gb::load_image(a.need("image"));
+    pixels = gb::vision_pixels(m, img);
+    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
+                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
+    return gb::vision_tokens(m.config);
+}
+
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
-    std::vector<int> ids = prompt_ids(m, a.need("prompt"), a.has("bos"));
+    std::vector<float> pixels;
+    std::vector<int> ids = run_input(a, m, pixels);
     gb::ablation ab = parse_ablation(a, m.config);
-    int top_k = (int)parse_int(a.get("top-k", "10"), "--top-k", 1, m.config.vocab_size);
+    int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
     gb::forward_options opt;
     opt.all_logits = a.has("all-logits");
     opt.attention = choose_backend(a);
+    if (!pixels.empty()) opt.pixels = pixels.data();
     if ((int)ids.size() > m.config.n_ctx)
         throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
                         std::to_string(m.config.n_ctx));
@@ -569,24 +611,39 @@ int cmd_run(const args& a) {
     if (!cap.budget_note.empty())
         std::fprintf(stderr, "notice: %s; raise --capture-budget to keep every layer\n", cap.budget_note.c_str());
 
-    std::printf("tokens (%d):", cap.n_tokens);
-    for (int t = 0; t < cap.n_tokens; t++) std::printf(" [%d \"%s\"]", cap.tokens[t], visible(cap.pieces[t]).c_str());
+    if (!pixels.empty()) // an image's positions are named by their place: the first and last say it all
+        std::printf("positions (%d): %s .. %s", cap.n_tokens, cap.pieces[0].c_str(), cap.pieces.back().c_str());
+    else std::printf("tokens (%d):", cap.n_tokens);
+    for (int t = 0; t < cap.n_tokens && pixels.empty(); t++) std::printf(" [%d \"%s\"]", cap.tokens[t], visible(cap.pieces[t]).c_str());
     std::printf("\nablation: %s\n", ab.describe().c_str());
     if (cap.nonfinite_layer >= 0)
         std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
-    const bool encoder = gb::arch_table(m.config.arch).bidirectional;
+    const bool vision = gb::arch_table(m.config.arch).vision;
+    const bool encoder = gb::arch_table(m.config.arch).bidirectional && !vision;
     std::vector<gb::fill_slot> fills;
-    if (encoder) fills = print_fill_mask(m, cap, top_k);
+    if (vision) print_classes(m, cap, top_k);
+    else if (encoder) fills = print_fill_mask(m, cap, top_k);
     else print_top(m, "top " + std::to_string(top_k) + " next tokens:", gb::top_k_probs(cap.last_logits(), cap.vocab, top_k));
     print_routing(m, cap, ab);
     if (a.has("json")) {
         nlohmann::json j = gb::capture_json(m, cap, ab, top_k);
         if (encoder) j["fill_mask"] = gb::fill_mask_json(fills, cap, m.tok);
+        if (vision) {
+            j["classes"] = gb::fill_mask_json(gb::fill_mask(cap, {0}, top_k), cap, m.tok)[0]["top"];
+            j["image"] = a.get("image");
+            const std::vector<float> roll = gb::attention_rollout(cap); // row 0: [CLS]
+            j["rollout_cls"] = std::vector<float>(roll.begin(), roll.begin() + cap.n_tokens);
+        }
         gb::write_json(a.get("json"), j);
     }
     if (a.has("npy-dir")) {
         gb::write_capture_npy(a.get("npy-dir"), cap);
         gb::write_record_npy(a.get("npy-dir"), cap);
+        if (vision) {
+            const int T = cap.n_tokens;
+            gb::write_npy(a.get("npy-dir") + "/rollout.npy", {T, T}, gb::attention_rollout(cap).data());
+            gb::write_npy(a.get("npy-dir") + "/pixels.npy", {3, m.config.image_size, m.config.image_size}, pixels.data());
+        }
     }
     return 0;
 }
