@@ -14,6 +14,7 @@
 #include "error.h"
 #include "forward.h"
 #include "image.h"
+#include "live.h"
 #include "test_util.h"
 #include "tiny_encoder.h" // encoder_ablation_cases
 #include "tiny_llama.h"   // expect_record_matches
@@ -202,6 +203,43 @@ TEST(Vision, BadFoldersSayWhatIsWrong) {
     s.with_head = false;
     const tiny_vision bare = write_tiny_vision(temp_dir("bare"), s);
     expect_error(bare.dir, "missing tensor classifier.weight (a bare vit model has no classifier");
+}
+
+// Live recompute: an ablation resumes from its layer on the same image; another image (the same tokens: the
+// positions) runs the baseline again from the embeddings, and both records equal fresh runs.
+TEST(Vision, LiveRunsResumeOnTheSameImageAndRestartOnAnother) {
+    const tiny_vision tm = write_tiny_vision(temp_dir("live"), {});
+    const gb::model m = gb::load_model(tm.dir);
+    gb::live_state st;
+    gb::live_request rq;
+    rq.tokens = gb::vision_tokens(m.config);
+    rq.pixels = random_pixels(tm.spec, 1);
+    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN);
+    rq.keep.resid_stream = true;
+    gb::live_result out;
+    gb::live_run(out, st, m, rq);
+    gb::ablation ab;
+    ab.heads = {{1, 2}};
+    rq.interventions = gb::ablation_interventions(ab, m.config);
+    gb::live_run(out, st, m, rq);
+    EXPECT_TRUE(out.report.reused) << out.report.what;
+    EXPECT_EQ(out.report.from_point, 2) << out.report.what; // resumes at layer 1's input
+    rq.pixels = random_pixels(tm.spec, 2);
+    gb::live_run(out, st, m, rq);
+    // the baseline runs the new image from its embeddings; the ablated run may resume from the new baseline
+    EXPECT_TRUE(out.report.baseline_run) << out.report.what;
+    ASSERT_EQ(out.base->logits.size(), out.run->logits.size());
+    gb::forward_options plain;
+    plain.pixels = rq.pixels.data();
+    gb::record fresh_base;
+    gb::run_forward(fresh_base, m, rq.tokens, {}, plain);
+    for (size_t i = 0; i < fresh_base.logits.size(); i++) EXPECT_NEAR(fresh_base.logits[i], out.base->logits[i], 1e-5);
+    gb::forward_options opt;
+    opt.pixels = rq.pixels.data();
+    gb::record fresh;
+    gb::run_forward(fresh, m, rq.tokens, ab, opt);
+    ASSERT_EQ(fresh.logits.size(), out.run->logits.size());
+    for (size_t i = 0; i < fresh.logits.size(); i++) EXPECT_NEAR(fresh.logits[i], out.run->logits[i], 1e-5);
 }
 
 // glassbox-cli on an image classifier: run --image prints the classes and where [CLS] looked, --json and
