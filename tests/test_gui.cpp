@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
+#include <stb_image_write.h>
 
 #include "analysis/head_scores.h"
 #include "app_script.h"
@@ -21,6 +22,8 @@
 #include "test_util.h"
 #include "analysis/compare.h"
 #include "tiny_encoder.h"
+#include "tiny_vision.h"
+#include "vision.h"
 #include "tiny_model.h"
 #include "tokenizer.h"
 
@@ -139,6 +142,43 @@ TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
     EXPECT_EQ(st[2]["ablation"], "no-attention");
     ASSERT_EQ(st[2]["fills"].size(), 1u);
     EXPECT_NE(st[2]["fills"][0]["top"][0]["prob"], st[1]["fills"][0]["top"][0]["prob"]);
+}
+
+// A ViT classifies an image given on the command line; the Image tab overlays [CLS]'s attention, a click on a
+// patch looks from it, rollout and ablations re-run, and an unreadable image keeps the shown result.
+TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_vit");
+    const tiny_vision tm = write_tiny_vision(dir + "/m", {});
+    gb::image img; // 24 x 20: resized to the model's 16 x 16
+    img.width = 24, img.height = 20;
+    for (int i = 0; i < 24 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 7) % 251));
+    ASSERT_TRUE(stbi_write_png((dir + "/in.png").c_str(), 24, 20, 3, img.rgb.data(), 24 * 3));
+    const std::string script = "wait\nprint\nclick image\nwait\nprint\nclick attention rollout\nclick No attention\nwait\nprint\n"
+                               "image " + dir + "/missing.png\nwait\nprint\n";
+    int rc = -1;
+    const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --image " + sq(dir + "/in.png"), script, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 4u);
+    EXPECT_EQ(st[0]["tab"], "image");
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "image"}));
+    EXPECT_EQ(st[0]["error"], "");
+    EXPECT_EQ(st[0]["vision"]["view"], nlohmann::json({16, 16}));
+    EXPECT_EQ(st[0]["vision"]["query"], 0);
+    // the class the app shows is the classifier's top-1 on the image's pixels
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<float> px = gb::vision_pixels(m, gb::load_image(dir + "/in.png"));
+    gb::forward_options opt;
+    opt.pixels = px.data();
+    gb::record cap;
+    gb::run_forward(cap, m, gb::vision_tokens(m.config), {}, opt);
+    EXPECT_EQ(st[0]["top1"], "label" + std::to_string(gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id));
+    EXPECT_EQ(st[1]["vision"]["query"], 1 + 2 * 4 + 2) << "the middle of the picture is patch r2c2";
+    EXPECT_EQ(st[2]["vision"]["rollout"], true);
+    EXPECT_EQ(st[2]["ablation"], "no-attention");
+    EXPECT_GT(st[2]["kl"].get<double>(), 0.0) << "knocking out attention changes the classes";
+    EXPECT_NE(std::string(st[3]["error"]).find("missing.png"), std::string::npos) << st[3]["error"];
+    EXPECT_EQ(st[3]["top1"], st[2]["top1"]) << "the previous result stays";
 }
 
 TEST(Gui, GpuBackendShowsTheSamePrediction) {

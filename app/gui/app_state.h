@@ -48,6 +48,9 @@ struct run_result {
                                             // without one the last before [SEP]); -1: a decoder's next token
     std::vector<gb::fill_slot> fills;       // encoders: the top-k at every mask token of the prompt
     std::vector<gb::fill_slot> base_fills;  // the same without any ablation
+    std::string image_path;                 // vision models: the image it ran on
+    std::shared_ptr<const gb::image> view;  // vision models: that image as the model sees it (resized, cropped)
+    std::vector<float> rollout;             // vision models: [T][T] attention rollout through every layer
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::routing_table routing;              // MoE models: each layer's and token's experts that ran, largest weight
                                             // first (the Experts view); empty for a dense model
@@ -120,10 +123,11 @@ struct generation_result {
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                      ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
-enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_COUNT };
-const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts"
-                                             // (sessions, scripts)
-// Whether the tab bar shows t for this model (Experts: a model with experts).
+enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
+                    TAB_COUNT };
+const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
+                                             // "image" (sessions, scripts)
+// Whether the tab bar shows t for this model (Experts: a model with experts; Image: a vision model).
 bool tab_available(analysis_tab t, const gb::model* m);
 // What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
 enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR_INDUCTION, COLOUR_DUPLICATE_TOKEN,
@@ -225,6 +229,9 @@ struct pending_settings {
 struct app_state {
     // ---- inputs (owned by the UI thread) ----
     std::string prompt = "The cat sat on the mat. The cat";
+    std::string image_path;          // vision models: the PNG or JPEG they classify (the prompt is unused)
+    int image_query = 0;             // vision models: the position whose attention the Image tab overlays (0 = [CLS])
+    bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
     bool bos = false;
     gb::ablation ablation;
     int sel_layer = 0, sel_head = 0; // head shown in detail

@@ -40,7 +40,7 @@ using clock_type = std::chrono::steady_clock;
 // Arguments
 // ---------------------------------------------------------------------------------------------
 struct options {
-    std::string model, prompt, ablate, layers, heads, experts, screenshot, script, session;
+    std::string model, prompt, image, ablate, layers, heads, experts, screenshot, script, session;
     int sel_layer = -1, sel_head = -1, sel_token = -1;
     int width = 1600, height = 1000;
     bool size_given = false; // --size: wins over the size remembered from the last run
@@ -53,7 +53,7 @@ struct options {
 };
 
 static const char* usage =
-    "usage: glassbox [--model PATH] [--prompt TEXT] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
+    "usage: glassbox [--model PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
     "                [--screenshot FILE.png] [--size WxH] [--script FILE] [--remember]\n"
@@ -69,6 +69,7 @@ static options parse_options(int argc, char** argv) {
         };
         if (a == "--model") o.model = value();
         else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
+        else if (a == "--image") o.image = value(); // for a ViT / DeiT model
         else if (a == "--bos") o.bos = true;
         else if (a == "--capture-budget") {
             std::string v = value();
@@ -264,9 +265,9 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
-    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Sampling", "Experts"};
+    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Sampling", "Experts", "Image"};
     static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
-                                                                      panel_learn, panel_sampling, panel_experts};
+                                                                      panel_learn, panel_sampling, panel_experts, panel_image};
     // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once
     // no model that might have it is on its way
     if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
@@ -414,6 +415,18 @@ static void print_state(const app_state& s, const ui_context& ui) {
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
     j["prompt"] = s.prompt;
+    j["image"] = s.image_path;
+    if (s.result && s.result->view) { // vision: what the Image tab overlays, and where [CLS] looked
+        const run_result& r = *s.result;
+        std::vector<int> order;
+        for (int t = 1; t < r.cap().n_tokens; t++) order.push_back(t);
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return r.rollout[a] > r.rollout[b]; });
+        order.resize(std::min<size_t>(order.size(), 5));
+        nlohmann::json top = nlohmann::json::array();
+        for (int t : order) top.push_back(r.cap().pieces[t]);
+        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.image_query}, {"rollout", s.image_rollout},
+                       {"image", r.image_path}, {"rollout_top", top}};
+    }
     j["generated"] = s.generated ? s.generated->text : "";
     j["error"] = s.error;
     j["warning"] = s.warning;
@@ -661,6 +674,14 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
         return true;
     }
+    if (cmd == "image") { // as typing a path into the Image box (vision models)
+        s.image_path = arg;
+        return true;
+    }
+    if (cmd == "rollout") { // on | off: the Image tab's "attention rollout" checkbox
+        s.image_rollout = arg == "on";
+        return true;
+    }
     if (cmd == "tab") { // as clicking the tab
         for (int t = 0; t < TAB_COUNT; t++)
             if (arg == tab_name((analysis_tab)t)) {
@@ -811,6 +832,13 @@ static std::string timestamped_png() {
     return path;
 }
 
+// Files a vision model reads (by extension): dropped on the window, they become its image.
+static bool is_image_path(const std::string& p) {
+    std::string ext = p.substr(p.find_last_of('.') == std::string::npos ? p.size() : p.find_last_of('.'));
+    for (char& ch : ext) ch = (char)std::tolower((unsigned char)ch);
+    return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".gif" || ext == ".tga";
+}
+
 static std::vector<std::string> g_dropped; // filled by GLFW's drop callback, consumed by the frame loop
 static void on_drop(GLFWwindow*, int n, const char** paths) {
     for (int i = 0; i < n; i++) g_dropped.push_back(paths[i]);
@@ -862,6 +890,7 @@ int main(int argc, char** argv) {
             if (opt.model.empty() && !f.model.empty()) model_path = f.model;
         }
         if (opt.prompt_given) s.prompt = opt.prompt;
+        if (!opt.image.empty()) s.image_path = opt.image;
         if (opt.bos) s.bos = true;
         if (opt.gl) s.use_gl = true;
         s.budget_mb = (size_t)opt.budget_mb;
@@ -1026,7 +1055,10 @@ int main(int argc, char** argv) {
                 work.colour(colour_request{s.result, s.scale});
                 colour_asked = {s.result->request_id, (int)s.scale};
             }
-            for (const std::string& p : g_dropped) open_model(s, work, p);
+            for (const std::string& p : g_dropped) { // an image is classified by the vision model; anything else opens
+                if (is_image_path(p)) s.image_path = p;
+                else open_model(s, work, p);
+            }
             g_dropped.clear();
 
             // re-run when the inputs changed and have been stable for run_debounce_ms (a newer run stops an older

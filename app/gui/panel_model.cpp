@@ -116,8 +116,8 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::TextWrapped("%s", m.path.c_str());
         ImGui::Text("%s: %s, %s MLP, %s positions", c.model_type.c_str(), a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm",
                     a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU" : a.mlp == gb::MLP_GEGLU ? "GeGLU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
-        ImGui::TextWrapped("L %d   H %d   d_model %d   d_ff %d   vocab %d   context %d", c.n_layer, c.n_head, c.d_model, c.d_ff,
-                           c.vocab_size, c.n_ctx);
+        ImGui::TextWrapped("L %d   H %d   d_model %d   d_ff %d   %s %d   %s %d", c.n_layer, c.n_head, c.d_model, c.d_ff,
+                           a.vision ? "classes" : "vocab", c.vocab_size, a.vision ? "positions" : "context", c.n_ctx);
         gb::param_counts p = gb::count_params(m);
         double V = c.vocab_size, d = c.d_model, L = c.n_layer;
         double textbook = V * d + 12 * L * d * d;
@@ -141,6 +141,7 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
                             c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
                             : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
+                            : a.vision              ? "V is the classes: the patch embedding, positions, biases, norms"
                             : c.n_expert > 0        ? "experts, smaller K/V (GQA), no positions"
                                                     : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
@@ -167,8 +168,16 @@ void panel_model(app_state& s, ui_context& ui) {
             // from the architecture table: what this family computes differently
             if (a.norm == gb::NORM_RMSNORM) ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
             if (a.gain_plus_one) ImGui::BulletText("norm gains stored as w, applied as 1 + w");
-            if (a.bidirectional)
+            if (a.vision) {
+                ImGui::BulletText("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
+                                  "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
+                                  c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
+                ImGui::BulletText("attention is not causal: every patch sees the whole image");
+                ImGui::BulletText("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
+                                  m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
+            } else if (a.bidirectional) {
                 ImGui::BulletText("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
+            }
             if (a.post_ln)
                 ImGui::BulletText("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
             if (c.n_token_type > 0) ImGui::BulletText("token-type (segment) embeddings: type 0 added to every token");
@@ -194,7 +203,8 @@ void panel_model(app_state& s, ui_context& ui) {
                 ImGui::BulletText("exact (erf) GELU instead of GPT-2's tanh approximation");
             if (a.embed_scale) ImGui::BulletText("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
             const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
-            ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
+            if (a.pos == gb::POS_ROPE)
+                ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
                               c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
                               rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
             if (c.n_kv_head != c.n_head)
@@ -205,8 +215,15 @@ void panel_model(app_state& s, ui_context& ui) {
                                   c.window_every == 2 ? " (every other layer; the rest see all)" : "");
             if (c.attn_softcap > 0) ImGui::BulletText("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
             if (c.final_softcap > 0) ImGui::BulletText("logits soft-capped at %.0f", c.final_softcap);
-            ImGui::BulletText("%s, vocabulary %d", m.tok.kind == gb::TOK_SPM_BPE ? "SentencePiece-style BPE" : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece" : "byte-level BPE",
-                              c.vocab_size);
+            if (a.vision)
+                ImGui::BulletText("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
+            else
+                ImGui::BulletText("%s, vocabulary %d",
+                                  m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
+                                  : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
+                                  : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
+                                                                    : "byte-level BPE",
+                                  c.vocab_size);
             ImGui::BulletText(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
             ImGui::BulletText(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
             ImGui::TreePop();

@@ -46,16 +46,17 @@ void panel_output(app_state& s, ui_context& ui) {
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
               : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", "", ""};
+                                               "the patching target", "", "", "", ""};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
     const bool encoder = s.result && s.result->pred_pos >= 0;
-    panel_title(encoder ? "Fill mask" : "Next token", hint.c_str());
+    const bool vision = s.result && s.result->view;
+    panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
     bool ablated = r.ablation.any();
-    if (encoder) fill_mask_lines(r, m);
-    ImGui::Text(encoder ? "filler: " : "prediction: ");
+    if (encoder && !vision) fill_mask_lines(r, m);
+    ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
     ImGui::SameLine();
     std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
     ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
@@ -118,6 +119,14 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::EndTable();
     }
 
+    if (vision) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("the classifier reads [CLS] after the last layer%s; %d classes",
+                            m.config.n_prefix > 1 && !m.weights.dist_head.empty() ? " (averaged with the distillation head at [DIST])" : "",
+                            m.config.vocab_size);
+        ImGui::PopTextWrapPos();
+        return;
+    }
     ImGui::Spacing();
     panel_title("Continuation", "generated with the current ablations");
     if (encoder) {

@@ -152,7 +152,36 @@ static void demo_caption(app_state& s, ui_context& ui) {
     if (s.demo == DEMO_BREAK) break_buttons(s, ui);
 }
 
+// A vision model reads an image: its path (applied on Enter or when the box loses focus), and what the model
+// makes of it (its size, the patch grid, the positions).
+static void image_prompt(app_state& s, ui_context& ui) {
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float top = ImGui::GetCursorPosY();
+    panel_title("Image", "a PNG or JPEG: type its path and press Enter, or drop the file on the window");
+    computed_line(s, ui, top);
+    ImGui::SetCursorPosY(top + ImGui::GetFrameHeightWithSpacing());
+    if (!ui.image_editing) ui.image_input = s.image_path; // a drop, a script or a session may have changed it
+    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - 80, 640.0f));
+    const bool enter = ImGui::InputTextWithHint("##image", "/path/to/picture.png", &ui.image_input, ImGuiInputTextFlags_EnterReturnsTrue);
+    remember_item(ui, "image path");
+    ui.image_editing = ImGui::IsItemActive();
+    if (enter || ImGui::IsItemDeactivatedAfterEdit()) s.image_path = ui.image_input;
+    ImGui::SameLine();
+    if (ImGui::Button("Apply")) s.image_path = ui.image_input;
+    remember_item(ui, "apply image");
+    const gb::model_config& c = s.model->config;
+    if (s.result && s.result->view)
+        ImGui::TextDisabled("seen as %dx%d pixels: %dx%d patches of %d px, %d positions ([CLS]%s + patches)",
+                            s.result->view->width, s.result->view->height, c.grid(), c.grid(), c.patch_size, c.n_ctx,
+                            c.n_prefix > 1 ? ", [DIST]" : "");
+    else
+        ImGui::TextDisabled("%s reads %dx%d images as %dx%d patches of %d px", gb::arch_table(c.arch).name, c.image_size,
+                            c.image_size, c.grid(), c.grid(), c.patch_size);
+    ui.prompt_wanted_h = ImGui::GetCursorPosY() - top + 2 * st.WindowPadding.y;
+}
+
 void panel_prompt(app_state& s, ui_context& ui) {
+    if (s.model && gb::arch_table(s.model->config.arch).vision) return image_prompt(s, ui);
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
     const char* hint = "the model re-runs as you type; click the text to edit it";

@@ -18,7 +18,7 @@ bool result_is_current(const app_state& s) {
     const int step = std::min(s.gen_step, replay_steps(s)); // the replayed generation step (0: the prompt alone)
     const bool same_step = step > 0 ? r && r->gen_id == s.generated->request_id && r->cap().n_tokens - r->n_prompt == step
                                     : r && r->gen_id == 0;
-    return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos &&
+    return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->ablation.describe() == s.ablation.describe() && same_step && !s.next_result;
 }
 
@@ -26,6 +26,7 @@ run_request current_run_request(const app_state& s) {
     run_request q;
     q.model = s.model;
     q.prompt = s.prompt;
+    q.image_path = s.image_path;
     q.bos = s.bos;
     q.ablation = s.ablation;
     q.top_k = s.top_k;

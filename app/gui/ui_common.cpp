@@ -229,11 +229,12 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
 const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts"};
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
+    if (t == TAB_IMAGE) return m && gb::arch_table(m->config.arch).vision;
     // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
     if (m && gb::arch_table(m->config.arch).bidirectional)
         return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;
@@ -564,6 +565,8 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
     s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
     s.induction_test = false;
+    s.image_query = 0;
+    if (gb::arch_table(s.model->config.arch).vision) s.tab = TAB_IMAGE; // the picture is what a vision model is about
     if (s.pending) { // settings that came with this model (command line, session): checked against it
         pending_settings p = *s.pending;
         s.pending.reset();

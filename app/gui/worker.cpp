@@ -9,6 +9,8 @@
 #include <random>
 
 #include "error.h"
+#include "analysis/rollout.h"
+#include "vision.h"
 #include "heatmaps.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
@@ -77,6 +79,7 @@ std::string run_key(const run_request& q, bool partial) {
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
+    if (q.model && gb::arch_table(q.model->config.arch).vision) return k + "image:" + q.image_path;
     return k + q.prompt;
 }
 
@@ -180,6 +183,10 @@ static std::vector<int> request_tokens(const run_request& q, std::string& notice
         return q.ids;
     }
     const gb::model& m = *q.model;
+    if (gb::arch_table(m.config.arch).vision) {
+        n_prompt = m.config.n_ctx;
+        return gb::vision_tokens(m.config);
+    }
     std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
     if (ids.empty()) throw gb::error("empty prompt: type some text (or tick \"prepend BOS\")");
     if ((int)ids.size() > m.config.n_ctx) {
@@ -189,6 +196,18 @@ static std::vector<int> request_tokens(const run_request& q, std::string& notice
     }
     n_prompt = (int)ids.size();
     return ids;
+}
+
+// The image of a vision request as pixels and as the model's view, read again only when the path or model changed.
+void worker::read_image(const run_request& q) {
+    const std::string key = std::to_string((uintptr_t)q.model.get()) + "|" + q.image_path;
+    if (key == image_key_) return;
+    if (q.image_path.empty()) throw gb::error("no image: type the path of a PNG or JPEG in the Image box (or drop one on the window)");
+    const gb::image img = gb::load_image(q.image_path);
+    std::vector<float> px = gb::vision_pixels(*q.model, img);
+    image_view_ = std::make_shared<const gb::image>(gb::vision_view(*q.model, img));
+    image_pixels_ = std::move(px);
+    image_key_ = key;
 }
 
 // Brings the live state up to q with these tokens: only what changed since the kept runs is computed, and a
@@ -202,6 +221,10 @@ void worker::live(gb::live_result& out, const run_request& q, const std::vector<
     }
     gb::live_request rq;
     rq.tokens = ids;
+    if (gb::arch_table(q.model->config.arch).vision) {
+        read_image(q);
+        rq.pixels = image_pixels_;
+    }
     rq.interventions = gb::ablation_interventions(q.ablation, q.model->config);
     // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
     // and the attribution (all within the capture budget, which leaves the largest far layers out first)
@@ -228,6 +251,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     }
     r->model = q.model;
     r->prompt = q.prompt;
+    r->image_path = q.image_path;
     r->bos = q.bos;
     r->ablation = q.ablation;
     r->run = out.run;
@@ -243,7 +267,11 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     const int V = q.model->config.vocab_size;
     const float* logits = out.run->last_logits();
     const float* base_logits = out.base->last_logits();
-    if (!out.run->causal) { // an encoder: what the masked-LM head puts at each mask, the first one in the table
+    if (gb::arch_table(q.model->config.arch).vision) { // the classifier reads [CLS]
+        r->pred_pos = 0;
+        r->view = image_view_;
+        r->rollout = gb::attention_rollout(*out.run);
+    } else if (!out.run->causal) { // an encoder: what the masked-LM head puts at each mask, the first one in the table
         const gb::tokenizer& tok = q.model->tok;
         const std::vector<int> masks = gb::mask_positions(*out.run, tok);
         const int T = out.run->n_tokens;
@@ -264,7 +292,9 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
         r->base_routing = out.base != out.run ? gb::routing_of(*out.base, q.model->config.n_expert_used) : r->routing;
     }
     // what the previous published result shares with this one (rows equal only under equal inputs)
-    const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C");
+    // (a vision model's tokens are its positions whatever the image: the image is an input)
+    const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C") +
+                               "|" + q.image_path;
     try {
         const reuse_plan reuse = plan_reuse(*out.run, derived_.rec.get(), derived_.inputs == inputs);
         auto t0 = clock_type::now();

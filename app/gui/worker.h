@@ -18,6 +18,7 @@ namespace gbui {
 struct run_request {
     std::shared_ptr<const gb::model> model;
     std::string prompt;
+    std::string image_path;               // vision models: the image (instead of the prompt)
     bool bos = false;
     gb::ablation ablation;
     int top_k = 10;
@@ -114,6 +115,11 @@ private:
     std::shared_ptr<const gb::model> live_model_; // held, so that a new model can never reuse its address
     bool live_gl_ = false;
     derived_cache derived_; // the last published result's scores and pixels, for the next one to reuse
+    // vision models: the last image read, so that an ablation change does not read and resize it again
+    std::string image_key_;                     // model and path it was made for
+    std::vector<float> image_pixels_;           // [3][S][S]
+    std::shared_ptr<const gb::image> image_view_;
+    void read_image(const run_request& q);
     std::thread thread_;
 };
 
