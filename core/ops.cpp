@@ -93,7 +93,20 @@ void geglu_forward(float* up, const float* gate, size_t n) {
 }
 
 void gelu_erf_forward(float* x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
+    const int64_t chunk = 4096;
+    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
+    for (int64_t ci = 0; ci < chunks; ci++) {
+        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
+        int64_t i = 0;
+        for (; i + AL <= len; i += AL) *(avec*)(x + i0 + i) = gelu_erf_lanes(*(const avec*)(x + i0 + i));
+        if (i < len) {
+            avec v = {};
+            for (int64_t t = i; t < len; t++) v[t - i] = x[i0 + t];
+            v = gelu_erf_lanes(v);
+            for (int64_t t = i; t < len; t++) x[i0 + t] = v[t - i];
+        }
+    }
 }
 
 void softcap_forward(float* x, size_t n, float cap) {

@@ -37,4 +37,18 @@ static inline V gelu_lanes(V x) {
     return x / (1.0f + exp_lanes(-2.0f * u));
 }
 
+// The exact GELU, 0.5 x (1 + erf(x / sqrt 2)), with erf from Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7):
+// erfc(z) = q(t) e^(-z^2), t = 1 / (1 + p |z|). Below zero 1 + erf = erfc(|z|) is used as is, so the tail keeps
+// its relative accuracy instead of cancelling against 1.
+template <class V>
+static inline V gelu_erf_lanes(V x) {
+    const V z = x * 0.7071067811865476f;
+    const V az = z < 0.0f ? -z : z;
+    const V t = 1.0f / (1.0f + 0.3275911f * az);
+    V q = V{} + 1.061405429f;
+    for (float c : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f}) q = q * t + c;
+    const V erfc = q * t * exp_lanes(-az * az);
+    return 0.5f * x * (x >= 0.0f ? 2.0f - erfc : erfc);
+}
+
 } // namespace gb

@@ -14,6 +14,7 @@
 #include "generate.h"
 #include "analysis/compare.h"
 #include "gemm.h"
+#include "ops.h"
 #include "reference.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -74,6 +75,27 @@ gb::layer_set on(std::vector<int> layers = {}) {
 }
 
 } // namespace
+
+// The exact GELU (vectorised erf) against erf in double, over the range activations reach and both tails, in
+// lengths that leave every remainder of a vector; NaN and +Inf pass through.
+TEST(Forward, ExactGeluMatchesErfInDouble) {
+    std::vector<float> x;
+    for (int i = -4000; i <= 4000; i++) x.push_back(i * 0.004f); // -16 .. 16
+    for (float v : {-40.0f, -9.5f, -1e-7f, 0.0f, 1e-7f, 9.5f, 40.0f, 1e6f}) x.push_back(v);
+    for (size_t n : {x.size(), x.size() - 1, x.size() - 3, (size_t)5}) {
+        std::vector<float> y(x.begin(), x.begin() + n);
+        gb::gelu_erf_forward(y.data(), n);
+        for (size_t i = 0; i < n; i++) {
+            const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+            // absolute 1.5e-7 of erf, scaled by |x| / 2, and float rounding of the result
+            ASSERT_NEAR(y[i], want, 1e-7 * std::fabs(x[i]) + 1e-6 * std::fabs(want) + 1e-30) << "x = " << x[i];
+        }
+    }
+    float odd[3] = {NAN, INFINITY, -2.0f};
+    gb::gelu_erf_forward(odd, 3);
+    EXPECT_TRUE(std::isnan(odd[0]));
+    EXPECT_EQ(odd[1], INFINITY);
+}
 
 TEST(Forward, MatchesReferenceWithoutAblation) {
     for_each_matmul([] { expect_matches_reference(base_model(), {}, "none"); });
