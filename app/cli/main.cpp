@@ -1075,8 +1075,22 @@ int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn&
 
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
+    // an image classifier always runs its image's positions: random pixels in the normalised range
+    const bool vision = gb::arch_table(m.config.arch).vision;
+    if (vision && a.has("incremental"))
+        throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
+    if (vision && a.has("tokens"))
+        throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
+                          std::to_string(m.config.n_ctx) + " positions");
+    std::vector<float> pixels;
+    if (vision) {
+        std::mt19937 prng(7);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        pixels.resize((size_t)3 * m.config.image_size * m.config.image_size);
+        for (float& p : pixels) p = u(prng);
+    }
     std::vector<int> sizes;
-    for (const std::string& s : split(a.get("tokens", "16,64,256"), ','))
+    for (const std::string& s : split(vision ? std::to_string(m.config.n_ctx) : a.get("tokens", "16,64,256"), ','))
         sizes.push_back((int)parse_int(s, "--tokens", 1, m.config.n_ctx));
     int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
     std::string renderer;
@@ -1094,10 +1108,12 @@ int cmd_bench(const args& a) {
     for (int T : sizes) {
         gb::forward_options opt;
         opt.attention = gl;
+        if (vision) opt.pixels = pixels.data();
         std::vector<double> total, mm, at, rest;
         for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
             std::vector<int> ids(T);
             for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            if (vision) ids = gb::vision_tokens(c);
             gb::record cap;
             auto t0 = std::chrono::steady_clock::now();
             gb::run_forward(cap, m, ids, {}, opt);
