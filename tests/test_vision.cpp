@@ -296,7 +296,9 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     EXPECT_NE(r.err.find("is an image classifier (deit); give --image FILE"), std::string::npos) << r.err;
     r = cli("lens --model '" + tm.dir + "' --prompt 'a cat'");
     EXPECT_NE(r.code, 0);
-    EXPECT_NE(r.err.find("this command reads text"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("lens reads text"), std::string::npos) << r.err;
+    r = cli("heads --model '" + tm.dir + "' --repeat-random 5");
+    EXPECT_NE(r.err.find("heads reads text"), std::string::npos) << r.err;
     r = cli("run --model '" + tm.dir + "' --image '" + out + "/nope.png'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("nope.png"), std::string::npos) << r.err;

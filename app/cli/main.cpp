@@ -410,6 +410,10 @@ gb::model open_model(const args& a) {
     lo.keep_stored = weights == "stored";
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
     gb::model m = gb::load_model(path, lo);
+    // an image classifier has no text: only run (--image), info and bench take it
+    if (gb::arch_table(m.config.arch).vision && a.command != "run" && a.command != "info" && a.command != "bench")
+        throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
+                          "): it reads images, with `run --image FILE`; " + a.command + " reads text");
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
         std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
                      m.nonfinite_tensor.c_str());
@@ -418,9 +422,6 @@ gb::model open_model(const args& a) {
 
 // The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
 std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos) {
-    if (gb::arch_table(m.config.arch).vision)
-        throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
-                          "): it reads images, with `run --image FILE`; this command reads text");
     if (bos && m.tok.bos_id < 0)
         throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
     return gb::encode_prompt(m.tok, prompt, bos);
