@@ -29,17 +29,6 @@ std::string temp_dir(const std::string& name) {
     return d;
 }
 
-// Every point a record can keep, so the comparison covers q, k, v, z, head_out, mlp_post, final_norm and the stream.
-gb::forward_options keep_everything() {
-    gb::forward_options opt;
-    for (gb::hook_point p : {gb::HOOK_RESID_PRE, gb::HOOK_ATTN_IN, gb::HOOK_Q, gb::HOOK_K, gb::HOOK_V, gb::HOOK_Z,
-                             gb::HOOK_HEAD_OUT, gb::HOOK_ATTN_OUT, gb::HOOK_RESID_MID, gb::HOOK_MLP_IN,
-                             gb::HOOK_MLP_POST, gb::HOOK_MLP_OUT, gb::HOOK_RESID_POST, gb::HOOK_FINAL_NORM})
-        opt.keep.points |= gb::hook_bit(p);
-    opt.keep.resid_stream = true;
-    return opt;
-}
-
 void expect_encoder_matches(const encoder_spec& s, const std::string& label) {
     const tiny_encoder tm = write_tiny_encoder(temp_dir(label), s);
     const std::vector<int> tokens = random_tokens(11, s.vocab, s.seed + 7);
@@ -47,7 +36,7 @@ void expect_encoder_matches(const encoder_spec& s, const std::string& label) {
         const gb::model m = gb::load_model(tm.dir);
         for (const auto& [name, ab] : encoder_ablation_cases()) {
             gb::record cap;
-            gb::run_forward(cap, m, tokens, ab, keep_everything());
+            gb::run_forward(cap, m, tokens, ab, keep_every_point());
             ASSERT_TRUE(cap.all_logits) << label << ": an encoder's run keeps every position's logits";
             expect_record_matches(cap, reference_encoder(tm, tokens, ab), label + ", " + name);
         }

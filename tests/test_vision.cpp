@@ -16,7 +16,7 @@
 #include "image.h"
 #include "live.h"
 #include "test_util.h"
-#include "tiny_encoder.h" // encoder_ablation_cases
+#include "tiny_encoder.h" // encoder_ablation_cases, keep_every_point
 #include "tiny_llama.h"   // expect_record_matches
 #include "tiny_vision.h"
 #include "vision.h"
@@ -31,17 +31,6 @@ std::string temp_dir(const std::string& name) {
     return d;
 }
 
-gb::forward_options keep_everything(const std::vector<float>& pixels) {
-    gb::forward_options opt;
-    for (gb::hook_point p : {gb::HOOK_RESID_PRE, gb::HOOK_ATTN_IN, gb::HOOK_Q, gb::HOOK_K, gb::HOOK_V, gb::HOOK_Z,
-                             gb::HOOK_HEAD_OUT, gb::HOOK_ATTN_OUT, gb::HOOK_RESID_MID, gb::HOOK_MLP_IN,
-                             gb::HOOK_MLP_POST, gb::HOOK_MLP_OUT, gb::HOOK_RESID_POST, gb::HOOK_FINAL_NORM})
-        opt.keep.points |= gb::hook_bit(p);
-    opt.keep.resid_stream = true;
-    opt.pixels = pixels.data();
-    return opt;
-}
-
 void expect_vision_matches(const vision_spec& s, const std::string& label) {
     const tiny_vision tm = write_tiny_vision(temp_dir(label), s);
     const std::vector<float> px = random_pixels(s, s.seed + 11);
@@ -50,7 +39,9 @@ void expect_vision_matches(const vision_spec& s, const std::string& label) {
         const std::vector<int> tokens = gb::vision_tokens(m.config);
         for (const auto& [name, ab] : encoder_ablation_cases()) {
             gb::record cap;
-            gb::run_forward(cap, m, tokens, ab, keep_everything(px));
+            gb::forward_options opt = keep_every_point();
+            opt.pixels = px.data();
+            gb::run_forward(cap, m, tokens, ab, opt);
             ASSERT_TRUE(cap.all_logits);
             ASSERT_FALSE(cap.causal);
             expect_record_matches(cap, reference_vision(tm, px, ab), label + ", " + name);

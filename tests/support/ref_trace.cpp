@@ -1,6 +1,7 @@
 // The references' shared bookkeeping at each point (patches, edits, what they keep) and the final readout.
 #include "ref_trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -73,6 +74,67 @@ std::vector<double> ref_head_outputs(const std::vector<float>& wo, const std::ve
                 out[((size_t)t * H + h) * d + i] = acc;
             }
     return out;
+}
+
+std::vector<double> ref_layernorm(const std::vector<double>& v, const std::vector<float>& g, const std::vector<float>& b,
+                                  int n, int d, double eps, bool off) {
+    if (off) return v;
+    std::vector<double> o(v.size());
+    for (int t = 0; t < n; t++) {
+        const double* x = &v[(size_t)t * d];
+        double mean = 0, var = 0;
+        for (int i = 0; i < d; i++) mean += x[i];
+        mean /= d;
+        for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
+        const double inv = 1.0 / std::sqrt(var / d + eps);
+        for (int i = 0; i < d; i++) o[(size_t)t * d + i] = (x[i] - mean) * inv * g[i] + b[i];
+    }
+    return o;
+}
+
+std::vector<double> ref_linear(const std::vector<float>& w, const std::vector<float>& b, const std::vector<double>& v,
+                               int n, int out, int in) {
+    std::vector<double> o((size_t)n * out);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < out; i++) {
+            double acc = b[i];
+            for (int j = 0; j < in; j++) acc += (double)w[(size_t)i * in + j] * v[(size_t)t * in + j];
+            o[(size_t)t * out + i] = acc;
+        }
+    return o;
+}
+
+std::vector<double> ref_full_pattern(const std::vector<double>& q, const std::vector<double>& k, int n, int H, int dh) {
+    const int d = H * dh;
+    std::vector<double> pattern((size_t)H * n * n, 0.0);
+    for (int hd = 0; hd < H; hd++)
+        for (int t = 0; t < n; t++) {
+            std::vector<double> sc(n);
+            double mx = -1e300, sum = 0;
+            for (int j = 0; j < n; j++) {
+                double dot = 0;
+                for (int e = 0; e < dh; e++) dot += q[(size_t)t * d + hd * dh + e] * k[(size_t)j * d + hd * dh + e];
+                sc[j] = dot / std::sqrt((double)dh);
+                mx = std::max(mx, sc[j]);
+            }
+            for (int j = 0; j < n; j++) sum += (sc[j] = std::exp(sc[j] - mx));
+            for (int j = 0; j < n; j++) pattern[((size_t)hd * n + t) * n + j] = sc[j] / sum;
+        }
+    return pattern;
+}
+
+std::vector<double> ref_pattern_values(const std::vector<double>& pattern, const std::vector<double>& v, int n, int H,
+                                       int dh, int l, const gb::ablation& ab) {
+    const int d = H * dh;
+    std::vector<double> z((size_t)n * d, 0.0);
+    for (int hd = 0; hd < H; hd++) {
+        if (std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end()) continue;
+        for (int t = 0; t < n; t++)
+            for (int j = 0; j < n; j++)
+                for (int e = 0; e < dh; e++)
+                    z[(size_t)t * d + hd * dh + e] += pattern[((size_t)hd * n + t) * n + j] * v[(size_t)j * d + hd * dh + e];
+    }
+    return z;
 }
 
 double ref_readout::inv_sigma(const double* x) const {

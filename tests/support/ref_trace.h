@@ -65,6 +65,19 @@ gb::layer_set layers_on(std::vector<int> layers);
 // does (no bias). Shared by the references whose W_o has that layout (Llama, the families, the encoders).
 std::vector<double> ref_head_outputs(const std::vector<float>& wo, const std::vector<double>& z, int T, int H, int dh, int d);
 
+// The bidirectional references' (encoders', vision models') plain pieces, on n rows:
+// LayerNorm of each row of v [n][d] with gain g and bias b (v itself when off)
+std::vector<double> ref_layernorm(const std::vector<double>& v, const std::vector<float>& g, const std::vector<float>& b,
+                                  int n, int d, double eps, bool off = false);
+// v [n][in] times w [out][in] (nn.Linear's layout) plus b [out]
+std::vector<double> ref_linear(const std::vector<float>& w, const std::vector<float>& b, const std::vector<double>& v,
+                               int n, int out, int in);
+// Unmasked attention of q, k [n][H*dh]: the pattern [H][n][n], softmax of q.k / sqrt dh over every key
+std::vector<double> ref_full_pattern(const std::vector<double>& q, const std::vector<double>& k, int n, int H, int dh);
+// z [n][H*dh] = pattern [H][n][n] times v [n][H*dh] per head, the heads ab ablates at layer l left at zero
+std::vector<double> ref_pattern_values(const std::vector<double>& pattern, const std::vector<double>& v, int n, int H,
+                                       int dh, int l, const gb::ablation& ab);
+
 // The final norm and unembedding of a tiny model in double, from the tensors the test wrote: what the logit
 // lens and direct logit attribution are checked against.
 struct ref_readout {

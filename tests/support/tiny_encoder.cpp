@@ -186,28 +186,10 @@ ref_trace reference_encoder(const tiny_encoder& m, const std::vector<int>& token
     ref_trace r;
     ref_points at(r, opt, L, n, d, dh);
     auto layernorm = [&](const vec& v, const std::vector<float>& g, const std::vector<float>& b, bool off) {
-        if (off) return v;
-        vec o(v.size());
-        for (int t = 0; t < n; t++) {
-            const double* x = &v[(size_t)t * d];
-            double mean = 0, var = 0;
-            for (int i = 0; i < d; i++) mean += x[i];
-            mean /= d;
-            for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
-            const double inv = 1.0 / std::sqrt(var / d + eps);
-            for (int i = 0; i < d; i++) o[(size_t)t * d + i] = (x[i] - mean) * inv * g[i] + b[i];
-        }
-        return o;
+        return ref_layernorm(v, g, b, n, d, eps, off);
     };
     auto linear = [&](const std::vector<float>& w, const std::vector<float>& b, const vec& v, int out, int in) {
-        vec o((size_t)n * out); // w [out][in] (nn.Linear)
-        for (int t = 0; t < n; t++)
-            for (int i = 0; i < out; i++) {
-                double acc = b[i];
-                for (int j = 0; j < in; j++) acc += (double)w[(size_t)i * in + j] * v[(size_t)t * in + j];
-                o[(size_t)t * out + i] = acc;
-            }
-        return o;
+        return ref_linear(w, b, v, n, out, in);
     };
     auto gelu = [](vec& v) {
         for (double& x : v) x = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
@@ -231,29 +213,9 @@ ref_trace reference_encoder(const tiny_encoder& m, const std::vector<int>& token
         at.at(gb::HOOK_Q, l, q);
         at.at(gb::HOOK_K, l, k);
         at.at(gb::HOOK_V, l, v);
-        vec pattern((size_t)H * n * n); // every query sees every key
-        for (int hd = 0; hd < H; hd++)
-            for (int t = 0; t < n; t++) {
-                vec sc(n);
-                double mx = -1e300, sum = 0;
-                for (int j = 0; j < n; j++) {
-                    double dot = 0;
-                    for (int e = 0; e < dh; e++) dot += q[(size_t)t * d + hd * dh + e] * k[(size_t)j * d + hd * dh + e];
-                    sc[j] = dot / std::sqrt((double)dh);
-                    mx = std::max(mx, sc[j]);
-                }
-                for (int j = 0; j < n; j++) sum += (sc[j] = std::exp(sc[j] - mx));
-                for (int j = 0; j < n; j++) pattern[((size_t)hd * n + t) * n + j] = sc[j] / sum;
-            }
+        vec pattern = ref_full_pattern(q, k, n, H, dh); // every query sees every key
         at.at(gb::HOOK_PATTERN, l, pattern);
-        vec z((size_t)n * d, 0.0);
-        for (int hd = 0; hd < H; hd++) {
-            if (std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end()) continue;
-            for (int t = 0; t < n; t++)
-                for (int j = 0; j < n; j++)
-                    for (int e = 0; e < dh; e++)
-                        z[(size_t)t * d + hd * dh + e] += pattern[((size_t)hd * n + t) * n + j] * v[(size_t)j * d + hd * dh + e];
-        }
+        vec z = ref_pattern_values(pattern, v, n, H, dh, l, ab);
         at.at(gb::HOOK_Z, l, z);
         const std::vector<float>& wo = W("o.w", l);
         vec head_out = ref_head_outputs(wo, z, n, H, dh, d);
@@ -284,6 +246,16 @@ ref_trace reference_encoder(const tiny_encoder& m, const std::vector<int>& token
     at.at(gb::HOOK_LOGITS, L, logits);
     at.finish(H);
     return r;
+}
+
+gb::forward_options keep_every_point() {
+    gb::forward_options opt;
+    for (gb::hook_point p : {gb::HOOK_RESID_PRE, gb::HOOK_ATTN_IN, gb::HOOK_Q, gb::HOOK_K, gb::HOOK_V, gb::HOOK_Z,
+                             gb::HOOK_HEAD_OUT, gb::HOOK_ATTN_OUT, gb::HOOK_RESID_MID, gb::HOOK_MLP_IN,
+                             gb::HOOK_MLP_POST, gb::HOOK_MLP_OUT, gb::HOOK_RESID_POST, gb::HOOK_FINAL_NORM})
+        opt.keep.points |= gb::hook_bit(p);
+    opt.keep.resid_stream = true;
+    return opt;
 }
 
 std::vector<std::pair<std::string, gb::ablation>> encoder_ablation_cases() {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ablation.h"
+#include "forward.h"
 #include "model.h"
 #include "ref_trace.h"
 
@@ -46,6 +47,10 @@ tiny_encoder write_tiny_encoder(const std::string& dir, const encoder_spec& s);
 // intermediate (ref_trace.h) of m on tokens under ab.
 ref_trace reference_encoder(const tiny_encoder& m, const std::vector<int>& tokens, const gb::ablation& ab,
                             const ref_options& opt = {});
+
+// Options that keep every point a record can keep, so a comparison covers q, k, v, z, head_out, mlp_post,
+// final_norm and the stream (the encoders' and vision models' tests).
+gb::forward_options keep_every_point();
 
 // The ablations every encoder runs: none, no-attention, no-residual (all, layer 1), no-layernorm (all, layer 0),
 // heads, everything at layer 0.
