@@ -172,7 +172,13 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     opt.pixels = px.data();
     gb::record cap;
     gb::run_forward(cap, m, gb::vision_tokens(m.config), {}, opt);
-    EXPECT_EQ(st[0]["top1"], "label" + std::to_string(gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id));
+    const std::vector<gb::token_prob> want = gb::top_k_probs(cap.logits.data(), cap.vocab, 7);
+    EXPECT_EQ(st[0]["top1"], "label" + std::to_string(want[0].id));
+    ASSERT_EQ(st[0]["vision"]["classes"].size(), 7u);
+    for (size_t i = 0; i < want.size(); i++) {
+        EXPECT_EQ(st[0]["vision"]["classes"][i]["id"], want[i].id);
+        EXPECT_NEAR(st[0]["vision"]["classes"][i]["prob"].get<double>(), want[i].prob, 1e-5);
+    }
     EXPECT_EQ(st[1]["vision"]["query"], 1 + 2 * 4 + 2) << "the middle of the picture is patch r2c2";
     EXPECT_EQ(st[2]["vision"]["rollout"], true);
     EXPECT_EQ(st[2]["ablation"], "no-attention");

@@ -271,6 +271,8 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
         r->pred_pos = 0;
         r->view = image_view_;
         r->rollout = gb::attention_rollout(*out.run);
+        logits = out.run->logits.data(); // row 0 of every position's logits
+        base_logits = out.base->logits.data();
     } else if (!out.run->causal) { // an encoder: what the masked-LM head puts at each mask, the first one in the table
         const gb::tokenizer& tok = q.model->tok;
         const std::vector<int> masks = gb::mask_positions(*out.run, tok);
