@@ -154,12 +154,13 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     img.width = 24, img.height = 20;
     for (int i = 0; i < 24 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 7) % 251));
     ASSERT_TRUE(stbi_write_png((dir + "/in.png").c_str(), 24, 20, 3, img.rgb.data(), 24 * 3));
-    const std::string script = "wait\nprint\nclick image\nwait\nprint\nclick attention rollout\nclick No attention\nwait\nprint\n"
-                               "image " + dir + "/missing.png\nwait\nprint\n";
+    const std::string script = "wait\nprint\nsave-session " + dir + "/s.json\nclick image\nwait\nprint\n"
+                               "click attention rollout\nclick No attention\nwait\nprint\n"
+                               "image " + dir + "/missing.png\nwait\nprint\nsession " + dir + "/s.json\nwait\nprint\n";
     int rc = -1;
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --image " + sq(dir + "/in.png"), script, &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 4u);
+    ASSERT_EQ(st.size(), 5u);
     EXPECT_EQ(st[0]["tab"], "image");
     EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "image"}));
     EXPECT_EQ(st[0]["error"], "");
@@ -185,6 +186,9 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     EXPECT_GT(st[2]["kl"].get<double>(), 0.0) << "knocking out attention changes the classes";
     EXPECT_NE(std::string(st[3]["error"]).find("missing.png"), std::string::npos) << st[3]["error"];
     EXPECT_EQ(st[3]["top1"], st[2]["top1"]) << "the previous result stays";
+    EXPECT_EQ(st[4]["image"], dir + "/in.png") << "a session restores the image";
+    EXPECT_EQ(st[4]["error"], "");
+    EXPECT_EQ(st[4]["vision"]["classes"], st[0]["vision"]["classes"]);
 }
 
 TEST(Gui, GpuBackendShowsTheSamePrediction) {

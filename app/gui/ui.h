@@ -157,6 +157,7 @@ struct session_file {
     pending_settings settings;  // ablation, selection and chosen tokens, checked against that model once it has loaded
     // analysis inputs (absent in older session files: then the defaults stay)
     std::optional<std::string> corrupt_prompt;
+    std::optional<std::string> image; // vision models: the image's path
     std::optional<analysis_tab> tab;
     std::optional<colour_mode> colour_by;
     struct sampling_inputs {    // the Sampling tab's

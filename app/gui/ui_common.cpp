@@ -323,6 +323,7 @@ void save_session(const app_state& s, const std::string& path) {
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
+                        {"image", s.image_path},
                         {"bos", s.bos},
                         {"ablation",
                          {{"no_residual", layer_set_json(s.ablation.no_residual)},
@@ -374,6 +375,7 @@ session_file read_session(const std::string& path) {
         out.prompt = j.at("prompt").get<std::string>();
         out.bos = j.value("bos", false);
         out.model = j.value("model", "");
+        if (j.contains("image")) out.image = j.at("image").get<std::string>();
         pending_settings& p = out.settings;
         p.source = "session " + path;
         const auto& a = j.at("ablation");
@@ -393,7 +395,7 @@ session_file read_session(const std::string& path) {
             std::string t = j.at("tab").get<std::string>();
             for (int k = 0; k < TAB_COUNT; k++)
                 if (t == tab_name((analysis_tab)k)) out.tab = (analysis_tab)k;
-            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching, learn, sampling or experts, got '" + t + "'");
+            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching, learn, sampling, experts or image, got '" + t + "'");
         }
         if (j.contains("colour_by")) {
             std::string c = j.at("colour_by").get<std::string>();
@@ -445,6 +447,7 @@ session_file read_session(const std::string& path) {
 
 void apply_session_inputs(app_state& s, const session_file& f) {
     if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
+    if (f.image) s.image_path = *f.image;
     if (f.tab) s.tab = *f.tab;
     if (f.colour_by) s.colour_by = *f.colour_by;
     if (f.sampling) {
