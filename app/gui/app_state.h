@@ -230,7 +230,6 @@ struct app_state {
     // ---- inputs (owned by the UI thread) ----
     std::string prompt = "The cat sat on the mat. The cat";
     std::string image_path;          // vision models: the PNG or JPEG they classify (the prompt is unused)
-    int image_query = 0;             // vision models: the position whose attention the Image tab overlays (0 = [CLS])
     bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
     bool bos = false;
     gb::ablation ablation;

@@ -426,7 +426,7 @@ static void print_state(const app_state& s, const ui_context& ui) {
         for (int t : order) top.push_back(r.cap().pieces[t]);
         nlohmann::json classes = nlohmann::json::array();
         for (const gb::token_prob& tp : r.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
-        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.image_query}, {"rollout", s.image_rollout},
+        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
                        {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
     }
     j["generated"] = s.generated ? s.generated->text : "";

@@ -24,7 +24,7 @@ static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool win
     dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
     ImVec2 m(a.x, a.y + h + 2 + ImGui::GetTextLineHeight() + 6);
     if (!causal) { // an encoder: nothing is masked, every query sees every key
-        dl->AddText(ImVec2(m.x, m.y - 2), tc, "no mask: each token sees the whole prompt");
+        dl->AddText(ImVec2(m.x, m.y - 2), tc, "no mask: every position sees all the others");
         return m.y + h + 8 - a.y;
     }
     dl->AddRectFilled(m, ImVec2(m.x + h, m.y + h), IM_COL32(masked_rgb[0], masked_rgb[1], masked_rgb[2], 255));

@@ -35,11 +35,11 @@ void panel_image(app_state& s, ui_context& ui) {
     const gb::record& c = r.cap();
     const gb::model_config& mc = r.model->config;
     const int T = c.n_tokens, G = mc.grid(), P = mc.n_prefix;
-    if (s.image_query < 0 || s.image_query >= T) s.image_query = 0;
-    const int q = s.image_query;
+    // the query is the app's selected token (the Head tab's row, the residual panel's line): [CLS] by default
+    const int q = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
 
     // controls: the query, rollout or the selected head
-    if (ImGui::Button("[CLS]")) s.image_query = 0;
+    if (ImGui::Button("[CLS]")) s.sel_token = 0;
     remember_item(ui, "image cls");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("look from [CLS], the token the classifier reads");
     ImGui::SameLine();
@@ -78,7 +78,7 @@ void panel_image(app_state& s, ui_context& ui) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int gr = std::clamp((int)((m.y - p0.y) / cell), 0, G - 1), gc = std::clamp((int)((m.x - p0.x) / cell), 0, G - 1);
         hovered = P + gr * G + gc;
-        if (ImGui::IsMouseClicked(0)) s.image_query = hovered;
+        if (ImGui::IsMouseClicked(0)) s.sel_token = hovered;
     }
     // darken each patch by how little the query attends to it (relative to the most attended patch)
     for (int t = P; t < T; t++) {

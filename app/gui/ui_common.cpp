@@ -554,6 +554,7 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
+    const bool was_vision = s.model && gb::arch_table(s.model->config.arch).vision;
     s.model = std::move(m);
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
@@ -568,8 +569,12 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
     s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
     s.induction_test = false;
-    s.image_query = 0;
-    if (gb::arch_table(s.model->config.arch).vision) s.tab = TAB_IMAGE; // the picture is what a vision model is about
+    if (gb::arch_table(s.model->config.arch).vision) { // the picture is what a vision model is about, [CLS] its reader
+        s.tab = TAB_IMAGE;
+        s.sel_token = 0;
+    } else if (was_vision) {
+        s.sel_token = -1; // a text model's default: the last token
+    }
     if (s.pending) { // settings that came with this model (command line, session): checked against it
         pending_settings p = *s.pending;
         s.pending.reset();
