@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gguf fuzz_llama2c fuzz_tokenizer_json fuzz_bpe)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gguf fuzz_llama2c fuzz_tokenizer_json fuzz_bpe fuzz_image)
 
 bd=${FUZZ_BUILD_DIR:-build-fuzz} # a separate build folder when several people fuzz in one tree
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON \
@@ -28,6 +28,10 @@ mkdir -p "$work/fuzz_llama2c" "$work/fuzz_bpe"
 for f in $(ls $tmp/*/model.bin 2>/dev/null | head -5); do { printf '\x00'; cat "$f"; } > "$work/fuzz_llama2c/m-$(basename "$(dirname "$f")")"; done
 # tokenizer seeds: \x01, the length of the text at the end (16), tokenizer.bin, the text
 for f in $(ls $tmp/*/tokenizer.bin 2>/dev/null | head -5); do { printf '\x01\x10'; cat "$f"; printf 'Once upon a time'; } > "$work/fuzz_llama2c/t-$(basename "$(dirname "$f")")"; done
+# image seeds: a settings header (even first byte) before the PNG/JPEG files the tests wrote; a config after \x01
+mkdir -p "$work/fuzz_image"
+for f in $(ls $tmp/*/*.png $tmp/*/*.jpg 2>/dev/null | head -10); do { printf '\x00\x10\x0c\x02\x35'; cat "$f"; } > "$work/fuzz_image/i-$(basename "$(dirname "$f")")-$(basename "$f")"; done
+for f in $(ls $tmp/*/preprocessor_config.json $tmp/*/*/preprocessor_config.json 2>/dev/null | head -5); do { printf '\x01'; cat "$f"; } > "$work/fuzz_image/c-$(basename "$(dirname "$f")")"; done
 printf 'The cat sat on the mat.' > "$work/fuzz_bpe/a"; printf 'caf\xc3\xa9 \xe6\x97\xa5\xf0\x9f\x99\x82' > "$work/fuzz_bpe/b"
 for t in "${targets[@]}"; do mkdir -p "$work/$t"; [ -n "$(ls "$work/$t")" ] || printf 'x' > "$work/$t/empty"; done
 
