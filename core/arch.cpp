@@ -78,11 +78,17 @@ const names hf_qwen_experts = {{T_ROUTER, "model.layers.{l}.mlp.gate.weight"},
                                {T_SH_DOWN, "model.layers.{l}.mlp.shared_expert.down_proj.weight"},
                                {T_SH_ROUTER, "model.layers.{l}.mlp.shared_expert_gate.weight"}};
 
+// A name made at start-up, kept for the program's life: the table holds const char*, and a deque never moves
+// its strings
+const char* kept_name(const std::string& n) {
+    static std::deque<std::string> keep;
+    return keep.emplace_back(n).c_str();
+}
+
 // BERT-style encoder layers (BERT and RoBERTa share them under their own prefix): Post-LN, so HF's
 // attention.output.LayerNorm is the norm after attention's residual add and output.LayerNorm the one after the MLP's
 void add_bert_body(tensor_names& t, const std::string& p) {
-    static std::deque<std::string> keep; // the table holds const char*: a deque never moves its strings
-    auto s = [&](const std::string& n) { return keep.emplace_back(p + n).c_str(); };
+    auto s = [&](const std::string& n) { return kept_name(p + n); };
     const std::pair<tensor_id, const char*> body[] = {{T_TOK_EMB, s("embeddings.word_embeddings.weight")},
             {T_POS_EMB, s("embeddings.position_embeddings.weight")},
             {T_TYPE_EMB, s("embeddings.token_type_embeddings.weight")},
@@ -110,8 +116,7 @@ void add_bert_body(tensor_names& t, const std::string& p) {
 // ViT-style image classifier layers under a prefix ("vit.", "deit."): pre-norm blocks (layernorm_before feeds
 // attention, layernorm_after the MLP), the final layernorm, then a classifier read at [CLS]
 void add_vit_body(tensor_names& t, const std::string& p) {
-    static std::deque<std::string> keep;
-    auto s = [&](const std::string& n) { return keep.emplace_back(p + n).c_str(); };
+    auto s = [&](const std::string& n) { return kept_name(p + n); };
     const std::pair<tensor_id, const char*> body[] = {{T_CLS_TOK, s("embeddings.cls_token")},
             {T_POS_EMB, s("embeddings.position_embeddings")},
             {T_PATCH, s("embeddings.patch_embeddings.projection.weight")},

@@ -34,11 +34,15 @@ image vision_view(const model& m, const image& img) {
     return out;
 }
 
-std::vector<float> vision_pixels(const model& m, const image& img) {
+std::vector<float> vision_pixels(const model& m, const image& img) { return view_pixels(m, vision_view(m, img)); }
+
+std::vector<float> view_pixels(const model& m, const image& view) {
     const model_config& c = m.config;
     if (c.n_channels != 3)
         throw error("the model reads " + std::to_string(c.n_channels) + "-channel images; Glassbox opens RGB images only");
-    std::vector<float> px = preprocess_image(img, m.image_prep);
+    image_preprocess p = m.image_prep; // the view is already resized and cropped: only rescale and normalise
+    p.do_resize = p.do_center_crop = false;
+    std::vector<float> px = preprocess_image(view, p);
     const size_t want = (size_t)3 * c.image_size * c.image_size;
     if (px.size() != want)
         throw error("the preprocessing made " + std::to_string(px.size() / 3) + " pixels, the model reads " +

@@ -18,8 +18,10 @@ std::vector<int> vision_tokens(const model_config& c);
 // The image as the model sees it, in RGB: resized and cropped as m.image_prep says, before rescaling and
 // normalising (the picture the app draws the patch grid on)
 image vision_view(const model& m, const image& img);
-// The model's pixels [C][S][S] of an image, by the model's preprocessing (m.image_prep); throws when the
-// preprocessing does not make the model's size or the channels differ
+// The model's pixels [C][S][S] of a view (vision_view's result): rescaled and normalised as m.image_prep says;
+// throws when the view is not the model's size or the model does not read RGB
+std::vector<float> view_pixels(const model& m, const image& view);
+// The model's pixels of an image: view_pixels(m, vision_view(m, img)), one resize
 std::vector<float> vision_pixels(const model& m, const image& img);
 
 } // namespace gb

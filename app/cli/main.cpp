@@ -551,9 +551,8 @@ std::vector<gb::fill_slot> print_fill_mask(const gb::model& m, const gb::record&
 }
 
 // Vision models: the classifier's top classes at [CLS] and where [CLS] looked (attention rollout).
-void print_classes(const gb::model& m, const gb::record& cap, int top_k) {
+void print_classes(const gb::model& m, const gb::record& cap, const std::vector<float>& roll, int top_k) {
     print_top(m, "top " + std::to_string(top_k) + " classes:", gb::top_k_probs(cap.logits.data(), cap.vocab, top_k));
-    const std::vector<float> roll = gb::attention_rollout(cap);
     std::vector<int> order;
     for (int t = m.config.n_prefix; t < cap.n_tokens; t++) order.push_back(t);
     std::sort(order.begin(), order.end(), [&](int x, int y) { return roll[x] > roll[y]; });
@@ -622,7 +621,8 @@ int cmd_run(const args& a) {
     const bool vision = gb::arch_table(m.config.arch).vision;
     const bool encoder = gb::arch_table(m.config.arch).bidirectional && !vision;
     std::vector<gb::fill_slot> fills;
-    if (vision) print_classes(m, cap, top_k);
+    const std::vector<float> roll = vision ? gb::attention_rollout(cap) : std::vector<float>(); // [T][T], row 0 [CLS]
+    if (vision) print_classes(m, cap, roll, top_k);
     else if (encoder) fills = print_fill_mask(m, cap, top_k);
     else print_top(m, "top " + std::to_string(top_k) + " next tokens:", gb::top_k_probs(cap.last_logits(), cap.vocab, top_k));
     print_routing(m, cap, ab);
@@ -632,7 +632,6 @@ int cmd_run(const args& a) {
         if (vision) {
             j["classes"] = gb::fill_mask_json(gb::fill_mask(cap, {0}, top_k), cap, m.tok)[0]["top"];
             j["image"] = a.get("image");
-            const std::vector<float> roll = gb::attention_rollout(cap); // row 0: [CLS]
             j["rollout_cls"] = std::vector<float>(roll.begin(), roll.begin() + cap.n_tokens);
         }
         gb::write_json(a.get("json"), j);
@@ -642,7 +641,7 @@ int cmd_run(const args& a) {
         gb::write_record_npy(a.get("npy-dir"), cap);
         if (vision) {
             const int T = cap.n_tokens;
-            gb::write_npy(a.get("npy-dir") + "/rollout.npy", {T, T}, gb::attention_rollout(cap).data());
+            gb::write_npy(a.get("npy-dir") + "/rollout.npy", {T, T}, roll.data());
             gb::write_npy(a.get("npy-dir") + "/pixels.npy", {3, m.config.image_size, m.config.image_size}, pixels.data());
         }
     }

@@ -203,10 +203,9 @@ void worker::read_image(const run_request& q) {
     const std::string key = std::to_string((uintptr_t)q.model.get()) + "|" + q.image_path;
     if (key == image_key_) return;
     if (q.image_path.empty()) throw gb::error("no image: type the path of a PNG or JPEG in the Image box (or drop one on the window)");
-    const gb::image img = gb::load_image(q.image_path);
-    std::vector<float> px = gb::vision_pixels(*q.model, img);
-    image_view_ = std::make_shared<const gb::image>(gb::vision_view(*q.model, img));
-    image_pixels_ = std::move(px);
+    auto view = std::make_shared<const gb::image>(gb::vision_view(*q.model, gb::load_image(q.image_path)));
+    image_pixels_ = gb::view_pixels(*q.model, *view); // throws before anything is replaced
+    image_view_ = std::move(view);
     image_key_ = key;
 }
 

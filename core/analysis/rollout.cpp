@@ -1,5 +1,7 @@
 #include "analysis/rollout.h"
 
+#include <algorithm>
+
 #include "error.h"
 
 namespace gb {
@@ -22,13 +24,16 @@ std::vector<float> attention_rollout(const record& r, int up_to) {
             for (int j = 0; j < T; j++) sum += a[(size_t)i * T + j] = 0.5 * a[(size_t)i * T + j] / H + (i == j ? 0.5 : 0.0);
             for (int j = 0; j < T; j++) a[(size_t)i * T + j] /= sum;
         }
-        // R <- A' R
-        for (int i = 0; i < T; i++)
-            for (int j = 0; j < T; j++) {
-                double s = 0;
-                for (int k = 0; k < T; k++) s += a[(size_t)i * T + k] * roll[(size_t)k * T + j];
-                next[(size_t)i * T + j] = s;
+        // R <- A' R, row by row: each row of R added in with its weight (contiguous, vectorised inner loop)
+        std::fill(next.begin(), next.end(), 0.0);
+        for (int i = 0; i < T; i++) {
+            double* out = &next[(size_t)i * T];
+            for (int k = 0; k < T; k++) {
+                const double w = a[(size_t)i * T + k];
+                const double* src = &roll[(size_t)k * T];
+                for (int j = 0; j < T; j++) out[j] += w * src[j];
             }
+        }
         roll.swap(next);
     }
     return std::vector<float>(roll.begin(), roll.end());
