@@ -20,7 +20,10 @@ const char* const id_names[T_COUNT] = {
     "expert gate",     "expert up",          "expert down", "shared expert gate", "shared expert up",
     "shared expert down", "shared expert router", "token type embedding", "embedding norm", "embedding norm bias",
     "mlm head dense", "mlm head dense bias", "mlm decoder bias", "cls token", "distillation token",
-    "patch embedding", "patch embedding bias", "distillation classifier", "distillation classifier bias"};
+    "patch embedding", "patch embedding bias", "distillation classifier", "distillation classifier bias",
+    "token embedding (stack's copy)", "cross-attn q", "cross-attn k", "cross-attn v", "cross-attn output",
+    "cross-attn q bias", "cross-attn k bias", "cross-attn v bias", "cross-attn output bias", "cross-attn norm",
+    "cross-attn norm bias"};
 
 using names = std::initializer_list<std::pair<tensor_id, const char*>>;
 
@@ -142,9 +145,45 @@ void add_vit_body(tensor_names& t, const std::string& p) {
     for (auto [id, n] : body) t.hf[id] = n;
 }
 
+// One stack of a BART-style encoder–decoder ("encoder" or "decoder"; BART, mBART and Marian name them alike):
+// the tied token embedding is model.shared (older files also, or only, keep the stack's embed_tokens), the
+// decoder's layers add encoder_attn, mBART's stacks end in layer_norm, and the LM head's bias is
+// final_logits_bias. self_attn_layer_norm / final_layer_norm are norm1 / norm2 whether they come after the
+// residual add (BART, Marian: Post-LN) or before the sublayer (mBART: Pre-LN).
+void add_seq2seq_body(tensor_names& t, const std::string& stack, bool final_norm) {
+    const std::string p = "model." + stack + ".", l = p + "layers.{l}.";
+    auto s = [&](const std::string& n) { return kept_name(n); };
+    const std::pair<tensor_id, const char*> body[] = {{T_TOK_EMB, "model.shared.weight"},
+            {T_TOK_EMB_ALT, s(p + "embed_tokens.weight")},
+            {T_POS_EMB, s(p + "embed_positions.weight")},
+            {T_EMB_NORM, s(p + "layernorm_embedding.weight")},
+            {T_EMB_NORM_B, s(p + "layernorm_embedding.bias")},
+            {T_ATTN_NORM, s(l + "self_attn_layer_norm.weight")},
+            {T_ATTN_NORM_B, s(l + "self_attn_layer_norm.bias")},
+            {T_Q, s(l + "self_attn.q_proj.weight")}, {T_Q_B, s(l + "self_attn.q_proj.bias")},
+            {T_K, s(l + "self_attn.k_proj.weight")}, {T_K_B, s(l + "self_attn.k_proj.bias")},
+            {T_V, s(l + "self_attn.v_proj.weight")}, {T_V_B, s(l + "self_attn.v_proj.bias")},
+            {T_O, s(l + "self_attn.out_proj.weight")}, {T_O_B, s(l + "self_attn.out_proj.bias")},
+            {T_FFN_NORM, s(l + "final_layer_norm.weight")},
+            {T_FFN_NORM_B, s(l + "final_layer_norm.bias")},
+            {T_UP, s(l + "fc1.weight")}, {T_UP_B, s(l + "fc1.bias")},
+            {T_DOWN, s(l + "fc2.weight")}, {T_DOWN_B, s(l + "fc2.bias")}};
+    for (auto [id, n] : body) t.hf[id] = n;
+    if (final_norm) t.hf[T_NORM_F] = s(p + "layer_norm.weight"), t.hf[T_NORM_F_B] = s(p + "layer_norm.bias");
+    if (stack != "decoder") return;
+    const std::pair<tensor_id, const char*> cross[] = {{T_XNORM, s(l + "encoder_attn_layer_norm.weight")},
+            {T_XNORM_B, s(l + "encoder_attn_layer_norm.bias")},
+            {T_XQ, s(l + "encoder_attn.q_proj.weight")}, {T_XQ_B, s(l + "encoder_attn.q_proj.bias")},
+            {T_XK, s(l + "encoder_attn.k_proj.weight")}, {T_XK_B, s(l + "encoder_attn.k_proj.bias")},
+            {T_XV, s(l + "encoder_attn.v_proj.weight")}, {T_XV_B, s(l + "encoder_attn.v_proj.bias")},
+            {T_XO, s(l + "encoder_attn.out_proj.weight")}, {T_XO_B, s(l + "encoder_attn.out_proj.bias")},
+            {T_LM_HEAD, "lm_head.weight"}, {T_LM_HEAD_B, "final_logits_bias"}};
+    for (auto [id, n] : cross) t.hf[id] = n;
+}
+
 struct family_names {
     tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe, bert,
-        roberta, distilbert, vit, deit;
+        roberta, distilbert, vit, deit, bart, mbart, marian, bart_enc, mbart_enc, marian_enc;
     family_names() {
         gpt2 = make("gpt2", nullptr,
                     {{T_TOK_EMB, "wte.weight"},
@@ -300,6 +339,17 @@ struct family_names {
                      {T_DIST_HEAD_B, "distillation_classifier.bias"}},
                     {});
         add_vit_body(deit, "deit.");
+        bart = make("bart", nullptr, {}, {});
+        add_seq2seq_body(bart, "decoder", false);
+        bart_enc = make("bart", nullptr, {}, {});
+        add_seq2seq_body(bart_enc, "encoder", false);
+        mbart = make("mbart", nullptr, {}, {});
+        add_seq2seq_body(mbart, "decoder", true);
+        mbart_enc = make("mbart", nullptr, {}, {});
+        add_seq2seq_body(mbart_enc, "encoder", true);
+        marian = make("marian", &bart, {}, {}); // sinusoidal positions: no table, no embedding norm
+        marian_enc = make("marian", &bart_enc, {}, {});
+        for (tensor_names* t : {&marian, &marian_enc}) t->hf[T_POS_EMB] = t->hf[T_EMB_NORM] = t->hf[T_EMB_NORM_B] = nullptr;
     }
 };
 
@@ -313,28 +363,45 @@ const family_names& families() {
 const arch_info& arch_table(arch_id a) {
     const family_names& n = families();
     // name, norm, mlp, positions, parallel, pre_norm, post_norm, qk_norm, gain_plus_one, embed_scale, moe, names,
-    // bidirectional, post_ln, mlm_head
+    // bidirectional, post_ln, mlm_head, vision, cross, no_head
     static const arch_info table[ARCH_COUNT] = {
-        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2, false, false, false, false},
-        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama, false, false, false, false},
-        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox, false, false, false, false},
-        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma, false, false, false, false},
-        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2, false, false, false, false},
-        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3, false, false, false, false},
-        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2, false, false, false, false},
-        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3, false, false, false, false},
-        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral, false, false, false, false},
-        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe, false, false, false, false},
-        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe, false, false, false, false},
-        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe, false, false, false, false},
-        {"bert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bert, true, true, true, false},
-        {"roberta", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.roberta, true, true, true, false},
-        {"distilbert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.distilbert, true, true, true, false},
-        {"vit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.vit, true, false, false, true},
-        {"deit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.deit, true, false, false, true},
+        {"gpt2", NORM_LAYERNORM, MLP_GELU, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.gpt2, false, false, false, false, false, false},
+        {"llama", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.llama, false, false, false, false, false, false},
+        {"gpt_neox", NORM_LAYERNORM, MLP_GELU_ERF, POS_ROPE, true, true, false, QK_NORM_NONE, false, false, false, &n.neox, false, false, false, false, false, false},
+        {"gemma", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, false, QK_NORM_NONE, true, true, false, &n.gemma, false, false, false, false, false, false},
+        {"gemma2", NORM_RMSNORM, MLP_GEGLU, POS_ROPE, false, true, true, QK_NORM_NONE, true, true, false, &n.gemma2, false, false, false, false, false, false},
+        {"phi3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, false, &n.phi3, false, false, false, false, false, false},
+        {"olmo2", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, false, true, QK_NORM_FULL, false, false, false, &n.olmo2, false, false, false, false, false, false},
+        {"qwen3", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, false, &n.qwen3, false, false, false, false, false, false},
+        {"mixtral", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.mixtral, false, false, false, false, false, false},
+        {"qwen2_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_NONE, false, false, true, &n.qwen2_moe, false, false, false, false, false, false},
+        {"qwen3_moe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_HEAD, false, false, true, &n.qwen3_moe, false, false, false, false, false, false},
+        {"olmoe", NORM_RMSNORM, MLP_SWIGLU, POS_ROPE, false, true, false, QK_NORM_FULL, false, false, true, &n.olmoe, false, false, false, false, false, false},
+        {"bert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bert, true, true, true, false, false, false},
+        {"roberta", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.roberta, true, true, true, false, false, false},
+        {"distilbert", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.distilbert, true, true, true, false, false, false},
+        {"vit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.vit, true, false, false, true, false, false},
+        {"deit", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.deit, true, false, false, true, false, false},
+        // encoder–decoders: the decoder rows (BART and Marian Post-LN, mBART Pre-LN with a final norm per stack),
+        // then their encoder stacks (no causal mask, no head)
+        {"bart", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bart, false, true, false, false, true, false},
+        {"mbart", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.mbart, false, false, false, false, true, false},
+        {"marian", NORM_LAYERNORM, MLP_SILU, POS_SINUSOID, false, false, false, QK_NORM_NONE, false, false, false, &n.marian, false, true, false, false, true, false},
+        {"bart encoder", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, false, false, QK_NORM_NONE, false, false, false, &n.bart_enc, true, true, false, false, false, true},
+        {"mbart encoder", NORM_LAYERNORM, MLP_GELU_ERF, POS_LEARNED, false, true, false, QK_NORM_NONE, false, false, false, &n.mbart_enc, true, false, false, false, false, true},
+        {"marian encoder", NORM_LAYERNORM, MLP_SILU, POS_SINUSOID, false, false, false, QK_NORM_NONE, false, false, false, &n.marian_enc, true, true, false, false, false, true},
     };
     if (a < 0 || a >= ARCH_COUNT) throw error("internal: unknown architecture id");
     return table[a];
+}
+
+arch_id encoder_arch(arch_id a) {
+    switch (a) {
+    case ARCH_BART: return ARCH_BART_ENCODER;
+    case ARCH_MBART: return ARCH_MBART_ENCODER;
+    case ARCH_MARIAN: return ARCH_MARIAN_ENCODER;
+    default: return a;
+    }
 }
 
 const char* tensor_id_name(tensor_id t) { return t >= 0 && t < T_COUNT ? id_names[t] : "?"; }
@@ -366,7 +433,8 @@ const type_map hf_types[] = {{"gpt2", ARCH_GPT2},           {"llama", ARCH_LLAMA
                              {"qwen3", ARCH_QWEN3},         {"mixtral", ARCH_MIXTRAL},      {"qwen2_moe", ARCH_QWEN2_MOE},
                              {"qwen3_moe", ARCH_QWEN3_MOE}, {"olmoe", ARCH_OLMOE},      {"bert", ARCH_BERT},
                              {"roberta", ARCH_ROBERTA},     {"distilbert", ARCH_DISTILBERT},
-                             {"vit", ARCH_VIT},             {"deit", ARCH_DEIT}};
+                             {"vit", ARCH_VIT},             {"deit", ARCH_DEIT},            {"bart", ARCH_BART},
+                             {"mbart", ARCH_MBART},         {"marian", ARCH_MARIAN}};
 const type_map gguf_archs[] = {{"gpt2", ARCH_GPT2},     {"llama", ARCH_LLAMA},         {"qwen2", ARCH_LLAMA},
                                {"gptneox", ARCH_GPT_NEOX}, {"gemma", ARCH_GEMMA},       {"gemma2", ARCH_GEMMA2},
                                {"phi3", ARCH_PHI3},     {"olmo2", ARCH_OLMO2},         {"qwen3", ARCH_QWEN3},

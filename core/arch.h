@@ -50,6 +50,10 @@ enum tensor_id {
     T_PATCH_B,        // [d]
     T_DIST_HEAD,      // [V][d] DeiT with a teacher: the distillation classifier
     T_DIST_HEAD_B,    // [V]
+    T_TOK_EMB_ALT,    // [V][d] where else a file may store the token embedding (BART: the stack's embed_tokens)
+    T_XQ, T_XK, T_XV, T_XO,           // encoder–decoders: cross-attention, [H*dh][d] and [d][H*dh]
+    T_XQ_B, T_XK_B, T_XV_B, T_XO_B,
+    T_XNORM, T_XNORM_B,               // [d] its LayerNorm (encoder_attn_layer_norm)
     T_COUNT
 };
 const char* tensor_id_name(tensor_id t); // "attn_q", for messages

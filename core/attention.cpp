@@ -140,12 +140,12 @@ static_assert(SR == 8 && OR == 4, "one kernel per row count");
 
 // A few queries (generation: one) against many keys: scores as dot products along the head dimension, straight
 // from K's rows (transposing K would cost more than the scores). p rows [rows][ld], keys [0, n_past + r] each
-// when causal, else all n_past + rows keys.
+// when causal, else all ld keys.
 static void attention_scores_direct(float* p, int ld, const float* q, int q_stride, int rows, const float* K,
                                     int kv_stride, int dh, int n_past, float scale, bool causal) {
     for (int r = 0; r < rows; r++) {
         const float* qr = q + (size_t)r * q_stride;
-        const int n_keys = causal ? n_past + r + 1 : n_past + rows;
+        const int n_keys = causal ? n_past + r + 1 : ld;
         for (int j = 0; j < n_keys; j++) {
             const float* kj = K + (size_t)j * kv_stride;
             avec acc = {};
@@ -184,7 +184,7 @@ static void attention_heads(const attention_args& a, bool scores) {
     if (!a.causal && a.window > 0) // a window bounds the keys before a query; it has no meaning for those after
         throw error("attention: a sliding window (" + std::to_string(a.window) +
                     " tokens) needs causal attention; non-causal (encoder) attention must have window 0");
-    const int n_kv = a.n_past + a.n_q, dh = a.d_head;
+    const int n_kv = key_count(a), dh = a.d_head;
     const int group = a.n_head / a.n_kv_head;
     const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)dh);
     const int kt_ld = (n_kv + SK - 1) / SK * SK;      // K^T rows, padded to whole key tiles

@@ -19,11 +19,15 @@ struct attention_args {
     float softcap = 0;   // scores become softcap * tanh(scores / softcap) before the softmax (Gemma 2); 0 = none
     int window = 0;      // query i sees keys j with i - j < window (sliding-window attention); 0 = all before it
     bool causal = true;   // false: every query sees every key 0 .. n_past+n_q-1 (encoders); window must be 0
+    int n_keys = 0;       // not causal: the keys when they are not the queries' own positions (cross-attention
+                          // reads the S source positions: probs [H][n_q][n_keys], k and v [n_keys] rows); 0 = n_past+n_q
 };
+// Keys every row's probabilities span: n_keys when given (not causal), else n_past + n_q.
+inline int key_count(const attention_args& a) { return !a.causal && a.n_keys > 0 ? a.n_keys : a.n_past + a.n_q; }
 // The first key query position i sees.
 inline int first_key(const attention_args& a, int i) { return a.window > 0 && i >= a.window ? i - a.window + 1 : 0; }
 // One past the last key query position i sees: itself when causal, else every key.
-inline int end_key(const attention_args& a, int i) { return a.causal ? i + 1 : a.n_past + a.n_q; }
+inline int end_key(const attention_args& a, int i) { return a.causal ? i + 1 : key_count(a); }
 // Query head h reads key/value head h / (n_head / n_kv_head) (grouped-query attention).
 using attention_fn = std::function<void(const attention_args&)>;
 // Plain CPU path (the reference every backend is tested against). Throws gb::error for !causal with a window.

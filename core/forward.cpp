@@ -44,18 +44,20 @@ struct point_plan {
     uint8_t* flags;         // [HOOK_COUNT][L] (final points at layer 0)
     uint8_t* identity_norm; // [L + 1]: attn_in and mlp_in of layer l (bit 0, bit 1); [L] final norm
     uint8_t* no_residual;   // [L]: resid_mid (bit 0), resid_post (bit 1)
+    uint8_t* no_cross;      // [L]: the cross-attention's output is zero (attn_out zeroed whole: no-attention)
     uint8_t& at(hook_point p, int l) { return flags[(size_t)p * n_layer + (hook_is_final(p) ? 0 : l)]; }
 };
 
 static bool covers_layer(int want, hook_point p, int l) { return hook_is_final(p) || want < 0 || want == l; }
 
 static point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, const record_plan* rp, int L) {
-    buf.assign((size_t)HOOK_COUNT * L + 2 * L + 1, 0); // keeps its capacity: no allocation after the first call
+    buf.assign((size_t)HOOK_COUNT * L + 3 * L + 1, 0); // keeps its capacity: no allocation after the first call
     point_plan pl;
     pl.n_layer = L;
     pl.flags = buf.data();
     pl.identity_norm = pl.flags + (size_t)HOOK_COUNT * L;
     pl.no_residual = pl.identity_norm + L + 1;
+    pl.no_cross = pl.no_residual + L;
     for (const intervention& v : opt.interventions)
         for (int l = 0; l < L; l++) {
             if (!covers_layer(v.layer, v.point, l)) continue;
@@ -65,6 +67,8 @@ static point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& op
                 pl.no_residual[l] |= v.point == HOOK_RESID_POST ? 2 : 1;
             else
                 pl.at(v.point, l) |= PT_CHANGE;
+            // cross-attention counts as attention: it goes with the whole attn_out (not with a head's or a position's)
+            if (v.kind == INTERVENE_ZERO && v.point == HOOK_ATTN_OUT && v.head < 0 && v.position < 0) pl.no_cross[l] = 1;
         }
     for (const hook& h : opt.hooks)
         for (int l = 0; l < L; l++)
@@ -224,6 +228,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
                         std::to_string(V - 1) + ")");
     for (int id : opt.logit_ids)
         if (id < 0 || id >= V) throw error("logit id " + std::to_string(id) + " is outside the vocabulary");
+    if (arch.cross && (!opt.source || opt.n_source <= 0))
+        throw error("internal: an encoder–decoder's decoder reads the encoder's output (forward_options::source)");
+    if (arch.cross && opt.continue_record) throw error("internal: an encoder–decoder's record is made whole");
+    if (arch.no_head && (rec || !opt.logit_ids.empty()) && opt.continue_record)
+        throw error("internal: an encoder stack runs whole");
 
     // The cache is written only when a later call can read it: this call continues earlier ones, leaves room for
     // more, or the caller keeps it. Otherwise (a record of the whole context) attention reads keys and values in place.
@@ -242,6 +251,17 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (gated) grow(s.ff2, (size_t)n * c.d_ff);
     if (c.parallel) grow(s.x_in, (size_t)n * d);
     float* x = s.x.data();
+    const int S = opt.n_source, xq_w = H * dh;
+    if (arch.cross) {
+        grow(s.xq, (size_t)n * xq_w);
+        if (n0 == 0) { // a new target: every layer's keys and values of the source, once
+            s.cross_kv.resize((size_t)L * S * 2 * xq_w);
+            for (int l = 0; l < L; l++)
+                gemm(&s.cross_kv[(size_t)l * S * 2 * xq_w], opt.source, w.layers[l].x_kv, w.layers[l].x_kv_b, S, s.gemm);
+        } else if (s.cross_kv.size() != (size_t)L * S * 2 * xq_w) {
+            throw error("internal: a continued target must read the source it started with");
+        }
+    }
 
     const int n_out = all_logits ? n : 1;
     record_plan rp;
@@ -251,6 +271,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         rp = plan_record(opt.keep, c, n, n_out);
         record_begin(*rec, m, tokens, n, all_logits, rp);
         rec->logit_ids = opt.logit_ids;
+        rec->n_source = arch.cross ? S : 0;
+        if (arch.cross) rec->cross.assign((size_t)L * H * n * S, 0.0f);
+        else rec->cross.clear();
     }
     point_plan plan = make_plan(s.plan, opt, rec ? &rp : nullptr, L);
     point_visitor at{opt, c, plan, rec, n0};
@@ -299,11 +322,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
         for (int t = 0; t < n; t++) {
             float* xt = x + (size_t)t * d;
             if (!arch.vision) table_row(xt, w.tok_emb, tokens[t]);
-            if (arch.embed_scale) { // Gemma: the embedding's scale is sqrt(d) times the table's
+            if (arch.embed_scale || c.scale_embedding) { // Gemma, BART's scale_embedding: sqrt(d) times the table's
                 const float k = std::sqrt((float)d);
                 for (int i = 0; i < d; i++) xt[i] *= k;
             }
-            if (arch.pos == POS_LEARNED) {
+            if (arch.pos != POS_ROPE) { // a learned table, or the fixed sinusoids made at load
                 const float* pe = &w.pos_emb[(size_t)(c.pos_offset + n0 + t) * d];
                 for (int i = 0; i < d; i++) xt[i] += pe[i];
             }
@@ -422,6 +445,45 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             tm.rest_ms += ms_since(t0);
         }
 
+        // ---- cross-attention sublayer (encoder–decoders' decoder layers): queries from the target's stream, keys
+        // and values from the encoder's output, every source position seen. It has no hook point of its own: its
+        // pattern goes to record::cross; no-attention zeroes its output, no-residual drops the stream from its sum,
+        // no-layernorm makes its norm the identity (the layer's attention flags).
+        if (arch.cross) {
+            t0 = clock_type::now();
+            const bool no_norm = no_norm1 || no_norm2;
+            norm_forward(s.xn.data(), x, arch.pre_norm && !no_norm ? &lw.norm3_g : nullptr, &lw.norm3_b, arch.norm,
+                         c.norm_eps, n, d);
+            gemm(s.xq.data(), s.xn.data(), lw.x_q, lw.x_q_b, n, s.gemm);
+            const float* kv = &s.cross_kv[(size_t)l * S * 2 * xq_w];
+            attention_args aa;
+            aa.q = s.xq.data();
+            aa.q_stride = xq_w;
+            aa.k = kv;
+            aa.v = kv + xq_w;
+            aa.kv_stride = 2 * xq_w;
+            aa.n_q = n;
+            aa.n_past = 0;
+            aa.n_keys = S;
+            aa.n_head = aa.n_kv_head = H;
+            aa.d_head = dh;
+            aa.causal = false;
+            float* probs = nullptr; // rows of this call: [H][n][S] (position 0: straight into the record)
+            if (rec && n0 == 0) probs = rec->cross.data() + (size_t)l * H * n * S;
+            aa.probs = probs;
+            aa.out = s.att_out.data();
+            aa.out_stride = xq_w;
+            attention_cpu(aa);
+            tm.attention_ms += ms_since(t0);
+            t0 = clock_type::now();
+            gemm(s.att.data(), s.att_out.data(), lw.x_o, lw.x_o_b, n, s.gemm);
+            const bool zero = plan.no_cross[l], drop = plan.no_residual[l] & 1;
+            const size_t nd = (size_t)n * d;
+            for (size_t i = 0; i < nd; i++) x[i] = (drop ? 0.0f : x[i]) + (zero ? 0.0f : s.att[i]);
+            if (arch.post_ln && !no_norm) norm_forward(x, x, &lw.norm3_g, &lw.norm3_b, arch.norm, c.norm_eps, n, d);
+            tm.matmul_ms += ms_since(t0);
+        }
+
         // ---- MLP sublayer ----
         t0 = clock_type::now();
         // parallel blocks (GPT-NeoX): the MLP reads the layer's input, not the stream after attention
@@ -446,6 +508,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             if (arch.mlp == MLP_SWIGLU) swiglu_forward(s.ff.data(), s.ff2.data(), n_ff);
             else if (arch.mlp == MLP_GEGLU) geglu_forward(s.ff.data(), s.ff2.data(), n_ff);
             else if (arch.mlp == MLP_GELU_ERF) gelu_erf_forward(s.ff.data(), n_ff);
+            else if (arch.mlp == MLP_SILU) silu_forward(s.ff.data(), n_ff);
             at.visit(HOOK_MLP_POST, l, s.ff.data(), n, c.d_ff, c.d_ff);
             tm.rest_ms += ms_since(t0);
             t0 = clock_type::now();
@@ -472,7 +535,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     at.visit(HOOK_FINAL_NORM, L, s.xn.data(), n_out, d, d);
     tm.rest_ms += ms_since(t0);
     t0 = clock_type::now();
-    if (!opt.logit_ids.empty()) { // a few rows of the LM head, in double
+    if (arch.no_head) { // an encoder stack: its output is what the decoder's cross-attention reads
+        logits.assign(s.xn.begin(), s.xn.begin() + (size_t)n_out * d);
+    } else if (!opt.logit_ids.empty()) { // a few rows of the LM head, in double
         const int k = (int)opt.logit_ids.size();
         logits.resize((size_t)n_out * k);
         std::vector<float> e(d);

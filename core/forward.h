@@ -27,6 +27,9 @@ struct forward_state {
     // scratch, grown on demand
     std::vector<float> x, xn, qkv, att, att_out, ff, ff2, probs, head_out, blocks;
     std::vector<float> x_in;    // [n][d] parallel blocks: the layer's input, which the MLP reads after attention added to x
+    std::vector<float> cross_kv; // [L][S][2*H*dh] encoder–decoders: each layer's cross-attention keys | values of the
+                                 // source, made when a target starts (position 0) and read by every later call
+    std::vector<float> xq;       // [n][H*dh] cross-attention queries
     std::vector<uint8_t> plan;  // what happens at each hook point of a call (forward.cpp's point_plan)
     gemm_scratch gemm;          // activations packed for the matrix products
     moe_scratch moe;            // routing and expert buffers of MoE layers
@@ -47,6 +50,8 @@ struct forward_options {
     const float* start_resid = nullptr;
     const float* pixels = nullptr;           // vision models: [C][S][S] the preprocessed image (tokens are then the
                                              // positions 0 .. n-1, the whole sequence in one call)
+    const float* source = nullptr;           // encoder–decoders' decoder: the encoder's output [n_source][d] (the
+    int n_source = 0;                        // stack's final norm, run_seq2seq) that cross-attention reads
     attention_fn attention;                  // empty = attention_cpu
     // Continuing a record (live.h): rec already has this run's layout for s.n_past + n tokens (record_begin),
     // with its rows before s.n_past and its points before start_point filled; the call fills the rest.
@@ -55,7 +60,8 @@ struct forward_options {
 };
 
 // Runs n tokens at positions s.n_past .. through the model and appends them to the cache.
-// logits: [n_out][V] (n_out = n with all_logits, else 1), or [n_out][ids] with logit_ids.
+// logits: [n_out][V] (n_out = n with all_logits, else 1), or [n_out][ids] with logit_ids; an encoder–decoder's
+// encoder stack (arch no_head) has no LM head: logits gets its output [n][d] instead.
 // rec may be null (generation, patching); when given, the call must start at position 0 from the embeddings.
 void eval(std::vector<float>& logits, record* rec, forward_state& s, const model& m, const int* tokens, int n,
           const forward_options& opt);

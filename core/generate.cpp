@@ -101,6 +101,9 @@ generation generate(const model& m, const std::vector<int>& prompt, int max_new,
     if (arch_table(m.config.arch).bidirectional)
         throw error(std::string(arch_table(m.config.arch).name) +
                     " is an encoder: it fills masked tokens (fill mask), it does not generate text");
+    if (arch_table(m.config.arch).cross)
+        throw error(std::string(arch_table(m.config.arch).name) +
+                    " is an encoder–decoder: it translates a source text (generate --source), it does not continue a prompt");
     if ((int)prompt.size() > m.config.n_ctx)
         throw error("prompt too long: " + std::to_string(prompt.size()) + " tokens, the model's context is " +
                     std::to_string(m.config.n_ctx));

@@ -1,6 +1,7 @@
 // Weights by the architecture table's names, whatever the file format: the loaders (HF safetensors, GGUF)
 // only provide the bytes (tensor_reader).
 #include <algorithm>
+#include <cmath>
 
 #include "arch.h"
 #include "error.h"
@@ -35,6 +36,20 @@ struct weight_reader {
     weight_matrix matrix(tensor_id t, int l, int64_t in, int64_t out) const { return r.matrix({part(t, l, in, out)}, in); }
 };
 
+// The original Transformer's fixed positions as Marian lays them out: row t, column i < half = ceil(d/2) is
+// sin(t / 10000^(2i/d)), column half + i the cos of the same angle (halves, not interleaved); in double, then float
+std::vector<float> sinusoid_table(int64_t rows, int64_t d) {
+    const int64_t half = (d + 1) / 2;
+    std::vector<float> p((size_t)(rows * d));
+    for (int64_t t = 0; t < rows; t++)
+        for (int64_t i = 0; i < half; i++) {
+            const double angle = t / std::pow(10000.0, 2.0 * i / d);
+            p[(size_t)(t * d + i)] = (float)std::sin(angle);
+            if (half + i < d) p[(size_t)(t * d + half + i)] = (float)std::cos(angle);
+        }
+    return p;
+}
+
 void add_one(std::vector<float>& g) {
     for (float& v : g) v += 1.0f;
 }
@@ -60,10 +75,16 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
             for (int64_t i = 0; i < cpp; i++) kt[(size_t)i * d + o] = k[(size_t)o * cpp + i];
         w.patch = pack_matrix(kt, cpp, d);
         w.patch_b = in.vec(T_PATCH_B, -1, d);
+    } else if (arch.no_head) {
+        // an encoder stack reads the decoder's token table (one shared embedding in BART, mBART, Marian): the
+        // loader hands it over
+    } else if (!in.present(T_TOK_EMB) && in.present(T_TOK_EMB_ALT)) { // BART files that keep only a stack's copy
+        w.tok_emb = r.table(in.name(T_TOK_EMB_ALT), V, d);
     } else {
         w.tok_emb = r.table(in.name(T_TOK_EMB), V, d);
     }
     if (arch.pos == POS_LEARNED && !arch.vision) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
+    if (arch.pos == POS_SINUSOID) w.pos_emb = sinusoid_table(c.pos_offset + c.n_ctx, d);
     if (c.n_token_type > 0) w.type_emb = r.floats2(in.name(T_TYPE_EMB), c.n_token_type, d);
     if (in.named(T_EMB_NORM)) {
         w.emb_norm_g = in.vec(T_EMB_NORM, -1, d);
@@ -116,6 +137,19 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
             L.k_norm = in.vec(T_K_NORM, l, full ? kv : dh);
         }
         if (arch.post_norm) L.post_attn_norm = in.vec(T_ATTN_POST_NORM, l, d);
+        // ---- cross-attention (encoder–decoders' decoder layers): keys and values fused k | v ----
+        if (arch.cross) {
+            L.norm3_g = in.vec(T_XNORM, l, d);
+            L.norm3_b = in.vec(T_XNORM_B, l, d);
+            L.x_q = in.matrix(T_XQ, l, d, q);
+            L.x_q_b = in.vec(T_XQ_B, l, q);
+            L.x_kv = r.matrix({in.part(T_XK, l, d, q), in.part(T_XV, l, d, q)}, d);
+            L.x_kv_b = in.vec(T_XK_B, l, q);
+            const std::vector<float> vb = in.vec(T_XV_B, l, q);
+            L.x_kv_b.insert(L.x_kv_b.end(), vb.begin(), vb.end());
+            L.x_o = in.matrix(T_XO, l, q, d);
+            L.x_o_b = in.vec(T_XO_B, l, d);
+        }
         // ---- MLP ----
         if (arch.pre_norm || arch.post_ln) {
             L.norm2_g = in.vec(T_FFN_NORM, l, d);
@@ -162,8 +196,12 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
             for (std::vector<float>* g : {&L.norm1_g, &L.norm2_g, &L.post_attn_norm, &L.post_mlp_norm}) add_one(*g);
         if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
     }
-    w.normf_g = in.vec(T_NORM_F, -1, d);
-    if (layernorm) w.normf_b = in.vec(T_NORM_F_B, -1, d);
+    if (in.named(T_NORM_F)) { // BART's and Marian's stacks end in a layer's own Post-LN: no final norm
+        w.normf_g = in.vec(T_NORM_F, -1, d);
+        if (layernorm) w.normf_b = in.vec(T_NORM_F_B, -1, d);
+    }
+    if (arch.no_head) return; // an encoder stack: its output goes to the decoder's cross-attention
+    if (arch.cross && in.present(T_LM_HEAD_B)) w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V); // absent: zeros, as in HF
     if (arch.gain_plus_one && !r.gguf) add_one(w.normf_g);
     if (arch.mlm_head) {
         w.head_dense = in.matrix(T_HEAD_DENSE, -1, d, d);

@@ -30,15 +30,22 @@ param_counts count_params(const model& m) {
                    (int64_t)(w.patch.size() + w.patch_b.size() + w.cls_tok.size() + w.dist_tok.size() +
                              w.dist_head.size() + w.dist_head_b.size());
     for (const layer_weights& l : w.layers) {
-        p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size());
+        p.attention += (int64_t)(l.w_qkv.size() + l.b_qkv.size() + l.w_o.size() + l.b_o.size() + l.x_q.size() +
+                                 l.x_q_b.size() + l.x_kv.size() + l.x_kv_b.size() + l.x_o.size() + l.x_o_b.size());
         p.mlp += (int64_t)(l.w_up.size() + l.b_up.size() + l.w_gate.size() + l.w_down.size() + l.b_down.size() +
                            l.router.size() + l.shared_gate.size());
         for (const auto* experts : {&l.exp_gate, &l.exp_up, &l.exp_down})
             for (const weight_matrix& e : *experts) p.mlp += (int64_t)e.size();
         p.norms += (int64_t)(l.norm1_g.size() + l.norm1_b.size() + l.norm2_g.size() + l.norm2_b.size() + l.q_norm.size() +
-                             l.k_norm.size() + l.post_attn_norm.size() + l.post_mlp_norm.size());
+                             l.k_norm.size() + l.post_attn_norm.size() + l.post_mlp_norm.size() + l.norm3_g.size() +
+                             l.norm3_b.size());
     }
     p.norms += (int64_t)(w.normf_g.size() + w.normf_b.size() + w.emb_norm_g.size() + w.emb_norm_b.size());
+    if (m.encoder) { // the encoder stack's own; the token embedding is shared
+        const param_counts e = count_params(*m.encoder);
+        p.embeddings += e.embeddings - (int64_t)m.encoder->weights.tok_emb.size();
+        p.attention += e.attention, p.mlp += e.mlp, p.norms += e.norms;
+    }
     return p;
 }
 
@@ -53,10 +60,12 @@ int64_t weight_bytes(const model& m) {
         b += (int64_t)(l.w_qkv.bytes() + l.w_o.bytes() + l.w_up.bytes() + l.w_gate.bytes() + l.w_down.bytes()) +
              vec(l.norm1_g) + vec(l.norm1_b) + vec(l.norm2_g) + vec(l.norm2_b) + vec(l.b_qkv) + vec(l.b_o) +
              vec(l.b_up) + vec(l.b_down) + vec(l.q_norm) + vec(l.k_norm) + vec(l.post_attn_norm) + vec(l.post_mlp_norm) +
-             vec(l.shared_gate) + (int64_t)l.router.bytes();
+             vec(l.shared_gate) + (int64_t)l.router.bytes() + (int64_t)(l.x_q.bytes() + l.x_kv.bytes() + l.x_o.bytes()) +
+             vec(l.x_q_b) + vec(l.x_kv_b) + vec(l.x_o_b) + vec(l.norm3_g) + vec(l.norm3_b);
     for (const layer_weights& l : w.layers)
         for (const auto* experts : {&l.exp_gate, &l.exp_up, &l.exp_down})
             for (const weight_matrix& e : *experts) b += (int64_t)e.bytes();
+    if (m.encoder) b += weight_bytes(*m.encoder) - (int64_t)m.encoder->weights.tok_emb.bytes(); // one shared table
     return b;
 }
 
@@ -220,6 +229,41 @@ static float json_float0(const nlohmann::json& j, const char* key, const std::st
     return json_float(j, key, 0, path);
 }
 
+// An encoder–decoder's stack (BART, mBART, Marian config keys): the decoder's with the LM head, or (encoder) the
+// encoder's. Both share d_model, the vocabulary and the positions; the layers, heads and MLP width are each stack's.
+static model_config parse_seq2seq_config(const nlohmann::json& j, const std::string& path, arch_id arch, bool encoder) {
+    model_config c;
+    c.arch = encoder ? encoder_arch(arch) : arch;
+    c.model_type = json_str(j, "model_type");
+    const std::string side = encoder ? "encoder_" : "decoder_";
+    c.d_model = json_int(j, path, {"d_model"}, 1, 65536);
+    c.n_layer = json_int(j, path, {(side + "layers").c_str()}, 1, 1000);
+    c.n_head = c.n_kv_head = json_int(j, path, {(side + "attention_heads").c_str()}, 1, 1024);
+    c.d_ff = json_int(j, path, {(side + "ffn_dim").c_str()}, 1, 1 << 20);
+    c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+    if (c.d_model % c.n_head)
+        throw error(path + ": d_model " + std::to_string(c.d_model) + " is not a multiple of " + side +
+                    "attention_heads " + std::to_string(c.n_head));
+    c.n_ctx = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 20);
+    c.d_head = c.d_model / c.n_head;
+    c.pos_offset = arch == ARCH_MARIAN ? 0 : 2; // BART's learned table starts 2 rows in (a fairseq legacy)
+    c.norm_eps = 1e-5f;                         // nn.LayerNorm's default: the configs name none
+    c.qkv_bias = c.mlp_bias = true;
+    c.scale_embedding = json_bool(j, "scale_embedding", false, path);
+    c.tied_lm_head = json_bool(j, "tie_word_embeddings", true, path);
+    c.eos_id = json_int(j, path, {"eos_token_id"}, 0, c.vocab_size - 1, 2);
+    c.decoder_start_id = json_int(j, path, {"decoder_start_token_id"}, 0, c.vocab_size - 1, c.eos_id);
+    const std::string act = json_str(j, "activation_function");
+    const std::string want = arch == ARCH_MARIAN ? "swish" : "gelu";
+    if (!act.empty() && act != want && !(arch == ARCH_MARIAN && act == "silu"))
+        throw error(path + ": activation_function " + act + " is not supported for " + c.model_type + " (expected " + want + ")");
+    if (j.contains("decoder_vocab_size") && !j["decoder_vocab_size"].is_null() &&
+        json_int(j, path, {"decoder_vocab_size"}, 1, 4000000) != c.vocab_size)
+        throw error(path + ": decoder_vocab_size differs from vocab_size: Marian models with separate source and "
+                           "target vocabularies are not supported");
+    return c;
+}
+
 static model_config parse_hf_config(const std::string& path) {
     nlohmann::json j = read_json(path);
     if (!j.is_object()) throw error(path + ": not a JSON object");
@@ -229,6 +273,7 @@ static model_config parse_hf_config(const std::string& path) {
     c.model_type = type;
     c.arch = arch_from_hf(type, path);
     const arch_info& arch = arch_table(c.arch);
+    if (arch.cross) return parse_seq2seq_config(j, path, c.arch, false);
     if (c.arch == ARCH_GPT2) {
         c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
         c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
@@ -561,6 +606,16 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     src.conv1d = arch_table(m.config.arch).names->hf_conv1d;
     load_weights(m.weights, m.config, src, opt.progress);
     m.config.tied_lm_head = m.weights.lm_head.empty();
+    std::shared_ptr<model> enc;
+    if (arch_table(m.config.arch).cross) { // the encoder stack: its own layers from the same files
+        enc = std::make_shared<model>();
+        enc->format = m.format;
+        enc->config = json_guard(config_path, [&] {
+            return parse_seq2seq_config(read_json(config_path), config_path, m.config.arch, true);
+        });
+        load_weights(enc->weights, enc->config, src, {});
+        enc->weights.tok_emb = m.weights.tok_emb; // one table, shared
+    }
     for (const safetensors_file& f : src.files) f.file->release();
     if (arch_table(m.config.arch).vision) {
         m.tok = class_labels(config_path, m.config.vocab_size);
@@ -568,6 +623,11 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
         return m;
     }
     m.tok = load_folder_tokenizer(dir.string(), m.config.model_type);
+    if (enc) { // the source's pieces come from the same tokenizer
+        enc->tok = m.tok;
+        enc->path = dir.string();
+        m.encoder = std::move(enc);
+    }
     if ((int)m.tok.vocab.size() > m.config.vocab_size)
         throw error(dir.string() + ": tokenizer has " + std::to_string(m.tok.vocab.size()) +
                     " tokens but the model's vocab_size is " + std::to_string(m.config.vocab_size));

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@ namespace gb {
 enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM };
 // GELU: GPT-2's tanh approximation of x W_up; GELU_ERF: the exact erf GELU (GPT-NeoX / Pythia); SWIGLU:
 // silu(x W_gate) * (x W_up) (Llama); GEGLU: tanh-GELU(x W_gate) * (x W_up) (Gemma)
-enum mlp_kind { MLP_GELU, MLP_GELU_ERF, MLP_SWIGLU, MLP_GEGLU };
-enum pos_kind { POS_LEARNED, POS_ROPE };
+// SILU: silu(x W_up + b), not gated (Marian's "swish")
+enum mlp_kind { MLP_GELU, MLP_GELU_ERF, MLP_SWIGLU, MLP_GEGLU, MLP_SILU };
+// SINUSOID: the original Transformer's fixed table, added like a learned one (Marian's layout: sin | cos halves)
+enum pos_kind { POS_LEARNED, POS_ROPE, POS_SINUSOID };
 // q/k norms after the projections: none, RMSNorm over all heads' q (and k) at once (OLMo 2, OLMoE), or over
 // each head's d_head values with one shared gain (Qwen3, Qwen3-MoE)
 enum qk_norm_kind { QK_NORM_NONE, QK_NORM_FULL, QK_NORM_HEAD };
@@ -54,14 +57,21 @@ struct arch_info {
     bool vision;           // an image classifier (ViT, DeiT): the input is an image cut into patches, each patch's
                            // pixels times W_patch, after [CLS] (+ DeiT's [DIST]); the "vocabulary" is the classes
                            // and the prediction is the classifier's logits at [CLS]
+    // Encoder–decoders (BART, mBART, Marian): the model is the decoder, model::encoder the encoder stack
+    bool cross;            // each decoder layer reads the encoder's output through cross-attention, between its
+                           // masked self-attention and its MLP (the encoder stacks' rows have it false)
+    bool no_head;          // an encoder stack of an encoder–decoder: its output is the final norm's, no logits
 };
 
 enum arch_id {
     ARCH_GPT2, ARCH_LLAMA, ARCH_GPT_NEOX, ARCH_GEMMA, ARCH_GEMMA2, ARCH_PHI3, ARCH_OLMO2, ARCH_QWEN3,
     ARCH_MIXTRAL, ARCH_QWEN2_MOE, ARCH_QWEN3_MOE, ARCH_OLMOE, ARCH_BERT, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_VIT,
-    ARCH_DEIT, ARCH_COUNT
+    ARCH_DEIT, ARCH_BART, ARCH_MBART, ARCH_MARIAN, ARCH_BART_ENCODER, ARCH_MBART_ENCODER,
+    ARCH_MARIAN_ENCODER, ARCH_COUNT
 };
 const arch_info& arch_table(arch_id a);
+// The encoder stack's row of an encoder–decoder's decoder row (ARCH_BART -> ARCH_BART_ENCODER); a itself otherwise
+arch_id encoder_arch(arch_id a);
 
 struct model_config {
     arch_id arch = ARCH_GPT2;
@@ -106,6 +116,9 @@ struct model_config {
     int patch_size = 0;                 // vision: a patch's side; the grid is image_size / patch_size square
     int n_channels = 0;                 // vision: 3 (RGB)
     int n_prefix = 0;                   // vision: rows before the patches, [CLS] (+ [DIST]); n_ctx = n_prefix + patches
+    bool scale_embedding = false;       // token embeddings times sqrt(d_model) (BART family's config; Gemma by its row)
+    int decoder_start_id = -1;          // encoder–decoders: the decoder's first input token (decoder_start_token_id)
+    int eos_id = -1;                    // encoder–decoders: the token that ends a generated target (eos_token_id)
     int grid() const { return patch_size > 0 ? image_size / patch_size : 0; }
     int window_at(int layer) const {    // the keys layer l's queries see (0 = all)
         return sliding_window > 0 && layer >= window_first && (layer - window_first) % window_every == 0 ? sliding_window : 0;
@@ -195,6 +208,15 @@ struct layer_weights {
     std::vector<weight_matrix> exp_gate, exp_up; // [E] each [d][ff_expert]
     std::vector<weight_matrix> exp_down;         // [E] each [ff_expert][d]
     std::vector<float> shared_gate;    // [d] Qwen2-MoE: sigmoid(x . shared_gate) scales the shared expert
+    // Encoder–decoders' decoder layers: cross-attention, queries from the stream, keys and values from the
+    // encoder's output (Post-LN: norm3 after its residual add; Pre-LN: before its queries)
+    std::vector<float> norm3_g, norm3_b; // [d] encoder_attn_layer_norm
+    weight_matrix x_q;                   // [d][H*dh]
+    std::vector<float> x_q_b;            // [H*dh]
+    weight_matrix x_kv;                  // [d][2*H*dh] k | v
+    std::vector<float> x_kv_b;           // [2*H*dh]
+    weight_matrix x_o;                   // [H*dh][d]
+    std::vector<float> x_o_b;            // [d]
 };
 
 struct model_weights {
@@ -229,6 +251,8 @@ struct model {
     std::string source_note; // e.g. "GGUF Q4_K dequantised to f32 (+380 MB)"; empty if nothing to say
     std::string nonfinite_tensor; // first weight holding NaN/Inf, e.g. "layer 3 w_qkv"; empty when all finite
     image_preprocess image_prep;  // vision: how an image becomes pixels (preprocessor_config.json, else HF's defaults)
+    std::shared_ptr<const model> encoder; // encoder–decoders: the encoder stack (its own config and weights, the
+                                          // same tokenizer); this model is the decoder with the LM head
 };
 
 // Parameter counts per component, for the model panel and --json.

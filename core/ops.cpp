@@ -92,6 +92,10 @@ void geglu_forward(float* up, const float* gate, size_t n) {
     }
 }
 
+void silu_forward(float* x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
 void gelu_erf_forward(float* x, size_t n) {
     const int64_t chunk = 4096;
     const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
@@ -200,7 +204,7 @@ void final_norm_forward(float* out, const float* x, int n, const model& m, bool 
         gelu_erf_forward(out, nd);
         x = out;
     }
-    if (identity) {
+    if (identity || w.normf_g.empty()) { // BART and Marian stacks have no final norm
         if (x != out) std::copy_n(x, nd, out);
         return;
     }

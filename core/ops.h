@@ -19,6 +19,8 @@ void swiglu_forward(float* up, const float* gate, size_t n);
 
 // GeGLU in place: up [n] <- gelu_tanh(gate) * up (Gemma).
 void geglu_forward(float* up, const float* gate, size_t n);
+// SiLU in place: x <- x * sigmoid(x) (Marian's "swish", not gated).
+void silu_forward(float* x, size_t n);
 // The exact GELU in place: x <- x * (1 + erf(x / sqrt 2)) / 2 (GPT-NeoX's "gelu").
 void gelu_erf_forward(float* x, size_t n);
 // Soft-capping in place: x <- cap * tanh(x / cap) (Gemma 2's logits).

@@ -82,6 +82,13 @@ struct record {
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
     std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
     std::vector<int> logit_ids;       // when not empty, logits holds only these tokens' logits (forward_options::logit_ids)
+    // Encoder–decoders' decoder: cross-attention, target rows over source columns (run_seq2seq, core/seq2seq.h)
+    int n_source = 0;                 // S: source positions (0: no cross-attention)
+    std::vector<float> cross;         // [L][H][T][S] probabilities, kept with the pattern
+    std::vector<std::string> source_pieces; // [S] display text of each source token
+    const float* cross_head(int layer, int h) const { // [T][S], or nullptr
+        return cross.empty() ? nullptr : &cross[(((size_t)layer * n_head + h) * n_tokens) * n_source];
+    }
     int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
     std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...
     std::string budget_note;          // what the memory budget left out; "" when all that was asked for is here

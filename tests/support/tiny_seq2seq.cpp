@@ -16,37 +16,52 @@ namespace {
 
 std::string layer_prefix(const std::string& stack, int l) { return "model." + stack + ".layers." + std::to_string(l) + "."; }
 
-// mBART's Unigram tokenizer.json: specials, "▁", letters with and without "▁", a few words, "▁w<i>" fillers,
-// and the language code "en_XX" as the last id (mBART's language codes close its vocabulary).
-void write_mbart_tokenizer(const std::string& dir, int V) {
+// A SentencePiece Unigram tokenizer.json for each family: its specials where its config puts them, "▁", letters
+// with and without "▁", a few words, "▁w<i>" fillers; the source template as the real models wrap a text:
+// mBART "$A </s> en_XX" (the language code closes its vocabulary), BART "<s> $A </s>", Marian "$A </s>" (its
+// </s> is id 0 and <pad> the last id). Real BART and Marian folders carry a byte-level BPE and SentencePiece's
+// own files; a Unigram tokenizer.json is what Glassbox reads for Marian (converted) and lets tiny ones have text.
+void write_unigram_tokenizer(const std::string& dir, int V, const std::string& family) {
     const std::string U = "\xE2\x96\x81"; // "▁"
-    std::vector<std::pair<std::string, double>> pieces = {{"<s>", 0}, {"<pad>", 0}, {"</s>", 0}, {"<unk>", 0}, {U, -2}};
+    const bool marian = family == "marian", mbart = family == "mbart";
+    std::vector<std::pair<std::string, double>> pieces;
+    if (marian) pieces = {{"</s>", 0}, {"<unk>", 0}, {U, -2}};
+    else pieces = {{"<s>", 0}, {"<pad>", 0}, {"</s>", 0}, {"<unk>", 0}, {U, -2}};
     for (char c = 'a'; c <= 'z'; c++) pieces.push_back({std::string(1, c), -4}), pieces.push_back({U + c, -5});
     for (const char* w : {"the", "cat", "sat", "on", "mat", "dog", "a", "is", "hello", "world"}) pieces.push_back({U + w, -3});
     for (int i = 0; (int)pieces.size() < V - 1; i++) pieces.push_back({U + "w" + std::to_string(i), -10});
     pieces.resize(V - 1);
-    pieces.push_back({"en_XX", 0});
+    const std::string last = marian ? "<pad>" : mbart ? "en_XX" : "<w_last>";
+    pieces.push_back({last, marian || mbart ? 0 : -10});
+    const int eos = marian ? 0 : 2, unk = marian ? 1 : 3;
     nlohmann::json vocab = nlohmann::json::array(), added = nlohmann::json::array();
     for (const auto& p : pieces) vocab.push_back({p.first, p.second});
-    for (int id : {0, 1, 2, 3, V - 1})
+    std::vector<int> special_ids = marian ? std::vector<int>{0, 1, V - 1} : std::vector<int>{0, 1, 2, 3};
+    if (mbart) special_ids.push_back(V - 1);
+    for (int id : special_ids)
         added.push_back({{"id", id}, {"content", pieces[id].first}, {"single_word", false}, {"lstrip", false},
                          {"rstrip", false}, {"normalized", false}, {"special", true}});
     nlohmann::json metaspace = {{"type", "Metaspace"}, {"replacement", U}, {"add_prefix_space", true},
                                 {"prepend_scheme", "always"}, {"split", true}};
-    // mbart-large-cc25's source template: text </s> en_XX
-    nlohmann::json single = {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                             {{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}},
-                             {{"SpecialToken", {{"id", "en_XX"}, {"type_id", 0}}}}};
-    nlohmann::json specials = {{"</s>", {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}}},
-                               {"en_XX", {{"id", "en_XX"}, {"ids", {V - 1}}, {"tokens", {"en_XX"}}}}};
+    auto special = [](const std::string& t) { return nlohmann::json{{"SpecialToken", {{"id", t}, {"type_id", 0}}}}; };
+    const nlohmann::json seq = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+    nlohmann::json single = nlohmann::json::array();
+    if (family == "bart") single.push_back(special("<s>"));
+    single.push_back(seq);
+    single.push_back(special("</s>"));
+    if (mbart) single.push_back(special("en_XX"));
+    nlohmann::json specials = {{"</s>", {{"id", "</s>"}, {"ids", {eos}}, {"tokens", {"</s>"}}}}};
+    if (mbart) specials["en_XX"] = {{"id", "en_XX"}, {"ids", {V - 1}}, {"tokens", {"en_XX"}}};
+    if (family == "bart") specials["<s>"] = {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}};
     nlohmann::json post = {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single}, {"special_tokens", specials}};
     nlohmann::json tj = {{"version", "1.0"},        {"truncation", nullptr}, {"padding", nullptr},
                          {"added_tokens", added},   {"normalizer", nullptr}, {"pre_tokenizer", metaspace},
                          {"post_processor", post},  {"decoder", metaspace},
-                         {"model", {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", vocab}, {"byte_fallback", false}}}};
+                         {"model", {{"type", "Unigram"}, {"unk_id", unk}, {"vocab", vocab}, {"byte_fallback", false}}}};
     std::ofstream(dir + "/tokenizer.json") << tj.dump();
-    nlohmann::json tc = {{"tokenizer_class", "MBartTokenizer"}, {"bos_token", "<s>"}, {"eos_token", "</s>"},
-                         {"unk_token", "<unk>"},                {"pad_token", "<pad>"}, {"src_lang", "en_XX"}};
+    nlohmann::json tc = {{"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"pad_token", "<pad>"}};
+    if (mbart) tc["tokenizer_class"] = "MBartTokenizer", tc["src_lang"] = "en_XX";
+    if (!marian) tc["bos_token"] = "<s>";
     std::ofstream(dir + "/tokenizer_config.json") << tc.dump(1);
 }
 
@@ -181,7 +196,7 @@ tiny_seq2seq write_tiny_seq2seq(const std::string& dir, const seq2seq_spec& s) {
     c["dropout"] = 0.0, c["attention_dropout"] = 0.0, c["activation_dropout"] = 0.0;
     c["init_std"] = 0.02;
     std::ofstream(dir + "/config.json") << c.dump(1);
-    if (s.family == "mbart" && V >= 8) write_mbart_tokenizer(dir, V);
+    if (V >= 8) write_unigram_tokenizer(dir, V, s.family);
     return m;
 }
 

@@ -104,11 +104,11 @@ struct tiny_seq2seq {
     const std::vector<float>& at(const std::string& name) const;
 };
 
-// dir/ with config.json and model.safetensors (every tensor f32), and for mBART (vocab >= 8) a SentencePiece Unigram
-// tokenizer.json (<s> <pad> </s> <unk>, "▁" pieces of letters and a few words, "en_XX" last as the language
-// code; "$A </s> en_XX" as mBART-cc25 does). BART's byte-level vocab.json needs 256 byte tokens (more than the
-// tiny vocabulary) and Marian folders carry SentencePiece's own source.spm / target.spm, which core does not
-// read, so neither gets a tokenizer: the reference works on ids.
+// dir/ with config.json and model.safetensors (every tensor f32), and (vocab >= 8) a SentencePiece Unigram
+// tokenizer.json with tokenizer_config.json: "▁" pieces of letters and a few words, the family's specials and its
+// source template (mBART "$A </s> en_XX" with the language code last, as mBART-cc25; BART "<s> $A </s>"; Marian
+// "$A </s>"). Real BART folders carry a byte-level BPE (256 byte tokens: more than a tiny vocabulary) and Marian
+// ones SentencePiece's own files, which converters turn into such a tokenizer.json.
 // Special ids: BART and mBART <s> 0, <pad> 1, </s> 2, <unk> 3, decoder start </s> (BART) or the language code
 // V - 1 (mBART); Marian </s> 0, <unk> 1, <pad> V - 1, decoder start <pad> (as opus-mt configs).
 tiny_seq2seq write_tiny_seq2seq(const std::string& dir, const seq2seq_spec& s);

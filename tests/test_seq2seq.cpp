@@ -1,0 +1,202 @@
+// Encoder–decoders (BART, mBART, Marian): core's forward against the double-precision reference (tiny_seq2seq.h)
+// on tiny random models the tests write in HF layout, under every ablation and both matmul kernels: both stacks'
+// records at every hook point, the cross-attention pattern, the logits; the token embedding under each name HF
+// files use, an untied head, stacks of different depths; generation through the cache; errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "safetensors.h"
+#include "generate.h"
+#include "seq2seq.h"
+#include "test_util.h"
+#include "tiny_encoder.h" // keep_every_point, encoder_ablation_cases
+#include "tiny_llama.h"   // expect_record_matches
+#include "tiny_model.h"   // test_temp_dir
+#include "tiny_seq2seq.h"
+
+namespace {
+
+std::vector<int> decoder_input(const tiny_seq2seq& m, int n, uint32_t seed) {
+    std::vector<int> ids = random_tokens(n - 1, m.spec.vocab, seed);
+    ids.insert(ids.begin(), m.decoder_start_id);
+    return ids;
+}
+
+void expect_seq2seq_matches(const seq2seq_spec& s, const std::string& label,
+                            const std::vector<std::pair<std::string, gb::ablation>>& cases) {
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_core_" + label), s);
+    const std::vector<int> source = random_tokens(9, s.vocab, s.seed + 11);
+    const std::vector<int> target = decoder_input(tm, 7, s.seed + 13);
+    for_each_matmul([&] {
+        const gb::model m = gb::load_model(tm.dir);
+        ASSERT_TRUE(gb::is_seq2seq(m));
+        for (const auto& [name, ab] : cases) {
+            gb::seq2seq_record got;
+            gb::run_seq2seq(got, m, source, target, ab, keep_every_point());
+            const ref_seq2seq want = reference_seq2seq(tm, source, target, ab);
+            const std::string where = label + ", " + name;
+            expect_record_matches(got.encoder, want.encoder, where + ", encoder");
+            expect_record_matches(got.decoder, want.decoder, where + ", decoder");
+            EXPECT_LT(max_scaled_error(got.decoder.cross, want.cross.attention), 1e-4) << where << ": cross-attention";
+            EXPECT_EQ(got.decoder.n_source, (int)source.size());
+            EXPECT_EQ(got.decoder.source_pieces.size(), source.size());
+        }
+    });
+}
+
+// The encoders' cases (layers 0 and 1, heads 0.1 and 1.3) under the shared-index convention
+TEST(Seq2seq, BartMatchesReferenceUnderEveryAblation) { expect_seq2seq_matches({}, "bart", encoder_ablation_cases()); }
+
+TEST(Seq2seq, MbartPreLnMatchesReferenceUnderEveryAblation) {
+    seq2seq_spec s;
+    s.family = "mbart";
+    s.seed = 3;
+    expect_seq2seq_matches(s, "mbart", encoder_ablation_cases());
+}
+
+TEST(Seq2seq, MarianSinusoidsAndSwishMatchReferenceUnderEveryAblation) {
+    seq2seq_spec s;
+    s.family = "marian";
+    s.seed = 5;
+    expect_seq2seq_matches(s, "marian", encoder_ablation_cases());
+}
+
+// HF files keep the tied embedding as model.shared, as the decoder's embed_tokens only (bart-large-cnn), or under
+// every name; Marian's older conversions store the sinusoids; a head of its own; no scale_embedding
+TEST(Seq2seq, EmbeddingNamesUntiedHeadAndStoredSinusoids) {
+    const std::vector<std::pair<std::string, gb::ablation>> none = {{"none", {}}};
+    seq2seq_spec s;
+    s.embed_stored_as = "decoder";
+    expect_seq2seq_matches(s, "bart_decoder_embed", none);
+    s.embed_stored_as = "all";
+    s.seed = 7;
+    expect_seq2seq_matches(s, "bart_all_embed", none);
+    s.embed_stored_as = "shared";
+    s.tied = false;
+    s.scale_embedding = 1;
+    expect_seq2seq_matches(s, "bart_untied_scaled", none);
+    seq2seq_spec mr;
+    mr.family = "marian";
+    mr.marian_positions_stored = true;
+    mr.scale_embedding = 0;
+    expect_seq2seq_matches(mr, "marian_stored_positions", none);
+}
+
+// Stacks of different depths: a layer only the encoder has is ablated there and nowhere else
+TEST(Seq2seq, StacksOfDifferentDepthsShareTheLayerIndex) {
+    seq2seq_spec s;
+    s.family = "mbart";
+    s.enc_layers = 3;
+    s.dec_layers = 2;
+    s.seed = 9;
+    std::vector<std::pair<std::string, gb::ablation>> cases(3);
+    cases[0].first = "none";
+    cases[1].first = "no-attention[2]", cases[1].second.no_attention = layers_on({2});
+    cases[2].first = "no-layernorm[0,1,2] (every encoder layer, every decoder layer)";
+    cases[2].second.no_layernorm = layers_on({0, 1, 2});
+    expect_seq2seq_matches(s, "mbart_3_2", cases);
+    const gb::ablation only_encoder = gb::stack_ablation(cases[1].second, 2, 4);
+    EXPECT_FALSE(only_encoder.no_attention.on) << "the decoder has no layer 2: nothing of it is ablated there";
+}
+
+// Cross-attention rows are distributions over the source, and the decoder's first row does not see later targets
+TEST(Seq2seq, CrossAttentionRowsSpanTheSourceAndSelfAttentionIsCausal) {
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_rows"), {});
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> source = random_tokens(12, 120, 1), target = decoder_input(tm, 5, 2);
+    gb::seq2seq_record r;
+    gb::run_seq2seq(r, m, source, target);
+    const int S = 12, T = 5;
+    ASSERT_EQ(r.decoder.cross.size(), (size_t)2 * 4 * T * S);
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 4; h++) {
+            const float* c = r.decoder.cross_head(l, h);
+            for (int t = 0; t < T; t++) {
+                double sum = 0;
+                for (int j = 0; j < S; j++) sum += c[t * S + j];
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+            }
+            const float* p = r.decoder.head(l, h);
+            for (int t = 0; t < T; t++)
+                for (int j = t + 1; j < T; j++) EXPECT_EQ(p[t * T + j], 0.0f);
+        }
+    EXPECT_TRUE(r.decoder.causal);
+    EXPECT_FALSE(r.encoder.causal);
+}
+
+// Greedy translation through the cache equals re-running the whole target each step and taking the argmax
+TEST(Seq2seq, GreedyTranslationThroughTheCacheMatchesFullRuns) {
+    for (const char* family : {"bart", "marian"}) {
+        seq2seq_spec s;
+        s.family = family;
+        s.std = 0.6f; // peaked distributions: no near-ties between the two ways of computing the logits
+        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_gen_") + family), s);
+        const gb::model m = gb::load_model(tm.dir);
+        const std::vector<int> source = random_tokens(8, 120, 4);
+        gb::ablation ab;
+        ab.heads = {{1, 2}};
+        const gb::generation g = gb::translate(m, source, 6, {}, ab);
+        ASSERT_FALSE(g.ids.empty());
+        std::vector<int> target = {m.config.decoder_start_id};
+        for (size_t i = 0; i < g.ids.size(); i++) {
+            const ref_seq2seq ref = reference_seq2seq(tm, source, target, ab);
+            const int V = 120, last = (int)target.size() - 1;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (ref.logits[(size_t)last * V + v] > ref.logits[(size_t)last * V + best]) best = v;
+            EXPECT_EQ(g.ids[i], best) << family << ": step " << i;
+            target.push_back(g.ids[i]);
+        }
+        EXPECT_EQ(g.hit_eos, g.ids.back() == m.config.eos_id);
+    }
+}
+
+// mBART's source template (text </s> en_XX) and the decoder's input (its start token, then the text)
+TEST(Seq2seq, SourceTemplateAndTargetStart) {
+    seq2seq_spec s;
+    s.family = "mbart";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_tok"), s);
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> src = gb::source_ids(m, "the cat sat");
+    ASSERT_GE(src.size(), 5u);
+    EXPECT_EQ(src[src.size() - 2], 2) << "</s>";
+    EXPECT_EQ(src.back(), s.vocab - 1) << "en_XX";
+    EXPECT_EQ(gb::token_text(m.tok, src[0]), " the");
+    const std::vector<int> tgt = gb::target_ids(m, "the cat");
+    EXPECT_EQ(tgt.front(), m.config.decoder_start_id);
+    EXPECT_EQ(tgt.size(), 3u);
+}
+
+TEST(Seq2seq, ErrorsNameWhatIsWrong) {
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_err"), {});
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> target = {m.config.decoder_start_id};
+    gb::seq2seq_record r;
+    expect_gb_error([&] { gb::run_seq2seq(r, m, {}, target); }, "empty source");
+    expect_gb_error([&] { gb::run_seq2seq(r, m, random_tokens(41, 120, 1), target); }, "source too long: 41 tokens");
+    expect_gb_error([&] { gb::run_seq2seq(r, m, {1, 2}, {}); }, "empty target");
+    expect_gb_error([&] { gb::run_seq2seq(r, m, {1, 500}, target); }, "token id 500 is outside the vocabulary");
+    expect_gb_error([&] { gb::generate(m, {1, 2}, 3, {}); }, "is an encoder–decoder");
+    gb::record plain;
+    expect_gb_error([&] { gb::run_forward(plain, m, {1, 2}); }, "reads the encoder's output");
+    // a missing cross-attention tensor is named
+    const std::string broken = test_temp_dir("s2s_missing");
+    std::filesystem::create_directories(broken);
+    std::filesystem::copy_file(tm.dir + "/config.json", broken + "/config.json");
+    {
+        const gb::safetensors_file f = gb::open_safetensors(tm.dir + "/model.safetensors");
+        std::vector<gb::st_out> keep;
+        for (const auto& [name, t] : f.tensors)
+            if (name != "model.decoder.layers.1.encoder_attn.k_proj.weight")
+                keep.push_back({name, t.shape, gb::tensor_f32(f, t, t.shape), gb::ST_F32});
+        gb::write_safetensors(broken + "/model.safetensors", keep);
+    }
+    expect_gb_error([&] { gb::load_model(broken); }, "model.decoder.layers.1.encoder_attn.k_proj.weight");
+}
+
+} // namespace
