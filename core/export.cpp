@@ -109,7 +109,16 @@ nlohmann::json model_json(const model& m) {
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
     j["family"] = arch_table(c.arch).name; // the architecture table's row (arch is the file's own name)
     j["kind"] = arch_table(c.arch).vision ? "vision transformer (image classifier)"
+                : arch_table(c.arch).cross       ? "encoder–decoder (translation)"
                 : arch_table(c.arch).bidirectional ? "encoder (masked LM)" : "decoder";
+    if (m.encoder) { // the numbers above are the decoder's
+        const model_config& e = m.encoder->config;
+        j["encoder"] = {{"n_layer", e.n_layer}, {"n_head", e.n_head}, {"d_ff", e.d_ff}};
+        j["blocks"] = arch_table(c.arch).post_ln ? "Post-LN" : "Pre-LN";
+        j["positions"] = arch_table(c.arch).pos == POS_SINUSOID ? "sinusoidal" : "learned";
+        j["decoder_start_id"] = c.decoder_start_id;
+        j["eos_id"] = c.eos_id;
+    }
     if (arch_table(c.arch).vision)
         j["vision"] = {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"grid", c.grid()},
                        {"prefix_tokens", c.n_prefix}, {"classes", c.vocab_size}};

@@ -1,5 +1,6 @@
 #include "seq2seq.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "arch.h"
@@ -83,6 +84,32 @@ void run_seq2seq(seq2seq_record& out, const model& m, const std::vector<int>& so
     o.interventions.insert(o.interventions.begin(), iv.begin(), iv.end());
     eval(out.decoder.logits, &out.decoder, s, m, target.data(), (int)target.size(), o);
     out.decoder.source_pieces = out.encoder.pieces;
+}
+
+std::vector<float> cross_average(const record& dec, int layer) {
+    const int T = dec.n_tokens, S = dec.n_source, H = dec.n_head;
+    if (dec.cross.empty() || S <= 0) return {};
+    if (layer >= dec.n_layer) throw error("layer " + std::to_string(layer) + " is outside the decoder's " + std::to_string(dec.n_layer));
+    const int l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? dec.n_layer : layer + 1;
+    std::vector<double> sum((size_t)T * S, 0.0);
+    for (int l = l0; l < l1; l++)
+        for (int h = 0; h < H; h++) {
+            const float* c = dec.cross_head(l, h);
+            for (size_t i = 0; i < sum.size(); i++) sum[i] += c[i];
+        }
+    const double k = 1.0 / ((double)(l1 - l0) * H);
+    std::vector<float> out(sum.size());
+    for (size_t i = 0; i < sum.size(); i++) out[i] = (float)(sum[i] * k);
+    return out;
+}
+
+std::vector<int> cross_alignment(const record& dec, int layer) {
+    const std::vector<float> avg = cross_average(dec, layer);
+    const int S = dec.n_source;
+    std::vector<int> at;
+    for (size_t r = 0; S > 0 && r < avg.size() / S; r++)
+        at.push_back((int)(std::max_element(avg.begin() + r * S, avg.begin() + (r + 1) * S) - (avg.begin() + r * S)));
+    return at;
 }
 
 generation translate(const model& m, const std::vector<int>& source, int max_new, const sampling& sp,

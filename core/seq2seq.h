@@ -47,6 +47,12 @@ std::vector<float> run_encoder(record* rec, const model& m, const std::vector<in
 void run_seq2seq(seq2seq_record& out, const model& m, const std::vector<int>& source, const std::vector<int>& target,
                  const ablation& ab = {}, const forward_options& opt = {});
 
+// Cross-attention averaged over heads [T][S]: of one layer, or (layer -1) over every layer too; the classic
+// alignment picture of translation. Empty when the record has no cross-attention.
+std::vector<float> cross_average(const record& dec, int layer = -1);
+// For each target row, the source position it attends to most in cross_average(dec, layer).
+std::vector<int> cross_alignment(const record& dec, int layer = -1);
+
 // The target generated for source, greedy or sampled (sp), one token at a time through the decoder's cache, the
 // source encoded once: stops at EOS (kept as the last id) or after max_new tokens. ids are the decoder's input
 // after decoder start (so target = {decoder_start} + ids is what run_seq2seq shows). on_token may return false to

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -197,6 +198,69 @@ TEST(Seq2seq, ErrorsNameWhatIsWrong) {
         gb::write_safetensors(broken + "/model.safetensors", keep);
     }
     expect_gb_error([&] { gb::load_model(broken); }, "model.decoder.layers.1.encoder_attn.k_proj.weight");
+}
+
+// A float32 .npy file's values (version 1 header) and shape, for checking what the CLI wrote
+std::vector<float> read_npy_f32(const std::string& path, std::string& header) {
+    std::ifstream f(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (all.size() < 10) return {};
+    const size_t hl = (uint8_t)all[8] | (size_t)(uint8_t)all[9] << 8;
+    header = all.substr(10, hl);
+    std::vector<float> v((all.size() - 10 - hl) / 4);
+    std::memcpy(v.data(), all.data() + 10 + hl, v.size() * 4);
+    return v;
+}
+
+// glassbox-cli: run --source / --target-text prints the tokens, the next target token and the alignment, and
+// writes the three attentions as .npy (cross_attention.npy equal to the reference's); generate --source
+// translates; info names the kind; the decoder-only commands are refused in one line.
+TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
+    seq2seq_spec s;
+    s.family = "marian";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_cli"), s);
+    const std::string out = test_temp_dir("s2s_cli_out");
+    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
+    command_result r = cli("run --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --heads 1.2 --json '" +
+                           out + ".json' --npy-dir '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("source (4): [55 \" the\"] [56 \" cat\"] [57 \" sat\"] [0 \"</s>\"]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("top 10 next target tokens:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("alignment"), std::string::npos) << r.out;
+    std::string header;
+    const std::vector<float> cross = read_npy_f32(out + "/cross_attention.npy", header);
+    EXPECT_NE(header.find("'shape': (2, 4, 3, 4)"), std::string::npos) << header;
+    gb::ablation ab;
+    ab.heads = {{1, 2}};
+    const std::vector<int> src = {55, 56, 57, 0}, tgt = {s.vocab - 1, 55, 60 /* " dog" */};
+    const ref_seq2seq ref = reference_seq2seq(tm, src, tgt, ab);
+    EXPECT_LT(max_scaled_error(cross, ref.cross.attention), 1e-4);
+    read_npy_f32(out + "/attention.npy", header);
+    EXPECT_NE(header.find("'shape': (2, 4, 4, 4)"), std::string::npos) << header;
+    read_npy_f32(out + "/decoder_attention.npy", header);
+    EXPECT_NE(header.find("'shape': (2, 4, 3, 3)"), std::string::npos) << header;
+    nlohmann::json j;
+    std::ifstream(out + ".json") >> j;
+    EXPECT_EQ(j["model"]["kind"], "encoder–decoder (translation)");
+    EXPECT_EQ(j["target_ids"], nlohmann::json(tgt));
+    EXPECT_EQ(j["alignment"].size(), 3u);
+    // without a target: the greedy translation
+    r = cli("run --model '" + tm.dir + "' --source 'the cat' --max-new-tokens 4");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("translation: "), std::string::npos) << r.out;
+    r = cli("generate --model '" + tm.dir + "' --source 'hello world' --max-new-tokens 5 --json '" + out + "_gen.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream(out + "_gen.json") >> j;
+    const gb::model m = gb::load_model(tm.dir);
+    EXPECT_EQ(j["ids"], nlohmann::json(gb::translate(m, gb::source_ids(m, "hello world"), 5, {}).ids));
+    r = cli("info --model '" + tm.dir + "'");
+    EXPECT_NE(r.out.find("\"positions\": \"sinusoidal\""), std::string::npos) << r.out;
+    r = cli("lens --model '" + tm.dir + "' --prompt hi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("is an encoder–decoder (marian)"), std::string::npos) << r.err;
+    r = cli("run --model '" + tm.dir + "' --prompt hi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
 }
 
 } // namespace

@@ -32,6 +32,7 @@
 #include "model.h"
 #include "moe.h"
 #include "npy.h"
+#include "seq2seq.h"
 #include "vision.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -57,11 +58,13 @@ out, generate, tokenize, and read the analyses (logit lens, attribution, head sc
 or NumPy files.
 
 Commands and their options (glassbox-cli COMMAND --help explains each):
-  run          [--model PATH] (--prompt TEXT | --image FILE) [--ablate no-residual,no-layernorm,no-attention]
+  run          [--model PATH] (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
+               [--ablate no-residual,no-layernorm,no-attention]
                [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
-  generate     [--model PATH] --prompt TEXT --max-new-tokens N [--temperature T | --temperatures 0.3,0.8,1.5]
+  generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
+               [--temperature T | --temperatures 0.3,0.8,1.5]
                [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
                [--experts ...] [--json FILE] [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
@@ -154,16 +157,24 @@ const std::vector<command_doc>& command_docs() {
         return std::vector<command_doc>{
             {"run", "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each "
                     "[MASK]; image classifiers: the top-k classes of an image and where [CLS] looked)",
-             {"--prompt TEXT [--model PATH] [options]", "--image FILE --model VIT_OR_DEIT_FOLDER [options]"},
+             {"--prompt TEXT [--model PATH] [options]", "--image FILE --model VIT_OR_DEIT_FOLDER [options]",
+              "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]"},
              {model, tokenizer, prompt, {"image", "FILE", "a PNG or JPEG for a ViT or DeiT classifier (resized and normalised "
                                                           "as its preprocessor_config.json says)"},
+              {"source", "TEXT", "encoder–decoders (BART, mBART, Marian): the text the encoder reads"},
+              {"target-text", "TEXT", "encoder–decoders: the target the decoder reads after its start token (default: "
+                                      "the greedy translation of --source)"},
+              {"max-new-tokens", "N", "encoder–decoders without --target-text: the longest translation (default 40)"},
               bos, ablate, layers, heads, experts,
               {"top-k", "N", "how many next tokens to list (default 10)"},
               {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
               {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing (MoE models: "
                                "the routing, each layer's and token's experts and weights)"},
               {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR (image "
-                                 "classifiers also rollout.npy [T, T] and pixels.npy [3, S, S])"},
+                                 "classifiers also rollout.npy [T, T] and pixels.npy [3, S, S]; encoder–decoders: "
+                                 "tokens.npy and attention.npy [L, H, S, S] are the encoder's, logits.npy [T, V], "
+                                 "target_tokens.npy, decoder_attention.npy [L, H, T, T], decoder_residual_norms.npy "
+                                 "and cross_attention.npy [L, H, T, S] the decoder's)"},
               {"keep", "POINTS", "hook points to write to --npy-dir too: resid_pre, attn_in, q, k, v, z, head_out, "
                                  "attn_out, resid_mid, mlp_in, router (MoE models), mlp_post (dense models), mlp_out, "
                                  "resid_post, final_norm, resid_stream"},
@@ -171,8 +182,11 @@ const std::vector<command_doc>& command_docs() {
               {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
               matmul, weights}},
             {"generate", "continue a prompt, printing the text as it is generated",
-             {"--prompt TEXT --max-new-tokens N [--model PATH] [options]"},
+             {"--prompt TEXT --max-new-tokens N [--model PATH] [options]",
+              "--source TEXT --max-new-tokens N --model BART_MBART_OR_MARIAN_FOLDER [options]"},
              {model, tokenizer, {"prompt", "TEXT", "the text to continue"},
+              {"source", "TEXT", "encoder–decoders: the text to translate (the target is generated from the decoder's "
+                                 "start token)"},
               {"max-new-tokens", "N", "how many tokens to generate (fewer when the model ends the text)"},
               {"temperature", "T", "sampling temperature; 0, the default, is greedy"},
               {"temperatures", "LIST", "several temperatures, e.g. 0.3,0.8,1.5: one continuation each from the same "
@@ -414,6 +428,12 @@ gb::model open_model(const args& a) {
     if (gb::arch_table(m.config.arch).vision && a.command != "run" && a.command != "info" && a.command != "bench")
         throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
                           "): it reads images, with `run --image FILE`; " + a.command + " reads text");
+    // an encoder–decoder reads a source: run and generate take it (--source), info and tokenize need none
+    if (gb::arch_table(m.config.arch).cross && a.command != "run" && a.command != "generate" && a.command != "info" &&
+        a.command != "tokenize")
+        throw usage_error(m.path + " is an encoder–decoder (" + gb::arch_table(m.config.arch).name +
+                          "): it translates a source, with `run --source TEXT` or `generate --source TEXT`; " + a.command +
+                          " is for decoder-only models");
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
         std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
                      m.nonfinite_tensor.c_str());
@@ -579,8 +599,80 @@ std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>
     return gb::vision_tokens(m.config);
 }
 
+// Encoder–decoders: the source through the encoder, the target (given, or the greedy translation) through the
+// decoder; the next target token, and which source token each target token reads most (cross-attention averaged
+// over heads and layers)
+int run_seq2seq(const args& a, const gb::model& m) {
+    if (a.has("prompt") || a.has("image"))
+        throw usage_error(std::string(a.has("prompt") ? "--prompt" : "--image") + ": " + m.path +
+                          " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
+    const std::vector<int> src = gb::source_ids(m, a.need("source"));
+    const gb::ablation ab = parse_ablation(a, m.config);
+    const int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
+    std::vector<int> tgt;
+    if (a.has("target-text")) {
+        tgt = gb::target_ids(m, a.get("target-text"));
+    } else { // the model's own translation, its EOS left for the last row to predict
+        const int max_new = (int)parse_int(a.get("max-new-tokens", std::to_string(std::min(40, m.config.n_ctx - 1))), "--max-new-tokens", 1, m.config.n_ctx - 1);
+        gb::generation g = gb::translate(m, src, max_new, {}, ab);
+        if (g.hit_eos) g.ids.pop_back();
+        tgt = {m.config.decoder_start_id};
+        tgt.insert(tgt.end(), g.ids.begin(), g.ids.end());
+    }
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
+    gb::seq2seq_record r;
+    gb::run_seq2seq(r, m, src, tgt, ab, opt);
+    const gb::record& dec = r.decoder;
+    std::printf("source (%d):", r.encoder.n_tokens);
+    for (int t = 0; t < r.encoder.n_tokens; t++) std::printf(" [%d \"%s\"]", src[t], visible(r.encoder.pieces[t]).c_str());
+    std::printf("\ntarget (%d):", dec.n_tokens);
+    for (int t = 0; t < dec.n_tokens; t++) std::printf(" [%d \"%s\"]", tgt[t], visible(dec.pieces[t]).c_str());
+    const std::vector<int> body(tgt.begin() + 1, tgt.end());
+    std::printf("\ntranslation: %s\nablation: %s\n", terminal_safe(gb::utf8_sanitize(gb::decode(m.tok, body)), true).c_str(),
+                ab.describe().c_str());
+    if (dec.nonfinite_layer >= 0) std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", dec.nonfinite_where.c_str());
+    print_top(m, "top " + std::to_string(top_k) + " next target tokens:", gb::top_k_probs(dec.last_logits(), dec.vocab, top_k));
+    const std::vector<int> align = gb::cross_alignment(dec);
+    std::printf("alignment (each target token's most-read source token, cross-attention averaged over heads and layers):\n");
+    for (int t = 0; t < dec.n_tokens; t++)
+        std::printf("  %-16s <- %s\n", ("\"" + visible(dec.pieces[t]) + "\"").c_str(),
+                    ("\"" + visible(r.encoder.pieces[align[t]]) + "\"").c_str());
+    if (a.has("json")) {
+        nlohmann::json j = gb::capture_json(m, dec, ab, top_k);
+        j["source_ids"] = src;
+        j["source_tokens"] = r.encoder.pieces;
+        j["target_ids"] = tgt;
+        j["translation"] = gb::utf8_sanitize(gb::decode(m.tok, body));
+        j["alignment"] = align;
+        j["encoder_resid_norm"] = r.encoder.resid_norm;
+        gb::write_json(a.get("json"), j);
+    }
+    if (a.has("npy-dir")) {
+        const std::string dir = a.get("npy-dir");
+        // the encoder's record as a decoder-only run's (tokens.npy the source, attention.npy its self-attention),
+        // then the decoder's under decoder_* and the cross-attention; logits.npy is the decoder's [T, V]
+        gb::write_capture_npy(dir, r.encoder);
+        gb::write_record_npy(dir, r.encoder);
+        const int L = dec.n_layer, H = dec.n_head, T = dec.n_tokens, S = dec.n_source;
+        gb::write_npy(dir + "/logits.npy", {T, dec.vocab}, dec.logits.data());
+        gb::write_npy(dir + "/decoder_attention.npy", {L, H, T, T}, dec.flat(gb::HOOK_PATTERN).data());
+        gb::write_npy(dir + "/cross_attention.npy", {L, H, T, S}, dec.cross.data());
+        gb::write_npy(dir + "/decoder_residual_norms.npy", {2 * L + 1, T}, dec.resid_norm.data());
+        const std::vector<int32_t> ids(tgt.begin(), tgt.end());
+        gb::write_npy(dir + "/target_tokens.npy", {T}, ids.data());
+    }
+    return 0;
+}
+
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
+    if (gb::is_seq2seq(m)) return run_seq2seq(a, m);
+    for (const char* k : {"source", "target-text"})
+        if (a.has(k))
+            throw usage_error(std::string("--") + k + ": " + m.path + " is not an encoder–decoder (" +
+                              gb::arch_table(m.config.arch).name + "); give --prompt TEXT");
     std::vector<float> pixels;
     std::vector<int> ids = run_input(a, m, pixels);
     gb::ablation ab = parse_ablation(a, m.config);
@@ -687,8 +779,43 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
     return 0;
 }
 
+// Encoder–decoders: the source's translation, greedy or sampled, printed as it is made
+int generate_seq2seq(const args& a, const gb::model& m, int max_new, const gb::sampling& sp, const gb::ablation& ab) {
+    if (a.has("prompt")) throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT");
+    if (a.has("temperatures")) throw usage_error("--temperatures: encoder–decoders take one --temperature");
+    const std::vector<int> src = gb::source_ids(m, a.need("source"));
+    std::vector<int> made;
+    const gb::generation g = gb::translate(m, src, max_new, sp, ab, [&](int id) {
+        made.push_back(id);
+        std::printf("%s", terminal_safe(gb::token_text(m.tok, id), true).c_str());
+        std::fflush(stdout);
+        return true;
+    });
+    std::vector<int> body = g.ids;
+    if (g.hit_eos) body.pop_back();
+    const std::string text = gb::utf8_sanitize(gb::decode(m.tok, body));
+    std::printf("\n[%zu tokens%s, %.0f ms]\n", g.ids.size(), g.hit_eos ? ", ended by EOS" : "", g.ms);
+    if (a.has("json"))
+        gb::write_json(a.get("json"), nlohmann::json{{"source", a.get("source")}, {"source_ids", src}, {"ids", g.ids},
+                                                     {"translation", text}, {"hit_eos", g.hit_eos}});
+    return 0;
+}
+
 int cmd_generate(const args& a) {
     gb::model m = open_model(a);
+    if (gb::is_seq2seq(m)) {
+        gb::sampling sp;
+        sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
+        sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
+        sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
+        if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
+        sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+        const int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 1, m.config.n_ctx);
+        return generate_seq2seq(a, m, max_new, sp, parse_ablation(a, m.config));
+    }
+    if (a.has("source"))
+        throw usage_error("--source: " + m.path + " is not an encoder–decoder (" + gb::arch_table(m.config.arch).name +
+                          "); give --prompt TEXT");
     std::string prompt = a.need("prompt");
     std::vector<int> ids = prompt_ids(m, prompt, a.has("bos"));
     int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
