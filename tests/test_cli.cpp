@@ -266,7 +266,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
         EXPECT_EQ(r.err, "error: " + needle + "\n") << args;
     };
     refused("run " + M() + " --prompt x --temperature 5", "run does not take --temperature");
-    refused("run " + M() + " --prompt x --max-new-tokens 3", "run does not take --max-new-tokens");
+    refused("run " + M() + " --prompt x --temperature 1", "run does not take --temperature");
     refused("generate " + M() + " --prompt x --max-new-tokens 1 --npy-dir /tmp/x", "generate does not take --npy-dir");
     refused("generate " + M() + " --prompt x --max-new-tokens 1 --all-logits", "generate does not take --all-logits");
     refused("tokenize " + M() + " --text x --bos", "tokenize does not take --bos");

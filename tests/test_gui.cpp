@@ -23,6 +23,8 @@
 #include "analysis/compare.h"
 #include "tiny_encoder.h"
 #include "tiny_vision.h"
+#include "tiny_seq2seq.h"
+#include "seq2seq.h"
 #include "vision.h"
 #include "tiny_model.h"
 #include "tokenizer.h"
@@ -142,6 +144,35 @@ TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
     EXPECT_EQ(st[2]["ablation"], "no-attention");
     ASSERT_EQ(st[2]["fills"].size(), 1u);
     EXPECT_NE(st[2]["fills"][0]["top"][0]["prob"], st[1]["fills"][0]["top"][0]["prob"]);
+}
+
+// An encoder–decoder: the prompt is the source, the target starts as the model's greedy translation; the
+// Cross-attention tab is offered (the decoder-only analyses are not); the encoder radio shows the source's
+// self-attention; a typed target is what the decoder reads; the prediction equals core's next target token.
+TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
+    ASSERT_TRUE(have_app());
+    seq2seq_spec sp;
+    sp.family = "marian";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("gui_marian") + "/m", sp);
+    const std::string script = "wait\nprint\ntab cross\nclick stack encoder\nwait\nprint\nclick stack decoder\n"
+                               "click target text\ntype the dog\nkey enter\nwait\nprint\n";
+    int rc = -1;
+    const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "cross"}));
+    EXPECT_EQ(st[0]["error"], "");
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> src = gb::source_ids(m, "the cat sat");
+    const gb::generation g = gb::translate(m, src, 39, {});
+    EXPECT_EQ(st[0]["tokens"].size(), g.ids.size() - (g.hit_eos ? 1 : 0) + 1) << "the decoder's target: start + translation";
+    EXPECT_EQ(st[1]["tokens"], nlohmann::json({" the", " cat", " sat", "</s>"})) << "the encoder's source";
+    EXPECT_EQ(st[1]["tab"], "cross");
+    ASSERT_EQ(st[2]["tokens"].size(), 3u) << st[2].dump();
+    EXPECT_EQ(st[2]["tokens"][1], " the");
+    gb::seq2seq_record r;
+    gb::run_seq2seq(r, m, src, gb::target_ids(m, "the dog"));
+    EXPECT_EQ(st[2]["top1"], gb::token_text(m.tok, gb::top_k_probs(r.decoder.last_logits(), r.decoder.vocab, 1)[0].id));
 }
 
 // A ViT classifies an image given on the command line; the Image tab overlays [CLS]'s attention, a click on a

@@ -49,6 +49,11 @@ struct run_result {
     std::vector<gb::fill_slot> fills;       // encoders: the top-k at every mask token of the prompt
     std::vector<gb::fill_slot> base_fills;  // the same without any ablation
     std::string image_path;                 // vision models: the image it ran on
+    std::string target;                     // encoder–decoders: the target text asked for ("": the translation)
+    int stack = 1;                          // encoder–decoders: the stack run (the grid) shows: 0 encoder, 1 decoder
+    std::shared_ptr<const gb::record> encoder, decoder; // encoder–decoders: both stacks under the ablation; the
+                                            // decoder's record holds the cross-attention [L][H][T][S]
+    std::string translation;                // encoder–decoders: the target's text after the start token
     std::shared_ptr<const gb::image> view;  // vision models: that image as the model sees it (resized, cropped)
     std::vector<float> rollout;             // vision models: [T][T] attention rollout through every layer
     gb::head_scores scores;                 // [L][H] per score, from the patterns
@@ -124,7 +129,7 @@ enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, AN
                      ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_COUNT };
+                    TAB_CROSS, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image" (sessions, scripts)
 // Whether the tab bar shows t for this model (Experts: a model with experts; Image: a vision model).
@@ -230,6 +235,10 @@ struct app_state {
     // ---- inputs (owned by the UI thread) ----
     std::string prompt = "The cat sat on the mat. The cat";
     std::string image_path;          // vision models: the PNG or JPEG they classify (the prompt is unused)
+    std::string target_text;         // encoder–decoders: the target the decoder reads (the prompt is the source);
+                                     // empty: the model's own greedy translation
+    int stack = 1;                   // encoder–decoders: the stack the grid and the head view show (0 encoder, 1 decoder)
+    bool cross_average = false;      // the Cross-attention tab: every head and layer averaged (the alignment)
     bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
     bool bos = false;
     gb::ablation ablation;

@@ -154,7 +154,12 @@ void panel_output(app_state& s, ui_context& ui) {
     int seed = (int)s.gen.seed;
     ImGui::SetNextItemWidth(70);
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
-    if (ImGui::Button(s.generating ? "Generating..." : "Generate") && s.model) {
+    // an encoder–decoder's target is made by Translate (the prompt panel), not by continuing the source
+    const bool s2s = s.model && gb::arch_table(s.model->config.arch).cross;
+    if (s2s) ImGui::BeginDisabled();
+    const bool gen_clicked = ImGui::Button(s.generating ? "Generating..." : "Generate");
+    if (s2s) ImGui::EndDisabled();
+    if (gen_clicked && s.model && !s2s) {
         // the generation appends each token through the worker's live state and publishes the panels' result
         // as it goes; its first result is the prompt's own, so no separate run of the prompt is needed
         s.gen_step = 0;

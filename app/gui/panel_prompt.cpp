@@ -96,7 +96,7 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
 static void demo_combo(app_state& s, ui_context& ui, float w) {
     ImGui::SetNextItemWidth(w);
     // the demos follow a decoder's next-token prediction; an encoder fills masks instead
-    const bool encoder = s.model && gb::arch_table(s.model->config.arch).bidirectional;
+    const bool encoder = s.model && (gb::arch_table(s.model->config.arch).bidirectional || gb::arch_table(s.model->config.arch).cross);
     if (!s.model || encoder) ImGui::BeginDisabled();
     const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
     remember_item(ui, "demos");
@@ -180,6 +180,38 @@ static void image_prompt(app_state& s, ui_context& ui) {
     ui.prompt_wanted_h = ImGui::GetCursorPosY() - top + 2 * st.WindowPadding.y;
 }
 
+// Encoder–decoders: the prompt is the source; the target the decoder reads (empty: the model's own greedy
+// translation, shown as the box's hint), and which stack the grid, the head view and the chips show.
+static void target_row(app_state& s, ui_context& ui) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("Target");
+    ImGui::SameLine();
+    if (!ui.target_editing) ui.target_input = s.target_text;
+    const std::string hint = s.result && s.result->decoder ? s.result->translation + "   (the model's translation: type to set your own)"
+                                                           : "empty: the model translates the source";
+    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - 330, 640.0f));
+    const bool enter = ImGui::InputTextWithHint("##target", hint.c_str(), &ui.target_input, ImGuiInputTextFlags_EnterReturnsTrue);
+    remember_item(ui, "target text");
+    ui.target_editing = ImGui::IsItemActive();
+    if (enter || ImGui::IsItemDeactivatedAfterEdit()) s.target_text = ui.target_input;
+    ImGui::SameLine();
+    if (ImGui::Button("Translate")) s.target_text.clear(), ui.target_input.clear();
+    remember_item(ui, "translate");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the target becomes the model's greedy translation of the source (under the ablation)");
+    ImGui::SameLine();
+    ImGui::TextUnformatted("Show");
+    ImGui::SameLine();
+    ImGui::RadioButton("encoder", &s.stack, 0);
+    remember_item(ui, "stack encoder");
+    ImGui::SameLine();
+    ImGui::RadioButton("decoder", &s.stack, 1);
+    remember_item(ui, "stack decoder");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the grid, the head view and the token chips show this stack: the encoder's self-attention\n"
+                          "over the source (every token sees every token), or the decoder's masked self-attention\n"
+                          "over the target; the Cross-attention tab shows the decoder reading the source");
+}
+
 void panel_prompt(app_state& s, ui_context& ui) {
     if (s.model && gb::arch_table(s.model->config.arch).vision) return image_prompt(s, ui);
     const ImGuiStyle& st = ImGui::GetStyle();
@@ -212,6 +244,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     if (!status_on_title) computed_line(s, ui, -1);
     demo_caption(s, ui);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
+    if (s.model && gb::arch_table(s.model->config.arch).cross) target_row(s, ui);
     float fixed_h = ImGui::GetCursorPosY() - top;
     if (!s.result) {
         ui.prompt_wanted_h = fixed_h + 2 * st.WindowPadding.y;

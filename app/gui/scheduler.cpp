@@ -19,6 +19,7 @@ bool result_is_current(const app_state& s) {
     const bool same_step = step > 0 ? r && r->gen_id == s.generated->request_id && r->cap().n_tokens - r->n_prompt == step
                                     : r && r->gen_id == 0;
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
+           r->target == s.target_text && r->stack == s.stack &&
            r->ablation.describe() == s.ablation.describe() && same_step && !s.next_result;
 }
 
@@ -27,6 +28,8 @@ run_request current_run_request(const app_state& s) {
     q.model = s.model;
     q.prompt = s.prompt;
     q.image_path = s.image_path;
+    q.target = s.target_text;
+    q.stack = s.stack;
     q.bos = s.bos;
     q.ablation = s.ablation;
     q.top_k = s.top_k;

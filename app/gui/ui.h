@@ -19,6 +19,8 @@ struct ui_context {
     GLuint image_tex = 0;                  // the Image tab's picture (a vision result's view)
     const gb::image* image_shown = nullptr; // the view image_tex holds
     std::string image_input;               // the image path box while it is edited
+    std::string target_input;              // encoder–decoders: the target box while it is edited
+    bool target_editing = false;
     bool image_editing = false;            // the box was being edited last frame (else it shows s.image_path)
     worker* work = nullptr;
     std::map<std::string, ImVec4> widgets; // label -> screen rect (x0, y0, x1, y1), for scripted tests
@@ -130,7 +132,8 @@ void panel_patching(app_state& s, ui_context& ui);
 // MoE models: a layer x token grid of the experts the router chose (bars by weight, colour = expert); right-click
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);
-void panel_image(app_state& s, ui_context& ui); // vision models: the image, its patch grid and attention overlaid
+void panel_image(app_state& s, ui_context& ui);
+void panel_cross(app_state& s, ui_context& ui); // encoder–decoders: target rows over source columns // vision models: the image, its patch grid and attention overlaid
 void panel_learn(app_state& s, ui_context& ui);
 // Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
 // distribution its first token is drawn from.

@@ -229,12 +229,16 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
 const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image"};
+    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
+                                           "cross"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
     if (t == TAB_IMAGE) return m && gb::arch_table(m->config.arch).vision;
+    // an encoder–decoder: the head view of either stack and the cross-attention; the analyses follow a decoder-only
+    // forward and are left out
+    if (t == TAB_CROSS || (m && gb::arch_table(m->config.arch).cross)) return t == TAB_HEAD || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
     // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
     if (m && gb::arch_table(m->config.arch).bidirectional)
         return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;

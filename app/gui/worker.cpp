@@ -80,6 +80,8 @@ std::string run_key(const run_request& q, bool partial) {
                     std::to_string(q.top_k) + "|";
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
     if (q.model && gb::arch_table(q.model->config.arch).vision) return k + "image:" + q.image_path;
+    if (q.model && gb::arch_table(q.model->config.arch).cross)
+        k += "stack" + std::to_string(q.stack) + "|target" + std::to_string(q.target.size()) + ":" + q.target + "|";
     return k + q.prompt;
 }
 
@@ -187,6 +189,13 @@ static std::vector<int> request_tokens(const run_request& q, std::string& notice
         n_prompt = m.config.n_ctx;
         return gb::vision_tokens(m.config);
     }
+    if (gb::is_seq2seq(m)) { // the source, as the encoder reads it (a longer one is an error: its end is its EOS)
+        std::vector<int> src = gb::source_ids(m, q.prompt);
+        if (src.size() <= m.tok.prefix_ids.size() + m.tok.suffix_ids.size() + 1 && q.prompt.empty())
+            throw gb::error("empty source: type the text to translate");
+        n_prompt = (int)src.size();
+        return src;
+    }
     std::vector<int> ids = gb::encode_prompt(m.tok, q.prompt, q.bos);
     if (ids.empty()) throw gb::error("empty prompt: type some text (or tick \"prepend BOS\")");
     if ((int)ids.size() > m.config.n_ctx) {
@@ -212,6 +221,7 @@ void worker::read_image(const run_request& q) {
 // Brings the live state up to q with these tokens: only what changed since the kept runs is computed, and a
 // newer request stops it between layers (gb::cancelled).
 void worker::live(gb::live_result& out, const run_request& q, const std::vector<int>& ids, const gb::attention_fn& attention) {
+    if (gb::is_seq2seq(*q.model)) return seq2seq(out, q, ids, attention);
     if (q.model != live_model_ || q.use_gl != live_gl_) { // nothing kept applies to another model or backend
         live_ = gb::live_state();
         derived_ = derived_cache();
@@ -238,6 +248,53 @@ void worker::live(gb::live_result& out, const run_request& q, const std::vector<
     gb::live_run(out, live_, *q.model, rq);
 }
 
+// An encoder–decoder's run: the target (given, or translated greedily under the ablation), then both stacks with
+// and without the ablation. The grid's record is the chosen stack's; the rest goes with the result.
+void worker::seq2seq(gb::live_result& out, const run_request& q, const std::vector<int>& source,
+                     const gb::attention_fn& attention) {
+    const gb::model& m = *q.model;
+    const auto t0 = clock_type::now();
+    std::vector<int> target;
+    if (q.target.empty()) {
+        gb::generation g = gb::translate(m, source, std::min(40, m.config.n_ctx - 1), {}, q.ablation,
+                                         [this](int) { return !newer_.load(std::memory_order_relaxed); });
+        if (newer_) throw gb::cancelled();
+        if (g.hit_eos) g.ids.pop_back();
+        target = {m.config.decoder_start_id};
+        target.insert(target.end(), g.ids.begin(), g.ids.end());
+    } else {
+        target = gb::target_ids(m, q.target);
+        if ((int)target.size() > m.config.n_ctx)
+            throw gb::error("target too long: " + std::to_string(target.size()) + " tokens, the model's context is " +
+                            std::to_string(m.config.n_ctx));
+    }
+    gb::forward_options opt;
+    opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    opt.keep.resid_stream = true;
+    opt.keep.budget_bytes = q.budget_bytes;
+    opt.keep.focus_layer = q.focus_layer;
+    opt.attention = attention;
+    opt.cancelled = [this] { return newer_.load(std::memory_order_relaxed); };
+    auto run = std::make_shared<gb::seq2seq_record>();
+    gb::run_seq2seq(*run, m, source, target, q.ablation, opt);
+    std::shared_ptr<gb::seq2seq_record> base = run;
+    if (q.ablation.any()) {
+        base = std::make_shared<gb::seq2seq_record>();
+        gb::run_seq2seq(*base, m, source, target, {}, opt);
+    }
+    s2s_run_ = run, s2s_base_ = base, s2s_target_ = target;
+    const bool enc = q.stack == 0;
+    out.run = std::shared_ptr<const gb::record>(run, enc ? &run->encoder : &run->decoder);
+    out.base = std::shared_ptr<const gb::record>(base, enc ? &base->encoder : &base->decoder);
+    out.report = gb::live_report();
+    out.report.ms = ms_since(t0);
+    out.report.tokens = (int)source.size();
+    out.report.what = "full run: both stacks (" + std::to_string(source.size()) + " source, " +
+                      std::to_string(target.size()) + " target tokens)";
+    live_model_.reset(); // nothing of the live engine's state applies after this
+    live_ = gb::live_state();
+}
+
 // The published result of a live run: probabilities, top-k and KL of both runs, the head scores and the
 // heatmaps' pixels, the last two reusing the previous published result's where layers or rows are unchanged.
 std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_result& out, const std::string& notice,
@@ -250,6 +307,8 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     }
     r->model = q.model;
     r->prompt = q.prompt;
+    r->target = q.target;
+    r->stack = q.stack;
     r->image_path = q.image_path;
     r->bos = q.bos;
     r->ablation = q.ablation;
@@ -266,7 +325,15 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     const int V = q.model->config.vocab_size;
     const float* logits = out.run->last_logits();
     const float* base_logits = out.base->last_logits();
-    if (gb::arch_table(q.model->config.arch).vision) { // the classifier reads [CLS]
+    const bool s2s = gb::is_seq2seq(*q.model) && s2s_run_;
+    if (s2s) { // the prediction is the decoder's next target token, whichever stack the grid shows
+        r->n_prompt = out.run->n_tokens; // a target is typed or translated, not a continuation of the source
+        r->encoder = std::shared_ptr<const gb::record>(s2s_run_, &s2s_run_->encoder);
+        r->decoder = std::shared_ptr<const gb::record>(s2s_run_, &s2s_run_->decoder);
+        r->translation = gb::utf8_sanitize(gb::decode(q.model->tok, std::vector<int>(s2s_target_.begin() + 1, s2s_target_.end())));
+        logits = s2s_run_->decoder.last_logits();
+        base_logits = s2s_base_->decoder.last_logits();
+    } else if (gb::arch_table(q.model->config.arch).vision) { // the classifier reads [CLS]
         r->pred_pos = 0;
         r->view = image_view_;
         r->rollout = gb::attention_rollout(*out.run);
@@ -295,7 +362,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     // what the previous published result shares with this one (rows equal only under equal inputs)
     // (a vision model's tokens are its positions whatever the image: the image is an input)
     const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C") +
-                               "|" + q.image_path;
+                               "|" + q.image_path + "|" + std::to_string(q.stack) + "|" + q.target;
     try {
         const reuse_plan reuse = plan_reuse(*out.run, derived_.rec.get(), derived_.inputs == inputs);
         auto t0 = clock_type::now();

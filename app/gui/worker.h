@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "app_state.h"
+#include "seq2seq.h"
 #include "derived.h"
 
 namespace gbui {
@@ -19,6 +20,9 @@ struct run_request {
     std::shared_ptr<const gb::model> model;
     std::string prompt;
     std::string image_path;               // vision models: the image (instead of the prompt)
+    std::string target;                   // encoder–decoders: the target text the decoder reads (the prompt is the
+                                          // source); empty: the model's own greedy translation
+    int stack = 1;                        // encoder–decoders: the stack the grid shows, 0 encoder, 1 decoder
     bool bos = false;
     gb::ablation ablation;
     int top_k = 10;
@@ -120,6 +124,11 @@ private:
     std::vector<float> image_pixels_;           // [3][S][S]
     std::shared_ptr<const gb::image> image_view_;
     void read_image(const run_request& q);
+    // encoder–decoders: both stacks run whole (no live recompute), the shown one as out.run; the last run's
+    // records for finish()
+    void seq2seq(gb::live_result& out, const run_request& q, const std::vector<int>& source, const gb::attention_fn& attention);
+    std::shared_ptr<const gb::seq2seq_record> s2s_run_, s2s_base_;
+    std::vector<int> s2s_target_;
     std::thread thread_;
 };
 
