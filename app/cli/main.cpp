@@ -801,15 +801,21 @@ int generate_seq2seq(const args& a, const gb::model& m, int max_new, const gb::s
     return 0;
 }
 
+// --temperature, --top-k, --top-p, --seed
+gb::sampling parse_sampling(const args& a, const gb::model& m) {
+    gb::sampling sp;
+    sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
+    sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
+    sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
+    if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
+    sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+    return sp;
+}
+
 int cmd_generate(const args& a) {
     gb::model m = open_model(a);
     if (gb::is_seq2seq(m)) {
-        gb::sampling sp;
-        sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
-        sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
-        sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
-        if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
-        sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+        const gb::sampling sp = parse_sampling(a, m);
         const int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 1, m.config.n_ctx);
         return generate_seq2seq(a, m, max_new, sp, parse_ablation(a, m.config));
     }
@@ -819,12 +825,7 @@ int cmd_generate(const args& a) {
     std::string prompt = a.need("prompt");
     std::vector<int> ids = prompt_ids(m, prompt, a.has("bos"));
     int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
-    gb::sampling sp;
-    sp.temperature = (float)parse_float(a.get("temperature", "0"), "--temperature", 0, 100);
-    sp.top_k = (int)parse_int(a.get("top-k", "0"), "--top-k", 0, m.config.vocab_size);
-    sp.top_p = (float)parse_float(a.get("top-p", "1"), "--top-p", 0, 1);
-    if (!(sp.top_p > 0)) throw usage_error("--top-p: expected a number in (0, 1], got '" + a.get("top-p") + "'");
-    sp.seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+    const gb::sampling sp = parse_sampling(a, m);
     gb::ablation ab = parse_ablation(a, m.config);
     if (a.has("temperatures")) return generate_at_temperatures(a, m, prompt, ids, max_new, sp, ab);
     std::fputs(terminal_safe(prompt, true).c_str(), stdout);
