@@ -323,8 +323,9 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
         r->notice += (r->notice.empty() ? "" : "; ") + out.report.memory_note +
                      (out.run->budget_note.empty() ? "" : ": select a head to see its layer");
     const int V = q.model->config.vocab_size;
-    const float* logits = out.run->last_logits();
-    const float* base_logits = out.base->last_logits();
+    // (an encoder–decoder showing its encoder has no logits in out.run: the decoder's are read below)
+    const float* logits = out.run->logits.empty() ? nullptr : out.run->last_logits();
+    const float* base_logits = out.base->logits.empty() ? nullptr : out.base->last_logits();
     const bool s2s = gb::is_seq2seq(*q.model) && s2s_run_;
     if (s2s) { // the prediction is the decoder's next target token, whichever stack the grid shows
         r->n_prompt = out.run->n_tokens; // a target is typed or translated, not a continuation of the source
