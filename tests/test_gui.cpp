@@ -155,12 +155,15 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     sp.family = "marian";
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("gui_marian") + "/m", sp);
     const std::string script = "wait\nprint\ntab cross\nclick stack encoder\nwait\nprint\nclick stack decoder\n"
-                               "click target text\ntype the dog\nkey enter\nwait\nprint\n";
+                               "click target text\ntype the dog\nkey enter\nwait\nprint\n"
+                               "tab learn\nselect-token 1\nwait\nprint\n"
+                               "gen-temperature 1.5\nclick Translate, sampled\nwait\nprint\n"
+                               "click translate\nwait\nprint\n";
     int rc = -1;
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 3u);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "cross"}));
+    ASSERT_EQ(st.size(), 6u);
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "learn", "cross"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> src = gb::source_ids(m, "the cat sat");
@@ -173,6 +176,28 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     gb::seq2seq_record r;
     gb::run_seq2seq(r, m, src, gb::target_ids(m, "the dog"));
     EXPECT_EQ(st[2]["top1"], gb::token_text(m.tok, gb::top_k_probs(r.decoder.last_logits(), r.decoder.vocab, 1)[0].id));
+    // Learn walks the decoder at the selected target token, through its cross-attention, to that row's prediction
+    const nlohmann::json& w = st[3]["learn"];
+    ASSERT_TRUE(w.is_object()) << st[3].dump();
+    EXPECT_EQ(w["token"], 1);
+    EXPECT_TRUE(w["current"]);
+    EXPECT_EQ(st[3]["analysis"]["learn"]["error"], "");
+    bool has_cross = false;
+    for (const auto& t : w["steps"]) has_cross |= t.get<std::string>().rfind("Cross-attention of head", 0) == 0;
+    EXPECT_TRUE(has_cross) << w.dump();
+    EXPECT_EQ(w["prediction"], gb::token_text(m.tok, gb::top_k_probs(&r.decoder.logits[(size_t)r.decoder.vocab], r.decoder.vocab, 1)[0].id));
+    // "Translate, sampled": the target becomes core's translation sampled at the Continuation panel's settings
+    // (temperature 1.5, top-k 0, seed 0); Translate brings back the greedy one
+    gb::sampling hot;
+    hot.temperature = 1.5f;
+    gb::generation sampled = gb::translate(m, src, 39, hot);
+    if (sampled.hit_eos) sampled.ids.pop_back();
+    EXPECT_EQ(st[4]["translation_sampling"], "T1.500000,k0,p1.000000,s0") << st[4].dump();
+    EXPECT_EQ(st[4]["translation"], gb::utf8_sanitize(gb::decode(m.tok, sampled.ids)));
+    EXPECT_EQ(st[4]["tokens"].size(), sampled.ids.size() + 1);
+    EXPECT_NE(st[4]["tokens"], st[0]["tokens"]) << "sampled at 1.5, not the greedy one";
+    EXPECT_EQ(st[5]["translation_sampling"], "greedy");
+    EXPECT_EQ(st[5]["tokens"], st[0]["tokens"]);
 }
 
 // A ViT classifies an image given on the command line; the Image tab overlays [CLS]'s attention, a click on a

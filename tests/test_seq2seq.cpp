@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/learn.h"
 #include "error.h"
 #include "safetensors.h"
 #include "generate.h"
@@ -261,6 +262,108 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     r = cli("run --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
+}
+
+// Learn's walk through an encoder–decoder's decoder (Post-LN Marian with sinusoids, Pre-LN mBART): its numbers
+// against the double reference (not against the record it reads), the Post-LN order of its steps, the
+// cross-attention row over the source, the prediction; the parameter derivation adds up; `glassbox-cli learn
+// --source`.
+TEST(Seq2seq, LearnWalksTheDecoderWithItsCrossAttention) {
+    for (const char* family : {"marian", "mbart"}) {
+        seq2seq_spec s;
+        s.family = family;
+        s.seed = 5;
+        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_learn_") + family), s);
+        const gb::model m = gb::load_model(tm.dir);
+        const std::vector<int> source = random_tokens(6, s.vocab, 21), target = decoder_input(tm, 5, 23);
+        const ref_seq2seq ref = reference_seq2seq(tm, source, target, {});
+        const int d = s.d_model, S = (int)source.size(), T = (int)target.size(), layer = 1, head = 2, token = 3;
+        gb::forward_options o;
+        o.keep = gb::learn_keep(m.config.n_layer, layer);
+        gb::seq2seq_record r;
+        gb::run_seq2seq(r, m, source, target, {}, o);
+        const gb::learn_walk w = gb::walk_through(m, r.decoder, token, layer, head);
+        auto find = [&](const std::string& title) -> const gb::learn_step* {
+            for (const gb::learn_step& st : w.steps)
+                if (st.title.find(title) != std::string::npos) return &st;
+            return nullptr;
+        };
+        auto expect_row = [&](const gb::learn_step* st, const double* want, const char* what) {
+            ASSERT_NE(st, nullptr) << family << ": " << what;
+            ASSERT_EQ(st->width, d) << what;
+            double sq = 0;
+            for (int i = 0; i < d; i++) sq += want[i] * want[i];
+            for (size_t i = 0; i < st->values.size(); i++) EXPECT_NEAR(st->values[i], want[i], 1e-4 * std::max(1.0, std::fabs(want[i]))) << family << ": " << what << " [" << i << "]";
+            EXPECT_NEAR(st->norm, std::sqrt(sq), 1e-4 * std::sqrt(sq)) << family << ": " << what;
+        };
+        const bool post = !tm.pre_ln;
+        // the embedding: Marian's √d-scaled table plus the fixed sinusoid, mBART's learned positions at t + 2 then LN
+        const gb::learn_step* emb = find("Embedding");
+        expect_row(emb, ref.decoder.resid_at(0, token), "embedding");
+        EXPECT_NE(emb->formula.find(post ? "PE[position]" : "P[position + 2]"), std::string::npos) << emb->formula;
+        if (post) {
+            EXPECT_NE(emb->note.find("sin(p / 10000^(2i/d))"), std::string::npos) << emb->note;
+        }
+        EXPECT_EQ(find("norm before attention") == nullptr, post) << family << ": Post-LN has no norm before a sublayer";
+        // the stream after each sublayer, normed (Post-LN) or not
+        const gb::learn_step* self_add = find("after self-attention");
+        expect_row(self_add, ref.decoder.resid_at(2 * layer + 1, token), "after self-attention");
+        EXPECT_EQ(self_add->formula, post ? "x ← LayerNorm(x + attn_out)" : "x ← x + attn_out");
+        const gb::learn_step* cross_add = find("after cross-attention");
+        ASSERT_NE(cross_add, nullptr);
+        if (post) expect_row(cross_add, &ref.cross.resid[((size_t)layer * T + token) * d], "after cross-attention");
+        else EXPECT_TRUE(cross_add->values.empty()) << "Pre-LN: the stream there is not kept";
+        expect_row(find("after the MLP"), ref.decoder.resid_at(2 * layer + 2, token), "after the MLP");
+        // the cross-attention row: head 2's weights over every source token, labelled by them
+        const gb::learn_step* xa = find("Cross-attention of head 2");
+        ASSERT_NE(xa, nullptr);
+        ASSERT_EQ((int)xa->values.size(), S);
+        EXPECT_EQ(xa->labels, r.decoder.source_pieces);
+        EXPECT_EQ(xa->panel, "Cross-attention");
+        for (int j = 0; j < S; j++)
+            EXPECT_NEAR(xa->values[j], ref.cross.attention[(((size_t)layer * s.n_head + head) * T + token) * S + j], 1e-5) << j;
+        // the end: no final norm in Post-LN; the prediction is the reference's top-1 with final_logits_bias
+        EXPECT_EQ(find("Final norm") == nullptr, post);
+        const gb::learn_step* un = find("Unembedding");
+        ASSERT_NE(un, nullptr);
+        EXPECT_NE(un->formula.find("final_logits_bias"), std::string::npos) << un->formula;
+        const double* lg = &ref.logits[(size_t)token * s.vocab];
+        const int best = (int)(std::max_element(lg, lg + s.vocab) - lg);
+        EXPECT_EQ(un->labels[0], gb::token_text(m.tok, best));
+        EXPECT_NEAR(un->values[0], lg[best], 1e-4 * std::max(1.0, std::fabs(lg[best])));
+        // the parameters: both stacks, adding up to the model's count
+        const std::vector<gb::param_line> p = gb::param_derivation(m);
+        int64_t sum = 0;
+        for (size_t i = 1; i + 1 < p.size(); i++) sum += p[i].count;
+        EXPECT_EQ(sum, p.back().count);
+        EXPECT_EQ(p.back().count, gb::count_params(m).total());
+        EXPECT_NE(p[0].formula.find("16·L_dec·d²"), std::string::npos);
+        // out of range: one line naming it
+        try {
+            gb::walk_through(m, r.decoder, T, 0, 0);
+            ADD_FAILURE() << "token past the target";
+        } catch (const gb::error& e) {
+            EXPECT_NE(std::string(e.what()).find("outside the prompt"), std::string::npos) << e.what();
+        }
+    }
+    // the command line: the decoder's walk for a given target, and refusals
+    seq2seq_spec s;
+    s.family = "marian";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_learn_cli"), s);
+    const std::string json = test_temp_dir("s2s_learn_cli_out") + "/learn.json";
+    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
+    command_result c = cli("learn --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --layer 1 --head 3 --json '" + json + "'");
+    ASSERT_EQ(c.code, 0) << c.err;
+    EXPECT_NE(c.out.find("the decoder's token 2"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("Cross-attention of head 3"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("16·L_dec·d²"), std::string::npos) << c.out;
+    nlohmann::json j;
+    std::ifstream(json) >> j;
+    EXPECT_EQ(j["source_tokens"], nlohmann::json({" the", " cat", " sat", "</s>"}));
+    EXPECT_EQ(j["tokens"].size(), 3u);
+    c = cli("learn --model '" + tm.dir + "' --prompt hi");
+    EXPECT_EQ(c.code, 2);
+    EXPECT_NE(c.err.find("give --source TEXT"), std::string::npos) << c.err;
 }
 
 } // namespace

@@ -82,7 +82,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
                --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
   info         [--model PATH] [--matmul K]
-  learn        --prompt TEXT [--token I] [--layer L] [--head H] [--json FILE]   the model step by step
+  learn        (--prompt TEXT | --source TEXT [--target-text TEXT]) [--token I] [--layer L] [--head H]
+               [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
   break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
   selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
 
@@ -258,8 +259,11 @@ const std::vector<command_doc>& command_docs() {
              {"[--model PATH] [--matmul K]"},
              {model, tokenizer, matmul, weights}},
             {"learn", "a walk through the model on your prompt: each step's formula, shapes and this token's numbers",
-             {"--prompt TEXT [--token I] [--layer L] [--head H] [--model PATH] [options]"},
+             {"--prompt TEXT [--token I] [--layer L] [--head H] [--model PATH] [options]",
+              "--source TEXT [--target-text TEXT] [--token I] ... --model BART_MBART_OR_MARIAN_FOLDER"},
              {model, tokenizer, prompt, bos,
+              {"source", "TEXT", "encoder–decoders: the source; the walk follows the decoder, cross-attention included"},
+              {"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the greedy translation)"},
               {"token", "I", "the position whose numbers are shown (default: the last)"},
               {"layer", "L", "the block walked through (default 0)"},
               {"head", "H", "the attention head shown (default 0)"},
@@ -430,10 +434,10 @@ gb::model open_model(const args& a) {
                           "): it reads images, with `run --image FILE`; " + a.command + " reads text");
     // an encoder–decoder reads a source: run and generate take it (--source), info and tokenize need none
     if (gb::arch_table(m.config.arch).cross && a.command != "run" && a.command != "generate" && a.command != "info" &&
-        a.command != "tokenize")
+        a.command != "tokenize" && a.command != "learn")
         throw usage_error(m.path + " is an encoder–decoder (" + gb::arch_table(m.config.arch).name +
-                          "): it translates a source, with `run --source TEXT` or `generate --source TEXT`; " + a.command +
-                          " is for decoder-only models");
+                          "): it translates a source, with `run --source TEXT`, `generate --source TEXT` or `learn "
+                          "--source TEXT`; " + a.command + " is for decoder-only models");
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
         std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
                      m.nonfinite_tensor.c_str());
@@ -599,6 +603,18 @@ std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>
     return gb::vision_tokens(m.config);
 }
 
+// The decoder's input: --target-text's tokens after the decoder start, or the model's greedy translation of src
+// under ab (its EOS left for the last row to predict)
+std::vector<int> seq2seq_target(const args& a, const gb::model& m, const std::vector<int>& src, const gb::ablation& ab) {
+    if (a.has("target-text")) return gb::target_ids(m, a.get("target-text"));
+    const int max_new = (int)parse_int(a.get("max-new-tokens", std::to_string(std::min(40, m.config.n_ctx - 1))), "--max-new-tokens", 1, m.config.n_ctx - 1);
+    gb::generation g = gb::translate(m, src, max_new, {}, ab);
+    if (g.hit_eos) g.ids.pop_back();
+    std::vector<int> tgt = {m.config.decoder_start_id};
+    tgt.insert(tgt.end(), g.ids.begin(), g.ids.end());
+    return tgt;
+}
+
 // Encoder–decoders: the source through the encoder, the target (given, or the greedy translation) through the
 // decoder; the next target token, and which source token each target token reads most (cross-attention averaged
 // over heads and layers)
@@ -609,16 +625,7 @@ int run_seq2seq(const args& a, const gb::model& m) {
     const std::vector<int> src = gb::source_ids(m, a.need("source"));
     const gb::ablation ab = parse_ablation(a, m.config);
     const int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
-    std::vector<int> tgt;
-    if (a.has("target-text")) {
-        tgt = gb::target_ids(m, a.get("target-text"));
-    } else { // the model's own translation, its EOS left for the last row to predict
-        const int max_new = (int)parse_int(a.get("max-new-tokens", std::to_string(std::min(40, m.config.n_ctx - 1))), "--max-new-tokens", 1, m.config.n_ctx - 1);
-        gb::generation g = gb::translate(m, src, max_new, {}, ab);
-        if (g.hit_eos) g.ids.pop_back();
-        tgt = {m.config.decoder_start_id};
-        tgt.insert(tgt.end(), g.ids.begin(), g.ids.end());
-    }
+    const std::vector<int> tgt = seq2seq_target(a, m, src, ab);
     gb::forward_options opt;
     opt.attention = choose_backend(a);
     opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
@@ -1333,9 +1340,18 @@ int cmd_make_random(const args& a) {
     return 0;
 }
 
+// An encoder–decoder walks its decoder: the target's token (--target-text, or the greedy translation of --source),
+// with the cross-attention step reading the source.
 int cmd_learn(const args& a) {
     gb::model m = open_model(a);
-    const std::vector<int> ids = analysis_prompt(m, a);
+    const bool s2s = gb::is_seq2seq(m);
+    if (s2s && a.has("prompt"))
+        throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
+    if (!s2s && (a.has("source") || a.has("target-text")))
+        throw usage_error(std::string(a.has("source") ? "--source" : "--target-text") + ": " + m.path +
+                          " is not an encoder–decoder: give --prompt TEXT");
+    std::vector<int> src;
+    const std::vector<int> ids = s2s ? seq2seq_target(a, m, src = gb::source_ids(m, a.need("source")), {}) : analysis_prompt(m, a);
     const int T = (int)ids.size(), L = m.config.n_layer;
     const int token = (int)parse_int(a.get("token", std::to_string(T - 1)), "--token", 0, T - 1);
     const int layer = (int)parse_int(a.get("layer", "0"), "--layer", 0, L - 1);
@@ -1343,10 +1359,12 @@ int cmd_learn(const args& a) {
     gb::forward_options opt;
     opt.keep = gb::learn_keep(L, layer);
     gb::record r;
-    gb::run_forward(r, m, ids, {}, opt);
-    const gb::learn_walk w = gb::walk_through(m, r, token, layer, head);
-    std::printf("token %d \"%s\", layer %d, head %d of %s\n\n", token, visible(w.pieces[token]).c_str(), layer, head,
-                m.config.model_type.c_str());
+    gb::seq2seq_record rs;
+    if (s2s) gb::run_seq2seq(rs, m, src, ids, {}, opt);
+    else gb::run_forward(r, m, ids, {}, opt);
+    const gb::learn_walk w = gb::walk_through(m, s2s ? rs.decoder : r, token, layer, head);
+    std::printf("%stoken %d \"%s\", layer %d, head %d of %s\n\n", s2s ? "the decoder's " : "", token,
+                visible(w.pieces[token]).c_str(), layer, head, m.config.model_type.c_str());
     nlohmann::json steps = nlohmann::json::array();
     for (size_t i = 0; i < w.steps.size(); i++) {
         const gb::learn_step& st = w.steps[i];
@@ -1372,8 +1390,10 @@ int cmd_learn(const args& a) {
         std::printf("  %-18s %14lld   %s\n", p.what.c_str(), (long long)p.count, p.formula.c_str());
         params.push_back({{"what", p.what}, {"formula", p.formula}, {"count", p.count}});
     }
-    write_outputs(a, nlohmann::json{{"token", token}, {"layer", layer}, {"head", head}, {"tokens", w.pieces},
-                                    {"merges", w.merges}, {"steps", steps}, {"params", params}}, nullptr);
+    nlohmann::json j{{"token", token}, {"layer", layer}, {"head", head}, {"tokens", w.pieces},
+                     {"merges", w.merges}, {"steps", steps}, {"params", params}};
+    if (s2s) j["source_tokens"] = rs.decoder.source_pieces;
+    write_outputs(a, j, nullptr);
     return 0;
 }
 

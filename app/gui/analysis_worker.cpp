@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "error.h"
+#include "seq2seq.h"
 
 namespace gbui {
 
@@ -59,9 +60,15 @@ static std::shared_ptr<learn_output> compute_learn(const analysis_request& q) {
     out->from = q.from;
     gb::forward_options o;
     o.keep = gb::learn_keep(m.config.n_layer, q.layer);
-    gb::record rec;
-    gb::run_forward(rec, m, r.cap().tokens, r.ablation, o);
-    out->walk = gb::walk_through(m, rec, q.position, q.layer, q.head);
+    if (r.decoder) { // an encoder–decoder: its decoder, reading the same source
+        gb::seq2seq_record rec;
+        gb::run_seq2seq(rec, m, r.encoder->tokens, r.decoder->tokens, r.ablation, o);
+        out->walk = gb::walk_through(m, rec.decoder, q.position, q.layer, q.head);
+    } else {
+        gb::record rec;
+        gb::run_forward(rec, m, r.cap().tokens, r.ablation, o);
+        out->walk = gb::walk_through(m, rec, q.position, q.layer, q.head);
+    }
     out->params = gb::param_derivation(m);
     out->ms = ms_since(t0);
     return out;

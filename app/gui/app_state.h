@@ -50,6 +50,7 @@ struct run_result {
     std::vector<gb::fill_slot> base_fills;  // the same without any ablation
     std::string image_path;                 // vision models: the image it ran on
     std::string target;                     // encoder–decoders: the target text asked for ("": the translation)
+    gb::sampling target_sampling;           // encoder–decoders: how that translation was made (greedy: temperature 0)
     int stack = 1;                          // encoder–decoders: the stack run (the grid) shows: 0 encoder, 1 decoder
     std::shared_ptr<const gb::record> encoder, decoder; // encoder–decoders: both stacks under the ablation; the
                                             // decoder's record holds the cross-attention [L][H][T][S]
@@ -236,7 +237,9 @@ struct app_state {
     std::string prompt = "The cat sat on the mat. The cat";
     std::string image_path;          // vision models: the PNG or JPEG they classify (the prompt is unused)
     std::string target_text;         // encoder–decoders: the target the decoder reads (the prompt is the source);
-                                     // empty: the model's own greedy translation
+                                     // empty: the model's own translation, made as target_sampling says
+    gb::sampling target_sampling;    // encoder–decoders: greedy (Translate), or the Continuation panel's temperature,
+                                     // top-k and seed (its "Translate, sampled")
     int stack = 1;                   // encoder–decoders: the stack the grid and the head view show (0 encoder, 1 decoder)
     bool cross_average = false;      // the Cross-attention tab: every head and layer averaged (the alignment)
     bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head

@@ -393,6 +393,10 @@ static void print_state(const app_state& s, const ui_context& ui) {
             j["fill_position"] = s.result->pred_pos;
             j["fills"] = gb::fill_mask_json(s.result->fills, s.result->cap(), s.result->model->tok);
         }
+        if (s.result->decoder) { // an encoder–decoder: the translation shown and how it was made
+            j["translation"] = s.result->translation;
+            j["translation_sampling"] = sampling_key(s.result->target_sampling);
+        }
         j["ablation"] = s.result->ablation.describe();
         j["notice"] = s.result->notice;
         j["kl"] = s.result->kl;
@@ -642,6 +646,10 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     }
     if (cmd == "gen-tokens") { // as the Continuation's tokens slider
         s.gen_tokens = std::max(1, std::atoi(arg.c_str()));
+        return true;
+    }
+    if (cmd == "gen-temperature") { // as the Continuation's temperature slider (0: greedy)
+        s.gen.temperature = std::max(0.0f, std::min(2.0f, (float)std::atof(arg.c_str())));
         return true;
     }
     if (cmd == "gen-step") { // as the Continuation's step slider

@@ -236,15 +236,43 @@ void break_section(app_state& s, ui_context& ui) {
     ui.break_row_shown = stepping ? s.break_row : -2;
 }
 
+// For a Pre-LN decoder: what the original Transformer did differently, and which model to open to walk it.
+void other_designs(const gb::model& m) {
+    const gb::arch_info& a = gb::arch_table(m.config.arch);
+    if (a.post_ln || a.cross) return;
+    if (!ImGui::CollapsingHeader("Post-LN and sinusoidal positions: the original Transformer")) return;
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled(
+        "%s norms a copy of the stream before each sublayer (Pre-LN) and %s. The 2017 Transformer did both differently: "
+        "the norm came after each residual add, on the stream itself (Post-LN: x ← LayerNorm(x + sublayer(x))), and "
+        "the position was a fixed table of sines and cosines added to the embedding (PE[p, i] = sin(p / 10000^(2i/d)), "
+        "with cos beside it), nothing learned. It was an encoder–decoder: the decoder's cross-attention reads the "
+        "encoder's output. Marian translation models (Helsinki-NLP/opus-mt-*) are built this way: open one's folder "
+        "and this walk follows its decoder, the cross-attention to the source included.",
+        a.name,
+        a.pos == gb::POS_ROPE ? "rotates q and k by the position (RoPE)" : "adds a learned table for the position");
+    ImGui::PopTextWrapPos();
+}
+
 } // namespace
 
 void panel_learn(app_state& s, ui_context& ui) {
     const std::shared_ptr<const learn_output>& lo = s.learn;
     const analysis_status& st = s.analysis[ANALYSIS_LEARN];
+    const run_result* r = s.result.get();
+    const bool s2s = r && r->decoder;
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("The model step by step for one token: click a token chip (the token), a head in the grid "
-                        "(layer and head). Each step: its formula, the shapes of this model, this token's numbers.");
+    if (s2s)
+        ImGui::TextDisabled("The decoder step by step for one target token, the cross-attention to the source included: "
+                            "click a target token chip (the token), a head in the grid (layer and head).%s",
+                            r->stack == 0 ? " The grid shows the encoder now: Show decoder picks the target's tokens; until "
+                                            "then the walk follows the last one."
+                                          : "");
+    else
+        ImGui::TextDisabled("The model step by step for one token: click a token chip (the token), a head in the grid "
+                            "(layer and head). Each step: its formula, the shapes of this model, this token's numbers.");
     ImGui::PopTextWrapPos();
+    if (s.model) other_designs(*s.model);
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_LEARN]) {
         ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
@@ -253,7 +281,7 @@ void panel_learn(app_state& s, ui_context& ui) {
     } else {
         learn_walk_steps(s, ui, *lo);
     }
-    break_section(s, ui);
+    if (!s2s) break_section(s, ui);
     ImGui::EndChild();
 }
 

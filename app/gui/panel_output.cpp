@@ -154,12 +154,18 @@ void panel_output(app_state& s, ui_context& ui) {
     int seed = (int)s.gen.seed;
     ImGui::SetNextItemWidth(70);
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
-    // an encoder–decoder's target is made by Translate (the prompt panel), not by continuing the source
+    // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
+    // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
     const bool s2s = s.model && gb::arch_table(s.model->config.arch).cross;
-    if (s2s) ImGui::BeginDisabled();
-    const bool gen_clicked = ImGui::Button(s.generating ? "Generating..." : "Generate");
-    if (s2s) ImGui::EndDisabled();
-    if (gen_clicked && s.model && !s2s) {
+    const bool gen_clicked = ImGui::Button(s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate");
+    if (s2s) remember_item(ui, "Translate, sampled");
+    if (s2s && ImGui::IsItemHovered())
+        ImGui::SetTooltip("the target becomes a translation of the source sampled at this temperature, top-k and seed\n"
+                          "(under the ablation); Translate beside the target box makes the greedy one");
+    if (gen_clicked && s2s) {
+        s.target_text.clear(), ui.target_input.clear();
+        s.target_sampling = s.gen;
+    } else if (gen_clicked && s.model) {
         // the generation appends each token through the worker's live state and publishes the panels' result
         // as it goes; its first result is the prompt's own, so no separate run of the prompt is needed
         s.gen_step = 0;

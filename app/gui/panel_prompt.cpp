@@ -187,15 +187,17 @@ static void target_row(app_state& s, ui_context& ui) {
     ImGui::TextUnformatted("Target");
     ImGui::SameLine();
     if (!ui.target_editing) ui.target_input = s.target_text;
-    const std::string hint = s.result && s.result->decoder ? s.result->translation + "   (the model's translation: type to set your own)"
-                                                           : "empty: the model translates the source";
+    const std::string hint = !(s.result && s.result->decoder) ? "empty: the model translates the source"
+                             : s.result->translation + (s.result->target_sampling.temperature > 0
+                                                            ? "   (a sampled translation: type to set your own)"
+                                                            : "   (the model's translation: type to set your own)");
     ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - 330, 640.0f));
     const bool enter = ImGui::InputTextWithHint("##target", hint.c_str(), &ui.target_input, ImGuiInputTextFlags_EnterReturnsTrue);
     remember_item(ui, "target text");
     ui.target_editing = ImGui::IsItemActive();
     if (enter || ImGui::IsItemDeactivatedAfterEdit()) s.target_text = ui.target_input;
     ImGui::SameLine();
-    if (ImGui::Button("Translate")) s.target_text.clear(), ui.target_input.clear();
+    if (ImGui::Button("Translate")) s.target_text.clear(), ui.target_input.clear(), s.target_sampling = {};
     remember_item(ui, "translate");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("the target becomes the model's greedy translation of the source (under the ablation)");
     ImGui::SameLine();

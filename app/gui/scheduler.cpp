@@ -19,7 +19,7 @@ bool result_is_current(const app_state& s) {
     const bool same_step = step > 0 ? r && r->gen_id == s.generated->request_id && r->cap().n_tokens - r->n_prompt == step
                                     : r && r->gen_id == 0;
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
-           r->target == s.target_text && r->stack == s.stack &&
+           r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
            r->ablation.describe() == s.ablation.describe() && same_step && !s.next_result;
 }
 
@@ -29,6 +29,7 @@ run_request current_run_request(const app_state& s) {
     q.prompt = s.prompt;
     q.image_path = s.image_path;
     q.target = s.target_text;
+    q.target_sampling = s.target_sampling;
     q.stack = s.stack;
     q.bos = s.bos;
     q.ablation = s.ablation;
@@ -116,9 +117,10 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         analysis_request q;
         q.from = s.result;
         std::string inputs;
-        if (r) {
-            const gb::record& c = r->cap();
-            q.position = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
+        if (r) { // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
+            const gb::record& c = r->decoder ? *r->decoder : r->cap();
+            const int sel = r->decoder && r->stack == 0 ? -1 : s.sel_token;
+            q.position = sel < 0 ? c.n_tokens - 1 : std::min(sel, c.n_tokens - 1);
             q.layer = std::max(0, std::min(s.sel_layer, c.n_layer - 1));
             q.head = std::max(0, std::min(s.sel_head, c.n_head - 1));
             inputs = id + "|" + std::to_string(q.position) + "|" + std::to_string(q.layer) + "|" + std::to_string(q.head);
@@ -167,7 +169,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.prompt = s.prompt;
         q.candidates = s.demo_candidates;
         std::string inputs;
-        if (s.model) {
+        if (s.model && !gb::arch_table(s.model->config.arch).cross) { // (an encoder–decoder's runs are not ablated row by row)
             inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
             if (q.candidates.empty()) inputs += s.prompt;
             else

@@ -236,9 +236,10 @@ const char* tab_name(analysis_tab t) {
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
     if (t == TAB_IMAGE) return m && gb::arch_table(m->config.arch).vision;
-    // an encoder–decoder: the head view of either stack and the cross-attention; the analyses follow a decoder-only
-    // forward and are left out
-    if (t == TAB_CROSS || (m && gb::arch_table(m->config.arch).cross)) return t == TAB_HEAD || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
+    // an encoder–decoder: the head view of either stack, the cross-attention and Learn's walk through the decoder;
+    // the other analyses follow a decoder-only forward and are left out
+    if (t == TAB_CROSS || (m && gb::arch_table(m->config.arch).cross))
+        return t == TAB_HEAD || t == TAB_LEARN || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
     // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
     if (m && gb::arch_table(m->config.arch).bidirectional)
         return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;
@@ -286,7 +287,8 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
     } links[] = {{"Head", "Analysis", TAB_HEAD},         {"Logit lens", "Analysis", TAB_LENS},
                  {"Attribution", "Analysis", TAB_ATTRIBUTION}, {"Experts", "Analysis", TAB_EXPERTS},
                  {"Prompt", "Prompt", -1},           {"Attention heads", "Overview", -1},
-                 {"Residual stream", "Residual", -1}, {"Next token", "Output", -1}};
+                 {"Residual stream", "Residual", -1}, {"Next token", "Output", -1},
+                 {"Cross-attention", "Analysis", TAB_CROSS}};
     for (const auto& l : links)
         if (panel.rfind(l.prefix, 0) == 0) {
             if (l.tab >= 0 && tab_available((analysis_tab)l.tab, s.model.get())) s.tab = (analysis_tab)l.tab;

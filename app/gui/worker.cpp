@@ -74,6 +74,12 @@ worker::~worker() {
     thread_.join();
 }
 
+std::string sampling_key(const gb::sampling& sp) {
+    if (sp.temperature <= 0) return "greedy";
+    return "T" + std::to_string(sp.temperature) + ",k" + std::to_string(sp.top_k) + ",p" + std::to_string(sp.top_p) +
+           ",s" + std::to_string(sp.seed);
+}
+
 std::string run_key(const run_request& q, bool partial) {
     std::string k = std::to_string((uintptr_t)q.model.get()) + (q.bos ? "|B|" : "|-|") + (q.use_gl ? "G|" : "C|") +
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
@@ -81,7 +87,8 @@ std::string run_key(const run_request& q, bool partial) {
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
     if (q.model && gb::arch_table(q.model->config.arch).vision) return k + "image:" + q.image_path;
     if (q.model && gb::arch_table(q.model->config.arch).cross)
-        k += "stack" + std::to_string(q.stack) + "|target" + std::to_string(q.target.size()) + ":" + q.target + "|";
+        k += "stack" + std::to_string(q.stack) + "|" + sampling_key(q.target_sampling) + "|target" +
+             std::to_string(q.target.size()) + ":" + q.target + "|";
     return k + q.prompt;
 }
 
@@ -256,7 +263,7 @@ void worker::seq2seq(gb::live_result& out, const run_request& q, const std::vect
     const auto t0 = clock_type::now();
     std::vector<int> target;
     if (q.target.empty()) {
-        gb::generation g = gb::translate(m, source, std::min(40, m.config.n_ctx - 1), {}, q.ablation,
+        gb::generation g = gb::translate(m, source, std::min(40, m.config.n_ctx - 1), q.target_sampling, q.ablation,
                                          [this](int) { return !newer_.load(std::memory_order_relaxed); });
         if (newer_) throw gb::cancelled();
         if (g.hit_eos) g.ids.pop_back();
@@ -308,6 +315,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     r->model = q.model;
     r->prompt = q.prompt;
     r->target = q.target;
+    r->target_sampling = q.target_sampling;
     r->stack = q.stack;
     r->image_path = q.image_path;
     r->bos = q.bos;

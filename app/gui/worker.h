@@ -22,6 +22,7 @@ struct run_request {
     std::string image_path;               // vision models: the image (instead of the prompt)
     std::string target;                   // encoder–decoders: the target text the decoder reads (the prompt is the
                                           // source); empty: the model's own greedy translation
+    gb::sampling target_sampling;         // encoder–decoders with an empty target: greedy, or sampled as it says
     int stack = 1;                        // encoder–decoders: the stack the grid shows, 0 encoder, 1 decoder
     bool bos = false;
     gb::ablation ablation;
@@ -35,6 +36,9 @@ struct run_request {
     int n_prompt = 0;                     // with ids: how many of them are the prompt's
     uint64_t gen_id = 0;                  // with ids: the generation they come from
 };
+
+// "greedy", or the temperature, top-k, top-p and seed a sampled translation is drawn with (part of run keys).
+std::string sampling_key(const gb::sampling& sp);
 
 // Names a request's inputs: equal keys ask for equal results. The focus layer counts only when the capture
 // leaves layers out (partial); the colour scale not at all (a scale change only re-colours).

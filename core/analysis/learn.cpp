@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "compare.h"
 #include "error.h"
@@ -84,35 +85,65 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
     if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
     if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
-    if (arch.post_ln)
-        throw error(std::string("the walk follows a pre-norm decoder's next-token prediction; ") + arch.name +
-                    " is a Post-LN encoder (see its Fill mask panel and Logit lens)");
+    if (arch.bidirectional)
+        throw error(std::string("the walk follows a decoder's next-token prediction; ") + arch.name +
+                    " is an encoder, which predicts none (see its Fill mask panel and Logit lens)");
+    // an encoder–decoder's decoder (its record from run_seq2seq): the source reaches it by cross-attention
+    const bool cross = arch.cross && r.n_source > 0 && !r.cross.empty();
+    if (arch.cross && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
     learn_walk w;
     w.token = token, w.layer = layer, w.head = head;
     w.pieces = r.pieces;
     for (int id : r.tokens) w.merges.push_back(last_merge(m.tok, id));
     const bool rms = arch.norm == NORM_RMSNORM, rope = arch.pos == POS_ROPE;
     const std::string norm_f = rms ? "RMSNorm(x) = x / sqrt(mean(x²) + ε) ⊙ g" : "LayerNorm(x) = (x − mean) / sqrt(var + ε) ⊙ g + b";
+    // Post-LN (BERT, BART, Marian): the norm comes after each residual add, on the stream itself
+    const char* norm_name = rms ? "RMSNorm" : "LayerNorm";
+    auto add_title = [&](const char* what) {
+        return std::string("Residual add") + (arch.post_ln ? ", then " + std::string(norm_name) + " (Post-LN)" : "") +
+               (what[0] ? std::string(" after ") + what : "");
+    };
+    auto add_formula = [&](const char* out) {
+        return arch.post_ln ? std::string("x ← ") + norm_name + "(x + " + out + ")" : std::string("x ← x + ") + out;
+    };
     const std::string L_ = "L" + std::to_string(layer);
 
     // ---- text and embeddings ----
     learn_step tok;
     tok.title = "Text → tokens";
     tok.formula = m.tok.kind == TOK_BYTE_BPE ? "bytes, split by a regex, then merged pair by pair in rank order (BPE)"
-                                             : "SentencePiece-style BPE: pieces merged by score";
-    tok.shape = dims({{"T", T}});
+                  : m.tok.kind == TOK_UNIGRAM
+                      ? "SentencePiece Unigram: of every split into vocabulary pieces, the most probable (Viterbi)"
+                      : "SentencePiece-style BPE: pieces merged by score";
+    tok.shape = cross ? dims({{"S", r.n_source}, {"T", T}}) : dims({{"T", T}});
     tok.note = "token " + std::to_string(token) + " is id " + std::to_string(r.tokens[token]) +
                (w.merges[token].empty() ? "" : ", made by the merge " + w.merges[token]);
+    if (cross)
+        tok.note += "; the decoder reads the start token then the target's tokens, while the source's " +
+                    std::to_string(r.n_source) + " tokens went through the encoder (" +
+                    std::to_string(m.encoder ? m.encoder->config.n_layer : 0) +
+                    " layers, every token seeing every other), whose output every cross-attention reads";
     tok.panel = "Prompt";
     w.steps.push_back(tok);
     const float* x0 = r.resid(0);
     if (!x0) throw error("the walk needs the residual stream, which this run did not keep");
-    learn_step emb = vector_step("Embedding lookup",
-                                 std::string(arch.embed_scale ? "x = √d · E[id]" : "x = E[id]") +
-                                     (arch.pos == POS_LEARNED ? " + P[position]" : ""),
-                                 dims({{"T", T}, {"d", d}}), x0 + (size_t)token * d, d, "Residual stream");
+    const bool scaled = arch.embed_scale || c.scale_embedding;
+    std::string emb_f = scaled ? "x = √d · E[id]" : "x = E[id]";
+    if (arch.pos == POS_LEARNED) emb_f += c.pos_offset ? " + P[position + " + std::to_string(c.pos_offset) + "]" : " + P[position]";
+    if (arch.pos == POS_SINUSOID) emb_f += " + PE[position]";
+    if (!m.weights.emb_norm_g.empty()) emb_f = std::string(norm_name) + "(" + emb_f.substr(4) + ")", emb_f = "x = " + emb_f;
+    learn_step emb = vector_step("Embedding lookup", emb_f, dims({{"T", T}, {"d", d}}), x0 + (size_t)token * d, d, "Residual stream");
     emb.note = arch.pos == POS_LEARNED ? "a learned table adds the position"
-                                       : "no position is added here: RoPE rotates q and k by the position inside attention";
+               : arch.pos == POS_SINUSOID
+                   ? "a fixed table adds the position, nothing learned: PE[p, i] = sin(p / 10000^(2i/d)) in the first "
+                     "half of the vector, cos in the second; each pair of dimensions turns at its own speed, so nearby "
+                     "positions get similar vectors"
+                   : "no position is added here: RoPE rotates q and k by the position inside attention";
+    if (scaled) {
+        char k[64];
+        std::snprintf(k, sizeof k, "; E[id] is first scaled by √d = %.3g", std::sqrt((double)d));
+        emb.note += k;
+    }
     w.steps.push_back(emb);
 
     // ---- the chosen block ----
@@ -179,8 +210,48 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
                                dims({{"T", T}, {"d", d}}), need(r, HOOK_ATTN_OUT, layer, token), d, "Attribution");
     if (arch.post_norm) o.note = "then normed (" + std::string(arch.name) + " norms each sublayer's output)";
     w.steps.push_back(o);
-    w.steps.push_back(vector_step("Residual add", c.parallel ? "x + attn_out (the MLP reads x itself: a parallel block)" : "x ← x + attn_out",
-                                  dims({{"T", T}, {"d", d}}), r.resid(2 * layer + 1) + (size_t)token * d, d, "Residual stream"));
+    learn_step ra = vector_step(add_title(cross ? "self-attention" : "").c_str(),
+                                c.parallel ? "x + attn_out (the MLP reads x itself: a parallel block)" : add_formula("attn_out"),
+                                dims({{"T", T}, {"d", d}}), r.resid(2 * layer + 1) + (size_t)token * d, d, "Residual stream");
+    if (arch.post_ln) ra.note = "Post-LN: the stream itself is normed after each add (the original Transformer's order); "
+                                "Pre-LN models norm a copy before each sublayer and leave the stream to grow";
+    w.steps.push_back(ra);
+
+    // ---- cross-attention: this target token's query against the encoder's output at every source token ----
+    if (cross) {
+        const int S = r.n_source;
+        const float* xp = r.cross_head(layer, head) + (size_t)token * S;
+        learn_step xa;
+        xa.title = "Cross-attention of head " + std::to_string(head) + ": what it reads from the source";
+        xa.formula = "p_j = softmax_j(q · k_j / √d_head), q = x W_Q (this target token), k_j = e_j W_K, v_j = e_j W_V "
+                     "(e_j: the encoder's output at source token j)";
+        xa.shape = dims({{"H", H}, {"T", T}, {"S", S}});
+        xa.panel = "Cross-attention";
+        xa.width = S;
+        int best = 0;
+        for (int j = 0; j < S; j++) {
+            if (xp[j] > xp[best]) best = j;
+            if (j < 16) xa.values.push_back(xp[j]), xa.labels.push_back(j < (int)r.source_pieces.size() ? r.source_pieces[j] : "?");
+        }
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.0f %%", 100.0 * xp[best]);
+        xa.note = "no mask: every source token is seen; this head puts most weight (" + std::string(pct) + ") on ‘" +
+                  (best < (int)r.source_pieces.size() ? r.source_pieces[best] : "?") + "’" +
+                  (S > 16 ? " (the first 16 source tokens are listed)" : "") +
+                  "; out = concat_h(Σ_j p_j v_j) W_O, then added to the stream";
+        w.steps.push_back(xa);
+        if (arch.post_ln) { // the stream after it is what the MLP reads (no norm before the MLP in Post-LN)
+            w.steps.push_back(vector_step(add_title("cross-attention").c_str(), add_formula("cross_out"),
+                                          dims({{"T", T}, {"d", d}}), need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
+        } else {
+            learn_step xr;
+            xr.title = add_title("cross-attention");
+            xr.formula = add_formula("cross_out");
+            xr.shape = dims({{"T", T}, {"d", d}});
+            xr.panel = "Residual stream";
+            w.steps.push_back(xr);
+        }
+    }
     if (arch.pre_norm)
         w.steps.push_back(vector_step((L_ + " norm before the MLP").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
                                       need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
@@ -194,6 +265,7 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
         const char* act = arch.mlp == MLP_SWIGLU ? "h = silu(x W_gate) ⊙ (x W_up)"
                           : arch.mlp == MLP_GEGLU ? "h = gelu(x W_gate) ⊙ (x W_up)"
                           : arch.mlp == MLP_GELU_ERF ? "h = GELU(x W_up + b) (exact erf form)"
+                          : arch.mlp == MLP_SILU ? "h = silu(z) = z · σ(z), z = x W_up + b (swish)"
                                                      : "h = GELU(x W_up + b) (tanh form)";
         learn_step mh = vector_step("MLP hidden", act, dims({{"T", T}, {"d_ff", c.d_ff}}), need(r, HOOK_MLP_POST, layer, token),
                                     c.d_ff, "Residual stream");
@@ -203,17 +275,20 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     }
     w.steps.push_back(vector_step("MLP output", "mlp_out = h W_down" + std::string(c.mlp_bias ? " + b" : ""), dims({{"T", T}, {"d", d}}),
                                   need(r, HOOK_MLP_OUT, layer, token), d, "Attribution"));
-    w.steps.push_back(vector_step("Residual add", "x ← x + mlp_out", dims({{"T", T}, {"d", d}}),
+    w.steps.push_back(vector_step(add_title(cross ? "the MLP" : "").c_str(), add_formula("mlp_out"), dims({{"T", T}, {"d", d}}),
                                   r.resid(2 * layer + 2) + (size_t)token * d, d, "Residual stream"));
 
-    // ---- after the last block: final norm, unembedding, softmax ----
+    // ---- after the last block: final norm (Post-LN stacks have none: their stream is normed already),
+    // unembedding, softmax ----
     const float* xl = r.resid(2 * L) + (size_t)token * d;
     std::vector<float> xn(d), logits(V);
-    norm_forward(xn.data(), xl, &m.weights.normf_g, &m.weights.normf_b, arch.norm, c.norm_eps, 1, d);
-    learn_step fn = vector_step("Final norm", norm_f, dims({{"T", T}, {"d", d}}), xn.data(), d, "Logit lens");
-    fn.note = "after all " + std::to_string(L) + " blocks";
-    w.steps.push_back(fn);
     gemm_scratch gs;
+    final_norm_forward(xn.data(), xl, 1, m, false, gs);
+    if (!m.weights.normf_g.empty()) {
+        learn_step fn = vector_step("Final norm", norm_f, dims({{"T", T}, {"d", d}}), xn.data(), d, "Logit lens");
+        fn.note = "after all " + std::to_string(L) + " blocks";
+        w.steps.push_back(fn);
+    }
     lm_head_forward(logits.data(), xn.data(), 1, m, gs);
     if (c.final_softcap > 0) softcap_forward(logits.data(), logits.size(), c.final_softcap);
     const int n_top = std::min(5, V);
@@ -222,7 +297,9 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     const softmax_row sm_row = softmax_stats(logits.data(), V);
     learn_step un;
     un.title = "Unembedding";
-    un.formula = c.tied_lm_head ? "logits = x Eᵀ (the embedding, tied)" : "logits = x W_U";
+    un.formula = std::string(c.tied_lm_head ? "logits = x Eᵀ (the embedding, tied)" : "logits = x W_U") +
+                 (m.weights.lm_head_b.empty() ? "" : " + b (final_logits_bias)");
+    if (m.weights.normf_g.empty() && arch.post_ln) un.note = "straight from the last block's stream: Post-LN normed it already";
     un.shape = dims({{"T", T}, {"V", V}});
     un.panel = "Next token";
     un.width = V;
@@ -241,6 +318,9 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (c.final_softcap > 0) un.note = "then cap · tanh(logit / cap), cap " + std::to_string((int)c.final_softcap);
     w.steps.push_back(un);
     w.steps.push_back(pr);
+    if (cross) // an encoder–decoder's app shows no attribution or lens: those steps link nowhere
+        for (learn_step& st : w.steps)
+            if (st.panel == "Attribution" || st.panel == "Logit lens") st.panel.clear();
     return w;
 }
 
@@ -250,6 +330,27 @@ std::vector<param_line> param_derivation(const model& m) {
     const param_counts p = count_params(m);
     const int64_t V = c.vocab_size, d = c.d_model, L = c.n_layer, H = c.n_head, KV = c.n_kv_head;
     std::vector<param_line> out;
+    if (m.encoder) { // both stacks: count_params adds the encoder's layers; the token table is shared
+        const int64_t Le = m.encoder->config.n_layer;
+        out.push_back({"textbook estimate",
+                       "V·d + 12·L_enc·d² + 16·L_dec·d²  (a decoder layer adds 4d² of cross-attention; L_enc " +
+                           std::to_string(Le) + ", L_dec " + std::to_string(L) + ")",
+                       V * d + 12 * Le * d * d + 16 * L * d * d});
+        out.push_back({"embeddings", std::string("V·d (one table for both stacks)") +
+                                         (arch.pos == POS_SINUSOID ? " + each stack's n_ctx·d sinusoid table (fixed, not trained; HF counts it too)"
+                                                                   : " + each stack's learned positions") +
+                                         (c.tied_lm_head ? "" : " + V·d (untied output head)") +
+                                         (m.weights.lm_head_b.empty() ? "" : " + V (final_logits_bias)"),
+                       p.embeddings});
+        out.push_back({"attention", "(L_enc + 2·L_dec)·4·d·H·d_head + biases  (each decoder layer: self- and cross-attention)",
+                       p.attention});
+        out.push_back({"MLP", "(L_enc + L_dec)·2·d·d_ff + biases", p.mlp});
+        out.push_back({"norms", "gain and bias per LayerNorm: 2 per encoder layer, 3 per decoder layer, the embeddings' "
+                                "and final ones where the model has them",
+                       p.norms});
+        out.push_back({"total", "the sum", p.total()});
+        return out;
+    }
     out.push_back({"textbook estimate", "V·d + 12·L·d²  (embeddings; per layer 4d² attention + 8d² MLP with d_ff = 4d)",
                    V * d + 12 * L * d * d});
     out.push_back({"embeddings", std::string("V·d") + (arch.pos == POS_LEARNED ? " + n_ctx·d (positions)" : "") +
