@@ -92,8 +92,25 @@ void geglu_forward(float* up, const float* gate, size_t n) {
     }
 }
 
+// Marian's swish, in the lanes SwiGLU uses (x [n] is the MLP's aligned scratch, as SwiGLU's up)
 void silu_forward(float* x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+    const int64_t chunk = 4096;
+    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
+    for (int64_t ci = 0; ci < chunks; ci++) {
+        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
+        int64_t i = 0;
+        for (; i + AL <= len; i += AL) {
+            const avec v = *(const avec*)(x + i0 + i);
+            *(avec*)(x + i0 + i) = v / (1.0f + exp_lanes(-v));
+        }
+        if (i < len) {
+            avec v = {};
+            for (int64_t t = i; t < len; t++) v[t - i] = x[i0 + t];
+            const avec r = v / (1.0f + exp_lanes(-v));
+            for (int64_t t = i; t < len; t++) x[i0 + t] = r[t - i];
+        }
+    }
 }
 
 void gelu_erf_forward(float* x, size_t n) {

@@ -97,6 +97,25 @@ TEST(Forward, ExactGeluMatchesErfInDouble) {
     EXPECT_EQ(odd[1], INFINITY);
 }
 
+// Marian's swish (vectorised exp) against x / (1 + e^-x) in double, in lengths that leave every remainder of a
+// vector, far into both tails; NaN passes through.
+TEST(Forward, SwishMatchesInDouble) {
+    std::vector<float> x;
+    for (int i = -4000; i <= 4000; i++) x.push_back(i * 0.005f); // -20 .. 20
+    for (float v : {-120.0f, -87.0f, -1e-7f, 0.0f, 1e-7f, 87.0f, 120.0f, 1e6f}) x.push_back(v);
+    for (size_t n : {x.size(), x.size() - 1, x.size() - 3, (size_t)5}) {
+        std::vector<float> y(x.begin(), x.begin() + n);
+        gb::silu_forward(y.data(), n);
+        for (size_t i = 0; i < n; i++) {
+            const double want = x[i] / (1.0 + std::exp(-(double)x[i]));
+            ASSERT_NEAR(y[i], want, 2e-6 * std::fabs(want) + 1e-30) << "x = " << x[i];
+        }
+    }
+    float odd[1] = {NAN};
+    gb::silu_forward(odd, 1);
+    EXPECT_TRUE(std::isnan(odd[0]));
+}
+
 TEST(Forward, MatchesReferenceWithoutAblation) {
     for_each_matmul([] { expect_matches_reference(base_model(), {}, "none"); });
 }
