@@ -92,43 +92,30 @@ void geglu_forward(float* up, const float* gate, size_t n) {
     }
 }
 
-// Marian's swish, in the lanes SwiGLU uses (x [n] is the MLP's aligned scratch, as SwiGLU's up)
-void silu_forward(float* x, size_t n) {
+// x [n] in place through f (lanes -> lanes), in chunks over the threads, the tail in one zero-padded vector
+template <typename F> static void map_lanes(float* x, size_t n, F f) {
     const int64_t chunk = 4096;
     const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
     for (int64_t ci = 0; ci < chunks; ci++) {
         const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
         int64_t i = 0;
-        for (; i + AL <= len; i += AL) {
-            const avec v = *(const avec*)(x + i0 + i);
-            *(avec*)(x + i0 + i) = v / (1.0f + exp_lanes(-v));
-        }
+        for (; i + AL <= len; i += AL) *(avec*)(x + i0 + i) = f(*(const avec*)(x + i0 + i));
         if (i < len) {
             avec v = {};
             for (int64_t t = i; t < len; t++) v[t - i] = x[i0 + t];
-            const avec r = v / (1.0f + exp_lanes(-v));
-            for (int64_t t = i; t < len; t++) x[i0 + t] = r[t - i];
-        }
-    }
-}
-
-void gelu_erf_forward(float* x, size_t n) {
-    const int64_t chunk = 4096;
-    const int64_t chunks = ((int64_t)n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
-    for (int64_t ci = 0; ci < chunks; ci++) {
-        const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
-        int64_t i = 0;
-        for (; i + AL <= len; i += AL) *(avec*)(x + i0 + i) = gelu_erf_lanes(*(const avec*)(x + i0 + i));
-        if (i < len) {
-            avec v = {};
-            for (int64_t t = i; t < len; t++) v[t - i] = x[i0 + t];
-            v = gelu_erf_lanes(v);
+            v = f(v);
             for (int64_t t = i; t < len; t++) x[i0 + t] = v[t - i];
         }
     }
 }
+
+// Marian's swish
+void silu_forward(float* x, size_t n) {
+    map_lanes(x, n, [](avec v) { return v / (1.0f + exp_lanes(-v)); });
+}
+
+void gelu_erf_forward(float* x, size_t n) { map_lanes(x, n, [](avec v) { return gelu_erf_lanes(v); }); }
 
 void softcap_forward(float* x, size_t n, float cap) {
     for (size_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] / cap);
