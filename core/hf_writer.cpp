@@ -1,8 +1,8 @@
-// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2 and Llama models for benchmarks (Llama
-// also as GGUF, in any type quantize() writes).
+// Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2, Llama and Marian models for benchmarks
+// (Llama also as GGUF, in any type quantize() writes).
 //
 // Sections: GPT-2 writer | random numbers and the byte-level tokenizer | random GPT-2 | random Llama |
-// random Llama as GGUF
+// random Marian | random Llama as GGUF
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -319,6 +319,98 @@ int64_t write_random_llama_hf(const std::string& dir, const model_config& cfg, u
         if (gain[i]) std::fill(out, out + n, 1.0f);
         else
             for (size_t e = 0; e < n; e++) out[e] = (float)(ns.next() * 0.02);
+    });
+    write_bpe_tokenizer(dir, tok);
+    return n_params;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random Marian, streamed to disk
+// ---------------------------------------------------------------------------------------------
+int64_t write_random_marian_hf(const std::string& dir, const model_config& cfg, int encoder_layers, uint64_t seed) {
+    model_config c = cfg;
+    const std::string who = "write_random_marian_hf: ";
+    if (c.d_ff == 0) c.d_ff = 4 * c.d_model;
+    if (c.vocab_size < 258) throw error(who + "vocab_size must be at least 258 (256 bytes, the start token and end-of-text)");
+    if (c.n_layer < 1 || encoder_layers < 1 || c.n_head < 1 || c.d_model < 2 || c.n_ctx < 1 || c.d_ff < 1)
+        throw error(who + "layers, n_head, d_model (at least 2), d_ff and n_ctx must be positive");
+    if (c.d_model % c.n_head != 0)
+        throw error(who + "d_model " + std::to_string(c.d_model) + " is not a multiple of n_head " + std::to_string(c.n_head));
+    create_dir(dir);
+    // the byte-level vocabulary: <|endoftext|> (V - 1) ends a source and a translation, as Marian's </s>; the filler
+    // before it is the decoder's start, as Marian's <pad> (the loader reads the ids from config.json)
+    tokenizer tok = random_byte_tokenizer((size_t)c.vocab_size);
+    const int eos = c.vocab_size - 1, start = c.vocab_size - 2;
+    nlohmann::json config = {{"model_type", "marian"},
+                             {"architectures", {"MarianMTModel"}},
+                             {"is_encoder_decoder", true},
+                             {"d_model", c.d_model},
+                             {"encoder_layers", encoder_layers},
+                             {"decoder_layers", c.n_layer},
+                             {"encoder_attention_heads", c.n_head},
+                             {"decoder_attention_heads", c.n_head},
+                             {"encoder_ffn_dim", c.d_ff},
+                             {"decoder_ffn_dim", c.d_ff},
+                             {"vocab_size", c.vocab_size},
+                             {"decoder_vocab_size", c.vocab_size},
+                             {"share_encoder_decoder_embeddings", true},
+                             {"max_position_embeddings", c.n_ctx},
+                             {"activation_function", "swish"},
+                             {"scale_embedding", true},
+                             {"static_position_embeddings", true},
+                             {"normalize_before", false},
+                             {"tie_word_embeddings", true},
+                             {"pad_token_id", start},
+                             {"decoder_start_token_id", start},
+                             {"eos_token_id", eos},
+                             {"forced_eos_token_id", eos},
+                             {"torch_dtype", "float32"}};
+    write_text(dir + "/config.json", config.dump(2) + "\n");
+
+    // HF's names in checkpoint order; matrices N(0, 0.02), biases 0, norms (1, 0); Marian's sinusoids are not stored
+    // (the loader computes them), final_logits_bias is zeros as in a converted checkpoint
+    enum fill_kind { RANDOM, ZEROS, ONES };
+    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff;
+    std::vector<st_spec> specs;
+    std::vector<fill_kind> kind;
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, fill_kind k) {
+        specs.push_back({name, std::move(shape), ST_F32});
+        kind.push_back(k);
+    };
+    auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+        add(name + ".weight", {out, in}, RANDOM);
+        add(name + ".bias", {out}, ZEROS);
+    };
+    auto norm = [&](const std::string& name) {
+        add(name + ".weight", {d}, ONES);
+        add(name + ".bias", {d}, ZEROS);
+    };
+    add("model.shared.weight", {V, d}, RANDOM);
+    for (const char* stack : {"encoder", "decoder"}) {
+        const bool dec = std::string(stack) == "decoder";
+        for (int l = 0; l < (dec ? c.n_layer : encoder_layers); l++) {
+            const std::string p = "model." + std::string(stack) + ".layers." + std::to_string(l) + ".";
+            for (const char* k : {"q_proj", "k_proj", "v_proj", "out_proj"}) linear(p + "self_attn." + k, d, d);
+            norm(p + "self_attn_layer_norm");
+            if (dec) {
+                for (const char* k : {"q_proj", "k_proj", "v_proj", "out_proj"}) linear(p + "encoder_attn." + k, d, d);
+                norm(p + "encoder_attn_layer_norm");
+            }
+            linear(p + "fc1", ff, d);
+            linear(p + "fc2", d, ff);
+            norm(p + "final_layer_norm");
+        }
+    }
+    add("final_logits_bias", {1, V}, ZEROS);
+    normal_source ns(seed);
+    int64_t n_params = 0;
+    for (size_t i = 0; i < specs.size(); i++)
+        if (specs[i].name != "final_logits_bias") n_params += specs[i].shape.size() == 1 ? specs[i].shape[0]
+                                                                                          : specs[i].shape[0] * specs[i].shape[1];
+    write_safetensors_streaming(dir + "/model.safetensors", specs, [&](size_t i, float* out, size_t n) {
+        if (kind[i] == RANDOM)
+            for (size_t e = 0; e < n; e++) out[e] = (float)(ns.next() * 0.02);
+        else std::fill(out, out + n, kind[i] == ONES ? 1.0f : 0.0f);
     });
     write_bpe_tokenizer(dir, tok);
     return n_params;

@@ -318,6 +318,12 @@ model random_gpt2(const model_config& c, uint64_t seed);
 // written, never held whole, so a 1B-parameter model costs megabytes of memory. Returns the parameter count.
 int64_t write_random_llama_hf(const std::string& dir, const model_config& c, uint64_t seed,
                               const std::string& dtype = "F32");
+// Writes a seeded random Marian encoder–decoder (MarianMTModel, Post-LN, swish, sinusoidal positions, one shared
+// tied embedding) as a HF folder the loader opens, for benchmarks: c.n_layer decoder layers and encoder_layers
+// encoder layers, n_head, d_model, d_ff (0 = 4 d_model), vocab_size (>= 258), n_ctx; matrices N(0, 0.02), biases 0,
+// norms (1, 0), F32, streamed like write_random_llama_hf. The tokenizer is random_gpt2's byte-level one (a source
+// text encodes byte by byte); <|endoftext|> is EOS, the id before it the decoder's start. Returns the parameter count.
+int64_t write_random_marian_hf(const std::string& dir, const model_config& c, int encoder_layers, uint64_t seed);
 // The same shape as a GGUF file (llama.cpp's tensor names, general.architecture "llama"), every matrix and the
 // token embedding in `type` (F32, F16, BF16, Q8_0 or Q4_K, as quantize() writes it), norm gains F32, the byte-level
 // tokenizer as tokenizer.ggml.* (model "gpt2", no merges). Streams a row at a time. Returns the parameter count.

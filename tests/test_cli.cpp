@@ -775,7 +775,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     };
     refused("--tied 0", "--tied goes with --arch llama");
     refused("--kv-heads-n 4", "--kv-heads-n goes with --arch llama");
-    refused("--arch bert", "--arch: expected gpt2 or llama");
+    refused("--arch bert", "--arch: expected gpt2, llama or marian");
     refused("--arch llama --heads-n 4 --kv-heads-n 3 --d-model 64", "--heads-n must be a multiple of --kv-heads-n");
     refused("--arch llama --heads-n 4 --d-model 36", "odd");
 }
@@ -793,7 +793,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"heads", {"--repeat-random N", "--seed S"}},
         {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
         {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
-        {"make-random", {"--out DIR", "--arch gpt2|llama", "--kv-heads-n H", "--rope-theta X"}},
+        {"make-random", {"--out DIR", "--arch gpt2|llama|marian", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N"}},
         {"info", {"--model PATH", "--matmul K"}},
         {"selftest", {"--model PATH", "--json FILE"}},
         {"learn", {"--prompt TEXT", "--token I", "--layer L", "--head H"}},

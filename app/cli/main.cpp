@@ -77,10 +77,11 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
-  make-random  --out DIR [--arch gpt2|llama] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
+  make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
                --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
+               marian: an encoder–decoder, [--encoder-layers-n N]; defaults 6 + 6 layers, d 512, 8 heads, vocab 58101
   info         [--model PATH] [--matmul K]
   learn        (--prompt TEXT | --source TEXT [--target-text TEXT]) [--token I] [--layer L] [--head H]
                [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
@@ -231,7 +232,8 @@ const std::vector<command_doc>& command_docs() {
               {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
               target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
               contrast_id, bos, json, npy, backend, matmul, weights}},
-            {"bench", "time forward passes with full capture, or live recompute against a fresh forward",
+            {"bench", "time forward passes with full capture, or live recompute against a fresh forward (an "
+                      "encoder–decoder: both stacks on T source and T target tokens, and a greedy translation)",
              {"[--tokens 16,64,256] [--repeat N] [--model PATH] [options]",
               "--incremental [--tokens 256] [--repeat N] [--model PATH] [options]"},
              {model, tokenizer,
@@ -242,14 +244,20 @@ const std::vector<command_doc>& command_docs() {
                                   "ablation, against a fresh forward"},
               {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
               json, matmul, weights}},
-            {"make-random", "write a random GPT-2 or Llama model folder (or a Llama .gguf file), for benchmarks and tests",
-             {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]"},
-             {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"}, {"arch", "gpt2|llama", "the architecture (default gpt2)"},
-              {"layers-n", "N", "layers (default 12)"}, {"d-model", "D", "model width (default 768)"},
-              {"heads-n", "H", "attention heads (default 12)"},
+            {"make-random", "write a random GPT-2, Llama or Marian model folder (or a Llama .gguf file), for benchmarks and tests",
+             {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]",
+              "--arch marian --out DIR [--encoder-layers-n N] [options]"},
+             {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"},
+              {"arch", "gpt2|llama|marian", "the architecture (default gpt2); marian: an encoder–decoder, opus-mt's "
+                                            "shape by default"},
+              {"layers-n", "N", "layers (default 12; marian: decoder layers, default 6)"},
+              {"encoder-layers-n", "N", "marian only: encoder layers (default: --layers-n)"},
+              {"d-model", "D", "model width (default 768; marian 512)"},
+              {"heads-n", "H", "attention heads (default 12; marian 8)"},
               {"kv-heads-n", "H", "llama only: key/value heads (default: --heads-n)"},
-              {"ff", "N", "MLP width (default 4 * --d-model)"}, {"vocab", "V", "vocabulary size (default 50257)"},
-              {"ctx", "N", "context length, max_position_embeddings (default 1024)"},
+              {"ff", "N", "MLP width (default 4 * --d-model)"},
+              {"vocab", "V", "vocabulary size (default 50257; marian 58101)"},
+              {"ctx", "N", "context length, max_position_embeddings (default 1024; marian 512)"},
               {"dtype", "F32|F16|...", "the weights' type: F32 or F16 in model.safetensors (llama also BF16); a .gguf "
                                        "also BF16, Q8_0 or Q4_K (default F32)"},
               {"seed", "S", "the seed of the random weights (default 1)"},
@@ -432,9 +440,9 @@ gb::model open_model(const args& a) {
     if (gb::arch_table(m.config.arch).vision && a.command != "run" && a.command != "info" && a.command != "bench")
         throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
                           "): it reads images, with `run --image FILE`; " + a.command + " reads text");
-    // an encoder–decoder reads a source: run and generate take it (--source), info and tokenize need none
+    // an encoder–decoder reads a source: run, generate and learn take it (--source); info, tokenize and bench none
     if (gb::arch_table(m.config.arch).cross && a.command != "run" && a.command != "generate" && a.command != "info" &&
-        a.command != "tokenize" && a.command != "learn")
+        a.command != "tokenize" && a.command != "learn" && a.command != "bench")
         throw usage_error(m.path + " is an encoder–decoder (" + gb::arch_table(m.config.arch).name +
                           "): it translates a source, with `run --source TEXT`, `generate --source TEXT` or `learn "
                           "--source TEXT`; " + a.command + " is for decoder-only models");
@@ -496,6 +504,14 @@ std::string visible(const std::string& s) {
 // A token's text in double quotes, on one line (visible()).
 std::string quoted(const gb::model& m, int id) { return "\"" + visible(gb::token_text(m.tok, id)) + "\""; }
 
+// s padded with spaces to width columns, counting characters rather than bytes ("près" is four columns, five bytes),
+// for tables that printf's %-Ns would misalign on non-ASCII tokens
+std::string padded(const std::string& s, int width) {
+    int cols = 0;
+    for (unsigned char ch : s) cols += (ch & 0xC0) != 0x80;
+    return s + std::string((size_t)std::max(0, width - cols), ' ');
+}
+
 // --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
 gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr) {
     std::string b = a.get("backend", "cpu");
@@ -552,7 +568,7 @@ void print_top(const gb::model& m, const std::string& title, const std::vector<g
     std::printf("%s\n", title.c_str());
     int rank = 1;
     for (const gb::token_prob& tp : top)
-        std::printf("  %2d. %-20s %.4f  (id %d)\n", rank++, quoted(m, tp.id).c_str(), tp.prob, tp.id);
+        std::printf("  %2d. %s %.4f  (id %d)\n", rank++, padded(quoted(m, tp.id), 20).c_str(), tp.prob, tp.id);
 }
 
 // Encoders: the masked-LM head's fillers for each mask token; without one, its best guess at every position
@@ -641,11 +657,16 @@ int run_seq2seq(const args& a, const gb::model& m) {
                 ab.describe().c_str());
     if (dec.nonfinite_layer >= 0) std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", dec.nonfinite_where.c_str());
     print_top(m, "top " + std::to_string(top_k) + " next target tokens:", gb::top_k_probs(dec.last_logits(), dec.vocab, top_k));
+    // decoder row t reads target token t and writes token t + 1 (the last row: its prediction), so the token a
+    // row's cross-attention translates is the one it writes
     const std::vector<int> align = gb::cross_alignment(dec);
-    std::printf("alignment (each target token's most-read source token, cross-attention averaged over heads and layers):\n");
-    for (int t = 0; t < dec.n_tokens; t++)
-        std::printf("  %-16s <- %s\n", ("\"" + visible(dec.pieces[t]) + "\"").c_str(),
+    std::printf("alignment (the token each decoder row writes, and the source token it reads most: cross-attention "
+                "averaged over heads and layers):\n");
+    for (int t = 0; t < dec.n_tokens; t++) {
+        const int writes = t + 1 < dec.n_tokens ? tgt[t + 1] : gb::top_k_probs(dec.last_logits(), dec.vocab, 1)[0].id;
+        std::printf("  %s <- %s\n", padded(quoted(m, writes), 16).c_str(),
                     ("\"" + visible(r.encoder.pieces[align[t]]) + "\"").c_str());
+    }
     if (a.has("json")) {
         nlohmann::json j = gb::capture_json(m, dec, ab, top_k);
         j["source_ids"] = src;
@@ -1208,10 +1229,79 @@ int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn&
     return 0;
 }
 
+// An encoder–decoder: source and target of T tokens each (random ids), both stacks with the app's full capture
+// (every self- and cross-attention pattern), and the encoder alone; then a greedy translation of a 16-token source
+// through the decoder's cache, per generated token.
+int bench_seq2seq(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat,
+                  const gb::attention_fn& attention, const std::string& renderer) {
+    const gb::model_config& c = m.config;
+    const gb::model_config& ec = m.encoder->config;
+    std::printf("model: %s, %d encoder + %d decoder layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(),
+                ec.n_layer, c.n_layer, c.d_model, c.n_head, c.vocab_size, m.path.c_str());
+    std::printf("backend: %s, matmul: %s, %d threads; source and target of T tokens each, full capture of both stacks\n",
+                attention ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()),
+                omp_get_max_threads());
+    std::printf("%8s %10s %10s %10s %12s\n", "tokens", "median_ms", "min_ms", "max_ms", "encoder_ms");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    auto random_ids = [&](int n) {
+        std::vector<int> ids(n);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        return ids;
+    };
+    auto ms_since = [](std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    gb::forward_options opt;
+    opt.attention = attention;
+    for (int T : sizes) {
+        if (T > ec.n_ctx) throw usage_error("--tokens " + std::to_string(T) + ": the encoder's context is " + std::to_string(ec.n_ctx));
+        std::vector<double> both, enc;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> src = random_ids(T), tgt = random_ids(T);
+            tgt[0] = c.decoder_start_id;
+            auto t0 = std::chrono::steady_clock::now();
+            gb::record er;
+            gb::run_encoder(&er, m, src, {}, opt);
+            const double e = ms_since(t0);
+            gb::seq2seq_record sr;
+            t0 = std::chrono::steady_clock::now();
+            gb::run_seq2seq(sr, m, src, tgt, {}, opt);
+            const double b = ms_since(t0);
+            if (r >= 0) enc.push_back(e), both.push_back(b);
+        }
+        const stats s = summarize(both), se = summarize(enc);
+        std::printf("%8d %10.2f %10.2f %10.2f %12.2f\n", T, s.median, s.min, s.max, se.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T}, {"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max},
+                           {"encoder_ms", se.median}, {"repeat", repeat},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())}});
+    }
+    // greedy translation: the source once through the encoder, then one decoder step per token through the cache
+    const int S = std::min(16, ec.n_ctx), max_new = std::min(32, c.n_ctx - 1);
+    std::vector<double> per_token;
+    int made = 0;
+    for (int r = -1; r < repeat; r++) {
+        const gb::generation g = gb::translate(m, random_ids(S), max_new, gb::sampling{});
+        if (r >= 0 && !g.ids.empty()) per_token.push_back(g.ms / (double)g.ids.size()), made = (int)g.ids.size();
+    }
+    if (!per_token.empty()) {
+        const double ms = summarize(per_token).median;
+        std::printf("translate (greedy, %d source tokens, %d target tokens): %.2f ms a token (%.1f tokens/s), encoder "
+                    "included\n", S, made, ms, 1000.0 / ms);
+        results.push_back({{"translate_source_tokens", S}, {"translate_tokens", made}, {"ms_per_token", ms}});
+    }
+    if (a.has("json")) gb::write_json(a.get("json"), results);
+    return 0;
+}
+
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     // an image classifier always runs its image's positions: random pixels in the normalised range
     const bool vision = gb::arch_table(m.config.arch).vision;
+    if (gb::is_seq2seq(m) && a.has("incremental"))
+        throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
+                          " reruns both stacks on every change)");
     if (vision && a.has("incremental"))
         throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
     if (vision && a.has("tokens"))
@@ -1231,6 +1321,7 @@ int cmd_bench(const args& a) {
     std::string renderer;
     gb::attention_fn gl = choose_backend(a, &renderer);
     if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
+    if (gb::is_seq2seq(m)) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
@@ -1284,18 +1375,21 @@ int cmd_bench(const args& a) {
 // a Llama-3.2-1B shape (1.2 billion parameters) would take 5 GB as floats.
 int cmd_make_random(const args& a) {
     const std::string arch = a.get("arch", "gpt2");
-    if (arch != "gpt2" && arch != "llama") throw usage_error("--arch: expected gpt2 or llama, got '" + arch + "'");
-    const bool llama = arch == "llama";
+    if (arch != "gpt2" && arch != "llama" && arch != "marian")
+        throw usage_error("--arch: expected gpt2, llama or marian, got '" + arch + "'");
+    const bool llama = arch == "llama", marian = arch == "marian";
     if (!llama)
         for (const char* k : {"kv-heads-n", "tied", "rope-theta"})
-            if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --arch llama (GPT-2 has one K/V head per head, "
-                                            "a tied head and learned positions)");
+            if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --arch llama (" + arch + " has one K/V head per "
+                                            "head, a tied head and " + (marian ? "sinusoidal" : "learned") + " positions)");
+    if (!marian && a.has("encoder-layers-n")) throw usage_error("--encoder-layers-n goes with --arch marian");
+    // defaults: GPT-2 small, Llama at GPT-2 small's width, Marian as opus-mt-en-de (6 + 6 layers, d 512, 58101 pieces)
     gb::model_config c;
-    c.n_layer = (int)parse_int(a.get("layers-n", "12"), "--layers-n", 1, 256);
-    c.d_model = (int)parse_int(a.get("d-model", "768"), "--d-model", 1, 16384);
-    c.n_head = (int)parse_int(a.get("heads-n", "12"), "--heads-n", 1, 256);
-    c.vocab_size = (int)parse_int(a.get("vocab", "50257"), "--vocab", 257, 1 << 20);
-    c.n_ctx = (int)parse_int(a.get("ctx", "1024"), "--ctx", 1, 1 << 16);
+    c.n_layer = (int)parse_int(a.get("layers-n", marian ? "6" : "12"), "--layers-n", 1, 256);
+    c.d_model = (int)parse_int(a.get("d-model", marian ? "512" : "768"), "--d-model", 1, 16384);
+    c.n_head = (int)parse_int(a.get("heads-n", marian ? "8" : "12"), "--heads-n", 1, 256);
+    c.vocab_size = (int)parse_int(a.get("vocab", marian ? "58101" : "50257"), "--vocab", marian ? 258 : 257, 1 << 20);
+    c.n_ctx = (int)parse_int(a.get("ctx", marian ? "512" : "1024"), "--ctx", 1, 1 << 16);
     if (c.d_model % c.n_head) throw usage_error("--d-model must be a multiple of --heads-n");
     c.d_head = c.d_model / c.n_head;
     // grouped-query attention: query head h reads K/V head h / (heads / kv-heads)
@@ -1321,6 +1415,15 @@ int cmd_make_random(const args& a) {
         std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
                     "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
                     c.tied_lm_head ? "tied" : "untied", (long long)n, dtype.c_str(), out.c_str());
+        return 0;
+    }
+    if (marian) {
+        if (dtype != "F32") throw usage_error("--dtype: a random Marian is written in F32, got '" + dtype + "'");
+        const int enc_layers = (int)parse_int(a.get("encoder-layers-n", std::to_string(c.n_layer)), "--encoder-layers-n", 1, 256);
+        int64_t n = gb::write_random_marian_hf(out, c, enc_layers, seed);
+        std::printf("wrote a random Marian (%d encoder + %d decoder layers, d %d, %d heads, ff %d, vocab %d, "
+                    "%lld parameters) to %s\n", enc_layers, c.n_layer, c.d_model, c.n_head, c.d_ff, c.vocab_size,
+                    (long long)n, out.c_str());
         return 0;
     }
     if (dtype != "F32" && dtype != "F16" && !(llama && dtype == "BF16"))
