@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from train_tiny_vit import node, write_safetensors
+from train_tiny_vit import descend, node, set_lr, write_safetensors
 
 U = "\u2581"  # SentencePiece's word-start mark
 
@@ -245,21 +245,14 @@ def batch_of(pairs, ids, eos, pad):
 def train(model, ids, eos, pad, steps, batch, lr, seed):
     rng = random.Random(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    warm = steps // 20
     t0 = time.time()
     for step in range(steps):
-        f = (step + 1) / warm if step < warm else 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
-        for grp in opt.param_groups:
-            grp["lr"] = lr * f
+        rate = set_lr(opt, lr, step, steps)
         src, inp, lab = batch_of([sentence(rng) for _ in range(batch)], ids, eos, pad)
         logits = forward(model, src, inp, pad)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), lab.flatten(), ignore_index=-100)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = descend(opt, model, torch.nn.functional.cross_entropy(logits.flatten(0, 1), lab.flatten(), ignore_index=-100))
         if step % 250 == 0 or step == steps - 1:
-            print(f"step {step:5d}  loss {loss.item():.4f}  lr {lr * f:.2e}  {time.time() - t0:4.0f} s", flush=True)
+            print(f"step {step:5d}  loss {loss:.4f}  lr {rate:.2e}  {time.time() - t0:4.0f} s", flush=True)
 
 
 @torch.no_grad()

@@ -181,29 +181,41 @@ def augment(x, g):
     return torch.rot90(x, int(torch.randint(0, 4, (1,), generator=g)), (2, 3))
 
 
+def set_lr(opt, lr, step, steps):
+    """Linear warm-up over the first 5 % of steps, then cosine to zero (stable from scratch at a high rate); returns
+    the rate set."""
+    warm = steps // 20
+    f = (step + 1) / warm if step < warm else 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
+    for grp in opt.param_groups:
+        grp["lr"] = lr * f
+    return lr * f
+
+
+def descend(opt, model, loss):
+    """One optimiser step on loss, gradients clipped to norm 1; returns the loss's value."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss.item()
+
+
 def train(model, xs, ys, vx, vy, steps, batch, lr, seed):
     g = torch.Generator().manual_seed(seed)
     decay = [p for n, p in model.named_parameters() if p.dim() > 1 and "embeddings" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and "embeddings" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}],
                             lr=lr, betas=(0.9, 0.99))
-    warm = steps // 20
     t0 = time.time()
     for step in range(steps):
-        # linear warm-up, then cosine to zero: stable for a from-scratch ViT at a high learning rate
-        f = (step + 1) / warm if step < warm else 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
-        for grp in opt.param_groups:
-            grp["lr"] = lr * f
+        rate = set_lr(opt, lr, step, steps)
         idx = torch.randint(0, len(xs), (batch,), generator=g)
         loss = torch.nn.functional.cross_entropy(forward(model, augment(xs[idx], g)), ys[idx], label_smoothing=0.05)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        descend(opt, model, loss)
         if step % 250 == 0 or step == steps - 1:
             with torch.no_grad():
                 acc = (forward(model, vx).argmax(1) == vy).float().mean().item()
-            print(f"step {step:5d}  loss {loss.item():.3f}  val {acc:.3f}  lr {lr * f:.2e}  {time.time() - t0:4.0f} s",
+            print(f"step {step:5d}  loss {loss.item():.3f}  val {acc:.3f}  lr {rate:.2e}  {time.time() - t0:4.0f} s",
                   flush=True)
 
 
