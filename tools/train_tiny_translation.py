@@ -139,7 +139,9 @@ def write_tokenizer(out, vocab):
             "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
             "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
             "special_tokens": {"</s>": {"id": "</s>", "ids": [0], "tokens": ["</s>"]}}}
-    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+    # lower-cased first: "The cat" reads as "the cat" (the toy texts are lower case, the vocabulary too)
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": {"type": "Lowercase"},
            "pre_tokenizer": metaspace, "post_processor": post, "decoder": metaspace,
            "model": {"type": "Unigram", "unk_id": 1, "vocab": [[p, s] for p, s in vocab], "byte_fallback": False}}
     with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
