@@ -153,16 +153,19 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     ASSERT_TRUE(have_app());
     seq2seq_spec sp;
     sp.family = "marian";
-    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("gui_marian") + "/m", sp);
+    const std::string dir = test_temp_dir("gui_marian");
+    const tiny_seq2seq tm = write_tiny_seq2seq(dir + "/m", sp);
+    // sessions keep the typed target (typed.json) and a sampled translation's settings (sampled.json)
     const std::string script = "wait\nprint\ntab cross\nclick stack encoder\nwait\nprint\nclick stack decoder\n"
-                               "click target text\ntype the dog\nkey enter\nwait\nprint\n"
+                               "click target text\ntype the dog\nkey enter\nwait\nprint\nsave-session " + dir + "/typed.json\n"
                                "tab learn\nselect-token 1\nwait\nprint\n"
-                               "gen-temperature 1.5\nclick Translate, sampled\nwait\nprint\n"
-                               "click translate\nwait\nprint\n";
+                               "gen-temperature 1.5\nclick Translate, sampled\nwait\nprint\nsave-session " + dir + "/sampled.json\n"
+                               "click translate\nwait\nprint\n"
+                               "session " + dir + "/sampled.json\nwait\nprint\nsession " + dir + "/typed.json\nwait\nprint\n";
     int rc = -1;
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 6u);
+    ASSERT_EQ(st.size(), 8u);
     EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "learn", "cross"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
@@ -198,6 +201,26 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     EXPECT_NE(st[4]["tokens"], st[0]["tokens"]) << "sampled at 1.5, not the greedy one";
     EXPECT_EQ(st[5]["translation_sampling"], "greedy");
     EXPECT_EQ(st[5]["tokens"], st[0]["tokens"]);
+    // the sessions bring back the sampled translation, then the typed target, each with its settings
+    EXPECT_EQ(st[6]["translation_sampling"], "T1.500000,k0,p1.000000,s0") << st[6].dump();
+    EXPECT_EQ(st[6]["tokens"], st[4]["tokens"]);
+    EXPECT_EQ(st[6]["tab"], "learn");
+    EXPECT_EQ(st[7]["tokens"], st[2]["tokens"]);
+    EXPECT_EQ(st[7]["translation_sampling"], "greedy");
+    EXPECT_EQ(st[7]["tab"], "cross");
+    nlohmann::json saved;
+    std::ifstream(dir + "/typed.json") >> saved;
+    EXPECT_EQ(saved["translation"]["target_text"], "the dog");
+    EXPECT_EQ(saved["translation"]["stack"], "decoder");
+    // a session's translation settings out of range: a one-line error, the shown state kept
+    saved["translation"]["stack"] = "middle";
+    std::ofstream(dir + "/bad.json") << saved.dump();
+    const std::vector<nlohmann::json> bad =
+        run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", "wait\nprint\nsession " + dir + "/bad.json\nwait\nprint\n", &rc);
+    ASSERT_EQ(bad.size(), 2u);
+    EXPECT_NE(bad[1]["error"].get<std::string>().find("translation.stack: expected encoder or decoder, got 'middle'"),
+              std::string::npos) << bad[1].dump();
+    EXPECT_EQ(bad[1]["tokens"], bad[0]["tokens"]);
 }
 
 // A ViT classifies an image given on the command line; the Image tab overlays [CLS]'s attention, a click on a

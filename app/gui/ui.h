@@ -169,6 +169,13 @@ struct session_file {
         uint64_t seed;
     };
     std::optional<sampling_inputs> sampling;
+    struct translation_inputs { // encoder–decoders: the Target box, how a translation is made, what is shown
+        std::string target_text;
+        gb::sampling sampling;
+        int stack = 1;
+        bool cross_average = false;
+    };
+    std::optional<translation_inputs> translation;
 };
 void save_session(const app_state& s, const std::string& path);
 session_file read_session(const std::string& path); // throws gb::error (file, JSON), no model checks

@@ -351,7 +351,16 @@ void save_session(const app_state& s, const std::string& path) {
                          {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
                           {"top_k", s.sample_top_k},
                           {"tokens", s.sample_tokens},
-                          {"seed", s.sample_seed}}}};
+                          {"seed", s.sample_seed}}},
+                        {"translation",
+                         {{"target_text", s.target_text},
+                          {"sampling",
+                           {{"temperature", s.target_sampling.temperature},
+                            {"top_k", s.target_sampling.top_k},
+                            {"top_p", s.target_sampling.top_p},
+                            {"seed", s.target_sampling.seed}}},
+                          {"stack", s.stack == 0 ? "encoder" : "decoder"},
+                          {"cross_average", s.cross_average}}}};
     gb::write_json(path, j);
 }
 
@@ -401,7 +410,11 @@ session_file read_session(const std::string& path) {
             std::string t = j.at("tab").get<std::string>();
             for (int k = 0; k < TAB_COUNT; k++)
                 if (t == tab_name((analysis_tab)k)) out.tab = (analysis_tab)k;
-            if (!out.tab) throw gb::error("tab: expected head, lens, attribution, patching, learn, sampling, experts or image, got '" + t + "'");
+            if (!out.tab) {
+                std::string names;
+                for (int k = 0; k < TAB_COUNT; k++) names += std::string(k ? (k + 1 == TAB_COUNT ? " or " : ", ") : "") + tab_name((analysis_tab)k);
+                throw gb::error("tab: expected " + names + ", got '" + t + "'");
+            }
         }
         if (j.contains("colour_by")) {
             std::string c = j.at("colour_by").get<std::string>();
@@ -442,6 +455,27 @@ session_file read_session(const std::string& path) {
             if (in.tokens < 1 || in.tokens > 100) throw gb::error("sampling.tokens must be in 1..100");
             out.sampling = in;
         }
+        if (j.contains("translation")) { // encoder–decoders: absent in sessions saved before them
+            const auto& tr = j.at("translation");
+            session_file::translation_inputs in;
+            in.target_text = tr.at("target_text").get<std::string>();
+            const auto& sp = tr.at("sampling");
+            in.sampling.temperature = sp.at("temperature").get<float>();
+            in.sampling.top_k = sp.at("top_k").get<int>();
+            in.sampling.top_p = sp.at("top_p").get<float>();
+            in.sampling.seed = sp.at("seed").get<uint64_t>();
+            if (!(in.sampling.temperature >= 0 && in.sampling.temperature <= 10))
+                throw gb::error("translation.sampling.temperature must be in 0..10, got " + sp.at("temperature").dump());
+            if (in.sampling.top_k < 0) throw gb::error("translation.sampling.top_k must be >= 0");
+            if (!(in.sampling.top_p > 0 && in.sampling.top_p <= 1))
+                throw gb::error("translation.sampling.top_p must be in (0, 1], got " + sp.at("top_p").dump());
+            const std::string stack = tr.at("stack").get<std::string>();
+            if (stack != "encoder" && stack != "decoder")
+                throw gb::error("translation.stack: expected encoder or decoder, got '" + stack + "'");
+            in.stack = stack == "encoder" ? 0 : 1;
+            in.cross_average = tr.at("cross_average").get<bool>();
+            out.translation = in;
+        }
         p.has_tokens = true;
         return out; // layer and head indices are checked against the session's model once it has loaded
     } catch (const gb::error& e) {
@@ -459,6 +493,12 @@ void apply_session_inputs(app_state& s, const session_file& f) {
     if (f.sampling) {
         std::copy(f.sampling->temps, f.sampling->temps + 3, s.sample_temps);
         s.sample_top_k = f.sampling->top_k, s.sample_tokens = f.sampling->tokens, s.sample_seed = f.sampling->seed;
+    }
+    if (f.translation) {
+        s.target_text = f.translation->target_text;
+        s.target_sampling = f.translation->sampling;
+        s.stack = f.translation->stack;
+        s.cross_average = f.translation->cross_average;
     }
 }
 
