@@ -172,7 +172,7 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     for (int p = 0; p < 2 * cap.n_layer + 1; p++)
         values.push_back(std::vector<float>(cap.resid_norm.begin() + (size_t)p * cap.n_tokens,
                                             cap.resid_norm.begin() + (size_t)(p + 1) * cap.n_tokens));
-    j["residual_norms"] = {{"labels", resid_labels(cap.n_layer)}, {"values", values}};
+    j["residual_norms"] = {{"labels", resid_labels(cap.n_layer, cap.n_source > 0)}, {"values", values}};
     j["timing_ms"] = {{"total", cap.timing.total_ms},
                       {"matmul", cap.timing.matmul_ms},
                       {"attention", cap.timing.attention_ms},

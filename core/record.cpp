@@ -139,11 +139,11 @@ const float* record::resid(int point) const {
     return nullptr;
 }
 
-std::vector<std::string> resid_labels(int n_layer) {
+std::vector<std::string> resid_labels(int n_layer, bool cross) {
     std::vector<std::string> labels{"embed"};
     for (int l = 0; l < n_layer; l++) {
-        labels.push_back("L" + std::to_string(l) + " attn");
-        labels.push_back("L" + std::to_string(l) + " mlp");
+        labels.push_back("L" + std::to_string(l) + (cross ? " self-attn" : " attn"));
+        labels.push_back("L" + std::to_string(l) + (cross ? " cross+mlp" : " mlp"));
     }
     return labels;
 }

@@ -110,8 +110,10 @@ struct record {
     }
 };
 
-// "embed", "L0 attn", "L0 mlp", ... for the 2L+1 residual points.
-std::vector<std::string> resid_labels(int n_layer);
+// "embed", "L0 attn", "L0 mlp", ... for the 2L+1 residual points. An encoder–decoder's decoder (cross: its
+// record has n_source > 0) says "L0 self-attn", "L0 cross+mlp": its point after the attention is after the masked
+// self-attention, and the cross-attention is added before the MLP, between two points.
+std::vector<std::string> resid_labels(int n_layer, bool cross = false);
 // The hook point and layer of residual point p: (resid_pre, 0), (resid_mid, l) or (resid_post, l).
 void resid_point_hook(int point, hook_point& p, int& layer);
 

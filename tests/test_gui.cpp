@@ -161,12 +161,13 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
                                "tab learn\nselect-token 1\nwait\nprint\n"
                                "gen-temperature 1.5\nclick Translate, sampled\nwait\nprint\nsave-session " + dir + "/sampled.json\n"
                                "click translate\nwait\nprint\n"
-                               "session " + dir + "/sampled.json\nwait\nprint\nsession " + dir + "/typed.json\nwait\nprint\n";
+                               "session " + dir + "/sampled.json\nwait\nprint\nsession " + dir + "/typed.json\nwait\nprint\n"
+                               "tab lens\nwait\nprint\nclick stack encoder\nwait\nprint\n";
     int rc = -1;
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 8u);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "learn", "cross"}));
+    ASSERT_EQ(st.size(), 10u);
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn", "cross"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> src = gb::source_ids(m, "the cat sat");
@@ -208,6 +209,17 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     EXPECT_EQ(st[7]["tokens"], st[2]["tokens"]);
     EXPECT_EQ(st[7]["translation_sampling"], "greedy");
     EXPECT_EQ(st[7]["tab"], "cross");
+    // the logit lens reads the decoder (target "the dog": 3 tokens, 2L + 1 points), whichever stack is shown;
+    // its last point is the run's prediction
+    for (int i : {8, 9}) {
+        const nlohmann::json& l = st[i]["lens"];
+        ASSERT_TRUE(l.is_object()) << st[i].dump();
+        EXPECT_EQ(l["points"], 2 * sp.dec_layers + 1);
+        EXPECT_EQ(l["tokens"], 3);
+        EXPECT_EQ(l["top1_last"], st[2]["top1"]);
+        EXPECT_TRUE(l["current"]);
+    }
+    EXPECT_EQ(st[9]["tokens"].size(), 4u) << "the grid shows the encoder's source";
     nlohmann::json saved;
     std::ifstream(dir + "/typed.json") >> saved;
     EXPECT_EQ(saved["translation"]["target_text"], "the dog");

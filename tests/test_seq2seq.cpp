@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/compare.h"
 #include "analysis/learn.h"
+#include "analysis/lens.h"
 #include "error.h"
 #include "safetensors.h"
 #include "generate.h"
@@ -280,12 +282,79 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     EXPECT_EQ(j["ids"], nlohmann::json(gb::translate(m, gb::source_ids(m, "hello world"), 5, {}).ids));
     r = cli("info --model '" + tm.dir + "'");
     EXPECT_NE(r.out.find("\"positions\": \"sinusoidal\""), std::string::npos) << r.out;
-    r = cli("lens --model '" + tm.dir + "' --prompt hi");
+    r = cli("heads --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("is an encoder–decoder (marian)"), std::string::npos) << r.err;
+    r = cli("lens --model '" + tm.dir + "' --prompt hi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
     r = cli("run --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
+}
+
+// The logit lens of an encoder–decoder reads its decoder: at each residual point the stream through the final
+// norm (mBART's; none in Post-LN Marian) and the LM head with final_logits_bias, against the double reference's
+// stream read the same way; its last point is the run's own prediction; the points are named for the decoder;
+// `glassbox-cli lens --source` prints and writes it.
+TEST(Seq2seq, LogitLensReadsTheDecoder) {
+    for (const char* family : {"marian", "mbart"}) {
+        SCOPED_TRACE(family);
+        seq2seq_spec s;
+        s.family = family;
+        s.seed = 9;
+        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_lens_") + family), s);
+        const gb::model m = gb::load_model(tm.dir);
+        const std::vector<int> source = random_tokens(5, s.vocab, 31), target = decoder_input(tm, 4, 33);
+        const int L = s.dec_layers, T = (int)target.size(), V = s.vocab, d = s.d_model, P = 2 * L + 1, k = 3;
+        for (const gb::ablation& ab : {gb::ablation{}, [] { gb::ablation a; a.no_layernorm = {true, {0, 1}}; return a; }()}) {
+            const ref_seq2seq ref = reference_seq2seq(tm, source, target, ab);
+            gb::forward_options o;
+            o.keep.resid_stream = true;
+            gb::seq2seq_record r;
+            gb::run_seq2seq(r, m, source, target, ab, o);
+            const gb::lens_result l = gb::logit_lens(r.decoder, m, ab, k);
+            ASSERT_EQ(l.n_points, P);
+            EXPECT_EQ(l.points, gb::resid_labels(L, true));
+            EXPECT_EQ(l.points[1], "L0 self-attn");
+            EXPECT_EQ(l.points[2], "L0 cross+mlp");
+            const bool final_norm = tm.pre_ln && !ab.no_layernorm.covers_all(L);
+            for (int p = 0; p < P; p++)
+                for (int t = 0; t < T; t++) {
+                    std::vector<double> x(ref.decoder.resid_at(p, t), ref.decoder.resid_at(p, t) + d);
+                    if (final_norm) x = ref_layernorm(x, tm.at("model.decoder.layer_norm.weight"),
+                                                      tm.at("model.decoder.layer_norm.bias"), 1, d, 1e-5, false);
+                    std::vector<double> logit(V);
+                    double mx = -1e300, sum = 0;
+                    for (int v = 0; v < V; v++) {
+                        double z = tm.at("final_logits_bias")[v];
+                        for (int i = 0; i < d; i++) z += tm.at("model.shared.weight")[(size_t)v * d + i] * x[i];
+                        mx = std::max(mx, logit[v] = z);
+                    }
+                    for (double z : logit) sum += std::exp(z - mx);
+                    const int best = (int)(std::max_element(logit.begin(), logit.end()) - logit.begin());
+                    const size_t o0 = ((size_t)p * T + t) * k;
+                    EXPECT_EQ(l.top_ids[o0], best) << "point " << p << " token " << t;
+                    EXPECT_NEAR(l.top_probs[o0], std::exp(logit[best] - mx) / sum, 1e-4) << "point " << p << " token " << t;
+                }
+            // the last point is the run's own prediction at every target position
+            for (int t = 0; t < T; t++)
+                EXPECT_EQ(l.top_ids[((size_t)(P - 1) * T + t) * k],
+                          gb::top_k_probs(&r.decoder.logits[(size_t)t * V], V, 1)[0].id);
+        }
+    }
+    seq2seq_spec s;
+    s.family = "marian";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_lens_cli"), s);
+    const std::string out = test_temp_dir("s2s_lens_cli_out");
+    command_result r = run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli lens --model '" + tm.dir +
+                                   "' --source 'the cat sat' --target-text 'the dog' --json '" + out + ".json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("logit lens at the last target position (\" dog\")"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("L1 cross+mlp"), std::string::npos) << r.out;
+    nlohmann::json j;
+    std::ifstream(out + ".json") >> j;
+    EXPECT_EQ(j["points"], nlohmann::json(gb::resid_labels(2, true)));
 }
 
 // make-random --arch marian writes an opus-mt-like folder (any shape) the loader opens, whose forward matches the

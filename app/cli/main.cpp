@@ -68,7 +68,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
                [--experts ...] [--json FILE] [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
-  lens         --prompt TEXT [--top-k 5] [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
+  lens         (--prompt TEXT | --source TEXT [--target-text TEXT]) [--top-k 5] [--target TEXT | --target-id N]
+               [--json FILE] [--npy-dir DIR]
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--position I] [--json FILE] [--npy-dir DIR]
   heads        (--prompt TEXT | --repeat-random N [--seed S]) [--json FILE] [--npy-dir DIR]
@@ -208,8 +209,12 @@ const std::vector<command_doc>& command_docs() {
               {"decode", "IDS", "comma-separated token ids: print their text as it is, control characters included"},
               {"escape", "", "with --decode: show control characters escaped (\"\\x0d\"), newlines and tabs as they are"}}},
             {"lens", "logit lens: what the residual stream predicts after every sublayer",
-             {"--prompt TEXT [--model PATH] [options]"},
-             {model, tokenizer, prompt, bos, {"top-k", "K", "tokens kept per cell (default 5)"},
+             {"--prompt TEXT [--model PATH] [options]",
+              "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]"},
+             {model, tokenizer, prompt, bos,
+              {"source", "TEXT", "encoder–decoders: the source; the lens reads the decoder's stream at each target token"},
+              {"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the greedy translation)"},
+              {"top-k", "K", "tokens kept per cell (default 5)"},
               {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
                                  "final top-1)"},
               target_id, json, npy, backend, matmul, weights}},
@@ -442,10 +447,10 @@ gb::model open_model(const args& a) {
                           "): it reads images, with `run --image FILE`; " + a.command + " reads text");
     // an encoder–decoder reads a source: run, generate and learn take it (--source); info, tokenize and bench none
     if (gb::arch_table(m.config.arch).cross && a.command != "run" && a.command != "generate" && a.command != "info" &&
-        a.command != "tokenize" && a.command != "learn" && a.command != "bench")
+        a.command != "tokenize" && a.command != "learn" && a.command != "bench" && a.command != "lens")
         throw usage_error(m.path + " is an encoder–decoder (" + gb::arch_table(m.config.arch).name +
-                          "): it translates a source, with `run --source TEXT`, `generate --source TEXT` or `learn "
-                          "--source TEXT`; " + a.command + " is for decoder-only models");
+                          "): it translates a source, with `run --source TEXT`, `generate --source TEXT`, `lens --source "
+                          "TEXT` or `learn --source TEXT`; " + a.command + " is for decoder-only models");
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
         std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
                      m.nonfinite_tensor.c_str());
@@ -945,15 +950,30 @@ std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::s
     return ids;
 }
 
-// A run that keeps what the analyses read: patterns, z, MLP outputs and the residual stream.
-gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a) {
+// What the analyses read: patterns, z, MLP outputs and the residual stream.
+gb::forward_options analysis_options(const args& a) {
     gb::forward_options opt;
     opt.attention = choose_backend(a);
     opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
     opt.keep.resid_stream = true;
+    return opt;
+}
+gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a) {
     gb::record r;
-    gb::run_forward(r, m, ids, {}, opt);
+    gb::run_forward(r, m, ids, {}, analysis_options(a));
     return r;
+}
+
+// Whether the command reads an encoder–decoder's --source (and --target-text) rather than a --prompt; the wrong
+// one of the two for m is a usage error.
+bool reads_source(const args& a, const gb::model& m) {
+    const bool s2s = gb::is_seq2seq(m);
+    if (s2s && a.has("prompt"))
+        throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
+    if (!s2s && (a.has("source") || a.has("target-text")))
+        throw usage_error(std::string(a.has("source") ? "--source" : "--target-text") + ": " + m.path +
+                          " is not an encoder–decoder: give --prompt TEXT");
+    return s2s;
 }
 
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {
@@ -961,21 +981,28 @@ void write_outputs(const args& a, const nlohmann::json& j, const std::function<v
     if (a.has("npy-dir")) npy(a.get("npy-dir"));
 }
 
+// An encoder–decoder's lens reads its decoder: each target token's prediction of the next target token.
 int cmd_lens(const args& a) {
     gb::model m = open_model(a);
-    std::vector<int> ids = analysis_prompt(m, a);
+    const bool s2s = reads_source(a, m);
+    std::vector<int> src;
+    const std::vector<int> ids = s2s ? seq2seq_target(a, m, src = gb::source_ids(m, a.need("source")), {}) : analysis_prompt(m, a);
     const int k = (int)parse_int(a.get("top-k", "5"), "--top-k", 1, m.config.vocab_size);
     const int target = token_arg(a, m, "target", false);
-    gb::record r = analysis_run(m, ids, a);
+    gb::record plain;
+    gb::seq2seq_record rs;
+    if (s2s) gb::run_seq2seq(rs, m, src, ids, {}, analysis_options(a));
+    else plain = analysis_run(m, ids, a);
+    const gb::record& r = s2s ? rs.decoder : plain;
     gb::lens_result l = gb::logit_lens(r, m, {}, k, target);
     const int T = l.n_tokens;
-    std::printf("logit lens at the last position (\"%s\"): top-%d at each residual point\n",
+    std::printf("logit lens at the last %sposition (\"%s\"): top-%d at each residual point\n", s2s ? "target " : "",
                 visible(r.pieces[T - 1]).c_str(), std::min(k, 3));
     for (int p = 0; p < l.n_points; p++) {
-        std::printf("  %-9s", l.points[p].c_str());
+        std::printf("  %s", padded(l.points[p], s2s ? 14 : 9).c_str());
         for (int j = 0; j < std::min(k, 3); j++) {
             const size_t o = ((size_t)p * T + T - 1) * k + j;
-            std::printf("  %-14s %.3f", quoted(m, l.top_ids[o]).c_str(), l.top_probs[o]);
+            std::printf("  %s %.3f", padded(quoted(m, l.top_ids[o]), 14).c_str(), l.top_probs[o]);
         }
         std::printf("   p(%s) = %.3f\n", quoted(m, l.target_ids[T - 1]).c_str(), l.target_prob[(size_t)p * T + T - 1]);
     }
@@ -1447,12 +1474,7 @@ int cmd_make_random(const args& a) {
 // with the cross-attention step reading the source.
 int cmd_learn(const args& a) {
     gb::model m = open_model(a);
-    const bool s2s = gb::is_seq2seq(m);
-    if (s2s && a.has("prompt"))
-        throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
-    if (!s2s && (a.has("source") || a.has("target-text")))
-        throw usage_error(std::string(a.has("source") ? "--source" : "--target-text") + ": " + m.path +
-                          " is not an encoder–decoder: give --prompt TEXT");
+    const bool s2s = reads_source(a, m);
     std::vector<int> src;
     const std::vector<int> ids = s2s ? seq2seq_target(a, m, src = gb::source_ids(m, a.need("source")), {}) : analysis_prompt(m, a);
     const int T = (int)ids.size(), L = m.config.n_layer;

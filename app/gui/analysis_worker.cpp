@@ -30,9 +30,9 @@ static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, cons
     out->target = q.target;
     if (q.lens && q.lens->from == q.from && q.lens->lens.complete) { // another target on the same run: instant
         out->lens = q.lens->lens;
-        gb::lens_retarget(out->lens, r.cap(), *r.model, r.ablation, q.target);
+        gb::lens_retarget(out->lens, r.lm_record(), *r.model, r.ablation, q.target);
     } else {
-        out->lens = gb::logit_lens(r.cap(), *r.model, r.ablation, 5, q.target, go);
+        out->lens = gb::logit_lens(r.lm_record(), *r.model, r.ablation, 5, q.target, go);
     }
     out->ms = ms_since(t0);
     return out->lens.complete ? out : nullptr;

@@ -37,6 +37,8 @@ struct run_result {
                                             // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
     std::shared_ptr<const gb::record> base; // without any ablation (the same record when nothing is ablated)
     const gb::record& cap() const { return *run; }
+    // the record the LM head reads: an encoder–decoder's decoder whichever stack is shown, else the run
+    const gb::record& lm_record() const { return decoder ? *decoder : *run; }
     int n_prompt = 0;                       // tokens of the prompt; positions n_prompt.. are generated ones
     uint64_t gen_id = 0;                    // the generation they come from (0: none)
     std::vector<float> probs;               // [V] softmax of the run's last logits

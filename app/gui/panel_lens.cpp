@@ -39,7 +39,11 @@ static void status_line(const app_state& s, const lens_output* lo) {
 void panel_lens(app_state& s, ui_context& ui) {
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
     const gb::arch_info* a = s.model ? &gb::arch_table(s.model->config.arch) : nullptr;
-    tab_hint(a && a->vision ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
+    tab_hint(a && a->cross ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "
+                             "target token. \"self-attn\" is after the masked self-attention; \"cross+mlp\" adds the "
+                             "cross-attention (the source) and the MLP. Click a cell, or a row of Next token, to colour "
+                             "every cell by that token."
+             : a && a->vision ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
                               "norm and the classifier ([CLS]'s column is the prediction). Click a cell, or a row of Image "
                               "classes, to colour every cell by that class."
              : a && a->bidirectional ? "What the masked-LM head reads at each point (rows) and position (columns). Click a cell, "
@@ -53,7 +57,7 @@ void panel_lens(app_state& s, ui_context& ui) {
         return;
     }
     const gb::lens_result& l = lo->lens;
-    const gb::record& rec = lo->from->cap();
+    const gb::record& rec = lo->from->lm_record();
     const gb::tokenizer& tok = lo->from->model->tok;
     const int P = l.n_points, T = l.n_tokens, K = l.k;
     const bool by_target = lo->target >= 0;
@@ -90,7 +94,9 @@ void panel_lens(app_state& s, ui_context& ui) {
     const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
     const int t0 = g.c0, t1 = g.c1, p0 = g.r0, p1 = g.r1;
     const int hp = g.hover_r, ht = g.hover_c; // the hovered cell (not over the sticky labels)
-    const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
+    const bool other_stack = lo->from->decoder && lo->from->stack == 0;
+    const int sel_t = s.sel_token < 0 || other_stack ? T - 1 : std::min(s.sel_token, T - 1);
     // cells
     for (int p = p0; p < p1; p++)
         for (int t = t0; t < t1; t++) {

@@ -66,7 +66,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         ImGui::SameLine();
         ImGui::TextDisabled("- - - same token without the ablation");
     }
-    std::vector<std::string> labels = gb::resid_labels(c.n_layer);
+    std::vector<std::string> labels = gb::resid_labels(c.n_layer, c.n_source > 0);
     float lo = 1e30f, hi = -1e30f;
     for (float v : c.resid_norm)
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);

@@ -236,10 +236,10 @@ const char* tab_name(analysis_tab t) {
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
     if (t == TAB_IMAGE) return m && gb::arch_table(m->config.arch).vision;
-    // an encoder–decoder: the head view of either stack, the cross-attention and Learn's walk through the decoder;
-    // the other analyses follow a decoder-only forward and are left out
+    // an encoder–decoder: the head view of either stack, the cross-attention, the logit lens and Learn's walk
+    // through the decoder; the other analyses follow a decoder-only forward and are left out
     if (t == TAB_CROSS || (m && gb::arch_table(m->config.arch).cross))
-        return t == TAB_HEAD || t == TAB_LEARN || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
+        return t == TAB_HEAD || t == TAB_LENS || t == TAB_LEARN || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
     // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
     if (m && gb::arch_table(m->config.arch).bidirectional)
         return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;
@@ -667,7 +667,7 @@ std::string export_capture(const app_state& s, const std::string& dir) {
     wrote += ", head_scores";
     if (s.lens && s.lens->from == s.result) {
         gb::write_lens_npy(dir, s.lens->lens);
-        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.cap(), tok));
+        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.lm_record(), tok));
         wrote += ", lens";
     }
     if (s.attribution && s.attribution->from == s.result) {

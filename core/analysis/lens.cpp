@@ -27,7 +27,7 @@ lens_result logit_lens(const record& r, const model& m, const ablation& ab, int 
     out.n_points = P;
     out.n_tokens = T;
     out.k = k;
-    out.points = resid_labels(L);
+    out.points = resid_labels(L, r.n_source > 0);
     out.top_ids.assign((size_t)P * T * k, 0);
     out.top_probs.assign((size_t)P * T * k, 0.0f);
     out.target_prob.assign((size_t)P * T, 0.0f);
