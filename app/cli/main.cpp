@@ -156,6 +156,9 @@ const std::vector<command_doc>& command_docs() {
                                                     "chosen experts keep theirs)"};
         const option_doc prompt{"prompt", "TEXT", "the text to run"};
         const option_doc target_id{"target-id", "N", "the target token by id"};
+        // an analysis of an encoder–decoder's decoder: the target it reads
+        const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
+                                                               "greedy translation)"};
         const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
         return std::vector<command_doc>{
             {"run", "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each "
@@ -213,7 +216,7 @@ const std::vector<command_doc>& command_docs() {
               "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]"},
              {model, tokenizer, prompt, bos,
               {"source", "TEXT", "encoder–decoders: the source; the lens reads the decoder's stream at each target token"},
-              {"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the greedy translation)"},
+              decoder_target,
               {"top-k", "K", "tokens kept per cell (default 5)"},
               {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
                                  "final top-1)"},
@@ -276,7 +279,7 @@ const std::vector<command_doc>& command_docs() {
               "--source TEXT [--target-text TEXT] [--token I] ... --model BART_MBART_OR_MARIAN_FOLDER"},
              {model, tokenizer, prompt, bos,
               {"source", "TEXT", "encoder–decoders: the source; the walk follows the decoder, cross-attention included"},
-              {"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the greedy translation)"},
+              decoder_target,
               {"token", "I", "the position whose numbers are shown (default: the last)"},
               {"layer", "L", "the block walked through (default 0)"},
               {"head", "H", "the attention head shown (default 0)"},
