@@ -162,11 +162,12 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
                                "gen-temperature 1.5\nclick Translate, sampled\nwait\nprint\nsave-session " + dir + "/sampled.json\n"
                                "click translate\nwait\nprint\n"
                                "session " + dir + "/sampled.json\nwait\nprint\nsession " + dir + "/typed.json\nwait\nprint\n"
-                               "tab lens\nwait\nprint\nclick stack encoder\nwait\nprint\n";
+                               "tab lens\nwait\nprint\nclick stack encoder\nwait\nprint\n"
+                               "colour-by induction\nwait\nprint\n";
     int rc = -1;
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 10u);
+    ASSERT_EQ(st.size(), 11u);
     EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn", "cross"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
@@ -220,6 +221,11 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
         EXPECT_TRUE(l["current"]);
     }
     EXPECT_EQ(st[9]["tokens"].size(), 4u) << "the grid shows the encoder's source";
+    // head scores colour the shown stack's grid from its own patterns; the induction test (no source) is not run
+    EXPECT_EQ(st[10]["colour_by"], "induction");
+    EXPECT_FALSE(st[10]["analysis"]["induction"]["wanted"]) << st[10]["analysis"].dump();
+    EXPECT_EQ(st[10]["analysis"]["induction"]["error"], "");
+    EXPECT_EQ(st[10]["error"], "");
     nlohmann::json saved;
     std::ifstream(dir + "/typed.json") >> saved;
     EXPECT_EQ(saved["translation"]["target_text"], "the dog");

@@ -76,7 +76,14 @@ static void score_controls(app_state& s, ui_context& ui) {
     ImGui::PopTextWrapPos();
     // the induction test: N random tokens repeated once, a fixed seed
     const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
-    if (!s.induction_test) {
+    if (s.model && gb::arch_table(s.model->config.arch).cross) { // a decoder needs a source to run on
+        s.induction_test = false; // (asked for on the model before)
+        ImGui::TextDisabled("the scores are the shown stack's on your text; the induction test (random tokens, "
+                            "no source) is for decoder-only models and encoders");
+        if (sc && s.result->scores.n_induction_positions == 0 &&
+            (s.colour_by == COLOUR_INDUCTION || s.colour_by == COLOUR_DUPLICATE_TOKEN))
+            ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "no token repeats in this text: this score is undefined (n/a)");
+    } else if (!s.induction_test) {
         if (ImGui::SmallButton("Run the induction test")) s.induction_test = true;
         remember_item(ui, "induction test");
         ImGui::SameLine();

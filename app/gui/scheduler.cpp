@@ -138,7 +138,8 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
                                            std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
-        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && s.colour_by != COLOUR_PATTERN, true, q);
+        const bool cross = s.model && gb::arch_table(s.model->config.arch).cross; // (the panel offers no test)
+        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && !cross && s.colour_by != COLOUR_PATTERN, true, q);
     }
     // patching: of the prompt as typed (its run must be the shown one), debounced like the main run
     {
