@@ -250,13 +250,17 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
 // The left column when Ablations and Model do not both fit (short windows): one panel with two tabs.
 static void left_tabs(app_state& s, ui_context& ui) {
     if (ImGui::BeginTabBar("##left")) {
-        for (auto [name, draw] : {std::pair{"Ablations", panel_ablations}, std::pair{"Model", panel_model}})
-            if (ImGui::BeginTabItem(name)) {
+        for (auto [name, draw] : {std::pair{"Ablations", panel_ablations}, std::pair{"Model", panel_model}}) {
+            const bool model = std::string(name) == "Model";
+            const bool opened = ImGui::BeginTabItem(name, nullptr, model && ui.select_model_tab ? ImGuiTabItemFlags_SetSelected : 0);
+            if (model) ui.select_model_tab = false;
+            if (opened) {
                 float y0 = ImGui::GetCursorPosY();
                 draw(s, ui);
                 ui.content_h[name] = ImGui::GetCursorPosY() - y0;
                 ImGui::EndTabItem();
             }
+        }
         ImGui::EndTabBar();
     }
 }
@@ -308,6 +312,7 @@ static void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     if (ui.left_tabs) {
         panel_window("Left", ImVec2(g, body_y), ImVec2(left_w, body_h), left_tabs, s, ui);
     } else {
+        ui.select_model_tab = false; // (only the frame after "How it differs" opened, should the column become tabs)
         // Model is as tall as its content, or capped (then it scrolls). Uncapped it never shows a scrollbar: one
         // appearing would narrow the text, wrap it onto more lines, grow the panel, drop the scrollbar, and so on,
         // a panel that jumps every frame

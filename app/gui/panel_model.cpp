@@ -4,6 +4,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -107,6 +108,15 @@ void recent_menu(app_state& s, ui_context& ui) {
     if (!chosen.empty()) open_model(s, *ui.work, chosen);
 }
 
+// A bullet whose text wraps at the panel's edge (ImGui 1.86's BulletText does not wrap; the panel is narrow).
+IM_FMTARGS(1) static void bullet(const char* fmt, ...) {
+    ImGui::Bullet();
+    va_list args;
+    va_start(args, fmt);
+    ImGui::TextWrappedV(fmt, args);
+    va_end(args);
+}
+
 void panel_model(app_state& s, ui_context& ui) {
     panel_title("Model");
     if (s.model) {
@@ -114,13 +124,24 @@ void panel_model(app_state& s, ui_context& ui) {
         const gb::model_config& c = m.config;
         const gb::arch_info& a = gb::arch_table(c.arch);
         ImGui::TextWrapped("%s", m.path.c_str());
-        ImGui::Text("%s: %s, %s MLP, %s positions", c.model_type.c_str(), a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm",
-                    a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU" : a.mlp == gb::MLP_GEGLU ? "GeGLU" : "SwiGLU", a.pos == gb::POS_LEARNED ? "learned" : "rotary");
-        ImGui::TextWrapped("L %d   H %d   d_model %d   d_ff %d   %s %d   %s %d", c.n_layer, c.n_head, c.d_model, c.d_ff,
+        const bool s2s = a.cross && m.encoder;
+        const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
+                          : a.mlp == gb::MLP_GEGLU                           ? "GeGLU"
+                          : a.mlp == gb::MLP_SILU                            ? "swish"
+                                                                             : "SwiGLU";
+        const char* pos = a.pos == gb::POS_LEARNED ? "learned" : a.pos == gb::POS_SINUSOID ? "sinusoidal" : "rotary";
+        ImGui::TextWrapped("%s%s: %s%s, %s MLP, %s positions", c.model_type.c_str(), s2s ? " (encoder–decoder)" : "",
+                           a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm", a.post_ln ? " after each add (Post-LN)" : "",
+                           mlp, pos);
+        const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
+                                       : std::to_string(c.n_layer);
+        ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
                            a.vision ? "classes" : "vocab", c.vocab_size, a.vision ? "positions" : "context", c.n_ctx);
         gb::param_counts p = gb::count_params(m);
         double V = c.vocab_size, d = c.d_model, L = c.n_layer;
-        double textbook = V * d + 12 * L * d * d;
+        // an encoder–decoder: 12 d^2 per encoder layer, 16 d^2 per decoder layer (its cross-attention's 4 d^2 more)
+        const double L_enc = s2s ? m.encoder->config.n_layer : 0;
+        double textbook = s2s ? V * d + 12 * L_enc * d * d + 16 * L * d * d : V * d + 12 * L * d * d;
         // parameters by component, two per row, in millions (the textbook count sits beside the real total)
         if (ImGui::BeginTable("##params", 4, ImGuiTableFlags_SizingFixedFit)) {
             auto cell = [](const char* k, double v) {
@@ -134,12 +155,15 @@ void panel_model(app_state& s, ui_context& ui) {
             cell("MLP", (double)p.mlp);
             cell("norms", (double)p.norms);
             cell("total", (double)p.total());
-            cell("V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook);
+            cell(s2s ? "textbook" : "V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook); // (the two-stack formula is long: below)
             ImGui::EndTable();
         }
         ImGui::PushTextWrapPos(0.0f);
+        if (s2s) ImGui::TextDisabled("textbook: V\u00b7d + 12\u00b7L_enc\u00b7d\u00b2 + 16\u00b7L_dec\u00b7d\u00b2 (a decoder layer "
+                                     "adds the cross-attention's 4\u00b7d\u00b2)");
         ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
                             c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
+                            : s2s                   ? "positions, biases, norms, final_logits_bias"
                             : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
                             : a.vision              ? "V is the classes: the patch embedding, positions, biases, norms"
                             : c.n_expert > 0        ? "experts, smaller K/V (GQA), no positions"
@@ -164,68 +188,84 @@ void panel_model(app_state& s, ui_context& ui) {
                                     "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
                                   : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
                                     "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
-        if (c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2")) {
+        const bool differs = c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2");
+        if (c.arch != gb::ARCH_GPT2) remember_item(ui, "how it differs");
+        if (differs && ImGui::IsItemToggledOpen()) ui.select_model_tab = true; // it may grow the column into tabs
+        if (differs) {
             // from the architecture table: what this family computes differently
-            if (a.norm == gb::NORM_RMSNORM) ImGui::BulletText("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
-            if (a.gain_plus_one) ImGui::BulletText("norm gains stored as w, applied as 1 + w");
+            if (a.norm == gb::NORM_RMSNORM) bullet("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
+            if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
             if (a.vision) {
-                ImGui::BulletText("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
+                bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
                                   "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
                                   c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
-                ImGui::BulletText("attention is not causal: every patch sees the whole image");
-                ImGui::BulletText("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
+                bullet("attention is not causal: every patch sees the whole image");
+                bullet("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
                                   m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
+            } else if (s2s) {
+                bullet("an encoder–decoder: %d encoder layers read the source with full attention (no masked "
+                                  "triangle); each of the %d decoder layers has masked self-attention over the target, then "
+                                  "cross-attention over the encoder's output, then the MLP",
+                                  m.encoder->config.n_layer, c.n_layer);
             } else if (a.bidirectional) {
-                ImGui::BulletText("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
+                bullet("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
             }
             if (a.post_ln)
-                ImGui::BulletText("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
-            if (c.n_token_type > 0) ImGui::BulletText("token-type (segment) embeddings: type 0 added to every token");
-            if (!m.weights.emb_norm_g.empty()) ImGui::BulletText("the summed embeddings are LayerNormed before layer 0");
+                bullet("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
+            if (c.n_token_type > 0) bullet("token-type (segment) embeddings: type 0 added to every token");
+            if (!m.weights.emb_norm_g.empty()) bullet("the summed embeddings are LayerNormed before layer 0");
             if (a.mlm_head)
-                ImGui::BulletText("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
+                bullet("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
                                   m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
-            if (c.pos_offset > 0) ImGui::BulletText("learned positions start at row %d (RoBERTa's padding offset)", c.pos_offset);
-            if (!a.pre_norm && !a.post_ln) ImGui::BulletText("no norm before the sublayers: each sublayer's output is normed instead");
-            else if (a.post_norm) ImGui::BulletText("norms on both sides of each sublayer (before, and on its output)");
+            if (c.pos_offset > 0)
+                bullet("learned positions start at row %d (%s offset)", c.pos_offset,
+                                  s2s ? "BART's" : "RoBERTa's padding");
+            if (a.pos == gb::POS_SINUSOID)
+                bullet("fixed sinusoidal positions, nothing learned: sin(p / 10000^(2i/d)) in one half of the "
+                                  "columns, cos in the other");
+            if (s2s && !m.weights.lm_head_b.empty()) bullet("final_logits_bias added to the logits");
+            if (!a.pre_norm && !a.post_ln) bullet("no norm before the sublayers: each sublayer's output is normed instead");
+            else if (a.post_norm) bullet("norms on both sides of each sublayer (before, and on its output)");
             if (a.qk_norm != gb::QK_NORM_NONE)
-                ImGui::BulletText("q and k are RMS-normed (%s) before the rotation",
+                bullet("q and k are RMS-normed (%s) before the rotation",
                                   a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
-            if (c.parallel) ImGui::BulletText("parallel blocks: attention and MLP both read the layer's input");
+            if (c.parallel) bullet("parallel blocks: attention and MLP both read the layer's input");
             if (c.n_expert > 0)
-                ImGui::BulletText("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
+                bullet("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
                                   c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
             else if (a.mlp == gb::MLP_SWIGLU)
-                ImGui::BulletText("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+                bullet("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
             else if (a.mlp == gb::MLP_GEGLU)
-                ImGui::BulletText("GeGLU MLP: gelu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+                bullet("GeGLU MLP: gelu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
             else if (a.mlp == gb::MLP_GELU_ERF)
-                ImGui::BulletText("exact (erf) GELU instead of GPT-2's tanh approximation");
-            if (a.embed_scale) ImGui::BulletText("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
+                bullet("exact (erf) GELU instead of GPT-2's tanh approximation");
+            else if (a.mlp == gb::MLP_SILU)
+                bullet("swish MLP: x * sigmoid(x) instead of GELU, still 2 matrices, d_ff %d", c.d_ff);
+            if (a.embed_scale) bullet("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
             const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
             if (a.pos == gb::POS_ROPE)
-                ImGui::BulletText("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
+                bullet("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
                               c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
                               rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
             if (c.n_kv_head != c.n_head)
-                ImGui::BulletText("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
-            if (c.d_head * c.n_head != c.d_model) ImGui::BulletText("head size %d (heads x size != d_model)", c.d_head);
+                bullet("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
+            if (c.d_head * c.n_head != c.d_model) bullet("head size %d (heads x size != d_model)", c.d_head);
             if (c.sliding_window > 0)
-                ImGui::BulletText("sliding window: a token sees the last %d tokens%s", c.sliding_window,
+                bullet("sliding window: a token sees the last %d tokens%s", c.sliding_window,
                                   c.window_every == 2 ? " (every other layer; the rest see all)" : "");
-            if (c.attn_softcap > 0) ImGui::BulletText("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
-            if (c.final_softcap > 0) ImGui::BulletText("logits soft-capped at %.0f", c.final_softcap);
+            if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
+            if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
             if (a.vision)
-                ImGui::BulletText("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
+                bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
             else
-                ImGui::BulletText("%s, vocabulary %d",
+                bullet("%s, vocabulary %d",
                                   m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
                                   : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
                                   : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
                                                                     : "byte-level BPE",
                                   c.vocab_size);
-            ImGui::BulletText(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
-            ImGui::BulletText(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
+            bullet(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
+            bullet(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
             ImGui::TreePop();
         }
     } else {

@@ -234,12 +234,20 @@ void panel_prompt(app_state& s, ui_context& ui) {
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     ImGui::BeginGroup();
-    ImGui::Checkbox("prepend BOS", &s.bos);
-    remember_item(ui, "prepend BOS");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    const bool s2s = s.model && gb::arch_table(s.model->config.arch).cross;
+    if (s2s) {
+        // the source is wrapped as the tokenizer's template says (Marian "text </s>"): no BOS to choose
+        if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
+        else ImGui::TextDisabled("the source");
+    } else {
+        ImGui::Checkbox("prepend BOS", &s.bos);
+        remember_item(ui, "prepend BOS");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    }
     if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), s.generating ? "generating..." : "running...");
     else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
         ImGui::TextDisabled("%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
+    else if (s.result && s2s && s.result->decoder) ImGui::TextDisabled("%d target tokens", s.result->decoder->n_tokens);
     else if (s.result) ImGui::TextDisabled("%d tokens", s.result->cap().n_tokens);
     demo_combo(s, ui, side_w - st.ItemSpacing.x);
     ImGui::EndGroup();

@@ -29,6 +29,7 @@ struct ui_context {
     float prompt_wanted_h = 0;             // height the prompt panel's content asked for (layout, next frame)
     std::map<std::string, float> content_h; // panel -> height its content took last frame (layout)
     bool left_tabs = false;                 // Ablations and Model share the left column as tabs
+    bool select_model_tab = false;          // "How it differs" just opened: if the column becomes tabs, show Model's
     bool prompt_editing = false;           // the prompt shows its editor (else the wrapped text)
     int prompt_edit_frames = 0;            // frames since the editor was asked for (focus takes two)
     bool prompt_cursor_to_end = false;     // the editor puts its cursor at the end on its first active frame
