@@ -32,6 +32,21 @@ std::vector<int> decoder_input(const tiny_seq2seq& m, int n, uint32_t seed) {
     return ids;
 }
 
+// A tiny folder of the family with the default shape, written under a name of its own, and that folder loaded.
+struct family_folder {
+    tiny_seq2seq tm;
+    gb::model m;
+};
+family_folder write_and_load(const std::string& family, uint32_t seed, const std::string& name) {
+    seq2seq_spec s;
+    s.family = family;
+    s.seed = seed;
+    family_folder f;
+    f.tm = write_tiny_seq2seq(test_temp_dir(name + family), s);
+    f.m = gb::load_model(f.tm.dir);
+    return f;
+}
+
 void expect_seq2seq_matches(const seq2seq_spec& s, const std::string& label,
                             const std::vector<std::pair<std::string, gb::ablation>>& cases) {
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_core_" + label), s);
@@ -300,11 +315,10 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
 TEST(Seq2seq, LogitLensReadsTheDecoder) {
     for (const char* family : {"marian", "mbart"}) {
         SCOPED_TRACE(family);
-        seq2seq_spec s;
-        s.family = family;
-        s.seed = 9;
-        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_lens_") + family), s);
-        const gb::model m = gb::load_model(tm.dir);
+        const family_folder f = write_and_load(family, 9, "s2s_lens_");
+        const tiny_seq2seq& tm = f.tm;
+        const seq2seq_spec& s = tm.spec;
+        const gb::model& m = f.m;
         const std::vector<int> source = random_tokens(5, s.vocab, 31), target = decoder_input(tm, 4, 33);
         const int L = s.dec_layers, T = (int)target.size(), V = s.vocab, d = s.d_model, P = 2 * L + 1, k = 3;
         for (const gb::ablation& ab : {gb::ablation{}, [] { gb::ablation a; a.no_layernorm = {true, {0, 1}}; return a; }()}) {
@@ -427,11 +441,10 @@ TEST(Seq2seq, MakeRandomMarianAndItsBenchmark) {
 // --source`.
 TEST(Seq2seq, LearnWalksTheDecoderWithItsCrossAttention) {
     for (const char* family : {"marian", "mbart"}) {
-        seq2seq_spec s;
-        s.family = family;
-        s.seed = 5;
-        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_learn_") + family), s);
-        const gb::model m = gb::load_model(tm.dir);
+        const family_folder f = write_and_load(family, 5, "s2s_learn_");
+        const tiny_seq2seq& tm = f.tm;
+        const seq2seq_spec& s = tm.spec;
+        const gb::model& m = f.m;
         const std::vector<int> source = random_tokens(6, s.vocab, 21), target = decoder_input(tm, 5, 23);
         const ref_seq2seq ref = reference_seq2seq(tm, source, target, {});
         const int d = s.d_model, S = (int)source.size(), T = (int)target.size(), layer = 1, head = 2, token = 3;
