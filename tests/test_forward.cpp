@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -74,23 +75,32 @@ gb::layer_set on(std::vector<int> layers = {}) {
     return s;
 }
 
+// An in-place activation f(x, n) against want(x) in double within tol(x, want): on 8001 points step apart around
+// 0 and the extremes, in lengths that leave every remainder of a vector lane.
+void expect_in_place_activation(void (*f)(float*, size_t), float step, std::initializer_list<float> extremes,
+                                const std::function<double(double)>& want, const std::function<double(double, double)>& tol) {
+    std::vector<float> x;
+    for (int i = -4000; i <= 4000; i++) x.push_back(i * step);
+    x.insert(x.end(), extremes);
+    for (size_t n : {x.size(), x.size() - 1, x.size() - 3, (size_t)5}) {
+        std::vector<float> y(x.begin(), x.begin() + n);
+        f(y.data(), n);
+        for (size_t i = 0; i < n; i++) {
+            const double w = want(x[i]);
+            ASSERT_NEAR(y[i], w, tol(x[i], w)) << "x = " << x[i];
+        }
+    }
+}
+
 } // namespace
 
 // The exact GELU (vectorised erf) against erf in double, over the range activations reach and both tails, in
 // lengths that leave every remainder of a vector; NaN and +Inf pass through.
 TEST(Forward, ExactGeluMatchesErfInDouble) {
-    std::vector<float> x;
-    for (int i = -4000; i <= 4000; i++) x.push_back(i * 0.004f); // -16 .. 16
-    for (float v : {-40.0f, -9.5f, -1e-7f, 0.0f, 1e-7f, 9.5f, 40.0f, 1e6f}) x.push_back(v);
-    for (size_t n : {x.size(), x.size() - 1, x.size() - 3, (size_t)5}) {
-        std::vector<float> y(x.begin(), x.begin() + n);
-        gb::gelu_erf_forward(y.data(), n);
-        for (size_t i = 0; i < n; i++) {
-            const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
-            // absolute 1.5e-7 of erf, scaled by |x| / 2, and float rounding of the result
-            ASSERT_NEAR(y[i], want, 1e-7 * std::fabs(x[i]) + 1e-6 * std::fabs(want) + 1e-30) << "x = " << x[i];
-        }
-    }
+    // absolute 1.5e-7 of erf, scaled by |x| / 2, and float rounding of the result
+    expect_in_place_activation(gb::gelu_erf_forward, 0.004f, {-40.0f, -9.5f, -1e-7f, 0.0f, 1e-7f, 9.5f, 40.0f, 1e6f},
+                               [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
+                               [](double x, double want) { return 1e-7 * std::fabs(x) + 1e-6 * std::fabs(want) + 1e-30; });
     float odd[3] = {NAN, INFINITY, -2.0f};
     gb::gelu_erf_forward(odd, 3);
     EXPECT_TRUE(std::isnan(odd[0]));
@@ -100,17 +110,9 @@ TEST(Forward, ExactGeluMatchesErfInDouble) {
 // Marian's swish (vectorised exp) against x / (1 + e^-x) in double, in lengths that leave every remainder of a
 // vector, far into both tails; NaN passes through.
 TEST(Forward, SwishMatchesInDouble) {
-    std::vector<float> x;
-    for (int i = -4000; i <= 4000; i++) x.push_back(i * 0.005f); // -20 .. 20
-    for (float v : {-120.0f, -87.0f, -1e-7f, 0.0f, 1e-7f, 87.0f, 120.0f, 1e6f}) x.push_back(v);
-    for (size_t n : {x.size(), x.size() - 1, x.size() - 3, (size_t)5}) {
-        std::vector<float> y(x.begin(), x.begin() + n);
-        gb::silu_forward(y.data(), n);
-        for (size_t i = 0; i < n; i++) {
-            const double want = x[i] / (1.0 + std::exp(-(double)x[i]));
-            ASSERT_NEAR(y[i], want, 2e-6 * std::fabs(want) + 1e-30) << "x = " << x[i];
-        }
-    }
+    expect_in_place_activation(gb::silu_forward, 0.005f, {-120.0f, -87.0f, -1e-7f, 0.0f, 1e-7f, 87.0f, 120.0f, 1e6f},
+                               [](double x) { return x / (1.0 + std::exp(-x)); },
+                               [](double, double want) { return 2e-6 * std::fabs(want) + 1e-30; });
     float odd[1] = {NAN};
     gb::silu_forward(odd, 1);
     EXPECT_TRUE(std::isnan(odd[0]));

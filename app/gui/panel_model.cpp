@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "analysis/learn.h"
 #include "error.h"
 #include "gemm.h"
 #include "settings.h"
@@ -138,10 +139,7 @@ void panel_model(app_state& s, ui_context& ui) {
         ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
                            a.vision ? "classes" : "vocab", c.vocab_size, a.vision ? "positions" : "context", c.n_ctx);
         gb::param_counts p = gb::count_params(m);
-        double V = c.vocab_size, d = c.d_model, L = c.n_layer;
-        // an encoder–decoder: 12 d^2 per encoder layer, 16 d^2 per decoder layer (its cross-attention's 4 d^2 more)
-        const double L_enc = s2s ? m.encoder->config.n_layer : 0;
-        double textbook = s2s ? V * d + 12 * L_enc * d * d + 16 * L * d * d : V * d + 12 * L * d * d;
+        const double textbook = (double)gb::textbook_params(m); // Learn's derivation starts from the same count
         // parameters by component, two per row, in millions (the textbook count sits beside the real total)
         if (ImGui::BeginTable("##params", 4, ImGuiTableFlags_SizingFixedFit)) {
             auto cell = [](const char* k, double v) {
@@ -197,16 +195,16 @@ void panel_model(app_state& s, ui_context& ui) {
             if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
             if (a.vision) {
                 bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
-                                  "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
-                                  c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
+                       "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
+                       c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
                 bullet("attention is not causal: every patch sees the whole image");
                 bullet("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
-                                  m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
+                       m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
             } else if (s2s) {
                 bullet("an encoder–decoder: %d encoder layers read the source with full attention (no masked "
-                                  "triangle); each of the %d decoder layers has masked self-attention over the target, then "
-                                  "cross-attention over the encoder's output, then the MLP",
-                                  m.encoder->config.n_layer, c.n_layer);
+                       "triangle); each of the %d decoder layers has masked self-attention over the target, then "
+                       "cross-attention over the encoder's output, then the MLP",
+                       m.encoder->config.n_layer, c.n_layer);
             } else if (a.bidirectional) {
                 bullet("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
             }
@@ -216,23 +214,23 @@ void panel_model(app_state& s, ui_context& ui) {
             if (!m.weights.emb_norm_g.empty()) bullet("the summed embeddings are LayerNormed before layer 0");
             if (a.mlm_head)
                 bullet("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
-                                  m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
+                       m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
             if (c.pos_offset > 0)
                 bullet("learned positions start at row %d (%s offset)", c.pos_offset,
-                                  s2s ? "BART's" : "RoBERTa's padding");
+                       s2s ? "BART's" : "RoBERTa's padding");
             if (a.pos == gb::POS_SINUSOID)
                 bullet("fixed sinusoidal positions, nothing learned: sin(p / 10000^(2i/d)) in one half of the "
-                                  "columns, cos in the other");
+                       "columns, cos in the other");
             if (s2s && !m.weights.lm_head_b.empty()) bullet("final_logits_bias added to the logits");
             if (!a.pre_norm && !a.post_ln) bullet("no norm before the sublayers: each sublayer's output is normed instead");
             else if (a.post_norm) bullet("norms on both sides of each sublayer (before, and on its output)");
             if (a.qk_norm != gb::QK_NORM_NONE)
                 bullet("q and k are RMS-normed (%s) before the rotation",
-                                  a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
+                       a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
             if (c.parallel) bullet("parallel blocks: attention and MLP both read the layer's input");
             if (c.n_expert > 0)
                 bullet("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
-                                  c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
+                       c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
             else if (a.mlp == gb::MLP_SWIGLU)
                 bullet("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
             else if (a.mlp == gb::MLP_GEGLU)
@@ -245,25 +243,25 @@ void panel_model(app_state& s, ui_context& ui) {
             const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
             if (a.pos == gb::POS_ROPE)
                 bullet("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
-                              c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
-                              rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
+                       c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
+                       rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
             if (c.n_kv_head != c.n_head)
                 bullet("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
             if (c.d_head * c.n_head != c.d_model) bullet("head size %d (heads x size != d_model)", c.d_head);
             if (c.sliding_window > 0)
                 bullet("sliding window: a token sees the last %d tokens%s", c.sliding_window,
-                                  c.window_every == 2 ? " (every other layer; the rest see all)" : "");
+                       c.window_every == 2 ? " (every other layer; the rest see all)" : "");
             if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
             if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
             if (a.vision)
                 bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
             else
                 bullet("%s, vocabulary %d",
-                                  m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
-                                  : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
-                                  : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
-                                                                    : "byte-level BPE",
-                                  c.vocab_size);
+                       m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
+                       : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
+                       : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
+                                                         : "byte-level BPE",
+                       c.vocab_size);
             bullet(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
             bullet(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
             ImGui::TreePop();

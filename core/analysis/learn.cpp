@@ -318,24 +318,29 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (c.final_softcap > 0) un.note = "then cap · tanh(logit / cap), cap " + std::to_string((int)c.final_softcap);
     w.steps.push_back(un);
     w.steps.push_back(pr);
-    if (cross) // an encoder–decoder's app shows no attribution or lens: those steps link nowhere
+    if (cross) // an encoder–decoder's app shows no attribution (Post-LN sums do not decompose): that link goes nowhere
         for (learn_step& st : w.steps)
-            if (st.panel == "Attribution" || st.panel == "Logit lens") st.panel.clear();
+            if (st.panel == "Attribution") st.panel.clear();
     return w;
+}
+
+int64_t textbook_params(const model& m) {
+    const int64_t V = m.config.vocab_size, d = m.config.d_model, L = m.config.n_layer;
+    return m.encoder ? V * d + 12 * (int64_t)m.encoder->config.n_layer * d * d + 16 * L * d * d : V * d + 12 * L * d * d;
 }
 
 std::vector<param_line> param_derivation(const model& m) {
     const model_config& c = m.config;
     const arch_info& arch = arch_table(c.arch);
     const param_counts p = count_params(m);
-    const int64_t V = c.vocab_size, d = c.d_model, L = c.n_layer, H = c.n_head, KV = c.n_kv_head;
+    const int64_t L = c.n_layer, H = c.n_head, KV = c.n_kv_head;
     std::vector<param_line> out;
     if (m.encoder) { // both stacks: count_params adds the encoder's layers; the token table is shared
         const int64_t Le = m.encoder->config.n_layer;
         out.push_back({"textbook estimate",
                        "V·d + 12·L_enc·d² + 16·L_dec·d²  (a decoder layer adds 4d² of cross-attention; L_enc " +
                            std::to_string(Le) + ", L_dec " + std::to_string(L) + ")",
-                       V * d + 12 * Le * d * d + 16 * L * d * d});
+                       textbook_params(m)});
         out.push_back({"embeddings", std::string("V·d (one table for both stacks)") +
                                          (arch.pos == POS_SINUSOID ? " + each stack's n_ctx·d sinusoid table (fixed, not trained; HF counts it too)"
                                                                    : " + each stack's learned positions") +
@@ -352,7 +357,7 @@ std::vector<param_line> param_derivation(const model& m) {
         return out;
     }
     out.push_back({"textbook estimate", "V·d + 12·L·d²  (embeddings; per layer 4d² attention + 8d² MLP with d_ff = 4d)",
-                   V * d + 12 * L * d * d});
+                   textbook_params(m)});
     out.push_back({"embeddings", std::string("V·d") + (arch.pos == POS_LEARNED ? " + n_ctx·d (positions)" : "") +
                                      (c.tied_lm_head ? "" : " + V·d (untied output head)"),
                    p.embeddings});

@@ -46,5 +46,8 @@ struct param_line {
     int64_t count = 0;
 };
 std::vector<param_line> param_derivation(const model& m);
+// The textbook estimate alone: V·d + 12·L·d², or for an encoder–decoder V·d + 12·L_enc·d² + 16·L_dec·d² (a
+// decoder layer's cross-attention adds 4d²).
+int64_t textbook_params(const model& m);
 
 } // namespace gb
