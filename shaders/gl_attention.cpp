@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "error.h"
+#include "util/error.h"
 #include "gl_shaders.h"
 
 namespace gb {

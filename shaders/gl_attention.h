@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "forward.h"
+#include "run/forward.h"
 
 namespace gb {
 

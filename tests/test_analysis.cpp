@@ -14,8 +14,8 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "error.h"
-#include "forward.h"
+#include "util/error.h"
+#include "run/forward.h"
 #include "ref_models.h"
 #include "test_util.h"
 

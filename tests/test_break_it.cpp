@@ -2,7 +2,7 @@
 // (probabilities and KL recomputed here in double by plain loops, the norm from the kept residual stream), the
 // head rows are the brute-force argmax of KL over every head, the rows come in their promised order, the capped
 // scan says what it left out, and bad prompts are one-line errors. Also the demo's prompt choice and the sampling
-// distribution (core/generate.h) that the temperature demo shows.
+// distribution (core/run/generate.h) that the temperature demo shows.
 //
 // Sections: helpers | break it | prompt choice | sampling distribution
 #include <gtest/gtest.h>
@@ -15,9 +15,9 @@
 #include <random>
 
 #include "analysis/break_it.h"
-#include "error.h"
-#include "forward.h"
-#include "generate.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "ref_models.h"
 #include "test_util.h"
 

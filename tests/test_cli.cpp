@@ -11,16 +11,16 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "forward.h"
-#include "generate.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "export.h"
-#include "gemm.h"
+#include "analysis/export.h"
+#include "kernels/gemm.h"
 #include "glassbox_version.h"
 #include "test_util.h"
 #include "tiny_model.h"

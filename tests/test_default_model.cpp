@@ -7,11 +7,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "forward.h"
-#include "generate.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "analysis/compare.h"
 #include "analysis/head_scores.h"
-#include "model.h"
+#include "model/model.h"
 
 TEST(DefaultModel, TokenizeForwardGenerate) {
     std::string path = gb::default_model_path();

@@ -9,14 +9,14 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "ablation.h"
+#include "run/ablation.h"
 #include "analysis/compare.h"
 #include "analysis/fill_mask.h"
 #include "analysis/lens.h"
-#include "error.h"
-#include "forward.h"
-#include "generate.h"
-#include "live.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "run/generate.h"
+#include "run/live.h"
 #include "test_util.h"
 #include "tiny_encoder.h"
 #include "tiny_llama.h" // expect_record_matches

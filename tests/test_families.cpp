@@ -15,13 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "export.h"
-#include "forward.h"
-#include "hooks.h"
-#include "live.h"
-#include "quant.h"
-#include "safetensors.h"
+#include "util/error.h"
+#include "analysis/export.h"
+#include "run/forward.h"
+#include "run/hooks.h"
+#include "run/live.h"
+#include "model/quant.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_llama.h"
@@ -539,7 +539,7 @@ TEST(FamilyErrors, InconsistentConfigsAreNamed) {
     expect_gb_error([&] { gb::load_model(f.hf_dir); }, "model.layers.0.self_attn.");
 }
 
-// Live recompute (core/live.h) on the families whose blocks differ: GPT-NeoX's parallel block (an attention change
+// Live recompute (core/run/live.h) on the families whose blocks differ: GPT-NeoX's parallel block (an attention change
 // restarts from the layer's input, which its MLP reads), Gemma 2's windows and output norms, and Mixtral's router.
 // Each live run, typed token by token or changed by an ablation, equals a full run of the same request.
 TEST(FamilyLive, IncrementalRunsEqualFullRuns) {

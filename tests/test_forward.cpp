@@ -10,12 +10,12 @@
 #include <random>
 #include <sstream>
 
-#include "error.h"
-#include "forward.h"
-#include "generate.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "analysis/compare.h"
-#include "gemm.h"
-#include "ops.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
 #include "reference.h"
 #include "test_util.h"
 #include "tiny_model.h"

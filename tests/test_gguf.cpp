@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "error.h"
-#include "forward.h"
-#include "gguf.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"

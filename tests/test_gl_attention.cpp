@@ -13,10 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "error.h"
-#include "forward.h"
+#include "util/error.h"
+#include "run/forward.h"
 #include "gl_attention.h"
-#include "live.h"
+#include "run/live.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"

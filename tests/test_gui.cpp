@@ -17,17 +17,17 @@
 
 #include "analysis/head_scores.h"
 #include "app_script.h"
-#include "forward.h"
-#include "generate.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "test_util.h"
 #include "analysis/compare.h"
 #include "tiny_encoder.h"
 #include "tiny_vision.h"
 #include "tiny_seq2seq.h"
-#include "seq2seq.h"
-#include "vision.h"
+#include "run/seq2seq.h"
+#include "run/vision.h"
 #include "tiny_model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <cstring>
 #include <random>
 
-#include "error.h"
-#include "forward.h"
-#include "hooks.h"
-#include "record.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "run/hooks.h"
+#include "run/record.h"
 #include "ref_models.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Images for vision models (core/image.h): decoding PNG/JPEG, Pillow-exact resizing checked against a naive
+// Images for vision models (core/util/image.h): decoding PNG/JPEG, Pillow-exact resizing checked against a naive
 // double-precision resampler written here (and against Pillow itself where /usr/bin/python3 has it), HF's
 // center crop and normalization, and reading preprocessor_config.json.
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <random>
 #include <sstream>
 
-#include "error.h"
-#include "image.h"
+#include "util/error.h"
+#include "util/image.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

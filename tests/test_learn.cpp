@@ -9,7 +9,7 @@
 
 #include "analysis/learn.h"
 #include "app_script.h"
-#include "forward.h"
+#include "run/forward.h"
 #include "ref_models.h"
 #include "test_util.h"
 #include "tiny_family.h"

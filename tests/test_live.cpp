@@ -1,4 +1,4 @@
-// Live recompute (core/live.h): every incremental result equals a full run of the same request (attention,
+// Live recompute (core/run/live.h): every incremental result equals a full run of the same request (attention,
 // every kept point, residual norms, logits, the logit lens) within 1e-5, on a tiny GPT-2 and a tiny
 // grouped-query Llama; and each change recomputes only what it reaches (the report says what).
 //
@@ -8,11 +8,11 @@
 #include <cmath>
 #include <random>
 
-#include "ablation.h"
+#include "run/ablation.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
-#include "error.h"
-#include "live.h"
+#include "util/error.h"
+#include "run/live.h"
 #include "ref_models.h"
 #include "test_util.h"
 

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "safetensors.h"
-#include "forward.h"
-#include "generate.h"
+#include "util/error.h"
+#include "io/safetensors.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "analysis/compare.h"
 #include "test_util.h"
 #include "tiny_llama.h"

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "error.h"
-#include "gemm.h"
-#include "model.h"
-#include "safetensors.h"
+#include "util/error.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

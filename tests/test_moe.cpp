@@ -13,12 +13,12 @@
 #include <random>
 #include <sstream>
 
-#include "ablation.h"
-#include "error.h"
-#include "export.h"
-#include "forward.h"
-#include "live.h"
-#include "moe.h"
+#include "run/ablation.h"
+#include "util/error.h"
+#include "analysis/export.h"
+#include "run/forward.h"
+#include "run/live.h"
+#include "kernels/moe.h"
 #include "app_script.h"
 #include "test_util.h"
 #include "tiny_family.h"

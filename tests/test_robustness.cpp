@@ -14,17 +14,17 @@
 #include <random>
 #include <sys/resource.h>
 
-#include "error.h"
-#include "export.h"
-#include "forward.h"
-#include "generate.h"
+#include "util/error.h"
+#include "analysis/export.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "analysis/compare.h"
-#include "gguf.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
-#include "json_util.h"
+#include "util/json_util.h"
 #include "test_util.h"
 #include "tiny_model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include "analysis/compare.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
-#include "error.h"
-#include "safetensors.h"
-#include "generate.h"
-#include "seq2seq.h"
+#include "util/error.h"
+#include "io/safetensors.h"
+#include "run/generate.h"
+#include "run/seq2seq.h"
 #include "test_util.h"
 #include "tiny_encoder.h" // keep_every_point, encoder_ablation_cases
 #include "tiny_llama.h"   // expect_record_matches

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_model.h" // test_temp_dir
 #include "tiny_seq2seq.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <random>
 
-#include "error.h"
-#include "forward.h"
-#include "gemm.h"
-#include "model.h"
-#include "quant.h"
-#include "safetensors.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "model/quant.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

@@ -13,10 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "error.h"
+#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

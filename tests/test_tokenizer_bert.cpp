@@ -14,10 +14,10 @@
 #include <random>
 #include <sstream>
 
-#include "error.h"
+#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

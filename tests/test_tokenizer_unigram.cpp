@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "error.h"
+#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -8,18 +8,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "ablation.h"
+#include "run/ablation.h"
 #include "analysis/compare.h"
 #include "analysis/rollout.h"
-#include "error.h"
-#include "forward.h"
-#include "image.h"
-#include "live.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "util/image.h"
+#include "run/live.h"
 #include "test_util.h"
 #include "tiny_encoder.h" // encoder_ablation_cases, keep_every_point
 #include "tiny_llama.h"   // expect_record_matches
 #include "tiny_vision.h"
-#include "vision.h"
+#include "run/vision.h"
 
 #include <stb_image_write.h>
 

@@ -14,8 +14,8 @@
 #include <omp.h>
 #include <sstream>
 
-#include "error.h"
-#include "export.h"
+#include "util/error.h"
+#include "analysis/export.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
 #include "analysis/break_it.h"
@@ -24,18 +24,18 @@
 #include "analysis/rollout.h"
 #include "analysis/learn.h"
 #include "analysis/selftest.h"
-#include "forward.h"
-#include "generate.h"
-#include "gemm.h"
-#include "json_util.h"
-#include "live.h"
-#include "model.h"
-#include "moe.h"
-#include "npy.h"
-#include "seq2seq.h"
-#include "vision.h"
-#include "quant.h"
-#include "tokenizer.h"
+#include "run/forward.h"
+#include "run/generate.h"
+#include "kernels/gemm.h"
+#include "util/json_util.h"
+#include "run/live.h"
+#include "model/model.h"
+#include "kernels/moe.h"
+#include "util/npy.h"
+#include "run/seq2seq.h"
+#include "run/vision.h"
+#include "model/quant.h"
+#include "tokenizer/tokenizer.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
 #define GLASSBOX_HAVE_GL 1
@@ -1159,7 +1159,7 @@ void bench_attention_backends(const gb::model_config& c, const gb::attention_fn&
     }
 }
 
-// Live recompute (core/live.h) against a fresh forward, all keeping what the app keeps (patterns, z, MLP outputs,
+// Live recompute (core/run/live.h) against a fresh forward, all keeping what the app keeps (patterns, z, MLP outputs,
 // the residual stream): append one token, edit the middle token, toggle a last-layer head ablation.
 int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn& attention, int repeat) {
     const gb::model_config& c = m.config;

@@ -16,16 +16,16 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "forward.h"
-#include "generate.h"
-#include "live.h"
-#include "model.h"
-#include "moe.h"
+#include "run/forward.h"
+#include "run/generate.h"
+#include "run/live.h"
+#include "model/model.h"
+#include "kernels/moe.h"
 
 namespace gbui {
 
 // One finished run (plus its baseline) for one set of inputs; immutable once published. The records come from
-// the worker's live state (core/live.h) and are shared with it: a later run reuses their unchanged layers.
+// the worker's live state (core/run/live.h) and are shared with it: a later run reuses their unchanged layers.
 struct run_result {
     uint64_t request_id = 0;
     std::string key;                        // run_key() of the request it answers (main compares it with its own)

@@ -1,5 +1,5 @@
 // What the worker derives from each published result (head scores, the heatmaps' pixels) and how much of the
-// previous result's it can reuse. A live run (core/live.h) shares the pattern tensors of the layers it did not
+// previous result's it can reuse. A live run (core/run/live.h) shares the pattern tensors of the layers it did not
 // recompute, and in a causal model the query rows of an equal token prefix are equal under equal interventions:
 // typing a token at the end scores and colours one row per head instead of T (at T = 256 on GPT-2 small the
 // scores took 26-36 ms and the pixels 48 ms, more than the one-token run itself).

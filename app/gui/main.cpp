@@ -26,9 +26,9 @@
 
 #include "analysis/analysis_json.h"
 #include "demos.h"
-#include "error.h"
+#include "util/error.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
-#include "gemm.h"
+#include "kernels/gemm.h"
 #include "settings.h"
 #include "ui.h"
 #include "window_placement.h"

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_json.h"
-#include "error.h"
-#include "export.h"
+#include "util/error.h"
+#include "analysis/export.h"
 #include "settings.h"
 #include "ui.h"
 

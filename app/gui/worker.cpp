@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <random>
 
-#include "error.h"
+#include "util/error.h"
 #include "analysis/rollout.h"
-#include "vision.h"
+#include "run/vision.h"
 #include "heatmaps.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"

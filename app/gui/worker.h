@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "app_state.h"
-#include "seq2seq.h"
+#include "run/seq2seq.h"
 #include "derived.h"
 
 namespace gbui {

@@ -1,9 +1,9 @@
 // JSON and .npy output of the analyses.
-#include "analysis_json.h"
+#include "analysis/analysis_json.h"
 
 #include <cmath>
 
-#include "npy.h"
+#include "util/npy.h"
 
 namespace gb {
 

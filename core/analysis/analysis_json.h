@@ -9,9 +9,9 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "generate.h"
-#include "model.h"
-#include "record.h"
+#include "run/generate.h"
+#include "model/model.h"
+#include "run/record.h"
 
 namespace gb {
 

@@ -1,10 +1,10 @@
 // Direct logit attribution from the record's z, MLP outputs and residual stream.
-#include "attribution.h"
+#include "analysis/attribution.h"
 
 #include <cmath>
 
-#include "error.h"
-#include "ops.h"
+#include "util/error.h"
+#include "kernels/ops.h"
 
 namespace gb {
 

@@ -3,9 +3,9 @@
 #pragma once
 #include <vector>
 
-#include "ablation.h"
-#include "model.h"
-#include "record.h"
+#include "run/ablation.h"
+#include "model/model.h"
+#include "run/record.h"
 
 namespace gb {
 

@@ -1,14 +1,14 @@
 // "Break it" (break_it.h): the baseline, then one run per ablation; numbers from compare.h, sentences from them.
-#include "break_it.h"
+#include "analysis/break_it.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "compare.h"
-#include "error.h"
-#include "forward.h"
-#include "tokenizer.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gb {
 

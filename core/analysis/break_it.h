@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
-#include "model.h"
+#include "run/ablation.h"
+#include "model/model.h"
 
 namespace gb {
 

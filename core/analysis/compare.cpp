@@ -1,13 +1,13 @@
 // Probabilities, top-k and KL divergence of next-token distributions.
-#include "compare.h"
+#include "analysis/compare.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include "lanes.h"
-#include "simd_math.h"
+#include "util/lanes.h"
+#include "util/simd_math.h"
 
 namespace gb {
 

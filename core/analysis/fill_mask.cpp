@@ -1,6 +1,6 @@
 #include "analysis/fill_mask.h"
 
-#include "error.h"
+#include "util/error.h"
 
 namespace gb {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "analysis/compare.h"
-#include "record.h"
-#include "tokenizer.h"
+#include "run/record.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gb {
 

@@ -1,12 +1,12 @@
 // Head scores from attention patterns, and the repeated-random-tokens prompt of the induction test.
-#include "head_scores.h"
+#include "analysis/head_scores.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
 
-#include "error.h"
+#include "util/error.h"
 
 namespace gb {
 

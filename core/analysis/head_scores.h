@@ -4,8 +4,8 @@
 #include <random>
 #include <vector>
 
-#include "record.h"
-#include "tokenizer.h"
+#include "run/record.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gb {
 
@@ -31,7 +31,7 @@ struct head_scores {
 head_scores score_heads(const record& r);
 
 // The same scores, resumable: the sums after every query row are kept in `sums`, so that a record sharing rows
-// or whole layers with the one the sums came from (a live run, core/live.h) adds only its new rows. The sums
+// or whole layers with the one the sums came from (a live run, core/run/live.h) adds only its new rows. The sums
 // are taken in one order whatever is reused, so the scores are score_heads' numbers exactly.
 struct score_sums {
     int n_layer = 0, n_head = 0;

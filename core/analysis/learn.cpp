@@ -1,14 +1,14 @@
 // Learn mode's walk and parameter derivation (learn.h): formulas from the architecture table, shapes from the
 // config, numbers from the run.
-#include "learn.h"
+#include "analysis/learn.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "compare.h"
-#include "error.h"
-#include "ops.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "kernels/ops.h"
 
 namespace gb {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
-#include "record.h"
+#include "model/model.h"
+#include "run/record.h"
 
 namespace gb {
 

@@ -1,12 +1,12 @@
 // Logit lens over the recorded residual stream.
-#include "lens.h"
+#include "analysis/lens.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "compare.h"
-#include "error.h"
-#include "ops.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "kernels/ops.h"
 
 namespace gb {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
-#include "model.h"
-#include "record.h"
+#include "run/ablation.h"
+#include "model/model.h"
+#include "run/record.h"
 
 namespace gb {
 

@@ -1,13 +1,13 @@
 // Activation patching over the residual stream and the heads, resuming the corrupt run from each patch's layer.
-#include "patching.h"
+#include "analysis/patching.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "error.h"
-#include "forward.h"
+#include "util/error.h"
+#include "run/forward.h"
 
 namespace gb {
 

@@ -4,9 +4,9 @@
 #include <functional>
 #include <vector>
 
-#include "ablation.h"
-#include "attention.h"
-#include "model.h"
+#include "run/ablation.h"
+#include "kernels/attention.h"
+#include "model/model.h"
 
 namespace gb {
 

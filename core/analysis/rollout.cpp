@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "error.h"
+#include "util/error.h"
 
 namespace gb {
 

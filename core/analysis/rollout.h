@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "record.h"
+#include "run/record.h"
 
 namespace gb {
 

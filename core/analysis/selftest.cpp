@@ -1,15 +1,15 @@
 // GPT-2 small's published facts, checked on the loaded model (selftest.h).
-#include "selftest.h"
+#include "analysis/selftest.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "compare.h"
-#include "error.h"
-#include "forward.h"
-#include "head_scores.h"
-#include "tokenizer.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "run/forward.h"
+#include "analysis/head_scores.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gb {
 

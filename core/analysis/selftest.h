@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "model/model.h"
 
 namespace gb {
 

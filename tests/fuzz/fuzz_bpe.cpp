@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "error.h"
+#include "util/error.h"
 
 // A scratch file of this process, removed when the fuzzer exits (test.sh runs them for a minute each; their
 // files piled up in /tmp).

@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "fuzz_common.h"
-#include "model.h"
+#include "model/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string dir = [] {

@@ -4,7 +4,7 @@
 #include <stb/stb_image.h>
 
 #include "fuzz_common.h"
-#include "image.h"
+#include "util/image.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 5) return 0;

@@ -1,6 +1,6 @@
 // Fuzz target: the safetensors header / offset parser and tensor conversion.
 #include "fuzz_common.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = fuzz_path("model.safetensors");

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "fuzz_common.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = fuzz_path("tokenizer.json");

@@ -5,7 +5,7 @@
 #include <memory>
 #include <random>
 
-#include "gemm.h"
+#include "kernels/gemm.h"
 #include "reference.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
-#include "model.h"
+#include "run/ablation.h"
+#include "model/model.h"
 #include "ref_trace.h"
 
 struct ref_model {

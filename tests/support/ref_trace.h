@@ -6,10 +6,10 @@
 #include <functional>
 #include <vector>
 
-#include "ablation.h"
-#include "hooks.h"
+#include "run/ablation.h"
+#include "run/hooks.h"
 
-// One reference run. act[p][l] is point p at layer l laid out as core/hooks.h says for n = T rows:
+// One reference run. act[p][l] is point p at layer l laid out as core/run/hooks.h says for n = T rows:
 // [T][width] (q [T][H*dh], k and v [T][KV*dh] after RoPE, z [T][H*dh], head_out [T][H*d], mlp_post [T][ff]) and
 // the pattern [H][T][T]; the final points (final_norm [T][d], logits [T][V]) at act[p][0], for every position.
 // Each tensor is kept as it flowed on: after the ablations, patches and edit at its point.

@@ -1,9 +1,9 @@
 // Plain reference forward for tests: naive loops in double precision over the HF-named tensors that the
-// tests wrote themselves. Independent of core/forward.cpp (no Eigen, no shared helpers).
+// tests wrote themselves. Independent of core/run/forward.cpp (no Eigen, no shared helpers).
 #pragma once
 #include <vector>
 
-#include "forward.h"
+#include "run/forward.h"
 #include "ref_trace.h"
 #include "tiny_model.h"
 

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "error.h"
-#include "gemm.h"
+#include "util/error.h"
+#include "kernels/gemm.h"
 #include "tiny_model.h"
 
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle) {

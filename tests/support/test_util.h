@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gemm.h"
+#include "kernels/gemm.h"
 
 // n token ids in [0, vocab), seeded (mt19937): the same prompt for the same seed.
 std::vector<int> random_tokens(int n, int vocab, uint32_t seed);

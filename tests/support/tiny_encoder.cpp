@@ -1,5 +1,5 @@
 // Tiny encoders in HF layout and their double-precision reference (see tiny_encoder.h). The names are written
-// from HF's modeling_bert / modeling_roberta / modeling_distilbert classes, independently of core/arch.cpp.
+// from HF's modeling_bert / modeling_roberta / modeling_distilbert classes, independently of core/model/arch.cpp.
 #include "tiny_encoder.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 namespace {
 

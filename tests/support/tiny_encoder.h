@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
-#include "forward.h"
-#include "model.h"
+#include "run/ablation.h"
+#include "run/forward.h"
+#include "model/model.h"
 #include "ref_trace.h"
 
 struct encoder_spec {

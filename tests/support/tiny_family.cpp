@@ -34,10 +34,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "error.h"
-#include "hooks.h"
-#include "quant.h"
-#include "safetensors.h"
+#include "util/error.h"
+#include "run/hooks.h"
+#include "model/quant.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 namespace {
@@ -114,7 +114,7 @@ template <class A> auto add_expert(A& ab, int l, int e, int) -> decltype((void)a
 }
 template <class A> bool add_expert(A&, int, int, long) { return false; }
 
-// The router's hook point once core/hooks.h has it ("router"), -1 before.
+// The router's hook point once core/run/hooks.h has it ("router"), -1 before.
 int router_point() {
     try {
         return (int)gb::parse_hook_point("router");
@@ -1023,7 +1023,7 @@ void expect_family_matches_reference(const gb::model& m, const tiny_family& tm, 
         family_ref_extra extra;
         const ref_trace ref = reference_family(tm, tokens, ab, {}, &extra);
         expect_record_matches(cap, ref, label + ", " + name);
-        if (router >= 0) { // the router's mixing weights [L][T][E], when core/hooks.h has the point
+        if (router >= 0) { // the router's mixing weights [L][T][E], when core/run/hooks.h has the point
             std::vector<double> want;
             for (const auto& layer : extra.router) want.insert(want.end(), layer.begin(), layer.end());
             EXPECT_LT(max_scaled_error(cap.flat((gb::hook_point)router), want), 1e-4) << label << ", " << name << ": router";

@@ -25,12 +25,12 @@
 #include <utility>
 #include <vector>
 
-#include "ablation.h"
-#include "forward.h"
+#include "run/ablation.h"
+#include "run/forward.h"
 #include "gguf_writer.h"
-#include "model.h"
-#include "record.h"
-#include "safetensors.h"
+#include "model/model.h"
+#include "run/record.h"
+#include "io/safetensors.h"
 #include "ref_trace.h"
 #include "tiny_llama.h" // expect_record_matches: one comparison of a record with a reference for every family
 

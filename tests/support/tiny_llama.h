@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "forward.h"
-#include "model.h"
-#include "record.h"
+#include "run/forward.h"
+#include "model/model.h"
+#include "run/record.h"
 #include "ref_trace.h"
 
 struct tiny_llama_spec {

@@ -7,11 +7,11 @@
 #include <random>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 namespace {
 
-// GPT-2's byte stand-ins, written independently of core/tokenizer.cpp
+// GPT-2's byte stand-ins, written independently of core/tokenizer/tokenizer.cpp
 std::vector<std::string> byte_symbols() {
     std::vector<int> bs;
     for (int b = '!'; b <= '~'; b++) bs.push_back(b);

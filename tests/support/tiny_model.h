@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model.h"
+#include "model/model.h"
 
 struct tiny_spec {
     int n_layer = 2, n_head = 2, d_model = 16, n_ctx = 32;

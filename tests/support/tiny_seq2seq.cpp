@@ -10,7 +10,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 namespace {
 

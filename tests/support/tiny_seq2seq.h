@@ -36,7 +36,7 @@
 // - The decoder reads target_ids as given: the caller puts decoder_start_token_id first (HF's
 //   shift_tokens_right). Logits [T][V] are for every target position.
 //
-// Hook points (core/hooks.h names), laid out as in ref_trace.h:
+// Hook points (core/run/hooks.h names), laid out as in ref_trace.h:
 // - encoder (a ref_trace with n_tokens = S): exactly the encoders' (tiny_encoder.h) for Post-LN and the
 //   vision models' (tiny_vision.h) for Pre-LN: resid_pre of layer 0 is the embeddings after layernorm_embedding
 //   (BART, mBART) or the plain sum (Marian); Post-LN attn_in = x, resid_mid = LN1(x + attn_out), mlp_in =
@@ -71,7 +71,7 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
+#include "run/ablation.h"
 #include "ref_trace.h"
 
 struct seq2seq_spec {

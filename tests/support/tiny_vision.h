@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ablation.h"
+#include "run/ablation.h"
 #include "ref_trace.h"
 
 struct vision_spec {

@@ -1,0 +1,646 @@
+// Dense products of the forward pass: which kernel runs (fp32 here, AMX in gemm_amx.cpp), and the fp32 kernel,
+// a packed-panel GEMM with a register-tiled micro-kernel.
+//
+// Why not Eigen for everything: Eigen repacks the weight matrix on every call and its kernel is tuned for
+// large square products; here the weights are the same for every call and the row count is small (the
+// prompt's tokens), so the weights are packed once at load (pack_matrix) and each call only packs the
+// few activation rows. The kernel is written with GCC/Clang vector extensions, so the same source becomes
+// AVX-512, AVX2 or SSE code depending on -march (native by default, x86-64-v2 for a portable build).
+//
+// Loops, outermost first: row chunks of MC rows | column panels (split over threads) | KC-deep slices of
+// the inner dimension | MR-row blocks | the MR x NR micro-kernel over the slice. A panel slice
+// (KC x NR floats) stays in L1/L2 while every row block of the chunk passes over it.
+#include "kernels/gemm.h"
+
+#define EIGEN_DONT_PARALLELIZE
+#include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "util/error.h"
+#include "kernels/gemm_amx.h"
+#include "io/safetensors.h" // f16_to_f32
+#include "util/simd_math.h"
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Which kernel
+// ---------------------------------------------------------------------------------------------
+const char* matmul_name(matmul_kind k) { return k == MATMUL_AMX ? "amx" : "fp32"; }
+
+// CPU: AMX-TILE, AMX-INT8 and the AVX-512 subsets gemm_amx.cpp is built with; OS: the AVX-512 and tile state in
+// XCR0, and Linux's per-process permission for tile data (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+).
+static bool detect_amx(std::string& why) {
+#if defined(__x86_64__) && defined(GLASSBOX_AMX)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return why = "the CPU reports no extended features", false;
+    if (!(d & (1u << 24)) || !(d & (1u << 25))) return why = "the CPU has no AMX-INT8", false;
+    const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31); // F, DQ, BW, VL
+    if ((b & avx512) != avx512 || !(c & (1u << 1)) || !(c & (1u << 11)))    // and VBMI, VNNI
+        return why = "the CPU has AMX but not the AVX-512 subsets the kernel uses", false;
+    __get_cpuid(1, &a, &b, &c, &d);
+    if (!(c & (1u << 27))) return why = "the OS has not enabled XSAVE", false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    const unsigned state = 0x6u | 0xE0u | (3u << 17); // SSE+AVX, AVX-512, tile config+data
+    if ((lo & state) != state) return why = "the OS does not save AVX-512 or AMX tile state", false;
+    const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return why = "the kernel refused AMX tile data to this process (Linux 5.16 or later is needed)", false;
+    return true;
+#else
+    why = "this build has no AMX kernel (compiler without -mamx-int8, or not x86-64)";
+    return false;
+#endif
+}
+
+bool amx_usable(std::string* why) {
+    static std::once_flag once;
+    static bool ok = false;
+    static std::string reason;
+    std::call_once(once, [] { ok = detect_amx(reason); });
+    if (why) *why = ok ? "" : reason;
+    return ok;
+}
+
+matmul_kind parse_matmul_kind(const std::string& name) {
+    if (name == "fp32") return MATMUL_FP32;
+    if (name == "amx") return MATMUL_AMX;
+    if (name == "auto") return amx_usable() ? MATMUL_AMX : MATMUL_FP32;
+    throw error("matmul kernel '" + name + "' is unknown (expected fp32, amx or auto)");
+}
+
+static std::atomic<int> chosen_kind{-1}; // -1: not chosen yet
+
+void set_matmul_kind(matmul_kind k) {
+    std::string why;
+    if (k == MATMUL_AMX && !amx_usable(&why)) throw error("the AMX matmul kernel cannot run here: " + why);
+    chosen_kind = k;
+}
+
+matmul_kind matmul_kind_now() {
+    int k = chosen_kind;
+    if (k < 0) {
+        const char* env = std::getenv("GLASSBOX_MATMUL");
+        matmul_kind want = amx_usable() ? MATMUL_AMX : MATMUL_FP32;
+        if (env && *env) {
+            want = parse_matmul_kind(env); // a bad value is an error, not a silent default
+            if (want == MATMUL_AMX && !amx_usable()) want = MATMUL_FP32;
+        }
+        int expected = -1;
+        chosen_kind.compare_exchange_strong(expected, want);
+        k = chosen_kind;
+    }
+    return (matmul_kind)k;
+}
+
+// The micro-kernel's register tile: MR rows times NV vectors of VL floats. AVX-512 (32 registers):
+// 8 x 48 = 24 accumulators + 3 panel vectors + 1 broadcast. AVX2 (16 registers): 4 x 24 = 12 + 3 + 1.
+#if defined(__AVX512F__)
+constexpr int VL = 16, MR = 8, NV = 3;
+#elif defined(__AVX__)
+constexpr int VL = 8, MR = 4, NV = 3;
+#else
+constexpr int VL = 4, MR = 4, NV = 2;
+#endif
+constexpr int NR = VL * NV;
+constexpr int KC = 384; // inner-dimension slice: KC x NR floats of the panel (72 KB with AVX-512, in L2)
+constexpr int MC = 128; // rows per chunk: the chunk's packed rows (MC x KC floats) stay in L2
+const int weight_panel = NR;
+
+// below this many multiply-adds a product runs on one thread (a barrier costs more than it saves)
+constexpr int64_t parallel_min_work = 1 << 20;
+
+// loads and stores need no alignment, and the type may alias the floats it is loaded from
+typedef float vec __attribute__((vector_size(VL * sizeof(float)), aligned(4), may_alias));
+
+// m.in x m.out weights w (stored transposed when asked) -> m's AMX digits and scales
+static void pack_digits(weight_matrix& m, const float* w, bool transposed) {
+    m.digits.resize(amx::weight_digit_bytes(m.in, m.out));
+    m.row_exp.resize((size_t)amx::k_tiles(m.in) * 64);
+    m.col_exp.resize((size_t)amx::col_blocks(m.out) * 16);
+    amx::pack_weights(m.digits.data(), m.row_exp.data(), m.col_exp.data(), w, m.in, m.out, transposed);
+}
+
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact) {
+    if (in <= 0 || out <= 0 || (int64_t)w.size() != in * out || in > (1 << 30) || out > (1 << 30))
+        throw error("internal: pack_matrix of " + std::to_string(w.size()) + " floats as [" + std::to_string(in) +
+                    "][" + std::to_string(out) + "]");
+    weight_matrix m;
+    m.in = (int)in;
+    m.out = (int)out;
+    m.finite = all_finite(w.data(), w.size());
+    // NaN or Inf have no fixed-point digits: such a matrix stays on the fp32 kernel, which propagates them
+    if (!exact && matmul_kind_now() == MATMUL_AMX && m.finite && in <= amx::max_in) {
+        pack_digits(m, w.data(), false);
+        return m;
+    }
+    const int64_t panels = (out + NR - 1) / NR;
+    m.data.assign((size_t)(panels * in * NR), 0.0f);
+    for (int64_t p = 0; p < panels; p++) {
+        const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, out - j0);
+        float* dst = &m.data[(size_t)(p * in * NR)];
+        for (int64_t k = 0; k < in; k++) std::copy_n(&w[(size_t)(k * out + j0)], cols, dst + k * NR);
+    }
+    return m;
+}
+
+weight_matrix pack_head(const row_table& emb) {
+    weight_matrix m;
+    const int64_t V = emb.rows, d = emb.cols;
+    // a stored F16/BF16/Q8_0 table stays as it is: its rows are read by gemm_table (digits would triple it)
+    if (matmul_kind_now() != MATMUL_AMX || emb.type != GGML_F32 || V <= 0 || d <= 0 || d > amx::max_in ||
+        V > (1 << 30))
+        return m;
+    const float* e = (const float*)emb.data;
+    if (!all_finite(e, emb.size())) return m;
+    m.in = (int)d;
+    m.out = (int)V;
+    pack_digits(m, e, true);
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights kept as stored (F16, BF16, Q8_0): packed into panels of their own type
+// ---------------------------------------------------------------------------------------------
+bool kept_as_stored(uint32_t type) {
+    int64_t values, bytes;
+    return type != GGML_F32 && ggml_block(type, values, bytes);
+}
+
+// Three panel forms: F16/BF16 values and Q8_0's int8 values laid [k][NR] like f32 panels (esize bytes each);
+// the other block types keep their blocks whole, [in / block][NR][block bytes], so memory is the file's bytes.
+static bool raw_blocks(uint32_t type) { return type != GGML_F16 && type != GGML_BF16 && type != GGML_Q8_0; }
+static size_t stored_value_bytes(uint32_t type) { return type == GGML_Q8_0 ? 1 : 2; }
+// Rows of a panel turned into floats at a time: a whole number of blocks (256 for the K types)
+constexpr int KC_BLOCKS = 512;
+// Bytes before row k of panel p in a stored matrix's panels (k a multiple of its block)
+static size_t stored_offset(const weight_matrix& w, int64_t p, int64_t k) {
+    int64_t bv, bb;
+    ggml_block(w.type, bv, bb);
+    if (!raw_blocks(w.type)) bb = (int64_t)stored_value_bytes(w.type), bv = 1;
+    return (size_t)((p * w.in + k) * NR / bv * bb);
+}
+static int slice_depth(const weight_matrix& w) {
+    int64_t values = 1, bytes;
+    if (!w.stored.empty()) ggml_block(w.type, values, bytes);
+    return values > 32 ? KC_BLOCKS : KC;
+}
+
+weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored) {
+    int64_t M = 0;
+    for (const matrix_part& p : parts) {
+        if (p.out <= 0 || !p.data || !ggml_bytes(p.type, in)) throw error("internal: pack_parts of a bad part");
+        M += p.out;
+    }
+    if (parts.empty() || in <= 0 || in > (1 << 30) || M > (1 << 30)) throw error("internal: pack_parts shape");
+    const uint32_t type = parts[0].type;
+    bool mixed = false, all_kept = keep_stored;
+    for (const matrix_part& p : parts) mixed |= p.type != type, all_kept &= kept_as_stored(p.type);
+    if (mixed && all_kept) { // e.g. q and k in Q4_K, v in Q6_K (llama.cpp's _M mixes): each part kept in its type
+        weight_matrix m;
+        m.in = (int)in;
+        m.out = (int)M;
+        m.type = type;
+        for (const matrix_part& p : parts) {
+            m.parts.push_back(pack_parts({p}, in, true));
+            m.finite &= m.parts.back().finite;
+        }
+        bool whole = true; // a part its type could not keep (blocks across in) went to f32: then all go
+        for (const weight_matrix& p : m.parts) whole &= !p.stored.empty();
+        if (whole) return m;
+    }
+    bool stored = keep_stored && kept_as_stored(type);
+    int64_t block_values = 1, block_bytes = 0;
+    ggml_block(type, block_values, block_bytes);
+    for (const matrix_part& p : parts)
+        stored &= p.type == type && (block_values == 1 || (p.out_major && in % block_values == 0));
+    if (!stored) { // dequantise into the plain [in][M] and pack for the process's kernel
+        std::vector<float> w((size_t)(in * M)), row((size_t)in);
+        int64_t col0 = 0;
+        for (const matrix_part& p : parts) {
+            if (p.out_major) {
+                const size_t row_bytes = ggml_bytes(p.type, in);
+                for (int64_t o = 0; o < p.out; o++) {
+                    dequantize(row.data(), p.data + (size_t)o * row_bytes, p.type, in);
+                    for (int64_t k = 0; k < in; k++) w[(size_t)(k * M + col0 + o)] = row[(size_t)k];
+                }
+            } else {
+                std::vector<float> all((size_t)(in * p.out));
+                dequantize(all.data(), p.data, p.type, in * p.out);
+                for (int64_t k = 0; k < in; k++)
+                    std::copy_n(&all[(size_t)(k * p.out)], p.out, &w[(size_t)(k * M + col0)]);
+            }
+            col0 += p.out;
+        }
+        return pack_matrix(w, in, M);
+    }
+    weight_matrix m;
+    m.in = (int)in;
+    m.out = (int)M;
+    m.type = type;
+    for (const matrix_part& p : parts) m.finite &= stored_finite(p.data, type, in * p.out);
+    const int64_t panels = (M + NR - 1) / NR, esize = (int64_t)stored_value_bytes(type);
+    if (raw_blocks(type)) m.stored.assign((size_t)(panels * (in / block_values) * NR * block_bytes), 0);
+    else m.stored.assign((size_t)(panels * in * NR * esize), 0);
+    if (type == GGML_Q8_0) m.scale.assign((size_t)(panels * (in / 32) * NR), 0.0f);
+    // column j of the whole -> (part, column in the part)
+    std::vector<std::pair<int, int64_t>> col((size_t)M);
+    for (int64_t j = 0, pi = 0, c = 0; j < M; j++, c++) {
+        while (c >= parts[(size_t)pi].out) pi++, c = 0;
+        col[(size_t)j] = {(int)pi, c};
+    }
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t p = 0; p < panels; p++) {
+        for (int64_t jj = 0; jj < NR && p * NR + jj < M; jj++) {
+            const matrix_part& part = parts[(size_t)col[(size_t)(p * NR + jj)].first];
+            const int64_t c = col[(size_t)(p * NR + jj)].second;
+            if (raw_blocks(type)) { // column c's blocks, one after another along in
+                const int64_t nb = in / block_values;
+                const uint8_t* src = part.data + (size_t)(c * nb * block_bytes);
+                uint8_t* dst = m.stored.data() + (size_t)((p * nb * NR + jj) * block_bytes);
+                for (int64_t b = 0; b < nb; b++)
+                    std::memcpy(dst + (size_t)(b * NR * block_bytes), src + (size_t)(b * block_bytes), (size_t)block_bytes);
+            } else if (type == GGML_Q8_0) { // blocks of 34 bytes along in: f16 scale, then 32 int8
+                const uint8_t* src = part.data + (size_t)(c * (in / 32) * 34);
+                int8_t* q = (int8_t*)m.stored.data() + (size_t)(p * in * NR + jj);
+                float* sc = m.scale.data() + (size_t)(p * (in / 32) * NR + jj);
+                for (int64_t b = 0; b < in / 32; b++, src += 34) {
+                    sc[b * NR] = f16_to_f32((uint16_t)(src[0] | src[1] << 8));
+                    for (int i = 0; i < 32; i++) q[(b * 32 + i) * NR] = (int8_t)src[2 + i];
+                }
+            } else {
+                uint16_t* dst = (uint16_t*)m.stored.data() + (size_t)(p * in * NR + jj);
+                const uint16_t* src = (const uint16_t*)part.data;
+                if (part.out_major)
+                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[c * in + k], 2);
+                else
+                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[k * part.out + c], 2);
+            }
+        }
+    }
+    return m;
+}
+
+#if defined(__AVX512F__)
+// dst[i][j] = src[j][i] for a 16 x 16 square (row strides in floats): unpacks pair rows, then 64-bit pairs,
+// then 128-bit lanes twice
+static void transpose16(float* dst, int dst_stride, const float* src, int src_stride) {
+    __m512 r[16], t[16];
+    const __mmask16 all = 0xFFFF; // the zero-masked forms: the plain ones start from GCC's "undefined" vector, which
+                                  // -Wuninitialized reports inside avx512fintrin.h
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (size_t)i * src_stride);
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_maskz_unpacklo_ps(all, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_ps(all, r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) {
+            t[8 * h + i] = _mm512_maskz_shuffle_f32x4(all, r[8 * h + i], r[8 * h + i + 4], 0x88);
+            t[8 * h + i + 4] = _mm512_maskz_shuffle_f32x4(all, r[8 * h + i], r[8 * h + i + 4], 0xDD);
+        }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_maskz_shuffle_f32x4(all, t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_maskz_shuffle_f32x4(all, t[i], t[i + 8], 0xDD);
+    }
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + (size_t)i * dst_stride, r[i]);
+}
+#endif
+
+// rows k0 .. k0+kc of panel p of a stored matrix -> tile [kc][NR] floats. Each value is exactly its dequantised
+// value (F16/BF16 widen exactly; a Q8_0 scale times an 8-bit integer is exact in fp32), so the fp32 micro-kernel
+// on the tile computes what it computes on weights dequantised at load.
+static void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, int kc) {
+    const size_t first = ((size_t)p * w.in + k0) * NR, count = (size_t)kc * NR;
+    if (w.type == GGML_F16 || w.type == GGML_BF16) { // the slice's values are one run: widened as a row is
+        dequantize(tile, w.stored.data() + first * 2, w.type, (int64_t)count);
+    } else if (raw_blocks(w.type)) {
+        // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
+        // written to the tile row by row; written down each column instead, every store touched another line
+        int64_t bv, bb;
+        ggml_block(w.type, bv, bb);
+        const int64_t nb = w.in / bv;
+        alignas(64) static thread_local float cols[NR * 256];
+        for (int64_t b = k0 / bv; b < (k0 + kc) / bv; b++) {
+            const uint8_t* src = w.stored.data() + (size_t)((p * nb + b) * NR * bb);
+            for (int jj = 0; jj < NR; jj++) dequantize(cols + (size_t)jj * bv, src + (size_t)jj * bb, w.type, bv);
+            float* t = tile + (size_t)(b * bv - k0) * NR;
+            int64_t i0 = 0;
+#if defined(__AVX512F__)
+            for (; i0 + 16 <= bv; i0 += 16) // 16 x 16 squares through registers: the copy was a third of a Q4_K product
+                for (int jj = 0; jj < NR; jj += 16) transpose16(t + (size_t)i0 * NR + jj, NR, cols + (size_t)jj * bv + i0, (int)bv);
+#endif
+            for (int64_t i = i0; i < bv; i++)
+                for (int jj = 0; jj < NR; jj++) t[(size_t)i * NR + jj] = cols[(size_t)jj * bv + i];
+        }
+    } else { // Q8_0
+        const int8_t* q = (const int8_t*)w.stored.data() + first;
+        for (int k = 0; k < kc; k++) {
+            const float* sc = w.scale.data() + ((size_t)p * (w.in / 32) + (size_t)(k0 + k) / 32) * NR;
+            float* t = tile + (size_t)k * NR;
+            const int8_t* qk = q + (size_t)k * NR;
+            int j = 0;
+#if defined(__AVX512F__)
+            for (; j + 16 <= NR; j += 16)
+                _mm512_store_ps(t + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                          _mm_loadu_si128((const __m128i*)(qk + j)))),
+                                                      _mm512_loadu_ps(sc + j)));
+#endif
+            for (; j < NR; j++) t[j] = sc[j] * (float)qk[j];
+        }
+    }
+}
+
+std::vector<float> unpack_matrix(const weight_matrix& m) {
+    std::vector<float> w((size_t)m.in * m.out);
+    if (m.amx()) {
+        amx::unpack_weights(w.data(), m.digits.data(), m.row_exp.data(), m.col_exp.data(), m.in, m.out);
+        return w;
+    }
+    if (!m.parts.empty()) { // side by side
+        int64_t col0 = 0;
+        for (const weight_matrix& p : m.parts) {
+            const std::vector<float> part = unpack_matrix(p);
+            for (int64_t k = 0; k < m.in; k++)
+                std::copy_n(&part[(size_t)(k * p.out)], p.out, &w[(size_t)(k * m.out + col0)]);
+            col0 += p.out;
+        }
+        return w;
+    }
+    const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
+    aligned_vector<float> tile(m.stored.empty() ? 0 : (size_t)m.in * NR);
+    for (int64_t p = 0; p < panels; p++) {
+        const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
+        if (!m.stored.empty()) dequantize_slice(tile.data(), m, p, 0, m.in);
+        const float* src = m.stored.empty() ? &m.data[(size_t)(p * m.in * NR)] : tile.data();
+        for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, &w[(size_t)(k * m.out + j0)]);
+    }
+    return w;
+}
+
+// c [R][ldc] (cols <= NR valid columns) (+)= a [kc][MR] (R rows used) * b [kc][NR]; meanwhile one cache line
+// of pf per k step, for the first pf_lines steps, is fetched into L2 (the next slice of the panel stream).
+// On the last slice (last): + bias [NR] when not null, then the epilogue, on the registers before the store.
+template <int R>
+static void micro_kernel(float* c, int ldc, int cols, const float* a, const float* b, int kc, bool accumulate,
+                         const char* pf, int pf_lines, bool last, const float* bias, epilogue epi) {
+    vec acc[R][NV];
+    if (accumulate && cols == NR) {
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = *(const vec*)(c + (size_t)r * ldc + j * VL);
+    } else if (accumulate) { // the last, partial panel
+        for (int r = 0; r < R; r++) {
+            float row[NR] = {};
+            std::memcpy(row, c + (size_t)r * ldc, sizeof(float) * cols);
+            for (int j = 0; j < NV; j++) std::memcpy(&acc[r][j], row + j * VL, sizeof(vec));
+        }
+    } else {
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = vec{};
+    }
+    // the prefetches are spread evenly over the slice: issued back to back they fill the line-fill buffers
+    // and the kernel's own loads from L2 wait behind them
+    const int pf_every = pf_lines > 0 ? std::max(1, kc / pf_lines) : kc + 1;
+    int pf_next = 0, pf_done = 0;
+    for (int k = 0; k < kc; k++) {
+        if (k == pf_next && pf_done < pf_lines) {
+            __builtin_prefetch(pf + (size_t)pf_done * 64, 0, 2);
+            pf_done++;
+            pf_next += pf_every;
+        }
+        vec bk[NV];
+        for (int j = 0; j < NV; j++) bk[j] = *(const vec*)(b + (size_t)k * NR + j * VL);
+        for (int r = 0; r < R; r++) {
+            const float ar = a[k * MR + r]; // broadcast by the scalar-vector product
+            for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
+        }
+    }
+    if (last && bias)
+        for (int j = 0; j < NV; j++) {
+            const vec bj = *(const vec*)(bias + j * VL);
+            for (int r = 0; r < R; r++) acc[r][j] += bj;
+        }
+    if (last && epi == EPILOGUE_GELU)
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
+    for (int r = 0; r < R; r++) {
+        if (cols == NR) {
+            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
+        } else {
+            float row[NR];
+            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
+            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
+        }
+    }
+}
+
+using kernel_fn = void (*)(float*, int, int, const float*, const float*, int, bool, const char*, int, bool,
+                          const float*, epilogue);
+template <int... R>
+struct kernel_table {
+    static constexpr kernel_fn by_rows[] = {nullptr, micro_kernel<R>...};
+};
+#if defined(__AVX512F__)
+using kernels = kernel_table<1, 2, 3, 4, 5, 6, 7, 8>;
+#else
+using kernels = kernel_table<1, 2, 3, 4>;
+#endif
+static_assert(sizeof(kernels::by_rows) / sizeof(kernel_fn) == MR + 1, "one kernel per row count 1..MR");
+
+// x [rows][K] -> slice-major packed blocks: slice s (depth wide) holds [blocks][kc][MR], rows past n are zero.
+// One (slice, block) pair per call, so threads can share the packing.
+static void pack_rows(float* packed, const float* x, int n, int K, int blocks, int k0, int ib, int depth) {
+    const int kc = std::min(depth, K - k0);
+    float* dst = packed + (size_t)k0 * blocks * MR + (size_t)ib * kc * MR;
+    for (int r = 0; r < MR; r++) {
+        const int row = ib * MR + r;
+        if (row < n) {
+            const float* src = x + (size_t)row * K + k0;
+            for (int k = 0; k < kc; k++) dst[k * MR + r] = src[k];
+        } else {
+            for (int k = 0; k < kc; k++) dst[k * MR + r] = 0.0f;
+        }
+    }
+}
+
+// The fp32 and stored paths: out [n][ldc] (w.out columns of it) = x [n][w.in] * W (+ bias [w.out]).
+static void gemm_panels(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
+                        gemm_scratch& scratch, epilogue epi) {
+    const int K = w.in, M = w.out;
+    const int blocks = (n + MR - 1) / MR; // MR-row blocks of x
+    const int depth = slice_depth(w); // KC, or a whole number of a stored type's blocks
+    const int slices = (K + depth - 1) / depth;
+    aligned_vector<float>& a_scratch = scratch.rows;
+    if (a_scratch.size() < (size_t)blocks * MR * K) a_scratch.resize((size_t)blocks * MR * K);
+    float* packed = a_scratch.data();
+    const int panels = (M + NR - 1) / NR;
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
+    // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
+    // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
+    const bool stored = !w.stored.empty();
+#pragma omp parallel if (threaded)
+    {
+        // a stored matrix's slice as floats: depth x NR per thread (72-96 KB with AVX-512), kept between calls
+        static thread_local aligned_vector<float> tile;
+        if (stored && tile.size() < (size_t)depth * NR) tile.resize((size_t)depth * NR);
+#pragma omp for schedule(static)
+        for (int job = 0; job < slices * blocks; job++)
+            pack_rows(packed, x, n, K, blocks, (job / blocks) * depth, job % blocks, depth);
+        for (int ib0 = 0; ib0 < blocks; ib0 += MC / MR) {
+            const int ib1 = std::min(blocks, ib0 + MC / MR);
+#pragma omp for schedule(static)
+            for (int p = 0; p < panels; p++) {
+                const int j0 = p * NR, cols = std::min(NR, M - j0);
+                float bias_tile[NR] = {}; // the panel's bias, zero past the last column
+                if (bias) std::copy_n(bias + j0, cols, bias_tile);
+                for (int k0 = 0; k0 < K; k0 += depth) {
+                    const int kc = std::min(depth, K - k0);
+                    const float* b;
+                    const char *next, *end; // the rest of the stream of panel bytes
+                    if (stored) { // the slice in floats, once for all the row blocks that pass over it
+                        dequantize_slice(tile.data(), w, p, k0, kc);
+                        b = tile.data();
+                        next = (const char*)w.stored.data() + stored_offset(w, p, k0 + kc);
+                        end = (const char*)w.stored.data() + w.stored.size();
+                    } else {
+                        b = w.data.data() + ((size_t)p * K + k0) * NR;
+                        next = (const char*)(b + (size_t)kc * NR);
+                        end = (const char*)(w.data.data() + w.data.size());
+                    }
+                    const float* slice = packed + (size_t)k0 * blocks * MR;
+                    // The panel data a thread reads is one contiguous stream: while the row blocks reuse this
+                    // slice from cache, each fetches its share of the next slice into L2, so the first block of
+                    // the next slice does not wait on memory.
+                    const size_t next_lines = std::min<size_t>(stored ? stored_offset(w, 0, depth) : (size_t)KC * NR * sizeof(float),
+                                                               next < end ? (size_t)(end - next) : 0) / 64;
+                    const int share = (int)((next_lines + (ib1 - ib0) - 1) / (ib1 - ib0));
+                    for (int ib = ib0; ib < ib1; ib++) {
+                        const int first = (ib - ib0) * share;
+                        const int lines = std::max(0, std::min(share, (int)next_lines - first));
+                        const int rows = std::min(MR, n - ib * MR);
+                        kernels::by_rows[rows](out + (size_t)ib * MR * ldc + j0, ldc, cols, slice + (size_t)ib * kc * MR,
+                                               b, kc, k0 > 0, next + (size_t)first * 64, lines, k0 + kc == K,
+                                               bias ? bias_tile : nullptr, epi);
+                    }
+                }
+            }
+        }
+    }
+}
+
+void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
+          gemm_scratch& scratch, epilogue epi) {
+    const int K = w.in, M = w.out;
+    if (n <= 0) return;
+    if (w.amx()) {
+        const size_t rows = (size_t)(n + 15) / 16 * 16;
+        if (scratch.digits.size() < amx::row_digit_bytes(n, K)) scratch.digits.resize(amx::row_digit_bytes(n, K));
+        if (scratch.row_exp.size() < rows) scratch.row_exp.resize(rows);
+        const bool threaded = (int64_t)n * K * M > parallel_min_work && M > 16;
+        amx::gemm(out, x, n, w.digits.data(), w.row_exp.data(), w.col_exp.data(), K, M,
+                  bias.empty() ? nullptr : bias.data(), epi, scratch.digits.data(), scratch.row_exp.data(), threaded);
+        return;
+    }
+    if (!w.parts.empty()) { // a fused matrix whose parts are stored in different types: each writes its columns
+        int col0 = 0;
+        for (const weight_matrix& p : w.parts) {
+            gemm_panels(out + col0, M, x, p, bias.empty() ? nullptr : bias.data() + col0, n, scratch, epi);
+            col0 += p.out;
+        }
+        return;
+    }
+    gemm_panels(out, M, x, w, bias.empty() ? nullptr : bias.data(), n, scratch, epi);
+}
+
+// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of e [rows][d]. Two accumulators
+// per row halve the add chains.
+static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
+    for (int r = 0; r < n; r++) {
+        const float* xr = x + (size_t)r * d;
+        vec a[4] = {}, b[4] = {};
+        int i = 0;
+        for (; i + 2 * VL <= d; i += 2 * VL) {
+            const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
+            for (int j = 0; j < rows; j++) {
+                a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
+                b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
+            }
+        }
+        for (int j = 0; j < rows; j++) {
+            const vec ab = a[j] + b[j];
+            float s = 0.0f;
+            for (int l = 0; l < VL; l++) s += ab[l];
+            for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
+            out[(size_t)r * V + v0 + j] = s;
+        }
+    }
+}
+
+void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, int d, int V) {
+    const bool threaded = (int64_t)n * d * V > parallel_min_work;
+    if (n > 4) { // many positions (--all-logits): a real product, where Eigen's blocking pays off
+        using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<const mat> X(x, n, d);
+        const int nt = threaded ? omp_get_max_threads() : 1;
+        const int parts = std::max(1, std::min(nt * 8, V / 256));
+#pragma omp parallel for schedule(dynamic, 1) if (parts > 1)
+        for (int pi = 0; pi < parts; pi++) {
+            const int v0 = (int)((int64_t)V * pi / parts), v1 = (int)((int64_t)V * (pi + 1) / parts);
+            Eigen::Map<const mat> E(emb + (size_t)v0 * d, v1 - v0, d);
+            Eigen::Map<mat, 0, Eigen::OuterStride<>> O(out + v0, n, v1 - v0, Eigen::OuterStride<>(V));
+            O.noalias() = X * E.transpose();
+        }
+        return;
+    }
+    // One pass over the embedding rows, four at a time, each group dotted with the n (<= 4) positions while it is
+    // in L1: four rows are four streams in flight (one row at a time reached 15-20 GB/s here, four rows 23).
+#pragma omp parallel for schedule(static) if (threaded)
+    for (int v0 = 0; v0 < V; v0 += 4) dot_rows(out, x, emb + (size_t)v0 * d, n, d, V, v0, std::min(4, V - v0));
+}
+
+void gemm_table(float* out, const float* x, const row_table& t, int n) {
+    const int d = (int)t.cols, V = (int)t.rows;
+    if (t.type == GGML_F32) return gemm_rows_transposed(out, x, (const float*)t.data, n, d, V);
+    // A stored table: its rows are dequantised a group at a time into a thread's buffer, then multiplied as f32
+    // rows are, so the logits are those of the dequantised table.
+    const bool threaded = (int64_t)n * d * V > parallel_min_work;
+    const int group = n > 4 ? 256 : 4;
+#pragma omp parallel if (threaded)
+    {
+        static thread_local std::vector<float> rows;
+        if (rows.size() < (size_t)group * d) rows.resize((size_t)group * d);
+#pragma omp for schedule(static)
+        for (int v0 = 0; v0 < V; v0 += group) {
+            const int count = std::min(group, V - v0);
+            for (int j = 0; j < count; j++) table_row(rows.data() + (size_t)j * d, t, v0 + j);
+            if (n > 4) {
+                using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+                Eigen::Map<const mat> X(x, n, d), E(rows.data(), count, d);
+                Eigen::Map<mat, 0, Eigen::OuterStride<>> O(out + v0, n, count, Eigen::OuterStride<>(V));
+                O.noalias() = X * E.transpose();
+            } else {
+                dot_rows(out, x, rows.data(), n, d, V, v0, count);
+            }
+        }
+    }
+}
+
+} // namespace gb

@@ -1,0 +1,55 @@
+// Dense products of the forward pass. Weights are packed once, at load, into the layout their kernel reads
+// (see weight_matrix in model.h); activations are packed per call into a scratch the caller owns.
+//
+// Two kernels (README "Matrix products"):
+// - fp32: packed panels and a register-tiled FMA kernel (AVX-512, AVX2 or SSE, whatever the build targets);
+// - AMX: Intel AMX int8 tile products on base-256 digits of fixed-point numbers, recombined in fp32
+//   (core/kernels/gemm_amx.cpp). Its results are as close to the exact product as the fp32 kernel's.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace gb {
+
+enum matmul_kind { MATMUL_FP32, MATMUL_AMX };
+const char* matmul_name(matmul_kind k); // "fp32", "amx"
+// Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
+bool amx_usable(std::string* why = nullptr);
+// The kernel pack_matrix packs new weights for. Default: AMX where usable, else fp32; the environment
+// variable GLASSBOX_MATMUL=fp32|amx overrides it. set_matmul_kind(MATMUL_AMX) throws where AMX is not usable.
+// Weights already packed keep their kernel: choose before loading a model.
+matmul_kind matmul_kind_now();
+void set_matmul_kind(matmul_kind k);
+// "fp32", "amx" or "auto" (the default above); throws gb::error naming the bad value.
+matmul_kind parse_matmul_kind(const std::string& name);
+
+// Per-call activation packing, grown as needed and reused across calls (a steady stream allocates nothing).
+struct gemm_scratch {
+    aligned_vector<float> rows;    // fp32: [slices][blocks][kc][MR] rows of x
+    aligned_vector<int8_t> digits; // AMX: [row blocks][ceil(in/64)][4][16][64] digits of x's rows
+    std::vector<float> row_exp; // AMX: [row blocks * 16] each row's scale exponent (NaN: row not finite)
+};
+
+// out [n][w.out] = x [n][w.in] * W (+ bias [w.out] when not empty), with W's kernel. Threads split the columns.
+// epi: what is applied to each output element after the bias, while its tile is in cache.
+// A row of x holding NaN or Inf gives a row of NaN on the AMX kernel (the fp32 kernel propagates them as IEEE does).
+enum epilogue { EPILOGUE_NONE, EPILOGUE_GELU };
+void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<float>& bias, int n,
+          gemm_scratch& scratch, epilogue epi = EPILOGUE_NONE);
+
+// The LM head for the AMX kernel: an F32 table emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty
+// (and the LM head stays on gemm_table) when the kernel is fp32, the table is stored F16/BF16/Q8_0, or it holds
+// NaN/Inf.
+weight_matrix pack_head(const row_table& emb);
+
+// out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
+// positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.
+void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, int d, int V);
+// out [n][t.rows] = x [n][t.cols] * t^T for a table in any stored type (gemm_rows_transposed for F32; other types
+// are dequantised a group of rows at a time, so the result is the dequantised table's).
+void gemm_table(float* out, const float* x, const row_table& t, int n);
+
+} // namespace gb

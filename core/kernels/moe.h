@@ -1,0 +1,60 @@
+// Mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE): a router picks a few experts per token, each
+// expert (a SwiGLU MLP) runs only on the tokens routed to it, and their outputs are summed weighted by the
+// router's mixing weights (plus Qwen2-MoE's always-on shared expert, scaled by its own sigmoid gate).
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "run/record.h"
+
+namespace gb {
+
+// Scratch of moe_forward, grown on demand: after the first call of a size nothing is allocated.
+struct moe_scratch {
+    std::vector<float> logits;    // [n][E] router logits
+    std::vector<float> weights;   // [n][E] mixing weights, 0 for the experts not chosen
+    std::vector<int> rows;        // [n] the rows routed to one expert
+    std::vector<int> chosen;      // [k] one row's chosen experts while routing
+    std::vector<float> xg;        // [n][d] those rows' inputs, gathered
+    std::vector<float> gate, up;  // [n][ff] one expert's gate and up products (ff = its width)
+    std::vector<float> y;         // [n][d] one expert's output for its rows
+};
+
+// weights [n][E] from logits [n][E]: the softmax over all E logits; the k experts with the largest logits keep
+// theirs (ties: the lower index wins), the others get 0; with norm_topk the k kept ones are divided by their sum.
+// chosen: scratch, grown to k.
+void moe_route(float* weights, const float* logits, int n, int E, int k, bool norm_topk, std::vector<int>& chosen);
+
+// One row's experts with non-zero weight, largest weight first (ties: the lower index), at most k of them:
+// ids [k], vals [k]; returns how many. For displays (CLI, app) of a router row.
+int moe_top(const float* weights, int E, int k, int* ids, float* vals);
+
+// out [n][d] = the MoE MLP of xn [n][d] (the normed input) with layer lw's router and experts:
+//   logits = xn W_router; weights = moe_route(logits); at_router(weights) (the forward's hook point "router":
+//   interventions and hooks may change the weights in place); then for each expert e, in index order, on the
+//   rows whose weight for e is not 0: out[r] += weights[r][e] * down_e(silu(x gate_e) * (x up_e));
+//   finally, when the layer has a shared expert (w_up not empty): out[r] += sigmoid(x . shared_gate) *
+//   down_s(silu(x gate_s) * (x up_s)) (a factor 1 without shared_gate).
+// Deterministic: the same inputs give the same bits whatever rows share the call. at_router may be empty.
+void moe_forward(float* out, const float* xn, int n, const layer_weights& lw, const model_config& c, moe_scratch& s,
+                 gemm_scratch& g, const std::function<void(float* weights)>& at_router);
+
+// The experts that ran for every kept layer and token of a record (non-zero mixing weight), largest weight
+// first: what displays show (the app's Experts view, the CLI's routing lines and JSON).
+struct routing_table {
+    int n_layer = 0, n_tokens = 0, n_expert = 0;
+    int k = 0;                  // slots per cell
+    std::vector<int> ids;       // [L][T][k] expert ids, -1 in a slot left empty (fewer experts ran)
+    std::vector<float> weights; // [L][T][k] their mixing weights (0 in an empty slot)
+    std::vector<uint8_t> kept;  // [L] 1 when the record kept that layer's router (else its cells are empty)
+    bool empty() const { return n_expert == 0; }
+    const int* cell_ids(int l, int t) const { return &ids[((size_t)l * n_tokens + t) * k]; }
+    const float* cell_weights(int l, int t) const { return &weights[((size_t)l * n_tokens + t) * k]; }
+};
+// At most k experts per cell (the model's n_expert_used, or rec.n_expert for all that ran). Empty for a dense
+// model's record.
+routing_table routing_of(const record& rec, int k);
+
+} // namespace gb

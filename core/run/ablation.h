@@ -1,0 +1,53 @@
+// Ablations as the user names them (CLI flags, app toggles, sessions), and their meaning as interventions on
+// hook points (README "Ablation semantics"). The forward pass sees only the interventions.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "run/hooks.h"
+#include "model/model.h"
+
+namespace gb {
+
+struct layer_set {
+    bool on = false;
+    std::vector<int> layers; // empty = every layer
+    bool covers(int layer) const;
+    bool covers_all(int n_layer) const; // on, and every layer 0..n_layer-1 included
+};
+
+struct head_ref {
+    int layer = 0;
+    int head = 0;
+    bool operator==(const head_ref& o) const { return layer == o.layer && head == o.head; }
+};
+
+struct ablation {
+    layer_set no_attention;  // attn_out is zero
+    layer_set no_residual;   // resid_mid / resid_post: x <- f(x) instead of x + f(x)
+    layer_set no_layernorm;  // attn_in / mlp_in norms are the identity; final_norm too when all layers
+    std::vector<head_ref> heads; // the head's z (weighted values, before W_o) is zero; its pattern is still kept
+    std::vector<head_ref> experts; // MoE: (layer, expert): the expert's mixing weight is zero for every token (the
+                                   // other chosen experts keep theirs, not renormalised); head_ref::head = expert
+    bool any() const;
+    std::string describe() const; // "no-residual[0,3] heads 5.1 experts 1.3" or "none"
+};
+
+// Throws gb::error when a layer, head or expert index is outside the model (or experts are named for a dense one).
+void check_ablation(const ablation& ab, const model_config& c);
+// From the CLI's/app's lists: ablate "no-residual,no-layernorm,no-attention", layers "0,3" (restricts
+// ablate), heads "5.1,5.5", experts "1.3,0.0" (LAYER.EXPERT). Throws gb::error naming the bad item; ranges are
+// checked by check_ablation.
+ablation parse_ablation(const std::string& ablate, const std::string& layers, const std::string& heads,
+                        const std::string& experts = "");
+// Whether expert e of layer l is in ab.experts; toggle_expert adds it or takes it out (the app's right-click).
+bool expert_ablated(const ablation& ab, int layer, int expert);
+void toggle_expert(ablation& ab, int layer, int expert);
+
+// The ablation as interventions: no-attention = ZERO attn_out; no-residual = NO_RESIDUAL at resid_mid and
+// resid_post; no-layernorm = IDENTITY_NORM at attn_in and mlp_in (and final_norm when it covers every layer);
+// head L.H = ZERO of head H's slice of z at layer L; expert L.E = ZERO of expert E's weight at the router of
+// layer L. Checked against c first.
+std::vector<intervention> ablation_interventions(const ablation& ab, const model_config& c);
+
+} // namespace gb

@@ -1,0 +1,120 @@
+// The activation record: what one forward pass keeps for the app, the CLI and the analyses. Which hook points
+// it keeps is a request; a memory budget may leave layers out, and the record says what it left out.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "run/hooks.h"
+#include "model/model.h"
+
+namespace gb {
+
+inline uint32_t hook_bit(hook_point p) { return 1u << p; }
+
+// Storage of one kept tensor, not zeroed when allocated: a run writes every row of what it keeps (or copies it
+// from the record it continues), and zeroing 100 MB of patterns first was a visible part of a live append.
+template <class T> struct uninit_allocator : std::allocator<T> {
+    template <class U> struct rebind { using other = uninit_allocator<U>; };
+    uninit_allocator() = default;
+    template <class U> uninit_allocator(const uninit_allocator<U>&) {}
+    template <class U> void construct(U* p) noexcept { ::new ((void*)p) U; }
+    template <class U, class... A> void construct(U* p, A&&... a) { ::new ((void*)p) U(std::forward<A>(a)...); }
+};
+using tensor_buffer = std::vector<float, uninit_allocator<float>>;
+
+struct record_request {
+    // bit p (hook_bit): keep point p at every layer in `layers` (a point the model does not have is not kept:
+    // the router's mixing weights, L*T*E floats, are kept by default for MoE models and absent in dense ones)
+    uint32_t points = hook_bit(HOOK_PATTERN) | hook_bit(HOOK_ROUTER);
+    bool resid_stream = false;   // the residual stream at all 2L+1 points (record::resid): resid_pre of layer 0,
+                                 // resid_mid and resid_post of every layer
+    bool resid_norms = true;     // [2L+1][T] L2 norms of the stream (cheap; computed while the stream is formed)
+    std::vector<uint8_t> layers; // [L] per-layer points only at these layers; empty = every layer
+    size_t budget_bytes = 0;     // 0 = no limit; else layers far from focus_layer are left out, largest points first
+    int focus_layer = 0;
+};
+
+// Which (point, layer) pairs a run keeps once the budget is applied.
+struct record_plan {
+    std::vector<uint8_t> keep[HOOK_COUNT]; // point p: [L] (final points: [1]) 1 = kept; never a point the model
+                                           // does not have (hook_exists), whatever was asked
+    std::string note;  // what the budget left out, e.g. "pattern of 4 of 12 layers kept (memory budget 512 MB)"
+    size_t bytes = 0;  // of the kept activations
+    bool any(hook_point p) const;
+};
+// n_out: positions that get logits (1, or T with all logits).
+record_plan plan_record(const record_request& rq, const model_config& c, int n_tokens, int n_out);
+// Bytes of one layer's activation at p for T tokens (final points: of their n_out rows).
+size_t record_layer_bytes(hook_point p, const model_config& c, int n_tokens, int n_out);
+
+struct forward_timing {
+    double total_ms = 0;
+    double matmul_ms = 0;    // projections, MLP, LM head
+    double attention_ms = 0; // scores, softmax, weighted values
+    double rest_ms = 0;      // norms, activations, embeddings, hooks, bookkeeping
+};
+
+struct record {
+    int n_layer = 0, n_head = 0, n_kv_head = 0, d_model = 0, d_head = 0, d_ff = 0;
+    int n_expert = 0;                 // E: MoE experts per layer (the router's width), 0 for a dense model
+    std::vector<int> window;          // [L] keys each layer's queries see, themselves included (0 = all before them):
+                                      // the pattern is 0 before a query's window (sliding-window attention)
+    int first_key(int layer, int query) const { // the first key query position `query` sees at `layer`
+        const int w = layer < (int)window.size() ? window[layer] : 0;
+        return w > 0 && query >= w ? query - w + 1 : 0;
+    }
+    bool causal = true;               // false (encoders): every query sees every key, the pattern has no masked triangle
+    int last_key(int query) const { return causal ? query : n_tokens - 1; } // the last key a query sees
+    int n_tokens = 0;                 // T
+    int vocab = 0;                    // V
+    bool all_logits = false;
+    std::vector<int> tokens;          // [T]
+    std::vector<std::string> pieces;  // [T] display text of each token
+    // point p: [kept layers] one layer's tensor at T, as in hooks.h with n = T. A layer's tensor is shared by
+    // records that agree on it: an incremental run (live.h) reuses the layers it did not recompute, and a record
+    // handed to the app is never written again.
+    std::vector<std::shared_ptr<tensor_buffer>> acts[HOOK_COUNT];
+    std::vector<int> slot[HOOK_COUNT];   // point p: [L] (final points: [1]) index into acts[p], -1 = not kept
+    std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
+    std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
+    std::vector<int> logit_ids;       // when not empty, logits holds only these tokens' logits (forward_options::logit_ids)
+    // Encoder–decoders' decoder: cross-attention, target rows over source columns (run_seq2seq, core/run/seq2seq.h)
+    int n_source = 0;                 // S: source positions (0: no cross-attention)
+    std::vector<float> cross;         // [L][H][T][S] probabilities, kept with the pattern
+    std::vector<std::string> source_pieces; // [S] display text of each source token
+    const float* cross_head(int layer, int h) const { // [T][S], or nullptr
+        return cross.empty() ? nullptr : &cross[(((size_t)layer * n_head + h) * n_tokens) * n_source];
+    }
+    int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
+    std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...
+    std::string budget_note;          // what the memory budget left out; "" when all that was asked for is here
+    forward_timing timing;
+
+    size_t layer_floats(hook_point p) const; // floats of one layer's tensor at p
+    bool has(hook_point p, int layer) const;
+    const float* get(hook_point p, int layer) const; // nullptr when not kept
+    float* get_mut(hook_point p, int layer);          // for the forward that fills this record's own tensors
+    std::vector<float> flat(hook_point p) const;      // every kept layer of p, one after another
+    bool has_layer(int layer) const { return has(HOOK_PATTERN, layer); } // attention pattern kept
+    // [T][T] pattern of one head (query rows, key columns), or nullptr when its layer was not kept.
+    const float* head(int layer, int h) const;
+    // [T][d] residual stream at point 0 .. 2L (0 embeddings, 2l+1 after attention of l, 2l+2 after the MLP of l),
+    // nullptr when not kept.
+    const float* resid(int point) const;
+    const float* last_logits() const {
+        return &logits[logits.size() - (logit_ids.empty() ? (size_t)vocab : logit_ids.size())];
+    }
+};
+
+// "embed", "L0 attn", "L0 mlp", ... for the 2L+1 residual points. An encoder–decoder's decoder (cross: its
+// record has n_source > 0) says "L0 self-attn", "L0 cross+mlp": its point after the attention is after the masked
+// self-attention, and the cross-attention is added before the MLP, between two points.
+std::vector<std::string> resid_labels(int n_layer, bool cross = false);
+// The hook point and layer of residual point p: (resid_pre, 0), (resid_mid, l) or (resid_post, l).
+void resid_point_hook(int point, hook_point& p, int& layer);
+
+} // namespace gb
