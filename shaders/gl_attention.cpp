@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "util/error.h"
 #include "gl_shaders.h"
+#include "util/error.h"
 
 namespace gb {
 

@@ -14,10 +14,10 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "util/error.h"
-#include "run/forward.h"
 #include "ref_models.h"
+#include "run/forward.h"
 #include "test_util.h"
+#include "util/error.h"
 
 namespace {
 

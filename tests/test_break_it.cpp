@@ -15,11 +15,11 @@
 #include <random>
 
 #include "analysis/break_it.h"
-#include "util/error.h"
+#include "ref_models.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "ref_models.h"
 #include "test_util.h"
+#include "util/error.h"
 
 namespace {
 

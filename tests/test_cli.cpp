@@ -11,17 +11,19 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "run/forward.h"
-#include "run/generate.h"
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
-#include "analysis/compare.h"
+#include "analysis/export.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "analysis/export.h"
-#include "kernels/gemm.h"
 #include "glassbox_version.h"
+#include "io/loader.h"
+#include "io/writers.h"
+#include "kernels/gemm.h"
+#include "kernels/softmax.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

@@ -7,11 +7,12 @@
 #include <cmath>
 #include <filesystem>
 
+#include "analysis/head_scores.h"
+#include "io/loader.h"
+#include "kernels/softmax.h"
+#include "model/model.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "analysis/compare.h"
-#include "analysis/head_scores.h"
-#include "model/model.h"
 
 TEST(DefaultModel, TokenizeForwardGenerate) {
     std::string path = gb::default_model_path();

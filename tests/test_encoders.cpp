@@ -9,17 +9,18 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "run/ablation.h"
-#include "analysis/compare.h"
 #include "analysis/fill_mask.h"
 #include "analysis/lens.h"
-#include "util/error.h"
+#include "io/loader.h"
+#include "kernels/softmax.h"
+#include "run/ablation.h"
 #include "run/forward.h"
 #include "run/generate.h"
 #include "run/live.h"
 #include "test_util.h"
 #include "tiny_encoder.h"
 #include "tiny_llama.h" // expect_record_matches
+#include "util/error.h"
 
 namespace {
 

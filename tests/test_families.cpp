@@ -15,17 +15,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/error.h"
 #include "analysis/export.h"
+#include "io/loader.h"
+#include "io/safetensors.h"
+#include "model/quant.h"
 #include "run/forward.h"
 #include "run/hooks.h"
 #include "run/live.h"
-#include "model/quant.h"
-#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 namespace {
 

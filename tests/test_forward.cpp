@@ -10,15 +10,16 @@
 #include <random>
 #include <sstream>
 
-#include "util/error.h"
-#include "run/forward.h"
-#include "run/generate.h"
-#include "analysis/compare.h"
+#include "io/loader.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
+#include "kernels/softmax.h"
 #include "reference.h"
+#include "run/forward.h"
+#include "run/generate.h"
 #include "test_util.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 namespace {
 

@@ -13,14 +13,16 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "util/error.h"
-#include "run/forward.h"
-#include "io/gguf.h"
 #include "gguf_writer.h"
+#include "io/gguf.h"
+#include "io/loader.h"
 #include "io/safetensors.h"
+#include "run/forward.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
+#include "util/error.h"
+#include "util/half.h"
 
 namespace {
 

@@ -13,13 +13,14 @@
 #include <sstream>
 #include <thread>
 
-#include "util/error.h"
-#include "run/forward.h"
 #include "gl_attention.h"
+#include "io/loader.h"
+#include "run/forward.h"
 #include "run/live.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 namespace {
 

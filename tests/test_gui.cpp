@@ -17,16 +17,17 @@
 
 #include "analysis/head_scores.h"
 #include "app_script.h"
+#include "io/loader.h"
+#include "kernels/softmax.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "test_util.h"
-#include "analysis/compare.h"
-#include "tiny_encoder.h"
-#include "tiny_vision.h"
-#include "tiny_seq2seq.h"
 #include "run/seq2seq.h"
 #include "run/vision.h"
+#include "test_util.h"
+#include "tiny_encoder.h"
 #include "tiny_model.h"
+#include "tiny_seq2seq.h"
+#include "tiny_vision.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <random>
 
-#include "util/error.h"
+#include "ref_models.h"
 #include "run/forward.h"
 #include "run/hooks.h"
 #include "run/record.h"
-#include "ref_models.h"
 #include "test_util.h"
+#include "util/error.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <random>
 #include <sstream>
 
-#include "util/error.h"
-#include "util/image.h"
 #include "test_util.h"
 #include "tiny_model.h"
+#include "util/error.h"
+#include "util/image.h"
 
 namespace {
 

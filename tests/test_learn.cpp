@@ -9,8 +9,9 @@
 
 #include "analysis/learn.h"
 #include "app_script.h"
-#include "run/forward.h"
+#include "io/loader.h"
 #include "ref_models.h"
+#include "run/forward.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_model.h"

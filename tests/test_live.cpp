@@ -8,13 +8,13 @@
 #include <cmath>
 #include <random>
 
-#include "run/ablation.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
-#include "util/error.h"
-#include "run/live.h"
 #include "ref_models.h"
+#include "run/ablation.h"
+#include "run/live.h"
 #include "test_util.h"
+#include "util/error.h"
 
 namespace {
 

@@ -12,14 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/error.h"
+#include "io/loader.h"
 #include "io/safetensors.h"
+#include "io/writers.h"
+#include "kernels/softmax.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "analysis/compare.h"
 #include "test_util.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 TEST(Llama2c, ForwardMatchesReferenceForEveryAblation) {
     for (bool shared : {true, false}) {

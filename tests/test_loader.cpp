@@ -8,12 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "util/error.h"
+#include "io/loader.h"
+#include "io/safetensors.h"
+#include "io/writers.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
-#include "io/safetensors.h"
 #include "test_util.h"
 #include "tiny_model.h"
+#include "util/error.h"
+#include "util/half.h"
 
 namespace fs = std::filesystem;
 

@@ -13,17 +13,19 @@
 #include <random>
 #include <sstream>
 
-#include "run/ablation.h"
-#include "util/error.h"
 #include "analysis/export.h"
+#include "app_script.h"
+#include "io/loader.h"
+#include "kernels/gemm.h"
+#include "kernels/moe.h"
+#include "run/ablation.h"
 #include "run/forward.h"
 #include "run/live.h"
-#include "kernels/moe.h"
-#include "app_script.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_llama.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 namespace {
 

@@ -14,17 +14,19 @@
 #include <random>
 #include <sys/resource.h>
 
-#include "util/error.h"
 #include "analysis/export.h"
+#include "gguf_writer.h"
+#include "io/gguf.h"
+#include "io/loader.h"
+#include "io/writers.h"
+#include "kernels/softmax.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "analysis/compare.h"
-#include "io/gguf.h"
-#include "gguf_writer.h"
-#include "util/json_util.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/json_util.h"
 
 namespace {
 

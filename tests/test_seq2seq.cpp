@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/compare.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
-#include "util/error.h"
+#include "io/loader.h"
 #include "io/safetensors.h"
+#include "kernels/softmax.h"
 #include "run/generate.h"
 #include "run/seq2seq.h"
 #include "test_util.h"
@@ -23,6 +23,7 @@
 #include "tiny_llama.h"   // expect_record_matches
 #include "tiny_model.h"   // test_temp_dir
 #include "tiny_seq2seq.h"
+#include "util/error.h"
 
 namespace {
 

@@ -8,14 +8,17 @@
 #include <filesystem>
 #include <random>
 
-#include "util/error.h"
-#include "run/forward.h"
+#include "io/loader.h"
+#include "io/safetensors.h"
+#include "io/writers.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
 #include "model/quant.h"
-#include "io/safetensors.h"
+#include "run/forward.h"
 #include "test_util.h"
 #include "tiny_model.h"
+#include "util/error.h"
+#include "util/half.h"
 
 namespace {
 

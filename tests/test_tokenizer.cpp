@@ -13,10 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <random>
 #include <sstream>
 
-#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace {
 

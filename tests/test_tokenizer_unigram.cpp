@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "util/error.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace {
 

@@ -8,18 +8,19 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "run/ablation.h"
-#include "analysis/compare.h"
 #include "analysis/rollout.h"
-#include "util/error.h"
+#include "io/loader.h"
+#include "kernels/softmax.h"
+#include "run/ablation.h"
 #include "run/forward.h"
-#include "util/image.h"
 #include "run/live.h"
+#include "run/vision.h"
 #include "test_util.h"
 #include "tiny_encoder.h" // encoder_ablation_cases, keep_every_point
 #include "tiny_llama.h"   // expect_record_matches
 #include "tiny_vision.h"
-#include "run/vision.h"
+#include "util/error.h"
+#include "util/image.h"
 
 #include <stb_image_write.h>
 

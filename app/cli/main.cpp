@@ -14,28 +14,30 @@
 #include <omp.h>
 #include <sstream>
 
-#include "util/error.h"
-#include "analysis/export.h"
-#include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "analysis/analysis_json.h"
 #include "analysis/break_it.h"
-#include "analysis/compare.h"
+#include "analysis/export.h"
 #include "analysis/fill_mask.h"
-#include "analysis/rollout.h"
 #include "analysis/learn.h"
+#include "analysis/rollout.h"
+#include "analysis/routing.h"
 #include "analysis/selftest.h"
+#include "glassbox_version.h" // generated at build time (packaging/version.cmake)
+#include "io/loader.h"
+#include "io/writers.h"
+#include "kernels/gemm.h"
+#include "kernels/softmax.h"
+#include "model/model.h"
+#include "model/quant.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "kernels/gemm.h"
-#include "util/json_util.h"
 #include "run/live.h"
-#include "model/model.h"
-#include "kernels/moe.h"
-#include "util/npy.h"
 #include "run/seq2seq.h"
 #include "run/vision.h"
-#include "model/quant.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/json_util.h"
+#include "util/npy.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
 #define GLASSBOX_HAVE_GL 1

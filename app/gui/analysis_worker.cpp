@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "util/error.h"
 #include "run/seq2seq.h"
+#include "util/error.h"
 
 namespace gbui {
 

@@ -25,12 +25,14 @@
 #include <stb_image_write.h>
 
 #include "analysis/analysis_json.h"
+#include "analysis/routing.h"
 #include "demos.h"
-#include "util/error.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
+#include "io/loader.h"
 #include "kernels/gemm.h"
 #include "settings.h"
 #include "ui.h"
+#include "util/error.h"
 #include "window_placement.h"
 
 using namespace gbui;

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_json.h"
-#include "util/error.h"
 #include "analysis/export.h"
 #include "settings.h"
 #include "ui.h"
+#include "util/error.h"
 
 namespace gbui {
 

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <random>
 
-#include "util/error.h"
 #include "analysis/rollout.h"
-#include "run/vision.h"
+#include "analysis/routing.h"
 #include "heatmaps.h"
+#include "io/loader.h"
+#include "run/vision.h"
+#include "util/error.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
 #define GLASSBOX_HAVE_GL 1

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "app_state.h"
-#include "run/seq2seq.h"
 #include "derived.h"
+#include "run/seq2seq.h"
 
 namespace gbui {
 

@@ -9,8 +9,8 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "run/generate.h"
 #include "model/model.h"
+#include "run/generate.h"
 #include "run/record.h"
 
 namespace gb {

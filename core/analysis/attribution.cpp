@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "util/error.h"
 #include "kernels/ops.h"
+#include "util/error.h"
 
 namespace gb {
 

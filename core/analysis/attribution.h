@@ -3,8 +3,8 @@
 #pragma once
 #include <vector>
 
-#include "run/ablation.h"
 #include "model/model.h"
+#include "run/ablation.h"
 #include "run/record.h"
 
 namespace gb {

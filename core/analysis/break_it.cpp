@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "analysis/compare.h"
-#include "util/error.h"
+#include "kernels/softmax.h"
 #include "run/forward.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace gb {
 

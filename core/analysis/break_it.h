@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "model/model.h"
+#include "run/ablation.h"
 
 namespace gb {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "analysis/compare.h"
+#include "analysis/routing.h"
+#include "kernels/softmax.h"
 #include "util/error.h"
-#include "kernels/moe.h"
 
 namespace gb {
 

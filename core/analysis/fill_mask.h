@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "analysis/compare.h"
+#include "kernels/softmax.h"
 #include "run/record.h"
 #include "tokenizer/tokenizer.h"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "analysis/compare.h"
-#include "util/error.h"
 #include "kernels/ops.h"
+#include "kernels/softmax.h"
+#include "util/error.h"
 
 namespace gb {
 

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/compare.h"
-#include "util/error.h"
 #include "kernels/ops.h"
+#include "kernels/softmax.h"
+#include "util/error.h"
 
 namespace gb {
 

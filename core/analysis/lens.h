@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "model/model.h"
+#include "run/ablation.h"
 #include "run/record.h"
 
 namespace gb {

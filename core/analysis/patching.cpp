@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 
-#include "util/error.h"
 #include "run/forward.h"
+#include "util/error.h"
 
 namespace gb {
 

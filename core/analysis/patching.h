@@ -4,9 +4,9 @@
 #include <functional>
 #include <vector>
 
-#include "run/ablation.h"
 #include "kernels/attention.h"
 #include "model/model.h"
+#include "run/ablation.h"
 
 namespace gb {
 

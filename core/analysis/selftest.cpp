@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "analysis/compare.h"
-#include "util/error.h"
-#include "run/forward.h"
 #include "analysis/head_scores.h"
+#include "kernels/softmax.h"
+#include "run/forward.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace gb {
 

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "io/load_weights.h"
+#include "io/loader.h"
+#include "kernels/gemm.h"
 #include "model/arch.h"
 #include "util/error.h"
 

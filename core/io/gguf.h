@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "io/loader.h"
+#include "io/safetensors.h" // mapped_file
 #include "model/model.h"
 #include "model/quant.h"
-#include "io/safetensors.h" // mapped_file
 
 namespace gb {
 

@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "util/error.h"
+#include "io/safetensors.h"
+#include "io/writers.h"
+#include "kernels/gemm.h"
 #include "model/model.h"
 #include "model/quant.h"
-#include "io/safetensors.h"
+#include "util/error.h"
 
 namespace gb {
 

@@ -6,10 +6,13 @@
 #include <map>
 #include <vector>
 
+#include "io/llama2c.h"
+#include "io/load_weights.h"
+#include "io/loader.h"
+#include "io/safetensors.h"
+#include "kernels/gemm.h"
 #include "model/arch.h"
 #include "util/error.h"
-#include "io/llama2c.h"
-#include "io/safetensors.h"
 
 namespace gb {
 

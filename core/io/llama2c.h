@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "io/loader.h"
 #include "model/model.h"
 
 namespace gb {

@@ -1,12 +1,20 @@
 // Weights by the architecture table's names, whatever the file format: the loaders (HF safetensors, GGUF)
 // only provide the bytes (tensor_reader).
+#include "io/load_weights.h"
+
 #include <algorithm>
 #include <cmath>
 
+#include "io/loader.h"
+#include "kernels/gemm.h"
 #include "model/arch.h"
 #include "util/error.h"
 
 namespace gb {
+
+std::vector<float> tensor_reader::floats_shaped(const std::string& name, const std::vector<int64_t>&) const {
+    throw error(path() + ": tensor " + name + ": only Hugging Face safetensors folders hold the vision models' tensors");
+}
 
 namespace {
 

@@ -73,10 +73,4 @@ using st_fill_fn = std::function<void(size_t tensor, float* out, size_t n)>;
 extern const size_t st_chunk;
 void write_safetensors_streaming(const std::string& path, const std::vector<st_spec>& specs, const st_fill_fn& fill);
 
-// f16 / bf16 conversions (round to nearest even).
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
-
 } // namespace gb

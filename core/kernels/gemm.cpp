@@ -28,9 +28,9 @@
 #include <unistd.h>
 #endif
 
-#include "util/error.h"
 #include "kernels/gemm_amx.h"
-#include "io/safetensors.h" // f16_to_f32
+#include "util/error.h"
+#include "util/half.h"
 #include "util/simd_math.h"
 
 namespace gb {

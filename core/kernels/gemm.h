@@ -14,6 +14,27 @@
 
 namespace gb {
 
+// Packing weights for the kernels (the layouts weight_matrix describes, model.h).
+extern const int weight_panel; // floats per panel: three SIMD registers' worth (48 with AVX-512)
+// exact: the fp32 layout whatever the kernel, for weights that must come back unchanged (random_gpt2 writes them).
+weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact = false);
+std::vector<float> unpack_matrix(const weight_matrix& w);
+// One stored matrix as a file holds it, or one part of a fused matrix (q | k | v): out columns of the [in][out]
+// product, stored [out][in] when out_major (nn.Linear, GGUF; block types have their blocks along in), else
+// [in][out] (GPT-2's Conv1D). The bytes stay the file's.
+struct matrix_part {
+    uint32_t type = GGML_F32;
+    const uint8_t* data = nullptr;
+    int64_t out = 0;
+    bool out_major = true;
+};
+// Whether a type is kept as stored in memory (every type quant.h reads but F32, which pack_matrix packs for the
+// process's kernel).
+bool kept_as_stored(uint32_t type);
+// The parts side by side as one [in][sum of outs] matrix. Kept as stored when every part has the same kept type
+// and keep_stored; otherwise dequantised to f32 and packed by pack_matrix (AMX or fp32).
+weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
+
 enum matmul_kind { MATMUL_FP32, MATMUL_AMX };
 const char* matmul_name(matmul_kind k); // "fp32", "amx"
 // Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).

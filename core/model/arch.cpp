@@ -406,10 +406,6 @@ arch_id encoder_arch(arch_id a) {
 
 const char* tensor_id_name(tensor_id t) { return t >= 0 && t < T_COUNT ? id_names[t] : "?"; }
 
-std::vector<float> tensor_reader::floats_shaped(const std::string& name, const std::vector<int64_t>&) const {
-    throw error(path() + ": tensor " + name + ": only Hugging Face safetensors folders hold the vision models' tensors");
-}
-
 std::string tensor_name(const arch_info& a, bool gguf, tensor_id t, int l, int e) {
     const char* n = gguf ? a.names->gguf[t] : a.names->hf[t];
     if (!n) return "";

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "util/aligned.h"
 #include "model/quant.h"
-#include "util/image.h"
 #include "tokenizer/tokenizer.h"
+#include "util/aligned.h"
+#include "util/image.h"
 
 namespace gb {
 
@@ -136,7 +136,7 @@ struct model_config {
 // - F16, BF16, Q8_0 or another ggml block type, kept as the file stores them (stored, scale): the kernel turns
 //   each panel slice into floats in cache just before it multiplies, so the product equals the fp32 kernel's on
 //   the dequantised weights.
-// pack_matrix / unpack_matrix convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
+// pack_matrix / unpack_matrix (core/kernels/gemm.h) convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
 // types; for AMX to within 2^-23 of each row's and column's largest weight).
 struct weight_matrix {
     int in = 0, out = 0;
@@ -162,26 +162,6 @@ struct weight_matrix {
 };
 // No NaN or Inf among x [n] (core/io/loader.cpp).
 bool all_finite(const float* x, size_t n);
-extern const int weight_panel; // floats per panel: three SIMD registers' worth (48 with AVX-512)
-// exact: the fp32 layout whatever the kernel, for weights that must come back unchanged (random_gpt2 writes them).
-weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact = false);
-std::vector<float> unpack_matrix(const weight_matrix& w);
-
-// One stored matrix as a file holds it, or one part of a fused matrix (q | k | v): out columns of the [in][out]
-// product, stored [out][in] when out_major (nn.Linear, GGUF; block types have their blocks along in), else
-// [in][out] (GPT-2's Conv1D). The bytes stay the file's.
-struct matrix_part {
-    uint32_t type = GGML_F32;
-    const uint8_t* data = nullptr;
-    int64_t out = 0;
-    bool out_major = true;
-};
-// Whether a type is kept as stored in memory (every type quant.h reads but F32, which pack_matrix packs for the
-// process's kernel).
-bool kept_as_stored(uint32_t type);
-// The parts side by side as one [in][sum of outs] matrix. Kept as stored when every part has the same kept type
-// and keep_stored; otherwise dequantised to f32 and packed by pack_matrix (AMX or fp32).
-weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
 
 // Weights are f32 for y = x * W with x [T][in]: every matrix is [in][out].
 // (GPT-2's Conv1D already stores [in][out]; Linear layers [out][in] are transposed at load.)
@@ -265,23 +245,6 @@ struct param_counts {
 };
 param_counts count_params(const model& m);
 
-// Progress in [0,1] with a short label; may be called from the loading thread.
-using progress_fn = std::function<void(float, const std::string&)>;
-
-struct load_options {
-    std::string tokenizer_path; // llama2.c tokenizer.bin; empty = look next to the model
-    progress_fn progress;       // optional
-    bool keep_stored = true;    // F16/BF16/Q8_0 weights stay as stored; false: every weight dequantised to f32
-                                // and packed for the matmul kernel (what Glassbox did before 0.4)
-    int64_t mem_available = -1; // bytes the model may take; -1: the system's MemAvailable (tests set it)
-};
-
-// Throws "PATH: the model needs 31.8 GB of memory, 22.9 GB available" when need bytes exceed what is available
-// (opt.mem_available, or MemAvailable): loaders call it from the file's headers, before allocating.
-void check_memory(const std::string& path, int64_t need, const load_options& opt);
-// Bytes that values of a stored type take in memory once loaded (kept as stored, or dequantised to f32).
-int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored);
-
 // Bytes the weights hold in memory: matrices, tables (a table mapped from the file counts: its pages are read
 // in when used), vectors.
 int64_t weight_bytes(const model& m);
@@ -296,37 +259,5 @@ weight_types stored_types(const model& m);
 // LINEAR divides by rope_factor and LLAMA3 applies Meta's rule per wavelength. divisors ([d_head/2], GGUF
 // rope_freqs.weight), when given, divide each pair's frequency instead (and set ROPE_SCALING_FREQ_TABLE).
 void rope_init_freqs(model_config& c, const std::vector<float>& divisors = {});
-
-// Loads a HF folder (config.json + safetensors), a .gguf file or a llama2.c .bin.
-// Throws gb::error naming the file, tensor and expected vs found on any problem.
-model load_model(const std::string& path, const load_options& opt = {});
-
-// The default model shipped in assets/models/; throws if it cannot be found.
-std::string default_model_path();
-
-// Writes a GPT-2 model as a HF folder: config.json, model.safetensors (dtype "F32" or "F16"), vocab.json,
-// merges.txt. Used for random benchmark models; the loader reads it back like any HF folder.
-void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dtype = "F32");
-// A GPT-2 model with N(0, 0.02) weights (seeded) and a byte-level vocabulary padded to c.vocab_size.
-// Weights packed exactly (fp32 layout), so save_hf_gpt2 writes what was drawn; loading the file picks the kernel.
-model random_gpt2(const model_config& c, uint64_t seed);
-// Writes a seeded random Llama as a HF folder the loader opens: config.json (model_type "llama", plain RoPE at
-// c.rope_theta), model.safetensors under HF's names (lm_head.weight only when !c.tied_lm_head), and the
-// random_gpt2 byte-level tokenizer as vocab.json + merges.txt. From c: n_layer, n_head, n_kv_head (0 = n_head),
-// d_model, d_ff (0 = 4 d_model), vocab_size (>= 257), n_ctx (max_position_embeddings), norm_eps, rope_theta.
-// Norm gains 1, matrices N(0, 0.02); dtype "F32", "F16" or "BF16". The weights are drawn while the file is
-// written, never held whole, so a 1B-parameter model costs megabytes of memory. Returns the parameter count.
-int64_t write_random_llama_hf(const std::string& dir, const model_config& c, uint64_t seed,
-                              const std::string& dtype = "F32");
-// Writes a seeded random Marian encoder–decoder (MarianMTModel, Post-LN, swish, sinusoidal positions, one shared
-// tied embedding) as a HF folder the loader opens, for benchmarks: c.n_layer decoder layers and encoder_layers
-// encoder layers, n_head, d_model, d_ff (0 = 4 d_model), vocab_size (>= 258), n_ctx; matrices N(0, 0.02), biases 0,
-// norms (1, 0), F32, streamed like write_random_llama_hf. The tokenizer is random_gpt2's byte-level one (a source
-// text encodes byte by byte); <|endoftext|> is EOS, the id before it the decoder's start. Returns the parameter count.
-int64_t write_random_marian_hf(const std::string& dir, const model_config& c, int encoder_layers, uint64_t seed);
-// The same shape as a GGUF file (llama.cpp's tensor names, general.architecture "llama"), every matrix and the
-// token embedding in `type` (F32, F16, BF16, Q8_0 or Q4_K, as quantize() writes it), norm gains F32, the byte-level
-// tokenizer as tokenizer.ggml.* (model "gpt2", no merges). Streams a row at a time. Returns the parameter count.
-int64_t write_random_llama_gguf(const std::string& path, const model_config& c, uint64_t seed, uint32_t type);
 
 } // namespace gb

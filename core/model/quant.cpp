@@ -10,7 +10,7 @@
 #endif
 
 #include "util/error.h"
-#include "io/safetensors.h" // f16_to_f32, bf16_to_f32
+#include "util/half.h"
 
 namespace gb {
 

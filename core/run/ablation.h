@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "run/hooks.h"
 #include "model/model.h"
+#include "run/hooks.h"
 
 namespace gb {
 

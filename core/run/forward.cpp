@@ -8,9 +8,9 @@
 #include <cmath>
 #include <malloc.h>
 
-#include "util/error.h"
 #include "kernels/ops.h"
 #include "run/vision.h"
+#include "util/error.h"
 
 namespace gb {
 

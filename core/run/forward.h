@@ -6,12 +6,12 @@
 #include <functional>
 #include <vector>
 
-#include "run/ablation.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
-#include "run/hooks.h"
-#include "model/model.h"
 #include "kernels/moe.h"
+#include "model/model.h"
+#include "run/ablation.h"
+#include "run/hooks.h"
 #include "run/record.h"
 
 namespace gb {

@@ -7,9 +7,9 @@
 #include <limits>
 #include <numeric>
 
-#include "analysis/compare.h"
-#include "util/error.h"
+#include "kernels/softmax.h"
 #include "run/forward.h"
+#include "util/error.h"
 
 namespace gb {
 

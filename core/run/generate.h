@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "model/model.h"
+#include "run/ablation.h"
 
 namespace gb {
 

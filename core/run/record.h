@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "run/hooks.h"
 #include "model/model.h"
+#include "run/hooks.h"
 
 namespace gb {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
 #include "run/ablation.h"
 #include "run/forward.h"
 #include "run/generate.h"
-#include "model/model.h"
 #include "run/record.h"
 
 namespace gb {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "util/image.h"
 #include "model/model.h"
+#include "util/image.h"
 
 namespace gb {
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
+#include "io/writers.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

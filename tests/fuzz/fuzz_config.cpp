@@ -2,6 +2,8 @@
 #include <filesystem>
 
 #include "fuzz_common.h"
+#include "io/loader.h"
+#include "io/writers.h"
 #include "model/model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

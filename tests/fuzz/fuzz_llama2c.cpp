@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fuzz_common.h"
+#include "io/loader.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

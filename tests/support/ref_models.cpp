@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 
+#include "io/loader.h"
 #include "kernels/gemm.h"
 #include "reference.h"
 #include "tiny_llama.h"

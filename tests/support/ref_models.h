@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "model/model.h"
 #include "ref_trace.h"
+#include "run/ablation.h"
 
 struct ref_model {
     std::string name;  // "gpt2", "llama-gqa"

@@ -3,8 +3,8 @@
 #pragma once
 #include <vector>
 
-#include "run/forward.h"
 #include "ref_trace.h"
+#include "run/forward.h"
 #include "tiny_model.h"
 
 // logits [T][V], attention [L][H][T][T], resid_norm [2L+1][T], and every intermediate (ref_trace.h)

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "util/error.h"
 #include "kernels/gemm.h"
 #include "tiny_model.h"
+#include "util/error.h"
 
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle) {
     try {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
-#include "run/forward.h"
 #include "model/model.h"
 #include "ref_trace.h"
+#include "run/ablation.h"
+#include "run/forward.h"
 
 struct encoder_spec {
     std::string family = "bert"; // HF model_type: bert, roberta, distilbert

@@ -34,11 +34,12 @@
 #include <random>
 #include <stdexcept>
 
-#include "util/error.h"
-#include "run/hooks.h"
-#include "model/quant.h"
 #include "io/safetensors.h"
+#include "io/writers.h"
+#include "model/quant.h"
+#include "run/hooks.h"
 #include "test_util.h"
+#include "util/error.h"
 
 namespace {
 

@@ -25,13 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "gguf_writer.h"
+#include "io/safetensors.h"
+#include "model/model.h"
+#include "ref_trace.h"
 #include "run/ablation.h"
 #include "run/forward.h"
-#include "gguf_writer.h"
-#include "model/model.h"
 #include "run/record.h"
-#include "io/safetensors.h"
-#include "ref_trace.h"
 #include "tiny_llama.h" // expect_record_matches: one comparison of a record with a reference for every family
 
 struct family_spec {

@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "run/forward.h"
 #include "model/model.h"
-#include "run/record.h"
 #include "ref_trace.h"
+#include "run/forward.h"
+#include "run/record.h"
 
 struct tiny_llama_spec {
     int dim = 32, hidden = 48, n_layer = 2, n_head = 4, n_kv_head = 2, vocab = 300, seq_len = 32;

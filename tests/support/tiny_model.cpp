@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "util/half.h"
 
 namespace {
 

@@ -71,8 +71,8 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "ref_trace.h"
+#include "run/ablation.h"
 
 struct seq2seq_spec {
     std::string family = "bart"; // HF model_type: bart, mbart, marian

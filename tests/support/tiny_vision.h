@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "run/ablation.h"
 #include "ref_trace.h"
+#include "run/ablation.h"
 
 struct vision_spec {
     std::string family = "vit"; // vit or deit

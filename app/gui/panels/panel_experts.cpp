@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/routing.h"
 #include "ui.h"
 
 namespace gbui {

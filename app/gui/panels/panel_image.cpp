@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ui.h"
 #include "run/vision.h"
+#include "ui.h"
 
 namespace gbui {
 

@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "analysis/learn.h"
-#include "util/error.h"
 #include "kernels/gemm.h"
 #include "settings.h"
 #include "ui.h"
+#include "util/error.h"
 
 namespace gbui {
 

@@ -1,5 +1,5 @@
 // Probabilities, top-k and KL divergence of next-token distributions.
-#include "analysis/compare.h"
+#include "kernels/softmax.h"
 
 #include <algorithm>
 #include <cmath>

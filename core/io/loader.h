@@ -1,0 +1,36 @@
+// Opening a model: a HF folder (config.json + safetensors), a GGUF file or a llama2.c checkpoint, checked
+// against the memory it needs; and where the embedded default model lives.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "model/model.h"
+
+namespace gb {
+
+// Progress in [0,1] with a short label; may be called from the loading thread.
+using progress_fn = std::function<void(float, const std::string&)>;
+
+struct load_options {
+    std::string tokenizer_path; // llama2.c tokenizer.bin; empty = look next to the model
+    progress_fn progress;       // optional
+    bool keep_stored = true;    // F16/BF16/Q8_0 weights stay as stored; false: every weight dequantised to f32
+                                // and packed for the matmul kernel (what Glassbox did before 0.4)
+    int64_t mem_available = -1; // bytes the model may take; -1: the system's MemAvailable (tests set it)
+};
+
+// Throws "PATH: the model needs 31.8 GB of memory, 22.9 GB available" when need bytes exceed what is available
+// (opt.mem_available, or MemAvailable): loaders call it from the file's headers, before allocating.
+void check_memory(const std::string& path, int64_t need, const load_options& opt);
+// Bytes that values of a stored type take in memory once loaded (kept as stored, or dequantised to f32).
+int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored);
+
+// Loads a HF folder (config.json + safetensors), a .gguf file or a llama2.c .bin.
+// Throws gb::error naming the file, tensor and expected vs found on any problem.
+model load_model(const std::string& path, const load_options& opt = {});
+
+// The default model shipped in assets/models/; throws if it cannot be found.
+std::string default_model_path();
+
+} // namespace gb
