@@ -245,7 +245,8 @@ TEST(Encoders, CliRunInfoAndGenerate) {
     EXPECT_EQ(j["fill_mask"][0]["position"], 3);
     EXPECT_EQ(j["fill_mask"][0]["top"].size(), 3u);
     EXPECT_EQ(j["model"]["family"], "bert");
-    EXPECT_EQ(j["model"]["kind"], "encoder (masked LM)");
+    EXPECT_EQ(j["model"]["kind"], "encoder");
+    EXPECT_EQ(j["model"]["kind_title"], "masked-language-model encoder");
     EXPECT_TRUE(std::filesystem::exists(out + "/attention.npy"));
     // without a mask: the head's best guess at every position
     r = cli("run --model '" + tm.dir + "' --prompt 'the cat'");

@@ -570,6 +570,7 @@ TEST(MoeExport, RouterNpyAndRoutingJson) {
         }
     // a dense model's capture has neither
     gb::model dense = mm.m;
+    dense.config.arch = gb::ARCH_LLAMA; // the same shape without experts: a dense decoder
     dense.config.n_expert = 0;
     rec.n_expert = 0;
     nlohmann::json dj = gb::capture_json(dense, rec, {}, 3);

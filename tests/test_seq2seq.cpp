@@ -284,7 +284,8 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     EXPECT_NE(header.find("'shape': (2, 4, 3, 3)"), std::string::npos) << header;
     nlohmann::json j;
     std::ifstream(out + ".json") >> j;
-    EXPECT_EQ(j["model"]["kind"], "encoder–decoder (translation)");
+    EXPECT_EQ(j["model"]["kind"], "encoder-decoder");
+    EXPECT_EQ(j["model"]["kind_title"], "encoder–decoder (translation)");
     EXPECT_EQ(j["target_ids"], nlohmann::json(tgt));
     EXPECT_EQ(j["alignment"].size(), 3u);
     // without a target: the greedy translation

@@ -267,7 +267,8 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     ASSERT_EQ(j["classes"].size(), 3u);
     EXPECT_EQ(j["classes"][0]["id"], gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id);
     EXPECT_EQ(j["classes"][0]["text"], "label" + std::to_string(j["classes"][0]["id"].get<int>()));
-    EXPECT_EQ(j["model"]["kind"], "vision transformer (image classifier)");
+    EXPECT_EQ(j["model"]["kind"], "vision");
+    EXPECT_EQ(j["model"]["kind_title"], "image classifier");
     EXPECT_EQ(j["model"]["vision"]["grid"], 4);
     ASSERT_EQ(j["rollout_cls"].size(), 18u);
     double sum = 0;

@@ -447,7 +447,7 @@ gb::model open_model(const args& a) {
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
     gb::model m = gb::load_model(path, lo);
     // an image classifier has no text: only run (--image), info and bench take it
-    if (gb::arch_table(m.config.arch).vision && a.command != "run" && a.command != "info" && a.command != "bench")
+    if ((gb::kind_of(m.config) == gb::KIND_VISION) && a.command != "run" && a.command != "info" && a.command != "bench")
         throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
                           "): it reads images, with `run --image FILE`; " + a.command + " reads text");
     // an encoder–decoder reads a source: run, generate and learn take it (--source); info, tokenize and bench none
@@ -613,7 +613,7 @@ void print_classes(const gb::model& m, const gb::record& cap, const std::vector<
 
 // --image FILE for a vision model (its pixels, kept alive for the run) or --prompt TEXT for the others; the ids
 std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
-    if (!gb::arch_table(m.config.arch).vision) {
+    if (gb::kind_of(m.config) != gb::KIND_VISION) {
         if (a.has("image"))
             throw usage_error("--image: " + m.path + " is a text model (" + gb::arch_table(m.config.arch).name +
                               "); images are for ViT and DeiT classifiers");
@@ -748,7 +748,7 @@ int cmd_run(const args& a) {
     std::printf("\nablation: %s\n", ab.describe().c_str());
     if (cap.nonfinite_layer >= 0)
         std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
-    const bool vision = gb::arch_table(m.config.arch).vision;
+    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
     const bool encoder = gb::arch_table(m.config.arch).bidirectional && !vision;
     std::vector<gb::fill_slot> fills;
     const std::vector<float> roll = vision ? gb::attention_rollout(cap) : std::vector<float>(); // [T][T], row 0 [CLS]
@@ -1330,7 +1330,7 @@ int bench_seq2seq(const args& a, const gb::model& m, const std::vector<int>& siz
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     // an image classifier always runs its image's positions: random pixels in the normalised range
-    const bool vision = gb::arch_table(m.config.arch).vision;
+    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
     if (gb::is_seq2seq(m) && a.has("incremental"))
         throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
                           " reruns both stacks on every change)");

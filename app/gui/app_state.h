@@ -136,7 +136,8 @@ enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN
                     TAB_CROSS, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image" (sessions, scripts)
-// Whether the tab bar shows t for this model (Experts: a model with experts; Image: a vision model).
+// The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).
+gb::feature tab_feature(analysis_tab t);
 bool tab_available(analysis_tab t, const gb::model* m);
 // What the attention grid's cells show: the pattern, or one head score (COLOUR_SCORE + gb::head_score_kind).
 enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR_INDUCTION, COLOUR_DUPLICATE_TOKEN,

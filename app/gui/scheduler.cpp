@@ -138,8 +138,8 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
                                            std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
-        const bool cross = s.model && gb::arch_table(s.model->config.arch).cross; // (the panel offers no test)
-        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && !cross && s.colour_by != COLOUR_PATTERN, true, q);
+        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST);
+        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     // patching: of the prompt as typed (its run must be the shown one), debounced like the main run
     {
@@ -170,7 +170,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.prompt = s.prompt;
         q.candidates = s.demo_candidates;
         std::string inputs;
-        if (s.model && !gb::arch_table(s.model->config.arch).cross) { // (an encoder–decoder's runs are not ablated row by row)
+        if (s.model && gb::offers(s.model->config, gb::FEATURE_BREAK_IT)) {
             inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
             if (q.candidates.empty()) inputs += s.prompt;
             else

@@ -233,17 +233,15 @@ const char* tab_name(analysis_tab t) {
                                            "cross"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
+gb::feature tab_feature(analysis_tab t) {
+    static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
+                                             gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
+                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS};
+    return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
+}
 bool tab_available(analysis_tab t, const gb::model* m) {
-    if (t == TAB_EXPERTS) return m && m->config.n_expert > 0;
-    if (t == TAB_IMAGE) return m && gb::arch_table(m->config.arch).vision;
-    // an encoder–decoder: the head view of either stack, the cross-attention, the logit lens and Learn's walk
-    // through the decoder; the other analyses follow a decoder-only forward and are left out
-    if (t == TAB_CROSS || (m && gb::arch_table(m->config.arch).cross))
-        return t == TAB_HEAD || t == TAB_LENS || t == TAB_LEARN || (t == TAB_CROSS && m && gb::arch_table(m->config.arch).cross);
-    // an encoder has no next token: attribution (Post-LN), patching, the decoder walk and sampling are left out
-    if (m && gb::arch_table(m->config.arch).bidirectional)
-        return t != TAB_ATTRIBUTION && t != TAB_PATCHING && t != TAB_LEARN && t != TAB_SAMPLING;
-    return true;
+    if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS; // no model: the text tabs, empty
+    return gb::offers(m->config, tab_feature(t));
 }
 const char* colour_name(colour_mode m) {
     static const char* names[COLOUR_COUNT] = {"pattern", "prev_token", "first_token", "induction", "duplicate_token", "entropy"};
@@ -600,7 +598,7 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
-    const bool was_vision = s.model && gb::arch_table(s.model->config.arch).vision;
+    const bool was_vision = s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION);
     s.model = std::move(m);
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
@@ -615,7 +613,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
     s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
     s.induction_test = false;
-    if (gb::arch_table(s.model->config.arch).vision) { // the picture is what a vision model is about, [CLS] its reader
+    if ((gb::kind_of(s.model->config) == gb::KIND_VISION)) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;
         s.sel_token = 0;
     } else if (was_vision) {

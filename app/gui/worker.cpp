@@ -87,7 +87,7 @@ std::string run_key(const run_request& q, bool partial) {
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
-    if (q.model && gb::arch_table(q.model->config.arch).vision) return k + "image:" + q.image_path;
+    if (q.model && (gb::kind_of(q.model->config) == gb::KIND_VISION)) return k + "image:" + q.image_path;
     if (q.model && gb::arch_table(q.model->config.arch).cross)
         k += "stack" + std::to_string(q.stack) + "|" + sampling_key(q.target_sampling) + "|target" +
              std::to_string(q.target.size()) + ":" + q.target + "|";
@@ -194,7 +194,7 @@ static std::vector<int> request_tokens(const run_request& q, std::string& notice
         return q.ids;
     }
     const gb::model& m = *q.model;
-    if (gb::arch_table(m.config.arch).vision) {
+    if ((gb::kind_of(m.config) == gb::KIND_VISION)) {
         n_prompt = m.config.n_ctx;
         return gb::vision_tokens(m.config);
     }
@@ -239,7 +239,7 @@ void worker::live(gb::live_result& out, const run_request& q, const std::vector<
     }
     gb::live_request rq;
     rq.tokens = ids;
-    if (gb::arch_table(q.model->config.arch).vision) {
+    if ((gb::kind_of(q.model->config) == gb::KIND_VISION)) {
         read_image(q);
         rq.pixels = image_pixels_;
     }
@@ -344,7 +344,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
         r->translation = gb::utf8_sanitize(gb::decode(q.model->tok, std::vector<int>(s2s_target_.begin() + 1, s2s_target_.end())));
         logits = s2s_run_->decoder.last_logits();
         base_logits = s2s_base_->decoder.last_logits();
-    } else if (gb::arch_table(q.model->config.arch).vision) { // the classifier reads [CLS]
+    } else if ((gb::kind_of(q.model->config) == gb::KIND_VISION)) { // the classifier reads [CLS]
         r->pred_pos = 0;
         r->view = image_view_;
         r->rollout = gb::attention_rollout(*out.run);

@@ -117,9 +117,7 @@ break_result break_it(const model& m, const std::vector<int>& ids, const break_o
     const model_config& c = m.config;
     const int L = c.n_layer, H = c.n_head, V = c.vocab_size;
     if (ids.empty()) throw error("break it: the prompt is empty: nothing to run");
-    if (arch_table(m.config.arch).bidirectional)
-        throw error(std::string("break it follows the next-token prediction; ") + arch_table(m.config.arch).name +
-                    " is an encoder (ablate parts by hand and watch Fill mask)");
+    require(m, FEATURE_BREAK_IT);
     if ((int)ids.size() > c.n_ctx)
         throw error("break it: the prompt has " + std::to_string(ids.size()) + " tokens, more than the model's context of " +
                     std::to_string(c.n_ctx));

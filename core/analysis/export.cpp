@@ -108,9 +108,8 @@ nlohmann::json model_json(const model& m) {
             {"n_ctx", c.n_ctx},         {"n_params", count_params(m).total()}, {"path", m.path},
             {"format", m.format}, {"nonfinite_tensor", m.nonfinite_tensor.empty() ? nlohmann::json() : nlohmann::json(m.nonfinite_tensor)}};
     j["family"] = arch_table(c.arch).name; // the architecture table's row (arch is the file's own name)
-    j["kind"] = arch_table(c.arch).vision ? "vision transformer (image classifier)"
-                : arch_table(c.arch).cross       ? "encoder–decoder (translation)"
-                : arch_table(c.arch).bidirectional ? "encoder (masked LM)" : "decoder";
+    j["kind"] = kind_info_of(c).name; // decoder, moe, encoder, encoder-decoder, vision (core/model/kind.h)
+    j["kind_title"] = kind_info_of(c).title;
     if (m.encoder) { // the numbers above are the decoder's
         const model_config& e = m.encoder->config;
         j["encoder"] = {{"n_layer", e.n_layer}, {"n_head", e.n_head}, {"d_ff", e.d_ff}};
@@ -119,7 +118,7 @@ nlohmann::json model_json(const model& m) {
         j["decoder_start_id"] = c.decoder_start_id;
         j["eos_id"] = c.eos_id;
     }
-    if (arch_table(c.arch).vision)
+    if (kind_of(c) == KIND_VISION)
         j["vision"] = {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"grid", c.grid()},
                        {"prefix_tokens", c.n_prefix}, {"classes", c.vocab_size}};
     j["d_head"] = c.d_head;
@@ -130,7 +129,7 @@ nlohmann::json model_json(const model& m) {
     if (c.attn_softcap > 0) j["attn_softcap"] = c.attn_softcap;
     if (c.final_softcap > 0) j["final_softcap"] = c.final_softcap;
     if (c.parallel) j["parallel"] = true;
-    if (c.n_expert > 0)
+    if (kind_of(c) == KIND_MOE)
         j["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used}, {"d_ff_expert", c.d_ff_expert},
                         {"d_ff_shared", c.d_ff_shared}, {"norm_topk", c.norm_topk}};
     return j;
@@ -181,7 +180,7 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     for (int l = 0; l < cap.n_layer; l++)
         if (cap.has_layer(l)) kept.push_back(l);
     j["attention_layers_kept"] = kept;
-    if (cap.n_expert > 0) j["routing"] = routing_json(cap, m.config.n_expert_used);
+    if (kind_of(m.config) == KIND_MOE) j["routing"] = routing_json(cap, m.config.n_expert_used);
     if (cap.nonfinite_layer >= 0) j["nonfinite"] = {{"layer", cap.nonfinite_layer}, {"where", cap.nonfinite_where}};
     return j;
 }

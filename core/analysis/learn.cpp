@@ -85,12 +85,11 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
     if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
     if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
-    if (arch.bidirectional)
-        throw error(std::string("the walk follows a decoder's next-token prediction; ") + arch.name +
-                    " is an encoder, which predicts none (see its Fill mask panel and Logit lens)");
+    require(m, FEATURE_LEARN);
     // an encoder–decoder's decoder (its record from run_seq2seq): the source reaches it by cross-attention
-    const bool cross = arch.cross && r.n_source > 0 && !r.cross.empty();
-    if (arch.cross && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
+    const bool seq2seq = kind_of(c) == KIND_SEQ2SEQ;
+    const bool cross = seq2seq && r.n_source > 0 && !r.cross.empty();
+    if (seq2seq && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
     learn_walk w;
     w.token = token, w.layer = layer, w.head = head;
     w.pieces = r.pieces;
@@ -255,7 +254,7 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (arch.pre_norm)
         w.steps.push_back(vector_step((L_ + " norm before the MLP").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
                                       need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
-    if (c.n_expert > 0) {
+    if (kind_of(c) == KIND_MOE) {
         learn_step rt = vector_step("Router", "weights = top-" + std::to_string(c.n_expert_used) + " of softmax(x W_router)",
                                     dims({{"T", T}, {"E", c.n_expert}}), need(r, HOOK_ROUTER, layer, token), c.n_expert, "Experts");
         rt.norm = -1;
@@ -365,7 +364,7 @@ std::vector<param_line> param_derivation(const model& m) {
     if (KV < H) att += "  (grouped-query: K and V have " + std::to_string(KV) + " heads, not " + std::to_string(H) + ")";
     if (c.qkv_bias) att += " + biases";
     out.push_back({"attention", att, p.attention});
-    std::string mlp = c.n_expert > 0 ? "L·(d·E + E·3·d·d_ff_expert" + std::string(c.d_ff_shared > 0 ? " + 3·d·d_ff_shared + d" : "") + ")"
+    std::string mlp = kind_of(c) == KIND_MOE ? "L·(d·E + E·3·d·d_ff_expert" + std::string(c.d_ff_shared > 0 ? " + 3·d·d_ff_shared + d" : "") + ")"
                       : arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU ? "L·3·d·d_ff  (gated: W_gate, W_up, W_down)"
                                                                        : "L·2·d·d_ff + biases";
     out.push_back({"MLP", mlp, p.mlp});

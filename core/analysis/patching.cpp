@@ -13,9 +13,9 @@ namespace gb {
 
 void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& corrupt, const model_config& c) {
     if (clean.empty() || corrupt.empty()) throw error("activation patching needs two non-empty prompts");
-    if (arch_table(c.arch).bidirectional)
-        throw error(std::string("activation patching scores the next-token prediction at the last position; ") +
-                    arch_table(c.arch).name + " is an encoder (its predictions are in Fill mask)");
+    if (!offers(c, FEATURE_PATCHING))
+        throw error(std::string("activation patching: a ") + kind_info_of(c).title + " (" + arch_table(c.arch).name +
+                    "): " + kind_info_of(c).why_not[FEATURE_PATCHING]);
     if (clean.size() != corrupt.size())
         throw error("the clean prompt has " + std::to_string(clean.size()) + " tokens and the corrupted one " +
                     std::to_string(corrupt.size()) + ": patching needs prompts of the same length");

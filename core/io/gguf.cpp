@@ -472,7 +472,7 @@ model load_gguf(const std::string& path, const load_options& opt) {
             c.attn_scale = 1.0f / std::sqrt((float)(c.d_model / c.n_head));
         c.final_softcap = meta_float0(g, arch + ".final_logit_softcapping");
     }
-    if (info.moe) {
+    if (info.kind == KIND_MOE) {
         c.n_expert = meta_int(g, arch + ".expert_count", 1, 4096);
         c.n_expert_used = meta_int(g, arch + ".expert_used_count", 1, c.n_expert);
         c.d_ff_expert = meta_int(g, arch + ".expert_feed_forward_length", 1, 1 << 20, c.d_ff);

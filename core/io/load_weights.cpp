@@ -70,7 +70,7 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, H = c.n_head, KV = c.n_kv_head, dh = c.d_head;
     const int64_t q = H * dh, kv = KV * dh, qkv_w = q + 2 * kv;
     const bool layernorm = arch.norm == NORM_LAYERNORM;
-    if (arch.vision) {
+    if (arch.kind == KIND_VISION) {
         // [CLS] (+ [DIST]) and one position row per token are stored [1][n][d]; the patch convolution
         // [d][C][P][P] is the [C*P*P][d] product of each patch's pixels, channel-major as the kernel's
         const int64_t cpp = (int64_t)c.n_channels * c.patch_size * c.patch_size;
@@ -91,7 +91,7 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     } else {
         w.tok_emb = r.table(in.name(T_TOK_EMB), V, d);
     }
-    if (arch.pos == POS_LEARNED && !arch.vision) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
+    if (arch.pos == POS_LEARNED && arch.kind != KIND_VISION) w.pos_emb = r.floats2(in.name(T_POS_EMB), c.pos_offset + c.n_ctx, d);
     if (arch.pos == POS_SINUSOID) w.pos_emb = sinusoid_table(c.pos_offset + c.n_ctx, d);
     if (c.n_token_type > 0) w.type_emb = r.floats2(in.name(T_TYPE_EMB), c.n_token_type, d);
     if (in.named(T_EMB_NORM)) {
@@ -165,7 +165,7 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
         }
         if (arch.post_norm) L.post_mlp_norm = in.vec(T_FFN_POST_NORM, l, d);
         const bool gated = arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU;
-        if (c.n_expert > 0) {
+        if (arch.kind == KIND_MOE) {
             const int64_t E = c.n_expert, fe = c.d_ff_expert;
             L.router = in.matrix(T_ROUTER, l, d, E);
             L.exp_gate.resize(E), L.exp_up.resize(E), L.exp_down.resize(E);
@@ -217,7 +217,7 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
         w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V);
     }
     std::string head = in.name(T_LM_HEAD);
-    if (arch.vision) {
+    if (arch.kind == KIND_VISION) {
         // DeiT: two heads (with a teacher) or DeiTForImageClassification's one "classifier"
         if (c.arch == ARCH_DEIT && !r.has(head) && r.has("classifier.weight")) head = "classifier.weight";
         if (!r.has(head))

@@ -169,7 +169,7 @@ static model_config parse_hf_config(const std::string& path) {
     c.model_type = type;
     c.arch = arch_from_hf(type, path);
     const arch_info& arch = arch_table(c.arch);
-    if (arch.cross) return parse_seq2seq_config(j, path, c.arch, false);
+    if (arch.kind == KIND_SEQ2SEQ) return parse_seq2seq_config(j, path, c.arch, false);
     if (c.arch == ARCH_GPT2) {
         c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
         c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
@@ -211,7 +211,7 @@ static model_config parse_hf_config(const std::string& path) {
             throw error(path + ": position_embedding_type " + pos + " is not supported (expected absolute)");
         if (json_bool(j, "is_decoder", false, path))
             throw error(path + ": is_decoder is true: a BERT used as a causal decoder is not supported");
-    } else if (arch.vision) { // ViT, DeiT image classifiers
+    } else if (arch.kind == KIND_VISION) { // ViT, DeiT image classifiers
         c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
         c.n_head = c.n_kv_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
         c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
@@ -320,7 +320,7 @@ static model_config parse_hf_config(const std::string& path) {
         c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
         c.window_first = json_int(j, path, {"max_window_layers"}, 0, 1000, 0);
     }
-    if (c.n_expert > 0) {
+    if (arch.kind == KIND_MOE) {
         if (c.n_expert_used > c.n_expert)
             throw error(path + ": num_experts_per_tok " + std::to_string(c.n_expert_used) + " exceeds the " +
                         std::to_string(c.n_expert) + " experts");
@@ -503,7 +503,7 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
     load_weights(m.weights, m.config, src, opt.progress);
     m.config.tied_lm_head = m.weights.lm_head.empty();
     std::shared_ptr<model> enc;
-    if (arch_table(m.config.arch).cross) { // the encoder stack: its own layers from the same files
+    if (kind_of(m.config) == KIND_SEQ2SEQ) { // the encoder stack: its own layers from the same files
         enc = std::make_shared<model>();
         enc->format = m.format;
         enc->config = json_guard(config_path, [&] {
@@ -513,7 +513,7 @@ static model load_hf_folder(const fs::path& dir, const load_options& opt) {
         enc->weights.tok_emb = m.weights.tok_emb; // one table, shared
     }
     for (const safetensors_file& f : src.files) f.file->release();
-    if (arch_table(m.config.arch).vision) {
+    if (kind_of(m.config) == KIND_VISION) {
         m.tok = class_labels(config_path, m.config.vocab_size);
         m.image_prep = vision_preprocess(dir, m.config);
         return m;
@@ -585,7 +585,7 @@ model load_model(const std::string& path, const load_options& opt) {
     m.path = path;
     m.nonfinite_tensor = first_nonfinite_weight(m.weights);
     const model_weights& w = m.weights;
-    if (!arch_table(m.config.arch).vision && (w.tok_emb.rows != m.config.vocab_size || w.tok_emb.cols != m.config.d_model))
+    if (kind_of(m.config) != KIND_VISION && (w.tok_emb.rows != m.config.vocab_size || w.tok_emb.cols != m.config.d_model))
         throw error("internal: token embedding table shape");
     m.weights.head = pack_head(w.unembedding());
     if (opt.progress) opt.progress(1.0f, "done");

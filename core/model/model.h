@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/kind.h"
 #include "model/quant.h"
 #include "tokenizer/tokenizer.h"
 #include "util/aligned.h"
@@ -35,6 +36,7 @@ struct tensor_names; // core/model/arch.h
 
 struct arch_info {
     const char* name;      // "gpt2", "llama", "gpt_neox", ...
+    model_kind kind;       // what the model reads and predicts, and what it offers (core/model/kind.h)
     norm_kind norm;
     mlp_kind mlp;
     pos_kind pos;
@@ -45,18 +47,14 @@ struct arch_info {
     qk_norm_kind qk_norm;
     bool gain_plus_one;    // HF files store w, the norm multiplies by 1 + w (Gemma; GGUF files store 1 + w)
     bool embed_scale;      // token embeddings times sqrt(d_model) (Gemma)
-    bool moe;              // the MLP is a mixture of experts chosen per token by a router
     const tensor_names* names;
-    // Encoders (BERT, RoBERTa, DistilBERT): zero (causal, pre-norm decoders) for every other row of the table
+    // Encoders (BERT, RoBERTa, DistilBERT, and ViT's encoder): zero (causal, pre-norm decoders) for the other rows
     bool bidirectional;    // every query sees every key: no causal mask, no key/value cache to extend
     bool post_ln;          // LayerNorm after each residual add (the original Transformer's and BERT's Post-LN):
                            // resid_mid = LN1(x + attn), resid_post = LN2(resid_mid + mlp); the norms' gains are
                            // norm1 / norm2
     bool mlm_head;         // the masked-LM head: logits = LN(GELU(x W_t + b_t)) E^T + b (E tied to the token
                            // embedding); its LayerNorm is the "final norm"
-    bool vision;           // an image classifier (ViT, DeiT): the input is an image cut into patches, each patch's
-                           // pixels times W_patch, after [CLS] (+ DeiT's [DIST]); the "vocabulary" is the classes
-                           // and the prediction is the classifier's logits at [CLS]
     // Encoder–decoders (BART, mBART, Marian): the model is the decoder, model::encoder the encoder stack
     bool cross;            // each decoder layer reads the encoder's output through cross-attention, between its
                            // masked self-attention and its MLP (the encoder stacks' rows have it false)

@@ -160,7 +160,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.all_logits = all_logits;
     rec.tokens.assign(tokens, tokens + n);
     rec.pieces.resize(n);
-    for (int t = 0; t < n; t++) rec.pieces[t] = arch_table(c.arch).vision ? vision_piece(c, t) : token_text(m.tok, tokens[t]);
+    for (int t = 0; t < n; t++) rec.pieces[t] = (kind_of(c) == KIND_VISION) ? vision_piece(c, t) : token_text(m.tok, tokens[t]);
     for (int p = 0; p < HOOK_COUNT; p++) {
         const std::vector<uint8_t>& keep = plan.keep[p];
         rec.slot[p].assign(keep.size(), -1);
@@ -218,11 +218,11 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     if (opt.start_point < 0 || opt.start_point > 2 * L || (opt.start_point > 0 && !resume))
         throw error("internal: resuming at residual point " + std::to_string(opt.start_point) + " needs its stream");
     check_interventions(opt.interventions, c);
-    if (arch.vision && (!opt.pixels || n0 != 0 || n != c.n_ctx))
+    if (arch.kind == KIND_VISION && (!opt.pixels || n0 != 0 || n != c.n_ctx))
         throw error("internal: a vision model runs its image's " + std::to_string(c.n_ctx) + " positions in one call");
-    for (int t = 0; t < n && arch.vision; t++)
+    for (int t = 0; t < n && arch.kind == KIND_VISION; t++)
         if (tokens[t] != t) throw error("internal: a vision model's tokens are its positions");
-    for (int t = 0; t < n && !arch.vision; t++)
+    for (int t = 0; t < n && arch.kind != KIND_VISION; t++)
         if (tokens[t] < 0 || tokens[t] >= V)
             throw error("token id " + std::to_string(tokens[t]) + " is outside the vocabulary (0.." +
                         std::to_string(V - 1) + ")");
@@ -318,10 +318,10 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
             at.visit(HOOK_RESID_POST, first_layer - 1, x, n, d, d);
         }
     } else {
-        if (arch.vision) patch_embed_forward(x, opt.pixels, m, s.gemm);
+        if (arch.kind == KIND_VISION) patch_embed_forward(x, opt.pixels, m, s.gemm);
         for (int t = 0; t < n; t++) {
             float* xt = x + (size_t)t * d;
-            if (!arch.vision) table_row(xt, w.tok_emb, tokens[t]);
+            if (arch.kind != KIND_VISION) table_row(xt, w.tok_emb, tokens[t]);
             if (arch.embed_scale || c.scale_embedding) { // Gemma, BART's scale_embedding: sqrt(d) times the table's
                 const float k = std::sqrt((float)d);
                 for (int i = 0; i < d; i++) xt[i] *= k;

@@ -332,7 +332,7 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     if (T > c.n_ctx)
         throw error("prompt too long: " + std::to_string(T) + " tokens, the model's context is " + std::to_string(c.n_ctx));
     for (int t : rq.tokens)
-        if (!arch_table(c.arch).vision && (t < 0 || t >= c.vocab_size))
+        if (kind_of(c) != KIND_VISION && (t < 0 || t >= c.vocab_size))
             throw error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                         std::to_string(c.vocab_size - 1) + ")");
     check_interventions(rq.interventions, c);

@@ -113,7 +113,7 @@ void panel_ablations(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("right-click (or ctrl+click) a head in the grid to zero its output");
         ImGui::PopTextWrapPos();
     }
-    if ((s.model && s.model->config.n_expert > 0) || !ab.experts.empty()) experts_list(ab, ui);
+    if ((s.model && gb::offers(s.model->config, gb::FEATURE_EXPERTS)) || !ab.experts.empty()) experts_list(ab, ui);
 }
 
 } // namespace gbui

@@ -239,7 +239,7 @@ void break_section(app_state& s, ui_context& ui) {
 // For a Pre-LN decoder: what the original Transformer did differently, and which model to open to walk it.
 void other_designs(const gb::model& m) {
     const gb::arch_info& a = gb::arch_table(m.config.arch);
-    if (a.post_ln || a.cross) return;
+    if (a.post_ln || gb::kind_of(m.config) == gb::KIND_SEQ2SEQ) return;
     if (!ImGui::CollapsingHeader("Post-LN and sinusoidal positions: the original Transformer")) return;
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled(

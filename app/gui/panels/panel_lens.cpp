@@ -38,15 +38,15 @@ static void status_line(const app_state& s, const lens_output* lo) {
 
 void panel_lens(app_state& s, ui_context& ui) {
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
-    const gb::arch_info* a = s.model ? &gb::arch_table(s.model->config.arch) : nullptr;
-    tab_hint(a && a->cross ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "
+    const gb::model_kind k = s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER;
+    tab_hint(k == gb::KIND_SEQ2SEQ ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "
                              "target token. \"self-attn\" is after the masked self-attention; \"cross+mlp\" adds the "
                              "cross-attention (the source) and the MLP. Click a cell, or a row of Next token, to colour "
                              "every cell by that token."
-             : a && a->vision ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
+             : k == gb::KIND_VISION ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
                               "norm and the classifier ([CLS]'s column is the prediction). Click a cell, or a row of Image "
                               "classes, to colour every cell by that class."
-             : a && a->bidirectional ? "What the masked-LM head reads at each point (rows) and position (columns). Click a cell, "
+             : k == gb::KIND_ENCODER ? "What the masked-LM head reads at each point (rows) and position (columns). Click a cell, "
                                        "or a row of Fill mask, to colour every cell by that token."
                                      : "What the stream at each point (rows) and token (columns) predicts next. Click a cell, or "
                                        "a row of Next token, to colour every cell by that token.");

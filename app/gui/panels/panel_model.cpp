@@ -125,7 +125,8 @@ void panel_model(app_state& s, ui_context& ui) {
         const gb::model_config& c = m.config;
         const gb::arch_info& a = gb::arch_table(c.arch);
         ImGui::TextWrapped("%s", m.path.c_str());
-        const bool s2s = a.cross && m.encoder;
+        const gb::model_kind kind = gb::kind_of(c);
+        const bool s2s = kind == gb::KIND_SEQ2SEQ;
         const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
                           : a.mlp == gb::MLP_GEGLU                           ? "GeGLU"
                           : a.mlp == gb::MLP_SILU                            ? "swish"
@@ -137,7 +138,7 @@ void panel_model(app_state& s, ui_context& ui) {
         const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
                                        : std::to_string(c.n_layer);
         ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
-                           a.vision ? "classes" : "vocab", c.vocab_size, a.vision ? "positions" : "context", c.n_ctx);
+                           kind == gb::KIND_VISION ? "classes" : "vocab", c.vocab_size, kind == gb::KIND_VISION ? "positions" : "context", c.n_ctx);
         gb::param_counts p = gb::count_params(m);
         const double textbook = (double)gb::textbook_params(m); // Learn's derivation starts from the same count
         // parameters by component, two per row, in millions (the textbook count sits beside the real total)
@@ -163,8 +164,8 @@ void panel_model(app_state& s, ui_context& ui) {
                             c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
                             : s2s                   ? "positions, biases, norms, final_logits_bias"
                             : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
-                            : a.vision              ? "V is the classes: the patch embedding, positions, biases, norms"
-                            : c.n_expert > 0        ? "experts, smaller K/V (GQA), no positions"
+                            : kind == gb::KIND_VISION ? "V is the classes: the patch embedding, positions, biases, norms"
+                            : kind == gb::KIND_MOE    ? "experts, smaller K/V (GQA), no positions"
                                                     : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
         ImGui::PopTextWrapPos();
         if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
@@ -193,7 +194,7 @@ void panel_model(app_state& s, ui_context& ui) {
             // from the architecture table: what this family computes differently
             if (a.norm == gb::NORM_RMSNORM) bullet("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
             if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
-            if (a.vision) {
+            if (kind == gb::KIND_VISION) {
                 bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
                        "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
                        c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
@@ -205,7 +206,7 @@ void panel_model(app_state& s, ui_context& ui) {
                        "triangle); each of the %d decoder layers has masked self-attention over the target, then "
                        "cross-attention over the encoder's output, then the MLP",
                        m.encoder->config.n_layer, c.n_layer);
-            } else if (a.bidirectional) {
+            } else if (kind == gb::KIND_ENCODER) {
                 bullet("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
             }
             if (a.post_ln)
@@ -228,7 +229,7 @@ void panel_model(app_state& s, ui_context& ui) {
                 bullet("q and k are RMS-normed (%s) before the rotation",
                        a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
             if (c.parallel) bullet("parallel blocks: attention and MLP both read the layer's input");
-            if (c.n_expert > 0)
+            if (kind == gb::KIND_MOE)
                 bullet("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
                        c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
             else if (a.mlp == gb::MLP_SWIGLU)
@@ -253,7 +254,7 @@ void panel_model(app_state& s, ui_context& ui) {
                        c.window_every == 2 ? " (every other layer; the rest see all)" : "");
             if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
             if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
-            if (a.vision)
+            if (kind == gb::KIND_VISION)
                 bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
             else
                 bullet("%s, vocabulary %d",

@@ -156,7 +156,7 @@ void panel_output(app_state& s, ui_context& ui) {
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
-    const bool s2s = s.model && gb::arch_table(s.model->config.arch).cross;
+    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
     const bool gen_clicked = ImGui::Button(s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate");
     if (s2s) remember_item(ui, "Translate, sampled");
     if (s2s && ImGui::IsItemHovered())

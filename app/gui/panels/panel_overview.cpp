@@ -76,7 +76,7 @@ static void score_controls(app_state& s, ui_context& ui) {
     ImGui::PopTextWrapPos();
     // the induction test: N random tokens repeated once, a fixed seed
     const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
-    if (s.model && gb::arch_table(s.model->config.arch).cross) { // a decoder needs a source to run on
+    if (s.model && !gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST)) { // e.g. a decoder that needs a source
         s.induction_test = false; // (asked for on the model before)
         ImGui::TextDisabled("the scores are the shown stack's on your text; the induction test (random tokens, "
                             "no source) is for decoder-only models and encoders");

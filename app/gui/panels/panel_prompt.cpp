@@ -95,15 +95,14 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
 // The Demos combo: one click sets a prompt, the view and the selection for a classic finding.
 static void demo_combo(app_state& s, ui_context& ui, float w) {
     ImGui::SetNextItemWidth(w);
-    // the demos follow a decoder's next-token prediction; an encoder fills masks instead
-    const bool encoder = s.model && (gb::arch_table(s.model->config.arch).bidirectional || gb::arch_table(s.model->config.arch).cross);
+    // the demos follow a decoder's next-token prediction (the kind table says which kinds have them)
+    const bool encoder = s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS);
     if (!s.model || encoder) ImGui::BeginDisabled();
     const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
     remember_item(ui, "demos");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && !open)
-        ImGui::SetTooltip(encoder ? "The demos follow a decoder's next-token prediction; this encoder fills %s tokens instead"
-                                  : "One-click demonstrations: a prompt, a view and a head chosen by this model's own scores",
-                          encoder && s.model->tok.mask_id >= 0 ? gb::token_text(s.model->tok, s.model->tok.mask_id).c_str() : "mask");
+        ImGui::SetTooltip("%s", encoder ? gb::kind_info_of(s.model->config).why_not[gb::FEATURE_DEMOS]
+                                        : "One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
     if (open) {
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
             if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
@@ -215,7 +214,7 @@ static void target_row(app_state& s, ui_context& ui) {
 }
 
 void panel_prompt(app_state& s, ui_context& ui) {
-    if (s.model && gb::arch_table(s.model->config.arch).vision) return image_prompt(s, ui);
+    if (s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION)) return image_prompt(s, ui);
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
     const char* hint = "the model re-runs as you type; click the text to edit it";
@@ -234,7 +233,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     ImGui::BeginGroup();
-    const bool s2s = s.model && gb::arch_table(s.model->config.arch).cross;
+    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
     if (s2s) {
         // the source is wrapped as the tokenizer's template says (Marian "text </s>"): no BOS to choose
         if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
@@ -254,7 +253,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     if (!status_on_title) computed_line(s, ui, -1);
     demo_caption(s, ui);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
-    if (s.model && gb::arch_table(s.model->config.arch).cross) target_row(s, ui);
+    if (s2s) target_row(s, ui);
     float fixed_h = ImGui::GetCursorPosY() - top;
     if (!s.result) {
         ui.prompt_wanted_h = fixed_h + 2 * st.WindowPadding.y;
