@@ -9,7 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "analysis/fill_mask.h"
+#include "analysis/export.h"
 #include "analysis/lens.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
@@ -17,6 +17,7 @@
 #include "run/forward.h"
 #include "run/generate.h"
 #include "run/live.h"
+#include "run/predict.h"
 #include "test_util.h"
 #include "tiny_encoder.h"
 #include "tiny_llama.h" // expect_record_matches

@@ -423,6 +423,7 @@ TEST(MoeForward, RouterHookPointInTheForward) {
 TEST(MoeHooks, RouterOnlyInMoeModelsMlpPostOnlyInDenseOnes) {
     moe_model mm = make_moe_model(4, 2, true, false, 60);
     gb::model_config dense = mm.m.config;
+    dense.arch = gb::ARCH_LLAMA; // the same shape as a dense decoder (the kind comes from the architecture)
     dense.n_expert = 0;
     EXPECT_TRUE(gb::hook_exists(gb::HOOK_ROUTER, mm.m.config));
     EXPECT_FALSE(gb::hook_exists(gb::HOOK_MLP_POST, mm.m.config));

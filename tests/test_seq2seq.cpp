@@ -63,7 +63,7 @@ void expect_seq2seq_matches(const seq2seq_spec& s, const std::string& label,
             const std::string where = label + ", " + name;
             expect_record_matches(got.encoder, want.encoder, where + ", encoder");
             expect_record_matches(got.decoder, want.decoder, where + ", decoder");
-            EXPECT_LT(max_scaled_error(got.decoder.cross, want.cross.attention), 1e-4) << where << ": cross-attention";
+            EXPECT_LT(max_scaled_error(got.decoder.flat(gb::HOOK_CROSS_PATTERN), want.cross.attention), 1e-4) << where << ": cross-attention";
             EXPECT_EQ(got.decoder.n_source, (int)source.size());
             EXPECT_EQ(got.decoder.source_pieces.size(), source.size());
         }
@@ -133,7 +133,7 @@ TEST(Seq2seq, CrossAttentionRowsSpanTheSourceAndSelfAttentionIsCausal) {
     gb::seq2seq_record r;
     gb::run_seq2seq(r, m, source, target);
     const int S = 12, T = 5;
-    ASSERT_EQ(r.decoder.cross.size(), (size_t)2 * 4 * T * S);
+    ASSERT_EQ(r.decoder.flat(gb::HOOK_CROSS_PATTERN).size(), (size_t)2 * 4 * T * S);
     for (int l = 0; l < 2; l++)
         for (int h = 0; h < 4; h++) {
             const float* c = r.decoder.cross_head(l, h);
@@ -409,7 +409,7 @@ TEST(Seq2seq, MakeRandomMarianAndItsBenchmark) {
     gb::seq2seq_record rec;
     gb::run_seq2seq(rec, m, source, target);
     EXPECT_LT(max_scaled_error(rec.decoder.logits, ref.logits), 1e-4);
-    EXPECT_LT(max_scaled_error(rec.decoder.cross, ref.cross.attention), 1e-4);
+    EXPECT_LT(max_scaled_error(rec.decoder.flat(gb::HOOK_CROSS_PATTERN), ref.cross.attention), 1e-4);
 
     r = cli("bench --model '" + dir + "/m' --tokens 4,9 --repeat 2 --json '" + dir + "/b.json'");
     ASSERT_EQ(r.code, 0) << r.err;

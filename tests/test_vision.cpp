@@ -8,12 +8,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "analysis/rollout.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
 #include "run/ablation.h"
 #include "run/forward.h"
 #include "run/live.h"
+#include "run/predict.h"
 #include "run/vision.h"
 #include "test_util.h"
 #include "tiny_encoder.h" // encoder_ablation_cases, keep_every_point

@@ -17,10 +17,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/break_it.h"
 #include "analysis/export.h"
-#include "analysis/fill_mask.h"
 #include "analysis/learn.h"
-#include "analysis/rollout.h"
-#include "analysis/routing.h"
 #include "analysis/selftest.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "io/loader.h"
@@ -32,6 +29,7 @@
 #include "run/forward.h"
 #include "run/generate.h"
 #include "run/live.h"
+#include "run/predict.h"
 #include "run/seq2seq.h"
 #include "run/vision.h"
 #include "tokenizer/tokenizer.h"
@@ -696,7 +694,7 @@ int run_seq2seq(const args& a, const gb::model& m) {
         const int L = dec.n_layer, H = dec.n_head, T = dec.n_tokens, S = dec.n_source;
         gb::write_npy(dir + "/logits.npy", {T, dec.vocab}, dec.logits.data());
         gb::write_npy(dir + "/decoder_attention.npy", {L, H, T, T}, dec.flat(gb::HOOK_PATTERN).data());
-        gb::write_npy(dir + "/cross_attention.npy", {L, H, T, S}, dec.cross.data());
+        gb::write_npy(dir + "/cross_attention.npy", {L, H, T, S}, dec.flat(gb::HOOK_CROSS_PATTERN).data());
         gb::write_npy(dir + "/decoder_residual_norms.npy", {2 * L + 1, T}, dec.resid_norm.data());
         const std::vector<int32_t> ids(tgt.begin(), tgt.end());
         gb::write_npy(dir + "/target_tokens.npy", {T}, ids.data());

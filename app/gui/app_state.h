@@ -10,18 +10,17 @@
 
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
-#include "analysis/fill_mask.h"
 #include "analysis/head_scores.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "analysis/routing.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
 #include "run/forward.h"
 #include "run/generate.h"
 #include "run/live.h"
+#include "run/predict.h"
 
 namespace gbui {
 

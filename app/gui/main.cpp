@@ -25,11 +25,12 @@
 #include <stb_image_write.h>
 
 #include "analysis/analysis_json.h"
-#include "analysis/routing.h"
+#include "analysis/export.h"
 #include "demos.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "io/loader.h"
 #include "kernels/gemm.h"
+#include "run/predict.h"
 #include "settings.h"
 #include "ui.h"
 #include "util/error.h"

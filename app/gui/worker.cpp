@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <random>
 
-#include "analysis/rollout.h"
-#include "analysis/routing.h"
 #include "heatmaps.h"
 #include "io/loader.h"
+#include "run/predict.h"
 #include "run/vision.h"
 #include "util/error.h"
 #if __has_include("gl_attention.h")

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "analysis/routing.h"
 #include "kernels/softmax.h"
+#include "run/predict.h"
 #include "util/error.h"
 
 namespace gb {
@@ -79,7 +79,8 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
             continue; // only layer 0 (the embeddings, part of the stream below)
         } else {
             std::vector<int64_t> shape = {L, T, d};
-            if (p == HOOK_Q || p == HOOK_Z) shape = {L, T, H, dh};
+            if (p == HOOK_Q || p == HOOK_Z || p == HOOK_CROSS_Z) shape = {L, T, H, dh};
+            else if (p == HOOK_CROSS_PATTERN) shape = {L, H, T, rec.n_source};
             else if (p == HOOK_K || p == HOOK_V) shape = {L, T, KV, dh};
             else if (p == HOOK_HEAD_OUT) shape = {L, T, H, d};
             else if (p == HOOK_MLP_POST) shape = {L, T, rec.d_ff};
@@ -190,6 +191,16 @@ void write_json(const std::string& path, const nlohmann::json& j) {
     if (!f) throw error("cannot write " + path);
     f << j.dump(1) << "\n";
     if (!f) throw error("cannot write " + path + " (disk full?)");
+}
+
+nlohmann::json fill_mask_json(const std::vector<fill_slot>& slots, const record& r, const tokenizer& tok) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const fill_slot& s : slots) {
+        nlohmann::json top = nlohmann::json::array();
+        for (const token_prob& p : s.top) top.push_back({{"id", p.id}, {"text", token_text(tok, p.id)}, {"prob", p.prob}});
+        a.push_back({{"position", s.position}, {"token", r.pieces[s.position]}, {"top", top}});
+    }
+    return a;
 }
 
 } // namespace gb

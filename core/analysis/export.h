@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "run/forward.h"
+#include "run/predict.h"
 #include "util/npy.h"
 
 namespace gb {
-
 
 // tokens.npy int32 [T]; logits.npy float32 [T,V] or [1,V]; attention.npy float32 [L,H,T,T] (layers left out
 // by the capture budget are zero; written layer by layer, never as one L*H*T*T buffer); residual_norms.npy
@@ -16,8 +16,8 @@ namespace gb {
 void write_capture_npy(const std::string& dir, const record& cap);
 
 // Every hook point the record kept (but the pattern, which is attention.npy) as <point>.npy, layers first:
-// q, z [L,T,H,dh]; k, v [L,T,KV,dh]; head_out [L,T,H,d]; mlp_post [L,T,ff]; router [L,T,E] (MoE); the other
-// per-layer points [L,T,d]
+// q, z [L,T,H,dh]; k, v [L,T,KV,dh]; head_out [L,T,H,d]; mlp_post [L,T,ff]; router [L,T,E] (MoE);
+// an encoder–decoder decoder's cross_pattern [L,H,T,S] and cross_z [L,T,H,dh]; the other per-layer points [L,T,d]
 // (layers the budget left out are zeros, as in attention.npy); final_norm [n_out,d]; and resid_stream.npy
 // [2L+1,T,d] when the whole residual stream was kept. Returns the file names written.
 std::vector<std::string> write_record_npy(const std::string& dir, const record& rec);
@@ -35,5 +35,7 @@ nlohmann::json model_json(const model& m);
 nlohmann::json routing_json(const record& rec, int k);
 nlohmann::json capture_json(const model& m, const record& cap, const ablation& ab, int top_k);
 void write_json(const std::string& path, const nlohmann::json& j);
+// [{"position", "token" (the piece there), "top": [{"id", "text", "prob"}]}]
+nlohmann::json fill_mask_json(const std::vector<fill_slot>& slots, const record& r, const tokenizer& tok);
 
 } // namespace gb

@@ -88,7 +88,7 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     require(m, FEATURE_LEARN);
     // an encoder–decoder's decoder (its record from run_seq2seq): the source reaches it by cross-attention
     const bool seq2seq = kind_of(c) == KIND_SEQ2SEQ;
-    const bool cross = seq2seq && r.n_source > 0 && !r.cross.empty();
+    const bool cross = seq2seq && r.n_source > 0 && r.has(HOOK_CROSS_PATTERN, layer);
     if (seq2seq && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
     learn_walk w;
     w.token = token, w.layer = layer, w.head = head;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/llama2c.h"
+
 #include "io/load_weights.h"
 #include "io/loader.h"
 #include "io/safetensors.h"

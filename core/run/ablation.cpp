@@ -139,7 +139,11 @@ std::vector<intervention> ablation_interventions(const ablation& ab, const model
             out.push_back({INTERVENE_IDENTITY_NORM, HOOK_ATTN_IN, l});
             out.push_back({INTERVENE_IDENTITY_NORM, HOOK_MLP_IN, l});
         }
-        if (ab.no_attention.covers(l)) out.push_back({INTERVENE_ZERO, HOOK_ATTN_OUT, l});
+        if (ab.no_attention.covers(l)) {
+            out.push_back({INTERVENE_ZERO, HOOK_ATTN_OUT, l});
+            // an encoder–decoder's decoder layer: its cross-attention is attention too
+            if (hook_exists(HOOK_CROSS_OUT, c)) out.push_back({INTERVENE_ZERO, HOOK_CROSS_OUT, l});
+        }
         if (ab.no_residual.covers(l)) {
             out.push_back({INTERVENE_NO_RESIDUAL, HOOK_RESID_MID, l});
             out.push_back({INTERVENE_NO_RESIDUAL, HOOK_RESID_POST, l});

@@ -23,7 +23,7 @@ struct head_ref {
 };
 
 struct ablation {
-    layer_set no_attention;  // attn_out is zero
+    layer_set no_attention;  // attn_out is zero (and an encoder–decoder decoder's cross_out)
     layer_set no_residual;   // resid_mid / resid_post: x <- f(x) instead of x + f(x)
     layer_set no_layernorm;  // attn_in / mlp_in norms are the identity; final_norm too when all layers
     std::vector<head_ref> heads; // the head's z (weighted values, before W_o) is zero; its pattern is still kept
@@ -44,8 +44,10 @@ ablation parse_ablation(const std::string& ablate, const std::string& layers, co
 bool expert_ablated(const ablation& ab, int layer, int expert);
 void toggle_expert(ablation& ab, int layer, int expert);
 
-// The ablation as interventions: no-attention = ZERO attn_out; no-residual = NO_RESIDUAL at resid_mid and
-// resid_post; no-layernorm = IDENTITY_NORM at attn_in and mlp_in (and final_norm when it covers every layer);
+// The ablation as interventions: no-attention = ZERO attn_out (and cross_out in an encoder–decoder's decoder);
+// no-residual = NO_RESIDUAL at resid_mid and resid_post (the cross-attention's add, between them, drops the stream
+// too); no-layernorm = IDENTITY_NORM at attn_in and mlp_in (every norm of those sublayers, the cross-attention's
+// included; and final_norm when it covers every layer);
 // head L.H = ZERO of head H's slice of z at layer L; expert L.E = ZERO of expert E's weight at the router of
 // layer L. Checked against c first.
 std::vector<intervention> ablation_interventions(const ablation& ab, const model_config& c);

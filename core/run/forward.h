@@ -30,7 +30,7 @@ struct forward_state {
     std::vector<float> cross_kv; // [L][S][2*H*dh] encoder–decoders: each layer's cross-attention keys | values of the
                                  // source, made when a target starts (position 0) and read by every later call
     std::vector<float> xq;       // [n][H*dh] cross-attention queries
-    std::vector<uint8_t> plan;  // what happens at each hook point of a call (forward.cpp's point_plan)
+    std::vector<uint8_t> plan;  // what happens at each hook point of a call (core/run/pass.h's point_plan)
     gemm_scratch gemm;          // activations packed for the matrix products
     moe_scratch moe;            // routing and expert buffers of MoE layers
 };
@@ -68,7 +68,9 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
 
 // Sets up rec for n tokens from position 0: dimensions, token text, and storage for what plan keeps (not zeroed:
 // the run that fills it writes every row).
-void record_begin(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan);
+// n_source: S, the source positions an encoder–decoder's decoder reads (its cross-attention pattern is [H][T][S]).
+void record_begin(record& rec, const model& m, const int* tokens, int n, bool all_logits, const record_plan& plan,
+                  int n_source = 0);
 // The plan a record was laid out with (which points at which layers it keeps).
 record_plan plan_of(const record& rec);
 

@@ -1,14 +1,15 @@
 // Hook point names, shapes and the checks on interventions.
 #include "run/hooks.h"
 
+#include "model/arch.h"
 #include "util/error.h"
 
 namespace gb {
 
-static const char* const names[HOOK_COUNT] = {"resid_pre", "attn_in",  "q",        "k",        "v",
-                                              "pattern",   "z",        "head_out", "attn_out", "resid_mid",
-                                              "mlp_in",    "router",   "mlp_post", "mlp_out",  "resid_post",
-                                              "final_norm", "logits"};
+static const char* const names[HOOK_COUNT] = {
+    "resid_pre", "attn_in",  "q",        "k",       "v",          "pattern",    "z",          "head_out",
+    "attn_out",  "resid_mid", "cross_in", "cross_pattern", "cross_z", "cross_out", "mlp_in", "router",
+    "mlp_post",  "mlp_out",  "resid_post", "final_norm", "logits"};
 
 const char* hook_name(hook_point p) { return p >= 0 && p < HOOK_COUNT ? names[p] : "?"; }
 
@@ -22,8 +23,10 @@ hook_point parse_hook_point(const std::string& name) {
 }
 
 bool hook_exists(hook_point p, const model_config& c) {
-    if (p == HOOK_ROUTER) return c.n_expert > 0;
-    if (p == HOOK_MLP_POST) return c.n_expert == 0;
+    if (p == HOOK_ROUTER) return kind_of(c) == KIND_MOE;
+    if (p == HOOK_MLP_POST) return kind_of(c) != KIND_MOE;
+    if (p == HOOK_CROSS_IN || p == HOOK_CROSS_PATTERN || p == HOOK_CROSS_Z || p == HOOK_CROSS_OUT)
+        return arch_table(c.arch).cross;
     return p >= 0 && p < HOOK_COUNT;
 }
 
@@ -38,8 +41,10 @@ int hook_head_width(hook_point p, const model_config& c, int n_keys) {
     case HOOK_Q:
     case HOOK_K:
     case HOOK_V:
-    case HOOK_Z: return c.d_head;
-    case HOOK_PATTERN: return n_keys;
+    case HOOK_Z:
+    case HOOK_CROSS_Z: return c.d_head;
+    case HOOK_PATTERN:
+    case HOOK_CROSS_PATTERN: return n_keys;
     case HOOK_HEAD_OUT: return c.d_model;
     case HOOK_ROUTER: return 1;
     default: return hook_width(p, c, n_keys);
@@ -49,10 +54,12 @@ int hook_head_width(hook_point p, const model_config& c, int n_keys) {
 int hook_width(hook_point p, const model_config& c, int n_keys) {
     switch (p) {
     case HOOK_Q:
-    case HOOK_Z: return c.n_head * c.d_head;
+    case HOOK_Z:
+    case HOOK_CROSS_Z: return c.n_head * c.d_head;
     case HOOK_K:
     case HOOK_V: return c.n_kv_head * c.d_head;
-    case HOOK_PATTERN: return n_keys;
+    case HOOK_PATTERN:
+    case HOOK_CROSS_PATTERN: return n_keys;
     case HOOK_HEAD_OUT: return c.n_head * c.d_model;
     case HOOK_ROUTER: return c.n_expert;
     case HOOK_MLP_POST: return c.d_ff;
@@ -72,8 +79,9 @@ void check_interventions(const std::vector<intervention>& iv, const model_config
         // named only when something is wrong: checking runs on every forward call, a generated token included
         auto at = [&] { return v.layer < 0 ? std::string(hook_name(v.point)) + " (every layer)" : hook_label(v.point, v.layer); };
         if (!hook_exists(v.point, c))
-            throw error("intervention at " + at() + (v.point == HOOK_ROUTER ? ": this model has no experts (a dense MLP)"
-                                                                             : ": an MoE model's MLP has no single activation"));
+            throw error("intervention at " + at() + (v.point == HOOK_ROUTER      ? ": this model has no experts (a dense MLP)"
+                                                     : v.point == HOOK_MLP_POST ? ": an MoE model's MLP has no single activation"
+                                                                                : ": this model has no cross-attention (no encoder)"));
         if (!hook_is_final(v.point) && v.layer >= c.n_layer)
             throw error("intervention at " + at() + ": the model has layers 0.." + std::to_string(c.n_layer - 1));
         if (v.head >= 0) {
@@ -89,7 +97,7 @@ void check_interventions(const std::vector<intervention>& iv, const model_config
         case INTERVENE_ZERO: break;
         case INTERVENE_SET:
             if (!v.values) throw error("intervention at " + at() + ": SET without values");
-            if (v.point == HOOK_PATTERN) throw error("intervention at " + at() + ": SET is not supported on the pattern (use a hook)");
+            if (hook_is_pattern(v.point)) throw error("intervention at " + at() + ": SET is not supported on the pattern (use a hook)");
             break;
         case INTERVENE_IDENTITY_NORM:
             if (v.point != HOOK_ATTN_IN && v.point != HOOK_MLP_IN && v.point != HOOK_FINAL_NORM)

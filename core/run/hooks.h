@@ -25,6 +25,12 @@ enum hook_point {
     HOOK_HEAD_OUT,   // [n][H*d]     per-head output: head h's z times its rows of W_o, without W_o's bias
     HOOK_ATTN_OUT,   // [n][d]       attention sublayer output (W_o and its bias applied)
     HOOK_RESID_MID,  // [n][d]       the stream after the attention sublayer
+    // encoder–decoders' decoder layers only: the cross-attention sublayer, queries from the stream, keys and values
+    // from the encoder's output (S source positions), its output added to the stream before the MLP
+    HOOK_CROSS_IN,      // [n][d]     normed input of the cross-attention (what its queries are made from)
+    HOOK_CROSS_PATTERN, // [H][n][S]  cross-attention probabilities over the source positions
+    HOOK_CROSS_Z,       // [n][H*dh]  per-head weighted source values, before W_o
+    HOOK_CROSS_OUT,     // [n][d]     cross-attention sublayer output (W_o and its bias applied)
     HOOK_MLP_IN,     // [n][d]       normed input of the MLP
     HOOK_ROUTER,     // [n][E]       MoE only: each expert's mixing weight (0 for the experts not chosen); "head" = expert
     HOOK_MLP_POST,   // [n][ff]      MLP activation: GELU(x W_up + b), or silu(x W_gate) * (x W_up); dense MLPs only
@@ -41,17 +47,21 @@ const char* hook_name(hook_point p);
 hook_point parse_hook_point(const std::string& name);
 // Points that exist once, after the last layer (their layer is n_layer).
 inline bool hook_is_final(hook_point p) { return p == HOOK_FINAL_NORM || p == HOOK_LOGITS; }
-// Points made of one slice per head (q, k, v: KV heads for k and v; pattern, z, head_out: query heads; router:
-// one "head" per expert, one float wide).
+// Attention probabilities, laid out [H][n][keys] (a block of n rows per head): the self-attention's pattern
+// (keys: positions seen so far) and the cross-attention's (keys: the S source positions).
+inline bool hook_is_pattern(hook_point p) { return p == HOOK_PATTERN || p == HOOK_CROSS_PATTERN; }
+// Points made of one slice per head (q, k, v: KV heads for k and v; pattern, z, head_out and the cross-attention's
+// pattern and z: query heads; router: one "head" per expert, one float wide).
 inline bool hook_has_heads(hook_point p) {
-    return p == HOOK_Q || p == HOOK_K || p == HOOK_V || p == HOOK_PATTERN || p == HOOK_Z || p == HOOK_HEAD_OUT ||
-           p == HOOK_ROUTER;
+    return p == HOOK_Q || p == HOOK_K || p == HOOK_V || hook_is_pattern(p) || p == HOOK_Z || p == HOOK_HEAD_OUT ||
+           p == HOOK_ROUTER || p == HOOK_CROSS_Z;
 }
-// Whether the forward of a model with config c passes p: router only with experts (c.n_expert > 0), mlp_post
-// only without (an MoE layer has no single MLP activation). The record never keeps, and no intervention may
+// Whether the forward of a model with config c passes p: router only in an MoE model, mlp_post only without
+// (an MoE layer has no single MLP activation), the cross-attention's points only in an encoder–decoder's decoder. The record never keeps, and no intervention may
 // name, a point the model does not have.
 bool hook_exists(hook_point p, const model_config& c);
-// Floats per row at p (pattern: n_keys per query row of one head).
+// Floats per row at p (a pattern: n_keys per query row of one head; the cross-attention's keys are the S source
+// positions).
 int hook_width(hook_point p, const model_config& c, int n_keys);
 // Heads at p (KV for k and v, H for the other per-head points, E at the router, 1 elsewhere) and floats of one
 // head's slice of a row.

@@ -20,6 +20,10 @@ namespace gb {
 // included), 2L for the final norm and logits.
 static int sublayer_start(hook_point p, int l, int L) {
     switch (p) {
+    case HOOK_CROSS_IN: // the cross-attention runs between resid_mid and the MLP
+    case HOOK_CROSS_PATTERN:
+    case HOOK_CROSS_Z:
+    case HOOK_CROSS_OUT:
     case HOOK_MLP_IN:
     case HOOK_ROUTER:
     case HOOK_MLP_POST:
@@ -160,6 +164,9 @@ static void copy_prefix(record& to, const record& from, int p) {
                     std::copy_n(src + ((size_t)h * Tf + r) * Tf, r + 1, row);
                     std::fill(row + r + 1, row + T, 0.0f);
                 }
+        } else if (hp == HOOK_CROSS_PATTERN) { // [H][T][S]: rows before p of each head, over the same source
+            const size_t S = (size_t)to.n_source;
+            for (int h = 0; h < to.n_head; h++) std::copy_n(src + (size_t)h * Tf * S, (size_t)p * S, dst + (size_t)h * T * S);
         } else { // [T][width]; the final points hold the last position only: recomputed
             std::copy_n(src, (size_t)p * (to.layer_floats(hp) / T), dst);
         }
@@ -188,7 +195,8 @@ struct step {
 };
 
 static step choose(const live_variant& src, const std::vector<int>& tokens, const std::vector<float>& pixels,
-                   const std::vector<intervention>& iv, const record_plan& plan, const model_config& c) {
+                   const std::vector<float>& source, const std::vector<intervention>& iv, const record_plan& plan,
+                   const model_config& c) {
     const int T = (int)tokens.size(), L = c.n_layer;
     step s;
     if (!src.rec) return s.why = "nothing kept yet", s;
@@ -196,6 +204,7 @@ static step choose(const live_variant& src, const std::vector<int>& tokens, cons
     if (!same_layout(plan, r)) return s.why = "the capture budget keeps other layers now", s;
     if (r.nonfinite_layer >= 0) return s.why = "the kept run holds NaN or Inf", s;
     if (src.pixels != pixels) return s.why = "another image", s; // a vision model's tokens are only its positions
+    if (src.source != source) return s.why = "another source (the encoder's output changed)", s;
     int common = 0;
     while (common < T && common < r.n_tokens && r.tokens[common] == tokens[common]) common++;
     if (src.stale_token >= 0) common = std::min(common, src.stale_token);
@@ -247,6 +256,7 @@ static void set_status(live_report& rep, const step& st, const model_config& c, 
 struct run_args {
     const model& m;
     const std::vector<int>& tokens;
+    const std::vector<float>& source; // the encoder's output this variant reads (empty: not an encoder–decoder)
     const std::vector<intervention>& iv;
     const record_plan& plan;
     const live_request& rq;
@@ -257,11 +267,11 @@ struct run_args {
 static step update(live_variant& v, const live_variant* seed, const run_args& a) {
     const model_config& c = a.m.config;
     const int T = (int)a.tokens.size(), L = c.n_layer;
-    step st = a.use_cache ? choose(v, a.tokens, a.rq.pixels, a.iv, a.plan, c) : step{};
+    step st = a.use_cache ? choose(v, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, c) : step{};
     if (!a.use_cache) st.why = "keys and values do not fit the memory budget";
     const live_variant* src = &v;
     if (seed && a.use_cache) { // a from-layer run on the clean variant's kept run may be cheaper
-        step s2 = choose(*seed, a.tokens, a.rq.pixels, a.iv, a.plan, c);
+        step s2 = choose(*seed, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, c);
         if (s2.kind == STEP_FROM_POINT && (st.kind == STEP_FULL || s2.cost < st.cost)) st = s2, src = seed;
     }
     if (st.kind == STEP_NONE) return st;
@@ -272,6 +282,8 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     o.attention = a.rq.attention;
     o.cancelled = a.rq.cancelled;
     o.pixels = a.rq.pixels.empty() ? nullptr : a.rq.pixels.data();
+    o.source = a.source.empty() ? nullptr : a.source.data();
+    o.n_source = (int)(a.source.size() / c.d_model);
     o.continue_record = true;
     o.keep = a.rq.keep;
     const int* run_tokens = a.tokens.data();
@@ -294,7 +306,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
         v.fs.n_past = 0;
     } else {
         const int p = st.kind == STEP_PREFIX ? st.from : 0;
-        record_begin(*rec, a.m, a.tokens.data(), T, arch_table(c.arch).bidirectional, a.plan);
+        record_begin(*rec, a.m, a.tokens.data(), T, arch_table(c.arch).bidirectional, a.plan, o.n_source);
         rec->logit_ids.clear();
         if (p > 0) copy_prefix(*rec, *v.rec, p);
         if (a.use_cache) reserve_cache(v.fs, c, T, p);
@@ -304,8 +316,11 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
         n = T - p;
         if (st.kind == STEP_FULL) v.stale_token = v.stale_point = -1;
     }
+    rec->source_pieces = a.rq.source_pieces;
+    // an encoder–decoder's encoder stack has no head: its output is kept as its final_norm point, not as logits
+    std::vector<float> stack_out;
     try {
-        eval(rec->logits, rec.get(), v.fs, a.m, run_tokens, n, o);
+        eval(arch_table(c.arch).no_head ? stack_out : rec->logits, rec.get(), v.fs, a.m, run_tokens, n, o);
     } catch (const cancelled&) {
         // the cache may hold this run's values from its first position or point on
         if (st.kind == STEP_PREFIX) v.stale_token = v.stale_token < 0 ? st.from : std::min(v.stale_token, st.from);
@@ -315,6 +330,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     }
     v.rec = rec;
     v.pixels = a.rq.pixels;
+    v.source = a.source;
     copy_interventions(v, a.iv, c, T);
     v.stale_token = v.stale_point = -1;
     if (!a.use_cache) v.stale_token = 0; // no keys and values were kept: nothing for a later run to resume from
@@ -346,23 +362,33 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     const size_t kv = cache_bytes(c, cache_capacity(c, T));
     const bool use_cache = budget == 0 || 2 * kv <= budget / 2;
     record_request keep_clean = rq.keep, keep_changed = rq.keep;
-    if (budget) keep_clean.budget_bytes = std::max<size_t>(1, (budget - (use_cache ? 2 * kv : 0)) / 2);
+    if (budget) keep_clean.budget_bytes = std::max<size_t>(1, (budget - (use_cache ? 2 * kv : 0)) / (rq.baseline ? 2 : 1));
     const int n_out = arch_table(c.arch).bidirectional ? T : 1; // an encoder's logits at every position
-    const record_plan plan_clean = plan_record(keep_clean, c, T, n_out);
+    // an encoder–decoder's decoder: the encoder's output with the interventions, and the baseline's without
+    static const std::vector<float> no_source;
+    const std::vector<float>& source = rq.source ? *rq.source : no_source;
+    const std::vector<float>& base_source = rq.base_source ? *rq.base_source : source;
+    if (arch_table(c.arch).cross && (source.empty() || source.size() % c.d_model || base_source.size() != source.size()))
+        throw error("internal: an encoder–decoder's decoder reads the encoder's output (live_request::source)");
+    const int S = (int)(source.size() / c.d_model);
+    const record_plan plan_clean = plan_record(keep_clean, c, T, n_out, S);
     if (budget) keep_changed.budget_bytes = std::max<size_t>(1, budget - (use_cache ? 2 * kv : 0) - plan_clean.bytes);
-    const bool intervened = !rq.interventions.empty();
-    const record_plan plan_changed = intervened ? plan_record(keep_changed, c, T, n_out) : record_plan{};
+    // the run differs from its baseline by its interventions or (a decoder) by the source it reads
+    const bool intervened = rq.baseline && (!rq.interventions.empty() || (&base_source != &source && base_source != source));
+    const record_plan plan_changed = intervened ? plan_record(keep_changed, c, T, n_out, S) : record_plan{};
 
     live_report rep;
     rep.tokens = T;
     static const std::vector<intervention> none;
-    step s_clean = update(st.clean, nullptr, {m, rq.tokens, none, plan_clean, rq, use_cache});
+    // without a baseline the one run is the "clean" variant, with the interventions
+    const std::vector<intervention>& clean_iv = rq.baseline ? none : rq.interventions;
+    step s_clean = update(st.clean, nullptr, {m, rq.tokens, rq.baseline ? base_source : source, clean_iv, plan_clean, rq, use_cache});
     rep.baseline_run = s_clean.kind != STEP_NONE;
     if (!intervened) {
         set_status(rep, s_clean, c, T);
         out.run = out.base = st.clean.rec;
     } else {
-        step s = update(st.changed, &st.clean, {m, rq.tokens, rq.interventions, plan_changed, rq, use_cache});
+        step s = update(st.changed, &st.clean, {m, rq.tokens, source, rq.interventions, plan_changed, rq, use_cache});
         set_status(rep, s, c, T);
         out.run = st.changed.rec;
         out.base = st.clean.rec;

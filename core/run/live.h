@@ -20,11 +20,19 @@ namespace gb {
 struct live_request {
     std::vector<int> tokens;                 // [T] from position 0 (vision models: the positions, vision_tokens)
     std::vector<float> pixels;               // vision models: [C][S][S] the image (another image is a full run)
+    // encoder–decoders' decoder: the encoder's output [S][d] that the cross-attention reads, for the run with the
+    // interventions (source) and for the baseline (base_source: the encoder without them; empty = source). Not
+    // owned: they must outlive the call. Another source is a full run of that variant.
+    const std::vector<float>* source = nullptr;
+    const std::vector<float>* base_source = nullptr;
+    std::vector<std::string> source_pieces;  // [S] the source tokens' text, for the records (record::source_pieces)
     std::vector<intervention> interventions; // values are copied: the caller's may go after the call
     record_request keep;                     // what each record keeps; keep.budget_bytes covers the whole live
                                              // state (both records and the keys and values); 0 = no limit
     attention_fn attention;                  // empty = attention_cpu
     std::function<bool()> cancelled;         // asked before each layer
+    bool baseline = true;                    // keep a run without the interventions too (false: a one-shot run
+                                             // that needs no comparison; result::base is then the run itself)
 };
 
 // What a live run computed, for the app's status line, the benchmark and the tests.
@@ -53,6 +61,7 @@ struct live_variant {
     std::vector<intervention> iv;           // what rec was run with; SET values point into iv_values
     std::vector<std::vector<float>> iv_values;
     std::vector<float> pixels;              // vision models: the image rec was run on
+    std::vector<float> source;              // encoder–decoders' decoder: the encoder output rec was run on
     // A stopped run may have half written the cache: positions >= stale_token (a token change) or layers from
     // residual point stale_point (an intervention change) must be recomputed. -1: nothing stale.
     int stale_token = -1, stale_point = -1;

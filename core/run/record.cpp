@@ -12,19 +12,22 @@ bool record_plan::any(hook_point p) const {
     return std::find(keep[p].begin(), keep[p].end(), 1) != keep[p].end();
 }
 
-size_t record_layer_bytes(hook_point p, const model_config& c, int T, int n_out) {
+size_t record_layer_bytes(hook_point p, const model_config& c, int T, int n_out, int S) {
     if (p == HOOK_PATTERN) return sizeof(float) * (size_t)c.n_head * T * T;
+    if (p == HOOK_CROSS_PATTERN) return sizeof(float) * (size_t)c.n_head * T * S;
     const int rows = hook_is_final(p) ? n_out : T;
     return sizeof(float) * (size_t)rows * hook_width(p, c, T);
 }
 
-record_plan plan_record(const record_request& rq, const model_config& c, int T, int n_out) {
+record_plan plan_record(const record_request& rq, const model_config& c, int T, int n_out, int S) {
     const int L = c.n_layer;
     record_plan pl;
     for (int p = 0; p < HOOK_COUNT; p++) {
         const hook_point hp = (hook_point)p;
         pl.keep[p].assign(hook_is_final(hp) ? 1 : L, 0);
-        const bool wanted = (rq.points & hook_bit(hp)) && hook_exists(hp, c);
+        // the pattern bit asks for both attentions' patterns (an encoder–decoder's cross-attention too)
+        const bool asked = (rq.points & hook_bit(hp)) || (hp == HOOK_CROSS_PATTERN && (rq.points & hook_bit(HOOK_PATTERN)));
+        const bool wanted = asked && hook_exists(hp, c);
         for (int l = 0; l < (int)pl.keep[p].size(); l++) {
             const bool in_layers = hook_is_final(hp) || rq.layers.empty() || (l < (int)rq.layers.size() && rq.layers[l]);
             bool k = wanted && in_layers;
@@ -36,7 +39,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
     auto total = [&] {
         size_t b = 0;
         for (int p = 0; p < HOOK_COUNT; p++)
-            for (uint8_t k : pl.keep[p]) b += k ? record_layer_bytes((hook_point)p, c, T, n_out) : 0;
+            for (uint8_t k : pl.keep[p]) b += k ? record_layer_bytes((hook_point)p, c, T, n_out, S) : 0;
         return b;
     };
     pl.bytes = total();
@@ -48,7 +51,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
     std::vector<int> order(HOOK_COUNT);
     for (int p = 0; p < HOOK_COUNT; p++) order[p] = p;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return record_layer_bytes((hook_point)a, c, T, n_out) > record_layer_bytes((hook_point)b, c, T, n_out);
+        return record_layer_bytes((hook_point)a, c, T, n_out, S) > record_layer_bytes((hook_point)b, c, T, n_out, S);
     });
     std::vector<int> by_distance(L); // layers, farthest from the focus first; at equal distance the earlier one
     for (int l = 0; l < L; l++) by_distance[l] = l;
@@ -62,7 +65,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
         if (hook_is_final(hp)) continue;
         const int wanted = (int)std::count(pl.keep[p].begin(), pl.keep[p].end(), 1);
         int kept = wanted;
-        const size_t per_layer = record_layer_bytes(hp, c, T, n_out);
+        const size_t per_layer = record_layer_bytes(hp, c, T, n_out, S);
         for (int l : by_distance) {
             if (pl.bytes <= rq.budget_bytes || kept <= 1) break;
             if (!pl.keep[p][l]) continue;
@@ -85,7 +88,9 @@ size_t record::layer_floats(hook_point p) const {
     const int T = n_tokens;
     switch (p) {
     case HOOK_Q:
-    case HOOK_Z: return (size_t)T * n_head * d_head;
+    case HOOK_Z:
+    case HOOK_CROSS_Z: return (size_t)T * n_head * d_head;
+    case HOOK_CROSS_PATTERN: return (size_t)n_head * T * n_source;
     case HOOK_K:
     case HOOK_V: return (size_t)T * n_kv_head * d_head;
     case HOOK_PATTERN: return (size_t)n_head * T * T;

@@ -28,7 +28,8 @@ using tensor_buffer = std::vector<float, uninit_allocator<float>>;
 
 struct record_request {
     // bit p (hook_bit): keep point p at every layer in `layers` (a point the model does not have is not kept:
-    // the router's mixing weights, L*T*E floats, are kept by default for MoE models and absent in dense ones)
+    // the router's mixing weights, L*T*E floats, are kept by default for MoE models and absent in dense ones).
+    // The pattern's bit keeps the cross-attention's pattern too (an encoder–decoder's decoder).
     uint32_t points = hook_bit(HOOK_PATTERN) | hook_bit(HOOK_ROUTER);
     bool resid_stream = false;   // the residual stream at all 2L+1 points (record::resid): resid_pre of layer 0,
                                  // resid_mid and resid_post of every layer
@@ -46,10 +47,11 @@ struct record_plan {
     size_t bytes = 0;  // of the kept activations
     bool any(hook_point p) const;
 };
-// n_out: positions that get logits (1, or T with all logits).
-record_plan plan_record(const record_request& rq, const model_config& c, int n_tokens, int n_out);
+// n_out: positions that get logits (1, or T with all logits); n_source: S, the source positions an
+// encoder–decoder's decoder reads (its cross-attention's keys).
+record_plan plan_record(const record_request& rq, const model_config& c, int n_tokens, int n_out, int n_source = 0);
 // Bytes of one layer's activation at p for T tokens (final points: of their n_out rows).
-size_t record_layer_bytes(hook_point p, const model_config& c, int n_tokens, int n_out);
+size_t record_layer_bytes(hook_point p, const model_config& c, int n_tokens, int n_out, int n_source = 0);
 
 struct forward_timing {
     double total_ms = 0;
@@ -82,12 +84,13 @@ struct record {
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
     std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
     std::vector<int> logit_ids;       // when not empty, logits holds only these tokens' logits (forward_options::logit_ids)
-    // Encoder–decoders' decoder: cross-attention, target rows over source columns (run_seq2seq, core/run/seq2seq.h)
+    // Encoder–decoders' decoder: the cross-attention reads S source positions (run_seq2seq, core/run/seq2seq.h);
+    // its pattern is the point cross_pattern, [H][T][S] per layer
     int n_source = 0;                 // S: source positions (0: no cross-attention)
-    std::vector<float> cross;         // [L][H][T][S] probabilities, kept with the pattern
     std::vector<std::string> source_pieces; // [S] display text of each source token
-    const float* cross_head(int layer, int h) const { // [T][S], or nullptr
-        return cross.empty() ? nullptr : &cross[(((size_t)layer * n_head + h) * n_tokens) * n_source];
+    const float* cross_head(int layer, int h) const { // [T][S] of one head, or nullptr when its layer was not kept
+        const float* p = get(HOOK_CROSS_PATTERN, layer);
+        return p ? p + (size_t)h * n_tokens * n_source : nullptr;
     }
     int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
     std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...

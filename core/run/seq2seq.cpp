@@ -8,7 +8,7 @@
 
 namespace gb {
 
-bool is_seq2seq(const model& m) { return arch_table(m.config.arch).cross && m.encoder; }
+bool is_seq2seq(const model& m) { return kind_of(m.config) == KIND_SEQ2SEQ && m.encoder; }
 
 static void need_seq2seq(const model& m) {
     if (!is_seq2seq(m))
@@ -43,6 +43,14 @@ ablation stack_ablation(const ablation& ab, int n_layer, int n_head) {
     for (const head_ref& h : ab.heads)
         if (h.layer < n_layer && h.head < n_head) out.heads.push_back(h);
     return out;
+}
+
+void check_seq2seq_ablation(const ablation& ab, const model& m) {
+    need_seq2seq(m);
+    model_config widest = m.config; // (no experts: an expert ablation is refused as for any dense model)
+    widest.n_layer = std::max(m.config.n_layer, m.encoder->config.n_layer);
+    widest.n_head = std::max(m.config.n_head, m.encoder->config.n_head);
+    check_ablation(ab, widest);
 }
 
 std::vector<float> run_encoder(record* rec, const model& m, const std::vector<int>& source, const ablation& ab,
@@ -88,16 +96,21 @@ void run_seq2seq(seq2seq_record& out, const model& m, const std::vector<int>& so
 
 std::vector<float> cross_average(const record& dec, int layer) {
     const int T = dec.n_tokens, S = dec.n_source, H = dec.n_head;
-    if (dec.cross.empty() || S <= 0) return {};
+    if (S <= 0) return {};
     if (layer >= dec.n_layer) throw error("layer " + std::to_string(layer) + " is outside the decoder's " + std::to_string(dec.n_layer));
     const int l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? dec.n_layer : layer + 1;
     std::vector<double> sum((size_t)T * S, 0.0);
-    for (int l = l0; l < l1; l++)
+    int kept = 0; // layers whose pattern the record kept (a memory budget may leave some out)
+    for (int l = l0; l < l1; l++) {
+        if (!dec.has(HOOK_CROSS_PATTERN, l)) continue;
+        kept++;
         for (int h = 0; h < H; h++) {
             const float* c = dec.cross_head(l, h);
             for (size_t i = 0; i < sum.size(); i++) sum[i] += c[i];
         }
-    const double k = 1.0 / ((double)(l1 - l0) * H);
+    }
+    if (kept == 0) return {};
+    const double k = 1.0 / ((double)kept * H);
     std::vector<float> out(sum.size());
     for (size_t i = 0; i < sum.size(); i++) out[i] = (float)(sum[i] * k);
     return out;

@@ -37,6 +37,9 @@ std::vector<int> target_ids(const model& m, const std::string& text);
 // The part of an ablation that applies to a stack of n_layer layers and n_head heads (the shared layer index:
 // layers and heads past the stack's are dropped; a layer set that named only such layers is off).
 ablation stack_ablation(const ablation& ab, int n_layer, int n_head);
+// Throws gb::error for a layer or head that neither stack of m has (one the other stack lacks is fine: a
+// distilled BART has 12 encoder and 6 decoder layers).
+void check_seq2seq_ablation(const ablation& ab, const model& m);
 
 // The encoder's output [S][d] for the source under ab (its part of it); rec, when given, gets the encoder's
 // record (opt.keep). Throws gb::error for an empty or too-long source.
@@ -48,7 +51,7 @@ void run_seq2seq(seq2seq_record& out, const model& m, const std::vector<int>& so
                  const ablation& ab = {}, const forward_options& opt = {});
 
 // Cross-attention averaged over heads [T][S]: of one layer, or (layer -1) over every layer too; the classic
-// alignment picture of translation. Empty when the record has no cross-attention.
+// alignment picture of translation, over the layers the record kept. Empty when it kept none (or has no source).
 std::vector<float> cross_average(const record& dec, int layer = -1);
 // For each target row, the source position it attends to most in cross_average(dec, layer).
 std::vector<int> cross_alignment(const record& dec, int layer = -1);

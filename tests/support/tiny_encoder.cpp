@@ -252,7 +252,8 @@ gb::forward_options keep_every_point() {
     gb::forward_options opt;
     for (gb::hook_point p : {gb::HOOK_RESID_PRE, gb::HOOK_ATTN_IN, gb::HOOK_Q, gb::HOOK_K, gb::HOOK_V, gb::HOOK_Z,
                              gb::HOOK_HEAD_OUT, gb::HOOK_ATTN_OUT, gb::HOOK_RESID_MID, gb::HOOK_MLP_IN,
-                             gb::HOOK_MLP_POST, gb::HOOK_MLP_OUT, gb::HOOK_RESID_POST, gb::HOOK_FINAL_NORM})
+                             gb::HOOK_MLP_POST, gb::HOOK_MLP_OUT, gb::HOOK_RESID_POST, gb::HOOK_FINAL_NORM,
+                             gb::HOOK_CROSS_IN, gb::HOOK_CROSS_Z, gb::HOOK_CROSS_OUT}) // (kept by models that have them)
         opt.keep.points |= gb::hook_bit(p);
     opt.keep.resid_stream = true;
     return opt;

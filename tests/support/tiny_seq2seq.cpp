@@ -348,14 +348,19 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
         self_attention(dat, p, l, y, T, true);
         // cross-attention: queries from the decoder stream, keys and values from the encoder's output
         c.attn_in[l] = pre_ln ? layernorm(y, p + "encoder_attn_layer_norm", T, no_norm) : y;
+        dat.at(gb::HOOK_CROSS_IN, l, c.attn_in[l]);
         c.q[l] = linear(p + "encoder_attn.q_proj", c.attn_in[l], T, d, d);
         c.k[l] = linear(p + "encoder_attn.k_proj", enc, S, d, d);
         c.v[l] = linear(p + "encoder_attn.v_proj", enc, S, d, d);
         const vec pattern = attention_pattern(c.q[l], c.k[l], T, S, H, dh, false);
         std::copy(pattern.begin(), pattern.end(), c.attention.begin() + (size_t)l * H * T * S);
+        r.decoder.act[gb::HOOK_CROSS_PATTERN].resize(Ld);
+        r.decoder.act[gb::HOOK_CROSS_PATTERN][l] = pattern; // [H][T][S] (no edits: the cross-attention takes none)
         c.z[l] = pattern_values(pattern, c.v[l], T, S, H, dh);
+        dat.at(gb::HOOK_CROSS_Z, l, c.z[l]);
         c.attn_out[l] = linear(p + "encoder_attn.out_proj", c.z[l], T, d, d);
         if (no_attn) std::fill(c.attn_out[l].begin(), c.attn_out[l].end(), 0.0);
+        dat.at(gb::HOOK_CROSS_OUT, l, c.attn_out[l]);
         add_sublayer(y, c.attn_out[l], p + "encoder_attn_layer_norm", T, no_res, no_norm);
         for (int t = 0; t < T; t++) {
             double ss = 0;

@@ -46,7 +46,8 @@
 //   resid_post itself. No logits (the encoder has no head): its logits stay empty.
 // - decoder (a ref_trace with n_tokens = T): the same points for the self-attention and MLP sublayers, pattern
 //   [H][T][T] causal (0 above the diagonal); attention = the self-attention [L][H][T][T]. The cross-attention
-//   sublayer sits between resid_mid and mlp_in and has no hook point yet: its tensors are in ref_cross_trace,
+//   sublayer sits between resid_mid and mlp_in, with the points cross_in [T][d], cross_pattern [H][T][S], cross_z
+//   [T][H*dh] and cross_out [T][d]; ref_cross_trace holds its tensors too (q, k, v),
 //   including the stream after it (cross.resid), from which mlp_in is computed (Post-LN: mlp_in = cross.resid;
 //   Pre-LN: mlp_in = final_layer_norm(cross.resid)), and resid_post = LN(cross.resid + mlp_out) or
 //   cross.resid + mlp_out. So in the decoder trace resid_post does not follow from resid_mid and mlp_out alone.

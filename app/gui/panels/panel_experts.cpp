@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/routing.h"
+#include "run/predict.h"
 #include "ui.h"
 
 namespace gbui {

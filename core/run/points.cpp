@@ -1,0 +1,104 @@
+// What happens at the hook points of one forward call: the plan (which points change, are hooked or kept),
+// applying interventions, calling hooks, copying into the record, and the residual points' add-and-measure.
+#include <algorithm>
+
+#include "kernels/ops.h"
+#include "run/pass.h"
+
+namespace gb {
+
+static bool covers_layer(int want, hook_point p, int l) { return hook_is_final(p) || want < 0 || want == l; }
+
+point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, const record_plan* rp, int L) {
+    buf.assign((size_t)HOOK_COUNT * L + 2 * L + 1, 0); // keeps its capacity: no allocation after the first call
+    point_plan pl;
+    pl.n_layer = L;
+    pl.flags = buf.data();
+    pl.identity_norm = pl.flags + (size_t)HOOK_COUNT * L;
+    pl.no_residual = pl.identity_norm + L + 1;
+    for (const intervention& v : opt.interventions)
+        for (int l = 0; l < L; l++) {
+            if (!covers_layer(v.layer, v.point, l)) continue;
+            if (v.kind == INTERVENE_IDENTITY_NORM)
+                pl.identity_norm[v.point == HOOK_FINAL_NORM ? L : l] |= v.point == HOOK_MLP_IN ? 2 : 1;
+            else if (v.kind == INTERVENE_NO_RESIDUAL)
+                pl.no_residual[l] |= v.point == HOOK_RESID_POST ? 2 : 1;
+            else
+                pl.at(v.point, l) |= PT_CHANGE;
+        }
+    for (const hook& h : opt.hooks)
+        for (int l = 0; l < L; l++)
+            if (covers_layer(h.layer, h.point, l)) pl.at(h.point, l) |= PT_HOOK;
+    if (rp)
+        for (int p = 0; p < HOOK_COUNT; p++)
+            for (int l = 0; l < (int)rp->keep[p].size(); l++)
+                if (rp->keep[p][l] && p != HOOK_LOGITS) pl.at((hook_point)p, l) |= PT_KEEP;
+    return pl;
+}
+
+// The rows of t an intervention covers: its position's row or all; its head's slice or whole rows. A pattern is
+// [H][n][keys]: a block of n rows per head.
+static void apply_intervention(const intervention& v, hook_tensor& t, const model_config& c) {
+    const bool per_head = v.head >= 0, pattern = hook_is_pattern(t.point);
+    const int slice = per_head ? hook_head_width(t.point, c, t.width) : t.width;
+    const int col0 = per_head && !pattern ? v.head * slice : 0;
+    const int r0 = v.position >= 0 ? v.position - t.pos0 : 0;
+    const int r1 = v.position >= 0 ? r0 + 1 : t.n;
+    if (r0 < 0 || r0 >= t.n) return; // this call does not hold that position
+    const int blocks = pattern ? (per_head ? 1 : c.n_head) : 1;
+    const int block0 = pattern && per_head ? v.head : 0;
+    for (int b = 0; b < blocks; b++)
+        for (int r = r0; r < r1; r++) {
+            float* dst = t.row((block0 + b) * (pattern ? t.n : 0) + r) + col0;
+            if (v.kind == INTERVENE_ZERO) {
+                std::fill_n(dst, slice, 0.0f);
+            } else { // SET: one row given, or a row per position from 0
+                const float* src = v.position >= 0 ? v.values : v.values + (size_t)(t.pos0 + r) * slice;
+                std::copy_n(src, slice, dst);
+            }
+        }
+}
+
+bool visit(pass& f, hook_point p, int l, float* data, int n, int width, int stride) {
+    const uint8_t flags = f.plan.at(p, l);
+    if (!flags) return false;
+    hook_tensor t{p, hook_is_final(p) ? f.c.n_layer : l, data, n, f.pos0, width, stride};
+    bool wrote = false;
+    if (flags & PT_CHANGE)
+        for (const intervention& v : f.opt.interventions)
+            if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == p && covers_layer(v.layer, p, l)) {
+                apply_intervention(v, t, f.c);
+                wrote = true;
+            }
+    if (flags & PT_HOOK)
+        for (const hook& h : f.opt.hooks)
+            if (h.point == p && covers_layer(h.layer, p, l) && h.fn && h.fn(t)) wrote = true;
+    // a pattern is kept where the attention wrote it (blocks.cpp); other points are copied, rows packed
+    if ((flags & PT_KEEP) && f.rec && !hook_is_pattern(p)) {
+        // record rows are positions, except a final point's single row when only the last logits are kept
+        const int row0 = hook_is_final(p) && !f.rec->all_logits ? 0 : f.pos0;
+        float* dst = f.rec->get_mut(p, l) + (size_t)row0 * width;
+        for (int r = 0; r < n; r++) std::copy_n(data + (size_t)r * stride, width, dst + (size_t)r * width);
+    }
+    return wrote;
+}
+
+void residual_point(pass& f, const float* add, bool replace, int q, hook_point hp, int l, const char* where,
+                    const std::vector<float>* ln_g, const std::vector<float>* ln_b) {
+    const int d = f.c.d_model;
+    float* pn = f.norms ? f.norms + (size_t)q * f.norm_row + f.n0 : nullptr;
+    // with nothing to do at the point, the norms are measured in the add itself
+    const bool fused = !f.plan.at(hp, l) && !ln_g;
+    bool finite = residual_step(f.x, add, replace, fused ? pn : nullptr, f.n, d);
+    if (ln_g) norm_forward(f.x, f.x, ln_g, ln_b, f.arch.norm, f.c.norm_eps, f.n, d);
+    if (!fused) {
+        visit(f, hp, l, f.x, f.n, d, d);
+        finite = residual_step(f.x, nullptr, false, pn, f.n, d);
+    }
+    if (f.rec && f.rec->nonfinite_layer < 0 && !finite) {
+        f.rec->nonfinite_layer = std::max(l, 0);
+        f.rec->nonfinite_where = q == 0 ? std::string(where) : "L" + std::to_string(l) + " " + where;
+    }
+}
+
+} // namespace gb
