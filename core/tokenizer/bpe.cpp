@@ -46,6 +46,7 @@ enum bpe_order {
 // Priority of merging a and b under the order, false when they do not merge.
 static bool bpe_priority(double& priority, const tokenizer& t, bpe_order order, const std::string& a,
                          const std::string& b, std::string& key) {
+    encode_steps++;
     if (order == BPE_SCORE) {
         key.assign(a).append(b);
         auto it = t.ids.find(key);
@@ -86,6 +87,7 @@ static void bpe_merge(std::vector<std::string>& word, const tokenizer& t, bpe_or
     // cannot cut into the round (it never does with a trained merge list, where a merge ranks after its parts)
     std::vector<bpe_candidate>& fresh = order == BPE_RANK_ROUNDS ? pending : heap;
     while (!heap.empty()) {
+        encode_steps++;
         std::pop_heap(heap.begin(), heap.end(), bpe_later());
         bpe_candidate c = heap.back();
         heap.pop_back();
@@ -103,6 +105,7 @@ static void bpe_merge(std::vector<std::string>& word, const tokenizer& t, bpe_or
             // the rest of this round: the same pair further right (stale ones are dropped on the way)
             bool more = false;
             while (!heap.empty() && heap.front().priority == c.priority) {
+                encode_steps++;
                 std::pop_heap(heap.begin(), heap.end(), bpe_later());
                 bpe_candidate n = heap.back();
                 heap.pop_back();
@@ -200,6 +203,7 @@ static void encode_spm_word(std::vector<int>& out, const tokenizer& t, const std
     for (size_t i = 0; i < s.size();) {
         int n = utf8_seq_len(s, i);
         std::string cp = s.substr(i, n);
+        encode_steps++;
         auto it = t.ids.find(cp);
         if (it != t.ids.end()) {
             ids.push_back(it->second);

@@ -116,4 +116,12 @@ void encode_spm(std::vector<int>& out, const tokenizer& t, const std::string& te
 void encode_wordpiece(std::vector<int>& out, const tokenizer& t, const std::string& text);              // wordpiece.cpp
 void encode_unigram(std::vector<int>& out, const tokenizer& t, const std::string& text, bool at_start); // unigram.cpp
 
+// ---- encode's work, counted (tokenizer.cpp) ----
+// Steps gb::encode has taken on this thread: one per special token compared (tokenizer.cpp), split regex match
+// (pretokenize.cpp), BPE pair looked up or candidate taken from the heap, code point looked up (bpe.cpp),
+// WordPiece vocabulary lookup (wordpiece.cpp) and byte by which a Unigram lattice position narrows the sorted
+// pieces (unigram.cpp). Tests read it around an encode to check that the work grows linearly with the text: a
+// count does not vary with the machine's load as a clock does.
+extern thread_local uint64_t encode_steps;
+
 } // namespace gb

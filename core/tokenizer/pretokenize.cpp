@@ -94,6 +94,7 @@ void split_pieces(std::vector<std::string>& out, const std::string& text, const 
     if (!md) throw std::bad_alloc();
     size_t pos = 0;
     while (pos < text.size()) {
+        encode_steps++;
         int rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
         if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) // e.g. the JIT's stack: the interpreter has its own limits
             rc = pcre2_match(re, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,

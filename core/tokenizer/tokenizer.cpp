@@ -15,6 +15,8 @@
 
 namespace gb {
 
+thread_local uint64_t encode_steps = 0;
+
 static std::string nfc(const std::string& s) { return utf8proc_normalize(s, UTF8PROC_COMPOSE, "NFC"); }
 
 // Text without special tokens -> ids, by the tokenizer's kind.
@@ -46,8 +48,10 @@ std::vector<int> encode(const tokenizer& t, const std::string& input) {
         size_t best_len = 0;
         const std::string* best = nullptr;
         if (starts[(unsigned char)text[pos]])
-            for (const std::string& s : t.specials)
+            for (const std::string& s : t.specials) {
+                encode_steps++;
                 if (s.size() > best_len && text.compare(pos, s.size(), s) == 0) best = &s, best_len = s.size();
+            }
         if (!best) {
             pos++;
             continue;

@@ -244,6 +244,7 @@ static void unigram_word(std::vector<int>& out, const tokenizer& t, const std::s
         // the model pieces w[i..] starts with: narrow the sorted pieces one byte at a time
         size_t lo = 0, hi = t.pieces_sorted.size();
         for (size_t k = 0; i + k < n && lo < hi; k++) {
+            encode_steps++;
             if (t.vocab[t.pieces_sorted[lo]].size() == k) lo++; // the piece w[i, i+k) itself, already offered
             const unsigned char c = (unsigned char)w[i + k];
             auto byte_k = [&](int id) { return (unsigned char)t.vocab[id][k]; };

@@ -88,6 +88,7 @@ static void wordpiece_word(std::vector<int>& out, const tokenizer& t, const std:
         int id = -1;
         for (; end > start; end--) {
             piece.assign(start ? t.subword_prefix : std::string()).append(w, at[start], at[end] - at[start]);
+            encode_steps++;
             auto it = t.ids.find(piece);
             if (it != t.ids.end()) {
                 id = it->second;
