@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -14,6 +15,7 @@
 
 #include "kernels/gemm.h"
 #include "tiny_model.h"
+#include "tokenizer/internal.h"
 #include "util/error.h"
 
 void expect_gb_error(const std::function<void()>& fn, const std::string& needle) {
@@ -119,4 +121,21 @@ nlohmann::json run_json_encode(const std::string& json_path, const std::string& 
         return nullptr;
     }
     return nlohmann::json::parse(r.out);
+}
+
+std::vector<int> expect_linear_encode_work(const gb::tokenizer& t, const std::string& small, const std::string& big,
+                                           const std::string& what) {
+    const uint64_t s0 = gb::encode_steps;
+    gb::encode(t, small);
+    const uint64_t s1 = gb::encode_steps;
+    std::vector<int> ids = gb::encode(t, big);
+    const double small_steps = (double)(s1 - s0), big_steps = (double)(gb::encode_steps - s1);
+    const double k = (double)big.size() / (double)small.size();
+    EXPECT_GT(small_steps, 0.0) << what << ": no encode steps counted";
+    EXPECT_LE(big_steps, 1.5 * k * small_steps)
+        << what << ": " << big_steps << " steps for " << big.size() << " bytes, " << small_steps << " for "
+        << small.size() << " (" << big_steps / small_steps << " times the work for " << k << " times the text)";
+    std::printf("%s: %.0f encode steps for %zu bytes, %.0f for %zu (%.2f times the work for %.2f times the text)\n",
+                what.c_str(), big_steps, big.size(), small_steps, small.size(), big_steps / small_steps, k);
+    return ids;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/gemm.h"
+#include "tokenizer/tokenizer.h"
 
 // n token ids in [0, vocab), seeded (mt19937): the same prompt for the same seed.
 std::vector<int> random_tokens(int n, int vocab, uint32_t seed);
@@ -56,3 +57,10 @@ nlohmann::json run_json_encode(const std::string& json_path, const std::string& 
 #define NODE_RESULTS(want, n)                                                                                   \
     ASSERT_EQ((want).size(), (size_t)(n)) << "could not run node " << node_dir                                 \
                                           << "/json_encode.js (@lenml/tokenizers): run tools/setup.sh --tests"
+
+// Encodes small and big (about k times as long) and checks that gb::encode's work on big, counted by the tokenizer
+// (gb::encode_steps: its lookups and comparisons; a count, so the machine's load cannot fail it), is at most 1.5 k
+// times its work on small: linear growth, where a quadratic step would multiply it by k once more. what names the
+// case in failures. Returns big's ids.
+std::vector<int> expect_linear_encode_work(const gb::tokenizer& t, const std::string& small, const std::string& big,
+                                           const std::string& what);
