@@ -4,13 +4,13 @@
 // has none (byte fallback, the charsmap's per-grapheme rules); decoding; loaders' errors.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cpu_growth.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "tokenizer/tokenizer.h"
@@ -589,13 +589,14 @@ TEST(UnigramTokenizer, RoundTripsAndEdgeCases) {
     EXPECT_EQ(gb::single_token_id(t, "cat", "--target"), piece_id("▁cat"));
     expect_gb_error([&] { gb::decode(t, {100000}); }, "outside the vocabulary");
     expect_gb_error([&] { gb::encode(t, "bad \xff"); }, "invalid UTF-8 at byte 4");
-    // a long word: linear in its length (a quadratic lattice would take seconds)
-    std::string longw;
-    for (int i = 0; i < 20000; i++) longw += i % 7 ? "ab" : "☃";
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<int> ids = gb::encode(t, longw);
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
-    EXPECT_GT(ids.size(), 1000u);
+    // a long word: linear in its length, so 4 times the word takes about 4 times the CPU time (5 here: caches); a
+    // lattice that tried every end for every start would take 16 times (15.5 measured)
+    std::map<int, std::string> words; // units -> the word
+    for (int n : {5000, 20000})
+        for (int i = 0; i < n; i++) words[n] += i % 7 ? "ab" : "☃";
+    EXPECT_GT(gb::encode(t, words[20000]).size(), 1000u);
+    const double growth = cpu_growth([&](int n) { gb::encode(t, words.at(n)); }, 5000, 20000);
+    EXPECT_LT(growth, 9.0) << "a 4x longer word took " << growth << "x the CPU time";
 }
 
 TEST(UnigramTokenizer, FolderAndTypelessModel) {
