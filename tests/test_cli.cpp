@@ -147,15 +147,71 @@ TEST(Cli, TokenizeRoundTrip) {
     EXPECT_EQ(dec.out, "the cat\n");
 }
 
+// bench: one JSON entry per size asked, in that order, each with the repeat count and kernel asked for and
+// times that are positive, finite and ordered (min <= median <= max, the split within the slowest run); the printed header names the model's shape, the kernel and the
+// OpenMP threads it was given, and each printed row the JSON's numbers. One size alone is written as an object.
 TEST(Cli, BenchWritesJson) {
     std::string dir = test_temp_dir("cli_bench");
-    command_result r = cli("bench " + M() + " --tokens 8 --repeat 3 --json " + dir + "/b.json");
+    const tiny_model& tm = model_dir();
+    const std::vector<int> sizes{4, 8, 16};
+    const int repeat = 3;
+    command_result r = run_command("OMP_NUM_THREADS=1 " + std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli bench " +
+                                   M() + " --tokens 4,8,16 --repeat 3 --matmul fp32 --json " + dir + "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/b.json"));
-    EXPECT_EQ(j["tokens"], 8);
-    for (const char* k : {"median_ms", "min_ms", "max_ms"}) EXPECT_GT(j[k].get<double>(), 0.0) << k;
-    EXPECT_LE(j["min_ms"].get<double>(), j["median_ms"].get<double>());
-    for (const char* k : {"matmul", "attention", "rest"}) EXPECT_TRUE(j["split_ms"].contains(k)) << k;
+    const gb::model_config& c = tm.config;
+    const std::string shape = "model: gpt2, " + std::to_string(c.n_layer) + " layers, d " + std::to_string(c.d_model) +
+                              ", " + std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab_size) + " (";
+    EXPECT_NE(r.out.find(shape), std::string::npos) << "wanted '" << shape << "' in:\n" << r.out;
+    EXPECT_NE(r.out.find("backend: cpu, matmul: fp32, 1 threads,"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    ASSERT_TRUE(j.is_array()) << j.dump();
+    ASSERT_EQ(j.size(), sizes.size()) << j.dump();
+    std::map<int, double> printed_median; // tokens -> median_ms from the printed table
+    {
+        std::istringstream in(r.out);
+        for (std::string line; std::getline(in, line);) {
+            int t = 0;
+            double med = 0;
+            if (std::sscanf(line.c_str(), "%d %lf", &t, &med) == 2) printed_median[t] = med;
+        }
+    }
+    for (size_t i = 0; i < sizes.size(); i++) {
+        const nlohmann::json& e = j[i];
+        const std::string at = "entry " + std::to_string(i) + ": " + e.dump();
+        EXPECT_EQ(e["tokens"], sizes[i]) << at;
+        EXPECT_EQ(e["repeat"], repeat) << at;
+        EXPECT_EQ(e["matmul"], "fp32") << at;
+        for (const char* k : {"median_ms", "min_ms", "max_ms"}) {
+            ASSERT_TRUE(e[k].is_number()) << k << ", " << at;
+            EXPECT_TRUE(std::isfinite(e[k].get<double>())) << k << ", " << at;
+            EXPECT_GT(e[k].get<double>(), 0.0) << k << ", " << at;
+        }
+        const double mn = e["min_ms"], med = e["median_ms"], mx = e["max_ms"];
+        EXPECT_LE(mn, med) << at;
+        EXPECT_LE(med, mx) << at;
+        for (const char* k : {"matmul", "attention", "rest"}) {
+            ASSERT_TRUE(e["split_ms"][k].is_number()) << k << ", " << at;
+            EXPECT_TRUE(std::isfinite(e["split_ms"][k].get<double>())) << k << ", " << at;
+        }
+        // matmul and attention are timed inside each run (rest is the remainder, >= 0); over an odd number of runs
+        // some run is at or above both medians, so their sum is within the slowest run
+        const double mm = e["split_ms"]["matmul"], att = e["split_ms"]["attention"];
+        EXPECT_GT(mm, 0.0) << at;
+        EXPECT_GE(att, 0.0) << at;
+        EXPECT_GE(e["split_ms"]["rest"].get<double>(), 0.0) << at;
+        EXPECT_LE(mm + att, mx) << at;
+        ASSERT_EQ(printed_median.count(sizes[i]), 1u) << "no printed row for " << sizes[i] << " tokens:\n" << r.out;
+        EXPECT_NEAR(printed_median[sizes[i]], med, 0.006) << "the printed median (2 decimals) is the JSON's; " << at;
+    }
+    // one size: the entry itself
+    r = cli("bench " + M() + " --tokens 8 --repeat 2 --json " + dir + "/one.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json one = nlohmann::json::parse(slurp(dir + "/one.json"));
+    ASSERT_TRUE(one.is_object()) << one.dump();
+    EXPECT_EQ(one["tokens"], 8);
+    EXPECT_EQ(one["repeat"], 2);
+    EXPECT_LE(one["min_ms"].get<double>(), one["median_ms"].get<double>());
+    EXPECT_LE(one["median_ms"].get<double>(), one["max_ms"].get<double>());
 }
 
 // bench --incremental writes the live-recompute contract: medians of a full run, an append, an edit at T/2 and a

@@ -87,11 +87,29 @@ TEST(Gui, ScreenshotModeDrawsHeatmaps) {
     EXPECT_GT(colours.size(), 150u) << "the attention panel shows too few colours for heatmaps";
 }
 
+namespace {
+
+// What the app writes to stderr when it refuses to start: exactly one non-empty line (ended by its newline, no
+// other newline inside) naming what was wrong, and exit code 2.
+void expect_one_line_refusal(const command_result& r, const std::string& needle) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    ASSERT_FALSE(r.err.empty()) << "nothing on stderr";
+    EXPECT_EQ(r.err.back(), '\n') << r.err;
+    const std::string line = r.err.substr(0, r.err.size() - (r.err.back() == '\n'));
+    EXPECT_FALSE(line.empty()) << "an empty line";
+    EXPECT_EQ(line.find('\n'), std::string::npos) << "one line expected, got:\n" << r.err;
+    EXPECT_NE(line.find(needle), std::string::npos) << "'" << needle << "' not named in: " << line;
+}
+
+} // namespace
+
 TEST(Gui, BadModelFailsWithOneLineError) {
     ASSERT_TRUE(have_app());
-    int rc = run(xvfb_app("--model /nonexistent/model --screenshot /tmp/never.png"));
-    EXPECT_EQ(rc, 2);
-    EXPECT_EQ(run("'" + app + "' --size 3"), 2);
+    const std::string bad = test_temp_dir("gui_bad_model") + "/no such model";
+    const std::string png = test_temp_dir("gui_bad_model_shot") + "/never.png";
+    expect_one_line_refusal(run_command(xvfb_app("--model " + sq(bad) + " --screenshot " + sq(png))), bad);
+    EXPECT_FALSE(std::filesystem::exists(png)) << "no screenshot of a model that did not load";
+    expect_one_line_refusal(run_command(sq(app) + " --size 3"), "--size");
 }
 
 TEST(Gui, TypingAndAblationChangeWhatIsShown) {

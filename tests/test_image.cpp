@@ -1,5 +1,5 @@
 // Images for vision models (core/util/image.h): decoding PNG/JPEG, Pillow-exact resizing checked against a naive
-// double-precision resampler written here (and against Pillow itself where /usr/bin/python3 has it), HF's
+// double-precision resampler written here (and against Pillow itself, run by /usr/bin/python3), HF's
 // center crop and normalization, and reading preprocessor_config.json.
 #include <gtest/gtest.h>
 #include <stb_image_write.h>
@@ -569,13 +569,12 @@ TEST(PreprocessorConfig, BadFieldsAreNamed) {
     expect_gb_error([&] { gb::read_preprocessor_config(dir + "/preprocessor_config.json"); }, "cannot open " + dir);
 }
 
-// ---- Pillow itself, where /usr/bin/python3 has it ----
+// ---- Pillow itself: Debian's /usr/bin/python3 with python3-pil and python3-numpy (tools/setup.sh --tests) ----
 
 TEST(Resize, MatchesPillow) {
     command_result have = run_command("/usr/bin/python3 -c 'import PIL, numpy'");
-    if (have.code != 0) {
-        GTEST_SKIP() << "/usr/bin/python3 with PIL and numpy is not available";
-    }
+    ASSERT_EQ(have.code, 0) << "/usr/bin/python3 cannot import PIL and numpy (run tools/setup.sh --tests, which "
+                               "installs python3-pil and python3-numpy): " << have.err;
     const std::string dir = test_temp_dir("image_pil");
     // each case: the input as raw RGB, Pillow's resize of it, and a DeiT-style pipeline written as HF does it
     struct pil_case {

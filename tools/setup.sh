@@ -9,9 +9,10 @@ pkgs=(build-essential cmake pkg-config git help2man dpkg-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
       fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm)
 # the fuzzers and sanitizer builds (./test.sh) need clang with its runtime and OpenMP; the install test checks
-# the man pages with man and the .desktop entry with desktop-file-validate
+# the man pages with man and the .desktop entry with desktop-file-validate; Resize.MatchesPillow compares the
+# image resampler with Pillow's, run by /usr/bin/python3 (python3-pil does not pull in numpy)
 if [ "${1:-}" = "--tests" ]; then
-  pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev man-db desktop-file-utils)
+  pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev man-db desktop-file-utils python3-pil python3-numpy)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
