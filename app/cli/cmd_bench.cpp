@@ -1,0 +1,314 @@
+// glassbox-cli bench: forward passes timed with full capture, live recompute against a fresh forward, an
+// encoder–decoder's two stacks and its translation, and attention alone on the CPU and the GPU.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+#include <omp.h>
+
+#include "analysis/export.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
+#include "model/kind.h"
+#include "model/model.h"
+#include "run/forward.h"
+#include "run/generate.h"
+#include "run/live.h"
+#include "run/seq2seq.h"
+#include "run/vision.h"
+#include "util/error.h"
+
+#include "args.h"
+#include "commands.h"
+
+namespace cli {
+namespace {
+
+struct stats {
+    double median = 0, min = 0, max = 0;
+};
+stats summarize(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    stats s;
+    s.min = v.front();
+    s.max = v.back();
+    size_t n = v.size();
+    s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return s;
+}
+
+// Attention alone, GPU vs CPU, at the model's head shape: one layer, all heads, probabilities kept.
+void bench_attention_backends(const gb::model_config& c, const gb::attention_fn& gl, int repeat,
+                              nlohmann::json& results) {
+    std::printf("\nattention only (one layer, %d heads, d_head %d, probabilities read back):\n", c.n_head, c.d_head);
+    std::printf("%8s %12s %12s %8s\n", "tokens", "cpu_ms", "gl_ms", "gl/cpu");
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int T : {64, 256, 1024}) {
+        const int qw = c.n_head * c.d_head, kw = c.n_kv_head * c.d_head;
+        std::vector<float> q((size_t)T * qw), k((size_t)T * kw), v((size_t)T * kw);
+        for (auto* buf : {&q, &k, &v})
+            for (float& x : *buf) x = nd(rng);
+        std::vector<float> probs((size_t)c.n_head * T * T), out((size_t)T * qw);
+        gb::attention_args aa{q.data(), k.data(), v.data(), qw, kw, T, 0, c.n_head, c.n_kv_head, c.d_head,
+                              probs.data(), out.data(), qw};
+        auto time_it = [&](const gb::attention_fn& f) {
+            std::vector<double> ms;
+            for (int r = -1; r < repeat; r++) {
+                auto t0 = std::chrono::steady_clock::now();
+                f(aa);
+                double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= 0) ms.push_back(dt);
+            }
+            return summarize(ms).median;
+        };
+        double cpu = time_it(gb::attention_cpu), gpu = time_it(gl);
+        std::printf("%8d %12.2f %12.2f %8.2f\n", T, cpu, gpu, gpu / cpu);
+        results.push_back({{"attention_only", true}, {"tokens", T}, {"cpu_ms", cpu}, {"gl_ms", gpu}});
+    }
+}
+
+// Live recompute (core/run/live.h) against a fresh forward, all keeping what the app keeps (patterns, z, MLP outputs,
+// the residual stream): append one token, edit the middle token, toggle a last-layer head ablation.
+int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn& attention, int repeat) {
+    const gb::model_config& c = m.config;
+    const int T = (int)parse_int(a.get("tokens", "256"), "--tokens (one count with --incremental)", 2, c.n_ctx);
+    std::mt19937 rng(99);
+    auto random_tokens = [&](int n) {
+        std::vector<int> ids(n);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        return ids;
+    };
+    const std::vector<int> tokens = random_tokens(T);
+    gb::live_request rq;
+    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    rq.keep.resid_stream = true;
+    rq.attention = attention;
+    auto ms_of = [](auto&& f) {
+        auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::printf("model: %s, %d layers, d %d, %d heads (%d KV), %d tokens, %s, matmul %s, %d threads\n",
+                c.model_type.c_str(), c.n_layer, c.d_model, c.n_head, c.n_kv_head, T, attention ? "gl" : "cpu",
+                gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
+    std::vector<double> full, append, edit, from_layer;
+    gb::live_result out;
+    size_t record_mb = 0;
+    for (int r = -1; r < repeat; r++) { // fresh: a new live state each time (r = -1 warms caches)
+        gb::live_state st;
+        rq.tokens = tokens;
+        rq.interventions.clear();
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (r >= 0) full.push_back(ms);
+    }
+    {
+        size_t bytes = 0;
+        for (int p = 0; p < gb::HOOK_COUNT; p++)
+            for (const auto& t : out.run->acts[p]) bytes += t->size() * sizeof(float);
+        record_mb = bytes >> 20;
+    }
+    gb::live_state st;
+    rq.tokens.assign(tokens.begin(), tokens.end() - 1);
+    gb::live_run(out, st, m, rq);
+    for (int r = -1; r < repeat; r++) { // T-1 kept, one token appended (timed), then the end deleted again
+        rq.tokens.assign(tokens.begin(), tokens.end() - 1);
+        rq.tokens.push_back((tokens.back() + r + 1) % c.vocab_size);
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (out.report.from_token != T - 1) throw gb::error("internal: append recomputed from " + std::to_string(out.report.from_token));
+        if (r >= 0) append.push_back(ms);
+        rq.tokens.pop_back();
+        gb::live_run(out, st, m, rq);
+    }
+    rq.tokens = tokens;
+    gb::live_run(out, st, m, rq);
+    for (int r = -1; r < repeat; r++) { // the token at T/2 changed: from there on
+        rq.tokens[T / 2] = (tokens[T / 2] + 1 + (r & 1)) % c.vocab_size;
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        if (r >= 0) edit.push_back(ms);
+    }
+    bool baseline_cached = true;
+    gb::ablation ab;
+    ab.heads = {{c.n_layer - 1, 0}};
+    rq.interventions = gb::ablation_interventions(ab, c);
+    gb::live_run(out, st, m, rq); // the first ablated run starts from the clean one's kept layers
+    const double first_toggle_ms = out.report.ms;
+    for (int r = -1; r < repeat; r++) { // alternate heads of the last layer: that layer only
+        ab.heads = {{c.n_layer - 1, (r & 1) % c.n_head}};
+        ab.no_layernorm.on = c.n_head == 1 && (r & 1); // one head: alternate it with its layer's norms instead
+        ab.no_layernorm.layers = {c.n_layer - 1};
+        rq.interventions = gb::ablation_interventions(ab, c);
+        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+        baseline_cached &= !out.report.baseline_run;
+        if (r >= 0) from_layer.push_back(ms);
+    }
+    const double f = summarize(full).median, ap = summarize(append).median, ed = summarize(edit).median,
+                 fl = summarize(from_layer).median;
+    std::printf("record kept: %zu MB\n", record_mb);
+    std::printf("%-34s %10s %10s\n", "", "median_ms", "x full");
+    std::printf("%-34s %10.2f %10.3f\n", "full (fresh forward, full capture)", f, 1.0);
+    std::printf("%-34s %10.2f %10.3f\n", "append one token", ap, ap / f);
+    std::printf("%-34s %10.2f %10.3f\n", "edit the token at T/2", ed, ed / f);
+    std::printf("%-34s %10.2f %10.3f\n", "ablation toggled on the last layer", fl, fl / f);
+    std::printf("first ablation after a clean run: %.2f ms (copies the clean run's keys and values)\n", first_toggle_ms);
+    std::printf("baseline cached on ablation changes: %s\n", baseline_cached ? "yes" : "no");
+    nlohmann::json j = {{"tokens", T},
+                        {"full_ms", f},
+                        {"append_ms", ap},
+                        {"edit_ms", ed},
+                        {"from_layer_ms", fl},
+                        {"first_toggle_ms", first_toggle_ms},
+                        {"baseline_cached", baseline_cached},
+                        {"repeat", repeat},
+                        {"record_mb", record_mb},
+                        {"model", m.path},
+                        {"matmul", gb::matmul_name(gb::matmul_kind_now())},
+                        {"backend", attention ? "gl" : "cpu"}};
+    if (a.has("json")) gb::write_json(a.get("json"), j);
+    return 0;
+}
+
+// An encoder–decoder: source and target of T tokens each (random ids), both stacks with the app's full capture
+// (every self- and cross-attention pattern), and the encoder alone; then a greedy translation of a 16-token source
+// through the decoder's cache, per generated token.
+int bench_seq2seq(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat,
+                  const gb::attention_fn& attention, const std::string& renderer) {
+    const gb::model_config& c = m.config;
+    const gb::model_config& ec = m.encoder->config;
+    std::printf("model: %s, %d encoder + %d decoder layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(),
+                ec.n_layer, c.n_layer, c.d_model, c.n_head, c.vocab_size, m.path.c_str());
+    std::printf("backend: %s, matmul: %s, %d threads; source and target of T tokens each, full capture of both stacks\n",
+                attention ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()),
+                omp_get_max_threads());
+    std::printf("%8s %10s %10s %10s %12s\n", "tokens", "median_ms", "min_ms", "max_ms", "encoder_ms");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    auto random_ids = [&](int n) {
+        std::vector<int> ids(n);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        return ids;
+    };
+    auto ms_since = [](std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    gb::forward_options opt;
+    opt.attention = attention;
+    for (int T : sizes) {
+        if (T > ec.n_ctx) throw usage_error("--tokens " + std::to_string(T) + ": the encoder's context is " + std::to_string(ec.n_ctx));
+        std::vector<double> both, enc;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> src = random_ids(T), tgt = random_ids(T);
+            tgt[0] = c.decoder_start_id;
+            auto t0 = std::chrono::steady_clock::now();
+            gb::record er;
+            gb::run_encoder(&er, m, src, {}, opt);
+            const double e = ms_since(t0);
+            gb::seq2seq_record sr;
+            t0 = std::chrono::steady_clock::now();
+            gb::run_seq2seq(sr, m, src, tgt, {}, opt);
+            const double b = ms_since(t0);
+            if (r >= 0) enc.push_back(e), both.push_back(b);
+        }
+        const stats s = summarize(both), se = summarize(enc);
+        std::printf("%8d %10.2f %10.2f %10.2f %12.2f\n", T, s.median, s.min, s.max, se.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T}, {"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max},
+                           {"encoder_ms", se.median}, {"repeat", repeat},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())}});
+    }
+    // greedy translation: the source once through the encoder, then one decoder step per token through the cache
+    const int S = std::min(16, ec.n_ctx), max_new = std::min(32, c.n_ctx - 1);
+    std::vector<double> per_token;
+    int made = 0;
+    for (int r = -1; r < repeat; r++) {
+        const gb::generation g = gb::translate(m, random_ids(S), max_new, gb::sampling{});
+        if (r >= 0 && !g.ids.empty()) per_token.push_back(g.ms / (double)g.ids.size()), made = (int)g.ids.size();
+    }
+    if (!per_token.empty()) {
+        const double ms = summarize(per_token).median;
+        std::printf("translate (greedy, %d source tokens, %d target tokens): %.2f ms a token (%.1f tokens/s), encoder "
+                    "included\n", S, made, ms, 1000.0 / ms);
+        results.push_back({{"translate_source_tokens", S}, {"translate_tokens", made}, {"ms_per_token", ms}});
+    }
+    if (a.has("json")) gb::write_json(a.get("json"), results);
+    return 0;
+}
+
+} // namespace
+
+int cmd_bench(const args& a) {
+    gb::model m = open_model(a);
+    // an image classifier always runs its image's positions: random pixels in the normalised range
+    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
+    if (gb::is_seq2seq(m) && a.has("incremental"))
+        throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
+                          " reruns both stacks on every change)");
+    if (vision && a.has("incremental"))
+        throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
+    if (vision && a.has("tokens"))
+        throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
+                          std::to_string(m.config.n_ctx) + " positions");
+    std::vector<float> pixels;
+    if (vision) {
+        std::mt19937 prng(7);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        pixels.resize((size_t)3 * m.config.image_size * m.config.image_size);
+        for (float& p : pixels) p = u(prng);
+    }
+    std::vector<int> sizes;
+    for (const std::string& s : split(vision ? std::to_string(m.config.n_ctx) : a.get("tokens", "16,64,256"), ','))
+        sizes.push_back((int)parse_int(s, "--tokens", 1, m.config.n_ctx));
+    int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
+    std::string renderer;
+    gb::attention_fn gl = choose_backend(a, &renderer);
+    if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
+    if (gb::is_seq2seq(m)) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
+    const gb::model_config& c = m.config;
+    std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
+                c.n_head, c.vocab_size, m.path.c_str());
+    std::printf("backend: %s, matmul: %s, %d threads, full capture (attention of every layer and head)\n",
+                gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
+    std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "tokens", "median_ms", "min_ms", "max_ms", "matmul", "attention",
+                "rest");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    for (int T : sizes) {
+        gb::forward_options opt;
+        opt.attention = gl;
+        if (vision) opt.pixels = pixels.data();
+        std::vector<double> total, mm, at, rest;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> ids(T);
+            for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            if (vision) ids = gb::vision_tokens(c);
+            gb::record cap;
+            auto t0 = std::chrono::steady_clock::now();
+            gb::run_forward(cap, m, ids, {}, opt);
+            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (r < 0) continue;
+            total.push_back(ms);
+            mm.push_back(cap.timing.matmul_ms);
+            at.push_back(cap.timing.attention_ms);
+            rest.push_back(ms - cap.timing.matmul_ms - cap.timing.attention_ms);
+        }
+        stats s = summarize(total);
+        stats smm = summarize(mm), sat = summarize(at), sr = summarize(rest);
+        std::printf("%8d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", T, s.median, s.min, s.max, smm.median,
+                    sat.median, sr.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T},
+                           {"median_ms", s.median},
+                           {"min_ms", s.min},
+                           {"max_ms", s.max},
+                           {"repeat", repeat},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())},
+                           {"split_ms", {{"matmul", smm.median}, {"attention", sat.median}, {"rest", sr.median}}}});
+    }
+    if (gl) bench_attention_backends(c, gl, repeat, results);
+    if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
+    return 0;
+}
+
+} // namespace cli

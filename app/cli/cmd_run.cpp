@@ -1,0 +1,250 @@
+// glassbox-cli run: one forward pass and what the model predicts (next token, fill mask, classes, the
+// next target token of an encoder–decoder), with --json and --npy-dir.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "analysis/export.h"
+#include "analysis/fill_mask.h"
+#include "analysis/rollout.h"
+#include "analysis/routing.h"
+#include "kernels/softmax.h"
+#include "model/kind.h"
+#include "model/model.h"
+#include "run/forward.h"
+#include "run/hooks.h"
+#include "run/seq2seq.h"
+#include "run/vision.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/image.h"
+#include "util/npy.h"
+
+#include "args.h"
+#include "commands.h"
+
+namespace cli {
+namespace {
+
+// MoE models: the experts each layer chose for the last token, with their mixing weights, largest first; an
+// ablated expert has weight 0 (it did not run) and is named after them.
+void print_routing(const gb::model& m, const gb::record& cap, const gb::ablation& ab) {
+    const gb::model_config& c = m.config;
+    if (c.n_expert <= 0) return;
+    const int T = cap.n_tokens, E = c.n_expert;
+    std::printf("experts of the last token \"%s\" (top %d of %d per layer):\n", visible(cap.pieces[T - 1]).c_str(),
+                c.n_expert_used, E);
+    const gb::routing_table rt = gb::routing_of(cap, E);
+    for (int l = 0; l < c.n_layer; l++) {
+        std::printf("  L%-3d", l);
+        if (!rt.kept[l]) {
+            std::printf(" (not kept: memory budget)\n");
+            continue;
+        }
+        const int* ids = rt.cell_ids(l, T - 1);
+        const float* w = rt.cell_weights(l, T - 1);
+        int n = 0;
+        for (; n < rt.k && ids[n] >= 0; n++) std::printf("  expert %-3d %.3f", ids[n], w[n]);
+        if (n == 0) std::printf("  (no expert)");
+        for (const gb::head_ref& e : ab.experts)
+            if (e.layer == l) std::printf("  [expert %d ablated]", e.head);
+        std::printf("\n");
+    }
+}
+
+void print_top(const gb::model& m, const std::string& title, const std::vector<gb::token_prob>& top) {
+    std::printf("%s\n", title.c_str());
+    int rank = 1;
+    for (const gb::token_prob& tp : top)
+        std::printf("  %2d. %s %.4f  (id %d)\n", rank++, padded(quoted(m, tp.id), 20).c_str(), tp.prob, tp.id);
+}
+
+// Encoders: the masked-LM head's fillers for each mask token; without one, its best guess at every position
+// (how well it reconstructs the prompt). Returns the mask positions' slots (for --json).
+std::vector<gb::fill_slot> print_fill_mask(const gb::model& m, const gb::record& cap, int top_k) {
+    const std::vector<int> at = gb::mask_positions(cap, m.tok);
+    const std::vector<gb::fill_slot> fills = gb::fill_mask(cap, at, top_k);
+    for (const gb::fill_slot& f : fills)
+        print_top(m, "fill mask at position " + std::to_string(f.position) + " (top " + std::to_string(top_k) + "):", f.top);
+    if (fills.empty()) {
+        const std::string mask = m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id) : "a mask token";
+        std::printf("no %s in the prompt; the masked-LM head's best guess at each position:\n", mask.c_str());
+        std::vector<int> all(cap.n_tokens);
+        for (int t = 0; t < cap.n_tokens; t++) all[t] = t;
+        for (const gb::fill_slot& f : gb::fill_mask(cap, all, 1))
+            std::printf("  %3d %-16s -> %-16s %.4f\n", f.position, ("\"" + visible(cap.pieces[f.position]) + "\"").c_str(),
+                        quoted(m, f.top[0].id).c_str(), f.top[0].prob);
+    }
+    return fills;
+}
+
+// Vision models: the classifier's top classes at [CLS] and where [CLS] looked (attention rollout).
+void print_classes(const gb::model& m, const gb::record& cap, const std::vector<float>& roll, int top_k) {
+    print_top(m, "top " + std::to_string(top_k) + " classes:", gb::top_k_probs(cap.logits.data(), cap.vocab, top_k));
+    std::vector<int> order;
+    for (int t = m.config.n_prefix; t < cap.n_tokens; t++) order.push_back(t);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return roll[x] > roll[y]; });
+    std::printf("patches [CLS] draws on most (attention rollout over all layers):");
+    for (size_t i = 0; i < order.size() && i < 5; i++) std::printf(" %s %.3f", cap.pieces[order[i]].c_str(), roll[order[i]]);
+    std::printf("\n");
+}
+
+// --image FILE for a vision model (its pixels, kept alive for the run) or --prompt TEXT for the others; the ids
+std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
+    if (gb::kind_of(m.config) != gb::KIND_VISION) {
+        if (a.has("image"))
+            throw usage_error("--image: " + m.path + " is a text model (" + gb::arch_table(m.config.arch).name +
+                              "); images are for ViT and DeiT classifiers");
+        return prompt_ids(m, a.need("prompt"), a.has("bos"));
+    }
+    if (a.has("prompt"))
+        throw usage_error("--prompt: " + m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
+                          "); give --image FILE");
+    const gb::image img = gb::load_image(a.need("image"));
+    pixels = gb::vision_pixels(m, img);
+    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
+                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
+    return gb::vision_tokens(m.config);
+}
+
+// Encoder–decoders: the source through the encoder, the target (given, or the greedy translation) through the
+// decoder; the next target token, and which source token each target token reads most (cross-attention averaged
+// over heads and layers)
+int run_seq2seq(const args& a, const gb::model& m) {
+    if (a.has("prompt") || a.has("image"))
+        throw usage_error(std::string(a.has("prompt") ? "--prompt" : "--image") + ": " + m.path +
+                          " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
+    const std::vector<int> src = gb::source_ids(m, a.need("source"));
+    const gb::ablation ab = parse_ablation(a, m.config);
+    const int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
+    const std::vector<int> tgt = seq2seq_target(a, m, src, ab);
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
+    gb::seq2seq_record r;
+    gb::run_seq2seq(r, m, src, tgt, ab, opt);
+    const gb::record& dec = r.decoder;
+    std::printf("source (%d):", r.encoder.n_tokens);
+    for (int t = 0; t < r.encoder.n_tokens; t++) std::printf(" [%d \"%s\"]", src[t], visible(r.encoder.pieces[t]).c_str());
+    std::printf("\ntarget (%d):", dec.n_tokens);
+    for (int t = 0; t < dec.n_tokens; t++) std::printf(" [%d \"%s\"]", tgt[t], visible(dec.pieces[t]).c_str());
+    const std::vector<int> body(tgt.begin() + 1, tgt.end());
+    std::printf("\ntranslation: %s\nablation: %s\n", terminal_safe(gb::utf8_sanitize(gb::decode(m.tok, body)), true).c_str(),
+                ab.describe().c_str());
+    if (dec.nonfinite_layer >= 0) std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", dec.nonfinite_where.c_str());
+    print_top(m, "top " + std::to_string(top_k) + " next target tokens:", gb::top_k_probs(dec.last_logits(), dec.vocab, top_k));
+    // decoder row t reads target token t and writes token t + 1 (the last row: its prediction), so the token a
+    // row's cross-attention translates is the one it writes
+    const std::vector<int> align = gb::cross_alignment(dec);
+    std::printf("alignment (the token each decoder row writes, and the source token it reads most: cross-attention "
+                "averaged over heads and layers):\n");
+    for (int t = 0; t < dec.n_tokens; t++) {
+        const int writes = t + 1 < dec.n_tokens ? tgt[t + 1] : gb::top_k_probs(dec.last_logits(), dec.vocab, 1)[0].id;
+        std::printf("  %s <- %s\n", padded(quoted(m, writes), 16).c_str(),
+                    ("\"" + visible(r.encoder.pieces[align[t]]) + "\"").c_str());
+    }
+    if (a.has("json")) {
+        nlohmann::json j = gb::capture_json(m, dec, ab, top_k);
+        j["source_ids"] = src;
+        j["source_tokens"] = r.encoder.pieces;
+        j["target_ids"] = tgt;
+        j["translation"] = gb::utf8_sanitize(gb::decode(m.tok, body));
+        j["alignment"] = align;
+        j["encoder_resid_norm"] = r.encoder.resid_norm;
+        gb::write_json(a.get("json"), j);
+    }
+    if (a.has("npy-dir")) {
+        const std::string dir = a.get("npy-dir");
+        // the encoder's record as a decoder-only run's (tokens.npy the source, attention.npy its self-attention),
+        // then the decoder's under decoder_* and the cross-attention; logits.npy is the decoder's [T, V]
+        gb::write_capture_npy(dir, r.encoder);
+        gb::write_record_npy(dir, r.encoder);
+        const int L = dec.n_layer, H = dec.n_head, T = dec.n_tokens, S = dec.n_source;
+        gb::write_npy(dir + "/logits.npy", {T, dec.vocab}, dec.logits.data());
+        gb::write_npy(dir + "/decoder_attention.npy", {L, H, T, T}, dec.flat(gb::HOOK_PATTERN).data());
+        gb::write_npy(dir + "/cross_attention.npy", {L, H, T, S}, dec.cross.data());
+        gb::write_npy(dir + "/decoder_residual_norms.npy", {2 * L + 1, T}, dec.resid_norm.data());
+        const std::vector<int32_t> ids(tgt.begin(), tgt.end());
+        gb::write_npy(dir + "/target_tokens.npy", {T}, ids.data());
+    }
+    return 0;
+}
+
+} // namespace
+
+int cmd_run(const args& a) {
+    gb::model m = open_model(a);
+    if (gb::is_seq2seq(m)) return run_seq2seq(a, m);
+    for (const char* k : {"source", "target-text"})
+        if (a.has(k))
+            throw usage_error(std::string("--") + k + ": " + m.path + " is not an encoder–decoder (" +
+                              gb::arch_table(m.config.arch).name + "); give --prompt TEXT");
+    std::vector<float> pixels;
+    std::vector<int> ids = run_input(a, m, pixels);
+    gb::ablation ab = parse_ablation(a, m.config);
+    int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
+    gb::forward_options opt;
+    opt.all_logits = a.has("all-logits");
+    opt.attention = choose_backend(a);
+    if (!pixels.empty()) opt.pixels = pixels.data();
+    if ((int)ids.size() > m.config.n_ctx)
+        throw gb::error("prompt too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
+                        std::to_string(m.config.n_ctx));
+    // --keep: more hook points into the record, written to --npy-dir
+    for (const std::string& name : split(a.get("keep"), ',')) {
+        if (!a.has("npy-dir")) throw usage_error("--keep names points to write to --npy-dir, but no --npy-dir was given");
+        if (name == "resid_stream") opt.keep.resid_stream = true;
+        else {
+            const gb::hook_point p = gb::parse_hook_point(name);
+            if (!gb::hook_exists(p, m.config))
+                throw usage_error("--keep " + name + ": " + (p == gb::HOOK_ROUTER ? "this model has no experts (its MLP is dense)"
+                                                                                  : "an MoE model's MLP has no single activation (see router)"));
+            opt.keep.points |= gb::hook_bit(p);
+        }
+    }
+    // capture budget: beyond it only some layers are kept (the rest are zero in attention.npy and the others)
+    opt.keep.budget_bytes = (size_t)parse_int(a.get("capture-budget", "512"), "--capture-budget", 1, 1 << 20) << 20;
+    gb::record cap;
+    gb::run_forward(cap, m, ids, ab, opt);
+    if (!cap.budget_note.empty())
+        std::fprintf(stderr, "notice: %s; raise --capture-budget to keep every layer\n", cap.budget_note.c_str());
+
+    if (!pixels.empty()) // an image's positions are named by their place: the first and last say it all
+        std::printf("positions (%d): %s .. %s", cap.n_tokens, cap.pieces[0].c_str(), cap.pieces.back().c_str());
+    else std::printf("tokens (%d):", cap.n_tokens);
+    for (int t = 0; t < cap.n_tokens && pixels.empty(); t++) std::printf(" [%d \"%s\"]", cap.tokens[t], visible(cap.pieces[t]).c_str());
+    std::printf("\nablation: %s\n", ab.describe().c_str());
+    if (cap.nonfinite_layer >= 0)
+        std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
+    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
+    const bool encoder = gb::arch_table(m.config.arch).bidirectional && !vision;
+    std::vector<gb::fill_slot> fills;
+    const std::vector<float> roll = vision ? gb::attention_rollout(cap) : std::vector<float>(); // [T][T], row 0 [CLS]
+    if (vision) print_classes(m, cap, roll, top_k);
+    else if (encoder) fills = print_fill_mask(m, cap, top_k);
+    else print_top(m, "top " + std::to_string(top_k) + " next tokens:", gb::top_k_probs(cap.last_logits(), cap.vocab, top_k));
+    print_routing(m, cap, ab);
+    if (a.has("json")) {
+        nlohmann::json j = gb::capture_json(m, cap, ab, top_k);
+        if (encoder) j["fill_mask"] = gb::fill_mask_json(fills, cap, m.tok);
+        if (vision) {
+            j["classes"] = gb::fill_mask_json(gb::fill_mask(cap, {0}, top_k), cap, m.tok)[0]["top"];
+            j["image"] = a.get("image");
+            j["rollout_cls"] = std::vector<float>(roll.begin(), roll.begin() + cap.n_tokens);
+        }
+        gb::write_json(a.get("json"), j);
+    }
+    if (a.has("npy-dir")) {
+        gb::write_capture_npy(a.get("npy-dir"), cap);
+        gb::write_record_npy(a.get("npy-dir"), cap);
+        if (vision) {
+            const int T = cap.n_tokens;
+            gb::write_npy(a.get("npy-dir") + "/rollout.npy", {T, T}, roll.data());
+            gb::write_npy(a.get("npy-dir") + "/pixels.npy", {3, m.config.image_size, m.config.image_size}, pixels.data());
+        }
+    }
+    return 0;
+}
+
+} // namespace cli

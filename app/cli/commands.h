@@ -1,0 +1,47 @@
+// The glassbox-cli commands: their documentation (the overview, each command's options and --help) and the
+// functions that run them, one file each (cmd_<name>.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace cli {
+
+struct args;
+
+// The overview (glassbox-cli --help) and the exit codes every command shares.
+extern const char* usage_text;
+extern const char* exit_codes_text;
+
+// One option of a command, as its --help lists it. arg is the value's placeholder; empty for a flag.
+struct option_doc {
+    std::string name, arg, help;
+};
+struct command_doc {
+    std::string name, summary;
+    std::vector<std::string> synopsis; // each after "glassbox-cli NAME "
+    std::vector<option_doc> options;
+};
+
+// Every command and its options. The parser accepts exactly the options listed here.
+const std::vector<command_doc>& command_docs();
+const command_doc* find_command(const std::string& name); // nullptr when there is none
+std::string command_names();                              // "run, generate, ..."
+// `glassbox-cli NAME --help`: what the command does, its usage, every option it takes, the exit codes.
+std::string command_help(const command_doc& c);
+
+// The commands; each returns the exit code.
+int cmd_run(const args& a);
+int cmd_generate(const args& a);
+int cmd_tokenize(const args& a);
+int cmd_lens(const args& a);
+int cmd_attribute(const args& a);
+int cmd_heads(const args& a);
+int cmd_patch(const args& a);
+int cmd_bench(const args& a);
+int cmd_make_random(const args& a);
+int cmd_info(const args& a);
+int cmd_learn(const args& a);
+int cmd_break_it(const args& a);
+int cmd_selftest(const args& a);
+
+} // namespace cli
