@@ -32,13 +32,13 @@ args parse_args(int argc, char** argv) {
     args a;
     if (argc < 2) throw usage_error("missing command (" + command_names() + ")");
     a.command = argv[1];
-    const command_doc* cmd = find_command(a.command);
+    const command* cmd = find_command(a.command);
     if (!cmd) throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
     // An option another command takes is refused by name ("run does not take --temperature") rather than
     // silently ignored.
     std::set<std::string> flag_names{"help"}, option_names, any_name;
     for (const option_doc& o : cmd->options) (o.arg.empty() ? flag_names : option_names).insert(o.name);
-    for (const command_doc& c : command_docs())
+    for (const command& c : command_table())
         for (const option_doc& o : c.options) any_name.insert(o.name);
     for (int i = 2; i < argc; i++) {
         std::string s = argv[i];

@@ -16,18 +16,22 @@ extern const char* exit_codes_text;
 struct option_doc {
     std::string name, arg, help;
 };
-struct command_doc {
-    std::string name, summary;
+
+// One row of the command table: `glassbox-cli NAME` runs run(args), and NAME --help shows the rest.
+struct command {
+    std::string name;
+    int (*run)(const args&); // returns the exit code
+    std::string summary;     // one line, lower case: "one forward pass: ..."
     std::vector<std::string> synopsis; // each after "glassbox-cli NAME "
-    std::vector<option_doc> options;
+    std::vector<option_doc> options;   // every option it takes, as its --help lists them
 };
 
-// Every command and its options. The parser accepts exactly the options listed here.
-const std::vector<command_doc>& command_docs();
-const command_doc* find_command(const std::string& name); // nullptr when there is none
-std::string command_names();                              // "run, generate, ..."
+// The command table, in the order the overview lists the commands.
+const std::vector<command>& command_table();
+const command* find_command(const std::string& name); // nullptr when there is none
+std::string command_names();                          // "run, generate, ..."
 // `glassbox-cli NAME --help`: what the command does, its usage, every option it takes, the exit codes.
-std::string command_help(const command_doc& c);
+std::string command_help(const command& c);
 
 // The commands; each returns the exit code.
 int cmd_run(const args& a);

@@ -1,5 +1,6 @@
 // glassbox-cli: headless runs, generation, tokenisation and benchmarks on the core library. main() parses
-// the command line, runs the command (commands.h; each in its cmd_<name>.cpp) and turns errors into exit codes.
+// the command line, runs the command the command table names (commands.h; each in its cmd_<name>.cpp) and
+// turns errors into exit codes.
 #include <cstdio>
 #include <new>
 #include <string>
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
         }
         if (first == "--help" || first == "-h" || first == "help") {
             if (argc >= 3) { // help COMMAND
-                const command_doc* c = find_command(argv[2]);
+                const command* c = find_command(argv[2]);
                 if (!c) throw usage_error("unknown command '" + std::string(argv[2]) + "' (" + command_names() + ")");
                 std::fputs(command_help(*c).c_str(), stdout);
             } else {
@@ -30,25 +31,13 @@ int main(int argc, char** argv) {
             }
             return 0;
         }
-        args a = parse_args(argc, argv);
+        const args a = parse_args(argc, argv); // a known command, with options it takes
+        const command& c = *find_command(a.command);
         if (a.has("help")) {
-            std::fputs(command_help(*find_command(a.command)).c_str(), stdout);
+            std::fputs(command_help(c).c_str(), stdout);
             return 0;
         }
-        if (a.command == "run") return cmd_run(a);
-        if (a.command == "generate") return cmd_generate(a);
-        if (a.command == "tokenize") return cmd_tokenize(a);
-        if (a.command == "lens") return cmd_lens(a);
-        if (a.command == "attribute") return cmd_attribute(a);
-        if (a.command == "heads") return cmd_heads(a);
-        if (a.command == "patch") return cmd_patch(a);
-        if (a.command == "bench") return cmd_bench(a);
-        if (a.command == "make-random") return cmd_make_random(a);
-        if (a.command == "info") return cmd_info(a);
-        if (a.command == "selftest") return cmd_selftest(a);
-        if (a.command == "learn") return cmd_learn(a);
-        if (a.command == "break-it") return cmd_break_it(a);
-        throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
+        return c.run(a);
     } catch (const gb::error& e) { // one line, whatever the message holds (a file name, a token with a newline)
         std::fprintf(stderr, "error: %s\n", terminal_safe(e.what(), false).c_str());
         return 2;
