@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 #include "analysis/export.h"
 #include "io/loader.h"
@@ -17,7 +19,9 @@
 #include "model/kind.h"
 #include "run/forward.h"
 #include "run/seq2seq.h"
+#include "run/vision.h"
 #include "tokenizer/tokenizer.h"
+#include "util/image.h"
 #include "commands.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
@@ -107,16 +111,11 @@ gb::model open_model(const args& a) {
     lo.keep_stored = weights == "stored";
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
     gb::model m = gb::load_model(path, lo);
-    // an image classifier has no text: only run (--image), info and bench take it
-    if ((gb::kind_of(m.config) == gb::KIND_VISION) && a.command != "run" && a.command != "info" && a.command != "bench")
-        throw usage_error(m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
-                          "): it reads images, with `run --image FILE`; " + a.command + " reads text");
-    // an encoder–decoder reads a source: run, generate and learn take it (--source); info, tokenize and bench none
-    if (gb::arch_table(m.config.arch).cross && a.command != "run" && a.command != "generate" && a.command != "info" &&
-        a.command != "tokenize" && a.command != "learn" && a.command != "bench" && a.command != "lens")
-        throw usage_error(m.path + " is an encoder–decoder (" + gb::arch_table(m.config.arch).name +
-                          "): it translates a source, with `run --source TEXT`, `generate --source TEXT`, `lens --source "
-                          "TEXT` or `learn --source TEXT`; " + a.command + " is for decoder-only models");
+    // the command is a feature of the kind table; a kind without it is refused with the table's line
+    const command* c = find_command(a.command);
+    if (!c || c->needs == NO_MODEL) throw std::logic_error("internal: " + a.command + " opens no model");
+    const std::string why = gb::refusal(m, c->needs);
+    if (!why.empty()) throw usage_error(why);
     if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
         std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
                      m.nonfinite_tensor.c_str());
@@ -130,10 +129,51 @@ std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool 
     return gb::encode_prompt(m.tok, prompt, bos);
 }
 
+void refuse_unless(const gb::model& m, gb::feature f, const std::string& option) {
+    const std::string why = gb::refusal(m, f);
+    if (!why.empty()) throw usage_error(option + ": " + why);
+}
+
+namespace {
+// Whether the command takes --name (its row lists it).
+bool takes(const args& a, const std::string& name) {
+    for (const option_doc& o : find_command(a.command)->options)
+        if (o.name == name) return true;
+    return false;
+}
+} // namespace
+
+gb::kind_input model_input(const args& a, const gb::model& m) {
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    const std::string arch = gb::arch_table(m.config.arch).name;
+    std::string is; // what m is, and what to give instead
+    if (in == gb::INPUT_TEXT) is = " is a text model (" + arch + "); give --prompt TEXT";
+    else if (in == gb::INPUT_IMAGE) is = " is an image classifier (" + arch + "); give --image FILE";
+    else is = " is an encoder–decoder (" + arch + "); give --source TEXT" +
+              (takes(a, "target-text") ? " (and --target-text TEXT)" : "");
+    const std::pair<const char*, gb::kind_input> owners[] = {{"prompt", gb::INPUT_TEXT},
+                                                             {"image", gb::INPUT_IMAGE},
+                                                             {"source", gb::INPUT_SOURCE_TARGET},
+                                                             {"target-text", gb::INPUT_SOURCE_TARGET}};
+    for (const auto& [option, input] : owners)
+        if (input != in && a.has(option)) throw usage_error(std::string("--") + option + ": " + m.path + is);
+    if (a.has("bos")) refuse_unless(m, gb::FEATURE_BOS, "--bos");
+    return in;
+}
+
+std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
+    const gb::image img = gb::load_image(a.need("image"));
+    pixels = gb::vision_pixels(m, img);
+    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
+                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
+    return gb::vision_tokens(m.config);
+}
+
 // --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
-gb::ablation parse_ablation(const args& a, const gb::model_config& c) {
+gb::ablation parse_ablation(const args& a, const gb::model& m) {
+    if (a.has("experts")) refuse_unless(m, gb::FEATURE_EXPERTS, "--experts");
     gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"), a.get("experts"));
-    gb::check_ablation(ab, c);
+    gb::check_ablation(ab, m.config);
     return ab;
 }
 
@@ -249,18 +289,6 @@ gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const a
     gb::record r;
     gb::run_forward(r, m, ids, {}, analysis_options(a));
     return r;
-}
-
-// Whether the command reads an encoder–decoder's --source (and --target-text) rather than a --prompt; the wrong
-// one of the two for m is a usage error.
-bool reads_source(const args& a, const gb::model& m) {
-    const bool s2s = gb::is_seq2seq(m);
-    if (s2s && a.has("prompt"))
-        throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
-    if (!s2s && (a.has("source") || a.has("target-text")))
-        throw usage_error(std::string(a.has("source") ? "--source" : "--target-text") + ": " + m.path +
-                          " is not an encoder–decoder: give --prompt TEXT");
-    return s2s;
 }
 
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {

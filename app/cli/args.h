@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/attention.h"
+#include "model/kind.h"
 #include "model/model.h"
 #include "run/ablation.h"
 #include "run/forward.h"
@@ -47,12 +48,24 @@ std::vector<std::string> split(const std::string& s, char sep);
 long parse_int(const std::string& s, const std::string& what, long lo, long hi);
 double parse_float(const std::string& s, const std::string& what, double lo, double hi);
 
-// --model (or the embedded default), --tokenizer, --matmul, --weights; refuses a model the command cannot take.
+// --model (or the embedded default), --tokenizer, --matmul, --weights. A model whose kind does not offer the
+// feature the command's row names is refused with the kind table's line (gb::refusal).
 gb::model open_model(const args& a);
+// An option that needs feature f of m's kind: a usage error "OPTION: <the kind table's line>" when m's kind
+// does not offer it.
+void refuse_unless(const gb::model& m, gb::feature f, const std::string& option);
+// What m reads, as the kind table says: a prompt (INPUT_TEXT), a source and a target (INPUT_SOURCE_TARGET) or an
+// image (INPUT_IMAGE). Another input's option (--prompt, --image, --source, --target-text), and --bos where the
+// kind has no BOS, is a usage error naming it.
+gb::kind_input model_input(const args& a, const gb::model& m);
+// --image FILE for an image classifier: its pixels ([3][S][S], to keep alive for the run) and the ids of its
+// positions; prints how the image was cut.
+std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels);
 // The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
 std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos);
 // --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
-gb::ablation parse_ablation(const args& a, const gb::model_config& c);
+// (--experts on a kind without experts: refused with the kind table's line)
+gb::ablation parse_ablation(const args& a, const gb::model& m);
 
 // Text safe to print on a terminal: control characters shown escaped ("\x07", "\u009b"); keep_newlines keeps
 // \n and \t.
@@ -77,9 +90,6 @@ std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::s
 // What the analyses read: patterns, z, MLP outputs and the residual stream.
 gb::forward_options analysis_options(const args& a);
 gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a);
-// Whether the command reads an encoder–decoder's --source (and --target-text) rather than a --prompt; the wrong
-// one of the two for m is a usage error.
-bool reads_source(const args& a, const gb::model& m);
 // --json FILE and --npy-dir DIR, when given
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy);
 

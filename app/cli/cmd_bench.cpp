@@ -241,8 +241,10 @@ int bench_seq2seq(const args& a, const gb::model& m, const std::vector<int>& siz
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     // an image classifier always runs its image's positions: random pixels in the normalised range
-    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
-    if (gb::is_seq2seq(m) && a.has("incremental"))
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    const bool vision = in == gb::INPUT_IMAGE, s2s = in == gb::INPUT_SOURCE_TARGET;
+    if (a.has("incremental")) refuse_unless(m, gb::FEATURE_LIVE, "--incremental");
+    if (s2s && a.has("incremental"))
         throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
                           " reruns both stacks on every change)");
     if (vision && a.has("incremental"))
@@ -264,7 +266,7 @@ int cmd_bench(const args& a) {
     std::string renderer;
     gb::attention_fn gl = choose_backend(a, &renderer);
     if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
-    if (gb::is_seq2seq(m)) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
+    if (s2s) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());

@@ -59,8 +59,6 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
 
 // Encoder–decoders: the source's translation, greedy or sampled, printed as it is made
 int generate_seq2seq(const args& a, const gb::model& m, int max_new, const gb::sampling& sp, const gb::ablation& ab) {
-    if (a.has("prompt")) throw usage_error("--prompt: " + m.path + " is an encoder–decoder: give --source TEXT");
-    if (a.has("temperatures")) throw usage_error("--temperatures: encoder–decoders take one --temperature");
     const std::vector<int> src = gb::source_ids(m, a.need("source"));
     std::vector<int> made;
     const gb::generation g = gb::translate(m, src, max_new, sp, ab, [&](int id) {
@@ -94,19 +92,18 @@ gb::sampling parse_sampling(const args& a, const gb::model& m) {
 
 int cmd_generate(const args& a) {
     gb::model m = open_model(a);
-    if (gb::is_seq2seq(m)) {
+    const gb::kind_input in = model_input(a, m);
+    if (a.has("temperatures")) refuse_unless(m, gb::FEATURE_TEMPERATURES, "--temperatures");
+    if (in == gb::INPUT_SOURCE_TARGET) {
         const gb::sampling sp = parse_sampling(a, m);
         const int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 1, m.config.n_ctx);
-        return generate_seq2seq(a, m, max_new, sp, parse_ablation(a, m.config));
+        return generate_seq2seq(a, m, max_new, sp, parse_ablation(a, m));
     }
-    if (a.has("source"))
-        throw usage_error("--source: " + m.path + " is not an encoder–decoder (" + gb::arch_table(m.config.arch).name +
-                          "); give --prompt TEXT");
     std::string prompt = a.need("prompt");
     std::vector<int> ids = prompt_ids(m, prompt, a.has("bos"));
     int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
     const gb::sampling sp = parse_sampling(a, m);
-    gb::ablation ab = parse_ablation(a, m.config);
+    gb::ablation ab = parse_ablation(a, m);
     if (a.has("temperatures")) return generate_at_temperatures(a, m, prompt, ids, max_new, sp, ab);
     std::fputs(terminal_safe(prompt, true).c_str(), stdout);
     std::fflush(stdout);

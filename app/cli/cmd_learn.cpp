@@ -17,7 +17,7 @@ namespace cli {
 // with the cross-attention step reading the source.
 int cmd_learn(const args& a) {
     gb::model m = open_model(a);
-    const bool s2s = reads_source(a, m);
+    const bool s2s = model_input(a, m) == gb::INPUT_SOURCE_TARGET;
     std::vector<int> src;
     const std::vector<int> ids = s2s ? seq2seq_target(a, m, src = gb::source_ids(m, a.need("source")), {}) : analysis_prompt(m, a);
     const int T = (int)ids.size(), L = m.config.n_layer;

@@ -31,7 +31,7 @@ namespace {
 // ablated expert has weight 0 (it did not run) and is named after them.
 void print_routing(const gb::model& m, const gb::record& cap, const gb::ablation& ab) {
     const gb::model_config& c = m.config;
-    if (c.n_expert <= 0) return;
+    if (!gb::offers(c, gb::FEATURE_EXPERTS)) return;
     const int T = cap.n_tokens, E = c.n_expert;
     std::printf("experts of the last token \"%s\" (top %d of %d per layer):\n", visible(cap.pieces[T - 1]).c_str(),
                 c.n_expert_used, E);
@@ -90,33 +90,12 @@ void print_classes(const gb::model& m, const gb::record& cap, const std::vector<
     std::printf("\n");
 }
 
-// --image FILE for a vision model (its pixels, kept alive for the run) or --prompt TEXT for the others; the ids
-std::vector<int> run_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
-    if (gb::kind_of(m.config) != gb::KIND_VISION) {
-        if (a.has("image"))
-            throw usage_error("--image: " + m.path + " is a text model (" + gb::arch_table(m.config.arch).name +
-                              "); images are for ViT and DeiT classifiers");
-        return prompt_ids(m, a.need("prompt"), a.has("bos"));
-    }
-    if (a.has("prompt"))
-        throw usage_error("--prompt: " + m.path + " is an image classifier (" + gb::arch_table(m.config.arch).name +
-                          "); give --image FILE");
-    const gb::image img = gb::load_image(a.need("image"));
-    pixels = gb::vision_pixels(m, img);
-    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
-                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
-    return gb::vision_tokens(m.config);
-}
-
 // Encoder–decoders: the source through the encoder, the target (given, or the greedy translation) through the
 // decoder; the next target token, and which source token each target token reads most (cross-attention averaged
 // over heads and layers)
 int run_seq2seq(const args& a, const gb::model& m) {
-    if (a.has("prompt") || a.has("image"))
-        throw usage_error(std::string(a.has("prompt") ? "--prompt" : "--image") + ": " + m.path +
-                          " is an encoder–decoder: give --source TEXT (and --target-text TEXT)");
     const std::vector<int> src = gb::source_ids(m, a.need("source"));
-    const gb::ablation ab = parse_ablation(a, m.config);
+    const gb::ablation ab = parse_ablation(a, m);
     const int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
     const std::vector<int> tgt = seq2seq_target(a, m, src, ab);
     gb::forward_options opt;
@@ -175,14 +154,11 @@ int run_seq2seq(const args& a, const gb::model& m) {
 
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
-    if (gb::is_seq2seq(m)) return run_seq2seq(a, m);
-    for (const char* k : {"source", "target-text"})
-        if (a.has(k))
-            throw usage_error(std::string("--") + k + ": " + m.path + " is not an encoder–decoder (" +
-                              gb::arch_table(m.config.arch).name + "); give --prompt TEXT");
-    std::vector<float> pixels;
-    std::vector<int> ids = run_input(a, m, pixels);
-    gb::ablation ab = parse_ablation(a, m.config);
+    const gb::kind_input in = model_input(a, m);
+    if (in == gb::INPUT_SOURCE_TARGET) return run_seq2seq(a, m);
+    std::vector<float> pixels; // an image's, kept alive for the run
+    std::vector<int> ids = in == gb::INPUT_IMAGE ? image_input(a, m, pixels) : prompt_ids(m, a.need("prompt"), a.has("bos"));
+    gb::ablation ab = parse_ablation(a, m);
     int top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1, m.config.vocab_size);
     gb::forward_options opt;
     opt.all_logits = a.has("all-logits");
@@ -197,9 +173,9 @@ int cmd_run(const args& a) {
         if (name == "resid_stream") opt.keep.resid_stream = true;
         else {
             const gb::hook_point p = gb::parse_hook_point(name);
+            if (p == gb::HOOK_ROUTER) refuse_unless(m, gb::FEATURE_EXPERTS, "--keep router");
             if (!gb::hook_exists(p, m.config))
-                throw usage_error("--keep " + name + ": " + (p == gb::HOOK_ROUTER ? "this model has no experts (its MLP is dense)"
-                                                                                  : "an MoE model's MLP has no single activation (see router)"));
+                throw usage_error("--keep " + name + ": an MoE model's MLP has no single activation (see router)");
             opt.keep.points |= gb::hook_bit(p);
         }
     }
@@ -217,8 +193,9 @@ int cmd_run(const args& a) {
     std::printf("\nablation: %s\n", ab.describe().c_str());
     if (cap.nonfinite_layer >= 0)
         std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", cap.nonfinite_where.c_str());
-    const bool vision = (gb::kind_of(m.config) == gb::KIND_VISION);
-    const bool encoder = gb::arch_table(m.config.arch).bidirectional && !vision;
+    // what the kind predicts: classes at [CLS], each mask's fillers, or the next token
+    const gb::kind_output out = gb::kind_info_of(m.config).output;
+    const bool vision = out == gb::OUTPUT_CLASSES, encoder = out == gb::OUTPUT_FILL_MASK;
     std::vector<gb::fill_slot> fills;
     const std::vector<float> roll = vision ? gb::attention_rollout(cap) : std::vector<float>(); // [T][T], row 0 [CLS]
     if (vision) print_classes(m, cap, roll, top_k);

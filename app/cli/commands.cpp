@@ -27,11 +27,12 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
                [--experts ...] [--json FILE] [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
-  lens         (--prompt TEXT | --source TEXT [--target-text TEXT]) [--top-k 5] [--target TEXT | --target-id N]
-               [--json FILE] [--npy-dir DIR]
+  lens         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT]) [--top-k 5]
+               [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--position I] [--json FILE] [--npy-dir DIR]
-  heads        (--prompt TEXT | --repeat-random N [--seed S]) [--json FILE] [--npy-dir DIR]
+  heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
+               [--json FILE] [--npy-dir DIR]
   patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
@@ -108,17 +109,21 @@ const option_doc target_id{"target-id", "N", "the target token by id"};
 const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
                                                        "greedy translation)"};
 const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
+const option_doc image{"image", "FILE", "a PNG or JPEG for a ViT or DeiT classifier (resized and normalised as its "
+                                        "preprocessor_config.json says)"};
+// the synopsis lines of a command that reads an image or an encoder–decoder's source
+const std::string image_synopsis = "--image FILE --model VIT_OR_DEIT_FOLDER [options]";
+const std::string source_synopsis = "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]";
 
-// The command table: every command, the function that runs it, its summary and its options. The parser
-// accepts exactly the options listed here, so a command's --help and what it takes cannot drift apart.
+// The command table: every command, the function that runs it, the feature of the kind table it is (selftest
+// and bench run forwards; info reads the model), its summary and its options. The parser accepts exactly the
+// options listed here, so a command's --help and what it takes cannot drift apart.
 const std::vector<command> table = {
-    {"run", cmd_run,
+    {"run", cmd_run, gb::FEATURE_RUN,
      "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each "
      "[MASK]; image classifiers: the top-k classes of an image and where [CLS] looked)",
-     {"--prompt TEXT [--model PATH] [options]", "--image FILE --model VIT_OR_DEIT_FOLDER [options]",
-      "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]"},
-     {model, tokenizer, prompt, {"image", "FILE", "a PNG or JPEG for a ViT or DeiT classifier (resized and normalised "
-                                                  "as its preprocessor_config.json says)"},
+     {"--prompt TEXT [--model PATH] [options]", image_synopsis, source_synopsis},
+     {model, tokenizer, prompt, image,
       {"source", "TEXT", "encoder–decoders (BART, mBART, Marian): the text the encoder reads"},
       {"target-text", "TEXT", "encoder–decoders: the target the decoder reads after its start token (default: "
                               "the greedy translation of --source)"},
@@ -139,7 +144,7 @@ const std::vector<command> table = {
       backend,
       {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
       matmul, weights}},
-    {"generate", cmd_generate,
+    {"generate", cmd_generate, gb::FEATURE_GENERATE,
      "continue a prompt, printing the text as it is generated",
      {"--prompt TEXT --max-new-tokens N [--model PATH] [options]",
       "--source TEXT --max-new-tokens N --model BART_MBART_OR_MARIAN_FOLDER [options]"},
@@ -156,7 +161,7 @@ const std::vector<command> table = {
       {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads, experts,
       {"json", "FILE", "write the prompt, the ids and the generated text as JSON (with --temperatures: "
                        "one entry per temperature, with its distribution)"}, matmul, weights}},
-    {"tokenize", cmd_tokenize,
+    {"tokenize", cmd_tokenize, gb::FEATURE_TOKENIZE,
      "encode text to token ids, or decode ids to text",
      {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
      {model,
@@ -165,32 +170,34 @@ const std::vector<command> table = {
       {"text", "TEXT", "print its token ids as a JSON array"},
       {"decode", "IDS", "comma-separated token ids: print their text as it is, control characters included"},
       {"escape", "", "with --decode: show control characters escaped (\"\\x0d\"), newlines and tabs as they are"}}},
-    {"lens", cmd_lens,
+    {"lens", cmd_lens, gb::FEATURE_LENS,
      "logit lens: what the residual stream predicts after every sublayer",
-     {"--prompt TEXT [--model PATH] [options]",
-      "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]"},
-     {model, tokenizer, prompt, bos,
+     {"--prompt TEXT [--model PATH] [options]", image_synopsis, source_synopsis},
+     {model, tokenizer, prompt, bos, image,
       {"source", "TEXT", "encoder–decoders: the source; the lens reads the decoder's stream at each target token"},
       decoder_target,
       {"top-k", "K", "tokens kept per cell (default 5)"},
       {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
                          "final top-1)"},
       target_id, json, npy, backend, matmul, weights}},
-    {"attribute", cmd_attribute,
+    {"attribute", cmd_attribute, gb::FEATURE_ATTRIBUTION,
      "direct logit attribution: what each head and MLP writes into a token's logit",
      {"--prompt TEXT (--target TEXT | --target-id N) [--model PATH] [options]"},
      {model, tokenizer, prompt, bos,
       {"target", "TEXT", "the token whose logit is explained (exactly one token)"}, target_id,
       {"contrast", "TEXT", "explain logit(target) - logit(contrast) instead (exactly one token)"}, contrast_id,
       {"position", "I", "the position to explain (default: the last)"}, json, npy, backend, matmul, weights}},
-    {"heads", cmd_heads,
+    {"heads", cmd_heads, gb::FEATURE_HEAD_SCORES,
      "head scores: previous-token, first-token, induction, duplicate-token and entropy of every head",
-     {"--prompt TEXT [--model PATH] [options]", "--repeat-random N [--seed S] [--model PATH] [options]"},
-     {model, tokenizer, {"prompt", "TEXT", "the text whose attention is scored"},
+     {"--prompt TEXT [--model PATH] [options]", "--repeat-random N [--seed S] [--model PATH] [options]",
+      image_synopsis, source_synopsis},
+     {model, tokenizer, {"prompt", "TEXT", "the text whose attention is scored"}, image,
+      {"source", "TEXT", "encoder–decoders: the source; the decoder's self-attention heads are scored on the target"},
+      decoder_target,
       {"repeat-random", "N", "score N random tokens repeated twice instead of a prompt (the induction test)"},
       {"seed", "S", "with --repeat-random: the seed of the random tokens (default 0)"}, bos, json, npy,
       backend, matmul, weights}},
-    {"patch", cmd_patch,
+    {"patch", cmd_patch, gb::FEATURE_PATCHING,
      "activation patching: where the clean run's activations bring its answer back",
      {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
      {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
@@ -198,7 +205,7 @@ const std::vector<command> table = {
       {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
       target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
       contrast_id, bos, json, npy, backend, matmul, weights}},
-    {"bench", cmd_bench,
+    {"bench", cmd_bench, gb::FEATURE_RUN,
      "time forward passes with full capture, or live recompute against a fresh forward (an "
      "encoder–decoder: both stacks on T source and T target tokens, and a greedy translation)",
      {"[--tokens 16,64,256] [--repeat N] [--model PATH] [options]",
@@ -211,7 +218,7 @@ const std::vector<command> table = {
                           "ablation, against a fresh forward"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},
-    {"make-random", cmd_make_random,
+    {"make-random", cmd_make_random, NO_MODEL,
      "write a random GPT-2, Llama or Marian model folder (or a Llama .gguf file), for benchmarks and tests",
      {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]",
       "--arch marian --out DIR [--encoder-layers-n N] [options]"},
@@ -231,11 +238,11 @@ const std::vector<command> table = {
       {"seed", "S", "the seed of the random weights (default 1)"},
       {"tied", "0|1", "llama only: the LM head is the embedding matrix (default 1)"},
       {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
-    {"info", cmd_info,
+    {"info", cmd_info, gb::FEATURE_RUN,
      "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
      {"[--model PATH] [--matmul K]"},
      {model, tokenizer, matmul, weights}},
-    {"learn", cmd_learn,
+    {"learn", cmd_learn, gb::FEATURE_LEARN,
      "a walk through the model on your prompt: each step's formula, shapes and this token's numbers",
      {"--prompt TEXT [--token I] [--layer L] [--head H] [--model PATH] [options]",
       "--source TEXT [--target-text TEXT] [--token I] ... --model BART_MBART_OR_MARIAN_FOLDER"},
@@ -246,7 +253,7 @@ const std::vector<command> table = {
       {"layer", "L", "the block walked through (default 0)"},
       {"head", "H", "the attention head shown (default 0)"},
       {"json", "FILE", "also write the steps and the parameter derivation as JSON"}, matmul, weights}},
-    {"break-it", cmd_break_it,
+    {"break-it", cmd_break_it, gb::FEATURE_BREAK_IT,
      "remove each part of the model in turn and see what changes: no attention, no layer norm, no "
      "residual, each layer's attention, the three heads that matter most",
      {"--prompt TEXT [--model PATH] [options]"},
@@ -254,7 +261,7 @@ const std::vector<command> table = {
       {"scan-heads", "N", "at most N single-head runs to find the heads that matter most (default 256; "
                           "beyond it the heads of the layers whose attention matters most)"},
       {"json", "FILE", "also write every row's numbers and sentence as JSON"}, matmul, weights}},
-    {"selftest", cmd_selftest,
+    {"selftest", cmd_selftest, gb::FEATURE_RUN,
      "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
      {"--model DIR [--json FILE]"},
      {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "model/kind.h"
+
 namespace cli {
 
 struct args;
@@ -17,10 +19,15 @@ struct option_doc {
     std::string name, arg, help;
 };
 
-// One row of the command table: `glassbox-cli NAME` runs run(args), and NAME --help shows the rest.
+// A command that opens no model (make-random): its row needs no feature.
+constexpr gb::feature NO_MODEL = gb::FEATURE_COUNT;
+
+// One row of the command table: `glassbox-cli NAME` runs run(args), and NAME --help shows the rest. open_model
+// refuses a model whose kind does not offer `needs`, with the kind table's line.
 struct command {
     std::string name;
     int (*run)(const args&); // returns the exit code
+    gb::feature needs;       // the feature of the kind table the command is; NO_MODEL when it opens none
     std::string summary;     // one line, lower case: "one forward pass: ..."
     std::vector<std::string> synopsis; // each after "glassbox-cli NAME "
     std::vector<option_doc> options;   // every option it takes, as its --help lists them
