@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,103 +71,148 @@ void bench_attention_backends(const gb::model_config& c, const gb::attention_fn&
     }
 }
 
-// Live recompute (core/run/live.h) against a fresh forward, all keeping what the app keeps (patterns, z, MLP outputs,
-// the residual stream): append one token, edit the middle token, toggle a last-layer head ablation.
-int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn& attention, int repeat) {
-    const gb::model_config& c = m.config;
-    const int T = (int)parse_int(a.get("tokens", "256"), "--tokens (one count with --incremental)", 2, c.n_ctx);
-    std::mt19937 rng(99);
-    auto random_tokens = [&](int n) {
-        std::vector<int> ids(n);
-        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
-        return ids;
-    };
-    const std::vector<int> tokens = random_tokens(T);
+double ms_of(const std::function<void()>& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// What bench --incremental measures: medians of each kind of live run, in ms.
+struct incremental_times {
+    double full = 0, append = 0, edit = 0, from_layer = 0;
+    double first_toggle = 0;     // the first ablated run after a clean one
+    bool baseline_cached = true; // no ablation change ran the clean baseline again
+    size_t record_mb = 0;        // what a full run's record keeps
+};
+
+// One model's live recompute (core/run/live.h), keeping what the app keeps (patterns, z, MLP outputs, the residual
+// stream). Each phase runs once untimed (r = -1: caches warm), then `repeat` timed runs.
+struct live_bench {
+    const gb::model& m;
+    int repeat;
+    std::vector<int> tokens; // [T] the prompt
     gb::live_request rq;
-    rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
-    rq.keep.resid_stream = true;
-    rq.attention = attention;
-    auto ms_of = [](auto&& f) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    };
-    std::printf("model: %s, %d layers, d %d, %d heads (%d KV), %d tokens, %s, matmul %s, %d threads\n",
-                c.model_type.c_str(), c.n_layer, c.d_model, c.n_head, c.n_kv_head, T, attention ? "gl" : "cpu",
-                gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
-    std::vector<double> full, append, edit, from_layer;
+    gb::live_state st;
     gb::live_result out;
-    size_t record_mb = 0;
-    for (int r = -1; r < repeat; r++) { // fresh: a new live state each time (r = -1 warms caches)
-        gb::live_state st;
-        rq.tokens = tokens;
-        rq.interventions.clear();
-        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+    double run() { return ms_of([&] { gb::live_run(out, st, m, rq); }); }
+};
+
+// fresh: a new live state each time, so every run is a whole forward
+std::vector<double> time_fresh(live_bench& b, size_t& record_mb) {
+    std::vector<double> full;
+    for (int r = -1; r < b.repeat; r++) {
+        gb::live_state fresh;
+        b.rq.tokens = b.tokens;
+        b.rq.interventions.clear();
+        const double ms = ms_of([&] { gb::live_run(b.out, fresh, b.m, b.rq); });
         if (r >= 0) full.push_back(ms);
     }
-    {
-        size_t bytes = 0;
-        for (int p = 0; p < gb::HOOK_COUNT; p++)
-            for (const auto& t : out.run->acts[p]) bytes += t->size() * sizeof(float);
-        record_mb = bytes >> 20;
-    }
-    gb::live_state st;
-    rq.tokens.assign(tokens.begin(), tokens.end() - 1);
-    gb::live_run(out, st, m, rq);
-    for (int r = -1; r < repeat; r++) { // T-1 kept, one token appended (timed), then the end deleted again
-        rq.tokens.assign(tokens.begin(), tokens.end() - 1);
-        rq.tokens.push_back((tokens.back() + r + 1) % c.vocab_size);
-        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
-        if (out.report.from_token != T - 1) throw gb::error("internal: append recomputed from " + std::to_string(out.report.from_token));
+    size_t bytes = 0;
+    for (int p = 0; p < gb::HOOK_COUNT; p++)
+        for (const auto& t : b.out.run->acts[p]) bytes += t->size() * sizeof(float);
+    record_mb = bytes >> 20;
+    return full;
+}
+
+// T-1 tokens kept, one appended (timed), then the end deleted again
+std::vector<double> time_append(live_bench& b) {
+    const int T = (int)b.tokens.size(), V = b.m.config.vocab_size;
+    std::vector<double> append;
+    b.rq.tokens.assign(b.tokens.begin(), b.tokens.end() - 1);
+    gb::live_run(b.out, b.st, b.m, b.rq);
+    for (int r = -1; r < b.repeat; r++) {
+        b.rq.tokens.assign(b.tokens.begin(), b.tokens.end() - 1);
+        b.rq.tokens.push_back((b.tokens.back() + r + 1) % V);
+        const double ms = b.run();
+        if (b.out.report.from_token != T - 1)
+            throw gb::error("internal: append recomputed from " + std::to_string(b.out.report.from_token));
         if (r >= 0) append.push_back(ms);
-        rq.tokens.pop_back();
-        gb::live_run(out, st, m, rq);
+        b.rq.tokens.pop_back();
+        gb::live_run(b.out, b.st, b.m, b.rq);
     }
-    rq.tokens = tokens;
-    gb::live_run(out, st, m, rq);
-    for (int r = -1; r < repeat; r++) { // the token at T/2 changed: from there on
-        rq.tokens[T / 2] = (tokens[T / 2] + 1 + (r & 1)) % c.vocab_size;
-        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
+    return append;
+}
+
+// the token at T/2 changed: recomputed from there on
+std::vector<double> time_edit(live_bench& b) {
+    const int T = (int)b.tokens.size(), V = b.m.config.vocab_size;
+    std::vector<double> edit;
+    b.rq.tokens = b.tokens;
+    gb::live_run(b.out, b.st, b.m, b.rq);
+    for (int r = -1; r < b.repeat; r++) {
+        b.rq.tokens[T / 2] = (b.tokens[T / 2] + 1 + (r & 1)) % V;
+        const double ms = b.run();
         if (r >= 0) edit.push_back(ms);
     }
-    bool baseline_cached = true;
+    return edit;
+}
+
+// alternate heads of the last layer: that layer only is recomputed, the clean baseline kept
+std::vector<double> time_ablation_toggle(live_bench& b, incremental_times& t) {
+    const gb::model_config& c = b.m.config;
+    std::vector<double> from_layer;
     gb::ablation ab;
     ab.heads = {{c.n_layer - 1, 0}};
-    rq.interventions = gb::ablation_interventions(ab, c);
-    gb::live_run(out, st, m, rq); // the first ablated run starts from the clean one's kept layers
-    const double first_toggle_ms = out.report.ms;
-    for (int r = -1; r < repeat; r++) { // alternate heads of the last layer: that layer only
+    b.rq.interventions = gb::ablation_interventions(ab, c);
+    gb::live_run(b.out, b.st, b.m, b.rq); // the first ablated run starts from the clean one's kept layers
+    t.first_toggle = b.out.report.ms;
+    for (int r = -1; r < b.repeat; r++) {
         ab.heads = {{c.n_layer - 1, (r & 1) % c.n_head}};
         ab.no_layernorm.on = c.n_head == 1 && (r & 1); // one head: alternate it with its layer's norms instead
         ab.no_layernorm.layers = {c.n_layer - 1};
-        rq.interventions = gb::ablation_interventions(ab, c);
-        double ms = ms_of([&] { gb::live_run(out, st, m, rq); });
-        baseline_cached &= !out.report.baseline_run;
+        b.rq.interventions = gb::ablation_interventions(ab, c);
+        const double ms = b.run();
+        t.baseline_cached &= !b.out.report.baseline_run;
         if (r >= 0) from_layer.push_back(ms);
     }
-    const double f = summarize(full).median, ap = summarize(append).median, ed = summarize(edit).median,
-                 fl = summarize(from_layer).median;
-    std::printf("record kept: %zu MB\n", record_mb);
+    return from_layer;
+}
+
+void report_incremental(const args& a, const gb::model& m, const incremental_times& t, int T, int repeat,
+                        bool gl) {
+    std::printf("record kept: %zu MB\n", t.record_mb);
     std::printf("%-34s %10s %10s\n", "", "median_ms", "x full");
-    std::printf("%-34s %10.2f %10.3f\n", "full (fresh forward, full capture)", f, 1.0);
-    std::printf("%-34s %10.2f %10.3f\n", "append one token", ap, ap / f);
-    std::printf("%-34s %10.2f %10.3f\n", "edit the token at T/2", ed, ed / f);
-    std::printf("%-34s %10.2f %10.3f\n", "ablation toggled on the last layer", fl, fl / f);
-    std::printf("first ablation after a clean run: %.2f ms (copies the clean run's keys and values)\n", first_toggle_ms);
-    std::printf("baseline cached on ablation changes: %s\n", baseline_cached ? "yes" : "no");
+    std::printf("%-34s %10.2f %10.3f\n", "full (fresh forward, full capture)", t.full, 1.0);
+    std::printf("%-34s %10.2f %10.3f\n", "append one token", t.append, t.append / t.full);
+    std::printf("%-34s %10.2f %10.3f\n", "edit the token at T/2", t.edit, t.edit / t.full);
+    std::printf("%-34s %10.2f %10.3f\n", "ablation toggled on the last layer", t.from_layer, t.from_layer / t.full);
+    std::printf("first ablation after a clean run: %.2f ms (copies the clean run's keys and values)\n", t.first_toggle);
+    std::printf("baseline cached on ablation changes: %s\n", t.baseline_cached ? "yes" : "no");
     nlohmann::json j = {{"tokens", T},
-                        {"full_ms", f},
-                        {"append_ms", ap},
-                        {"edit_ms", ed},
-                        {"from_layer_ms", fl},
-                        {"first_toggle_ms", first_toggle_ms},
-                        {"baseline_cached", baseline_cached},
+                        {"full_ms", t.full},
+                        {"append_ms", t.append},
+                        {"edit_ms", t.edit},
+                        {"from_layer_ms", t.from_layer},
+                        {"first_toggle_ms", t.first_toggle},
+                        {"baseline_cached", t.baseline_cached},
                         {"repeat", repeat},
-                        {"record_mb", record_mb},
+                        {"record_mb", t.record_mb},
                         {"model", m.path},
                         {"matmul", gb::matmul_name(gb::matmul_kind_now())},
-                        {"backend", attention ? "gl" : "cpu"}};
+                        {"backend", gl ? "gl" : "cpu"}};
     if (a.has("json")) gb::write_json(a.get("json"), j);
+}
+
+// Live recompute against a fresh forward: append one token, edit the middle token, toggle a last-layer head
+// ablation.
+int bench_incremental(const args& a, const gb::model& m, const gb::attention_fn& attention, int repeat) {
+    const gb::model_config& c = m.config;
+    const int T = (int)parse_int(a.get("tokens", "256"), "--tokens (one count with --incremental)", 2, c.n_ctx);
+    live_bench b{m, repeat, std::vector<int>(T), {}, {}, {}};
+    std::mt19937 rng(99);
+    for (int& id : b.tokens) id = (int)(rng() % (uint32_t)c.vocab_size);
+    b.rq.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    b.rq.keep.resid_stream = true;
+    b.rq.attention = attention;
+    std::printf("model: %s, %d layers, d %d, %d heads (%d KV), %d tokens, %s, matmul %s, %d threads\n",
+                c.model_type.c_str(), c.n_layer, c.d_model, c.n_head, c.n_kv_head, T, attention ? "gl" : "cpu",
+                gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
+    incremental_times t;
+    t.full = summarize(time_fresh(b, t.record_mb)).median;
+    t.append = summarize(time_append(b)).median;
+    t.edit = summarize(time_edit(b)).median;
+    t.from_layer = summarize(time_ablation_toggle(b, t)).median;
+    report_incremental(a, m, t, T, repeat, (bool)attention);
     return 0;
 }
 
@@ -236,37 +282,11 @@ int bench_seq2seq(const args& a, const gb::model& m, const std::vector<int>& siz
     return 0;
 }
 
-} // namespace
-
-int cmd_bench(const args& a) {
-    gb::model m = open_model(a);
-    // an image classifier always runs its image's positions: random pixels in the normalised range
-    const gb::kind_input in = gb::kind_info_of(m.config).input;
-    const bool vision = in == gb::INPUT_IMAGE, s2s = in == gb::INPUT_SOURCE_TARGET;
-    if (a.has("incremental")) refuse_unless(m, gb::FEATURE_LIVE, "--incremental");
-    if (s2s && a.has("incremental"))
-        throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
-                          " reruns both stacks on every change)");
-    if (vision && a.has("incremental"))
-        throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
-    if (vision && a.has("tokens"))
-        throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
-                          std::to_string(m.config.n_ctx) + " positions");
-    std::vector<float> pixels;
-    if (vision) {
-        std::mt19937 prng(7);
-        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        pixels.resize((size_t)3 * m.config.image_size * m.config.image_size);
-        for (float& p : pixels) p = u(prng);
-    }
-    std::vector<int> sizes;
-    for (const std::string& s : split(vision ? std::to_string(m.config.n_ctx) : a.get("tokens", "16,64,256"), ','))
-        sizes.push_back((int)parse_int(s, "--tokens", 1, m.config.n_ctx));
-    int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
-    std::string renderer;
-    gb::attention_fn gl = choose_backend(a, &renderer);
-    if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
-    if (s2s) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
+// Forward passes with full capture at each length (an image classifier: its positions, on random pixels), split
+// into matrix products, attention and the rest; then, on the GPU, attention alone against the CPU.
+int bench_forward(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat,
+                  const gb::attention_fn& gl, const std::string& renderer, const std::vector<float>& pixels) {
+    const bool vision = !pixels.empty();
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
@@ -311,6 +331,40 @@ int cmd_bench(const args& a) {
     if (gl) bench_attention_backends(c, gl, repeat, results);
     if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
     return 0;
+}
+
+} // namespace
+
+int cmd_bench(const args& a) {
+    gb::model m = open_model(a);
+    // an image classifier always runs its image's positions: random pixels in the normalised range
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    const bool vision = in == gb::INPUT_IMAGE, s2s = in == gb::INPUT_SOURCE_TARGET;
+    if (a.has("incremental")) refuse_unless(m, gb::FEATURE_LIVE, "--incremental");
+    if (s2s && a.has("incremental"))
+        throw usage_error("--incremental times live recompute, which encoder–decoders do not have (" + m.path +
+                          " reruns both stacks on every change)");
+    if (vision && a.has("incremental"))
+        throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
+    if (vision && a.has("tokens"))
+        throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
+                          std::to_string(m.config.n_ctx) + " positions");
+    std::vector<float> pixels;
+    if (vision) {
+        std::mt19937 prng(7);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        pixels.resize((size_t)3 * m.config.image_size * m.config.image_size);
+        for (float& p : pixels) p = u(prng);
+    }
+    std::vector<int> sizes;
+    for (const std::string& s : split(vision ? std::to_string(m.config.n_ctx) : a.get("tokens", "16,64,256"), ','))
+        sizes.push_back((int)parse_int(s, "--tokens", 1, m.config.n_ctx));
+    int repeat = (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000);
+    std::string renderer;
+    gb::attention_fn gl = choose_backend(a, &renderer);
+    if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
+    if (s2s) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
+    return bench_forward(a, m, sizes, repeat, gl, renderer, pixels);
 }
 
 } // namespace cli

@@ -12,20 +12,17 @@
 #include "commands.h"
 
 namespace cli {
+namespace {
 
-// A random model for benchmarks: GPT-2 built in memory and saved; Llama drawn while its file is written, since
-// a Llama-3.2-1B shape (1.2 billion parameters) would take 5 GB as floats.
-int cmd_make_random(const args& a) {
-    const std::string arch = a.get("arch", "gpt2");
-    if (arch != "gpt2" && arch != "llama" && arch != "marian")
-        throw usage_error("--arch: expected gpt2, llama or marian, got '" + arch + "'");
+// The shape options of --arch gpt2, llama or marian, checked. Defaults: GPT-2 small, Llama at GPT-2 small's width,
+// Marian as opus-mt-en-de (6 + 6 layers, d 512, 58101 pieces).
+gb::model_config random_shape(const args& a, const std::string& arch) {
     const bool llama = arch == "llama", marian = arch == "marian";
     if (!llama)
         for (const char* k : {"kv-heads-n", "tied", "rope-theta"})
             if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --arch llama (" + arch + " has one K/V head per "
                                             "head, a tied head and " + (marian ? "sinusoidal" : "learned") + " positions)");
     if (!marian && a.has("encoder-layers-n")) throw usage_error("--encoder-layers-n goes with --arch marian");
-    // defaults: GPT-2 small, Llama at GPT-2 small's width, Marian as opus-mt-en-de (6 + 6 layers, d 512, 58101 pieces)
     gb::model_config c;
     c.n_layer = (int)parse_int(a.get("layers-n", marian ? "6" : "12"), "--layers-n", 1, 256);
     c.d_model = (int)parse_int(a.get("d-model", marian ? "512" : "768"), "--d-model", 1, 16384);
@@ -43,6 +40,25 @@ int cmd_make_random(const args& a) {
     c.d_ff = (int)parse_int(a.get("ff", std::to_string(4 * c.d_model)), "--ff", 1, 1 << 20);
     c.tied_lm_head = parse_int(a.get("tied", "1"), "--tied", 0, 1) == 1;
     c.rope_theta = (float)parse_float(a.get("rope-theta", "500000"), "--rope-theta", 1, 1e9);
+    return c;
+}
+
+void print_llama(const gb::model_config& c, int64_t params, const std::string& dtype, const std::string& out) {
+    std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
+                "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
+                c.tied_lm_head ? "tied" : "untied", (long long)params, dtype.c_str(), out.c_str());
+}
+
+} // namespace
+
+// A random model for benchmarks: GPT-2 built in memory and saved; Llama drawn while its file is written, since
+// a Llama-3.2-1B shape (1.2 billion parameters) would take 5 GB as floats.
+int cmd_make_random(const args& a) {
+    const std::string arch = a.get("arch", "gpt2");
+    if (arch != "gpt2" && arch != "llama" && arch != "marian")
+        throw usage_error("--arch: expected gpt2, llama or marian, got '" + arch + "'");
+    const bool llama = arch == "llama", marian = arch == "marian";
+    const gb::model_config c = random_shape(a, arch);
     std::string dtype = a.get("dtype", "F32");
     uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
     const std::string out = a.need("out");
@@ -53,10 +69,7 @@ int cmd_make_random(const args& a) {
         int found = -1;
         for (int i = 0; i < 5; i++) found = dtype == types[i].first ? i : found;
         if (found < 0) throw usage_error("--dtype: expected F32, F16, BF16, Q8_0 or Q4_K for a .gguf, got '" + dtype + "'");
-        int64_t n = gb::write_random_llama_gguf(out, c, seed, types[found].second);
-        std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
-                    "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
-                    c.tied_lm_head ? "tied" : "untied", (long long)n, dtype.c_str(), out.c_str());
+        print_llama(c, gb::write_random_llama_gguf(out, c, seed, types[found].second), dtype, out);
         return 0;
     }
     if (marian) {
@@ -72,10 +85,7 @@ int cmd_make_random(const args& a) {
         throw usage_error("--dtype: expected F32 or F16" + std::string(llama ? " or BF16" : "") + " for a folder, got '" +
                           dtype + "'");
     if (llama) {
-        int64_t n = gb::write_random_llama_hf(out, c, seed, dtype);
-        std::printf("wrote a random Llama (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head, "
-                    "%lld parameters, %s) to %s\n", c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size,
-                    c.tied_lm_head ? "tied" : "untied", (long long)n, dtype.c_str(), out.c_str());
+        print_llama(c, gb::write_random_llama_hf(out, c, seed, dtype), dtype, out);
         return 0;
     }
     gb::model m = gb::random_gpt2(c, seed);
