@@ -13,6 +13,7 @@
 #include "analysis/lens.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
+#include "model/kind.h"
 #include "run/ablation.h"
 #include "run/forward.h"
 #include "run/generate.h"
@@ -229,7 +230,7 @@ TEST(Encoders, BadConfigsAndFilesGetOneClearLine) {
 }
 
 // glassbox-cli on an encoder: run prints the fillers and writes them to --json; attention.npy holds full rows;
-// info names the family and kind; generate is refused with a one-line error.
+// info names the family and kind; generate and the decoder-only analyses are refused with the kind table's line.
 command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
 
 TEST(Encoders, CliRunInfoAndGenerate) {
@@ -256,9 +257,24 @@ TEST(Encoders, CliRunInfoAndGenerate) {
     r = cli("info --model '" + tm.dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"family\": \"bert\""), std::string::npos) << r.out;
-    r = cli("generate --model '" + tm.dir + "' --prompt 'the cat' --max-new-tokens 3");
-    EXPECT_NE(r.code, 0);
-    EXPECT_NE(r.err.find("bert is an encoder"), std::string::npos) << r.err;
+    // what the kind does not offer: the kind table's line, the option named where an option asked for it
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<std::pair<std::string, std::pair<std::string, gb::feature>>> refused = {
+        {"generate --prompt 'the cat' --max-new-tokens 3", {"", gb::FEATURE_GENERATE}},
+        {"attribute --prompt 'the cat' --target-id 1", {"", gb::FEATURE_ATTRIBUTION}},
+        {"patch --prompt 'the cat' --corrupt 'the dog' --target-id 1", {"", gb::FEATURE_PATCHING}},
+        {"learn --prompt 'the cat'", {"", gb::FEATURE_LEARN}},
+        {"break-it --prompt 'the cat'", {"", gb::FEATURE_BREAK_IT}},
+        {"run --prompt 'the cat' --bos", {"--bos: ", gb::FEATURE_BOS}},
+    };
+    for (const auto& [args, why] : refused) {
+        const std::string cmd = args.substr(0, args.find(' '));
+        r = cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
+        EXPECT_EQ(r.code, 2) << args;
+        EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
+    }
+    EXPECT_NE(gb::refusal(m, gb::FEATURE_GENERATE).find("masked-language-model encoder (bert): it fills masked tokens"),
+              std::string::npos);
 }
 
 } // namespace

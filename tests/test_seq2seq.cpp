@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/head_scores.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "io/loader.h"
 #include "io/safetensors.h"
 #include "kernels/softmax.h"
+#include "model/kind.h"
 #include "run/generate.h"
 #include "run/seq2seq.h"
 #include "test_util.h"
@@ -308,6 +310,54 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     r = cli("run --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
+}
+
+// glassbox-cli heads on an encoder–decoder scores its decoder's self-attention on the target (--target-text, or
+// the greedy translation of --source), the stack lens and learn read: the scores are score_heads' on the decoder
+// of the same run. What its kind does not offer is refused with the kind table's line, the option named.
+TEST(Seq2seq, CliHeadsScoreTheDecoderAndTheKindTableRefuses) {
+    seq2seq_spec s;
+    s.family = "marian";
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_cli_heads"), s);
+    const std::string out = test_temp_dir("s2s_cli_heads_out");
+    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
+    const std::string model = "--model '" + tm.dir + "' ";
+    command_result r = cli("heads " + model + "--source 'the cat sat' --target-text 'the dog' --json '" + out + ".json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("3 target tokens (the decoder's self-attention); the highest-scoring heads"), std::string::npos)
+        << r.out;
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> src = {55, 56, 57, 0}, tgt = {s.vocab - 1, 55, 60 /* " dog" */};
+    gb::seq2seq_record rs;
+    gb::run_seq2seq(rs, m, src, tgt);
+    const gb::head_scores hs = gb::score_heads(rs.decoder);
+    nlohmann::json j;
+    std::ifstream(out + ".json") >> j;
+    EXPECT_EQ(j["tokens"], nlohmann::json(tgt));
+    ASSERT_EQ(j["prev_token"].size(), (size_t)s.dec_layers);
+    for (int l = 0; l < s.dec_layers; l++)
+        for (int h = 0; h < s.n_head; h++) {
+            EXPECT_NEAR(j["prev_token"][l][h].get<double>(), hs.score[gb::SCORE_PREV_TOKEN][(size_t)l * s.n_head + h], 1e-6);
+            EXPECT_NEAR(j["entropy"][l][h].get<double>(), hs.score[gb::SCORE_ENTROPY][(size_t)l * s.n_head + h], 1e-6);
+        }
+    // without a target: the greedy translation's
+    r = cli("heads " + model + "--source 'the cat'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::vector<std::pair<std::string, std::pair<std::string, gb::feature>>> refused = {
+        {"heads --repeat-random 5", {"--repeat-random: ", gb::FEATURE_INDUCTION_TEST}},
+        {"attribute --prompt hi --target-id 1", {"", gb::FEATURE_ATTRIBUTION}},
+        {"patch --prompt a --corrupt b --target-id 1", {"", gb::FEATURE_PATCHING}},
+        {"break-it --prompt hi", {"", gb::FEATURE_BREAK_IT}},
+        {"generate --source hi --max-new-tokens 2 --temperatures 0.5,1", {"--temperatures: ", gb::FEATURE_TEMPERATURES}},
+        {"run --source hi --bos", {"--bos: ", gb::FEATURE_BOS}},
+        {"run --source hi --experts 0.0", {"--experts: ", gb::FEATURE_EXPERTS}},
+    };
+    for (const auto& [args, why] : refused) {
+        const std::string cmd = args.substr(0, args.find(' '));
+        r = cli(cmd + " " + model + args.substr(cmd.size() + 1));
+        EXPECT_EQ(r.code, 2) << args;
+        EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
+    }
 }
 
 // The logit lens of an encoder–decoder reads its decoder: at each residual point the stream through the final

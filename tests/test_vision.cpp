@@ -8,8 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/head_scores.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
+#include "model/kind.h"
 #include "run/ablation.h"
 #include "run/forward.h"
 #include "run/live.h"
@@ -288,10 +290,24 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("is an image classifier (deit); give --image FILE"), std::string::npos) << r.err;
     r = cli("lens --model '" + tm.dir + "' --prompt 'a cat'");
-    EXPECT_NE(r.code, 0);
-    EXPECT_NE(r.err.find("lens reads text"), std::string::npos) << r.err;
-    r = cli("heads --model '" + tm.dir + "' --repeat-random 5");
-    EXPECT_NE(r.err.find("heads reads text"), std::string::npos) << r.err;
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--prompt: " + m.path + " is an image classifier (deit); give --image FILE"), std::string::npos) << r.err;
+    // what the kind does not offer: the kind table's line, the option named where an option asked for it
+    const std::vector<std::pair<std::string, std::pair<std::string, gb::feature>>> refused = {
+        {"heads --repeat-random 5", {"--repeat-random: ", gb::FEATURE_INDUCTION_TEST}},
+        {"generate --prompt x --max-new-tokens 1", {"", gb::FEATURE_GENERATE}},
+        {"tokenize --text x", {"", gb::FEATURE_TOKENIZE}},
+        {"attribute --prompt x --target-id 1", {"", gb::FEATURE_ATTRIBUTION}},
+        {"learn --prompt x", {"", gb::FEATURE_LEARN}},
+        {"break-it --prompt x", {"", gb::FEATURE_BREAK_IT}},
+        {"run --image '" + out + "/in.png' --bos", {"--bos: ", gb::FEATURE_BOS}},
+    };
+    for (const auto& [args, why] : refused) {
+        const std::string cmd = args.substr(0, args.find(' '));
+        r = cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
+        EXPECT_EQ(r.code, 2) << args;
+        EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
+    }
     r = cli("run --model '" + tm.dir + "' --image '" + out + "/nope.png'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("nope.png"), std::string::npos) << r.err;
@@ -301,6 +317,56 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     r = cli("info --model '" + tm.dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"family\": \"deit\""), std::string::npos) << r.out;
+}
+
+// lens --image and heads --image read the image's run: the lens at [CLS], whose last point is the classifier's
+// own prediction (a ViT: one head), and every head's scores on the image's positions, as score_heads gives them.
+// The lens's JSON names tokens, which an image's positions are not: refused, --npy-dir written instead.
+TEST(Vision, CliLensAndHeadsReadTheImage) {
+    const tiny_vision tm = write_tiny_vision(temp_dir("cli_lens"), {});
+    const std::string out = temp_dir("cli_lens_out");
+    std::filesystem::create_directories(out);
+    gb::image img;
+    img.width = 20, img.height = 20;
+    for (int i = 0; i < 20 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 7) % 256));
+    ASSERT_TRUE(stbi_write_png((out + "/in.png").c_str(), 20, 20, 3, img.rgb.data(), 20 * 3));
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<float> px = gb::vision_pixels(m, gb::load_image(out + "/in.png"));
+    gb::forward_options opt;
+    opt.pixels = px.data();
+    gb::record cap;
+    gb::run_forward(cap, m, gb::vision_tokens(m.config), {}, opt);
+    const int best = gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id;
+
+    command_result r = cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --top-k 2 --npy-dir '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("logit lens at the classifier's position (\"[CLS]\")"), std::string::npos) << r.out;
+    // the last point's line (after the last MLP) starts with the run's top class
+    const std::string last = "L" + std::to_string(m.config.n_layer - 1) + " mlp";
+    const size_t at = r.out.find("  " + last);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at), top = "\"label" + std::to_string(best) + "\"";
+    EXPECT_EQ(line.compare(line.find('"'), top.size(), top), 0) << line;
+    std::ifstream npy(out + "/lens_top_probs.npy", std::ios::binary);
+    std::string header(128, '\0');
+    npy.read(&header[0], 128);
+    EXPECT_NE(header.find("(" + std::to_string(2 * m.config.n_layer + 1) + ", " + std::to_string(m.config.n_ctx) + ", 2)"),
+              std::string::npos) << header;
+    r = cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/lens.json'");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--json: " + m.path + " is an image classifier"), std::string::npos) << r.err;
+
+    r = cli("heads --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/heads.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(std::to_string(m.config.n_ctx) + " positions of the image; the highest-scoring heads"),
+              std::string::npos) << r.out;
+    const gb::head_scores hs = gb::score_heads(cap);
+    nlohmann::json j;
+    std::ifstream(out + "/heads.json") >> j;
+    for (int l = 0; l < m.config.n_layer; l++)
+        for (int h = 0; h < m.config.n_head; h++)
+            EXPECT_NEAR(j["first_token"][l][h].get<double>(), hs.score[gb::SCORE_FIRST_TOKEN][(size_t)l * m.config.n_head + h],
+                        1e-6);
 }
 
 } // namespace

@@ -1,0 +1,299 @@
+// The argument parser and the helpers the commands share: numbers and lists, the model, the prompt, the
+// ablation, terminal-safe text, the attention backend, the analyses' inputs and outputs.
+#include "args.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "analysis/export.h"
+#include "commands.h"
+#include "io/loader.h"
+#include "kernels/gemm.h"
+#include "model/arch.h"
+#include "model/kind.h"
+#include "run/forward.h"
+#include "run/seq2seq.h"
+#include "run/vision.h"
+#include "tokenizer/tokenizer.h"
+#include "util/image.h"
+#if __has_include("gl_attention.h")
+#include "gl_attention.h"
+#define GLASSBOX_HAVE_GL 1
+#else
+#define GLASSBOX_HAVE_GL 0
+#endif
+
+namespace cli {
+
+args parse_args(int argc, char** argv) {
+    args a;
+    if (argc < 2) throw usage_error("missing command (" + command_names() + ")");
+    a.command = argv[1];
+    const command* cmd = find_command(a.command);
+    if (!cmd) throw usage_error("unknown command '" + a.command + "' (" + command_names() + ")");
+    // An option another command takes is refused by name ("run does not take --temperature") rather than
+    // silently ignored.
+    std::set<std::string> flag_names{"help"}, option_names, any_name;
+    for (const option_doc& o : cmd->options) (o.arg.empty() ? flag_names : option_names).insert(o.name);
+    for (const command& c : command_table())
+        for (const option_doc& o : c.options) any_name.insert(o.name);
+    for (int i = 2; i < argc; i++) {
+        std::string s = argv[i];
+        if (s == "-h") s = "--help";
+        if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
+        std::string key = s.substr(2), value;
+        size_t eq = key.find('=');
+        bool inline_value = eq != std::string::npos;
+        if (inline_value) {
+            value = key.substr(eq + 1);
+            key = key.substr(0, eq);
+        }
+        if (flag_names.count(key)) {
+            if (inline_value) throw usage_error("--" + key + " takes no value");
+            a.flags.insert(key);
+        } else if (option_names.count(key)) {
+            if (!inline_value) {
+                if (i + 1 >= argc) throw usage_error("--" + key + " needs a value");
+                value = argv[++i];
+            }
+            a.opts[key] = value;
+        } else if (any_name.count(key)) {
+            throw usage_error(a.command + " does not take --" + key);
+        } else {
+            throw usage_error("unknown option --" + key + " for '" + a.command + "'");
+        }
+    }
+    return a;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    std::istringstream in(s);
+    while (std::getline(in, cur, sep))
+        if (!cur.empty()) out.push_back(cur);
+    return out;
+}
+
+long parse_int(const std::string& s, const std::string& what, long lo, long hi) {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+        throw usage_error(what + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got '" + s + "'");
+    return v;
+}
+
+double parse_float(const std::string& s, const std::string& what, double lo, double hi) {
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
+        throw usage_error(what + ": expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got '" + s + "'");
+    return v;
+}
+
+gb::model open_model(const args& a) {
+    // the kernel is fixed when the weights are packed, at load
+    if (a.has("matmul")) gb::set_matmul_kind(gb::parse_matmul_kind(a.get("matmul")));
+    gb::load_options lo;
+    lo.tokenizer_path = a.get("tokenizer");
+    const std::string weights = a.get("weights", "stored");
+    if (weights != "stored" && weights != "f32") throw usage_error("--weights: expected stored or f32, got '" + weights + "'");
+    lo.keep_stored = weights == "stored";
+    std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
+    gb::model m = gb::load_model(path, lo);
+    // the command is a feature of the kind table; a kind without it is refused with the table's line
+    const command* c = find_command(a.command);
+    if (!c || c->needs == NO_MODEL) throw std::logic_error("internal: " + a.command + " opens no model");
+    const std::string why = gb::refusal(m, c->needs);
+    if (!why.empty()) throw usage_error(why);
+    if (!m.nonfinite_tensor.empty()) // not an error: the model still runs and the display copes
+        std::fprintf(stderr, "warning: the weights hold NaN/Inf, first in %s: outputs will be meaningless\n",
+                     m.nonfinite_tensor.c_str());
+    return m;
+}
+
+// The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
+std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos) {
+    if (bos && m.tok.bos_id < 0)
+        throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
+    return gb::encode_prompt(m.tok, prompt, bos);
+}
+
+void refuse_unless(const gb::model& m, gb::feature f, const std::string& option) {
+    const std::string why = gb::refusal(m, f);
+    if (!why.empty()) throw usage_error(option + ": " + why);
+}
+
+namespace {
+// Whether the command takes --name (its row lists it).
+bool takes(const args& a, const std::string& name) {
+    for (const option_doc& o : find_command(a.command)->options)
+        if (o.name == name) return true;
+    return false;
+}
+} // namespace
+
+gb::kind_input model_input(const args& a, const gb::model& m) {
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    const std::string arch = gb::arch_table(m.config.arch).name;
+    std::string is; // what m is, and what to give instead
+    if (in == gb::INPUT_TEXT) is = " is a text model (" + arch + "); give --prompt TEXT";
+    else if (in == gb::INPUT_IMAGE) is = " is an image classifier (" + arch + "); give --image FILE";
+    else is = " is an encoder–decoder (" + arch + "); give --source TEXT" +
+              (takes(a, "target-text") ? " (and --target-text TEXT)" : "");
+    const std::pair<const char*, gb::kind_input> owners[] = {{"prompt", gb::INPUT_TEXT},
+                                                             {"image", gb::INPUT_IMAGE},
+                                                             {"source", gb::INPUT_SOURCE_TARGET},
+                                                             {"target-text", gb::INPUT_SOURCE_TARGET}};
+    for (const auto& [option, input] : owners)
+        if (input != in && a.has(option)) throw usage_error(std::string("--") + option + ": " + m.path + is);
+    if (a.has("bos")) refuse_unless(m, gb::FEATURE_BOS, "--bos");
+    return in;
+}
+
+std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
+    const gb::image img = gb::load_image(a.need("image"));
+    pixels = gb::vision_pixels(m, img);
+    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
+                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
+    return gb::vision_tokens(m.config);
+}
+
+// --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
+gb::ablation parse_ablation(const args& a, const gb::model& m) {
+    if (a.has("experts")) refuse_unless(m, gb::FEATURE_EXPERTS, "--experts");
+    gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"), a.get("experts"));
+    gb::check_ablation(ab, m.config);
+    return ab;
+}
+
+// Text safe to print on a terminal: control characters (C0 but keep_newlines' \n and \t, DEL, and C1 such as
+// U+009B CSI) never reach it raw; they show as "\x07" or "\u009b". Valid UTF-8 is expected (bytes of a partial
+// character were already shown as <E6> by token_text or replaced by utf8_sanitize).
+std::string terminal_safe(const std::string& s, bool keep_newlines) {
+    std::string out;
+    char hex[12];
+    for (size_t i = 0; i < s.size(); i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (keep_newlines && (ch == '\n' || ch == '\t')) {
+            out += (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            std::snprintf(hex, sizeof hex, "\\x%02x", ch);
+            out += hex;
+        } else if (ch == 0xc2 && i + 1 < s.size() && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f) {
+            std::snprintf(hex, sizeof hex, "\\u%04x", (unsigned char)s[i + 1]);
+            out += hex;
+            i++;
+        } else {
+            out += (char)ch;
+        }
+    }
+    return out;
+}
+
+// A token's text on one terminal line: newline as ↵, tab as →, other control characters escaped.
+std::string visible(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        if (ch == '\n') out += "\u21b5";
+        else if (ch == '\t') out += "\u2192";
+        else out += ch;
+    }
+    return terminal_safe(out, false);
+}
+
+// A token's text in double quotes, on one line (visible()).
+std::string quoted(const gb::model& m, int id) { return "\"" + visible(gb::token_text(m.tok, id)) + "\""; }
+
+// s padded with spaces to width columns, counting characters rather than bytes ("près" is four columns, five bytes),
+// for tables that printf's %-Ns would misalign on non-ASCII tokens
+std::string padded(const std::string& s, int width) {
+    int cols = 0;
+    for (unsigned char ch : s) cols += (ch & 0xC0) != 0x80;
+    return s + std::string((size_t)std::max(0, width - cols), ' ');
+}
+
+// --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
+gb::attention_fn choose_backend(const args& a, std::string* renderer) {
+    std::string b = a.get("backend", "cpu");
+    if (b == "cpu") return {};
+    if (b != "gl") throw usage_error("--backend: expected cpu or gl, got '" + b + "'");
+#if GLASSBOX_HAVE_GL
+    gb::gl_info info = gb::gl_init_headless();
+    if (info.ok) {
+        if (renderer) *renderer = info.renderer;
+        return gb::attention_gl;
+    }
+    if (info.context) // a context, but the driver refused our shaders: say so, it is not a missing GPU
+        std::fprintf(stderr, "notice: the GL shaders failed on %s (%s); fallback to the CPU backend\n",
+                     info.renderer.c_str(), info.error.c_str());
+    else
+        std::fprintf(stderr, "notice: no OpenGL 4.3 context (%s); fallback to the CPU backend\n", info.error.c_str());
+#else
+    (void)renderer;
+    std::fprintf(stderr, "notice: this build has no OpenGL support; fallback to the CPU backend\n");
+#endif
+    return {};
+}
+
+// The decoder's input: --target-text's tokens after the decoder start, or the model's greedy translation of src
+// under ab (its EOS left for the last row to predict)
+std::vector<int> seq2seq_target(const args& a, const gb::model& m, const std::vector<int>& src, const gb::ablation& ab) {
+    if (a.has("target-text")) return gb::target_ids(m, a.get("target-text"));
+    const int max_new = (int)parse_int(a.get("max-new-tokens", std::to_string(std::min(40, m.config.n_ctx - 1))), "--max-new-tokens", 1, m.config.n_ctx - 1);
+    gb::generation g = gb::translate(m, src, max_new, {}, ab);
+    if (g.hit_eos) g.ids.pop_back();
+    std::vector<int> tgt = {m.config.decoder_start_id};
+    tgt.insert(tgt.end(), g.ids.begin(), g.ids.end());
+    return tgt;
+}
+
+// --NAME TEXT (exactly one token) or --NAME-id N; -1 when neither is given and it is optional.
+int token_arg(const args& a, const gb::model& m, const std::string& name, bool required) {
+    if (a.has(name) && a.has(name + "-id")) throw usage_error("give --" + name + " or --" + name + "-id, not both");
+    if (a.has(name + "-id")) return (int)parse_int(a.get(name + "-id"), "--" + name + "-id", 0, m.config.vocab_size - 1);
+    if (a.has(name)) return gb::single_token_id(m.tok, a.get(name), "--" + name);
+    if (required) throw usage_error("missing --" + name + " TEXT (one token) or --" + name + "-id N");
+    return -1;
+}
+
+// A prompt for the analyses: present, and within the context.
+std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::string& key) {
+    std::vector<int> ids = prompt_ids(m, a.need(key), a.has("bos"));
+    if (ids.empty()) throw gb::error("--" + key + " is empty: nothing to run");
+    if ((int)ids.size() > m.config.n_ctx)
+        throw gb::error("--" + key + " too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
+                        std::to_string(m.config.n_ctx));
+    return ids;
+}
+
+// What the analyses read: patterns, z, MLP outputs and the residual stream.
+gb::forward_options analysis_options(const args& a) {
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+    opt.keep.resid_stream = true;
+    return opt;
+}
+gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a) {
+    gb::record r;
+    gb::run_forward(r, m, ids, {}, analysis_options(a));
+    return r;
+}
+
+void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {
+    if (a.has("json")) gb::write_json(a.get("json"), j);
+    if (a.has("npy-dir")) npy(a.get("npy-dir"));
+}
+
+} // namespace cli

@@ -1,0 +1,96 @@
+// The argument parser and the helpers the commands share.
+#pragma once
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/attention.h"
+#include "model/kind.h"
+#include "model/model.h"
+#include "run/ablation.h"
+#include "run/forward.h"
+#include "util/error.h"
+
+namespace cli {
+
+// Bad usage is bad input: exit code 2, like gb::error.
+struct usage_error : gb::error {
+    using gb::error::error;
+};
+
+struct args {
+    std::string command;
+    std::map<std::string, std::string> opts; // --key value
+    std::set<std::string> flags;             // --flag
+
+    bool has(const std::string& k) const { return opts.count(k) || flags.count(k); }
+    std::string get(const std::string& k, const std::string& def = "") const {
+        auto it = opts.find(k);
+        return it == opts.end() ? def : it->second;
+    }
+    std::string need(const std::string& k) const {
+        auto it = opts.find(k);
+        if (it == opts.end()) throw usage_error("missing --" + k + " (see glassbox-cli " + command + " --help)");
+        return it->second;
+    }
+};
+
+// argv[1] is the command; every option must be one the command's documentation lists.
+args parse_args(int argc, char** argv);
+
+// s cut at sep, empty pieces dropped
+std::vector<std::string> split(const std::string& s, char sep);
+// s as an integer (a number) in [lo, hi]; else a usage_error naming what
+long parse_int(const std::string& s, const std::string& what, long lo, long hi);
+double parse_float(const std::string& s, const std::string& what, double lo, double hi);
+
+// --model (or the embedded default), --tokenizer, --matmul, --weights. A model whose kind does not offer the
+// feature the command's row names is refused with the kind table's line (gb::refusal).
+gb::model open_model(const args& a);
+// An option that needs feature f of m's kind: a usage error "OPTION: <the kind table's line>" when m's kind
+// does not offer it.
+void refuse_unless(const gb::model& m, gb::feature f, const std::string& option);
+// What m reads, as the kind table says: a prompt (INPUT_TEXT), a source and a target (INPUT_SOURCE_TARGET) or an
+// image (INPUT_IMAGE). Another input's option (--prompt, --image, --source, --target-text), and --bos where the
+// kind has no BOS, is a usage error naming it.
+gb::kind_input model_input(const args& a, const gb::model& m);
+// --image FILE for an image classifier: its pixels ([3][S][S], to keep alive for the run) and the ids of its
+// positions; prints how the image was cut.
+std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels);
+// The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
+std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos);
+// --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
+// (--experts on a kind without experts: refused with the kind table's line)
+gb::ablation parse_ablation(const args& a, const gb::model& m);
+
+// Text safe to print on a terminal: control characters shown escaped ("\x07", "\u009b"); keep_newlines keeps
+// \n and \t.
+std::string terminal_safe(const std::string& s, bool keep_newlines);
+// A token's text on one terminal line: newline as ↵, tab as →, other control characters escaped.
+std::string visible(const std::string& s);
+// A token's text in double quotes, on one line (visible()).
+std::string quoted(const gb::model& m, int id);
+// s padded with spaces to width columns, counting characters rather than bytes
+std::string padded(const std::string& s, int width);
+
+// --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
+gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr);
+
+// An encoder–decoder's decoder input: --target-text's tokens after the decoder start, or the greedy translation
+std::vector<int> seq2seq_target(const args& a, const gb::model& m, const std::vector<int>& src, const gb::ablation& ab);
+
+// --NAME TEXT (exactly one token) or --NAME-id N; -1 when neither is given and it is optional.
+int token_arg(const args& a, const gb::model& m, const std::string& name, bool required);
+// A prompt for the analyses: present, and within the context.
+std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::string& key = "prompt");
+// What the analyses read: patterns, z, MLP outputs and the residual stream.
+gb::forward_options analysis_options(const args& a);
+gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a);
+// --json FILE and --npy-dir DIR, when given
+void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy);
+
+} // namespace cli

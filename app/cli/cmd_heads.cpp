@@ -1,0 +1,98 @@
+// glassbox-cli heads: every head's scores (previous token, first token, induction, duplicate token, entropy) on a
+// prompt, repeated random tokens, an image, or an encoder–decoder's target.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis_json.h"
+#include "analysis/head_scores.h"
+#include "model/model.h"
+#include "run/forward.h"
+#include "run/seq2seq.h"
+#include "util/error.h"
+
+#include "args.h"
+#include "commands.h"
+
+namespace cli {
+
+namespace {
+
+// --repeat-random N [--seed S]: N random tokens, twice (after BOS where the model's tokenizer adds one)
+std::vector<int> repeated_random(const args& a, const gb::model& m) {
+    refuse_unless(m, gb::FEATURE_INDUCTION_TEST, "--repeat-random");
+    if (a.has("prompt")) throw usage_error("give --prompt or --repeat-random, not both");
+    const int n = (int)parse_int(a.get("repeat-random"), "--repeat-random", 1, 1 << 20);
+    const bool bos = a.has("bos") || m.tok.add_bos;
+    if (a.has("bos") && m.tok.bos_id < 0) throw usage_error("--bos: this model's tokenizer has no BOS token (" + m.path + ")");
+    if (2 * n + (bos && m.tok.bos_id >= 0) > m.config.n_ctx)
+        throw gb::error("--repeat-random " + std::to_string(n) + ": twice that is longer than the model's context (" +
+                        std::to_string(m.config.n_ctx) + ")");
+    const uint64_t seed = (uint64_t)parse_int(a.get("seed", "0"), "--seed", 0, std::numeric_limits<long>::max());
+    return gb::repeated_random_tokens(m.tok, m.config.vocab_size, n, seed, bos);
+}
+
+// The run whose heads are scored, and what its positions are: the prompt's (or the repeated random tokens'), an
+// image's, or an encoder–decoder's decoder on its target (given, or the greedy translation of --source), the
+// stack the lens and learn read too.
+gb::record scored_run(const args& a, const gb::model& m, std::string& positions) {
+    const gb::kind_input in = model_input(a, m);
+    const bool repeat = a.has("repeat-random");
+    std::vector<int> ids;
+    if (repeat) ids = repeated_random(a, m); // refuses a kind without the induction test
+    else if (a.has("seed")) throw usage_error("--seed goes with --repeat-random");
+    gb::forward_options opt;
+    opt.attention = choose_backend(a);
+    gb::record r;
+    if (in == gb::INPUT_SOURCE_TARGET) {
+        const std::vector<int> src = gb::source_ids(m, a.need("source"));
+        gb::seq2seq_record rs;
+        gb::run_seq2seq(rs, m, src, seq2seq_target(a, m, src, {}), {}, opt);
+        positions = " target tokens (the decoder's self-attention)";
+        return std::move(rs.decoder);
+    }
+    std::vector<float> pixels; // an image's, alive for the run
+    if (in == gb::INPUT_IMAGE) {
+        ids = image_input(a, m, pixels);
+        opt.pixels = pixels.data();
+        positions = " positions of the image";
+    } else {
+        if (!repeat) ids = analysis_prompt(m, a);
+        positions = repeat ? " tokens (random tokens, repeated)" : " tokens";
+    }
+    gb::run_forward(r, m, ids, {}, opt);
+    return r;
+}
+
+} // namespace
+
+int cmd_heads(const args& a) {
+    gb::model m = open_model(a);
+    std::string positions;
+    const gb::record r = scored_run(a, m, positions);
+    gb::head_scores s = gb::score_heads(r);
+    std::printf("%d%s; the highest-scoring heads (layer.head):\n", r.n_tokens, positions.c_str());
+    for (int k = 0; k < gb::SCORE_COUNT; k++) {
+        const gb::head_score_kind kind = (gb::head_score_kind)k;
+        std::vector<int> order;
+        for (int i = 0; i < s.n_layer * s.n_head; i++)
+            if (std::isfinite(s.score[k][i])) order.push_back(i);
+        // entropy: the most focused heads (lowest) are the interesting ones
+        std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+            return kind == gb::SCORE_ENTROPY ? s.score[k][x] < s.score[k][y] : s.score[k][x] > s.score[k][y];
+        });
+        std::printf("  %-16s", gb::head_score_name(kind));
+        if (order.empty()) std::printf(" (undefined: no token occurs twice)");
+        for (size_t i = 0; i < order.size() && i < 5; i++)
+            std::printf("  %d.%d %.3f", order[i] / s.n_head, order[i] % s.n_head, s.score[k][order[i]]);
+        std::printf("\n");
+    }
+    write_outputs(a, gb::head_scores_json(s, r), [&](const std::string& d) { gb::write_head_scores_npy(d, s); });
+    return 0;
+}
+
+} // namespace cli

@@ -1,0 +1,49 @@
+// glassbox-cli patch: activation patching, where the clean run's activations bring its answer back.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis_json.h"
+#include "analysis/patching.h"
+#include "model/model.h"
+#include "run/record.h"
+#include "tokenizer/tokenizer.h"
+
+#include "args.h"
+#include "commands.h"
+
+namespace cli {
+
+int cmd_patch(const args& a) {
+    gb::model m = open_model(a);
+    std::vector<int> clean = analysis_prompt(m, a), corrupt = analysis_prompt(m, a, "corrupt");
+    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
+    gb::patch_options po;
+    po.attention = choose_backend(a);
+    gb::patch_result p = gb::activation_patching(m, clean, corrupt, target, contrast, po);
+    const int T = p.n_tokens;
+    std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
+                contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", p.clean, p.corrupt);
+    std::printf("%d patched runs in %.0f ms; normalized (1 = the clean answer is back):\n", p.runs, p.ms);
+    const std::vector<std::string> labels = gb::resid_labels(p.n_layer);
+    for (int pt = 0; pt < 2 * p.n_layer + 1; pt++) { // the position where patching matters most at each point
+        int best = 0;
+        for (int t = 1; t < T; t++)
+            if (std::fabs(p.resid_normalized[(size_t)pt * T + t]) > std::fabs(p.resid_normalized[(size_t)pt * T + best])) best = t;
+        std::printf("  %-9s best position %2d (\"%s\") %+.3f\n", labels[pt].c_str(), best, visible(gb::token_text(m.tok, clean[best])).c_str(),
+                    p.resid_normalized[(size_t)pt * T + best]);
+    }
+    std::vector<int> order(p.heads.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = (int)i;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return std::fabs(p.heads_normalized[x]) > std::fabs(p.heads_normalized[y]); });
+    std::printf("  heads:");
+    for (size_t i = 0; i < order.size() && i < 6; i++)
+        std::printf("  %d.%d %+.3f", order[i] / p.n_head, order[i] % p.n_head, p.heads_normalized[order[i]]);
+    std::printf("\n");
+    write_outputs(a, gb::patch_json(p, m.tok, clean, corrupt), [&](const std::string& d) { gb::write_patch_npy(d, p); });
+    return 0;
+}
+
+} // namespace cli

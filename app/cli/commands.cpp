@@ -1,0 +1,318 @@
+// The commands' documentation: the overview (--help), each command's options (the parser accepts exactly
+// these) and its --help text.
+#include "commands.h"
+
+#include <cctype>
+#include <sstream>
+
+namespace cli {
+
+// The overview (glassbox-cli --help). Laid out as GNU programs do ("Usage:", "  or:", indented two-column
+// lists), which is also what help2man turns into the man page at build time (packaging/packaging.cmake).
+const char* usage_text = R"(Usage: glassbox-cli COMMAND [OPTIONS]
+  or:  glassbox-cli COMMAND --help
+  or:  glassbox-cli --help | --version
+Look inside a transformer language model from the command line: run a prompt with parts of the model knocked
+out, generate, tokenize, and read the analyses (logit lens, attribution, head scores, patching) as text, JSON
+or NumPy files.
+
+Commands and their options (glassbox-cli COMMAND --help explains each):
+  run          [--model PATH] (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
+               [--ablate no-residual,no-layernorm,no-attention]
+               [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
+               [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
+               [--matmul K]
+  generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
+               [--temperature T | --temperatures 0.3,0.8,1.5]
+               [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
+               [--experts ...] [--json FILE] [--matmul K]
+  tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
+  lens         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT]) [--top-k 5]
+               [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
+  attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
+               [--position I] [--json FILE] [--npy-dir DIR]
+  heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
+               [--json FILE] [--npy-dir DIR]
+  patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+               [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
+               (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
+  bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
+               or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
+  make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
+               [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
+               llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
+               --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
+               marian: an encoder–decoder, [--encoder-layers-n N]; defaults 6 + 6 layers, d 512, 8 heads, vocab 58101
+  info         [--model PATH] [--matmul K]
+  learn        (--prompt TEXT | --source TEXT [--target-text TEXT]) [--token I] [--layer L] [--head H]
+               [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
+  break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
+  selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
+
+Options of several commands:
+  --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
+                 llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
+  --matmul K     fp32, amx or auto: the kernel of the matrix products (auto, the default: amx where the CPU
+                 has AMX)
+  --weights W    stored (default: F16, BF16 and quantised weights stay as the file holds them) or f32
+                 (every weight dequantised at load and packed for --matmul)
+  --keep POINTS  (run) hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre,
+                 attn_in, q, k, v, z, head_out, attn_out, resid_mid, mlp_in, router (MoE models), mlp_post
+                 (dense models), mlp_out, resid_post, final_norm, resid_stream)
+  --help         this overview; after a command, that command's options and exit codes
+  --version      the version and, for a build from a git checkout, its commit
+
+Errors are one line on stderr starting with "error:".
+
+)";
+
+// The same for every command: main() maps gb::error (bad usage or input) to 2 and anything else to 1.
+const char* exit_codes_text = R"(Exit codes:
+  0  success
+  1  internal failure, such as running out of memory
+  2  bad usage or bad input: an unknown, missing or malformed option; an unreadable or malformed model or
+     tokenizer; invalid UTF-8; a prompt longer than the context; a layer, head or token out of range; an
+     output file that cannot be written
+)";
+
+namespace {
+
+// Exit codes of one command's own, listed after the common ones.
+std::string exit_note(const std::string& command) {
+    return command == "selftest" ? "  3  the model ran, and some facts did not match (each is listed)\n" : "";
+}
+
+// Options several commands take.
+const option_doc model{"model", "PATH", "a Hugging Face folder, a .gguf file or a llama2.c .bin (default: the "
+                                        "embedded default model)"};
+const option_doc tokenizer{"tokenizer", "FILE", "the tokenizer.bin of a llama2.c .bin (default: found next "
+                                                "to the model)"};
+const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
+const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the matrix products (default auto: "
+                                       "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
+const option_doc weights{"weights", "stored|f32", "stored (default): F16, BF16 and quantised weights stay as "
+                                                  "the file holds them; f32: every weight dequantised at load "
+                                                  "and packed for --matmul (4 bytes a weight, AMX digits 3)"};
+const option_doc backend{"backend", "cpu|gl", "where attention runs (default cpu; gl without OpenGL 4.3 "
+                                              "falls back to the CPU with a notice)"};
+const option_doc json{"json", "FILE", "also write the result as JSON"};
+const option_doc npy{"npy-dir", "DIR", "also write the result as NumPy .npy files into DIR"};
+const option_doc ablate{"ablate", "LIST", "no-residual, no-layernorm, no-attention (comma-separated)"};
+const option_doc layers{"layers", "LIST", "the layers --ablate applies to, e.g. 0,3 (default: all)"};
+const option_doc heads{"heads", "LIST", "heads to ablate, LAYER.HEAD, e.g. 5.1,5.5"};
+const option_doc experts{"experts", "LIST", "MoE models: experts to ablate, LAYER.EXPERT, e.g. 1.3,0.0 (the "
+                                            "expert's mixing weight becomes 0 for every token; the other "
+                                            "chosen experts keep theirs)"};
+const option_doc prompt{"prompt", "TEXT", "the text to run"};
+const option_doc target_id{"target-id", "N", "the target token by id"};
+// an analysis of an encoder–decoder's decoder: the target it reads
+const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
+                                                       "greedy translation)"};
+const option_doc contrast_id{"contrast-id", "N", "the contrast token by id"};
+const option_doc image{"image", "FILE", "a PNG or JPEG for a ViT or DeiT classifier (resized and normalised as its "
+                                        "preprocessor_config.json says)"};
+// the synopsis lines of a command that reads an image or an encoder–decoder's source
+const std::string image_synopsis = "--image FILE --model VIT_OR_DEIT_FOLDER [options]";
+const std::string source_synopsis = "--source TEXT [--target-text TEXT] --model BART_MBART_OR_MARIAN_FOLDER [options]";
+
+// The command table: every command, the function that runs it, the feature of the kind table it is (selftest
+// and bench run forwards; info reads the model), its summary and its options. The parser accepts exactly the
+// options listed here, so a command's --help and what it takes cannot drift apart.
+const std::vector<command> table = {
+    {"run", cmd_run, gb::FEATURE_RUN,
+     "one forward pass: the prompt's tokens and the top-k next tokens (encoders: the top-k fillers of each "
+     "[MASK]; image classifiers: the top-k classes of an image and where [CLS] looked)",
+     {"--prompt TEXT [--model PATH] [options]", image_synopsis, source_synopsis},
+     {model, tokenizer, prompt, image,
+      {"source", "TEXT", "encoder–decoders (BART, mBART, Marian): the text the encoder reads"},
+      {"target-text", "TEXT", "encoder–decoders: the target the decoder reads after its start token (default: "
+                              "the greedy translation of --source)"},
+      {"max-new-tokens", "N", "encoder–decoders without --target-text: the longest translation (default 40)"},
+      bos, ablate, layers, heads, experts,
+      {"top-k", "N", "how many next tokens to list (default 10)"},
+      {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
+      {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing (MoE models: "
+                       "the routing, each layer's and token's experts and weights)"},
+      {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR (image "
+                         "classifiers also rollout.npy [T, T] and pixels.npy [3, S, S]; encoder–decoders: "
+                         "tokens.npy and attention.npy [L, H, S, S] are the encoder's, logits.npy [T, V], "
+                         "target_tokens.npy, decoder_attention.npy [L, H, T, T], decoder_residual_norms.npy "
+                         "and cross_attention.npy [L, H, T, S] the decoder's)"},
+      {"keep", "POINTS", "hook points to write to --npy-dir too: resid_pre, attn_in, q, k, v, z, head_out, "
+                         "attn_out, resid_mid, mlp_in, router (MoE models), mlp_post (dense models), mlp_out, "
+                         "resid_post, final_norm, resid_stream"},
+      backend,
+      {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
+      matmul, weights}},
+    {"generate", cmd_generate, gb::FEATURE_GENERATE,
+     "continue a prompt, printing the text as it is generated",
+     {"--prompt TEXT --max-new-tokens N [--model PATH] [options]",
+      "--source TEXT --max-new-tokens N --model BART_MBART_OR_MARIAN_FOLDER [options]"},
+     {model, tokenizer, {"prompt", "TEXT", "the text to continue"},
+      {"source", "TEXT", "encoder–decoders: the text to translate (the target is generated from the decoder's "
+                         "start token)"},
+      {"max-new-tokens", "N", "how many tokens to generate (fewer when the model ends the text)"},
+      {"temperature", "T", "sampling temperature; 0, the default, is greedy"},
+      {"temperatures", "LIST", "several temperatures, e.g. 0.3,0.8,1.5: one continuation each from the same "
+                               "seed, each after the next-token distribution it samples from (softmax(logits "
+                               "/ T) over the top-k, renormalised)"},
+      {"top-k", "K", "sample from the K most probable tokens only (default 0: all)"},
+      {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
+      {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads, experts,
+      {"json", "FILE", "write the prompt, the ids and the generated text as JSON (with --temperatures: "
+                       "one entry per temperature, with its distribution)"}, matmul, weights}},
+    {"tokenize", cmd_tokenize, gb::FEATURE_TOKENIZE,
+     "encode text to token ids, or decode ids to text",
+     {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
+     {model,
+      {"tokenizer", "DIR", "without --model: this folder's tokenizer alone, chosen and configured as a model "
+                           "load does (no weights read); with a llama2.c --model: its tokenizer.bin"},
+      {"text", "TEXT", "print its token ids as a JSON array"},
+      {"decode", "IDS", "comma-separated token ids: print their text as it is, control characters included"},
+      {"escape", "", "with --decode: show control characters escaped (\"\\x0d\"), newlines and tabs as they are"}}},
+    {"lens", cmd_lens, gb::FEATURE_LENS,
+     "logit lens: what the residual stream predicts after every sublayer",
+     {"--prompt TEXT [--model PATH] [options]", image_synopsis, source_synopsis},
+     {model, tokenizer, prompt, bos, image,
+      {"source", "TEXT", "encoder–decoders: the source; the lens reads the decoder's stream at each target token"},
+      decoder_target,
+      {"top-k", "K", "tokens kept per cell (default 5)"},
+      {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
+                         "final top-1)"},
+      target_id, json, npy, backend, matmul, weights}},
+    {"attribute", cmd_attribute, gb::FEATURE_ATTRIBUTION,
+     "direct logit attribution: what each head and MLP writes into a token's logit",
+     {"--prompt TEXT (--target TEXT | --target-id N) [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos,
+      {"target", "TEXT", "the token whose logit is explained (exactly one token)"}, target_id,
+      {"contrast", "TEXT", "explain logit(target) - logit(contrast) instead (exactly one token)"}, contrast_id,
+      {"position", "I", "the position to explain (default: the last)"}, json, npy, backend, matmul, weights}},
+    {"heads", cmd_heads, gb::FEATURE_HEAD_SCORES,
+     "head scores: previous-token, first-token, induction, duplicate-token and entropy of every head",
+     {"--prompt TEXT [--model PATH] [options]", "--repeat-random N [--seed S] [--model PATH] [options]",
+      image_synopsis, source_synopsis},
+     {model, tokenizer, {"prompt", "TEXT", "the text whose attention is scored"}, image,
+      {"source", "TEXT", "encoder–decoders: the source; the decoder's self-attention heads are scored on the target"},
+      decoder_target,
+      {"repeat-random", "N", "score N random tokens repeated twice instead of a prompt (the induction test)"},
+      {"seed", "S", "with --repeat-random: the seed of the random tokens (default 0)"}, bos, json, npy,
+      backend, matmul, weights}},
+    {"patch", cmd_patch, gb::FEATURE_PATCHING,
+     "activation patching: where the clean run's activations bring its answer back",
+     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
+     {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
+      {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
+      contrast_id, bos, json, npy, backend, matmul, weights}},
+    {"bench", cmd_bench, gb::FEATURE_RUN,
+     "time forward passes with full capture, or live recompute against a fresh forward (an "
+     "encoder–decoder: both stacks on T source and T target tokens, and a greedy translation)",
+     {"[--tokens 16,64,256] [--repeat N] [--model PATH] [options]",
+      "--incremental [--tokens 256] [--repeat N] [--model PATH] [options]"},
+     {model, tokenizer,
+      {"tokens", "LIST", "prompt lengths to time (default 16,64,256; one length with --incremental, "
+                         "default 256)"},
+      {"repeat", "N", "timed runs per length, reported as median, min and max (default 10)"},
+      {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
+                          "ablation, against a fresh forward"},
+      {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
+      json, matmul, weights}},
+    {"make-random", cmd_make_random, NO_MODEL,
+     "write a random GPT-2, Llama or Marian model folder (or a Llama .gguf file), for benchmarks and tests",
+     {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]",
+      "--arch marian --out DIR [--encoder-layers-n N] [options]"},
+     {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"},
+      {"arch", "gpt2|llama|marian", "the architecture (default gpt2); marian: an encoder–decoder, opus-mt's "
+                                    "shape by default"},
+      {"layers-n", "N", "layers (default 12; marian: decoder layers, default 6)"},
+      {"encoder-layers-n", "N", "marian only: encoder layers (default: --layers-n)"},
+      {"d-model", "D", "model width (default 768; marian 512)"},
+      {"heads-n", "H", "attention heads (default 12; marian 8)"},
+      {"kv-heads-n", "H", "llama only: key/value heads (default: --heads-n)"},
+      {"ff", "N", "MLP width (default 4 * --d-model)"},
+      {"vocab", "V", "vocabulary size (default 50257; marian 58101)"},
+      {"ctx", "N", "context length, max_position_embeddings (default 1024; marian 512)"},
+      {"dtype", "F32|F16|...", "the weights' type: F32 or F16 in model.safetensors (llama also BF16); a .gguf "
+                               "also BF16, Q8_0 or Q4_K (default F32)"},
+      {"seed", "S", "the seed of the random weights (default 1)"},
+      {"tied", "0|1", "llama only: the LM head is the embedding matrix (default 1)"},
+      {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
+    {"info", cmd_info, gb::FEATURE_RUN,
+     "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
+     {"[--model PATH] [--matmul K]"},
+     {model, tokenizer, matmul, weights}},
+    {"learn", cmd_learn, gb::FEATURE_LEARN,
+     "a walk through the model on your prompt: each step's formula, shapes and this token's numbers",
+     {"--prompt TEXT [--token I] [--layer L] [--head H] [--model PATH] [options]",
+      "--source TEXT [--target-text TEXT] [--token I] ... --model BART_MBART_OR_MARIAN_FOLDER"},
+     {model, tokenizer, prompt, bos,
+      {"source", "TEXT", "encoder–decoders: the source; the walk follows the decoder, cross-attention included"},
+      decoder_target,
+      {"token", "I", "the position whose numbers are shown (default: the last)"},
+      {"layer", "L", "the block walked through (default 0)"},
+      {"head", "H", "the attention head shown (default 0)"},
+      {"json", "FILE", "also write the steps and the parameter derivation as JSON"}, matmul, weights}},
+    {"break-it", cmd_break_it, gb::FEATURE_BREAK_IT,
+     "remove each part of the model in turn and see what changes: no attention, no layer norm, no "
+     "residual, each layer's attention, the three heads that matter most",
+     {"--prompt TEXT [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos,
+      {"scan-heads", "N", "at most N single-head runs to find the heads that matter most (default 256; "
+                          "beyond it the heads of the layers whose attention matters most)"},
+      {"json", "FILE", "also write every row's numbers and sentence as JSON"}, matmul, weights}},
+    {"selftest", cmd_selftest, gb::FEATURE_RUN,
+     "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
+     {"--model DIR [--json FILE]"},
+     {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
+};
+
+} // namespace
+
+const std::vector<command>& command_table() { return table; }
+
+const command* find_command(const std::string& name) {
+    for (const command& c : table)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+std::string command_names() {
+    std::string s;
+    for (const command& c : table) s += (s.empty() ? "" : ", ") + c.name;
+    return s;
+}
+
+// `glassbox-cli NAME --help`: what the command does, its usage, every option it takes, the exit codes.
+std::string command_help(const command& c) {
+    std::string out;
+    for (size_t i = 0; i < c.synopsis.size(); i++)
+        out += (i == 0 ? "Usage: " : "  or:  ") + ("glassbox-cli " + c.name + " " + c.synopsis[i]) + "\n";
+    out += (char)std::toupper((unsigned char)c.summary[0]) + c.summary.substr(1) + ".\n\nOptions:\n";
+    auto add = [&](const std::string& left, const std::string& help) {
+        // a two-column list; the help wraps at 110 columns, and a long left side puts it on its own line
+        const size_t col = 26, width = 110;
+        std::string line = "  " + left;
+        if (line.size() + 2 > col) {
+            out += line + "\n";
+            line.clear();
+        }
+        line.resize(col, ' ');
+        std::istringstream words(help);
+        bool first = true;
+        for (std::string w; words >> w; first = false) {
+            if (!first && line.size() + 1 + w.size() > width) {
+                out += line + "\n";
+                line.assign(col, ' ');
+                first = true;
+            }
+            line += (first ? "" : " ") + w;
+        }
+        out += line + "\n";
+    };
+    for (const option_doc& o : c.options) add("--" + o.name + (o.arg.empty() ? "" : " " + o.arg), o.help);
+    add("--help", "this help");
+    return out + "\n" + exit_codes_text + exit_note(c.name);
+}
+
+} // namespace cli
