@@ -1,8 +1,10 @@
 // Font building (base ranges plus the glyphs asked for) and glyph coverage of the text the window shows.
 #include "fonts.h"
 
+#include <backends/imgui_impl_opengl3.h>
 #include <imgui_internal.h> // ImTextCharFromUtf8
 
+#include <cstdint>
 #include <fstream>
 
 #include "ui.h"
@@ -80,6 +82,24 @@ std::string glyph_text(const app_state& s) {
     }
     text += s.corrupt_prompt + s.demo_caption;
     return text;
+}
+
+void refresh_glyphs(font_state& fs, const app_state& s) {
+    std::string glyph_key = std::to_string(s.result_version) + "|" +
+                            std::to_string((uintptr_t)s.generated.get()) + "|" + std::to_string((uintptr_t)s.lens.get()) +
+                            "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + std::to_string((uintptr_t)s.breaking.get()) +
+                            "|" + std::to_string((uintptr_t)s.sampling.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt +
+                            "\x1f" + s.demo_caption;
+    if (glyph_key != fs.checked_for && need_glyphs(fs, glyph_text(s))) {
+        build_fonts(fs);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+        // glyphs no font has are remembered so we do not rebuild every frame
+        ImFont* f = ImGui::GetIO().Fonts->Fonts[0];
+        for (ImWchar c : fs.extra)
+            if (!f->FindGlyphNoFallback(c)) fs.missing.insert(c);
+    }
+    fs.checked_for = glyph_key;
 }
 
 void find_cjk_font(font_state& fs) {

@@ -15,6 +15,7 @@ struct font_state {
     std::set<ImWchar> missing; // asked for, found in no font (never retried)
     std::string cjk;          // path of a CJK font, if any
     ImVector<ImWchar> ranges;
+    std::string checked_for;   // the shown text's key when the atlas was last checked against it
 };
 
 // Builds the font atlas: the base ranges and fs.extra, from DejaVu Sans and the CJK font (merged).
@@ -23,6 +24,9 @@ void build_fonts(font_state& fs);
 bool need_glyphs(font_state& fs, const std::string& text);
 // Everything the window may show as text: the prompt, its tokens, the top-k tokens and the continuation.
 std::string glyph_text(const app_state& s);
+// Rebuilds the atlas (and its texture) when the text on screen changed and needs glyphs the font lacks: the
+// prompt, tokens, top-k tokens, continuation, the analyses' tokens.
+void refresh_glyphs(font_state& fs, const app_state& s);
 // Sets fs.cjk to the first of a few well-known CJK fonts that is installed.
 void find_cjk_font(font_state& fs);
 

@@ -131,4 +131,12 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     ImGui::End();
 }
 
+void set_style() {
+    ImGui::StyleColorsDark();
+    ImGuiStyle& st = ImGui::GetStyle();
+    st.WindowRounding = 4;
+    st.FrameRounding = 3;
+    st.WindowPadding = ImVec2(10, 8);
+}
+
 } // namespace gbui

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
@@ -19,6 +20,13 @@
 namespace gbui {
 
 using clock_type = std::chrono::steady_clock;
+
+void read_script(script_runner& sc, const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw gb::error("cannot open script " + path);
+    for (std::string l; std::getline(f, l);)
+        if (!l.empty() && l[0] != '#') sc.lines.push_back(l);
+}
 
 void write_png(const std::string& path, int w, int h) {
     std::vector<unsigned char> px((size_t)w * h * 4), flipped(px.size());
@@ -32,7 +40,7 @@ void write_png(const std::string& path, int w, int h) {
 }
 
 // Returns false while the action needs more frames.
-bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
+static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
     const std::string& line = sc.lines[sc.next];
     std::string cmd = line.substr(0, line.find(' '));
     std::string arg = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
@@ -258,6 +266,17 @@ bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, 
         return false;
     }
     throw gb::error("script: unknown command '" + cmd + "'");
+}
+
+bool advance_script(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
+    if (sc.done()) return true;
+    try {
+        if (script_step(sc, s, ui, settled, fb_w, fb_h)) sc.next++;
+    } catch (const gb::error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return false;
+    }
+    return true;
 }
 
 } // namespace gbui

@@ -38,12 +38,14 @@ struct script_runner {
     bool latency_waiting() const { return !done() && lines[next].rfind("latency ", 0) == 0 && phase > 0 && !arrived; }
 };
 
+// Reads the script's lines (blank lines and # comments left out); throws gb::error when the file cannot be opened.
+void read_script(script_runner& sc, const std::string& path);
 // Writes the framebuffer's w x h pixels (the frame just rendered) to a PNG; throws gb::error when it cannot.
 void write_png(const std::string& path, int w, int h);
 // The script's `print`: the app's state as one JSON line on stdout (what the GUI tests check).
 void print_state(const app_state& s, const ui_context& ui);
-// Steps the script's current line (settled: the shown result is of the inputs as they are now, nothing is
-// running). Returns false while the action needs more frames.
-bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h);
+// Steps the script's current line by one frame (nothing once it is done; settled: the shown result is of the
+// inputs as they are now, nothing is running). Returns false when the line failed (said on stderr: the run ends).
+bool advance_script(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h);
 
 } // namespace gbui
