@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 
@@ -39,13 +40,69 @@ void write_png(const std::string& path, int w, int h) {
     if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4)) throw gb::error("cannot write " + path);
 }
 
-// Returns false while the action needs more frames.
-static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
-    const std::string& line = sc.lines[sc.next];
-    std::string cmd = line.substr(0, line.find(' '));
-    std::string arg = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
+// measure N: renders N frames and prints the mean frame time (CPU side, incl. swap), the longest frame, upload
+// and UI build.
+static bool measure_step(script_runner& sc, const app_state& s, const std::string& arg) {
+    int n = std::max(1, std::atoi(arg.c_str()));
+    auto now = clock_type::now();
+    if (sc.phase == 0) sc.measure_start = now, sc.ui_ms_sum = 0, sc.max_ms = 0, sc.max_upload_ms = 0, sc.max_ui_ms = 0;
+    else sc.ui_ms_sum += sc.ui_ms, sc.max_ms = std::max(sc.max_ms, std::chrono::duration<double, std::milli>(now - sc.last_frame).count()),
+         sc.max_upload_ms = std::max(sc.max_upload_ms, sc.upload_ms), sc.max_ui_ms = std::max(sc.max_ui_ms, sc.ui_ms);
+    sc.last_frame = now;
+    if (++sc.phase <= n) return false;
+    double ms = std::chrono::duration<double, std::milli>(now - sc.measure_start).count() / n;
+    std::printf("{\"frame_ms\": %.3f, \"max_frame_ms\": %.3f, \"max_upload_ms\": %.3f, \"ui_build_ms\": %.3f, "
+                "\"max_ui_build_ms\": %.3f, \"frames\": %d, \"busy_at_end\": %s}\n",
+                ms, sc.max_ms, sc.max_upload_ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), sc.max_ui_ms, n,
+                s.busy ? "true" : "false");
+    std::fflush(stdout);
+    sc.phase = 0;
+    return true;
+}
+
+// latency TEXT: types TEXT one character at a time (the prompt editor must be active), each time waiting for its
+// result on screen; prints every keystroke-to-result time and their median.
+static bool latency_step(script_runner& sc, const app_state& s, bool settled, const std::string& arg) {
     ImGuiIO& io = ImGui::GetIO();
-    if (sc.hovering) io.MousePos = sc.hover_at;
+    auto since_typed = [&] { return std::chrono::duration<double, std::milli>(clock_type::now() - sc.typed_at).count(); };
+    const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
+    if (sc.phase > 0 && !sc.arrived && newest && newest->request_id != sc.result_at_type && newest->prompt == s.prompt) {
+        const run_result& r = *newest;
+        sc.arrived = true;
+        sc.arrivals.push_back(since_typed());
+        sc.worker_ms.push_back(r.report.ms + r.scores_ms + r.pixels_ms);
+    }
+    if (sc.phase > 0 && !(settled && result_is_current(s))) {
+        if (since_typed() > 60000) throw gb::error("script: latency: no result");
+        return false;
+    }
+    if (sc.phase > 0) sc.latencies.push_back(since_typed());
+    if (sc.phase == (int)arg.size()) {
+        auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v.empty() ? 0.0 : v[v.size() / 2];
+        };
+        nlohmann::json j = {{"keystroke_to_result_ms", sc.latencies}, {"median_ms", median(sc.latencies)},
+                            {"keystroke_to_arrival_ms", sc.arrivals}, {"median_arrival_ms", median(sc.arrivals)},
+                            {"worker_ms", sc.worker_ms}, {"median_worker_ms", median(sc.worker_ms)}};
+        std::printf("%s\n", j.dump().c_str());
+        std::fflush(stdout);
+        sc.phase = 0, sc.latencies.clear(), sc.arrivals.clear(), sc.worker_ms.clear();
+        return true;
+    }
+    io.AddInputCharacter((unsigned char)arg[sc.phase++]);
+    sc.typed_at = clock_type::now();
+    sc.arrived = false;
+    sc.result_at_type = newest ? newest->request_id : 0;
+    return false;
+}
+
+// One step of the script's commands, by group: each returns nothing when the command is not its own, else
+// whether the command is done (false: it needs more frames).
+
+// wait | print | screenshot FILE | measure N
+static std::optional<bool> report_command(script_runner& sc, const app_state& s, const ui_context& ui, const std::string& cmd,
+                                          const std::string& arg, bool settled, int fb_w, int fb_h) {
     if (cmd == "wait") return settled;
     if (cmd == "print") {
         print_state(s, ui);
@@ -55,61 +112,31 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         write_png(arg, fb_w, fb_h);
         return true;
     }
-    if (cmd == "measure") { // render N frames, print the mean frame time (CPU side, incl. swap)
-        int n = std::max(1, std::atoi(arg.c_str()));
-        auto now = clock_type::now();
-        if (sc.phase == 0) sc.measure_start = now, sc.ui_ms_sum = 0, sc.max_ms = 0, sc.max_upload_ms = 0, sc.max_ui_ms = 0;
-        else sc.ui_ms_sum += sc.ui_ms, sc.max_ms = std::max(sc.max_ms, std::chrono::duration<double, std::milli>(now - sc.last_frame).count()),
-             sc.max_upload_ms = std::max(sc.max_upload_ms, sc.upload_ms), sc.max_ui_ms = std::max(sc.max_ui_ms, sc.ui_ms);
-        sc.last_frame = now;
-        if (++sc.phase <= n) return false;
-        double ms = std::chrono::duration<double, std::milli>(now - sc.measure_start).count() / n;
-        std::printf("{\"frame_ms\": %.3f, \"max_frame_ms\": %.3f, \"max_upload_ms\": %.3f, \"ui_build_ms\": %.3f, "
-                    "\"max_ui_build_ms\": %.3f, \"frames\": %d, \"busy_at_end\": %s}\n",
-                    ms, sc.max_ms, sc.max_upload_ms, sc.ui_ms_sum / (n - 1 > 0 ? n - 1 : 1), sc.max_ui_ms, n,
-                    s.busy ? "true" : "false");
-        std::fflush(stdout);
-        sc.phase = 0;
-        return true;
-    }
+    if (cmd == "measure") return measure_step(sc, s, arg);
+    return std::nullopt;
+}
+
+// type TEXT | latency TEXT | key end|backspace|enter
+static std::optional<bool> keyboard_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg,
+                                            bool settled) {
+    ImGuiIO& io = ImGui::GetIO();
     if (cmd == "type") {
         io.AddInputCharactersUTF8(arg.c_str());
         return true;
     }
-    if (cmd == "latency") { // types TEXT one character at a time (the prompt editor must be active), each time
-        // waiting for its result on screen; prints every keystroke-to-result time and their median
-        auto since_typed = [&] { return std::chrono::duration<double, std::milli>(clock_type::now() - sc.typed_at).count(); };
-        const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
-        if (sc.phase > 0 && !sc.arrived && newest && newest->request_id != sc.result_at_type && newest->prompt == s.prompt) {
-            const run_result& r = *newest;
-            sc.arrived = true;
-            sc.arrivals.push_back(since_typed());
-            sc.worker_ms.push_back(r.report.ms + r.scores_ms + r.pixels_ms);
-        }
-        if (sc.phase > 0 && !(settled && result_is_current(s))) {
-            if (since_typed() > 60000) throw gb::error("script: latency: no result");
-            return false;
-        }
-        if (sc.phase > 0) sc.latencies.push_back(since_typed());
-        if (sc.phase == (int)arg.size()) {
-            auto median = [](std::vector<double> v) {
-                std::sort(v.begin(), v.end());
-                return v.empty() ? 0.0 : v[v.size() / 2];
-            };
-            nlohmann::json j = {{"keystroke_to_result_ms", sc.latencies}, {"median_ms", median(sc.latencies)},
-                                {"keystroke_to_arrival_ms", sc.arrivals}, {"median_arrival_ms", median(sc.arrivals)},
-                                {"worker_ms", sc.worker_ms}, {"median_worker_ms", median(sc.worker_ms)}};
-            std::printf("%s\n", j.dump().c_str());
-            std::fflush(stdout);
-            sc.phase = 0, sc.latencies.clear(), sc.arrivals.clear(), sc.worker_ms.clear();
-            return true;
-        }
-        io.AddInputCharacter((unsigned char)arg[sc.phase++]);
-        sc.typed_at = clock_type::now();
-        sc.arrived = false;
-        sc.result_at_type = newest ? newest->request_id : 0;
-        return false;
+    if (cmd == "latency") return latency_step(sc, s, settled, arg);
+    if (cmd == "key") { // one frame down, one frame up
+        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
+        if (k < 0) throw gb::error("script: unknown key " + arg);
+        io.KeysDown[k] = sc.phase == 0;
+        return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
     }
+    return std::nullopt;
+}
+
+// gen-tokens N | gen-temperature T | gen-step K | flood N
+static std::optional<bool> generation_command(script_runner& sc, app_state& s, ui_context& ui, const std::string& cmd,
+                                              const std::string& arg) {
     if (cmd == "gen-tokens") { // as the Continuation's tokens slider
         s.gen_tokens = std::max(1, std::atoi(arg.c_str()));
         return true;
@@ -135,6 +162,11 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         ui.run_requested = current_run_key(s);
         return true;
     }
+    return std::nullopt;
+}
+
+// open PATH | session FILE | save-session FILE | export DIR
+static std::optional<bool> file_command(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg) {
     if (cmd == "open") { // as the Model panel's Open button
         open_model(s, *ui.work, arg);
         return true;
@@ -148,6 +180,21 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         }
         return true;
     }
+    if (cmd == "save-session") { // as the Model panel's Save with FILE in its box
+        save_session(s, arg);
+        s.status = "saved session " + arg;
+        return true;
+    }
+    if (cmd == "export") { // as the Model panel's Export with DIR in its box (without window.png)
+        std::string wrote = export_capture(s, arg);
+        s.status = "exported " + wrote + " to " + arg;
+        return true;
+    }
+    return std::nullopt;
+}
+
+// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I
+static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
         return true;
@@ -199,16 +246,11 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         s.sel_token = std::atoi(arg.c_str());
         return true;
     }
-    if (cmd == "save-session") { // as the Model panel's Save with FILE in its box
-        save_session(s, arg);
-        s.status = "saved session " + arg;
-        return true;
-    }
-    if (cmd == "export") { // as the Model panel's Export with DIR in its box (without window.png)
-        std::string wrote = export_capture(s, arg);
-        s.status = "exported " + wrote + " to " + arg;
-        return true;
-    }
+    return std::nullopt;
+}
+
+// wait-running lens|patching | frames N
+static std::optional<bool> waiting_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
         analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING : ANALYSIS_COUNT;
         if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching, not " + arg);
@@ -219,20 +261,20 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         if (++sc.wait_frames > 6000) throw gb::error("script: " + arg + " never ran");
         return false;
     }
-    if (cmd == "wheel") { // the mouse wheel turned N notches (negative: down) where the mouse is (see hover)
-        io.MouseWheel = (float)std::atof(arg.c_str());
-        return true;
-    }
     if (cmd == "frames") { // let N frames pass
         if (++sc.phase < std::max(1, std::atoi(arg.c_str()))) return false;
         sc.phase = 0;
         return true;
     }
-    if (cmd == "key") { // one frame down, one frame up
-        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
-        if (k < 0) throw gb::error("script: unknown key " + arg);
-        io.KeysDown[k] = sc.phase == 0;
-        return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
+    return std::nullopt;
+}
+
+// wheel N | hover LABEL | click LABEL | rclick LABEL
+static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui, const std::string& cmd, const std::string& arg) {
+    ImGuiIO& io = ImGui::GetIO();
+    if (cmd == "wheel") { // the mouse wheel turned N notches (negative: down) where the mouse is (see hover)
+        io.MouseWheel = (float)std::atof(arg.c_str());
+        return true;
     }
     if (cmd == "hover") { // the mouse rests on a widget (its tooltip shows from the next frame)
         auto it = ui.widgets.find(arg);
@@ -265,7 +307,24 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
         }
         return false;
     }
-    throw gb::error("script: unknown command '" + cmd + "'");
+    return std::nullopt;
+}
+
+// Returns false while the action needs more frames.
+static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
+    const std::string& line = sc.lines[sc.next];
+    std::string cmd = line.substr(0, line.find(' '));
+    std::string arg = line.find(' ') == std::string::npos ? "" : line.substr(line.find(' ') + 1);
+    if (sc.hovering) ImGui::GetIO().MousePos = sc.hover_at;
+    std::optional<bool> done = report_command(sc, s, ui, cmd, arg, settled, fb_w, fb_h);
+    if (!done) done = keyboard_command(sc, s, cmd, arg, settled);
+    if (!done) done = generation_command(sc, s, ui, cmd, arg);
+    if (!done) done = file_command(s, ui, cmd, arg);
+    if (!done) done = view_command(sc, s, cmd, arg);
+    if (!done) done = waiting_command(sc, s, cmd, arg);
+    if (!done) done = mouse_command(sc, ui, cmd, arg);
+    if (!done) throw gb::error("script: unknown command '" + cmd + "'");
+    return *done;
 }
 
 bool advance_script(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {

@@ -1,8 +1,12 @@
-// Scripted input for tests (--script FILE), one command a line, stepped frame by frame: click LABEL |
-// rclick LABEL | type TEXT | key NAME | wait | print | measure N | screenshot FILE | open PATH | session FILE |
-// scale linear|log|rowmax | tab head|lens|attribution|patching|learn|sampling | demo NAME | colour-by NAME |
-// corrupt TEXT | save-session FILE | export DIR | wait-running lens|patching | select-token I | frames N |
-// hover LABEL | gen-tokens N | gen-step K | flood N | latency TEXT
+// Scripted input for tests (--script FILE), one command a line (# comments), stepped frame by frame:
+//   report:     wait | print | screenshot FILE | measure N
+//   keyboard:   type TEXT | latency TEXT | key end|backspace|enter
+//   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
+//   files:      open PATH | session FILE | save-session FILE | export DIR
+//   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME |
+//               corrupt TEXT | select-token I
+//   waiting:    wait-running lens|patching | frames N
+//   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL
 #pragma once
 #include <imgui.h>
 

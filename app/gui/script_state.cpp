@@ -16,8 +16,9 @@ static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
     return id < 0 ? nlohmann::json() : nlohmann::json(gb::token_text(tok, id));
 }
 
-void print_state(const app_state& s, const ui_context& ui) {
-    nlohmann::json j;
+// The shown result: its tokens, prediction, ablation and how it was computed; for an image, what the Image tab
+// overlays and where [CLS] looked.
+static void add_result(nlohmann::json& j, const app_state& s) {
     if (s.result) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
@@ -43,18 +44,6 @@ void print_state(const app_state& s, const ui_context& ui) {
         j["prompt_tokens"] = s.result->n_prompt; // the rest of "tokens" are generated ones
         j["current"] = result_is_current(s);
     }
-    j["gen_step"] = s.gen_step;
-    j["replay_steps"] = replay_steps(s);
-    j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
-    j["generation_done"] = s.generated && s.generated->done;
-    j["cancelled_runs"] = ui.work->cancelled();
-    j["published_results"] = ui.work->published();
-    static const char* scales[] = {"linear", "log", "rowmax"};
-    j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
-    j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
-    j["selected_token"] = s.sel_token;
-    j["prompt"] = s.prompt;
-    j["image"] = s.image_path;
     if (s.result && s.result->view) { // vision: what the Image tab overlays, and where [CLS] looked
         const run_result& r = *s.result;
         std::vector<int> order;
@@ -68,6 +57,23 @@ void print_state(const app_state& s, const ui_context& ui) {
         j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
                        {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
     }
+}
+
+// The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
+// tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
+static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    j["gen_step"] = s.gen_step;
+    j["replay_steps"] = replay_steps(s);
+    j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
+    j["generation_done"] = s.generated && s.generated->done;
+    j["cancelled_runs"] = ui.work->cancelled();
+    j["published_results"] = ui.work->published();
+    static const char* scales[] = {"linear", "log", "rowmax"};
+    j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
+    j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
+    j["selected_token"] = s.sel_token;
+    j["prompt"] = s.prompt;
+    j["image"] = s.image_path;
     j["generated"] = s.generated ? s.generated->text : "";
     j["error"] = s.error;
     j["warning"] = s.warning;
@@ -82,6 +88,34 @@ void print_state(const app_state& s, const ui_context& ui) {
     j["tabs"] = nlohmann::json::array(); // the tabs this model shows
     for (int t = 0; t < TAB_COUNT; t++)
         if (tab_available((analysis_tab)t, s.model.get())) j["tabs"].push_back(tab_name((analysis_tab)t));
+    j["token_errors"] = nlohmann::json::array(); // the token boxes' one-line errors
+    for (const std::string& e : ui.typed_error)
+        if (!e.empty()) j["token_errors"].push_back(e);
+    j["colour_by"] = colour_name(s.colour_by);
+    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
+                 {"break_row", s.break_row}};
+    j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
+    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
+                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
+    // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
+    for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
+                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
+        if (auto it = ui.widgets.find(w); it != ui.widgets.end())
+            j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
+    j["corrupt_prompt"] = s.corrupt_prompt;
+    auto token = [&](int id) -> nlohmann::json {
+        if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
+        return gb::token_text(s.model->tok, id);
+    };
+    j["lens_target"] = token(s.lens_target);
+    j["attribution_target"] = token(s.attr_target);
+    j["attribution_contrast"] = token(s.attr_contrast);
+    j["patching_target"] = token(s.patch_target);
+    j["patching_contrast"] = token(s.patch_contrast);
+}
+
+// The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
+static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
     if (s.learn) {
         nlohmann::json titles = nlohmann::json::array();
@@ -106,13 +140,6 @@ void print_state(const app_state& s, const ui_context& ui) {
         }
         j["experts"] = {{"n_expert", rt.n_expert}, {"top_k", rt.k}, {"last_token_experts", ids}, {"last_token_weights", w}};
     }
-    j["token_errors"] = nlohmann::json::array(); // the token boxes' one-line errors
-    for (const std::string& e : ui.typed_error)
-        if (!e.empty()) j["token_errors"].push_back(e);
-    j["colour_by"] = colour_name(s.colour_by);
-    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
-                 {"break_row", s.break_row}};
-    j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
     // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
     if (s.breaking && !s.breaking->choice) { // as `break-it --json` writes it, with what the app adds
         j["break_it"] = gb::break_it_json(s.breaking->res, s.breaking->model->tok);
@@ -135,23 +162,10 @@ void print_state(const app_state& s, const ui_context& ui) {
         j["sampling"] = {{"current", o.key == s.analysis_want[ANALYSIS_SAMPLING]}, {"top_k", o.top_k}, {"seed", o.seed},
                          {"tokens", o.n_tokens}, {"prompt", o.from->prompt}, {"columns", cols}};
     }
-    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
-                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
-    // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
-    for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
-                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
-        if (auto it = ui.widgets.find(w); it != ui.widgets.end())
-            j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
-    j["corrupt_prompt"] = s.corrupt_prompt;
-    auto token = [&](int id) -> nlohmann::json {
-        if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
-        return gb::token_text(s.model->tok, id);
-    };
-    j["lens_target"] = token(s.lens_target);
-    j["attribution_target"] = token(s.attr_target);
-    j["attribution_contrast"] = token(s.attr_contrast);
-    j["patching_target"] = token(s.patch_target);
-    j["patching_contrast"] = token(s.patch_contrast);
+}
+
+// Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
+static void add_analyses(nlohmann::json& j, const app_state& s) {
     static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
@@ -202,6 +216,14 @@ void print_state(const app_state& s, const ui_context& ui) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}};
     }
+}
+
+void print_state(const app_state& s, const ui_context& ui) {
+    nlohmann::json j; // keys sorted (std::map): the order they are added in does not show
+    add_result(j, s);
+    add_inputs(j, s, ui);
+    add_tab_outputs(j, s);
+    add_analyses(j, s);
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
 }
