@@ -1,4 +1,5 @@
-// Remembered window placement: fitted to the monitors there are now, read back from GLFW on exit.
+// Remembered window placement: fitted to the monitors there are now when the window is made, read back from
+// GLFW on exit.
 #define GLFW_INCLUDE_NONE
 #include "window_placement.h"
 
@@ -44,6 +45,19 @@ bool remembered_size(const app_settings& a, int* w, int* h) {
     const area wa = work_area(m);
     if (wa.w >= 320 && wa.h >= 240) *w = std::min(*w, wa.w), *h = std::min(*h, wa.h);
     return true;
+}
+
+GLFWwindow* create_window(const app_settings& a, int w, int h, bool size_given, bool headless) {
+    const bool restore_size = !size_given && remembered_size(a, &w, &h);
+    if (restore_size && a.maximized && !headless) glfwWindowHint(GLFW_MAXIMIZED, GLFW_TRUE);
+    const bool restore_pos = position_on_screen(a);
+    if (restore_pos) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+    GLFWwindow* win = glfwCreateWindow(w, h, "Glassbox", nullptr, nullptr);
+    if (win && restore_pos) {
+        glfwSetWindowPos(win, a.x, a.y);
+        glfwShowWindow(win);
+    }
+    return win;
 }
 
 void read_placement(GLFWwindow* win, app_settings& a) {

@@ -1,5 +1,5 @@
-// Driving the desktop app in tests: under Xvfb at 1600x1000, with a script (app/gui/main.cpp's script
-// commands), its settings kept out of the user's home. Shared by the GUI, MoE and demo tests.
+// Driving the desktop app in tests: under Xvfb at 1600x1000, with a script (the commands app/gui/script.h
+// lists), its settings kept out of the user's home. Shared by the GUI, MoE and demo tests.
 #pragma once
 #include <string>
 #include <vector>

@@ -86,42 +86,17 @@ static void layer_load_tooltip(const gb::routing_table& rt, const gb::ablation& 
     ImGui::EndTooltip();
 }
 
-// ---------------------------------------------------------------------------------------------
-// Grid
-// ---------------------------------------------------------------------------------------------
-void panel_experts(app_state& s, ui_context& ui) {
-    tab_hint("Which experts each layer's router chose for each token. A cell's parts are its chosen experts, widest = "
-             "largest mixing weight, colour = expert. Hover for the weights; right-click (or ctrl+click) an expert's "
-             "part to ablate it at that layer; click to select the token.");
-    if (!s.result || s.result->routing.empty()) {
-        ImGui::TextDisabled(s.result ? "this model has no experts" : "no result yet");
-        return;
-    }
-    const run_result& r = *s.result;
-    const gb::model_config& c = r.model->config;
+// The visible cells (a grey band for a layer the capture left out), each a bar of its chosen experts with a red
+// corner where an ablated expert was chosen without the ablation. Returns the expert whose part is under the mouse
+// in the hovered cell, or -1.
+static int draw_cells(const grid_view& g, const run_result& r, ui_context& ui) {
     const gb::routing_table& rt = r.routing;
-    const gb::record& rec = r.cap();
-    const gb::tokenizer& tok = r.model->tok;
-    const int L = rt.n_layer, T = rt.n_tokens, K = rt.k;
-    header_line(c);
-
-    // geometry: rows as tall as fit (18..44 px), columns wide enough for a short token (34 px) or wider
+    const int K = rt.k;
     const float font = ImGui::GetFontSize();
-    const float label_w = ImGui::CalcTextSize("L00 ").x + 18;
-    const float legend_h = 3 * ImGui::GetTextLineHeightWithSpacing() + 12;
-    const float header_h = ImGui::GetTextLineHeight() + 8;
-    ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float grid_h = std::max(60.0f, avail.y - legend_h);
-    const float scroll_room = 14;
-    const float cw = std::max(34.0f, std::min(110.0f, (avail.x - label_w - scroll_room) / T));
-    const float ch = std::max(18.0f, std::min(44.0f, (grid_h - header_h - scroll_room) / L));
-
-    // layers are rows, tokens columns
-    const grid_view g = begin_grid("##experts_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, L, T);
     ImDrawList* dl = g.dl;
-    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
+    const ImVec2 o = g.o, wp = g.wp;
+    const float label_w = g.label_w, header_h = g.header_h, cw = g.cw, ch = g.ch;
     const int t0 = g.c0, t1 = g.c1, l0 = g.r0, l1 = g.r1;
-    const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
     // the hovered cell (not over the sticky labels), and the expert part under the mouse
     const ImVec2 m = ImGui::GetMousePos();
     const int hl = g.hover_r, ht = g.hover_c;
@@ -164,6 +139,19 @@ void panel_experts(app_state& s, ui_context& ui) {
             ui.widgets["experts cell " + std::to_string(l) + "." + std::to_string(t)] = ImVec4(a.x, a.y, z.x, z.y);
         }
     }
+    return he;
+}
+
+// Sticky token headers (the selected token's in gold) and layer labels; a hovered layer label shows the layer's load.
+static void draw_labels(const grid_view& g, const app_state& s, const run_result& r, int sel_t, ui_context& ui) {
+    const gb::routing_table& rt = r.routing;
+    const gb::record& rec = r.cap();
+    const float font = ImGui::GetFontSize();
+    ImDrawList* dl = g.dl;
+    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
+    const float label_w = g.label_w, header_h = g.header_h, cw = g.cw, ch = g.ch;
+    const int t0 = g.c0, t1 = g.c1, l0 = g.r0, l1 = g.r1;
+    const ImVec2 m = ImGui::GetMousePos();
     // sticky token headers and layer labels (a layer with ablated experts in red, with how many)
     const ImU32 panel_bg = ImGui::GetColorU32(ImGuiCol_WindowBg, 1.0f) | IM_COL32_A_MASK;
     dl->AddRectFilled(ImVec2(wp.x, wp.y), ImVec2(wp.x + ws.x, wp.y + header_h), panel_bg);
@@ -192,7 +180,17 @@ void panel_experts(app_state& s, ui_context& ui) {
     // a layer label hovered: how the layer spreads its tokens over the experts (load)
     const int label_l = g.hovered_label(m);
     if (label_l >= 0 && rt.kept[label_l]) layer_load_tooltip(rt, r.ablation, label_l);
+}
 
+// The hovered cell (hl, ht): its experts and weights, he the one under the mouse; a right-click (or ctrl+click)
+// ablates he at that layer, a click selects the token.
+static void cell_tooltip(app_state& s, const run_result& r, int hl, int ht, int he) {
+    const gb::model_config& c = r.model->config;
+    const gb::routing_table& rt = r.routing;
+    const gb::record& rec = r.cap();
+    const gb::tokenizer& tok = r.model->tok;
+    const int K = rt.k;
+    std::vector<std::pair<int, float>> gone;
     if (hl >= 0 && rt.kept[hl]) {
         const int* ids = rt.cell_ids(hl, ht);
         const float* w = rt.cell_weights(hl, ht);
@@ -222,11 +220,12 @@ void panel_experts(app_state& s, ui_context& ui) {
         if (toggle && he >= 0) gb::toggle_expert(s.ablation, hl, he);
         else if (!toggle && ImGui::IsMouseClicked(0)) s.sel_token = ht;
     }
-    end_grid(g);
+}
 
-    // ---------------------------------------------------------------------------------------------
-    // Legend: each expert's colour (the first 24; beyond them hover a cell), what width and the red corner mean
-    // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
+// Legend: each expert's colour (the first 24; beyond them hover a cell), what width and the red corner mean
+// ---------------------------------------------------------------------------------------------
+static void legend(const gb::model_config& c) {
     ImDrawList* wl = ImGui::GetWindowDrawList();
     ImVec2 la = ImGui::GetCursorScreenPos();
     la.y += 4;
@@ -251,6 +250,43 @@ void panel_experts(app_state& s, ui_context& ui) {
     wl->AddText(ImVec2(la.x + 14, y3), IM_COL32(150, 150, 160, 255),
                 "corner: an ablated expert was chosen here (without the ablation); hover a layer for its experts' load");
     ImGui::Dummy(ImVec2(1, 3 * chip + 16));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid
+// ---------------------------------------------------------------------------------------------
+void panel_experts(app_state& s, ui_context& ui) {
+    tab_hint("Which experts each layer's router chose for each token. A cell's parts are its chosen experts, widest = "
+             "largest mixing weight, colour = expert. Hover for the weights; right-click (or ctrl+click) an expert's "
+             "part to ablate it at that layer; click to select the token.");
+    if (!s.result || s.result->routing.empty()) {
+        ImGui::TextDisabled(s.result ? "this model has no experts" : "no result yet");
+        return;
+    }
+    const run_result& r = *s.result;
+    const gb::model_config& c = r.model->config;
+    const gb::routing_table& rt = r.routing;
+    const int L = rt.n_layer, T = rt.n_tokens;
+    header_line(c);
+
+    // geometry: rows as tall as fit (18..44 px), columns wide enough for a short token (34 px) or wider
+    const float label_w = ImGui::CalcTextSize("L00 ").x + 18;
+    const float legend_h = 3 * ImGui::GetTextLineHeightWithSpacing() + 12;
+    const float header_h = ImGui::GetTextLineHeight() + 8;
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float grid_h = std::max(60.0f, avail.y - legend_h);
+    const float scroll_room = 14;
+    const float cw = std::max(34.0f, std::min(110.0f, (avail.x - label_w - scroll_room) / T));
+    const float ch = std::max(18.0f, std::min(44.0f, (grid_h - header_h - scroll_room) / L));
+
+    // layers are rows, tokens columns
+    const grid_view g = begin_grid("##experts_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, L, T);
+    const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int he = draw_cells(g, r, ui);
+    draw_labels(g, s, r, sel_t, ui);
+    cell_tooltip(s, r, g.hover_r, g.hover_c, he);
+    end_grid(g);
+    legend(c);
 }
 
 } // namespace gbui

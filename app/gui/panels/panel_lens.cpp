@@ -36,6 +36,109 @@ static void status_line(const app_state& s, const lens_output* lo) {
         ImGui::TextDisabled("%d points x %d tokens in %.0f ms", lo->lens.n_points, lo->lens.n_tokens, lo->ms);
 }
 
+// The visible cells, each its top-1 token coloured by its probability (or the target's, outlined where it is the
+// top-1), and a line under each layer's MLP row.
+static void draw_cells(const grid_view& g, const lens_output* lo, float fs, ui_context& ui) {
+    const gb::lens_result& l = lo->lens;
+    const gb::tokenizer& tok = lo->from->model->tok;
+    const int T = l.n_tokens, K = l.k;
+    const bool by_target = lo->target >= 0;
+    ImDrawList* dl = g.dl;
+    const ImVec2 o = g.o, wp = g.wp;
+    const float label_w = g.label_w, header_h = g.header_h, cw = g.cw, ch = g.ch;
+    const int t0 = g.c0, t1 = g.c1, p0 = g.r0, p1 = g.r1;
+    const int hp = g.hover_r, ht = g.hover_c; // the hovered cell (not over the sticky labels)
+    // cells
+    for (int p = p0; p < p1; p++)
+        for (int t = t0; t < t1; t++) {
+            const size_t at = ((size_t)p * T + t) * K;
+            const int top = l.top_ids[at];
+            const float v = by_target ? l.target_prob[(size_t)p * T + t] : l.top_probs[at];
+            ImVec2 a(o.x + label_w + t * cw, o.y + header_h + p * ch), z(a.x + cw - 2, a.y + ch - 2);
+            ImU32 bg = viridis_u32(v);
+            dl->AddRectFilled(a, z, bg);
+            if (by_target && top == lo->target) dl->AddRect(a, z, IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
+            if (p == hp && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+            std::string txt = fit_text(visible_token(gb::token_text(tok, top)), cw - 8, fs);
+            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x + 4, a.y + (ch - 2 - fs) / 2), text_on(bg), txt.c_str());
+            ui.widgets["lens cell " + std::to_string(p) + "." + std::to_string(t)] = ImVec4(a.x, a.y, z.x, z.y);
+        }
+    // layer separators: a thin line under each MLP row
+    for (int p = std::max(2, p0); p < p1; p += 1)
+        if (p % 2 == 0) {
+            float y = o.y + header_h + (p + 1) * ch - 1;
+            dl->AddLine(ImVec2(wp.x + label_w, y), ImVec2(o.x + label_w + T * cw, y), IM_COL32(20, 20, 24, 255), 2.0f);
+        }
+}
+
+// Sticky token headers (scroll sideways with the cells; sel_t's in gold) and row labels (scroll up and down with them).
+static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t) {
+    const gb::lens_result& l = lo->lens;
+    const gb::record& rec = lo->from->lm_record();
+    const int P = l.n_points;
+    const float font = ImGui::GetFontSize();
+    ImDrawList* dl = g.dl;
+    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
+    const float label_w = g.label_w, header_h = g.header_h, cw = g.cw, ch = g.ch;
+    const int t0 = g.c0, t1 = g.c1, p0 = g.r0, p1 = g.r1;
+    const ImU32 panel_bg = ImGui::GetColorU32(ImGuiCol_WindowBg, 1.0f) | IM_COL32_A_MASK;
+    dl->AddRectFilled(ImVec2(wp.x, wp.y), ImVec2(wp.x + ws.x, wp.y + header_h), panel_bg);
+    for (int t = t0; t < t1; t++) {
+        float x = o.x + label_w + t * cw;
+        std::string h = fit_text(visible_token(rec.pieces[t]), cw - 8, font);
+        ImU32 c = t == sel_t ? IM_COL32(255, 190, 60, 255) : IM_COL32(200, 200, 210, 255);
+        dl->AddText(ImVec2(x + 4, wp.y + 3), c, h.c_str());
+        if (t == sel_t) dl->AddLine(ImVec2(x, wp.y + header_h - 2), ImVec2(x + cw - 2, wp.y + header_h - 2), c, 2.0f);
+    }
+    dl->AddRectFilled(ImVec2(wp.x, wp.y + header_h), ImVec2(wp.x + label_w, wp.y + ws.y), panel_bg);
+    for (int p = p0; p < p1; p++) {
+        float y = o.y + header_h + p * ch + (ch - 2 - ImGui::GetTextLineHeight()) / 2;
+        if (y < wp.y + header_h - 2) continue;
+        ImU32 c = p == P - 1 ? IM_COL32(255, 215, 120, 255) : IM_COL32(170, 170, 180, 255); // the model's own output row
+        dl->AddText(ImVec2(wp.x + 4, y), c, l.points[p].c_str());
+    }
+    dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
+    dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "point");
+}
+
+// The hovered cell (hp, ht): the k tokens the stream there predicts; a click colours every cell by its top-1.
+static void cell_tooltip(app_state& s, const lens_output* lo, int hp, int ht) {
+    const gb::lens_result& l = lo->lens;
+    const gb::record& rec = lo->from->lm_record();
+    const gb::tokenizer& tok = lo->from->model->tok;
+    const int T = l.n_tokens, K = l.k;
+    const bool by_target = lo->target >= 0;
+    if (hp >= 0) {
+        const size_t at = ((size_t)hp * T + ht) * K;
+        ImGui::BeginTooltip();
+        ImGui::Text("%s, token %d %s: the next token would be", l.points[hp].c_str(), ht, quoted(tok, rec.tokens[ht]).c_str());
+        ImGui::Separator();
+        for (int j = 0; j < K; j++) ImGui::Text("%-3d %6.4f  %s", j + 1, l.top_probs[at + j], quoted(tok, l.top_ids[at + j]).c_str());
+        if (by_target) {
+            ImGui::Separator();
+            ImGui::Text("target %s: %.4f", quoted(tok, lo->target).c_str(), l.target_prob[(size_t)hp * T + ht]);
+        }
+        ImGui::TextDisabled("click: colour every cell by %s", quoted(tok, l.top_ids[at]).c_str());
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(0)) s.lens_target = l.top_ids[at];
+    }
+}
+
+// The legend: what a colour means, and which row is the model's own output.
+static void legend(const lens_output* lo) {
+    const gb::lens_result& l = lo->lens;
+    const int P = l.n_points;
+    const bool by_target = lo->target >= 0;
+    ImVec2 la = ImGui::GetCursorScreenPos();
+    la.y += 4;
+    float used = colour_bar(ImGui::GetWindowDrawList(), la, 220, false, "0", "0.5", "1");
+    const char* what = by_target ? "probability of the target token" : "probability of the cell's top-1";
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y - 2), IM_COL32(200, 200, 200, 255), what);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y + ImGui::GetTextLineHeight() - 2), IM_COL32(150, 150, 160, 255),
+                                        ("last row (" + l.points[P - 1] + ") = the model's own prediction").c_str());
+    ImGui::Dummy(ImVec2(1, used + 4));
+}
+
 void panel_lens(app_state& s, ui_context& ui) {
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
     const gb::model_kind k = s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER;
@@ -57,9 +160,8 @@ void panel_lens(app_state& s, ui_context& ui) {
         return;
     }
     const gb::lens_result& l = lo->lens;
-    const gb::record& rec = lo->from->lm_record();
     const gb::tokenizer& tok = lo->from->model->tok;
-    const int P = l.n_points, T = l.n_tokens, K = l.k;
+    const int P = l.n_points, T = l.n_tokens;
     const bool by_target = lo->target >= 0;
 
     // what the colour means, and the way back to the default
@@ -90,78 +192,14 @@ void panel_lens(app_state& s, ui_context& ui) {
 
     // points are rows, tokens columns
     const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T);
-    ImDrawList* dl = g.dl;
-    const ImVec2 o = g.o, wp = g.wp, ws = g.ws;
-    const int t0 = g.c0, t1 = g.c1, p0 = g.r0, p1 = g.r1;
-    const int hp = g.hover_r, ht = g.hover_c; // the hovered cell (not over the sticky labels)
     // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
     const bool other_stack = lo->from->decoder && lo->from->stack == 0;
     const int sel_t = s.sel_token < 0 || other_stack ? T - 1 : std::min(s.sel_token, T - 1);
-    // cells
-    for (int p = p0; p < p1; p++)
-        for (int t = t0; t < t1; t++) {
-            const size_t at = ((size_t)p * T + t) * K;
-            const int top = l.top_ids[at];
-            const float v = by_target ? l.target_prob[(size_t)p * T + t] : l.top_probs[at];
-            ImVec2 a(o.x + label_w + t * cw, o.y + header_h + p * ch), z(a.x + cw - 2, a.y + ch - 2);
-            ImU32 bg = viridis_u32(v);
-            dl->AddRectFilled(a, z, bg);
-            if (by_target && top == lo->target) dl->AddRect(a, z, IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
-            if (p == hp && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
-            std::string txt = fit_text(visible_token(gb::token_text(tok, top)), cw - 8, fs);
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x + 4, a.y + (ch - 2 - fs) / 2), text_on(bg), txt.c_str());
-            ui.widgets["lens cell " + std::to_string(p) + "." + std::to_string(t)] = ImVec4(a.x, a.y, z.x, z.y);
-        }
-    // layer separators: a thin line under each MLP row
-    for (int p = std::max(2, p0); p < p1; p += 1)
-        if (p % 2 == 0) {
-            float y = o.y + header_h + (p + 1) * ch - 1;
-            dl->AddLine(ImVec2(wp.x + label_w, y), ImVec2(o.x + label_w + T * cw, y), IM_COL32(20, 20, 24, 255), 2.0f);
-        }
-    // sticky token headers (scroll sideways with the cells) and row labels (scroll up and down with them)
-    const ImU32 panel_bg = ImGui::GetColorU32(ImGuiCol_WindowBg, 1.0f) | IM_COL32_A_MASK;
-    dl->AddRectFilled(ImVec2(wp.x, wp.y), ImVec2(wp.x + ws.x, wp.y + header_h), panel_bg);
-    for (int t = t0; t < t1; t++) {
-        float x = o.x + label_w + t * cw;
-        std::string h = fit_text(visible_token(rec.pieces[t]), cw - 8, font);
-        ImU32 c = t == sel_t ? IM_COL32(255, 190, 60, 255) : IM_COL32(200, 200, 210, 255);
-        dl->AddText(ImVec2(x + 4, wp.y + 3), c, h.c_str());
-        if (t == sel_t) dl->AddLine(ImVec2(x, wp.y + header_h - 2), ImVec2(x + cw - 2, wp.y + header_h - 2), c, 2.0f);
-    }
-    dl->AddRectFilled(ImVec2(wp.x, wp.y + header_h), ImVec2(wp.x + label_w, wp.y + ws.y), panel_bg);
-    for (int p = p0; p < p1; p++) {
-        float y = o.y + header_h + p * ch + (ch - 2 - ImGui::GetTextLineHeight()) / 2;
-        if (y < wp.y + header_h - 2) continue;
-        ImU32 c = p == P - 1 ? IM_COL32(255, 215, 120, 255) : IM_COL32(170, 170, 180, 255); // the model's own output row
-        dl->AddText(ImVec2(wp.x + 4, y), c, l.points[p].c_str());
-    }
-    dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
-    dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "point");
-    if (hp >= 0) {
-        const size_t at = ((size_t)hp * T + ht) * K;
-        ImGui::BeginTooltip();
-        ImGui::Text("%s, token %d %s: the next token would be", l.points[hp].c_str(), ht, quoted(tok, rec.tokens[ht]).c_str());
-        ImGui::Separator();
-        for (int j = 0; j < K; j++) ImGui::Text("%-3d %6.4f  %s", j + 1, l.top_probs[at + j], quoted(tok, l.top_ids[at + j]).c_str());
-        if (by_target) {
-            ImGui::Separator();
-            ImGui::Text("target %s: %.4f", quoted(tok, lo->target).c_str(), l.target_prob[(size_t)hp * T + ht]);
-        }
-        ImGui::TextDisabled("click: colour every cell by %s", quoted(tok, l.top_ids[at]).c_str());
-        ImGui::EndTooltip();
-        if (ImGui::IsMouseClicked(0)) s.lens_target = l.top_ids[at];
-    }
+    draw_cells(g, lo, fs, ui);
+    draw_labels(g, lo, sel_t);
+    cell_tooltip(s, lo, g.hover_r, g.hover_c);
     end_grid(g);
-
-    // legend: what a colour means, and which row is the model's own output
-    ImVec2 la = ImGui::GetCursorScreenPos();
-    la.y += 4;
-    float used = colour_bar(ImGui::GetWindowDrawList(), la, 220, false, "0", "0.5", "1");
-    const char* what = by_target ? "probability of the target token" : "probability of the cell's top-1";
-    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y - 2), IM_COL32(200, 200, 200, 255), what);
-    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y + ImGui::GetTextLineHeight() - 2), IM_COL32(150, 150, 160, 255),
-                                        ("last row (" + l.points[P - 1] + ") = the model's own prediction").c_str());
-    ImGui::Dummy(ImVec2(1, used + 4));
+    legend(lo);
 }
 
 } // namespace gbui

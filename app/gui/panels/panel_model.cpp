@@ -118,166 +118,170 @@ IM_FMTARGS(1) static void bullet(const char* fmt, ...) {
     va_end(args);
 }
 
-void panel_model(app_state& s, ui_context& ui) {
-    panel_title("Model");
-    if (s.model) {
-        const gb::model& m = *s.model;
-        const gb::model_config& c = m.config;
-        const gb::arch_info& a = gb::arch_table(c.arch);
-        ImGui::TextWrapped("%s", m.path.c_str());
-        const gb::model_kind kind = gb::kind_of(c);
-        const bool s2s = kind == gb::KIND_SEQ2SEQ;
-        const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
-                          : a.mlp == gb::MLP_GEGLU                           ? "GeGLU"
-                          : a.mlp == gb::MLP_SILU                            ? "swish"
-                                                                             : "SwiGLU";
-        const char* pos = a.pos == gb::POS_LEARNED ? "learned" : a.pos == gb::POS_SINUSOID ? "sinusoidal" : "rotary";
-        ImGui::TextWrapped("%s%s: %s%s, %s MLP, %s positions", c.model_type.c_str(), s2s ? " (encoder–decoder)" : "",
-                           a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm", a.post_ln ? " after each add (Post-LN)" : "",
-                           mlp, pos);
-        const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
-                                       : std::to_string(c.n_layer);
-        ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
-                           kind == gb::KIND_VISION ? "classes" : "vocab", c.vocab_size, kind == gb::KIND_VISION ? "positions" : "context", c.n_ctx);
-        gb::param_counts p = gb::count_params(m);
-        const double textbook = (double)gb::textbook_params(m); // Learn's derivation starts from the same count
-        // parameters by component, two per row, in millions (the textbook count sits beside the real total)
-        if (ImGui::BeginTable("##params", 4, ImGuiTableFlags_SizingFixedFit)) {
-            auto cell = [](const char* k, double v) {
-                ImGui::TableNextColumn();
-                ImGui::TextUnformatted(k);
-                ImGui::TableNextColumn();
-                ImGui::Text(v < 1e5 ? "%7.0f" : "%7.2f M", v < 1e5 ? v : v / 1e6);
-            };
-            cell("embeddings", (double)p.embeddings);
-            cell("attention", (double)p.attention);
-            cell("MLP", (double)p.mlp);
-            cell("norms", (double)p.norms);
-            cell("total", (double)p.total());
-            cell(s2s ? "textbook" : "V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook); // (the two-stack formula is long: below)
-            ImGui::EndTable();
-        }
-        ImGui::PushTextWrapPos(0.0f);
-        if (s2s) ImGui::TextDisabled("textbook: V\u00b7d + 12\u00b7L_enc\u00b7d\u00b2 + 16\u00b7L_dec\u00b7d\u00b2 (a decoder layer "
-                                     "adds the cross-attention's 4\u00b7d\u00b2)");
-        ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
-                            c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
-                            : s2s                   ? "positions, biases, norms, final_logits_bias"
-                            : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
-                            : kind == gb::KIND_VISION ? "V is the classes: the patch embedding, positions, biases, norms"
-                            : kind == gb::KIND_MOE    ? "experts, smaller K/V (GQA), no positions"
-                                                    : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
-        ImGui::PopTextWrapPos();
-        if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
-        // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("%s", s.weights_line.c_str());
-        ImGui::PopTextWrapPos();
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
-                              "cache-sized slice into floats just before multiplying, so the numbers equal\n"
-                              "those of weights dequantised at load (README: Weights as stored).");
-        const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
-        ImGui::PopTextWrapPos();
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
-                                    "exactly and the sums are put back together in fp32 (README: Matrix products).\n"
-                                    "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
-                                  : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
-                                    "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
-        const bool differs = c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2");
-        if (c.arch != gb::ARCH_GPT2) remember_item(ui, "how it differs");
-        if (differs && ImGui::IsItemToggledOpen()) ui.select_model_tab = true; // it may grow the column into tabs
-        if (differs) {
-            // from the architecture table: what this family computes differently
-            if (a.norm == gb::NORM_RMSNORM) bullet("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
-            if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
-            if (kind == gb::KIND_VISION) {
-                bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
-                       "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
-                       c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
-                bullet("attention is not causal: every patch sees the whole image");
-                bullet("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
-                       m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
-            } else if (s2s) {
-                bullet("an encoder–decoder: %d encoder layers read the source with full attention (no masked "
-                       "triangle); each of the %d decoder layers has masked self-attention over the target, then "
-                       "cross-attention over the encoder's output, then the MLP",
-                       m.encoder->config.n_layer, c.n_layer);
-            } else if (kind == gb::KIND_ENCODER) {
-                bullet("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
-            }
-            if (a.post_ln)
-                bullet("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
-            if (c.n_token_type > 0) bullet("token-type (segment) embeddings: type 0 added to every token");
-            if (!m.weights.emb_norm_g.empty()) bullet("the summed embeddings are LayerNormed before layer 0");
-            if (a.mlm_head)
-                bullet("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
-                       m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
-            if (c.pos_offset > 0)
-                bullet("learned positions start at row %d (%s offset)", c.pos_offset,
-                       s2s ? "BART's" : "RoBERTa's padding");
-            if (a.pos == gb::POS_SINUSOID)
-                bullet("fixed sinusoidal positions, nothing learned: sin(p / 10000^(2i/d)) in one half of the "
-                       "columns, cos in the other");
-            if (s2s && !m.weights.lm_head_b.empty()) bullet("final_logits_bias added to the logits");
-            if (!a.pre_norm && !a.post_ln) bullet("no norm before the sublayers: each sublayer's output is normed instead");
-            else if (a.post_norm) bullet("norms on both sides of each sublayer (before, and on its output)");
-            if (a.qk_norm != gb::QK_NORM_NONE)
-                bullet("q and k are RMS-normed (%s) before the rotation",
-                       a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
-            if (c.parallel) bullet("parallel blocks: attention and MLP both read the layer's input");
-            if (kind == gb::KIND_MOE)
-                bullet("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
-                       c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
-            else if (a.mlp == gb::MLP_SWIGLU)
-                bullet("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
-            else if (a.mlp == gb::MLP_GEGLU)
-                bullet("GeGLU MLP: gelu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
-            else if (a.mlp == gb::MLP_GELU_ERF)
-                bullet("exact (erf) GELU instead of GPT-2's tanh approximation");
-            else if (a.mlp == gb::MLP_SILU)
-                bullet("swish MLP: x * sigmoid(x) instead of GELU, still 2 matrices, d_ff %d", c.d_ff);
-            if (a.embed_scale) bullet("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
-            const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
-            if (a.pos == gb::POS_ROPE)
-                bullet("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
-                       c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
-                       rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
-            if (c.n_kv_head != c.n_head)
-                bullet("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
-            if (c.d_head * c.n_head != c.d_model) bullet("head size %d (heads x size != d_model)", c.d_head);
-            if (c.sliding_window > 0)
-                bullet("sliding window: a token sees the last %d tokens%s", c.sliding_window,
-                       c.window_every == 2 ? " (every other layer; the rest see all)" : "");
-            if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
-            if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
-            if (kind == gb::KIND_VISION)
-                bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
-            else
-                bullet("%s, vocabulary %d",
-                       m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
-                       : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
-                       : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
-                                                         : "byte-level BPE",
-                       c.vocab_size);
-            bullet(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
-            bullet(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
-            ImGui::TreePop();
-        }
-    } else {
-        ImGui::TextDisabled("no model loaded");
+// Where the model is from, its family's choices (norm, MLP, positions) and its sizes.
+static void architecture_lines(const gb::model& m) {
+    const gb::model_config& c = m.config;
+    const gb::arch_info& a = gb::arch_table(c.arch);
+    ImGui::TextWrapped("%s", m.path.c_str());
+    const gb::model_kind kind = gb::kind_of(c);
+    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
+                      : a.mlp == gb::MLP_GEGLU                           ? "GeGLU"
+                      : a.mlp == gb::MLP_SILU                            ? "swish"
+                                                                         : "SwiGLU";
+    const char* pos = a.pos == gb::POS_LEARNED ? "learned" : a.pos == gb::POS_SINUSOID ? "sinusoidal" : "rotary";
+    ImGui::TextWrapped("%s%s: %s%s, %s MLP, %s positions", c.model_type.c_str(), s2s ? " (encoder–decoder)" : "",
+                       a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm", a.post_ln ? " after each add (Post-LN)" : "",
+                       mlp, pos);
+    const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
+                                   : std::to_string(c.n_layer);
+    ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
+                       kind == gb::KIND_VISION ? "classes" : "vocab", c.vocab_size, kind == gb::KIND_VISION ? "positions" : "context", c.n_ctx);
+}
+
+// Parameters by component, beside the textbook count and where the difference comes from.
+static void parameter_table(const gb::model& m) {
+    const gb::model_config& c = m.config;
+    const gb::arch_info& a = gb::arch_table(c.arch);
+    const gb::model_kind kind = gb::kind_of(c);
+    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    gb::param_counts p = gb::count_params(m);
+    const double textbook = (double)gb::textbook_params(m); // Learn's derivation starts from the same count
+    // parameters by component, two per row, in millions (the textbook count sits beside the real total)
+    if (ImGui::BeginTable("##params", 4, ImGuiTableFlags_SizingFixedFit)) {
+        auto cell = [](const char* k, double v) {
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(k);
+            ImGui::TableNextColumn();
+            ImGui::Text(v < 1e5 ? "%7.0f" : "%7.2f M", v < 1e5 ? v : v / 1e6);
+        };
+        cell("embeddings", (double)p.embeddings);
+        cell("attention", (double)p.attention);
+        cell("MLP", (double)p.mlp);
+        cell("norms", (double)p.norms);
+        cell("total", (double)p.total());
+        cell(s2s ? "textbook" : "V\u00b7d + 12\u00b7L\u00b7d\u00b2", textbook); // (the two-stack formula is long: below)
+        ImGui::EndTable();
     }
-    ImGui::Checkbox("attention on the GPU (OpenGL compute)", &s.use_gl);
-    remember_item(ui, "attention on the GPU");
-    if (!s.gl_status.empty() && s.use_gl) {
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("%s", s.gl_status.c_str());
-        ImGui::PopTextWrapPos();
+    ImGui::PushTextWrapPos(0.0f);
+    if (s2s) ImGui::TextDisabled("textbook: V\u00b7d + 12\u00b7L_enc\u00b7d\u00b2 + 16\u00b7L_dec\u00b7d\u00b2 (a decoder layer "
+                                 "adds the cross-attention's 4\u00b7d\u00b2)");
+    ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
+                        c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
+                        : s2s                   ? "positions, biases, norms, final_logits_bias"
+                        : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
+                        : kind == gb::KIND_VISION ? "V is the classes: the patch embedding, positions, biases, norms"
+                        : kind == gb::KIND_MOE    ? "experts, smaller K/V (GQA), no positions"
+                                                : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
+    ImGui::PopTextWrapPos();
+}
+
+// The source note, how the weights are held and how the matrix products are computed.
+static void weights_lines(const app_state& s, const gb::model& m) {
+    if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
+    // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", s.weights_line.c_str());
+    ImGui::PopTextWrapPos();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
+                          "cache-sized slice into floats just before multiplying, so the numbers equal\n"
+                          "those of weights dequantised at load (README: Weights as stored).");
+    const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
+    ImGui::PopTextWrapPos();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
+                                "exactly and the sums are put back together in fp32 (README: Matrix products).\n"
+                                "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
+                              : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
+                                "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
+}
+
+// "How it differs from GPT-2"'s bullets, from the architecture table: what this family computes differently.
+static void differences_from_gpt2(const gb::model& m) {
+    const gb::model_config& c = m.config;
+    const gb::arch_info& a = gb::arch_table(c.arch);
+    const gb::model_kind kind = gb::kind_of(c);
+    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    if (a.norm == gb::NORM_RMSNORM) bullet("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
+    if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
+    if (kind == gb::KIND_VISION) {
+        bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
+               "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
+               c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
+        bullet("attention is not causal: every patch sees the whole image");
+        bullet("the classifier reads [CLS] after the final LayerNorm: %d classes%s", c.vocab_size,
+               m.weights.dist_head.empty() ? "" : " (averaged with the distillation head at [DIST])");
+    } else if (s2s) {
+        bullet("an encoder–decoder: %d encoder layers read the source with full attention (no masked "
+               "triangle); each of the %d decoder layers has masked self-attention over the target, then "
+               "cross-attention over the encoder's output, then the MLP",
+               m.encoder->config.n_layer, c.n_layer);
+    } else if (kind == gb::KIND_ENCODER) {
+        bullet("an encoder: attention is not causal, every token sees the whole prompt (no masked triangle)");
     }
-    ImGui::Separator();
+    if (a.post_ln)
+        bullet("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
+    if (c.n_token_type > 0) bullet("token-type (segment) embeddings: type 0 added to every token");
+    if (!m.weights.emb_norm_g.empty()) bullet("the summed embeddings are LayerNormed before layer 0");
+    if (a.mlm_head)
+        bullet("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
+               m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
+    if (c.pos_offset > 0)
+        bullet("learned positions start at row %d (%s offset)", c.pos_offset,
+               s2s ? "BART's" : "RoBERTa's padding");
+    if (a.pos == gb::POS_SINUSOID)
+        bullet("fixed sinusoidal positions, nothing learned: sin(p / 10000^(2i/d)) in one half of the "
+               "columns, cos in the other");
+    if (s2s && !m.weights.lm_head_b.empty()) bullet("final_logits_bias added to the logits");
+    if (!a.pre_norm && !a.post_ln) bullet("no norm before the sublayers: each sublayer's output is normed instead");
+    else if (a.post_norm) bullet("norms on both sides of each sublayer (before, and on its output)");
+    if (a.qk_norm != gb::QK_NORM_NONE)
+        bullet("q and k are RMS-normed (%s) before the rotation",
+               a.qk_norm == gb::QK_NORM_FULL ? "all heads at once" : "each head");
+    if (c.parallel) bullet("parallel blocks: attention and MLP both read the layer's input");
+    if (kind == gb::KIND_MOE)
+        bullet("mixture of experts: a router picks %d of %d expert MLPs (width %d) per token%s", c.n_expert_used,
+               c.n_expert, c.d_ff_expert, c.d_ff_shared > 0 ? ", plus a shared expert" : "");
+    else if (a.mlp == gb::MLP_SWIGLU)
+        bullet("SwiGLU MLP: silu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+    else if (a.mlp == gb::MLP_GEGLU)
+        bullet("GeGLU MLP: gelu(x W_gate) * (x W_up), then W_down: 3 matrices, d_ff %d", c.d_ff);
+    else if (a.mlp == gb::MLP_GELU_ERF)
+        bullet("exact (erf) GELU instead of GPT-2's tanh approximation");
+    else if (a.mlp == gb::MLP_SILU)
+        bullet("swish MLP: x * sigmoid(x) instead of GELU, still 2 matrices, d_ff %d", c.d_ff);
+    if (a.embed_scale) bullet("token embeddings scaled by sqrt(d_model) = %.1f", std::sqrt((double)c.d_model));
+    const int rot = c.rope_dims > 0 ? c.rope_dims : c.d_head;
+    if (a.pos == gb::POS_ROPE)
+        bullet("rotary position embedding (theta %.0f, %s pairs%s), no learned position table", c.rope_theta,
+               c.rope == gb::ROPE_HALF ? "half-split" : "adjacent",
+               rot < c.d_head ? (", " + std::to_string(rot) + " of " + std::to_string(c.d_head) + " dims").c_str() : "");
+    if (c.n_kv_head != c.n_head)
+        bullet("grouped-query attention: %d query heads share %d key/value heads", c.n_head, c.n_kv_head);
+    if (c.d_head * c.n_head != c.d_model) bullet("head size %d (heads x size != d_model)", c.d_head);
+    if (c.sliding_window > 0)
+        bullet("sliding window: a token sees the last %d tokens%s", c.sliding_window,
+               c.window_every == 2 ? " (every other layer; the rest see all)" : "");
+    if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
+    if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
+    if (kind == gb::KIND_VISION)
+        bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
+    else
+        bullet("%s, vocabulary %d",
+               m.tok.kind == gb::TOK_SPM_BPE     ? "SentencePiece-style BPE"
+               : m.tok.kind == gb::TOK_WORDPIECE ? "WordPiece"
+               : m.tok.kind == gb::TOK_UNIGRAM   ? "SentencePiece Unigram"
+                                                 : "byte-level BPE",
+               c.vocab_size);
+    bullet(c.qkv_bias && c.mlp_bias ? "biases everywhere" : c.qkv_bias ? "biases on q/k/v only" : "no biases");
+    bullet(c.tied_lm_head ? "output head tied to the embedding" : "separate output head");
+}
+
+// The path box with Open and Open recent, the session box with Save and Load, the export box with Export.
+static void file_rows(app_state& s, ui_context& ui) {
     if (s.want_focus_model_path) {
         ImGui::SetKeyboardFocusHere();
         s.want_focus_model_path = false;
@@ -328,6 +332,35 @@ void panel_model(app_state& s, ui_context& ui) {
     }
     remember_item(ui, "Export");
     ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG");
+}
+
+void panel_model(app_state& s, ui_context& ui) {
+    panel_title("Model");
+    if (s.model) {
+        const gb::model& m = *s.model;
+        const gb::model_config& c = m.config;
+        architecture_lines(m);
+        parameter_table(m);
+        weights_lines(s, m);
+        const bool differs = c.arch != gb::ARCH_GPT2 && ImGui::TreeNode("How it differs from GPT-2");
+        if (c.arch != gb::ARCH_GPT2) remember_item(ui, "how it differs");
+        if (differs && ImGui::IsItemToggledOpen()) ui.select_model_tab = true; // it may grow the column into tabs
+        if (differs) {
+            differences_from_gpt2(m);
+            ImGui::TreePop();
+        }
+    } else {
+        ImGui::TextDisabled("no model loaded");
+    }
+    ImGui::Checkbox("attention on the GPU (OpenGL compute)", &s.use_gl);
+    remember_item(ui, "attention on the GPU");
+    if (!s.gl_status.empty() && s.use_gl) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", s.gl_status.c_str());
+        ImGui::PopTextWrapPos();
+    }
+    ImGui::Separator();
+    file_rows(s, ui);
 }
 
 } // namespace gbui

@@ -41,35 +41,12 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
     ImGui::PopTextWrapPos();
 }
 
-void panel_output(app_state& s, ui_context& ui) {
-    // a click on a row picks the target of the open analysis tab (the hint says which)
-    int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
-              : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
-    static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", "", "", ""};
-    const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
-    const bool encoder = s.result && s.result->pred_pos >= 0;
-    const bool vision = s.result && s.result->view;
-    panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
-    if (!s.result) return;
+// The rows: the union of the current and the baseline top-k, with bars (and the change when ablated). A click on
+// a row sets *pick (when not null) to its token, which pick_what says.
+static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
     bool ablated = r.ablation.any();
-    if (encoder && !vision) fill_mask_lines(r, m);
-    ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
-    ImGui::SameLine();
-    std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
-    ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
-    ui.widgets["top1 " + top1] = ImVec4(0, 0, 0, 0);
-    if (ablated) {
-        std::string b1 = r.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.base_top[0].id));
-        char line[256];
-        snprintf(line, sizeof line, "(baseline \u2018%s\u2019)", b1.c_str());
-        ImGui::SameLine();
-        if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
-        ImGui::TextDisabled("%s", line);
-        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.kl);
-    }
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
     for (const auto& t : r.top) ids.push_back(t.id);
@@ -98,7 +75,7 @@ void panel_output(app_state& s, ui_context& ui) {
             std::string label = "\u2018" + visible_token(gb::token_text(m.tok, id)) + "\u2019##row" + std::to_string(i);
             if (pick) {
                 if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
-                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what[s.tab]);
+                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what);
             } else {
                 ImGui::TextUnformatted(label.c_str(), label.c_str() + label.rfind("##row")); // WordPiece pieces hold "##" too
                 if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
@@ -118,24 +95,11 @@ void panel_output(app_state& s, ui_context& ui) {
         }
         ImGui::EndTable();
     }
+}
 
-    if (vision) {
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextDisabled("the classifier reads [CLS] after the last layer%s; %d classes",
-                            m.config.n_prefix > 1 && !m.weights.dist_head.empty() ? " (averaged with the distillation head at [DIST])" : "",
-                            m.config.vocab_size);
-        ImGui::PopTextWrapPos();
-        return;
-    }
-    ImGui::Spacing();
-    panel_title("Continuation", "generated with the current ablations");
-    if (encoder) {
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextDisabled("%s is an encoder: every token sees the whole prompt, and its head fills masked tokens; "
-                            "it does not continue text.", gb::arch_table(m.config.arch).name);
-        ImGui::PopTextWrapPos();
-        return;
-    }
+// The continuation's settings (tokens, temperature, top-k, seed) and its Generate (an encoder–decoder's Translate,
+// sampled) and Append to prompt buttons.
+static void generation_controls(app_state& s, ui_context& ui) {
     // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
     const ImGuiStyle& st = ImGui::GetStyle();
     auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
@@ -183,6 +147,10 @@ void panel_output(app_state& s, ui_context& ui) {
         }
         remember_item(ui, "Append to prompt");
     }
+}
+
+// The replay slider and the generated text after the prompt's last words.
+static void generated_text(app_state& s, ui_context& ui) {
     // replay: the panels show the prompt and the first k generated tokens (each move is a prefix of the kept
     // run, so the live engine recomputes at most the tokens after the shorter of the two steps)
     if (const int n = replay_steps(s); n > 0) {
@@ -217,6 +185,58 @@ void panel_output(app_state& s, ui_context& ui) {
                             : s.generating              ? ", generating..."
                                                         : ", stopped (the inputs changed)");
     }
+}
+
+void panel_output(app_state& s, ui_context& ui) {
+    // a click on a row picks the target of the open analysis tab (the hint says which)
+    int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
+              : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
+    static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
+                                               "the patching target", "", "", "", ""};
+    const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
+    const bool encoder = s.result && s.result->pred_pos >= 0;
+    const bool vision = s.result && s.result->view;
+    panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
+    if (!s.result) return;
+    const run_result& r = *s.result;
+    const gb::model& m = *r.model;
+    bool ablated = r.ablation.any();
+    if (encoder && !vision) fill_mask_lines(r, m);
+    ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
+    ImGui::SameLine();
+    std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
+    ui.widgets["top1 " + top1] = ImVec4(0, 0, 0, 0);
+    if (ablated) {
+        std::string b1 = r.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.base_top[0].id));
+        char line[256];
+        snprintf(line, sizeof line, "(baseline \u2018%s\u2019)", b1.c_str());
+        ImGui::SameLine();
+        if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+        ImGui::TextDisabled("%s", line);
+        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.kl);
+    }
+    top_rows(s, ui, pick, pick_what[s.tab]);
+
+    if (vision) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("the classifier reads [CLS] after the last layer%s; %d classes",
+                            m.config.n_prefix > 1 && !m.weights.dist_head.empty() ? " (averaged with the distillation head at [DIST])" : "",
+                            m.config.vocab_size);
+        ImGui::PopTextWrapPos();
+        return;
+    }
+    ImGui::Spacing();
+    panel_title("Continuation", "generated with the current ablations");
+    if (encoder) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("%s is an encoder: every token sees the whole prompt, and its head fills masked tokens; "
+                            "it does not continue text.", gb::arch_table(m.config.arch).name);
+        ImGui::PopTextWrapPos();
+        return;
+    }
+    generation_controls(s, ui);
+    generated_text(s, ui);
 }
 
 } // namespace gbui

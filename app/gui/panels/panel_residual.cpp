@@ -46,63 +46,42 @@ static std::vector<std::pair<int, std::string>> point_labels(const std::vector<s
     return out;
 }
 
-void panel_residual(app_state& s, ui_context& ui) {
-    panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
-    if (!s.result) return;
-    const run_result& r = *s.result;
-    const gb::record& c = r.cap();
-    const int T = c.n_tokens, P = 2 * c.n_layer + 1;
-    ImGui::Checkbox("log y-axis", &s.resid_log);
-    ImGui::SameLine();
-    ImGui::TextDisabled("(without LayerNorm the norms explode)");
-    if (c.nonfinite_layer >= 0)
-        ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
-    int sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
-    // baseline (no ablation) of the selected token: a grey dashed ghost line
-    const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
-    const std::vector<float>* base_norm = ghost ? &r.base->resid_norm : nullptr; // [2L+1][T] of the baseline run
-    ImGui::TextColored(ImVec4(1, 0.75f, 0.25f, 1), "\u2014 token %d \u2018%s\u2019", sel, visible_token(c.pieces[sel]).c_str());
-    if (ghost) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("- - - same token without the ablation");
-    }
-    std::vector<std::string> labels = gb::resid_labels(c.n_layer, c.n_source > 0);
-    float lo = 1e30f, hi = -1e30f;
-    for (float v : c.resid_norm)
-        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (ghost)
-        for (int p = 0; p < P; p++) {
-            float v = (*base_norm)[(size_t)p * T + sel];
-            if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-        }
-    if (hi < lo) return;
-    const float l0 = std::log10(std::max(lo, 1e-6f)), l1 = std::log10(std::max(hi, 1e-6f));
-    auto ty = [&](float v) {
-        if (s.resid_log) return l1 > l0 ? (std::log10(std::max(v, 1e-6f)) - l0) / (l1 - l0) : 0.5f;
+// What the line chart and the heatmap share: the record and the selected token, the points' labels, the y range
+// and the layout (the axis as wide as its widest tick or the heatmap's widest row label).
+struct resid_frame {
+    const gb::record* c = nullptr;
+    int T = 0, P = 0, sel = 0;
+    const std::vector<float>* base_norm = nullptr; // [2L+1][T] of the baseline run when it is drawn (ghost), else null
+    std::vector<std::string> labels;               // the 2L+1 points
+    bool log = false;                              // log y-axis
+    float hi = 0, l0 = 0, l1 = 0;                  // the largest norm shown; log10 of the smallest and the largest
+    char ticks[5][32] = {};                        // the y axis's tick values, bottom to top
+    ImDrawList* dl = nullptr;
+    ImU32 grid = 0, tc = 0;                        // grid lines, text
+    float small = 0, lh = 0, ks = 0;               // small text's size, a line's height, small text's width scale
+    ImVec2 avail, o;                               // the room below the panel's header lines, and its corner
+    float right_edge = 0, axis_w = 0, chart_h = 0, axis_h = 0;
+    // a norm's height in the chart as a fraction of it (outside 0..1 when off the axis)
+    float ty(float v) const {
+        if (log) return l1 > l0 ? (std::log10(std::max(v, 1e-6f)) - l0) / (l1 - l0) : 0.5f;
         return v / (hi > 0 ? hi : 1);
-    };
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImU32 grid = IM_COL32(70, 70, 80, 255), tc = IM_COL32(190, 190, 190, 255);
-    const float small = std::round(ImGui::GetFontSize() * 0.82f), lh = ImGui::GetTextLineHeight();
-    const float ks = small / ImGui::GetFontSize(); // text width scale at the small size
-    ImVec2 avail = ImGui::GetContentRegionAvail();
-    ImVec2 o = ImGui::GetCursorScreenPos();
-    const float right_edge = o.x + avail.x - 2;
-
-    // y tick values first: the axis is as wide as its widest tick (and the heatmap's row labels)
-    char ticks[5][32];
-    float tick_w = 0;
-    for (int k = 0; k <= 4; k++) {
-        float f = k / 4.0f, v = s.resid_log ? std::pow(10.0f, l0 + f * (l1 - l0)) : f * hi;
-        snprintf(ticks[k], sizeof ticks[k], v >= 1e6f ? "%.2g" : v >= 100 ? "%.0f" : "%.1f", v);
-        tick_w = std::max(tick_w, ImGui::CalcTextSize(ticks[k]).x * ks);
     }
-    float row_label_w = 0;
-    for (const std::string& l : labels) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(l.c_str()).x * ks);
-    const float title_w = small + 4, axis_w = title_w + std::max(tick_w, row_label_w) + 8;
-    const float chart_h = std::max(90.0f, avail.y * 0.55f), axis_h = 2 * lh + 4;
+};
 
-    // ---- line chart: x = residual point, one line per token ----
+// The line chart: x = residual point, one line per token (the selected one on top, its baseline dashed under it).
+static void line_chart(const resid_frame& f) {
+    const gb::record& c = *f.c;
+    const int T = f.T, P = f.P, sel = f.sel;
+    const bool ghost = f.base_norm != nullptr;
+    const std::vector<float>* base_norm = f.base_norm;
+    const std::vector<std::string>& labels = f.labels;
+    ImDrawList* dl = f.dl;
+    const ImU32 grid = f.grid, tc = f.tc;
+    const float small = f.small, lh = f.lh, ks = f.ks;
+    const ImVec2 o = f.o;
+    const float right_edge = f.right_edge, axis_w = f.axis_w, chart_h = f.chart_h, axis_h = f.axis_h;
+    const auto& ticks = f.ticks;
+    auto ty = [&](float v) { return f.ty(v); };
     ImVec2 a(o.x + axis_w, o.y + 4), z(right_edge - 4, o.y + chart_h - axis_h);
     dl->AddRectFilled(a, z, IM_COL32(28, 30, 36, 255));
     for (int k = 0; k <= 4; k++) {
@@ -152,8 +131,18 @@ void panel_residual(app_state& s, ui_context& ui) {
         else
             ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(), v);
     }
+}
 
-    // ---- heatmap: rows = points, columns = tokens (log colour scale) ----
+// The heatmap: rows = points, columns = tokens (log colour scale); a click selects the token.
+static void norm_heatmap(app_state& s, ui_context& ui, const resid_frame& f) {
+    const gb::record& c = *f.c;
+    const int T = f.T, P = f.P, sel = f.sel;
+    const std::vector<std::string>& labels = f.labels;
+    ImDrawList* dl = f.dl;
+    const ImU32 tc = f.tc;
+    const float small = f.small, lh = f.lh, ks = f.ks;
+    const ImVec2 o = f.o, avail = f.avail;
+    const float right_edge = f.right_edge, axis_w = f.axis_w, chart_h = f.chart_h;
     ImVec2 h0(o.x, o.y + chart_h + 4);
     float hh = std::max(30.0f, o.y + avail.y - h0.y - 2 * lh - 8);
     ImVec2 ha(h0.x + axis_w, h0.y), hz(right_edge - 4, h0.y + hh);
@@ -176,7 +165,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         tok_w = std::max(tok_w, ImGui::CalcTextSize(toks[t].c_str()).x * ks);
     }
     const int tk = label_step(T, cw, tok_w + 6);
-    last_right = -1e30f;
+    float last_right = -1e30f;
     for (int t = 0; t < T; t++) {
         if (t % tk != 0 && t != sel) continue;
         float w = ImGui::CalcTextSize(toks[t].c_str()).x * ks;
@@ -202,6 +191,63 @@ void panel_residual(app_state& s, ui_context& ui) {
     snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %.2f (dark) .. %.4g (bright)", rmin, rmax);
     if (ImGui::CalcTextSize(caption).x * ks > right_edge - ha.x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %.2f .. %.4g", rmin, rmax);
     dl->AddText(ImGui::GetFont(), small, ImVec2(ha.x, hz.y + lh + 2), tc, caption);
+}
+
+void panel_residual(app_state& s, ui_context& ui) {
+    panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
+    if (!s.result) return;
+    const run_result& r = *s.result;
+    const gb::record& c = r.cap();
+    const int T = c.n_tokens, P = 2 * c.n_layer + 1;
+    ImGui::Checkbox("log y-axis", &s.resid_log);
+    ImGui::SameLine();
+    ImGui::TextDisabled("(without LayerNorm the norms explode)");
+    if (c.nonfinite_layer >= 0)
+        ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
+    resid_frame f;
+    f.c = &c, f.T = T, f.P = P, f.log = s.resid_log;
+    const int sel = f.sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    // baseline (no ablation) of the selected token: a grey dashed ghost line
+    const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
+    const std::vector<float>* base_norm = f.base_norm = ghost ? &r.base->resid_norm : nullptr;
+    ImGui::TextColored(ImVec4(1, 0.75f, 0.25f, 1), "\u2014 token %d \u2018%s\u2019", sel, visible_token(c.pieces[sel]).c_str());
+    if (ghost) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("- - - same token without the ablation");
+    }
+    f.labels = gb::resid_labels(c.n_layer, c.n_source > 0);
+    float lo = 1e30f, hi = -1e30f;
+    for (float v : c.resid_norm)
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (ghost)
+        for (int p = 0; p < P; p++) {
+            float v = (*base_norm)[(size_t)p * T + sel];
+            if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+        }
+    if (hi < lo) return;
+    f.hi = hi, f.l0 = std::log10(std::max(lo, 1e-6f)), f.l1 = std::log10(std::max(hi, 1e-6f));
+    f.dl = ImGui::GetWindowDrawList();
+    f.grid = IM_COL32(70, 70, 80, 255), f.tc = IM_COL32(190, 190, 190, 255);
+    f.small = std::round(ImGui::GetFontSize() * 0.82f), f.lh = ImGui::GetTextLineHeight();
+    f.ks = f.small / ImGui::GetFontSize(); // text width scale at the small size
+    f.avail = ImGui::GetContentRegionAvail();
+    f.o = ImGui::GetCursorScreenPos();
+    f.right_edge = f.o.x + f.avail.x - 2;
+
+    // y tick values first: the axis is as wide as its widest tick (and the heatmap's row labels)
+    float tick_w = 0;
+    for (int k = 0; k <= 4; k++) {
+        float t = k / 4.0f, v = f.log ? std::pow(10.0f, f.l0 + t * (f.l1 - f.l0)) : t * hi;
+        snprintf(f.ticks[k], sizeof f.ticks[k], v >= 1e6f ? "%.2g" : v >= 100 ? "%.0f" : "%.1f", v);
+        tick_w = std::max(tick_w, ImGui::CalcTextSize(f.ticks[k]).x * f.ks);
+    }
+    float row_label_w = 0;
+    for (const std::string& l : f.labels) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(l.c_str()).x * f.ks);
+    const float title_w = f.small + 4;
+    f.axis_w = title_w + std::max(tick_w, row_label_w) + 8;
+    f.chart_h = std::max(90.0f, f.avail.y * 0.55f), f.axis_h = 2 * f.lh + 4;
+    line_chart(f);
+    norm_heatmap(s, ui, f);
 }
 
 } // namespace gbui

@@ -1,0 +1,116 @@
+// Font building (base ranges plus the glyphs asked for) and glyph coverage of the text the window shows.
+#include "fonts.h"
+
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui_internal.h> // ImTextCharFromUtf8
+
+#include <cstdint>
+#include <fstream>
+
+#include "ui.h"
+
+namespace gbui {
+
+static const char* dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+void build_fonts(font_state& fs) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.Fonts->Clear();
+    ImFontGlyphRangesBuilder b;
+    static const ImWchar base[] = {0x0020, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF, 0x2000, 0x206F, 0x2190, 0x21FF,
+                                   0x2200, 0x22FF, 0x2400, 0x243F, 0x25A0, 0x25FF, 0xFFFD, 0xFFFD, 0};
+    b.AddRanges(base);
+    for (ImWchar c : fs.extra) b.AddChar(c);
+    fs.ranges.clear();
+    b.BuildRanges(&fs.ranges);
+    ImFontConfig cfg;
+    cfg.OversampleH = 2;
+    if (std::ifstream(dejavu).good()) io.Fonts->AddFontFromFileTTF(dejavu, 15.0f, &cfg, fs.ranges.Data);
+    else io.Fonts->AddFontDefault();
+    if (!fs.cjk.empty()) {
+        ImFontConfig merge;
+        merge.MergeMode = true;
+        io.Fonts->AddFontFromFileTTF(fs.cjk.c_str(), 15.0f, &merge, fs.ranges.Data);
+    }
+    io.Fonts->Build();
+}
+
+bool need_glyphs(font_state& fs, const std::string& text) {
+    ImGuiIO& io = ImGui::GetIO();
+    if (io.Fonts->Fonts.empty()) return false;
+    ImFont* f = io.Fonts->Fonts[0]; // GetFont() is only valid inside a frame
+    bool added = false;
+    for (const char* p = text.c_str(); *p;) {
+        unsigned int c = 0;
+        int n = ImTextCharFromUtf8(&c, p, nullptr);
+        if (n <= 0) break;
+        p += n;
+        if (c < 0x20 || c > 0xFFFF) continue; // ImGui 1.86 is built with 16-bit ImWchar
+        ImWchar w = (ImWchar)c;
+        if (f->FindGlyphNoFallback(w) || fs.extra.count(w) || fs.missing.count(w)) continue;
+        fs.extra.insert(w);
+        added = true;
+    }
+    return added;
+}
+
+std::string glyph_text(const app_state& s) {
+    std::string text = s.prompt;
+    if (s.result) {
+        for (const std::string& p : s.result->cap().pieces) text += p;
+        for (const auto* list : {&s.result->top, &s.result->base_top})
+            for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
+    }
+    if (s.generated) text += s.generated->text;
+    if (s.lens) {
+        const gb::tokenizer& tok = s.lens->from->model->tok;
+        for (int id : s.lens->lens.top_ids) text += gb::token_text(tok, id);
+    }
+    if (s.patching) {
+        const gb::tokenizer& tok = s.patching->model->tok;
+        for (int id : s.patching->corrupt_ids) text += gb::token_text(tok, id);
+        for (const gb::token_prob& t : s.patching->corrupt_top) text += gb::token_text(tok, t.id);
+    }
+    if (s.breaking)
+        for (const gb::break_row& r : s.breaking->res.rows) text += r.explanation;
+    if (s.sampling) {
+        const gb::tokenizer& tok = s.sampling->from->model->tok;
+        for (const sampling_column& c : s.sampling->columns) {
+            text += c.text;
+            for (int id : c.dist.ids) text += gb::token_text(tok, id);
+        }
+    }
+    text += s.corrupt_prompt + s.demo_caption;
+    return text;
+}
+
+void refresh_glyphs(font_state& fs, const app_state& s) {
+    std::string glyph_key = std::to_string(s.result_version) + "|" +
+                            std::to_string((uintptr_t)s.generated.get()) + "|" + std::to_string((uintptr_t)s.lens.get()) +
+                            "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + std::to_string((uintptr_t)s.breaking.get()) +
+                            "|" + std::to_string((uintptr_t)s.sampling.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt +
+                            "\x1f" + s.demo_caption;
+    if (glyph_key != fs.checked_for && need_glyphs(fs, glyph_text(s))) {
+        build_fonts(fs);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+        // glyphs no font has are remembered so we do not rebuild every frame
+        ImFont* f = ImGui::GetIO().Fonts->Fonts[0];
+        for (ImWchar c : fs.extra)
+            if (!f->FindGlyphNoFallback(c)) fs.missing.insert(c);
+    }
+    fs.checked_for = glyph_key;
+}
+
+void find_cjk_font(font_state& fs) {
+    for (const char* p : {"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+                          "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
+                          "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+                          "/usr/share/fonts/truetype/arphic/uming.ttc"})
+        if (std::ifstream(p).good()) {
+            fs.cjk = p;
+            return;
+        }
+}
+
+} // namespace gbui

@@ -1,0 +1,232 @@
+// The script's `print`: the app's state (inputs, the shown result, the analyses, widgets on screen) as one JSON
+// line, which the GUI tests read.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "analysis/analysis_json.h"
+#include "analysis/export.h"
+#include "demos.h"
+#include "run/predict.h"
+#include "script.h"
+
+namespace gbui {
+
+static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
+    return id < 0 ? nlohmann::json() : nlohmann::json(gb::token_text(tok, id));
+}
+
+// The shown result: its tokens, prediction, ablation and how it was computed; for an image, what the Image tab
+// overlays and where [CLS] looked.
+static void add_result(nlohmann::json& j, const app_state& s) {
+    if (s.result) {
+        std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
+        j["tokens"] = toks;
+        j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
+        if (s.result->pred_pos >= 0) { // an encoder: where top1 is predicted, and every mask's fillers
+            j["fill_position"] = s.result->pred_pos;
+            j["fills"] = gb::fill_mask_json(s.result->fills, s.result->cap(), s.result->model->tok);
+        }
+        if (s.result->decoder) { // an encoder–decoder: the translation shown and how it was made
+            j["translation"] = s.result->translation;
+            j["translation_sampling"] = sampling_key(s.result->target_sampling);
+        }
+        j["ablation"] = s.result->ablation.describe();
+        j["notice"] = s.result->notice;
+        j["kl"] = s.result->kl;
+        j["model"] = s.result->model->path;
+        const gb::live_report& rep = s.result->report;
+        j["report"] = {{"what", rep.what}, {"tokens", rep.tokens}, {"from_token", rep.from_token},
+                       {"from_point", rep.from_point}, {"baseline_run", rep.baseline_run}, {"reused", rep.reused},
+                       {"memory_note", rep.memory_note}, {"ms", rep.ms}};
+        j["scores_ms"] = s.result->scores_ms;
+        j["pixels_ms"] = s.result->pixels_ms;
+        j["prompt_tokens"] = s.result->n_prompt; // the rest of "tokens" are generated ones
+        j["current"] = result_is_current(s);
+    }
+    if (s.result && s.result->view) { // vision: what the Image tab overlays, and where [CLS] looked
+        const run_result& r = *s.result;
+        std::vector<int> order;
+        for (int t = 1; t < r.cap().n_tokens; t++) order.push_back(t);
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return r.rollout[a] > r.rollout[b]; });
+        order.resize(std::min<size_t>(order.size(), 5));
+        nlohmann::json top = nlohmann::json::array();
+        for (int t : order) top.push_back(r.cap().pieces[t]);
+        nlohmann::json classes = nlohmann::json::array();
+        for (const gb::token_prob& tp : r.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
+        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
+                       {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
+    }
+}
+
+// The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
+// tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
+static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    j["gen_step"] = s.gen_step;
+    j["replay_steps"] = replay_steps(s);
+    j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
+    j["generation_done"] = s.generated && s.generated->done;
+    j["cancelled_runs"] = ui.work->cancelled();
+    j["published_results"] = ui.work->published();
+    static const char* scales[] = {"linear", "log", "rowmax"};
+    j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
+    j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
+    j["selected_token"] = s.sel_token;
+    j["prompt"] = s.prompt;
+    j["image"] = s.image_path;
+    j["generated"] = s.generated ? s.generated->text : "";
+    j["error"] = s.error;
+    j["warning"] = s.warning;
+    j["status"] = s.status;
+    j["recent"] = s.recent_models;
+    j["config_dir"] = s.config_dir; // "" when the run remembers nothing
+    j["window"] = {(int)ImGui::GetIO().DisplaySize.x, (int)ImGui::GetIO().DisplaySize.y};
+    j["gl"] = s.gl_status;
+    // analyses
+    j["tab"] = tab_name(s.tab);
+    j["flash"] = ui.flash_window;
+    j["tabs"] = nlohmann::json::array(); // the tabs this model shows
+    for (int t = 0; t < TAB_COUNT; t++)
+        if (tab_available((analysis_tab)t, s.model.get())) j["tabs"].push_back(tab_name((analysis_tab)t));
+    j["token_errors"] = nlohmann::json::array(); // the token boxes' one-line errors
+    for (const std::string& e : ui.typed_error)
+        if (!e.empty()) j["token_errors"].push_back(e);
+    j["colour_by"] = colour_name(s.colour_by);
+    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
+                 {"break_row", s.break_row}};
+    j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
+    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
+                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
+    // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
+    for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
+                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
+        if (auto it = ui.widgets.find(w); it != ui.widgets.end())
+            j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
+    j["corrupt_prompt"] = s.corrupt_prompt;
+    auto token = [&](int id) -> nlohmann::json {
+        if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
+        return gb::token_text(s.model->tok, id);
+    };
+    j["lens_target"] = token(s.lens_target);
+    j["attribution_target"] = token(s.attr_target);
+    j["attribution_contrast"] = token(s.attr_contrast);
+    j["patching_target"] = token(s.patch_target);
+    j["patching_contrast"] = token(s.patch_contrast);
+}
+
+// The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
+static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
+    // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
+    if (s.learn) {
+        nlohmann::json titles = nlohmann::json::array();
+        for (const gb::learn_step& st : s.learn->walk.steps) titles.push_back(st.title);
+        j["learn"] = {{"token", s.learn->walk.token}, {"layer", s.learn->walk.layer}, {"head", s.learn->walk.head},
+                      {"steps", titles}, {"current", s.learn->key == s.analysis_want[ANALYSIS_LEARN]},
+                      {"prediction", s.learn->walk.steps.back().labels.empty() ? "" : s.learn->walk.steps.back().labels[0]}};
+    }
+    // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
+    j["ablated_experts"] = nlohmann::json::array();
+    for (const gb::head_ref& e : s.ablation.experts) j["ablated_experts"].push_back(std::to_string(e.layer) + "." + std::to_string(e.head));
+    if (s.result && !s.result->routing.empty()) {
+        const gb::routing_table& rt = s.result->routing;
+        nlohmann::json ids = nlohmann::json::array(), w = nlohmann::json::array();
+        for (int l = 0; l < rt.n_layer; l++) {
+            std::vector<int> li;
+            std::vector<float> lw;
+            for (int i = 0; i < rt.k && rt.cell_ids(l, rt.n_tokens - 1)[i] >= 0; i++)
+                li.push_back(rt.cell_ids(l, rt.n_tokens - 1)[i]), lw.push_back(rt.cell_weights(l, rt.n_tokens - 1)[i]);
+            ids.push_back(li);
+            w.push_back(lw);
+        }
+        j["experts"] = {{"n_expert", rt.n_expert}, {"top_k", rt.k}, {"last_token_experts", ids}, {"last_token_weights", w}};
+    }
+    // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
+    if (s.breaking && !s.breaking->choice) { // as `break-it --json` writes it, with what the app adds
+        j["break_it"] = gb::break_it_json(s.breaking->res, s.breaking->model->tok);
+        j["break_it"]["prompt"] = s.breaking->prompt;
+        j["break_it"]["current"] = break_is_current(s.breaking.get(), s.model, s.prompt, s.bos);
+        j["break_it"]["ms"] = s.breaking->ms;
+    }
+    // sampling: each column's temperature, continuation and first-token distribution (its top 8)
+    if (s.sampling) {
+        const sampling_output& o = *s.sampling;
+        const gb::tokenizer& tok = o.from->model->tok;
+        nlohmann::json cols = nlohmann::json::array();
+        for (const sampling_column& c : o.columns) {
+            nlohmann::json top = nlohmann::json::array();
+            for (size_t i = 0; i < c.dist.ids.size() && i < 8; i++)
+                top.push_back({{"token", gb::token_text(tok, c.dist.ids[i])}, {"prob", c.dist.probs[i]}});
+            cols.push_back({{"temperature", c.temperature}, {"text", c.text}, {"ids", c.ids}, {"kept", c.dist.ids.size()},
+                            {"top", top}});
+        }
+        j["sampling"] = {{"current", o.key == s.analysis_want[ANALYSIS_SAMPLING]}, {"top_k", o.top_k}, {"seed", o.seed},
+                         {"tokens", o.n_tokens}, {"prompt", o.from->prompt}, {"columns", cols}};
+    }
+}
+
+// Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
+static void add_analyses(nlohmann::json& j, const app_state& s) {
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling"};
+    for (int k = 0; k < ANALYSIS_COUNT; k++) {
+        const analysis_status& st = s.analysis[k];
+        j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
+                                   {"wanted", !s.analysis_want[k].empty()}};
+    }
+    if (s.lens) { // the model's own top-1 is the last point's at the last position
+        const gb::lens_result& l = s.lens->lens;
+        const gb::tokenizer& tok = s.lens->from->model->tok;
+        const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
+        j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
+                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
+                     {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+    }
+    if (s.attribution) {
+        const gb::attribution& a = s.attribution->attr;
+        const run_result& r = *s.attribution->from;
+        const gb::tokenizer& tok = r.model->tok;
+        nlohmann::json aj = {{"total", a.total}, {"sum", a.sum()}, {"position", a.position},
+                             {"target", gb::token_text(tok, a.target)},
+                             {"contrast", token_or_null(tok, a.contrast)},
+                             {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
+        if (a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
+            const float* lg = r.cap().last_logits();
+            aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
+        }
+        j["attribution"] = aj;
+    }
+    if (s.induction) {
+        const gb::head_scores& sc = s.induction->scores;
+        float best = 0;
+        for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
+        j["induction_test"] = {{"shown", s.induction_test}, {"n", s.induction->n}, {"seed", s.induction->seed},
+                               {"tokens", s.induction->ids.size()}, {"positions", sc.n_induction_positions},
+                               {"max_induction", best}, {"ms", s.induction->ms}};
+    }
+    if (s.patching) {
+        const patch_output& po = *s.patching;
+        const gb::patch_result& p = po.res;
+        const gb::tokenizer& tok = po.model->tok;
+        const int P = 2 * p.n_layer + 1, T = p.n_tokens;
+        auto num = [](float v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+        j["patching"] = {{"complete", p.complete}, {"clean", p.clean}, {"corrupt", p.corrupt}, {"runs", p.runs},
+                         {"target", gb::token_text(tok, p.target)},
+                         {"contrast", token_or_null(tok, p.contrast)},
+                         {"normalized_last", num(p.resid_normalized[(size_t)(P - 1) * T + T - 1])},
+                         {"normalized_first", num(p.resid_normalized[0])},
+                         {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
+                         {"note", po.note}};
+    }
+}
+
+void print_state(const app_state& s, const ui_context& ui) {
+    nlohmann::json j; // keys sorted (std::map): the order they are added in does not show
+    add_result(j, s);
+    add_inputs(j, s, ui);
+    add_tab_outputs(j, s);
+    add_analyses(j, s);
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+}
+
+} // namespace gbui
