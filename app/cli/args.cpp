@@ -161,14 +161,6 @@ gb::kind_input model_input(const args& a, const gb::model& m) {
     return in;
 }
 
-std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels) {
-    const gb::image img = gb::load_image(a.need("image"));
-    pixels = gb::vision_pixels(m, img);
-    std::printf("image: %s (%dx%d) as %dx%d pixels, %dx%d patches of %d px\n", a.get("image").c_str(), img.width,
-                img.height, m.config.image_size, m.config.image_size, m.config.grid(), m.config.grid(), m.config.patch_size);
-    return gb::vision_tokens(m.config);
-}
-
 // --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
 gb::ablation parse_ablation(const args& a, const gb::model& m) {
     if (a.has("experts")) refuse_unless(m, gb::FEATURE_EXPERTS, "--experts");
@@ -246,18 +238,6 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer) {
     return {};
 }
 
-// The decoder's input: --target-text's tokens after the decoder start, or the model's greedy translation of src
-// under ab (its EOS left for the last row to predict)
-std::vector<int> seq2seq_target(const args& a, const gb::model& m, const std::vector<int>& src, const gb::ablation& ab) {
-    if (a.has("target-text")) return gb::target_ids(m, a.get("target-text"));
-    const int max_new = (int)parse_int(a.get("max-new-tokens", std::to_string(std::min(40, m.config.n_ctx - 1))), "--max-new-tokens", 1, m.config.n_ctx - 1);
-    gb::generation g = gb::translate(m, src, max_new, {}, ab);
-    if (g.hit_eos) g.ids.pop_back();
-    std::vector<int> tgt = {m.config.decoder_start_id};
-    tgt.insert(tgt.end(), g.ids.begin(), g.ids.end());
-    return tgt;
-}
-
 // --NAME TEXT (exactly one token) or --NAME-id N; -1 when neither is given and it is optional.
 int token_arg(const args& a, const gb::model& m, const std::string& name, bool required) {
     if (a.has(name) && a.has(name + "-id")) throw usage_error("give --" + name + " or --" + name + "-id, not both");
@@ -265,30 +245,6 @@ int token_arg(const args& a, const gb::model& m, const std::string& name, bool r
     if (a.has(name)) return gb::single_token_id(m.tok, a.get(name), "--" + name);
     if (required) throw usage_error("missing --" + name + " TEXT (one token) or --" + name + "-id N");
     return -1;
-}
-
-// A prompt for the analyses: present, and within the context.
-std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::string& key) {
-    std::vector<int> ids = prompt_ids(m, a.need(key), a.has("bos"));
-    if (ids.empty()) throw gb::error("--" + key + " is empty: nothing to run");
-    if ((int)ids.size() > m.config.n_ctx)
-        throw gb::error("--" + key + " too long: " + std::to_string(ids.size()) + " tokens, the model's context is " +
-                        std::to_string(m.config.n_ctx));
-    return ids;
-}
-
-// What the analyses read: patterns, z, MLP outputs and the residual stream.
-gb::forward_options analysis_options(const args& a) {
-    gb::forward_options opt;
-    opt.attention = choose_backend(a);
-    opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
-    opt.keep.resid_stream = true;
-    return opt;
-}
-gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a) {
-    gb::record r;
-    gb::run_forward(r, m, ids, {}, analysis_options(a));
-    return r;
 }
 
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy) {

@@ -58,9 +58,6 @@ void refuse_unless(const gb::model& m, gb::feature f, const std::string& option)
 // image (INPUT_IMAGE). Another input's option (--prompt, --image, --source, --target-text), and --bos where the
 // kind has no BOS, is a usage error naming it.
 gb::kind_input model_input(const args& a, const gb::model& m);
-// --image FILE for an image classifier: its pixels ([3][S][S], to keep alive for the run) and the ids of its
-// positions; prints how the image was cut.
-std::vector<int> image_input(const args& a, const gb::model& m, std::vector<float>& pixels);
 // The prompt's ids; --bos on a model without a BOS token is an error rather than silently ignored.
 std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos);
 // --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
@@ -80,16 +77,8 @@ std::string padded(const std::string& s, int width);
 // --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
 gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr);
 
-// An encoder–decoder's decoder input: --target-text's tokens after the decoder start, or the greedy translation
-std::vector<int> seq2seq_target(const args& a, const gb::model& m, const std::vector<int>& src, const gb::ablation& ab);
-
 // --NAME TEXT (exactly one token) or --NAME-id N; -1 when neither is given and it is optional.
 int token_arg(const args& a, const gb::model& m, const std::string& name, bool required);
-// A prompt for the analyses: present, and within the context.
-std::vector<int> analysis_prompt(const gb::model& m, const args& a, const std::string& key = "prompt");
-// What the analyses read: patterns, z, MLP outputs and the residual stream.
-gb::forward_options analysis_options(const args& a);
-gb::record analysis_run(const gb::model& m, const std::vector<int>& ids, const args& a);
 // --json FILE and --npy-dir DIR, when given
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy);
 

@@ -12,16 +12,20 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
 
 int cmd_attribute(const args& a) {
     gb::model m = open_model(a);
-    std::vector<int> ids = analysis_prompt(m, a);
+    gb::session_request rq = read_input(a, m);
+    keep_for_analyses(rq);
+    with_backend(rq, a);
     const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
-    const int T = (int)ids.size();
+    const int T = (int)rq.tokens.size();
     const int pos = (int)parse_int(a.get("position", std::to_string(T - 1)), "--position", 0, T - 1);
-    gb::record r = analysis_run(m, ids, a);
+    const gb::session_result sr = run_once(m, rq);
+    const gb::record& r = *sr.run;
     gb::attribution at = gb::attribute(r, m, {}, target, contrast, pos);
     std::printf("direct logit attribution of logit(%s)%s at position %d (\"%s\")\n", quoted(m, target).c_str(),
                 contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", pos, visible(r.pieces[pos]).c_str());

@@ -10,13 +10,14 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
 
 // The table, then each row's sentence; --json writes the numbers (analysis_json.h's break_it_json).
 int cmd_break_it(const args& a) {
     gb::model m = open_model(a);
-    const std::vector<int> ids = analysis_prompt(m, a);
+    const std::vector<int> ids = read_input(a, m).tokens;
     gb::break_options o;
     o.max_head_scan = (int)parse_int(a.get("scan-heads", "256"), "--scan-heads", 1, 1 << 20);
     const gb::break_result b = gb::break_it(m, ids, o);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
 
@@ -39,33 +41,24 @@ std::vector<int> repeated_random(const args& a, const gb::model& m) {
 // The run whose heads are scored, and what its positions are: the prompt's (or the repeated random tokens'), an
 // image's, or an encoder–decoder's decoder on its target (given, or the greedy translation of --source), the
 // stack the lens and learn read too.
-gb::record scored_run(const args& a, const gb::model& m, std::string& positions) {
-    const gb::kind_input in = model_input(a, m);
+std::shared_ptr<const gb::record> scored_run(const args& a, const gb::model& m, std::string& positions) {
     const bool repeat = a.has("repeat-random");
-    std::vector<int> ids;
-    if (repeat) ids = repeated_random(a, m); // refuses a kind without the induction test
-    else if (a.has("seed")) throw usage_error("--seed goes with --repeat-random");
-    gb::forward_options opt;
-    opt.attention = choose_backend(a);
-    gb::record r;
-    if (in == gb::INPUT_SOURCE_TARGET) {
-        const std::vector<int> src = gb::source_ids(m, a.need("source"));
-        gb::seq2seq_record rs;
-        gb::run_seq2seq(rs, m, src, seq2seq_target(a, m, src, {}), {}, opt);
-        positions = " target tokens (the decoder's self-attention)";
-        return std::move(rs.decoder);
-    }
-    std::vector<float> pixels; // an image's, alive for the run
-    if (in == gb::INPUT_IMAGE) {
-        ids = image_input(a, m, pixels);
-        opt.pixels = pixels.data();
-        positions = " positions of the image";
+    gb::session_request rq;
+    if (repeat) {
+        model_input(a, m); // (another kind's input option is refused by name)
+        rq.tokens = repeated_random(a, m); // refuses a kind without the induction test
+        rq.baseline = false;
     } else {
-        if (!repeat) ids = analysis_prompt(m, a);
-        positions = repeat ? " tokens (random tokens, repeated)" : " tokens";
+        if (a.has("seed")) throw usage_error("--seed goes with --repeat-random");
+        rq = read_input(a, m);
     }
-    gb::run_forward(r, m, ids, {}, opt);
-    return r;
+    with_backend(rq, a);
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    positions = in == gb::INPUT_SOURCE_TARGET ? " target tokens (the decoder's self-attention)"
+                : in == gb::INPUT_IMAGE       ? " positions of the image"
+                : repeat                      ? " tokens (random tokens, repeated)"
+                                              : " tokens";
+    return run_once(m, rq).run;
 }
 
 } // namespace
@@ -73,7 +66,8 @@ gb::record scored_run(const args& a, const gb::model& m, std::string& positions)
 int cmd_heads(const args& a) {
     gb::model m = open_model(a);
     std::string positions;
-    const gb::record r = scored_run(a, m, positions);
+    const std::shared_ptr<const gb::record> run = scored_run(a, m, positions);
+    const gb::record& r = *run;
     gb::head_scores s = gb::score_heads(r);
     std::printf("%d%s; the highest-scoring heads (layer.head):\n", r.n_tokens, positions.c_str());
     for (int k = 0; k < gb::SCORE_COUNT; k++) {

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
 
@@ -17,20 +18,17 @@ namespace cli {
 // with the cross-attention step reading the source.
 int cmd_learn(const args& a) {
     gb::model m = open_model(a);
-    const bool s2s = model_input(a, m) == gb::INPUT_SOURCE_TARGET;
-    std::vector<int> src;
-    const std::vector<int> ids = s2s ? seq2seq_target(a, m, src = gb::source_ids(m, a.need("source")), {}) : analysis_prompt(m, a);
-    const int T = (int)ids.size(), L = m.config.n_layer;
-    const int token = (int)parse_int(a.get("token", std::to_string(T - 1)), "--token", 0, T - 1);
+    const bool s2s = gb::kind_info_of(m.config).input == gb::INPUT_SOURCE_TARGET;
+    gb::session_request rq = read_input(a, m);
+    const int L = m.config.n_layer;
     const int layer = (int)parse_int(a.get("layer", "0"), "--layer", 0, L - 1);
     const int head = (int)parse_int(a.get("head", "0"), "--head", 0, m.config.n_head - 1);
-    gb::forward_options opt;
-    opt.keep = gb::learn_keep(L, layer);
-    gb::record r;
-    gb::seq2seq_record rs;
-    if (s2s) gb::run_seq2seq(rs, m, src, ids, {}, opt);
-    else gb::run_forward(r, m, ids, {}, opt);
-    const gb::learn_walk w = gb::walk_through(m, s2s ? rs.decoder : r, token, layer, head);
+    rq.keep = gb::learn_keep(L, layer);
+    const gb::session_result sr = run_once(m, rq);
+    const gb::record& r = *sr.run; // an encoder–decoder's decoder
+    const int T = r.n_tokens;
+    const int token = (int)parse_int(a.get("token", std::to_string(T - 1)), "--token", 0, T - 1);
+    const gb::learn_walk w = gb::walk_through(m, r, token, layer, head);
     std::printf("%stoken %d \"%s\", layer %d, head %d of %s\n\n", s2s ? "the decoder's " : "", token,
                 visible(w.pieces[token]).c_str(), layer, head, m.config.model_type.c_str());
     nlohmann::json steps = nlohmann::json::array();
@@ -60,7 +58,7 @@ int cmd_learn(const args& a) {
     }
     nlohmann::json j{{"token", token}, {"layer", layer}, {"head", head}, {"tokens", w.pieces},
                      {"merges", w.merges}, {"steps", steps}, {"params", params}};
-    if (s2s) j["source_tokens"] = rs.decoder.source_pieces;
+    if (s2s) j["source_tokens"] = r.source_pieces;
     write_outputs(a, j, nullptr);
     return 0;
 }

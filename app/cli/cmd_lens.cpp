@@ -16,31 +16,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
-
-namespace {
-
-// The run the lens reads: the prompt's, an image's, or an encoder–decoder's decoder on its target (given, or the
-// greedy translation of --source), each target token predicting the next.
-gb::record lens_run(const args& a, const gb::model& m) {
-    const gb::kind_input in = model_input(a, m);
-    gb::forward_options opt = analysis_options(a);
-    if (in == gb::INPUT_SOURCE_TARGET) {
-        const std::vector<int> src = gb::source_ids(m, a.need("source"));
-        gb::seq2seq_record rs;
-        gb::run_seq2seq(rs, m, src, seq2seq_target(a, m, src, {}), {}, opt);
-        return std::move(rs.decoder);
-    }
-    std::vector<float> pixels; // an image's, alive for the run
-    const std::vector<int> ids = in == gb::INPUT_IMAGE ? image_input(a, m, pixels) : analysis_prompt(m, a);
-    if (!pixels.empty()) opt.pixels = pixels.data();
-    gb::record r;
-    gb::run_forward(r, m, ids, {}, opt);
-    return r;
-}
-
-} // namespace
 
 // The lens at every position goes to --json and --npy-dir; the text shows the position the kind predicts at: an
 // image classifier's [CLS], else the last (an encoder–decoder's: the last target token).
@@ -54,7 +32,13 @@ int cmd_lens(const args& a) {
                           "rather than tokens, and the lens's JSON names tokens: use --npy-dir");
     const int k = (int)parse_int(a.get("top-k", "5"), "--top-k", 1, m.config.vocab_size);
     const int target = token_arg(a, m, "target", false);
-    const gb::record r = lens_run(a, m);
+    // the run the lens reads: the prompt's, an image's, or an encoder–decoder's decoder on its target (given, or
+    // the greedy translation of --source), each target token predicting the next
+    gb::session_request rq = read_input(a, m);
+    keep_for_analyses(rq);
+    with_backend(rq, a);
+    const gb::session_result sr = run_once(m, rq);
+    const gb::record& r = *sr.run;
     const gb::lens_result l = gb::logit_lens(r, m, {}, k, target);
     const int T = l.n_tokens;
     const int at = classes ? 0 : T - 1;

@@ -13,12 +13,13 @@
 
 #include "args.h"
 #include "commands.h"
+#include "input.h"
 
 namespace cli {
 
 int cmd_patch(const args& a) {
     gb::model m = open_model(a);
-    std::vector<int> clean = analysis_prompt(m, a), corrupt = analysis_prompt(m, a, "corrupt");
+    std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
     const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
     gb::patch_options po;
     po.attention = choose_backend(a);

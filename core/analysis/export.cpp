@@ -11,37 +11,8 @@
 
 namespace gb {
 
-void write_capture_npy(const std::string& dir, const record& cap) {
-    make_dir(dir);
-    const int64_t T = cap.n_tokens, L = cap.n_layer, H = cap.n_head;
-    std::vector<int32_t> ids(cap.tokens.begin(), cap.tokens.end());
-    write_npy(dir + "/tokens.npy", {T}, ids.data());
-    write_npy(dir + "/logits.npy", {(int64_t)(cap.logits.size() / cap.vocab), cap.vocab}, cap.logits.data());
-    // attention.npy [L, H, T, T] streamed layer by layer: kept layers from the capture, zeros for layers the
-    // capture budget left out, so writing never needs the full L*H*T*T array the budget exists to avoid
-    {
-        const std::string path = dir + "/attention.npy";
-        std::ofstream f;
-        open_npy(f, path, {L, H, T, T}, "<f4");
-        const size_t layer_floats = (size_t)(H * T * T);
-        static const float zeros[16384] = {};
-        for (int l = 0; l < L; l++) {
-            if (cap.has_layer(l)) {
-                f.write((const char*)cap.head(l, 0), (std::streamsize)(layer_floats * sizeof(float)));
-                continue;
-            }
-            for (size_t done = 0; done < layer_floats;) {
-                size_t n = std::min(layer_floats - done, sizeof zeros / sizeof zeros[0]);
-                f.write((const char*)zeros, (std::streamsize)(n * sizeof(float)));
-                done += n;
-            }
-        }
-        if (!f) throw error("cannot write " + path + " (disk full?)");
-    }
-    write_npy(dir + "/residual_norms.npy", {2 * L + 1, T}, cap.resid_norm.data());
-}
-
-// Writes one point's layers [L, ...] to path: kept layers from the record, zeros for the others.
+// Writes one point's layers [L, ...] to path: kept layers from the record, zeros for the layers the capture budget
+// left out, layer by layer (never the whole [L, ...] array the budget exists to avoid).
 static void write_layers_npy(const std::string& path, const record& rec, hook_point p, const std::vector<int64_t>& shape) {
     std::ofstream f;
     open_npy(f, path, shape, "<f4");
@@ -61,17 +32,30 @@ static void write_layers_npy(const std::string& path, const record& rec, hook_po
     if (!f) throw error("cannot write " + path + " (disk full?)");
 }
 
-std::vector<std::string> write_record_npy(const std::string& dir, const record& rec) {
+void write_capture_npy(const std::string& dir, const record& cap, const std::string& prefix) {
+    make_dir(dir);
+    const int64_t T = cap.n_tokens, L = cap.n_layer, H = cap.n_head;
+    const std::string at = dir + "/" + prefix;
+    std::vector<int32_t> ids(cap.tokens.begin(), cap.tokens.end());
+    write_npy(at + "tokens.npy", {T}, ids.data());
+    if (!cap.logits.empty()) // (an encoder–decoder's encoder stack has no head)
+        write_npy(at + "logits.npy", {(int64_t)(cap.logits.size() / cap.vocab), cap.vocab}, cap.logits.data());
+    write_layers_npy(at + "attention.npy", cap, HOOK_PATTERN, {L, H, T, T});
+    if (cap.n_source > 0) write_layers_npy(dir + "/cross_attention.npy", cap, HOOK_CROSS_PATTERN, {L, H, T, cap.n_source});
+    write_npy(at + "residual_norms.npy", {2 * L + 1, T}, cap.resid_norm.data());
+}
+
+std::vector<std::string> write_record_npy(const std::string& dir, const record& rec, const std::string& prefix) {
     make_dir(dir);
     std::vector<std::string> written;
     const int64_t L = rec.n_layer, T = rec.n_tokens, H = rec.n_head, KV = rec.n_kv_head, dh = rec.d_head, d = rec.d_model;
     for (int pi = 0; pi < HOOK_COUNT; pi++) {
         const hook_point p = (hook_point)pi;
-        if (p == HOOK_PATTERN || p == HOOK_LOGITS) continue; // attention.npy, logits.npy
+        if (hook_is_pattern(p) || p == HOOK_LOGITS) continue; // attention.npy, cross_attention.npy, logits.npy
         bool any = false;
         for (int l = 0; l < (hook_is_final(p) ? 1 : rec.n_layer); l++) any = any || rec.has(p, l);
         if (!any) continue;
-        const std::string name = std::string(hook_name(p)) + ".npy";
+        const std::string name = prefix + hook_name(p) + ".npy";
         if (p == HOOK_FINAL_NORM) {
             const int64_t rows = (int64_t)(rec.layer_floats(p) / d);
             write_npy(dir + "/" + name, {rows, d}, rec.get(p, 0));
@@ -80,7 +64,6 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
         } else {
             std::vector<int64_t> shape = {L, T, d};
             if (p == HOOK_Q || p == HOOK_Z || p == HOOK_CROSS_Z) shape = {L, T, H, dh};
-            else if (p == HOOK_CROSS_PATTERN) shape = {L, H, T, rec.n_source};
             else if (p == HOOK_K || p == HOOK_V) shape = {L, T, KV, dh};
             else if (p == HOOK_HEAD_OUT) shape = {L, T, H, d};
             else if (p == HOOK_MLP_POST) shape = {L, T, rec.d_ff};
@@ -92,12 +75,12 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
     bool stream = true;
     for (int pt = 0; pt <= 2 * rec.n_layer; pt++) stream = stream && rec.resid(pt);
     if (stream) {
-        const std::string path = dir + "/resid_stream.npy";
+        const std::string path = dir + "/" + prefix + "resid_stream.npy";
         std::ofstream f;
         open_npy(f, path, {2 * L + 1, T, d}, "<f4");
         for (int pt = 0; pt <= 2 * rec.n_layer; pt++) f.write((const char*)rec.resid(pt), (std::streamsize)(T * d * sizeof(float)));
         if (!f) throw error("cannot write " + path + " (disk full?)");
-        written.push_back("resid_stream.npy");
+        written.push_back(prefix + "resid_stream.npy");
     }
     return written;
 }
@@ -166,7 +149,9 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     j["tokens"] = nlohmann::json::array();
     for (int t = 0; t < cap.n_tokens; t++) j["tokens"].push_back({{"id", cap.tokens[t]}, {"text", cap.pieces[t]}});
     j["top_k"] = nlohmann::json::array();
-    for (const token_prob& tp : top_k_probs(cap.last_logits(), cap.vocab, top_k))
+    const int at = prediction_position(m, cap); // [CLS] for a classifier, an encoder's first mask, else the last
+    const float* row = cap.all_logits && cap.logit_ids.empty() ? &cap.logits[(size_t)at * cap.vocab] : cap.last_logits();
+    for (const token_prob& tp : top_k_probs(row, cap.vocab, top_k))
         j["top_k"].push_back({{"id", tp.id}, {"text", token_text(m.tok, tp.id)}, {"prob", tp.prob}});
     nlohmann::json values = nlohmann::json::array();
     for (int p = 0; p < 2 * cap.n_layer + 1; p++)

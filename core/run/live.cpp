@@ -196,13 +196,14 @@ struct step {
 
 static step choose(const live_variant& src, const std::vector<int>& tokens, const std::vector<float>& pixels,
                    const std::vector<float>& source, const std::vector<intervention>& iv, const record_plan& plan,
-                   const model_config& c) {
+                   bool all_logits, const model_config& c) {
     const int T = (int)tokens.size(), L = c.n_layer;
     step s;
     if (!src.rec) return s.why = "nothing kept yet", s;
     const record& r = *src.rec;
     if (!same_layout(plan, r)) return s.why = "the capture budget keeps other layers now", s;
     if (r.nonfinite_layer >= 0) return s.why = "the kept run holds NaN or Inf", s;
+    if (r.all_logits != all_logits) return s.why = "logits at other positions asked for", s;
     if (src.pixels != pixels) return s.why = "another image", s; // a vision model's tokens are only its positions
     if (src.source != source) return s.why = "another source (the encoder's output changed)", s;
     int common = 0;
@@ -223,6 +224,7 @@ static step choose(const live_variant& src, const std::vector<int>& tokens, cons
         return s;
     }
     if (arch_table(c.arch).bidirectional) return s.why = "an encoder's every position sees every token", s;
+    if (all_logits) return s.why = "every position's logits asked for", s; // the kept rows' logits are not carried
     if (q > 2 * L && src.stale_point < 0) {
         const int p = std::min(common, T - 1); // the last position's logits are recomputed: only they are kept
         if (p == 0) return s.why = "the first token changed", s;
@@ -267,11 +269,12 @@ struct run_args {
 static step update(live_variant& v, const live_variant* seed, const run_args& a) {
     const model_config& c = a.m.config;
     const int T = (int)a.tokens.size(), L = c.n_layer;
-    step st = a.use_cache ? choose(v, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, c) : step{};
+    const bool all_logits = arch_table(c.arch).bidirectional || a.rq.all_logits;
+    step st = a.use_cache ? choose(v, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, all_logits, c) : step{};
     if (!a.use_cache) st.why = "keys and values do not fit the memory budget";
     const live_variant* src = &v;
     if (seed && a.use_cache) { // a from-layer run on the clean variant's kept run may be cheaper
-        step s2 = choose(*seed, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, c);
+        step s2 = choose(*seed, a.tokens, a.rq.pixels, a.source, a.iv, a.plan, all_logits, c);
         if (s2.kind == STEP_FROM_POINT && (st.kind == STEP_FULL || s2.cost < st.cost)) st = s2, src = seed;
     }
     if (st.kind == STEP_NONE) return st;
@@ -285,6 +288,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
     o.source = a.source.empty() ? nullptr : a.source.data();
     o.n_source = (int)(a.source.size() / c.d_model);
     o.continue_record = true;
+    o.all_logits = a.rq.all_logits;
     o.keep = a.rq.keep;
     const int* run_tokens = a.tokens.data();
     int n = T;
@@ -306,7 +310,7 @@ static step update(live_variant& v, const live_variant* seed, const run_args& a)
         v.fs.n_past = 0;
     } else {
         const int p = st.kind == STEP_PREFIX ? st.from : 0;
-        record_begin(*rec, a.m, a.tokens.data(), T, arch_table(c.arch).bidirectional, a.plan, o.n_source);
+        record_begin(*rec, a.m, a.tokens.data(), T, all_logits, a.plan, o.n_source);
         rec->logit_ids.clear();
         if (p > 0) copy_prefix(*rec, *v.rec, p);
         if (a.use_cache) reserve_cache(v.fs, c, T, p);
@@ -363,7 +367,7 @@ void live_run(live_result& out, live_state& st, const model& m, const live_reque
     const bool use_cache = budget == 0 || 2 * kv <= budget / 2;
     record_request keep_clean = rq.keep, keep_changed = rq.keep;
     if (budget) keep_clean.budget_bytes = std::max<size_t>(1, (budget - (use_cache ? 2 * kv : 0)) / (rq.baseline ? 2 : 1));
-    const int n_out = arch_table(c.arch).bidirectional ? T : 1; // an encoder's logits at every position
+    const int n_out = arch_table(c.arch).bidirectional || rq.all_logits ? T : 1; // an encoder's at every position
     // an encoder–decoder's decoder: the encoder's output with the interventions, and the baseline's without
     static const std::vector<float> no_source;
     const std::vector<float>& source = rq.source ? *rq.source : no_source;

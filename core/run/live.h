@@ -31,6 +31,8 @@ struct live_request {
                                              // state (both records and the keys and values); 0 = no limit
     attention_fn attention;                  // empty = attention_cpu
     std::function<bool()> cancelled;         // asked before each layer
+    bool all_logits = false;                 // logits at every position (an encoder always has them); a change
+                                             // of tokens then recomputes every position
     bool baseline = true;                    // keep a run without the interventions too (false: a one-shot run
                                              // that needs no comparison; result::base is then the run itself)
 };

@@ -96,22 +96,29 @@ routing_table routing_of(const record& rec, int k) {
 // ---------------------------------------------------------------------------------------------
 // The prediction, by kind
 // ---------------------------------------------------------------------------------------------
+int prediction_position(const model& m, const record& r) {
+    const int T = r.n_tokens;
+    switch (kind_info_of(m.config).output) {
+    case OUTPUT_CLASSES: return 0;
+    case OUTPUT_FILL_MASK: {
+        const std::vector<int> masks = mask_positions(r, m.tok);
+        return !masks.empty() ? masks[0] : std::max(0, T - 1 - (int)m.tok.suffix_ids.size());
+    }
+    default: return T - 1;
+    }
+}
+
 void predict(prediction& out, const model& m, const record& run, const record& base, int top_k) {
     const kind_info& kind = kind_info_of(m.config);
-    const int V = m.config.vocab_size, T = run.n_tokens;
+    const int V = m.config.vocab_size;
     if (run.logits.empty() || base.logits.empty()) throw error("internal: a prediction needs the run's logits");
     out = prediction();
     out.output = kind.output;
-    switch (kind.output) {
-    case OUTPUT_NEXT_TOKEN:
-    case OUTPUT_NEXT_TARGET: out.position = T - 1; break;
-    case OUTPUT_CLASSES: out.position = 0; break; // the classifier reads [CLS]
-    case OUTPUT_FILL_MASK:
+    out.position = prediction_position(m, run);
+    if (kind.output == OUTPUT_FILL_MASK) {
         out.masks = mask_positions(run, m.tok);
-        out.position = !out.masks.empty() ? out.masks[0] : std::max(0, T - 1 - (int)m.tok.suffix_ids.size());
         out.fills = fill_mask(run, out.masks, top_k);
         out.base_fills = &base != &run ? fill_mask(base, out.masks, top_k) : out.fills;
-        break;
     }
     // the row read: the last one a decoder kept, else that position's of every position's logits
     auto row = [&](const record& r) {

@@ -63,6 +63,9 @@ struct prediction {
     std::vector<int> alignment;           // OUTPUT_NEXT_TARGET: per target row, the source position it reads most
     routing_table routing, base_routing;  // KIND_MOE: the experts each token went to
 };
+// The position whose logits are the prediction: the last (a decoder's, an encoder–decoder's last target token),
+// [CLS] (0) for a classifier, an encoder's first mask (without one: the last position its template does not fix).
+int prediction_position(const model& m, const record& r);
 // run and base are m's (an encoder–decoder: its decoder's) records with and without the interventions (the same
 // record when there are none); top_k tokens in the lists.
 void predict(prediction& out, const model& m, const record& run, const record& base, int top_k);

@@ -22,6 +22,7 @@ static live_request stack_request(const session_request& rq, std::vector<int> to
     lr.attention = rq.attention;
     lr.cancelled = rq.cancelled;
     lr.baseline = rq.baseline;
+    lr.all_logits = rq.all_logits;
     return lr;
 }
 

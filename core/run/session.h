@@ -32,6 +32,7 @@ struct session_request {
                                              // ablation's; values are copied
     record_request keep;          // what each record keeps; keep.budget_bytes bounds the whole live state
     int top_k = 10;               // tokens in the prediction's lists
+    bool all_logits = false;      // every position's logits in the records (a decoder keeps the last one's)
     bool baseline = true;         // also run without the interventions (false: base is the run itself)
     attention_fn attention;       // empty = attention_cpu
     std::function<bool()> cancelled; // asked between layers: true stops the run (gb::cancelled)
