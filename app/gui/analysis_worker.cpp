@@ -166,8 +166,8 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
     if (out->corrupt_ids.size() == (r.bos ? 1u : 0u)) throw gb::error("the corrupted prompt is empty");
     if ((int)out->corrupt_ids.size() > m.config.n_ctx) // kept like the clean prompt: its last n_ctx tokens
         out->corrupt_ids.erase(out->corrupt_ids.begin(), out->corrupt_ids.end() - m.config.n_ctx);
-    if (r.top.empty()) throw gb::error("no prediction to patch");
-    int target = q.target >= 0 ? q.target : r.top[0].id, contrast = q.contrast;
+    if (r.pred.top.empty()) throw gb::error("no prediction to patch");
+    int target = q.target >= 0 ? q.target : r.pred.top[0].id, contrast = q.contrast;
     gb::patch_options po;
     po.ab = r.ablation;
     gb::check_patch_prompts(out->clean_ids, out->corrupt_ids, m.config);
@@ -183,7 +183,7 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
             contrast = out->corrupt_top[0].id;
             out->note = "contrast = the corrupted prompt's top-1";
         } else { // both prompts predict the target: the clean run's next best
-            for (const gb::token_prob& t : r.top)
+            for (const gb::token_prob& t : r.pred.top)
                 if (t.id != target) {
                     contrast = t.id;
                     break;

@@ -41,15 +41,9 @@ struct run_result {
     const gb::record& lm_record() const { return decoder ? *decoder : *run; }
     int n_prompt = 0;                       // tokens of the prompt; positions n_prompt.. are generated ones
     uint64_t gen_id = 0;                    // the generation they come from (0: none)
-    std::vector<float> probs;               // [V] softmax of the run's last logits
-    std::vector<float> base_probs;          // [V] without any ablation (== probs when nothing is ablated)
-    double kl = 0;                          // KL(baseline || current) in nats
-    std::vector<gb::token_prob> top;        // top-k of probs
-    std::vector<gb::token_prob> base_top;   // top-k of base_probs
-    int pred_pos = -1;                      // encoders: the position probs and top describe (the first mask token;
-                                            // without one the last before [SEP]); -1: a decoder's next token
-    std::vector<gb::fill_slot> fills;       // encoders: the top-k at every mask token of the prompt
-    std::vector<gb::fill_slot> base_fills;  // the same without any ablation
+    gb::prediction pred;                    // what the model predicts (the session's, core/run/predict.h): the
+                                            // distribution with and without the ablation, fill mask, classes and
+                                            // rollout, an encoder–decoder's alignment, an MoE model's routing
     std::string image_path;                 // vision models: the image it ran on
     std::string target;                     // encoder–decoders: the target text asked for ("": the translation)
     gb::sampling target_sampling;           // encoder–decoders: how that translation was made (greedy: temperature 0)
@@ -58,11 +52,7 @@ struct run_result {
                                             // decoder's record holds the cross-attention [L][H][T][S]
     std::string translation;                // encoder–decoders: the target's text after the start token
     std::shared_ptr<const gb::image> view;  // vision models: that image as the model sees it (resized, cropped)
-    std::vector<float> rollout;             // vision models: [T][T] attention rollout through every layer
     gb::head_scores scores;                 // [L][H] per score, from the patterns
-    gb::routing_table routing;              // MoE models: each layer's and token's experts that ran, largest weight
-                                            // first (the Experts view); empty for a dense model
-    gb::routing_table base_routing;         // the same without any ablation (== routing when nothing is ablated)
     gb::live_report report;                 // what the live engine computed for it (the status line)
     double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
     std::string notice;                     // e.g. truncation

@@ -257,7 +257,7 @@ void update_demo(app_state& s) {
             "diagonal).");
         break;
     case DEMO_LENS: {
-        const std::string top = s.result->top.empty() ? "?" : quoted(tok, s.result->top[0].id);
+        const std::string top = s.result->pred.top.empty() ? "?" : quoted(tok, s.result->pred.top[0].id);
         s.demo_caption = "Each row decodes the residual stream after one layer as if it were the last. The model's "
                          "final guess is " + top + ": find the layer where it first becomes the top token at the last "
                          "position.";

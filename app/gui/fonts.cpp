@@ -58,7 +58,7 @@ std::string glyph_text(const app_state& s) {
     std::string text = s.prompt;
     if (s.result) {
         for (const std::string& p : s.result->cap().pieces) text += p;
-        for (const auto* list : {&s.result->top, &s.result->base_top})
+        for (const auto* list : {&s.result->pred.top, &s.result->pred.base_top})
             for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
     }
     if (s.generated) text += s.generated->text;

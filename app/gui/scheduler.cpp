@@ -61,10 +61,10 @@ static int token_or_default(int id, const run_result& r) { return id >= 0 && id 
 void attribution_tokens(const app_state& s, int* target, int* contrast) {
     const run_result& r = *s.result;
     *target = token_or_default(s.attr_target, r);
-    if (*target < 0) *target = r.top.empty() ? 0 : r.top[0].id;
+    if (*target < 0) *target = r.pred.top.empty() ? 0 : r.pred.top[0].id;
     *contrast = token_or_default(s.attr_contrast, r);
     if (*contrast < 0)
-        for (const gb::token_prob& t : r.top)
+        for (const gb::token_prob& t : r.pred.top)
             if (t.id != *target) {
                 *contrast = t.id;
                 break;

@@ -23,10 +23,11 @@ static void add_result(nlohmann::json& j, const app_state& s) {
     if (s.result) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
-        j["top1"] = s.result->top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->top[0].id);
-        if (s.result->pred_pos >= 0) { // an encoder: where top1 is predicted, and every mask's fillers
-            j["fill_position"] = s.result->pred_pos;
-            j["fills"] = gb::fill_mask_json(s.result->fills, s.result->cap(), s.result->model->tok);
+        j["top1"] = s.result->pred.top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->pred.top[0].id);
+        const gb::kind_output out = s.result->pred.output;
+        if (out == gb::OUTPUT_FILL_MASK || out == gb::OUTPUT_CLASSES) { // where top1 is predicted, and every mask's fillers
+            j["fill_position"] = s.result->pred.position;
+            j["fills"] = gb::fill_mask_json(s.result->pred.fills, s.result->cap(), s.result->model->tok);
         }
         if (s.result->decoder) { // an encoder–decoder: the translation shown and how it was made
             j["translation"] = s.result->translation;
@@ -34,7 +35,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         }
         j["ablation"] = s.result->ablation.describe();
         j["notice"] = s.result->notice;
-        j["kl"] = s.result->kl;
+        j["kl"] = s.result->pred.kl;
         j["model"] = s.result->model->path;
         const gb::live_report& rep = s.result->report;
         j["report"] = {{"what", rep.what}, {"tokens", rep.tokens}, {"from_token", rep.from_token},
@@ -49,12 +50,12 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         const run_result& r = *s.result;
         std::vector<int> order;
         for (int t = 1; t < r.cap().n_tokens; t++) order.push_back(t);
-        std::sort(order.begin(), order.end(), [&](int a, int b) { return r.rollout[a] > r.rollout[b]; });
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return r.pred.rollout[a] > r.pred.rollout[b]; });
         order.resize(std::min<size_t>(order.size(), 5));
         nlohmann::json top = nlohmann::json::array();
         for (int t : order) top.push_back(r.cap().pieces[t]);
         nlohmann::json classes = nlohmann::json::array();
-        for (const gb::token_prob& tp : r.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
+        for (const gb::token_prob& tp : r.pred.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
         j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
                        {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
     }
@@ -128,8 +129,8 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
     j["ablated_experts"] = nlohmann::json::array();
     for (const gb::head_ref& e : s.ablation.experts) j["ablated_experts"].push_back(std::to_string(e.layer) + "." + std::to_string(e.head));
-    if (s.result && !s.result->routing.empty()) {
-        const gb::routing_table& rt = s.result->routing;
+    if (s.result && !s.result->pred.routing.empty()) {
+        const gb::routing_table& rt = s.result->pred.routing;
         nlohmann::json ids = nlohmann::json::array(), w = nlohmann::json::array();
         for (int l = 0; l < rt.n_layer; l++) {
             std::vector<int> li;

@@ -11,6 +11,7 @@
 #include "heatmaps.h"
 #include "io/loader.h"
 #include "run/predict.h"
+#include "run/seq2seq.h"
 #include "run/vision.h"
 #include "util/error.h"
 #if __has_include("gl_attention.h")
@@ -86,8 +87,9 @@ std::string run_key(const run_request& q, bool partial) {
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
-    if (q.model && (gb::kind_of(q.model->config) == gb::KIND_VISION)) return k + "image:" + q.image_path;
-    if (q.model && gb::arch_table(q.model->config.arch).cross)
+    const gb::kind_input in = q.model ? gb::kind_info_of(q.model->config).input : gb::INPUT_TEXT;
+    if (in == gb::INPUT_IMAGE) return k + "image:" + q.image_path;
+    if (in == gb::INPUT_SOURCE_TARGET)
         k += "stack" + std::to_string(q.stack) + "|" + sampling_key(q.target_sampling) + "|target" +
              std::to_string(q.target.size()) + ":" + q.target + "|";
     return k + q.prompt;
@@ -193,11 +195,12 @@ static std::vector<int> request_tokens(const run_request& q, std::string& notice
         return q.ids;
     }
     const gb::model& m = *q.model;
-    if ((gb::kind_of(m.config) == gb::KIND_VISION)) {
+    const gb::kind_input in = gb::kind_info_of(m.config).input;
+    if (in == gb::INPUT_IMAGE) {
         n_prompt = m.config.n_ctx;
         return gb::vision_tokens(m.config);
     }
-    if (gb::is_seq2seq(m)) { // the source, as the encoder reads it (a longer one is an error: its end is its EOS)
+    if (in == gb::INPUT_SOURCE_TARGET) { // the source, as the encoder reads it (a longer one is an error: its end is its EOS)
         std::vector<int> src = gb::source_ids(m, q.prompt);
         if (src.size() <= m.tok.prefix_ids.size() + m.tok.suffix_ids.size() + 1 && q.prompt.empty())
             throw gb::error("empty source: type the text to translate");
@@ -226,23 +229,32 @@ void worker::read_image(const run_request& q) {
     image_key_ = key;
 }
 
-// Brings the live state up to q with these tokens: only what changed since the kept runs is computed, and a
-// newer request stops it between layers (gb::cancelled).
-void worker::live(gb::live_result& out, const run_request& q, const std::vector<int>& ids, const gb::attention_fn& attention) {
-    if (gb::is_seq2seq(*q.model)) return seq2seq(out, q, ids, attention);
-    if (q.model != live_model_ || q.use_gl != live_gl_) { // nothing kept applies to another model or backend
-        live_ = gb::live_state();
+// Brings the session up to q with these tokens (an encoder–decoder's: its source): only what changed since the
+// kept runs is computed, and a newer request stops it between layers (gb::cancelled).
+void worker::run_session(gb::session_result& out, const run_request& q, const std::vector<int>& ids,
+                         const gb::attention_fn& attention) {
+    if (q.model != session_model_ || q.use_gl != session_gl_) { // nothing kept applies to another model or backend
+        session_ = gb::session();
         derived_ = derived_cache();
-        live_model_ = q.model;
-        live_gl_ = q.use_gl;
+        session_model_ = q.model;
+        session_gl_ = q.use_gl;
     }
-    gb::live_request rq;
+    const gb::model& m = *q.model;
+    gb::session_request rq;
     rq.tokens = ids;
-    if ((gb::kind_of(q.model->config) == gb::KIND_VISION)) {
+    switch (gb::kind_info_of(m.config).input) {
+    case gb::INPUT_IMAGE:
         read_image(q);
         rq.pixels = image_pixels_;
+        break;
+    case gb::INPUT_SOURCE_TARGET: // the target as typed, or (empty) the model's translation as the request says
+        if (!q.target.empty()) rq.target = gb::target_ids(m, q.target);
+        rq.target_sampling = q.target_sampling;
+        break;
+    case gb::INPUT_TEXT: break;
     }
-    rq.interventions = gb::ablation_interventions(q.ablation, q.model->config);
+    rq.ab = q.ablation;
+    rq.top_k = q.top_k;
     // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
     // and the attribution (all within the capture budget, which leaves the largest far layers out first)
     // (MoE models: the router's mixing weights too, L*T*E floats, for the Experts view)
@@ -253,59 +265,13 @@ void worker::live(gb::live_result& out, const run_request& q, const std::vector<
     rq.keep.focus_layer = q.focus_layer;
     rq.attention = attention;
     rq.cancelled = [this] { return newer_.load(std::memory_order_relaxed); };
-    gb::live_run(out, live_, *q.model, rq);
+    gb::session_run(out, session_, m, rq);
 }
 
-// An encoder–decoder's run: the target (given, or translated greedily under the ablation), then both stacks with
-// and without the ablation. The grid's record is the chosen stack's; the rest goes with the result.
-void worker::seq2seq(gb::live_result& out, const run_request& q, const std::vector<int>& source,
-                     const gb::attention_fn& attention) {
-    const gb::model& m = *q.model;
-    const auto t0 = clock_type::now();
-    std::vector<int> target;
-    if (q.target.empty()) {
-        gb::generation g = gb::translate(m, source, std::min(40, m.config.n_ctx - 1), q.target_sampling, q.ablation,
-                                         [this](int) { return !newer_.load(std::memory_order_relaxed); });
-        if (newer_) throw gb::cancelled();
-        if (g.hit_eos) g.ids.pop_back();
-        target = {m.config.decoder_start_id};
-        target.insert(target.end(), g.ids.begin(), g.ids.end());
-    } else {
-        target = gb::target_ids(m, q.target);
-        if ((int)target.size() > m.config.n_ctx)
-            throw gb::error("target too long: " + std::to_string(target.size()) + " tokens, the model's context is " +
-                            std::to_string(m.config.n_ctx));
-    }
-    gb::forward_options opt;
-    opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
-    opt.keep.resid_stream = true;
-    opt.keep.budget_bytes = q.budget_bytes;
-    opt.keep.focus_layer = q.focus_layer;
-    opt.attention = attention;
-    opt.cancelled = [this] { return newer_.load(std::memory_order_relaxed); };
-    auto run = std::make_shared<gb::seq2seq_record>();
-    gb::run_seq2seq(*run, m, source, target, q.ablation, opt);
-    std::shared_ptr<gb::seq2seq_record> base = run;
-    if (q.ablation.any()) {
-        base = std::make_shared<gb::seq2seq_record>();
-        gb::run_seq2seq(*base, m, source, target, {}, opt);
-    }
-    s2s_run_ = run, s2s_base_ = base, s2s_target_ = target;
-    const bool enc = q.stack == 0;
-    out.run = std::shared_ptr<const gb::record>(run, enc ? &run->encoder : &run->decoder);
-    out.base = std::shared_ptr<const gb::record>(base, enc ? &base->encoder : &base->decoder);
-    out.report = gb::live_report();
-    out.report.ms = ms_since(t0);
-    out.report.tokens = (int)source.size();
-    out.report.what = "full run: both stacks (" + std::to_string(source.size()) + " source, " +
-                      std::to_string(target.size()) + " target tokens)";
-    live_model_.reset(); // nothing of the live engine's state applies after this
-    live_ = gb::live_state();
-}
-
-// The published result of a live run: probabilities, top-k and KL of both runs, the head scores and the
-// heatmaps' pixels, the last two reusing the previous published result's where layers or rows are unchanged.
-std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_result& out, const std::string& notice,
+// The published result of a session run: its records (an encoder–decoder's: the stack the grid shows, and both
+// stacks), the session's prediction, the head scores and the heatmaps' pixels, the last two reusing the previous
+// published result's where layers or rows are unchanged.
+std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::session_result& out, const std::string& notice,
                                            int n_prompt, std::shared_ptr<const heat_pixels>& pixels) {
     if (newer_) throw gb::cancelled(); // a newer request is waiting: its result replaces this one before it shows
     auto r = std::make_shared<run_result>();
@@ -321,62 +287,33 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
     r->image_path = q.image_path;
     r->bos = q.bos;
     r->ablation = q.ablation;
-    r->run = out.run;
-    r->base = out.base;
+    const bool shows_encoder = out.encoder && q.stack == 0;
+    r->run = shows_encoder ? out.encoder : out.run;
+    r->base = shows_encoder ? out.encoder_base : out.base;
     r->report = out.report;
     r->n_prompt = n_prompt;
     r->gen_id = q.ids.empty() ? 0 : q.gen_id;
-    r->key = run_key(q, !out.run->budget_note.empty());
+    r->key = run_key(q, !r->run->budget_note.empty());
     r->notice = notice;
     if (!out.report.memory_note.empty())
         r->notice += (r->notice.empty() ? "" : "; ") + out.report.memory_note +
-                     (out.run->budget_note.empty() ? "" : ": select a head to see its layer");
-    const int V = q.model->config.vocab_size;
-    // (an encoder–decoder showing its encoder has no logits in out.run: the decoder's are read below)
-    const float* logits = out.run->logits.empty() ? nullptr : out.run->last_logits();
-    const float* base_logits = out.base->logits.empty() ? nullptr : out.base->last_logits();
-    const bool s2s = gb::is_seq2seq(*q.model) && s2s_run_;
-    if (s2s) { // the prediction is the decoder's next target token, whichever stack the grid shows
-        r->n_prompt = out.run->n_tokens; // a target is typed or translated, not a continuation of the source
-        r->encoder = std::shared_ptr<const gb::record>(s2s_run_, &s2s_run_->encoder);
-        r->decoder = std::shared_ptr<const gb::record>(s2s_run_, &s2s_run_->decoder);
-        r->translation = gb::utf8_sanitize(gb::decode(q.model->tok, std::vector<int>(s2s_target_.begin() + 1, s2s_target_.end())));
-        logits = s2s_run_->decoder.last_logits();
-        base_logits = s2s_base_->decoder.last_logits();
-    } else if ((gb::kind_of(q.model->config) == gb::KIND_VISION)) { // the classifier reads [CLS]
-        r->pred_pos = 0;
-        r->view = image_view_;
-        r->rollout = gb::attention_rollout(*out.run);
-        logits = out.run->logits.data(); // row 0 of every position's logits
-        base_logits = out.base->logits.data();
-    } else if (!out.run->causal) { // an encoder: what the masked-LM head puts at each mask, the first one in the table
-        const gb::tokenizer& tok = q.model->tok;
-        const std::vector<int> masks = gb::mask_positions(*out.run, tok);
-        const int T = out.run->n_tokens;
-        r->pred_pos = !masks.empty() ? masks[0] : std::max(0, T - 1 - (int)tok.suffix_ids.size());
-        r->fills = gb::fill_mask(*out.run, masks, q.top_k);
-        r->base_fills = out.base != out.run ? gb::fill_mask(*out.base, masks, q.top_k) : r->fills;
-        logits = &out.run->logits[(size_t)r->pred_pos * V];
-        base_logits = &out.base->logits[(size_t)r->pred_pos * V];
+                     (r->run->budget_note.empty() ? "" : ": select a head to see its layer");
+    if (out.encoder) { // an encoder–decoder: both stacks; a target is typed or translated, not a continuation
+        r->encoder = out.encoder;
+        r->decoder = out.run;
+        r->translation = out.translation;
+        r->n_prompt = r->run->n_tokens;
     }
-    gb::softmax_probs(r->probs, logits, V);
-    if (out.base != out.run) gb::softmax_probs(r->base_probs, base_logits, V);
-    else r->base_probs = r->probs;
-    r->kl = gb::kl_divergence(base_logits, logits, V);
-    r->top = gb::top_k_probs(logits, V, q.top_k);
-    r->base_top = gb::top_k_probs(base_logits, V, q.top_k);
-    if (q.model->config.n_expert > 0) { // the Experts view's cells: L*T*E reads, here rather than every frame
-        r->routing = gb::routing_of(*out.run, q.model->config.n_expert_used);
-        r->base_routing = out.base != out.run ? gb::routing_of(*out.base, q.model->config.n_expert_used) : r->routing;
-    }
+    r->pred = out.pred;
+    if (gb::kind_info_of(q.model->config).input == gb::INPUT_IMAGE) r->view = image_view_;
     // what the previous published result shares with this one (rows equal only under equal inputs)
     // (a vision model's tokens are its positions whatever the image: the image is an input)
     const std::string inputs = std::to_string((uintptr_t)q.model.get()) + "|" + q.ablation.describe() + (q.use_gl ? "|G" : "|C") +
                                "|" + q.image_path + "|" + std::to_string(q.stack) + "|" + q.target;
     try {
-        const reuse_plan reuse = plan_reuse(*out.run, derived_.rec.get(), derived_.inputs == inputs);
+        const reuse_plan reuse = plan_reuse(*r->run, derived_.rec.get(), derived_.inputs == inputs);
         auto t0 = clock_type::now();
-        r->scores = gb::score_heads_resume(derived_.sums, *out.run, reuse.same_layer, reuse.same_rows);
+        r->scores = gb::score_heads_resume(derived_.sums, *r->run, reuse.same_layer, reuse.same_rows);
         r->scores_ms = ms_since(t0);
         t0 = clock_type::now();
         pixels = make_heat_pixels(*r, q.scale, derived_.pixels.get(), &reuse);
@@ -385,7 +322,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::live_
         derived_ = derived_cache(); // the sums may be half updated
         throw;
     }
-    derived_.rec = out.run;
+    derived_.rec = r->run;
     derived_.inputs = inputs;
     derived_.pixels = pixels;
     return r;
@@ -411,8 +348,8 @@ void worker::generate_now(const gen_request& g, const gb::attention_fn& attentio
     std::string notice;
     int n_prompt = 0;
     std::vector<int> ids = request_tokens(q, notice, n_prompt);
-    gb::live_result out;
-    live(out, q, ids, attention); // usually kept already: "nothing changed"
+    gb::session_result out;
+    run_session(out, q, ids, attention); // usually kept already: "nothing changed"
     std::shared_ptr<const heat_pixels> px;
     std::shared_ptr<const run_result> r = finish(q, out, notice, n_prompt, px); // before publish(..., px, ...) reads px
     const int room = m.config.n_ctx - (int)ids.size();
@@ -451,7 +388,7 @@ void worker::generate_now(const gen_request& g, const gb::attention_fn& attentio
         }
         gen->ids.push_back(next);
         ids.push_back(next);
-        live(out, q, ids, attention); // one more token: the kept run grows by one position
+        run_session(out, q, ids, attention); // one more token: the kept run grows by one position
         step.ids = ids;
         unpublished = true;
         // at most one result per 50 ms (each costs its pixels and a texture upload), and always the last
@@ -541,8 +478,8 @@ void worker::loop() {
                 std::string notice;
                 int n_prompt = 0;
                 std::vector<int> ids = request_tokens(*run, notice, n_prompt);
-                gb::live_result out;
-                live(out, *run, ids, attention);
+                gb::session_result out;
+                run_session(out, *run, ids, attention);
                 std::shared_ptr<const heat_pixels> px;
                 auto r = finish(*run, out, notice, n_prompt, px);
                 publish(r, px);

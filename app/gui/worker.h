@@ -12,7 +12,7 @@
 
 #include "app_state.h"
 #include "derived.h"
-#include "run/seq2seq.h"
+#include "run/session.h"
 
 namespace gbui {
 
@@ -96,8 +96,9 @@ private:
     void loop();
     gb::attention_fn gl_attention_on_this_thread();
     // worker thread only
-    void live(gb::live_result& out, const run_request& q, const std::vector<int>& ids, const gb::attention_fn& attention);
-    std::shared_ptr<run_result> finish(const run_request& q, const gb::live_result& out, const std::string& notice,
+    void run_session(gb::session_result& out, const run_request& q, const std::vector<int>& ids,
+                     const gb::attention_fn& attention);
+    std::shared_ptr<run_result> finish(const run_request& q, const gb::session_result& out, const std::string& notice,
                                        int n_prompt, std::shared_ptr<const heat_pixels>& pixels);
     void publish(std::shared_ptr<const run_result> r, std::shared_ptr<const heat_pixels> px,
                  std::shared_ptr<const generation_result> g = nullptr);
@@ -118,21 +119,16 @@ private:
     std::atomic<float> progress_{0};
     std::string progress_label_;
     int gl_state_ = 0; // 0 not tried, 1 ready on the worker thread, -1 unavailable
-    // the live engine's kept runs (worker thread only): of live_model_ with live_gl_'s attention
-    gb::live_state live_;
-    std::shared_ptr<const gb::model> live_model_; // held, so that a new model can never reuse its address
-    bool live_gl_ = false;
+    // the session's kept runs (worker thread only): of session_model_ with session_gl_'s attention
+    gb::session session_;
+    std::shared_ptr<const gb::model> session_model_; // held, so that a new model can never reuse its address
+    bool session_gl_ = false;
     derived_cache derived_; // the last published result's scores and pixels, for the next one to reuse
     // vision models: the last image read, so that an ablation change does not read and resize it again
     std::string image_key_;                     // model and path it was made for
     std::vector<float> image_pixels_;           // [3][S][S]
     std::shared_ptr<const gb::image> image_view_;
     void read_image(const run_request& q);
-    // encoder–decoders: both stacks run whole (no live recompute), the shown one as out.run; the last run's
-    // records for finish()
-    void seq2seq(gb::live_result& out, const run_request& q, const std::vector<int>& source, const gb::attention_fn& attention);
-    std::shared_ptr<const gb::seq2seq_record> s2s_run_, s2s_base_;
-    std::vector<int> s2s_target_;
     std::thread thread_;
 };
 

@@ -21,12 +21,12 @@ static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("target  ");
     ImGui::SameLine();
-    token_picker("attribution target", &s.attr_target, "top-1 " + quoted(tok, target), r.top, tok, V, 0, ui, combo_w);
+    token_picker("attribution target", &s.attr_target, "top-1 " + quoted(tok, target), r.pred.top, tok, V, 0, ui, combo_w);
     if (room_right_of_item() > one_w) ImGui::SameLine(0, 24);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("contrast");
     ImGui::SameLine();
-    token_picker("attribution contrast", &s.attr_contrast, "next best " + quoted(tok, contrast), r.top, tok, V, 1, ui, combo_w);
+    token_picker("attribution contrast", &s.attr_contrast, "next best " + quoted(tok, contrast), r.pred.top, tok, V, 1, ui, combo_w);
     for (int k = 0; k < 2; k++)
         if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
 }

@@ -35,7 +35,7 @@ void panel_cross(app_state& s, ui_context& ui) {
     // each row is labelled with the token it writes: the next target token, and for the last row the prediction
     std::vector<std::string> writes(T);
     for (int t = 0; t + 1 < T; t++) writes[t] = dec.pieces[t + 1];
-    writes[T - 1] = r.top.empty() ? "?" : gb::token_text(r.model->tok, r.top[0].id);
+    writes[T - 1] = r.pred.top.empty() ? "?" : gb::token_text(r.model->tok, r.pred.top[0].id);
     ImGui::TextDisabled("each row is labelled with the token it writes (it reads the one before)");
 
     // cells as large as the panel allows, labels to the left (target) and below (source)

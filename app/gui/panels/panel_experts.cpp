@@ -90,7 +90,7 @@ static void layer_load_tooltip(const gb::routing_table& rt, const gb::ablation& 
 // corner where an ablated expert was chosen without the ablation. Returns the expert whose part is under the mouse
 // in the hovered cell, or -1.
 static int draw_cells(const grid_view& g, const run_result& r, ui_context& ui) {
-    const gb::routing_table& rt = r.routing;
+    const gb::routing_table& rt = r.pred.routing;
     const int K = rt.k;
     const float font = ImGui::GetFontSize();
     ImDrawList* dl = g.dl;
@@ -132,7 +132,7 @@ static int draw_cells(const grid_view& g, const run_result& r, ui_context& ui) {
                 x = x1;
             }
             // an ablated expert the unablated run chose here: a red corner
-            ablated_in_cell(r.ablation, r.base_routing, l, t, gone);
+            ablated_in_cell(r.ablation, r.pred.base_routing, l, t, gone);
             if (!gone.empty())
                 dl->AddTriangleFilled(ImVec2(z.x - 9, a.y), ImVec2(z.x, a.y), ImVec2(z.x, a.y + 9), IM_COL32(255, 70, 70, 255));
             if (l == hl && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
@@ -144,7 +144,7 @@ static int draw_cells(const grid_view& g, const run_result& r, ui_context& ui) {
 
 // Sticky token headers (the selected token's in gold) and layer labels; a hovered layer label shows the layer's load.
 static void draw_labels(const grid_view& g, const app_state& s, const run_result& r, int sel_t, ui_context& ui) {
-    const gb::routing_table& rt = r.routing;
+    const gb::routing_table& rt = r.pred.routing;
     const gb::record& rec = r.cap();
     const float font = ImGui::GetFontSize();
     ImDrawList* dl = g.dl;
@@ -186,7 +186,7 @@ static void draw_labels(const grid_view& g, const app_state& s, const run_result
 // ablates he at that layer, a click selects the token.
 static void cell_tooltip(app_state& s, const run_result& r, int hl, int ht, int he) {
     const gb::model_config& c = r.model->config;
-    const gb::routing_table& rt = r.routing;
+    const gb::routing_table& rt = r.pred.routing;
     const gb::record& rec = r.cap();
     const gb::tokenizer& tok = r.model->tok;
     const int K = rt.k;
@@ -209,7 +209,7 @@ static void cell_tooltip(app_state& s, const run_result& r, int hl, int ht, int 
         }
         if (ids[0] < 0) ImGui::TextDisabled("no expert ran for this token here");
         ImGui::TextDisabled(c.norm_topk ? "sum %.3f (renormalised)" : "sum %.3f of the softmax (not renormalised)", sum);
-        ablated_in_cell(r.ablation, r.base_routing, hl, ht, gone);
+        ablated_in_cell(r.ablation, r.pred.base_routing, hl, ht, gone);
         for (const auto& g : gone)
             ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "expert %d ablated (without ablations: %.3f)", g.first, g.second);
         if (c.d_ff_shared > 0) ImGui::TextDisabled("+ the shared expert, for every token");
@@ -259,13 +259,13 @@ void panel_experts(app_state& s, ui_context& ui) {
     tab_hint("Which experts each layer's router chose for each token. A cell's parts are its chosen experts, widest = "
              "largest mixing weight, colour = expert. Hover for the weights; right-click (or ctrl+click) an expert's "
              "part to ablate it at that layer; click to select the token.");
-    if (!s.result || s.result->routing.empty()) {
+    if (!s.result || s.result->pred.routing.empty()) {
         ImGui::TextDisabled(s.result ? "this model has no experts" : "no result yet");
         return;
     }
     const run_result& r = *s.result;
     const gb::model_config& c = r.model->config;
-    const gb::routing_table& rt = r.routing;
+    const gb::routing_table& rt = r.pred.routing;
     const int L = rt.n_layer, T = rt.n_tokens;
     header_line(c);
 

@@ -53,7 +53,7 @@ void panel_image(app_state& s, ui_context& ui) {
     ImGui::TextDisabled(s.image_rollout ? "from %s, through all %d layers" : "from %s, head L%d.H%d (pick one in the grid)",
                         c.pieces[q].c_str(), s.image_rollout ? c.n_layer : l, h);
     const float* w = nullptr;
-    if (s.image_rollout) w = &r.rollout[(size_t)q * T];
+    if (s.image_rollout) w = &r.pred.rollout[(size_t)q * T];
     else if (c.has_layer(l)) w = c.head(l, h) + (size_t)q * T;
     if (!w) {
         ImGui::TextDisabled("layer %d was not kept (capture budget): select a head of it to keep it", l);

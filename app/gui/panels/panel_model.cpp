@@ -142,7 +142,6 @@ static void architecture_lines(const gb::model& m) {
 // Parameters by component, beside the textbook count and where the difference comes from.
 static void parameter_table(const gb::model& m) {
     const gb::model_config& c = m.config;
-    const gb::arch_info& a = gb::arch_table(c.arch);
     const gb::model_kind kind = gb::kind_of(c);
     const bool s2s = kind == gb::KIND_SEQ2SEQ;
     gb::param_counts p = gb::count_params(m);
@@ -169,7 +168,7 @@ static void parameter_table(const gb::model& m) {
     ImGui::TextDisabled("difference %+.0f (%+.1f%%): %s", p.total() - textbook, 100.0 * (p.total() - textbook) / textbook,
                         c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
                         : s2s                   ? "positions, biases, norms, final_logits_bias"
-                        : a.mlm_head            ? "positions, token types, biases, norms, the masked-LM head"
+                        : kind == gb::KIND_ENCODER ? "positions, token types, biases, norms, the masked-LM head"
                         : kind == gb::KIND_VISION ? "V is the classes: the patch embedding, positions, biases, norms"
                         : kind == gb::KIND_MOE    ? "experts, smaller K/V (GQA), no positions"
                                                 : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
@@ -226,7 +225,7 @@ static void differences_from_gpt2(const gb::model& m) {
         bullet("Post-LN: LayerNorm after each residual add, x = LN(x + sublayer(x)), not before the sublayer");
     if (c.n_token_type > 0) bullet("token-type (segment) embeddings: type 0 added to every token");
     if (!m.weights.emb_norm_g.empty()) bullet("the summed embeddings are LayerNormed before layer 0");
-    if (a.mlm_head)
+    if (kind == gb::KIND_ENCODER)
         bullet("masked-LM head: LN(GELU(x W + b)) times the tied embedding, plus a bias: fills %s tokens",
                m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id).c_str() : "mask");
     if (c.pos_offset > 0)

@@ -26,15 +26,15 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
     const gb::record& c = r.cap();
     const std::string mask = m.tok.mask_id >= 0 ? gb::token_text(m.tok, m.tok.mask_id) : "a mask token";
     ImGui::PushTextWrapPos(0);
-    if (r.fills.empty())
+    if (r.pred.fills.empty())
         ImGui::TextDisabled("no %s in the prompt: what the masked-LM head puts at position %d ‘%s’ "
-                            "(type %s where a word should be guessed)", mask.c_str(), r.pred_pos,
-                            visible_token(c.pieces[r.pred_pos]).c_str(), mask.c_str());
+                            "(type %s where a word should be guessed)", mask.c_str(), r.pred.position,
+                            visible_token(c.pieces[r.pred.position]).c_str(), mask.c_str());
     else
-        ImGui::TextDisabled("at position %d, the first of %d %s%s", r.pred_pos, (int)r.fills.size(), mask.c_str(),
-                            r.fills.size() > 1 ? "; the others:" : "");
-    for (size_t i = 1; i < r.fills.size(); i++) {
-        const gb::fill_slot& f = r.fills[i];
+        ImGui::TextDisabled("at position %d, the first of %d %s%s", r.pred.position, (int)r.pred.fills.size(), mask.c_str(),
+                            r.pred.fills.size() > 1 ? "; the others:" : "");
+    for (size_t i = 1; i < r.pred.fills.size(); i++) {
+        const gb::fill_slot& f = r.pred.fills[i];
         ImGui::BulletText("position %d: ‘%s’ %.3f", f.position, visible_token(gb::token_text(m.tok, f.top[0].id)).c_str(),
                           f.top[0].prob);
     }
@@ -49,10 +49,10 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     bool ablated = r.ablation.any();
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
-    for (const auto& t : r.top) ids.push_back(t.id);
-    for (const auto& t : r.base_top)
+    for (const auto& t : r.pred.top) ids.push_back(t.id);
+    for (const auto& t : r.pred.base_top)
         if (std::find(ids.begin(), ids.end(), t.id) == ids.end()) ids.push_back(t.id);
-    std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return r.probs[a] > r.probs[b]; });
+    std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return r.pred.probs[a] > r.pred.probs[b]; });
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
     // as many rows as leave the continuation's controls in view (at least 5)
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
@@ -83,13 +83,13 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             remember_item(ui, "next " + std::to_string(i));
             if (ablated) {
                 ImGui::TableNextColumn();
-                bar(r.base_probs[id], IM_COL32(90, 120, 170, 255), bw);
+                bar(r.pred.base_probs[id], IM_COL32(90, 120, 170, 255), bw);
             }
             ImGui::TableNextColumn();
-            bar(r.probs[id], IM_COL32(60, 160, 120, 255), bw);
+            bar(r.pred.probs[id], IM_COL32(60, 160, 120, 255), bw);
             if (ablated) {
                 ImGui::TableNextColumn();
-                float d = r.probs[id] - r.base_probs[id];
+                float d = r.pred.probs[id] - r.pred.base_probs[id];
                 ImGui::TextColored(d >= 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.5f, 0.5f, 1), "%+.3f", d);
             }
         }
@@ -194,8 +194,8 @@ void panel_output(app_state& s, ui_context& ui) {
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
                                                "the patching target", "", "", "", ""};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
-    const bool encoder = s.result && s.result->pred_pos >= 0;
-    const bool vision = s.result && s.result->view;
+    const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
+    const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
     panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
@@ -204,17 +204,17 @@ void panel_output(app_state& s, ui_context& ui) {
     if (encoder && !vision) fill_mask_lines(r, m);
     ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
     ImGui::SameLine();
-    std::string top1 = r.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.top[0].id));
+    std::string top1 = r.pred.top.empty() ? "" : visible_token(gb::token_text(m.tok, r.pred.top[0].id));
     ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "\u2018%s\u2019", top1.c_str());
     ui.widgets["top1 " + top1] = ImVec4(0, 0, 0, 0);
     if (ablated) {
-        std::string b1 = r.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.base_top[0].id));
+        std::string b1 = r.pred.base_top.empty() ? "" : visible_token(gb::token_text(m.tok, r.pred.base_top[0].id));
         char line[256];
         snprintf(line, sizeof line, "(baseline \u2018%s\u2019)", b1.c_str());
         ImGui::SameLine();
         if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
         ImGui::TextDisabled("%s", line);
-        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.kl);
+        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.pred.kl);
     }
     top_rows(s, ui, pick, pick_what[s.tab]);
 

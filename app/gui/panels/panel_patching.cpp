@@ -93,7 +93,7 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
     ImGui::SameLine();
     if (ImGui::SmallButton("copy the clean prompt")) s.corrupt_prompt = s.prompt;
     // what to pick from: both runs' top tokens
-    std::vector<gb::token_prob> offered = r.top;
+    std::vector<gb::token_prob> offered = r.pred.top;
     const bool po_current = po && po->model == r.model;
     if (po_current)
         for (const gb::token_prob& t : po->corrupt_top)
@@ -101,7 +101,7 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
                 offered.push_back(t);
     const int V = r.cap().vocab;
     const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
-    std::string tdef = r.top.empty() ? "clean top-1" : "clean top-1 " + quoted(tok, r.top[0].id);
+    std::string tdef = r.pred.top.empty() ? "clean top-1" : "clean top-1 " + quoted(tok, r.pred.top[0].id);
     std::string cdef = po_current && po->res.contrast >= 0 && s.patch_contrast < 0 ? "default " + quoted(tok, po->res.contrast)
                                                                                     : "corrupted top-1";
     ImGui::AlignTextToFramePadding();
