@@ -167,6 +167,11 @@ TEST(Seq2seq, GreedyTranslationThroughTheCacheMatchesFullRuns) {
         ASSERT_FALSE(g.ids.empty());
         std::vector<int> target = {m.config.decoder_start_id};
         for (size_t i = 0; i < g.ids.size(); i++) {
+            if (i == 0 && m.config.forced_bos_id >= 0) { // BART: generate puts <s> first, as HF's does
+                EXPECT_EQ(g.ids[0], m.config.forced_bos_id) << family;
+                target.push_back(g.ids[0]);
+                continue;
+            }
             const ref_seq2seq ref = reference_seq2seq(tm, source, target, ab);
             const int V = 120, last = (int)target.size() - 1;
             int best = 0;
@@ -193,6 +198,48 @@ TEST(Seq2seq, SourceTemplateAndTargetStart) {
     const std::vector<int> tgt = gb::target_ids(m, "the cat");
     EXPECT_EQ(tgt.front(), m.config.decoder_start_id);
     EXPECT_EQ(tgt.size(), 3u);
+}
+
+// The decoder reads what HF trains it on, shift_tokens_right(tokenizer(text_target)): BART's target frame puts <s>
+// after the start token ([2, 0, the, cat]), Marian's puts nothing ([pad, the, cat]); BART's config forces <s> as the
+// first generated token, Marian's forces nothing. (Without <s>, a BART decoder reads an input it never saw.)
+TEST(Seq2seq, BartTargetStartsWithBosAsHfTrainsIt) {
+    for (const char* family : {"bart", "marian"}) {
+        seq2seq_spec s;
+        s.family = family;
+        const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir(std::string("s2s_bos_") + family), s);
+        const gb::model m = gb::load_model(tm.dir);
+        const std::vector<int> body = gb::encode(m.tok, "the cat");
+        std::vector<int> want = {tm.decoder_start_id};
+        if (std::string(family) == "bart") want.push_back(0); // <s>
+        want.insert(want.end(), body.begin(), body.end());
+        EXPECT_EQ(gb::target_ids(m, "the cat"), want) << family;
+        EXPECT_EQ(m.config.forced_bos_id, std::string(family) == "bart" ? 0 : -1) << family;
+        const gb::generation g = gb::translate(m, gb::source_ids(m, "the cat"), 3, {});
+        ASSERT_FALSE(g.ids.empty());
+        if (std::string(family) == "bart") {
+            EXPECT_EQ(g.ids[0], 0) << "generate forces <s> first";
+        }
+    }
+}
+
+// A layer only the encoder has can be ablated (the decoder is left alone); one neither stack has is an error
+// naming the range both share (a distilled BART has 12 encoder and 6 decoder layers).
+TEST(Seq2seq, CliAblatesALayerOnlyTheEncoderHas) {
+    seq2seq_spec s;
+    s.family = "marian";
+    s.enc_layers = 3;
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_enc_only"), s);
+    const std::string run = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli run --model '" + tm.dir +
+                            "' --source 'the cat' --target-text 'the' --ablate no-attention";
+    const command_result base = run_command(run + " --layers 0 --json '" + tm.dir + "/a.json'");
+    ASSERT_EQ(base.code, 0) << base.err;
+    const command_result enc = run_command(run + " --layers 2");
+    EXPECT_EQ(enc.code, 0) << enc.err;
+    EXPECT_NE(enc.out.find("ablation: no-attention[2]"), std::string::npos) << enc.out;
+    const command_result bad = run_command(run + " --layers 3");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("ablation layer 3 is outside the model (layers 0..2)"), std::string::npos) << bad.err;
 }
 
 TEST(Seq2seq, ErrorsNameWhatIsWrong) {

@@ -165,7 +165,7 @@ gb::kind_input model_input(const args& a, const gb::model& m) {
 gb::ablation parse_ablation(const args& a, const gb::model& m) {
     if (a.has("experts")) refuse_unless(m, gb::FEATURE_EXPERTS, "--experts");
     gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"), a.get("experts"));
-    gb::check_ablation(ab, m.config);
+    gb::check_ablation(ab, m); // (an encoder–decoder: a layer either stack has)
     return ab;
 }
 

@@ -112,7 +112,7 @@ static std::string send_run(app_state& s, ui_context& ui, frame_state& f) {
     bool quiet = clock_type::now() - f.changed_at > std::chrono::milliseconds(ui.headless ? 0 : run_debounce_ms);
     if (key != ui.run_requested && quiet) {
         try {
-            gb::check_ablation(s.ablation, s.model->config);
+            gb::check_ablation(s.ablation, *s.model);
             ui.work->run(current_run_request(s)); // stops a running generation
             s.gen_follow = false;
         } catch (const gb::error& e) {

@@ -524,7 +524,7 @@ void apply_settings(app_state& s, const pending_settings& p) {
     std::string problems;
     if (p.has_ablation) {
         try {
-            gb::check_ablation(p.ablation, c);
+            gb::check_ablation(p.ablation, *s.model);
             s.ablation = p.ablation;
         } catch (const gb::error& e) {
             s.ablation = {};
@@ -580,18 +580,19 @@ static void keep_what_fits(app_state& s) {
     const gb::model_config& c = s.model->config;
     gb::ablation& ab = s.ablation;
     std::string before = ab.describe();
-    bool fits = fit_layers(ab.no_residual, c.n_layer) & fit_layers(ab.no_layernorm, c.n_layer) &
-                fit_layers(ab.no_attention, c.n_layer);
+    // (an encoder–decoder's ablation names a layer or head of either stack)
+    const int L = gb::ablation_layers(*s.model), H = gb::ablation_heads(*s.model);
+    bool fits = fit_layers(ab.no_residual, L) & fit_layers(ab.no_layernorm, L) & fit_layers(ab.no_attention, L);
     size_t n_heads = ab.heads.size(), n_experts = ab.experts.size();
     ab.heads.erase(std::remove_if(ab.heads.begin(), ab.heads.end(),
-                                  [&](const gb::head_ref& h) { return h.layer >= c.n_layer || h.head >= c.n_head; }),
+                                  [&](const gb::head_ref& h) { return h.layer >= L || h.head >= H; }),
                    ab.heads.end());
     ab.experts.erase(std::remove_if(ab.experts.begin(), ab.experts.end(),
                                     [&](const gb::head_ref& e) { return e.layer >= c.n_layer || e.head >= c.n_expert; }),
                      ab.experts.end());
     if (!fits || ab.heads.size() != n_heads || ab.experts.size() != n_experts)
-        s.warning = "ablation \"" + before + "\" does not fit this model (" + std::to_string(c.n_layer) + " layers x " +
-                    std::to_string(c.n_head) + " heads" +
+        s.warning = "ablation \"" + before + "\" does not fit this model (" + std::to_string(L) + " layers x " +
+                    std::to_string(H) + " heads" +
                     (n_experts ? ", " + (c.n_expert ? std::to_string(c.n_expert) + " experts" : std::string("no experts")) : "") +
                     "): kept \"" + ab.describe() + "\"";
     if (s.sel_layer >= c.n_layer || s.sel_head >= c.n_head) s.sel_layer = s.sel_head = 0;

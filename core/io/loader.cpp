@@ -149,6 +149,8 @@ static model_config parse_seq2seq_config(const nlohmann::json& j, const std::str
     c.tied_lm_head = json_bool(j, "tie_word_embeddings", true, path);
     c.eos_id = json_int(j, path, {"eos_token_id"}, 0, c.vocab_size - 1, 2);
     c.decoder_start_id = json_int(j, path, {"decoder_start_token_id"}, 0, c.vocab_size - 1, c.eos_id);
+    if (j.contains("forced_bos_token_id") && !j["forced_bos_token_id"].is_null()) // BART: <s> after the start token
+        c.forced_bos_id = json_int(j, path, {"forced_bos_token_id"}, 0, c.vocab_size - 1);
     const std::string act = json_str(j, "activation_function");
     const std::string want = arch == ARCH_MARIAN ? "swish" : "gelu";
     if (!act.empty() && act != want && !(arch == ARCH_MARIAN && act == "silu"))

@@ -117,6 +117,8 @@ struct model_config {
     bool scale_embedding = false;       // token embeddings times sqrt(d_model) (BART family's config; Gemma by its row)
     int decoder_start_id = -1;          // encoder–decoders: the decoder's first input token (decoder_start_token_id)
     int eos_id = -1;                    // encoder–decoders: the token that ends a generated target (eos_token_id)
+    int forced_bos_id = -1;             // encoder–decoders: the token generation puts first (BART's <s>:
+                                        // forced_bos_token_id), -1 none
     int grid() const { return patch_size > 0 ? image_size / patch_size : 0; }
     int window_at(int layer) const {    // the keys layer l's queries see (0 = all)
         return sliding_window > 0 && layer >= window_first && (layer - window_first) % window_every == 0 ? sliding_window : 0;

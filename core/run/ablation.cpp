@@ -131,6 +131,19 @@ ablation parse_ablation(const std::string& ablate, const std::string& layers, co
     return ab;
 }
 
+int ablation_layers(const model& m) {
+    return m.encoder ? std::max(m.config.n_layer, m.encoder->config.n_layer) : m.config.n_layer;
+}
+
+int ablation_heads(const model& m) { return m.encoder ? std::max(m.config.n_head, m.encoder->config.n_head) : m.config.n_head; }
+
+void check_ablation(const ablation& ab, const model& m) {
+    model_config widest = m.config; // (an encoder–decoder has no experts: an expert ablation is refused as for any dense model)
+    widest.n_layer = ablation_layers(m);
+    widest.n_head = ablation_heads(m);
+    check_ablation(ab, widest);
+}
+
 std::vector<intervention> ablation_interventions(const ablation& ab, const model_config& c) {
     check_ablation(ab, c);
     std::vector<intervention> out;

@@ -35,6 +35,12 @@ struct ablation {
 
 // Throws gb::error when a layer, head or expert index is outside the model (or experts are named for a dense one).
 void check_ablation(const ablation& ab, const model_config& c);
+// The layers and heads an ablation may name in m: an encoder–decoder's stacks share the index (each leaves alone
+// what it lacks: a distilled BART has 12 encoder and 6 decoder layers), so the larger of the two.
+int ablation_layers(const model& m);
+int ablation_heads(const model& m);
+// check_ablation against those (a dense model's or an MoE model's own config otherwise).
+void check_ablation(const ablation& ab, const model& m);
 // From the CLI's/app's lists: ablate "no-residual,no-layernorm,no-attention", layers "0,3" (restricts
 // ablate), heads "5.1,5.5", experts "1.3,0.0" (LAYER.EXPERT). Throws gb::error naming the bad item; ranges are
 // checked by check_ablation.

@@ -24,7 +24,11 @@ std::vector<int> source_ids(const model& m, const std::string& text) {
 
 std::vector<int> target_ids(const model& m, const std::string& text) {
     need_seq2seq(m);
+    // HF trains the decoder on shift_tokens_right(tokenizer(text_target)): the start token, then the target as the
+    // tokenizer frames it, its end cut off: BART's <s> comes first (<s> text </s>), Marian's and mBART's frames add
+    // nothing before the text
     std::vector<int> ids = {m.config.decoder_start_id};
+    ids.insert(ids.end(), m.tok.prefix_ids.begin(), m.tok.prefix_ids.end());
     const std::vector<int> body = encode(m.tok, text);
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
@@ -43,14 +47,6 @@ ablation stack_ablation(const ablation& ab, int n_layer, int n_head) {
     for (const head_ref& h : ab.heads)
         if (h.layer < n_layer && h.head < n_head) out.heads.push_back(h);
     return out;
-}
-
-void check_seq2seq_ablation(const ablation& ab, const model& m) {
-    need_seq2seq(m);
-    model_config widest = m.config; // (no experts: an expert ablation is refused as for any dense model)
-    widest.n_layer = std::max(m.config.n_layer, m.encoder->config.n_layer);
-    widest.n_head = std::max(m.config.n_head, m.encoder->config.n_head);
-    check_ablation(ab, widest);
 }
 
 std::vector<float> run_encoder(record* rec, const model& m, const std::vector<int>& source, const ablation& ab,
@@ -143,7 +139,9 @@ generation translate(const model& m, const std::vector<int>& source, int max_new
     int next = m.config.decoder_start_id;
     for (int i = 0; i < max_new && s.n_past < s.n_ctx; i++) {
         eval(logits, nullptr, s, m, &next, 1, opt); // one token through the cache
-        next = sample_token(logits.data(), m.config.vocab_size, sp, rng);
+        // BART's generate forces <s> as the first token (forced_bos_token_id), as HF's does
+        next = i == 0 && m.config.forced_bos_id >= 0 ? m.config.forced_bos_id
+                                                     : sample_token(logits.data(), m.config.vocab_size, sp, rng);
         g.ids.push_back(next);
         if (next == m.config.eos_id) {
             g.hit_eos = true;

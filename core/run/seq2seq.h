@@ -31,15 +31,13 @@ bool is_seq2seq(const model& m);
 // The source as the encoder reads it: the tokenizer's template around the text (BART's <s> text </s>, Marian's
 // text </s>, mBART's text </s> en_XX), or the text then EOS when the tokenizer names no template.
 std::vector<int> source_ids(const model& m, const std::string& text);
-// The decoder's input for a target text: decoder_start_token_id, then the text's tokens (no template: the
-// decoder predicts what comes next, EOS included).
+// The decoder's input for a target text, as HF trains it (shift_tokens_right of the tokenizer's target):
+// decoder_start_token_id, the tokenizer's frame before the text (BART's <s>; Marian's and mBART's have none), then
+// the text's tokens (the frame's end is left for the decoder to predict).
 std::vector<int> target_ids(const model& m, const std::string& text);
 // The part of an ablation that applies to a stack of n_layer layers and n_head heads (the shared layer index:
 // layers and heads past the stack's are dropped; a layer set that named only such layers is off).
 ablation stack_ablation(const ablation& ab, int n_layer, int n_head);
-// Throws gb::error for a layer or head that neither stack of m has (one the other stack lacks is fine: a
-// distilled BART has 12 encoder and 6 decoder layers).
-void check_seq2seq_ablation(const ablation& ab, const model& m);
 
 // The encoder's output [S][d] for the source under ab (its part of it); rec, when given, gets the encoder's
 // record (opt.keep). Throws gb::error for an empty or too-long source.
@@ -57,7 +55,8 @@ std::vector<float> cross_average(const record& dec, int layer = -1);
 std::vector<int> cross_alignment(const record& dec, int layer = -1);
 
 // The target generated for source, greedy or sampled (sp), one token at a time through the decoder's cache, the
-// source encoded once: stops at EOS (kept as the last id) or after max_new tokens. ids are the decoder's input
+// source encoded once: stops at EOS (kept as the last id) or after max_new tokens; the first token is the
+// config's forced_bos_token_id when it has one (BART's <s>), as HF's generate makes it. ids are the decoder's input
 // after decoder start (so target = {decoder_start} + ids is what run_seq2seq shows). on_token may return false to
 // stop early.
 generation translate(const model& m, const std::vector<int>& source, int max_new, const sampling& sp,

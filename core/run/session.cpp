@@ -88,7 +88,7 @@ static void run_encoder_decoder(session_result& out, session& s, const model& m,
         throw error("source too long: " + std::to_string(source.size()) + " tokens, the model's context is " +
                     std::to_string(enc.config.n_ctx));
     if (!rq.pixels.empty()) throw error(m.path + " is an encoder–decoder: it reads a source text, not an image");
-    check_seq2seq_ablation(rq.ab, m);
+    check_ablation(rq.ab, m); // a layer either stack has
     out.target = rq.target.empty() ? made_target(s, m, rq) : rq.target;
     if (out.target.empty()) throw error("empty target: the decoder needs at least its start token");
     // the memory budget, shared by the stacks in proportion to their positions

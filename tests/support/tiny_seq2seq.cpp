@@ -191,6 +191,7 @@ tiny_seq2seq write_tiny_seq2seq(const std::string& dir, const seq2seq_spec& s) {
     c["pad_token_id"] = m.pad_id, c["eos_token_id"] = m.eos_id, c["decoder_start_token_id"] = m.decoder_start_id;
     c["bos_token_id"] = 0; // <s>; Marian has no BOS, and its configs say 0 (its </s>) too
     c["forced_eos_token_id"] = m.eos_id;
+    if (s.family == "bart") c["forced_bos_token_id"] = 0; // bart-large's: generate puts <s> first
     c["tie_word_embeddings"] = s.tied;
     if (marian) c["share_encoder_decoder_embeddings"] = true, c["decoder_vocab_size"] = V;
     c["dropout"] = 0.0, c["attention_dropout"] = 0.0, c["activation_dropout"] = 0.0;

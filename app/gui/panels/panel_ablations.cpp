@@ -38,7 +38,7 @@ static void toggle(app_state& s, ui_context& ui, const char* label, gb::layer_se
     ImGui::TextDisabled("%s", what);
     ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.55f, 1), "%s", expect);
     ImGui::PopTextWrapPos();
-    layer_picker(set, s.model ? s.model->config.n_layer : 0, label);
+    layer_picker(set, s.model ? gb::ablation_layers(*s.model) : 0, label);
     ImGui::Spacing();
 }
 
