@@ -78,46 +78,55 @@ record_request learn_keep(int n_layer, int layer) {
     return rq;
 }
 
-learn_walk walk_through(const model& m, const record& r, int token, int layer, int head) {
-    const model_config& c = m.config;
-    const arch_info& arch = arch_table(c.arch);
-    const int T = r.n_tokens, L = c.n_layer, H = c.n_head, KV = c.n_kv_head, d = c.d_model, dh = c.d_head, V = c.vocab_size;
-    if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
-    if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
-    if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
-    require(m, FEATURE_LEARN);
-    // an encoder–decoder's decoder (its record from run_seq2seq): the source reaches it by cross-attention
-    const bool seq2seq = kind_of(c) == KIND_SEQ2SEQ;
-    const bool cross = seq2seq && r.n_source > 0 && r.has(HOOK_CROSS_PATTERN, layer);
-    if (seq2seq && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
-    learn_walk w;
-    w.token = token, w.layer = layer, w.head = head;
-    w.pieces = r.pieces;
-    for (int id : r.tokens) w.merges.push_back(last_merge(m.tok, id));
-    const bool rms = arch.norm == NORM_RMSNORM, rope = arch.pos == POS_ROPE;
-    const std::string norm_f = rms ? "RMSNorm(x) = x / sqrt(mean(x²) + ε) ⊙ g" : "LayerNorm(x) = (x − mean) / sqrt(var + ε) ⊙ g + b";
-    // Post-LN (BERT, BART, Marian): the norm comes after each residual add, on the stream itself
-    const char* norm_name = rms ? "RMSNorm" : "LayerNorm";
-    auto add_title = [&](const char* what) {
-        return std::string("Residual add") + (arch.post_ln ? ", then " + std::string(norm_name) + " (Post-LN)" : "") +
-               (what[0] ? std::string(" after ") + what : "");
-    };
-    auto add_formula = [&](const char* out) {
-        return arch.post_ln ? std::string("x ← ") + norm_name + "(x + " + out + ")" : std::string("x ← x + ") + out;
-    };
-    const std::string L_ = "L" + std::to_string(layer);
+namespace {
 
-    // ---- text and embeddings ----
+// What every stage of the walk reads: the model, the run, and the chosen token, layer and head
+struct walk_ctx {
+    const model& m;
+    const model_config& c;
+    const arch_info& arch;
+    const record& r;
+    int token, layer, head;
+    bool cross; // an encoder–decoder's decoder: the source reaches it by cross-attention
+};
+
+// The norm's name, as the steps' titles and formulas spell it
+const char* norm_name(const arch_info& arch) { return arch.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
+
+// The formula of every norm step (before a sublayer, the final one)
+std::string norm_formula(const arch_info& arch) {
+    return arch.norm == NORM_RMSNORM ? "RMSNorm(x) = x / sqrt(mean(x²) + ε) ⊙ g"
+                                     : "LayerNorm(x) = (x − mean) / sqrt(var + ε) ⊙ g + b";
+}
+
+// A residual add's title; Post-LN (BERT, BART, Marian): the norm comes after each residual add, on the stream itself
+std::string add_title(const arch_info& arch, const char* what) {
+    return std::string("Residual add") + (arch.post_ln ? ", then " + std::string(norm_name(arch)) + " (Post-LN)" : "") +
+           (what[0] ? std::string(" after ") + what : "");
+}
+
+// A residual add's formula, the sublayer's output `out` added (and normed after, in Post-LN)
+std::string add_formula(const arch_info& arch, const char* out) {
+    return arch.post_ln ? std::string("x ← ") + norm_name(arch) + "(x + " + out + ")" : std::string("x ← x + ") + out;
+}
+
+// The text's tokens, then the token's embedding: the stream's first vector, [d]
+void walk_tokens(learn_walk& w, const walk_ctx& x) {
+    const model& m = x.m;
+    const model_config& c = x.c;
+    const arch_info& arch = x.arch;
+    const record& r = x.r;
+    const int T = r.n_tokens, d = c.d_model, token = x.token;
     learn_step tok;
     tok.title = "Text → tokens";
     tok.formula = m.tok.kind == TOK_BYTE_BPE ? "bytes, split by a regex, then merged pair by pair in rank order (BPE)"
                   : m.tok.kind == TOK_UNIGRAM
                       ? "SentencePiece Unigram: of every split into vocabulary pieces, the most probable (Viterbi)"
                       : "SentencePiece-style BPE: pieces merged by score";
-    tok.shape = cross ? dims({{"S", r.n_source}, {"T", T}}) : dims({{"T", T}});
+    tok.shape = x.cross ? dims({{"S", r.n_source}, {"T", T}}) : dims({{"T", T}});
     tok.note = "token " + std::to_string(token) + " is id " + std::to_string(r.tokens[token]) +
                (w.merges[token].empty() ? "" : ", made by the merge " + w.merges[token]);
-    if (cross)
+    if (x.cross)
         tok.note += "; the decoder reads the start token then the target's tokens, while the source's " +
                     std::to_string(r.n_source) + " tokens went through the encoder (" +
                     std::to_string(m.encoder ? m.encoder->config.n_layer : 0) +
@@ -130,7 +139,7 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     std::string emb_f = scaled ? "x = √d · E[id]" : "x = E[id]";
     if (arch.pos == POS_LEARNED) emb_f += c.pos_offset ? " + P[position + " + std::to_string(c.pos_offset) + "]" : " + P[position]";
     if (arch.pos == POS_SINUSOID) emb_f += " + PE[position]";
-    if (!m.weights.emb_norm_g.empty()) emb_f = std::string(norm_name) + "(" + emb_f.substr(4) + ")", emb_f = "x = " + emb_f;
+    if (!m.weights.emb_norm_g.empty()) emb_f = std::string(norm_name(arch)) + "(" + emb_f.substr(4) + ")", emb_f = "x = " + emb_f;
     learn_step emb = vector_step("Embedding lookup", emb_f, dims({{"T", T}, {"d", d}}), x0 + (size_t)token * d, d, "Residual stream");
     emb.note = arch.pos == POS_LEARNED ? "a learned table adds the position"
                : arch.pos == POS_SINUSOID
@@ -144,21 +153,35 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
         emb.note += k;
     }
     w.steps.push_back(emb);
+}
 
-    // ---- the chosen block ----
-    if (arch.pre_norm)
-        w.steps.push_back(vector_step((L_ + " norm before attention").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
-                                      need(r, HOOK_ATTN_IN, layer, token), d, "Residual stream"));
-    const int g = head / (H / KV); // the key/value head this query head reads
+// The chosen block's norm before attention (pre-norm models), then the head's query, [d_head]
+void walk_query(learn_walk& w, const walk_ctx& x) {
+    const model_config& c = x.c;
+    const record& r = x.r;
+    const int T = r.n_tokens, H = c.n_head, KV = c.n_kv_head, d = c.d_model, dh = c.d_head;
+    const int token = x.token, layer = x.layer, head = x.head;
+    if (x.arch.pre_norm)
+        w.steps.push_back(vector_step(("L" + std::to_string(layer) + " norm before attention").c_str(), norm_formula(x.arch),
+                                      dims({{"T", T}, {"d", d}}), need(r, HOOK_ATTN_IN, layer, token), d, "Residual stream"));
     const float* q = need(r, HOOK_Q, layer, token) + (size_t)head * dh;
     learn_step qs = vector_step("Query of the head", "q = x W_Q" + std::string(c.qkv_bias ? " + b_Q" : ""),
                                 dims({{"T", T}, {"H", H}, {"d_head", dh}}), q, dh, "Attention heads");
     qs.title = "Q, K, V: the query of head " + std::to_string(head);
-    qs.note = std::string(rope ? "after RoPE rotated it by the position; " : "") + "K and V are " +
+    qs.note = std::string(x.arch.pos == POS_ROPE ? "after RoPE rotated it by the position; " : "") + "K and V are " +
               dims({{"T", T}, {"KV", KV}, {"d_head", dh}}) +
               (KV < H ? ": " + std::to_string(H / KV) + " query heads share each key/value head (grouped-query)" : "");
     w.steps.push_back(qs);
+}
 
+// The head's pattern for the token: its scores against the keys it may see, the causal mask, the softmax
+// (at most the 16 nearest keys listed)
+void walk_pattern(learn_walk& w, const walk_ctx& x) {
+    const model_config& c = x.c;
+    const record& r = x.r;
+    const int T = r.n_tokens, H = c.n_head, KV = c.n_kv_head, dh = c.d_head, token = x.token, layer = x.layer;
+    const int g = x.head / (H / KV); // the key/value head this query head reads
+    const float* q = need(r, HOOK_Q, layer, token) + (size_t)x.head * dh;
     // scores of the token's query against every key it may see, in double, as the attention computes them
     const float* k = r.get(HOOK_K, layer);
     if (!k) throw error("the walk needs " + hook_label(HOOK_K, layer) + ", which this run did not keep");
@@ -190,8 +213,8 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
                 (c.window_at(layer) > 0 ? " (a sliding window of " + std::to_string(c.window_at(layer)) + ")" : "");
     mask.panel = "Head (grey cells)";
     w.steps.push_back(mask);
-    const float* p = r.head(layer, head);
-    if (!p) throw error("the walk needs the pattern of " + L_ + ", which this run did not keep");
+    const float* p = r.head(layer, x.head);
+    if (!p) throw error("the walk needs the pattern of L" + std::to_string(layer) + ", which this run did not keep");
     learn_step sm;
     sm.title = "Softmax";
     sm.formula = "p_j = exp(s_j) / Σ exp(s_i)";
@@ -203,57 +226,77 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
         sm.labels.push_back(r.pieces[j]);
     }
     w.steps.push_back(sm);
+}
+
+// The head's weighted values [d_head], the attention's output [d] and the stream after its residual add
+void walk_attn_out(learn_walk& w, const walk_ctx& x) {
+    const model_config& c = x.c;
+    const arch_info& arch = x.arch;
+    const record& r = x.r;
+    const int T = r.n_tokens, H = c.n_head, d = c.d_model, dh = c.d_head, token = x.token, layer = x.layer;
     w.steps.push_back(vector_step("Weighted values", "z = Σ_j p_j v_j", dims({{"T", T}, {"H", H}, {"d_head", dh}}),
-                                  need(r, HOOK_Z, layer, token) + (size_t)head * dh, dh, "Head"));
+                                  need(r, HOOK_Z, layer, token) + (size_t)x.head * dh, dh, "Head"));
     learn_step o = vector_step("Output projection", "attn_out = concat_h(z_h) W_O" + std::string(c.qkv_bias && c.mlp_bias ? " + b_O" : ""),
                                dims({{"T", T}, {"d", d}}), need(r, HOOK_ATTN_OUT, layer, token), d, "Attribution");
     if (arch.post_norm) o.note = "then normed (" + std::string(arch.name) + " norms each sublayer's output)";
     w.steps.push_back(o);
-    learn_step ra = vector_step(add_title(cross ? "self-attention" : "").c_str(),
-                                c.parallel ? "x + attn_out (the MLP reads x itself: a parallel block)" : add_formula("attn_out"),
+    learn_step ra = vector_step(add_title(arch, x.cross ? "self-attention" : "").c_str(),
+                                c.parallel ? "x + attn_out (the MLP reads x itself: a parallel block)" : add_formula(arch, "attn_out"),
                                 dims({{"T", T}, {"d", d}}), r.resid(2 * layer + 1) + (size_t)token * d, d, "Residual stream");
     if (arch.post_ln) ra.note = "Post-LN: the stream itself is normed after each add (the original Transformer's order); "
                                 "Pre-LN models norm a copy before each sublayer and leave the stream to grow";
     w.steps.push_back(ra);
+}
 
-    // ---- cross-attention: this target token's query against the encoder's output at every source token ----
-    if (cross) {
-        const int S = r.n_source;
-        const float* xp = r.cross_head(layer, head) + (size_t)token * S;
-        learn_step xa;
-        xa.title = "Cross-attention of head " + std::to_string(head) + ": what it reads from the source";
-        xa.formula = "p_j = softmax_j(q · k_j / √d_head), q = x W_Q (this target token), k_j = e_j W_K, v_j = e_j W_V "
-                     "(e_j: the encoder's output at source token j)";
-        xa.shape = dims({{"H", H}, {"T", T}, {"S", S}});
-        xa.panel = "Cross-attention";
-        xa.width = S;
-        int best = 0;
-        for (int j = 0; j < S; j++) {
-            if (xp[j] > xp[best]) best = j;
-            if (j < 16) xa.values.push_back(xp[j]), xa.labels.push_back(j < (int)r.source_pieces.size() ? r.source_pieces[j] : "?");
-        }
-        char pct[32];
-        std::snprintf(pct, sizeof pct, "%.0f %%", 100.0 * xp[best]);
-        xa.note = "no mask: every source token is seen; this head puts most weight (" + std::string(pct) + ") on ‘" +
-                  (best < (int)r.source_pieces.size() ? r.source_pieces[best] : "?") + "’" +
-                  (S > 16 ? " (the first 16 source tokens are listed)" : "") +
-                  "; out = concat_h(Σ_j p_j v_j) W_O, then added to the stream";
-        w.steps.push_back(xa);
-        if (arch.post_ln) { // the stream after it is what the MLP reads (no norm before the MLP in Post-LN)
-            w.steps.push_back(vector_step(add_title("cross-attention").c_str(), add_formula("cross_out"),
-                                          dims({{"T", T}, {"d", d}}), need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
-        } else {
-            learn_step xr;
-            xr.title = add_title("cross-attention");
-            xr.formula = add_formula("cross_out");
-            xr.shape = dims({{"T", T}, {"d", d}});
-            xr.panel = "Residual stream";
-            w.steps.push_back(xr);
-        }
+// Cross-attention: this target token's query against the encoder's output at every source token ([S] weights,
+// the first 16 listed), then its residual add
+void walk_cross(learn_walk& w, const walk_ctx& x) {
+    const arch_info& arch = x.arch;
+    const record& r = x.r;
+    const int T = r.n_tokens, H = x.c.n_head, d = x.c.d_model, S = r.n_source;
+    const float* xp = r.cross_head(x.layer, x.head) + (size_t)x.token * S;
+    learn_step xa;
+    xa.title = "Cross-attention of head " + std::to_string(x.head) + ": what it reads from the source";
+    xa.formula = "p_j = softmax_j(q · k_j / √d_head), q = x W_Q (this target token), k_j = e_j W_K, v_j = e_j W_V "
+                 "(e_j: the encoder's output at source token j)";
+    xa.shape = dims({{"H", H}, {"T", T}, {"S", S}});
+    xa.panel = "Cross-attention";
+    xa.width = S;
+    int best = 0;
+    for (int j = 0; j < S; j++) {
+        if (xp[j] > xp[best]) best = j;
+        if (j < 16) xa.values.push_back(xp[j]), xa.labels.push_back(j < (int)r.source_pieces.size() ? r.source_pieces[j] : "?");
     }
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f %%", 100.0 * xp[best]);
+    xa.note = "no mask: every source token is seen; this head puts most weight (" + std::string(pct) + ") on ‘" +
+              (best < (int)r.source_pieces.size() ? r.source_pieces[best] : "?") + "’" +
+              (S > 16 ? " (the first 16 source tokens are listed)" : "") +
+              "; out = concat_h(Σ_j p_j v_j) W_O, then added to the stream";
+    w.steps.push_back(xa);
+    if (arch.post_ln) { // the stream after it is what the MLP reads (no norm before the MLP in Post-LN)
+        w.steps.push_back(vector_step(add_title(arch, "cross-attention").c_str(), add_formula(arch, "cross_out"),
+                                      dims({{"T", T}, {"d", d}}), need(r, HOOK_MLP_IN, x.layer, x.token), d, "Residual stream"));
+    } else {
+        learn_step xr;
+        xr.title = add_title(arch, "cross-attention");
+        xr.formula = add_formula(arch, "cross_out");
+        xr.shape = dims({{"T", T}, {"d", d}});
+        xr.panel = "Residual stream";
+        w.steps.push_back(xr);
+    }
+}
+
+// The MLP: its norm (pre-norm models), the router's weights [E] or the hidden vector [d_ff], its output [d] and
+// the stream after its residual add
+void walk_mlp(learn_walk& w, const walk_ctx& x) {
+    const model_config& c = x.c;
+    const arch_info& arch = x.arch;
+    const record& r = x.r;
+    const int T = r.n_tokens, d = c.d_model, token = x.token, layer = x.layer;
     if (arch.pre_norm)
-        w.steps.push_back(vector_step((L_ + " norm before the MLP").c_str(), norm_f, dims({{"T", T}, {"d", d}}),
-                                      need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
+        w.steps.push_back(vector_step(("L" + std::to_string(layer) + " norm before the MLP").c_str(), norm_formula(arch),
+                                      dims({{"T", T}, {"d", d}}), need(r, HOOK_MLP_IN, layer, token), d, "Residual stream"));
     if (kind_of(c) == KIND_MOE) {
         learn_step rt = vector_step("Router", "weights = top-" + std::to_string(c.n_expert_used) + " of softmax(x W_router)",
                                     dims({{"T", T}, {"E", c.n_expert}}), need(r, HOOK_ROUTER, layer, token), c.n_expert, "Experts");
@@ -274,17 +317,22 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     }
     w.steps.push_back(vector_step("MLP output", "mlp_out = h W_down" + std::string(c.mlp_bias ? " + b" : ""), dims({{"T", T}, {"d", d}}),
                                   need(r, HOOK_MLP_OUT, layer, token), d, "Attribution"));
-    w.steps.push_back(vector_step(add_title(cross ? "the MLP" : "").c_str(), add_formula("mlp_out"), dims({{"T", T}, {"d", d}}),
-                                  r.resid(2 * layer + 2) + (size_t)token * d, d, "Residual stream"));
+    w.steps.push_back(vector_step(add_title(arch, x.cross ? "the MLP" : "").c_str(), add_formula(arch, "mlp_out"),
+                                  dims({{"T", T}, {"d", d}}), r.resid(2 * layer + 2) + (size_t)token * d, d, "Residual stream"));
+}
 
-    // ---- after the last block: final norm (Post-LN stacks have none: their stream is normed already),
-    // unembedding, softmax ----
-    const float* xl = r.resid(2 * L) + (size_t)token * d;
+// After the last block: final norm (Post-LN stacks have none: their stream is normed already), unembedding
+// and softmax, recomputed from the token's last stream [d] to its [V] logits; the top 5 listed
+void walk_head(learn_walk& w, const walk_ctx& x) {
+    const model& m = x.m;
+    const model_config& c = x.c;
+    const int T = x.r.n_tokens, L = c.n_layer, d = c.d_model, V = c.vocab_size;
+    const float* xl = x.r.resid(2 * L) + (size_t)x.token * d;
     std::vector<float> xn(d), logits(V);
     gemm_scratch gs;
     final_norm_forward(xn.data(), xl, 1, m, false, gs);
     if (!m.weights.normf_g.empty()) {
-        learn_step fn = vector_step("Final norm", norm_f, dims({{"T", T}, {"d", d}}), xn.data(), d, "Logit lens");
+        learn_step fn = vector_step("Final norm", norm_formula(x.arch), dims({{"T", T}, {"d", d}}), xn.data(), d, "Logit lens");
         fn.note = "after all " + std::to_string(L) + " blocks";
         w.steps.push_back(fn);
     }
@@ -298,7 +346,7 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     un.title = "Unembedding";
     un.formula = std::string(c.tied_lm_head ? "logits = x Eᵀ (the embedding, tied)" : "logits = x W_U") +
                  (m.weights.lm_head_b.empty() ? "" : " + b (final_logits_bias)");
-    if (m.weights.normf_g.empty() && arch.post_ln) un.note = "straight from the last block's stream: Post-LN normed it already";
+    if (m.weights.normf_g.empty() && x.arch.post_ln) un.note = "straight from the last block's stream: Post-LN normed it already";
     un.shape = dims({{"T", T}, {"V", V}});
     un.panel = "Next token";
     un.width = V;
@@ -317,6 +365,33 @@ learn_walk walk_through(const model& m, const record& r, int token, int layer, i
     if (c.final_softcap > 0) un.note = "then cap · tanh(logit / cap), cap " + std::to_string((int)c.final_softcap);
     w.steps.push_back(un);
     w.steps.push_back(pr);
+}
+
+} // namespace
+
+learn_walk walk_through(const model& m, const record& r, int token, int layer, int head) {
+    const model_config& c = m.config;
+    const int T = r.n_tokens, L = c.n_layer, H = c.n_head;
+    if (token < 0 || token >= T) throw error("token " + std::to_string(token) + " is outside the prompt (0.." + std::to_string(T - 1) + ")");
+    if (layer < 0 || layer >= L) throw error("layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(L - 1) + ")");
+    if (head < 0 || head >= H) throw error("head " + std::to_string(head) + " is outside the model (0.." + std::to_string(H - 1) + ")");
+    require(m, FEATURE_LEARN);
+    // an encoder–decoder's decoder (its record from run_seq2seq): the source reaches it by cross-attention
+    const bool seq2seq = kind_of(c) == KIND_SEQ2SEQ;
+    const bool cross = seq2seq && r.n_source > 0 && r.has(HOOK_CROSS_PATTERN, layer);
+    if (seq2seq && !cross) throw error("the walk needs the decoder's record of an encoder–decoder run (with its source)");
+    const walk_ctx x{m, c, arch_table(c.arch), r, token, layer, head, cross};
+    learn_walk w;
+    w.token = token, w.layer = layer, w.head = head;
+    w.pieces = r.pieces;
+    for (int id : r.tokens) w.merges.push_back(last_merge(m.tok, id));
+    walk_tokens(w, x);
+    walk_query(w, x);
+    walk_pattern(w, x);
+    walk_attn_out(w, x);
+    if (cross) walk_cross(w, x);
+    walk_mlp(w, x);
+    walk_head(w, x);
     if (cross) // an encoder–decoder's app shows no attribution (Post-LN sums do not decompose): that link goes nowhere
         for (learn_step& st : w.steps)
             if (st.panel == "Attribution") st.panel.clear();

@@ -24,82 +24,80 @@ void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& 
                     std::to_string(c.n_ctx));
 }
 
-patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
-                                 int target, int contrast, const patch_options& opt,
-                                 const std::function<bool(float)>& progress) {
-    const auto t_start = std::chrono::steady_clock::now();
+namespace {
+
+// The metric of a run's logits [target(, contrast)]: logit(target) − logit(contrast), or logit(target) alone
+double patch_metric(const std::vector<float>& lg, int contrast) {
+    return (double)lg[0] - (contrast >= 0 ? (double)lg[1] : 0.0);
+}
+
+// The clean and the corrupt run, and the corrupt run's state, which every patched run resumes from
+struct patch_runs {
+    forward_options base;      // every run's options: the ablation, only the metric's logits
+    record rc, rx;             // clean, corrupt: the streams [2L+1][T][d] (and z [L][T][H][d_head] for heads)
+    forward_state sx;          // the corrupt run's, its keys and values kept
+    std::vector<float> k0, v0; // the corrupt run's keys and values as it left them
+    std::vector<float> lg;     // the latest patched run's logits
+};
+
+// Runs the clean and the corrupt prompt once each, keeping the streams (and z) and the corrupt run's cache
+void run_clean_and_corrupt(patch_runs& x, const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                           int target, int contrast, const patch_options& opt) {
     const model_config& c = m.config;
-    const int L = c.n_layer, H = c.n_head, d = c.d_model, dh = c.d_head, T = (int)clean.size(), P = 2 * L + 1;
-    const int V = c.vocab_size;
-    check_patch_prompts(clean, corrupt, c);
-    if (target < 0 || target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
-    if (contrast >= V) throw error("contrast id " + std::to_string(contrast) + " is outside the vocabulary");
-
+    const int T = (int)clean.size();
     // every run computes only the metric's logits
-    forward_options base;
-    base.interventions = ablation_interventions(opt.ab, c);
-    base.attention = opt.attention;
-    base.logit_ids = {target};
-    if (contrast >= 0) base.logit_ids.push_back(contrast);
-    auto metric = [&](const std::vector<float>& lg) { return (double)lg[0] - (contrast >= 0 ? (double)lg[1] : 0.0); };
-
-    forward_options keep = base;
+    x.base.interventions = ablation_interventions(opt.ab, c);
+    x.base.attention = opt.attention;
+    x.base.logit_ids = {target};
+    if (contrast >= 0) x.base.logit_ids.push_back(contrast);
+    forward_options keep = x.base;
     keep.keep.points = opt.heads ? hook_bit(HOOK_Z) : 0;
     keep.keep.resid_stream = true;
     keep.keep.resid_norms = false;
-    record rc, rx;
-    forward_state sc, sx;
+    forward_state sc;
     state_init(sc, c, T);
-    eval(rc.logits, &rc, sc, m, clean.data(), T, keep);
+    eval(x.rc.logits, &x.rc, sc, m, clean.data(), T, keep);
     // the corrupt run keeps its keys and values: patched runs resume from it
-    state_init(sx, c, T);
-    sx.keep_cache = true;
-    eval(rx.logits, &rx, sx, m, corrupt.data(), T, keep);
-    const std::vector<float> k0 = sx.k_cache, v0 = sx.v_cache; // as the corrupt run left them
-    const size_t kv_w = (size_t)c.n_kv_head * dh;
+    state_init(x.sx, c, T);
+    x.sx.keep_cache = true;
+    eval(x.rx.logits, &x.rx, x.sx, m, corrupt.data(), T, keep);
+    x.k0 = x.sx.k_cache, x.v0 = x.sx.v_cache; // as the corrupt run left them
+}
 
-    patch_result out;
-    out.n_layer = L;
-    out.n_head = H;
-    out.n_tokens = T;
-    out.target = target;
-    out.contrast = contrast;
-    out.clean = metric(rc.logits);
-    out.corrupt = metric(rx.logits);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    out.resid.assign(opt.resid ? (size_t)P * T : 0, nan);
-    out.heads.assign(opt.heads ? (size_t)L * H : 0, nan);
-    const int total = (opt.resid ? P * T : 0) + (opt.heads ? L * H : 0);
-    int done = 0;
-    auto step = [&] { return !progress || progress((float)++done / std::max(1, total)); };
+// One patched run: resume the corrupt run at residual point p for positions t0.., with iv, then put back the
+// cache rows it overwrote (layers from first_layer on, positions from t0 on); its metric, counted in out.runs
+double patched_run(patch_runs& x, patch_result& out, const model& m, const std::vector<int>& corrupt, int p, int t0,
+                   const intervention& iv) {
+    const int L = m.config.n_layer, T = (int)corrupt.size();
+    const size_t kv_w = (size_t)m.config.n_kv_head * m.config.d_head;
+    forward_options o = x.base;
+    o.interventions.push_back(iv);
+    o.start_point = p;
+    o.start_resid = x.rx.resid(p) + (size_t)t0 * m.config.d_model;
+    x.sx.n_past = t0;
+    eval(x.lg, nullptr, x.sx, m, corrupt.data() + t0, T - t0, o);
+    const int first_layer = p / 2; // point 2l+1 resumes inside layer l, whose keys it does not rewrite
+    for (int l = first_layer; l < L; l++) {
+        const size_t at = ((size_t)l * x.sx.n_ctx + t0) * kv_w, n = (size_t)(T - t0) * kv_w;
+        std::memcpy(&x.sx.k_cache[at], &x.k0[at], n * sizeof(float));
+        std::memcpy(&x.sx.v_cache[at], &x.v0[at], n * sizeof(float));
+    }
+    out.runs++;
+    return patch_metric(x.lg, out.contrast);
+}
 
-    // one patched run: resume the corrupt run at residual point p for positions t0.., with iv, then put back the
-    // cache rows it overwrote (layers from first_layer on, positions from t0 on)
-    std::vector<float> lg;
-    auto patched = [&](int p, int t0, const intervention& iv) {
-        forward_options o = base;
-        o.interventions.push_back(iv);
-        o.start_point = p;
-        o.start_resid = rx.resid(p) + (size_t)t0 * d;
-        sx.n_past = t0;
-        eval(lg, nullptr, sx, m, corrupt.data() + t0, T - t0, o);
-        const int first_layer = p / 2; // point 2l+1 resumes inside layer l, whose keys it does not rewrite
-        for (int l = first_layer; l < L; l++) {
-            const size_t at = ((size_t)l * sx.n_ctx + t0) * kv_w, n = (size_t)(T - t0) * kv_w;
-            std::memcpy(&sx.k_cache[at], &k0[at], n * sizeof(float));
-            std::memcpy(&sx.v_cache[at], &v0[at], n * sizeof(float));
-        }
-        out.runs++;
-        return metric(lg);
-    };
-
-    for (int p = 0; opt.resid && out.complete && p < P; p++) {
+// Every residual point p and position t patched in turn into out.resid [2L+1][T]; step() counts one and says
+// whether to go on (out.complete turns false when it does not)
+void patch_resid(patch_result& out, patch_runs& x, const model& m, const std::vector<int>& corrupt,
+                 const std::function<bool()>& step) {
+    const int P = 2 * m.config.n_layer + 1, T = (int)corrupt.size(), d = m.config.d_model;
+    for (int p = 0; out.complete && p < P; p++) {
         intervention iv{INTERVENE_SET, HOOK_RESID_PRE, 0};
         resid_point_hook(p, iv.point, iv.layer);
         for (int t = 0; t < T; t++) {
-            const float* want = rc.resid(p) + (size_t)t * d;
+            const float* want = x.rc.resid(p) + (size_t)t * d;
             // where the two streams agree (every position before the prompts first differ) nothing changes
-            if (std::memcmp(want, rx.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
+            if (std::memcmp(want, x.rx.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
                 out.resid[(size_t)p * T + t] = (float)out.corrupt;
             } else if (p > 0 && p % 2 == 0) {
                 // after the MLP of layer l: the MLP acts on each position alone, so the stream after patching
@@ -108,7 +106,7 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
             } else {
                 iv.position = t;
                 iv.values = want;
-                out.resid[(size_t)p * T + t] = (float)patched(p, t, iv);
+                out.resid[(size_t)p * T + t] = (float)patched_run(x, out, m, corrupt, p, t, iv);
             }
             if (!step()) {
                 out.complete = false;
@@ -116,11 +114,17 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
             }
         }
     }
+}
+
+// Every head's clean z [T][d_head] patched in turn, at every position, into out.heads [L][H]; step() as above
+void patch_heads(patch_result& out, patch_runs& x, const model& m, const std::vector<int>& corrupt,
+                 const std::function<bool()>& step) {
+    const int L = m.config.n_layer, H = m.config.n_head, dh = m.config.d_head, T = (int)corrupt.size();
     std::vector<float> zh((size_t)T * dh); // one head's clean z, [T][dh]
-    for (int l = 0; opt.heads && out.complete && l < L; l++)
+    for (int l = 0; out.complete && l < L; l++)
         for (int h = 0; h < H; h++) {
-            const float* zc = rc.get(HOOK_Z, l);
-            const float* zx = rx.get(HOOK_Z, l);
+            const float* zc = x.rc.get(HOOK_Z, l);
+            const float* zx = x.rx.get(HOOK_Z, l);
             bool same = true;
             for (int t = 0; t < T; t++) {
                 std::memcpy(&zh[(size_t)t * dh], zc + ((size_t)t * H + h) * dh, dh * sizeof(float));
@@ -129,12 +133,45 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
             intervention iv{INTERVENE_SET, HOOK_Z, l};
             iv.head = h;
             iv.values = zh.data();
-            out.heads[(size_t)l * H + h] = same ? (float)out.corrupt : (float)patched(2 * l, 0, iv);
+            out.heads[(size_t)l * H + h] = same ? (float)out.corrupt : (float)patched_run(x, out, m, corrupt, 2 * l, 0, iv);
             if (!step()) {
                 out.complete = false;
                 break;
             }
         }
+}
+
+} // namespace
+
+patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                                 int target, int contrast, const patch_options& opt,
+                                 const std::function<bool(float)>& progress) {
+    const auto t_start = std::chrono::steady_clock::now();
+    const model_config& c = m.config;
+    const int L = c.n_layer, H = c.n_head, T = (int)clean.size(), P = 2 * L + 1;
+    const int V = c.vocab_size;
+    check_patch_prompts(clean, corrupt, c);
+    if (target < 0 || target >= V) throw error("target id " + std::to_string(target) + " is outside the vocabulary");
+    if (contrast >= V) throw error("contrast id " + std::to_string(contrast) + " is outside the vocabulary");
+    patch_runs x;
+    run_clean_and_corrupt(x, m, clean, corrupt, target, contrast, opt);
+
+    patch_result out;
+    out.n_layer = L;
+    out.n_head = H;
+    out.n_tokens = T;
+    out.target = target;
+    out.contrast = contrast;
+    out.clean = patch_metric(x.rc.logits, contrast);
+    out.corrupt = patch_metric(x.rx.logits, contrast);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    out.resid.assign(opt.resid ? (size_t)P * T : 0, nan);
+    out.heads.assign(opt.heads ? (size_t)L * H : 0, nan);
+    const int total = (opt.resid ? P * T : 0) + (opt.heads ? L * H : 0);
+    int done = 0;
+    auto step = [&] { return !progress || progress((float)++done / std::max(1, total)); };
+    if (opt.resid) patch_resid(out, x, m, corrupt, step);
+    if (opt.heads) patch_heads(out, x, m, corrupt, step);
     const double span = out.clean - out.corrupt;
     auto normalize = [&](const std::vector<float>& v) {
         std::vector<float> n(v.size());

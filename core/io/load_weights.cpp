@@ -62,14 +62,13 @@ void add_one(std::vector<float>& g) {
     for (float& v : g) v += 1.0f;
 }
 
-} // namespace
-
-void load_weights(model_weights& w, const model_config& c, const tensor_reader& r, const progress_fn& progress) {
-    const arch_info& arch = arch_table(c.arch);
-    const weight_reader in{arch, c, r};
-    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, H = c.n_head, KV = c.n_kv_head, dh = c.d_head;
-    const int64_t q = H * dh, kv = KV * dh, qkv_w = q + 2 * kv;
-    const bool layernorm = arch.norm == NORM_LAYERNORM;
+// The embeddings: a vision model's [CLS] (+ [DIST]) tokens, positions and patch projection, or the token table
+// [V][d]; learned or sinusoid positions, token types, the embedding norm
+void load_embeddings(model_weights& w, const weight_reader& in) {
+    const arch_info& arch = in.arch;
+    const model_config& c = in.c;
+    const tensor_reader& r = in.r;
+    const int64_t d = c.d_model, V = c.vocab_size;
     if (arch.kind == KIND_VISION) {
         // [CLS] (+ [DIST]) and one position row per token are stored [1][n][d]; the patch convolution
         // [d][C][P][P] is the [C*P*P][d] product of each patch's pixels, channel-major as the kernel's
@@ -98,115 +97,144 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
         w.emb_norm_g = in.vec(T_EMB_NORM, -1, d);
         w.emb_norm_b = in.vec(T_EMB_NORM_B, -1, d);
     }
-    w.layers.assign(c.n_layer, layer_weights{});
-    for (int l = 0; l < c.n_layer; l++) {
-        layer_weights& L = w.layers[l];
-        // ---- attention ----
-        if (arch.pre_norm || arch.post_ln) {
-            L.norm1_g = in.vec(T_ATTN_NORM, l, d);
-            if (layernorm) L.norm1_b = in.vec(T_ATTN_NORM_B, l, d);
-        }
-        if (in.present(T_QKV, l)) { // fused
-            matrix_part f = in.part(T_QKV, l, d, qkv_w);
-            if (arch.names->hf_qkv_per_head && !r.gguf) { // rows [H][q k v][dh]: regroup as all q, all k, all v
-                std::vector<matrix_part> parts;
-                for (int which = 0; which < 3; which++)
-                    for (int64_t h = 0; h < H; h++) parts.push_back(rows_of(f, d, (3 * h + which) * dh, dh));
-                L.w_qkv = r.matrix(parts, d);
-            } else {
-                L.w_qkv = r.matrix({f}, d);
-            }
-            if (c.qkv_bias) {
-                std::vector<float> b = in.vec(T_QKV_B, l, qkv_w);
-                if (arch.names->hf_qkv_per_head && !r.gguf) {
-                    L.b_qkv.resize(b.size());
-                    for (int which = 0; which < 3; which++)
-                        for (int64_t h = 0; h < H; h++)
-                            std::copy_n(&b[(3 * h + which) * dh], dh, &L.b_qkv[which * q + h * dh]);
-                } else {
-                    L.b_qkv = b;
-                }
-            }
-        } else {
-            L.w_qkv = r.matrix({in.part(T_Q, l, d, q), in.part(T_K, l, d, kv), in.part(T_V, l, d, kv)}, d);
-            if (c.qkv_bias) {
-                L.b_qkv = in.vec(T_Q_B, l, q);
-                for (tensor_id b : {T_K_B, T_V_B}) {
-                    std::vector<float> v = in.vec(b, l, kv);
-                    L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
-                }
-            }
-        }
-        L.w_o = in.matrix(T_O, l, q, d);
-        if (in.named(T_O_B)) L.b_o = in.vec(T_O_B, l, d);
-        if (arch.qk_norm != QK_NORM_NONE) {
-            const bool full = arch.qk_norm == QK_NORM_FULL;
-            L.q_norm = in.vec(T_Q_NORM, l, full ? q : dh);
-            L.k_norm = in.vec(T_K_NORM, l, full ? kv : dh);
-        }
-        if (arch.post_norm) L.post_attn_norm = in.vec(T_ATTN_POST_NORM, l, d);
-        // ---- cross-attention (encoder–decoders' decoder layers): keys and values fused k | v ----
-        if (arch.cross) {
-            L.norm3_g = in.vec(T_XNORM, l, d);
-            L.norm3_b = in.vec(T_XNORM_B, l, d);
-            L.x_q = in.matrix(T_XQ, l, d, q);
-            L.x_q_b = in.vec(T_XQ_B, l, q);
-            L.x_kv = r.matrix({in.part(T_XK, l, d, q), in.part(T_XV, l, d, q)}, d);
-            L.x_kv_b = in.vec(T_XK_B, l, q);
-            const std::vector<float> vb = in.vec(T_XV_B, l, q);
-            L.x_kv_b.insert(L.x_kv_b.end(), vb.begin(), vb.end());
-            L.x_o = in.matrix(T_XO, l, q, d);
-            L.x_o_b = in.vec(T_XO_B, l, d);
-        }
-        // ---- MLP ----
-        if (arch.pre_norm || arch.post_ln) {
-            L.norm2_g = in.vec(T_FFN_NORM, l, d);
-            if (layernorm) L.norm2_b = in.vec(T_FFN_NORM_B, l, d);
-        }
-        if (arch.post_norm) L.post_mlp_norm = in.vec(T_FFN_POST_NORM, l, d);
-        const bool gated = arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU;
-        if (arch.kind == KIND_MOE) {
-            const int64_t E = c.n_expert, fe = c.d_ff_expert;
-            L.router = in.matrix(T_ROUTER, l, d, E);
-            L.exp_gate.resize(E), L.exp_up.resize(E), L.exp_down.resize(E);
-            for (int e = 0; e < E; e++) {
-                // HF: a tensor per expert; GGUF: one stacked tensor per kind
-                auto expert = [&](tensor_id t, int64_t n_in, int64_t n_out) {
-                    matrix_part p = r.gguf ? r.expert_part(in.name(t, l), n_in, n_out, E, e)
-                                           : r.part(in.name(t, l, e), n_in, n_out);
-                    return r.matrix({p}, n_in);
-                };
-                L.exp_gate[e] = expert(T_EXP_GATE, d, fe);
-                L.exp_up[e] = expert(T_EXP_UP, d, fe);
-                L.exp_down[e] = expert(T_EXP_DOWN, fe, d);
-            }
-            if (c.d_ff_shared > 0) {
-                const int64_t fs = c.d_ff_shared;
-                L.w_gate = in.matrix(T_SH_GATE, l, d, fs);
-                L.w_up = in.matrix(T_SH_UP, l, d, fs);
-                L.w_down = in.matrix(T_SH_DOWN, l, fs, d);
-                L.shared_gate = in.vec(T_SH_ROUTER, l, d);
-            }
-        } else if (gated && in.present(T_GATE_UP, l)) { // fused rows: gate, then up
-            matrix_part f = in.part(T_GATE_UP, l, d, 2 * ff);
-            L.w_gate = r.matrix({rows_of(f, d, 0, ff)}, d);
-            L.w_up = r.matrix({rows_of(f, d, ff, ff)}, d);
-            L.w_down = in.matrix(T_DOWN, l, ff, d);
-        } else {
-            if (gated) L.w_gate = in.matrix(T_GATE, l, d, ff);
-            L.w_up = in.matrix(T_UP, l, d, ff);
-            if (in.named(T_UP_B) && c.mlp_bias) L.b_up = in.vec(T_UP_B, l, ff);
-            L.w_down = in.matrix(T_DOWN, l, ff, d);
-            if (in.named(T_DOWN_B) && c.mlp_bias) L.b_down = in.vec(T_DOWN_B, l, d);
-        }
-        // Gemma's HF files store w of a norm that multiplies by 1 + w; GGUF files already hold 1 + w
-        if (arch.gain_plus_one && !r.gguf)
-            for (std::vector<float>* g : {&L.norm1_g, &L.norm2_g, &L.post_attn_norm, &L.post_mlp_norm}) add_one(*g);
-        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+}
+
+// Layer l's attention: its norm, q | k | v as one [d][q + 2 kv] matrix (fused in the file or not), the output
+// projection, q/k norms and the norm after it
+void load_attention(layer_weights& L, const weight_reader& in, int l) {
+    const arch_info& arch = in.arch;
+    const model_config& c = in.c;
+    const tensor_reader& r = in.r;
+    const int64_t d = c.d_model, H = c.n_head, dh = c.d_head;
+    const int64_t q = H * dh, kv = c.n_kv_head * dh, qkv_w = q + 2 * kv;
+    if (arch.pre_norm || arch.post_ln) {
+        L.norm1_g = in.vec(T_ATTN_NORM, l, d);
+        if (arch.norm == NORM_LAYERNORM) L.norm1_b = in.vec(T_ATTN_NORM_B, l, d);
     }
+    if (in.present(T_QKV, l)) { // fused
+        matrix_part f = in.part(T_QKV, l, d, qkv_w);
+        if (arch.names->hf_qkv_per_head && !r.gguf) { // rows [H][q k v][dh]: regroup as all q, all k, all v
+            std::vector<matrix_part> parts;
+            for (int which = 0; which < 3; which++)
+                for (int64_t h = 0; h < H; h++) parts.push_back(rows_of(f, d, (3 * h + which) * dh, dh));
+            L.w_qkv = r.matrix(parts, d);
+        } else {
+            L.w_qkv = r.matrix({f}, d);
+        }
+        if (c.qkv_bias) {
+            std::vector<float> b = in.vec(T_QKV_B, l, qkv_w);
+            if (arch.names->hf_qkv_per_head && !r.gguf) {
+                L.b_qkv.resize(b.size());
+                for (int which = 0; which < 3; which++)
+                    for (int64_t h = 0; h < H; h++)
+                        std::copy_n(&b[(3 * h + which) * dh], dh, &L.b_qkv[which * q + h * dh]);
+            } else {
+                L.b_qkv = b;
+            }
+        }
+    } else {
+        L.w_qkv = r.matrix({in.part(T_Q, l, d, q), in.part(T_K, l, d, kv), in.part(T_V, l, d, kv)}, d);
+        if (c.qkv_bias) {
+            L.b_qkv = in.vec(T_Q_B, l, q);
+            for (tensor_id b : {T_K_B, T_V_B}) {
+                std::vector<float> v = in.vec(b, l, kv);
+                L.b_qkv.insert(L.b_qkv.end(), v.begin(), v.end());
+            }
+        }
+    }
+    L.w_o = in.matrix(T_O, l, q, d);
+    if (in.named(T_O_B)) L.b_o = in.vec(T_O_B, l, d);
+    if (arch.qk_norm != QK_NORM_NONE) {
+        const bool full = arch.qk_norm == QK_NORM_FULL;
+        L.q_norm = in.vec(T_Q_NORM, l, full ? q : dh);
+        L.k_norm = in.vec(T_K_NORM, l, full ? kv : dh);
+    }
+    if (arch.post_norm) L.post_attn_norm = in.vec(T_ATTN_POST_NORM, l, d);
+}
+
+// Layer l's cross-attention (encoder–decoders' decoder layers): its norm, q, keys and values fused k | v
+// ([d][2q]), the output projection, each with its bias
+void load_cross_attention(layer_weights& L, const weight_reader& in, int l) {
+    const int64_t d = in.c.d_model, q = (int64_t)in.c.n_head * in.c.d_head;
+    L.norm3_g = in.vec(T_XNORM, l, d);
+    L.norm3_b = in.vec(T_XNORM_B, l, d);
+    L.x_q = in.matrix(T_XQ, l, d, q);
+    L.x_q_b = in.vec(T_XQ_B, l, q);
+    L.x_kv = in.r.matrix({in.part(T_XK, l, d, q), in.part(T_XV, l, d, q)}, d);
+    L.x_kv_b = in.vec(T_XK_B, l, q);
+    const std::vector<float> vb = in.vec(T_XV_B, l, q);
+    L.x_kv_b.insert(L.x_kv_b.end(), vb.begin(), vb.end());
+    L.x_o = in.matrix(T_XO, l, q, d);
+    L.x_o_b = in.vec(T_XO_B, l, d);
+}
+
+// Layer l's experts: the router [d][E], each expert's gate, up [d][d_ff_expert] and down, and the shared expert
+// where the family has one
+void load_experts(layer_weights& L, const weight_reader& in, int l) {
+    const model_config& c = in.c;
+    const tensor_reader& r = in.r;
+    const int64_t d = c.d_model, E = c.n_expert, fe = c.d_ff_expert;
+    L.router = in.matrix(T_ROUTER, l, d, E);
+    L.exp_gate.resize(E), L.exp_up.resize(E), L.exp_down.resize(E);
+    for (int e = 0; e < E; e++) {
+        // HF: a tensor per expert; GGUF: one stacked tensor per kind
+        auto expert = [&](tensor_id t, int64_t n_in, int64_t n_out) {
+            matrix_part p = r.gguf ? r.expert_part(in.name(t, l), n_in, n_out, E, e)
+                                   : r.part(in.name(t, l, e), n_in, n_out);
+            return r.matrix({p}, n_in);
+        };
+        L.exp_gate[e] = expert(T_EXP_GATE, d, fe);
+        L.exp_up[e] = expert(T_EXP_UP, d, fe);
+        L.exp_down[e] = expert(T_EXP_DOWN, fe, d);
+    }
+    if (c.d_ff_shared > 0) {
+        const int64_t fs = c.d_ff_shared;
+        L.w_gate = in.matrix(T_SH_GATE, l, d, fs);
+        L.w_up = in.matrix(T_SH_UP, l, d, fs);
+        L.w_down = in.matrix(T_SH_DOWN, l, fs, d);
+        L.shared_gate = in.vec(T_SH_ROUTER, l, d);
+    }
+}
+
+// Layer l's MLP: its norms, then the experts, or gate (gated MLPs; fused with up in some files), up and down with
+// their biases
+void load_mlp(layer_weights& L, const weight_reader& in, int l) {
+    const arch_info& arch = in.arch;
+    const model_config& c = in.c;
+    const tensor_reader& r = in.r;
+    const int64_t d = c.d_model, ff = c.d_ff;
+    if (arch.pre_norm || arch.post_ln) {
+        L.norm2_g = in.vec(T_FFN_NORM, l, d);
+        if (arch.norm == NORM_LAYERNORM) L.norm2_b = in.vec(T_FFN_NORM_B, l, d);
+    }
+    if (arch.post_norm) L.post_mlp_norm = in.vec(T_FFN_POST_NORM, l, d);
+    const bool gated = arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU;
+    if (arch.kind == KIND_MOE) {
+        load_experts(L, in, l);
+    } else if (gated && in.present(T_GATE_UP, l)) { // fused rows: gate, then up
+        matrix_part f = in.part(T_GATE_UP, l, d, 2 * ff);
+        L.w_gate = r.matrix({rows_of(f, d, 0, ff)}, d);
+        L.w_up = r.matrix({rows_of(f, d, ff, ff)}, d);
+        L.w_down = in.matrix(T_DOWN, l, ff, d);
+    } else {
+        if (gated) L.w_gate = in.matrix(T_GATE, l, d, ff);
+        L.w_up = in.matrix(T_UP, l, d, ff);
+        if (in.named(T_UP_B) && c.mlp_bias) L.b_up = in.vec(T_UP_B, l, ff);
+        L.w_down = in.matrix(T_DOWN, l, ff, d);
+        if (in.named(T_DOWN_B) && c.mlp_bias) L.b_down = in.vec(T_DOWN_B, l, d);
+    }
+}
+
+// After the layers: the final norm, then the head: the masked-LM transform, a classifier's (DeiT's two) or the
+// LM head [V][d] (none where it is tied to the token table)
+void load_head(model_weights& w, const weight_reader& in) {
+    const arch_info& arch = in.arch;
+    const model_config& c = in.c;
+    const tensor_reader& r = in.r;
+    const int64_t d = c.d_model, V = c.vocab_size;
     if (in.named(T_NORM_F)) { // BART's and Marian's stacks end in a layer's own Post-LN: no final norm
         w.normf_g = in.vec(T_NORM_F, -1, d);
-        if (layernorm) w.normf_b = in.vec(T_NORM_F_B, -1, d);
+        if (arch.norm == NORM_LAYERNORM) w.normf_b = in.vec(T_NORM_F_B, -1, d);
     }
     if (arch.no_head) return; // an encoder stack: its output goes to the decoder's cross-attention
     if (arch.cross && in.present(T_LM_HEAD_B)) w.lm_head_b = in.vec(T_LM_HEAD_B, -1, V); // absent: zeros, as in HF
@@ -235,6 +263,26 @@ void load_weights(model_weights& w, const model_config& c, const tensor_reader& 
     }
     if (r.has(head)) w.lm_head = r.table(head, V, d);
     else if (!c.tied_lm_head) throw error(r.path() + ": missing tensor " + head + " (the config says the head is not tied)");
+}
+
+} // namespace
+
+void load_weights(model_weights& w, const model_config& c, const tensor_reader& r, const progress_fn& progress) {
+    const arch_info& arch = arch_table(c.arch);
+    const weight_reader in{arch, c, r};
+    load_embeddings(w, in);
+    w.layers.assign(c.n_layer, layer_weights{});
+    for (int l = 0; l < c.n_layer; l++) {
+        layer_weights& L = w.layers[l];
+        load_attention(L, in, l);
+        if (arch.cross) load_cross_attention(L, in, l);
+        load_mlp(L, in, l);
+        // Gemma's HF files store w of a norm that multiplies by 1 + w; GGUF files already hold 1 + w
+        if (arch.gain_plus_one && !r.gguf)
+            for (std::vector<float>* g : {&L.norm1_g, &L.norm2_g, &L.post_attn_norm, &L.post_mlp_norm}) add_one(*g);
+        if (progress) progress(0.1f + 0.85f * (l + 1) / c.n_layer, "layer " + std::to_string(l));
+    }
+    load_head(w, in);
 }
 
 } // namespace gb

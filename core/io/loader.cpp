@@ -162,166 +162,196 @@ static model_config parse_seq2seq_config(const nlohmann::json& j, const std::str
     return c;
 }
 
-static model_config parse_hf_config(const std::string& path) {
-    nlohmann::json j = read_json(path);
-    if (!j.is_object()) throw error(path + ": not a JSON object");
-    model_config c;
-    float rotary_fraction = 1; // of each head's dimensions that rotate (partial rotary)
-    const std::string type = json_str(j, "model_type");
-    c.model_type = type;
-    c.arch = arch_from_hf(type, path);
+// GPT-2's keys (n_layer, n_head, n_embd ...): LayerNorm, learned positions, biases, a tied head
+static void parse_gpt2_keys(model_config& c, const nlohmann::json& j, const std::string& path) {
+    c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
+    c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
+    c.d_model = json_int(j, path, {"n_embd"}, 1, 65536);
+    c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+    c.n_ctx = json_int(j, path, {"n_positions", "n_ctx"}, 1, 1 << 20);
+    c.d_ff = json_int(j, path, {"n_inner"}, 1, 1 << 20, 4 * c.d_model);
+    c.norm_eps = json_float(j, "layer_norm_epsilon", 1e-5f, path);
+    c.n_kv_head = c.n_head;
+    c.qkv_bias = c.mlp_bias = true;
+    c.tied_lm_head = true;
+    const std::string act = json_str(j, "activation_function");
+    if (!act.empty() && act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
+        throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
+}
+
+// The encoders' keys: BERT, RoBERTa (BERT's keys, positions offset past the padding index) and DistilBERT (its own)
+static void parse_encoder_keys(model_config& c, const nlohmann::json& j, const std::string& path) {
+    const bool distil = c.arch == ARCH_DISTILBERT;
+    c.n_layer = json_int(j, path, {distil ? "n_layers" : "num_hidden_layers"}, 1, 1000);
+    c.n_head = c.n_kv_head = json_int(j, path, {distil ? "n_heads" : "num_attention_heads"}, 1, 1024);
+    c.d_model = json_int(j, path, {distil ? "dim" : "hidden_size"}, 1, 65536);
+    c.d_ff = json_int(j, path, {distil ? "hidden_dim" : "intermediate_size"}, 1, 1 << 20);
+    c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+    const int n_pos = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 20);
+    c.norm_eps = distil ? 1e-12f : json_float(j, "layer_norm_eps", 1e-12f, path);
+    c.n_token_type = distil ? 0 : json_int(j, path, {"type_vocab_size"}, 1, 1 << 16, 2);
+    // RoBERTa numbers positions from its padding index + 1: rows 0 and 1 of the table are never used
+    c.pos_offset = c.arch == ARCH_ROBERTA ? json_int(j, path, {"pad_token_id"}, 0, 1 << 20, 1) + 1 : 0;
+    if (n_pos <= c.pos_offset)
+        throw error(path + ": max_position_embeddings " + std::to_string(n_pos) + " leaves no position after the offset " +
+                    std::to_string(c.pos_offset));
+    c.n_ctx = n_pos - c.pos_offset;
+    c.qkv_bias = c.mlp_bias = true;
+    c.tied_lm_head = json_bool(j, distil ? "tie_weights_" : "tie_word_embeddings", true, path);
+    const std::string act = json_str(j, distil ? "activation" : "hidden_act");
+    if (!act.empty() && act != "gelu")
+        throw error(path + ": " + (distil ? "activation " : "hidden_act ") + act + " is not supported for " + c.model_type +
+                    " (expected gelu)");
+    const std::string pos = json_str(j, "position_embedding_type");
+    if (!pos.empty() && pos != "absolute")
+        throw error(path + ": position_embedding_type " + pos + " is not supported (expected absolute)");
+    if (json_bool(j, "is_decoder", false, path))
+        throw error(path + ": is_decoder is true: a BERT used as a causal decoder is not supported");
+}
+
+// The vision models' keys (ViT, DeiT image classifiers): the image and patch sizes give the tokens (prefix + grid²),
+// the classes take the vocabulary's place
+static void parse_vision_keys(model_config& c, const nlohmann::json& j, const std::string& path) {
+    c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
+    c.n_head = c.n_kv_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
+    c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
+    c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20);
+    c.norm_eps = json_float(j, "layer_norm_eps", 1e-12f, path);
+    c.image_size = json_int(j, path, {"image_size"}, 1, 1 << 14, 224);
+    c.patch_size = json_int(j, path, {"patch_size"}, 1, 1 << 14, 16);
+    c.n_channels = json_int(j, path, {"num_channels"}, 1, 16, 3);
+    if (c.image_size % c.patch_size)
+        throw error(path + ": image_size " + std::to_string(c.image_size) + " is not a multiple of patch_size " +
+                    std::to_string(c.patch_size));
+    c.n_prefix = c.arch == ARCH_DEIT ? 2 : 1;
+    c.n_ctx = c.n_prefix + c.grid() * c.grid();
+    // the classes: id2label names them (num_labels alone gives their count)
+    const bool named = j.contains("id2label") && j["id2label"].is_object() && !j["id2label"].empty();
+    c.vocab_size = named ? (int)j["id2label"].size() : json_int(j, path, {"num_labels"}, 1, 1 << 20);
+    c.qkv_bias = json_bool(j, "qkv_bias", true, path);
+    c.mlp_bias = true;
+    c.tied_lm_head = false;
+    const std::string act = json_str(j, "hidden_act");
+    if (!act.empty() && act != "gelu")
+        throw error(path + ": hidden_act " + act + " is not supported for " + c.model_type + " (expected gelu)");
+}
+
+// The Llama-style keys every other family shares, RoPE's (theta, rope_scaling, the rotary fraction) included
+static void parse_llama_keys(model_config& c, float& rotary_fraction, const nlohmann::json& j, const std::string& path) {
     const arch_info& arch = arch_table(c.arch);
-    if (arch.kind == KIND_SEQ2SEQ) return parse_seq2seq_config(j, path, c.arch, false);
-    if (c.arch == ARCH_GPT2) {
-        c.n_layer = json_int(j, path, {"n_layer"}, 1, 1000);
-        c.n_head = json_int(j, path, {"n_head"}, 1, 1024);
-        c.d_model = json_int(j, path, {"n_embd"}, 1, 65536);
-        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
-        c.n_ctx = json_int(j, path, {"n_positions", "n_ctx"}, 1, 1 << 20);
-        c.d_ff = json_int(j, path, {"n_inner"}, 1, 1 << 20, 4 * c.d_model);
-        c.norm_eps = json_float(j, "layer_norm_epsilon", 1e-5f, path);
-        c.n_kv_head = c.n_head;
-        c.qkv_bias = c.mlp_bias = true;
-        c.tied_lm_head = true;
-        const std::string act = json_str(j, "activation_function");
-        if (!act.empty() && act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
-            throw error(path + ": activation_function " + act + " is not supported (expected gelu_new)");
-    } else if (arch.mlm_head) { // BERT, RoBERTa (BERT's keys) and DistilBERT (its own)
-        const bool distil = c.arch == ARCH_DISTILBERT;
-        c.n_layer = json_int(j, path, {distil ? "n_layers" : "num_hidden_layers"}, 1, 1000);
-        c.n_head = c.n_kv_head = json_int(j, path, {distil ? "n_heads" : "num_attention_heads"}, 1, 1024);
-        c.d_model = json_int(j, path, {distil ? "dim" : "hidden_size"}, 1, 65536);
-        c.d_ff = json_int(j, path, {distil ? "hidden_dim" : "intermediate_size"}, 1, 1 << 20);
-        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
-        const int n_pos = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 20);
-        c.norm_eps = distil ? 1e-12f : json_float(j, "layer_norm_eps", 1e-12f, path);
-        c.n_token_type = distil ? 0 : json_int(j, path, {"type_vocab_size"}, 1, 1 << 16, 2);
-        // RoBERTa numbers positions from its padding index + 1: rows 0 and 1 of the table are never used
-        c.pos_offset = c.arch == ARCH_ROBERTA ? json_int(j, path, {"pad_token_id"}, 0, 1 << 20, 1) + 1 : 0;
-        if (n_pos <= c.pos_offset)
-            throw error(path + ": max_position_embeddings " + std::to_string(n_pos) + " leaves no position after the offset " +
-                        std::to_string(c.pos_offset));
-        c.n_ctx = n_pos - c.pos_offset;
-        c.qkv_bias = c.mlp_bias = true;
-        c.tied_lm_head = json_bool(j, distil ? "tie_weights_" : "tie_word_embeddings", true, path);
-        const std::string act = json_str(j, distil ? "activation" : "hidden_act");
-        if (!act.empty() && act != "gelu")
-            throw error(path + ": " + (distil ? "activation " : "hidden_act ") + act + " is not supported for " + type +
-                        " (expected gelu)");
-        const std::string pos = json_str(j, "position_embedding_type");
-        if (!pos.empty() && pos != "absolute")
-            throw error(path + ": position_embedding_type " + pos + " is not supported (expected absolute)");
-        if (json_bool(j, "is_decoder", false, path))
-            throw error(path + ": is_decoder is true: a BERT used as a causal decoder is not supported");
-    } else if (arch.kind == KIND_VISION) { // ViT, DeiT image classifiers
-        c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
-        c.n_head = c.n_kv_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
-        c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
-        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20);
-        c.norm_eps = json_float(j, "layer_norm_eps", 1e-12f, path);
-        c.image_size = json_int(j, path, {"image_size"}, 1, 1 << 14, 224);
-        c.patch_size = json_int(j, path, {"patch_size"}, 1, 1 << 14, 16);
-        c.n_channels = json_int(j, path, {"num_channels"}, 1, 16, 3);
-        if (c.image_size % c.patch_size)
-            throw error(path + ": image_size " + std::to_string(c.image_size) + " is not a multiple of patch_size " +
-                        std::to_string(c.patch_size));
-        c.n_prefix = c.arch == ARCH_DEIT ? 2 : 1;
-        c.n_ctx = c.n_prefix + c.grid() * c.grid();
-        // the classes: id2label names them (num_labels alone gives their count)
-        const bool named = j.contains("id2label") && j["id2label"].is_object() && !j["id2label"].empty();
-        c.vocab_size = named ? (int)j["id2label"].size() : json_int(j, path, {"num_labels"}, 1, 1 << 20);
-        c.qkv_bias = json_bool(j, "qkv_bias", true, path);
-        c.mlp_bias = true;
-        c.tied_lm_head = false;
-        const std::string act = json_str(j, "hidden_act");
-        if (!act.empty() && act != "gelu")
-            throw error(path + ": hidden_act " + act + " is not supported for " + type + " (expected gelu)");
-    } else { // the Llama-style keys every other family shares
-        c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
-        c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
-        c.n_kv_head = json_int(j, path, {"num_key_value_heads"}, 1, 1024, c.n_head);
-        c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
-        c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20, 0);
-        c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
-        c.n_ctx = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 22);
-        c.norm_eps = json_float(j, arch.norm == NORM_LAYERNORM ? "layer_norm_eps" : "rms_norm_eps",
-                                arch.norm == NORM_LAYERNORM ? 1e-5f : 1e-6f, path);
-        c.rope_theta = json_float(j, "rope_theta", 10000.0f, path);
-        c.rope = ROPE_HALF; // HF checkpoints rotate halves (the converter permuted q/k rows for it)
-        c.qkv_bias = type == "qwen2" || type == "qwen2_moe" || json_bool(j, "attention_bias", false, path);
-        c.mlp_bias = false;
-        // Gemma and Qwen3 name their head size; elsewhere it is hidden_size / heads
-        if (j.contains("head_dim") && !j["head_dim"].is_null()) c.d_head = json_int(j, path, {"head_dim"}, 1, 4096);
-        c.tied_lm_head = json_bool(j, "tie_word_embeddings", c.arch == ARCH_GEMMA || c.arch == ARCH_GEMMA2, path);
-        if (c.n_head % c.n_kv_head)
-            throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
-                        std::to_string(c.n_kv_head));
-        parse_rope_scaling(c, j, path);
-        rotary_fraction = json_float(j, "partial_rotary_factor", 1, path);
+    c.n_layer = json_int(j, path, {"num_hidden_layers"}, 1, 1000);
+    c.n_head = json_int(j, path, {"num_attention_heads"}, 1, 1024);
+    c.n_kv_head = json_int(j, path, {"num_key_value_heads"}, 1, 1024, c.n_head);
+    c.d_model = json_int(j, path, {"hidden_size"}, 1, 65536);
+    c.d_ff = json_int(j, path, {"intermediate_size"}, 1, 1 << 20, 0);
+    c.vocab_size = json_int(j, path, {"vocab_size"}, 1, 4000000);
+    c.n_ctx = json_int(j, path, {"max_position_embeddings"}, 1, 1 << 22);
+    c.norm_eps = json_float(j, arch.norm == NORM_LAYERNORM ? "layer_norm_eps" : "rms_norm_eps",
+                            arch.norm == NORM_LAYERNORM ? 1e-5f : 1e-6f, path);
+    c.rope_theta = json_float(j, "rope_theta", 10000.0f, path);
+    c.rope = ROPE_HALF; // HF checkpoints rotate halves (the converter permuted q/k rows for it)
+    c.qkv_bias = c.model_type == "qwen2" || c.model_type == "qwen2_moe" || json_bool(j, "attention_bias", false, path);
+    c.mlp_bias = false;
+    // Gemma and Qwen3 name their head size; elsewhere it is hidden_size / heads
+    if (j.contains("head_dim") && !j["head_dim"].is_null()) c.d_head = json_int(j, path, {"head_dim"}, 1, 4096);
+    c.tied_lm_head = json_bool(j, "tie_word_embeddings", c.arch == ARCH_GEMMA || c.arch == ARCH_GEMMA2, path);
+    if (c.n_head % c.n_kv_head)
+        throw error(path + ": num_attention_heads " + std::to_string(c.n_head) + " is not a multiple of num_key_value_heads " +
+                    std::to_string(c.n_kv_head));
+    parse_rope_scaling(c, j, path);
+    rotary_fraction = json_float(j, "partial_rotary_factor", 1, path);
+}
+
+// GPT-NeoX over the Llama keys: biases, the parallel block, its own names for RoPE's base and fraction
+static void parse_neox_keys(model_config& c, float& rotary_fraction, const nlohmann::json& j, const std::string& path) {
+    c.qkv_bias = json_bool(j, "attention_bias", true, path);
+    c.mlp_bias = true;
+    c.parallel = json_bool(j, "use_parallel_residual", true, path);
+    c.rope_theta = json_float(j, "rotary_emb_base", c.rope_theta, path);
+    rotary_fraction = json_float(j, "rotary_pct", 1, path);
+    const std::string act = json_str(j, "hidden_act");
+    if (!act.empty() && act != "gelu")
+        throw error(path + ": hidden_act " + act + " is not supported for gpt_neox (expected gelu)");
+}
+
+// Gemma's activation; Gemma 2's attention scale, soft-caps and its sliding window on every other layer
+static void parse_gemma_keys(model_config& c, const nlohmann::json& j, const std::string& path) {
+    for (const char* k : {"hidden_activation", "hidden_act"}) {
+        const std::string act = json_str(j, k);
+        if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu")
+            throw error(path + ": " + k + " " + act + " is not supported for Gemma (expected gelu_pytorch_tanh)");
+        if (!act.empty()) break;
     }
-    switch (c.arch) {
-    case ARCH_GPT_NEOX: {
-        c.qkv_bias = json_bool(j, "attention_bias", true, path);
-        c.mlp_bias = true;
-        c.parallel = json_bool(j, "use_parallel_residual", true, path);
-        c.rope_theta = json_float(j, "rotary_emb_base", c.rope_theta, path);
-        rotary_fraction = json_float(j, "rotary_pct", 1, path);
-        const std::string act = json_str(j, "hidden_act");
-        if (!act.empty() && act != "gelu")
-            throw error(path + ": hidden_act " + act + " is not supported for gpt_neox (expected gelu)");
-        break;
+    if (c.arch == ARCH_GEMMA2) {
+        const float qs = json_float0(j, "query_pre_attn_scalar", path);
+        if (qs > 0) c.attn_scale = 1.0f / std::sqrt(qs);
+        c.attn_softcap = json_float0(j, "attn_logit_softcapping", path);
+        c.final_softcap = json_float0(j, "final_logit_softcapping", path);
+        c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
+        c.window_every = 2; // even layers slide, odd layers see everything
     }
-    case ARCH_GEMMA:
-    case ARCH_GEMMA2: {
-        for (const char* k : {"hidden_activation", "hidden_act"}) {
-            const std::string act = json_str(j, k);
-            if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu")
-                throw error(path + ": " + k + " " + act + " is not supported for Gemma (expected gelu_pytorch_tanh)");
-            if (!act.empty()) break;
-        }
-        if (c.arch == ARCH_GEMMA2) {
-            const float qs = json_float0(j, "query_pre_attn_scalar", path);
-            if (qs > 0) c.attn_scale = 1.0f / std::sqrt(qs);
-            c.attn_softcap = json_float0(j, "attn_logit_softcapping", path);
-            c.final_softcap = json_float0(j, "final_logit_softcapping", path);
-            c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
-            c.window_every = 2; // even layers slide, odd layers see everything
-        }
-        break;
-    }
-    case ARCH_MIXTRAL:
+}
+
+// The MoE families' experts: Mixtral's num_local_experts (experts as wide as d_ff), Qwen2-MoE's, Qwen3-MoE's and
+// OLMoE's num_experts (Qwen2-MoE with a shared expert); the dense-layer options are refused
+static void parse_moe_keys(model_config& c, const nlohmann::json& j, const std::string& path) {
+    if (c.arch == ARCH_MIXTRAL) {
         c.n_expert = json_int(j, path, {"num_local_experts"}, 1, 4096);
         c.n_expert_used = json_int(j, path, {"num_experts_per_tok"}, 1, 4096);
         c.d_ff_expert = c.d_ff;
         c.norm_topk = true;
-        break;
-    case ARCH_QWEN2_MOE:
-    case ARCH_QWEN3_MOE:
-    case ARCH_OLMOE: {
-        c.n_expert = json_int(j, path, {"num_experts"}, 1, 4096);
-        c.n_expert_used = json_int(j, path, {"num_experts_per_tok"}, 1, 4096);
-        c.d_ff_expert = c.arch == ARCH_OLMOE ? c.d_ff : json_int(j, path, {"moe_intermediate_size"}, 1, 1 << 20);
-        if (c.arch == ARCH_QWEN2_MOE) c.d_ff_shared = json_int(j, path, {"shared_expert_intermediate_size"}, 0, 1 << 20, 0);
-        c.norm_topk = json_bool(j, "norm_topk_prob", c.arch == ARCH_QWEN3_MOE, path);
-        // every layer a MoE layer: Qwen's dense-layer options are refused, not silently ignored
-        if (json_int(j, path, {"decoder_sparse_step"}, 0, 1000, 1) != 1)
-            throw error(path + ": decoder_sparse_step other than 1 (dense layers between MoE layers) is not supported");
-        if (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty())
-            throw error(path + ": mlp_only_layers (dense layers among MoE layers) is not supported");
-        if (j.contains("clip_qkv") && !j["clip_qkv"].is_null())
-            throw error(path + ": clip_qkv (OLMoE's q/k/v clipping) is not supported");
-        break;
+        return;
     }
-    default: break;
-    }
-    // sliding windows: Mistral and Phi-3 on every layer; Qwen2 (and Qwen2-MoE) only with use_sliding_window,
-    // from layer max_window_layers on
+    c.n_expert = json_int(j, path, {"num_experts"}, 1, 4096);
+    c.n_expert_used = json_int(j, path, {"num_experts_per_tok"}, 1, 4096);
+    c.d_ff_expert = c.arch == ARCH_OLMOE ? c.d_ff : json_int(j, path, {"moe_intermediate_size"}, 1, 1 << 20);
+    if (c.arch == ARCH_QWEN2_MOE) c.d_ff_shared = json_int(j, path, {"shared_expert_intermediate_size"}, 0, 1 << 20, 0);
+    c.norm_topk = json_bool(j, "norm_topk_prob", c.arch == ARCH_QWEN3_MOE, path);
+    // every layer a MoE layer: Qwen's dense-layer options are refused, not silently ignored
+    if (json_int(j, path, {"decoder_sparse_step"}, 0, 1000, 1) != 1)
+        throw error(path + ": decoder_sparse_step other than 1 (dense layers between MoE layers) is not supported");
+    if (j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() && !j["mlp_only_layers"].empty())
+        throw error(path + ": mlp_only_layers (dense layers among MoE layers) is not supported");
+    if (j.contains("clip_qkv") && !j["clip_qkv"].is_null())
+        throw error(path + ": clip_qkv (OLMoE's q/k/v clipping) is not supported");
+}
+
+// Sliding windows: Mistral and Phi-3 on every layer; Qwen2 (and Qwen2-MoE) only with use_sliding_window, from
+// layer max_window_layers on
+static void parse_windows(model_config& c, const nlohmann::json& j, const std::string& path) {
+    const std::string& type = c.model_type;
     if (type == "mistral" || c.arch == ARCH_PHI3 || c.arch == ARCH_MIXTRAL) {
         c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
     } else if ((type == "qwen2" || type == "qwen2_moe") && json_bool(j, "use_sliding_window", false, path)) {
         c.sliding_window = json_int(j, path, {"sliding_window"}, 1, 1 << 24, 0);
         c.window_first = json_int(j, path, {"max_window_layers"}, 0, 1000, 0);
     }
+}
+
+static model_config parse_hf_config(const std::string& path) {
+    nlohmann::json j = read_json(path);
+    if (!j.is_object()) throw error(path + ": not a JSON object");
+    model_config c;
+    float rotary_fraction = 1; // of each head's dimensions that rotate (partial rotary)
+    c.model_type = json_str(j, "model_type");
+    c.arch = arch_from_hf(c.model_type, path);
+    const arch_info& arch = arch_table(c.arch);
+    if (arch.kind == KIND_SEQ2SEQ) return parse_seq2seq_config(j, path, c.arch, false);
+    if (c.arch == ARCH_GPT2) parse_gpt2_keys(c, j, path);
+    else if (arch.mlm_head) parse_encoder_keys(c, j, path);
+    else if (arch.kind == KIND_VISION) parse_vision_keys(c, j, path);
+    else parse_llama_keys(c, rotary_fraction, j, path);
+    switch (c.arch) {
+    case ARCH_GPT_NEOX: parse_neox_keys(c, rotary_fraction, j, path); break;
+    case ARCH_GEMMA:
+    case ARCH_GEMMA2: parse_gemma_keys(c, j, path); break;
+    case ARCH_MIXTRAL:
+    case ARCH_QWEN2_MOE:
+    case ARCH_QWEN3_MOE:
+    case ARCH_OLMOE: parse_moe_keys(c, j, path); break;
+    default: break;
+    }
+    parse_windows(c, j, path);
     if (arch.kind == KIND_MOE) {
         if (c.n_expert_used > c.n_expert)
             throw error(path + ": num_experts_per_tok " + std::to_string(c.n_expert_used) + " exceeds the " +

@@ -184,174 +184,207 @@ void add_seq2seq_body(tensor_names& t, const std::string& stack, bool final_norm
 struct family_names {
     tensor_names gpt2, llama, neox, gemma, gemma2, phi3, olmo2, qwen3, mixtral, qwen2_moe, qwen3_moe, olmoe, bert,
         roberta, distilbert, vit, deit, bart, mbart, marian, bart_enc, mbart_enc, marian_enc;
-    family_names() {
-        gpt2 = make("gpt2", nullptr,
-                    {{T_TOK_EMB, "wte.weight"},
-                     {T_POS_EMB, "wpe.weight"},
-                     {T_NORM_F, "ln_f.weight"},
-                     {T_NORM_F_B, "ln_f.bias"},
-                     {T_LM_HEAD, "lm_head.weight"},
-                     {T_ATTN_NORM, "h.{l}.ln_1.weight"},
-                     {T_ATTN_NORM_B, "h.{l}.ln_1.bias"},
-                     {T_QKV, "h.{l}.attn.c_attn.weight"},
-                     {T_QKV_B, "h.{l}.attn.c_attn.bias"},
-                     {T_O, "h.{l}.attn.c_proj.weight"},
-                     {T_O_B, "h.{l}.attn.c_proj.bias"},
-                     {T_FFN_NORM, "h.{l}.ln_2.weight"},
-                     {T_FFN_NORM_B, "h.{l}.ln_2.bias"},
-                     {T_UP, "h.{l}.mlp.c_fc.weight"},
-                     {T_UP_B, "h.{l}.mlp.c_fc.bias"},
-                     {T_DOWN, "h.{l}.mlp.c_proj.weight"},
-                     {T_DOWN_B, "h.{l}.mlp.c_proj.bias"}},
-                    {{T_TOK_EMB, "token_embd.weight"},
-                     {T_POS_EMB, "position_embd.weight"},
-                     {T_NORM_F, "output_norm.weight"},
-                     {T_NORM_F_B, "output_norm.bias"},
-                     {T_LM_HEAD, "output.weight"},
-                     {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
-                     {T_ATTN_NORM_B, "blk.{l}.attn_norm.bias"},
-                     {T_QKV, "blk.{l}.attn_qkv.weight"},
-                     {T_QKV_B, "blk.{l}.attn_qkv.bias"},
-                     {T_O, "blk.{l}.attn_output.weight"},
-                     {T_O_B, "blk.{l}.attn_output.bias"},
-                     {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
-                     {T_FFN_NORM_B, "blk.{l}.ffn_norm.bias"},
-                     {T_UP, "blk.{l}.ffn_up.weight"},
-                     {T_UP_B, "blk.{l}.ffn_up.bias"},
-                     {T_DOWN, "blk.{l}.ffn_down.weight"},
-                     {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
-        gpt2.hf_conv1d = true;
-        llama = make("llama", nullptr, hf_llama, gguf_common);
-        neox = make("gptneox", &gpt2,
-                    {{T_TOK_EMB, "gpt_neox.embed_in.weight"},
-                     {T_NORM_F, "gpt_neox.final_layer_norm.weight"},
-                     {T_NORM_F_B, "gpt_neox.final_layer_norm.bias"},
-                     {T_LM_HEAD, "embed_out.weight"},
-                     {T_ATTN_NORM, "gpt_neox.layers.{l}.input_layernorm.weight"},
-                     {T_ATTN_NORM_B, "gpt_neox.layers.{l}.input_layernorm.bias"},
-                     {T_QKV, "gpt_neox.layers.{l}.attention.query_key_value.weight"},
-                     {T_QKV_B, "gpt_neox.layers.{l}.attention.query_key_value.bias"},
-                     {T_O, "gpt_neox.layers.{l}.attention.dense.weight"},
-                     {T_O_B, "gpt_neox.layers.{l}.attention.dense.bias"},
-                     {T_FFN_NORM, "gpt_neox.layers.{l}.post_attention_layernorm.weight"},
-                     {T_FFN_NORM_B, "gpt_neox.layers.{l}.post_attention_layernorm.bias"},
-                     {T_UP, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.weight"},
-                     {T_UP_B, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.bias"},
-                     {T_DOWN, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.weight"},
-                     {T_DOWN_B, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.bias"}},
-                    {{T_POS_EMB, nullptr}}); // GGUF: GPT-2's names, without the learned positions
-        neox.hf_conv1d = false;
-        neox.hf[T_POS_EMB] = nullptr;
-        neox.hf_qkv_per_head = true;
-        gemma = make("gemma", &llama, {}, {});
-        // Gemma 2 norms both sides of each sublayer; HF's post_attention_layernorm is the attention output's
-        // norm here, not (as in Llama) the MLP's input norm
-        gemma2 = make("gemma2", &gemma,
-                      {{T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
-                       {T_FFN_NORM, "model.layers.{l}.pre_feedforward_layernorm.weight"},
-                       {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
-                      {});
-        phi3 = make("phi3", &gemma,
-                    {{T_QKV, "model.layers.{l}.self_attn.qkv_proj.weight"},
-                     {T_GATE_UP, "model.layers.{l}.mlp.gate_up_proj.weight"},
-                     {T_Q, nullptr}, {T_K, nullptr}, {T_V, nullptr}, {T_GATE, nullptr}, {T_UP, nullptr}},
-                    {{T_QKV, "blk.{l}.attn_qkv.weight"}, {T_GATE_UP, "blk.{l}.ffn_up.weight"},
-                     {T_GATE, nullptr}, {T_UP, nullptr}});
-        // OLMo 2: no norm before the sublayers, one after each (HF's post_attention_layernorm again differs)
-        olmo2 = make("olmo2", &gemma,
-                     {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr},
-                      {T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
-                      {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
-                     {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr}});
-        qwen3 = make("qwen3", &gemma, {}, {});
-        mixtral = make("llama", &llama,
-                       {{T_GATE, nullptr}, {T_UP, nullptr}, {T_DOWN, nullptr},
-                        {T_ROUTER, "model.layers.{l}.block_sparse_moe.gate.weight"},
-                        {T_EXP_GATE, "model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight"},
-                        {T_EXP_UP, "model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight"},
-                        {T_EXP_DOWN, "model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight"}},
-                       gguf_experts);
-        qwen2_moe = make("qwen2moe", &gemma, hf_qwen_experts, gguf_experts);
-        qwen3_moe = make("qwen3moe", &qwen2_moe, {}, {});
-        olmoe = make("olmoe", &qwen2_moe, {}, {});
-        for (tensor_names* t : {&mixtral, &qwen2_moe, &qwen3_moe, &olmoe})
-            for (tensor_id id : {T_GATE, T_UP, T_DOWN}) t->hf[id] = t->gguf[id] = nullptr; // experts instead
-        for (tensor_names* t : {&mixtral, &qwen3_moe, &olmoe})
-            for (tensor_id id : {T_SH_GATE, T_SH_UP, T_SH_DOWN, T_SH_ROUTER}) t->hf[id] = t->gguf[id] = nullptr;
-        // Encoders: HF names only (the loader also finds them without the "bert." / "roberta." / "distilbert."
-        // prefix, as a bare BertModel saves them). The masked-LM head's transform LayerNorm is the final norm.
-        bert = make("bert", nullptr,
-                    {{T_HEAD_DENSE, "cls.predictions.transform.dense.weight"},
-                     {T_HEAD_DENSE_B, "cls.predictions.transform.dense.bias"},
-                     {T_NORM_F, "cls.predictions.transform.LayerNorm.weight"},
-                     {T_NORM_F_B, "cls.predictions.transform.LayerNorm.bias"},
-                     {T_LM_HEAD, "cls.predictions.decoder.weight"},
-                     {T_LM_HEAD_B, "cls.predictions.bias"}},
-                    {});
-        add_bert_body(bert, "bert.");
-        roberta = make("roberta", nullptr,
-                       {{T_HEAD_DENSE, "lm_head.dense.weight"},
-                        {T_HEAD_DENSE_B, "lm_head.dense.bias"},
-                        {T_NORM_F, "lm_head.layer_norm.weight"},
-                        {T_NORM_F_B, "lm_head.layer_norm.bias"},
-                        {T_LM_HEAD, "lm_head.decoder.weight"},
-                        {T_LM_HEAD_B, "lm_head.bias"}},
-                       {});
-        add_bert_body(roberta, "roberta.");
-        distilbert = make("distilbert", nullptr,
-                          {{T_TOK_EMB, "distilbert.embeddings.word_embeddings.weight"},
-                           {T_POS_EMB, "distilbert.embeddings.position_embeddings.weight"},
-                           {T_EMB_NORM, "distilbert.embeddings.LayerNorm.weight"},
-                           {T_EMB_NORM_B, "distilbert.embeddings.LayerNorm.bias"},
-                           {T_Q, "distilbert.transformer.layer.{l}.attention.q_lin.weight"},
-                           {T_Q_B, "distilbert.transformer.layer.{l}.attention.q_lin.bias"},
-                           {T_K, "distilbert.transformer.layer.{l}.attention.k_lin.weight"},
-                           {T_K_B, "distilbert.transformer.layer.{l}.attention.k_lin.bias"},
-                           {T_V, "distilbert.transformer.layer.{l}.attention.v_lin.weight"},
-                           {T_V_B, "distilbert.transformer.layer.{l}.attention.v_lin.bias"},
-                           {T_O, "distilbert.transformer.layer.{l}.attention.out_lin.weight"},
-                           {T_O_B, "distilbert.transformer.layer.{l}.attention.out_lin.bias"},
-                           {T_ATTN_NORM, "distilbert.transformer.layer.{l}.sa_layer_norm.weight"},
-                           {T_ATTN_NORM_B, "distilbert.transformer.layer.{l}.sa_layer_norm.bias"},
-                           {T_UP, "distilbert.transformer.layer.{l}.ffn.lin1.weight"},
-                           {T_UP_B, "distilbert.transformer.layer.{l}.ffn.lin1.bias"},
-                           {T_DOWN, "distilbert.transformer.layer.{l}.ffn.lin2.weight"},
-                           {T_DOWN_B, "distilbert.transformer.layer.{l}.ffn.lin2.bias"},
-                           {T_FFN_NORM, "distilbert.transformer.layer.{l}.output_layer_norm.weight"},
-                           {T_FFN_NORM_B, "distilbert.transformer.layer.{l}.output_layer_norm.bias"},
-                           {T_HEAD_DENSE, "vocab_transform.weight"},
-                           {T_HEAD_DENSE_B, "vocab_transform.bias"},
-                           {T_NORM_F, "vocab_layer_norm.weight"},
-                           {T_NORM_F_B, "vocab_layer_norm.bias"},
-                           {T_LM_HEAD, "vocab_projector.weight"},
-                           {T_LM_HEAD_B, "vocab_projector.bias"}},
-                          {});
-        // Image classifiers: ViTForImageClassification's classifier; DeiT with a teacher has two heads, the class
-        // head at [CLS] and the distillation head at [DIST] (DeiTForImageClassification's single head is
-        // "classifier.weight": load_weights looks for it when cls_classifier is absent)
-        vit = make("vit", nullptr, {{T_LM_HEAD, "classifier.weight"}, {T_LM_HEAD_B, "classifier.bias"}}, {});
-        add_vit_body(vit, "vit.");
-        deit = make("deit", nullptr,
-                    {{T_DIST_TOK, "deit.embeddings.distillation_token"},
-                     {T_LM_HEAD, "cls_classifier.weight"},
-                     {T_LM_HEAD_B, "cls_classifier.bias"},
-                     {T_DIST_HEAD, "distillation_classifier.weight"},
-                     {T_DIST_HEAD_B, "distillation_classifier.bias"}},
-                    {});
-        add_vit_body(deit, "deit.");
-        bart = make("bart", nullptr, {}, {});
-        add_seq2seq_body(bart, "decoder", false);
-        bart_enc = make("bart", nullptr, {}, {});
-        add_seq2seq_body(bart_enc, "encoder", false);
-        mbart = make("mbart", nullptr, {}, {});
-        add_seq2seq_body(mbart, "decoder", true);
-        mbart_enc = make("mbart", nullptr, {}, {});
-        add_seq2seq_body(mbart_enc, "encoder", true);
-        marian = make("marian", &bart, {}, {}); // sinusoidal positions: no table, no embedding norm
-        marian_enc = make("marian", &bart_enc, {}, {});
-        for (tensor_names* t : {&marian, &marian_enc}) t->hf[T_POS_EMB] = t->hf[T_EMB_NORM] = t->hf[T_EMB_NORM_B] = nullptr;
-    }
+    family_names();
 };
+
+// GPT-2 (Conv1D matrices, learned positions) and GPT-NeoX, its names over GPT-2's GGUF ones (fused q k v per head)
+void gpt_rows(family_names& f) {
+    f.gpt2 = make("gpt2", nullptr,
+                  {{T_TOK_EMB, "wte.weight"},
+                   {T_POS_EMB, "wpe.weight"},
+                   {T_NORM_F, "ln_f.weight"},
+                   {T_NORM_F_B, "ln_f.bias"},
+                   {T_LM_HEAD, "lm_head.weight"},
+                   {T_ATTN_NORM, "h.{l}.ln_1.weight"},
+                   {T_ATTN_NORM_B, "h.{l}.ln_1.bias"},
+                   {T_QKV, "h.{l}.attn.c_attn.weight"},
+                   {T_QKV_B, "h.{l}.attn.c_attn.bias"},
+                   {T_O, "h.{l}.attn.c_proj.weight"},
+                   {T_O_B, "h.{l}.attn.c_proj.bias"},
+                   {T_FFN_NORM, "h.{l}.ln_2.weight"},
+                   {T_FFN_NORM_B, "h.{l}.ln_2.bias"},
+                   {T_UP, "h.{l}.mlp.c_fc.weight"},
+                   {T_UP_B, "h.{l}.mlp.c_fc.bias"},
+                   {T_DOWN, "h.{l}.mlp.c_proj.weight"},
+                   {T_DOWN_B, "h.{l}.mlp.c_proj.bias"}},
+                  {{T_TOK_EMB, "token_embd.weight"},
+                   {T_POS_EMB, "position_embd.weight"},
+                   {T_NORM_F, "output_norm.weight"},
+                   {T_NORM_F_B, "output_norm.bias"},
+                   {T_LM_HEAD, "output.weight"},
+                   {T_ATTN_NORM, "blk.{l}.attn_norm.weight"},
+                   {T_ATTN_NORM_B, "blk.{l}.attn_norm.bias"},
+                   {T_QKV, "blk.{l}.attn_qkv.weight"},
+                   {T_QKV_B, "blk.{l}.attn_qkv.bias"},
+                   {T_O, "blk.{l}.attn_output.weight"},
+                   {T_O_B, "blk.{l}.attn_output.bias"},
+                   {T_FFN_NORM, "blk.{l}.ffn_norm.weight"},
+                   {T_FFN_NORM_B, "blk.{l}.ffn_norm.bias"},
+                   {T_UP, "blk.{l}.ffn_up.weight"},
+                   {T_UP_B, "blk.{l}.ffn_up.bias"},
+                   {T_DOWN, "blk.{l}.ffn_down.weight"},
+                   {T_DOWN_B, "blk.{l}.ffn_down.bias"}});
+    f.gpt2.hf_conv1d = true;
+    f.neox = make("gptneox", &f.gpt2,
+                  {{T_TOK_EMB, "gpt_neox.embed_in.weight"},
+                   {T_NORM_F, "gpt_neox.final_layer_norm.weight"},
+                   {T_NORM_F_B, "gpt_neox.final_layer_norm.bias"},
+                   {T_LM_HEAD, "embed_out.weight"},
+                   {T_ATTN_NORM, "gpt_neox.layers.{l}.input_layernorm.weight"},
+                   {T_ATTN_NORM_B, "gpt_neox.layers.{l}.input_layernorm.bias"},
+                   {T_QKV, "gpt_neox.layers.{l}.attention.query_key_value.weight"},
+                   {T_QKV_B, "gpt_neox.layers.{l}.attention.query_key_value.bias"},
+                   {T_O, "gpt_neox.layers.{l}.attention.dense.weight"},
+                   {T_O_B, "gpt_neox.layers.{l}.attention.dense.bias"},
+                   {T_FFN_NORM, "gpt_neox.layers.{l}.post_attention_layernorm.weight"},
+                   {T_FFN_NORM_B, "gpt_neox.layers.{l}.post_attention_layernorm.bias"},
+                   {T_UP, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.weight"},
+                   {T_UP_B, "gpt_neox.layers.{l}.mlp.dense_h_to_4h.bias"},
+                   {T_DOWN, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.weight"},
+                   {T_DOWN_B, "gpt_neox.layers.{l}.mlp.dense_4h_to_h.bias"}},
+                  {{T_POS_EMB, nullptr}}); // GGUF: GPT-2's names, without the learned positions
+    f.neox.hf_conv1d = false;
+    f.neox.hf[T_POS_EMB] = nullptr;
+    f.neox.hf_qkv_per_head = true;
+}
+
+// Llama and the families made from its names: Gemma, Gemma 2, Phi-3 (fused q k v and gate | up), OLMo 2, Qwen3
+void llama_rows(family_names& f) {
+    f.llama = make("llama", nullptr, hf_llama, gguf_common);
+    f.gemma = make("gemma", &f.llama, {}, {});
+    // Gemma 2 norms both sides of each sublayer; HF's post_attention_layernorm is the attention output's
+    // norm here, not (as in Llama) the MLP's input norm
+    f.gemma2 = make("gemma2", &f.gemma,
+                    {{T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
+                     {T_FFN_NORM, "model.layers.{l}.pre_feedforward_layernorm.weight"},
+                     {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
+                    {});
+    f.phi3 = make("phi3", &f.gemma,
+                  {{T_QKV, "model.layers.{l}.self_attn.qkv_proj.weight"},
+                   {T_GATE_UP, "model.layers.{l}.mlp.gate_up_proj.weight"},
+                   {T_Q, nullptr}, {T_K, nullptr}, {T_V, nullptr}, {T_GATE, nullptr}, {T_UP, nullptr}},
+                  {{T_QKV, "blk.{l}.attn_qkv.weight"}, {T_GATE_UP, "blk.{l}.ffn_up.weight"},
+                   {T_GATE, nullptr}, {T_UP, nullptr}});
+    // OLMo 2: no norm before the sublayers, one after each (HF's post_attention_layernorm again differs)
+    f.olmo2 = make("olmo2", &f.gemma,
+                   {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr},
+                    {T_ATTN_POST_NORM, "model.layers.{l}.post_attention_layernorm.weight"},
+                    {T_FFN_POST_NORM, "model.layers.{l}.post_feedforward_layernorm.weight"}},
+                   {{T_ATTN_NORM, nullptr}, {T_FFN_NORM, nullptr}});
+    f.qwen3 = make("qwen3", &f.gemma, {}, {});
+}
+
+// The MoE families, experts instead of the MLP: Mixtral's own HF names, and the ones Qwen2-MoE, Qwen3-MoE and
+// OLMoE share; only Qwen2-MoE keeps a shared expert
+void moe_rows(family_names& f) {
+    f.mixtral = make("llama", &f.llama,
+                     {{T_GATE, nullptr}, {T_UP, nullptr}, {T_DOWN, nullptr},
+                      {T_ROUTER, "model.layers.{l}.block_sparse_moe.gate.weight"},
+                      {T_EXP_GATE, "model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight"},
+                      {T_EXP_UP, "model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight"},
+                      {T_EXP_DOWN, "model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight"}},
+                     gguf_experts);
+    f.qwen2_moe = make("qwen2moe", &f.gemma, hf_qwen_experts, gguf_experts);
+    f.qwen3_moe = make("qwen3moe", &f.qwen2_moe, {}, {});
+    f.olmoe = make("olmoe", &f.qwen2_moe, {}, {});
+    for (tensor_names* t : {&f.mixtral, &f.qwen2_moe, &f.qwen3_moe, &f.olmoe})
+        for (tensor_id id : {T_GATE, T_UP, T_DOWN}) t->hf[id] = t->gguf[id] = nullptr; // experts instead
+    for (tensor_names* t : {&f.mixtral, &f.qwen3_moe, &f.olmoe})
+        for (tensor_id id : {T_SH_GATE, T_SH_UP, T_SH_DOWN, T_SH_ROUTER}) t->hf[id] = t->gguf[id] = nullptr;
+}
+
+// The encoders (BERT, RoBERTa, DistilBERT): HF names only (the loader also finds them without the "bert." /
+// "roberta." / "distilbert." prefix, as a bare BertModel saves them). The masked-LM head's transform LayerNorm is
+// the final norm.
+void encoder_rows(family_names& f) {
+    f.bert = make("bert", nullptr,
+                  {{T_HEAD_DENSE, "cls.predictions.transform.dense.weight"},
+                   {T_HEAD_DENSE_B, "cls.predictions.transform.dense.bias"},
+                   {T_NORM_F, "cls.predictions.transform.LayerNorm.weight"},
+                   {T_NORM_F_B, "cls.predictions.transform.LayerNorm.bias"},
+                   {T_LM_HEAD, "cls.predictions.decoder.weight"},
+                   {T_LM_HEAD_B, "cls.predictions.bias"}},
+                  {});
+    add_bert_body(f.bert, "bert.");
+    f.roberta = make("roberta", nullptr,
+                     {{T_HEAD_DENSE, "lm_head.dense.weight"},
+                      {T_HEAD_DENSE_B, "lm_head.dense.bias"},
+                      {T_NORM_F, "lm_head.layer_norm.weight"},
+                      {T_NORM_F_B, "lm_head.layer_norm.bias"},
+                      {T_LM_HEAD, "lm_head.decoder.weight"},
+                      {T_LM_HEAD_B, "lm_head.bias"}},
+                     {});
+    add_bert_body(f.roberta, "roberta.");
+    f.distilbert = make("distilbert", nullptr,
+                        {{T_TOK_EMB, "distilbert.embeddings.word_embeddings.weight"},
+                         {T_POS_EMB, "distilbert.embeddings.position_embeddings.weight"},
+                         {T_EMB_NORM, "distilbert.embeddings.LayerNorm.weight"},
+                         {T_EMB_NORM_B, "distilbert.embeddings.LayerNorm.bias"},
+                         {T_Q, "distilbert.transformer.layer.{l}.attention.q_lin.weight"},
+                         {T_Q_B, "distilbert.transformer.layer.{l}.attention.q_lin.bias"},
+                         {T_K, "distilbert.transformer.layer.{l}.attention.k_lin.weight"},
+                         {T_K_B, "distilbert.transformer.layer.{l}.attention.k_lin.bias"},
+                         {T_V, "distilbert.transformer.layer.{l}.attention.v_lin.weight"},
+                         {T_V_B, "distilbert.transformer.layer.{l}.attention.v_lin.bias"},
+                         {T_O, "distilbert.transformer.layer.{l}.attention.out_lin.weight"},
+                         {T_O_B, "distilbert.transformer.layer.{l}.attention.out_lin.bias"},
+                         {T_ATTN_NORM, "distilbert.transformer.layer.{l}.sa_layer_norm.weight"},
+                         {T_ATTN_NORM_B, "distilbert.transformer.layer.{l}.sa_layer_norm.bias"},
+                         {T_UP, "distilbert.transformer.layer.{l}.ffn.lin1.weight"},
+                         {T_UP_B, "distilbert.transformer.layer.{l}.ffn.lin1.bias"},
+                         {T_DOWN, "distilbert.transformer.layer.{l}.ffn.lin2.weight"},
+                         {T_DOWN_B, "distilbert.transformer.layer.{l}.ffn.lin2.bias"},
+                         {T_FFN_NORM, "distilbert.transformer.layer.{l}.output_layer_norm.weight"},
+                         {T_FFN_NORM_B, "distilbert.transformer.layer.{l}.output_layer_norm.bias"},
+                         {T_HEAD_DENSE, "vocab_transform.weight"},
+                         {T_HEAD_DENSE_B, "vocab_transform.bias"},
+                         {T_NORM_F, "vocab_layer_norm.weight"},
+                         {T_NORM_F_B, "vocab_layer_norm.bias"},
+                         {T_LM_HEAD, "vocab_projector.weight"},
+                         {T_LM_HEAD_B, "vocab_projector.bias"}},
+                        {});
+}
+
+// Image classifiers: ViTForImageClassification's classifier; DeiT with a teacher has two heads, the class head at
+// [CLS] and the distillation head at [DIST] (DeiTForImageClassification's single head is "classifier.weight":
+// load_weights looks for it when cls_classifier is absent)
+void vision_rows(family_names& f) {
+    f.vit = make("vit", nullptr, {{T_LM_HEAD, "classifier.weight"}, {T_LM_HEAD_B, "classifier.bias"}}, {});
+    add_vit_body(f.vit, "vit.");
+    f.deit = make("deit", nullptr,
+                  {{T_DIST_TOK, "deit.embeddings.distillation_token"},
+                   {T_LM_HEAD, "cls_classifier.weight"},
+                   {T_LM_HEAD_B, "cls_classifier.bias"},
+                   {T_DIST_HEAD, "distillation_classifier.weight"},
+                   {T_DIST_HEAD_B, "distillation_classifier.bias"}},
+                  {});
+    add_vit_body(f.deit, "deit.");
+}
+
+// The encoder–decoders: BART, mBART and Marian, each as a decoder row and an encoder row
+void seq2seq_rows(family_names& f) {
+    f.bart = make("bart", nullptr, {}, {});
+    add_seq2seq_body(f.bart, "decoder", false);
+    f.bart_enc = make("bart", nullptr, {}, {});
+    add_seq2seq_body(f.bart_enc, "encoder", false);
+    f.mbart = make("mbart", nullptr, {}, {});
+    add_seq2seq_body(f.mbart, "decoder", true);
+    f.mbart_enc = make("mbart", nullptr, {}, {});
+    add_seq2seq_body(f.mbart_enc, "encoder", true);
+    f.marian = make("marian", &f.bart, {}, {}); // sinusoidal positions: no table, no embedding norm
+    f.marian_enc = make("marian", &f.bart_enc, {}, {});
+    for (tensor_names* t : {&f.marian, &f.marian_enc}) t->hf[T_POS_EMB] = t->hf[T_EMB_NORM] = t->hf[T_EMB_NORM_B] = nullptr;
+}
+
+// Every family's row, in groups; GPT-NeoX is made from GPT-2's names, the MoE rows from Llama's and Gemma's
+family_names::family_names() {
+    gpt_rows(*this);
+    llama_rows(*this);
+    moe_rows(*this);
+    encoder_rows(*this);
+    vision_rows(*this);
+    seq2seq_rows(*this);
+}
 
 const family_names& families() {
     static const family_names f;
