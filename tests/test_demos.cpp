@@ -20,7 +20,7 @@ namespace {
 
 const std::string cli = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli";
 
-// The demos' window size, as the screenshots in the README
+// The demos' window size, as the screenshots in docs/
 std::vector<nlohmann::json> run_demo(const std::string& args, const std::string& script, int* rc) {
     return run_script("--size 1600x1000 " + args, script, rc);
 }

@@ -89,7 +89,7 @@ void install(gb::layer_weights& lw, gb::model_config& c, const moe_weights& w) {
     }
 }
 
-// The mixing weights [n][E] as the README defines them: softmax over all E router logits, the top k kept (equal
+// The mixing weights [n][E] as docs/models.md defines them: softmax over all E router logits, the top k kept (equal
 // logits: the lower index), renormalised to sum 1 with norm_topk, the others 0.
 std::vector<double> ref_route(const std::vector<double>& x, int n, const moe_weights& w) {
     std::vector<double> out((size_t)n * w.E, 0.0);

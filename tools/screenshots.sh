@@ -1,8 +1,8 @@
 #!/bin/sh
-# Remakes the README's screenshots of the embedded default model (docs/*.png) with the app's script mode, so
+# Remakes the screenshots (README.md, docs/) of the embedded default model (docs/images/*.png) with the app's script mode, so
 # they stay true after the model or the UI changes:  tools/screenshots.sh [BUILD_DIR] (default build/).
 # The heads shown are the model's own best ones (glassbox-cli heads), not fixed numbers.
-# Not remade here: docs/screenshot-experts.png (a random Qwen2-MoE, see the README's Mixture of experts).
+# Not remade here: docs/images/screenshot-experts.png (a random Qwen2-MoE, see docs/app.md, Experts).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,10 +25,10 @@ shot() {
     shift 3
     : > "$tmp/$name.txt"
     for line in "$@"; do echo "$line" >> "$tmp/$name.txt"; done
-    printf 'wait\nframes 5\nscreenshot %s\n' "docs/$name.png" >> "$tmp/$name.txt"
+    printf 'wait\nframes 5\nscreenshot %s\n' "docs/images/$name.png" >> "$tmp/$name.txt"
     xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --prompt "$text" --select-head "$head" --size 1600x1000 \
         --script "$tmp/$name.txt" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log" >&2; exit 1; }
-    echo "docs/$name.png"
+    echo "docs/images/$name.png"
 }
 
 shot screenshot "$prev" "$prompt" "wait"

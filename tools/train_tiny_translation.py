@@ -313,7 +313,7 @@ def export(model, args, vocab, out):
 
 @torch.no_grad()
 def time_opus_shape(threads):
-    """The README's PyTorch anchor: this file's plain-torch Marian at opus-mt-en-de's shape (6 + 6 layers, d 512,
+    """docs/performance.md's PyTorch anchor: this file's plain-torch Marian at opus-mt-en-de's shape (6 + 6 layers, d 512,
     8 heads, ff 2048, 58101 pieces), random weights, source and target of T tokens, logits at every position."""
     torch.set_num_threads(threads)
     model = make_model(58101, 512, 6, 8, 2048).eval()

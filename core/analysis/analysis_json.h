@@ -1,5 +1,5 @@
 // The analyses' results as JSON (the CLI's --json files, the app's export) and as NumPy arrays.
-// Keys are a contract (README "Analyses"); NaN (an undefined score) is written as null.
+// Keys are a contract (docs/cli.md "Output files"); NaN (an undefined score) is written as null.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

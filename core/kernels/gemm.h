@@ -1,7 +1,7 @@
 // Dense products of the forward pass. Weights are packed once, at load, into the layout their kernel reads
 // (see weight_matrix in model.h); activations are packed per call into a scratch the caller owns.
 //
-// Two kernels (README "Matrix products"):
+// Two kernels (docs/internals.md "Matrix products"):
 // - fp32: packed panels and a register-tiled FMA kernel (AVX-512, AVX2 or SSE, whatever the build targets);
 // - AMX: Intel AMX int8 tile products on base-256 digits of fixed-point numbers, recombined in fp32
 //   (core/kernels/gemm_amx.cpp). Its results are as close to the exact product as the fp32 kernel's.

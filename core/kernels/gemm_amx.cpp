@@ -11,7 +11,7 @@
 // and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. Per term of the sum, what is
 // dropped (levels 4 and 5) is below 2^-28 of the row's largest input times the column's largest weight, the
 // rounding of Qx 2^-31 of the largest input; the rounding of Qw, 2^-23 of the column's largest weight, is the
-// error that counts, and measured errors are at or below the fp32 kernel's (README, tests/test_forward.cpp).
+// error that counts, and measured errors are at or below the fp32 kernel's (docs/internals.md, tests/test_forward.cpp).
 // |S_l| <= 3 * 2^14 * in fits int32 for in <= 32768 (amx::max_in).
 //
 // Tiles. Eight tile registers of 16 rows x 64 bytes. Per 16 x 16 output block the four level sums S0..S3 live

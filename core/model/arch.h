@@ -76,7 +76,7 @@ arch_id arch_from_gguf(const std::string& arch, bool has_experts, const std::str
 // Whether llama.cpp's converter permuted q/k rows of this GGUF architecture so that RoPE rotates adjacent pairs
 // (llama, which Mixtral is written as); every other rotates halves, as the HF checkpoints do.
 bool gguf_rope_adjacent(const std::string& gguf_arch);
-// "gpt2, llama, mistral, ..." for messages and the README
+// "gpt2, llama, mistral, ..." for messages and the documents (docs/models.md)
 std::string supported_hf_types();
 std::string supported_gguf_archs();
 

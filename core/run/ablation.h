@@ -1,5 +1,5 @@
 // Ablations as the user names them (CLI flags, app toggles, sessions), and their meaning as interventions on
-// hook points (README "Ablation semantics"). The forward pass sees only the interventions.
+// hook points (docs/interpretability.md "Ablations"). The forward pass sees only the interventions.
 #pragma once
 #include <string>
 #include <vector>

@@ -2,10 +2,10 @@
 // decoder, whose layers read the encoder's output by cross-attention. The model (model.h) is the decoder with the
 // LM head; model::encoder is the encoder stack. Both run through the one forward (eval), each as its own stack.
 //
-// Ablations name a layer index shared by both stacks (README "Ablation semantics"): no-attention at layer l zeroes
-// encoder layer l's self-attention and decoder layer l's self- and cross-attention; no-residual and no-layernorm
-// act on every sum and norm of layer l in both; head l.h zeroes head h's self-attention in both stacks (the
-// cross-attention's heads are kept whole). A stack without layer l (or head h) is left alone.
+// Ablations name a layer index shared by both stacks (docs/interpretability.md "Ablations"): no-attention at
+// layer l zeroes encoder layer l's self-attention and decoder layer l's self- and cross-attention; no-residual
+// and no-layernorm act on every sum and norm of layer l in both; head l.h zeroes head h's self-attention in both
+// stacks (the cross-attention's heads are kept whole). A stack without layer l (or head h) is left alone.
 #pragma once
 #include <functional>
 #include <string>

@@ -10,7 +10,7 @@
 // logits [T][V], attention [L][H][T][T], resid_norm [2L+1][T], and every intermediate (ref_trace.h)
 using ref_result = ref_trace;
 
-// GPT-2 block as HF computes it, with the ablation contract from the README; opt patches or edits the run.
+// GPT-2 block as HF computes it, with the ablation contract of docs/interpretability.md; opt patches or edits the run.
 ref_result reference_forward(const tiny_model& tm, const std::vector<int>& tokens, const gb::ablation& ab,
                              const ref_options& opt = {});
 // ln_f and the unembedding (lm_head or wte) in double, and each layer's c_proj bias.

@@ -2,7 +2,7 @@
 // model.safetensors under the masked-LM classes' names, and a tokenizer), and a plain double-precision reference
 // forward for them written from the published semantics (HF's BertForMaskedLM and friends), not from core/.
 //
-// Hook-point conventions for Post-LN blocks (README "Encoders"):
+// Hook-point conventions for Post-LN blocks (docs/models.md "Encoders"):
 // - resid_pre of layer 0 is the embeddings after their LayerNorm (token + position (+ type 0)).
 // - attn_in = the stream itself (no norm before the sublayer); attn_out = W_o z + b_o.
 // - resid_mid = LN1(resid_pre + attn_out), mlp_in = resid_mid, resid_post = LN2(resid_mid + mlp_out).

@@ -6,7 +6,7 @@
 // Families (HF model_type): gpt_neox, gemma, gemma2, phi3, olmo2, qwen3, llama, mistral, qwen2, and the
 // mixtures of experts mixtral, qwen2_moe, qwen3_moe, olmoe.
 //
-// Hook-point conventions the reference uses where the README does not (yet) say (see tiny_family.cpp's top):
+// Hook-point conventions the reference uses where docs/models.md does not (yet) say (see tiny_family.cpp's top):
 // - parallel residual (GPT-NeoX): mlp_in = norm2(resid_pre of the layer); resid_mid = resid_pre + attn_out;
 //   resid_post = resid_mid + mlp_out. no-residual drops resid_pre only: resid_mid = attn_out, resid_post =
 //   attn_out + mlp_out.
@@ -14,7 +14,7 @@
 //   (what is added to the stream).
 // - no-layernorm at a layer makes every norm of it the identity: the pre-norms (where the family has them), the
 //   q/k norms (OLMo 2, Qwen3, Qwen3-MoE, OLMoE), the post-norms on the sublayer outputs (Gemma 2, OLMo 2); the
-//   final norm too when it covers every layer (README: Architectures, Ablations).
+//   final norm too when it covers every layer (docs/models.md "Families", docs/interpretability.md "Ablations").
 // - MoE: mlp_post is not kept (no single width); the router's mixing weights [T][E] (0 for unchosen experts,
 //   after expert ablation) come back through family_ref_extra.
 #pragma once

@@ -185,14 +185,15 @@ static void weights_lines(const app_state& s, const gb::model& m) {
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
                           "cache-sized slice into floats just before multiplying, so the numbers equal\n"
-                          "those of weights dequantised at load (README: Weights as stored).");
+                          "those of weights dequantised at load (docs/internals.md: Weights as stored).");
     const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
     ImGui::PopTextWrapPos();
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
-                                "exactly and the sums are put back together in fp32 (README: Matrix products).\n"
+                                "exactly and the sums are put back together in fp32\n"
+                                "(docs/internals.md: Matrix products).\n"
                                 "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
                               : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
                                 "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
