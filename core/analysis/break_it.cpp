@@ -1,4 +1,4 @@
-// "Break it" (break_it.h): the baseline, then one run per ablation; numbers from compare.h, sentences from them.
+// "Break it" (break_it.h): the baseline, then one run per ablation; numbers from kernels/softmax.h, sentences from them.
 #include "analysis/break_it.h"
 
 #include <algorithm>

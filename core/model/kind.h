@@ -29,7 +29,7 @@ enum kind_input {
 // What a kind predicts, and where.
 enum kind_output {
     OUTPUT_NEXT_TOKEN,  // the token after the last one
-    OUTPUT_FILL_MASK,   // each mask's fillers (without a mask: the first position the template does not fix)
+    OUTPUT_FILL_MASK,   // each mask's fillers (without a mask: the last position the template does not fix)
     OUTPUT_CLASSES,     // the classifier's classes at [CLS], and where [CLS] looked (attention rollout)
     OUTPUT_NEXT_TARGET, // the decoder's next target token, and the source token each target token reads most
 };
