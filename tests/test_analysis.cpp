@@ -14,6 +14,7 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/surprisal.h"
 #include "ref_models.h"
 #include "run/forward.h"
 #include "test_util.h"
@@ -623,4 +624,37 @@ TEST(Patching, ErrorsProgressAndChoices) {
     EXPECT_EQ(same.runs, 0);
     EXPECT_EQ(same.clean, same.corrupt);
     for (float v : same.resid_normalized) EXPECT_TRUE(std::isnan(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Surprisal: each token's -log softmax at the position before it, against the reference's logits in double
+// ---------------------------------------------------------------------------------------------
+TEST(Surprisal, EqualsMinusLogSoftmaxOfTheReference) {
+    for (const ref_model* rm : ref_models()) {
+        const int T = 10, V = rm->m.config.vocab_size;
+        const auto tokens = rm->tokens(T, 21);
+        const gb::record rec = run_record(rm->m, tokens, {});
+        const ref_trace ref = rm->reference(tokens, {}, {});
+        const gb::surprisal_result s = gb::surprisal(rec, rm->m.tok);
+        ASSERT_EQ(s.n_tokens, T);
+        EXPECT_TRUE(std::isnan(s.nats[0])) << "nothing predicts the first token";
+        EXPECT_EQ(s.top_ids[0], -1);
+        double total = 0;
+        size_t bytes = 0;
+        for (int t = 1; t < T; t++) {
+            const std::vector<double> lg(ref.logits.begin() + (size_t)(t - 1) * V, ref.logits.begin() + (size_t)t * V);
+            const std::vector<double> p = softmax(lg);
+            const double want = -std::log(p[tokens[t]]);
+            EXPECT_NEAR(s.nats[t], want, 1e-4 * std::max(1.0, want)) << rm->name << " token " << t;
+            EXPECT_EQ(s.top_ids[t], (int)(std::max_element(p.begin(), p.end()) - p.begin())) << rm->name << " " << t;
+            total += want;
+            bytes += gb::token_bytes(rm->m.tok, tokens[t]).size();
+        }
+        EXPECT_EQ(s.scored, T - 1);
+        EXPECT_NEAR(s.mean_nats, total / (T - 1), 1e-4);
+        EXPECT_NEAR(s.bits_per_byte, total / std::log(2.0) / (double)bytes, 1e-4);
+        // a run with only the last position's logits cannot give it
+        const gb::record last = run_record(rm->m, tokens, {}, false);
+        expect_gb_error([&] { gb::surprisal(last, rm->m.tok); }, "needs every position's logits");
+    }
 }

@@ -17,6 +17,7 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/surprisal.h"
 #include "glassbox_version.h"
 #include "io/loader.h"
 #include "io/writers.h"
@@ -74,6 +75,15 @@ TEST(Cli, RunPrintsTokensAndTopK) {
     EXPECT_NE(r.out.find("top 5 next tokens"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("   5. "), std::string::npos) << r.out;
     EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// --json into a folder that does not exist yet makes it, as --npy-dir does (it used to fail after printing)
+TEST(Cli, JsonMakesItsFolder) {
+    const std::string dir = test_temp_dir("cli_json_dir") + "/new/deeper";
+    std::filesystem::remove_all(test_temp_dir("cli_json_dir") + "/new");
+    command_result r = cli("run " + M() + " --prompt 'the cat' --json '" + dir + "/run.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/run.json"));
 }
 
 TEST(Cli, JsonAndNpyMatchTheContract) {
@@ -951,4 +961,30 @@ TEST(Cli, VersionNamesTheProjectVersionAndCommit) {
         EXPECT_EQ(g.code, 0) << g.err;
         EXPECT_EQ(g.out, std::string("glassbox ") + GLASSBOX_VERSION_FULL + "\n");
     }
+}
+
+// run --loss: every token's loss given the ones before it, the mean and bits per byte, as the core computes them
+TEST(Cli, RunLossPrintsEachTokensLossAndJsonHoldsIt) {
+    const std::string dir = test_temp_dir("cli_loss");
+    command_result r = cli("run " + M() + " --prompt 'the cat sat on the mat' --loss --json '" + dir + "/run.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("loss of each token given the ones before it"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bits per UTF-8 byte"), std::string::npos) << r.out;
+    nlohmann::json j;
+    std::ifstream(dir + "/run.json") >> j;
+    const auto& loss = j["loss"];
+    ASSERT_TRUE(loss.is_object());
+    const int T = (int)j["tokens"].size();
+    ASSERT_EQ((int)loss["nats"].size(), T);
+    EXPECT_TRUE(loss["nats"][0].is_null());
+    EXPECT_EQ(loss["scored"], T - 1);
+    // the same numbers as the core's surprisal of the same run
+    const gb::model m = gb::load_model(model_dir().dir);
+    gb::forward_options o;
+    o.all_logits = true;
+    gb::record rec;
+    gb::run_forward(rec, m, gb::encode_prompt(m.tok, "the cat sat on the mat", false), {}, o);
+    const gb::surprisal_result s = gb::surprisal(rec, m.tok);
+    for (int t = 1; t < T; t++) EXPECT_NEAR(loss["nats"][t].get<double>(), s.nats[t], 1e-5) << t;
+    EXPECT_NEAR(loss["mean_nats"].get<double>(), s.mean_nats, 1e-5);
 }

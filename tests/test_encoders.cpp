@@ -233,6 +233,26 @@ TEST(Encoders, BadConfigsAndFilesGetOneClearLine) {
 // info names the family and kind; generate and the decoder-only analyses are refused with the kind table's line.
 command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
 
+// The lens of an encoder reads the position the masked-LM head fills (it read the last one, [SEP]), and tokenize
+// says that run reads the prompt inside the tokenizer's template ([CLS] ... [SEP]), which --specials prints.
+TEST(Encoders, CliLensAtTheMaskAndTokenizeNamesTheTemplate) {
+    const tiny_encoder tm = write_tiny_encoder(temp_dir("cli_lens"), {});
+    command_result r = cli("lens --model '" + tm.dir + "' --prompt 'the cat [MASK] on the mat'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("logit lens at the position the masked-LM head fills (\"[MASK]\")"), std::string::npos) << r.out;
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<int> bare = gb::encode(m.tok, "the cat"), framed = gb::encode_prompt(m.tok, "the cat", false);
+    ASSERT_NE(bare, framed);
+    r = cli("tokenize --model '" + tm.dir + "' --text 'the cat'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, nlohmann::json(bare).dump() + "\n");
+    EXPECT_NE(r.err.find("note: run and the app read " + nlohmann::json(framed).dump()), std::string::npos) << r.err;
+    r = cli("tokenize --model '" + tm.dir + "' --text 'the cat' --specials");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, nlohmann::json(framed).dump() + "\n");
+    EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
 TEST(Encoders, CliRunInfoAndGenerate) {
     const tiny_encoder tm = write_tiny_encoder(temp_dir("cli"), {});
     const std::string out = temp_dir("cli_out");

@@ -242,6 +242,21 @@ TEST(Seq2seq, CliAblatesALayerOnlyTheEncoderHas) {
     EXPECT_NE(bad.err.find("ablation layer 3 is outside the model (layers 0..2)"), std::string::npos) << bad.err;
 }
 
+// run --keep on an encoder–decoder writes both stacks' points: the encoder's as <point>.npy, the decoder's as
+// decoder_<point>.npy, its cross-attention's among them (--keep was silently ignored: exit 0, no files)
+TEST(Seq2seq, CliKeepWritesBothStacksPoints) {
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_keep"), {});
+    const std::string out = test_temp_dir("s2s_keep_out");
+    const command_result r = run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli run --model '" + tm.dir +
+                                         "' --source 'the cat' --target-text 'the' --keep z,cross_out,resid_stream --npy-dir '" +
+                                         out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* f : {"z.npy", "resid_stream.npy", "decoder_z.npy", "decoder_cross_out.npy", "decoder_resid_stream.npy",
+                          "cross_attention.npy", "decoder_attention.npy", "target_tokens.npy", "logits.npy"})
+        EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
+    EXPECT_FALSE(std::filesystem::exists(out + "/cross_out.npy")) << "the encoder has no cross-attention";
+}
+
 TEST(Seq2seq, ErrorsNameWhatIsWrong) {
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_err"), {});
     const gb::model m = gb::load_model(tm.dir);

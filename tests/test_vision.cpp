@@ -269,6 +269,9 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     ASSERT_EQ(j["classes"].size(), 3u);
     EXPECT_EQ(j["classes"][0]["id"], gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id);
     EXPECT_EQ(j["classes"][0]["text"], "label" + std::to_string(j["classes"][0]["id"].get<int>()));
+    // top_k is the prediction's, [CLS]'s classes (it was the last patch's distribution)
+    ASSERT_EQ(j["top_k"].size(), 3u);
+    for (int i = 0; i < 3; i++) EXPECT_EQ(j["top_k"][i]["id"], j["classes"][i]["id"]) << i;
     EXPECT_EQ(j["model"]["kind"], "vision");
     EXPECT_EQ(j["model"]["kind_title"], "image classifier");
     EXPECT_EQ(j["model"]["vision"]["grid"], 4);

@@ -12,6 +12,7 @@
 #include "model/kind.h"
 #include "model/model.h"
 #include "run/forward.h"
+#include "run/predict.h"
 #include "run/seq2seq.h"
 
 #include "args.h"
@@ -21,7 +22,7 @@
 namespace cli {
 
 // The lens at every position goes to --json and --npy-dir; the text shows the position the kind predicts at: an
-// image classifier's [CLS], else the last (an encoder–decoder's: the last target token).
+// image classifier's [CLS], an encoder's first mask, else the last (an encoder–decoder's: the last target token).
 int cmd_lens(const args& a) {
     gb::model m = open_model(a);
     const gb::kind_info& kind = gb::kind_info_of(m.config);
@@ -41,9 +42,10 @@ int cmd_lens(const args& a) {
     const gb::record& r = *sr.run;
     const gb::lens_result l = gb::logit_lens(r, m, {}, k, target);
     const int T = l.n_tokens;
-    const int at = classes ? 0 : T - 1;
+    const int at = gb::prediction_position(m, r); // [CLS], an encoder's mask, else the last position
     std::printf("logit lens at %s (\"%s\"): top-%d at each residual point\n",
-                classes ? "the classifier's position" : s2s ? "the last target position" : "the last position",
+                classes ? "the classifier's position" : s2s ? "the last target position"
+                : kind.output == gb::OUTPUT_FILL_MASK ? "the position the masked-LM head fills" : "the last position",
                 visible(r.pieces[at]).c_str(), std::min(k, 3));
     if (classes && !m.weights.dist_head.empty())
         std::printf("(through the [CLS] classifier alone: the model's own prediction also averages in the distillation "

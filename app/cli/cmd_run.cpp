@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/export.h"
+#include "analysis/surprisal.h"
 #include "args.h"
 #include "commands.h"
 #include "input.h"
@@ -28,8 +29,9 @@ gb::session_request run_request(const args& a, const gb::model& m) {
     rq.ab = parse_ablation(a, m);
     rq.top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1,
                               m.config.vocab_size);
-    // an encoder–decoder's logits.npy holds every target position's prediction
-    rq.all_logits = a.has("all-logits") || gb::kind_info_of(m.config).output == gb::OUTPUT_NEXT_TARGET;
+    if (a.has("loss")) refuse_unless(m, gb::FEATURE_SURPRISAL, "--loss");
+    // an encoder–decoder's logits.npy holds every target position's prediction; --loss reads every position's
+    rq.all_logits = a.has("all-logits") || a.has("loss") || gb::kind_info_of(m.config).output == gb::OUTPUT_NEXT_TARGET;
     with_backend(rq, a);
     with_budget(rq, a); // beyond it only some layers are kept (the rest are zero in attention.npy and the others)
     for (const std::string& name : split(a.get("keep"), ',')) {
@@ -153,6 +155,27 @@ void print_routing(const gb::model& m, const gb::session_result& r, const gb::ab
     }
 }
 
+// --loss: each token's -log p given the ones before it, and the model's own guess there.
+void print_loss(const gb::model& m, const gb::surprisal_result& s, const gb::record& run) {
+    std::printf("loss of each token given the ones before it (nats; the model's top guess there):\n");
+    for (int t = 1; t < s.n_tokens; t++)
+        std::printf("  %3d %s %7.3f   %s %.3f\n", t, padded("\"" + visible(run.pieces[t]) + "\"", 16).c_str(), s.nats[t],
+                    padded(quoted(m, s.top_ids[t]), 16).c_str(), s.top_probs[t]);
+    std::printf("mean %.3f nats/token over %d tokens, %.3f bits per UTF-8 byte\n", s.mean_nats, s.scored, s.bits_per_byte);
+}
+
+nlohmann::json loss_json(const gb::model& m, const gb::surprisal_result& s) {
+    nlohmann::json nats = nlohmann::json::array(), top = nlohmann::json::array();
+    for (int t = 0; t < s.n_tokens; t++) {
+        nats.push_back(t == 0 ? nlohmann::json() : nlohmann::json(s.nats[t]));
+        top.push_back(t == 0 ? nlohmann::json()
+                             : nlohmann::json{{"id", s.top_ids[t]}, {"text", gb::token_text(m.tok, s.top_ids[t])},
+                                              {"prob", s.top_probs[t]}});
+    }
+    return {{"nats", nats}, {"top", top}, {"mean_nats", s.mean_nats}, {"bits_per_byte", s.bits_per_byte},
+            {"scored", s.scored}};
+}
+
 // --json: the record's summary and the prediction, an encoder–decoder's source, target, translation and alignment
 void write_json(const args& a, const gb::model& m, const gb::session_result& r, const gb::session_request& rq) {
     const gb::record& run = *r.run;
@@ -174,6 +197,7 @@ void write_json(const args& a, const gb::model& m, const gb::session_result& r, 
         break;
     case gb::OUTPUT_NEXT_TOKEN: break;
     }
+    if (a.has("loss")) j["loss"] = loss_json(m, gb::surprisal(run, m.tok));
     gb::write_json(a.get("json"), j);
 }
 
@@ -213,6 +237,7 @@ int cmd_run(const args& a) {
     print_inputs(m, r, rq.ab);
     print_prediction(m, r, rq.top_k);
     print_routing(m, r, rq.ab);
+    if (a.has("loss")) print_loss(m, gb::surprisal(*r.run, m.tok), *r.run);
     if (a.has("json")) write_json(a, m, r, rq);
     if (a.has("npy-dir")) write_npy_dir(a, m, r, rq);
     return 0;

@@ -24,6 +24,7 @@ int cmd_tokenize(const args& a) {
     } else {
         tok = open_model(a).tok;
     }
+    if (a.has("specials") && a.has("decode")) throw usage_error("--specials goes with --text");
     if (a.has("decode")) {
         std::vector<int> ids;
         for (const std::string& s : split(a.get("decode"), ','))
@@ -40,8 +41,14 @@ int cmd_tokenize(const args& a) {
         return 0;
     }
     if (a.has("escape")) throw usage_error("--escape goes with --decode");
-    std::vector<int> ids = gb::encode(tok, a.need("text"));
-    std::printf("%s\n", nlohmann::json(ids).dump().c_str());
+    const std::string text = a.need("text");
+    const std::vector<int> bare = gb::encode(tok, text), framed = gb::encode_prompt(tok, text, false);
+    std::printf("%s\n", nlohmann::json(a.has("specials") ? framed : bare).dump().c_str());
+    // the plain encoding is not what a model reads when its tokenizer frames a prompt: say so (on stderr, so a
+    // pipe still gets one JSON array)
+    if (!a.has("specials") && framed != bare)
+        std::fprintf(stderr, "note: run and the app read %s (the tokenizer's template around the text; --specials "
+                             "prints those ids)\n", nlohmann::json(framed).dump().c_str());
     return 0;
 }
 

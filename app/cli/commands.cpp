@@ -131,6 +131,8 @@ const std::vector<command> table = {
       bos, ablate, layers, heads, experts,
       {"top-k", "N", "how many next tokens to list (default 10)"},
       {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
+      {"loss", "", "each token's loss given the ones before it (-log p, nats), the model's top guess there, the mean "
+                   "and the bits per UTF-8 byte (an encoder–decoder: its target's tokens); --json: \"loss\""},
       {"json", "FILE", "write the run as JSON: model, tokens, top-k, residual norms, timing (MoE models: "
                        "the routing, each layer's and token's experts and weights)"},
       {"npy-dir", "DIR", "write tokens, logits, attention and residual norms as .npy files into DIR (image "
@@ -167,7 +169,10 @@ const std::vector<command> table = {
      {model,
       {"tokenizer", "DIR", "without --model: this folder's tokenizer alone, chosen and configured as a model "
                            "load does (no weights read); with a llama2.c --model: its tokenizer.bin"},
-      {"text", "TEXT", "print its token ids as a JSON array"},
+      {"text", "TEXT", "print its token ids as a JSON array (the text alone: without the special tokens run "
+                       "and the app put around a prompt, which --specials adds)"},
+      {"specials", "", "with --text: the ids as run reads the prompt, with the tokenizer's template around the "
+                       "text ([CLS] ... [SEP], <s> ..., Llama 3's BOS)"},
       {"decode", "IDS", "comma-separated token ids: print their text as it is, control characters included"},
       {"escape", "", "with --decode: show control characters escaped (\"\\x0d\"), newlines and tabs as they are"}}},
     {"lens", cmd_lens, gb::FEATURE_LENS,

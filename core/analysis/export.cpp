@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "kernels/softmax.h"
@@ -172,6 +173,10 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
+    // its folder is made as --npy-dir's is (a missing one failed after the command had printed its results)
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     std::ofstream f(path);
     if (!f) throw error("cannot write " + path);
     f << j.dump(1) << "\n";

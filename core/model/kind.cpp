@@ -41,6 +41,8 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_EXPERTS] = no_experts;
         enc.why_not[FEATURE_CROSS] = no_cross;
         enc.why_not[FEATURE_IMAGE] = no_image;
+        enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
+                                         "it (a masked LM's loss is per mask: see fill mask)";
 
         kind_info& s2s = table[KIND_SEQ2SEQ];
         s2s = {"encoder-decoder", "encoder–decoder (translation)", INPUT_SOURCE_TARGET, OUTPUT_NEXT_TARGET, {}};
@@ -74,6 +76,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_DEMOS] = "the demos are written for a language model";
         vis.why_not[FEATURE_EXPERTS] = no_experts;
         vis.why_not[FEATURE_CROSS] = no_cross;
+        vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
         return true;
     }();
     (void)filled;
@@ -86,7 +89,7 @@ model_kind kind_of(const model_config& c) { return arch_table(c.arch).kind; }
 const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
-                                               "learn", "demos", "experts", "cross-attention", "image"};
+                                               "learn", "demos", "experts", "cross-attention", "image", "surprisal"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

@@ -53,6 +53,7 @@ enum feature {
     FEATURE_EXPERTS,        // the routing of tokens to experts, and expert ablations
     FEATURE_CROSS,          // cross-attention: target rows over source columns, the alignment
     FEATURE_IMAGE,          // the image with its patch grid, attention and rollout overlaid
+    FEATURE_SURPRISAL,      // each token's loss given the ones before it (run --loss, the strip under the chips)
     FEATURE_COUNT
 };
 
