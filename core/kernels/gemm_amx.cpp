@@ -121,6 +121,32 @@ void unpack_weights(float* w, const int8_t* digits, const float* row_exp, const 
         }
 }
 
+void unpack_rows(float* dst, int ld, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out,
+                 int k0, int kc, int n0, int cols) {
+    const int64_t KT = k_tiles(in), CB = col_blocks(out);
+    for (int c0 = n0; c0 < n0 + cols; c0 += 16) {
+        float* d = dst + (c0 - n0);
+        if (c0 / 16 >= CB) { // past the padded width
+            for (int k = 0; k < kc; k++) _mm512_storeu_ps(d + (size_t)k * ld, _mm512_setzero_ps());
+            continue;
+        }
+        const __m512 ce = _mm512_sub_ps(_mm512_loadu_ps(col_exp + c0), _mm512_set1_ps((float)WS));
+        for (int k = k0; k < k0 + kc; k++) {
+            // B tile row (k % 64) / 4 holds 4 consecutive k of each of the 16 columns: lane c's byte k % 4
+            const int8_t* at = digits + (size_t)(((c0 / 16) * KT + k / 64) * WD) * TILE + ((k % 64) / 4) * 64;
+            const __m128i up = _mm_cvtsi32_si128(24 - 8 * (k % 4));
+            __m512i q = _mm512_setzero_si512();
+            for (int j = 0; j < WD; j++) { // q = (d0 * 256 + d1) * 256 + d2, each digit sign-extended
+                const __m512i v = _mm512_loadu_si512((const void*)(at + j * TILE));
+                q = _mm512_add_epi32(_mm512_slli_epi32(q, 8), _mm512_srai_epi32(_mm512_sll_epi32(v, up), 24));
+            }
+            // |q| <= 2^23 converts exactly; scalef multiplies by 2^(c_n - 22 + r_k) exactly, as unpack_weights' ldexp
+            const __m512 e = _mm512_add_ps(ce, _mm512_set1_ps(row_exp[k]));
+            _mm512_storeu_ps(d + (size_t)(k - k0) * ld, _mm512_scalef_ps(_mm512_cvtepi32_ps(q), e));
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Inputs, every call
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,10 @@ inline size_t row_digit_bytes(int64_t n, int64_t in) { return (size_t)(((n + 15)
 void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w, int in, int out, bool transposed);
 // The inverse, to within 2^-23 of each row's and column's largest weight.
 void unpack_weights(float* w, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out);
+// Rows k0 .. k0+kc of columns n0 .. n0+cols (n0 and cols multiples of 16) as floats, dst [kc][ld]: exactly
+// unpack_weights' values, 16 columns at a time; columns past the packed width are 0 (the backward's slices).
+void unpack_rows(float* dst, int ld, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out,
+                 int k0, int kc, int n0, int cols);
 // out [n][out] = x [n][in] * W (+ bias [out] when not null), then epi. a_digits [row_digit_bytes(n, in)] and
 // a_exp [ceil(n/16)*16] are the caller's scratch.
 void gemm(float* out, const float* x, int n, const int8_t* digits, const float* row_exp, const float* col_exp,

@@ -62,6 +62,8 @@ struct pass {
 
 // ---- points.cpp ----
 point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, const record_plan* rp, int L);
+// A ZERO or SET intervention on t, over the rows and slices it covers (t holds the positions t.pos0 ..).
+void apply_intervention(const intervention& v, hook_tensor& t, const model_config& c);
 // At point p of layer l: the interventions, then the hooks, then the record's copy (so the record holds what
 // flowed on). data: n rows of width floats, stride apart. Returns true when an intervention or hook wrote to it.
 bool visit(pass& f, hook_point p, int l, float* data, int n, int width, int stride);

@@ -38,7 +38,7 @@ point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, cons
 
 // The rows of t an intervention covers: its position's row or all; its head's slice or whole rows. A pattern is
 // [H][n][keys]: a block of n rows per head.
-static void apply_intervention(const intervention& v, hook_tensor& t, const model_config& c) {
+void apply_intervention(const intervention& v, hook_tensor& t, const model_config& c) {
     const bool per_head = v.head >= 0, pattern = hook_is_pattern(t.point);
     const int slice = per_head ? hook_head_width(t.point, c, t.width) : t.width;
     const int col0 = per_head && !pattern ? v.head * slice : 0;

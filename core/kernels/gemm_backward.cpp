@@ -1,0 +1,133 @@
+// The backward pass's transposed product, out [n][in] (+)= g [n][out] * W^T, with W as the forward holds it.
+//
+// The forward's weights are column panels [in][NR] (fp32 floats, a stored type, or AMX digits, gemm.h). Per chunk
+// of out's columns (rows of W, a thread's unit) and slice of the inner dimension (whole panels), the slice's
+// weights are turned into floats where they are not (the stored types' slice conversion, the AMX digits' exact
+// unpacking) and transposed in 16 x 16 register squares into a tile [depth][NR] per NR columns of out, which
+// every row block then passes over with the forward's own micro-kernel (gemm_tile.h). Each weight is converted
+// and transposed once per call; the tile (72 KB with AVX-512) stays in L2 while the row blocks reuse it.
+#include <algorithm>
+
+#include "kernels/gemm.h"
+#include "kernels/gemm_amx.h"
+#include "kernels/gemm_tile.h"
+#include "util/aligned.h"
+
+namespace gb {
+namespace {
+
+// out's columns per chunk and the inner depth per slice: a chunk holds whole blocks of a block type (Q4_K: 256
+// rows of W) and whole NR-column sub-blocks; the depth keeps a slice's tile near KC x NR floats.
+struct backward_shape {
+    int chunk, depth;
+};
+backward_shape shape_of(const weight_matrix& w) {
+    int64_t values = 1, bytes = 0;
+    if (!w.stored.empty() && raw_blocks(w.type)) ggml_block(w.type, values, bytes);
+    int chunk = NR;
+    while (chunk % values) chunk += NR; // block sizes are powers of two: lcm(NR, block)
+    return {chunk, std::max(NR, KC * NR / chunk / NR * NR)};
+}
+
+// Rows k0 .. k0+kc of panel p (W's columns p*NR ..) as floats [kc][NR]: fp32 panels in place, the others
+// converted into buf.
+const float* panel_rows(float* buf, const weight_matrix& w, int64_t p, int k0, int kc) {
+    if (w.amx()) {
+        amx::unpack_rows(buf, NR, w.digits.data(), w.row_exp.data(), w.col_exp.data(), w.in, w.out, k0, kc,
+                         (int)(p * NR), NR);
+        return buf;
+    }
+    if (!w.stored.empty()) {
+        dequantize_slice(buf, w, p, k0, kc);
+        return buf;
+    }
+    return w.data.data() + ((size_t)p * w.in + k0) * NR;
+}
+
+// tile [chunk / NR][depth][NR]: sub-block b, row (p - p0) * NR + jj, column kk holds W[k0 + b*NR + kk][p*NR + jj]
+// for the panels p0 .. p1 and W's rows k0 .. k0+kc (columns past kc are 0).
+void transpose_slice(float* tile, int depth, float* buf, const weight_matrix& w, int p0, int p1, int k0, int kc) {
+    for (int p = p0; p < p1; p++) {
+        const float* src = panel_rows(buf, w, p, k0, kc); // [kc][NR]
+        for (int b = 0; b * NR < kc; b++) {
+            const int kb = b * NR, cols = std::min(NR, kc - kb);
+            float* dst = tile + (size_t)b * depth * NR + (size_t)(p - p0) * NR * NR; // [NR jj][NR kk]
+#if defined(__AVX512F__)
+            if (cols == NR) {
+                for (int j0 = 0; j0 < NR; j0 += 16)
+                    for (int c0 = 0; c0 < NR; c0 += 16)
+                        transpose16(dst + (size_t)j0 * NR + c0, NR, src + (size_t)(kb + c0) * NR + j0, NR);
+                continue;
+            }
+#endif
+            for (int jj = 0; jj < NR; jj++)
+                for (int kk = 0; kk < NR; kk++) dst[(size_t)jj * NR + kk] = kk < cols ? src[(size_t)(kb + kk) * NR + jj] : 0.0f;
+        }
+    }
+}
+
+// One matrix (or one part of a fused one): g's columns are W's, ldg floats apart.
+void transposed_panels(float* out, const float* g, int ldg, const weight_matrix& w, int n, gemm_scratch& scratch,
+                       bool accumulate) {
+    const int K = w.in, M = w.out; // out [n][K], g [n][M]
+    const backward_shape sh = shape_of(w);
+    const int blocks = (n + MR - 1) / MR, slices = (M + sh.depth - 1) / sh.depth, chunks = (K + sh.chunk - 1) / sh.chunk;
+    aligned_vector<float>& packed = scratch.rows;
+    if (packed.size() < (size_t)blocks * MR * M) packed.resize((size_t)blocks * MR * M);
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && chunks > 1;
+#pragma omp parallel if (threaded)
+    {
+        static thread_local aligned_vector<float> tile, buf;
+        if (tile.size() < (size_t)sh.depth * sh.chunk) tile.resize((size_t)sh.depth * sh.chunk);
+        if (buf.size() < (size_t)sh.chunk * NR) buf.resize((size_t)sh.chunk * NR);
+#pragma omp for schedule(static)
+        for (int job = 0; job < slices * blocks; job++)
+            pack_rows(packed.data(), g, n, M, blocks, (job / blocks) * sh.depth, job % blocks, sh.depth, ldg);
+#pragma omp for schedule(dynamic, 1)
+        for (int c = 0; c < chunks; c++) {
+            const int k0 = c * sh.chunk, kc = std::min(sh.chunk, K - k0);
+            for (int s = 0; s < slices; s++) {
+                const int j0 = s * sh.depth, jc = std::min(sh.depth, M - j0);
+                transpose_slice(tile.data(), sh.depth, buf.data(), w, j0 / NR, (j0 + jc + NR - 1) / NR, k0, kc);
+                const float* slice = packed.data() + (size_t)j0 * blocks * MR;
+                for (int b = 0; b * NR < kc; b++)
+                    for (int ib = 0; ib < blocks; ib++)
+                        kernels::by_rows[std::min(MR, n - ib * MR)](
+                            out + (size_t)ib * MR * K + k0 + b * NR, K, std::min(NR, kc - b * NR),
+                            slice + (size_t)ib * jc * MR, tile.data() + (size_t)b * sh.depth * NR, jc,
+                            accumulate || s > 0, nullptr, 0, false, nullptr, EPILOGUE_NONE);
+            }
+        }
+    }
+}
+
+} // namespace
+
+void weight_column(float* out, const weight_matrix& w, int j) {
+    const weight_matrix* part = &w;
+    for (const weight_matrix& p : w.parts) { // a fused matrix: the part holding column j
+        part = &p;
+        if (j < p.out) break;
+        j -= p.out;
+    }
+    const int64_t panel = j / NR;
+    const int depth = shape_of(*part).chunk; // whole blocks of a block type
+    aligned_vector<float> buf((size_t)depth * NR);
+    for (int k0 = 0; k0 < part->in; k0 += depth) {
+        const int kc = std::min(depth, part->in - k0);
+        const float* rows = panel_rows(buf.data(), *part, panel, k0, kc);
+        for (int k = 0; k < kc; k++) out[k0 + k] = rows[(size_t)k * NR + j % NR];
+    }
+}
+
+void gemm_backward(float* out, const float* g, const weight_matrix& w, int n, gemm_scratch& scratch, bool accumulate) {
+    if (n <= 0) return;
+    if (w.parts.empty()) return transposed_panels(out, g, w.out, w, n, scratch, accumulate);
+    int col0 = 0; // a fused matrix whose parts have their own types: each part's columns of g, summed
+    for (const weight_matrix& p : w.parts) {
+        transposed_panels(out, g + col0, w.out, p, n, scratch, accumulate || col0 > 0);
+        col0 += p.out;
+    }
+}
+
+} // namespace gb
