@@ -158,7 +158,7 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     // chips in view below a demo's caption; then they scroll)
     const float prompt_min = std::max(px(100), ui.content_h["Prompt least"]);
     const float prompt_cap = std::min(H * 0.45f, std::max(H * 0.26f, prompt_min));
-    const float prompt_h = std::max(prompt_min, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : px(150), prompt_cap));
+    float prompt_h = std::max(prompt_min, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : px(150), prompt_cap));
     float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
     float left_w = W * 0.22f, right_w = W * 0.29f, mid_w = W - left_w - right_w - 4 * g; // the middle holds the analyses
     float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
@@ -186,9 +186,9 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, over_h - g), panel_overview, s, ui);
     panel_window("Analysis", ImVec2(mid_x, body_y + over_h), ImVec2(mid_w, body_h - over_h), analysis_tabs, s, ui);
     // right column: the residual panel as tall as its chart, its heatmap's labelled rows and captions need (at least
-    // 48 %, at most 62 %); the next-token panel above it takes the rest (it scrolls when short)
+    // 48 %, at most 56 %); the next-token panel above it takes the rest (it scrolls when short)
     const float resid_want = ui.content_h["Residual wanted"] + 2 * ImGui::GetStyle().WindowPadding.y;
-    const float resid_h = std::max(body_h * 0.48f, std::min(body_h * 0.62f, resid_want));
+    const float resid_h = std::max(body_h * 0.48f, std::min(body_h * 0.56f, resid_want));
     panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h - resid_h - g), panel_output, s, ui);
     panel_window("Residual", ImVec2(right_x, body_y + body_h - resid_h), ImVec2(right_w, resid_h), panel_residual, s, ui);
     status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));

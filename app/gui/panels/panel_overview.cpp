@@ -72,9 +72,12 @@ static void score_controls(app_state& s, ui_context& ui) {
                                                 "attention to the token after the last occurrence of the current one",
                                                 "attention to the last occurrence of the current token",
                                                 "spread of attention (low = focused)"};
-    ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled("%s", meaning[s.colour_by]);
-    ImGui::PopTextWrapPos();
+    if (ImGui::CalcTextSize(meaning[s.colour_by]).x <= ImGui::GetContentRegionAvail().x) { // else "(?)": the grid keeps the room
+        ImGui::TextDisabled("%s", meaning[s.colour_by]);
+    } else {
+        ImGui::TextDisabled("(?)");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", meaning[s.colour_by]);
+    }
     // the induction test: N random tokens repeated once, a fixed seed
     const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
     if (s.model && !gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST)) { // e.g. a decoder that needs a source

@@ -5,6 +5,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "demos.h"
 #include "fonts.h"
@@ -235,7 +236,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
         computed_line(s, ui, top);
         ImGui::SetCursorPos(below_title);
     }
-    const float side_w = px(190), w = ImGui::GetContentRegionAvail().x;
+    const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     ImGui::BeginGroup();
@@ -249,11 +250,18 @@ void panel_prompt(app_state& s, ui_context& ui) {
         remember_item(ui, "prepend BOS");
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
     }
-    if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), s.generating ? "generating..." : "running...");
+    // how many tokens: beside the checkbox when it fits there (the group stays two lines, as tall as the box)
+    char count[64] = "";
+    if (s.busy) snprintf(count, sizeof count, "%s", s.generating ? "generating..." : "running...");
     else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
-        ImGui::TextDisabled("%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
-    else if (s.result && s2s && s.result->decoder) ImGui::TextDisabled("%d target tokens", s.result->decoder->n_tokens);
-    else if (s.result) ImGui::TextDisabled("%d tokens", s.result->cap().n_tokens);
+        snprintf(count, sizeof count, "%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
+    else if (s.result && s2s && s.result->decoder) snprintf(count, sizeof count, "%d target tokens", s.result->decoder->n_tokens);
+    else if (s.result) snprintf(count, sizeof count, "%d tokens", s.result->cap().n_tokens);
+    if (*count) {
+        if (ImGui::CalcTextSize(count).x + px(8) < side_w - ImGui::GetItemRectSize().x - st.ItemSpacing.x) ImGui::SameLine();
+        if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", count);
+        else ImGui::TextDisabled("%s", count);
+    }
     demo_combo(s, ui, side_w - st.ItemSpacing.x);
     ImGui::EndGroup();
     if (!status_on_title) computed_line(s, ui, -1);
@@ -291,7 +299,9 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ui.prompt_wanted_h = fixed_h + strip_h + 2 * st.WindowPadding.y + st.ItemSpacing.y;
     // the least the panel may have: its first row of chips in view whatever is above it (a demo's caption)
     ui.content_h["Prompt least"] = fixed_h + row_h + px(4) + 2 * st.WindowPadding.y + st.ItemSpacing.y;
-    ImGui::BeginChild("##chips", ImVec2(0, 0), false);
+    // whole rows in view, never half a chip at the bottom (the rest scroll)
+    const float room = ImGui::GetContentRegionAvail().y;
+    ImGui::BeginChild("##chips", ImVec2(0, room >= strip_h ? 0.0f : std::max(row_h, std::floor(room / row_h) * row_h)), false);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
     int selected = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
