@@ -238,7 +238,7 @@ private:
             const float spaces = b.space > 0 ? gap / b.space : 0;
             const bool same = p.turned == b.turned && p.col == b.col && std::fabs(p.px - b.px) < 0.01f &&
                               std::fabs(p.top - b.top) < 0.5f && gap > -0.75f && std::fabs(spaces - std::round(spaces)) * b.space < 0.75f &&
-                              spaces < 8.5f;
+                              spaces < 2.5f; // words of one label, not the next column's
             if (!same) flush_text();
             else
                 for (int k = 0; k < (int)std::lround(spaces); k++) {

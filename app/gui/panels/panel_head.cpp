@@ -130,14 +130,11 @@ void panel_head(app_state& s, ui_context& ui) {
     ImU32 tc = IM_COL32(210, 210, 210, 255);
     for (int t = 0; t < T; t++) {
         bool on_step = t % k == 0, near_sel = t != sel_q && std::abs(t - sel_q) < k;
-        if (on_step && !near_sel) {
-            ImVec2 ts = ImGui::CalcTextSize(labels[t].c_str());
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x - ts.x * fs / font - px(4), a.y + (t + 0.5f) * cell - fs / 2),
-                        t == sel_q ? IM_COL32(255, 190, 60, 255) : tc, labels[t].c_str());
-        } else if (t == sel_q) {
-            ImVec2 ts = ImGui::CalcTextSize(labels[t].c_str());
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x - ts.x * fs / font - px(4), a.y + (t + 0.5f) * cell - fs / 2),
-                        IM_COL32(255, 190, 60, 255), labels[t].c_str());
+        if ((on_step && !near_sel) || t == sel_q) {
+            const float w = ImGui::CalcTextSize(labels[t].c_str()).x * fs / font;
+            const ImVec2 at(a.x - w - px(4), a.y + (t + 0.5f) * cell - fs / 2);
+            dl->AddText(ImGui::GetFont(), fs, at, t == sel_q ? IM_COL32(255, 190, 60, 255) : tc, labels[t].c_str());
+            note_drawn(ui, "head row label " + std::to_string(t), at, ImVec2(at.x + w, at.y + fs));
         }
         // key labels above the columns, turned 90 degrees so that whole words fit
         if (on_step) add_text_vertical(dl, ImVec2(a.x + (t + 0.5f) * cell - fs / 2, a.y - px(4)), tc, labels[t].c_str(), fs);

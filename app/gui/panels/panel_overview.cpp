@@ -195,6 +195,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             }
             if (selected) dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(z.x + 2, z.y + 2), IM_COL32(255, 190, 60, 255), 0, 0, 2.5f);
             ui.widgets["head " + std::to_string(l) + "." + std::to_string(h)] = ImVec4(a.x, a.y, z.x, z.y);
+            if (l == 0 && h == 0) note_drawn(ui, "head cell 0.0", a, z);
             if (ImGui::IsMouseHoveringRect(a, z) && ImGui::IsWindowHovered()) {
                 size_t k = (size_t)l * H + h;
                 ImGui::BeginTooltip();
