@@ -5,6 +5,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
