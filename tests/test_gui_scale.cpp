@@ -339,6 +339,7 @@ TEST(GuiScale, LongPromptsThinTheLabelsAndTheLensOpensAtThePrediction) {
     EXPECT_LE(last.x1, grid.x1 + 0.5f);
     EXPECT_GE(last.x0, grid.x0);
     EXPECT_FALSE(st[1]["drawn"].contains("lens column 0")) << "the first ones are scrolled out of view";
+    EXPECT_TRUE(st[1]["drawn"].contains("lens row 6")) << "the last row (the model's own) is in view";
 }
 
 TEST(GuiScale, At1920x1080TheGridsThumbnailsUseTheRoom) {

@@ -100,7 +100,9 @@ struct grid_view {
     // the row label under the mouse, or -1
     int hovered_label(ImVec2 m) const;
 };
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols);
+// flags: more for the child window (e.g. ImGuiWindowFlags_AlwaysVerticalScrollbar).
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags = 0);
 void end_grid(const grid_view& g);
 ImU32 viridis_u32(float t, float alpha = 1.0f);
 // Diverging blue-white-red map centred at 0 (ColorBrewer RdBu's control points): t in [-1, 1], NaN grey.

@@ -27,14 +27,15 @@ void remember_item(ui_context& ui, const std::string& name) {
 
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
 
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols) {
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags) {
     grid_view g;
     g.label_w = label_w, g.header_h = header_h, g.cw = cw, g.ch = ch, g.rows = rows, g.cols = cols;
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
     // the extent end_grid reserves, known before the child begins: a scroll asked for (SetNextWindowScroll) reaches
     // the end of a grid that just grew in this very frame
     ImGui::SetNextWindowContentSize(ImVec2(label_w + cols * cw, header_h + rows * ch));
-    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar);
+    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar | flags);
     g.dl = ImGui::GetWindowDrawList();
     g.o = ImGui::GetCursorScreenPos();
     g.wp = ImGui::GetWindowPos();
@@ -311,9 +312,27 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
 }
 
 void tab_hint(const char* hint) {
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", hint);
-    ImGui::PopTextWrapPos();
+    const float w = ImGui::GetContentRegionAvail().x;
+    if (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", hint);
+        ImGui::PopTextWrapPos();
+    } else { // a short panel: one line of it, and all of it when hovered (the tab's content keeps the room)
+        const std::string more = "\u2026 (?)";
+        std::string cut = hint;
+        while (!cut.empty() && ImGui::CalcTextSize((cut + more).c_str()).x > w) {
+            cut.pop_back();
+            while (!cut.empty() && ((unsigned char)cut.back() & 0xC0) == 0x80) cut.pop_back(); // UTF-8 boundary
+        }
+        ImGui::TextDisabled("%s", (cut + more).c_str());
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+            ImGui::TextUnformatted(hint);
+            ImGui::PopTextWrapPos();
+            ImGui::EndTooltip();
+        }
+    }
     ImGui::Separator();
 }
 

@@ -100,6 +100,9 @@ static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t, ui
         if (y < wp.y + header_h - px(2)) continue;
         ImU32 c = p == P - 1 ? IM_COL32(255, 215, 120, 255) : IM_COL32(170, 170, 180, 255); // the model's own output row
         dl->AddText(ImVec2(wp.x + px(4), y), c, l.points[p].c_str());
+        const float bottom = y + ImGui::GetTextLineHeight();
+        if (bottom <= wp.y + ImGui::GetWindowContentRegionMax().y) // above the scroll bar: in view
+            note_drawn(ui, "lens row " + std::to_string(p), ImVec2(wp.x, y), ImVec2(wp.x + label_w, bottom));
     }
     dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
     dl->AddText(ImVec2(wp.x + px(4), wp.y + px(3)), IM_COL32(120, 120, 130, 255), "point");
@@ -195,12 +198,17 @@ void panel_lens(app_state& s, ui_context& ui) {
     const float ch = std::max(px(20), std::min(px(34), (grid_h - header_h - scroll_room) / P));
     const float fs = std::min(font, std::max(px(12), ch - px(6)));
 
-    // the grid opens (the tab, or a new lens) scrolled to its end: the last position is the prediction
+    // the grid opens (the tab, or a new lens) scrolled to its end both ways: the last position's last row, the
+    // model's own prediction, is in view
     const bool opened = ImGui::GetFrameCount() - ui.lens_drawn_frame > 1 || ui.lens_scrolled_for != lo->key;
     ui.lens_drawn_frame = ImGui::GetFrameCount(), ui.lens_scrolled_for = lo->key;
-    if (opened) ImGui::SetNextWindowScroll(ImVec2(label_w + T * cw, -1.0f));
+    if (opened) ImGui::SetNextWindowScroll(ImVec2(label_w + T * cw, header_h + P * ch));
     // points are rows, tokens columns
-    const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T);
+    // rows that overflow the grid by less than the horizontal scroll bar's height would hide under it without a
+    // vertical scroll bar (ImGui counts that bar's room only for the scrolling): ask for one whenever they overflow
+    const bool tall = header_h + P * ch > grid_h - scroll_room;
+    const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T,
+                                   tall ? ImGuiWindowFlags_AlwaysVerticalScrollbar : 0);
     // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
     const bool other_stack = lo->from->decoder && lo->from->stack == 0;
     const int sel_t = s.sel_token < 0 || other_stack ? T - 1 : std::min(s.sel_token, T - 1);
