@@ -283,6 +283,10 @@ struct app_state {
     int sample_top_k = 40;           // 0 = every token
     int sample_tokens = 30;
     uint64_t sample_seed = 1;
+    // the view: the text scale chosen (1 = 100 %; text_scale.h) and presentation mode (F5: a larger scale, the
+    // file and model controls hidden, the demo caption large)
+    float ui_scale = 1.0f;
+    bool presenting = false;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one

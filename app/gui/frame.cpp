@@ -16,6 +16,7 @@
 #include "script.h"
 #include "startup.h"
 #include "util/error.h"
+#include "view.h"
 
 namespace gbui {
 
@@ -180,7 +181,9 @@ void keyboard_shortcuts(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
+    if (io.KeyCtrl && !io.KeyShift && ImGui::IsKeyPressed(GLFW_KEY_E, false))
+        ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
+    view_keys(s, ui); // text size, presentation mode, a panel filling the window, a panel's export
     if (!io.WantTextInput && s.result) {
         const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;

@@ -10,6 +10,7 @@
 #include "demos.h"
 #include "run/predict.h"
 #include "script.h"
+#include "text_scale.h"
 
 namespace gbui {
 
@@ -104,6 +105,17 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
                           "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
         if (auto it = ui.widgets.find(w); it != ui.widgets.end())
             j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
+    // the view: the text scale chosen and drawn at, the font's pixel size, presentation mode, the panel filling the
+    // window, the panel files the last export wrote, and where what the tests check fits was drawn (this frame)
+    j["ui_scale"] = s.ui_scale;
+    j["ui_scale_shown"] = current_ui_scale();
+    j["font_px"] = ImGui::GetIO().Fonts->Fonts.empty() ? 0.0f : ImGui::GetIO().Fonts->Fonts[0]->FontSize;
+    j["large_font_px"] = ImGui::GetIO().Fonts->Fonts.Size > 1 ? ImGui::GetIO().Fonts->Fonts[1]->FontSize : 0.0f;
+    j["presenting"] = s.presenting;
+    j["maximised"] = ui.maximised;
+    j["focused_panel"] = ui.focused_panel;
+    j["exported"] = ui.exported;
+    for (const auto& [name, r] : ui.drawn) j["drawn"][name] = {r.x, r.y, r.z, r.w};
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "analysis_worker.h"
 #include "app_state.h"
@@ -13,6 +14,13 @@
 #include "worker.h"
 
 namespace gbui {
+
+// A panel to export (view.h): as SVG (vector) or as PNG at twice the scale, to `path`.
+struct panel_export {
+    std::string panel;  // its window ("Residual", "Analysis", ...)
+    bool svg = true;
+    std::string path;
+};
 
 struct ui_context {
     heatmaps hm;
@@ -49,6 +57,18 @@ struct ui_context {
                                             // where a Learn step's link points
     std::chrono::steady_clock::time_point flash_until;
     std::string typed[4], typed_error[4];   // token boxes: attribution target/contrast, patching target/contrast
+    // the view (view.h)
+    std::string maximised;                  // the panel window filling the window ("" = the tiled layout)
+    std::string focused_panel, hovered_panel; // panel windows last focused, and under the mouse (F11, Ctrl+Shift+E)
+    std::vector<panel_export> exports;      // panel exports waiting for their frame, first first
+    std::vector<std::string> exported;      // the files the last exports wrote (the script's print)
+    float default_ui_scale = 1.0f;          // the monitor's content scale: what Ctrl+0 returns to
+    float saved_ui_scale = 0;               // the scale settings.json holds (written when s.ui_scale moves off it)
+    // what was drawn this frame where tests check that it fits (cleared every frame): "panel NAME", captions,
+    // labels -> screen rect (x0, y0, x1, y1)
+    std::map<std::string, ImVec4> drawn;
+    std::string lens_scrolled_for;          // the lens output the grid was last scrolled to the end for
+    int lens_drawn_frame = -10;             // the frame the lens grid was last drawn (it reopens: scrolled again)
 };
 
 // Draws text rotated 90 degrees counter-clockwise (reading bottom to top) with its start at the bottom-left
@@ -62,6 +82,8 @@ int label_step(int n, float spacing, float need);
 
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
+// Notes a rectangle drawn this frame where the tests check that it fits its panel (ui.drawn).
+void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b);
 
 // A rows x cols grid of cw x ch cells in a scrolling child window, with sticky row labels (label_w wide) on the
 // left and a header (header_h tall) on top: the lens and the experts tab. begin_grid opens the child; the caller
@@ -78,7 +100,9 @@ struct grid_view {
     // the row label under the mouse, or -1
     int hovered_label(ImVec2 m) const;
 };
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols);
+// flags: more for the child window (e.g. ImGuiWindowFlags_AlwaysVerticalScrollbar).
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags = 0);
 void end_grid(const grid_view& g);
 ImU32 viridis_u32(float t, float alpha = 1.0f);
 // Diverging blue-white-red map centred at 0 (ColorBrewer RdBu's control points): t in [-1, 1], NaN grey.

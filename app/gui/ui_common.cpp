@@ -14,6 +14,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "settings.h"
+#include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
 
@@ -24,11 +25,17 @@ void remember_item(ui_context& ui, const std::string& name) {
     ui.widgets[name] = ImVec4(a.x, a.y, b.x, b.y);
 }
 
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols) {
+void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
+
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags) {
     grid_view g;
     g.label_w = label_w, g.header_h = header_h, g.cw = cw, g.ch = ch, g.rows = rows, g.cols = cols;
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
-    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar);
+    // the extent end_grid reserves, known before the child begins: a scroll asked for (SetNextWindowScroll) reaches
+    // the end of a grid that just grew in this very frame
+    ImGui::SetNextWindowContentSize(ImVec2(label_w + cols * cw, header_h + rows * ch));
+    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar | flags);
     g.dl = ImGui::GetWindowDrawList();
     g.o = ImGui::GetCursorScreenPos();
     g.wp = ImGui::GetWindowPos();
@@ -115,16 +122,16 @@ ImU32 text_on(ImU32 c) {
 
 float colour_bar(ImDrawList* dl, ImVec2 a, float w, bool diverging, const char* lo, const char* mid, const char* hi) {
     const int steps = 64;
-    const float h = 12;
+    const float h = px(12);
     for (int i = 0; i < steps; i++) {
         float x0 = a.x + w * i / steps, x1 = a.x + w * (i + 1) / steps + 1, t = (i + 0.5f) / steps;
         dl->AddRectFilled(ImVec2(x0, a.y), ImVec2(x1, a.y + h), diverging ? diverging_u32(2 * t - 1) : viridis_u32(t));
     }
     ImU32 tc = IM_COL32(200, 200, 200, 255);
-    dl->AddText(ImVec2(a.x, a.y + h + 2), tc, lo);
-    if (mid) dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + 2), tc, mid);
-    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
-    return h + 4 + ImGui::GetTextLineHeight();
+    dl->AddText(ImVec2(a.x, a.y + h + px(2)), tc, lo);
+    if (mid) dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + px(2)), tc, mid);
+    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + px(2)), tc, hi);
+    return h + px(4) + ImGui::GetTextLineHeight();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,7 +179,7 @@ float room_right_of_item() {
     return ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x;
 }
 
-float token_box_w(float combo_w) { return std::max(80.0f, combo_w * 0.8f); }
+float token_box_w(float combo_w) { return std::max(px(80), combo_w * 0.8f); }
 
 float token_picker_w(const char* label, float combo_w) {
     const ImGuiStyle& st = ImGui::GetStyle();
@@ -266,12 +273,20 @@ void panel_title(const char* title, const char* hint) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.8f, 1.0f, 1.0f));
     ImGui::TextUnformatted(title);
     ImGui::PopStyleColor();
-    if (hint) { // beside the title when it fits, else wrapped under it
+    if (hint) { // beside the title when it fits, else a "(?)" there that shows it when hovered (the line stays one)
         ImGui::SameLine();
-        if (ImGui::CalcTextSize(hint).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("%s", hint);
-        ImGui::PopTextWrapPos();
+        if (ImGui::CalcTextSize(hint).x <= ImGui::GetContentRegionAvail().x) {
+            ImGui::TextDisabled("%s", hint);
+        } else {
+            ImGui::TextDisabled("(?)");
+            if (ImGui::IsItemHovered()) {
+                ImGui::BeginTooltip();
+                ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+                ImGui::TextUnformatted(hint);
+                ImGui::PopTextWrapPos();
+                ImGui::EndTooltip();
+            }
+        }
     }
     ImGui::Separator();
 }
@@ -297,9 +312,27 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
 }
 
 void tab_hint(const char* hint) {
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", hint);
-    ImGui::PopTextWrapPos();
+    const float w = ImGui::GetContentRegionAvail().x;
+    if (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", hint);
+        ImGui::PopTextWrapPos();
+    } else { // a short panel: one line of it, and all of it when hovered (the tab's content keeps the room)
+        const std::string more = "\u2026 (?)";
+        std::string cut = hint;
+        while (!cut.empty() && ImGui::CalcTextSize((cut + more).c_str()).x > w) {
+            cut.pop_back();
+            while (!cut.empty() && ((unsigned char)cut.back() & 0xC0) == 0x80) cut.pop_back(); // UTF-8 boundary
+        }
+        ImGui::TextDisabled("%s", (cut + more).c_str());
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+            ImGui::TextUnformatted(hint);
+            ImGui::PopTextWrapPos();
+            ImGui::EndTooltip();
+        }
+    }
     ImGui::Separator();
 }
 

@@ -5,6 +5,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -17,7 +18,7 @@ static void bar(float p, ImU32 col, float w) {
     dl->AddRectFilled(a, ImVec2(a.x + w * std::min(1.0f, p), a.y + h), col);
     char b[16];
     snprintf(b, sizeof b, "%.3f", p);
-    dl->AddText(ImVec2(a.x + 3, a.y), IM_COL32(240, 240, 240, 255), b);
+    dl->AddText(ImVec2(a.x + px(3), a.y), IM_COL32(240, 240, 240, 255), b);
     ImGui::Dummy(ImVec2(w, h));
 }
 
@@ -56,17 +57,22 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
     // as many rows as leave the continuation's controls in view (at least 5)
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
-    const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + 8; // + the continuation's text
+    const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + px(8); // + the continuation's text
     int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
     if ((int)ids.size() > std::max(5, fit)) ids.resize(std::max(5, fit));
     float avail = ImGui::GetContentRegionAvail().x;
-    float bw = std::max(60.0f, (avail - 200) / (ablated ? 2.0f : 1.0f) - 10);
+    // the token column as wide as its widest token (within 80 .. 200 px at 100 %), the bars share the rest
+    float tok_w = px(80);
+    for (int id : ids) tok_w = std::max(tok_w, ImGui::CalcTextSize(quoted(m.tok, id).c_str()).x + px(8));
+    tok_w = std::min(tok_w, px(200));
+    const float dp_w = ImGui::CalcTextSize("+0.000").x + px(8);
+    float bw = std::max(px(60), (avail - tok_w - (ablated ? dp_w : 0) - px(40)) / (ablated ? 2.0f : 1.0f));
     int cols = ablated ? 4 : 2;
     if (ImGui::BeginTable("##top", cols, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, 120);
+        ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, tok_w);
         if (ablated) ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthFixed, bw);
         ImGui::TableSetupColumn(ablated ? "current" : "probability", ImGuiTableColumnFlags_WidthFixed, bw);
-        if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, 60);
+        if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, dp_w);
         ImGui::TableHeadersRow();
         for (size_t i = 0; i < ids.size(); i++) {
             const int id = ids[i];
@@ -103,25 +109,29 @@ static void generation_controls(app_state& s, ui_context& ui) {
     // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
     const ImGuiStyle& st = ImGui::GetStyle();
     auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
-    const bool one_row = field_w("tokens", 90) + field_w("temperature", 90) + field_w("top-k", 60) + field_w("seed", 70) <=
-                         ImGui::GetContentRegionAvail().x;
-    ImGui::SetNextItemWidth(90);
+    const bool one_row = field_w("tokens", px(90)) + field_w("temperature", px(90)) + field_w("top-k", px(60)) +
+                             field_w("seed", px(70)) <= ImGui::GetContentRegionAvail().x;
+    ImGui::SetNextItemWidth(px(90));
     ImGui::SliderInt("tokens", &s.gen_tokens, 1, 200);
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(90);
+    ImGui::SetNextItemWidth(px(90));
     ImGui::SliderFloat("temperature", &s.gen.temperature, 0.0f, 2.0f, s.gen.temperature == 0 ? "greedy" : "%.2f");
     if (one_row) ImGui::SameLine();
-    ImGui::SetNextItemWidth(60);
+    ImGui::SetNextItemWidth(px(60));
     ImGui::InputInt("top-k", &s.gen.top_k, 0);
     s.gen.top_k = std::max(0, s.gen.top_k);
     ImGui::SameLine();
     int seed = (int)s.gen.seed;
-    ImGui::SetNextItemWidth(70);
+    ImGui::SetNextItemWidth(px(70));
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
     const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
-    const bool gen_clicked = ImGui::Button(s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate");
+    const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
+    // beside the fields when it has room (a short panel keeps the button in view)
+    if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item())
+        ImGui::SameLine();
+    const bool gen_clicked = ImGui::Button(gen_label);
     if (s2s) remember_item(ui, "Translate, sampled");
     if (s2s && ImGui::IsItemHovered())
         ImGui::SetTooltip("the target becomes a translation of the source sampled at this temperature, top-k and seed\n"
@@ -157,7 +167,7 @@ static void generated_text(app_state& s, ui_context& ui) {
         char fmt[48];
         snprintf(fmt, sizeof fmt, "step %%d of %d", n);
         int k = std::min(s.gen_step, n);
-        ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay").x - 16, 240.0f));
+        ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay").x - px(16), px(240)));
         if (ImGui::SliderInt("replay##gen step", &k, 0, n, fmt)) s.gen_step = k, s.gen_follow = false;
         remember_item(ui, "step slider");
         if (ImGui::IsItemHovered())
