@@ -116,7 +116,7 @@ static std::optional<bool> report_command(script_runner& sc, const app_state& s,
     return std::nullopt;
 }
 
-// type TEXT | latency TEXT | key end|backspace|enter
+// type TEXT | latency TEXT | key end|backspace|enter|left|right|escape
 static std::optional<bool> keyboard_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg,
                                             bool settled) {
     ImGuiIO& io = ImGui::GetIO();
@@ -126,7 +126,8 @@ static std::optional<bool> keyboard_command(script_runner& sc, const app_state& 
     }
     if (cmd == "latency") return latency_step(sc, s, settled, arg);
     if (cmd == "key") { // one frame down, one frame up
-        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
+        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER
+                : arg == "left" ? GLFW_KEY_LEFT : arg == "right" ? GLFW_KEY_RIGHT : arg == "escape" ? GLFW_KEY_ESCAPE : -1;
         if (k < 0) throw gb::error("script: unknown key " + arg);
         io.KeysDown[k] = sc.phase == 0;
         return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
@@ -193,7 +194,8 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
     return std::nullopt;
 }
 
-// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I
+// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I |
+// select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
@@ -244,6 +246,12 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
     }
     if (cmd == "select-token") { // as clicking a token chip
         s.sel_token = std::atoi(arg.c_str());
+        return true;
+    }
+    if (cmd == "select-head") { // L.H, as clicking a head in the grid
+        int l = -1, h = -1;
+        if (std::sscanf(arg.c_str(), "%d.%d", &l, &h) != 2 || l < 0 || h < 0) throw gb::error("script: select-head L.H, not " + arg);
+        s.sel_layer = l, s.sel_head = h;
         return true;
     }
     return std::nullopt;
