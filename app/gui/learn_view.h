@@ -15,7 +15,7 @@ struct learn_box_drawn {
     std::string label;   // what the box says
     std::string shape;   // "[T, H, d_head] = [5, 8, 32]"
     bool lit = false;    // the current step's box
-    bool head = false;   // the box shows the selected head's slice (its path through attention)
+    int head = -1;       // the head whose slice the box marks (its path through attention); -1: no head axis
     ImVec4 rect;         // on screen: x0, y0, x1, y1
 };
 

@@ -115,7 +115,7 @@ void draw_box(pic& p, const gb::diagram_box& b, ImRect r, const char* prefix = "
                 p.out->goto_step = (int)i;
                 break;
             }
-    p.view->boxes.push_back({std::string(prefix) + gb::part_name(b.part), b.label, b.shape(), lit, heads,
+    p.view->boxes.push_back({std::string(prefix) + gb::part_name(b.part), b.label, b.shape(), lit, heads ? p.in->head : -1,
                              ImVec4(r.Min.x, r.Min.y, r.Max.x, r.Max.y)});
 }
 
@@ -242,7 +242,7 @@ float sublayer_row(pic& p, const std::vector<const gb::diagram_box*>& row, const
         ImGui::PopID();
         remember_item(*p.ui, std::string("learn box ") + gb::part_name(add->part));
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s  %s\n%s", add->title.c_str(), add->shape().c_str(), font_safe(add->formula).c_str());
-        p.view->boxes.push_back({gb::part_name(add->part), add->label, add->shape(), lit, false,
+        p.view->boxes.push_back({gb::part_name(add->part), add->label, add->shape(), lit, -1,
                                  ImVec4(stream_x - r, ry - r, stream_x + r, ry + r)});
         if (add->label.size() > 3) { // Post-LN ("+, LN"): the norm on the stream itself, right after the add
             const std::string norm = add->label.substr(3);

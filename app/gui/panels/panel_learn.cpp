@@ -89,9 +89,11 @@ struct learn_now {
 
 learn_now learn_state(const app_state& s, const learn_output* lo) {
     learn_now n;
-    const run_result* r = s.result.get();
+    const run_result* r = s.result && s.result->model == s.model ? s.result.get() : nullptr;
     const gb::model& m = *s.model;
-    const int T = r ? r->lm_record().n_tokens : 1, S = r && r->encoder ? r->encoder->n_tokens : 0;
+    // T: the run's tokens; before a run (an image classifier without an image) its positions, [CLS] and patches
+    const int T = r ? r->lm_record().n_tokens : gb::kind_of(m.config) == gb::KIND_VISION ? m.config.n_ctx : 1;
+    const int S = r && r->encoder ? r->encoder->n_tokens : 0;
     n.g = gb::diagram_of(m, T, S);
     if (lo && lo->from && lo->from->model == s.model && n.g.predicts_next) n.walk = &lo->walk;
     n.in.g = &n.g;
@@ -457,7 +459,7 @@ void panel_learn(app_state& s, ui_context& ui) {
     const learn_output* lo = s.learn.get();
     const run_result* r = s.result.get();
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
-    if (!s.model || !r) {
+    if (!s.model) {
         ImGui::TextDisabled(s.loading ? "loading the model..." : "no model yet");
     } else if (ui.learn_full) {
         ImGui::TextDisabled("The picture is shown over the window (Present): Esc or its button brings it back here.");
@@ -465,7 +467,7 @@ void panel_learn(app_state& s, ui_context& ui) {
         present(s, ui, lo);
     } else {
         learn_picture_and_step(s, ui, lo, false, ImGui::GetContentRegionAvail().x >= 1000);
-        if (r->decoder && r->stack == 0)
+        if (r && r->decoder && r->stack == 0)
             ImGui::TextDisabled("The grid shows the encoder now: Show decoder picks the target's tokens; until then the "
                                 "walk follows the last one.");
         other_designs(*s.model);
