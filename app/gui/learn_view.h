@@ -26,6 +26,7 @@ struct learn_view {
     int layers = 0;          // the stack's layer cells drawn (an encoder–decoder: the decoder's)
     int encoder_layers = 0;  // an encoder–decoder's encoder cells
     int cross_arrows = 0;    // arrows from the encoder's output into decoder layers
+    std::vector<int> experts; // mixtures of experts: the experts marked as chosen in the MLP's box
     int layer = -1, head = -1, token = -1; // what the picture shows (the walk's, or the selection without a walk)
     int step = 0, steps = 0; // the current step and how many there are
     bool walk = false;       // the steps carry this token's numbers (a decoder's walk)
@@ -44,6 +45,7 @@ struct learn_picture_in {
     std::vector<gb::diagram_part> parts; // [steps] the part each step lights
     int step = 0, layer = 0, head = 0, token = 0;
     std::string token_text;  // the token's visible text
+    std::vector<int> experts; // mixtures of experts: the experts the router chose for the token (the walk's top-k)
 };
 // What the user did in the picture this frame.
 struct learn_picture_out {

@@ -130,7 +130,7 @@ static void add_learn_picture(nlohmann::json& j, const ui_context& ui) {
                           {"cross_arrows", v.cross_arrows}, {"layer", v.layer}, {"head", v.head}, {"token", v.token},
                           {"step", v.step}, {"steps", v.steps}, {"walk", v.walk}, {"lit", v.lit}, {"title", v.title},
                           {"formula", v.formula}, {"boxes", boxes}, {"missing_glyphs", v.missing_glyphs},
-                          {"raw_missing_glyphs", v.raw_missing}, {"full", v.full}};
+                          {"raw_missing_glyphs", v.raw_missing}, {"full", v.full}, {"experts", v.experts}};
 }
 
 // The Learn walk, the experts' routing, Break it's rows and the Sampling columns.

@@ -79,9 +79,10 @@ bool has_heads(const gb::diagram_box& b) {
 void draw_box(pic& p, const gb::diagram_box& b, ImRect r, const char* prefix = "") {
     const bool lit = b.part == p.lit && !*prefix, seen = !*prefix && p.visited[b.part];
     const bool heads = has_heads(b) && !*prefix;
+    const int E = b.part == gb::PART_MLP_HIDDEN && !*prefix ? p.in->g->n_expert : 0;
     p.dl->AddRectFilled(r.Min, r.Max, lit ? col_lit : seen ? col_visited : col_fill, 4);
     p.dl->AddRect(r.Min, r.Max, lit ? col_lit : family_colour(b.part), 4, 0, lit ? 2.5f : 1.2f);
-    const float tw = p.text_w(b.label.c_str(), p.fs), band = heads ? p.fs * 0.35f : 0;
+    const float tw = p.text_w(b.label.c_str(), p.fs), band = heads || E > 0 ? p.fs * 0.35f : 0;
     p.dl->AddText(ImGui::GetFont(), p.fs, ImVec2((r.Min.x + r.Max.x - tw) / 2, (r.Min.y + r.Max.y - band - p.fs) / 2),
                   lit ? col_lit_text : col_text, b.label.c_str());
     if (heads) { // the head axis: one cell per head (at most 32 drawn), the selected head's in its colour
@@ -90,6 +91,16 @@ void draw_box(pic& p, const gb::diagram_box& b, ImRect r, const char* prefix = "
         for (int i = 0; i < n; i++)
             p.dl->AddRectFilled(ImVec2(x0 + i * cw + 0.5f, y0), ImVec2(x0 + (i + 1) * cw - 0.5f, y1),
                                 i == h ? col_head : lit ? IM_COL32(120, 95, 40, 255) : IM_COL32(70, 76, 92, 255));
+    }
+    if (E > 0) { // the experts: one cell each (at most 64 drawn), the router's choice for this token in its colour
+        const int n = std::min(E, 64);
+        const float x0 = r.Min.x + 4, x1 = r.Max.x - 4, cw = (x1 - x0) / n, y1 = r.Max.y - 3, y0 = y1 - band;
+        for (int i = 0; i < n; i++) {
+            const bool chosen = std::find(p.in->experts.begin(), p.in->experts.end(), i) != p.in->experts.end();
+            p.dl->AddRectFilled(ImVec2(x0 + i * cw + 0.5f, y0), ImVec2(x0 + (i + 1) * cw - 0.5f, y1),
+                                chosen ? expert_colour(i) : IM_COL32(70, 76, 92, 255));
+        }
+        p.view->experts = p.in->experts;
     }
     const std::string nums = dims_numbers(b);
     const float nw = p.text_w(nums.c_str(), p.sf);
@@ -282,8 +293,8 @@ float layer_block(pic& p, ImRect frame, int layer) {
         const bool rail = k == 2 && g.parallel;
         const float from = rail ? stream_x + p.fs * 0.6f : stream_x;
         if (rail) {
-            p.dl->AddLine(ImVec2(stream_x, top + 2), ImVec2(from, top + 2), col_line, 1.2f);
-            p.dl->AddLine(ImVec2(from, top + 2), ImVec2(from, y + bh / 2), col_line, 1.2f);
+            p.dl->AddLine(ImVec2(stream_x, top + 2), ImVec2(from, top + 2), col_stream, 1.5f);
+            p.dl->AddLine(ImVec2(from, top + 2), ImVec2(from, y + bh / 2), col_stream, 1.5f);
         }
         if (k == 1) { // the encoder's output comes in from above the cross-attention box
             const float bx = stream_x + p.fs * 1.6f + box_w(p, *rows[1][0]) * 0.5f;

@@ -102,6 +102,15 @@ learn_now learn_state(const app_state& s, const learn_output* lo) {
         n.in.parts = gb::step_parts(*n.walk);
         n.in.layer = n.walk->layer, n.in.head = n.walk->head, n.in.token = n.walk->token;
         n.in.token_text = visible_token(n.walk->pieces[n.walk->token]);
+        for (const gb::learn_step& st : n.walk->steps) // mixtures of experts: the router's top-k for the token
+            if (st.title == "Router" && (int)st.values.size() == m.config.n_expert) {
+                std::vector<int> order(st.values.size());
+                for (size_t e = 0; e < order.size(); e++) order[e] = (int)e;
+                const int k = std::min<int>(m.config.n_expert_used, (int)order.size());
+                std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                                  [&](int a, int b) { return st.values[a] > st.values[b]; });
+                n.in.experts.assign(order.begin(), order.begin() + k);
+            }
     } else {
         for (const gb::diagram_box& b : n.g.boxes) n.in.parts.push_back(b.part);
         n.in.layer = std::max(0, std::min(s.sel_layer, m.config.n_layer - 1));
