@@ -276,6 +276,7 @@ struct app_state {
     // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
     // its first result is computed (empty once chosen)
     int break_row = -1;
+    int learn_step = 0;              // the Learn tab's step: the walk's (or, without a walk, the picture's parts')
     std::string demo_ablation;
     std::vector<gb::prompt_candidate> demo_candidates;
     // the Sampling tab: the prompt continued at three temperatures from one seed and top-k

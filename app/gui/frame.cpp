@@ -186,8 +186,10 @@ void keyboard_shortcuts(app_state& s, ui_context& ui) {
     view_keys(s, ui); // text size, presentation mode, a panel filling the window, a panel's export
     if (!io.WantTextInput && s.result) {
         const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
+        if (s.tab != TAB_LEARN) { // (the Learn tab steps with them)
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
+        }
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) s.sel_layer = (s.sel_layer + L - 1) % L;
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) s.sel_layer = (s.sel_layer + 1) % L;
     }

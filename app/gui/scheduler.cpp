@@ -117,7 +117,8 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         analysis_request q;
         q.from = s.result;
         std::string inputs;
-        if (r) { // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
+        if (r && gb::offers(r->model->config, gb::FEATURE_LEARN)) { // (other kinds: the picture alone)
+            // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
             const gb::record& c = r->decoder ? *r->decoder : r->cap();
             const int sel = r->decoder && r->stack == 0 ? -1 : s.sel_token;
             q.position = sel < 0 ? c.n_tokens - 1 : std::min(sel, c.n_tokens - 1);

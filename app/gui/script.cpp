@@ -118,12 +118,13 @@ static std::optional<bool> report_command(script_runner& sc, const app_state& s,
     return std::nullopt;
 }
 
-// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e), -1 for none.
+// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, left, right), -1 for none.
 static int key_code(const std::string& name) {
     static const std::pair<const char*, int> keys[] = {
         {"end", GLFW_KEY_END},       {"backspace", GLFW_KEY_BACKSPACE}, {"enter", GLFW_KEY_ENTER}, {"escape", GLFW_KEY_ESCAPE},
         {"f5", GLFW_KEY_F5},         {"f11", GLFW_KEY_F11},             {"=", GLFW_KEY_EQUAL},     {"-", GLFW_KEY_MINUS},
-        {"0", GLFW_KEY_0},           {"e", GLFW_KEY_E},                 {"kp+", GLFW_KEY_KP_ADD}};
+        {"0", GLFW_KEY_0},           {"e", GLFW_KEY_E},                 {"kp+", GLFW_KEY_KP_ADD},
+        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT}};
     for (const auto& [n, k] : keys)
         if (name == n) return k;
     return -1;
@@ -214,7 +215,8 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
     return std::nullopt;
 }
 
-// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I
+// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I |
+// select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
@@ -265,6 +267,12 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
     }
     if (cmd == "select-token") { // as clicking a token chip
         s.sel_token = std::atoi(arg.c_str());
+        return true;
+    }
+    if (cmd == "select-head") { // L.H, as clicking a head in the grid
+        int l = -1, h = -1;
+        if (std::sscanf(arg.c_str(), "%d.%d", &l, &h) != 2 || l < 0 || h < 0) throw gb::error("script: select-head L.H, not " + arg);
+        s.sel_layer = l, s.sel_head = h;
         return true;
     }
     return std::nullopt;

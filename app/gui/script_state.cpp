@@ -128,6 +128,23 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["patching_contrast"] = token(s.patch_contrast);
 }
 
+// The Learn tab's picture as it was last drawn (this frame or the one before): its boxes with their live shapes,
+// the lit one, the head marked, the layer cells and cross-attention arrows, the step's text and any glyph the
+// font lacks.
+static void add_learn_picture(nlohmann::json& j, const ui_context& ui) {
+    const learn_view& v = ui.learn_drawn;
+    if (v.frame < ImGui::GetFrameCount() - 1) return;
+    nlohmann::json boxes = nlohmann::json::array();
+    for (const learn_box_drawn& b : v.boxes)
+        boxes.push_back({{"part", b.part}, {"label", b.label}, {"shape", b.shape}, {"lit", b.lit}, {"head", b.head},
+                         {"rect", {b.rect.x, b.rect.y, b.rect.z, b.rect.w}}});
+    j["learn_picture"] = {{"kind", v.kind}, {"layers", v.layers}, {"encoder_layers", v.encoder_layers},
+                          {"cross_arrows", v.cross_arrows}, {"layer", v.layer}, {"head", v.head}, {"token", v.token},
+                          {"step", v.step}, {"steps", v.steps}, {"walk", v.walk}, {"lit", v.lit}, {"title", v.title},
+                          {"formula", v.formula}, {"boxes", boxes}, {"missing_glyphs", v.missing_glyphs},
+                          {"raw_missing_glyphs", v.raw_missing}, {"full", v.full}, {"experts", v.experts}};
+}
+
 // The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
 static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
@@ -237,6 +254,7 @@ void print_state(const app_state& s, const ui_context& ui) {
     add_result(j, s);
     add_inputs(j, s, ui);
     add_tab_outputs(j, s);
+    add_learn_picture(j, ui);
     add_analyses(j, s);
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);

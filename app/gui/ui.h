@@ -11,6 +11,7 @@
 #include "analysis_worker.h"
 #include "app_state.h"
 #include "heatmaps.h"
+#include "learn_view.h"
 #include "worker.h"
 
 namespace gbui {
@@ -51,6 +52,9 @@ struct ui_context {
     std::chrono::steady_clock::time_point patch_changed_at;
     std::string break_seen;                 // the same for Break it
     std::chrono::steady_clock::time_point break_changed_at;
+    learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
+    bool learn_full = false;                // the Learn tab's Present: its picture over the window
+    float learn_scale = 1.3f;               // Present's text scale, fitted to the window frame by frame
     int break_row_shown = -2;               // the Break-it row the Learn tab last highlighted (scrolls when it changes)
     analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
     std::string flash_window;               // a panel window ("Residual", "Output", ...) outlined for a moment:
