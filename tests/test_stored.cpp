@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "io/gguf_writer.h"
 #include "io/loader.h"
 #include "io/safetensors.h"
 #include "io/writers.h"
@@ -410,24 +411,32 @@ TEST(Stored, QuantiseKeepsValuesAlreadyOnTheLevels) {
 }
 
 TEST(Stored, RandomGgufInEveryWrittenTypeKeepsItAndMatchesTheDequantisedLoad) {
-    gb::model_config c;
-    c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_model = 256, c.d_ff = 512, c.vocab_size = 300, c.n_ctx = 64;
-    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0, gb::GGML_Q4_K})
+    gb::model_config shape;
+    shape.n_layer = 2, shape.n_head = 4, shape.n_kv_head = 2, shape.d_model = 256, shape.d_ff = 512;
+    shape.vocab_size = 300, shape.n_ctx = 64;
+    for (uint32_t type : gb::ggml_types()) {
+        if (type == gb::GGML_F32) continue;
         for (bool tied : {true, false}) {
             SCOPED_TRACE(std::string(gb::ggml_type_name(type)) + (tied ? " tied" : " untied"));
-            c.tied_lm_head = tied;
+            shape.tied_lm_head = tied;
             const std::string path = test_temp_dir("stored_gguf") + "/m.gguf";
-            gb::write_random_llama_gguf(path, c, 4, type);
+            gb::random_gguf_options o;
+            o.type = type, o.seed = 4;
+            gb::write_random_gguf(path, gb::random_gguf_config("llama", shape), o);
             gb::model m = gb::load_model(path);
+            const std::string name = gb::ggml_type_name(type);
             const gb::weight_types t = gb::stored_types(m);
-            EXPECT_EQ(t.attention, gb::ggml_type_name(type));
-            EXPECT_EQ(t.mlp, gb::ggml_type_name(type));
-            EXPECT_EQ(t.embedding, gb::ggml_type_name(type));
-            EXPECT_EQ(t.head, tied ? "tied" : gb::ggml_type_name(type));
+            EXPECT_EQ(t.attention, name);
+            EXPECT_EQ(t.mlp, name);
+            EXPECT_EQ(t.embedding, name);
+            EXPECT_EQ(t.head, tied ? "tied" : name);
             EXPECT_LE(gb::weight_bytes(m), 1.25 * (double)std::filesystem::file_size(path));
             expect_same_forward(path);
         }
-    c.d_model = 96; // Q4_K blocks of 256 cannot tile a row of 96
-    expect_gb_error([&] { gb::write_random_llama_gguf(test_temp_dir("stored_gguf_bad") + "/m.gguf", c, 1, gb::GGML_Q4_K); },
+    }
+    shape.d_model = 96; // Q4_K blocks of 256 cannot tile a row of 96
+    gb::random_gguf_options o;
+    o.type = gb::GGML_Q4_K;
+    expect_gb_error([&] { gb::write_random_gguf(test_temp_dir("stored_gguf_bad") + "/m.gguf", gb::random_gguf_config("llama", shape), o); },
                     "do not divide");
 }
