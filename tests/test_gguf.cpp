@@ -1,7 +1,8 @@
 // GGUF: the same weights as GGUF give the same outputs as llama2.c / HF files and the reference (llama with
 // rope_freqs / linear scaling, qwen2 with biases and rotate-half); v2 and other alignments; the SentencePiece
 // tokenizer's merge order; dequantisation block by block against values worked out by hand; malformed files
-// give clear errors without huge allocations; the random GGUF writer (every family and type) read back.
+// give clear errors without huge allocations; keys a file leaves out read as llama.cpp reads them; the random
+// GGUF writer (every family and type) read back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -678,4 +679,29 @@ TEST(GgufWriter, ASeedNamesOneFileAndRefusalsNameTheProblem) {
     partial.d_ff_expert = 7; // not what random_gguf_config made of the shape
     partial.n_kv_head = 0;
     expect_gb_error([&] { gb::write_random_gguf(dir + "/e.gguf", partial, o); }, "needs the complete config");
+}
+
+// Keys a GGUF may leave out are read with llama.cpp's defaults (the llama.cpp parity suite found both): RoPE's base
+// is 10000 for every architecture (we read 1e6 for Qwen's), and Gemma 2 caps its scores at 50 and its logits at 30
+// with a window of 4096 (we read no caps and no window)
+TEST(Gguf, MissingKeysReadAsLlamaCppReadsThem) {
+    const std::string dir = test_temp_dir("gguf_defaults");
+    for (const std::string family : {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "llama", "gemma2"}) {
+        SCOPED_TRACE(family);
+        gb::model_config c = gb::random_gguf_config(family, small_shape());
+        c.rope_theta = 1000000.0f;
+        gb::random_gguf_options o;
+        const std::string A = family == "qwen2_moe" ? "qwen2moe" : family == "qwen3_moe" ? "qwen3moe" : family;
+        o.omit = {A + ".rope.freq_base", A + ".attention.sliding_window", A + ".attn_logit_softcapping",
+                  A + ".final_logit_softcapping"};
+        gb::write_random_gguf(dir + "/m.gguf", c, o);
+        const gb::gguf_file g = gb::open_gguf(dir + "/m.gguf");
+        ASSERT_EQ(g.meta.count(A + ".rope.freq_base"), 0u) << "the key is left out";
+        const gb::model m = gb::load_model(dir + "/m.gguf");
+        EXPECT_EQ(m.config.rope_theta, 10000.0f);
+        const bool gemma2 = family == "gemma2";
+        EXPECT_EQ(m.config.attn_softcap, gemma2 ? 50.0f : 0.0f);
+        EXPECT_EQ(m.config.final_softcap, gemma2 ? 30.0f : 0.0f);
+        EXPECT_EQ(m.config.sliding_window, gemma2 ? 4096 : 0);
+    }
 }
