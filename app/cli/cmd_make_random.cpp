@@ -114,7 +114,7 @@ int make_gguf(const args& a, const std::string& arch, const std::string& dtype, 
     const int64_t n = gb::write_random_gguf(out, c, o);
     std::printf("wrote a random %s GGUF (%d layers, d %d, %d heads, %d kv heads, ff %d, vocab %d, %s head", arch.c_str(),
                 c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_ff, c.vocab_size, c.tied_lm_head ? "tied" : "untied");
-    if (c.n_expert > 0) std::printf(", %d experts, top %d", c.n_expert, c.n_expert_used);
+    if (gb::kind_of(c) == gb::KIND_MOE) std::printf(", %d experts, top %d", c.n_expert, c.n_expert_used);
     std::printf(", %lld parameters, %s%s) to %s\n", (long long)n, dtype.c_str(), o.dequantised ? " as F32" : "", out.c_str());
     return 0;
 }
