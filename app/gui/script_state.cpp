@@ -207,9 +207,15 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         const gb::lens_result& l = s.lens->lens;
         const gb::tokenizer& tok = s.lens->from->model->tok;
         const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
+        // the first point from which the last position's top-1 is the model's own answer at every later point
+        int settled = l.n_points - 1;
+        for (int p = l.n_points - 2; p >= 0; p--) {
+            if (l.top_ids[((size_t)p * l.n_tokens + l.n_tokens - 1) * l.k] != l.top_ids[last]) break;
+            settled = p;
+        }
         j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
                      {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
-                     {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+                     {"answer_from_point", settled}, {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
     }
     if (s.attribution) {
         const gb::attribution& a = s.attribution->attr;
