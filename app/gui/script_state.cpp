@@ -116,6 +116,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["focused_panel"] = ui.focused_panel;
     j["exported"] = ui.exported;
     for (const auto& [name, r] : ui.drawn) j["drawn"][name] = {r.x, r.y, r.z, r.w};
+    for (const auto& [name, t] : ui.texts) j["texts"][name] = t;
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;

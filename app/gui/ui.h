@@ -71,6 +71,7 @@ struct ui_context {
     // what was drawn this frame where tests check that it fits (cleared every frame): "panel NAME", captions,
     // labels -> screen rect (x0, y0, x1, y1)
     std::map<std::string, ImVec4> drawn;
+    std::map<std::string, std::string> texts; // name -> the text drawn there this frame (what the tests read)
     std::string lens_scrolled_for;          // the lens output the grid was last scrolled to the end for
     int lens_drawn_frame = -10;             // the frame the lens grid was last drawn (it reopens: scrolled again)
 };
@@ -88,6 +89,8 @@ int label_step(int n, float spacing, float need);
 void remember_item(ui_context& ui, const std::string& name);
 // Notes a rectangle drawn this frame where the tests check that it fits its panel (ui.drawn).
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b);
+// Notes the text shown under a name this frame (ui.texts): numbers as formatted, token labels as drawn.
+void note_text(ui_context& ui, const std::string& name, const std::string& text);
 
 // A rows x cols grid of cw x ch cells in a scrolling child window, with sticky row labels (label_w wide) on the
 // left and a header (header_h tall) on top: the lens and the experts tab. begin_grid opens the child; the caller

@@ -26,6 +26,7 @@ void remember_item(ui_context& ui, const std::string& name) {
 }
 
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
+void note_text(ui_context& ui, const std::string& name, const std::string& text) { ui.texts[name] = text; }
 
 grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
                      ImGuiWindowFlags flags) {

@@ -5,6 +5,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "number_format.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -95,8 +96,13 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             bar(r.pred.probs[id], IM_COL32(60, 160, 120, 255), bw);
             if (ablated) {
                 ImGui::TableNextColumn();
-                float d = r.pred.probs[id] - r.pred.base_probs[id];
-                ImGui::TextColored(d >= 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.5f, 0.5f, 1), "%+.3f", d);
+                // coloured by the sign it shows: a change that rounds to 0.000 is neither gain nor loss
+                const float d = r.pred.probs[id] - r.pred.base_probs[id];
+                const int sign = shown_sign(d);
+                const std::string dt = format_delta(d);
+                ImGui::TextColored(sign > 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : sign < 0 ? ImVec4(1, 0.5f, 0.5f, 1)
+                                                                          : ImVec4(0.7f, 0.7f, 0.72f, 1), "%s", dt.c_str());
+                note_text(ui, "next dp " + std::to_string(i), dt);
             }
         }
         ImGui::EndTable();
@@ -224,7 +230,9 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::SameLine();
         if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
         ImGui::TextDisabled("%s", line);
-        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.pred.kl);
+        const std::string kl = format_number(r.pred.kl);
+        ImGui::TextDisabled("KL(baseline \u2016 current) = %s nats", kl.c_str());
+        note_text(ui, "next kl", kl);
     }
     top_rows(s, ui, pick, pick_what[s.tab]);
 

