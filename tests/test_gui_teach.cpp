@@ -95,3 +95,32 @@ TEST(GuiTeach, TheAppWritesNumbersInOneFormat) {
         }
     EXPECT_GT(deltas, 3);
 }
+
+// Under an ablation the Next token table keeps the baseline's answer: on the embedded model "The United States of"
+// is ‘ America’ (23 %); without attention the model ranks it far below the rows shown, yet it stays, pinned and
+// said so, with its probability under the ablation. Without an ablation nothing is pinned.
+TEST(GuiTeach, TheBaselinesAnswerIsPinnedInTheAblatedTable) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--prompt 'The United States of'", "wait\nprint\nclick No attention\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    ASSERT_EQ(st[0]["top1"], " America");
+    for (const auto& row : st[0]["next_rows"]) EXPECT_EQ(row["pinned"], "") << row.dump();
+    ASSERT_EQ(st[1]["ablation"], "no-attention");
+    ASSERT_NE(st[1]["top1"], " America");
+    const nlohmann::json& rows = st[1]["next_rows"];
+    ASSERT_FALSE(rows.empty());
+    const nlohmann::json* america = nullptr;
+    for (const auto& row : rows)
+        if (row["token"] == " America") america = &row;
+    ASSERT_NE(america, nullptr) << "the baseline's top-1 is in the ablated table: " << rows.dump();
+    EXPECT_EQ((*america)["pinned"], "baseline top-1");
+    EXPECT_LT((*america)["prob"].get<double>(), rows[0]["prob"].get<double>());
+    EXPECT_GT((*america)["base_prob"].get<double>(), 0.2);
+    // it is pinned because the ablated model ranks it below every row shown by rank
+    for (const auto& row : rows)
+        if (row["pinned"] == "") EXPECT_GT(row["prob"].get<double>(), (*america)["prob"].get<double>());
+    const std::string note = st[1]["texts"]["next pinned"];
+    EXPECT_NE(note.find("America"), std::string::npos) << note;
+}

@@ -117,6 +117,9 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["exported"] = ui.exported;
     for (const auto& [name, r] : ui.drawn) j["drawn"][name] = {r.x, r.y, r.z, r.w};
     for (const auto& [name, t] : ui.texts) j["texts"][name] = t;
+    j["next_rows"] = nlohmann::json::array();
+    for (const shown_row& r : ui.next_rows)
+        j["next_rows"].push_back({{"token", r.token}, {"prob", r.prob}, {"base_prob", r.base_prob}, {"pinned", r.pinned}});
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;

@@ -23,6 +23,14 @@ struct panel_export {
     std::string path;
 };
 
+// A row of the Next token table as drawn (the script's print): its token, probability (under the ablation) and the
+// baseline's, and why it is pinned ("" when it is there by rank).
+struct shown_row {
+    std::string token;
+    float prob = 0, base_prob = 0;
+    std::string pinned;
+};
+
 struct ui_context {
     heatmaps hm;
     GLuint image_tex = 0;                  // the Image tab's picture (a vision result's view)
@@ -72,6 +80,7 @@ struct ui_context {
     // labels -> screen rect (x0, y0, x1, y1)
     std::map<std::string, ImVec4> drawn;
     std::map<std::string, std::string> texts; // name -> the text drawn there this frame (what the tests read)
+    std::vector<shown_row> next_rows;         // the Next token table's rows this frame
     std::string lens_scrolled_for;          // the lens output the grid was last scrolled to the end for
     int lens_drawn_frame = -10;             // the frame the lens grid was last drawn (it reopens: scrolled again)
 };

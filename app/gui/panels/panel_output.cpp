@@ -44,7 +44,9 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
 }
 
 // The rows: the union of the current and the baseline top-k, with bars (and the change when ablated). A click on
-// a row sets *pick (when not null) to its token, which pick_what says.
+// a row sets *pick (when not null) to its token, which pick_what says. Under an ablation the baseline's top-1, and
+// the picked target, are pinned: shown (last, tagged) even when the ablated model ranks them below the rows shown,
+// so the answer the ablation took away stays in the table with its new probability and Δp.
 static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
@@ -60,15 +62,37 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
     const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + px(8); // + the continuation's text
     int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
-    if ((int)ids.size() > std::max(5, fit)) ids.resize(std::max(5, fit));
+    size_t rows = (size_t)std::max(5, fit);
+    // the pinned tokens (with their tags), in place of the last rows when they are not among them
+    std::vector<std::pair<int, const char*>> pins;
+    if (ablated && !r.pred.base_top.empty()) pins.push_back({r.pred.base_top[0].id, "baseline top-1"});
+    if (pick && *pick >= 0 && *pick < (int)r.pred.probs.size() && (pins.empty() || pins[0].first != *pick))
+        pins.push_back({*pick, "target"});
+    for (const auto& pin : pins) // a pinned row brings its line under the table: two rows fewer
+        if (std::find(ids.begin(), ids.begin() + std::min(ids.size(), rows), pin.first) == ids.begin() + std::min(ids.size(), rows)) {
+            rows = (size_t)std::max(5, fit - 2);
+            break;
+        }
+    if (ids.size() > rows) ids.resize(rows);
+    std::vector<const char*> tag(ids.size(), nullptr);
+    for (const auto& [id, what] : pins) {
+        if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+        size_t at = ids.size() < rows ? ids.size() : ids.size() - 1;
+        while (at > 0 && at < ids.size() && tag[at]) at--; // never over another pinned row
+        if (at == ids.size()) ids.push_back(id), tag.push_back(what);
+        else ids[at] = id, tag[at] = what;
+    }
     float avail = ImGui::GetContentRegionAvail().x;
     // the token column as wide as its widest token (within 80 .. 200 px at 100 %), the bars share the rest
     float tok_w = px(80);
-    for (int id : ids) tok_w = std::max(tok_w, ImGui::CalcTextSize(quoted(m.tok, id).c_str()).x + px(8));
+    for (size_t i = 0; i < ids.size(); i++)
+        tok_w = std::max(tok_w, ImGui::CalcTextSize(quoted(m.tok, ids[i]).c_str()).x + px(8) +
+                                    (tag[i] ? ImGui::CalcTextSize(" *").x : 0));
     tok_w = std::min(tok_w, px(200));
     const float dp_w = ImGui::CalcTextSize("+0.000").x + px(8);
     float bw = std::max(px(60), (avail - tok_w - (ablated ? dp_w : 0) - px(40)) / (ablated ? 2.0f : 1.0f));
     int cols = ablated ? 4 : 2;
+    ui.next_rows.clear();
     if (ImGui::BeginTable("##top", cols, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
         ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, tok_w);
         if (ablated) ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthFixed, bw);
@@ -78,16 +102,25 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
         for (size_t i = 0; i < ids.size(); i++) {
             const int id = ids[i];
             ImGui::TableNextRow();
+            if (tag[i]) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(70, 60, 30, 255)); // pinned: amber
             ImGui::TableNextColumn();
             std::string label = "\u2018" + visible_token(gb::token_text(m.tok, id)) + "\u2019##row" + std::to_string(i);
             if (pick) {
                 if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
-                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what);
             } else {
                 ImGui::TextUnformatted(label.c_str(), label.c_str() + label.rfind("##row")); // WordPiece pieces hold "##" too
-                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
             }
+            const bool hovered = ImGui::IsItemHovered();
             remember_item(ui, "next " + std::to_string(i));
+            if (tag[i]) { // an amber star; the line under the table says what it means
+                ImGui::SameLine(0, px(3));
+                ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "*");
+            }
+            if (hovered)
+                ImGui::SetTooltip("id %d%s%s%s%s", id, tag[i] ? "\npinned: the " : "", tag[i] ? tag[i] : "",
+                                  tag[i] ? ", which the ablated model ranks below these rows" : "",
+                                  pick ? (std::string("\nclick: ") + pick_what).c_str() : "");
+            ui.next_rows.push_back({gb::token_text(m.tok, id), r.pred.probs[id], r.pred.base_probs[id], tag[i] ? tag[i] : ""});
             if (ablated) {
                 ImGui::TableNextColumn();
                 bar(r.pred.base_probs[id], IM_COL32(90, 120, 170, 255), bw);
@@ -106,6 +139,16 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             }
         }
         ImGui::EndTable();
+    }
+    std::string pinned_note;
+    for (size_t i = 0; i < ids.size(); i++)
+        if (tag[i]) pinned_note += (pinned_note.empty() ? "* pinned: the " : " and the ") + std::string(tag[i]) + " " + quoted(m.tok, ids[i]);
+    if (!pinned_note.empty()) {
+        pinned_note += ", which the ablated model ranks lower";
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s", pinned_note.c_str());
+        ImGui::PopTextWrapPos();
+        note_text(ui, "next pinned", pinned_note);
     }
 }
 
