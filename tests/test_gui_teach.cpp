@@ -11,6 +11,7 @@
 #include "app_script.h"
 #include "number_format.h"
 #include "test_util.h"
+#include "tiny_encoder.h"
 #include "tiny_model.h"
 
 namespace {
@@ -123,4 +124,35 @@ TEST(GuiTeach, TheBaselinesAnswerIsPinnedInTheAblatedTable) {
         if (row["pinned"] == "") EXPECT_GT(row["prob"].get<double>(), (*america)["prob"].get<double>());
     const std::string note = st[1]["texts"]["next pinned"];
     EXPECT_NE(note.find("America"), std::string::npos) << note;
+}
+
+// Token text is shown whole where it goes into a widget's label: ImGui hides what follows "##" in a label, so
+// BERT's ‘##s’ showed as ‘ and GPT-2's token ‘##’ as nothing. A tiny BERT's Next token rows (clickable under the
+// lens tab) and the embedded model's attribution target picker (‘##’ typed in) show them.
+TEST(GuiTeach, WordPieceLabelsAreShownWhole) {
+    ASSERT_TRUE(have_app());
+    const tiny_encoder tm = write_tiny_encoder(test_temp_dir("teach_bert") + "/m", {});
+    int rc = -1;
+    auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cats [MASK] on the mat'", "wait\ntab lens\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    const nlohmann::json& rows = st[0]["next_rows"];
+    ASSERT_FALSE(rows.empty());
+    int pieces = 0;
+    for (size_t i = 0; i < rows.size(); i++) {
+        const std::string tok = rows[i]["token"], shown = st[0]["texts"]["next label " + std::to_string(i)];
+        EXPECT_EQ(shown, "\u2018" + tok + "\u2019") << "row " << i << " shows " << shown;
+        pieces += tok.rfind("##", 0) == 0;
+    }
+    EXPECT_GT(pieces, 0) << "some rows are WordPiece continuations: " << rows.dump();
+    st = run_script("--prompt 'The United States of'",
+                    "wait\ntab attribution\nclick attribution target text\ntype ##\nkey enter\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["attribution_target"], "##");
+    EXPECT_EQ(st[0]["texts"]["attribution target preview"], "\u2018##\u2019");
+    bool row = false;
+    for (auto it = st[0]["texts"].begin(); it != st[0]["texts"].end(); ++it)
+        row |= it.key().rfind("next label ", 0) == 0 && it.value() == "\u2018##\u2019";
+    EXPECT_TRUE(row) << "the picked target's row shows ‘##’: " << st[0]["texts"].dump();
 }

@@ -94,6 +94,17 @@ std::string short_label(const std::string& s, size_t max_chars = 10);
 // label `need` pixels (so labels never overlap).
 int label_step(int n, float spacing, float need);
 
+// Token text in widgets: ImGui shows a label only up to its first "##" (the rest is its id), and WordPiece pieces
+// (‘##i’) and GPT-2's ‘##’ hold one. These show the text whole: the widget gets only the id, the text is drawn on it.
+// A Selectable of text (id: e.g. "##row3"); the last item is the Selectable, as ImGui::Selectable leaves it.
+bool text_selectable(const std::string& text, const char* id, bool selected, ImGuiSelectableFlags flags = 0);
+// A combo (id: e.g. "##pick") whose closed box shows `preview` whole; as ImGui::BeginCombo (EndCombo when true).
+bool text_combo(const char* id, const std::string& preview, float width);
+// A table's header row from names, each drawn whole (in place of TableSetupColumn names + TableHeadersRow).
+void text_headers(const std::vector<std::string>& names);
+// The text ImGui shows for a label (up to its first "##"): what tests read of a widget's label.
+std::string shown_label(const std::string& label);
+
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
 // Notes a rectangle drawn this frame where the tests check that it fits its panel (ui.drawn).

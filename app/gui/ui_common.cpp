@@ -28,6 +28,51 @@ void remember_item(ui_context& ui, const std::string& name) {
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
 void note_text(ui_context& ui, const std::string& name, const std::string& text) { ui.texts[name] = text; }
 
+bool text_selectable(const std::string& text, const char* id, bool selected, ImGuiSelectableFlags flags) {
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const char* end = text.c_str() + text.size();
+    const bool clicked = ImGui::Selectable(id, selected, flags, ImVec2(ImGui::CalcTextSize(text.c_str(), end).x, 0));
+    ImGui::GetWindowDrawList()->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), text.c_str(), end);
+    return clicked;
+}
+
+bool text_combo(const char* id, const std::string& preview, float width) {
+    ImDrawList* dl = ImGui::GetWindowDrawList(); // the combo's window (an open combo's popup is current after Begin)
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const ImGuiStyle& st = ImGui::GetStyle();
+    ImGui::SetNextItemWidth(width);
+    const bool open = ImGui::BeginCombo(id, "");
+    const ImVec2 lo(at.x + st.FramePadding.x, at.y), hi(at.x + width - ImGui::GetFrameHeight(), at.y + ImGui::GetFrameHeight());
+    dl->PushClipRect(lo, hi, true);
+    dl->AddText(ImVec2(lo.x, at.y + st.FramePadding.y), ImGui::GetColorU32(ImGuiCol_Text), preview.c_str(),
+                preview.c_str() + preview.size());
+    dl->PopClipRect();
+    return open;
+}
+
+void text_headers(const std::vector<std::string>& names) {
+    ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+    for (int c = 0; c < (int)names.size(); c++) {
+        if (!ImGui::TableSetColumnIndex(c)) continue;
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const std::string& n = names[c];
+        // the header's own label, unseen: the text with "##" spread to "# #" (a column fitting its content fits it)
+        std::string spread = n;
+        for (size_t at2 = spread.find("##"); at2 != std::string::npos; at2 = spread.find("##", at2 + 2)) spread.insert(at2 + 1, " ");
+        ImGui::PushID(c);
+        ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));
+        ImGui::TableHeader(spread.c_str());
+        ImGui::PopStyleColor();
+        ImGui::PopID();
+        ImGui::GetWindowDrawList()->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), n.c_str(), n.c_str() + n.size());
+    }
+}
+
+std::string shown_label(const std::string& label) {
+    const size_t cut = label.find("##");
+    return cut == std::string::npos ? label : label.substr(0, cut);
+}
+
 grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
                      ImGuiWindowFlags flags) {
     grid_view g;
@@ -192,18 +237,19 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
     const int before = *id;
     std::string preview = *id >= 0 && *id < vocab ? quoted(tok, *id) : default_label;
     ImGui::PushID(name);
-    ImGui::SetNextItemWidth(combo_w);
-    if (ImGui::BeginCombo("##pick", preview.c_str())) {
-        if (ImGui::Selectable(default_label.c_str(), *id < 0)) *id = -1;
+    if (text_combo("##pick", preview, combo_w)) { // token text drawn whole (‘##’ is a token)
+        if (text_selectable(default_label, "##default", *id < 0)) *id = -1;
         for (size_t i = 0; i < offered.size(); i++) {
             char line[160];
             snprintf(line, sizeof line, "%s   %.3f", quoted(tok, offered[i].id).c_str(), offered[i].prob);
-            if (ImGui::Selectable(line, *id == offered[i].id)) *id = offered[i].id;
+            if (text_selectable(line, ("##offer" + std::to_string(i)).c_str(), *id == offered[i].id)) *id = offered[i].id;
             remember_item(ui, std::string(name) + " " + std::to_string(i));
+            note_text(ui, std::string(name) + " " + std::to_string(i), line);
         }
         ImGui::EndCombo();
     }
     remember_item(ui, name);
+    note_text(ui, std::string(name) + " preview", preview);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(token_box_w(combo_w));
     std::string& typed = ui.typed[slot];

@@ -357,13 +357,13 @@ void break_section(app_state& s, ui_context& ui) {
         if (std::isfinite(r.kl)) max_kl = std::max(max_kl, r.kl);
     const std::string keeps = "p(" + base + ")";
     if (ImGui::BeginTable("##break_it", 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("removed");
-        ImGui::TableSetupColumn("top-1");
-        ImGui::TableSetupColumn("p");
-        ImGui::TableSetupColumn(keeps.c_str());
-        ImGui::TableSetupColumn("KL (nats)", ImGuiTableColumnFlags_WidthFixed, px(100));
-        ImGui::TableSetupColumn("\u2016x\u2016 last");
-        ImGui::TableHeadersRow();
+        // the headers drawn whole: p(‘##’) names a token (a TableSetupColumn name would be cut at "##")
+        const std::vector<std::string> heads = {"removed", "top-1", "p", keeps, "KL (nats)", "\u2016x\u2016 last"};
+        for (const std::string& h : heads)
+            ImGui::TableSetupColumn(("##" + h).c_str(), h == "KL (nats)" ? ImGuiTableColumnFlags_WidthFixed : 0,
+                                    h == "KL (nats)" ? px(100) : 0.0f);
+        text_headers(heads);
+        note_text(ui, "break keeps", keeps);
         // the model as it is, for comparison (a click restores it)
         ImGui::TableNextRow();
         ImGui::TableNextColumn();

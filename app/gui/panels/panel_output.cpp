@@ -104,12 +104,14 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             ImGui::TableNextRow();
             if (tag[i]) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(70, 60, 30, 255)); // pinned: amber
             ImGui::TableNextColumn();
-            std::string label = "\u2018" + visible_token(gb::token_text(m.tok, id)) + "\u2019##row" + std::to_string(i);
+            const std::string label = quoted(m.tok, id); // drawn whole: WordPiece pieces (‘##i’) hold "##"
             if (pick) {
-                if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
+                if (text_selectable(label, ("##row" + std::to_string(i)).c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns))
+                    *pick = id;
             } else {
-                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.rfind("##row")); // WordPiece pieces hold "##" too
+                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.size());
             }
+            note_text(ui, "next label " + std::to_string(i), label);
             const bool hovered = ImGui::IsItemHovered();
             remember_item(ui, "next " + std::to_string(i));
             if (tag[i]) { // an amber star; the line under the table says what it means
@@ -144,7 +146,7 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     for (size_t i = 0; i < ids.size(); i++)
         if (tag[i]) pinned_note += (pinned_note.empty() ? "* pinned: the " : " and the ") + std::string(tag[i]) + " " + quoted(m.tok, ids[i]);
     if (!pinned_note.empty()) {
-        pinned_note += ", which the ablated model ranks lower";
+        pinned_note += ablated ? ", which the ablated model ranks lower" : ", ranked below these rows";
         ImGui::PushTextWrapPos(0);
         ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s", pinned_note.c_str());
         ImGui::PopTextWrapPos();
