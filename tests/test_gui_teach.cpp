@@ -4,6 +4,7 @@
 // replay marked, a telling first head, and patching that says when its map is noise.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -155,4 +156,31 @@ TEST(GuiTeach, WordPieceLabelsAreShownWhole) {
     for (auto it = st[0]["texts"].begin(); it != st[0]["texts"].end(); ++it)
         row |= it.key().rfind("next label ", 0) == 0 && it.value() == "\u2018##\u2019";
     EXPECT_TRUE(row) << "the picked target's row shows ‘##’: " << st[0]["texts"].dump();
+}
+
+// "No attention" on every layer crosses out every head of the grid, as an ablated head is crossed out; without an
+// ablation nothing is, and a right-clicked head is crossed out as a head.
+TEST(GuiTeach, LayersWithoutAttentionAreCrossedOutInTheGrid) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(teach_model().dir) + " --prompt 'the cat sat on the mat'",
+                               "wait\nrclick head 1.2\nwait\nprint\nclick No attention\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    auto crossed = [](const nlohmann::json& j) {
+        std::map<std::string, std::string> out;
+        if (j.contains("texts"))
+            for (auto it = j["texts"].begin(); it != j["texts"].end(); ++it)
+                if (it.key().rfind("grid ablated ", 0) == 0) out[it.key().substr(13)] = it.value();
+        return out;
+    };
+    EXPECT_EQ(crossed(st[0]), (std::map<std::string, std::string>{{"1.2", "head"}}));
+    const auto all = crossed(st[1]);
+    ASSERT_EQ(all.size(), 12u) << st[1]["texts"].dump();
+    for (int l = 0; l < 3; l++)
+        for (int h = 0; h < 4; h++) {
+            const std::string k = std::to_string(l) + "." + std::to_string(h);
+            ASSERT_TRUE(all.count(k)) << k;
+            EXPECT_EQ(all.at(k), "no attention") << k;
+        }
 }
