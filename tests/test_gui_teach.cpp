@@ -13,6 +13,7 @@
 #include "number_format.h"
 #include "test_util.h"
 #include "tiny_encoder.h"
+#include "tiny_llama.h"
 #include "tiny_model.h"
 
 namespace {
@@ -183,4 +184,29 @@ TEST(GuiTeach, LayersWithoutAttentionAreCrossedOutInTheGrid) {
             ASSERT_TRUE(all.count(k)) << k;
             EXPECT_EQ(all.at(k), "no attention") << k;
         }
+}
+
+// A llama2.c model's tokenizer always starts with BOS: the prompt's first chip is <s>, and "prepend BOS" shows it
+// ticked (and fixed), whether or not the box was ticked; a click on it changes neither. GPT-2 (no BOS of its own)
+// still follows the box.
+TEST(GuiTeach, TheBosCheckboxSaysWhatIsFed) {
+    ASSERT_TRUE(have_app());
+    const tiny_llama tl = write_tiny_llama2c(test_temp_dir("teach_llama2c"), tiny_llama_spec{});
+    int rc = -1;
+    auto st = run_script("--model " + sq(tl.model_path) + " --prompt 'hello there'",
+                         "wait\nprint\nclick prepend BOS\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    for (const auto& j : st) {
+        ASSERT_FALSE(j["tokens"].empty());
+        EXPECT_NE(j["tokens"][0].get<std::string>().find("<s>"), std::string::npos) << j["tokens"]; // llama2.c's "\n<s>\n"
+        EXPECT_EQ(j["texts"]["prepend BOS"], "ticked (the tokenizer adds it)");
+    }
+    EXPECT_EQ(st[0]["tokens"], st[1]["tokens"]);
+    st = run_script("--model " + sq(teach_model().dir) + " --prompt 'the cat'", "wait\nprint\nclick prepend BOS\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["texts"]["prepend BOS"], "unticked");
+    EXPECT_EQ(st[1]["texts"]["prepend BOS"], "ticked");
+    EXPECT_EQ(st[1]["tokens"].size(), st[0]["tokens"].size() + 1);
 }

@@ -119,6 +119,26 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
     if (!s.model || encoder) ImGui::EndDisabled();
 }
 
+// "prepend BOS" as the prompt is fed: a tokenizer that always starts with its BOS (llama2.c's, Llama's add_bos_token)
+// shows it ticked and fixed, since encode_prompt adds it whatever the box says.
+static void bos_checkbox(app_state& s, ui_context& ui) {
+    const gb::tokenizer* tok = s.model ? &s.model->tok : nullptr;
+    const bool forced = tok && tok->add_bos && tok->bos_id >= 0;
+    bool shown = s.bos || forced;
+    if (forced) ImGui::BeginDisabled();
+    if (ImGui::Checkbox("prepend BOS", &shown) && !forced) s.bos = shown;
+    if (forced) ImGui::EndDisabled();
+    remember_item(ui, "prepend BOS");
+    note_text(ui, "prepend BOS", forced ? "ticked (the tokenizer adds it)" : shown ? "ticked" : "unticked");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+        if (forced)
+            ImGui::SetTooltip("This model's tokenizer always starts the prompt with \u2018%s\u2019, as the model was trained:\n"
+                              "it is fed whether or not the box is ticked", visible_token(gb::token_text(*tok, tok->bos_id)).c_str());
+        else
+            ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    }
+}
+
 // Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
 static void break_buttons(app_state& s, ui_context& ui) {
     const break_output* b = s.breaking.get();
@@ -246,9 +266,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
         if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
         else ImGui::TextDisabled("the source");
     } else {
-        ImGui::Checkbox("prepend BOS", &s.bos);
-        remember_item(ui, "prepend BOS");
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+        bos_checkbox(s, ui);
     }
     // how many tokens: beside the checkbox when it fits there (the group stays two lines, as tall as the box)
     char count[64] = "";
