@@ -4,6 +4,7 @@
 // replay marked, a telling first head, and patching that says when its map is noise.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -209,4 +210,39 @@ TEST(GuiTeach, TheBosCheckboxSaysWhatIsFed) {
     EXPECT_EQ(st[0]["texts"]["prepend BOS"], "unticked");
     EXPECT_EQ(st[1]["texts"]["prepend BOS"], "ticked");
     EXPECT_EQ(st[1]["tokens"].size(), st[0]["tokens"].size() + 1);
+}
+
+// An encoder: the query the panels show is the [MASK] (the first one), not the [SEP] after it, until a chip is
+// clicked; without a mask it is the last token. "prepend BOS" and the Demos combo (which an encoder cannot use, as
+// the kind table says) are not shown, and a script cannot start a demo; a GPT-2 shows both, with every demo.
+TEST(GuiTeach, AnEncodersQueryIsItsMaskAndItShowsNoBosOrDemos) {
+    ASSERT_TRUE(have_app());
+    const tiny_encoder tm = write_tiny_encoder(test_temp_dir("teach_bert_query") + "/m", {});
+    int rc = -1;
+    auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat [MASK] on the mat'",
+                         "wait\nprint\nclick token 1\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    ASSERT_EQ(st[0]["tokens"][3], "[MASK]");
+    EXPECT_EQ(st[0]["query_token"], 3) << "the mask, not [SEP] (" << st[0]["tokens"].size() - 1 << ")";
+    EXPECT_EQ(st[0]["fill_position"], 3);
+    EXPECT_EQ(st[1]["query_token"], 1) << "a clicked chip wins";
+    EXPECT_FALSE(st[0]["texts"].contains("prepend BOS"));
+    EXPECT_FALSE(st[0]["texts"].contains("demos"));
+    // no mask: the last token, as before
+    st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["query_token"], (int)st[0]["tokens"].size() - 1);
+    const std::string demo = test_temp_dir("teach_bert_demo") + "/demo.txt";
+    std::ofstream(demo) << "wait\ndemo induction\n";
+    const command_result r = run_command(xvfb_app("--model " + sq(tm.dir) + " --script " + sq(demo)));
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("not offered"), std::string::npos) << r.err;
+    st = run_script("--model " + sq(teach_model().dir) + " --prompt 'the cat'", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["texts"]["prepend BOS"], "unticked");
+    EXPECT_EQ(st[0]["texts"]["demos"], "induction,prev-token,lens,ioi,break-it,temperature");
+    EXPECT_EQ(st[0]["query_token"], (int)st[0]["tokens"].size() - 1);
 }

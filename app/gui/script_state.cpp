@@ -75,6 +75,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
+    j["query_token"] = s.result ? query_token(s, s.result->cap().n_tokens) : -1; // the one the panels show
     j["prompt"] = s.prompt;
     j["image"] = s.image_path;
     j["generated"] = s.generated ? s.generated->text : "";

@@ -282,6 +282,14 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // ---------------------------------------------------------------------------------------------
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
+int query_token(const app_state& s, int n_tokens) {
+    if (s.sel_token >= 0) return std::min(s.sel_token, n_tokens - 1);
+    const run_result* r = s.result.get();
+    if (r && r->pred.output == gb::OUTPUT_FILL_MASK && !r->pred.fills.empty() && r->cap().n_tokens == n_tokens)
+        return r->pred.fills[0].position; // BERT: the [MASK], not the [SEP] after it
+    return n_tokens - 1;
+}
+
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
                                            "cross"};

@@ -117,7 +117,7 @@ learn_now learn_state(const app_state& s, const learn_output* lo) {
         for (const gb::diagram_box& b : n.g.boxes) n.in.parts.push_back(b.part);
         n.in.layer = std::max(0, std::min(s.sel_layer, m.config.n_layer - 1));
         n.in.head = std::max(0, std::min(s.sel_head, m.config.n_head - 1));
-        n.in.token = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+        n.in.token = query_token(s, T);
         if (r && n.in.token < (int)r->lm_record().pieces.size()) n.in.token_text = visible_token(r->lm_record().pieces[n.in.token]);
     }
     n.in.step = std::max(0, std::min(s.learn_step, (int)n.in.parts.size() - 1));

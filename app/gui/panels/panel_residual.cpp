@@ -230,7 +230,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
     resid_frame f;
     f.c = &c, f.T = T, f.P = P, f.log = s.resid_log;
-    const int sel = f.sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel = f.sel = query_token(s, T);
     // baseline (no ablation) of the selected token: a grey dashed ghost line
     const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
     const std::vector<float>* base_norm = f.base_norm = ghost ? &r.base->resid_norm : nullptr;
