@@ -4,6 +4,7 @@
 // replay marked, a telling first head, and patching that says when its map is noise.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -245,4 +246,36 @@ TEST(GuiTeach, AnEncodersQueryIsItsMaskAndItShowsNoBosOrDemos) {
     EXPECT_EQ(st[0]["texts"]["prepend BOS"], "unticked");
     EXPECT_EQ(st[0]["texts"]["demos"], "induction,prev-token,lens,ioi,break-it,temperature");
     EXPECT_EQ(st[0]["query_token"], (int)st[0]["tokens"].size() - 1);
+}
+
+// Patching with a clean–corrupted gap under 1 logit says above the maps that they are then noise, and offers a
+// contrast the corruption moves (the corrupted prompt's own most probable other token), which a click sets; a
+// gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model ‘ America’
+// against ‘ the’: "The old States of" moves it 0.75, "The United Nations of" 2.3.
+TEST(GuiTeach, PatchingSaysWhenTheGapIsTooSmallToRead) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--prompt 'The United States of'",
+                               "wait\ntab patching\ncorrupt The old States of\nwait\nprint\n"
+                               "click patching use suggested contrast\nwait\nprint\n"
+                               "corrupt The United Nations of\nwait\nprint\n"
+                               "corrupt The United States of\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 4u);
+    const nlohmann::json& p = st[0]["patching"];
+    ASSERT_LT(std::fabs(p["clean"].get<double>() - p["corrupt"].get<double>()), 1.0) << p.dump();
+    ASSERT_TRUE(st[0]["texts"].contains("patching gap")) << st[0]["texts"].dump();
+    const std::string note = st[0]["texts"]["patching gap"];
+    EXPECT_NE(note.find("noise"), std::string::npos) << note;
+    const size_t q = note.rfind("\u2018");
+    ASSERT_NE(q, std::string::npos) << note;
+    // the contrast the click set is the token the note names (‘·our’ is " our")
+    std::string named = note.substr(q + 3, note.rfind("\u2019") - q - 3);
+    for (size_t at = named.find("\u00b7"); at != std::string::npos; at = named.find("\u00b7")) named.replace(at, 2, " ");
+    EXPECT_EQ(st[1]["patching_contrast"], named);
+    EXPECT_EQ(st[1]["patching"]["contrast"], named);
+    EXPECT_GE(std::fabs(st[2]["patching"]["clean"].get<double>() - st[2]["patching"]["corrupt"].get<double>()), 1.0);
+    EXPECT_FALSE(st[2]["texts"].contains("patching gap")) << st[2]["texts"]["patching gap"];
+    const std::string same = st[3]["texts"].value("patching gap", "");
+    EXPECT_NE(same.find("is the clean one"), std::string::npos) << same;
 }
