@@ -4,6 +4,7 @@
 // replay marked, a telling first head, and patching that says when its map is noise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -11,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "analysis/head_scores.h"
 #include "app_script.h"
+#include "io/loader.h"
 #include "number_format.h"
 #include "test_util.h"
 #include "tiny_encoder.h"
 #include "tiny_llama.h"
+#include "run/forward.h"
 #include "tiny_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -278,4 +283,70 @@ TEST(GuiTeach, PatchingSaysWhenTheGapIsTooSmallToRead) {
     EXPECT_FALSE(st[2]["texts"].contains("patching gap")) << st[2]["texts"]["patching gap"];
     const std::string same = st[3]["texts"].value("patching gap", "");
     EXPECT_NE(same.find("is the clean one"), std::string::npos) << same;
+}
+
+namespace {
+
+// rectangles [x0, y0, x1, y1] overlap
+bool overlap(const nlohmann::json& a, const nlohmann::json& b) {
+    return a[0].get<float>() < b[2].get<float>() && b[0].get<float>() < a[2].get<float>() &&
+           a[1].get<float>() < b[3].get<float>() && b[1].get<float>() < a[3].get<float>();
+}
+
+} // namespace
+
+// The sliders' values are written beside their tracks, where the handle cannot cover them (the Continuation's
+// tokens and temperature, the replay, the Sampling tab's); the replay marks the token it stands at in the
+// continuation (the last token the panels show).
+TEST(GuiTeach, SliderValuesAreReadableAndTheReplayMarksItsToken) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(teach_model().dir) + " --prompt 'the cat sat'",
+                               "wait\ngen-tokens 8\nclick Generate\nwait\ngen-step 3\nwait\nprint\n"
+                               "tab sampling\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    for (const char* name : {"tokens", "temperature", "replay"}) {
+        const std::string n = std::string("slider ") + name;
+        ASSERT_TRUE(st[0]["drawn"].contains(n) && st[0]["drawn"].contains(n + " text")) << n << " " << st[0]["drawn"].dump();
+        EXPECT_FALSE(overlap(st[0]["drawn"][n], st[0]["drawn"][n + " text"])) << n;
+    }
+    EXPECT_EQ(st[0]["texts"]["slider tokens"], "8 tokens");
+    EXPECT_EQ(st[0]["texts"]["slider replay"], "replay: step 3 of 8");
+    for (const char* name : {"temperature 0", "temperature 1", "temperature 2", "sampling tokens"}) {
+        const std::string n = std::string("slider ") + name;
+        ASSERT_TRUE(st[1]["drawn"].contains(n)) << n << " " << st[1]["drawn"].dump();
+        EXPECT_FALSE(overlap(st[1]["drawn"][n], st[1]["drawn"][n + " text"])) << n;
+    }
+    // step 3: the panels show the prompt and 3 generated tokens; the third is marked
+    ASSERT_EQ(st[0]["gen_step"], 3);
+    const nlohmann::json& toks = st[0]["tokens"];
+    ASSERT_EQ(toks.size(), st[0]["prompt_tokens"].get<size_t>() + 3);
+    EXPECT_EQ(st[0]["texts"]["replay mark"], toks.back());
+    ASSERT_TRUE(st[0]["drawn"].contains("replay mark"));
+}
+
+// A model opens on a telling head: on the embedded model and its default prompt (which repeats "The cat"), the
+// best induction head by the scores on the prompt, as core scores them; --select-head wins over it.
+TEST(GuiTeach, TheFirstHeadIsTheBestInductionHead) {
+    ASSERT_TRUE(have_app());
+    const std::string prompt = "The cat sat on the mat. The cat";
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt), "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    const gb::model m = gb::load_model(st[0]["model"].get<std::string>());
+    gb::record rec;
+    gb::run_forward(rec, m, gb::encode_prompt(m.tok, prompt, false));
+    const gb::head_scores sc = gb::score_heads(rec);
+    ASSERT_GT(sc.n_induction_positions, 0);
+    const std::vector<float>& ind = sc.score[gb::SCORE_INDUCTION];
+    const int best = (int)(std::max_element(ind.begin(), ind.end()) - ind.begin());
+    ASSERT_GE(ind[best], 0.2f) << "the embedded model has an induction head";
+    EXPECT_EQ(st[0]["selected_head"], std::to_string(best / sc.n_head) + "." + std::to_string(best % sc.n_head));
+    EXPECT_NE(st[0]["selected_head"], "0.0");
+    st = run_script("--prompt " + sq(prompt) + " --select-head 1.2", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["selected_head"], "1.2");
 }

@@ -105,6 +105,13 @@ void text_headers(const std::vector<std::string>& names);
 // The text ImGui shows for a label (up to its first "##"): what tests read of a widget's label.
 std::string shown_label(const std::string& label);
 
+// Sliders whose value is written beside them, not on the track: ImGui centres the value on the track, where the
+// handle covers it (a short track or a small range makes the handle wide). `text` is the value with its name
+// ("30 tokens"); name notes the track ("slider NAME") and the text ("slider NAME text") for the tests. Return true
+// when the value changed; the last item is the text.
+bool slider_int_beside(ui_context& ui, const char* name, int* v, int lo, int hi, const std::string& text, float w);
+bool slider_float_beside(ui_context& ui, const char* name, float* v, float lo, float hi, const std::string& text, float w);
+
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
 // Notes a rectangle drawn this frame where the tests check that it fits its panel (ui.drawn).

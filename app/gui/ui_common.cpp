@@ -28,6 +28,33 @@ void remember_item(ui_context& ui, const std::string& name) {
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
 void note_text(ui_context& ui, const std::string& name, const std::string& text) { ui.texts[name] = text; }
 
+// the value's text after a slider just drawn, and the rectangles the tests compare
+static void value_beside(ui_context& ui, const char* name, const std::string& text) {
+    const std::string n = std::string("slider ") + name;
+    note_drawn(ui, n, ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+    remember_item(ui, n);
+    const bool hovered = ImGui::IsItemHovered();
+    ImGui::SameLine(0, ImGui::GetStyle().ItemInnerSpacing.x);
+    ImGui::TextUnformatted(text.c_str());
+    note_drawn(ui, n + " text", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+    note_text(ui, n, text);
+    if (hovered) ImGui::SetTooltip("drag, or ctrl+click to type a value");
+}
+
+bool slider_int_beside(ui_context& ui, const char* name, int* v, int lo, int hi, const std::string& text, float w) {
+    ImGui::SetNextItemWidth(w);
+    const bool changed = ImGui::SliderInt((std::string("##") + name).c_str(), v, lo, hi, "");
+    value_beside(ui, name, text);
+    return changed;
+}
+
+bool slider_float_beside(ui_context& ui, const char* name, float* v, float lo, float hi, const std::string& text, float w) {
+    ImGui::SetNextItemWidth(w);
+    const bool changed = ImGui::SliderFloat((std::string("##") + name).c_str(), v, lo, hi, "");
+    value_beside(ui, name, text);
+    return changed;
+}
+
 bool text_selectable(const std::string& text, const char* id, bool selected, ImGuiSelectableFlags flags) {
     const ImVec2 at = ImGui::GetCursorScreenPos();
     const char* end = text.c_str() + text.size();

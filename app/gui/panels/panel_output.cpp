@@ -160,13 +160,16 @@ static void generation_controls(app_state& s, ui_context& ui) {
     // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
     const ImGuiStyle& st = ImGui::GetStyle();
     auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
-    const bool one_row = field_w("tokens", px(90)) + field_w("temperature", px(90)) + field_w("top-k", px(60)) +
+    // the sliders' values are written beside them (on the track the handle covers them)
+    char tokens[32], temp[48];
+    snprintf(tokens, sizeof tokens, "%d tokens", s.gen_tokens);
+    if (s.gen.temperature == 0) snprintf(temp, sizeof temp, "greedy (T 0)");
+    else snprintf(temp, sizeof temp, "temperature %.2f", s.gen.temperature);
+    const bool one_row = field_w("200 tokens", px(70)) + field_w("temperature 0.00", px(70)) + field_w("top-k", px(60)) +
                              field_w("seed", px(70)) <= ImGui::GetContentRegionAvail().x;
-    ImGui::SetNextItemWidth(px(90));
-    ImGui::SliderInt("tokens", &s.gen_tokens, 1, 200);
+    slider_int_beside(ui, "tokens", &s.gen_tokens, 1, 200, tokens, px(70));
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(px(90));
-    ImGui::SliderFloat("temperature", &s.gen.temperature, 0.0f, 2.0f, s.gen.temperature == 0 ? "greedy" : "%.2f");
+    slider_float_beside(ui, "temperature", &s.gen.temperature, 0.0f, 2.0f, temp, px(70));
     if (one_row) ImGui::SameLine();
     ImGui::SetNextItemWidth(px(60));
     ImGui::InputInt("top-k", &s.gen.top_k, 0);
@@ -210,16 +213,55 @@ static void generation_controls(app_state& s, ui_context& ui) {
     }
 }
 
+// Text in pieces laid out as wrapped prose (at spaces and newlines, to the panel's width), each piece in its
+// colour, a marked piece on an amber background; returns the marked piece's rectangle (zero when none).
+struct text_piece {
+    std::string text;
+    ImU32 col;
+    bool marked = false;
+};
+static ImVec4 flow_text(const std::vector<text_piece>& pieces) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float right = o.x + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeightWithSpacing();
+    ImVec2 at = o;
+    ImVec4 mark(0, 0, 0, 0);
+    for (const text_piece& p : pieces) {
+        size_t i = 0;
+        while (i < p.text.size()) {
+            if (p.text[i] == '\n') { at = ImVec2(o.x, at.y + lh), i++; continue; }
+            // a word and the spaces after it
+            size_t e = i;
+            while (e < p.text.size() && p.text[e] != ' ' && p.text[e] != '\n') e++;
+            while (e < p.text.size() && p.text[e] == ' ') e++;
+            const char *a = p.text.c_str() + i, *z = p.text.c_str() + e;
+            const float w = ImGui::CalcTextSize(a, z).x;
+            if (at.x + w > right && at.x > o.x) at = ImVec2(o.x, at.y + lh);
+            if (p.marked) {
+                const ImVec2 lo(at.x - 1, at.y), hi(at.x + std::max(w, px(4)) + 1, at.y + ImGui::GetTextLineHeight());
+                dl->AddRectFilled(lo, hi, IM_COL32(255, 190, 60, 255), px(2));
+                if (mark.z == 0) mark = ImVec4(lo.x, lo.y, hi.x, hi.y);
+                mark = ImVec4(std::min(mark.x, lo.x), std::min(mark.y, lo.y), std::max(mark.z, hi.x), std::max(mark.w, hi.y));
+            }
+            dl->AddText(at, p.marked ? IM_COL32(20, 20, 20, 255) : p.col, a, z);
+            at.x += w;
+            i = e;
+        }
+    }
+    ImGui::Dummy(ImVec2(std::max(1.0f, right - o.x), at.y + lh - o.y));
+    return mark;
+}
+
 // The replay slider and the generated text after the prompt's last words.
 static void generated_text(app_state& s, ui_context& ui) {
     // replay: the panels show the prompt and the first k generated tokens (each move is a prefix of the kept
     // run, so the live engine recomputes at most the tokens after the shorter of the two steps)
     if (const int n = replay_steps(s); n > 0) {
-        char fmt[48];
-        snprintf(fmt, sizeof fmt, "step %%d of %d", n);
         int k = std::min(s.gen_step, n);
-        ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay").x - px(16), px(240)));
-        if (ImGui::SliderInt("replay##gen step", &k, 0, n, fmt)) s.gen_step = k, s.gen_follow = false;
+        char text[48];
+        snprintf(text, sizeof text, "replay: step %d of %d", k, n);
+        const float w = std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay: step 000 of 000").x - px(16), px(240));
+        if (slider_int_beside(ui, "replay", &k, 0, n, text, std::max(px(60), w))) s.gen_step = k, s.gen_follow = false;
         remember_item(ui, "step slider");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("replay the generation: every panel shows the prompt and the first k generated tokens\n"
@@ -237,9 +279,24 @@ static void generated_text(app_state& s, ui_context& ui) {
             tail = "\u2026" + tail.substr(cut);
         }
         ImGui::TextDisabled("%s", tail.c_str());
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", display_text(s.generated->text).c_str());
-        ImGui::PopTextWrapPos();
+        // the continuation, with the token the replay stands at marked (the one the panels show last) and the
+        // tokens after it dimmed; without a replay step, all of it
+        const generation_result& g = *s.generated;
+        const int step = std::min(s.gen_step, (int)g.ids.size());
+        const ImU32 gold = IM_COL32(255, 217, 102, 255), later = IM_COL32(150, 132, 90, 255);
+        std::vector<text_piece> pieces;
+        if (step <= 0) {
+            pieces.push_back({display_text(g.text), gold});
+        } else {
+            std::string before, after;
+            for (int i = 0; i + 1 < step; i++) before += gb::token_text(g.model->tok, g.ids[i]);
+            for (size_t i = (size_t)step; i < g.ids.size(); i++) after += gb::token_text(g.model->tok, g.ids[i]);
+            const std::string marked = display_text(gb::token_text(g.model->tok, g.ids[step - 1]));
+            pieces = {{display_text(before), gold}, {marked, gold, true}, {display_text(after), later}};
+            note_text(ui, "replay mark", marked);
+        }
+        const ImVec4 mark = flow_text(pieces);
+        if (step > 0) note_drawn(ui, "replay mark", ImVec2(mark.x, mark.y), ImVec2(mark.z, mark.w));
         ImGui::TextDisabled("%d tokens in %.0f ms%s", s.generated->n_tokens, s.generated->ms,
                             s.generated->hit_eos        ? ", stopped at end-of-text"
                             : s.generated->done         ? ""
