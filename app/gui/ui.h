@@ -102,8 +102,6 @@ bool text_selectable(const std::string& text, const char* id, bool selected, ImG
 bool text_combo(const char* id, const std::string& preview, float width);
 // A table's header row from names, each drawn whole (in place of TableSetupColumn names + TableHeadersRow).
 void text_headers(const std::vector<std::string>& names);
-// The text ImGui shows for a label (up to its first "##"): what tests read of a widget's label.
-std::string shown_label(const std::string& label);
 
 // Sliders whose value is written beside them, not on the track: ImGui centres the value on the track, where the
 // handle covers it (a short track or a small range makes the handle wide). `text` is the value with its name
