@@ -63,10 +63,11 @@ void panel_sampling(app_state& s, ui_context& ui) {
     s.sample_top_k = std::max(0, s.sample_top_k); // beyond the vocabulary it keeps every token
     remember_item(ui, "sampling top-k");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("sample only among the k most probable tokens (0: all of them)");
-    ImGui::SameLine();
+    // the next field on this line when it fits there, else on the next (nothing cut at the panel's edge)
+    if (room_right_of_item() > px(60) + ImGui::CalcTextSize("100 tokens").x + px(16)) ImGui::SameLine();
     slider_int_beside(ui, "sampling tokens", &s.sample_tokens, 1, 100, std::to_string(s.sample_tokens) + " tokens", px(60));
     s.sample_tokens = std::max(1, std::min(s.sample_tokens, 1000));
-    ImGui::SameLine();
+    if (room_right_of_item() > 52 + ImGui::CalcTextSize("seed").x + px(16)) ImGui::SameLine();
     int seed = (int)s.sample_seed;
     ImGui::SetNextItemWidth(52);
     if (ImGui::InputInt("seed", &seed, 0)) s.sample_seed = (uint64_t)std::max(0, seed);
