@@ -338,6 +338,10 @@ std::string visible_token(const std::string& s);
 // s with characters above U+FFFF written as "<U+1F642>" (ImGui 1.86's 16-bit glyph atlas cannot hold them).
 std::string display_text(const std::string& s);
 
+// The query token the panels show of a record with n_tokens tokens: the selected one (s.sel_token, within range),
+// else an encoder's first mask when the shown result fills one (what the prediction is of), else the last token.
+int query_token(const app_state& s, int n_tokens);
+
 // Applies settings meant for s.model: the ablation is checked with gb::check_ablation and the selected head
 // against L and H; what does not fit is left at its default and explained in s.warning.
 void apply_settings(app_state& s, const pending_settings& p);

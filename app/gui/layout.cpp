@@ -147,6 +147,8 @@ static float overview_height(const app_state& s, const ui_context& ui, float mid
 
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     ui.drawn.clear();
+    ui.texts.clear();
+    ui.next_rows.clear();
     const float g = px(4), status_h = ImGui::GetTextLineHeight() + px(6) + g;
     if (!ui.maximised.empty() && !panel_draw(ui.maximised)) ui.maximised.clear();
     if (!ui.maximised.empty()) { // one panel fills the window (Esc, F11 or a double-click on its title returns)

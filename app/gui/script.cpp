@@ -247,6 +247,8 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         sc.wait_frames = 0;
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++)
             if (arg == demo_name((demo_kind)d)) {
+                if (!demo_offered(*s.model, (demo_kind)d)) // as the combo, which does not list it
+                    throw gb::error("script: demo " + arg + ": not offered for this kind of model");
                 start_demo(s, (demo_kind)d);
                 return true;
             }

@@ -75,6 +75,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
+    j["query_token"] = s.result ? query_token(s, s.result->cap().n_tokens) : -1; // the one the panels show
     j["prompt"] = s.prompt;
     j["image"] = s.image_path;
     j["generated"] = s.generated ? s.generated->text : "";
@@ -116,6 +117,10 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["focused_panel"] = ui.focused_panel;
     j["exported"] = ui.exported;
     for (const auto& [name, r] : ui.drawn) j["drawn"][name] = {r.x, r.y, r.z, r.w};
+    for (const auto& [name, t] : ui.texts) j["texts"][name] = t;
+    j["next_rows"] = nlohmann::json::array();
+    for (const shown_row& r : ui.next_rows)
+        j["next_rows"].push_back({{"token", r.token}, {"prob", r.prob}, {"base_prob", r.base_prob}, {"pinned", r.pinned}});
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;

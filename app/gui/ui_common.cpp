@@ -26,6 +26,7 @@ void remember_item(ui_context& ui, const std::string& name) {
 }
 
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
+void note_text(ui_context& ui, const std::string& name, const std::string& text) { ui.texts[name] = text; }
 
 grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
                      ImGuiWindowFlags flags) {
@@ -191,18 +192,19 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
     const int before = *id;
     std::string preview = *id >= 0 && *id < vocab ? quoted(tok, *id) : default_label;
     ImGui::PushID(name);
-    ImGui::SetNextItemWidth(combo_w);
-    if (ImGui::BeginCombo("##pick", preview.c_str())) {
-        if (ImGui::Selectable(default_label.c_str(), *id < 0)) *id = -1;
+    if (text_combo("##pick", preview, combo_w)) { // token text drawn whole (‘##’ is a token)
+        if (text_selectable(default_label, "##default", *id < 0)) *id = -1;
         for (size_t i = 0; i < offered.size(); i++) {
             char line[160];
             snprintf(line, sizeof line, "%s   %.3f", quoted(tok, offered[i].id).c_str(), offered[i].prob);
-            if (ImGui::Selectable(line, *id == offered[i].id)) *id = offered[i].id;
+            if (text_selectable(line, ("##offer" + std::to_string(i)).c_str(), *id == offered[i].id)) *id = offered[i].id;
             remember_item(ui, std::string(name) + " " + std::to_string(i));
+            note_text(ui, std::string(name) + " " + std::to_string(i), line);
         }
         ImGui::EndCombo();
     }
     remember_item(ui, name);
+    note_text(ui, std::string(name) + " preview", preview);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(token_box_w(combo_w));
     std::string& typed = ui.typed[slot];
@@ -235,6 +237,14 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // ---------------------------------------------------------------------------------------------
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
+int query_token(const app_state& s, int n_tokens) {
+    if (s.sel_token >= 0) return std::min(s.sel_token, n_tokens - 1);
+    const run_result* r = s.result.get();
+    if (r && r->pred.output == gb::OUTPUT_FILL_MASK && !r->pred.fills.empty() && r->cap().n_tokens == n_tokens)
+        return r->pred.fills[0].position; // BERT: the [MASK], not the [SEP] after it
+    return n_tokens - 1;
+}
+
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
                                            "cross"};

@@ -124,7 +124,7 @@ void panel_head(app_state& s, ui_context& ui) {
     GLuint tex = ui.hm.head(sel_l, sel_h);
     if (tex) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
     ui.widgets["head detail"] = ImVec4(a.x, a.y, z.x, z.y);
-    int sel_q = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    int sel_q = query_token(s, T);
     dl->AddRect(ImVec2(a.x, a.y + sel_q * cell), ImVec2(z.x, a.y + (sel_q + 1) * cell), IM_COL32(255, 190, 60, 255), 0, 0, 1.5f);
     // every k-th label (0, k, 2k, ...); the selected query's row label always, its near neighbours skipped
     ImU32 tc = IM_COL32(210, 210, 210, 255);

@@ -13,6 +13,8 @@
 
 #include "demos.h"
 #include "learn_view.h"
+#include "number_format.h"
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -31,8 +33,8 @@ void step_values(const gb::learn_step& st) {
     for (float v : st.values) vmin = std::min(vmin, v), vmax = std::max(vmax, v);
     char b[96];
     for (size_t i = 0; i < st.values.size(); i++) {
-        if (st.labels.empty()) snprintf(b, sizeof b, "%.3g", st.values[i]);
-        else snprintf(b, sizeof b, "%s %.3g", visible_token(st.labels[i]).c_str(), st.values[i]);
+        if (st.labels.empty()) snprintf(b, sizeof b, "%s", format_number(st.values[i]).c_str());
+        else snprintf(b, sizeof b, "%s %s", visible_token(st.labels[i]).c_str(), format_number(st.values[i]).c_str());
         const ImVec2 ts = ImGui::CalcTextSize(b);
         if (pos.x + ts.x + 8 > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + 2);
         const ImVec2 z(pos.x + ts.x + 8, pos.y + lh);
@@ -115,7 +117,7 @@ learn_now learn_state(const app_state& s, const learn_output* lo) {
         for (const gb::diagram_box& b : n.g.boxes) n.in.parts.push_back(b.part);
         n.in.layer = std::max(0, std::min(s.sel_layer, m.config.n_layer - 1));
         n.in.head = std::max(0, std::min(s.sel_head, m.config.n_head - 1));
-        n.in.token = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+        n.in.token = query_token(s, T);
         if (r && n.in.token < (int)r->lm_record().pieces.size()) n.in.token_text = visible_token(r->lm_record().pieces[n.in.token]);
     }
     n.in.step = std::max(0, std::min(s.learn_step, (int)n.in.parts.size() - 1));
@@ -309,12 +311,6 @@ void parameters(const std::vector<gb::param_line>& lines) {
     }
 }
 
-// 312, 4.12, 0.0523; 6595 rather than 6.6e+03 (as the core's sentences write numbers)
-std::string number3(double v) {
-    char b[32];
-    snprintf(b, sizeof b, std::isfinite(v) && std::fabs(v) >= 1000 && std::fabs(v) < 1e9 ? "%.0f" : "%.3g", v);
-    return b;
-}
 
 // "34 %", "3.2 %", "0.052 %"
 std::string percent(double p) {
@@ -361,13 +357,13 @@ void break_section(app_state& s, ui_context& ui) {
         if (std::isfinite(r.kl)) max_kl = std::max(max_kl, r.kl);
     const std::string keeps = "p(" + base + ")";
     if (ImGui::BeginTable("##break_it", 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("removed");
-        ImGui::TableSetupColumn("top-1");
-        ImGui::TableSetupColumn("p");
-        ImGui::TableSetupColumn(keeps.c_str());
-        ImGui::TableSetupColumn("KL (nats)", ImGuiTableColumnFlags_WidthFixed, 150);
-        ImGui::TableSetupColumn("\u2016x\u2016 last");
-        ImGui::TableHeadersRow();
+        // the headers drawn whole: p(‘##’) names a token (a TableSetupColumn name would be cut at "##")
+        const std::vector<std::string> heads = {"removed", "top-1", "p", keeps, "KL (nats)", "\u2016x\u2016 last"};
+        for (const std::string& h : heads)
+            ImGui::TableSetupColumn(("##" + h).c_str(), h == "KL (nats)" ? ImGuiTableColumnFlags_WidthFixed : 0,
+                                    h == "KL (nats)" ? px(100) : 0.0f);
+        text_headers(heads);
+        note_text(ui, "break keeps", keeps);
         // the model as it is, for comparison (a click restores it)
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
@@ -385,7 +381,7 @@ void break_section(app_state& s, ui_context& ui) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(" 0");
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(number3(res.base_resid_norm).c_str());
+        ImGui::TextUnformatted(format_number(res.base_resid_norm).c_str());
         for (size_t i = 0; i < res.rows.size(); i++) {
             const gb::break_row& r = res.rows[i];
             const bool on = stepping && s.break_row == (int)i;
@@ -414,12 +410,15 @@ void break_section(app_state& s, ui_context& ui) {
             ImGui::TableNextColumn();
             // a bar by KL on a square-root scale (small changes stay visible next to a broken model's thousands)
             const ImVec2 a = ImGui::GetCursorScreenPos();
-            const float w = 146, h = ImGui::GetTextLineHeight();
+            const float w = px(96), h = ImGui::GetTextLineHeight();
             const float f = max_kl > 0 && std::isfinite(r.kl) ? (float)std::sqrt(r.kl / max_kl) : 1.0f;
             ImGui::GetWindowDrawList()->AddRectFilled(a, ImVec2(a.x + w * f, a.y + h), IM_COL32(150, 70, 60, 200));
-            ImGui::Text(" %s", number3(r.kl).c_str());
+            const std::string kl = format_number(r.kl), norm = format_number(r.resid_norm);
+            ImGui::Text(" %s", kl.c_str());
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(number3(r.resid_norm).c_str());
+            ImGui::TextUnformatted(norm.c_str());
+            note_text(ui, "break kl " + std::to_string(i), kl);
+            note_text(ui, "break norm " + std::to_string(i), norm);
         }
         ImGui::EndTable();
     }

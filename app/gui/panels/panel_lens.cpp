@@ -211,7 +211,7 @@ void panel_lens(app_state& s, ui_context& ui) {
                                    tall ? ImGuiWindowFlags_AlwaysVerticalScrollbar : 0);
     // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
     const bool other_stack = lo->from->decoder && lo->from->stack == 0;
-    const int sel_t = s.sel_token < 0 || other_stack ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel_t = other_stack ? T - 1 : query_token(s, T);
     draw_cells(g, lo, fs, ui);
     draw_labels(g, lo, sel_t, ui);
     cell_tooltip(s, lo, g.hover_r, g.hover_c);

@@ -153,9 +153,13 @@ void panel_overview(app_state& s, ui_context& ui) {
     }
     const int lk = label_step(L, cell + gap, ImGui::GetTextLineHeight());
     for (int l = 0; l < L; l++) {
+        // "No attention" on this layer: every head's output is removed, so its cells are crossed out as an ablated
+        // head's are (the patterns are still computed: they are what the heads would have read), its label red
+        const bool layer_off = s.ablation.no_attention.covers(l);
         if (l % lk == 0) {
             snprintf(b, sizeof b, "L%d", l);
-            dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2), lc, b);
+            dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2),
+                        layer_off ? IM_COL32(255, 110, 110, 255) : lc, b);
         }
         const bool kept = c.has_layer(l) || (by_score && s.induction_test); // the test keeps every layer
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
@@ -185,9 +189,10 @@ void panel_overview(app_state& s, ui_context& ui) {
             } else if (GLuint tex = ui.hm.head(l, h); tex && kept) {
                 dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
             }
-            bool ablated = head_ablated(s.ablation, l, h);
+            const bool head_off = head_ablated(s.ablation, l, h), ablated = head_off || layer_off;
             bool selected = l == s.sel_layer && h == s.sel_head;
             if (ablated) {
+                note_text(ui, "grid ablated " + std::to_string(l) + "." + std::to_string(h), layer_off ? "no attention" : "head");
                 dl->AddRectFilled(a, z, IM_COL32(0, 0, 0, 140));
                 dl->AddLine(a, z, IM_COL32(255, 70, 70, 255), 2.0f);
                 dl->AddLine(ImVec2(a.x, z.y), ImVec2(z.x, a.y), IM_COL32(255, 70, 70, 255), 2.0f);
@@ -199,7 +204,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             if (ImGui::IsMouseHoveringRect(a, z) && ImGui::IsWindowHovered()) {
                 size_t k = (size_t)l * H + h;
                 ImGui::BeginTooltip();
-                ImGui::Text("L%d H%d%s", l, h, ablated ? "  (ablated)" : "");
+                ImGui::Text("L%d H%d%s", l, h, layer_off ? "  (ablated: No attention on this layer)" : head_off ? "  (ablated)" : "");
                 ImGui::Separator();
                 const gb::head_scores* hs = by_score ? sc : &s.result->scores;
                 if (kept && hs) {
@@ -218,7 +223,7 @@ void panel_overview(app_state& s, ui_context& ui) {
                 } else {
                     ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
                 }
-                ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", ablated ? "restore" : "ablate");
+                ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", head_off ? "restore" : "ablate");
                 ImGui::EndTooltip();
                 bool toggle = ImGui::IsMouseClicked(1) || (ImGui::IsMouseClicked(0) && ImGui::GetIO().KeyCtrl);
                 if (toggle) toggle_head(s.ablation, l, h);

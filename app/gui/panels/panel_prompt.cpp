@@ -97,17 +97,22 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
 
 // The Demos combo: one click sets a prompt, the view and the selection for a classic finding.
 static void demo_combo(app_state& s, ui_context& ui, float w) {
+    // the demos follow a decoder's next-token prediction: a kind without them (the kind table says which) does not
+    // show the combo, and it lists only the demos whose feature the kind offers
+    if (s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS)) return;
     ImGui::SetNextItemWidth(w);
-    // the demos follow a decoder's next-token prediction (the kind table says which kinds have them)
-    const bool encoder = s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS);
-    if (!s.model || encoder) ImGui::BeginDisabled();
+    if (!s.model) ImGui::BeginDisabled();
     const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
     remember_item(ui, "demos");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && !open)
-        ImGui::SetTooltip("%s", encoder ? gb::kind_info_of(s.model->config).why_not[gb::FEATURE_DEMOS]
-                                        : "One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+        ImGui::SetTooltip("One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+    std::string listed;
+    for (int d = DEMO_NONE + 1; d < DEMO_COUNT && s.model; d++)
+        if (demo_offered(*s.model, (demo_kind)d)) listed += std::string(listed.empty() ? "" : ",") + demo_name((demo_kind)d);
+    note_text(ui, "demos", listed);
     if (open) {
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
+            if (!demo_offered(*s.model, (demo_kind)d)) continue;
             if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
                 start_demo(s, (demo_kind)d);
                 ui.prompt_editing = false;
@@ -116,7 +121,27 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
         }
         ImGui::EndCombo();
     }
-    if (!s.model || encoder) ImGui::EndDisabled();
+    if (!s.model) ImGui::EndDisabled();
+}
+
+// "prepend BOS" as the prompt is fed: a tokenizer that always starts with its BOS (llama2.c's, Llama's add_bos_token)
+// shows it ticked and fixed, since encode_prompt adds it whatever the box says.
+static void bos_checkbox(app_state& s, ui_context& ui) {
+    const gb::tokenizer* tok = s.model ? &s.model->tok : nullptr;
+    const bool forced = tok && tok->add_bos && tok->bos_id >= 0;
+    bool shown = s.bos || forced;
+    if (forced) ImGui::BeginDisabled();
+    if (ImGui::Checkbox("prepend BOS", &shown) && !forced) s.bos = shown;
+    if (forced) ImGui::EndDisabled();
+    remember_item(ui, "prepend BOS");
+    note_text(ui, "prepend BOS", forced ? "ticked (the tokenizer adds it)" : shown ? "ticked" : "unticked");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+        if (forced)
+            ImGui::SetTooltip("This model's tokenizer always starts the prompt with \u2018%s\u2019, as the model was trained:\n"
+                              "it is fed whether or not the box is ticked", visible_token(gb::token_text(*tok, tok->bos_id)).c_str());
+        else
+            ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    }
 }
 
 // Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
@@ -245,10 +270,14 @@ void panel_prompt(app_state& s, ui_context& ui) {
         // the source is wrapped as the tokenizer's template says (Marian "text </s>"): no BOS to choose
         if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
         else ImGui::TextDisabled("the source");
-    } else {
-        ImGui::Checkbox("prepend BOS", &s.bos);
-        remember_item(ui, "prepend BOS");
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    } else if (!s.model || gb::offers(s.model->config, gb::FEATURE_BOS)) {
+        bos_checkbox(s, ui);
+    } else if (s.model && !s.model->tok.prefix_ids.empty()) { // an encoder: its template's tokens, not a choice
+        const gb::tokenizer& tok = s.model->tok;
+        std::string frame = visible_token(gb::token_text(tok, tok.prefix_ids[0])) + " \u2026";
+        if (!tok.suffix_ids.empty()) frame += " " + visible_token(gb::token_text(tok, tok.suffix_ids.back()));
+        ImGui::TextDisabled("%s", frame.c_str());
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gb::kind_info_of(s.model->config).why_not[gb::FEATURE_BOS]);
     }
     // how many tokens: beside the checkbox when it fits there (the group stays two lines, as tall as the box)
     char count[64] = "";
@@ -304,7 +333,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ImGui::BeginChild("##chips", ImVec2(0, room >= strip_h ? 0.0f : std::max(row_h, std::floor(room / row_h) * row_h)), false);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
-    int selected = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
+    int selected = query_token(s, c.n_tokens);
     for (int t = 0; t < c.n_tokens; t++) {
         ImVec2 a(o.x + at[t].x, o.y + at[t].y);
         ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + px(10), a.y + line_h);

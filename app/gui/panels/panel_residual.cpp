@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "number_format.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -142,10 +143,12 @@ static void line_chart(const resid_frame& f) {
         int p = std::min(P - 1, std::max(0, (int)std::lround((ImGui::GetMousePos().x - a.x) / dx)));
         float v = c.resid_norm[(size_t)p * T + sel];
         if (ghost)
-            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f (without the ablation %.3f)", labels[p].c_str(), sel,
-                              visible_token(c.pieces[sel]).c_str(), v, (*base_norm)[(size_t)p * T + sel]);
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %s (without the ablation %s)", labels[p].c_str(), sel,
+                              visible_token(c.pieces[sel]).c_str(), format_number(v).c_str(),
+                              format_number((*base_norm)[(size_t)p * T + sel]).c_str());
         else
-            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(), v);
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %s", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(),
+                              format_number(v).c_str());
     }
 }
 
@@ -200,16 +203,17 @@ static void norm_heatmap(app_state& s, ui_context& ui, const resid_frame& f) {
         ImVec2 m = ImGui::GetMousePos();
         int p = std::min(P - 1, std::max(0, (int)((m.y - ha.y) / rh)));
         int t = std::min(T - 1, std::max(0, (int)((m.x - ha.x) / cw)));
-        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %.3f\nclick: select this token", labels[p].c_str(), t,
-                          visible_token(c.pieces[t]).c_str(), c.resid_norm[(size_t)p * T + t]);
+        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %s\nclick: select this token", labels[p].c_str(), t,
+                          visible_token(c.pieces[t]).c_str(), format_number(c.resid_norm[(size_t)p * T + t]).c_str());
         if (ImGui::IsMouseClicked(0)) s.sel_token = t;
     }
     ImGui::SetCursorScreenPos(ImVec2(ha.x, hz.y + 2 * lh + px(4)));
     float rmin = s.pixels ? s.pixels->resid_min : 0, rmax = s.pixels ? s.pixels->resid_max : 0;
     char caption[128];
-    snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %.2f (dark) .. %.4g (bright)", rmin, rmax);
+    const std::string lo_s = format_number(rmin), hi_s = format_number(rmax);
+    snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %s (dark) .. %s (bright)", lo_s.c_str(), hi_s.c_str());
     float cap_x = ha.x;
-    if (ImGui::CalcTextSize(caption).x * ks > right_edge - cap_x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %.2f .. %.4g", rmin, rmax);
+    if (ImGui::CalcTextSize(caption).x * ks > right_edge - cap_x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %s .. %s", lo_s.c_str(), hi_s.c_str());
     if (ImGui::CalcTextSize(caption).x * ks > right_edge - cap_x) cap_x = o.x; // under the row labels too
     const ImVec2 cap(cap_x, hz.y + lh + px(2));
     dl->AddText(ImGui::GetFont(), small, cap, tc, caption);
@@ -226,7 +230,7 @@ void panel_residual(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
     resid_frame f;
     f.c = &c, f.T = T, f.P = P, f.log = s.resid_log;
-    const int sel = f.sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel = f.sel = query_token(s, T);
     // baseline (no ablation) of the selected token: a grey dashed ghost line
     const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
     const std::vector<float>* base_norm = f.base_norm = ghost ? &r.base->resid_norm : nullptr;
@@ -263,11 +267,18 @@ void panel_residual(app_state& s, ui_context& ui) {
     f.right_edge = f.o.x + f.avail.x - px(2);
 
     // y tick values first: the axis is as wide as its widest tick (and the heatmap's row labels)
+    // (one format on every tick: on a linear axis one SI unit for all, 1.52 M rather than 1.5e+06 over 762262)
     float tick_w = 0;
+    std::vector<double> tick_v(5);
     for (int k = 0; k <= 4; k++) {
-        float t = k / 4.0f, v = f.log ? std::pow(10.0f, f.l0 + t * (f.l1 - f.l0)) : t * hi;
-        snprintf(f.ticks[k], sizeof f.ticks[k], v >= 1e6f ? "%.2g" : v >= 100 ? "%.0f" : "%.1f", v);
+        const float t = k / 4.0f;
+        tick_v[k] = f.log ? std::pow(10.0f, f.l0 + t * (f.l1 - f.l0)) : t * hi;
+    }
+    std::vector<std::string> tick_s = f.log ? std::vector<std::string>() : format_ticks(tick_v);
+    for (int k = 0; k <= 4; k++) {
+        snprintf(f.ticks[k], sizeof f.ticks[k], "%s", f.log ? format_number(tick_v[k]).c_str() : tick_s[k].c_str());
         tick_w = std::max(tick_w, ImGui::CalcTextSize(f.ticks[k]).x * f.ks);
+        note_text(ui, "residual tick " + std::to_string(k), f.ticks[k]);
     }
     float row_label_w = 0;
     for (const std::string& l : f.labels) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(l.c_str()).x * f.ks);
