@@ -86,7 +86,7 @@ TEST(AmxAccuracy, LogitsAreWithinTwiceFp32sErrorForEveryAblation) {
     ablations[2].ab.no_residual = all_layers();
     ablations[3].name = "no-attention";
     ablations[3].ab.no_attention = all_layers();
-    std::printf("[ TABLE    ] %-12s %-13s %6s %9s %10s %10s %10s %6s\n", "model", "ablation", "prompt", "max|x|",
+    std::printf("[ TABLE    ] %-12s %-13s %6s %9s %10s %10s %10s %6s\n", "model", "ablation", "prompt", "|resid|",
                 "max|logit|", "fp32 err", "AMX err", "ratio");
     for (const wide_case& c : cases) {
         const tiny_model tm = write_tiny_gpt2(test_temp_dir(std::string("amx_accuracy_") + std::to_string(c.spec.seed)), c.spec);
