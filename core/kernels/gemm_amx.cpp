@@ -10,10 +10,10 @@
 //     S0 = x0 w0,  S1 = x0 w1 + x1 w0,  S2 = x0 w2 + x1 w1 + x2 w0,  S3 = x0 w3 + x1 w2 + x2 w1 + x3 w0,
 // and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. Per term of the sum, the
 // rounding of Qw and of Qx is 2^-31 of the column's largest weight and of the row's largest input, and what is
-// dropped (levels 4 to 6, balanced digits of either sign) about 2^-31 of their product: errors below the fp32
-// kernel's, which rounds every add at 2^-24 of the running sum. With three weight digits (23 bits, until
+// dropped (levels 4 to 6) below 2^-28 of their product, about 2^-31 typically (balanced digits of either sign):
+// errors below the fp32 kernel's, which rounds every add at 2^-24 of the running sum. With three weight digits (23 bits, until
 // this was measured at the logits) the rounding of Qw alone was 2^-23 of the column's largest weight, and AMX's
-// logits erred by up to 2.6 times fp32's (docs/internals.md "Accuracy", tests/test_amx_accuracy.cpp).
+// logits erred by up to 2.5 times fp32's (docs/internals.md "Accuracy", tests/test_amx_accuracy.cpp).
 // |S_l| <= 3 * 2^14 * in fits int32 for in <= 32768 (amx::max_in): the top digits are at most 64, so a level's
 // products add to at most 3 * 2^14.
 //
