@@ -94,7 +94,7 @@ const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the mat
                                        "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
 const option_doc weights{"weights", "stored|f32", "stored (default): F16, BF16 and quantised weights stay as "
                                                   "the file holds them; f32: every weight dequantised at load "
-                                                  "and packed for --matmul (4 bytes a weight, AMX digits 3)"};
+                                                  "and packed for --matmul (4 bytes a weight on either kernel)"};
 const option_doc backend{"backend", "cpu|gl", "where attention runs (default cpu; gl without OpenGL 4.3 "
                                               "falls back to the CPU with a notice)"};
 const option_doc json{"json", "FILE", "also write the result as JSON"};

@@ -62,7 +62,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
     st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
     for (const layer_weights& L : m.weights.layers)
         for (const weight_matrix* w : {&L.w_qkv, &L.w_o, &L.w_up, &L.w_down})
-            if (w->amx()) // its digits give the weights back only to within 2^-22 of a row's largest
+            if (w->amx()) // its digits give the weights back only to within 2^-30 of a row's largest
                 throw error("save_hf_gpt2: the weights are packed for the AMX kernel and cannot be written exactly "
                             "(pack them with pack_matrix(..., exact = true))");
     create_dir(dir);

@@ -192,7 +192,7 @@ static void weights_lines(const app_state& s, const gb::model& m) {
     ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
     ImGui::PopTextWrapPos();
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
+        ImGui::SetTooltip(amx ? "Each weight and each input is 4 base-256 digits; Intel AMX multiplies the digits\n"
                                 "exactly and the sums are put back together in fp32\n"
                                 "(docs/internals.md: Matrix products).\n"
                                 "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
