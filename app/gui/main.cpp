@@ -28,6 +28,7 @@
 #include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
+#include "util/threads.h"
 #include "view.h"
 #include "window_placement.h"
 
@@ -99,6 +100,7 @@ static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& u
 }
 
 int main(int argc, char** argv) {
+    gb::wait_passively(argv); // before any thread starts: OpenMP threads must not spin on a busy machine
     gb::keep_freed_buffers_in_heap();
     options opt;
     try {
