@@ -257,12 +257,12 @@ TEST(GuiTeach, AnEncodersQueryIsItsMaskAndItShowsNoBosOrDemos) {
 // Patching with a clean–corrupted gap under 1 logit says above the maps that they are then noise, and offers a
 // contrast the corruption moves (the corrupted prompt's own most probable other token), which a click sets; a
 // gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model ‘ America’
-// against ‘ the’: "The old States of" moves it 0.75, "The United Nations of" 2.3.
+// against ‘ the’: "A United States of" moves it 0.12, "The United Nations of" more than 1.
 TEST(GuiTeach, PatchingSaysWhenTheGapIsTooSmallToRead) {
     ASSERT_TRUE(have_app());
     int rc = -1;
     const auto st = run_script("--prompt 'The United States of'",
-                               "wait\ntab patching\ncorrupt The old States of\nwait\nprint\n"
+                               "wait\ntab patching\ncorrupt A United States of\nwait\nprint\n"
                                "click patching use suggested contrast\nwait\nprint\n"
                                "corrupt The United Nations of\nwait\nprint\n"
                                "corrupt The United States of\nwait\nprint\n", &rc);
