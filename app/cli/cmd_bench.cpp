@@ -291,9 +291,9 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
-    std::printf("backend: %s, matmul: %s, %d threads (OpenMP wait policy %s), full capture (attention of every layer and "
-                "head)\n", gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads(),
-                gb::wait_policy());
+    std::printf("backend: %s, matmul: %s, %d threads (waiting: %s), full capture (attention of every layer and head)\n",
+                gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads(),
+                gb::wait_policy().c_str());
     std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "tokens", "median_ms", "min_ms", "max_ms", "matmul", "attention",
                 "rest");
     nlohmann::json results = nlohmann::json::array();

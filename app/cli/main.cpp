@@ -14,7 +14,7 @@
 using namespace cli;
 
 int main(int argc, char** argv) {
-    gb::wait_passively(argv); // before any thread starts: OpenMP threads must not spin on a busy machine
+    gb::wait_briefly(argv); // before any thread starts: OpenMP threads must not spin long on a busy machine
     gb::keep_freed_buffers_in_heap();
     try {
         const std::string first = argc >= 2 ? argv[1] : "";

@@ -100,7 +100,7 @@ static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& u
 }
 
 int main(int argc, char** argv) {
-    gb::wait_passively(argv); // before any thread starts: OpenMP threads must not spin on a busy machine
+    gb::wait_briefly(argv); // before any thread starts: OpenMP threads must not spin long on a busy machine
     gb::keep_freed_buffers_in_heap();
     options opt;
     try {

@@ -1,4 +1,4 @@
-// OpenMP's wait policy, chosen before the runtime reads it (see threads.h).
+// OpenMP's waiting, chosen before the runtime reads it (see threads.h).
 #include "util/threads.h"
 
 #include <cstdlib>
@@ -6,16 +6,17 @@
 
 namespace gb {
 
-void wait_passively(char** argv) {
-    if (std::getenv("OMP_WAIT_POLICY")) return; // the user's, or already set by the exec below
-    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+void wait_briefly(char** argv) {
+    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return; // the user's, or set by the exec below
+    if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
     execv("/proc/self/exe", argv);
     // exec failed (no /proc): go on with libgomp's default, spinning
 }
 
-const char* wait_policy() {
-    const char* p = std::getenv("OMP_WAIT_POLICY");
-    return p && *p ? p : "ACTIVE";
+std::string wait_policy() {
+    for (const char* v : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
+        if (const char* s = std::getenv(v); s && *s) return std::string(v) + "=" + s;
+    return "libgomp's default";
 }
 
 } // namespace gb
