@@ -280,6 +280,16 @@ void toggle_head(gb::ablation& ab, int layer, int head) {
     else ab.heads.push_back({layer, head});
 }
 
+// The whole of a shortened text, wrapped, in a tooltip while the last item is hovered
+static void whole_on_hover(const char* text) {
+    if (!ImGui::IsItemHovered()) return;
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+}
+
 void panel_title(const char* title, const char* hint) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.8f, 1.0f, 1.0f));
     ImGui::TextUnformatted(title);
@@ -290,13 +300,7 @@ void panel_title(const char* title, const char* hint) {
             ImGui::TextDisabled("%s", hint);
         } else {
             ImGui::TextDisabled("(?)");
-            if (ImGui::IsItemHovered()) {
-                ImGui::BeginTooltip();
-                ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
-                ImGui::TextUnformatted(hint);
-                ImGui::PopTextWrapPos();
-                ImGui::EndTooltip();
-            }
+            whole_on_hover(hint);
         }
     }
     ImGui::Separator();
@@ -336,13 +340,7 @@ void tab_hint(const char* hint) {
             while (!cut.empty() && ((unsigned char)cut.back() & 0xC0) == 0x80) cut.pop_back(); // UTF-8 boundary
         }
         ImGui::TextDisabled("%s", (cut + more).c_str());
-        if (ImGui::IsItemHovered()) {
-            ImGui::BeginTooltip();
-            ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
-            ImGui::TextUnformatted(hint);
-            ImGui::PopTextWrapPos();
-            ImGui::EndTooltip();
-        }
+        whole_on_hover(hint);
     }
     ImGui::Separator();
 }
