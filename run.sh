@@ -10,4 +10,4 @@ if [ -x build/glassbox ] && { [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-
   exec build/glassbox "$@"
 fi
 echo "(no display or no desktop app: running the CLI instead)"
-exec build/glassbox-cli run --prompt "The cat sat on the" "$@"
+exec build/glassbox-cli run --prompt "The cat sat on the mat. The cat sat on the" "$@"

@@ -165,15 +165,22 @@ TEST(Cli, BenchWritesJson) {
     const tiny_model& tm = model_dir();
     const std::vector<int> sizes{4, 8, 16};
     const int repeat = 3;
-    command_result r = run_command("OMP_NUM_THREADS=1 " + std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli bench " +
-                                   M() + " --tokens 4,8,16 --repeat 3 --matmul fp32 --json " + dir + "/b.json");
+    // without an OpenMP wait setting of the user's, the program re-executes itself with a short spin
+    command_result r = run_command("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_NUM_THREADS=1 " + std::string(GLASSBOX_BINARY_DIR) +
+                                   "/glassbox-cli bench " + M() + " --tokens 4,8,16 --repeat 3 --matmul fp32 --json " + dir +
+                                   "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
     const gb::model_config& c = tm.config;
     const std::string shape = "model: gpt2, " + std::to_string(c.n_layer) + " layers, d " + std::to_string(c.d_model) +
                               ", " + std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab_size) + " (";
     EXPECT_NE(r.out.find(shape), std::string::npos) << "wanted '" << shape << "' in:\n" << r.out;
-    EXPECT_NE(r.out.find("backend: cpu, matmul: fp32, 1 threads,"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("backend: cpu, matmul: fp32, 1 threads (waiting: GOMP_SPINCOUNT=1000),"), std::string::npos) << r.out;
     const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    // a policy the user chose is kept
+    command_result active = run_command("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE OMP_NUM_THREADS=1 " + std::string(GLASSBOX_BINARY_DIR) +
+                                        "/glassbox-cli bench " + M() + " --tokens 4 --repeat 1 --matmul fp32");
+    ASSERT_EQ(active.code, 0) << active.err;
+    EXPECT_NE(active.out.find("1 threads (waiting: OMP_WAIT_POLICY=ACTIVE),"), std::string::npos) << active.out;
     ASSERT_TRUE(j.is_array()) << j.dump();
     ASSERT_EQ(j.size(), sizes.size()) << j.dump();
     std::map<int, double> printed_median; // tokens -> median_ms from the printed table
@@ -191,6 +198,7 @@ TEST(Cli, BenchWritesJson) {
         EXPECT_EQ(e["tokens"], sizes[i]) << at;
         EXPECT_EQ(e["repeat"], repeat) << at;
         EXPECT_EQ(e["matmul"], "fp32") << at;
+        EXPECT_EQ(e["wait_policy"], "GOMP_SPINCOUNT=1000") << at;
         for (const char* k : {"median_ms", "min_ms", "max_ms"}) {
             ASSERT_TRUE(e[k].is_number()) << k << ", " << at;
             EXPECT_TRUE(std::isfinite(e[k].get<double>())) << k << ", " << at;
@@ -826,10 +834,13 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         command_result bogus = cli("info --weights f16 --model " + g);
         EXPECT_EQ(bogus.code, 2);
         EXPECT_NE(bogus.err.find("--weights"), std::string::npos) << bogus.err;
-        command_result bad = cli("make-random --arch llama --dtype Q6_K --out " + dir + "/bad.gguf");
+        command_result bad = cli("make-random --arch llama --dtype Q3_K --out " + dir + "/bad.gguf");
         EXPECT_EQ(bad.code, 2);
-        EXPECT_NE(bad.err.find("Q4_K"), std::string::npos) << bad.err;
-        EXPECT_EQ(cli("make-random --dtype Q8_0 --out " + dir + "/gpt2.gguf").code, 2); // GGUF for llama only
+        EXPECT_NE(bad.err.find("--dtype: expected F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"),
+                  std::string::npos) << bad.err;
+        command_result marian = cli("make-random --arch marian --out " + dir + "/m.gguf");
+        EXPECT_EQ(marian.code, 2);
+        EXPECT_NE(marian.err.find("--arch: a .gguf is written for gpt2, llama, mistral"), std::string::npos) << marian.err;
     }
     // a seed names one model
     ASSERT_EQ(cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
@@ -848,6 +859,51 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     refused("--arch llama --heads-n 4 --d-model 36", "odd");
 }
 
+// make-random --out X.gguf writes any family llama.cpp runs, in any type: info reads back the family's shape (a
+// Qwen2-MoE's experts and shared expert, Gemma 2's window and caps), --dequantised writes the same weights as F32,
+// and options a family cannot take are refused with the reason
+TEST(Cli, MakeRandomGgufFamilies) {
+    const std::string dir = test_temp_dir("cli_gguf_families");
+    const std::string shape = "--layers-n 1 --d-model 256 --heads-n 4 --ff 256 --vocab 300 --ctx 32 ";
+    command_result moe = cli("make-random --arch qwen2_moe --kv-heads-n 2 --experts-n 3 --experts-used-n 2 --dtype Q4_0 " +
+                             shape + "--out " + dir + "/moe.gguf");
+    ASSERT_EQ(moe.code, 0) << moe.err;
+    EXPECT_NE(moe.out.find("wrote a random qwen2_moe GGUF (1 layers, d 256, 4 heads, 2 kv heads, ff 256, vocab 300, untied "
+                           "head, 3 experts, top 2,"), std::string::npos) << moe.out;
+    command_result info = cli("info --model " + dir + "/moe.gguf");
+    ASSERT_EQ(info.code, 0) << info.err;
+    auto j = nlohmann::json::parse(info.out);
+    EXPECT_EQ(j["arch"], "qwen2moe"); // as the file names it
+    EXPECT_EQ(j["n_kv_head"], 2);
+    EXPECT_EQ(j["stored_types"]["mlp"], "Q4_0");
+    EXPECT_EQ(j["experts"]["n_expert"], 3) << info.out;
+    EXPECT_EQ(j["experts"]["d_ff_shared"], 256) << info.out;
+    ASSERT_EQ(cli("make-random --arch gemma2 --dtype Q6_K --seed 5 " + shape + "--out " + dir + "/g.gguf").code, 0);
+    ASSERT_EQ(cli("make-random --arch gemma2 --dtype Q6_K --seed 5 --dequantised " + shape + "--out " + dir + "/gf.gguf").code, 0);
+    auto top = [&](const std::string& path) { // the top-k of a run on the fp32 kernel: the same weights, the same numbers
+        command_result r = cli("run --matmul fp32 --model " + path + " --prompt 'the cat' --json " + path + ".json");
+        EXPECT_EQ(r.code, 0) << r.err;
+        return nlohmann::json::parse(slurp(path + ".json"))["top_k"];
+    };
+    EXPECT_EQ(top(dir + "/g.gguf"), top(dir + "/gf.gguf"));
+    auto gi = nlohmann::json::parse(cli("info --model " + dir + "/gf.gguf").out);
+    EXPECT_EQ(gi["stored_types"]["mlp"], "F32");
+    EXPECT_EQ(gi["sliding_window"]["tokens"], 4096);
+    EXPECT_FLOAT_EQ(gi["attn_softcap"].get<float>(), 50.0f);
+    auto refused = [&](const std::string& args, const std::string& needle) {
+        command_result r = cli("make-random " + shape + args);
+        EXPECT_EQ(r.code, 2) << args;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    };
+    refused("--arch gemma --tied 0 --out " + dir + "/x.gguf", "--tied: llama.cpp reads gemma's head as the embedding (tied)");
+    refused("--arch olmo2 --tied 1 --out " + dir + "/x.gguf", "--tied: llama.cpp reads olmo2's head as its own matrix");
+    refused("--arch gpt_neox --kv-heads-n 2 --out " + dir + "/x.gguf", "--kv-heads-n: gpt_neox has one K/V head per head");
+    refused("--arch llama --experts-n 4 --out " + dir + "/x.gguf", "--experts-n goes with the MoE families");
+    refused("--arch llama --dequantised --out " + dir + "/x", "--dequantised goes with --out FILE.gguf");
+    refused("--arch olmoe --kv-heads-n 2 --out " + dir + "/x.gguf", "llama.cpp's OLMoE needs as many K/V heads as heads");
+    refused("--arch bert --out " + dir + "/x.gguf", "--arch: a .gguf is written for");
+}
+
 // Every command documents its options and exit codes: `glassbox-cli CMD --help` (and `glassbox-cli help CMD`)
 // print that command's usage, each option it takes and an "Exit codes:" section, and exit 0; the overview
 // (`glassbox-cli --help`) has the exit codes too and points to the commands' help.
@@ -861,7 +917,8 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"heads", {"--repeat-random N", "--seed S"}},
         {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
         {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
-        {"make-random", {"--out DIR", "--arch gpt2|llama|marian", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N"}},
+        {"make-random", {"--out DIR", "--arch FAMILY", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N", "--dtype TYPE",
+                         "--dequantised", "--experts-n E", "--std S"}},
         {"info", {"--model PATH", "--matmul K"}},
         {"selftest", {"--model PATH", "--json FILE"}},
         {"learn", {"--prompt TEXT", "--token I", "--layer L", "--head H"}},

@@ -1,5 +1,6 @@
 // The embedded default model (assets/models/): found without --model, loaded through the HF GPT-2 path,
-// and tokenize -> forward -> generate gives English-looking text.
+// tokenize -> forward -> generate gives English-looking text, and the teaching demos work on it (the prompts,
+// held-out ones included, are in tests/data/default_model_demos.json, written by tools/train_default_model.py).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "model/model.h"
 #include "run/forward.h"
 #include "run/generate.h"
+#include "util/json_util.h"
 
 TEST(DefaultModel, TokenizeForwardGenerate) {
     std::string path = gb::default_model_path();
@@ -72,7 +74,7 @@ TEST(DefaultModel, SampledGenerationIsSeeded) {
     EXPECT_EQ(g1.ids, g99.ids) << "greedy decoding must not depend on the seed";
 }
 
-// What the teaching demos rely on (and the model's README reports): an induction head (score >= 0.3 on 50 random
+// What the teaching demos rely on (and the model's README reports): an induction head (score >= 0.5 on 50 random
 // tokens repeated, as `glassbox-cli heads --repeat-random 50` measures it) and a previous-token head on prose.
 TEST(DefaultModel, HasAnInductionHeadAndAPreviousTokenHead) {
     gb::model m = gb::load_model(gb::default_model_path());
@@ -84,9 +86,104 @@ TEST(DefaultModel, HasAnInductionHeadAndAPreviousTokenHead) {
     for (uint64_t seed : {1, 2, 3}) {
         gb::record r;
         gb::run_forward(r, m, gb::repeated_random_tokens(m.tok, m.config.vocab_size, 50, seed, false));
-        EXPECT_GE(best(gb::score_heads(r), gb::SCORE_INDUCTION), 0.3f) << "seed " << seed;
+        EXPECT_GE(best(gb::score_heads(r), gb::SCORE_INDUCTION), 0.5f) << "seed " << seed;
     }
     gb::record r;
     gb::run_forward(r, m, gb::encode(m.tok, "The cat sat on the mat. The cat sat on the mat. The dog ran to the park."));
     EXPECT_GE(best(gb::score_heads(r), gb::SCORE_PREV_TOKEN), 0.5f);
+}
+
+// ---- The teaching demos ----
+namespace {
+
+const nlohmann::json& demos_json() {
+    static const nlohmann::json j =
+        gb::read_json_file(std::string(GLASSBOX_SOURCE_DIR) + "/tests/data/default_model_demos.json");
+    return j;
+}
+
+const gb::model& default_model() {
+    static const gb::model m = gb::load_model(gb::default_model_path());
+    return m;
+}
+
+// The entry of the demo list with this group ("induction", "ioi", "lens", "usa").
+const nlohmann::json& demo(const std::string& group) {
+    for (const auto& d : demos_json()["demos"])
+        if (d["group"] == group) return d;
+    throw std::runtime_error("no demo of group " + group + " in default_model_demos.json");
+}
+
+int one_token(const gb::model& m, const std::string& word) {
+    const std::vector<int> ids = gb::encode(m.tok, word);
+    EXPECT_EQ(ids.size(), 1u) << "'" << word << "' is not one token";
+    return ids.empty() ? -1 : ids[0];
+}
+
+// The next-token logits after a prompt (no BOS, as the app runs this model): [vocab]
+struct next_token {
+    std::vector<float> logits;
+    int top() const { return (int)(std::max_element(logits.begin(), logits.end()) - logits.begin()); }
+    double prob(int id) const {
+        const float mx = logits[top()];
+        double sum = 0;
+        for (float v : logits) sum += std::exp((double)v - mx);
+        return std::exp((double)logits[id] - mx) / sum;
+    }
+};
+
+next_token predict(const gb::model& m, const std::string& prompt) {
+    gb::record r;
+    gb::run_forward(r, m, gb::encode(m.tok, prompt));
+    const float* l = r.last_logits();
+    return {std::vector<float>(l, l + r.vocab)};
+}
+
+std::string show(const gb::model& m, int id) { return "'" + gb::decode(m.tok, {id}) + "'"; }
+
+} // namespace
+
+// Every name and answer the demos and their held-out prompts use is one token (the app's IOI demo needs
+// ' Mary' and ' John' to be single tokens to attribute their logit difference).
+TEST(DefaultModel, DemoNamesAndAnswersAreSingleTokens) {
+    const gb::model& m = default_model();
+    for (const char* w : {" Mary", " John", " Paris", " America", " mat", " Eiffel"}) one_token(m, w);
+    for (const auto& q : demos_json()["ioi"]) one_token(m, q["io"]), one_token(m, q["s"]);
+    for (const auto& q : demos_json()["facts"]) one_token(m, q["answer"]);
+}
+
+// Induction on prose: "The cat sat on the mat. The cat sat on the" -> " mat" with p >= 0.5.
+TEST(DefaultModel, InductionDemoCopiesMat) {
+    const gb::model& m = default_model();
+    const auto& d = demo("induction");
+    const next_token n = predict(m, d["prompt"]);
+    const int mat = one_token(m, d["answer"]);
+    EXPECT_EQ(n.top(), mat) << "top-1 is " << show(m, n.top());
+    EXPECT_GE(n.prob(mat), d["min_prob"].get<double>());
+}
+
+// Indirect object: "When Mary and John went to the store, John gave a drink to" -> " Mary", 2 logits over " John".
+TEST(DefaultModel, IoiDemoNamesMary) {
+    const gb::model& m = default_model();
+    const auto& d = demo("ioi");
+    const next_token n = predict(m, d["prompt"]);
+    const int io = one_token(m, d["answer"]), s = one_token(m, d["contrast"]);
+    EXPECT_EQ(n.top(), io) << "top-1 is " << show(m, n.top());
+    EXPECT_GE(n.logits[io] - n.logits[s], d["min_logit_diff"].get<float>());
+}
+
+// A fact: "The Eiffel Tower is in the city of" -> " Paris".
+TEST(DefaultModel, EiffelTowerIsInParis) {
+    const gb::model& m = default_model();
+    const auto& d = demo("lens");
+    const next_token n = predict(m, d["prompt"]);
+    EXPECT_EQ(n.top(), one_token(m, d["answer"])) << "top-1 is " << show(m, n.top());
+}
+
+// "The United States of" -> " America".
+TEST(DefaultModel, UnitedStatesOfAmerica) {
+    const gb::model& m = default_model();
+    const auto& d = demo("usa");
+    const next_token n = predict(m, d["prompt"]);
+    EXPECT_EQ(n.top(), one_token(m, d["answer"])) << "top-1 is " << show(m, n.top());
 }

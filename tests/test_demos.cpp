@@ -123,6 +123,18 @@ TEST(Demos, EveryPresetOnTheDefaultModel) {
     auto states = run_demo("", all_by_script, &rc);
     ASSERT_EQ(rc, 0);
     check_all(states, "");
+    // the embedded model keeps each demo's promise on screen: the lens's answer is Paris, settled before the last
+    // sublayer; the indirect object is Mary, well ahead of John, and the attribution explains that lead
+    ASSERT_EQ(states.size(), 4u);
+    EXPECT_EQ(states[2]["top1"], " Paris");
+    EXPECT_EQ(states[2]["lens"]["top1_last"], " Paris");
+    EXPECT_LT(states[2]["lens"]["answer_from_point"].get<int>(), states[2]["lens"]["points"].get<int>() - 1);
+    EXPECT_NE(states[2]["demo"]["caption"].get<std::string>().find("Paris"), std::string::npos);
+    EXPECT_EQ(states[3]["top1"], " Mary");
+    EXPECT_EQ(states[3]["attribution_target"], " Mary") << "' Mary' is one token of the embedded model";
+    ASSERT_TRUE(states[3]["attribution"].contains("logit_diff"));
+    EXPECT_GE(states[3]["attribution"]["logit_diff"].get<double>(), 2.0);
+    EXPECT_NEAR(states[3]["attribution"]["sum"].get<double>(), states[3]["attribution"]["logit_diff"].get<double>(), 1e-3);
 }
 
 TEST(Demos, EveryPresetOnATinyModel) {

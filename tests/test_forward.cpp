@@ -428,11 +428,11 @@ TEST(Gemm, MatchesNaiveProductOnEveryEdge) {
                     if (!wm.amx()) {
                         ASSERT_EQ(back, w);
                     }
-                    for (int t = 0; wm.amx() && t < k; t++) { // fixed point: within 2^-22 of the row's largest weight
+                    for (int t = 0; wm.amx() && t < k; t++) { // fixed point: within 2^-30 of the row's largest weight
                         float row_max = 0;
                         for (int j = 0; j < m; j++) row_max = std::max(row_max, std::abs(w[(size_t)t * m + j]));
                         for (int j = 0; j < m; j++)
-                            ASSERT_LE(std::abs(back[(size_t)t * m + j] - w[(size_t)t * m + j]), std::ldexp(row_max, -22))
+                            ASSERT_LE(std::abs(back[(size_t)t * m + j] - w[(size_t)t * m + j]), std::ldexp(row_max, -30))
                                 << "row " << t << " col " << j;
                     }
                     const bool with_bias = (n + k + m) % 2;

@@ -1,7 +1,8 @@
 // GGUF: the same weights as GGUF give the same outputs as llama2.c / HF files and the reference (llama with
 // rope_freqs / linear scaling, qwen2 with biases and rotate-half); v2 and other alignments; the SentencePiece
 // tokenizer's merge order; dequantisation block by block against values worked out by hand; malformed files
-// give clear errors without huge allocations.
+// give clear errors without huge allocations; keys a file leaves out read as llama.cpp reads them; the random
+// GGUF writer (every family and type) read back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,11 +13,14 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "gguf_writer.h"
 #include "io/gguf.h"
+#include "io/gguf_writer.h"
 #include "io/loader.h"
 #include "io/safetensors.h"
+#include "model/arch.h"
 #include "run/forward.h"
 #include "test_util.h"
 #include "tiny_llama.h"
@@ -571,4 +575,133 @@ TEST(Gguf, LlamaTokenizerMergesBestScoreFirstAndFallsBackToBytes) {
     EXPECT_EQ(gb::encode_prompt(m.tok, "abz", false), (std::vector<int>{1, sp, ab, 3 + 'z'}));
     EXPECT_EQ(gb::encode_prompt(m.tok, "bz\xc3\xa9", false), (std::vector<int>{1, sp, b, 3 + 'z', 3 + 0xc3, 3 + 0xa9}));
     EXPECT_EQ(gb::decode(m.tok, {1, sp, ab, 3 + 'z'}), "abz");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The random GGUF writer (core/io/gguf_writer.h): what make-random --out X.gguf writes for llama.cpp
+// ---------------------------------------------------------------------------------------------
+static std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+static gb::model_config small_shape() {
+    gb::model_config s;
+    s.n_layer = 1, s.d_model = 256, s.n_head = 4, s.n_kv_head = 2, s.d_ff = 256, s.vocab_size = 257, s.n_ctx = 16;
+    s.n_expert = 3, s.n_expert_used = 2, s.d_ff_expert = 256, s.d_ff_shared = 256;
+    return s;
+}
+
+// Every family in every type: our loader reads back the config random_gguf_config promised, the tokenizer keys
+// llama.cpp needs are there (make-random's first GGUFs had no tokenizer.ggml.merges, and llama.cpp refused them:
+// "cannot find tokenizer merges in model file"), and the --dequantised file holds exactly what the stored one does.
+TEST(GgufWriter, EveryFamilyInEveryTypeReadsBackAsConfigured) {
+    const std::string dir = test_temp_dir("gguf_writer");
+    for (const std::string& family : gb::random_gguf_families()) {
+        gb::model_config s = small_shape();
+        if (family == "gpt2" || family == "gpt_neox" || family == "olmoe") s.n_kv_head = 4;
+        if (family == "gpt_neox") s.rope_dims = 32;
+        if (family == "gemma2") s.sliding_window = 5, s.attn_softcap = 7, s.final_softcap = 9;
+        const gb::model_config c = gb::random_gguf_config(family, s);
+        for (uint32_t type : gb::ggml_types()) {
+            SCOPED_TRACE(family + " " + gb::ggml_type_name(type));
+            gb::random_gguf_options o;
+            o.type = type, o.aux_std = 0.1;
+            const std::string path = dir + "/m.gguf", f32 = dir + "/f32.gguf";
+            const int64_t n = gb::write_random_gguf(path, c, o);
+            gb::model m = gb::load_model(path);
+            const gb::model_config& r = m.config;
+            EXPECT_EQ(gb::count_params(m).total(), n);
+            EXPECT_EQ(r.arch, c.arch);
+            EXPECT_EQ(std::make_tuple(r.n_layer, r.d_model, r.n_head, r.n_kv_head, r.d_head, r.d_ff, r.vocab_size, r.n_ctx),
+                      std::make_tuple(c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.d_head, c.d_ff, c.vocab_size, c.n_ctx));
+            EXPECT_EQ(std::make_tuple(r.n_expert, r.n_expert_used, r.d_ff_expert, r.d_ff_shared, r.norm_topk),
+                      std::make_tuple(c.n_expert, c.n_expert_used, c.d_ff_expert, c.d_ff_shared, c.norm_topk));
+            EXPECT_EQ(std::make_tuple(r.qkv_bias, r.mlp_bias, r.parallel, r.tied_lm_head, r.sliding_window, r.window_every),
+                      std::make_tuple(c.qkv_bias, c.mlp_bias, c.parallel, c.tied_lm_head, c.sliding_window, c.window_every));
+            EXPECT_EQ(std::make_tuple(r.attn_softcap, r.final_softcap, r.norm_eps), std::make_tuple(c.attn_softcap, c.final_softcap, c.norm_eps));
+            if (c.rope_dims) {
+                EXPECT_EQ(std::make_tuple(r.rope, r.rope_dims, r.rope_theta), std::make_tuple(c.rope, c.rope_dims, c.rope_theta));
+            }
+            const gb::gguf_file g = gb::open_gguf(path);
+            const std::string A = g.meta.at("general.architecture").s;
+            EXPECT_EQ(A, family == "mistral" || family == "mixtral" ? "llama" : family == "qwen2" ? "qwen2"
+                                                                               : gb::arch_table(c.arch).names->gguf_arch);
+            EXPECT_EQ(g.meta.at("tokenizer.ggml.model").s, "gpt2");
+            EXPECT_EQ(g.meta.at("tokenizer.ggml.merges").elem_type, 8u);
+            EXPECT_EQ(g.meta.at("tokenizer.ggml.token_type").n, (uint64_t)c.vocab_size);
+            EXPECT_EQ(m.tok.eos_id, c.vocab_size - 1);
+            EXPECT_EQ(gb::decode(m.tok, gb::encode(m.tok, "any text")), "any text");
+            if (type == gb::GGML_F32) continue;
+            o.dequantised = true;
+            gb::write_random_gguf(f32, c, o);
+            const gb::gguf_file q = gb::open_gguf(f32);
+            for (const auto& [name, t] : g.tensors) {
+                const gb::gguf_tensor& d = q.tensors.at(name);
+                ASSERT_EQ(d.ne, t.ne) << name;
+                ASSERT_EQ(d.type, (uint32_t)gb::GGML_F32) << name;
+                int64_t values = 1;
+                for (int64_t e : t.ne) values *= e;
+                std::vector<float> want((size_t)values);
+                gb::dequantize(want.data(), t.data, t.type, values);
+                ASSERT_EQ(std::memcmp(want.data(), d.data, d.nbytes), 0) << name;
+            }
+        }
+    }
+}
+
+// The same seed writes the same bytes; what llama.cpp (or our loader) would refuse is refused while writing
+TEST(GgufWriter, ASeedNamesOneFileAndRefusalsNameTheProblem) {
+    const std::string dir = test_temp_dir("gguf_writer_refusals");
+    const gb::model_config c = gb::random_gguf_config("qwen3", small_shape());
+    gb::random_gguf_options o;
+    o.type = gb::GGML_Q6_K;
+    gb::write_random_gguf(dir + "/a.gguf", c, o);
+    gb::write_random_gguf(dir + "/b.gguf", c, o);
+    o.seed = 2;
+    gb::write_random_gguf(dir + "/c.gguf", c, o);
+    EXPECT_EQ(slurp(dir + "/a.gguf"), slurp(dir + "/b.gguf"));
+    EXPECT_NE(slurp(dir + "/a.gguf"), slurp(dir + "/c.gguf"));
+
+    gb::model_config s = small_shape();
+    expect_gb_error([&] { gb::random_gguf_config("bert", s); }, "unknown family 'bert'");
+    expect_gb_error([&] { gb::random_gguf_config("olmoe", s); }, "llama.cpp's OLMoE needs as many K/V heads as heads");
+    expect_gb_error([&] { gb::random_gguf_config("gpt2", s); }, "one K/V head per head");
+    s.sliding_window = 8;
+    expect_gb_error([&] { gb::random_gguf_config("mistral", s); }, "llama.cpp reads one for Gemma 2 and Phi-3 only");
+    s = small_shape(), s.vocab_size = 256;
+    expect_gb_error([&] { gb::random_gguf_config("llama", s); }, "vocab_size must be at least 257");
+    s = small_shape(), s.d_model = 96, s.n_head = 4;
+    o.type = gb::GGML_Q4_K;
+    expect_gb_error([&] { gb::write_random_gguf(dir + "/d.gguf", gb::random_gguf_config("llama", s), o); },
+                    "Q4_K blocks of 256 values do not divide token_embd.weight's rows of 96");
+    gb::model_config partial = c;
+    partial.d_ff_expert = 7; // not what random_gguf_config made of the shape
+    partial.n_kv_head = 0;
+    expect_gb_error([&] { gb::write_random_gguf(dir + "/e.gguf", partial, o); }, "needs the complete config");
+}
+
+// Keys a GGUF may leave out are read with llama.cpp's defaults (the llama.cpp parity suite found both): RoPE's base
+// is 10000 for every architecture (we read 1e6 for Qwen's), and Gemma 2 caps its scores at 50 and its logits at 30
+// with a window of 4096 (we read no caps and no window)
+TEST(Gguf, MissingKeysReadAsLlamaCppReadsThem) {
+    const std::string dir = test_temp_dir("gguf_defaults");
+    for (const std::string family : {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "llama", "gemma2"}) {
+        SCOPED_TRACE(family);
+        gb::model_config c = gb::random_gguf_config(family, small_shape());
+        c.rope_theta = 1000000.0f;
+        gb::random_gguf_options o;
+        const std::string A = family == "qwen2_moe" ? "qwen2moe" : family == "qwen3_moe" ? "qwen3moe" : family;
+        o.omit = {A + ".rope.freq_base", A + ".attention.sliding_window", A + ".attn_logit_softcapping",
+                  A + ".final_logit_softcapping"};
+        gb::write_random_gguf(dir + "/m.gguf", c, o);
+        const gb::gguf_file g = gb::open_gguf(dir + "/m.gguf");
+        ASSERT_EQ(g.meta.count(A + ".rope.freq_base"), 0u) << "the key is left out";
+        const gb::model m = gb::load_model(dir + "/m.gguf");
+        EXPECT_EQ(m.config.rope_theta, 10000.0f);
+        const bool gemma2 = family == "gemma2";
+        EXPECT_EQ(m.config.attn_softcap, gemma2 ? 50.0f : 0.0f);
+        EXPECT_EQ(m.config.final_softcap, gemma2 ? 30.0f : 0.0f);
+        EXPECT_EQ(m.config.sliding_window, gemma2 ? 4096 : 0);
+    }
 }

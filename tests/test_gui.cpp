@@ -151,7 +151,7 @@ TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
     EXPECT_EQ(st[0]["tokens"].back(), "[SEP]");
     EXPECT_TRUE(st[0]["fills"].empty());
     EXPECT_EQ(st[0]["fill_position"], (int)st[0]["tokens"].size() - 2);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn"})); // Learn: the picture, without numbers
     EXPECT_EQ(st[1]["prompt"], "the cat [MASK] on the mat");
     EXPECT_EQ(st[1]["fill_position"], 3);
     ASSERT_EQ(st[1]["fills"].size(), 1u);
@@ -278,7 +278,7 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 5u);
     EXPECT_EQ(st[0]["tab"], "image");
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "image"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn", "image"}));
     EXPECT_EQ(st[0]["error"], "");
     EXPECT_EQ(st[0]["vision"]["view"], nlohmann::json({16, 16}));
     EXPECT_EQ(st[0]["vision"]["query"], 0);

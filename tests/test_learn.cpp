@@ -1,20 +1,30 @@
 // Learn mode's walk (core/analysis/learn.h): every number it shows is the run's own (the record's rows, or
 // recomputed from them and checked against what the run produced), its formulas follow the architecture, and
-// the parameter derivation adds up to the model's count. Also `glassbox-cli learn`.
+// the parameter derivation adds up to the model's count. Also `glassbox-cli learn`. Its picture
+// (core/analysis/learn_diagram.h): every step lights a box of the model's forward with the step's own shape,
+// the boxes follow the architecture; and the app's Learn tab that draws it, stepped through its script.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stb_image_write.h>
 
 #include "analysis/learn.h"
+#include "analysis/learn_diagram.h"
 #include "app_script.h"
 #include "io/loader.h"
 #include "ref_models.h"
 #include "run/forward.h"
+#include "run/seq2seq.h"
 #include "test_util.h"
+#include "tiny_encoder.h"
 #include "tiny_family.h"
 #include "tiny_model.h"
+#include "tiny_seq2seq.h"
+#include "tiny_vision.h"
 
 namespace {
 
@@ -168,13 +178,15 @@ TEST(LearnGui, TheTabWalksTheSelectedTokenLayerAndHead) {
     EXPECT_EQ(states[0]["learn"]["prediction"], states[0]["top1"]);
 }
 
-// Each step's "see: PANEL" is a link: a panel outside the tabs is outlined for a moment, a tab is opened.
+// The step's "see: PANEL" is a link: a panel outside the tabs is outlined for a moment, a tab is opened (the
+// fifth step, Scores, links to the Head tab).
 TEST(LearnGui, StepLinksOpenThePanelTheyName) {
     ASSERT_TRUE(have_app()) << app_path() << " was not built";
     int rc = -1;
     auto states = run_script("--prompt 'The cat sat on the' --select-head 1.3",
                              "wait\nclick tab Learn\nwait\nprint\nclick learn see Prompt\nprint\n"
-                             "hover learn see Prompt\nwheel -3\nframes 3\nclick learn see Head\nwait\nprint\n", &rc);
+                             "hover learn see Prompt\nwheel -3\nframes 3\nkey right\nkey right\nkey right\nkey right\n"
+                             "frames 2\nclick learn see Head\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(states.size(), 3u);
     EXPECT_EQ(states[0]["tab"], "learn");
@@ -183,4 +195,393 @@ TEST(LearnGui, StepLinksOpenThePanelTheyName) {
     EXPECT_EQ(states[1]["flash"], "Prompt");
     EXPECT_EQ(states[2]["tab"], "head");
     EXPECT_EQ(states[2]["flash"], "Analysis");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The picture: the model's boxes, and the walk's steps on them
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+const gb::model& family_model(const std::string& family) {
+    static std::map<std::string, gb::model> models;
+    if (!models.count(family)) {
+        family_spec s;
+        s.family = family, s.seed = 71;
+        models[family] = gb::load_model(write_tiny_family(test_temp_dir("learn_pic_" + family), s).hf_dir);
+    }
+    return models[family];
+}
+
+const gb::model& seq2seq_model(const std::string& family) {
+    static std::map<std::string, gb::model> models;
+    if (!models.count(family)) {
+        seq2seq_spec s;
+        s.family = family, s.seed = 73;
+        models[family] = gb::load_model(write_tiny_seq2seq(test_temp_dir("learn_pic_" + family), s).dir);
+    }
+    return models[family];
+}
+
+// Every step of the walk lights a box the picture has, in the picture's order, and the box's shape is the step's.
+void expect_steps_light_boxes(const gb::learn_walk& w, const gb::learn_diagram& g, const std::string& where) {
+    const std::vector<gb::diagram_part> parts = gb::step_parts(w);
+    ASSERT_EQ(parts.size(), w.steps.size());
+    int last = -1;
+    for (size_t i = 0; i < parts.size(); i++) {
+        ASSERT_NE(parts[i], gb::PART_COUNT) << where << ": the step '" << w.steps[i].title << "' lights no box";
+        const gb::diagram_box* b = g.find(parts[i]);
+        ASSERT_NE(b, nullptr) << where << ": the picture has no " << gb::part_name(parts[i]);
+        const int at = (int)(b - g.boxes.data());
+        EXPECT_GT(at, last) << where << ": " << w.steps[i].title << " lights a box before the previous step's";
+        last = at;
+        if (!(parts[i] == gb::PART_INPUT && g.kind == gb::KIND_SEQ2SEQ)) { // (the walk's names both S and T there)
+            EXPECT_EQ(b->shape(), w.steps[i].shape) << where << ": " << w.steps[i].title;
+        }
+    }
+}
+
+} // namespace
+
+TEST(LearnPicture, EveryStepLightsABoxWithTheStepsShape) {
+    std::vector<std::pair<std::string, const gb::model*>> models;
+    for (const ref_model* rm : ref_models()) models.push_back({rm->name, &rm->m});
+    for (const char* f : {"gemma2", "gpt_neox", "olmo2", "qwen2_moe"}) models.push_back({f, &family_model(f)});
+    for (auto [name, mp] : models) {
+        const gb::model& m = *mp;
+        const std::vector<int> ids = random_tokens(7, m.config.vocab_size - 2, 3);
+        for (int layer : {0, m.config.n_layer - 1}) {
+            const gb::record r = learn_run(m, ids, layer);
+            const gb::learn_walk w = gb::walk_through(m, r, 6, layer, 1);
+            const gb::learn_diagram g = gb::diagram_of(m, r.n_tokens);
+            EXPECT_EQ(g.n_layer, m.config.n_layer);
+            EXPECT_TRUE(g.predicts_next);
+            expect_steps_light_boxes(w, g, name);
+        }
+    }
+    for (const char* family : {"marian", "mbart"}) { // the walk follows the decoder, through its cross-attention
+        const gb::model& m = seq2seq_model(family);
+        const std::vector<int> source = random_tokens(6, 100, 5), target = random_tokens(4, 100, 7);
+        gb::forward_options o;
+        o.keep = gb::learn_keep(m.config.n_layer, 1);
+        gb::seq2seq_record r;
+        gb::run_seq2seq(r, m, source, target, {}, o);
+        const gb::learn_walk w = gb::walk_through(m, r.decoder, 3, 1, 2);
+        const gb::learn_diagram g = gb::diagram_of(m, r.decoder.n_tokens, r.encoder.n_tokens);
+        expect_steps_light_boxes(w, g, family);
+        EXPECT_EQ(g.n_source, 6);
+        EXPECT_EQ(g.encoder_layers, m.encoder->config.n_layer);
+    }
+}
+
+// The boxes are what each architecture does: norms where it has them (Pre-LN before each sublayer, Post-LN on
+// the stream after each add), positions where they enter, the parallel block's one input, the router, the
+// cross-attention and the encoder beside it, no mask in an encoder, patches and classes for a ViT.
+TEST(LearnPicture, TheBoxesFollowTheArchitecture) {
+    auto dims = [](const gb::diagram_box* b) { return b ? b->shape() : std::string("(none)"); };
+    const gb::model& gpt2 = tiny_gpt2_ref().m;
+    gb::learn_diagram g = gb::diagram_of(gpt2, 5);
+    const int d = gpt2.config.d_model, H = gpt2.config.n_head, dh = gpt2.config.d_head;
+    EXPECT_EQ(g.find(gb::PART_EMBED)->formula, "x = E[id] + P[position]");
+    EXPECT_EQ(g.find(gb::PART_NORM_ATTN)->label, "LayerNorm");
+    EXPECT_EQ(dims(g.find(gb::PART_QKV)), "[T, H, d_head] = [5, " + std::to_string(H) + ", " + std::to_string(dh) + "]");
+    EXPECT_EQ(dims(g.find(gb::PART_SOFTMAX)), "[H, T, T] = [" + std::to_string(H) + ", 5, 5]");
+    EXPECT_EQ(dims(g.find(gb::PART_MLP_HIDDEN)), "[T, d_ff] = [5, " + std::to_string(gpt2.config.d_ff) + "]");
+    EXPECT_EQ(dims(g.find(gb::PART_ADD_MLP)), "[T, d] = [5, " + std::to_string(d) + "]");
+    EXPECT_NE(g.find(gb::PART_MASK), nullptr);
+    EXPECT_EQ(g.find(gb::PART_UNEMBED)->label, "x E\u22A4");
+    EXPECT_EQ(g.find(gb::PART_CROSS), nullptr);
+    EXPECT_EQ(g.find(gb::PART_ROUTER), nullptr);
+
+    const gb::model& llama = tiny_llama_ref().m;
+    g = gb::diagram_of(llama, 5);
+    EXPECT_EQ(g.find(gb::PART_EMBED)->formula, "x = E[id]") << "RoPE: no position added to the embedding";
+    EXPECT_TRUE(g.rope);
+    EXPECT_NE(g.find(gb::PART_QKV)->note.find("RoPE rotates q and k"), std::string::npos);
+    EXPECT_NE(g.find(gb::PART_QKV)->note.find("grouped-query"), std::string::npos) << g.find(gb::PART_QKV)->note;
+    EXPECT_EQ(g.find(gb::PART_NORM_MLP)->label, "RMSNorm");
+    EXPECT_EQ(g.find(gb::PART_MLP_HIDDEN)->label, "gate \u2299 up");
+
+    g = gb::diagram_of(family_model("gpt_neox"), 5);
+    EXPECT_TRUE(g.parallel);
+    EXPECT_EQ(g.find(gb::PART_ADD_ATTN)->formula, "x + attn");
+    EXPECT_EQ(g.find(gb::PART_ADD_MLP)->formula, "x ← x + attn + mlp");
+    g = gb::diagram_of(family_model("olmo2"), 5); // no norm before the sublayers: one on each sublayer's output
+    EXPECT_FALSE(g.pre_ln);
+    EXPECT_TRUE(g.sublayer_norm);
+    EXPECT_EQ(g.find(gb::PART_NORM_ATTN), nullptr);
+    EXPECT_NE(g.find(gb::PART_ATTN_OUT)->note.find("normed"), std::string::npos);
+    g = gb::diagram_of(family_model("qwen2_moe"), 5);
+    EXPECT_EQ(g.kind, gb::KIND_MOE);
+    EXPECT_EQ(dims(g.find(gb::PART_ROUTER)), "[T, E] = [5, 4]");
+    EXPECT_EQ(g.find(gb::PART_ROUTER)->formula, "w = top-2 of softmax(x W_r)");
+    EXPECT_EQ(dims(g.find(gb::PART_MLP_HIDDEN)), "[T, d_ff_e] = [5, 24]");
+
+    const gb::model& marian = seq2seq_model("marian");
+    g = gb::diagram_of(marian, 4, 6);
+    EXPECT_TRUE(g.post_ln);
+    EXPECT_EQ(g.find(gb::PART_NORM_ATTN), nullptr) << "Post-LN: no norm before a sublayer";
+    EXPECT_EQ(g.find(gb::PART_ADD_ATTN)->label, "+, LN");
+    EXPECT_EQ(g.find(gb::PART_ADD_CROSS)->formula, "x ← LN(x + cross)");
+    EXPECT_EQ(dims(g.find(gb::PART_CROSS)), "[H, T, S] = [4, 4, 6]");
+    EXPECT_EQ(g.find(gb::PART_INPUT)->label, "target");
+    EXPECT_NE(g.find(gb::PART_EMBED)->formula.find("PE[position]"), std::string::npos);
+    ASSERT_FALSE(g.encoder.empty());
+    EXPECT_EQ(g.encoder.front().label, "source");
+    EXPECT_EQ(g.encoder.back().label, "encoder out");
+    EXPECT_EQ(dims(&g.encoder.back()), "[S, d] = [6, 32]");
+
+    const tiny_encoder te = write_tiny_encoder(test_temp_dir("learn_pic_bert") + "/m", {});
+    g = gb::diagram_of(gb::load_model(te.dir), 7);
+    EXPECT_FALSE(g.causal);
+    EXPECT_FALSE(g.predicts_next);
+    EXPECT_EQ(g.find(gb::PART_MASK), nullptr) << "an encoder: every token sees every token";
+    EXPECT_EQ(g.find(gb::PART_FINAL_NORM)->label, "MLM head");
+    EXPECT_NE(g.find(gb::PART_PREDICT)->formula.find("[MASK]"), std::string::npos);
+    EXPECT_NE(g.find(gb::PART_EMBED)->formula.find("LN("), std::string::npos) << g.find(gb::PART_EMBED)->formula;
+
+    const tiny_vision tv = write_tiny_vision(test_temp_dir("learn_pic_vit") + "/m", {}); // 16 px, 4 px patches
+    g = gb::diagram_of(gb::load_model(tv.dir), 17);
+    EXPECT_EQ(g.find(gb::PART_INPUT)->label, "patches");
+    EXPECT_EQ(dims(g.find(gb::PART_INPUT)), "[N, C·P·P] = [16, 48]");
+    EXPECT_EQ(dims(g.find(gb::PART_UNEMBED)), "[classes] = [7]");
+    EXPECT_EQ(g.find(gb::PART_MASK), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The app's Learn tab: the picture, stepped through the script
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The boxes of a state's picture by part.
+std::map<std::string, nlohmann::json> boxes_of(const nlohmann::json& st) {
+    std::map<std::string, nlohmann::json> out;
+    for (const nlohmann::json& b : st["learn_picture"]["boxes"]) out[b["part"].get<std::string>()] = b;
+    return out;
+}
+
+// Exactly one box is lit, the one the picture says; it is the box of the step shown.
+void expect_one_lit(const nlohmann::json& st, const std::string& part) {
+    const nlohmann::json& p = st["learn_picture"];
+    EXPECT_EQ(p["lit"], part);
+    int lit = 0;
+    for (const nlohmann::json& b : p["boxes"])
+        if (b["lit"].get<bool>()) {
+            lit++;
+            EXPECT_EQ(b["part"], part);
+        }
+    EXPECT_EQ(lit, 1) << p.dump();
+}
+
+} // namespace
+
+// The tab draws the loaded model (its layer count and live shapes), lights the walk's first step's box, and
+// each → lights the next one; ← and the back button go back; a click on a box goes to its step. At 1280 x 720
+// the boxes fit the window and do not overlap.
+TEST(LearnGui, ThePictureShowsTheModelAndStepsLightTheNextBox) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    tiny_spec sp;
+    sp.n_layer = 3, sp.n_head = 4, sp.d_model = 32;
+    const tiny_model tm = write_tiny_gpt2(test_temp_dir("learn_gui_pic"), sp);
+    int rc = -1;
+    auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat' --select-head 2.1 --size 1280x720",
+                         "wait\ntab learn\nwait\nframes 2\nprint\nkey right\nframes 2\nprint\nkey right\nkey right\nkey right\n"
+                         "frames 2\nprint\nclick learn prev\nframes 2\nprint\nclick learn box mlp_out\nframes 2\nprint\n"
+                         "key left\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 6u);
+    const nlohmann::json& p = st[0]["learn_picture"];
+    ASSERT_TRUE(p.is_object()) << st[0].dump();
+    const std::string T = std::to_string(st[0]["tokens"].size());
+    EXPECT_EQ(p["kind"], "decoder");
+    EXPECT_EQ(p["layers"], 3) << "a cell per layer of the loaded model";
+    EXPECT_EQ(p["layer"], 2);
+    EXPECT_EQ(p["head"], 1);
+    EXPECT_TRUE(p["walk"]);
+    EXPECT_EQ(p["steps"], st[0]["learn"]["steps"].size());
+    std::map<std::string, nlohmann::json> b = boxes_of(st[0]);
+    EXPECT_EQ(b["qkv"]["shape"], "[T, H, d_head] = [" + T + ", 4, 8]");
+    EXPECT_EQ(b["softmax"]["shape"], "[H, T, T] = [4, " + T + ", " + T + "]");
+    EXPECT_EQ(b["mlp_hidden"]["shape"], "[T, d_ff] = [" + T + ", 128]");
+    EXPECT_EQ(b["embed"]["shape"], "[T, d] = [" + T + ", 32]");
+    EXPECT_EQ(b["unembed"]["shape"], "[T, V] = [" + T + ", " + std::to_string(tm.config.vocab_size) + "]");
+    // the lit box follows the steps: text, embedding, norm, q k v, scores; back to q k v; the MLP's output, its hidden
+    const char* lit[6] = {"input", "embed", "scores", "qkv", "mlp_out", "mlp_hidden"};
+    const int step[6] = {0, 1, 4, 3, -1, -1};
+    for (int i = 0; i < 6; i++) {
+        SCOPED_TRACE(i);
+        expect_one_lit(st[i], lit[i]);
+        if (step[i] >= 0) {
+            EXPECT_EQ(st[i]["learn_picture"]["step"], step[i]);
+        }
+    }
+    const int mlp_out = st[4]["learn_picture"]["step"];
+    EXPECT_EQ(st[4]["learn"]["steps"][mlp_out], "MLP output");
+    EXPECT_EQ(st[5]["learn_picture"]["step"], mlp_out - 1);
+    EXPECT_EQ(st[2]["learn_picture"]["title"], "layer 2's scores, head 1");
+    EXPECT_EQ(st[0]["selected_head"], st[5]["selected_head"]) << "in the Learn tab the arrow keys step, not change the head";
+    // laid out inside the window, no two boxes on each other
+    const std::vector<nlohmann::json> all = st[2]["learn_picture"]["boxes"];
+    for (size_t i = 0; i < all.size(); i++) {
+        const nlohmann::json& r = all[i]["rect"];
+        EXPECT_GE(r[0].get<float>(), 0) << all[i].dump();
+        EXPECT_LE(r[2].get<float>(), 1280) << all[i].dump();
+        for (size_t j = i + 1; j < all.size(); j++) {
+            const nlohmann::json& q = all[j]["rect"];
+            const bool apart = r[2] <= q[0] || q[2] <= r[0] || r[3] <= q[1] || q[3] <= r[1];
+            EXPECT_TRUE(apart) << all[i].dump() << " overlaps " << all[j].dump();
+        }
+    }
+}
+
+// The selected head's path: every tensor with a head axis marks the walked head, and follows select-head (as a
+// click in the grid); a click on a layer cell walks that layer.
+TEST(LearnGui, TheSelectedHeadsPathFollowsTheSelection) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    tiny_spec sp;
+    sp.n_layer = 3, sp.n_head = 4, sp.d_model = 32;
+    const tiny_model tm = write_tiny_gpt2(test_temp_dir("learn_gui_head"), sp);
+    int rc = -1;
+    auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat' --select-head 2.1",
+                         "wait\ntab learn\nwait\nkey right\nkey right\nkey right\nframes 2\nprint\n"
+                         "select-head 0.3\nwait\nframes 2\nprint\nclick learn layer 1\nwait\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    const int head[3] = {1, 3, 3}, layer[3] = {2, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        SCOPED_TRACE(i);
+        const nlohmann::json& p = st[i]["learn_picture"];
+        EXPECT_EQ(p["head"], head[i]);
+        EXPECT_EQ(p["layer"], layer[i]);
+        EXPECT_EQ(st[i]["learn"]["head"], head[i]) << "the walk's head is the one drawn";
+        EXPECT_EQ(st[i]["learn"]["layer"], layer[i]);
+        EXPECT_EQ(p["step"], 3) << "the step stays while the head changes";
+        std::set<std::string> marked;
+        for (const nlohmann::json& b : p["boxes"])
+            if (b["head"].get<int>() >= 0) {
+                marked.insert(b["part"].get<std::string>());
+                EXPECT_EQ(b["head"], head[i]) << b.dump();
+            }
+        EXPECT_EQ(marked, (std::set<std::string>{"qkv", "scores", "softmax", "mix"}));
+    }
+    EXPECT_EQ(st[2]["selected_head"], "1.3");
+}
+
+// An encoder–decoder: the encoder's strip beside the decoder's, an arrow from its output into every decoder
+// layer, the cross-attention box in the walked layer with the source's length; Post-LN adds.
+TEST(LearnGui, AnEncoderDecoderDrawsTheCrossAttentionArrow) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    seq2seq_spec sp;
+    sp.family = "marian", sp.enc_layers = 3, sp.dec_layers = 2;
+    const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("learn_gui_marian") + "/m", sp);
+    int rc = -1;
+    auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'",
+                         "wait\ntab learn\nwait\nframes 2\nprint\nclick learn box cross\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    const nlohmann::json& p = st[0]["learn_picture"];
+    EXPECT_EQ(p["kind"], "encoder-decoder");
+    EXPECT_EQ(p["encoder_layers"], 3);
+    EXPECT_EQ(p["layers"], 2);
+    EXPECT_EQ(p["cross_arrows"], 2) << "one arrow from the encoder's output into each decoder layer";
+    const gb::model m = gb::load_model(tm.dir);
+    const std::string S = std::to_string(gb::source_ids(m, "the cat sat").size()), T = std::to_string(st[0]["tokens"].size());
+    std::map<std::string, nlohmann::json> b = boxes_of(st[0]);
+    EXPECT_EQ(b["cross"]["shape"], "[H, T, S] = [4, " + T + ", " + S + "]");
+    EXPECT_EQ(b["encoder input"]["label"], "source");
+    EXPECT_EQ(b["encoder final_norm"]["shape"], "[S, d] = [" + S + ", 32]");
+    EXPECT_EQ(b.count("norm_attn"), 0u) << "Post-LN: no norm before a sublayer";
+    EXPECT_EQ(b["add_attn"]["label"], "+, LN");
+    expect_one_lit(st[1], "cross");
+    EXPECT_NE(st[1]["learn_picture"]["title"].get<std::string>().find("cross-attention, head"), std::string::npos);
+    EXPECT_EQ(st[1]["learn"]["steps"][st[1]["learn_picture"]["step"].get<int>()].get<std::string>().rfind("Cross-attention", 0), 0u);
+}
+
+// An encoder and an image classifier get the tab: their picture with live shapes, stepped part by part, no
+// numbers (no walk is asked for).
+TEST(LearnGui, EncodersAndImageClassifiersGetThePictureWithoutNumbers) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    const tiny_encoder te = write_tiny_encoder(test_temp_dir("learn_gui_bert") + "/m", {});
+    int rc = -1;
+    auto st = run_script("--model " + sq(te.dir) + " --prompt 'the cat'", "wait\ntab learn\nwait\nframes 2\nprint\n"
+                         "key right\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["tab"], "learn");
+    const nlohmann::json& p = st[0]["learn_picture"];
+    EXPECT_EQ(p["kind"], "encoder");
+    EXPECT_FALSE(p["walk"]);
+    EXPECT_EQ(p["steps"], p["boxes"].size()) << "without a walk the steps are the picture's parts";
+    EXPECT_FALSE(st[0].contains("learn")) << "no walk";
+    EXPECT_FALSE(st[0]["analysis"]["learn"]["wanted"]);
+    EXPECT_EQ(st[0]["analysis"]["learn"]["error"], "");
+    std::map<std::string, nlohmann::json> b = boxes_of(st[0]);
+    EXPECT_EQ(b.count("mask"), 0u);
+    EXPECT_EQ(b["softmax"]["shape"], "[H, T, T] = [4, " + std::to_string(st[0]["tokens"].size()) + ", " +
+                                         std::to_string(st[0]["tokens"].size()) + "]");
+    expect_one_lit(st[0], "input");
+    expect_one_lit(st[1], "embed");
+    EXPECT_NE(st[1]["learn_picture"]["formula"].get<std::string>().find("E[id]"), std::string::npos);
+
+    const std::string dir = test_temp_dir("learn_gui_vit");
+    const tiny_vision tv = write_tiny_vision(dir + "/m", {}); // 16 px in 4 px patches: [CLS] + 16
+    std::vector<uint8_t> rgb(16 * 16 * 3);
+    for (size_t i = 0; i < rgb.size(); i++) rgb[i] = (uint8_t)(i * 7 % 251);
+    ASSERT_TRUE(stbi_write_png((dir + "/in.png").c_str(), 16, 16, 3, rgb.data(), 16 * 3));
+    st = run_script("--model " + sq(tv.dir) + " --image " + sq(dir + "/in.png"), "wait\ntab learn\nwait\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    b = boxes_of(st[0]);
+    EXPECT_EQ(st[0]["learn_picture"]["kind"], "vision");
+    EXPECT_EQ(b["input"]["shape"], "[N, C·P·P] = [16, 48]");
+    EXPECT_EQ(b["embed"]["shape"], "[T, d] = [17, 32]");
+    EXPECT_EQ(b["unembed"]["shape"], "[classes] = [7]");
+}
+
+// Every text the tab may show (every box's label, formula and note, every step's title, formula, note and
+// shape) has a glyph in the font: the walk's raised T (which DejaVu Sans lacks) is shown as ⊤.
+TEST(LearnGui, TheFormulasUseOnlyGlyphsTheFontHas) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    std::vector<std::pair<std::string, std::string>> models = {
+        {"", "The cat sat on the"}, // the embedded GPT-2
+        {family_model("llama").path, "the cat"},
+        {family_model("qwen2_moe").path, "the cat"},
+        {family_model("gemma2").path, "the cat"},
+        {seq2seq_model("marian").path, "the cat"},
+        {write_tiny_encoder(test_temp_dir("learn_gui_glyph_bert") + "/m", {}).dir, "the cat"}};
+    for (const auto& [path, prompt] : models) {
+        SCOPED_TRACE(path.empty() ? "default" : path);
+        int rc = -1;
+        auto st = run_script((path.empty() ? "" : "--model " + sq(path) + " ") + "--prompt " + sq(prompt),
+                             "wait\ntab learn\nwait\nframes 2\nclick learn box unembed\nframes 2\nprint\n", &rc);
+        ASSERT_EQ(rc, 0);
+        ASSERT_EQ(st.size(), 1u);
+        const nlohmann::json& p = st[0]["learn_picture"];
+        EXPECT_TRUE(p["missing_glyphs"].empty()) << p["missing_glyphs"].dump();
+        expect_one_lit(st[0], "unembed");
+        if (path.empty()) { // tied: the walk writes E with a raised T; the tab shows E⊤
+            EXPECT_NE(p["raw_missing_glyphs"].dump().find("U+1D40"), std::string::npos) << p["raw_missing_glyphs"].dump();
+            EXPECT_NE(p["formula"].get<std::string>().find("E\u22A4"), std::string::npos) << p["formula"];
+        }
+    }
+}
+
+// Present shows the picture over the window, larger; Esc brings it back into the tab.
+TEST(LearnGui, PresentShowsThePictureLargerAndEscBringsItBack) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    int rc = -1;
+    auto st = run_script("--prompt 'The cat sat on the' --size 1280x720",
+                         "wait\ntab learn\nwait\nframes 2\nprint\nclick learn present\nframes 8\nprint\nkey escape\nframes 2\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    auto width = [](const nlohmann::json& s) {
+        const nlohmann::json r = boxes_of(s)["softmax"]["rect"];
+        return r[2].get<float>() - r[0].get<float>();
+    };
+    EXPECT_FALSE(st[0]["learn_picture"]["full"]);
+    EXPECT_TRUE(st[1]["learn_picture"]["full"]);
+    EXPECT_GT(width(st[1]), 1.2f * width(st[0])) << "larger over the window";
+    EXPECT_FALSE(st[2]["learn_picture"]["full"]);
+    EXPECT_EQ(st[2]["tab"], "learn");
 }

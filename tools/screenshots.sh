@@ -19,15 +19,16 @@ kind=induction; induction=$(best --repeat-random 50 --seed 1)
 kind=prev_token; prev=$(best --prompt "$prompt")
 echo "best induction head $induction, previous-token head $prev"
 
-# shot NAME HEAD PROMPT SCRIPT-LINES...: one window of 1600 x 1000, the script's lines, then the screenshot
+# shot NAME HEAD PROMPT SCRIPT-LINES...: one window (SIZE, default 1600x1000, at SCALE, default 1), the script's
+# lines, then the screenshot
 shot() {
     name=$1 head=$2 text=$3
     shift 3
     : > "$tmp/$name.txt"
     for line in "$@"; do echo "$line" >> "$tmp/$name.txt"; done
     printf 'wait\nframes 5\nscreenshot %s\n' "docs/images/$name.png" >> "$tmp/$name.txt"
-    xvfb-run -a -s "-screen 0 1600x1000x24" "$app" --prompt "$text" --select-head "$head" --size 1600x1000 \
-        --script "$tmp/$name.txt" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log" >&2; exit 1; }
+    xvfb-run -a -s "-screen 0 1920x1080x24" "$app" --prompt "$text" --select-head "$head" --size "${SIZE:-1600x1000}" \
+        --ui-scale "${SCALE:-1}" --script "$tmp/$name.txt" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log" >&2; exit 1; }
     echo "docs/images/$name.png"
 }
 
@@ -37,11 +38,19 @@ shot screenshot-lens "$induction" "$prompt" "tab lens"
 shot screenshot-attribution "$induction" "$prompt" "tab attribution"
 shot screenshot-patching "$induction" "$prompt" "tab patching" "corrupt The cat sat on the door. The cat sat on the"
 shot screenshot-head-scores "$prev" "$prompt" "colour-by prev_token"
-shot screenshot-learn 1.3 "The cat sat on the" "tab learn" "select-token 2"
-for d in induction prev-token lens ioi; do
-    shot "screenshot-demo-$d" "$induction" "$prompt" "wait" "demo $d"
+# the demos as a class sees them: 1280 x 720 at 100 % and 1920 x 1080 at 150 % (NAME-1080p.png)
+for size in 1280x720:1 1920x1080:1.5; do
+    SIZE=${size%:*} SCALE=${size#*:}
+    sfx=$([ "$SIZE" = 1280x720 ] && echo "" || echo "-1080p")
+    export SIZE SCALE
+    for d in induction prev-token lens ioi; do
+        shot "screenshot-demo-$d$sfx" "$induction" "$prompt" "wait" "demo $d"
+    done
+    # Break it on its third row (no residual), the caption's numbers in view
+    shot "screenshot-demo-break$sfx" "$induction" "$prompt" "wait" "demo break-it" "wait" "click break next" "wait" \
+        "click break next" "wait" "hover demo caption"
+    shot "screenshot-demo-temperature$sfx" "$induction" "$prompt" "wait" "demo temperature" "wait" "hover demo caption"
+    # Learn's picture, stepped to the head's causal mask
+    shot "screenshot-learn$sfx" "$induction" "$prompt" "tab learn" "wait" "frames 5" "key right" "key right" \
+        "key right" "key right" "key right"
 done
-# Break it on its third row (no residual), the caption's numbers in view
-shot screenshot-demo-break "$induction" "$prompt" "wait" "demo break-it" "wait" "click break next" "wait" \
-    "click break next" "wait" "hover demo caption"
-shot screenshot-demo-temperature "$induction" "$prompt" "wait" "demo temperature" "wait" "hover demo caption"

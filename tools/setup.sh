@@ -38,3 +38,14 @@ if [ "${1:-}" = "--tests" ] && [ -f tests/node/package.json ]; then
     touch tests/node/node_modules
   fi
 fi
+
+# llama.cpp as the parity suite's reference (tests/test_llama_cpp.cpp): node-llama-cpp's prebuilt CPU binaries, pinned
+# exactly; NODE_LLAMA_CPP_SKIP_DOWNLOAD keeps its install from fetching or building anything else
+if [ "${1:-}" = "--tests" ] && [ -f tests/llama_cpp/package.json ]; then
+  if [ ! -d tests/llama_cpp/node_modules ] || [ tests/llama_cpp/package.json -nt tests/llama_cpp/node_modules ]; then
+    echo "setup: npm install (llama.cpp reference)"
+    (cd tests/llama_cpp && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm i -E node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 \
+       --omit=optional --no-audit --no-fund --loglevel=error >/dev/null)
+    touch tests/llama_cpp/node_modules
+  fi
+fi

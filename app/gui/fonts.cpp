@@ -4,6 +4,7 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui_internal.h> // ImTextCharFromUtf8
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 
@@ -12,6 +13,27 @@
 namespace gbui {
 
 static const char* dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+// One font at `size` px from DejaVu Sans (ImGui's own when it is missing), the CJK font merged in when there is one.
+static ImFont* add_font(font_state& fs, float size) {
+    ImGuiIO& io = ImGui::GetIO();
+    ImFontConfig cfg;
+    cfg.OversampleH = size >= 22 ? 1 : 2; // large glyphs gain nothing from it, and the atlas grows with the square
+    ImFont* f = nullptr;
+    if (std::ifstream(dejavu).good()) {
+        f = io.Fonts->AddFontFromFileTTF(dejavu, size, &cfg, fs.ranges.Data);
+    } else {
+        cfg.SizePixels = size;
+        f = io.Fonts->AddFontDefault(&cfg);
+    }
+    if (!fs.cjk.empty()) {
+        ImFontConfig merge;
+        merge.MergeMode = true;
+        merge.OversampleH = 1;
+        io.Fonts->AddFontFromFileTTF(fs.cjk.c_str(), size, &merge, fs.ranges.Data);
+    }
+    return f;
+}
 
 void build_fonts(font_state& fs) {
     ImGuiIO& io = ImGui::GetIO();
@@ -23,16 +45,15 @@ void build_fonts(font_state& fs) {
     for (ImWchar c : fs.extra) b.AddChar(c);
     fs.ranges.clear();
     b.BuildRanges(&fs.ranges);
-    ImFontConfig cfg;
-    cfg.OversampleH = 2;
-    if (std::ifstream(dejavu).good()) io.Fonts->AddFontFromFileTTF(dejavu, 15.0f, &cfg, fs.ranges.Data);
-    else io.Fonts->AddFontDefault();
-    if (!fs.cjk.empty()) {
-        ImFontConfig merge;
-        merge.MergeMode = true;
-        io.Fonts->AddFontFromFileTTF(fs.cjk.c_str(), 15.0f, &merge, fs.ranges.Data);
-    }
+    if (fs.size_px <= 0) fs.size_px = 15.0f;
+    add_font(fs, fs.size_px); // Fonts[0]: every panel's
+    if (fs.large) add_font(fs, std::round(fs.size_px * 1.4f));
     io.Fonts->Build();
+}
+
+ImFont* large_font() {
+    ImGuiIO& io = ImGui::GetIO();
+    return io.Fonts->Fonts.Size > 1 ? io.Fonts->Fonts[1] : nullptr;
 }
 
 bool need_glyphs(font_state& fs, const std::string& text) {

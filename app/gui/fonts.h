@@ -16,9 +16,15 @@ struct font_state {
     std::string cjk;          // path of a CJK font, if any
     ImVector<ImWchar> ranges;
     std::string checked_for;   // the shown text's key when the atlas was last checked against it
+    float size_px = 0;         // the base font's pixel size (text_scale.h sets it; 0: not built yet)
+    bool large = false;        // a second, larger font is built too (presentation mode's caption)
 };
 
-// Builds the font atlas: the base ranges and fs.extra, from DejaVu Sans and the CJK font (merged).
+// The larger font (presentation mode's caption), or nullptr when the atlas has none. Inside a frame.
+ImFont* large_font();
+
+// Builds the font atlas at fs.size_px (and 1.4 x that when fs.large): the base ranges and fs.extra, from DejaVu
+// Sans and the CJK font (merged into each).
 void build_fonts(font_state& fs);
 // Adds glyphs for text the font lacks; returns true when the atlas must be rebuilt.
 bool need_glyphs(font_state& fs, const std::string& text);

@@ -6,6 +6,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "script.h"
 #include "startup.h"
 #include "util/error.h"
+#include "view.h"
 
 namespace gbui {
 
@@ -124,18 +126,31 @@ static std::string send_run(app_state& s, ui_context& ui, frame_state& f) {
 }
 
 static void pick_first_head(app_state& s, frame_state& f) {
-    // a sensible first head to show: the strongest previous-token head outside layer 0
+    // a telling first head to show (not L0H0, often a dull first-token head), by the scores on the prompt
     if (s.result && s.result->model.get() != f.picked_for) {
         f.picked_for = s.result->model.get();
         if (!s.selection_pinned) { // a head asked for (command line, session) is kept
-            const auto& pr = s.result->scores.score[gb::SCORE_PREV_TOKEN];
-            int H = s.result->cap().n_head, best = 0;
-            for (int k = 0; k < (int)pr.size(); k++)
-                if ((k / H > 0 || pr.size() == (size_t)H) && pr[k] > pr[best]) best = k;
-            s.sel_layer = best / H, s.sel_head = best % H;
+            const int best = first_head(s.result->scores);
+            if (best >= 0) s.sel_layer = best / s.result->scores.n_head, s.sel_head = best % s.result->scores.n_head;
         }
         s.selection_pinned = false;
     }
+}
+
+int first_head(const gb::head_scores& sc) {
+    const int H = sc.n_head;
+    auto best_of = [&](gb::head_score_kind k, bool skip_layer0) {
+        const std::vector<float>& v = sc.score[k];
+        int best = -1;
+        for (int i = 0; i < (int)v.size(); i++)
+            if (std::isfinite(v[i]) && !(skip_layer0 && i < H && sc.n_layer > 1) && (best < 0 || v[i] > v[best])) best = i;
+        return best;
+    };
+    if (sc.n_induction_positions > 0) {
+        const int ind = best_of(gb::SCORE_INDUCTION, false);
+        if (ind >= 0 && sc.score[gb::SCORE_INDUCTION][ind] >= 0.2f) return ind;
+    }
+    return best_of(gb::SCORE_PREV_TOKEN, true);
 }
 
 // The shown result is of the inputs as they are now (key), with everything it shows computed and uploaded.
@@ -180,11 +195,15 @@ void keyboard_shortcuts(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_E, false)) ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
+    if (io.KeyCtrl && !io.KeyShift && ImGui::IsKeyPressed(GLFW_KEY_E, false))
+        ui.request_screenshot = true, ui.screenshot_path = timestamped_png();
+    view_keys(s, ui); // text size, presentation mode, a panel filling the window, a panel's export
     if (!io.WantTextInput && s.result) {
         const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
+        if (s.tab != TAB_LEARN) { // (the Learn tab steps with them)
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.sel_head = (s.sel_head + H - 1) % H;
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.sel_head = (s.sel_head + 1) % H;
+        }
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) s.sel_layer = (s.sel_layer + L - 1) % L;
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) s.sel_layer = (s.sel_layer + 1) % L;
     }

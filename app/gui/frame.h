@@ -33,7 +33,11 @@ void wait_for_events(const app_state& s, const ui_context& ui, const frame_state
 // changed inputs, picks a first head, steps a demo and sends the analyses the view shows. Returns whether the app
 // is settled: the shown result is of the inputs as they are now, with everything it shows computed and uploaded.
 bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_ms);
-// Ctrl+O open, Ctrl+S save session, Ctrl+E export PNG, arrows move the selected head (inside a frame).
+// Ctrl+O open, Ctrl+S save session, Ctrl+E export PNG, arrows move the selected head, and the View keys
+// (view.h: text size, F5, F11, Esc, Ctrl+Shift+E) (inside a frame).
+// The head a model opens on, as an index layer * H + head (-1: no scores): its best induction head on the prompt when
+// a token repeats and that head scores at least 0.2, else its strongest previous-token head outside layer 0.
+int first_head(const gb::head_scores& sc);
 void keyboard_shortcuts(app_state& s, ui_context& ui);
 // Writes the PNG that Ctrl+E or Export asked for, of the frame just rendered.
 void save_requested_screenshot(app_state& s, ui_context& ui, int fb_w, int fb_h);

@@ -10,6 +10,9 @@
 #include <string>
 #include <utility>
 
+#include "text_scale.h"
+#include "view.h"
+
 namespace gbui {
 
 static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(app_state&, ui_context&), app_state& s,
@@ -23,6 +26,7 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
         float y0 = ImGui::GetCursorPosY();
         draw(s, ui);
         ui.content_h[id] = ImGui::GetCursorPosY() - y0; // what the panel would need (layout, next frame)
+        panel_title_line(s, ui, id); // double-click: fill the window; right-click: its menu
     }
     if (ui.flash_window == id) { // a Learn link points here: a pulsing outline, gone after 1.5 s
         const double left = std::chrono::duration<double>(ui.flash_until - std::chrono::steady_clock::now()).count();
@@ -85,20 +89,88 @@ static void analysis_tabs(app_state& s, ui_context& ui) {
     }
 }
 
+// The panel windows by id, and what draws each.
+static void (*panel_draw(const std::string& id))(app_state&, ui_context&) {
+    static const std::pair<const char*, void (*)(app_state&, ui_context&)> table[] = {
+        {"Prompt", panel_prompt},     {"Ablations", panel_ablations}, {"Model", panel_model},   {"Left", left_tabs},
+        {"Overview", panel_overview}, {"Analysis", analysis_tabs},    {"Output", panel_output}, {"Residual", panel_residual}};
+    for (const auto& [name, draw] : table)
+        if (id == name) return draw;
+    return nullptr;
+}
+
+// The status bar: the one-line error (previous result stays on screen), else the last status; the frame rate and
+// the View menu at the right.
+static void status_bar(app_state& s, ui_context& ui, ImVec2 pos, ImVec2 size) {
+    ImGui::SetNextWindowPos(pos);
+    ImGui::SetNextWindowSize(size);
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(px(10), px(3)));
+    ImGui::Begin("Status", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove);
+    ImGui::PopStyleVar();
+    char view[48];
+    snprintf(view, sizeof view, "View: text %.0f %%%s", shown_ui_scale(s) * 100, s.presenting ? ", presenting" : "");
+    const float menu_w = ImGui::CalcTextSize(view).x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float fps_w = ImGui::CalcTextSize("000 fps").x + px(16);
+    ImGui::PushClipRect(ImGui::GetWindowPos(), ImVec2(pos.x + size.x - menu_w - fps_w - px(16), pos.y + size.y), true);
+    if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
+    else if (!s.warning.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.warning.c_str());
+    else if (s.loading) ImGui::Text("loading model... %.0f%%", s.load_progress * 100);
+    else if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
+    else if (s.result && !s.result->notice.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
+    else if (s.presenting && s.status.empty()) ImGui::TextDisabled("presentation mode: F5 or Esc leaves it");
+    else ImGui::TextDisabled("%s", s.status.empty() ? "ready" : s.status.c_str());
+    ImGui::PopClipRect();
+    ImGui::SameLine(ImGui::GetWindowWidth() - menu_w - fps_w - px(10));
+    ImGui::TextDisabled("%.0f fps", ImGui::GetIO().Framerate);
+    ImGui::SameLine(ImGui::GetWindowWidth() - menu_w - px(10));
+    view_menu(s, ui);
+    ImGui::End();
+}
+
+void draw_panel_alone(app_state& s, ui_context& ui, const std::string& id, ImVec2 size) {
+    if (auto draw = panel_draw(id)) panel_window(id.c_str(), ImVec2(0, 0), size, draw, s, ui);
+}
+
+// The Overview's height: its grid's square thumbnails as large as the middle column's width allows, within 30 %
+// and 42 % of the body (50 % on tall windows, where the analyses below have room to spare).
+static float overview_height(const app_state& s, const ui_context& ui, float mid_w, float body_h) {
+    const float lo = body_h * 0.3f, hi = body_h * (body_h > px(760) ? 0.5f : 0.42f);
+    if (!s.result) return body_h * 0.42f;
+    const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
+    const auto it = ui.content_h.find("Overview fixed");
+    const float fixed = it != ui.content_h.end() ? it->second : px(70);
+    const float gap = px(3), label_w = px(34), pad = 2 * ImGui::GetStyle().WindowPadding.x;
+    const float cell = (mid_w - pad - label_w) / H - gap;
+    const float want = fixed + px(18) + L * (cell + gap) + ImGui::GetStyle().WindowPadding.y; // fixed: from the top
+    return std::max(lo, std::min(hi, want));
+}
+
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
-    // the prompt panel grows with its text and token chips (up to 26% of the window; then they scroll)
-    const float g = 4, status_h = 26;
-    const float prompt_h = std::max(118.0f, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : 150.0f, H * 0.26f));
+    ui.drawn.clear();
+    ui.texts.clear();
+    ui.next_rows.clear();
+    const float g = px(4), status_h = ImGui::GetTextLineHeight() + px(6) + g;
+    if (!ui.maximised.empty() && !panel_draw(ui.maximised)) ui.maximised.clear();
+    if (!ui.maximised.empty()) { // one panel fills the window (Esc, F11 or a double-click on its title returns)
+        panel_window(ui.maximised.c_str(), ImVec2(g, g), ImVec2(W - 2 * g, H - status_h - 2 * g), panel_draw(ui.maximised), s, ui);
+        status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
+        return;
+    }
+    // the prompt panel grows with its text and token chips (up to 26% of the window, or what leaves its first row of
+    // chips in view below a demo's caption; then they scroll)
+    const float prompt_min = std::max(px(100), ui.content_h["Prompt least"]);
+    const float prompt_cap = std::min(H * 0.45f, std::max(H * 0.26f, prompt_min));
+    float prompt_h = std::max(prompt_min, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : px(150), prompt_cap));
     float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
     float left_w = W * 0.22f, right_w = W * 0.29f, mid_w = W - left_w - right_w - 4 * g; // the middle holds the analyses
     float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
     // left column: Ablations over Model, each as tall as its content, when both fit; else tabs (with some
     // hysteresis so that a scrollbar's width cannot make it flip every frame)
-    const float pad = 2 * ImGui::GetStyle().WindowPadding.y + 4;
+    const float pad = 2 * ImGui::GetStyle().WindowPadding.y + px(4);
     float abl_h = ui.content_h["Ablations"] + pad, model_h = ui.content_h["Model"] + pad;
     if (abl_h + model_h + g > body_h) ui.left_tabs = true;
-    else if (abl_h + model_h + g < body_h - 40) ui.left_tabs = false;
+    else if (abl_h + model_h + g < body_h - px(40)) ui.left_tabs = false;
     if (ui.left_tabs) {
         panel_window("Left", ImVec2(g, body_y), ImVec2(left_w, body_h), left_tabs, s, ui);
     } else {
@@ -112,23 +184,16 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
         panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui,
                      full_h <= model_h ? ImGuiWindowFlags_NoScrollbar : 0);
     }
-    panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, body_h * 0.42f - g), panel_overview, s, ui);
-    panel_window("Analysis", ImVec2(mid_x, body_y + body_h * 0.42f), ImVec2(mid_w, body_h * 0.58f), analysis_tabs, s, ui);
-    panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h * 0.52f - g), panel_output, s, ui);
-    panel_window("Residual", ImVec2(right_x, body_y + body_h * 0.52f), ImVec2(right_w, body_h * 0.48f), panel_residual, s, ui);
-    // status bar: the one-line error (previous result stays on screen), else the last status
-    ImGui::SetNextWindowPos(ImVec2(g, H - status_h));
-    ImGui::SetNextWindowSize(ImVec2(W - 2 * g, status_h - g));
-    ImGui::Begin("Status", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove);
-    if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
-    else if (!s.warning.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.warning.c_str());
-    else if (s.loading) ImGui::Text("loading model... %.0f%%", s.load_progress * 100);
-    else if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "running...");
-    else if (s.result && !s.result->notice.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", s.result->notice.c_str());
-    else ImGui::TextDisabled("%s", s.status.empty() ? "ready" : s.status.c_str());
-    ImGui::SameLine(ImGui::GetWindowWidth() - 160);
-    ImGui::TextDisabled("%.0f fps", ImGui::GetIO().Framerate);
-    ImGui::End();
+    const float over_h = overview_height(s, ui, mid_w, body_h);
+    panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, over_h - g), panel_overview, s, ui);
+    panel_window("Analysis", ImVec2(mid_x, body_y + over_h), ImVec2(mid_w, body_h - over_h), analysis_tabs, s, ui);
+    // right column: the residual panel as tall as its chart, its heatmap's labelled rows and captions need (at least
+    // 48 %, at most 56 %); the next-token panel above it takes the rest (it scrolls when short)
+    const float resid_want = ui.content_h["Residual wanted"] + 2 * ImGui::GetStyle().WindowPadding.y;
+    const float resid_h = std::max(body_h * 0.48f, std::min(body_h * 0.56f, resid_want));
+    panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h - resid_h - g), panel_output, s, ui);
+    panel_window("Residual", ImVec2(right_x, body_y + body_h - resid_h), ImVec2(right_w, resid_h), panel_residual, s, ui);
+    status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
 }
 
 void set_style() {
@@ -137,6 +202,7 @@ void set_style() {
     st.WindowRounding = 4;
     st.FrameRounding = 3;
     st.WindowPadding = ImVec2(10, 8);
+    keep_pristine_style(); // every text scale is made from this one (text_scale.h)
 }
 
 } // namespace gbui

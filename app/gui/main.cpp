@@ -1,5 +1,6 @@
 // glassbox: the desktop app. Linear main, as Dear ImGui's examples: the inputs and settings it starts from, GLFW
-// and ImGui set up, the frame loop (events, results in, new frame, draw, render, swap), shutdown in reverse.
+// and ImGui set up, the frame loop (events, results in, new frame, draw, render, swap, a panel's export), shutdown
+// in reverse.
 #define GLFW_INCLUDE_NONE
 #include <epoxy/gl.h>
 #include <GLFW/glfw3.h>
@@ -10,25 +11,96 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
+#include <optional>
 
 #include "demos.h"
 #include "events.h"
 #include "fonts.h"
 #include "frame.h"
 #include "layout.h"
+#include "panel_export.h"
 #include "options.h"
 #include "run/forward.h"
 #include "script.h"
 #include "settings.h"
 #include "startup.h"
+#include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
+#include "util/threads.h"
+#include "view.h"
 #include "window_placement.h"
 
 using namespace gbui;
-using clock_type = std::chrono::steady_clock;
+
+// GLFW: an OpenGL 3.3 window, at the remembered size and place; nullptr (said on stderr) when there is none.
+static GLFWwindow* open_window(const app_settings& saved, const options& opt, bool headless_job) {
+    glfwSetErrorCallback(glfw_error);
+    if (!glfwInit()) {
+        std::fprintf(stderr, "error: cannot open a window (no display? try xvfb-run -a glassbox ...)\n");
+        return nullptr;
+    }
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    if (headless_job) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+    GLFWwindow* win = create_window(saved, opt.width, opt.height, opt.size_given, headless_job);
+    if (!win) {
+        std::fprintf(stderr, "error: cannot create an OpenGL 3.3 window\n");
+        glfwTerminate();
+        return nullptr;
+    }
+    glfwMakeContextCurrent(win);
+    glfwSwapInterval(headless_job ? 0 : 1);
+    glfwSetDropCallback(win, on_drop);
+    return win;
+}
+
+// The text scale the app starts at: --ui-scale, else the one chosen last time, else the monitor's content scale
+// (which Ctrl+0 returns to).
+static void start_ui_scale(app_state& s, ui_context& ui, GLFWwindow* win, const options& opt, const app_settings& saved) {
+    float xs = 1, ys = 1;
+    glfwGetWindowContentScale(win, &xs, &ys);
+    ui.default_ui_scale = clamp_ui_scale(std::fmax(xs, ys));
+    s.ui_scale = opt.ui_scale > 0 ? opt.ui_scale : saved.ui_scale > 0 ? clamp_ui_scale(saved.ui_scale) : ui.default_ui_scale;
+    ui.saved_ui_scale = s.ui_scale; // written to the settings only once it is changed
+}
+
+// One frame: results in, the script's step, the UI drawn and rendered, a screenshot or a panel's export.
+// Returns the exit code once the run is over (a headless run's end, a script line that failed).
+static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& ui, frame_state& f, script_runner& script,
+                                    font_state& fonts, const options& opt, bool headless_job) {
+    using clock_type = std::chrono::steady_clock;
+    wait_for_events(s, ui, f, !headless_job || script.latency_waiting());
+    const bool settled = update_state(s, ui, f, &script.upload_ms); // results in, runs and analyses out
+    refresh_glyphs(fonts, s);
+    apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // between frames: the atlas and the style
+    remember_ui_scale(s, ui);
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    int fb_w, fb_h;
+    glfwGetFramebufferSize(win, &fb_w, &fb_h);
+    if (!advance_script(script, s, ui, settled, fb_w, fb_h)) return 1; // a line that failed ends the run
+    auto ui_start = clock_type::now();
+    ImGui::NewFrame();
+    keyboard_shortcuts(s, ui);
+    draw_layout(s, ui, ImGui::GetIO().DisplaySize.x, ImGui::GetIO().DisplaySize.y);
+    ImGui::Render();
+    script.ui_ms = std::chrono::duration<double, std::milli>(clock_type::now() - ui_start).count();
+    glViewport(0, 0, fb_w, fb_h);
+    glClearColor(0.08f, 0.09f, 0.11f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    save_requested_screenshot(s, ui, fb_w, fb_h);
+    if (std::optional<int> rc = headless_end(s, ui, f, opt, script.done(), settled, fb_w, fb_h)) return rc;
+    glfwSwapBuffers(win);
+    run_panel_export(s, ui, fonts); // an extra frame of its own, never shown
+    return std::nullopt;
+}
 
 int main(int argc, char** argv) {
+    gb::wait_briefly(argv); // before any thread starts: OpenMP threads must not spin long on a busy machine
     gb::keep_freed_buffers_in_heap();
     options opt;
     try {
@@ -52,26 +124,8 @@ int main(int argc, char** argv) {
     s.recent_models = existing_paths(saved.recent);
     // the last model, being reopened: if it fails to load, the default is opened instead
     const std::string restoring = choose_first_model(&model_path, s, saved);
-
-    // GLFW: an OpenGL 3.3 window, at the remembered size and place
-    glfwSetErrorCallback(glfw_error);
-    if (!glfwInit()) {
-        std::fprintf(stderr, "error: cannot open a window (no display? try xvfb-run -a glassbox ...)\n");
-        return 2;
-    }
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-    if (headless_job) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
-    GLFWwindow* win = create_window(saved, opt.width, opt.height, opt.size_given, headless_job);
-    if (!win) {
-        std::fprintf(stderr, "error: cannot create an OpenGL 3.3 window\n");
-        glfwTerminate();
-        return 2;
-    }
-    glfwMakeContextCurrent(win);
-    glfwSwapInterval(headless_job ? 0 : 1);
-    glfwSetDropCallback(win, on_drop);
+    GLFWwindow* win = open_window(saved, opt, headless_job);
+    if (!win) return 2;
 
     // ImGui: its own state goes to the config folder, never the working one (ImGui's default); none when the run
     // does not persist. io.IniFilename points into ini_path, which outlives the context.
@@ -83,7 +137,6 @@ int main(int argc, char** argv) {
     set_style();
     font_state fonts;
     find_cjk_font(fonts);
-    build_fonts(fonts);
     ImGui_ImplGlfw_InitForOpenGL(win, true);
     ImGui_ImplOpenGL3_Init("#version 330");
 
@@ -96,6 +149,8 @@ int main(int argc, char** argv) {
         ui.work = &work;
         ui.analysis = &analyses;
         ui.headless = headless_job;
+        start_ui_scale(s, ui, win, opt, saved);
+        apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // the font atlas, at the scale it starts at
         if (!model_path.empty()) work.load(model_path);
         frame_state f;
         f.restoring = restoring;
@@ -103,35 +158,10 @@ int main(int argc, char** argv) {
         work.wake = [] { glfwPostEmptyEvent(); };
         if (!s.config_dir.empty()) catch_quit_signals(); // only to save the settings on the way out
         while (!glfwWindowShouldClose(win) && !quit_asked()) {
-            wait_for_events(s, ui, f, !headless_job || script.latency_waiting());
-            const bool settled = update_state(s, ui, f, &script.upload_ms); // results in, runs and analyses out
-            refresh_glyphs(fonts, s);
-
-            ImGui_ImplOpenGL3_NewFrame();
-            ImGui_ImplGlfw_NewFrame();
-            int fb_w, fb_h;
-            glfwGetFramebufferSize(win, &fb_w, &fb_h);
-            if (!advance_script(script, s, ui, settled, fb_w, fb_h)) { // a line that failed ends the run
-                exit_code = 1;
-                break;
-            }
-            auto ui_start = clock_type::now();
-            ImGui::NewFrame();
-            keyboard_shortcuts(s, ui);
-            draw_layout(s, ui, io.DisplaySize.x, io.DisplaySize.y);
-            ImGui::Render();
-            script.ui_ms = std::chrono::duration<double, std::milli>(clock_type::now() - ui_start).count();
-            glViewport(0, 0, fb_w, fb_h);
-            glClearColor(0.08f, 0.09f, 0.11f, 1.0f);
-            glClear(GL_COLOR_BUFFER_BIT);
-            ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-
-            save_requested_screenshot(s, ui, fb_w, fb_h);
-            if (std::optional<int> rc = headless_end(s, ui, f, opt, script.done(), settled, fb_w, fb_h)) {
+            if (std::optional<int> rc = one_frame(win, s, ui, f, script, fonts, opt, headless_job)) {
                 exit_code = *rc;
                 break;
             }
-            glfwSwapBuffers(win);
         }
         free_heatmaps(ui.hm);
     }

@@ -14,7 +14,7 @@ static const char* usage =
     "usage: glassbox [--model PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
-    "                [--screenshot FILE.png] [--size WxH] [--script FILE] [--remember]\n"
+    "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--remember]\n"
     "       glassbox --help | --version\n";
 
 options parse_options(int argc, char** argv) {
@@ -68,6 +68,12 @@ options parse_options(int argc, char** argv) {
                 o.width > 8192 || o.height > 8192)
                 throw gb::error("--size: expected WxH like 1600x1000, got '" + v + "'");
             o.size_given = true;
+        } else if (a == "--ui-scale") { // text and widget size: 1 = 100 %
+            std::string v = value();
+            char* end = nullptr;
+            o.ui_scale = std::strtof(v.c_str(), &end);
+            if (v.empty() || *end || !(o.ui_scale >= 0.6f && o.ui_scale <= 3.0f))
+                throw gb::error("--ui-scale: expected a scale from 0.6 to 3 (1 = 100 %), got '" + v + "'");
         } else if (a == "--help" || a == "-h") {
             std::fputs(usage, stdout);
             std::exit(0);

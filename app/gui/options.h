@@ -15,6 +15,7 @@ struct options {
     bool gl = false;
     int budget_mb = 512;
     bool keep_stored = true; // --weights stored|f32
+    float ui_scale = 0;      // --ui-scale S: the text scale for this run (0: the remembered one, else the monitor's)
 };
 
 // Parses argv; throws gb::error naming the option that was wrong. --help and --version print and exit here;

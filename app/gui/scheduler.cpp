@@ -107,7 +107,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         if (r) {
             attribution_tokens(s, &q.target, &q.contrast);
             const int T = r->cap().n_tokens;
-            q.position = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+            q.position = query_token(s, T);
             inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" + std::to_string(q.position);
         }
         schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
@@ -117,10 +117,10 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         analysis_request q;
         q.from = s.result;
         std::string inputs;
-        if (r) { // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
+        if (r && gb::offers(r->model->config, gb::FEATURE_LEARN)) { // (other kinds: the picture alone)
+            // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
             const gb::record& c = r->decoder ? *r->decoder : r->cap();
-            const int sel = r->decoder && r->stack == 0 ? -1 : s.sel_token;
-            q.position = sel < 0 ? c.n_tokens - 1 : std::min(sel, c.n_tokens - 1);
+            q.position = r->decoder && r->stack == 0 ? c.n_tokens - 1 : query_token(s, c.n_tokens);
             q.layer = std::max(0, std::min(s.sel_layer, c.n_layer - 1));
             q.head = std::max(0, std::min(s.sel_head, c.n_head - 1));
             inputs = id + "|" + std::to_string(q.position) + "|" + std::to_string(q.layer) + "|" + std::to_string(q.head);

@@ -16,6 +16,8 @@
 #include <stb_image_write.h>
 
 #include "demos.h"
+#include "text_scale.h"
+#include "view.h"
 #include "util/error.h"
 
 namespace gbui {
@@ -116,7 +118,19 @@ static std::optional<bool> report_command(script_runner& sc, const app_state& s,
     return std::nullopt;
 }
 
-// type TEXT | latency TEXT | key end|backspace|enter
+// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, left, right), -1 for none.
+static int key_code(const std::string& name) {
+    static const std::pair<const char*, int> keys[] = {
+        {"end", GLFW_KEY_END},       {"backspace", GLFW_KEY_BACKSPACE}, {"enter", GLFW_KEY_ENTER}, {"escape", GLFW_KEY_ESCAPE},
+        {"f5", GLFW_KEY_F5},         {"f11", GLFW_KEY_F11},             {"=", GLFW_KEY_EQUAL},     {"-", GLFW_KEY_MINUS},
+        {"0", GLFW_KEY_0},           {"e", GLFW_KEY_E},                 {"kp+", GLFW_KEY_KP_ADD},
+        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT}};
+    for (const auto& [n, k] : keys)
+        if (name == n) return k;
+    return -1;
+}
+
+// type TEXT | latency TEXT | key [ctrl+][shift+]NAME
 static std::optional<bool> keyboard_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg,
                                             bool settled) {
     ImGuiIO& io = ImGui::GetIO();
@@ -125,10 +139,18 @@ static std::optional<bool> keyboard_command(script_runner& sc, const app_state& 
         return true;
     }
     if (cmd == "latency") return latency_step(sc, s, settled, arg);
-    if (cmd == "key") { // one frame down, one frame up
-        int k = arg == "end" ? GLFW_KEY_END : arg == "backspace" ? GLFW_KEY_BACKSPACE : arg == "enter" ? GLFW_KEY_ENTER : -1;
+    if (cmd == "key") { // one frame down (with its modifiers), one frame up
+        std::string name = arg;
+        bool ctrl = false, shift = false;
+        for (bool more = true; more;) {
+            more = false;
+            if (name.rfind("ctrl+", 0) == 0 && name.size() > 5) name = name.substr(5), ctrl = more = true;
+            if (name.rfind("shift+", 0) == 0 && name.size() > 6) name = name.substr(6), shift = more = true;
+        }
+        const int k = key_code(name);
         if (k < 0) throw gb::error("script: unknown key " + arg);
         io.KeysDown[k] = sc.phase == 0;
+        io.KeyCtrl = ctrl && sc.phase == 0, io.KeyShift = shift && sc.phase == 0;
         return sc.phase++ == 1 ? (sc.phase = 0, true) : false;
     }
     return std::nullopt;
@@ -193,7 +215,8 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
     return std::nullopt;
 }
 
-// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I
+// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I |
+// select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
@@ -224,6 +247,8 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         sc.wait_frames = 0;
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++)
             if (arg == demo_name((demo_kind)d)) {
+                if (!demo_offered(*s.model, (demo_kind)d)) // as the combo, which does not list it
+                    throw gb::error("script: demo " + arg + ": not offered for this kind of model");
                 start_demo(s, (demo_kind)d);
                 return true;
             }
@@ -244,6 +269,51 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
     }
     if (cmd == "select-token") { // as clicking a token chip
         s.sel_token = std::atoi(arg.c_str());
+        return true;
+    }
+    if (cmd == "select-head") { // L.H, as clicking a head in the grid
+        int l = -1, h = -1;
+        if (std::sscanf(arg.c_str(), "%d.%d", &l, &h) != 2 || l < 0 || h < 0) throw gb::error("script: select-head L.H, not " + arg);
+        s.sel_layer = l, s.sel_head = h;
+        return true;
+    }
+    return std::nullopt;
+}
+
+// ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
+static std::optional<bool> layout_command(script_runner& sc, app_state& s, ui_context& ui, const std::string& cmd,
+                                          const std::string& arg) {
+    if (cmd == "ui-scale") { // as the View menu's text size (1 = 100 %)
+        char* end = nullptr;
+        const float v = std::strtof(arg.c_str(), &end);
+        if (arg.empty() || *end || !(v >= min_ui_scale && v <= max_ui_scale))
+            throw gb::error("script: ui-scale: expected 0.6 .. 3, got '" + arg + "'");
+        s.ui_scale = v;
+        return true;
+    }
+    if (cmd == "present") { // on | off, as F5
+        s.presenting = arg == "on";
+        return true;
+    }
+    if (cmd == "maximise" || cmd == "restore") { // as a double-click on the panel's title line, and Esc
+        const std::string id = cmd == "restore" ? "" : panel_window_id(arg);
+        if (cmd == "maximise" && id.empty()) throw gb::error("script: no panel named '" + arg + "'");
+        ui.maximised = id;
+        return true;
+    }
+    if (cmd == "export-panel") { // PANEL DIR: as its menu's Export (SVG and PNG 2x, named after the panel), unstamped
+        if (sc.phase == 0) {
+            const std::string name = arg.substr(0, arg.find(' '));
+            const std::string dir = arg.find(' ') == std::string::npos ? "" : arg.substr(arg.find(' ') + 1);
+            const std::string id = panel_window_id(name);
+            if (id.empty()) throw gb::error("script: no panel named '" + name + "'");
+            ui.exported.clear();
+            export_panel(s, ui, id, dir, false);
+            sc.phase = 1;
+            return false;
+        }
+        if (!ui.exports.empty()) return false; // written over the next frames
+        sc.phase = 0;
         return true;
     }
     return std::nullopt;
@@ -269,7 +339,7 @@ static std::optional<bool> waiting_command(script_runner& sc, const app_state& s
     return std::nullopt;
 }
 
-// wheel N | hover LABEL | click LABEL | rclick LABEL
+// wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
 static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui, const std::string& cmd, const std::string& arg) {
     ImGuiIO& io = ImGui::GetIO();
     if (cmd == "wheel") { // the mouse wheel turned N notches (negative: down) where the mouse is (see hover)
@@ -285,6 +355,19 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         sc.wait_frames = 0;
         sc.hovering = true;
         sc.hover_at = io.MousePos = ImVec2((it->second.x + it->second.z) / 2, (it->second.y + it->second.w) / 2);
+        return true;
+    }
+    if (cmd == "dclick") { // a double click: move, press, release, press, release
+        auto it = ui.widgets.find(arg);
+        if (it == ui.widgets.end()) {
+            if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
+            return false;
+        }
+        sc.hovering = false;
+        io.MousePos = ImVec2((it->second.x + it->second.z) / 2, (it->second.y + it->second.w) / 2);
+        io.MouseDown[0] = sc.phase == 1 || sc.phase == 3;
+        if (++sc.phase < 5) return false;
+        sc.phase = 0, sc.wait_frames = 0;
         return true;
     }
     if (cmd == "click" || cmd == "rclick") {
@@ -321,6 +404,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (!done) done = generation_command(sc, s, ui, cmd, arg);
     if (!done) done = file_command(s, ui, cmd, arg);
     if (!done) done = view_command(sc, s, cmd, arg);
+    if (!done) done = layout_command(sc, s, ui, cmd, arg);
     if (!done) done = waiting_command(sc, s, cmd, arg);
     if (!done) done = mouse_command(sc, ui, cmd, arg);
     if (!done) throw gb::error("script: unknown command '" + cmd + "'");

@@ -10,6 +10,7 @@
 #include "demos.h"
 #include "run/predict.h"
 #include "script.h"
+#include "text_scale.h"
 
 namespace gbui {
 
@@ -74,6 +75,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
+    j["query_token"] = s.result ? query_token(s, s.result->cap().n_tokens) : -1; // the one the panels show
     j["prompt"] = s.prompt;
     j["image"] = s.image_path;
     j["generated"] = s.generated ? s.generated->text : "";
@@ -104,6 +106,21 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
                           "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
         if (auto it = ui.widgets.find(w); it != ui.widgets.end())
             j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
+    // the view: the text scale chosen and drawn at, the font's pixel size, presentation mode, the panel filling the
+    // window, the panel files the last export wrote, and where what the tests check fits was drawn (this frame)
+    j["ui_scale"] = s.ui_scale;
+    j["ui_scale_shown"] = current_ui_scale();
+    j["font_px"] = ImGui::GetIO().Fonts->Fonts.empty() ? 0.0f : ImGui::GetIO().Fonts->Fonts[0]->FontSize;
+    j["large_font_px"] = ImGui::GetIO().Fonts->Fonts.Size > 1 ? ImGui::GetIO().Fonts->Fonts[1]->FontSize : 0.0f;
+    j["presenting"] = s.presenting;
+    j["maximised"] = ui.maximised;
+    j["focused_panel"] = ui.focused_panel;
+    j["exported"] = ui.exported;
+    for (const auto& [name, r] : ui.drawn) j["drawn"][name] = {r.x, r.y, r.z, r.w};
+    for (const auto& [name, t] : ui.texts) j["texts"][name] = t;
+    j["next_rows"] = nlohmann::json::array();
+    for (const shown_row& r : ui.next_rows)
+        j["next_rows"].push_back({{"token", r.token}, {"prob", r.prob}, {"base_prob", r.base_prob}, {"pinned", r.pinned}});
     j["corrupt_prompt"] = s.corrupt_prompt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
@@ -114,6 +131,23 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["attribution_contrast"] = token(s.attr_contrast);
     j["patching_target"] = token(s.patch_target);
     j["patching_contrast"] = token(s.patch_contrast);
+}
+
+// The Learn tab's picture as it was last drawn (this frame or the one before): its boxes with their live shapes,
+// the lit one, the head marked, the layer cells and cross-attention arrows, the step's text and any glyph the
+// font lacks.
+static void add_learn_picture(nlohmann::json& j, const ui_context& ui) {
+    const learn_view& v = ui.learn_drawn;
+    if (v.frame < ImGui::GetFrameCount() - 1) return;
+    nlohmann::json boxes = nlohmann::json::array();
+    for (const learn_box_drawn& b : v.boxes)
+        boxes.push_back({{"part", b.part}, {"label", b.label}, {"shape", b.shape}, {"lit", b.lit}, {"head", b.head},
+                         {"rect", {b.rect.x, b.rect.y, b.rect.z, b.rect.w}}});
+    j["learn_picture"] = {{"kind", v.kind}, {"layers", v.layers}, {"encoder_layers", v.encoder_layers},
+                          {"cross_arrows", v.cross_arrows}, {"layer", v.layer}, {"head", v.head}, {"token", v.token},
+                          {"step", v.step}, {"steps", v.steps}, {"walk", v.walk}, {"lit", v.lit}, {"title", v.title},
+                          {"formula", v.formula}, {"boxes", boxes}, {"missing_glyphs", v.missing_glyphs},
+                          {"raw_missing_glyphs", v.raw_missing}, {"full", v.full}, {"experts", v.experts}};
 }
 
 // The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
@@ -178,9 +212,15 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         const gb::lens_result& l = s.lens->lens;
         const gb::tokenizer& tok = s.lens->from->model->tok;
         const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
+        // the first point from which the last position's top-1 is the model's own answer at every later point
+        int settled = l.n_points - 1;
+        for (int p = l.n_points - 2; p >= 0; p--) {
+            if (l.top_ids[((size_t)p * l.n_tokens + l.n_tokens - 1) * l.k] != l.top_ids[last]) break;
+            settled = p;
+        }
         j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
                      {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
-                     {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+                     {"answer_from_point", settled}, {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
     }
     if (s.attribution) {
         const gb::attribution& a = s.attribution->attr;
@@ -225,6 +265,7 @@ void print_state(const app_state& s, const ui_context& ui) {
     add_result(j, s);
     add_inputs(j, s, ui);
     add_tab_outputs(j, s);
+    add_learn_picture(j, ui);
     add_analyses(j, s);
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);

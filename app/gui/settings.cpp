@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,13 @@ app_settings parse(const json& j) {
         if (!j["last_model"].is_string()) throw bad_settings{"'last_model' is not a string"};
         s.last_model = j["last_model"].get<std::string>();
     }
+    if (j.contains("ui_scale")) {
+        const json& v = j["ui_scale"];
+        if (!v.is_number()) throw bad_settings{"'ui_scale' is not a number"};
+        s.ui_scale = v.get<float>();
+        if (!(s.ui_scale >= 0.6f - 1e-4f && s.ui_scale <= 3.0f + 1e-4f)) // what the View menu offers
+            throw bad_settings{"'ui_scale' " + v.dump() + " is outside 0.6 .. 3"};
+    }
     if (j.contains("recent")) {
         const json& r = j["recent"];
         if (!r.is_array()) throw bad_settings{"'recent' is not a list"};
@@ -89,6 +97,7 @@ app_settings parse(const json& j) {
 
 json to_json(const app_settings& s) {
     json j = {{"glassbox_settings", 1}, {"last_model", s.last_model}, {"recent", s.recent}};
+    if (s.ui_scale > 0) j["ui_scale"] = std::round(s.ui_scale * 100) / 100; // 1.25, not 1.2500000476837158
     if (s.width > 0) {
         j["window"] = {{"width", s.width}, {"height", s.height}, {"maximized", s.maximized}};
         if (s.has_pos) j["window"]["x"] = s.x, j["window"]["y"] = s.y;

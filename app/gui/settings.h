@@ -1,5 +1,5 @@
 // What the app remembers between runs: the window's size and position, the last model and the recent models,
-// in settings.json in the config folder (ImGui's own imgui.ini sits beside it). Files and paths only: the
+// the text scale, in settings.json in the config folder (ImGui's own imgui.ini sits beside it). Files and paths only: the
 // app decides when to read and write.
 #pragma once
 #include <functional>
@@ -17,6 +17,7 @@ struct app_settings {
     bool maximized = false;
     std::string last_model;          // the last model that loaded ("" = none)
     std::vector<std::string> recent; // models that loaded, most recent first, at most max_recent_models
+    float ui_scale = 0;              // the text scale chosen (View menu, Ctrl+=/-/0), 0.6 .. 3; 0 = never chosen
 };
 
 // The config folder: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else $HOME/.config/glassbox;

@@ -6,13 +6,30 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "analysis_worker.h"
 #include "app_state.h"
 #include "heatmaps.h"
+#include "learn_view.h"
 #include "worker.h"
 
 namespace gbui {
+
+// A panel to export (view.h): as SVG (vector) or as PNG at twice the scale, to `path`.
+struct panel_export {
+    std::string panel;  // its window ("Residual", "Analysis", ...)
+    bool svg = true;
+    std::string path;
+};
+
+// A row of the Next token table as drawn (the script's print): its token, probability (under the ablation) and the
+// baseline's, and why it is pinned ("" when it is there by rank).
+struct shown_row {
+    std::string token;
+    float prob = 0, base_prob = 0;
+    std::string pinned;
+};
 
 struct ui_context {
     heatmaps hm;
@@ -43,12 +60,29 @@ struct ui_context {
     std::chrono::steady_clock::time_point patch_changed_at;
     std::string break_seen;                 // the same for Break it
     std::chrono::steady_clock::time_point break_changed_at;
+    learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
+    bool learn_full = false;                // the Learn tab's Present: its picture over the window
+    float learn_scale = 1.3f;               // Present's text scale, fitted to the window frame by frame
     int break_row_shown = -2;               // the Break-it row the Learn tab last highlighted (scrolls when it changes)
     analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
     std::string flash_window;               // a panel window ("Residual", "Output", ...) outlined for a moment:
                                             // where a Learn step's link points
     std::chrono::steady_clock::time_point flash_until;
     std::string typed[4], typed_error[4];   // token boxes: attribution target/contrast, patching target/contrast
+    // the view (view.h)
+    std::string maximised;                  // the panel window filling the window ("" = the tiled layout)
+    std::string focused_panel, hovered_panel; // panel windows last focused, and under the mouse (F11, Ctrl+Shift+E)
+    std::vector<panel_export> exports;      // panel exports waiting for their frame, first first
+    std::vector<std::string> exported;      // the files the last exports wrote (the script's print)
+    float default_ui_scale = 1.0f;          // the monitor's content scale: what Ctrl+0 returns to
+    float saved_ui_scale = 0;               // the scale settings.json holds (written when s.ui_scale moves off it)
+    // what was drawn this frame where tests check that it fits (cleared every frame): "panel NAME", captions,
+    // labels -> screen rect (x0, y0, x1, y1)
+    std::map<std::string, ImVec4> drawn;
+    std::map<std::string, std::string> texts; // name -> the text drawn there this frame (what the tests read)
+    std::vector<shown_row> next_rows;         // the Next token table's rows this frame
+    std::string lens_scrolled_for;          // the lens output the grid was last scrolled to the end for
+    int lens_drawn_frame = -10;             // the frame the lens grid was last drawn (it reopens: scrolled again)
 };
 
 // Draws text rotated 90 degrees counter-clockwise (reading bottom to top) with its start at the bottom-left
@@ -60,8 +94,28 @@ std::string short_label(const std::string& s, size_t max_chars = 10);
 // label `need` pixels (so labels never overlap).
 int label_step(int n, float spacing, float need);
 
+// Token text in widgets: ImGui shows a label only up to its first "##" (the rest is its id), and WordPiece pieces
+// (‘##i’) and GPT-2's ‘##’ hold one. These show the text whole: the widget gets only the id, the text is drawn on it.
+// A Selectable of text (id: e.g. "##row3"); the last item is the Selectable, as ImGui::Selectable leaves it.
+bool text_selectable(const std::string& text, const char* id, bool selected, ImGuiSelectableFlags flags = 0);
+// A combo (id: e.g. "##pick") whose closed box shows `preview` whole; as ImGui::BeginCombo (EndCombo when true).
+bool text_combo(const char* id, const std::string& preview, float width);
+// A table's header row from names, each drawn whole (in place of TableSetupColumn names + TableHeadersRow).
+void text_headers(const std::vector<std::string>& names);
+
+// Sliders whose value is written beside them, not on the track: ImGui centres the value on the track, where the
+// handle covers it (a short track or a small range makes the handle wide). `text` is the value with its name
+// ("30 tokens"); name notes the track ("slider NAME") and the text ("slider NAME text") for the tests. Return true
+// when the value changed; the last item is the text.
+bool slider_int_beside(ui_context& ui, const char* name, int* v, int lo, int hi, const std::string& text, float w);
+bool slider_float_beside(ui_context& ui, const char* name, float* v, float lo, float hi, const std::string& text, float w);
+
 // Remembers the last item's rectangle under a name (scripted input finds widgets by it).
 void remember_item(ui_context& ui, const std::string& name);
+// Notes a rectangle drawn this frame where the tests check that it fits its panel (ui.drawn).
+void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b);
+// Notes the text shown under a name this frame (ui.texts): numbers as formatted, token labels as drawn.
+void note_text(ui_context& ui, const std::string& name, const std::string& text);
 
 // A rows x cols grid of cw x ch cells in a scrolling child window, with sticky row labels (label_w wide) on the
 // left and a header (header_h tall) on top: the lens and the experts tab. begin_grid opens the child; the caller
@@ -78,7 +132,9 @@ struct grid_view {
     // the row label under the mouse, or -1
     int hovered_label(ImVec2 m) const;
 };
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols);
+// flags: more for the child window (e.g. ImGuiWindowFlags_AlwaysVerticalScrollbar).
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags = 0);
 void end_grid(const grid_view& g);
 ImU32 viridis_u32(float t, float alpha = 1.0f);
 // Diverging blue-white-red map centred at 0 (ColorBrewer RdBu's control points): t in [-1, 1], NaN grey.

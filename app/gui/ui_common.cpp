@@ -14,6 +14,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "settings.h"
+#include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
 
@@ -24,11 +25,18 @@ void remember_item(ui_context& ui, const std::string& name) {
     ui.widgets[name] = ImVec4(a.x, a.y, b.x, b.y);
 }
 
-grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols) {
+void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }
+void note_text(ui_context& ui, const std::string& name, const std::string& text) { ui.texts[name] = text; }
+
+grid_view begin_grid(const char* id, ImVec2 size, float label_w, float header_h, float cw, float ch, int rows, int cols,
+                     ImGuiWindowFlags flags) {
     grid_view g;
     g.label_w = label_w, g.header_h = header_h, g.cw = cw, g.ch = ch, g.rows = rows, g.cols = cols;
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
-    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar);
+    // the extent end_grid reserves, known before the child begins: a scroll asked for (SetNextWindowScroll) reaches
+    // the end of a grid that just grew in this very frame
+    ImGui::SetNextWindowContentSize(ImVec2(label_w + cols * cw, header_h + rows * ch));
+    ImGui::BeginChild(id, size, false, ImGuiWindowFlags_HorizontalScrollbar | flags);
     g.dl = ImGui::GetWindowDrawList();
     g.o = ImGui::GetCursorScreenPos();
     g.wp = ImGui::GetWindowPos();
@@ -115,16 +123,16 @@ ImU32 text_on(ImU32 c) {
 
 float colour_bar(ImDrawList* dl, ImVec2 a, float w, bool diverging, const char* lo, const char* mid, const char* hi) {
     const int steps = 64;
-    const float h = 12;
+    const float h = px(12);
     for (int i = 0; i < steps; i++) {
         float x0 = a.x + w * i / steps, x1 = a.x + w * (i + 1) / steps + 1, t = (i + 0.5f) / steps;
         dl->AddRectFilled(ImVec2(x0, a.y), ImVec2(x1, a.y + h), diverging ? diverging_u32(2 * t - 1) : viridis_u32(t));
     }
     ImU32 tc = IM_COL32(200, 200, 200, 255);
-    dl->AddText(ImVec2(a.x, a.y + h + 2), tc, lo);
-    if (mid) dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + 2), tc, mid);
-    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
-    return h + 4 + ImGui::GetTextLineHeight();
+    dl->AddText(ImVec2(a.x, a.y + h + px(2)), tc, lo);
+    if (mid) dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + px(2)), tc, mid);
+    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + px(2)), tc, hi);
+    return h + px(4) + ImGui::GetTextLineHeight();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,7 +180,7 @@ float room_right_of_item() {
     return ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x;
 }
 
-float token_box_w(float combo_w) { return std::max(80.0f, combo_w * 0.8f); }
+float token_box_w(float combo_w) { return std::max(px(80), combo_w * 0.8f); }
 
 float token_picker_w(const char* label, float combo_w) {
     const ImGuiStyle& st = ImGui::GetStyle();
@@ -184,18 +192,19 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
     const int before = *id;
     std::string preview = *id >= 0 && *id < vocab ? quoted(tok, *id) : default_label;
     ImGui::PushID(name);
-    ImGui::SetNextItemWidth(combo_w);
-    if (ImGui::BeginCombo("##pick", preview.c_str())) {
-        if (ImGui::Selectable(default_label.c_str(), *id < 0)) *id = -1;
+    if (text_combo("##pick", preview, combo_w)) { // token text drawn whole (‘##’ is a token)
+        if (text_selectable(default_label, "##default", *id < 0)) *id = -1;
         for (size_t i = 0; i < offered.size(); i++) {
             char line[160];
             snprintf(line, sizeof line, "%s   %.3f", quoted(tok, offered[i].id).c_str(), offered[i].prob);
-            if (ImGui::Selectable(line, *id == offered[i].id)) *id = offered[i].id;
+            if (text_selectable(line, ("##offer" + std::to_string(i)).c_str(), *id == offered[i].id)) *id = offered[i].id;
             remember_item(ui, std::string(name) + " " + std::to_string(i));
+            note_text(ui, std::string(name) + " " + std::to_string(i), line);
         }
         ImGui::EndCombo();
     }
     remember_item(ui, name);
+    note_text(ui, std::string(name) + " preview", preview);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(token_box_w(combo_w));
     std::string& typed = ui.typed[slot];
@@ -228,6 +237,14 @@ bool token_picker(const char* name, int* id, const std::string& default_label, c
 // ---------------------------------------------------------------------------------------------
 // Names (sessions, scripts, print)
 // ---------------------------------------------------------------------------------------------
+int query_token(const app_state& s, int n_tokens) {
+    if (s.sel_token >= 0) return std::min(s.sel_token, n_tokens - 1);
+    const run_result* r = s.result.get();
+    if (r && r->pred.output == gb::OUTPUT_FILL_MASK && !r->pred.fills.empty() && r->cap().n_tokens == n_tokens)
+        return r->pred.fills[0].position; // BERT: the [MASK], not the [SEP] after it
+    return n_tokens - 1;
+}
+
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
                                            "cross"};
@@ -241,6 +258,7 @@ gb::feature tab_feature(analysis_tab t) {
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS; // no model: the text tabs, empty
+    if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
     return gb::offers(m->config, tab_feature(t));
 }
 const char* colour_name(colour_mode m) {
@@ -262,16 +280,28 @@ void toggle_head(gb::ablation& ab, int layer, int head) {
     else ab.heads.push_back({layer, head});
 }
 
+// The whole of a shortened text, wrapped, in a tooltip while the last item is hovered
+static void whole_on_hover(const char* text) {
+    if (!ImGui::IsItemHovered()) return;
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+}
+
 void panel_title(const char* title, const char* hint) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.8f, 1.0f, 1.0f));
     ImGui::TextUnformatted(title);
     ImGui::PopStyleColor();
-    if (hint) { // beside the title when it fits, else wrapped under it
+    if (hint) { // beside the title when it fits, else a "(?)" there that shows it when hovered (the line stays one)
         ImGui::SameLine();
-        if (ImGui::CalcTextSize(hint).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("%s", hint);
-        ImGui::PopTextWrapPos();
+        if (ImGui::CalcTextSize(hint).x <= ImGui::GetContentRegionAvail().x) {
+            ImGui::TextDisabled("%s", hint);
+        } else {
+            ImGui::TextDisabled("(?)");
+            whole_on_hover(hint);
+        }
     }
     ImGui::Separator();
 }
@@ -297,9 +327,21 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
 }
 
 void tab_hint(const char* hint) {
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", hint);
-    ImGui::PopTextWrapPos();
+    const float w = ImGui::GetContentRegionAvail().x;
+    if (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", hint);
+        ImGui::PopTextWrapPos();
+    } else { // a short panel: one line of it, and all of it when hovered (the tab's content keeps the room)
+        const std::string more = "\u2026 (?)";
+        std::string cut = hint;
+        while (!cut.empty() && ImGui::CalcTextSize((cut + more).c_str()).x > w) {
+            cut.pop_back();
+            while (!cut.empty() && ((unsigned char)cut.back() & 0xC0) == 0x80) cut.pop_back(); // UTF-8 boundary
+        }
+        ImGui::TextDisabled("%s", (cut + more).c_str());
+        whole_on_hover(hint);
+    }
     ImGui::Separator();
 }
 

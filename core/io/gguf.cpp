@@ -417,9 +417,11 @@ static bool meta_bool(const gguf_file& g, const std::string& key, bool def) {
     return v && v->type != 8 && v->type != 9 ? v->i != 0 : def;
 }
 
-static float meta_float0(const gguf_file& g, const std::string& key) {
+// A positive value, or 0 (none) when the file says 0; def when the key is missing
+static float meta_float0(const gguf_file& g, const std::string& key, float def) {
     const gguf_value* v = meta(g, key);
-    return v && v->type != 8 && v->type != 9 && v->f != 0 ? meta_float(g, key, 0) : 0;
+    if (!v || v->type == 8 || v->type == 9) return def;
+    return v->f != 0 ? meta_float(g, key, 0) : 0;
 }
 
 model load_gguf(const std::string& path, const load_options& opt) {
@@ -458,19 +460,22 @@ model load_gguf(const std::string& path, const load_options& opt) {
     c.mlp_bias = g.tensors.count("blk.0.ffn_up.bias") > 0;
     c.parallel = c.arch == ARCH_GPT_NEOX && meta_bool(g, arch + ".use_parallel_residual", true);
     if (info.pos == POS_ROPE) {
-        c.rope_theta = meta_float(g, arch + ".rope.freq_base", arch.rfind("qwen", 0) == 0 ? 1000000.0f : 10000.0f);
+        // llama.cpp's default for every architecture (Qwen's own 1e6 is always in its files)
+        c.rope_theta = meta_float(g, arch + ".rope.freq_base", 10000.0f);
         c.rope = gguf_rope_adjacent(arch) ? ROPE_ADJACENT : ROPE_HALF;
         gguf_rope(c, g, arch);
     }
-    c.sliding_window = meta_int(g, arch + ".attention.sliding_window", 0, 1 << 24, 0);
-    if (c.arch == ARCH_GEMMA2) {
+    // Gemma 2's window and caps where its file has none: llama.cpp's defaults (Gemma 2's own values)
+    const bool gemma2 = c.arch == ARCH_GEMMA2;
+    c.sliding_window = meta_int(g, arch + ".attention.sliding_window", 0, 1 << 24, gemma2 ? 4096 : 0);
+    if (gemma2) {
         c.window_every = 2;
-        c.attn_softcap = meta_float0(g, arch + ".attn_logit_softcapping");
+        c.attn_softcap = meta_float0(g, arch + ".attn_logit_softcapping", 50.0f);
         // GGUF keeps no query_pre_attn_scalar: head_dim for Gemma 2 2B and 9B, d_model / heads (144, not the head
         // size 128) for 27B, the one with 46 layers (llama.cpp tells them apart the same way)
         if (c.n_layer == 46 && c.d_model % c.n_head == 0 && c.d_model / c.n_head != c.d_head)
             c.attn_scale = 1.0f / std::sqrt((float)(c.d_model / c.n_head));
-        c.final_softcap = meta_float0(g, arch + ".final_logit_softcapping");
+        c.final_softcap = meta_float0(g, arch + ".final_logit_softcapping", 30.0f);
     }
     if (info.kind == KIND_MOE) {
         c.n_expert = meta_int(g, arch + ".expert_count", 1, 4096);

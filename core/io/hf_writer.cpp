@@ -1,8 +1,7 @@
 // Writing GPT-2 models as Hugging Face folders, and seeded random GPT-2, Llama and Marian models for benchmarks
-// (Llama also as GGUF, in any type quantize() writes).
+// (random models as GGUF: gguf_writer.cpp).
 //
-// Sections: GPT-2 writer | random numbers and the byte-level tokenizer | random GPT-2 | random Llama |
-// random Marian | random Llama as GGUF
+// Sections: GPT-2 writer | the byte-level tokenizer | random GPT-2 | random Llama | random Marian
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "io/random_source.h"
 #include "io/safetensors.h"
 #include "io/writers.h"
 #include "kernels/gemm.h"
@@ -62,7 +62,7 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
     st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
     for (const layer_weights& L : m.weights.layers)
         for (const weight_matrix* w : {&L.w_qkv, &L.w_o, &L.w_up, &L.w_down})
-            if (w->amx()) // its digits give the weights back only to within 2^-22 of a row's largest
+            if (w->amx()) // its digits give the weights back only to within 2^-30 of a row's largest
                 throw error("save_hf_gpt2: the weights are packed for the AMX kernel and cannot be written exactly "
                             "(pack them with pack_matrix(..., exact = true))");
     create_dir(dir);
@@ -115,36 +115,9 @@ void save_hf_gpt2(const std::string& dir, const model& m, const std::string& dty
 }
 
 // ---------------------------------------------------------------------------------------------
-// Random numbers and the byte-level tokenizer
+// The byte-level tokenizer
 // ---------------------------------------------------------------------------------------------
-// N(0, std) from a seeded 64-bit Mersenne Twister with our own Box-Muller, identical on every platform
-struct normal_source {
-    std::mt19937_64 rng;
-    bool have = false;
-    double spare = 0;
-    explicit normal_source(uint64_t seed) : rng(seed) {}
-    double next() {
-        if (have) {
-            have = false;
-            return spare;
-        }
-        double u1 = ((rng() >> 11) + 1.0) * (1.0 / 9007199254740993.0), u2 = (rng() >> 11) * (1.0 / 9007199254740992.0);
-        double r = std::sqrt(-2.0 * std::log(u1));
-        spare = r * std::sin(2 * M_PI * u2);
-        have = true;
-        return r * std::cos(2 * M_PI * u2);
-    }
-    std::vector<float> fill(size_t n, double std) {
-        std::vector<float> v(n);
-        for (float& x : v) x = (float)(next() * std);
-        return v;
-    }
-};
-
-// Byte-level vocabulary of V >= 257 tokens, no merges: ids 0..255 the 256 bytes (as GPT-2's vocabulary starts,
-// spelled as vocab.json stores them), then unreachable fillers, then <|endoftext|> (BOS and EOS) at V - 1. Every
-// text encodes (one token per byte) and every id decodes, whatever V.
-static tokenizer random_byte_tokenizer(size_t V) {
+tokenizer random_byte_tokenizer(size_t V) {
     tokenizer t;
     t.kind = TOK_BYTE_BPE;
     std::vector<int> bs;
@@ -415,116 +388,6 @@ int64_t write_random_marian_hf(const std::string& dir, const model_config& cfg, 
         else std::fill(out, out + n, kind[i] == ONES ? 1.0f : 0.0f);
     });
     write_bpe_tokenizer(dir, tok);
-    return n_params;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Random Llama as GGUF
-// ---------------------------------------------------------------------------------------------
-// GGUF v3, little-endian: magic, version, tensor count, metadata count, metadata, tensor infos, then the data,
-// every tensor at a multiple of 32 bytes (the default general.alignment).
-struct gguf_header {
-    std::string b;
-    template <class T> void put(T v) { b.append((const char*)&v, sizeof v); }
-    void str(const std::string& s) { put<uint64_t>(s.size()), b += s; }
-    void key(const std::string& k, uint32_t type) { str(k), put<uint32_t>(type); }
-    void u32(const std::string& k, uint32_t v) { key(k, 4), put<uint32_t>(v); }
-    void f32(const std::string& k, float v) { key(k, 6), put<float>(v); }
-    void text(const std::string& k, const std::string& v) { key(k, 8), str(v); }
-    void texts(const std::string& k, const std::vector<std::string>& v) {
-        key(k, 9), put<uint32_t>(8), put<uint64_t>(v.size());
-        for (const std::string& e : v) str(e);
-    }
-};
-
-int64_t write_random_llama_gguf(const std::string& path, const model_config& cfg, uint64_t seed, uint32_t type) {
-    model_config c = cfg;
-    const std::string who = "write_random_llama_gguf: ";
-    check_random_llama(c, who);
-    int64_t bv, bb;
-    if (!ggml_block(type, bv, bb)) throw error(who + "unknown type " + std::to_string(type));
-    const int64_t d = c.d_model, V = c.vocab_size, ff = c.d_ff, q = (int64_t)c.n_head * c.d_head,
-                  kv = (int64_t)c.n_kv_head * c.d_head;
-    if (d % bv || ff % bv || q % bv)
-        throw error(who + std::string(ggml_type_name(type)) + " blocks of " + std::to_string(bv) +
-                    " values do not divide the rows (d_model " + std::to_string(d) + ", d_ff " + std::to_string(ff) + ")");
-    struct spec {
-        std::string name;
-        int64_t cols, rows; // ne = {cols, rows}; rows 1 for a vector
-        bool gain;
-    };
-    std::vector<spec> specs; // llama.cpp's names and order
-    specs.push_back({"token_embd.weight", d, V, false});
-    for (int l = 0; l < c.n_layer; l++) {
-        const std::string p = "blk." + std::to_string(l) + ".";
-        specs.push_back({p + "attn_norm.weight", d, 1, true});
-        specs.push_back({p + "attn_q.weight", d, q, false});
-        specs.push_back({p + "attn_k.weight", d, kv, false});
-        specs.push_back({p + "attn_v.weight", d, kv, false});
-        specs.push_back({p + "attn_output.weight", q, d, false});
-        specs.push_back({p + "ffn_norm.weight", d, 1, true});
-        specs.push_back({p + "ffn_gate.weight", d, ff, false});
-        specs.push_back({p + "ffn_up.weight", d, ff, false});
-        specs.push_back({p + "ffn_down.weight", ff, d, false});
-    }
-    specs.push_back({"output_norm.weight", d, 1, true});
-    if (!c.tied_lm_head) specs.push_back({"output.weight", d, V, false});
-
-    tokenizer tok = random_byte_tokenizer((size_t)c.vocab_size);
-    gguf_header h;
-    h.b = "GGUF";
-    h.put<uint32_t>(3);
-    h.put<uint64_t>(specs.size());
-    h.put<uint64_t>(13);
-    h.text("general.architecture", "llama");
-    h.u32("llama.block_count", (uint32_t)c.n_layer);
-    h.u32("llama.embedding_length", (uint32_t)d);
-    h.u32("llama.feed_forward_length", (uint32_t)ff);
-    h.u32("llama.attention.head_count", (uint32_t)c.n_head);
-    h.u32("llama.attention.head_count_kv", (uint32_t)c.n_kv_head);
-    h.u32("llama.context_length", (uint32_t)c.n_ctx);
-    h.f32("llama.rope.freq_base", c.rope_theta);
-    h.f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-    h.text("tokenizer.ggml.model", "gpt2");
-    h.texts("tokenizer.ggml.tokens", tok.vocab);
-    h.u32("tokenizer.ggml.bos_token_id", (uint32_t)tok.bos_id);
-    h.u32("tokenizer.ggml.eos_token_id", (uint32_t)tok.eos_id);
-    const uint64_t align = 32;
-    uint64_t offset = 0;
-    auto bytes_of = [&](const spec& s) { return s.gain ? (uint64_t)s.cols * 4 : (uint64_t)ggml_bytes(type, s.cols * s.rows); };
-    for (const spec& s : specs) {
-        h.str(s.name);
-        h.put<uint32_t>(s.gain ? 1 : 2);
-        h.put<uint64_t>((uint64_t)s.cols);
-        if (!s.gain) h.put<uint64_t>((uint64_t)s.rows);
-        h.put<uint32_t>(s.gain ? (uint32_t)GGML_F32 : type);
-        h.put<uint64_t>(offset);
-        offset += (bytes_of(s) + align - 1) / align * align;
-    }
-    h.b.append((align - h.b.size() % align) % align, '\0');
-    std::ofstream o(path, std::ios::binary);
-    if (!o) throw error("cannot write " + path);
-    o.write(h.b.data(), (std::streamsize)h.b.size());
-    // drawn row by row in file order (a seed names one model), quantised, written: memory stays a row
-    normal_source ns(seed);
-    std::vector<float> row;
-    std::vector<uint8_t> packed;
-    int64_t n_params = 0;
-    for (const spec& s : specs) {
-        row.assign((size_t)s.cols, 1.0f);
-        packed.resize(s.gain ? (size_t)s.cols * 4 : ggml_bytes(type, s.cols));
-        for (int64_t r = 0; r < s.rows; r++) {
-            if (!s.gain)
-                for (float& x : row) x = (float)(ns.next() * 0.02);
-            quantize(packed.data(), row.data(), s.gain ? (uint32_t)GGML_F32 : type, s.cols);
-            o.write((const char*)packed.data(), (std::streamsize)packed.size());
-        }
-        n_params += s.cols * s.rows;
-        const uint64_t pad = (align - bytes_of(s) % align) % align;
-        static const char zeros[32] = {};
-        o.write(zeros, (std::streamsize)pad);
-    }
-    if (!o) throw error("cannot write " + path + " (disk full?)");
     return n_params;
 }
 

@@ -1,5 +1,6 @@
-// Writing models: GPT-2 as a HF folder, and seeded random models (GPT-2, Llama, Marian as HF folders; Llama as
-// GGUF) for benchmarks and tests. The loader reads every one of them back like any other file.
+// Writing models: GPT-2 as a HF folder, and seeded random models (GPT-2, Llama, Marian as HF folders) for
+// benchmarks and tests; random models as GGUF files are gguf_writer.h's. The loader reads every one of them back
+// like any other file.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,9 +29,5 @@ int64_t write_random_llama_hf(const std::string& dir, const model_config& c, uin
 // norms (1, 0), F32, streamed like write_random_llama_hf. The tokenizer is random_gpt2's byte-level one (a source
 // text encodes byte by byte); <|endoftext|> is EOS, the id before it the decoder's start. Returns the parameter count.
 int64_t write_random_marian_hf(const std::string& dir, const model_config& c, int encoder_layers, uint64_t seed);
-// The same shape as a GGUF file (llama.cpp's tensor names, general.architecture "llama"), every matrix and the
-// token embedding in `type` (F32, F16, BF16, Q8_0 or Q4_K, as quantize() writes it), norm gains F32, the byte-level
-// tokenizer as tokenizer.ggml.* (model "gpt2", no merges). Streams a row at a time. Returns the parameter count.
-int64_t write_random_llama_gguf(const std::string& path, const model_config& c, uint64_t seed, uint32_t type);
 
 } // namespace gb

@@ -1,25 +1,28 @@
 // The AMX kernel: fp32 products from exact int8 tile products (Intel AMX-INT8, Sapphire Rapids and later).
 //
 // Numbers. Each weight row k is first divided by a power of two r_k (its largest magnitude's), and the inputs
-// are multiplied by the same power, which changes no product. Then each weight column n becomes 23-bit fixed
+// are multiplied by the same power, which changes no product. Then each weight column n becomes 31-bit fixed
 // point under its own power of two, and each input row t 31-bit fixed point under its own:
-//     w'[k][n] ~ Qw * 2^(c_n - 22),  |Qw| <= 2^22,      x'[t][k] ~ Qx * 2^(e_t - 30),  |Qx| <= 2^30.
-// Qw is written as three signed base-256 digits (w0 w1 w2, most significant first, |w0| <= 64, |wi| <= 128) and
-// Qx as four (x0..x3). A TDPBSSD tile product multiplies int8 digits exactly into int32 sums. The digit
-// products of one level l = i + j share a scale 2^(8(5 - l)); levels 0..3 are kept (9 of the 12 products):
-//     S0 = x0 w0,  S1 = x0 w1 + x1 w0,  S2 = x0 w2 + x1 w1 + x2 w0,  S3 = x1 w2 + x2 w1 + x3 w0,
-// and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. Per term of the sum, what is
-// dropped (levels 4 and 5) is below 2^-28 of the row's largest input times the column's largest weight, the
-// rounding of Qx 2^-31 of the largest input; the rounding of Qw, 2^-23 of the column's largest weight, is the
-// error that counts, and measured errors are at or below the fp32 kernel's (docs/internals.md, tests/test_forward.cpp).
-// |S_l| <= 3 * 2^14 * in fits int32 for in <= 32768 (amx::max_in).
+//     w'[k][n] ~ Qw * 2^(c_n - 30),  |Qw| <= 2^30,      x'[t][k] ~ Qx * 2^(e_t - 30),  |Qx| <= 2^30.
+// Qw is written as four signed base-256 digits (w0..w3, most significant first, |w0| <= 64, |wi| <= 128) and Qx
+// as four (x0..x3). A TDPBSSD tile product multiplies int8 digits exactly into int32 sums. The digit products
+// of one level l = i + j share a scale 2^(8(6 - l)); levels 0..3 are kept (10 of the 16 products):
+//     S0 = x0 w0,  S1 = x0 w1 + x1 w0,  S2 = x0 w2 + x1 w1 + x2 w0,  S3 = x0 w3 + x1 w2 + x2 w1 + x3 w0,
+// and y = 2^(e_t + c_n - 36) * (((S0 * 256 + S1) * 256 + S2) * 256 + S3) in fp32. Per term of the sum, the
+// rounding of Qw and of Qx is 2^-31 of the column's largest weight and of the row's largest input, and what is
+// dropped (levels 4 to 6) below 2^-28 of their product, about 2^-31 typically (balanced digits of either sign):
+// errors below the fp32 kernel's, which rounds every add at 2^-24 of the running sum. With three weight digits (23 bits, until
+// this was measured at the logits) the rounding of Qw alone was 2^-23 of the column's largest weight, and AMX's
+// logits erred by up to 2.5 times fp32's (docs/internals.md "Accuracy", tests/test_amx_accuracy.cpp).
+// |S_l| <= 3 * 2^14 * in fits int32 for in <= 32768 (amx::max_in): the top digits are at most 64, so a level's
+// products add to at most 3 * 2^14.
 //
 // Tiles. Eight tile registers of 16 rows x 64 bytes. Per 16 x 16 output block the four level sums S0..S3 live
 // in tmm0..tmm3; the other four hold operands, two for input digits and two for weight digits, loaded so that
 // no load waits for the product still reading that register (tiles are not renamed).
 //
 // Loops: row groups whose input digits stay in L2 | column blocks (split over threads) | chunks of 4 k-tiles |
-// row blocks | k-tiles. A chunk's weight digits (12 KB) stay in L1 while every row block of the group passes
+// row blocks | k-tiles. A chunk's weight digits (16 KB) stay in L1 while every row block of the group passes
 // over them; the weight stream is the only traffic from memory, and the next chunk of it is prefetched into
 // L2 a line at a time between the tile products.
 //
@@ -41,9 +44,9 @@ namespace amx {
 namespace {
 
 constexpr int TILE = 1024;     // bytes per tile register: 16 rows x 64 bytes
-constexpr int XD = 4, WD = 3;  // digits of an input, of a weight
-constexpr int XS = 30, WS = 22; // fixed-point bits below the scale of an input, of a weight
-constexpr int CHUNK = 4;             // k-tiles per chunk: 12 KB of weight digits per column block
+constexpr int XD = 4, WD = 4;  // digits of an input, of a weight
+constexpr int XS = 30, WS = 30; // fixed-point bits below the scale of an input, of a weight
+constexpr int CHUNK = 4;             // k-tiles per chunk: 16 KB of weight digits per column block
 constexpr int64_t GROUP_BYTES = 768 << 10; // a row group's input digits stay in L2
 
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -83,7 +86,7 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
     }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t cb = 0; cb < CB; cb++) {
-        double col_scale[16]; // 2^(22 - c_n): a column's fixed-point factor
+        double col_scale[16]; // 2^(30 - c_n): a column's fixed-point factor
         for (int c = 0; c < 16; c++) {
             const int64_t n = cb * 16 + c;
             double m = 0.0;
@@ -116,7 +119,7 @@ void unpack_weights(float* w, const int8_t* digits, const float* row_exp, const 
     for (int k = 0; k < in; k++)
         for (int n = 0; n < out; n++) {
             const int8_t* d = digits + (size_t)(((n / 16) * KT + k / 64) * WD) * TILE + ((k % 64) / 4) * 64 + (n % 16) * 4 + k % 4;
-            const int64_t q = (int64_t)d[0] * 65536 + (int64_t)d[TILE] * 256 + d[2 * TILE];
+            const int64_t q = (((int64_t)d[0] * 256 + d[TILE]) * 256 + d[2 * TILE]) * 256 + d[3 * TILE];
             w[(size_t)k * out + n] = (float)ldexp((double)q, (int)col_exp[n] - WS + (int)row_exp[k]);
         }
 }
@@ -232,7 +235,7 @@ static void configure_tiles() {
     _tile_loadconfig(&c);
 }
 
-// The next chunk of the weight stream into L2, a line after each tile product (144 of a chunk's 192 lines at
+// The next chunk of the weight stream into L2, a line after each tile product (160 of a chunk's 256 lines at
 // 64 rows; the rest come on demand). Issued in bursts, or more than one per product, they were measured slower:
 // as we read it, each PREFETCHT2 still holds one of the L1 fill buffers the tile loads need.
 struct stream_prefetch {
@@ -246,9 +249,11 @@ struct stream_prefetch {
     }
 };
 
-// Half a turn: one k-tile's 9 digit products. Weight digits go to registers W (w0, then w2) and V (w1), input
-// digits to X (x3, then x1) and Y (x2, then x0). A macro, not a function: GCC's tile intrinsics name their
-// registers in the instruction text, so the register numbers must be literal tokens.
+// Half a turn: one k-tile's 10 digit products. Weight digits go to registers W (w0, then w2) and V (w1, then
+// w3), input digits to X (x3, then x1) and Y (x2, then x0). No two products in a row add to the same level sum,
+// and each load goes to a register whose last reader was issued at least one product earlier (tiles are not
+// renamed). A macro, not a function: GCC's tile intrinsics name their registers in the instruction text, so the
+// register numbers must be literal tokens.
 #define GB_AMX_HALF_TURN(W, V, X, Y, a, b)                                                                         \
     _tile_loadd(W, b, 64);                                                                                         \
     _tile_loadd(X, (a) + 3 * TILE, 64);                                                                            \
@@ -264,19 +269,21 @@ struct stream_prefetch {
     _tile_dpbssd(0, Y, W); pf.step();  /* S0 += x0 w0 */                                                           \
     _tile_dpbssd(1, Y, V); pf.step();  /* S1 += x0 w1 */                                                           \
     _tile_loadd(W, (b) + 2 * TILE, 64);                                                                            \
+    _tile_dpbssd(3, X, W); pf.step();  /* S3 += x1 w2 */                                                           \
     _tile_dpbssd(2, Y, W); pf.step();  /* S2 += x0 w2 */                                                           \
-    _tile_dpbssd(3, X, W); pf.step();  /* S3 += x1 w2 */
+    _tile_loadd(V, (b) + 3 * TILE, 64);                                                                            \
+    _tile_dpbssd(3, Y, V); pf.step();  /* S3 += x0 w3 */
 
 // One row block over k-tiles [k0, k1) of one column block: S0..S3 (tmm0..3) += digit products.
 // a: the row block's A tiles at k0, b: the column block's B tiles at k0. Two k-tiles per turn with the operand
 // registers trading roles between them, so that each load goes to a register whose last reader was issued at
-// least one tile product earlier (tiles are not renamed): the first half ends reading tmm4 two products back
-// and tmm7 one back, which the second half loads first, and the other way round.
+// least one tile product earlier: the first half ends reading X three products back, W two back and Y and V
+// one back, so the second half's W is the first's X and its X the first's W (loaded first), and the other way round.
 static void k_tiles_product(const int8_t* a, const int8_t* b, int count, stream_prefetch& pf) {
     int kt = 0;
     for (; kt + 2 <= count; kt += 2, a += 2 * XD * TILE, b += 2 * WD * TILE) {
         GB_AMX_HALF_TURN(5, 4, 6, 7, a, b)
-        GB_AMX_HALF_TURN(4, 5, 7, 6, a + XD * TILE, b + WD * TILE)
+        GB_AMX_HALF_TURN(6, 4, 5, 7, a + XD * TILE, b + WD * TILE)
     }
     if (kt < count) { // an odd last k-tile: the first half of a turn
         GB_AMX_HALF_TURN(5, 4, 6, 7, a, b)
@@ -314,7 +321,7 @@ static void finish_block(float* out, int out_cols, int n, int row0, int col0, co
 // reached 17 GB/s for two threads, these 22). VPDPBUSD multiplies unsigned by signed bytes: an input digit
 // goes in as d + 128, and 128 times the column's digit sum (also a VPDPBUSD, by ones) comes off. The sums are
 // the same integers as the tile products', so both paths give the same bits.
-constexpr int GEMV_ROWS = 4, GEMV_MAX_IN = 16384; // 3 products x in/4 x 4 x 255 x 128 < 2^31
+constexpr int GEMV_ROWS = 4, GEMV_MAX_IN = 16384; // 4 products x in/4 x 4 x 255 x 128 < 2^31
 constexpr int PF_AHEAD = 4096; // bytes of the weight stream: ~1.3 k-tiles
 
 // acc[r][i + j] += (digit plane i of row r, +128) . wj over one 64-byte row of plane j (4 inputs x 16 columns).
@@ -371,18 +378,21 @@ static void gemv(float* out, int n, const int8_t* digits, const float* col_exp, 
             gemv_plane<R, S, 0>(acc, cs, digits, cbs, live, KT, kt, xa);
             gemv_plane<R, S, 1>(acc, cs, digits, cbs, live, KT, kt, xa);
             gemv_plane<R, S, 2>(acc, cs, digits, cbs, live, KT, kt, xa);
+            gemv_plane<R, S, 3>(acc, cs, digits, cbs, live, KT, kt, xa);
         }
         for (int st = 0; st < S; st++) {
             if (!live[st]) continue;
             // level l holds products (i, l - i); each input digit came in 128 too high
             const __m512i c0s = _mm512_slli_epi32(cs[st][0], 7);
             const __m512i c01 = _mm512_slli_epi32(_mm512_add_epi32(cs[st][0], cs[st][1]), 7);
-            const __m512i c012 = _mm512_slli_epi32(_mm512_add_epi32(_mm512_add_epi32(cs[st][0], cs[st][1]), cs[st][2]), 7);
+            const __m512i s012 = _mm512_add_epi32(_mm512_add_epi32(cs[st][0], cs[st][1]), cs[st][2]);
+            const __m512i c012 = _mm512_slli_epi32(s012, 7);
+            const __m512i c0123 = _mm512_slli_epi32(_mm512_add_epi32(s012, cs[st][3]), 7);
             for (int r = 0; r < R; r++) {
                 _mm512_store_si512(sums[0] + 16 * r, _mm512_sub_epi32(acc[st][r][0], c0s));
                 _mm512_store_si512(sums[1] + 16 * r, _mm512_sub_epi32(acc[st][r][1], c01));
                 _mm512_store_si512(sums[2] + 16 * r, _mm512_sub_epi32(acc[st][r][2], c012));
-                _mm512_store_si512(sums[3] + 16 * r, _mm512_sub_epi32(acc[st][r][3], c012));
+                _mm512_store_si512(sums[3] + 16 * r, _mm512_sub_epi32(acc[st][r][3], c0123));
             }
             finish_block(out, out_cols, n, 0, cbs[st] * 16, sums, a_exp, col_exp, bias, epi);
         }
@@ -413,7 +423,7 @@ static void tile_product(float* out, int n, const int8_t* digits, const float* c
                                  : g1 < RB ? (const char*)(digits + c0 * cb_bytes)
                                            : my_end;
                 const char* nx_end = nx + (size_t)CHUNK * WD * TILE;
-                // a chunk's 192 lines of weight digits serve 9 * CHUNK products per row block: with four row
+                // a chunk's 256 lines of weight digits serve 10 * CHUNK products per row block: with four row
                 // blocks one line per product is enough (more was measured slower), with fewer rows the
                 // stream is all there is and wants more lines per product
                 pf.start(nx, nx_end < my_end ? nx_end : my_end, imax(1, 4 / (g1 - g0)));

@@ -132,12 +132,12 @@ struct model_config {
 // (core/kernels/gemm.h). Column panels of weight_panel columns, each panel's rows contiguous, the last panel zero-padded,
 // in one of these forms (type):
 // - F32 on the fp32 kernel: data, floats;
-// - F32 on the AMX kernel: every weight as three base-256 digits of a 23-bit fixed-point number, in AMX tile order;
+// - F32 on the AMX kernel: every weight as four base-256 digits of a 31-bit fixed-point number, in AMX tile order;
 // - F16, BF16, Q8_0 or another ggml block type, kept as the file stores them (stored, scale): the kernel turns
 //   each panel slice into floats in cache just before it multiplies, so the product equals the fp32 kernel's on
 //   the dequantised weights.
 // pack_matrix / unpack_matrix (core/kernels/gemm.h) convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
-// types; for AMX to within 2^-23 of each row's and column's largest weight).
+// types; for AMX to within 2^-31 of each row's and column's largest weight).
 struct weight_matrix {
     int in = 0, out = 0;
     uint32_t type = GGML_F32;      // the values' type as held: F32 (data or digits), or a stored type (stored)

@@ -36,6 +36,12 @@ bool ggml_block(uint32_t type, int64_t& values, int64_t& bytes) {
 
 const char* ggml_supported_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"; }
 
+const std::vector<uint32_t>& ggml_types() {
+    static const std::vector<uint32_t> t = {GGML_F32,  GGML_F16,  GGML_BF16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_1,
+                                            GGML_Q5_0, GGML_Q5_1, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K};
+    return t;
+}
+
 size_t ggml_bytes(uint32_t type, int64_t n) {
     int64_t values, bytes;
     if (!ggml_block(type, values, bytes)) return 0;
@@ -187,70 +193,145 @@ void dequantize(float* y, const uint8_t* x, uint32_t type, int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Quantisation (random benchmark models)
+// Quantisation (random models): each block's scale from its own range, each value rounded to the nearest step
 // ---------------------------------------------------------------------------------------------
 static void put_half(uint8_t* p, float v) {
     const uint16_t h = f32_to_f16(v);
     p[0] = (uint8_t)(h & 0xff), p[1] = (uint8_t)(h >> 8);
 }
 
+// round(x / step) clamped to [lo, hi]; 0 where the step is 0 (an all-zero block)
+static int steps(float x, float step, int lo, int hi) {
+    return step != 0 ? (int)std::clamp(std::lround(x / step), (long)lo, (long)hi) : 0;
+}
+
+// The value of largest magnitude, with its sign: Q4_0 / Q5_0 / Q6_K map it to the most negative level, which
+// has one step more room than the positive side
+static float signed_max(const float* x, int n) {
+    float m = 0;
+    for (int i = 0; i < n; i++)
+        if (std::fabs(x[i]) > std::fabs(m)) m = x[i];
+    return m;
+}
+
+// Q4_0 / Q4_1 / Q5_0 / Q5_1, one block of 32: level q (4 or 5 bits) of value i stands for d * (q - offset) + m.
+// Low 4 bits of value i < 16 in byte i's low nibble, of value i + 16 in its high nibble; Q5's fifth bits in a
+// little-endian u32, bit i for value i.
+static void quantize_32(uint8_t* y, const float* x, bool with_min, bool five) {
+    const int top = five ? 31 : 15;
+    float d, m = 0;
+    int offset = 0;
+    if (with_min) {
+        const float lo = *std::min_element(x, x + 32), hi = *std::max_element(x, x + 32);
+        put_half(y, (hi - lo) / top), put_half(y + 2, lo);
+        d = half(y), m = half(y + 2);
+    } else {
+        offset = five ? 16 : 8;
+        put_half(y, signed_max(x, 32) / -offset);
+        d = half(y);
+    }
+    int q[32];
+    for (int i = 0; i < 32; i++) q[i] = steps(x[i] - m, d, -offset, top - offset) + offset;
+    uint8_t* p = y + (with_min ? 4 : 2);
+    if (five) {
+        uint32_t high = 0;
+        for (int i = 0; i < 32; i++) high |= (uint32_t)(q[i] >> 4) << i;
+        for (int b = 0; b < 4; b++) p[b] = (uint8_t)(high >> (8 * b));
+        p += 4;
+    }
+    for (int i = 0; i < 16; i++) p[i] = (uint8_t)((q[i] & 0xF) | (q[i + 16] & 0xF) << 4);
+}
+
+// Q4_K / Q5_K, one block of 256: 8 sub-blocks of 32, each x ~ scale * q - min with q in 0..15 (0..31), scale and
+// min as 6-bit multiples of the block's f16 d and dmin (packed as q4k_scale_min reads them); 4 groups of 64,
+// sub-block 2g in the low nibbles, 2g + 1 in the high ones; Q5_K's fifth bits in qh, bit 2g / 2g + 1 of byte l.
+template <bool five>
+static void quantize_k4(uint8_t* y, const float* x) {
+    const int top = five ? 31 : 15;
+    float scale[8], min[8];
+    for (int j = 0; j < 8; j++) {
+        float lo = 0, hi = 0;
+        for (int i = 0; i < 32; i++) lo = std::min(lo, x[32 * j + i]), hi = std::max(hi, x[32 * j + i]);
+        scale[j] = (hi - lo) / top, min[j] = -lo;
+    }
+    put_half(y, *std::max_element(scale, scale + 8) / 63), put_half(y + 2, *std::max_element(min, min + 8) / 63);
+    const float d = half(y), dmin = half(y + 2);
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; j++) sc[j] = steps(scale[j], d, 0, 63), mn[j] = steps(min[j], dmin, 0, 63);
+    uint8_t* s = y + 4; // sub-blocks 0-3: 6 bits each in bytes 0-3 / 4-7; 4-7: low 4 bits in bytes 8-11,
+    for (int j = 0; j < 4; j++) { // top 2 bits in the spare top bits of bytes 0-7
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+    }
+    uint8_t* qh = y + 16; // Q5_K only
+    uint8_t* q = y + (five ? 48 : 16);
+    if (five) std::memset(qh, 0, 32);
+    for (int g = 0; g < 4; g++)
+        for (int l = 0; l < 32; l++) {
+            int v[2];
+            for (int h = 0; h < 2; h++) {
+                const int j = 2 * g + h;
+                v[h] = steps(x[32 * j + l] + dmin * mn[j], d * sc[j], 0, top);
+                if (five) qh[l] |= (uint8_t)((v[h] >> 4) << (2 * g + h));
+            }
+            q[32 * g + l] = (uint8_t)((v[0] & 0xF) | (v[1] & 0xF) << 4);
+        }
+}
+
+// Q6_K, one block of 256: 16 sub-blocks of 16, x ~ d * sc * (q - 32) with q in 0..63 and sc an int8; in each half
+// of 128, value l + 32 k (l < 32) keeps its low 4 bits in ql[l + 32 (k & 1)] (low nibble for k < 2, high for
+// k >= 2) and its top 2 bits in qh[l] at bit 2k; the f16 d last.
+static void quantize_q6k(uint8_t* y, const float* x) {
+    float sub[16];
+    for (int j = 0; j < 16; j++) sub[j] = signed_max(x + 16 * j, 16) / -32;
+    put_half(y + 208, signed_max(sub, 16) / -128);
+    const float d = half(y + 208);
+    int8_t* sc = (int8_t*)(y + 192);
+    for (int j = 0; j < 16; j++) sc[j] = (int8_t)steps(sub[j], d, -128, 127);
+    std::memset(y, 0, 192);
+    for (int h = 0; h < 2; h++) {
+        uint8_t* ql = y + 64 * h;
+        uint8_t* qh = y + 128 + 32 * h;
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                const int v = 128 * h + 32 * k + l;
+                const int q = steps(x[v], d * sc[v / 16], -32, 31) + 32;
+                ql[l + 32 * (k & 1)] |= (uint8_t)((q & 0xF) << (k >= 2 ? 4 : 0));
+                qh[l] |= (uint8_t)((q >> 4) << (2 * k));
+            }
+    }
+}
+
 void quantize(uint8_t* y, const float* x, uint32_t type, int64_t n) {
     int64_t values, bytes;
     if (!ggml_block(type, values, bytes) || n % values) throw error("internal: quantize of " + std::string(ggml_type_name(type)));
-    switch (type) {
-    case GGML_F32: std::memcpy(y, x, (size_t)n * 4); return;
-    case GGML_F16:
-    case GGML_BF16:
+    if (type == GGML_F32) return (void)std::memcpy(y, x, (size_t)n * 4);
+    if (type == GGML_F16 || type == GGML_BF16) {
         for (int64_t i = 0; i < n; i++) {
             const uint16_t h = type == GGML_F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
             y[2 * i] = (uint8_t)(h & 0xff), y[2 * i + 1] = (uint8_t)(h >> 8);
         }
         return;
-    case GGML_Q8_0:
-        for (int64_t b = 0; b < n / 32; b++, x += 32, y += 34) {
+    }
+    for (int64_t b = 0; b < n / values; b++, x += values, y += bytes) {
+        switch (type) {
+        case GGML_Q8_0: {
             float amax = 0;
             for (int i = 0; i < 32; i++) amax = std::max(amax, std::fabs(x[i]));
             put_half(y, amax / 127);
             const float d = half(y); // as the reader will see it
-            for (int i = 0; i < 32; i++) y[2 + i] = (uint8_t)(int8_t)std::clamp(std::lround(d > 0 ? x[i] / d : 0), -127L, 127L);
+            for (int i = 0; i < 32; i++) y[2 + i] = (uint8_t)(int8_t)steps(x[i], d, -127, 127);
+            break;
         }
-        return;
-    case GGML_Q4_K:
-        for (int64_t b = 0; b < n / 256; b++, x += 256, y += 144) {
-            float scale[8], min[8]; // per sub-block: x ~ scale * q - min, q in 0..15
-            for (int j = 0; j < 8; j++) {
-                float lo = 0, hi = 0;
-                for (int i = 0; i < 32; i++) lo = std::min(lo, x[32 * j + i]), hi = std::max(hi, x[32 * j + i]);
-                scale[j] = (hi - lo) / 15, min[j] = -lo;
-            }
-            const float max_scale = *std::max_element(scale, scale + 8), max_min = *std::max_element(min, min + 8);
-            put_half(y, max_scale / 63), put_half(y + 2, max_min / 63);
-            const float d = half(y), dmin = half(y + 2);
-            int sc[8], mn[8];
-            for (int j = 0; j < 8; j++) {
-                sc[j] = d > 0 ? (int)std::clamp(std::lround(scale[j] / d), 0L, 63L) : 0;
-                mn[j] = dmin > 0 ? (int)std::clamp(std::lround(min[j] / dmin), 0L, 63L) : 0;
-            }
-            uint8_t* s = y + 4; // sub-blocks 0-3: 6 bits each in bytes 0-3 / 4-7; 4-7: low 4 bits in bytes 8-11,
-            for (int j = 0; j < 4; j++) { // top 2 bits in the spare top bits of bytes 0-7
-                s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-                s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
-                s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
-            }
-            uint8_t* q = y + 16; // 4 groups of 64: sub-block 2g in the low nibbles, 2g + 1 in the high ones
-            for (int g = 0; g < 4; g++)
-                for (int l = 0; l < 32; l++) {
-                    int v[2];
-                    for (int h = 0; h < 2; h++) {
-                        const int j = 2 * g + h;
-                        const float ds = d * sc[j], m = dmin * mn[j];
-                        v[h] = ds > 0 ? (int)std::clamp(std::lround((x[32 * j + l] + m) / ds), 0L, 15L) : 0;
-                    }
-                    q[32 * g + l] = (uint8_t)(v[0] | v[1] << 4);
-                }
+        case GGML_Q4_0: quantize_32(y, x, false, false); break;
+        case GGML_Q4_1: quantize_32(y, x, true, false); break;
+        case GGML_Q5_0: quantize_32(y, x, false, true); break;
+        case GGML_Q5_1: quantize_32(y, x, true, true); break;
+        case GGML_Q4_K: quantize_k4<false>(y, x); break;
+        case GGML_Q5_K: quantize_k4<true>(y, x); break;
+        case GGML_Q6_K: quantize_q6k(y, x); break;
         }
-        return;
-    default: throw error(std::string("writing ") + ggml_type_name(type) + " is not supported (F32, F16, BF16, Q8_0, Q4_K)");
     }
 }
 

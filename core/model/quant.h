@@ -17,14 +17,17 @@ enum ggml_type_id {
 bool ggml_block(uint32_t type, int64_t& values, int64_t& bytes);
 const char* ggml_type_name(uint32_t type);  // "Q8_0"; "unsupported" for unknown ids
 const char* ggml_supported_names();         // "F32, F16, ..." for error messages
+const std::vector<uint32_t>& ggml_types();   // every type read here, in ggml_supported_names' order
 // Bytes of n values of a type (n a multiple of its block).
 size_t ggml_bytes(uint32_t type, int64_t n);
 
 // Dequantises n values (a multiple of the type's block size) of one ggml type.
 void dequantize(float* out, const uint8_t* src, uint32_t type, int64_t n);
-// Quantises n values (a multiple of the block size) to F32, F16, BF16, Q8_0 or Q4_K (random benchmark models);
-// throws for other types. Q8_0: d = max |x| / 127; Q4_K: each 32-value sub-block's range in 4 bits, its scale and
-// minimum in 6 bits of the block's two f16 scales.
+// Quantises n values (a multiple of the block size) to any type ggml_block knows (random models): each block's
+// scale from its own values, each value rounded to the nearest level. Q8_0: d = max |x| / 127; Q4_0 / Q5_0: the
+// value of largest magnitude at the lowest level; Q4_1 / Q5_1: the block's range; Q4_K / Q5_K: each 32-value
+// sub-block's range, its scale and minimum in 6 bits of the block's two f16 scales; Q6_K: each 16-value
+// sub-block's int8 scale of the block's f16 d.
 void quantize(uint8_t* out, const float* x, uint32_t type, int64_t n);
 
 // No NaN or Inf among the n stored values (a multiple of the block size) once dequantised.

@@ -433,8 +433,9 @@ family_gguf build_family_gguf(const tiny_family& m) {
         g.u32(A + ".attention.value_length", (uint32_t)dh);
     }
     if (s.family == "gemma2") {
-        if (s.attn_softcap > 0) g.f32(A + ".attn_logit_softcapping", s.attn_softcap);
-        if (s.final_softcap > 0) g.f32(A + ".final_logit_softcapping", s.final_softcap);
+        // 0 says "none": a missing key means llama.cpp's defaults, 50 and 30
+        g.f32(A + ".attn_logit_softcapping", s.attn_softcap);
+        g.f32(A + ".final_logit_softcapping", s.final_softcap);
         g.u32(A + ".attention.sliding_window", (uint32_t)(s.sliding_window > 0 ? s.sliding_window : 4096));
     }
     if (t.moe) {

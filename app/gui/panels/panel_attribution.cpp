@@ -153,7 +153,7 @@ void panel_attribution(app_state& s, ui_context& ui) {
     int target = 0, contrast = -1;
     attribution_tokens(s, &target, &contrast);
     pickers(s, ui, target, contrast);
-    const int T = r.cap().n_tokens, pos = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int T = r.cap().n_tokens, pos = query_token(s, T);
     ImGui::Text("at token %d %s", pos, quoted(tok, r.cap().tokens[pos]).c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("(click a token chip in the Prompt to move; the prediction is for the token after it)");

@@ -281,7 +281,7 @@ void panel_experts(app_state& s, ui_context& ui) {
 
     // layers are rows, tokens columns
     const grid_view g = begin_grid("##experts_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, L, T);
-    const int sel_t = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel_t = query_token(s, T);
     const int he = draw_cells(g, r, ui);
     draw_labels(g, s, r, sel_t, ui);
     cell_tooltip(s, r, g.hover_r, g.hover_c, he);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -10,7 +11,7 @@ namespace gbui {
 // Colour bar with values under it and, below, the masked-cell swatch; returns the height used.
 static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool windowed, bool causal) {
     const int steps = 64;
-    const float h = 12;
+    const float h = px(12);
     for (int i = 0; i < steps; i++) {
         float x0 = a.x + w * i / steps, x1 = a.x + w * (i + 1) / steps + 1;
         dl->AddRectFilled(ImVec2(x0, a.y), ImVec2(x1, a.y + h), viridis_u32((i + 0.5f) / steps));
@@ -19,18 +20,18 @@ static float legend(ImDrawList* dl, ImVec2 a, float w, scale_mode mode, bool win
     const char* mid = mode == SCALE_LOG ? "1e-2" : mode == SCALE_ROW_MAX ? "0.5 x max" : "0.5";
     const char* hi = mode == SCALE_ROW_MAX ? "row max" : "1";
     ImU32 tc = IM_COL32(200, 200, 200, 255);
-    dl->AddText(ImVec2(a.x, a.y + h + 2), tc, lo);
-    dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + 2), tc, mid);
-    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + 2), tc, hi);
-    ImVec2 m(a.x, a.y + h + 2 + ImGui::GetTextLineHeight() + 6);
+    dl->AddText(ImVec2(a.x, a.y + h + px(2)), tc, lo);
+    dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(mid).x / 2, a.y + h + px(2)), tc, mid);
+    dl->AddText(ImVec2(a.x + w - ImGui::CalcTextSize(hi).x, a.y + h + px(2)), tc, hi);
+    ImVec2 m(a.x, a.y + h + px(2) + ImGui::GetTextLineHeight() + px(6));
     if (!causal) { // an encoder: nothing is masked, every query sees every key
-        dl->AddText(ImVec2(m.x, m.y - 2), tc, "no mask: every position sees all the others");
-        return m.y + h + 8 - a.y;
+        dl->AddText(ImVec2(m.x, m.y - px(2)), tc, "no mask: every position sees all the others");
+        return m.y + h + px(8) - a.y;
     }
     dl->AddRectFilled(m, ImVec2(m.x + h, m.y + h), IM_COL32(masked_rgb[0], masked_rgb[1], masked_rgb[2], 255));
     dl->AddRect(m, ImVec2(m.x + h, m.y + h), IM_COL32(120, 120, 120, 255));
-    dl->AddText(ImVec2(m.x + h + 6, m.y - 2), tc, windowed ? "masked (future, or before the window)" : "masked (future)");
-    return m.y + h + 8 - a.y;
+    dl->AddText(ImVec2(m.x + h + px(6), m.y - px(2)), tc, windowed ? "masked (future, or before the window)" : "masked (future)");
+    return m.y + h + px(8) - a.y;
 }
 
 // The selected query's row as text, each key's background shaded by its weight, wrapped in the current
@@ -46,20 +47,20 @@ static void query_row(const gb::record& c, int layer, const float* p, int sel_q,
     const int j1 = c.last_key(sel_q); // an encoder's query sees the keys after it too
     for (int j = j0; j <= j1; j++) row_max = std::max(row_max, p[sel_q * T + j]);
     ImVec2 pos = ImGui::GetCursorScreenPos();
-    float x0 = pos.x, right = x0 + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeight() + 4;
+    float x0 = pos.x, right = x0 + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeight() + px(4);
     for (int j = j0; j <= j1; j++) {
         std::string lb = visible_token(c.pieces[j]);
         ImVec2 ts = ImGui::CalcTextSize(lb.c_str());
-        if (pos.x + ts.x + 4 > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + 2);
+        if (pos.x + ts.x + px(4) > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + px(2));
         float v = p[sel_q * T + j];
         float t = scale_value(v, scale, row_max);
-        ImVec2 b(pos.x + ts.x + 4, pos.y + lh);
+        ImVec2 b(pos.x + ts.x + px(4), pos.y + lh);
         dl->AddRectFilled(pos, b, viridis_u32(t));
-        dl->AddText(ImVec2(pos.x + 2, pos.y + 2), t > 0.6f ? IM_COL32(10, 10, 10, 255) : IM_COL32(240, 240, 240, 255), lb.c_str());
+        dl->AddText(ImVec2(pos.x + px(2), pos.y + px(2)), t > 0.6f ? IM_COL32(10, 10, 10, 255) : IM_COL32(240, 240, 240, 255), lb.c_str());
         if (ImGui::IsMouseHoveringRect(pos, b) && ImGui::IsWindowHovered()) ImGui::SetTooltip("%s: %.4f", lb.c_str(), v);
-        pos.x = b.x + 2;
+        pos.x = b.x + px(2);
     }
-    ImGui::SetCursorScreenPos(ImVec2(x0, pos.y + lh + 4));
+    ImGui::SetCursorScreenPos(ImVec2(x0, pos.y + lh + px(4)));
     ImGui::Dummy(ImVec2(1, 1));
 }
 
@@ -103,19 +104,19 @@ void panel_head(app_state& s, ui_context& ui) {
         labels[t] = short_label(c.pieces[t]);
         widest = std::max(widest, ImGui::CalcTextSize(labels[t].c_str()).x);
     }
-    const float side_w = 250, below_h = 150;
-    auto room = [&](float fs) { return widest * fs / font + 8; };
-    float fit_right = std::min(avail.x - room(font) - side_w - 12, avail.y - room(font));
-    float fit_below = std::min(avail.x - room(font) - 4, avail.y - room(font) - below_h);
+    const float side_w = px(250), below_h = px(150);
+    auto room = [&](float fs) { return widest * fs / font + px(8); };
+    float fit_right = std::min(avail.x - room(font) - side_w - px(12), avail.y - room(font));
+    float fit_below = std::min(avail.x - room(font) - px(4), avail.y - room(font) - below_h);
     const bool right = fit_right >= fit_below;
-    float side = std::max(40.0f, right ? fit_right : fit_below);
+    float side = std::max(px(40), right ? fit_right : fit_below);
     float cell = side / T;
-    // label size: the font's when cells are big, down to 11 px; then every k-th label so none overlap
-    const float fs = std::min(font, std::max(11.0f, cell * 0.9f));
-    const int k = label_step(T, cell, fs + 1);
+    // label size: the font's when cells are big, down to 11 px (at 100 %); then every k-th label so none overlap
+    const float fs = std::min(font, std::max(px(11), cell * 0.9f));
+    const int k = label_step(T, cell, fs + px(1));
     const float label_w = room(fs), label_h = room(fs); // smaller labels leave the heatmap a little more room
-    side = std::max(40.0f, right ? std::min(avail.x - label_w - side_w - 12, avail.y - label_h)
-                                 : std::min(avail.x - label_w - 4, avail.y - label_h - below_h));
+    side = std::max(px(40), right ? std::min(avail.x - label_w - side_w - px(12), avail.y - label_h)
+                                  : std::min(avail.x - label_w - px(4), avail.y - label_h - below_h));
     cell = side / T;
 
     ImVec2 o = ImGui::GetCursorScreenPos();
@@ -123,23 +124,20 @@ void panel_head(app_state& s, ui_context& ui) {
     GLuint tex = ui.hm.head(sel_l, sel_h);
     if (tex) dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
     ui.widgets["head detail"] = ImVec4(a.x, a.y, z.x, z.y);
-    int sel_q = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    int sel_q = query_token(s, T);
     dl->AddRect(ImVec2(a.x, a.y + sel_q * cell), ImVec2(z.x, a.y + (sel_q + 1) * cell), IM_COL32(255, 190, 60, 255), 0, 0, 1.5f);
     // every k-th label (0, k, 2k, ...); the selected query's row label always, its near neighbours skipped
     ImU32 tc = IM_COL32(210, 210, 210, 255);
     for (int t = 0; t < T; t++) {
         bool on_step = t % k == 0, near_sel = t != sel_q && std::abs(t - sel_q) < k;
-        if (on_step && !near_sel) {
-            ImVec2 ts = ImGui::CalcTextSize(labels[t].c_str());
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x - ts.x * fs / font - 4, a.y + (t + 0.5f) * cell - fs / 2),
-                        t == sel_q ? IM_COL32(255, 190, 60, 255) : tc, labels[t].c_str());
-        } else if (t == sel_q) {
-            ImVec2 ts = ImGui::CalcTextSize(labels[t].c_str());
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x - ts.x * fs / font - 4, a.y + (t + 0.5f) * cell - fs / 2),
-                        IM_COL32(255, 190, 60, 255), labels[t].c_str());
+        if ((on_step && !near_sel) || t == sel_q) {
+            const float w = ImGui::CalcTextSize(labels[t].c_str()).x * fs / font;
+            const ImVec2 at(a.x - w - px(4), a.y + (t + 0.5f) * cell - fs / 2);
+            dl->AddText(ImGui::GetFont(), fs, at, t == sel_q ? IM_COL32(255, 190, 60, 255) : tc, labels[t].c_str());
+            note_drawn(ui, "head row label " + std::to_string(t), at, ImVec2(at.x + w, at.y + fs));
         }
         // key labels above the columns, turned 90 degrees so that whole words fit
-        if (on_step) add_text_vertical(dl, ImVec2(a.x + (t + 0.5f) * cell - fs / 2, a.y - 4), tc, labels[t].c_str(), fs);
+        if (on_step) add_text_vertical(dl, ImVec2(a.x + (t + 0.5f) * cell - fs / 2, a.y - px(4)), tc, labels[t].c_str(), fs);
     }
     ImGui::SetCursorScreenPos(a);
     ImGui::InvisibleButton("##heat", ImVec2(side, side));
@@ -161,12 +159,12 @@ void panel_head(app_state& s, ui_context& ui) {
     }
 
     // legend and the query row: beside the heatmap or under it; the row scrolls when long
-    ImVec2 la = right ? ImVec2(z.x + 16, a.y) : ImVec2(a.x, z.y + 10);
-    float lw = right ? std::max(120.0f, o.x + avail.x - la.x - 4) : std::min(260.0f, side);
-    float used = legend(dl, la, std::min(lw, 260.0f), s.scale, c.first_key(sel_l, c.n_tokens - 1) > 0, c.causal);
+    ImVec2 la = right ? ImVec2(z.x + px(16), a.y) : ImVec2(a.x, z.y + px(10));
+    float lw = right ? std::max(px(120), o.x + avail.x - la.x - px(4)) : std::min(px(260), side);
+    float used = legend(dl, la, std::min(lw, px(260)), s.scale, c.first_key(sel_l, c.n_tokens - 1) > 0, c.causal);
     ImGui::SetCursorScreenPos(ImVec2(right ? la.x : o.x, la.y + used));
     ImVec2 rest = ImGui::GetContentRegionAvail();
-    ImGui::BeginChild("##query_row", ImVec2(right ? lw : rest.x, std::max(40.0f, right ? z.y - la.y - used : rest.y)));
+    ImGui::BeginChild("##query_row", ImVec2(right ? lw : rest.x, std::max(px(40), right ? z.y - la.y - used : rest.y)));
     query_row(c, sel_l, p, sel_q, s.scale);
     ImGui::EndChild();
 }

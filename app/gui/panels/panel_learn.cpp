@@ -1,13 +1,20 @@
-// Learn: a walk along the pipeline for the selected token, layer and head (core/analysis/learn.h): each step's
-// formula for this architecture, its live shape and the token's own numbers, then the parameter count derived.
-// A click on a token chip, a head in the grid or a layer changes what is walked through (computed on the
-// analysis thread: the walk reruns the prompt keeping every point of one layer). At the end, Break it
-// (core/analysis/break_it.h): the prompt with each part removed in turn, a row per ablation; a click on a row
-// applies it to the whole app.
+// Learn: a picture of the loaded model (learn_picture.cpp, core/analysis/learn_diagram.h) lit one step at a time
+// by the walk along the pipeline for the selected token, layer and head (core/analysis/learn.h); beside or under
+// it the step's formula for this architecture, its live shape and the token's own numbers. Back / next (and the
+// arrow keys) step; a click on a box goes to its step; a token chip, a head in the grid or a layer cell changes
+// what is walked (computed on the analysis thread: the walk reruns the prompt keeping every point of one layer).
+// Models the walk does not follow (encoders, image classifiers) get the picture with live shapes and each
+// part's formula, without numbers. Then the parameter count derived and Break it (core/analysis/break_it.h):
+// the prompt with each part removed in turn, a row per ablation; a click on a row applies it to the whole app.
+#include <imgui_internal.h> // FindWindowByName (Present covers the panels under the prompt)
+
 #include <algorithm>
 #include <cmath>
 
 #include "demos.h"
+#include "learn_view.h"
+#include "number_format.h"
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -26,8 +33,8 @@ void step_values(const gb::learn_step& st) {
     for (float v : st.values) vmin = std::min(vmin, v), vmax = std::max(vmax, v);
     char b[96];
     for (size_t i = 0; i < st.values.size(); i++) {
-        if (st.labels.empty()) snprintf(b, sizeof b, "%.3g", st.values[i]);
-        else snprintf(b, sizeof b, "%s %.3g", visible_token(st.labels[i]).c_str(), st.values[i]);
+        if (st.labels.empty()) snprintf(b, sizeof b, "%s", format_number(st.values[i]).c_str());
+        else snprintf(b, sizeof b, "%s %s", visible_token(st.labels[i]).c_str(), format_number(st.values[i]).c_str());
         const ImVec2 ts = ImGui::CalcTextSize(b);
         if (pos.x + ts.x + 8 > right && pos.x > x0) pos = ImVec2(x0, pos.y + lh + 2);
         const ImVec2 z(pos.x + ts.x + 8, pos.y + lh);
@@ -40,65 +47,259 @@ void step_values(const gb::learn_step& st) {
     }
     if (st.labels.empty() && st.width > (int)st.values.size()) {
         snprintf(b, sizeof b, "... (%d values)", st.width);
+        if (pos.x + ImGui::CalcTextSize(b).x + 8 > right) pos = ImVec2(x0, pos.y + lh + 2);
         dl->AddText(ImVec2(pos.x + 2, pos.y + 2), IM_COL32(140, 140, 150, 255), b);
         pos.x += ImGui::CalcTextSize(b).x + 8;
     }
     if (st.norm >= 0) {
-        snprintf(b, sizeof b, "|x| = %.4g", st.norm);
-        if (pos.x + ImGui::CalcTextSize(b).x > right) pos = ImVec2(x0, pos.y + lh + 2);
+        snprintf(b, sizeof b, "\u2016x\u2016 = %.4g", st.norm);
+        if (pos.x + ImGui::CalcTextSize(b).x + 8 > right) pos = ImVec2(x0, pos.y + lh + 2);
         dl->AddText(ImVec2(pos.x + 6, pos.y + 2), IM_COL32(250, 200, 90, 255), b);
     }
     ImGui::SetCursorScreenPos(ImVec2(x0, pos.y + lh + 4));
     ImGui::Dummy(ImVec2(1, 1));
 }
 
-// The walk's steps and the parameter derivation.
-void learn_walk_steps(app_state& s, ui_context& ui, const learn_output& lo) {
-    const gb::learn_walk& w = lo.walk;
-    const bool stale = lo.key != s.analysis_want[ANALYSIS_LEARN];
-    ImGui::Text("token %d \u2018%s\u2019, layer %d, head %d%s", w.token, visible_token(w.pieces[w.token]).c_str(), w.layer,
-                w.head, stale ? "  (updating...)" : "");
-    for (size_t i = 0; i < w.steps.size(); i++) {
-        const gb::learn_step& step = w.steps[i];
-        ImGui::Separator();
-        ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "%zu. %s", i + 1, step.title.c_str());
-        ImGui::SameLine();
-        ImGui::TextDisabled("%s", step.shape.c_str());
-        if (!step.panel.empty()) {
-            ImGui::SameLine();
-            ImGui::TextDisabled("  see:");
-            ImGui::SameLine();
-            // a link: underlined, the hand cursor on hover; a click opens the tab or outlines the panel
-            ImGui::PushID((int)i);
-            const ImVec2 at = ImGui::GetCursorScreenPos(), ts = ImGui::CalcTextSize(step.panel.c_str());
-            const bool clicked = ImGui::InvisibleButton("##see", ts);
-            const bool hot = ImGui::IsItemHovered();
-            remember_item(ui, "learn see " + step.panel);
-            ImGui::PopID();
-            const ImU32 col = hot ? IM_COL32(250, 200, 90, 255) : IM_COL32(120, 180, 250, 255);
-            ImDrawList* dl = ImGui::GetWindowDrawList();
-            dl->AddText(at, col, step.panel.c_str());
-            dl->AddLine(ImVec2(at.x, at.y + ts.y), ImVec2(at.x + ts.x, at.y + ts.y), col);
-            if (hot) {
-                ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
-                ImGui::SetTooltip("show it: %s", step.panel.c_str());
-            }
-            if (clicked) follow_panel_link(s, ui, step.panel);
-        }
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextUnformatted(step.formula.c_str());
-        ImGui::PopTextWrapPos();
-        step_values(step);
-        if (!step.note.empty()) {
-            ImGui::PushTextWrapPos(0.0f);
-            ImGui::TextColored(ImVec4(0.85f, 0.82f, 0.55f, 1), "%s", step.note.c_str());
-            ImGui::PopTextWrapPos();
-        }
+// A step's "see: PANEL" link: underlined, the hand cursor on hover; a click opens the tab or outlines the panel.
+void see_link(app_state& s, ui_context& ui, const std::string& panel) {
+    ImGui::TextDisabled("see:");
+    ImGui::SameLine();
+    const ImVec2 at = ImGui::GetCursorScreenPos(), ts = ImGui::CalcTextSize(panel.c_str());
+    const bool clicked = ImGui::InvisibleButton("##see", ts);
+    const bool hot = ImGui::IsItemHovered();
+    remember_item(ui, "learn see " + panel);
+    const ImU32 col = hot ? IM_COL32(250, 200, 90, 255) : IM_COL32(120, 180, 250, 255);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddText(at, col, panel.c_str());
+    dl->AddLine(ImVec2(at.x, at.y + ts.y), ImVec2(at.x + ts.x, at.y + ts.y), col);
+    if (hot) {
+        ImGui::SetMouseCursor(ImGuiMouseCursor_Hand);
+        ImGui::SetTooltip("show it: %s", panel.c_str());
     }
+    if (clicked) follow_panel_link(s, ui, panel);
+}
+
+// What the Learn tab shows now: the diagram of the loaded model for the shown run, the walk when it is of this
+// model (a decoder's; an encoder or a vision model has none), and the step the picture lights.
+struct learn_now {
+    gb::learn_diagram g;
+    const gb::learn_walk* walk = nullptr;
+    learn_picture_in in;
+    const gb::diagram_box* box = nullptr; // the lit box
+    const gb::learn_step* step = nullptr; // the walk's step (nullptr without a walk)
+};
+
+learn_now learn_state(const app_state& s, const learn_output* lo) {
+    learn_now n;
+    const run_result* r = s.result && s.result->model == s.model ? s.result.get() : nullptr;
+    const gb::model& m = *s.model;
+    // T: the run's tokens; before a run (an image classifier without an image) its positions, [CLS] and patches
+    const int T = r ? r->lm_record().n_tokens : gb::kind_of(m.config) == gb::KIND_VISION ? m.config.n_ctx : 1;
+    const int S = r && r->encoder ? r->encoder->n_tokens : 0;
+    n.g = gb::diagram_of(m, T, S);
+    if (lo && lo->from && lo->from->model == s.model && n.g.predicts_next) n.walk = &lo->walk;
+    n.in.g = &n.g;
+    n.in.walk = n.walk;
+    if (n.walk) {
+        n.in.parts = gb::step_parts(*n.walk);
+        n.in.layer = n.walk->layer, n.in.head = n.walk->head, n.in.token = n.walk->token;
+        n.in.token_text = visible_token(n.walk->pieces[n.walk->token]);
+        for (const gb::learn_step& st : n.walk->steps) // mixtures of experts: the router's top-k for the token
+            if (st.title == "Router" && (int)st.values.size() == m.config.n_expert) {
+                std::vector<int> order(st.values.size());
+                for (size_t e = 0; e < order.size(); e++) order[e] = (int)e;
+                const int k = std::min<int>(m.config.n_expert_used, (int)order.size());
+                std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                                  [&](int a, int b) { return st.values[a] > st.values[b]; });
+                n.in.experts.assign(order.begin(), order.begin() + k);
+            }
+    } else {
+        for (const gb::diagram_box& b : n.g.boxes) n.in.parts.push_back(b.part);
+        n.in.layer = std::max(0, std::min(s.sel_layer, m.config.n_layer - 1));
+        n.in.head = std::max(0, std::min(s.sel_head, m.config.n_head - 1));
+        n.in.token = query_token(s, T);
+        if (r && n.in.token < (int)r->lm_record().pieces.size()) n.in.token_text = visible_token(r->lm_record().pieces[n.in.token]);
+    }
+    n.in.step = std::max(0, std::min(s.learn_step, (int)n.in.parts.size() - 1));
+    if (!n.in.parts.empty()) n.box = n.g.find(n.in.parts[n.in.step]);
+    if (n.walk && n.in.step < (int)n.walk->steps.size()) n.step = &n.walk->steps[n.in.step];
+    return n;
+}
+
+// The step's heading in words: "layer 1's norm before attention", with the head where the box has one.
+std::string step_title(const learn_now& n) {
+    if (!n.box) return n.step ? n.step->title : "";
+    std::string t = n.box->title;
+    if (gb::part_in_layer(n.box->part)) t = "layer " + std::to_string(n.in.layer) + "'s " + t;
+    for (const auto& d : n.box->dims)
+        if (d.first == "H") return t + ", head " + std::to_string(n.in.head);
+    return t;
+}
+
+// Every text the tab may show for this model and walk, checked against the font (the script's print reports it).
+void check_glyphs(const learn_now& n, learn_view& v) {
+    v.missing_glyphs.clear(), v.raw_missing.clear();
+    auto check = [&](const std::string& t) {
+        missing_glyphs(font_safe(t), v.missing_glyphs);
+        missing_glyphs(t, v.raw_missing);
+    };
+    for (const std::vector<gb::diagram_box>* list : {&n.g.boxes, &n.g.encoder})
+        for (const gb::diagram_box& b : *list)
+            for (const std::string* t : {&b.label, &b.title, &b.formula, &b.note}) check(*t);
+    if (n.walk)
+        for (const gb::learn_step& st : n.walk->steps)
+            for (const std::string* t : {&st.title, &st.formula, &st.note, &st.shape}) check(*t);
+    check(step_title(n));
+}
+
+// What a model the walk does not follow gets: the picture, without numbers.
+void kind_note(gb::model_kind k) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", k == gb::KIND_VISION
+                                  ? "The parts of this image classifier with their live shapes and formulas. No numbers "
+                                    "here: the walk follows a language model's next-token prediction."
+                                  : "The parts of this encoder with their live shapes and formulas. No numbers here: the "
+                                    "walk follows a decoder's next-token prediction (see fill mask and the logit lens).");
+    ImGui::PopTextWrapPos();
+}
+
+// The step under the picture (or beside it): its formula, shape and link, this token's numbers and the note.
+void step_detail(app_state& s, ui_context& ui, const learn_now& n) {
+    const std::string formula = font_safe(n.step ? n.step->formula : n.box ? n.box->formula : "");
+    const std::string shape = n.step && !n.step->shape.empty() ? n.step->shape : n.box ? n.box->shape() : "";
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(formula.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::TextDisabled("shape %s", shape.c_str());
+    if (n.step && !n.step->panel.empty()) {
+        ImGui::SameLine(0, 16);
+        see_link(s, ui, n.step->panel);
+    }
+    if (n.step) step_values(*n.step);
+    const std::string note = font_safe(n.step && !n.step->note.empty() ? n.step->note : n.box ? n.box->note : "");
+    if (!note.empty()) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextColored(ImVec4(0.85f, 0.82f, 0.55f, 1), "%s", note.c_str());
+        ImGui::PopTextWrapPos();
+    }
+    ui.learn_drawn.formula = formula;
+}
+
+// Back and next (and the arrow keys), the step and its heading; on the right the token walked and the button
+// that shows the picture over the window (or brings it back into the tab).
+void step_controls(app_state& s, ui_context& ui, const learn_now& n, bool stale) {
+    const int N = (int)n.in.parts.size();
+    if (ImGui::ArrowButton("##learn_prev", ImGuiDir_Left)) s.learn_step = std::max(0, n.in.step - 1);
+    remember_item(ui, "learn prev");
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##learn_next", ImGuiDir_Right)) s.learn_step = std::min(N - 1, n.in.step + 1);
+    remember_item(ui, "learn next");
+    if (!ImGui::GetIO().WantTextInput) {
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.learn_step = std::max(0, n.in.step - 1);
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.learn_step = std::min(N - 1, n.in.step + 1);
+        if (ui.learn_drawn.full && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ui.learn_full = false;
+    }
+    const std::string title = step_title(n);
+    ui.learn_drawn.title = title;
+    ImGui::SameLine();
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("%d/%d", n.in.step + 1, N);
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(0.98f, 0.78f, 0.35f, 1), "%s", title.c_str());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("\u2190 \u2192 or the arrows step; a click on a part goes to it; a token chip, a head in the grid "
+                          "or a layer cell changes what is walked");
+    char who[160];
+    if (n.walk)
+        snprintf(who, sizeof who, "token %d \u2018%s\u2019%s", n.in.token, short_label(n.in.token_text, 12).c_str(),
+                 stale ? " (updating...)" : "");
+    else snprintf(who, sizeof who, "no numbers for this kind");
+    const char* button = ui.learn_drawn.full ? "Back to the tab" : "Present";
+    const float bw = ImGui::CalcTextSize(button).x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float right = ImGui::GetContentRegionMax().x, ww = ImGui::CalcTextSize(who).x;
+    const float title_end = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x;
+    if (title_end + 20 + ww + bw + 12 < right) {
+        ImGui::SameLine(right - bw - ww - 12);
+        ImGui::TextDisabled("%s", who);
+    }
+    ImGui::SameLine(right - bw);
+    if (ImGui::Button(button)) ui.learn_full = !ui.learn_drawn.full;
+    remember_item(ui, "learn present");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(ui.learn_drawn.full ? "back into the Learn tab (Esc)" : "the picture over the window, larger: for a class");
+}
+
+// The picture with the step beside it (a wide area) or under it; then what the view drew, for the script.
+void learn_picture_and_step(app_state& s, ui_context& ui, const learn_output* lo, bool full, bool beside) {
+    const learn_now n = learn_state(s, lo);
+    const analysis_status& st = s.analysis[ANALYSIS_LEARN];
+    learn_view& v = ui.learn_drawn;
+    v = learn_view();
+    v.frame = ImGui::GetFrameCount();
+    v.full = full;
+    v.kind = gb::kind_table(n.g.kind).name;
+    v.layer = n.in.layer, v.head = n.in.head, v.token = n.in.token;
+    v.step = n.in.step, v.steps = (int)n.in.parts.size(), v.walk = n.walk != nullptr;
+    v.lit = n.in.parts.empty() ? "" : gb::part_name(n.in.parts[n.in.step]);
+    step_controls(s, ui, n, lo && lo->key != s.analysis_want[ANALYSIS_LEARN]);
+    if (!n.walk && n.g.predicts_next) {
+        if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_LEARN]) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        else ImGui::TextDisabled(st.busy ? "walking through the model..." : "no walk yet");
+    }
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float pic_w = beside ? avail * 0.62f : avail;
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    learn_picture_out out;
+    const float used = learn_picture(ui, v, n.in, pic_w, ImGui::GetContentRegionAvail().y, out);
+    if (out.goto_step >= 0) s.learn_step = out.goto_step;
+    if (out.goto_layer >= 0) s.sel_layer = out.goto_layer;
+    if (beside) {
+        ImGui::SetCursorScreenPos(ImVec2(o.x + pic_w + 20, o.y));
+        ImGui::BeginGroup();
+        step_detail(s, ui, n);
+        if (!n.walk && !n.g.predicts_next) kind_note(n.g.kind);
+        ImGui::EndGroup();
+        const float bottom = std::max(o.y + used, ImGui::GetItemRectMax().y);
+        ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 4));
+        ImGui::Dummy(ImVec2(1, 1));
+    } else {
+        step_detail(s, ui, n);
+        if (!n.walk && !n.g.predicts_next) kind_note(n.g.kind);
+    }
+    check_glyphs(n, v);
+}
+
+// Present: the tab's picture and step over the whole window under the prompt (whose token chips still choose
+// the token), larger, for a class; Esc or its button brings it back into the tab.
+void present(app_state& s, ui_context& ui, const learn_output* lo) {
+    const ImGuiWindow* prompt = ImGui::FindWindowByName("Prompt");
+    const ImVec2 D = ImGui::GetIO().DisplaySize;
+    const float top = prompt ? prompt->Pos.y + prompt->Size.y + 4 : 4, h = D.y - top - 30;
+    ImGui::SetNextWindowPos(ImVec2(4, top));
+    ImGui::SetNextWindowSize(ImVec2(D.x - 8, h));
+    ImGui::PushStyleColor(ImGuiCol_WindowBg, IM_COL32(21, 22, 27, 255)); // opaque: the panels under it do not show
+    ImGui::Begin("##learn_present", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings |
+                                                 ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize);
+    ImGui::PopStyleColor();
+    // larger text and boxes, as far as the area allows (the font is scaled, not rebuilt): the scale follows the
+    // height the content took in the frame before, changed only when it is off by more than a few percent (so
+    // that it settles); the step beside the picture where the window is wide, else under it
+    const bool beside = D.x >= 1100;
+    const float k = std::max(1.0f, std::min(2.2f, ui.learn_scale));
+    ImGui::SetWindowFontScale(k);
+    learn_picture_and_step(s, ui, lo, true, beside);
+    const float used = ImGui::GetCursorPosY() + ImGui::GetStyle().WindowPadding.y;
+    const float fit = std::min(h / std::max(1.0f, used), (D.x - 8) * (beside ? 0.62f : 1.0f) / std::max(1.0f, ui.learn_drawn.need_w + 16));
+    if (fit < 0.99f || fit > 1.08f) ui.learn_scale = std::max(1.0f, std::min(2.2f, k * (fit < 1 ? fit * 0.98f : std::min(fit * 0.97f, 1.1f))));
+    ImGui::End();
+}
+
+// The parameter derivation: the textbook estimate, each component with its formula and count.
+void parameters(const std::vector<gb::param_line>& lines) {
     ImGui::Separator();
     ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "Parameters");
     if (ImGui::BeginTable("##learn_params", 3, ImGuiTableFlags_SizingFixedFit)) {
-        for (const gb::param_line& p : lo.params) {
+        for (const gb::param_line& p : lines) {
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(p.what.c_str());
             ImGui::TableNextColumn();
@@ -110,12 +311,6 @@ void learn_walk_steps(app_state& s, ui_context& ui, const learn_output& lo) {
     }
 }
 
-// 312, 4.12, 0.0523; 6595 rather than 6.6e+03 (as the core's sentences write numbers)
-std::string number3(double v) {
-    char b[32];
-    snprintf(b, sizeof b, std::isfinite(v) && std::fabs(v) >= 1000 && std::fabs(v) < 1e9 ? "%.0f" : "%.3g", v);
-    return b;
-}
 
 // "34 %", "3.2 %", "0.052 %"
 std::string percent(double p) {
@@ -162,13 +357,13 @@ void break_section(app_state& s, ui_context& ui) {
         if (std::isfinite(r.kl)) max_kl = std::max(max_kl, r.kl);
     const std::string keeps = "p(" + base + ")";
     if (ImGui::BeginTable("##break_it", 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("removed");
-        ImGui::TableSetupColumn("top-1");
-        ImGui::TableSetupColumn("p");
-        ImGui::TableSetupColumn(keeps.c_str());
-        ImGui::TableSetupColumn("KL (nats)", ImGuiTableColumnFlags_WidthFixed, 150);
-        ImGui::TableSetupColumn("\u2016x\u2016 last");
-        ImGui::TableHeadersRow();
+        // the headers drawn whole: p(‘##’) names a token (a TableSetupColumn name would be cut at "##")
+        const std::vector<std::string> heads = {"removed", "top-1", "p", keeps, "KL (nats)", "\u2016x\u2016 last"};
+        for (const std::string& h : heads)
+            ImGui::TableSetupColumn(("##" + h).c_str(), h == "KL (nats)" ? ImGuiTableColumnFlags_WidthFixed : 0,
+                                    h == "KL (nats)" ? px(100) : 0.0f);
+        text_headers(heads);
+        note_text(ui, "break keeps", keeps);
         // the model as it is, for comparison (a click restores it)
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
@@ -186,7 +381,7 @@ void break_section(app_state& s, ui_context& ui) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(" 0");
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(number3(res.base_resid_norm).c_str());
+        ImGui::TextUnformatted(format_number(res.base_resid_norm).c_str());
         for (size_t i = 0; i < res.rows.size(); i++) {
             const gb::break_row& r = res.rows[i];
             const bool on = stepping && s.break_row == (int)i;
@@ -215,12 +410,15 @@ void break_section(app_state& s, ui_context& ui) {
             ImGui::TableNextColumn();
             // a bar by KL on a square-root scale (small changes stay visible next to a broken model's thousands)
             const ImVec2 a = ImGui::GetCursorScreenPos();
-            const float w = 146, h = ImGui::GetTextLineHeight();
+            const float w = px(96), h = ImGui::GetTextLineHeight();
             const float f = max_kl > 0 && std::isfinite(r.kl) ? (float)std::sqrt(r.kl / max_kl) : 1.0f;
             ImGui::GetWindowDrawList()->AddRectFilled(a, ImVec2(a.x + w * f, a.y + h), IM_COL32(150, 70, 60, 200));
-            ImGui::Text(" %s", number3(r.kl).c_str());
+            const std::string kl = format_number(r.kl), norm = format_number(r.resid_norm);
+            ImGui::Text(" %s", kl.c_str());
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(number3(r.resid_norm).c_str());
+            ImGui::TextUnformatted(norm.c_str());
+            note_text(ui, "break kl " + std::to_string(i), kl);
+            note_text(ui, "break norm " + std::to_string(i), norm);
         }
         ImGui::EndTable();
     }
@@ -256,32 +454,34 @@ void other_designs(const gb::model& m) {
 
 } // namespace
 
+// The parameter derivation of the loaded model (the walk's when it has one; else made once per model).
+static const std::vector<gb::param_line>& model_params(const app_state& s, const learn_output* lo) {
+    if (lo && lo->from && lo->from->model == s.model) return lo->params;
+    static std::weak_ptr<const gb::model> made_for;
+    static std::vector<gb::param_line> lines;
+    if (made_for.lock() != s.model) made_for = s.model, lines = gb::param_derivation(*s.model);
+    return lines;
+}
+
 void panel_learn(app_state& s, ui_context& ui) {
-    const std::shared_ptr<const learn_output>& lo = s.learn;
-    const analysis_status& st = s.analysis[ANALYSIS_LEARN];
+    const learn_output* lo = s.learn.get();
     const run_result* r = s.result.get();
-    const bool s2s = r && r->decoder;
-    ImGui::PushTextWrapPos(0.0f);
-    if (s2s)
-        ImGui::TextDisabled("The decoder step by step for one target token, the cross-attention to the source included: "
-                            "click a target token chip (the token), a head in the grid (layer and head).%s",
-                            r->stack == 0 ? " The grid shows the encoder now: Show decoder picks the target's tokens; until "
-                                            "then the walk follows the last one."
-                                          : "");
-    else
-        ImGui::TextDisabled("The model step by step for one token: click a token chip (the token), a head in the grid "
-                            "(layer and head). Each step: its formula, the shapes of this model, this token's numbers.");
-    ImGui::PopTextWrapPos();
-    if (s.model) other_designs(*s.model);
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
-    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_LEARN]) {
-        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
-    } else if (!lo) {
-        ImGui::TextDisabled(st.busy ? "walking through the model..." : "no result yet");
+    if (!s.model) {
+        ImGui::TextDisabled(s.loading ? "loading the model..." : "no model yet");
+    } else if (ui.learn_full) {
+        ImGui::TextDisabled("The picture is shown over the window (Present): Esc or its button brings it back here.");
+        if (ImGui::Button("Back to the tab")) ui.learn_full = false;
+        present(s, ui, lo);
     } else {
-        learn_walk_steps(s, ui, *lo);
+        learn_picture_and_step(s, ui, lo, false, ImGui::GetContentRegionAvail().x >= 1000);
+        if (r && r->decoder && r->stack == 0)
+            ImGui::TextDisabled("The grid shows the encoder now: Show decoder picks the target's tokens; until then the "
+                                "walk follows the last one.");
+        other_designs(*s.model);
+        parameters(model_params(s, lo));
     }
-    if (!s2s) break_section(s, ui);
+    if (s.model && !ui.learn_full && gb::offers(s.model->config, gb::FEATURE_BREAK_IT)) break_section(s, ui);
     ImGui::EndChild();
 }
 

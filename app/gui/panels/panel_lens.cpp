@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <imgui_internal.h> // SetNextWindowScroll
+
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -54,25 +57,25 @@ static void draw_cells(const grid_view& g, const lens_output* lo, float fs, ui_c
             const size_t at = ((size_t)p * T + t) * K;
             const int top = l.top_ids[at];
             const float v = by_target ? l.target_prob[(size_t)p * T + t] : l.top_probs[at];
-            ImVec2 a(o.x + label_w + t * cw, o.y + header_h + p * ch), z(a.x + cw - 2, a.y + ch - 2);
+            ImVec2 a(o.x + label_w + t * cw, o.y + header_h + p * ch), z(a.x + cw - px(2), a.y + ch - px(2));
             ImU32 bg = viridis_u32(v);
             dl->AddRectFilled(a, z, bg);
-            if (by_target && top == lo->target) dl->AddRect(a, z, IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
-            if (p == hp && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
-            std::string txt = fit_text(visible_token(gb::token_text(tok, top)), cw - 8, fs);
-            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x + 4, a.y + (ch - 2 - fs) / 2), text_on(bg), txt.c_str());
+            if (by_target && top == lo->target) dl->AddRect(a, z, IM_COL32(255, 190, 60, 255), 0, 0, px(2));
+            if (p == hp && t == ht) dl->AddRect(a, z, IM_COL32(255, 255, 255, 255), 0, 0, px(1.5f));
+            std::string txt = fit_text(visible_token(gb::token_text(tok, top)), cw - px(8), fs);
+            dl->AddText(ImGui::GetFont(), fs, ImVec2(a.x + px(4), a.y + (ch - px(2) - fs) / 2), text_on(bg), txt.c_str());
             ui.widgets["lens cell " + std::to_string(p) + "." + std::to_string(t)] = ImVec4(a.x, a.y, z.x, z.y);
         }
     // layer separators: a thin line under each MLP row
     for (int p = std::max(2, p0); p < p1; p += 1)
         if (p % 2 == 0) {
-            float y = o.y + header_h + (p + 1) * ch - 1;
-            dl->AddLine(ImVec2(wp.x + label_w, y), ImVec2(o.x + label_w + T * cw, y), IM_COL32(20, 20, 24, 255), 2.0f);
+            float y = o.y + header_h + (p + 1) * ch - px(1);
+            dl->AddLine(ImVec2(wp.x + label_w, y), ImVec2(o.x + label_w + T * cw, y), IM_COL32(20, 20, 24, 255), px(2));
         }
 }
 
 // Sticky token headers (scroll sideways with the cells; sel_t's in gold) and row labels (scroll up and down with them).
-static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t) {
+static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t, ui_context& ui) {
     const gb::lens_result& l = lo->lens;
     const gb::record& rec = lo->from->lm_record();
     const int P = l.n_points;
@@ -85,20 +88,25 @@ static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t) {
     dl->AddRectFilled(ImVec2(wp.x, wp.y), ImVec2(wp.x + ws.x, wp.y + header_h), panel_bg);
     for (int t = t0; t < t1; t++) {
         float x = o.x + label_w + t * cw;
-        std::string h = fit_text(visible_token(rec.pieces[t]), cw - 8, font);
+        std::string h = fit_text(visible_token(rec.pieces[t]), cw - px(8), font);
         ImU32 c = t == sel_t ? IM_COL32(255, 190, 60, 255) : IM_COL32(200, 200, 210, 255);
-        dl->AddText(ImVec2(x + 4, wp.y + 3), c, h.c_str());
-        if (t == sel_t) dl->AddLine(ImVec2(x, wp.y + header_h - 2), ImVec2(x + cw - 2, wp.y + header_h - 2), c, 2.0f);
+        dl->AddText(ImVec2(x + px(4), wp.y + px(3)), c, h.c_str());
+        note_drawn(ui, "lens column " + std::to_string(t), ImVec2(x, wp.y), ImVec2(x + cw - px(2), wp.y + header_h));
+        if (t == sel_t) dl->AddLine(ImVec2(x, wp.y + header_h - px(2)), ImVec2(x + cw - px(2), wp.y + header_h - px(2)), c, px(2));
     }
     dl->AddRectFilled(ImVec2(wp.x, wp.y + header_h), ImVec2(wp.x + label_w, wp.y + ws.y), panel_bg);
     for (int p = p0; p < p1; p++) {
-        float y = o.y + header_h + p * ch + (ch - 2 - ImGui::GetTextLineHeight()) / 2;
-        if (y < wp.y + header_h - 2) continue;
+        float y = o.y + header_h + p * ch + (ch - px(2) - ImGui::GetTextLineHeight()) / 2;
+        if (y < wp.y + header_h - px(2)) continue;
         ImU32 c = p == P - 1 ? IM_COL32(255, 215, 120, 255) : IM_COL32(170, 170, 180, 255); // the model's own output row
-        dl->AddText(ImVec2(wp.x + 4, y), c, l.points[p].c_str());
+        dl->AddText(ImVec2(wp.x + px(4), y), c, l.points[p].c_str());
+        const float bottom = y + ImGui::GetTextLineHeight();
+        if (bottom <= wp.y + ImGui::GetWindowContentRegionMax().y) // above the scroll bar: in view
+            note_drawn(ui, "lens row " + std::to_string(p), ImVec2(wp.x, y), ImVec2(wp.x + label_w, bottom));
     }
     dl->AddRectFilled(wp, ImVec2(wp.x + label_w, wp.y + header_h), panel_bg);
-    dl->AddText(ImVec2(wp.x + 4, wp.y + 3), IM_COL32(120, 120, 130, 255), "point");
+    dl->AddText(ImVec2(wp.x + px(4), wp.y + px(3)), IM_COL32(120, 120, 130, 255), "point");
+    note_drawn(ui, "lens grid", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
 }
 
 // The hovered cell (hp, ht): the k tokens the stream there predicts; a click colours every cell by its top-1.
@@ -130,13 +138,13 @@ static void legend(const lens_output* lo) {
     const int P = l.n_points;
     const bool by_target = lo->target >= 0;
     ImVec2 la = ImGui::GetCursorScreenPos();
-    la.y += 4;
-    float used = colour_bar(ImGui::GetWindowDrawList(), la, 220, false, "0", "0.5", "1");
+    la.y += px(4);
+    float used = colour_bar(ImGui::GetWindowDrawList(), la, px(220), false, "0", "0.5", "1");
     const char* what = by_target ? "probability of the target token" : "probability of the cell's top-1";
-    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y - 2), IM_COL32(200, 200, 200, 255), what);
-    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + 236, la.y + ImGui::GetTextLineHeight() - 2), IM_COL32(150, 150, 160, 255),
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + px(236), la.y - px(2)), IM_COL32(200, 200, 200, 255), what);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(la.x + px(236), la.y + ImGui::GetTextLineHeight() - px(2)), IM_COL32(150, 150, 160, 255),
                                         ("last row (" + l.points[P - 1] + ") = the model's own prediction").c_str());
-    ImGui::Dummy(ImVec2(1, used + 4));
+    ImGui::Dummy(ImVec2(1, used + px(4)));
 }
 
 void panel_lens(app_state& s, ui_context& ui) {
@@ -180,23 +188,32 @@ void panel_lens(app_state& s, ui_context& ui) {
     const float font = ImGui::GetFontSize();
     float label_w = 0;
     for (const std::string& p : l.points) label_w = std::max(label_w, ImGui::CalcTextSize(p.c_str()).x);
-    label_w += 14;
-    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + 8;
-    const float header_h = ImGui::GetTextLineHeight() + 8;
+    label_w += px(14);
+    const float legend_h = px(12 + 4) + ImGui::GetTextLineHeight() + px(8);
+    const float header_h = ImGui::GetTextLineHeight() + px(8);
     ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float grid_h = std::max(60.0f, avail.y - legend_h);
-    const float scroll_room = 14; // a scrollbar may take this much
-    const float cw = std::max(50.0f, std::min(120.0f, (avail.x - label_w - scroll_room) / T));
-    const float ch = std::max(20.0f, std::min(34.0f, (grid_h - header_h - scroll_room) / P));
-    const float fs = std::min(font, std::max(12.0f, ch - 6));
+    const float grid_h = std::max(px(60), avail.y - legend_h);
+    const float scroll_room = ImGui::GetStyle().ScrollbarSize; // a scrollbar may take this much
+    const float cw = std::max(px(50), std::min(px(120), (avail.x - label_w - scroll_room) / T));
+    const float ch = std::max(px(20), std::min(px(34), (grid_h - header_h - scroll_room) / P));
+    const float fs = std::min(font, std::max(px(12), ch - px(6)));
 
+    // the grid opens (the tab, or a new lens) scrolled to its end both ways: the last position's last row, the
+    // model's own prediction, is in view
+    const bool opened = ImGui::GetFrameCount() - ui.lens_drawn_frame > 1 || ui.lens_scrolled_for != lo->key;
+    ui.lens_drawn_frame = ImGui::GetFrameCount(), ui.lens_scrolled_for = lo->key;
+    if (opened) ImGui::SetNextWindowScroll(ImVec2(label_w + T * cw, header_h + P * ch));
     // points are rows, tokens columns
-    const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T);
+    // rows that overflow the grid by less than the horizontal scroll bar's height would hide under it without a
+    // vertical scroll bar (ImGui counts that bar's room only for the scrolling): ask for one whenever they overflow
+    const bool tall = header_h + P * ch > grid_h - scroll_room;
+    const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T,
+                                   tall ? ImGuiWindowFlags_AlwaysVerticalScrollbar : 0);
     // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
     const bool other_stack = lo->from->decoder && lo->from->stack == 0;
-    const int sel_t = s.sel_token < 0 || other_stack ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel_t = other_stack ? T - 1 : query_token(s, T);
     draw_cells(g, lo, fs, ui);
-    draw_labels(g, lo, sel_t);
+    draw_labels(g, lo, sel_t, ui);
     cell_tooltip(s, lo, g.hover_r, g.hover_c);
     end_grid(g);
     legend(lo);

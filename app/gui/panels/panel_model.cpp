@@ -12,6 +12,7 @@
 #include "analysis/learn.h"
 #include "kernels/gemm.h"
 #include "settings.h"
+#include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
 
@@ -191,7 +192,7 @@ static void weights_lines(const app_state& s, const gb::model& m) {
     ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
     ImGui::PopTextWrapPos();
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(amx ? "Each weight is 3 base-256 digits, each input 4; Intel AMX multiplies the digits\n"
+        ImGui::SetTooltip(amx ? "Each weight and each input is 4 base-256 digits; Intel AMX multiplies the digits\n"
                                 "exactly and the sums are put back together in fp32\n"
                                 "(docs/internals.md: Matrix products).\n"
                                 "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
@@ -282,6 +283,7 @@ static void differences_from_gpt2(const gb::model& m) {
 
 // The path box with Open and Open recent, the session box with Save and Load, the export box with Export.
 static void file_rows(app_state& s, ui_context& ui) {
+    const ImVec2 top = ImGui::GetCursorScreenPos();
     if (s.want_focus_model_path) {
         ImGui::SetKeyboardFocusHere();
         s.want_focus_model_path = false;
@@ -296,7 +298,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     recent_menu(s, ui);
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
-    ImGui::SetNextItemWidth(-110);
+    ImGui::SetNextItemWidth(-px(110));
     ImGui::InputText("##session", &s.session_path);
     ImGui::SameLine();
     if (ImGui::SmallButton("Save")) {
@@ -317,7 +319,7 @@ static void file_rows(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    ImGui::SetNextItemWidth(-110);
+    ImGui::SetNextItemWidth(-px(110));
     ImGui::InputText("##export", &s.export_dir);
     ImGui::SameLine();
     if (ImGui::SmallButton("Export")) {
@@ -331,7 +333,11 @@ static void file_rows(app_state& s, ui_context& ui) {
         }
     }
     remember_item(ui, "Export");
-    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG");
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG  Ctrl+= / Ctrl+- text size  F5 present  F11 "
+                        "fill the window with a panel");
+    ImGui::PopTextWrapPos();
+    note_drawn(ui, "model file rows", top, ImVec2(top.x + ImGui::GetContentRegionAvail().x, ImGui::GetCursorScreenPos().y));
 }
 
 void panel_model(app_state& s, ui_context& ui) {
@@ -352,6 +358,7 @@ void panel_model(app_state& s, ui_context& ui) {
     } else {
         ImGui::TextDisabled("no model loaded");
     }
+    if (s.presenting) return; // the class sees the model, not the controls (F5 brings them back)
     ImGui::Checkbox("attention on the GPU (OpenGL compute)", &s.use_gl);
     remember_item(ui, "attention on the GPU");
     if (!s.gl_status.empty() && s.use_gl) {

@@ -5,6 +5,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "number_format.h"
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -17,7 +19,7 @@ static void bar(float p, ImU32 col, float w) {
     dl->AddRectFilled(a, ImVec2(a.x + w * std::min(1.0f, p), a.y + h), col);
     char b[16];
     snprintf(b, sizeof b, "%.3f", p);
-    dl->AddText(ImVec2(a.x + 3, a.y), IM_COL32(240, 240, 240, 255), b);
+    dl->AddText(ImVec2(a.x + px(3), a.y), IM_COL32(240, 240, 240, 255), b);
     ImGui::Dummy(ImVec2(w, h));
 }
 
@@ -42,7 +44,9 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
 }
 
 // The rows: the union of the current and the baseline top-k, with bars (and the change when ablated). A click on
-// a row sets *pick (when not null) to its token, which pick_what says.
+// a row sets *pick (when not null) to its token, which pick_what says. Under an ablation the baseline's top-1, and
+// the picked target, are pinned: shown (last, tagged) even when the ablated model ranks them below the rows shown,
+// so the answer the ablation took away stays in the table with its new probability and Δp.
 static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
@@ -56,31 +60,69 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
     // as many rows as leave the continuation's controls in view (at least 5)
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
-    const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + 8; // + the continuation's text
+    const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + px(8); // + the continuation's text
     int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
-    if ((int)ids.size() > std::max(5, fit)) ids.resize(std::max(5, fit));
+    size_t rows = (size_t)std::max(5, fit);
+    // the pinned tokens (with their tags), in place of the last rows when they are not among them
+    std::vector<std::pair<int, const char*>> pins;
+    if (ablated && !r.pred.base_top.empty()) pins.push_back({r.pred.base_top[0].id, "baseline top-1"});
+    if (pick && *pick >= 0 && *pick < (int)r.pred.probs.size() && (pins.empty() || pins[0].first != *pick))
+        pins.push_back({*pick, "target"});
+    for (const auto& pin : pins) // a pinned row brings its line under the table: two rows fewer
+        if (std::find(ids.begin(), ids.begin() + std::min(ids.size(), rows), pin.first) == ids.begin() + std::min(ids.size(), rows)) {
+            rows = (size_t)std::max(5, fit - 2);
+            break;
+        }
+    if (ids.size() > rows) ids.resize(rows);
+    std::vector<const char*> tag(ids.size(), nullptr);
+    for (const auto& [id, what] : pins) {
+        if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+        size_t at = ids.size() < rows ? ids.size() : ids.size() - 1;
+        while (at > 0 && at < ids.size() && tag[at]) at--; // never over another pinned row
+        if (at == ids.size()) ids.push_back(id), tag.push_back(what);
+        else ids[at] = id, tag[at] = what;
+    }
     float avail = ImGui::GetContentRegionAvail().x;
-    float bw = std::max(60.0f, (avail - 200) / (ablated ? 2.0f : 1.0f) - 10);
+    // the token column as wide as its widest token (within 80 .. 200 px at 100 %), the bars share the rest
+    float tok_w = px(80);
+    for (size_t i = 0; i < ids.size(); i++)
+        tok_w = std::max(tok_w, ImGui::CalcTextSize(quoted(m.tok, ids[i]).c_str()).x + px(8) +
+                                    (tag[i] ? ImGui::CalcTextSize(" *").x : 0));
+    tok_w = std::min(tok_w, px(200));
+    const float dp_w = ImGui::CalcTextSize("+0.000").x + px(8);
+    float bw = std::max(px(60), (avail - tok_w - (ablated ? dp_w : 0) - px(40)) / (ablated ? 2.0f : 1.0f));
     int cols = ablated ? 4 : 2;
+    ui.next_rows.clear();
     if (ImGui::BeginTable("##top", cols, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, 120);
+        ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, tok_w);
         if (ablated) ImGui::TableSetupColumn("baseline", ImGuiTableColumnFlags_WidthFixed, bw);
         ImGui::TableSetupColumn(ablated ? "current" : "probability", ImGuiTableColumnFlags_WidthFixed, bw);
-        if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, 60);
+        if (ablated) ImGui::TableSetupColumn("\u0394p", ImGuiTableColumnFlags_WidthFixed, dp_w);
         ImGui::TableHeadersRow();
         for (size_t i = 0; i < ids.size(); i++) {
             const int id = ids[i];
             ImGui::TableNextRow();
+            if (tag[i]) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(70, 60, 30, 255)); // pinned: amber
             ImGui::TableNextColumn();
-            std::string label = "\u2018" + visible_token(gb::token_text(m.tok, id)) + "\u2019##row" + std::to_string(i);
+            const std::string label = quoted(m.tok, id); // drawn whole: WordPiece pieces (‘##i’) hold "##"
             if (pick) {
-                if (ImGui::Selectable(label.c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns)) *pick = id;
-                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d\nclick: %s", id, pick_what);
+                if (text_selectable(label, ("##row" + std::to_string(i)).c_str(), *pick == id, ImGuiSelectableFlags_SpanAllColumns))
+                    *pick = id;
             } else {
-                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.rfind("##row")); // WordPiece pieces hold "##" too
-                if (ImGui::IsItemHovered()) ImGui::SetTooltip("id %d", id);
+                ImGui::TextUnformatted(label.c_str(), label.c_str() + label.size());
             }
+            note_text(ui, "next label " + std::to_string(i), label);
+            const bool hovered = ImGui::IsItemHovered();
             remember_item(ui, "next " + std::to_string(i));
+            if (tag[i]) { // an amber star; the line under the table says what it means
+                ImGui::SameLine(0, px(3));
+                ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "*");
+            }
+            if (hovered)
+                ImGui::SetTooltip("id %d%s%s%s%s", id, tag[i] ? "\npinned: the " : "", tag[i] ? tag[i] : "",
+                                  tag[i] ? ", which the ablated model ranks below these rows" : "",
+                                  pick ? (std::string("\nclick: ") + pick_what).c_str() : "");
+            ui.next_rows.push_back({gb::token_text(m.tok, id), r.pred.probs[id], r.pred.base_probs[id], tag[i] ? tag[i] : ""});
             if (ablated) {
                 ImGui::TableNextColumn();
                 bar(r.pred.base_probs[id], IM_COL32(90, 120, 170, 255), bw);
@@ -89,11 +131,26 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             bar(r.pred.probs[id], IM_COL32(60, 160, 120, 255), bw);
             if (ablated) {
                 ImGui::TableNextColumn();
-                float d = r.pred.probs[id] - r.pred.base_probs[id];
-                ImGui::TextColored(d >= 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.5f, 0.5f, 1), "%+.3f", d);
+                // coloured by the sign it shows: a change that rounds to 0.000 is neither gain nor loss
+                const float d = r.pred.probs[id] - r.pred.base_probs[id];
+                const int sign = shown_sign(d);
+                const std::string dt = format_delta(d);
+                ImGui::TextColored(sign > 0 ? ImVec4(0.5f, 0.9f, 0.5f, 1) : sign < 0 ? ImVec4(1, 0.5f, 0.5f, 1)
+                                                                          : ImVec4(0.7f, 0.7f, 0.72f, 1), "%s", dt.c_str());
+                note_text(ui, "next dp " + std::to_string(i), dt);
             }
         }
         ImGui::EndTable();
+    }
+    std::string pinned_note;
+    for (size_t i = 0; i < ids.size(); i++)
+        if (tag[i]) pinned_note += (pinned_note.empty() ? "* pinned: the " : " and the ") + std::string(tag[i]) + " " + quoted(m.tok, ids[i]);
+    if (!pinned_note.empty()) {
+        pinned_note += ablated ? ", which the ablated model ranks lower" : ", ranked below these rows";
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s", pinned_note.c_str());
+        ImGui::PopTextWrapPos();
+        note_text(ui, "next pinned", pinned_note);
     }
 }
 
@@ -103,25 +160,32 @@ static void generation_controls(app_state& s, ui_context& ui) {
     // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
     const ImGuiStyle& st = ImGui::GetStyle();
     auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
-    const bool one_row = field_w("tokens", 90) + field_w("temperature", 90) + field_w("top-k", 60) + field_w("seed", 70) <=
-                         ImGui::GetContentRegionAvail().x;
-    ImGui::SetNextItemWidth(90);
-    ImGui::SliderInt("tokens", &s.gen_tokens, 1, 200);
+    // the sliders' values are written beside them (on the track the handle covers them)
+    char tokens[32], temp[48];
+    snprintf(tokens, sizeof tokens, "%d tokens", s.gen_tokens);
+    if (s.gen.temperature == 0) snprintf(temp, sizeof temp, "greedy (T 0)");
+    else snprintf(temp, sizeof temp, "temperature %.2f", s.gen.temperature);
+    const bool one_row = field_w("200 tokens", px(70)) + field_w("temperature 0.00", px(70)) + field_w("top-k", px(60)) +
+                             field_w("seed", px(70)) <= ImGui::GetContentRegionAvail().x;
+    slider_int_beside(ui, "tokens", &s.gen_tokens, 1, 200, tokens, px(70));
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(90);
-    ImGui::SliderFloat("temperature", &s.gen.temperature, 0.0f, 2.0f, s.gen.temperature == 0 ? "greedy" : "%.2f");
+    slider_float_beside(ui, "temperature", &s.gen.temperature, 0.0f, 2.0f, temp, px(70));
     if (one_row) ImGui::SameLine();
-    ImGui::SetNextItemWidth(60);
+    ImGui::SetNextItemWidth(px(60));
     ImGui::InputInt("top-k", &s.gen.top_k, 0);
     s.gen.top_k = std::max(0, s.gen.top_k);
     ImGui::SameLine();
     int seed = (int)s.gen.seed;
-    ImGui::SetNextItemWidth(70);
+    ImGui::SetNextItemWidth(px(70));
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
     const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
-    const bool gen_clicked = ImGui::Button(s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate");
+    const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
+    // beside the fields when it has room (a short panel keeps the button in view)
+    if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item())
+        ImGui::SameLine();
+    const bool gen_clicked = ImGui::Button(gen_label);
     if (s2s) remember_item(ui, "Translate, sampled");
     if (s2s && ImGui::IsItemHovered())
         ImGui::SetTooltip("the target becomes a translation of the source sampled at this temperature, top-k and seed\n"
@@ -149,16 +213,55 @@ static void generation_controls(app_state& s, ui_context& ui) {
     }
 }
 
+// Text in pieces laid out as wrapped prose (at spaces and newlines, to the panel's width), each piece in its
+// colour, a marked piece on an amber background; returns the marked piece's rectangle (zero when none).
+struct text_piece {
+    std::string text;
+    ImU32 col;
+    bool marked = false;
+};
+static ImVec4 flow_text(const std::vector<text_piece>& pieces) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float right = o.x + ImGui::GetContentRegionAvail().x, lh = ImGui::GetTextLineHeightWithSpacing();
+    ImVec2 at = o;
+    ImVec4 mark(0, 0, 0, 0);
+    for (const text_piece& p : pieces) {
+        size_t i = 0;
+        while (i < p.text.size()) {
+            if (p.text[i] == '\n') { at = ImVec2(o.x, at.y + lh), i++; continue; }
+            // a word and the spaces after it
+            size_t e = i;
+            while (e < p.text.size() && p.text[e] != ' ' && p.text[e] != '\n') e++;
+            while (e < p.text.size() && p.text[e] == ' ') e++;
+            const char *a = p.text.c_str() + i, *z = p.text.c_str() + e;
+            const float w = ImGui::CalcTextSize(a, z).x;
+            if (at.x + w > right && at.x > o.x) at = ImVec2(o.x, at.y + lh);
+            if (p.marked) {
+                const ImVec2 lo(at.x - 1, at.y), hi(at.x + std::max(w, px(4)) + 1, at.y + ImGui::GetTextLineHeight());
+                dl->AddRectFilled(lo, hi, IM_COL32(255, 190, 60, 255), px(2));
+                if (mark.z == 0) mark = ImVec4(lo.x, lo.y, hi.x, hi.y);
+                mark = ImVec4(std::min(mark.x, lo.x), std::min(mark.y, lo.y), std::max(mark.z, hi.x), std::max(mark.w, hi.y));
+            }
+            dl->AddText(at, p.marked ? IM_COL32(20, 20, 20, 255) : p.col, a, z);
+            at.x += w;
+            i = e;
+        }
+    }
+    ImGui::Dummy(ImVec2(std::max(1.0f, right - o.x), at.y + lh - o.y));
+    return mark;
+}
+
 // The replay slider and the generated text after the prompt's last words.
 static void generated_text(app_state& s, ui_context& ui) {
     // replay: the panels show the prompt and the first k generated tokens (each move is a prefix of the kept
     // run, so the live engine recomputes at most the tokens after the shorter of the two steps)
     if (const int n = replay_steps(s); n > 0) {
-        char fmt[48];
-        snprintf(fmt, sizeof fmt, "step %%d of %d", n);
         int k = std::min(s.gen_step, n);
-        ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay").x - 16, 240.0f));
-        if (ImGui::SliderInt("replay##gen step", &k, 0, n, fmt)) s.gen_step = k, s.gen_follow = false;
+        char text[48];
+        snprintf(text, sizeof text, "replay: step %d of %d", k, n);
+        const float w = std::min(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("replay: step 000 of 000").x - px(16), px(240));
+        if (slider_int_beside(ui, "replay", &k, 0, n, text, std::max(px(60), w))) s.gen_step = k, s.gen_follow = false;
         remember_item(ui, "step slider");
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("replay the generation: every panel shows the prompt and the first k generated tokens\n"
@@ -176,9 +279,24 @@ static void generated_text(app_state& s, ui_context& ui) {
             tail = "\u2026" + tail.substr(cut);
         }
         ImGui::TextDisabled("%s", tail.c_str());
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", display_text(s.generated->text).c_str());
-        ImGui::PopTextWrapPos();
+        // the continuation, with the token the replay stands at marked (the one the panels show last) and the
+        // tokens after it dimmed; without a replay step, all of it
+        const generation_result& g = *s.generated;
+        const int step = std::min(s.gen_step, (int)g.ids.size());
+        const ImU32 gold = IM_COL32(255, 217, 102, 255), later = IM_COL32(150, 132, 90, 255);
+        std::vector<text_piece> pieces;
+        if (step <= 0) {
+            pieces.push_back({display_text(g.text), gold});
+        } else {
+            std::string before, after;
+            for (int i = 0; i + 1 < step; i++) before += gb::token_text(g.model->tok, g.ids[i]);
+            for (size_t i = (size_t)step; i < g.ids.size(); i++) after += gb::token_text(g.model->tok, g.ids[i]);
+            const std::string marked = display_text(gb::token_text(g.model->tok, g.ids[step - 1]));
+            pieces = {{display_text(before), gold}, {marked, gold, true}, {display_text(after), later}};
+            note_text(ui, "replay mark", marked);
+        }
+        const ImVec4 mark = flow_text(pieces);
+        if (step > 0) note_drawn(ui, "replay mark", ImVec2(mark.x, mark.y), ImVec2(mark.z, mark.w));
         ImGui::TextDisabled("%d tokens in %.0f ms%s", s.generated->n_tokens, s.generated->ms,
                             s.generated->hit_eos        ? ", stopped at end-of-text"
                             : s.generated->done         ? ""
@@ -214,7 +332,9 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::SameLine();
         if (ImGui::CalcTextSize(line).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
         ImGui::TextDisabled("%s", line);
-        ImGui::TextDisabled("KL(baseline \u2016 current) = %.3f nats", r.pred.kl);
+        const std::string kl = format_number(r.pred.kl);
+        ImGui::TextDisabled("KL(baseline \u2016 current) = %s nats", kl.c_str());
+        note_text(ui, "next kl", kl);
     }
     top_rows(s, ui, pick, pick_what[s.tab]);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -33,7 +34,7 @@ static void score_controls(app_state& s, ui_context& ui) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("colour by");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(150);
+    ImGui::SetNextItemWidth(px(150));
     if (ImGui::BeginCombo("##colour_by", colour_label(s.colour_by))) {
         for (int m = 0; m < COLOUR_COUNT; m++)
             if (ImGui::Selectable(colour_label((colour_mode)m), s.colour_by == m)) {
@@ -54,26 +55,29 @@ static void score_controls(app_state& s, ui_context& ui) {
     char hi[32];
     snprintf(hi, sizeof hi, s.colour_by == COLOUR_ENTROPY ? "%.2f nats" : "%.0f", mx);
     // an inline legend on the combo's line: "0 [colour bar] 1"
-    ImGui::SameLine(0, 14);
+    ImGui::SameLine(0, px(14));
     ImGui::TextUnformatted("0");
-    ImGui::SameLine(0, 4);
+    ImGui::SameLine(0, px(4));
     ImVec2 at = ImGui::GetCursorScreenPos();
-    const float bar_w = 140, bar_h = 12, y0 = at.y + (ImGui::GetFrameHeight() - bar_h) / 2;
+    const float bar_w = px(140), bar_h = px(12), y0 = at.y + (ImGui::GetFrameHeight() - bar_h) / 2;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     for (int i = 0; i < 48; i++)
         dl->AddRectFilled(ImVec2(at.x + bar_w * i / 48, y0), ImVec2(at.x + bar_w * (i + 1) / 48 + 1, y0 + bar_h),
                           viridis_u32((i + 0.5f) / 48));
     ImGui::Dummy(ImVec2(bar_w, ImGui::GetFrameHeight()));
-    ImGui::SameLine(0, 4);
+    ImGui::SameLine(0, px(4));
     ImGui::TextUnformatted(hi);
-    ImGui::SameLine(0, 14);
+    ImGui::SameLine(0, px(14));
     static const char* meaning[COLOUR_COUNT] = {"", "attention to the token just before", "attention to the first token",
                                                 "attention to the token after the last occurrence of the current one",
                                                 "attention to the last occurrence of the current token",
                                                 "spread of attention (low = focused)"};
-    ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled("%s", meaning[s.colour_by]);
-    ImGui::PopTextWrapPos();
+    if (ImGui::CalcTextSize(meaning[s.colour_by]).x <= ImGui::GetContentRegionAvail().x) { // else "(?)": the grid keeps the room
+        ImGui::TextDisabled("%s", meaning[s.colour_by]);
+    } else {
+        ImGui::TextDisabled("(?)");
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", meaning[s.colour_by]);
+    }
     // the induction test: N random tokens repeated once, a fixed seed
     const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
     if (s.model && !gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST)) { // e.g. a decoder that needs a source
@@ -87,7 +91,7 @@ static void score_controls(app_state& s, ui_context& ui) {
         if (ImGui::SmallButton("Run the induction test")) s.induction_test = true;
         remember_item(ui, "induction test");
         ImGui::SameLine();
-        ImGui::SetNextItemWidth(90);
+        ImGui::SetNextItemWidth(px(90));
         ImGui::SliderInt("random tokens, repeated twice", &s.induction_n, 2, n_max);
         s.induction_n = std::max(2, std::min(s.induction_n, n_max));
         ImGui::SameLine();
@@ -129,9 +133,10 @@ void panel_overview(app_state& s, ui_context& ui) {
     const gb::head_scores* sc = by_score ? shown_scores(s) : nullptr;
     const float smax = by_score ? score_max(sc, s.colour_by) : 1.0f;
     ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float label_w = 34, head_h = 18, gap = 3;
+    ui.content_h["Overview fixed"] = ImGui::GetCursorPosY(); // what is above the grid (the layout sizes the panel)
+    const float label_w = px(34), head_h = px(18), gap = px(3);
     float cell = std::min((avail.x - label_w) / H, (avail.y - head_h) / L) - gap;
-    cell = std::max(8.0f, std::min(cell, 120.0f));
+    cell = std::max(8.0f, std::min(cell, px(160)));
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
     // column titles: "H10" when it fits, else the number alone, else every k-th number
@@ -140,7 +145,7 @@ void panel_overview(app_state& s, ui_context& ui) {
     snprintf(b, sizeof b, "H%d", H - 1);
     const bool with_h = ImGui::CalcTextSize(b).x + 2 <= cell + gap;
     snprintf(b, sizeof b, "%d", H - 1);
-    const int hk = with_h ? 1 : label_step(H, cell + gap, ImGui::CalcTextSize(b).x + 4);
+    const int hk = with_h ? 1 : label_step(H, cell + gap, ImGui::CalcTextSize(b).x + px(4));
     for (int h = 0; h < H; h += hk) {
         snprintf(b, sizeof b, with_h ? "H%d" : "%d", h);
         ImVec2 ts = ImGui::CalcTextSize(b);
@@ -148,9 +153,13 @@ void panel_overview(app_state& s, ui_context& ui) {
     }
     const int lk = label_step(L, cell + gap, ImGui::GetTextLineHeight());
     for (int l = 0; l < L; l++) {
+        // "No attention" on this layer: every head's output is removed, so its cells are crossed out as an ablated
+        // head's are (the patterns are still computed: they are what the heads would have read), its label red
+        const bool layer_off = s.ablation.no_attention.covers(l);
         if (l % lk == 0) {
             snprintf(b, sizeof b, "L%d", l);
-            dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2), lc, b);
+            dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2),
+                        layer_off ? IM_COL32(255, 110, 110, 255) : lc, b);
         }
         const bool kept = c.has_layer(l) || (by_score && s.induction_test); // the test keeps every layer
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
@@ -158,7 +167,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             ImVec2 z(a.x + H * (cell + gap) - gap, a.y + cell);
             dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255));
             const char* msg = "not kept (memory budget): select a head here to capture this layer";
-            if (ImGui::CalcTextSize(msg).x > z.x - a.x - 6) msg = "not kept";
+            if (ImGui::CalcTextSize(msg).x > z.x - a.x - px(6)) msg = "not kept";
             ImVec2 ts = ImGui::CalcTextSize(msg);
             if (ts.y <= cell && ts.x <= z.x - a.x)
                 dl->AddText(ImVec2((a.x + z.x - ts.x) / 2, (a.y + z.y - ts.y) / 2), IM_COL32(160, 160, 160, 255), msg);
@@ -174,15 +183,16 @@ void panel_overview(app_state& s, ui_context& ui) {
                 if (std::isfinite(v)) snprintf(num, sizeof num, "%.2f", v);
                 else if (sc) snprintf(num, sizeof num, "n/a");
                 ImVec2 ts = ImGui::CalcTextSize(num);
-                if (ts.x + 4 <= cell && ts.y <= cell)
+                if (ts.x + px(4) <= cell && ts.y <= cell)
                     dl->AddText(ImVec2(a.x + (cell - ts.x) / 2, a.y + (cell - ts.y) / 2),
                                 std::isfinite(v) ? text_on(col) : IM_COL32(160, 160, 170, 255), num);
             } else if (GLuint tex = ui.hm.head(l, h); tex && kept) {
                 dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
             }
-            bool ablated = head_ablated(s.ablation, l, h);
+            const bool head_off = head_ablated(s.ablation, l, h), ablated = head_off || layer_off;
             bool selected = l == s.sel_layer && h == s.sel_head;
             if (ablated) {
+                note_text(ui, "grid ablated " + std::to_string(l) + "." + std::to_string(h), layer_off ? "no attention" : "head");
                 dl->AddRectFilled(a, z, IM_COL32(0, 0, 0, 140));
                 dl->AddLine(a, z, IM_COL32(255, 70, 70, 255), 2.0f);
                 dl->AddLine(ImVec2(a.x, z.y), ImVec2(z.x, a.y), IM_COL32(255, 70, 70, 255), 2.0f);
@@ -190,10 +200,11 @@ void panel_overview(app_state& s, ui_context& ui) {
             }
             if (selected) dl->AddRect(ImVec2(a.x - 2, a.y - 2), ImVec2(z.x + 2, z.y + 2), IM_COL32(255, 190, 60, 255), 0, 0, 2.5f);
             ui.widgets["head " + std::to_string(l) + "." + std::to_string(h)] = ImVec4(a.x, a.y, z.x, z.y);
+            if (l == 0 && h == 0) note_drawn(ui, "head cell 0.0", a, z);
             if (ImGui::IsMouseHoveringRect(a, z) && ImGui::IsWindowHovered()) {
                 size_t k = (size_t)l * H + h;
                 ImGui::BeginTooltip();
-                ImGui::Text("L%d H%d%s", l, h, ablated ? "  (ablated)" : "");
+                ImGui::Text("L%d H%d%s", l, h, layer_off ? "  (ablated: No attention on this layer)" : head_off ? "  (ablated)" : "");
                 ImGui::Separator();
                 const gb::head_scores* hs = by_score ? sc : &s.result->scores;
                 if (kept && hs) {
@@ -212,7 +223,7 @@ void panel_overview(app_state& s, ui_context& ui) {
                 } else {
                     ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
                 }
-                ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", ablated ? "restore" : "ablate");
+                ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", head_off ? "restore" : "ablate");
                 ImGui::EndTooltip();
                 bool toggle = ImGui::IsMouseClicked(1) || (ImGui::IsMouseClicked(0) && ImGui::GetIO().KeyCtrl);
                 if (toggle) toggle_head(s.ablation, l, h);

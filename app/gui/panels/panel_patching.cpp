@@ -117,6 +117,43 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
         if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
 }
 
+// Above the maps when the clean and corrupted metrics are close (under 1 logit apart): the maps are normalized by
+// that gap, so they then show noise. Suggests a contrast the corruption does move: the corrupted prompt's own top-1
+// (a button sets it).
+static void small_gap_note(app_state& s, ui_context& ui, const patch_output& po) {
+    const gb::patch_result& p = po.res;
+    const double gap = std::fabs((double)p.clean - p.corrupt);
+    if (!(gap < 1.0)) return;
+    const gb::tokenizer& tok = po.model->tok;
+    // the corrupted prompt's most probable token that is neither the target nor the contrast (none when the two
+    // prompts are the same: no contrast separates them)
+    int suggest = -1, rank = 0;
+    for (size_t i = 0; i < po.corrupt_top.size() && po.corrupt_ids != po.clean_ids; i++)
+        if (po.corrupt_top[i].id != p.target && po.corrupt_top[i].id != p.contrast) {
+            suggest = po.corrupt_top[i].id, rank = (int)i + 1;
+            break;
+        }
+    char gap_s[32];
+    snprintf(gap_s, sizeof gap_s, "%.2f", gap);
+    std::string msg = gap == 0 ? "Clean and corrupted give the same metric: there is nothing to restore, and the maps "
+                                 "below show nothing."
+                               : std::string("Clean and corrupted differ by only ") + gap_s + " logit: the maps below are "
+                                 "divided by that gap, so they show mostly noise.";
+    if (po.corrupt_ids == po.clean_ids) msg += " The corrupted prompt is the clean one: change a word in it.";
+    else if (suggest >= 0)
+        msg += " Choose a contrast the corruption moves, e.g. the corrupted prompt's own " +
+               (rank == 1 ? std::string("top-1 ") : "top-" + std::to_string(rank) + " ") + quoted(tok, suggest) + ".";
+    else msg += " Choose another target or contrast, or a corruption that changes the answer.";
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", msg.c_str());
+    ImGui::PopTextWrapPos();
+    note_text(ui, "patching gap", msg);
+    if (suggest >= 0) {
+        if (ImGui::SmallButton("use it as the contrast")) s.patch_contrast = suggest; // (no token in a label: "##")
+        remember_item(ui, "patching use suggested contrast");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panel
 // ---------------------------------------------------------------------------------------------
@@ -154,9 +191,7 @@ void panel_patching(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     ImGui::TextDisabled("  (%d runs, %.0f ms)", p.runs, p.ms);
     if (!po->note.empty()) ImGui::TextDisabled("%s", po->note.c_str());
-    if (p.clean == p.corrupt)
-        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1),
-                           "clean and corrupted give the same metric: nothing to restore (choose another contrast)");
+    small_gap_note(s, ui, *po);
 
     grid_labels rl, hl;
     rl.rows = gb::resid_labels(L);

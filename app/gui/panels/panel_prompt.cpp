@@ -5,8 +5,11 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "demos.h"
+#include "fonts.h"
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -27,7 +30,7 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float lh = ImGui::GetTextLineHeight();
     std::string shown = display_text(s.prompt);
-    float text_h = ImGui::CalcTextSize(shown.c_str(), nullptr, false, box_w - 2 * st.FramePadding.x - 14).y;
+    float text_h = ImGui::CalcTextSize(shown.c_str(), nullptr, false, box_w - 2 * st.FramePadding.x - px(14)).y;
     float box_h = std::max(2.2f * lh, std::min(text_h, 5.0f * lh)) + 2 * st.FramePadding.y + 2;
     if (ui.prompt_editing) {
         if (ui.prompt_edit_frames == 0) ImGui::SetKeyboardFocusHere(), ui.prompt_cursor_to_end = true;
@@ -94,17 +97,22 @@ static void computed_line(const app_state& s, ui_context& ui, float y) {
 
 // The Demos combo: one click sets a prompt, the view and the selection for a classic finding.
 static void demo_combo(app_state& s, ui_context& ui, float w) {
+    // the demos follow a decoder's next-token prediction: a kind without them (the kind table says which) does not
+    // show the combo, and it lists only the demos whose feature the kind offers
+    if (s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS)) return;
     ImGui::SetNextItemWidth(w);
-    // the demos follow a decoder's next-token prediction (the kind table says which kinds have them)
-    const bool encoder = s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS);
-    if (!s.model || encoder) ImGui::BeginDisabled();
+    if (!s.model) ImGui::BeginDisabled();
     const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
     remember_item(ui, "demos");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && !open)
-        ImGui::SetTooltip("%s", encoder ? gb::kind_info_of(s.model->config).why_not[gb::FEATURE_DEMOS]
-                                        : "One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+        ImGui::SetTooltip("One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
+    std::string listed;
+    for (int d = DEMO_NONE + 1; d < DEMO_COUNT && s.model; d++)
+        if (demo_offered(*s.model, (demo_kind)d)) listed += std::string(listed.empty() ? "" : ",") + demo_name((demo_kind)d);
+    note_text(ui, "demos", listed);
     if (open) {
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
+            if (!demo_offered(*s.model, (demo_kind)d)) continue;
             if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
                 start_demo(s, (demo_kind)d);
                 ui.prompt_editing = false;
@@ -113,7 +121,27 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
         }
         ImGui::EndCombo();
     }
-    if (!s.model || encoder) ImGui::EndDisabled();
+    if (!s.model) ImGui::EndDisabled();
+}
+
+// "prepend BOS" as the prompt is fed: a tokenizer that always starts with its BOS (llama2.c's, Llama's add_bos_token)
+// shows it ticked and fixed, since encode_prompt adds it whatever the box says.
+static void bos_checkbox(app_state& s, ui_context& ui) {
+    const gb::tokenizer* tok = s.model ? &s.model->tok : nullptr;
+    const bool forced = tok && tok->add_bos && tok->bos_id >= 0;
+    bool shown = s.bos || forced;
+    if (forced) ImGui::BeginDisabled();
+    if (ImGui::Checkbox("prepend BOS", &shown) && !forced) s.bos = shown;
+    if (forced) ImGui::EndDisabled();
+    remember_item(ui, "prepend BOS");
+    note_text(ui, "prepend BOS", forced ? "ticked (the tokenizer adds it)" : shown ? "ticked" : "unticked");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+        if (forced)
+            ImGui::SetTooltip("This model's tokenizer always starts the prompt with \u2018%s\u2019, as the model was trained:\n"
+                              "it is fed whether or not the box is ticked", visible_token(gb::token_text(*tok, tok->bos_id)).c_str());
+        else
+            ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    }
 }
 
 // Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
@@ -142,10 +170,14 @@ static void break_buttons(app_state& s, ui_context& ui) {
 // The active demo's caption (what to look at), with a button to end it.
 static void demo_caption(app_state& s, ui_context& ui) {
     if (s.demo == DEMO_NONE) return;
+    ImFont* large = s.presenting ? large_font() : nullptr; // presentation mode: the caption is what the class reads
+    if (large) ImGui::PushFont(large);
     text_wrapped_at_spaces(ImVec4(0.55f, 0.8f, 1.0f, 1), std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption,
-                           ImGui::GetWindowContentRegionMax().x - 60 - ImGui::GetCursorPosX());
+                           ImGui::GetWindowContentRegionMax().x - px(60) - ImGui::GetCursorPosX());
+    if (large) ImGui::PopFont();
     remember_item(ui, "demo caption");
-    ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - 50);
+    note_drawn(ui, "demo caption", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
+    ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - px(50));
     if (ImGui::SmallButton("end##demo")) end_demo(s);
     remember_item(ui, "end demo");
     if (s.demo == DEMO_BREAK) break_buttons(s, ui);
@@ -160,7 +192,7 @@ static void image_prompt(app_state& s, ui_context& ui) {
     computed_line(s, ui, top);
     ImGui::SetCursorPosY(top + ImGui::GetFrameHeightWithSpacing());
     if (!ui.image_editing) ui.image_input = s.image_path; // a drop, a script or a session may have changed it
-    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - 80, 640.0f));
+    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - px(80), px(640)));
     const bool enter = ImGui::InputTextWithHint("##image", "/path/to/picture.png", &ui.image_input, ImGuiInputTextFlags_EnterReturnsTrue);
     remember_item(ui, "image path");
     ui.image_editing = ImGui::IsItemActive();
@@ -190,7 +222,7 @@ static void target_row(app_state& s, ui_context& ui) {
                              : s.result->translation + (s.result->target_sampling.temperature > 0
                                                             ? "   (a sampled translation: type to set your own)"
                                                             : "   (the model's translation: type to set your own)");
-    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - 330, 640.0f));
+    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - px(330), px(640)));
     const bool enter = ImGui::InputTextWithHint("##target", hint.c_str(), &ui.target_input, ImGuiInputTextFlags_EnterReturnsTrue);
     remember_item(ui, "target text");
     ui.target_editing = ImGui::IsItemActive();
@@ -229,7 +261,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
         computed_line(s, ui, top);
         ImGui::SetCursorPos(below_title);
     }
-    const float side_w = 190, w = ImGui::GetContentRegionAvail().x;
+    const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     ImGui::BeginGroup();
@@ -238,16 +270,27 @@ void panel_prompt(app_state& s, ui_context& ui) {
         // the source is wrapped as the tokenizer's template says (Marian "text </s>"): no BOS to choose
         if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
         else ImGui::TextDisabled("the source");
-    } else {
-        ImGui::Checkbox("prepend BOS", &s.bos);
-        remember_item(ui, "prepend BOS");
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Start with the model's beginning-of-text token (<|endoftext|> for GPT-2)");
+    } else if (!s.model || gb::offers(s.model->config, gb::FEATURE_BOS)) {
+        bos_checkbox(s, ui);
+    } else if (s.model && !s.model->tok.prefix_ids.empty()) { // an encoder: its template's tokens, not a choice
+        const gb::tokenizer& tok = s.model->tok;
+        std::string frame = visible_token(gb::token_text(tok, tok.prefix_ids[0])) + " \u2026";
+        if (!tok.suffix_ids.empty()) frame += " " + visible_token(gb::token_text(tok, tok.suffix_ids.back()));
+        ImGui::TextDisabled("%s", frame.c_str());
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gb::kind_info_of(s.model->config).why_not[gb::FEATURE_BOS]);
     }
-    if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), s.generating ? "generating..." : "running...");
+    // how many tokens: beside the checkbox when it fits there (the group stays two lines, as tall as the box)
+    char count[64] = "";
+    if (s.busy) snprintf(count, sizeof count, "%s", s.generating ? "generating..." : "running...");
     else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
-        ImGui::TextDisabled("%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
-    else if (s.result && s2s && s.result->decoder) ImGui::TextDisabled("%d target tokens", s.result->decoder->n_tokens);
-    else if (s.result) ImGui::TextDisabled("%d tokens", s.result->cap().n_tokens);
+        snprintf(count, sizeof count, "%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
+    else if (s.result && s2s && s.result->decoder) snprintf(count, sizeof count, "%d target tokens", s.result->decoder->n_tokens);
+    else if (s.result) snprintf(count, sizeof count, "%d tokens", s.result->cap().n_tokens);
+    if (*count) {
+        if (ImGui::CalcTextSize(count).x + px(8) < side_w - ImGui::GetItemRectSize().x - st.ItemSpacing.x) ImGui::SameLine();
+        if (s.busy) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s", count);
+        else ImGui::TextDisabled("%s", count);
+    }
     demo_combo(s, ui, side_w - st.ItemSpacing.x);
     ImGui::EndGroup();
     if (!status_on_title) computed_line(s, ui, -1);
@@ -269,35 +312,39 @@ void panel_prompt(app_state& s, ui_context& ui) {
 
     // token chips, wrapped; whitespace visible; the selected query token highlighted. They scroll when the
     // panel (sized to them, up to a limit) cannot show every row.
-    const float line_h = ImGui::GetTextLineHeight() + 8, row_h = line_h + 3;
-    float right = ImGui::GetContentRegionAvail().x - 14; // room for the scrollbar
+    const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3);
+    float right = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize; // room for the scrollbar
     std::vector<std::string> labels(c.n_tokens);
     std::vector<ImVec2> at(c.n_tokens); // chip offsets inside the strip
     ImVec2 pos(0, 2);
     for (int t = 0; t < c.n_tokens; t++) {
         labels[t] = visible_token(c.pieces[t]);
-        float cw = ImGui::CalcTextSize(labels[t].c_str()).x + 10;
+        float cw = ImGui::CalcTextSize(labels[t].c_str()).x + px(10);
         if (pos.x + cw > right && pos.x > 0) pos = ImVec2(0, pos.y + row_h);
         at[t] = pos;
-        pos.x += cw + 4;
+        pos.x += cw + px(4);
     }
-    const float strip_h = pos.y + row_h + 2;
+    const float strip_h = pos.y + row_h + px(2);
     ui.prompt_wanted_h = fixed_h + strip_h + 2 * st.WindowPadding.y + st.ItemSpacing.y;
-    ImGui::BeginChild("##chips", ImVec2(0, 0), false);
+    // the least the panel may have: its first row of chips in view whatever is above it (a demo's caption)
+    ui.content_h["Prompt least"] = fixed_h + row_h + px(4) + 2 * st.WindowPadding.y + st.ItemSpacing.y;
+    // whole rows in view, never half a chip at the bottom (the rest scroll)
+    const float room = ImGui::GetContentRegionAvail().y;
+    ImGui::BeginChild("##chips", ImVec2(0, room >= strip_h ? 0.0f : std::max(row_h, std::floor(room / row_h) * row_h)), false);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
-    int selected = s.sel_token < 0 ? c.n_tokens - 1 : std::min(s.sel_token, c.n_tokens - 1);
+    int selected = query_token(s, c.n_tokens);
     for (int t = 0; t < c.n_tokens; t++) {
         ImVec2 a(o.x + at[t].x, o.y + at[t].y);
-        ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + 10, a.y + line_h);
+        ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + px(10), a.y + line_h);
         bool hover = ImGui::IsMouseHoveringRect(a, b) && ImGui::IsWindowHovered();
         const bool generated = t >= s.result->n_prompt; // a replayed continuation's token: gold, like its text
         ImU32 bg = t == selected ? IM_COL32(255, 190, 60, 255)
                  : hover         ? IM_COL32(90, 110, 150, 255)
                  : generated     ? IM_COL32(92, 76, 36, 255)
                                  : IM_COL32(55, 65, 85, 255);
-        dl->AddRectFilled(a, b, bg, 4.0f);
-        dl->AddText(ImVec2(a.x + 5, a.y + 4),
+        dl->AddRectFilled(a, b, bg, px(4));
+        dl->AddText(ImVec2(a.x + px(5), a.y + px(4)),
                     t == selected ? IM_COL32(20, 20, 20, 255) : generated ? IM_COL32(255, 222, 120, 255) : IM_COL32(235, 235, 235, 255),
                     labels[t].c_str());
         if (hover) {
@@ -306,6 +353,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         }
         ui.widgets["token " + std::to_string(t)] = ImVec4(a.x, a.y, b.x, b.y);
+        note_drawn(ui, "token " + std::to_string(t), a, b);
     }
     ImGui::Dummy(ImVec2(1, strip_h));
     ImGui::EndChild();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "number_format.h"
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -61,6 +63,7 @@ struct resid_frame {
     float small = 0, lh = 0, ks = 0;               // small text's size, a line's height, small text's width scale
     ImVec2 avail, o;                               // the room below the panel's header lines, and its corner
     float right_edge = 0, axis_w = 0, chart_h = 0, axis_h = 0;
+    ui_context* ui = nullptr;                      // notes where the captions and labels were drawn (tests)
     // a norm's height in the chart as a fraction of it (outside 0..1 when off the axis)
     float ty(float v) const {
         if (log) return l1 > l0 ? (std::log10(std::max(v, 1e-6f)) - l0) / (l1 - l0) : 0.5f;
@@ -82,16 +85,20 @@ static void line_chart(const resid_frame& f) {
     const float right_edge = f.right_edge, axis_w = f.axis_w, chart_h = f.chart_h, axis_h = f.axis_h;
     const auto& ticks = f.ticks;
     auto ty = [&](float v) { return f.ty(v); };
-    ImVec2 a(o.x + axis_w, o.y + 4), z(right_edge - 4, o.y + chart_h - axis_h);
+    ImVec2 a(o.x + axis_w, o.y + px(4)), z(right_edge - px(4), o.y + chart_h - axis_h);
     dl->AddRectFilled(a, z, IM_COL32(28, 30, 36, 255));
     for (int k = 0; k <= 4; k++) {
         float y = z.y - k / 4.0f * (z.y - a.y);
         dl->AddLine(ImVec2(a.x, y), ImVec2(z.x, y), grid);
         float w = ImGui::CalcTextSize(ticks[k]).x * ks;
-        dl->AddText(ImGui::GetFont(), small, ImVec2(a.x - 6 - w, y - small / 2), tc, ticks[k]);
+        dl->AddText(ImGui::GetFont(), small, ImVec2(a.x - px(6) - w, y - small / 2), tc, ticks[k]);
     }
+    // the y title turned upright, shortened when the chart is not as tall as it
     const char* ytitle = "\u2016x\u2016 (L2 norm)";
-    add_text_vertical(dl, ImVec2(o.x, (a.y + z.y) / 2 + ImGui::CalcTextSize(ytitle).x * ks / 2), tc, ytitle, small);
+    if (ImGui::CalcTextSize(ytitle).x * ks > z.y - a.y) ytitle = "\u2016x\u2016";
+    const float yt_w = ImGui::CalcTextSize(ytitle).x * ks, yt_bottom = (a.y + z.y) / 2 + yt_w / 2;
+    add_text_vertical(dl, ImVec2(o.x, yt_bottom), tc, ytitle, small);
+    note_drawn(*f.ui, "residual y caption", ImVec2(o.x, yt_bottom - yt_w), ImVec2(o.x + small, yt_bottom));
     float dx = P > 1 ? (z.x - a.x) / (P - 1) : 0;
     bool compact = false;
     float last_right = -1e30f;
@@ -99,13 +106,23 @@ static void line_chart(const resid_frame& f) {
         float x = a.x + p * dx, w = ImGui::CalcTextSize(text.c_str()).x * ks;
         dl->AddLine(ImVec2(x, a.y), ImVec2(x, z.y), grid);
         float left = std::min(std::max(x - w / 2, o.x), right_edge - w); // never clipped at the ends
-        if (left < last_right + 6) continue;                             // never overlapping
-        dl->AddText(ImGui::GetFont(), small, ImVec2(left, z.y + 3), tc, text.c_str());
+        if (left < last_right + px(6)) continue;                         // never overlapping
+        dl->AddText(ImGui::GetFont(), small, ImVec2(left, z.y + px(3)), tc, text.c_str());
         last_right = left + w;
     }
-    const char* xtitle = compact ? "residual point (Ln = after layer n; hover for each sublayer)" : "residual point";
-    float xtw = ImGui::CalcTextSize(xtitle).x * ks;
-    dl->AddText(ImGui::GetFont(), small, ImVec2(std::max(a.x, (a.x + z.x - xtw) / 2), z.y + 3 + lh), tc, xtitle);
+    // the x title: the longest of its forms that fits under the axis (centred on it, else from its left end)
+    const char* forms[] = {"residual point (Ln = after layer n; hover for each sublayer)", "residual point (Ln = after layer n)",
+                           "residual point"};
+    const char* xtitle = forms[2];
+    for (int i = compact ? 0 : 2; i < 3; i++)
+        if (ImGui::CalcTextSize(forms[i]).x * ks <= right_edge - o.x) {
+            xtitle = forms[i];
+            break;
+        }
+    const float xtw = ImGui::CalcTextSize(xtitle).x * ks;
+    const ImVec2 xt(std::max(o.x, std::min((a.x + z.x - xtw) / 2, right_edge - xtw)), z.y + px(3) + lh);
+    dl->AddText(ImGui::GetFont(), small, xt, tc, xtitle);
+    note_drawn(*f.ui, "residual x caption", xt, ImVec2(xt.x + xtw, xt.y + small));
     std::vector<ImVec2> pts(P);
     auto point_y = [&](float v) { return z.y - std::min(1.0f, std::max(0.0f, ty(v))) * (z.y - a.y); };
     for (int pass = 0; pass < 2; pass++)
@@ -116,9 +133,9 @@ static void line_chart(const resid_frame& f) {
             if (t == sel && ghost) { // the baseline under the selected line, so the change is visible
                 std::vector<ImVec2> base(P);
                 for (int p = 0; p < P; p++) base[p] = ImVec2(a.x + p * dx, point_y((*base_norm)[(size_t)p * T + t]));
-                dashed_polyline(dl, base, IM_COL32(200, 200, 200, 230), 2.0f);
+                dashed_polyline(dl, base, IM_COL32(200, 200, 200, 230), px(2), px(6), px(4));
             }
-            dl->AddPolyline(pts.data(), P, col, 0, t == sel ? 3.0f : 1.2f);
+            dl->AddPolyline(pts.data(), P, col, 0, t == sel ? px(3) : px(1.2f));
         }
     ImGui::SetCursorScreenPos(a);
     ImGui::InvisibleButton("##chart", ImVec2(std::max(1.0f, z.x - a.x), std::max(1.0f, z.y - a.y)));
@@ -126,10 +143,12 @@ static void line_chart(const resid_frame& f) {
         int p = std::min(P - 1, std::max(0, (int)std::lround((ImGui::GetMousePos().x - a.x) / dx)));
         float v = c.resid_norm[(size_t)p * T + sel];
         if (ghost)
-            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f (without the ablation %.3f)", labels[p].c_str(), sel,
-                              visible_token(c.pieces[sel]).c_str(), v, (*base_norm)[(size_t)p * T + sel]);
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %s (without the ablation %s)", labels[p].c_str(), sel,
+                              visible_token(c.pieces[sel]).c_str(), format_number(v).c_str(),
+                              format_number((*base_norm)[(size_t)p * T + sel]).c_str());
         else
-            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %.3f", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(), v);
+            ImGui::SetTooltip("%s\ntoken %d \u2018%s\u2019: %s", labels[p].c_str(), sel, visible_token(c.pieces[sel]).c_str(),
+                              format_number(v).c_str());
     }
 }
 
@@ -143,19 +162,22 @@ static void norm_heatmap(app_state& s, ui_context& ui, const resid_frame& f) {
     const float small = f.small, lh = f.lh, ks = f.ks;
     const ImVec2 o = f.o, avail = f.avail;
     const float right_edge = f.right_edge, axis_w = f.axis_w, chart_h = f.chart_h;
-    ImVec2 h0(o.x, o.y + chart_h + 4);
-    float hh = std::max(30.0f, o.y + avail.y - h0.y - 2 * lh - 8);
-    ImVec2 ha(h0.x + axis_w, h0.y), hz(right_edge - 4, h0.y + hh);
+    ImVec2 h0(o.x, o.y + chart_h + px(4));
+    float hh = std::max(px(30), o.y + avail.y - h0.y - 2 * lh - px(8));
+    ImVec2 ha(h0.x + axis_w, h0.y), hz(right_edge - px(4), h0.y + hh);
     if (ui.hm.front.resid) dl->AddImage((ImTextureID)(intptr_t)ui.hm.front.resid, ha, hz);
     float rh = (hz.y - ha.y) / P, cw = (hz.x - ha.x) / T;
     float last_bottom = -1e30f;
-    // row labels: every k-th, kept inside the heatmap's height (the end ones may shift by half a label)
-    for (int p = 0; p < P; p += label_step(P, rh, 1.5f * small + 2)) {
+    // row labels: every one that has its line's height, else every k-th; kept inside the heatmap's height (the end
+    // ones may shift by half a label) and never overlapping
+    for (int p = 0; p < P; p += label_step(P, rh, small + px(1))) {
         float w = ImGui::CalcTextSize(labels[p].c_str()).x * ks;
         float y = std::max(ha.y, std::min(ha.y + (p + 0.5f) * rh - small / 2, hz.y - small));
         if (y < last_bottom) continue;
-        dl->AddText(ImGui::GetFont(), small, ImVec2(ha.x - 6 - w, y), tc, labels[p].c_str());
-        last_bottom = y + small + 1;
+        const ImVec2 at(ha.x - px(6) - w, y);
+        dl->AddText(ImGui::GetFont(), small, at, tc, labels[p].c_str());
+        note_drawn(*f.ui, "residual row label " + std::to_string(p), at, ImVec2(at.x + w, at.y + small));
+        last_bottom = y + small + px(1);
     }
     // token labels under the columns: every k-th, the selected one highlighted
     std::vector<std::string> toks(T);
@@ -164,33 +186,38 @@ static void norm_heatmap(app_state& s, ui_context& ui, const resid_frame& f) {
         toks[t] = short_label(c.pieces[t], 6);
         tok_w = std::max(tok_w, ImGui::CalcTextSize(toks[t].c_str()).x * ks);
     }
-    const int tk = label_step(T, cw, tok_w + 6);
+    const int tk = label_step(T, cw, tok_w + px(6));
     float last_right = -1e30f;
     for (int t = 0; t < T; t++) {
         if (t % tk != 0 && t != sel) continue;
         float w = ImGui::CalcTextSize(toks[t].c_str()).x * ks;
         float left = std::min(std::max(ha.x + (t + 0.5f) * cw - w / 2, o.x), right_edge - w);
-        if (left < last_right + 4) continue;
-        dl->AddText(ImGui::GetFont(), small, ImVec2(left, hz.y + 2), t == sel ? IM_COL32(255, 190, 60, 255) : tc, toks[t].c_str());
+        if (left < last_right + px(4)) continue;
+        dl->AddText(ImGui::GetFont(), small, ImVec2(left, hz.y + px(2)), t == sel ? IM_COL32(255, 190, 60, 255) : tc, toks[t].c_str());
         last_right = left + w;
     }
-    if (sel >= 0) dl->AddRect(ImVec2(ha.x + sel * cw, ha.y), ImVec2(ha.x + (sel + 1) * cw, hz.y), IM_COL32(255, 190, 60, 255), 0, 0, 1.5f);
+    if (sel >= 0) dl->AddRect(ImVec2(ha.x + sel * cw, ha.y), ImVec2(ha.x + (sel + 1) * cw, hz.y), IM_COL32(255, 190, 60, 255), 0, 0, px(1.5f));
     ImGui::SetCursorScreenPos(ha);
     ImGui::InvisibleButton("##rheat", ImVec2(std::max(1.0f, hz.x - ha.x), std::max(1.0f, hz.y - ha.y)));
     if (ImGui::IsItemHovered()) {
         ImVec2 m = ImGui::GetMousePos();
         int p = std::min(P - 1, std::max(0, (int)((m.y - ha.y) / rh)));
         int t = std::min(T - 1, std::max(0, (int)((m.x - ha.x) / cw)));
-        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %.3f\nclick: select this token", labels[p].c_str(), t,
-                          visible_token(c.pieces[t]).c_str(), c.resid_norm[(size_t)p * T + t]);
+        ImGui::SetTooltip("%s, token %d \u2018%s\u2019: %s\nclick: select this token", labels[p].c_str(), t,
+                          visible_token(c.pieces[t]).c_str(), format_number(c.resid_norm[(size_t)p * T + t]).c_str());
         if (ImGui::IsMouseClicked(0)) s.sel_token = t;
     }
-    ImGui::SetCursorScreenPos(ImVec2(ha.x, hz.y + 2 * lh + 4));
+    ImGui::SetCursorScreenPos(ImVec2(ha.x, hz.y + 2 * lh + px(4)));
     float rmin = s.pixels ? s.pixels->resid_min : 0, rmax = s.pixels ? s.pixels->resid_max : 0;
     char caption[128];
-    snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %.2f (dark) .. %.4g (bright)", rmin, rmax);
-    if (ImGui::CalcTextSize(caption).x * ks > right_edge - ha.x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %.2f .. %.4g", rmin, rmax);
-    dl->AddText(ImGui::GetFont(), small, ImVec2(ha.x, hz.y + lh + 2), tc, caption);
+    const std::string lo_s = format_number(rmin), hi_s = format_number(rmax);
+    snprintf(caption, sizeof caption, "colour: log \u2016x\u2016, %s (dark) .. %s (bright)", lo_s.c_str(), hi_s.c_str());
+    float cap_x = ha.x;
+    if (ImGui::CalcTextSize(caption).x * ks > right_edge - cap_x) snprintf(caption, sizeof caption, "log \u2016x\u2016 %s .. %s", lo_s.c_str(), hi_s.c_str());
+    if (ImGui::CalcTextSize(caption).x * ks > right_edge - cap_x) cap_x = o.x; // under the row labels too
+    const ImVec2 cap(cap_x, hz.y + lh + px(2));
+    dl->AddText(ImGui::GetFont(), small, cap, tc, caption);
+    note_drawn(ui, "residual colour caption", cap, ImVec2(cap.x + ImGui::CalcTextSize(caption).x * ks, cap.y + small));
 }
 
 void panel_residual(app_state& s, ui_context& ui) {
@@ -199,21 +226,25 @@ void panel_residual(app_state& s, ui_context& ui) {
     const run_result& r = *s.result;
     const gb::record& c = r.cap();
     const int T = c.n_tokens, P = 2 * c.n_layer + 1;
-    ImGui::Checkbox("log y-axis", &s.resid_log);
-    ImGui::SameLine();
-    ImGui::TextDisabled("(without LayerNorm the norms explode)");
     if (c.nonfinite_layer >= 0)
         ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "NaN/Inf first appears at %s", c.nonfinite_where.c_str());
     resid_frame f;
     f.c = &c, f.T = T, f.P = P, f.log = s.resid_log;
-    const int sel = f.sel = s.sel_token < 0 ? T - 1 : std::min(s.sel_token, T - 1);
+    const int sel = f.sel = query_token(s, T);
     // baseline (no ablation) of the selected token: a grey dashed ghost line
     const bool ghost = r.ablation.any() && r.base && r.base != r.run && r.base->resid_norm.size() == (size_t)P * T;
     const std::vector<float>* base_norm = f.base_norm = ghost ? &r.base->resid_norm : nullptr;
+    // the selected token's line, the log axis's checkbox at the right of it, and the ablation's ghost line
+    ImGui::AlignTextToFramePadding();
     ImGui::TextColored(ImVec4(1, 0.75f, 0.25f, 1), "\u2014 token %d \u2018%s\u2019", sel, visible_token(c.pieces[sel]).c_str());
+    const float box_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("log y-axis").x;
+    if (room_right_of_item() > box_w + px(12)) ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - box_w);
+    ImGui::Checkbox("log y-axis", &s.resid_log);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("a log scale: without LayerNorm the norms explode");
     if (ghost) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("- - - same token without the ablation");
+        const char* ghost_line = "- - - same token without the ablation";
+        if (ImGui::CalcTextSize(ghost_line).x + px(12) < room_right_of_item()) ImGui::SameLine();
+        ImGui::TextDisabled("%s", ghost_line);
     }
     f.labels = gb::resid_labels(c.n_layer, c.n_source > 0);
     float lo = 1e30f, hi = -1e30f;
@@ -228,24 +259,37 @@ void panel_residual(app_state& s, ui_context& ui) {
     f.hi = hi, f.l0 = std::log10(std::max(lo, 1e-6f)), f.l1 = std::log10(std::max(hi, 1e-6f));
     f.dl = ImGui::GetWindowDrawList();
     f.grid = IM_COL32(70, 70, 80, 255), f.tc = IM_COL32(190, 190, 190, 255);
+    f.ui = &ui;
     f.small = std::round(ImGui::GetFontSize() * 0.82f), f.lh = ImGui::GetTextLineHeight();
     f.ks = f.small / ImGui::GetFontSize(); // text width scale at the small size
     f.avail = ImGui::GetContentRegionAvail();
     f.o = ImGui::GetCursorScreenPos();
-    f.right_edge = f.o.x + f.avail.x - 2;
+    f.right_edge = f.o.x + f.avail.x - px(2);
 
     // y tick values first: the axis is as wide as its widest tick (and the heatmap's row labels)
+    // (one format on every tick: on a linear axis one SI unit for all, 1.52 M rather than 1.5e+06 over 762262)
     float tick_w = 0;
+    std::vector<double> tick_v(5);
     for (int k = 0; k <= 4; k++) {
-        float t = k / 4.0f, v = f.log ? std::pow(10.0f, f.l0 + t * (f.l1 - f.l0)) : t * hi;
-        snprintf(f.ticks[k], sizeof f.ticks[k], v >= 1e6f ? "%.2g" : v >= 100 ? "%.0f" : "%.1f", v);
+        const float t = k / 4.0f;
+        tick_v[k] = f.log ? std::pow(10.0f, f.l0 + t * (f.l1 - f.l0)) : t * hi;
+    }
+    std::vector<std::string> tick_s = f.log ? std::vector<std::string>() : format_ticks(tick_v);
+    for (int k = 0; k <= 4; k++) {
+        snprintf(f.ticks[k], sizeof f.ticks[k], "%s", f.log ? format_number(tick_v[k]).c_str() : tick_s[k].c_str());
         tick_w = std::max(tick_w, ImGui::CalcTextSize(f.ticks[k]).x * f.ks);
+        note_text(ui, "residual tick " + std::to_string(k), f.ticks[k]);
     }
     float row_label_w = 0;
     for (const std::string& l : f.labels) row_label_w = std::max(row_label_w, ImGui::CalcTextSize(l.c_str()).x * f.ks);
-    const float title_w = f.small + 4;
-    f.axis_w = title_w + std::max(tick_w, row_label_w) + 8;
-    f.chart_h = std::max(90.0f, f.avail.y * 0.55f), f.axis_h = 2 * f.lh + 4;
+    const float title_w = f.small + px(4);
+    f.axis_w = title_w + std::max(tick_w, row_label_w) + px(8);
+    // the chart gets 55 % of the room, less where that leaves the heatmap too short to label each of its rows (the
+    // chart keeps 70 px at 100 %); the layout is asked for the room both want
+    f.axis_h = 2 * f.lh + px(4);
+    const float heat_rows = P * (f.small + px(2)), heat_extra = 2 * f.lh + px(12), chart_least = px(70) + f.axis_h;
+    f.chart_h = std::max(chart_least, std::min(f.avail.y * 0.55f, f.avail.y - heat_rows - heat_extra));
+    ui.content_h["Residual wanted"] = ImGui::GetCursorPosY() + px(40) + chart_least + heat_rows + heat_extra;
     line_chart(f);
     norm_heatmap(s, ui, f);
 }

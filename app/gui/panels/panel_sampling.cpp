@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <imgui.h>
 
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -48,13 +49,13 @@ void panel_sampling(app_state& s, ui_context& ui) {
     tab_hint("The prompt continued three times from the same seed at three temperatures. Above each: the distribution "
              "its first token is drawn from, softmax(logits / T) over the top-k tokens, renormalised.");
     // the inputs: three temperatures, top-k, length, seed
-    for (int i = 0; i < 3; i++) {
-        ImGui::SetNextItemWidth(92);
-        const std::string id = "##temperature" + std::to_string(i);
-        ImGui::SliderFloat(id.c_str(), &s.sample_temps[i], 0.0f, 2.5f, s.sample_temps[i] == 0 ? "greedy" : "T %.2f");
+    for (int i = 0; i < 3; i++) { // each value beside its slider (on the track the handle covers it)
+        char t[32];
+        if (s.sample_temps[i] == 0) snprintf(t, sizeof t, "greedy");
+        else snprintf(t, sizeof t, "T %.2f", s.sample_temps[i]);
+        slider_float_beside(ui, ("temperature " + std::to_string(i)).c_str(), &s.sample_temps[i], 0.0f, 2.5f, t, px(60));
         // a typed value (ctrl+click) may be anything: 0 (greedy) .. 100, NaN as greedy
         s.sample_temps[i] = s.sample_temps[i] >= 0 ? std::min(s.sample_temps[i], 100.0f) : 0.0f;
-        remember_item(ui, "sampling T" + std::to_string(i));
         ImGui::SameLine();
     }
     ImGui::SetNextItemWidth(56);
@@ -62,11 +63,11 @@ void panel_sampling(app_state& s, ui_context& ui) {
     s.sample_top_k = std::max(0, s.sample_top_k); // beyond the vocabulary it keeps every token
     remember_item(ui, "sampling top-k");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("sample only among the k most probable tokens (0: all of them)");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(80);
-    ImGui::SliderInt("tokens", &s.sample_tokens, 1, 100);
+    // the next field on this line when it fits there, else on the next (nothing cut at the panel's edge)
+    if (room_right_of_item() > px(60) + ImGui::CalcTextSize("100 tokens").x + px(16)) ImGui::SameLine();
+    slider_int_beside(ui, "sampling tokens", &s.sample_tokens, 1, 100, std::to_string(s.sample_tokens) + " tokens", px(60));
     s.sample_tokens = std::max(1, std::min(s.sample_tokens, 1000));
-    ImGui::SameLine();
+    if (room_right_of_item() > 52 + ImGui::CalcTextSize("seed").x + px(16)) ImGui::SameLine();
     int seed = (int)s.sample_seed;
     ImGui::SetNextItemWidth(52);
     if (ImGui::InputInt("seed", &seed, 0)) s.sample_seed = (uint64_t)std::max(0, seed);
