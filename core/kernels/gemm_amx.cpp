@@ -139,11 +139,12 @@ void unpack_rows(float* dst, int ld, const int8_t* digits, const float* row_exp,
             const int8_t* at = digits + (size_t)(((c0 / 16) * KT + k / 64) * WD) * TILE + ((k % 64) / 4) * 64;
             const __m128i up = _mm_cvtsi32_si128(24 - 8 * (k % 4));
             __m512i q = _mm512_setzero_si512();
-            for (int j = 0; j < WD; j++) { // q = (d0 * 256 + d1) * 256 + d2, each digit sign-extended
+            for (int j = 0; j < WD; j++) { // q = ((d0 * 256 + d1) * 256 + d2) * 256 + d3, each digit sign-extended
                 const __m512i v = _mm512_loadu_si512((const void*)(at + j * TILE));
                 q = _mm512_add_epi32(_mm512_slli_epi32(q, 8), _mm512_srai_epi32(_mm512_sll_epi32(v, up), 24));
             }
-            // |q| <= 2^23 converts exactly; scalef multiplies by 2^(c_n - 22 + r_k) exactly, as unpack_weights' ldexp
+            // |q| <= 2^30 rounds to float once, as unpack_weights' (float) does; scalef then multiplies by 2^(c_n - 30 + r_k)
+            // exactly, as its ldexp
             const __m512 e = _mm512_add_ps(ce, _mm512_set1_ps(row_exp[k]));
             _mm512_storeu_ps(d + (size_t)(k - k0) * ld, _mm512_scalef_ps(_mm512_cvtepi32_ps(q), e));
         }

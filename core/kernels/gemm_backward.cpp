@@ -12,6 +12,7 @@
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_tile.h"
 #include "util/aligned.h"
+#include "util/error.h"
 
 namespace gb {
 namespace {
@@ -33,9 +34,13 @@ backward_shape shape_of(const weight_matrix& w) {
 // converted into buf.
 const float* panel_rows(float* buf, const weight_matrix& w, int64_t p, int k0, int kc) {
     if (w.amx()) {
+#if defined(__x86_64__) && defined(GLASSBOX_AMX)
         amx::unpack_rows(buf, NR, w.digits.data(), w.row_exp.data(), w.col_exp.data(), w.in, w.out, k0, kc,
                          (int)(p * NR), NR);
         return buf;
+#else
+        throw error("internal: AMX weights in a build without the AMX kernel");
+#endif
     }
     if (!w.stored.empty()) {
         dequantize_slice(buf, w, p, k0, kc);

@@ -24,6 +24,8 @@ const kind_info& kind_table(model_kind k) {
         moe = {"moe", "mixture-of-experts language model", INPUT_TEXT, OUTPUT_NEXT_TOKEN, {}};
         moe.why_not[FEATURE_CROSS] = no_cross;
         moe.why_not[FEATURE_IMAGE] = no_image;
+        moe.why_not[FEATURE_GRADIENTS] = "the backward pass through the experts' top-k routing is not built yet "
+                                         "(dense decoders have it)";
 
         kind_info& enc = table[KIND_ENCODER];
         enc = {"encoder", "masked-language-model encoder", INPUT_TEXT, OUTPUT_FILL_MASK, {}};
@@ -41,6 +43,8 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_EXPERTS] = no_experts;
         enc.why_not[FEATURE_CROSS] = no_cross;
         enc.why_not[FEATURE_IMAGE] = no_image;
+        enc.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; an encoder's Post-LN "
+                                         "stack and masked-LM head are not differentiated yet";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -57,6 +61,8 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_BREAK_IT] = "break it ablates the parts of a decoder-only forward one at a time; the two "
                                         "stacks of an encoder–decoder are not walked";
         s2s.why_not[FEATURE_DEMOS] = "the demos are written for a decoder's next-token prediction";
+        s2s.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; the cross-attention "
+                                         "and the encoder stack are not differentiated yet";
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_IMAGE] = no_image;
 
@@ -76,6 +82,8 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_DEMOS] = "the demos are written for a language model";
         vis.why_not[FEATURE_EXPERTS] = no_experts;
         vis.why_not[FEATURE_CROSS] = no_cross;
+        vis.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only language models; the patch "
+                                         "embedding and the classifier are not differentiated yet";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
         return true;
     }();
@@ -89,7 +97,8 @@ model_kind kind_of(const model_config& c) { return arch_table(c.arch).kind; }
 const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
-                                               "learn", "demos", "experts", "cross-attention", "image", "surprisal"};
+                                               "learn", "demos", "experts", "cross-attention", "image", "surprisal",
+                                               "gradients"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

@@ -54,6 +54,7 @@ enum feature {
     FEATURE_CROSS,          // cross-attention: target rows over source columns, the alignment
     FEATURE_IMAGE,          // the image with its patch grid, attention and rollout overlaid
     FEATURE_SURPRISAL,      // each token's loss given the ones before it (run --loss, the strip under the chips)
+    FEATURE_GRADIENTS,      // the backward pass: a metric's gradients at the hook points (grad, atp)
     FEATURE_COUNT
 };
 

@@ -1,0 +1,374 @@
+// The backward pass of a decoder-only model (backward.h): from the metric's logit row back through the final
+// norm, then per layer, last first, through the MLP and the self-attention to the embeddings' residual point.
+//
+// Sections: metrics | what the record holds | interventions in the backward | the MLP | the attention | the
+// head and the loop | whole prompts
+#include "run/backward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/grad.h"
+#include "kernels/ops.h"
+#include "run/pass.h"
+#include "util/error.h"
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+// ---------------------------------------------------------------------------------------------
+const char* metric_name(metric_spec::kind_t k) {
+    return k == metric_spec::LOGIT_DIFF ? "logit-diff" : k == metric_spec::LOGIT ? "logit" : "logprob";
+}
+
+metric_spec::kind_t parse_metric(const std::string& name) {
+    if (name == "logit-diff") return metric_spec::LOGIT_DIFF;
+    if (name == "logit") return metric_spec::LOGIT;
+    if (name == "logprob") return metric_spec::LOGPROB;
+    throw error("unknown metric '" + name + "' (logit-diff, logit, logprob)");
+}
+
+// log sum exp of logits [V] in double
+static double log_sum_exp(const float* logits, int V) {
+    float mx = logits[0];
+    for (int v = 1; v < V; v++) mx = std::max(mx, logits[v]);
+    double s = 0;
+    for (int v = 0; v < V; v++) s += std::exp((double)logits[v] - mx);
+    return mx + std::log(s);
+}
+
+double metric_of(const float* logits, int V, const metric_spec& metric, std::string* label) {
+    const std::string t = std::to_string(metric.target);
+    if (metric.kind == metric_spec::LOGPROB) {
+        if (label) *label = "log p(" + t + ")";
+        return logits[metric.target] - log_sum_exp(logits, V);
+    }
+    if (metric.kind == metric_spec::LOGIT || metric.contrast < 0) {
+        if (label) *label = "logit(" + t + ")";
+        return logits[metric.target];
+    }
+    if (label) *label = "logit(" + t + ") - logit(" + std::to_string(metric.contrast) + ")";
+    return (double)logits[metric.target] - logits[metric.contrast];
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the record holds
+// ---------------------------------------------------------------------------------------------
+record_request backward_keep(const model_config& c) {
+    record_request rq;
+    rq.points = hook_bit(HOOK_RESID_PRE) | hook_bit(HOOK_Q) | hook_bit(HOOK_K) | hook_bit(HOOK_V) |
+                hook_bit(HOOK_PATTERN) | hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_POST) |
+                hook_bit(HOOK_ATTN_IN);
+    rq.resid_stream = true;
+    (void)c;
+    return rq;
+}
+
+// One backward call: the model, the forward's record and options, the plan of its interventions, scratch.
+struct bctx {
+    const model& m;
+    const model_config& c;
+    const model_weights& w;
+    const arch_info& arch;
+    const record& rec;
+    const forward_options& opt;
+    int T, d, H, KV, dh, qkv_w;
+    std::vector<uint8_t> plan_buf;
+    point_plan plan;
+    gemm_scratch gs;
+    std::vector<float> t1, t2, t3, t4, t5; // scratch, grown on demand
+};
+
+static float* grown(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
+// The record's tensor at (p, l); throws naming it when the forward did not keep it.
+static const float* kept(const bctx& b, hook_point p, int l) {
+    const float* x = b.rec.get(p, l);
+    if (!x) throw error("internal: the backward needs " + hook_label(p, l) + " in the record (backward_keep)");
+    return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interventions in the backward
+// ---------------------------------------------------------------------------------------------
+// g [n][width] (rows stride apart; a pattern [H][n][width]) at point p of layer l, rows from position pos0: the
+// part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back). as: the layout to
+// cover it in (head_out's interventions reach z's slices of the same heads).
+static void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int stride, int pos0 = 0,
+                         hook_point as = HOOK_COUNT) {
+    if (!(b.plan.at(p, l) & PT_CHANGE)) return;
+    hook_tensor t{as == HOOK_COUNT ? p : as, hook_is_final(p) ? b.c.n_layer : l, g, n, pos0, width, stride};
+    for (const intervention& v : b.opt.interventions) {
+        if ((v.kind != INTERVENE_ZERO && v.kind != INTERVENE_SET) || v.point != p) continue;
+        if (!hook_is_final(p) && v.layer >= 0 && v.layer != l) continue;
+        intervention z = v;
+        z.kind = INTERVENE_ZERO;
+        z.point = t.point;
+        apply_intervention(z, t, b.c);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The MLP: g [T][d] at mlp_out (as flowed) -> accumulated into gx [T][d] at the stream the MLP read
+// ---------------------------------------------------------------------------------------------
+static void mlp_backward(bctx& b, int l, float* g, float* gx) {
+    static const std::vector<float> no_bias;
+    const layer_weights& lw = b.w.layers[l];
+    const int T = b.T, d = b.d, ff = b.c.d_ff;
+    const size_t n_ff = (size_t)T * ff;
+    const bool no_norm = b.plan.identity_norm[l] & 2;
+    const mlp_kind kind = b.arch.mlp;
+    const float* post = kept(b, HOOK_MLP_POST, l);
+    const float* in = kept(b, HOOK_MLP_IN, l);
+    zero_covered(b, HOOK_MLP_OUT, l, g, T, d, d);
+    if (b.arch.post_norm && !no_norm) { // its input: W_down's product, recomputed
+        float* y = grown(b.t1, (size_t)T * d);
+        gemm(y, post, lw.w_down, lw.b_down, T, b.gs);
+        float* gy = grown(b.t2, (size_t)T * d);
+        norm_backward(gy, y, g, &lw.post_mlp_norm, b.arch.norm, b.c.norm_eps, T, d);
+        std::copy_n(gy, (size_t)T * d, g);
+    }
+    float* g_post = grown(b.t1, n_ff);
+    gemm_backward(g_post, g, lw.w_down, T, b.gs);
+    zero_covered(b, HOOK_MLP_POST, l, g_post, T, ff, ff);
+    float* up = grown(b.t2, n_ff); // the pre-activations, recomputed from mlp_in
+    gemm(up, in, lw.w_up, lw.b_up, T, b.gs);
+    float* g_in = grown(b.t4, (size_t)T * d);
+    if (kind == MLP_SWIGLU || kind == MLP_GEGLU) {
+        float* gate = grown(b.t3, n_ff);
+        gemm(gate, in, lw.w_gate, no_bias, T, b.gs);
+        float* g_gate = grown(b.t5, n_ff);
+        if (kind == MLP_SWIGLU) swiglu_backward(g_post, g_gate, g_post, up, gate, n_ff);
+        else geglu_backward(g_post, g_gate, g_post, up, gate, n_ff);
+        gemm_backward(g_in, g_post, lw.w_up, T, b.gs);
+        gemm_backward(g_in, g_gate, lw.w_gate, T, b.gs, true);
+    } else {
+        if (kind == MLP_GELU) gelu_backward(g_post, up, n_ff);
+        else if (kind == MLP_GELU_ERF) gelu_erf_backward(g_post, up, n_ff);
+        else silu_backward(g_post, up, n_ff);
+        gemm_backward(g_in, g_post, lw.w_up, T, b.gs);
+    }
+    zero_covered(b, HOOK_MLP_IN, l, g_in, T, d, d);
+    // the stream the norm read: the layer's input (parallel blocks) or resid_mid
+    const float* x = b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
+    norm_backward(gx, x, g_in, no_norm || !b.arch.pre_norm ? nullptr : &lw.norm2_g, b.arch.norm, b.c.norm_eps, T, d,
+                  true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attention: g [T][d] at attn_out (as flowed) -> gz [T][H*dh] kept, and accumulated into gx [T][d] at
+// resid_pre
+// ---------------------------------------------------------------------------------------------
+// attn_out before its post norm (Gemma 2, OLMo 2): z times W_o, or the heads' outputs summed when an
+// intervention changed them
+static void attention_sum(bctx& b, int l, float* y) {
+    const layer_weights& lw = b.w.layers[l];
+    const float* z = kept(b, HOOK_Z, l);
+    if (!(b.plan.at(HOOK_HEAD_OUT, l) & PT_CHANGE)) {
+        gemm(y, z, lw.w_o, lw.b_o, b.T, b.gs);
+        return;
+    }
+    std::vector<float> heads((size_t)b.T * b.H * b.d), blocks;
+    head_outputs(heads.data(), z, b.H * b.dh, lw.w_o, b.T, b.H, b.dh, blocks, b.gs);
+    hook_tensor t{HOOK_HEAD_OUT, l, heads.data(), b.T, 0, b.H * b.d, b.H * b.d};
+    for (const intervention& v : b.opt.interventions)
+        if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == HOOK_HEAD_OUT &&
+            (v.layer < 0 || v.layer == l))
+            apply_intervention(v, t, b.c);
+    sum_heads(y, heads.data(), lw.b_o, b.T, b.H, b.d);
+}
+
+// gq | gk | gv [T][qkv_w] from gz: through the pattern's softmax (its interventions in force), RoPE, q/k norms
+static void attend_backward(bctx& b, int l, const float* gz, float* gqkv) {
+    const layer_weights& lw = b.w.layers[l];
+    const int T = b.T, H = b.H, KV = b.KV, dh = b.dh, qkv_w = b.qkv_w;
+    attention_args a;
+    a.q = kept(b, HOOK_Q, l);
+    a.k = kept(b, HOOK_K, l);
+    a.v = kept(b, HOOK_V, l);
+    a.q_stride = H * dh;
+    a.kv_stride = KV * dh;
+    a.n_q = T;
+    a.n_past = 0;
+    a.n_head = H;
+    a.n_kv_head = KV;
+    a.d_head = dh;
+    a.probs = const_cast<float*>(kept(b, HOOK_PATTERN, l)); // read only
+    a.out = nullptr;
+    a.out_stride = H * dh;
+    a.scale = b.c.attn_scale;
+    a.softcap = b.c.attn_softcap;
+    a.window = b.c.window_at(l);
+    a.causal = true;
+    float* gp = grown(b.t3, (size_t)H * T * T);
+    attention_backward_probs(gp, a, gz);
+    zero_covered(b, HOOK_PATTERN, l, gp, T, T, T);
+    float* gq = gqkv;
+    float* gk = gqkv + H * dh;
+    float* gv = gk + KV * dh;
+    attention_backward_inputs(gq, qkv_w, gk, gv, qkv_w, a, gp, gz);
+    zero_covered(b, HOOK_Q, l, gq, T, H * dh, qkv_w);
+    zero_covered(b, HOOK_K, l, gk, T, KV * dh, qkv_w);
+    zero_covered(b, HOOK_V, l, gv, T, KV * dh, qkv_w);
+    if (b.arch.pos == POS_ROPE) {
+        rope_backward(gq, qkv_w, T, H, dh, 0, b.c.rope_freq, b.c.rope);
+        rope_backward(gk, qkv_w, T, KV, dh, 0, b.c.rope_freq, b.c.rope);
+    }
+    if (b.arch.qk_norm != QK_NORM_NONE && !(b.plan.identity_norm[l] & 1)) { // their inputs: the product, recomputed
+        float* pre = grown(b.t4, (size_t)T * qkv_w);
+        gemm(pre, kept(b, HOOK_ATTN_IN, l), lw.w_qkv, lw.b_qkv, T, b.gs);
+        const bool full = b.arch.qk_norm == QK_NORM_FULL;
+        rms_groups_backward(gq, pre, qkv_w, T, full ? 1 : H, full ? H * dh : dh, lw.q_norm, b.c.norm_eps);
+        rms_groups_backward(gk, pre + H * dh, qkv_w, T, full ? 1 : KV, full ? KV * dh : dh, lw.k_norm, b.c.norm_eps);
+    }
+}
+
+static void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
+    const layer_weights& lw = b.w.layers[l];
+    const int T = b.T, d = b.d, H = b.H, dh = b.dh;
+    const bool no_norm = b.plan.identity_norm[l] & 1;
+    zero_covered(b, HOOK_ATTN_OUT, l, g, T, d, d);
+    if (b.arch.post_norm && !no_norm) {
+        float* y = grown(b.t1, (size_t)T * d);
+        attention_sum(b, l, y);
+        float* gy = grown(b.t2, (size_t)T * d);
+        norm_backward(gy, y, g, &lw.post_attn_norm, b.arch.norm, b.c.norm_eps, T, d);
+        std::copy_n(gy, (size_t)T * d, g);
+    }
+    gemm_backward(gz_out, g, lw.w_o, T, b.gs); // every head's head_out has attn_out's gradient
+    zero_covered(b, HOOK_HEAD_OUT, l, gz_out, T, H * dh, H * dh, 0, HOOK_Z);
+    float* gz = grown(b.t5, (size_t)T * H * dh); // gz_out is kept as the gradient at z; what passes on below
+    std::copy_n(gz_out, (size_t)T * H * dh, gz);
+    zero_covered(b, HOOK_Z, l, gz, T, H * dh, H * dh);
+    std::vector<float> gqkv((size_t)T * b.qkv_w);
+    attend_backward(b, l, gz, gqkv.data());
+    float* g_in = grown(b.t1, (size_t)T * d);
+    gemm_backward(g_in, gqkv.data(), lw.w_qkv, T, b.gs);
+    zero_covered(b, HOOK_ATTN_IN, l, g_in, T, d, d);
+    norm_backward(gx, kept(b, HOOK_RESID_PRE, l), g_in, no_norm || !b.arch.pre_norm ? nullptr : &lw.norm1_g,
+                  b.arch.norm, b.c.norm_eps, T, d, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The head and the loop
+// ---------------------------------------------------------------------------------------------
+// The metric at position p from the stream at the last point, and its gradient there into g [T][d] (0 at the
+// other positions).
+static double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
+    const int d = b.d, V = b.c.vocab_size, L = b.c.n_layer;
+    const float* x = kept(b, HOOK_RESID_POST, L - 1) + (size_t)p * d;
+    const bool identity = b.plan.identity_norm[L];
+    std::vector<float> xn(d), logits(V), dl(V, 0.0f), gxn(d, 0.0f), row(d);
+    final_norm_forward(xn.data(), x, 1, b.m, identity, b.gs);
+    zero_covered(b, HOOK_FINAL_NORM, L, xn.data(), 1, d, d, p); // a ZERO there: the logits see 0 (SET: see below)
+    for (const intervention& v : b.opt.interventions) // a SET at final_norm: its values, as the forward had them
+        if (v.kind == INTERVENE_SET && v.point == HOOK_FINAL_NORM && (v.position < 0 || v.position == p)) {
+            hook_tensor t{HOOK_FINAL_NORM, L, xn.data(), 1, p, d, d};
+            apply_intervention(v, t, b.c);
+        }
+    lm_head_forward(logits.data(), xn.data(), 1, b.m, b.gs);
+    if (b.c.final_softcap > 0) softcap_forward(logits.data(), V, b.c.final_softcap);
+    for (const intervention& v : b.opt.interventions) // the logits' own interventions
+        if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == HOOK_LOGITS) {
+            hook_tensor t{HOOK_LOGITS, L, logits.data(), 1, p, V, V};
+            apply_intervention(v, t, b.c);
+        }
+    const double value = metric_of(logits.data(), V, metric);
+    // d metric / d logits
+    dl[metric.target] += 1.0f;
+    if (metric.kind == metric_spec::LOGIT_DIFF && metric.contrast >= 0) dl[metric.contrast] -= 1.0f;
+    if (metric.kind == metric_spec::LOGPROB) {
+        const double lse = log_sum_exp(logits.data(), V);
+        for (int v = 0; v < V; v++) dl[v] -= (float)std::exp((double)logits[v] - lse);
+    }
+    zero_covered(b, HOOK_LOGITS, L, dl.data(), 1, V, V, p);
+    if (b.c.final_softcap > 0) softcap_backward(dl.data(), logits.data(), V, b.c.final_softcap);
+    // through the unembedding: gxn = sum over tokens of dl[v] times row v
+    for (int v = 0; v < V; v++) {
+        if (dl[v] == 0.0f) continue;
+        table_row(row.data(), b.w.unembedding(), v);
+        for (int i = 0; i < d; i++) gxn[i] += dl[v] * row[i];
+    }
+    zero_covered(b, HOOK_FINAL_NORM, L, gxn.data(), 1, d, d, p);
+    std::fill_n(g, (size_t)b.T * d, 0.0f);
+    norm_backward(g + (size_t)p * d, x, gxn.data(), identity || b.w.normf_g.empty() ? nullptr : &b.w.normf_g,
+                  b.arch.norm, b.c.norm_eps, 1, d);
+    return value;
+}
+
+static void check_backward(const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt) {
+    require(m, FEATURE_GRADIENTS);
+    const model_config& c = m.config;
+    if (!opt.hooks.empty()) throw error("gradients cannot pass through hooks: run the forward with interventions only");
+    if (opt.start_resid) throw error("internal: the backward needs a forward from the embeddings");
+    if (fwd.n_tokens <= 0 || fwd.n_layer != c.n_layer) throw error("internal: the record is not this model's run");
+    const int V = c.vocab_size, T = fwd.n_tokens;
+    if (metric.target < 0 || metric.target >= V)
+        throw error("metric target " + std::to_string(metric.target) + " is outside the vocabulary (0.." +
+                    std::to_string(V - 1) + ")");
+    if (metric.kind == metric_spec::LOGIT_DIFF && metric.contrast >= V)
+        throw error("metric contrast " + std::to_string(metric.contrast) + " is outside the vocabulary");
+    if (metric.position < -1 || metric.position >= T)
+        throw error("metric position " + std::to_string(metric.position) + " is outside the prompt's " +
+                    std::to_string(T) + " tokens");
+}
+
+void backward(gradients& out, const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt) {
+    check_backward(m, fwd, metric, opt);
+    const model_config& c = m.config;
+    const int L = c.n_layer, T = fwd.n_tokens, d = c.d_model, H = c.n_head, dh = c.d_head;
+    bctx b{m, c, m.weights, arch_table(c.arch), fwd, opt, T, d, H, c.n_kv_head, dh, (H + 2 * c.n_kv_head) * dh,
+           {}, {}, {}, {}, {}, {}, {}, {}};
+    b.plan = make_plan(b.plan_buf, opt, nullptr, L);
+    const size_t Td = (size_t)T * d;
+    out.n_layer = L, out.n_tokens = T, out.d_model = d, out.n_head = H, out.d_head = dh;
+    out.position = metric.position < 0 ? T - 1 : metric.position;
+    out.resid.assign((size_t)(2 * L + 1) * Td, 0.0f);
+    out.z.assign((size_t)L * T * H * dh, 0.0f);
+    std::vector<float> g(Td), g_mid(Td), g_pre(Td), g_sub(Td);
+    out.metric_value = head_backward(b, metric, out.position, g.data());
+    for (int l = L - 1; l >= 0; l--) {
+        // g: at resid_post of l as flowed (point 2l + 2)
+        std::copy_n(g.data(), Td, out.resid.data() + (size_t)(2 * l + 2) * Td);
+        zero_covered(b, HOOK_RESID_POST, l, g.data(), T, d, d);
+        const bool drop_post = (b.plan.no_residual[l] & 2) && !c.parallel;
+        // a parallel block's MLP read the layer's input: its gradient joins at resid_pre
+        std::fill(g_pre.begin(), g_pre.end(), 0.0f);
+        if (drop_post) std::fill(g_mid.begin(), g_mid.end(), 0.0f);
+        else g_mid = g;
+        g_sub = g;
+        mlp_backward(b, l, g_sub.data(), c.parallel ? g_pre.data() : g_mid.data());
+        std::copy_n(g_mid.data(), Td, out.resid.data() + (size_t)(2 * l + 1) * Td);
+        zero_covered(b, HOOK_RESID_MID, l, g_mid.data(), T, d, d);
+        if (!(b.plan.no_residual[l] & 1))
+            for (size_t i = 0; i < Td; i++) g_pre[i] += g_mid[i];
+        attention_backward(b, l, g_mid.data(), out.z.data() + (size_t)l * T * H * dh, g_pre.data());
+        // g_pre: at resid_pre of l as it flowed into the layer. Layer 0's is point 0; a later layer's point 2l
+        // is the stream before resid_pre's interventions
+        if (l == 0) std::copy_n(g_pre.data(), Td, out.resid.data());
+        zero_covered(b, HOOK_RESID_PRE, l, g_pre.data(), T, d, d);
+        g.swap(g_pre);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole prompts
+// ---------------------------------------------------------------------------------------------
+void run_gradients(gradients& out, const model& m, const std::vector<int>& tokens, const metric_spec& metric,
+                   const ablation& ab, const forward_options& opt, record* fwd) {
+    require(m, FEATURE_GRADIENTS);
+    forward_options o = opt;
+    std::vector<intervention> iv = ablation_interventions(ab, m.config);
+    o.interventions.insert(o.interventions.begin(), iv.begin(), iv.end());
+    o.keep = backward_keep(m.config);
+    record local;
+    record& rec = fwd ? *fwd : local;
+    run_forward(rec, m, tokens, {}, o);
+    backward(out, m, rec, metric, o);
+}
+
+} // namespace gb

@@ -1,0 +1,209 @@
+// Gradients (core/run/backward.h): every residual point's gradient and each head's z gradient against central
+// finite differences of the double-precision reference forwards (tests/support), on the tiny GPT-2 and GQA Llama
+// with both matmul kernels and on the other decoder families, with ablations in force; and what is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/loader.h"
+#include "run/backward.h"
+#include "run/forward.h"
+#include "ref_models.h"
+#include "test_util.h"
+#include "tiny_family.h"
+#include "tiny_model.h"
+
+namespace {
+
+using ref_fn = std::function<ref_trace(const std::vector<int>&, const gb::ablation&, const ref_options&)>;
+
+// The metric on a reference run, in double.
+double ref_metric(const ref_trace& r, const gb::metric_spec& ms, int pos, int V) {
+    const double* lg = &r.logits[(size_t)pos * V];
+    if (ms.kind == gb::metric_spec::LOGPROB) {
+        double mx = lg[0], s = 0;
+        for (int v = 1; v < V; v++) mx = std::max(mx, lg[v]);
+        for (int v = 0; v < V; v++) s += std::exp(lg[v] - mx);
+        return lg[ms.target] - mx - std::log(s);
+    }
+    if (ms.kind == gb::metric_spec::LOGIT || ms.contrast < 0) return lg[ms.target];
+    return lg[ms.target] - lg[ms.contrast];
+}
+
+// d metric / d (point p of layer l) by central differences of the reference: each of the tensor's n values
+// moved by +-h where it flows on (after the ablations there). Only every `every`-th value (the rest stay 0).
+std::vector<double> finite_differences(const ref_fn& ref, const std::vector<int>& tokens, const gb::ablation& ab,
+                                       const gb::metric_spec& ms, int pos, int V, gb::hook_point p, int l, size_t n,
+                                       size_t every = 1) {
+    const double h = 1e-4;
+    std::vector<double> g(n, 0.0);
+    for (size_t i = 0; i < n; i += every) {
+        double f[2];
+        for (int s = 0; s < 2; s++) {
+            ref_options o;
+            o.edit = [&](gb::hook_point q, int layer, std::vector<double>& x) {
+                if (q == p && layer == l) x[i] += s ? -h : h;
+            };
+            f[s] = ref_metric(ref(tokens, ab, o), ms, pos, V);
+        }
+        g[i] = (f[0] - f[1]) / (2 * h);
+    }
+    return g;
+}
+
+// The backward's gradient at n values against the differences (compared where they were taken): within 2e-3
+// of the tensor's largest difference, and not all zero where the differences are not.
+void expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));
+    for (size_t i = 0; i < want.size(); i += every) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
+}
+
+// Every residual point (every `every`-th value) and, with z, each layer's z of m on tokens under ab.
+void expect_matches_differences(const gb::model& m, const ref_fn& ref, const std::vector<int>& tokens,
+                                const gb::ablation& ab, const gb::metric_spec& ms, bool z, size_t every,
+                                const std::string& label) {
+    gb::gradients g;
+    gb::run_gradients(g, m, tokens, ms, ab);
+    const int L = m.config.n_layer, T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size;
+    const int pos = ms.position < 0 ? T - 1 : ms.position;
+    ASSERT_EQ(g.position, pos);
+    EXPECT_NEAR(g.metric_value, ref_metric(ref(tokens, ab, {}), ms, pos, V), 1e-3 * (1 + std::abs(g.metric_value)))
+        << label;
+    double final_scale = 0;
+    for (int q = 0; q <= 2 * L; q++) {
+        gb::hook_point p;
+        int l;
+        gb::resid_point_hook(q, p, l);
+        const std::vector<double> fd = finite_differences(ref, tokens, ab, ms, pos, V, p, l, (size_t)T * d, every);
+        expect_gradient(g.resid_at(q), fd, every, label + " resid point " + std::to_string(q));
+        if (q == 2 * L)
+            for (double v : fd) final_scale = std::max(final_scale, std::abs(v));
+    }
+    EXPECT_GT(final_scale, 1e-3) << label << ": the metric moves with the last point";
+    if (!z) return;
+    const size_t zn = (size_t)T * m.config.n_head * m.config.d_head;
+    for (int l = 0; l < L; l++) {
+        const std::vector<double> fd = finite_differences(ref, tokens, ab, ms, pos, V, gb::HOOK_Z, l, zn, every);
+        expect_gradient(g.z_at(l), fd, every, label + " L" + std::to_string(l) + " z");
+    }
+}
+
+gb::metric_spec logit_diff(int target, int contrast) {
+    gb::metric_spec ms;
+    ms.target = target;
+    ms.contrast = contrast;
+    return ms;
+}
+
+} // namespace
+
+// Every value of every residual point and every head's z, logit(X) - logit(Y) at the last position.
+TEST(Gradients, EveryResidualPointAndZMatchFiniteDifferences) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            const std::vector<int> tokens = rm->tokens(5, 3);
+            expect_matches_differences(rm->m, rm->reference, tokens, {}, logit_diff(7, 11), true, 1,
+                                       rm->name + " " + gb::matmul_name(gb::matmul_kind_now()));
+        }
+    });
+}
+
+// log p(X) and logit(X), at an earlier position too (later positions then have no gradient).
+TEST(Gradients, EachMetricAtAnyPosition) {
+    for (const ref_model* rm : ref_models()) {
+        const std::vector<int> tokens = rm->tokens(6, 4);
+        gb::metric_spec lp;
+        lp.kind = gb::metric_spec::LOGPROB;
+        lp.target = 9;
+        lp.position = 3;
+        expect_matches_differences(rm->m, rm->reference, tokens, {}, lp, true, 3, rm->name + " logprob at 3");
+        gb::gradients g;
+        gb::run_gradients(g, rm->m, tokens, lp);
+        const int d = rm->m.config.d_model;
+        for (int q = 0; q <= 2 * rm->m.config.n_layer; q++)
+            for (int i = 4 * d; i < 6 * d; i++) ASSERT_EQ(g.resid_at(q)[i], 0.0f) << "causal: position after 3";
+        gb::metric_spec lg;
+        lg.kind = gb::metric_spec::LOGIT;
+        lg.target = 5;
+        expect_matches_differences(rm->m, rm->reference, tokens, {}, lg, false, 2, rm->name + " logit");
+    }
+}
+
+// Ablations in force in the forward stay in force in the backward: identity norms, dropped residual adds, zeroed
+// heads (their z still has a gradient), a zeroed attention output.
+TEST(Gradients, AblationsStayInForce) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            gb::ablation ab;
+            ab.heads = {{1, 2}, {2, 0}};
+            ab.no_residual = layers_on({1});
+            ab.no_layernorm = layers_on({0, 2});
+            ab.no_attention = layers_on({2});
+            expect_matches_differences(rm->m, rm->reference, rm->tokens(5, 8), ab, logit_diff(4, 6), true, 2,
+                                       rm->name + " ablated " + gb::matmul_name(gb::matmul_kind_now()));
+            gb::ablation all;
+            all.no_layernorm = layers_on({}); // every norm, the final one too
+            expect_matches_differences(rm->m, rm->reference, rm->tokens(4, 9), all, logit_diff(4, 6), false, 2,
+                                       rm->name + " no norms");
+        }
+    });
+}
+
+// The other decoder families: parallel blocks and partial rotary (GPT-NeoX), GeGLU and the embedding scale
+// (Gemma), post norms, soft-caps and sliding windows (Gemma 2), q/k norms (OLMo 2 without pre-norms, Qwen3 per
+// head), Phi-3's fused gate/up.
+TEST(Gradients, EveryDecoderFamilyMatchesFiniteDifferences) {
+    for (const char* fam : {"gpt_neox", "gemma", "gemma2", "olmo2", "qwen3", "phi3", "mistral"}) {
+        family_spec s;
+        s.family = fam;
+        if (s.family == "gemma2") s.attn_softcap = 20, s.final_softcap = 15, s.sliding_window = 3;
+        if (s.family == "mistral") s.sliding_window = 3;
+        if (s.family == "gpt_neox") s.rotary_pct = 0.5f;
+        const tiny_family tf = write_tiny_family(test_temp_dir(std::string("grad_") + fam), s);
+        const gb::model m = gb::load_model(tf.hf_dir);
+        const ref_fn ref = [&tf](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
+            family_ref_options fo;
+            fo.base = o;
+            return reference_family(tf, t, ab, fo);
+        };
+        const std::vector<int> tokens = random_tokens(5, m.config.vocab_size - 4, 12);
+        gb::metric_spec lp;
+        lp.kind = gb::metric_spec::LOGPROB;
+        lp.target = 17;
+        expect_matches_differences(m, ref, tokens, {}, lp, true, 3, fam);
+        gb::ablation ab;
+        ab.heads = {{0, 1}};
+        ab.no_layernorm = layers_on({1});
+        ab.no_residual = layers_on({0});
+        expect_matches_differences(m, ref, tokens, ab, logit_diff(5, 9), false, 3, std::string(fam) + " ablated");
+    }
+}
+
+// Hooks cannot be differentiated; other kinds are refused with the kind table's line; the metric must fit.
+TEST(Gradients, RefusesWhatItCannotDifferentiate) {
+    const ref_model& rm = tiny_gpt2_ref();
+    const std::vector<int> tokens = rm.tokens(4, 1);
+    gb::gradients g;
+    gb::forward_options o;
+    o.hooks.push_back({gb::HOOK_Z, 0, [](gb::hook_tensor&) { return false; }});
+    expect_gb_error([&] { gb::run_gradients(g, rm.m, tokens, logit_diff(1, 2), {}, o); }, "hooks");
+    expect_gb_error([&] { gb::run_gradients(g, rm.m, tokens, logit_diff(rm.m.config.vocab_size, 2)); },
+                    "outside the vocabulary");
+    gb::metric_spec far = logit_diff(1, 2);
+    far.position = 4;
+    expect_gb_error([&] { gb::run_gradients(g, rm.m, tokens, far); }, "outside the prompt");
+    expect_gb_error([] { gb::parse_metric("loss"); }, "logit-diff, logit, logprob");
+    family_spec s;
+    s.family = "mixtral";
+    const tiny_family tf = write_tiny_family(test_temp_dir("grad_mixtral"), s);
+    const gb::model moe = gb::load_model(tf.hf_dir);
+    expect_gb_error([&] { gb::run_gradients(g, moe, {5, 6, 7}, logit_diff(1, 2)); }, "experts' top-k routing");
+    EXPECT_FALSE(gb::offers(moe.config, gb::FEATURE_GRADIENTS));
+    EXPECT_TRUE(gb::offers(rm.m.config, gb::FEATURE_GRADIENTS));
+}
