@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <random>
+
 #include "io/loader.h"
+#include "kernels/gemm.h"
 #include "run/backward.h"
 #include "run/forward.h"
 #include "ref_models.h"
@@ -101,7 +104,68 @@ gb::metric_spec logit_diff(int target, int contrast) {
     return ms;
 }
 
+// out [n][in] = g [n][out] * W^T in double, W [in][out] as unpack_matrix gives it.
+std::vector<double> naive_transposed(const std::vector<float>& g, const std::vector<float>& w, int n, int in, int out) {
+    std::vector<double> o((size_t)n * in, 0.0);
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < in; k++) {
+            double s = 0;
+            for (int j = 0; j < out; j++) s += (double)g[(size_t)r * out + j] * w[(size_t)k * out + j];
+            o[(size_t)r * in + k] = s;
+        }
+    return o;
+}
+
+// gemm_backward on w against the naive product with w's own values, and accumulating onto what out holds.
+void expect_transposed_product(const gb::weight_matrix& w, int n, const std::string& label) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> g((size_t)n * w.out), got((size_t)n * w.in, 0.0f);
+    for (float& v : g) v = nd(rng);
+    const std::vector<double> want = naive_transposed(g, gb::unpack_matrix(w), n, w.in, w.out);
+    gb::gemm_scratch gs;
+    gb::gemm_backward(got.data(), g.data(), w, n, gs);
+    double scale = 1;
+    for (double v : want) scale = std::max(scale, std::abs(v));
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LE(worst, 1e-5 * scale) << label;
+    gb::gemm_backward(got.data(), g.data(), w, n, gs, true); // twice the product
+    worst = 0;
+    for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, std::abs(got[i] - 2 * want[i]));
+    EXPECT_LE(worst, 2e-5 * scale) << label << " accumulated";
+}
+
 } // namespace
+
+// The backward's product W^T on every form the forward holds weights in: fp32 panels, AMX digits, each stored
+// type (a partial last panel; enough rows to split over threads), and a fused matrix of parts of different types.
+TEST(Gradients, TransposedProductOnEveryWeightForm) {
+    const int in = 512, out = 100;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 0.5f);
+    std::vector<float> w((size_t)in * out);
+    for (float& v : w) v = nd(rng);
+    for_each_matmul([&] {
+        for (int n : {1, 13, 40})
+            expect_transposed_product(gb::pack_matrix(w, in, out), n,
+                                      std::string("f32 ") + gb::matmul_name(gb::matmul_kind_now()) + " n " + std::to_string(n));
+    });
+    for (uint32_t type : gb::ggml_types()) {
+        if (type == gb::GGML_F32) continue;
+        std::vector<uint8_t> bytes(gb::ggml_bytes(type, (int64_t)in * out)); // [out][in], blocks along in
+        gb::quantize(bytes.data(), w.data(), type, (int64_t)in * out);
+        const gb::weight_matrix m = gb::pack_parts({{type, bytes.data(), out, true}}, in);
+        ASSERT_EQ(m.type, type) << gb::ggml_type_name(type) << " kept as stored";
+        expect_transposed_product(m, 40, gb::ggml_type_name(type));
+    }
+    std::vector<uint8_t> q4(gb::ggml_bytes(gb::GGML_Q4_K, (int64_t)in * 64)), q6(gb::ggml_bytes(gb::GGML_Q6_K, (int64_t)in * 36));
+    gb::quantize(q4.data(), w.data(), gb::GGML_Q4_K, (int64_t)in * 64);
+    gb::quantize(q6.data(), w.data() + (size_t)in * 64, gb::GGML_Q6_K, (int64_t)in * 36);
+    const gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_Q4_K, q4.data(), 64, true}, {gb::GGML_Q6_K, q6.data(), 36, true}}, in);
+    ASSERT_EQ(mixed.parts.size(), 2u);
+    expect_transposed_product(mixed, 21, "Q4_K | Q6_K parts");
+}
 
 // Every value of every residual point and every head's z, logit(X) - logit(Y) at the last position.
 TEST(Gradients, EveryResidualPointAndZMatchFiniteDifferences) {
@@ -182,6 +246,29 @@ TEST(Gradients, EveryDecoderFamilyMatchesFiniteDifferences) {
         ab.no_layernorm = layers_on({1});
         ab.no_residual = layers_on({0});
         expect_matches_differences(m, ref, tokens, ab, logit_diff(5, 9), false, 3, std::string(fam) + " ablated");
+    }
+}
+
+// Weights kept in a stored type (a GGUF in Q8_0 and in F16): the backward multiplies by the dequantised values,
+// as the forward does, so it matches the reference of the model rounded through the type.
+TEST(Gradients, StoredWeightTypesMatchTheirRoundedReference) {
+    family_spec s;
+    s.family = "llama";
+    s.d_ff = 64; // whole Q8_0 blocks along W_down's rows too
+    const tiny_family tf = write_tiny_family(test_temp_dir("grad_stored"), s);
+    for (uint32_t type : {gb::GGML_Q8_0, gb::GGML_F16}) {
+        const std::string path = test_temp_dir(std::string("grad_stored_") + gb::ggml_type_name(type)) + "/m.gguf";
+        make_family_gguf(tf, type).write(path);
+        const gb::model m = gb::load_model(path);
+        ASSERT_EQ(m.weights.layers[0].w_down.type, type);
+        const tiny_family rounded = quantized_family(tf, type);
+        const ref_fn ref = [&rounded](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
+            family_ref_options fo;
+            fo.base = o;
+            return reference_family(rounded, t, ab, fo);
+        };
+        expect_matches_differences(m, ref, random_tokens(5, 200, 3), {}, logit_diff(8, 3), true, 3,
+                                   gb::ggml_type_name(type));
     }
 }
 
