@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "analysis/attribution.h"
+#include "analysis/gradients.h"
 #include "analysis/break_it.h"
 #include "analysis/export.h"
 #include "analysis/head_scores.h"
@@ -349,7 +350,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("info " + M() + " --prompt x", "info does not take --prompt");
     refused("make-random --out /tmp/x --model y", "make-random does not take --model");
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
-    refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, bench, "
+    refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, attribute, heads, patch, grad, atp, bench, "
                                      "make-random, info, learn, break-it, selftest)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
@@ -720,6 +721,90 @@ TEST(Cli, PatchJsonMatchesTheContract) {
     EXPECT_NE(bad.err.find("same length"), std::string::npos) << bad.err;
 }
 
+// grad: the metric, every residual point's gradient (the core's, unchanged), gradient x input and integrated
+// gradients, whose sum closes on metric(x) - metric(0) as the steps grow: fast without norms (a smooth path),
+// slowly with them (a norm of the nearly zero stream changes sharply near the baseline).
+TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
+    std::string dir = test_temp_dir("cli_grad");
+    const std::string prompt = " --prompt 'the hat sat' --target-id 32 --contrast-id 97";
+    command_result r = cli("grad " + M() + prompt + " --ablate no-layernorm --steps 64 --json " + dir + "/g.json --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("completeness gap"), std::string::npos) << r.out;
+    auto j = nlohmann::json::parse(slurp(dir + "/g.json"));
+    gb::model m = gb::load_model(model_dir().dir);
+    const std::vector<int> tokens = ids_of(m, "the hat sat");
+    const int T = (int)tokens.size(), d = 24;
+    gb::metric_spec ms;
+    ms.target = 32, ms.contrast = 97;
+    gb::ablation ab;
+    ab.no_layernorm.on = true;
+    gb::gradients g;
+    gb::run_gradients(g, m, tokens, ms, ab);
+    EXPECT_EQ(j["metric"]["kind"], "logit-diff");
+    EXPECT_EQ(j["metric"]["position"], T - 1);
+    EXPECT_NEAR(j["metric"]["value"].get<double>(), g.metric_value, 1e-6);
+    ASSERT_EQ(j["resid_grad"].size(), 5u);
+    ASSERT_EQ(j["resid_grad"][4].size(), (size_t)T);
+    ASSERT_EQ(j["resid_grad"][4][T - 1].size(), (size_t)d);
+    for (int p = 0; p < 5; p++)
+        for (int i = 0; i < d; i++)
+            ASSERT_NEAR(j["resid_grad"][p][T - 1][i].get<double>(), g.resid_at(p)[(size_t)(T - 1) * d + i], 1e-6);
+    ASSERT_EQ(j["grad_x_input"].size(), (size_t)T);
+    ASSERT_EQ(j["integrated"].size(), (size_t)T);
+    double sum = 0;
+    for (const auto& v : j["integrated"]) sum += v.get<double>();
+    const double change = j["metric"]["value"].get<double>() - j["baseline"].get<double>();
+    EXPECT_GT(std::fabs(change), 0.1);
+    EXPECT_NEAR(j["completeness_gap"].get<double>(), change - sum, 1e-4);
+    EXPECT_LE(std::fabs(change - sum), 1e-3 * std::fabs(change)) << "64 midpoint steps integrate a smooth path";
+    EXPECT_EQ(npy_shape(slurp(dir + "/resid_grad.npy"), "<f4"), "5, " + std::to_string(T) + ", 24");
+    EXPECT_EQ(npy_shape(slurp(dir + "/integrated.npy"), "<f4"), std::to_string(T) + ",");
+    // with the norms: the gap shrinks as the steps grow
+    double gap[2];
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(cli("grad " + M() + prompt + " --steps " + (i ? "2000" : "200") + " --json " + dir + "/n.json").code, 0);
+        gap[i] = std::fabs(nlohmann::json::parse(slurp(dir + "/n.json"))["completeness_gap"].get<double>());
+    }
+    EXPECT_LT(gap[1], gap[0] / 5) << gap[0] << " " << gap[1];
+    // log p and logit need no contrast; logit-diff needs one
+    EXPECT_EQ(cli("grad " + M() + " --prompt 'the hat sat' --target-id 32 --metric logprob --position 1 --steps 0").code, 0);
+    command_result bad = cli("grad " + M() + " --prompt 'the hat sat' --target-id 32");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("needs --contrast"), std::string::npos) << bad.err;
+}
+
+// atp: patch's keys from one backward pass. Where the metric is linear in the patched activation (the last
+// point, every norm ablated) the estimate is exact patching; elsewhere --exact reports how far it is.
+TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
+    std::string dir = test_temp_dir("cli_atp");
+    const std::string prompts = " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97";
+    command_result r = cli("atp " + M() + prompts + " --ablate no-layernorm --exact --json " + dir + "/a.json --npy-dir " + dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(slurp(dir + "/a.json"));
+    for (const char* k : {"clean", "corrupt", "resid", "heads", "normalized", "exact", "error", "method"})
+        ASSERT_TRUE(j.contains(k)) << k;
+    const int T = (int)j["resid"][0].size();
+    EXPECT_NEAR(j["clean"].get<double>(), j["exact"]["clean"].get<double>(), 1e-4);
+    EXPECT_NEAR(j["corrupt"].get<double>(), j["exact"]["corrupt"].get<double>(), 1e-4);
+    for (int t = 0; t < T; t++)
+        EXPECT_NEAR(j["normalized"]["resid"][4][t].get<double>(), j["exact"]["normalized"]["resid"][4][t].get<double>(),
+                    1e-3) << "position " << t;
+    EXPECT_NEAR(j["normalized"]["resid"][4][T - 1].get<double>(), 1.0, 1e-3);
+    EXPECT_EQ(npy_shape(slurp(dir + "/atp_heads_normalized.npy"), "<f4"), "2, 3");
+    EXPECT_EQ(npy_shape(slurp(dir + "/patch_resid.npy"), "<f4"), "5, " + std::to_string(T));
+    // the whole map: an estimate, with its error against exact patching reported
+    command_result full = cli("atp " + M() + prompts + " --exact --json " + dir + "/b.json");
+    ASSERT_EQ(full.code, 0) << full.err;
+    EXPECT_NE(full.out.find("correlation"), std::string::npos) << full.out;
+    auto e = nlohmann::json::parse(slurp(dir + "/b.json"))["error"];
+    for (const char* part : {"resid", "heads"})
+        for (const char* k : {"max", "rms"}) EXPECT_TRUE(std::isfinite(e[part][k].get<double>())) << part << " " << k;
+    std::printf("atp vs exact on the tiny GPT-2: resid max %.4f rms %.4f corr %s; heads max %.4f rms %.4f corr %s\n",
+                e["resid"]["max"].get<double>(), e["resid"]["rms"].get<double>(), e["resid"]["correlation"].dump().c_str(),
+                e["heads"]["max"].get<double>(), e["heads"]["rms"].get<double>(), e["heads"]["correlation"].dump().c_str());
+    EXPECT_EQ(cli("atp " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32").code, 2);
+}
+
 TEST(Cli, KeepWritesHookPointsAsNpy) {
     std::string dir = test_temp_dir("cli_keep");
     command_result r = cli("run " + M() + " --prompt 'the cat' --keep resid_stream,z,mlp_post,final_norm --npy-dir " + dir);
@@ -916,6 +1001,8 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"attribute", {"--target TEXT", "--contrast TEXT", "--position I"}},
         {"heads", {"--repeat-random N", "--seed S"}},
         {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
+        {"grad", {"--target TEXT", "--contrast-id N", "--metric M", "--position I", "--steps N", "--npy-dir DIR"}},
+        {"atp", {"--prompt CLEAN", "--corrupt CORRUPT", "--exact", "--ablate LIST"}},
         {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
         {"make-random", {"--out DIR", "--arch FAMILY", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N", "--dtype TYPE",
                          "--dequantised", "--experts-n E", "--std S"}},

@@ -36,6 +36,11 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
+  grad         --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
+               [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
+  atp          --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+               [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
+               (grad and atp also take --model, --bos, --matmul and --ablate, --layers, --heads)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
   make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
@@ -212,6 +217,37 @@ const std::vector<command> table = {
       {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
       target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
       contrast_id, bos, json, npy, backend, matmul, weights}},
+    {"grad", cmd_grad, gb::FEATURE_GRADIENTS,
+     "gradients: d metric / d the residual stream at every point, and each token's gradient x input and "
+     "integrated gradients",
+     {"--prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N] [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos,
+      {"target", "TEXT", "the metric's token (exactly one token)"}, target_id,
+      {"contrast", "TEXT", "logit-diff's second token: logit(target) - logit(contrast) (exactly one token)"},
+      contrast_id,
+      {"metric", "M", "logit-diff (default; needs a contrast), logit or logprob (log p(target))"},
+      {"position", "I", "the position whose logits the metric reads (default: the last)"},
+      {"steps", "N", "integrated gradients' midpoint steps from a zero stream at the embeddings (default 32; 0: "
+                     "none)"},
+      ablate, layers, heads,
+      {"json", "FILE", "write metric, tokens, points, resid_grad [2L+1][T][d], grad_x_input [T], integrated [T], "
+                       "baseline and completeness_gap as JSON"},
+      {"npy-dir", "DIR", "write resid_grad.npy [P, T, d], grad_x_input.npy [T] and integrated.npy [T] into DIR"},
+      matmul, weights}},
+    {"atp", cmd_atp, gb::FEATURE_GRADIENTS,
+     "attribution patching: activation patching estimated from one backward pass (--exact: against the real thing)",
+     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
+     {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
+      {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
+      contrast_id, bos, ablate, layers, heads,
+      {"exact", "", "also run exact activation patching: JSON \"exact\" and \"error\" (max, RMS and correlation of "
+                    "the normalized difference)"},
+      {"json", "FILE", "write patch's keys (the estimates) and \"method\" as JSON"},
+      {"npy-dir", "DIR", "write atp_resid.npy [P, T], atp_heads.npy [L, H] and their *_normalized twins (--exact: "
+                         "patch's files too) into DIR"},
+      matmul, weights}},
     {"bench", cmd_bench, gb::FEATURE_RUN,
      "time forward passes with full capture, or live recompute against a fresh forward (an "
      "encoder–decoder: both stacks on T source and T target tokens, and a greedy translation)",

@@ -48,6 +48,8 @@ int cmd_lens(const args& a);
 int cmd_attribute(const args& a);
 int cmd_heads(const args& a);
 int cmd_patch(const args& a);
+int cmd_grad(const args& a);
+int cmd_atp(const args& a);
 int cmd_bench(const args& a);
 int cmd_make_random(const args& a);
 int cmd_info(const args& a);

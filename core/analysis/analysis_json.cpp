@@ -181,4 +181,66 @@ void write_patch_npy(const std::string& dir, const patch_result& p) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Gradients
+// ---------------------------------------------------------------------------------------------
+json saliency_json(const saliency_result& s, const tokenizer& tok, const std::vector<int>& tokens) {
+    const int P = 2 * s.n_layer + 1, T = s.n_tokens, d = s.d_model;
+    json grad = json::array();
+    for (int p = 0; p < P; p++) grad.push_back(grid(s.resid_grad.data() + (size_t)p * T * d, T, d));
+    const bool diff = s.metric.kind == metric_spec::LOGIT_DIFF && s.metric.contrast >= 0;
+    json j = {{"metric", {{"kind", metric_name(diff || s.metric.kind != metric_spec::LOGIT_DIFF ? s.metric.kind
+                                                                                                  : metric_spec::LOGIT)},
+                          {"target", token_ref(s.metric.target, tok)},
+                          {"contrast", token_ref(diff ? s.metric.contrast : -1, tok)},
+                          {"position", s.metric.position},
+                          {"value", s.value}}},
+              {"tokens", tokens_json(tokens, tok)},
+              {"points", resid_labels(s.n_layer)},
+              {"resid_grad", grad},
+              {"grad_x_input", s.grad_x_input},
+              {"steps", s.steps}};
+    if (s.steps > 0) {
+        j["integrated"] = s.integrated;
+        j["baseline"] = s.baseline;
+        j["completeness_gap"] = s.completeness_gap();
+    }
+    return j;
+}
+
+static json error_json(const estimate_error& e) {
+    return {{"max", e.max}, {"rms", e.rms}, {"correlation", std::isfinite(e.correlation) ? json(e.correlation) : json()}};
+}
+
+json atp_json(const patch_result& estimate, const patch_result* exact, const tokenizer& tok, const std::vector<int>& clean,
+              const std::vector<int>& corrupt) {
+    json j = patch_json(estimate, tok, clean, corrupt);
+    j["method"] = "attribution patching";
+    if (!exact) return j;
+    const json e = patch_json(*exact, tok, clean, corrupt);
+    j["exact"] = {{"clean", e["clean"]}, {"corrupt", e["corrupt"]}, {"resid", e["resid"]}, {"heads", e["heads"]},
+                  {"normalized", e["normalized"]}, {"runs", e["runs"]}, {"ms", e["ms"]}};
+    j["error"] = {{"resid", error_json(compare_estimate(estimate.resid_normalized, exact->resid_normalized))},
+                  {"heads", error_json(compare_estimate(estimate.heads_normalized, exact->heads_normalized))}};
+    return j;
+}
+
+void write_saliency_npy(const std::string& dir, const saliency_result& s) {
+    make_dir(dir);
+    const int P = 2 * s.n_layer + 1;
+    write_npy(dir + "/resid_grad.npy", {P, s.n_tokens, s.d_model}, s.resid_grad.data());
+    write_npy(dir + "/grad_x_input.npy", {s.n_tokens}, s.grad_x_input.data());
+    if (s.steps > 0) write_npy(dir + "/integrated.npy", {s.n_tokens}, s.integrated.data());
+}
+
+void write_atp_npy(const std::string& dir, const patch_result& estimate, const patch_result* exact) {
+    make_dir(dir);
+    const int P = 2 * estimate.n_layer + 1;
+    write_npy(dir + "/atp_resid.npy", {P, estimate.n_tokens}, estimate.resid.data());
+    write_npy(dir + "/atp_resid_normalized.npy", {P, estimate.n_tokens}, estimate.resid_normalized.data());
+    write_npy(dir + "/atp_heads.npy", {estimate.n_layer, estimate.n_head}, estimate.heads.data());
+    write_npy(dir + "/atp_heads_normalized.npy", {estimate.n_layer, estimate.n_head}, estimate.heads_normalized.data());
+    if (exact) write_patch_npy(dir, *exact);
+}
+
 } // namespace gb

@@ -6,6 +6,7 @@
 
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
+#include "analysis/gradients.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
@@ -30,6 +31,14 @@ nlohmann::json break_it_json(const break_result& b, const tokenizer& tok);
 //  "distribution": [{"id", "text", "prob"}] (the first 50)}], "sampling": {"top_k", "top_p", "seed"}}
 nlohmann::json temperatures_json(const std::string& prompt, const std::vector<int>& prompt_ids,
                                  const std::vector<temperature_run>& runs, const sampling& sp, const tokenizer& tok);
+// {"metric": {"kind", "target", "contrast", "position", "value"}, "tokens", "points", "resid_grad" [2L+1][T][d],
+//  "grad_x_input" [T], "steps"; with steps > 0 "integrated" [T], "baseline", "completeness_gap"}
+nlohmann::json saliency_json(const saliency_result& s, const tokenizer& tok, const std::vector<int>& tokens);
+// Attribution patching: patch_json's keys and "method": "attribution patching"; with exact (not null) also
+// "exact": {"clean", "corrupt", "resid", "heads", "normalized": {"resid", "heads"}} and "error": {"resid",
+// "heads"}: {"max", "rms", "correlation"} of the normalized estimate against the normalized exact values.
+nlohmann::json atp_json(const patch_result& estimate, const patch_result* exact, const tokenizer& tok,
+                        const std::vector<int>& clean, const std::vector<int>& corrupt);
 
 // .npy files in dir (created if needed): lens_top_ids int32 [P,T,K], lens_top_probs, lens_target_prob [P,T];
 // attribution_heads float64 [L,H]; head_scores float32 [5,L,H] (order of head_score_kind, NaN where undefined);
@@ -38,5 +47,9 @@ void write_lens_npy(const std::string& dir, const lens_result& l);
 void write_attribution_npy(const std::string& dir, const attribution& a);
 void write_head_scores_npy(const std::string& dir, const head_scores& s);
 void write_patch_npy(const std::string& dir, const patch_result& p);
+// resid_grad float32 [P,T,d], grad_x_input [T], integrated [T] (steps > 0)
+void write_saliency_npy(const std::string& dir, const saliency_result& s);
+// atp_resid [P,T], atp_heads [L,H] and their *_normalized twins; with exact, its patch_* files too
+void write_atp_npy(const std::string& dir, const patch_result& estimate, const patch_result* exact);
 
 } // namespace gb

@@ -1,0 +1,151 @@
+// Saliency (gradient x input, integrated gradients) and attribution patching, from the backward pass.
+#include "analysis/gradients.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "run/forward.h"
+#include "util/error.h"
+
+namespace gb {
+
+// ---------------------------------------------------------------------------------------------
+// Saliency
+// ---------------------------------------------------------------------------------------------
+double saliency_result::completeness_gap() const {
+    double sum = 0;
+    for (float v : integrated) sum += v;
+    return value - baseline - sum;
+}
+
+// out [T] += scale * sum over d of a [T][d] * b [T][d]
+static void row_dots(std::vector<float>& out, const float* a, const float* b, int T, int d, double scale) {
+    for (int t = 0; t < T; t++) {
+        double s = 0;
+        for (int i = 0; i < d; i++) s += (double)a[(size_t)t * d + i] * b[(size_t)t * d + i];
+        out[t] += (float)(scale * s);
+    }
+}
+
+saliency_result saliency(const model& m, const std::vector<int>& tokens, const metric_spec& metric, int steps,
+                         const ablation& ab) {
+    if (steps < 0) throw error("integrated gradients: " + std::to_string(steps) + " steps (0 or more)");
+    saliency_result out;
+    gradients g;
+    record rec;
+    run_gradients(g, m, tokens, metric, ab, {}, &rec);
+    const int T = g.n_tokens, d = g.d_model;
+    out.n_layer = g.n_layer, out.n_tokens = T, out.d_model = d;
+    out.metric = metric;
+    out.metric.position = g.position;
+    out.value = g.metric_value;
+    out.resid_grad = std::move(g.resid);
+    const float* x0 = rec.resid(0);
+    out.grad_x_input.assign(T, 0.0f);
+    row_dots(out.grad_x_input, out.resid_grad.data(), x0, T, d, 1.0);
+    out.steps = steps;
+    if (steps == 0) return out;
+    // the stream at point 0 set to alpha x0 at every position; alpha 0 is the baseline
+    const std::vector<float> x(x0, x0 + (size_t)T * d);
+    std::vector<float> scaled(x.size());
+    forward_options o;
+    intervention set{INTERVENE_SET, HOOK_RESID_PRE, 0};
+    set.values = scaled.data();
+    o.interventions.push_back(set);
+    out.integrated.assign(T, 0.0f);
+    for (int k = 0; k <= steps; k++) {
+        const double alpha = k == 0 ? 0.0 : (k - 0.5) / steps;
+        for (size_t i = 0; i < x.size(); i++) scaled[i] = (float)(alpha * x[i]);
+        run_gradients(g, m, tokens, metric, ab, o);
+        if (k == 0) out.baseline = g.metric_value;
+        else row_dots(out.integrated, g.resid.data(), x.data(), T, d, 1.0 / steps);
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribution patching
+// ---------------------------------------------------------------------------------------------
+// (v - corrupt) / (clean - corrupt) elementwise; NaN when clean == corrupt
+static std::vector<float> normalized(const std::vector<float>& v, double clean, double corrupt) {
+    const double span = clean - corrupt;
+    std::vector<float> n(v.size(), std::numeric_limits<float>::quiet_NaN());
+    if (span != 0)
+        for (size_t i = 0; i < v.size(); i++) n[i] = (float)((v[i] - corrupt) / span);
+    return n;
+}
+
+patch_result attribution_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
+                                  int target, int contrast, const ablation& ab) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const model_config& c = m.config;
+    check_patch_prompts(clean, corrupt, c);
+    require(m, FEATURE_GRADIENTS);
+    metric_spec ms;
+    ms.kind = contrast >= 0 ? metric_spec::LOGIT_DIFF : metric_spec::LOGIT;
+    ms.target = target;
+    ms.contrast = contrast;
+    // the clean run's stream and z; the corrupted run's, with its gradients
+    record rc, rx;
+    forward_options keep;
+    keep.keep = backward_keep(c);
+    run_forward(rc, m, clean, ab, keep);
+    gradients g;
+    run_gradients(g, m, corrupt, ms, ab, {}, &rx);
+    const int L = c.n_layer, H = c.n_head, dh = c.d_head, T = (int)clean.size(), d = c.d_model, P = 2 * L + 1;
+    patch_result out;
+    out.n_layer = L, out.n_head = H, out.n_tokens = T, out.target = target, out.contrast = contrast;
+    out.clean = metric_of(rc.last_logits(), c.vocab_size, ms);
+    out.corrupt = g.metric_value;
+    out.resid.assign((size_t)P * T, 0.0f);
+    for (int p = 0; p < P; p++) {
+        const float *xc = rc.resid(p), *xx = rx.resid(p), *gr = g.resid_at(p);
+        for (int t = 0; t < T; t++) {
+            double s = 0;
+            for (int i = 0; i < d; i++) {
+                const size_t at = (size_t)t * d + i;
+                s += ((double)xc[at] - xx[at]) * gr[at];
+            }
+            out.resid[(size_t)p * T + t] = (float)(out.corrupt + s);
+        }
+    }
+    out.heads.assign((size_t)L * H, 0.0f);
+    for (int l = 0; l < L; l++) {
+        const float *zc = rc.get(HOOK_Z, l), *zx = rx.get(HOOK_Z, l), *gz = g.z_at(l);
+        for (int h = 0; h < H; h++) {
+            double s = 0;
+            for (int t = 0; t < T; t++)
+                for (int e = 0; e < dh; e++) {
+                    const size_t at = (size_t)t * H * dh + (size_t)h * dh + e;
+                    s += ((double)zc[at] - zx[at]) * gz[at];
+                }
+            out.heads[(size_t)l * H + h] = (float)(out.corrupt + s);
+        }
+    }
+    out.resid_normalized = normalized(out.resid, out.clean, out.corrupt);
+    out.heads_normalized = normalized(out.heads, out.clean, out.corrupt);
+    out.runs = 0; // no patched run: one forward each and one backward
+    out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+estimate_error compare_estimate(const std::vector<float>& estimate, const std::vector<float>& exact) {
+    if (estimate.size() != exact.size()) throw error("internal: an estimate and its exact values differ in size");
+    double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, sq = 0;
+    estimate_error e;
+    for (size_t i = 0; i < exact.size(); i++) {
+        const double a = estimate[i], b = exact[i];
+        if (!std::isfinite(a) || !std::isfinite(b)) continue;
+        e.max = std::max(e.max, std::fabs(a - b));
+        sq += (a - b) * (a - b);
+        n++, sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+    }
+    if (n == 0) return e;
+    e.rms = std::sqrt(sq / n);
+    const double va = saa - sa * sa / n, vb = sbb - sb * sb / n;
+    e.correlation = va > 0 && vb > 0 ? (sab - sa * sb / n) / std::sqrt(va * vb) : std::numeric_limits<double>::quiet_NaN();
+    return e;
+}
+
+} // namespace gb
