@@ -14,6 +14,7 @@
 #include "kernels/gemm.h"
 #include "model/kind.h"
 #include "model/model.h"
+#include "run/backward.h"
 #include "run/forward.h"
 #include "run/generate.h"
 #include "run/live.h"
@@ -336,6 +337,44 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
     return 0;
 }
 
+// The backward pass against its forward at each length: the forward keeping what the backward reads, then the
+// gradients of logit(1) - logit(2) at the last position at every residual point and head.
+int bench_gradients(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat) {
+    const gb::model_config& c = m.config;
+    std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s), matmul: %s, %d threads\n", c.model_type.c_str(),
+                c.n_layer, c.d_model, c.n_head, c.vocab_size, m.path.c_str(), gb::matmul_name(gb::matmul_kind_now()),
+                omp_get_max_threads());
+    std::printf("%8s %12s %12s %16s\n", "tokens", "forward_ms", "backward_ms", "backward/forward");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    gb::metric_spec ms;
+    ms.target = 1 % c.vocab_size, ms.contrast = 2 % c.vocab_size;
+    gb::forward_options opt;
+    opt.keep = gb::backward_keep(c);
+    for (int T : sizes) {
+        std::vector<double> fwd, bwd;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> ids(T);
+            for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            gb::record rec;
+            gb::gradients g;
+            const double f = ms_of([&] { gb::run_forward(rec, m, ids, {}, opt); });
+            const double b = ms_of([&] { gb::backward(g, m, rec, ms, opt); });
+            if (r < 0) continue;
+            fwd.push_back(f);
+            bwd.push_back(b);
+        }
+        const stats sf = summarize(fwd), sb = summarize(bwd);
+        std::printf("%8d %12.2f %12.2f %16.2f\n", T, sf.median, sb.median, sb.median / sf.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T}, {"forward_median_ms", sf.median}, {"backward_median_ms", sb.median},
+                           {"ratio", sb.median / sf.median}, {"repeat", repeat},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())}});
+    }
+    if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
+    return 0;
+}
+
 } // namespace
 
 int cmd_bench(const args& a) {
@@ -366,6 +405,10 @@ int cmd_bench(const args& a) {
     std::string renderer;
     gb::attention_fn gl = choose_backend(a, &renderer);
     if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
+    if (a.has("grad")) {
+        refuse_unless(m, gb::FEATURE_GRADIENTS, "--grad");
+        return bench_gradients(a, m, sizes, repeat);
+    }
     if (s2s) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
     return bench_forward(a, m, sizes, repeat, gl, renderer, pixels);
 }

@@ -43,6 +43,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                (grad and atp also take --model, --bos, --matmul and --ablate, --layers, --heads)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
+               or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
   make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
@@ -259,6 +260,7 @@ const std::vector<command> table = {
       {"repeat", "N", "timed runs per length, reported as median, min and max (default 10)"},
       {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
                           "ablation, against a fresh forward"},
+      {"grad", "", "time the backward pass (every residual point's and head's gradient) against its forward"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},
     {"make-random", cmd_make_random, NO_MODEL,
