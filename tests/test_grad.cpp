@@ -68,11 +68,18 @@ void expect_gradient(const float* got, const std::vector<double>& want, size_t e
 }
 
 // Every residual point (every `every`-th value) and, with z, each layer's z of m on tokens under ab.
-void expect_matches_differences(const gb::model& m, const ref_fn& ref, const std::vector<int>& tokens,
+// opt: interventions beyond ab, and fixed: the same changes as the reference's patches (applied before its edits).
+void expect_matches_differences(const gb::model& m, const ref_fn& plain_ref, const std::vector<int>& tokens,
                                 const gb::ablation& ab, const gb::metric_spec& ms, bool z, size_t every,
-                                const std::string& label) {
+                                const std::string& label, const gb::forward_options& opt = {},
+                                const ref_options& fixed = {}) {
+    const ref_fn ref = [&](const std::vector<int>& t, const gb::ablation& a, const ref_options& o) {
+        ref_options both = fixed;
+        both.edit = o.edit;
+        return plain_ref(t, a, both);
+    };
     gb::gradients g;
-    gb::run_gradients(g, m, tokens, ms, ab);
+    gb::run_gradients(g, m, tokens, ms, ab, opt);
     const int L = m.config.n_layer, T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size;
     const int pos = ms.position < 0 ? T - 1 : ms.position;
     ASSERT_EQ(g.position, pos);
@@ -217,6 +224,41 @@ TEST(Gradients, AblationsStayInForce) {
                                        rm->name + " no norms");
         }
     });
+}
+
+// Patches (SET) in force: a residual point at one position and a head's z at every position are constants
+// for what comes before them, while their own gradients are still reported.
+TEST(Gradients, PatchedActivationsAreConstantsUpstream) {
+    for (const ref_model* rm : ref_models()) {
+        const std::vector<int> tokens = rm->tokens(5, 6), other = rm->tokens(5, 7);
+        const int d = rm->m.config.d_model, dh = rm->m.config.d_head, H = rm->m.config.n_head, T = 5;
+        gb::record donor;
+        gb::forward_options keep;
+        keep.keep.resid_stream = true;
+        keep.keep.points = gb::hook_bit(gb::HOOK_Z);
+        gb::run_forward(donor, rm->m, other, {}, keep);
+        std::vector<float> row(donor.resid(3) + 2 * d, donor.resid(3) + 3 * d), zh((size_t)T * dh);
+        for (int t = 0; t < T; t++)
+            std::copy_n(donor.get(gb::HOOK_Z, 0) + (size_t)t * H * dh + dh, dh, zh.data() + (size_t)t * dh);
+        gb::forward_options o;
+        gb::intervention set_resid{gb::INTERVENE_SET, gb::HOOK_RESID_MID, 1};
+        set_resid.position = 2;
+        set_resid.values = row.data();
+        gb::intervention set_z{gb::INTERVENE_SET, gb::HOOK_Z, 0};
+        set_z.head = 1;
+        set_z.values = zh.data();
+        o.interventions = {set_resid, set_z};
+        ref_options fixed;
+        fixed.resid_patches.push_back({3, 2, std::vector<double>(row.begin(), row.end())});
+        fixed.z_patches.push_back({0, 1, std::vector<double>(zh.begin(), zh.end())});
+        expect_matches_differences(rm->m, rm->reference, tokens, {}, logit_diff(3, 8), true, 1, rm->name + " patched",
+                                   o, fixed);
+        gb::gradients g;
+        gb::run_gradients(g, rm->m, tokens, logit_diff(3, 8), {}, o);
+        double at_patch = 0; // the patched row's own gradient is reported, not zeroed
+        for (int i = 0; i < d; i++) at_patch = std::max(at_patch, (double)std::fabs(g.resid_at(3)[2 * d + i]));
+        EXPECT_GT(at_patch, 1e-3) << rm->name;
+    }
 }
 
 // The other decoder families: parallel blocks and partial rotary (GPT-NeoX), GeGLU and the embedding scale

@@ -68,8 +68,6 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
 // fp32 micro-kernel (core/kernels/gemm_backward.cpp). Threads split out's columns.
 void gemm_backward(float* out, const float* g, const weight_matrix& w, int n, gemm_scratch& scratch,
                    bool accumulate = false);
-// out [w.in] = column j of W as the forward's product multiplies by it (an LM head's row of the unembedding).
-void weight_column(float* out, const weight_matrix& w, int j);
 
 // The LM head for the AMX kernel: an F32 table emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty
 // (and the LM head stays on gemm_table) when the kernel is fp32, the table is stored F16/BF16/Q8_0, or it holds

@@ -108,23 +108,6 @@ void transposed_panels(float* out, const float* g, int ldg, const weight_matrix&
 
 } // namespace
 
-void weight_column(float* out, const weight_matrix& w, int j) {
-    const weight_matrix* part = &w;
-    for (const weight_matrix& p : w.parts) { // a fused matrix: the part holding column j
-        part = &p;
-        if (j < p.out) break;
-        j -= p.out;
-    }
-    const int64_t panel = j / NR;
-    const int depth = shape_of(*part).chunk; // whole blocks of a block type
-    aligned_vector<float> buf((size_t)depth * NR);
-    for (int k0 = 0; k0 < part->in; k0 += depth) {
-        const int kc = std::min(depth, part->in - k0);
-        const float* rows = panel_rows(buf.data(), *part, panel, k0, kc);
-        for (int k = 0; k < kc; k++) out[k0 + k] = rows[(size_t)k * NR + j % NR];
-    }
-}
-
 void gemm_backward(float* out, const float* g, const weight_matrix& w, int n, gemm_scratch& scratch, bool accumulate) {
     if (n <= 0) return;
     if (w.parts.empty()) return transposed_panels(out, g, w.out, w, n, scratch, accumulate);
