@@ -15,6 +15,7 @@
 #include <stb_image.h>
 #include <stb_image_write.h>
 
+#include "analysis/gradients.h"
 #include "analysis/head_scores.h"
 #include "app_script.h"
 #include "io/loader.h"
@@ -594,6 +595,42 @@ TEST(GuiAnalyses, AttributionAddsUpToTheLogitDifference) {
     std::string e5 = states[5]["analysis"]["attribution"]["error"];
     EXPECT_NE(e5.find("no-residual"), std::string::npos) << states[5].dump();
     EXPECT_EQ(states[5]["error"], "") << "the panel shows it, not the status bar";
+}
+
+// The Attribution tab shades the prompt's chips by each token's gradient x input for its difference: the core's
+// saliency of the same run (core/analysis/gradients.h), and only while that tab is shown.
+TEST(GuiAnalyses, AttributionShadesTheChipsByGradientTimesInput) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "tab attribution\nwait\nprint\nselect-token 2\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    const gb::model m = gb::load_model(gui_model().dir);
+    const std::vector<int> ids = gb::encode_prompt(m.tok, clean_prompt, false);
+    ASSERT_EQ(states[0]["tokens"].size(), ids.size());
+    for (const auto& st : states) {
+        const auto& a = st["attribution"];
+        ASSERT_TRUE(a.contains("saliency")) << st.dump();
+        ASSERT_EQ(a["saliency"].size(), ids.size());
+        auto id_of = [&](const std::string& text) { // the token the state names by its text
+            for (int id = 0; id < m.config.vocab_size; id++)
+                if (gb::token_text(m.tok, id) == text) return id;
+            return -1;
+        };
+        gb::metric_spec ms;
+        ms.target = id_of(a["target"]), ms.contrast = id_of(a["contrast"]), ms.position = a["position"];
+        ASSERT_GE(ms.target, 0) << a.dump();
+        ASSERT_GE(ms.contrast, 0) << a.dump();
+        const std::vector<float> want = gb::saliency(m, ids, ms, 0).grad_x_input;
+        double scale = 0;
+        for (float v : want) scale = std::max(scale, (double)std::fabs(v));
+        EXPECT_GT(scale, 1e-3);
+        for (size_t t = 0; t < ids.size(); t++)
+            EXPECT_NEAR(a["saliency"][t].get<double>(), want[t], 1e-4 * std::max(1.0, scale)) << "token " << t;
+    }
+    EXPECT_EQ(states[1]["attribution"]["position"], 2);
+    for (size_t t = 3; t < ids.size(); t++) EXPECT_EQ(states[1]["attribution"]["saliency"][t], 0.0) << "after the position";
 }
 
 TEST(GuiAnalyses, HeadScoreModeAndTheInductionTest) {

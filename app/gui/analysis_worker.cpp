@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "analysis/gradients.h"
 #include "run/seq2seq.h"
 #include "util/error.h"
 
@@ -45,6 +46,14 @@ static std::shared_ptr<attribution_output> compute_attribution(const analysis_re
     out->key = q.key;
     out->from = q.from;
     out->attr = gb::attribute(r.cap(), *r.model, r.ablation, q.target, q.contrast, q.position);
+    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) { // one more forward and the backward
+        gb::metric_spec ms;
+        ms.kind = out->attr.contrast >= 0 ? gb::metric_spec::LOGIT_DIFF : gb::metric_spec::LOGIT;
+        ms.target = out->attr.target;
+        ms.contrast = out->attr.contrast;
+        ms.position = out->attr.position;
+        out->saliency = gb::saliency(*r.model, r.cap().tokens, ms, 0, r.ablation).grad_x_input;
+    }
     out->ms = ms_since(t0);
     return out;
 }

@@ -181,6 +181,9 @@ struct attribution_output {
     std::string key;
     std::shared_ptr<const run_result> from;
     gb::attribution attr;                   // heads [L][H], attn_bias [L], mlp [L], embed, bias, total
+    // token saliency: [T] gradient x input at the embeddings' residual point of the same difference at the same
+    // position (core/analysis/gradients.h), which shades the prompt's chips; empty where the kind offers no gradients
+    std::vector<float> saliency;
     double ms = 0;
 };
 struct induction_output {                   // the repeated-random-tokens test

@@ -234,6 +234,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
             const float* lg = r.cap().last_logits();
             aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
         }
+        if (!s.attribution->saliency.empty()) aj["saliency"] = s.attribution->saliency;
         j["attribution"] = aj;
     }
     if (s.induction) {

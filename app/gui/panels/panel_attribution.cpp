@@ -146,7 +146,8 @@ static void component_bars(const gb::attribution& a) {
 // Panel
 // ---------------------------------------------------------------------------------------------
 void panel_attribution(app_state& s, ui_context& ui) {
-    tab_hint("How much each head, MLP and bias writes into logit(target) \u2212 logit(contrast) at the selected token.");
+    tab_hint("How much each head, MLP and bias writes into logit(target) \u2212 logit(contrast) at the selected token; "
+             "the prompt's chips are shaded by each token's gradient \u00d7 input for it (red raises it, blue lowers it).");
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;

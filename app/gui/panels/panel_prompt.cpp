@@ -211,6 +211,25 @@ static void image_prompt(app_state& s, ui_context& ui) {
     ui.prompt_wanted_h = ImGui::GetCursorPosY() - top + 2 * st.WindowPadding.y;
 }
 
+// The Attribution tab's token saliency (gradient x input of its difference) while that tab shows a result of the
+// run on screen; null otherwise (the chips keep their plain colour).
+static const std::vector<float>* shown_saliency(const app_state& s) {
+    const attribution_output* ao = s.attribution.get();
+    if (s.tab != TAB_ATTRIBUTION || !ao || ao->from != s.result || ao->saliency.empty()) return nullptr;
+    if ((int)ao->saliency.size() != s.result->cap().n_tokens) return nullptr;
+    return &ao->saliency;
+}
+
+// A chip's colour for saliency v in [-1, 1]: the plain chip's blue-grey towards red (raises the difference) or
+// blue (lowers it), so that the light text stays readable at every value.
+static ImU32 saliency_u32(float v) {
+    const float a = std::min(1.0f, std::fabs(v));
+    const float to[3] = {v >= 0 ? 200.0f : 40.0f, v >= 0 ? 60.0f : 110.0f, v >= 0 ? 50.0f : 200.0f};
+    const float from[3] = {55, 65, 85};
+    return IM_COL32((int)(from[0] + a * (to[0] - from[0])), (int)(from[1] + a * (to[1] - from[1])),
+                    (int)(from[2] + a * (to[2] - from[2])), 255);
+}
+
 // Encoder–decoders: the prompt is the source; the target the decoder reads (empty: the model's own greedy
 // translation, shown as the box's hint), and which stack the grid, the head view and the chips show.
 static void target_row(app_state& s, ui_context& ui) {
@@ -334,6 +353,10 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImVec2 o = ImGui::GetCursorScreenPos();
     int selected = query_token(s, c.n_tokens);
+    const std::vector<float>* sal = shown_saliency(s);
+    float sal_max = 0;
+    if (sal)
+        for (float v : *sal) sal_max = std::max(sal_max, std::fabs(v));
     for (int t = 0; t < c.n_tokens; t++) {
         ImVec2 a(o.x + at[t].x, o.y + at[t].y);
         ImVec2 b(a.x + ImGui::CalcTextSize(labels[t].c_str()).x + px(10), a.y + line_h);
@@ -342,12 +365,18 @@ void panel_prompt(app_state& s, ui_context& ui) {
         ImU32 bg = t == selected ? IM_COL32(255, 190, 60, 255)
                  : hover         ? IM_COL32(90, 110, 150, 255)
                  : generated     ? IM_COL32(92, 76, 36, 255)
+                 : sal           ? saliency_u32(sal_max > 0 ? (*sal)[t] / sal_max : 0.0f)
                                  : IM_COL32(55, 65, 85, 255);
         dl->AddRectFilled(a, b, bg, px(4));
         dl->AddText(ImVec2(a.x + px(5), a.y + px(4)),
                     t == selected ? IM_COL32(20, 20, 20, 255) : generated ? IM_COL32(255, 222, 120, 255) : IM_COL32(235, 235, 235, 255),
                     labels[t].c_str());
-        if (hover) {
+        if (hover && sal) {
+            ImGui::SetTooltip("token %d%s: id %d \"%s\"\ngradient x input %+.4f (the Attribution tab's difference)\n"
+                              "click: show this token's attention row", t, generated ? " (generated)" : "", c.tokens[t],
+                              labels[t].c_str(), (*sal)[t]);
+            if (ImGui::IsMouseClicked(0)) s.sel_token = t;
+        } else if (hover) {
             ImGui::SetTooltip("token %d%s: id %d \"%s\"\nclick: show this token's attention row", t,
                               generated ? " (generated)" : "", c.tokens[t], labels[t].c_str());
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
