@@ -740,9 +740,11 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     ab.no_layernorm.on = true;
     gb::gradients g;
     gb::run_gradients(g, m, tokens, ms, ab);
-    EXPECT_EQ(j["metric"]["kind"], "logit-diff");
-    EXPECT_EQ(j["metric"]["position"], T - 1);
-    EXPECT_NEAR(j["metric"]["value"].get<double>(), g.metric_value, 1e-6);
+    EXPECT_EQ(j["metric_kind"], "logit-diff");
+    EXPECT_EQ(j["position"], T - 1);
+    EXPECT_EQ(j["target"]["id"], 32);
+    EXPECT_EQ(j["contrast"]["id"], 97);
+    EXPECT_NEAR(j["metric"].get<double>(), g.metric_value, 1e-6);
     ASSERT_EQ(j["resid_grad"].size(), 5u);
     ASSERT_EQ(j["resid_grad"][4].size(), (size_t)T);
     ASSERT_EQ(j["resid_grad"][4][T - 1].size(), (size_t)d);
@@ -753,7 +755,7 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     ASSERT_EQ(j["integrated"].size(), (size_t)T);
     double sum = 0;
     for (const auto& v : j["integrated"]) sum += v.get<double>();
-    const double change = j["metric"]["value"].get<double>() - j["baseline"].get<double>();
+    const double change = j["metric"].get<double>() - j["baseline"].get<double>();
     EXPECT_GT(std::fabs(change), 0.1);
     EXPECT_NEAR(j["completeness_gap"].get<double>(), change - sum, 1e-4);
     EXPECT_LE(std::fabs(change - sum), 1e-3 * std::fabs(change)) << "64 midpoint steps integrate a smooth path";

@@ -53,6 +53,9 @@ int cmd_grad(const args& a) {
         std::printf("integrated gradients, %d midpoint steps from a zero stream: metric(x) - metric(0) = %+.6f, "
                     "their sum %+.6f, completeness gap %+.3g\n",
                     steps, s.value - s.baseline, s.value - s.baseline - s.completeness_gap(), s.completeness_gap());
+    if (steps > 0) // what a large gap usually means
+        std::printf("(a norm rescales the nearly zero stream near alpha = 0, so the metric jumps there and is nearly flat "
+                    "after: more --steps close the gap, slowly)\n");
     write_outputs(a, gb::saliency_json(s, m.tok, tokens), [&](const std::string& d) { gb::write_saliency_npy(d, s); });
     return 0;
 }

@@ -231,8 +231,8 @@ const std::vector<command> table = {
       {"steps", "N", "integrated gradients' midpoint steps from a zero stream at the embeddings (default 32; 0: "
                      "none)"},
       ablate, layers, heads,
-      {"json", "FILE", "write metric, tokens, points, resid_grad [2L+1][T][d], grad_x_input [T], integrated [T], "
-                       "baseline and completeness_gap as JSON"},
+      {"json", "FILE", "write metric (its value), metric_kind, target, contrast, position, tokens, points, resid_grad "
+                       "[2L+1][T][d], grad_x_input [T], integrated [T], baseline and completeness_gap as JSON"},
       {"npy-dir", "DIR", "write resid_grad.npy [P, T, d], grad_x_input.npy [T] and integrated.npy [T] into DIR"},
       matmul, weights}},
     {"atp", cmd_atp, gb::FEATURE_GRADIENTS,

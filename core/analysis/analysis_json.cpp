@@ -189,12 +189,12 @@ json saliency_json(const saliency_result& s, const tokenizer& tok, const std::ve
     json grad = json::array();
     for (int p = 0; p < P; p++) grad.push_back(grid(s.resid_grad.data() + (size_t)p * T * d, T, d));
     const bool diff = s.metric.kind == metric_spec::LOGIT_DIFF && s.metric.contrast >= 0;
-    json j = {{"metric", {{"kind", metric_name(diff || s.metric.kind != metric_spec::LOGIT_DIFF ? s.metric.kind
-                                                                                                  : metric_spec::LOGIT)},
-                          {"target", token_ref(s.metric.target, tok)},
-                          {"contrast", token_ref(diff ? s.metric.contrast : -1, tok)},
-                          {"position", s.metric.position},
-                          {"value", s.value}}},
+    const metric_spec::kind_t kind = diff || s.metric.kind != metric_spec::LOGIT_DIFF ? s.metric.kind : metric_spec::LOGIT;
+    json j = {{"metric", s.value},
+              {"metric_kind", metric_name(kind)},
+              {"target", token_ref(s.metric.target, tok)},
+              {"contrast", token_ref(diff ? s.metric.contrast : -1, tok)},
+              {"position", s.metric.position},
               {"tokens", tokens_json(tokens, tok)},
               {"points", resid_labels(s.n_layer)},
               {"resid_grad", grad},

@@ -31,7 +31,7 @@ nlohmann::json break_it_json(const break_result& b, const tokenizer& tok);
 //  "distribution": [{"id", "text", "prob"}] (the first 50)}], "sampling": {"top_k", "top_p", "seed"}}
 nlohmann::json temperatures_json(const std::string& prompt, const std::vector<int>& prompt_ids,
                                  const std::vector<temperature_run>& runs, const sampling& sp, const tokenizer& tok);
-// {"metric": {"kind", "target", "contrast", "position", "value"}, "tokens", "points", "resid_grad" [2L+1][T][d],
+// {"metric" (its value), "metric_kind", "target", "contrast", "position", "tokens", "points", "resid_grad" [2L+1][T][d],
 //  "grad_x_input" [T], "steps"; with steps > 0 "integrated" [T], "baseline", "completeness_gap"}
 nlohmann::json saliency_json(const saliency_result& s, const tokenizer& tok, const std::vector<int>& tokens);
 // Attribution patching: patch_json's keys and "method": "attribution patching"; with exact (not null) also
