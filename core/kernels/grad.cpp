@@ -171,10 +171,22 @@ void softcap_backward(float* g, const float* y, size_t n, float cap) {
 // ---------------------------------------------------------------------------------------------
 // attention
 // ---------------------------------------------------------------------------------------------
+// a . b over n floats, a vector of lanes at a time
 static float dot(const float* a, const float* b, int n) {
+    avec acc = {};
+    int i = 0;
+    for (; i + AL <= n; i += AL) acc += *(const avec*)(a + i) * *(const avec*)(b + i);
     float s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    for (int l = 0; l < AL; l++) s += acc[l];
+    for (; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+// y [n] += c * x [n] (y and x do not overlap)
+static void axpy(float* __restrict y, float c, const float* __restrict x, int n) {
+    int i = 0;
+    for (; i + AL <= n; i += AL) *(avec*)(y + i) += c * *(const avec*)(x + i);
+    for (; i < n; i++) y[i] += c * x[i];
 }
 
 void attention_backward_probs(float* gp, const attention_args& a, const float* g_out) {
@@ -222,11 +234,9 @@ void attention_backward_inputs(float* gq, int gq_stride, float* gk, float* gv, i
                     gsj *= scale;
                     float* gkj = gk + (size_t)j * gkv_stride + (size_t)g * dh;
                     float* gvj = gv + (size_t)j * gkv_stride + (size_t)g * dh;
-                    for (int e = 0; e < dh; e++) {
-                        gqi[e] += gsj * kj[e];
-                        gkj[e] += gsj * qi[e];
-                        gvj[e] += p[j] * go[e];
-                    }
+                    axpy(gqi, gsj, kj, dh);
+                    axpy(gkj, gsj, qi, dh);
+                    axpy(gvj, p[j], go, dh);
                 }
             }
     }
