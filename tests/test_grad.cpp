@@ -17,6 +17,7 @@
 #include "run/forward.h"
 #include "ref_models.h"
 #include "test_util.h"
+#include "tiny_encoder.h"
 #include "tiny_family.h"
 #include "tiny_model.h"
 
@@ -291,6 +292,32 @@ TEST(Gradients, EveryDecoderFamilyMatchesFiniteDifferences) {
     }
 }
 
+// Mixtures of experts, through the chosen experts, the router's softmax (renormalised over the chosen or not), and
+// Qwen2-MoE's shared expert with its gate; an ablated expert's weight is a constant. The experts each token chose
+// stay chosen under the differences' small steps.
+TEST(Gradients, MixturesOfExpertsMatchFiniteDifferences) {
+    for (const char* fam : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"}) {
+        family_spec s;
+        s.family = fam;
+        const tiny_family tf = write_tiny_family(test_temp_dir(std::string("grad_") + fam), s);
+        const gb::model m = gb::load_model(tf.hf_dir);
+        const ref_fn ref = [&tf](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
+            family_ref_options fo;
+            fo.base = o;
+            return reference_family(tf, t, ab, fo);
+        };
+        const std::vector<int> tokens = random_tokens(5, m.config.vocab_size - 4, 13);
+        expect_matches_differences(m, ref, tokens, {}, logit_diff(5, 9), true, 3, fam);
+        gb::ablation ab;
+        ab.experts = {{0, 1}, {1, 2}};
+        ab.heads = {{1, 0}};
+        gb::metric_spec lp;
+        lp.kind = gb::metric_spec::LOGPROB;
+        lp.target = 17;
+        expect_matches_differences(m, ref, tokens, ab, lp, false, 3, std::string(fam) + " experts ablated");
+    }
+}
+
 // Weights kept in a stored type (a GGUF in Q8_0 and in F16): the backward multiplies by the dequantised values,
 // as the forward does, so it matches the reference of the model rounded through the type.
 TEST(Gradients, StoredWeightTypesMatchTheirRoundedReference) {
@@ -328,11 +355,9 @@ TEST(Gradients, RefusesWhatItCannotDifferentiate) {
     far.position = 4;
     expect_gb_error([&] { gb::run_gradients(g, rm.m, tokens, far); }, "outside the prompt");
     expect_gb_error([] { gb::parse_metric("loss"); }, "logit-diff, logit, logprob");
-    family_spec s;
-    s.family = "mixtral";
-    const tiny_family tf = write_tiny_family(test_temp_dir("grad_mixtral"), s);
-    const gb::model moe = gb::load_model(tf.hf_dir);
-    expect_gb_error([&] { gb::run_gradients(g, moe, {5, 6, 7}, logit_diff(1, 2)); }, "experts' top-k routing");
-    EXPECT_FALSE(gb::offers(moe.config, gb::FEATURE_GRADIENTS));
+    const tiny_encoder te = write_tiny_encoder(test_temp_dir("grad_bert"), encoder_spec{});
+    const gb::model bert = gb::load_model(te.dir);
+    expect_gb_error([&] { gb::run_gradients(g, bert, {5, 6, 7}, logit_diff(1, 2)); }, "is a masked-language-model encoder");
+    EXPECT_FALSE(gb::offers(bert.config, gb::FEATURE_GRADIENTS));
     EXPECT_TRUE(gb::offers(rm.m.config, gb::FEATURE_GRADIENTS));
 }

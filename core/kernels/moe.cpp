@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/grad.h"
 #include "kernels/ops.h"
 #include "util/error.h"
 
@@ -122,6 +123,109 @@ void moe_forward(float* out, const float* xn, int n, const layer_weights& lw, co
             gates[r] = lw.shared_gate.empty() ? 1.0f : (float)(1.0 / (1.0 + std::exp(-dot)));
         }
         swiglu_expert(out, xn, n, lw.w_gate, lw.w_up, lw.w_down, nullptr, nullptr, 0, gates, d, s, g);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backward
+// ---------------------------------------------------------------------------------------------
+// One SwiGLU expert on m rows x [m][d] scaled per row by scale[i]: gx rows (scattered by rows, or in order)
+// += its gradient from g's rows; dscale [m] = g . the expert's output (before the scale).
+static void swiglu_expert_backward(float* gx, float* dscale, const float* g, const float* x, int m, const float* scale,
+                                   const int* rows, const weight_matrix& w_gate, const weight_matrix& w_up,
+                                   const weight_matrix& w_down, int d, moe_scratch& s, gemm_scratch& gs) {
+    static const std::vector<float> no_bias;
+    const int ff = w_up.out;
+    const size_t mf = (size_t)m * ff;
+    std::vector<float> h(mf), gy((size_t)m * d), gh(mf), gg(mf), gxm((size_t)m * d);
+    grow(s.gate, mf);
+    grow(s.up, mf);
+    grow(s.y, (size_t)m * d);
+    gemm(s.gate.data(), x, w_gate, no_bias, m, gs);
+    gemm(s.up.data(), x, w_up, no_bias, m, gs);
+    std::copy_n(s.up.data(), mf, h.data());
+    swiglu_forward(h.data(), s.gate.data(), mf);
+    gemm(s.y.data(), h.data(), w_down, no_bias, m, gs);
+    for (int i = 0; i < m; i++) {
+        const float* gr = g + (size_t)(rows ? rows[i] : i) * d;
+        double dot = 0;
+        for (int j = 0; j < d; j++) {
+            dot += (double)gr[j] * s.y[(size_t)i * d + j];
+            gy[(size_t)i * d + j] = scale[i] * gr[j];
+        }
+        dscale[i] = (float)dot;
+    }
+    gemm_backward(gh.data(), gy.data(), w_down, m, gs);
+    swiglu_backward(gh.data(), gg.data(), gh.data(), s.up.data(), s.gate.data(), mf);
+    gemm_backward(gxm.data(), gh.data(), w_up, m, gs);
+    gemm_backward(gxm.data(), gg.data(), w_gate, m, gs, true);
+    for (int i = 0; i < m; i++) {
+        float* o = gx + (size_t)(rows ? rows[i] : i) * d;
+        for (int j = 0; j < d; j++) o[j] += gxm[(size_t)i * d + j];
+    }
+}
+
+void moe_experts_backward(float* gx, float* dw, const float* g, const float* xn, const float* weights, int n,
+                          const layer_weights& lw, const model_config& c, moe_scratch& s, gemm_scratch& gs) {
+    const int d = c.d_model, E = c.n_expert;
+    grow(s.rows, (size_t)n);
+    grow(s.xg, (size_t)n * d);
+    std::fill_n(dw, (size_t)n * E, 0.0f);
+    std::vector<float> scale(n), dscale(n);
+    for (int e = 0; e < E; e++) {
+        int m = 0;
+        for (int r = 0; r < n; r++)
+            if (weights[(size_t)r * E + e] != 0) s.rows[m++] = r;
+        if (m == 0) continue;
+        for (int i = 0; i < m; i++) {
+            std::copy_n(xn + (size_t)s.rows[i] * d, d, s.xg.data() + (size_t)i * d);
+            scale[i] = weights[(size_t)s.rows[i] * E + e];
+        }
+        swiglu_expert_backward(gx, dscale.data(), g, s.xg.data(), m, scale.data(), s.rows.data(), lw.exp_gate[e],
+                               lw.exp_up[e], lw.exp_down[e], d, s, gs);
+        for (int i = 0; i < m; i++) dw[(size_t)s.rows[i] * E + e] = dscale[i];
+    }
+    if (lw.w_up.empty()) return;
+    // the shared expert, scaled by sigmoid(x . shared_gate) (1 without), and that gate's own gradient
+    for (int r = 0; r < n; r++) {
+        double dot = 0;
+        if (!lw.shared_gate.empty())
+            for (int j = 0; j < d; j++) dot += (double)xn[(size_t)r * d + j] * lw.shared_gate[j];
+        scale[r] = lw.shared_gate.empty() ? 1.0f : (float)(1.0 / (1.0 + std::exp(-dot)));
+    }
+    swiglu_expert_backward(gx, dscale.data(), g, xn, n, scale.data(), nullptr, lw.w_gate, lw.w_up, lw.w_down, d, s, gs);
+    if (lw.shared_gate.empty()) return;
+    for (int r = 0; r < n; r++) {
+        const float a = dscale[r] * scale[r] * (1.0f - scale[r]);
+        for (int j = 0; j < d; j++) gx[(size_t)r * d + j] += a * lw.shared_gate[j];
+    }
+}
+
+void moe_route_backward(float* dlogits, const float* dw, const float* logits, int n, int E, int k, bool norm_topk,
+                        std::vector<int>& chosen) {
+    std::vector<float> w(E);
+    for (int r = 0; r < n; r++) {
+        const float* lg = logits + (size_t)r * E;
+        const float* gw = dw + (size_t)r * E;
+        float* out = dlogits + (size_t)r * E;
+        moe_route(w.data(), lg, 1, E, k, norm_topk, chosen); // the chosen experts and their weights
+        // the softmax over all E (weights of the unchosen computed here, not kept by moe_route)
+        float mx = lg[0];
+        for (int e = 1; e < E; e++) mx = std::max(mx, lg[e]);
+        double sum = 0;
+        for (int e = 0; e < E; e++) sum += std::exp((double)lg[e] - mx);
+        double dot = 0; // sum over the chosen of dw_e w_e
+        for (int e = 0; e < E; e++)
+            if (w[e] != 0) dot += (double)gw[e] * w[e];
+        for (int j = 0; j < E; j++) {
+            const bool in = w[j] != 0;
+            if (norm_topk) { // a softmax over the chosen alone
+                out[j] = in ? (float)(w[j] * (gw[j] - dot)) : 0.0f;
+            } else { // the chosen entries of the softmax over all E
+                const double p = std::exp((double)lg[j] - mx) / sum;
+                out[j] = (float)((in ? (double)gw[j] * w[j] : 0.0) - p * dot);
+            }
+        }
     }
 }
 

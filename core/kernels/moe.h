@@ -40,4 +40,15 @@ int moe_top(const float* weights, int E, int k, int* ids, float* vals);
 void moe_forward(float* out, const float* xn, int n, const layer_weights& lw, const model_config& c, moe_scratch& s,
                  gemm_scratch& g, const std::function<void(float* weights)>& at_router);
 
+// The backward of moe_forward's experts (core/run/backward.h), from g [n][d] at its output: gx [n][d] += the
+// gradient at xn through every expert on its rows (weights [n][E] as they flowed, after the router's
+// interventions) and the shared expert with its gate; dw [n][E] = the gradient at those weights (0 where a weight
+// is 0). Recomputes each expert's products on its rows.
+void moe_experts_backward(float* gx, float* dw, const float* g, const float* xn, const float* weights, int n,
+                          const layer_weights& lw, const model_config& c, moe_scratch& s, gemm_scratch& gs);
+// dlogits [n][E] = the gradient at the router's logits from dw [n][E] at moe_route's weights (the chosen experts
+// are a constant choice: the gradient flows through the softmax and the renormalisation only).
+void moe_route_backward(float* dlogits, const float* dw, const float* logits, int n, int E, int k, bool norm_topk,
+                        std::vector<int>& chosen);
+
 } // namespace gb

@@ -24,8 +24,6 @@ const kind_info& kind_table(model_kind k) {
         moe = {"moe", "mixture-of-experts language model", INPUT_TEXT, OUTPUT_NEXT_TOKEN, {}};
         moe.why_not[FEATURE_CROSS] = no_cross;
         moe.why_not[FEATURE_IMAGE] = no_image;
-        moe.why_not[FEATURE_GRADIENTS] = "the backward pass through the experts' top-k routing is not built yet "
-                                         "(dense decoders have it)";
 
         kind_info& enc = table[KIND_ENCODER];
         enc = {"encoder", "masked-language-model encoder", INPUT_TEXT, OUTPUT_FILL_MASK, {}};

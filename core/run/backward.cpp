@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "kernels/grad.h"
+#include "kernels/moe.h"
 #include "kernels/ops.h"
 #include "run/pass.h"
 #include "util/error.h"
@@ -59,7 +60,7 @@ record_request backward_keep(const model_config& c) {
     record_request rq;
     rq.points = hook_bit(HOOK_RESID_PRE) | hook_bit(HOOK_Q) | hook_bit(HOOK_K) | hook_bit(HOOK_V) |
                 hook_bit(HOOK_PATTERN) | hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_POST) |
-                hook_bit(HOOK_ATTN_IN);
+                hook_bit(HOOK_ATTN_IN) | hook_bit(HOOK_ROUTER);
     rq.resid_stream = true;
     (void)c;
     return rq;
@@ -77,6 +78,7 @@ struct bctx {
     std::vector<uint8_t> plan_buf;
     point_plan plan;
     gemm_scratch gs;
+    moe_scratch ms;
     std::vector<float> t1, t2, t3, t4, t5; // scratch, grown on demand
 };
 
@@ -115,6 +117,43 @@ static void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int widt
 // ---------------------------------------------------------------------------------------------
 // The MLP: g [T][d] at mlp_out (as flowed) -> accumulated into gx [T][d] at the stream the MLP read
 // ---------------------------------------------------------------------------------------------
+// g_in [T][d] at mlp_in -> accumulated into gx [T][d] at the stream the MLP's norm read: the layer's input
+// (parallel blocks) or resid_mid
+static void mlp_input_backward(bctx& b, int l, float* g_in, float* gx) {
+    const bool no_norm = b.plan.identity_norm[l] & 2;
+    zero_covered(b, HOOK_MLP_IN, l, g_in, b.T, b.d, b.d);
+    const float* x = b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
+    norm_backward(gx, x, g_in, no_norm || !b.arch.pre_norm ? nullptr : &b.w.layers[l].norm2_g, b.arch.norm,
+                  b.c.norm_eps, b.T, b.d, true);
+}
+
+// A mixture of experts: g [T][d] at its output -> g_in [T][d] at mlp_in, through the experts on their rows, the
+// shared expert and its gate, and the router's mixing weights (as flowed; its interventions in force)
+static void moe_backward(bctx& b, int l, const float* in, const float* g, float* g_in) {
+    static const std::vector<float> no_bias;
+    const layer_weights& lw = b.w.layers[l];
+    const int T = b.T, E = b.c.n_expert;
+    std::vector<float> dw((size_t)T * E), logits((size_t)T * E), dlogits((size_t)T * E);
+    std::fill_n(g_in, (size_t)T * b.d, 0.0f);
+    moe_experts_backward(g_in, dw.data(), g, in, kept(b, HOOK_ROUTER, l), T, lw, b.c, b.ms, b.gs);
+    zero_covered(b, HOOK_ROUTER, l, dw.data(), T, E, E);
+    gemm(logits.data(), in, lw.router, no_bias, T, b.gs);
+    moe_route_backward(dlogits.data(), dw.data(), logits.data(), T, E, b.c.n_expert_used, b.c.norm_topk, b.ms.chosen);
+    gemm_backward(g_in, dlogits.data(), lw.router, T, b.gs, true);
+}
+
+// The MLP's output before a post norm (Gemma 2, OLMo 2), recomputed into y [T][d]
+static void mlp_sum(bctx& b, int l, const float* in, float* y) {
+    const layer_weights& lw = b.w.layers[l];
+    if (b.arch.kind != KIND_MOE) {
+        gemm(y, kept(b, HOOK_MLP_POST, l), lw.w_down, lw.b_down, b.T, b.gs);
+        return;
+    }
+    const float* w = kept(b, HOOK_ROUTER, l); // the mixing weights as they flowed
+    const size_t TE = (size_t)b.T * b.c.n_expert;
+    moe_forward(y, in, b.T, lw, b.c, b.ms, b.gs, [w, TE](float* weights) { std::copy_n(w, TE, weights); });
+}
+
 static void mlp_backward(bctx& b, int l, float* g, float* gx) {
     static const std::vector<float> no_bias;
     const layer_weights& lw = b.w.layers[l];
@@ -122,22 +161,26 @@ static void mlp_backward(bctx& b, int l, float* g, float* gx) {
     const size_t n_ff = (size_t)T * ff;
     const bool no_norm = b.plan.identity_norm[l] & 2;
     const mlp_kind kind = b.arch.mlp;
-    const float* post = kept(b, HOOK_MLP_POST, l);
     const float* in = kept(b, HOOK_MLP_IN, l);
     zero_covered(b, HOOK_MLP_OUT, l, g, T, d, d);
-    if (b.arch.post_norm && !no_norm) { // its input: W_down's product, recomputed
+    if (b.arch.post_norm && !no_norm) { // its input, recomputed
         float* y = grown(b.t1, (size_t)T * d);
-        gemm(y, post, lw.w_down, lw.b_down, T, b.gs);
+        mlp_sum(b, l, in, y);
         float* gy = grown(b.t2, (size_t)T * d);
         norm_backward(gy, y, g, &lw.post_mlp_norm, b.arch.norm, b.c.norm_eps, T, d);
         std::copy_n(gy, (size_t)T * d, g);
+    }
+    float* g_in = grown(b.t4, (size_t)T * d);
+    if (b.arch.kind == KIND_MOE) {
+        moe_backward(b, l, in, g, g_in);
+        mlp_input_backward(b, l, g_in, gx);
+        return;
     }
     float* g_post = grown(b.t1, n_ff);
     gemm_backward(g_post, g, lw.w_down, T, b.gs);
     zero_covered(b, HOOK_MLP_POST, l, g_post, T, ff, ff);
     float* up = grown(b.t2, n_ff); // the pre-activations, recomputed from mlp_in
     gemm(up, in, lw.w_up, lw.b_up, T, b.gs);
-    float* g_in = grown(b.t4, (size_t)T * d);
     if (kind == MLP_SWIGLU || kind == MLP_GEGLU) {
         float* gate = grown(b.t3, n_ff);
         gemm(gate, in, lw.w_gate, no_bias, T, b.gs);
@@ -152,11 +195,7 @@ static void mlp_backward(bctx& b, int l, float* g, float* gx) {
         else silu_backward(g_post, up, n_ff);
         gemm_backward(g_in, g_post, lw.w_up, T, b.gs);
     }
-    zero_covered(b, HOOK_MLP_IN, l, g_in, T, d, d);
-    // the stream the norm read: the layer's input (parallel blocks) or resid_mid
-    const float* x = b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
-    norm_backward(gx, x, g_in, no_norm || !b.arch.pre_norm ? nullptr : &lw.norm2_g, b.arch.norm, b.c.norm_eps, T, d,
-                  true);
+    mlp_input_backward(b, l, g_in, gx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,7 +361,7 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
     const model_config& c = m.config;
     const int L = c.n_layer, T = fwd.n_tokens, d = c.d_model, H = c.n_head, dh = c.d_head;
     bctx b{m, c, m.weights, arch_table(c.arch), fwd, opt, T, d, H, c.n_kv_head, dh, (H + 2 * c.n_kv_head) * dh,
-           {}, {}, {}, {}, {}, {}, {}, {}};
+           {}, {}, {}, {}, {}, {}, {}, {}, {}};
     b.plan = make_plan(b.plan_buf, opt, nullptr, L);
     const size_t Td = (size_t)T * d;
     out.n_layer = L, out.n_tokens = T, out.d_model = d, out.n_head = H, out.d_head = dh;

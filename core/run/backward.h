@@ -1,6 +1,7 @@
 // The backward pass: the gradient of a metric of one position's logits with respect to the residual stream at
 // every residual point and each head's z, by hand (no autodiff), as the derivative of what eval computes with
-// the weights as its products multiply by them. Decoder-only models (the kind table's FEATURE_GRADIENTS).
+// the weights as its products multiply by them. Decoder-only models, dense and MoE (the kind table's
+// FEATURE_GRADIENTS): an MoE layer's gradient passes through the experts each token chose and their weights.
 // It reads a record the forward made (backward_keep says what it must hold) and recomputes the few intermediates
 // that are not kept: the MLP's pre-activations, the q/k norms' inputs, a post norm's input, the final norm and
 // the metric's row of logits (docs/interpretability.md "Gradients").
@@ -44,7 +45,7 @@ struct gradients {
 };
 
 // What the forward must keep for the backward: the residual stream at every point and resid_pre at every layer,
-// per layer q, k, v, pattern, z, mlp_in, mlp_post, and attn_in for the q/k norms.
+// per layer q, k, v, pattern, z, mlp_in, mlp_post (dense) or the router's weights (MoE), and attn_in.
 record_request backward_keep(const model_config& c);
 
 // out = the gradients of metric on the run fwd recorded (with at least backward_keep). opt: the options the
