@@ -88,8 +88,9 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
     ms.contrast = contrast;
     // the clean run's stream and z; the corrupted run's, with its gradients
     record rc, rx;
-    forward_options keep;
-    keep.keep = backward_keep(c);
+    forward_options keep; // the clean run: only what the estimates read
+    keep.keep.points = hook_bit(HOOK_Z);
+    keep.keep.resid_stream = true;
     run_forward(rc, m, clean, ab, keep);
     gradients g;
     run_gradients(g, m, corrupt, ms, ab, {}, &rx);
