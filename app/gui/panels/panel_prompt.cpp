@@ -264,27 +264,11 @@ static void target_row(app_state& s, ui_context& ui) {
                           "over the target; the Cross-attention tab shows the decoder reading the source");
 }
 
-void panel_prompt(app_state& s, ui_context& ui) {
-    if (s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION)) return image_prompt(s, ui);
+// Beside the prompt box, side_w wide: the BOS choice (or the source's or an encoder's frame), the token count and
+// the demo list, as one group as tall as the box.
+static void prompt_side(app_state& s, ui_context& ui, float side_w, bool s2s) {
     const ImGuiStyle& st = ImGui::GetStyle();
-    const float top = ImGui::GetCursorPosY();
-    const char* hint = "the model re-runs as you type; click the text to edit it";
-    panel_title("Prompt", hint);
-    const ImVec2 below_title = ImGui::GetCursorPos();
-    const float title_w = ImGui::CalcTextSize("Prompt").x + st.ItemSpacing.x + ImGui::CalcTextSize(hint).x;
-    // the status line beside the title and its hint when it fits there, else on a line of its own below
-    const bool status_on_title = s.result && ImGui::GetWindowContentRegionMax().x -
-                                                     ImGui::CalcTextSize(computed_text(*s.result).c_str()).x >
-                                                 below_title.x + title_w + 20;
-    if (status_on_title) {
-        computed_line(s, ui, top);
-        ImGui::SetCursorPos(below_title);
-    }
-    const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
-    float box_h = prompt_box(s, ui, w - side_w);
-    ImGui::SameLine();
     ImGui::BeginGroup();
-    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
     if (s2s) {
         // the source is wrapped as the tokenizer's template says (Marian "text </s>"): no BOS to choose
         if (s.result && s.result->encoder) ImGui::TextDisabled("%d source tokens", s.result->encoder->n_tokens);
@@ -312,6 +296,29 @@ void panel_prompt(app_state& s, ui_context& ui) {
     }
     demo_combo(s, ui, side_w - st.ItemSpacing.x);
     ImGui::EndGroup();
+}
+
+void panel_prompt(app_state& s, ui_context& ui) {
+    if (s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION)) return image_prompt(s, ui);
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float top = ImGui::GetCursorPosY();
+    const char* hint = "the model re-runs as you type; click the text to edit it";
+    panel_title("Prompt", hint);
+    const ImVec2 below_title = ImGui::GetCursorPos();
+    const float title_w = ImGui::CalcTextSize("Prompt").x + st.ItemSpacing.x + ImGui::CalcTextSize(hint).x;
+    // the status line beside the title and its hint when it fits there, else on a line of its own below
+    const bool status_on_title = s.result && ImGui::GetWindowContentRegionMax().x -
+                                                     ImGui::CalcTextSize(computed_text(*s.result).c_str()).x >
+                                                 below_title.x + title_w + 20;
+    if (status_on_title) {
+        computed_line(s, ui, top);
+        ImGui::SetCursorPos(below_title);
+    }
+    const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
+    float box_h = prompt_box(s, ui, w - side_w);
+    ImGui::SameLine();
+    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
+    prompt_side(s, ui, side_w, s2s);
     if (!status_on_title) computed_line(s, ui, -1);
     demo_caption(s, ui);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
