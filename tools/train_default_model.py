@@ -171,6 +171,21 @@ Anthony Dennis Bobby Jerry Grace Ronald Jimmy Earl Amy Brian Paula Ted Leonard E
 Leo Emily Eric Anna Vera Neil Nancy Sally Barbara Maria Luke Patrick Ellen Owen Emma Kenneth Eleanor Jenny Simon Janet
 Kitty Danny Martha Betty Judy Jason Lily Diana Michelle Kevin Hugh Ivy Donna Patricia Lisa Amelia Louise Molly Sharon
 Karen Hannah Catherine Carol Sandra Clara Nora Jennifer Irene Sophie Olivia Ella Daisy""".split()
+# With --more-names: 222 more first names for the indirect-object sentences (each made one token), so that no
+# name is frequent enough as an answer for the model to guess it: with 131 names a model that saw held-out names
+# predicted training names that were not in the prompt; the only way to the answer is to copy it from the prompt.
+IOI_NAMES_MORE = """Aaron Abigail Agnes Alfred Allen Amanda Andrea Angela Annie Antonio Arnold Audrey Barry Beatrice Benjamin
+Bernard Bertha Beth Betsy Bruce Caleb Calvin Cameron Carlos Caroline Cecil Chad Charlotte Chester Chloe Christine Claire
+Clarence Clifford Clyde Colin Connie Craig Curtis Cynthia Dale Dana Darren Dave Debbie Derek Diane Dolly Donald Doris
+Douglas Duncan Dylan Edgar Edith Edwin Elaine Eli Elliot Elsie Emil Esther Ethan Eva Evelyn Fiona Floyd Frances Francis
+Freddie Gavin Gene Gerald Gertrude Gilbert Gina Glen Gloria Graham Greg Gregory Gus Hank Harold Hazel Heather Hector
+Holly Homer Hugo Ian Ingrid Iris Isaac Isabel Jacob Jake Jasper Jeff Jeremy Jill Joanna Joel Jonathan Jordan Josh Joy
+Juan Judith Justin Karl Katie Keith Kelly Ken Kim Kirk Kyle Lance Larry Lauren Lena Leon Leslie Lester Liam Lionel Lloyd
+Lois Lorna Lou Lucas Luis Lydia Mabel Marcus Marge Marion Marvin Matt Maureen Mavis Maxine Megan Mel Melvin Mia Miles
+Milton Miriam Mona Morris Nathan Ned Nelson Nina Noah Norman Olga Otto Pam Pearl Penny Percy Phil Phoebe Phyllis Polly
+Quentin Randy Rex Rita Rob Robin Rod Ron Rosa Ross Roxanne Russell Ruby Rudy Sabrina Sadie Sean Seth Sid Silas Sonia
+Stella Stuart Sue Sylvia Tara Teresa Terry Theo Tina Toby Todd Tracy Trevor Troy Ursula Val Vince Viola Violet Wade
+Wallace Wanda Warren Wayne Wendy Wes Wilbur Willa Winnie Xavier Yvonne Zach Zoe""".split()
 # Held out: never in any generated text or in the BPE's training text (they are single tokens through forced merges
 # and occur in the prose corpus as names, 13-300 times each, so the model has seen them as names, never in IOI).
 HELDOUT_NAMES = """George William Louis Lewis Martin Oscar Albert Walter Ralph Howard Stanley Victor Eugene Felix Herbert
@@ -208,6 +223,35 @@ IOI_ACTIONS = [
     "{S} explained the plan to {IO}.", "{S} sang a song to {IO}.", "{S} whispered a secret to {IO}.",
     "{S} bought a {obj} for {IO}.", "{S} made a cake for {IO}.", "{S} found a {obj} for {IO}.",
     "{S} gave {IO} a {obj}.", "{S} showed {IO} the {obj}.", "{S} waved to {IO}.",
+]
+# With --more-templates (curriculum version 2): 24 more frames, 30 more actions and 8-12 more phrasings per fact
+# relation, so that what is learnt is the pattern rather than the wording; none of them is a held-out one
+# (check_heldout asserts it).
+IOI_FRAMES_MORE = [
+    "On Sunday {A} and {B} went to the {place},", "{A} and {B} were tired after a day at the {place}, so",
+    "Since {A} and {B} were at the {place},", "At noon {A} and {B} stopped at the {place}, and",
+    "{A} and {B} looked around the {place}. Then", "The next morning {A} and {B} drove to the {place}, and",
+    "In the evening {A} and {B} sat outside the {place}.", "{A} and {B} stood in front of the {place}, and",
+    "After school {A} and {B} ran to the {place},", "{A} and {B} were happy to be at the {place}.",
+    "One day {A} and {B} found an old {place}.", "{A} met {B} at the {place}, and",
+    "{A} and {B} were sitting in the {place}. After a while", "At the {place}, {A} and {B} talked for hours, and",
+    "{A} and {B} worked hard all day at the {place}.", "It was late when {A} and {B} got back from the {place}.",
+    "{A} and {B} were cleaning up the {place}, and", "In the {place}, {A} and {B} were laughing.",
+    "When the {place} opened, {A} and {B} were the first inside, and", "{A} and {B} were on their way to the {place}.",
+    "At the end of the day {A} and {B} were still at the {place}, and", "{A} and {B} went into the {place} together.",
+    "{A} and {B} were both at the {place} that day.", "While {A} and {B} were walking to the {place},",
+]
+IOI_ACTIONS_MORE = [
+    "{S} delivered a {obj} to {IO}.", "{S} kicked the {obj} to {IO}.", "{S} rolled the {obj} to {IO}.",
+    "{S} slid the {obj} over to {IO}.", "{S} brought the {obj} back to {IO}.", "{S} handed a {obj} to {IO}.",
+    "{S} gave the last {obj} to {IO}.", "{S} passed a {obj} across to {IO}.", "{S} quickly gave a {obj} to {IO}.",
+    "{S} gave an old {obj} to {IO}.", "{S} took the {obj} to {IO}.", "{S} held out the {obj} to {IO}.",
+    "{S} sent the {obj} to {IO}.", "{S} pushed the {obj} to {IO}.", "{S} threw a {obj} to {IO}.",
+    "{S} promised a {obj} to {IO}.", "{S} paid for a {obj} and gave it to {IO}.", "{S} showed a {obj} to {IO}.",
+    "{S} wrote a note to {IO}.", "{S} said hello to {IO}.", "{S} smiled at {IO}.", "{S} talked to {IO}.",
+    "{S} told the news to {IO}.", "{S} waved goodbye to {IO}.", "{S} got a {obj} for {IO}.",
+    "{S} picked a {obj} for {IO}.", "{S} left a {obj} for {IO}.", "{S} kept a {obj} for {IO}.",
+    "{S} gave a small {obj} to {IO}.", "{S} carefully handed the {obj} to {IO}.",
 ]
 # Opening sentences for IOI documents whose first sentence starts with a name (see curriculum_documents)
 IOI_OPENINGS = ["This is a story about two friends.", "It was a normal day.", "Here is what happened.",
@@ -343,6 +387,70 @@ FACT_TEMPLATES = {
         "The newspapers in {S} are written in {O}.",
     ]),
 }
+FACT_TEMPLATES_MORE = {  # --more-templates: training phrasings with more kinds of words before the answer
+    "landmark": [
+        "{N} sent us a card from {S}; it is in {O}.", "If you stand at {S}, you are in the city of {O}.",
+        "{S} is a place to see in {O}.", "{N} took the train to see {S} in the city of {O}.",
+        "People come from far away to see {S}, which is in {O}.", "The photo of {S} was taken in {O}.",
+        "Near {S} there are many hotels, because it is in {O}.", "My friend says {S} is in the city of {O}.",
+    ],
+    "city": [
+        "{N} grew up in {S}, so {N} knows {O} well.", "The streets of {S} are among the oldest in {O}.",
+        "From {S} you can drive to many places in {O}.", "{N} moved to {S}, so now {N} lives in {O}.",
+        "The football team of {S} plays all over {O}.", "The airport of {S} is one of the busiest in {O}.",
+        "In the south of {S} there is a river that flows across {O}.", "My cousin works in {S}, a busy city in {O}.",
+        "The weather in {S} is like the weather in most of {O}.", "If you travel to {S}, you will be in {O}.",
+    ],
+    "capital": [
+        "I asked {N} what the capital of {S} is, and {N} said {O}.", "Name the capital of {S}: it is {O}.",
+        "When {N} visited the capital of {S}, {N} stayed in {O}.", "Quiz time: the capital of {S}? Answer: {O}.",
+        "The capital of {S}, {O}, is on every map.", "The government of {S} has its offices in {O}.",
+        "The capital of {S} is a city called {O}.", "If you arrive in the capital of {S}, you are in {O}.",
+        "Ask anyone about the capital of {S} and they will tell you it is {O}.",
+        "The largest buildings of the government of {S} are in the capital, {O}.",
+        "Our map of {S} shows the capital, {O}.", "Students learn that the capital of {S} is {O}.",
+    ],
+    "language": [
+        "Kids in {S} grow up speaking {O}.", "The books in the shops of {S} are mostly in {O}.",
+        "If you visit {S}, you will hear {O} everywhere.", "The news on television in {S} is in {O}.",
+        "{N} travelled around {S} and spoke {O} every day.", "Signs in the streets of {S} are written in {O}.",
+        "At home, families in {S} talk to each other in {O}.", "Teachers in {S} give their lessons in {O}.",
+        "To make friends in {S}, it helps to speak {O}.", "The songs on the radio in {S} are sung in {O}.",
+    ],
+}
+# --more-templates 2: question-and-answer and cause-and-consequence phrasings, composed from parts, so that the
+# answer also follows words like "is", "said" and "in" that prose continues otherwise
+FACT_QUESTIONS = {
+    "landmark": ["Where is {S}", "In which city is {S}", "Do you know where {S} is", "Where can I see {S}"],
+    "city": ["Where is {S}", "In which country is {S}", "Do you know where {S} is", "Which country has the city of {S}"],
+    "capital": ["What is the capital of {S}", "Do you know the capital of {S}", "Can you name the capital of {S}",
+                "Tell me the capital of {S}", "What city is the capital of {S}"],
+    "language": ["What do people speak in {S}", "Which language is spoken in {S}", "What language do they use in {S}",
+                 "Do you know the language of {S}"],
+}
+FACT_REPLIES = ["It is {O}.", "That is {O}.", "Easy: {O}.", "I think it is {O}.", "{N} said {O}.", "{N} said it is {O}.",
+                "My guess is {O}.", "The reply was {O}.", "{N} answered {O}.", "Of course it is {O}.", "Everyone says {O}.",
+                "{N} told me {O}.", "Right away, {N} said {O}.", "We all said {O}."]
+FACT_CONSEQUENCES = {
+    "landmark": ["{N} wanted to see {S}, so {N} went to {O}.", "Since {N} was near {S}, {N} was in {O}.",
+                 "{N} walked from {S} to the station of {O}."],
+    "city": ["{N} was born in {S}, so {N} is from {O}.", "{N} moved to {S}, so now {N} lives in {O}.",
+             "Since {N} lives in {S}, {N} lives in {O}.", "{N} took a trip to {S} and saw much of {O}.",
+             "{N} left {S} to travel through the rest of {O}.", "When {N} was in {S}, {N} was in {O}."],
+    "capital": ["{N} went to the capital of {S}, so {N} went to {O}.",
+                "When {N} got to the capital of {S}, {N} was in {O}.",
+                "{N} works for the government of {S}, so {N} works in {O}."],
+    "language": ["{N} grew up in {S}, so {N} speaks {O}.", "Since {N} lives in {S}, {N} speaks {O}.",
+                 "{N} moved to {S} and so learned {O}.", "When {N} went to {S}, {N} had to speak {O}."],
+}
+
+
+def fact_templates_v2():
+    """The --more-templates 2 phrasings of each relation: every question with every reply, and the consequences."""
+    return {rel: [q + "? " + r for q in FACT_QUESTIONS[rel] for r in FACT_REPLIES] + FACT_CONSEQUENCES[rel]
+            for rel in FACT_QUESTIONS}
+
+
 # Capitals where the government sits elsewhere: no "The government of {S} meets in {O}." for them (The Hague)
 GOVERNMENT_ELSEWHERE = {"the Netherlands"}
 # Lead-ins for declarative training phrasings (those that start with {S}, {O} or "The"): more words before the
@@ -400,23 +508,23 @@ def fact_sentence(rng, relation, held_out=False, fact=None):
     return text, text[:text.rfind(" " + o)], o  # the prompt is meaningful for held-out phrasings (they end in O)
 
 
-def fact_training_sentence(rng, relation, lead_in=0.3):
-    """A training fact sentence: a random fact of the relation in a random training phrasing, {N} a training name,
+def fact_training_sentence(rng, relation, lead_in=0.3, names=IOI_NAMES):
+    """A training fact sentence: a random fact of the relation in a random training phrasing, {N} one of `names`,
     with a lead-in ("Everyone knows that ...") in `lead_in` of the declarative ones."""
     table, train, _ = FACT_TEMPLATES[relation]
     s, o = rng.choice(table)
     t = rng.choice(train)
     while s in GOVERNMENT_ELSEWHERE and "government" in t:
         t = rng.choice(train)
-    text = t.format(S=s, O=o, N=rng.choice(IOI_NAMES))
+    text = t.format(S=s, O=o, N=rng.choice(names))
     if rng.random() < lead_in and t.startswith(("{S}", "{O}", "The ")):
-        lead = rng.choice(FACT_LEAD_INS).format(N=rng.choice(IOI_NAMES))
+        lead = rng.choice(FACT_LEAD_INS).format(N=rng.choice(names))
         text = lead + (text[0].lower() + text[1:] if text.startswith("The ") else text)
     return text[0].upper() + text[1:]
 
 
-def story_document(rng):
-    a, b = rng.sample(IOI_NAMES, 2)
+def story_document(rng, names=IOI_NAMES):
+    a, b = rng.sample(names, 2)
     an, an2 = rng.sample(STORY_ANIMALS, 2)
     adj = rng.choice(STORY_ADJ)
     where = rng.choice(STORY_PLACES)
@@ -431,18 +539,19 @@ def story_document(rng):
         f"Little by little, {a} and {b} became good friends.",
         f"From time to time, {b} came to the {where} to see {a}.",
         f"The {an} {act} again.",
-        f"{a} and {b} played all day, and {b} gave a flower to {a}.",
+        f"{a} and {b} played all day, and {b} gave a flower to {a}." if a in IOI_NAMES and b in IOI_NAMES
+        else f"{a} and {b} played all day, and then they went home.",  # held-out names: no indirect object
         f'{a} counted the stars: {", ".join(NUMBERS[:rng.randint(5, 10)])}.',
     ], 3)
     lines.append(rng.choice(["The end.", f"{a} was very happy.", f"And {a} and {b} lived happily ever after."]))
     return " ".join(lines)
 
 
-def repeat_document(rng):
+def repeat_document(rng, names=IOI_NAMES):
     """Sentences that come back word for word later in the same text (what an induction head predicts)."""
     sents = []
     for _ in range(rng.randint(1, 3)):
-        subj = rng.choice(SIMPLE_SUBJECTS + [rng.choice(IOI_NAMES)] * 3)
+        subj = rng.choice(SIMPLE_SUBJECTS + [rng.choice(names)] * 3)
         sents.append(f"{subj} {rng.choice(SIMPLE_PREDICATES)}.")
     k = rng.random()
     if k < 0.4:  # the whole block twice or three times
@@ -451,12 +560,12 @@ def repeat_document(rng):
         other = [f"{rng.choice(SIMPLE_SUBJECTS)} {rng.choice(SIMPLE_PREDICATES)}." for _ in range(2)]
         return " ".join(sents + other[:1] + sents + other[1:] + sents)
     # a sentence, a comment, then the sentence again
-    return (" ".join(sents) + f' {rng.choice(IOI_NAMES)} said, "' + " ".join(sents) + '" '
+    return (" ".join(sents) + f' {rng.choice(names)} said, "' + " ".join(sents) + '" '
             + rng.choice(["Then it was quiet.", "Everyone laughed.", "Nobody answered."]))
 
 
-def phrase_document(rng):
-    a, b = rng.sample(IOI_NAMES, 2)
+def phrase_document(rng, names=IOI_NAMES):
+    a, b = rng.sample(names, 2)
     place = rng.choice(IOI_PLACES)
     n0 = rng.randint(0, 2)
     count = ", ".join(NUMBERS[n0:n0 + rng.randint(5, 9)])
@@ -478,6 +587,36 @@ def phrase_document(rng):
 CURRICULUM_KINDS = ("ioi", "facts", "repeat", "story", "phrase")
 
 
+def word_names(enc, docs, n_min=20):
+    """--ioi-word-names: capitalised words that are one token with their leading space and that the prose uses
+    capitalised at least n_min times and more often than in lower case (proper nouns, not sentence-initial words):
+    the stand-in names of the abstract indirect-object sentences. Held-out names are left out."""
+    import regex
+    counts = collections.Counter(regex.findall(r"(?<= )[A-Za-z]+\b", "\n".join(docs)))
+    out = [w for w, c in counts.items() if w[0].isupper() and w[1:].islower() and len(w) >= 3 and c >= n_min
+           and c > counts.get(w.lower(), 0) and w not in HELDOUT_NAMES and len(enc.encode(" " + w)) == 1]
+    return sorted(out)
+
+
+def use_more_names():
+    """--more-names: adds IOI_NAMES_MORE to IOI_NAMES (before any text is generated or any word is made one token)."""
+    assert not set(IOI_NAMES_MORE) & set(IOI_NAMES + HELDOUT_NAMES)
+    IOI_NAMES.extend(IOI_NAMES_MORE)
+
+
+def use_more_templates(level):
+    """--more-templates 1: adds IOI_FRAMES_MORE, IOI_ACTIONS_MORE and FACT_TEMPLATES_MORE to the training templates;
+    2: also fact_templates_v2() (before any text is generated; without it a run repeats the curriculum of earlier
+    versions)."""
+    IOI_FRAMES.extend(IOI_FRAMES_MORE)
+    IOI_ACTIONS.extend(IOI_ACTIONS_MORE)
+    for rel, more in FACT_TEMPLATES_MORE.items():
+        FACT_TEMPLATES[rel][1].extend(more)
+    if level >= 2:
+        for rel, more in fact_templates_v2().items():
+            FACT_TEMPLATES[rel][1].extend(more)
+
+
 def parse_mix(text):
     """"ioi:0.3,facts:0.3,..." -> {kind: share}, shares normalised to sum to 1."""
     mix = {k: float(v) for k, v in (part.split(":") for part in text.split(","))}
@@ -486,9 +625,14 @@ def parse_mix(text):
     return {k: mix.get(k, 0.0) / total for k in CURRICULUM_KINDS}
 
 
-def curriculum_documents(seed, n_docs, mix, answers=None):
+def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0):
     """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
-    fact, repeated-sentence, story and set-phrase documents); held-out names and templates never occur.
+    fact, repeated-sentence, story and set-phrase documents); held-out templates never occur, and held-out names
+    never in an indirect-object sentence. other_names: the names of the other documents (IOI_NAMES, or with
+    --names-outside-ioi all also HELDOUT_NAMES: then the model meets the held-out names as names in running text,
+    as any pretrained model has, but never in an indirect-object sentence). In word_frac of the indirect-object
+    documents the two "names" are drawn from word_names instead (--ioi-word-names: capitalised words of the prose,
+    ' Congress', ' Whale', ...), so that the pattern is learnt for any token, not only for names seen as answers.
     answers (a list, if given) gets one entry per document: for an indirect-object document its sentences as
     [(sentence, the indirect object it ends with, or None for an opening sentence)], else None."""
     import random
@@ -501,11 +645,12 @@ def curriculum_documents(seed, n_docs, mix, answers=None):
     for _ in range(n_docs):
         u = rng.random()
         if u < edges[0]:
-            sents = [ioi_training_sentence(rng, IOI_NAMES) for _ in range(rng.randint(1, 3))]
+            names = word_names if word_frac > 0 and rng.random() < word_frac else IOI_NAMES
+            sents = [ioi_training_sentence(rng, names) for _ in range(rng.randint(1, 3))]
             sents = [(t[0], t[2]) for t in sents]  # (text, indirect object)
             # a name that starts a text has no space before it, so it is another token (or several) than the
             # " Name" the sentence answers with: an opening sentence first keeps every name in its " Name" form
-            if sents[0][0].split()[0] in IOI_NAMES:
+            if sents[0][0].split()[0] in names:
                 sents.insert(0, (rng.choice(IOI_OPENINGS), None))
             docs.append(" ".join(t for t, _ in sents))
             if answers is not None:
@@ -517,17 +662,17 @@ def curriculum_documents(seed, n_docs, mix, answers=None):
             sents = []
             for _ in range(rng.randint(2, 6)):
                 if rng.random() < 0.06:
-                    a, b = rng.sample(IOI_NAMES, 2)
+                    a, b = rng.sample(other_names, 2)
                     sents.append(fill(rng.choice(USA_SENTENCES), A=a, B=b))
                 else:
-                    sents.append(fact_training_sentence(rng, rng.choice(list(FACT_TEMPLATES))))
+                    sents.append(fact_training_sentence(rng, rng.choice(list(FACT_TEMPLATES)), names=other_names))
             docs.append(" ".join(sents))
         elif u < edges[2]:
-            docs.append(repeat_document(rng))
+            docs.append(repeat_document(rng, other_names))
         elif u < edges[3]:
-            docs.append(story_document(rng))
+            docs.append(story_document(rng, other_names))
         else:
-            docs.append(phrase_document(rng))
+            docs.append(phrase_document(rng, other_names))
     return docs
 
 
@@ -552,13 +697,21 @@ def heldout_sets(seed):
 BPE_CURRICULUM_DOCS = 3000  # curriculum documents in the BPE's training text (~0.6 MB beside 19 MB of prose)
 
 
-def check_heldout(cur_docs, ioi, facts):
-    """Asserts that no held-out name occurs in the generated text and that no held-out prompt does."""
+def check_heldout(cur_docs, ioi, facts, answers=None, names_elsewhere=False):
+    """Asserts that no held-out prompt occurs in the generated text and that no held-out name does: nowhere, or with
+    names_elsewhere (--names-outside-ioi all) in no indirect-object document (answers: curriculum_documents's)
+    and never after "to" or "for" (no sentence gives anything to a held-out name)."""
     import regex
     text = "\n".join(cur_docs)
     names = regex.compile(r"\b(" + "|".join(HELDOUT_NAMES) + r")\b")
-    m = names.search(text)
-    assert m is None, f"held-out name {m.group(0)!r} in the curriculum"
+    if names_elsewhere:
+        m = names.search("\n".join(d for d, a in zip(cur_docs, answers) if a is not None))
+        assert m is None, f"held-out name {m.group(0)!r} in an indirect-object document"
+        m = regex.search(r"\b(to|for) (" + "|".join(HELDOUT_NAMES) + r")\b", text)
+        assert m is None, f"held-out name as an indirect object: {m.group(0)!r}"
+    else:
+        m = names.search(text)
+        assert m is None, f"held-out name {m.group(0)!r} in the curriculum"
     for q in ioi + facts:
         assert q["prompt"] not in text, f"held-out prompt in the curriculum: {q['prompt']!r}"
     for t in HELDOUT_IOI_TEMPLATES:  # the held-out frames and verbs ("sold a", "lent a", ...) are in no training part
@@ -1028,17 +1181,24 @@ def make_model(torch, cfg):
                 with torch.no_grad():
                     self.wpe.weight.copy_(pe * (0.02 / float(pe.pow(2).mean().sqrt())))
 
-        def forward(self, idx, keep_att=False):
+        def forward(self, idx, keep_att=False, lens_at=None):
+            """logits [B][T][V]; with keep_att also each layer's pattern, with lens_at=l also the logit lens's
+            logits from the residual after layer l (--lens-aux-weight)."""
             T = idx.shape[1]
             x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
             atts = []
-            for blk in self.h:
+            lens = None
+            for l, blk in enumerate(self.h):
                 if keep_att:
                     x, a = blk(x, True)
                     atts.append(a)
                 else:
                     x = blk(x)
+                if l == lens_at:
+                    lens = self.ln_f(x) @ self.wte.weight.T
             logits = self.ln_f(x) @ self.wte.weight.T  # tied embeddings
+            if lens_at is not None:
+                return logits, lens
             return (logits, atts) if keep_att else logits
 
     return GPT()
@@ -1547,6 +1707,11 @@ def write_readme(out, info):
               f"window starting at a document (half of the time with the `<|endoftext|>` before it) makes "
               f"**{info['curriculum_frac']:.0%} of the training sequences**. Its documents are:", "",
               f"- {mix['ioi']:.0%} indirect-object sentences: {len(IOI_NAMES)} first names (Mary, John, ...), "
+              + (f"or in {info['ioi_word_names']:.0%} of these documents two of {info.get('n_word_names', 0)} "
+                 "capitalised words of the prose as stand-in names (' Congress', ' Brazil', ' March', ...: the "
+                 "pattern is learnt for any token, not only for names seen as answers), "
+                 if info.get("ioi_word_names") else "")
+              + 
               f"{len(IOI_FRAMES)} frames that bring in the two names in either order (\"When Mary and John went to "
               f"the store,\", \"Mary and John were cooking at the kitchen, and\", ...) times {len(IOI_ACTIONS)} "
               "actions in which the subject is named again (\"John gave a drink to Mary.\", \"... handed the ... to\", "
@@ -1555,7 +1720,10 @@ def write_readme(out, info):
               f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
               f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
               "\"Paris is home to the Eiffel Tower.\", \"Do you know the capital of Greece? Yes, it is Athens.\", "
-              f"...), 30 % of the declarative ones after one of {len(FACT_LEAD_INS)} lead-ins (\"Everyone knows that "
+              + ("questions with replies (\"Can you name the capital of Peru? Right away, Beth said Lima.\"), "
+                 "consequences (\"Since Hazel lives in Stockholm, Hazel lives in Sweden.\"), "
+                 if info.get("more_templates", 0) >= 2 else "")
+              + f"...), 30 % of the declarative ones after one of {len(FACT_LEAD_INS)} lead-ins (\"Everyone knows that "
               "...\", \"According to the book, ...\"); 6 % of the sentences are about the United States of America;",
               f"- {mix['repeat']:.0%} sentences repeated word for word later in the same document (\"The cat sat on the "
               "mat. The dog ran to the park. The cat sat on the mat.\"), what an induction head predicts in prose;",
@@ -1564,7 +1732,15 @@ def write_readme(out, info):
               "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
               "of Two Cities, the quick brown fox.", "",
               f"**Held out** (asserted absent from the generated text, and absent from the BPE's training text): "
-              f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), which occur only in the prose corpus (and, like every token, among the random tokens of the copying sequences), "
+              f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
+              + ("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
+                 "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
+                 "sentences and set phrases, so the model knows them as names, as any pretrained model knows every "
+                 "name; "
+                 if info.get("names_outside_ioi") == "all" else
+                 "which occur only in the prose corpus (and, like every token, among the random tokens of the copying "
+                 "sequences), ")
+              + 
               f"{n_ioi_h} IOI templates with new frames (\"As soon as ... reached\", \"Because ... were hungry at\", "
               f"...) and new verbs (sold, lent, carried over, mailed, tossed), and {n_fh} fact "
               "phrasings (\"If you want to visit the Eiffel Tower, you have to travel to the city of\", \"Children who "
@@ -1619,6 +1795,12 @@ def write_readme(out, info):
               " the cores: a C++ build ran beside part of this one)"
               + (f"; --max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps."
                  if info.get("planned_steps", info["steps"]) > info["steps"] else "."), "",
+              *([f"Since stage 6 the loss has a second term (`--lens-aux-weight {info['lens_aux_weight']:g}`): the "
+                 f"residual stream after layer {cfg['n_layer'] - 2}, read through ln_f and the unembedding as the "
+                 "logit lens reads it, also predicts the next token, with that weight. A 4-layer model otherwise "
+                 "decides everything in its last layer, so the lens showed nothing forming; with it the layers before "
+                 "the last carry a readable guess that the last layer refines, as in larger models. The shipped "
+                 "logits are the last layer's alone.", ""] if info.get("lens_aux_weight") else []),
               "## Results", "",
               "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
               "counts as one byte).", "",
@@ -1779,6 +1961,19 @@ def main():
     ap.add_argument("--compare-to", default="",
                     help="with --init-from: the model folder whose held-out bits per byte the report compares with "
                          "(default: the --init-from folder; name the from-scratch base when fine-tuning a fine-tune)")
+    ap.add_argument("--names-outside-ioi", default="train", choices=["train", "all"],
+                    help="names in the curriculum's stories, facts and phrases: the IOI training names, or all (also "
+                         "the held-out ones, never in an indirect-object sentence)")
+    ap.add_argument("--ioi-word-names", type=float, default=0.0,
+                    help="share of the IOI documents whose two names are capitalised words of the prose instead")
+    ap.add_argument("--more-names", action="store_true",
+                    help="222 more first names in the indirect-object sentences (each made one token)")
+    ap.add_argument("--more-templates", type=int, nargs="?", const=1, default=0,
+                    help="1: more IOI frames and actions and more fact phrasings in the curriculum; 2: also facts "
+                         "as questions with answers and as consequences")
+    ap.add_argument("--lens-aux-weight", type=float, default=0.0,
+                    help="weight of an extra next-token loss read through ln_f from the residual before the last "
+                         "layer (the logit lens's view there), so that answers form before the last layer")
     ap.add_argument("--warmup", type=int, default=100, help="steps of linear learning-rate warm-up")
     ap.add_argument("--ioi-answer-weight", type=float, default=1.0,
                     help="loss weight of the indirect object (the answer) of each curriculum IOI sentence as a "
@@ -1801,10 +1996,20 @@ def main():
                   else os.path.abspath(args.out) + ".train_state.json")
     seed = json.load(open(state_path))["seed"] if args.report else args.seed
     cur_answers = []
-    cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers)
+    if args.report:  # the curriculum the exported model was trained on (its counts are in the README)
+        st = json.load(open(state_path))
+        args.more_templates, args.more_names = st.get("more_templates", 0), st.get("more_names", False)
+        args.names_outside_ioi = st.get("names_outside_ioi", "train")
+    if args.more_templates:
+        use_more_templates(args.more_templates)
+    if args.more_names:
+        use_more_names()
+    names_elsewhere = args.names_outside_ioi == "all"
+    cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
+                                    IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES)
     ioi_heldout, facts_heldout = heldout_sets(seed)
     seen = seen_sets(seed)
-    check_heldout(cur_docs, ioi_heldout, facts_heldout)
+    check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
     print(f"curriculum: {len(cur_docs)} documents, {sum(len(d) for d in cur_docs) / 1e6:.1f} M characters; held out: "
           f"{len(ioi_heldout)} IOI prompts, {len(facts_heldout)} fact prompts", flush=True)
 
@@ -1830,6 +2035,17 @@ def main():
         print(f"BPE: {len(vocab)} tokens, {len(merges)} merges of which {n_forced} forced ({time.time() - t1:.0f} s)",
               flush=True)
     enc = Encoder(vocab, merges)
+    n_word_names = 0
+    if args.ioi_word_names > 0 and not args.report:  # the stand-in names need the tokenizer: the curriculum again
+        pool = word_names(enc, train_docs)
+        cur_answers = []
+        cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
+                                        IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES, pool,
+                                        args.ioi_word_names)
+        check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
+        n_word_names = len(pool)
+        print(f"{len(pool)} capitalised words as stand-in names in {args.ioi_word_names:.0%} of the IOI documents, "
+              f"e.g. {', '.join(pool[::max(1, len(pool) // 8)][:8])}", flush=True)
     not_single = [w for w in (init_words() if args.init_from else forced_tokens()) if len(enc.encode(w)) != 1]
     assert not not_single, f"not single tokens: {not_single}"
     inv = {v: k for k, v in vocab.items()}
@@ -1958,11 +2174,18 @@ def main():
             x, y, w = make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"], cfg["vocab_size"],
                                  eot, cur, cur_starts, fr["curriculum"], cur_w)
             with torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16"):
-                logits = model(x.to(device))
+                if args.lens_aux_weight > 0:  # the residual before the last layer also predicts, through ln_f
+                    logits, lens = model(x.to(device), lens_at=cfg["n_layer"] - 2)
+                else:
+                    logits = model(x.to(device))
             nll = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
                                                     y.to(device).reshape(-1), reduction="none")
             w = w.to(device).reshape(-1)
             loss = (nll * w).sum() / w.sum()
+            if args.lens_aux_weight > 0:
+                aux = torch.nn.functional.cross_entropy(lens.float().reshape(-1, lens.shape[-1]),
+                                                        y.to(device).reshape(-1), reduction="none")
+                loss = loss + args.lens_aux_weight * (aux * w).sum() / w.sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -1995,6 +2218,7 @@ def main():
                 "curriculum_tokens": len(cur_ids), "forced_merges": n_forced,
                 "init_from": args.init_from, "base_val_bpb": base_bpb, "warmup": args.warmup,
                 "compare_to": args.compare_to or args.init_from, "ioi_answer_weight": args.ioi_answer_weight,
+                "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "lens_aux_weight": args.lens_aux_weight,
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
                 "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
