@@ -256,16 +256,16 @@ TEST(GuiTeach, AnEncodersQueryIsItsMaskAndItShowsNoBosOrDemos) {
 
 // Patching with a clean–corrupted gap under 1 logit says above the maps that they are then noise, and offers a
 // contrast the corruption moves (the corrupted prompt's own most probable other token), which a click sets; a
-// gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model ‘ America’
-// against ‘ the’: "A United States of" moves it 0.12, "The United Nations of" more than 1.
+// gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model ‘ dog’
+// against ‘ fox’: "A quick brown fox jumps over the lazy" moves it 0.7, "... over the old" more than 1.
 TEST(GuiTeach, PatchingSaysWhenTheGapIsTooSmallToRead) {
     ASSERT_TRUE(have_app());
     int rc = -1;
-    const auto st = run_script("--prompt 'The United States of'",
-                               "wait\ntab patching\ncorrupt A United States of\nwait\nprint\n"
+    const auto st = run_script("--prompt 'The quick brown fox jumps over the lazy'",
+                               "wait\ntab patching\ncorrupt A quick brown fox jumps over the lazy\nwait\nprint\n"
                                "click patching use suggested contrast\nwait\nprint\n"
-                               "corrupt The United Nations of\nwait\nprint\n"
-                               "corrupt The United States of\nwait\nprint\n", &rc);
+                               "corrupt The quick brown fox jumps over the old\nwait\nprint\n"
+                               "corrupt The quick brown fox jumps over the lazy\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 4u);
     const nlohmann::json& p = st[0]["patching"];
