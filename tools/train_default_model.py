@@ -1731,7 +1731,8 @@ def write_readme(out, info):
               f"- {mix['phrase']:.0%} set phrases: \"Thank you very much\", \"from time to time\", \"little by "
               "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
               "of Two Cities, the quick brown fox.", "",
-              f"**Held out** (asserted absent from the generated text, and absent from the BPE's training text): "
+              f"**Held out** (asserted absent from the generated text as said below, and absent from the BPE's "
+              "training text): "
               f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
               + ("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
                  "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
@@ -1747,7 +1748,8 @@ def write_readme(out, info):
               "grow up in France learn to speak\", ...). The measurements below on held-out prompts use only these; "
               "the same prompts are in `tests/data/default_model_demos.json` for the C++ tests.", "",
               (f"The tokenizer is the base model's BPE (learnt on the training prose alone), grown by "
-               f"{info['forced_merges']} merges appended at the end of merges.txt: every name (training and held-out), "
+               f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt (over the fine-tunes), one "
+               "new token each: every name (training and held-out), "
                "every answer of the fact table, every word of its cities, countries and landmarks, the IOI places and "
                "objects and the demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were "
                "split into pieces by it; each such word's pieces are joined left to right by new merges, and each new "
