@@ -68,7 +68,7 @@ static bool knocks(const intervention& v, int h, int q, int j) {
 // The KNOCKOUT interventions at the pattern t of layer l, all at once: the keys they name get probability 0 and
 // each row they touch is renormalised over the keys left (the softmax with those scores at -inf). Throws
 // gb::error for a query left no key, or left only keys whose probability underflowed to 0. Returns whether any
-// row was touched.
+// row changed (a knockout of keys after the query, already masked, changes none).
 static bool apply_knockouts(pass& f, hook_tensor& t, int l) {
     std::vector<const intervention*> ko;
     for (const intervention& v : f.opt.interventions)
@@ -87,13 +87,14 @@ static bool apply_knockouts(pass& f, hook_tensor& t, int l) {
             const int j0 = window > 0 && q >= window ? q - window + 1 : 0;
             const int j1 = f.arch.bidirectional ? t.width : q + 1;
             double sum = 0;
-            int left = 0;
+            int left = 0, knocked = 0;
             for (int j = j0; j < j1; j++) {
                 bool off = false;
                 for (const intervention* v : ko) off |= knocks(*v, h, q, j);
-                if (off) row[j] = 0.0f;
+                if (off) row[j] = 0.0f, knocked++;
                 else sum += row[j], left++;
             }
+            if (knocked == 0) continue; // only keys the query never sees: the row stays as it is, bit for bit
             const std::string where = "knockout at layer " + std::to_string(l) + ": query " + std::to_string(q) +
                                       " of head " + std::to_string(l) + "." + std::to_string(h);
             if (left == 0) throw error(where + " has no key left to read");
