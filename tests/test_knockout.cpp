@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/patching.h"
 #include "run/ablation.h"
 #include "run/backward.h"
 #include "run/forward.h"
@@ -238,6 +239,25 @@ TEST(Knockout, GradientMatchesFiniteDifferences) {
             EXPECT_GT(scale, 1e-4) << rm->name << " point " << pt;
             EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << rm->name << " point " << pt;
         }
+    }
+}
+
+// Activation patching keeps the knockouts in every run, the resumed ones too (they start at the patched position,
+// so a knockout's rows are positions from there): patching the embeddings where the prompts differ brings the
+// clean run back exactly.
+TEST(Knockout, PatchingKeepsThemInResumedRuns) {
+    for (const ref_model* rm : ref_models()) {
+        const std::vector<int> clean = rm->tokens(7, 6);
+        std::vector<int> corrupt = clean;
+        corrupt[1] = clean[1] == 5 ? 6 : 5;
+        gb::patch_options po;
+        po.ab.knockouts = mixed();
+        const int target = 7, V = rm->m.config.vocab_size;
+        const gb::patch_result p = gb::activation_patching(rm->m, clean, corrupt, target, -1, po);
+        const gb::record kc = forward(rm->m, clean, mixed()), plain = forward(rm->m, clean, {});
+        EXPECT_NEAR(p.clean, kc.logits[(size_t)6 * V + target], 1e-4) << rm->name;
+        EXPECT_GT(std::abs(p.clean - plain.logits[(size_t)6 * V + target]), 1e-4) << rm->name << ": the knockouts matter";
+        EXPECT_NEAR(p.resid[1], p.clean, 1e-4) << rm->name << ": embeddings patched at position 1";
     }
 }
 

@@ -95,10 +95,10 @@ static bool apply_knockouts(pass& f, hook_tensor& t, int l) {
                 else sum += row[j], left++;
             }
             if (knocked == 0) continue; // only keys the query never sees: the row stays as it is, bit for bit
-            const std::string where = "knockout at layer " + std::to_string(l) + ": query " + std::to_string(q) +
-                                      " of head " + std::to_string(l) + "." + std::to_string(h);
-            if (left == 0) throw error(where + " has no key left to read");
-            if (!(sum > 0)) throw error(where + " is left only keys whose probability is 0 in float (underflow)");
+            if (left == 0 || !(sum > 0))
+                throw error("knockout at layer " + std::to_string(l) + ": query " + std::to_string(q) + " of head " +
+                            std::to_string(l) + "." + std::to_string(h) +
+                            (left == 0 ? " has no key left to read" : " is left only keys whose probability is 0 in float (underflow)"));
             for (int j = j0; j < j1; j++) row[j] = (float)(row[j] / sum);
             touched = true;
         }
