@@ -75,7 +75,7 @@ static void experts_list(gb::ablation& ab, ui_context& ui) {
     ImGui::PopTextWrapPos();
 }
 
-// Decoder-only models: the attention knockouts (layer.head: query -> key), each with a button that removes it.
+// The attention knockouts (layer.head: query -> key), each with a button that removes it.
 static void knockouts_list(gb::ablation& ab, ui_context& ui) {
     ImGui::Separator();
     ImGui::Text("Knockouts: %zu", ab.knockouts.size());
@@ -101,10 +101,8 @@ static void knockouts_list(gb::ablation& ab, ui_context& ui) {
     }
     ImGui::PopID();
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled(ab.knockouts.empty() ? "right-click (or ctrl+click) a cell of the Head view: that query no "
-                                               "longer reads that key, its attention renormalised over the others"
-                                             : "LAYER.HEAD:QUERY-KEY; the query's attention is renormalised over the "
-                                               "keys left");
+    ImGui::TextDisabled("LAYER.HEAD:QUERY-KEY (right-click a cell of the Head view); the query's attention is "
+                        "renormalised over the keys left");
     ImGui::PopTextWrapPos();
 }
 
@@ -147,7 +145,9 @@ void panel_ablations(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
     }
     if ((s.model && gb::offers(s.model->config, gb::FEATURE_EXPERTS)) || !ab.experts.empty()) experts_list(ab, ui);
-    if ((s.model && gb::offers(s.model->config, gb::FEATURE_KNOCKOUT)) || !ab.knockouts.empty()) knockouts_list(ab, ui);
+    // only when there are some: the column's height decides whether Ablations and Model both fit (layout.cpp), and
+    // the Head view's tooltip says how to make one
+    if (!ab.knockouts.empty()) knockouts_list(ab, ui);
 }
 
 } // namespace gbui
