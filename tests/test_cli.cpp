@@ -354,7 +354,8 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
                                      "make-random, info, learn, break-it, selftest)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
-    refused("patch " + M() + " --prompt x --ablate no-residual", "patch does not take --ablate");
+    refused("lens " + M() + " --prompt x --ablate no-residual", "lens does not take --ablate");
+    refused("generate " + M() + " --prompt x --max-new-tokens 2 --knockout 0:1-0", "generate does not take --knockout");
     // --help is everyone's
     EXPECT_EQ(cli("tokenize --help").code, 0);
 }

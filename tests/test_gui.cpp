@@ -136,6 +136,35 @@ TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     EXPECT_EQ(states[3]["ablation"], "no-attention heads 0.1");
 }
 
+// Right-clicking a cell of the Head view knocks that query-key pair out (the middle of the square is a diagonal
+// cell: a query reading itself, with the keys before it left): listed in the Ablations panel, recomputed live from
+// that layer's attention, cleared there, and kept by a session.
+TEST(Gui, RightClickAHeadCellKnocksItOut) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_knockout");
+    int rc = 0;
+    const std::vector<nlohmann::json> st = run_script("--model " + sq(gui_model().dir) + " --prompt 'the cat sat on'",
+                                                      "wait\nrclick head detail\nwait\nprint\nsave-session " + dir +
+                                                          "/k.json\nclick clear knockouts\nwait\nprint\n"
+                                                          "session " + dir + "/k.json\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    const std::string head = st[0]["selected_head"];
+    const int layer = std::stoi(head.substr(0, head.find('.')));
+    ASSERT_EQ(st[0]["knockouts"].size(), 1u) << st[0]["error"];
+    const std::string k = st[0]["knockouts"][0];
+    EXPECT_EQ(k.substr(0, head.size() + 1), head + ":") << k;
+    const int q = std::stoi(k.substr(head.size() + 1));
+    EXPECT_GE(q, 1) << k;
+    EXPECT_EQ(k.substr(k.find('-') + 1), std::to_string(q)) << "the diagonal cell: " << k;
+    EXPECT_EQ(st[0]["ablation"], "knockout " + k);
+    EXPECT_EQ(st[0]["report"]["from_point"], 2 * layer) << "live from the knocked layer's attention: " << st[0]["report"]["what"];
+    EXPECT_EQ(st[1]["knockouts"], nlohmann::json::array());
+    EXPECT_EQ(st[1]["ablation"], "none");
+    EXPECT_EQ(st[2]["knockouts"], st[0]["knockouts"]) << "the session brings it back";
+    EXPECT_EQ(st[2]["ablation"], "knockout " + k);
+}
+
 // An encoder: without a mask the Output panel shows what the head puts at the last token before [SEP]; typing
 // [MASK] makes it Fill mask (its filler equals the record's top there); the tabs without a next token are left
 // out; an ablation changes the fillers.

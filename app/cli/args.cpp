@@ -165,8 +165,28 @@ gb::kind_input model_input(const args& a, const gb::model& m) {
 gb::ablation parse_ablation(const args& a, const gb::model& m) {
     if (a.has("experts")) refuse_unless(m, gb::FEATURE_EXPERTS, "--experts");
     gb::ablation ab = gb::parse_ablation(a.get("ablate"), a.get("layers"), a.get("heads"), a.get("experts"));
+    if (a.has("knockout")) {
+        refuse_unless(m, gb::FEATURE_KNOCKOUT, "--knockout");
+        ab.knockouts = gb::parse_knockouts(a.get("knockout"));
+        if (ab.knockouts.empty()) throw usage_error("--knockout: no knockout given (LAYER.HEAD:QUERY-KEY, ...)");
+    }
     gb::check_ablation(ab, m); // (an encoder–decoder: a layer either stack has)
     return ab;
+}
+
+std::vector<std::string> check_knockouts(const gb::ablation& ab, const gb::model& m, int T) {
+    const std::vector<std::string> notes = gb::check_knockouts(ab, m.config, T);
+    for (const std::string& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+    return notes;
+}
+
+nlohmann::json knockouts_json(const gb::ablation& ab, const std::vector<std::string>& notes) {
+    nlohmann::json list = nlohmann::json::array();
+    auto opt = [](int v) { return v < 0 ? nlohmann::json() : nlohmann::json(v); };
+    for (const gb::knockout& k : ab.knockouts)
+        list.push_back({{"layer", k.layer}, {"head", opt(k.head)}, {"query", opt(k.query)}, {"key", opt(k.key)},
+                        {"text", k.describe()}});
+    return {{"knockouts", list}, {"knockout_notes", notes}};
 }
 
 // Text safe to print on a terminal: control characters (C0 but keep_newlines' \n and \t, DEL, and C1 such as

@@ -63,6 +63,11 @@ std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool 
 // --ablate LIST [--layers LIST] [--heads L.H,...] [--experts L.E,...], checked against the model
 // (--experts on a kind without experts: refused with the kind table's line)
 gb::ablation parse_ablation(const args& a, const gb::model& m);
+// --knockout against a prompt of T tokens (gb::check_knockouts): throws for a query left no key; each knockout
+// that changes nothing is said once on stderr ("note: ..."), and the notes are returned for the JSON.
+std::vector<std::string> check_knockouts(const gb::ablation& ab, const gb::model& m, int T);
+// {"knockouts": [{layer, head, query, key (null: every), text}], "knockout_notes": [...]}: merged into a JSON.
+nlohmann::json knockouts_json(const gb::ablation& ab, const std::vector<std::string>& notes);
 
 // Text safe to print on a terminal: control characters shown escaped ("\x07", "\u009b"); keep_newlines keeps
 // \n and \t.

@@ -30,6 +30,7 @@ int cmd_atp(const args& a) {
     const std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
     const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
     const gb::ablation ab = parse_ablation(a, m);
+    const std::vector<std::string> notes = check_knockouts(ab, m, (int)clean.size());
     const gb::patch_result p = gb::attribution_patching(m, clean, corrupt, target, contrast, ab);
     std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
                 contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", p.clean, p.corrupt);
@@ -53,7 +54,9 @@ int cmd_atp(const args& a) {
         print_error("resid", gb::compare_estimate(p.resid_normalized, exact->resid_normalized));
         print_error("heads", gb::compare_estimate(p.heads_normalized, exact->heads_normalized));
     }
-    write_outputs(a, gb::atp_json(p, exact.get(), m.tok, clean, corrupt),
+    nlohmann::json j = gb::atp_json(p, exact.get(), m.tok, clean, corrupt);
+    j.update(knockouts_json(ab, notes));
+    write_outputs(a, j,
                   [&](const std::string& d) { gb::write_atp_npy(d, p, exact.get()); });
     return 0;
 }

@@ -37,7 +37,9 @@ int cmd_grad(const args& a) {
     const int T = (int)tokens.size();
     const gb::metric_spec ms = read_metric(a, m, T);
     const int steps = (int)parse_int(a.get("steps", "32"), "--steps", 0, 4096);
-    const gb::saliency_result s = gb::saliency(m, tokens, ms, steps, parse_ablation(a, m));
+    const gb::ablation ab = parse_ablation(a, m);
+    const std::vector<std::string> notes = check_knockouts(ab, m, T);
+    const gb::saliency_result s = gb::saliency(m, tokens, ms, steps, ab);
     const std::string label = ms.kind == gb::metric_spec::LOGPROB ? "log p(" + quoted(m, ms.target) + ")"
                               : ms.contrast >= 0 ? "logit(" + quoted(m, ms.target) + ") - logit(" + quoted(m, ms.contrast) + ")"
                                                  : "logit(" + quoted(m, ms.target) + ")";
@@ -56,7 +58,9 @@ int cmd_grad(const args& a) {
     if (steps > 0) // what a large gap usually means
         std::printf("(a norm rescales the nearly zero stream near alpha = 0, so the metric jumps there and is nearly flat "
                     "after: more --steps close the gap, slowly)\n");
-    write_outputs(a, gb::saliency_json(s, m.tok, tokens), [&](const std::string& d) { gb::write_saliency_npy(d, s); });
+    nlohmann::json j = gb::saliency_json(s, m.tok, tokens);
+    j.update(knockouts_json(ab, notes));
+    write_outputs(a, j, [&](const std::string& d) { gb::write_saliency_npy(d, s); });
     return 0;
 }
 

@@ -23,6 +23,8 @@ int cmd_patch(const args& a) {
     const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
     gb::patch_options po;
     po.attention = choose_backend(a);
+    po.ab = parse_ablation(a, m);
+    const std::vector<std::string> notes = check_knockouts(po.ab, m, (int)clean.size());
     gb::patch_result p = gb::activation_patching(m, clean, corrupt, target, contrast, po);
     const int T = p.n_tokens;
     std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
@@ -43,7 +45,9 @@ int cmd_patch(const args& a) {
     for (size_t i = 0; i < order.size() && i < 6; i++)
         std::printf("  %d.%d %+.3f", order[i] / p.n_head, order[i] % p.n_head, p.heads_normalized[order[i]]);
     std::printf("\n");
-    write_outputs(a, gb::patch_json(p, m.tok, clean, corrupt), [&](const std::string& d) { gb::write_patch_npy(d, p); });
+    nlohmann::json j = gb::patch_json(p, m.tok, clean, corrupt);
+    j.update(knockouts_json(po.ab, notes));
+    write_outputs(a, j, [&](const std::string& d) { gb::write_patch_npy(d, p); });
     return 0;
 }
 

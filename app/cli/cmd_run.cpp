@@ -177,9 +177,11 @@ nlohmann::json loss_json(const gb::model& m, const gb::surprisal_result& s) {
 }
 
 // --json: the record's summary and the prediction, an encoder–decoder's source, target, translation and alignment
-void write_json(const args& a, const gb::model& m, const gb::session_result& r, const gb::session_request& rq) {
+void write_json(const args& a, const gb::model& m, const gb::session_result& r, const gb::session_request& rq,
+                const std::vector<std::string>& notes) {
     const gb::record& run = *r.run;
     nlohmann::json j = gb::capture_json(m, run, rq.ab, rq.top_k);
+    j.update(knockouts_json(rq.ab, notes));
     switch (r.pred.output) {
     case gb::OUTPUT_FILL_MASK: j["fill_mask"] = gb::fill_mask_json(r.pred.fills, run, m.tok); break;
     case gb::OUTPUT_CLASSES:
@@ -231,6 +233,7 @@ void write_npy_dir(const args& a, const gb::model& m, const gb::session_result& 
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
     const gb::session_request rq = run_request(a, m);
+    const std::vector<std::string> notes = check_knockouts(rq.ab, m, (int)rq.tokens.size());
     const gb::session_result r = run_once(m, rq);
     if (!r.report.memory_note.empty())
         std::fprintf(stderr, "notice: %s; raise --capture-budget to keep every layer\n", r.report.memory_note.c_str());
@@ -238,7 +241,7 @@ int cmd_run(const args& a) {
     print_prediction(m, r, rq.top_k);
     print_routing(m, r, rq.ab);
     if (a.has("loss")) print_loss(m, gb::surprisal(*r.run, m.tok), *r.run);
-    if (a.has("json")) write_json(a, m, r, rq);
+    if (a.has("json")) write_json(a, m, r, rq, notes);
     if (a.has("npy-dir")) write_npy_dir(a, m, r, rq);
     return 0;
 }

@@ -19,7 +19,8 @@ or NumPy files.
 Commands and their options (glassbox-cli COMMAND --help explains each):
   run          [--model PATH] (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
                [--ablate no-residual,no-layernorm,no-attention]
-               [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--top-k 10] [--bos] [--all-logits]
+               [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--knockout 0.1:5-2,3:*-4] [--top-k 10]
+               [--bos] [--all-logits]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
   generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
@@ -34,13 +35,14 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
                [--json FILE] [--npy-dir DIR]
   patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
-               [--contrast TEXT | --contrast-id N] [--json FILE] [--npy-dir DIR]
+               [--contrast TEXT | --contrast-id N] [--ablate ...] [--heads ...] [--knockout ...]
+               [--json FILE] [--npy-dir DIR]
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
   grad         --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
   atp          --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
-               (grad and atp also take --model, --bos, --matmul and --ablate, --layers, --heads)
+               (grad and atp also take --model, --bos, --matmul and --ablate, --layers, --heads, --knockout)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
                or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
@@ -108,6 +110,10 @@ const option_doc npy{"npy-dir", "DIR", "also write the result as NumPy .npy file
 const option_doc ablate{"ablate", "LIST", "no-residual, no-layernorm, no-attention (comma-separated)"};
 const option_doc layers{"layers", "LIST", "the layers --ablate applies to, e.g. 0,3 (default: all)"};
 const option_doc heads{"heads", "LIST", "heads to ablate, LAYER.HEAD, e.g. 5.1,5.5"};
+const option_doc knockout{"knockout", "LIST", "decoder-only models: attention knockout, LAYER.HEAD:QUERY-KEY (or "
+                                              "LAYER:QUERY-KEY for every head; QUERY or KEY may be *), e.g. "
+                                              "0.1:5-2,3:*-4: the query may not read the key, its pattern renormalised "
+                                              "over the keys left"};
 const option_doc experts{"experts", "LIST", "MoE models: experts to ablate, LAYER.EXPERT, e.g. 1.3,0.0 (the "
                                             "expert's mixing weight becomes 0 for every token; the other "
                                             "chosen experts keep theirs)"};
@@ -136,7 +142,7 @@ const std::vector<command> table = {
       {"target-text", "TEXT", "encoder–decoders: the target the decoder reads after its start token (default: "
                               "the greedy translation of --source)"},
       {"max-new-tokens", "N", "encoder–decoders without --target-text: the longest translation (default 40)"},
-      bos, ablate, layers, heads, experts,
+      bos, ablate, layers, heads, experts, knockout,
       {"top-k", "N", "how many next tokens to list (default 10)"},
       {"all-logits", "", "keep every position's logits (logits.npy is [T, V], else [1, V])"},
       {"loss", "", "each token's loss given the ones before it (-log p, nats), the model's top guess there, the mean "
@@ -217,7 +223,7 @@ const std::vector<command> table = {
       {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
       {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
       target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
-      contrast_id, bos, json, npy, backend, matmul, weights}},
+      contrast_id, bos, ablate, layers, heads, knockout, json, npy, backend, matmul, weights}},
     {"grad", cmd_grad, gb::FEATURE_GRADIENTS,
      "gradients: d metric / d the residual stream at every point, and each token's gradient x input and "
      "integrated gradients",
@@ -230,7 +236,7 @@ const std::vector<command> table = {
       {"position", "I", "the position whose logits the metric reads (default: the last)"},
       {"steps", "N", "integrated gradients' midpoint steps from a zero stream at the embeddings (default 32; 0: "
                      "none)"},
-      ablate, layers, heads,
+      ablate, layers, heads, knockout,
       {"json", "FILE", "write metric (its value), metric_kind, target, contrast, position, tokens, points, resid_grad "
                        "[2L+1][T][d], grad_x_input [T], integrated [T], baseline and completeness_gap as JSON"},
       {"npy-dir", "DIR", "write resid_grad.npy [P, T, d], grad_x_input.npy [T] and integrated.npy [T] into DIR"},
@@ -242,7 +248,7 @@ const std::vector<command> table = {
       {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
       {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
       target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
-      contrast_id, bos, ablate, layers, heads,
+      contrast_id, bos, ablate, layers, heads, knockout,
       {"exact", "", "also run exact activation patching: JSON \"exact\" and \"error\" (max, RMS and correlation of "
                     "the normalized difference)"},
       {"json", "FILE", "write patch's keys (the estimates) and \"method\" as JSON"},

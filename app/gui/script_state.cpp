@@ -163,6 +163,8 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
     j["ablated_experts"] = nlohmann::json::array();
     for (const gb::head_ref& e : s.ablation.experts) j["ablated_experts"].push_back(std::to_string(e.layer) + "." + std::to_string(e.head));
+    j["knockouts"] = nlohmann::json::array(); // attention knockouts (the input), as the CLI spells them
+    for (const gb::knockout& k : s.ablation.knockouts) j["knockouts"].push_back(k.describe());
     if (s.result && !s.result->pred.routing.empty()) {
         const gb::routing_table& rt = s.result->pred.routing;
         nlohmann::json ids = nlohmann::json::array(), w = nlohmann::json::array();

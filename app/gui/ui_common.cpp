@@ -366,6 +366,8 @@ void save_session(const app_state& s, const std::string& path) {
     for (const auto& h : s.ablation.heads) heads.push_back({h.layer, h.head});
     nlohmann::json experts = nlohmann::json::array();
     for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
+    nlohmann::json knockouts = nlohmann::json::array(); // as the CLI spells them: "0.1:3-2"
+    for (const auto& k : s.ablation.knockouts) knockouts.push_back(k.describe());
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -376,7 +378,8 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_layernorm", layer_set_json(s.ablation.no_layernorm)},
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads},
-                          {"experts", experts}}},
+                          {"experts", experts},
+                          {"knockouts", knockouts}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -441,6 +444,11 @@ session_file read_session(const std::string& path) {
         for (const auto& h : a.at("heads")) p.ablation.heads.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
         if (a.contains("experts")) // (layer, expert) pairs; absent in sessions saved before MoE models
             for (const auto& e : a.at("experts")) p.ablation.experts.push_back({e.at(0).get<int>(), e.at(1).get<int>()});
+        if (a.contains("knockouts")) // absent in sessions saved before attention knockout
+            for (const auto& k : a.at("knockouts")) {
+                const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
+                p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
+            }
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);

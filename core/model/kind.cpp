@@ -10,6 +10,8 @@ namespace gb {
 static const char* no_experts = "its MLPs are dense: it has no experts to route tokens to";
 static const char* no_cross = "it has no encoder, so no cross-attention";
 static const char* no_image = "it reads text, not images";
+static const char* no_knockout = "attention knockout is built for decoder-only models, whose queries read only the "
+                                 "keys before them";
 
 const kind_info& kind_table(model_kind k) {
     static kind_info table[KIND_COUNT];
@@ -39,6 +41,7 @@ const kind_info& kind_table(model_kind k) {
                                      "(see fill mask and the logit lens)";
         enc.why_not[FEATURE_DEMOS] = "the demos follow a decoder's next-token prediction; an encoder fills masks instead";
         enc.why_not[FEATURE_EXPERTS] = no_experts;
+        enc.why_not[FEATURE_KNOCKOUT] = no_knockout;
         enc.why_not[FEATURE_CROSS] = no_cross;
         enc.why_not[FEATURE_IMAGE] = no_image;
         enc.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; an encoder's Post-LN "
@@ -62,6 +65,7 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; the cross-attention "
                                          "and the encoder stack are not differentiated yet";
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
+        s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
 
         kind_info& vis = table[KIND_VISION];
@@ -79,6 +83,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_LEARN] = "the walk follows a language model's next-token prediction";
         vis.why_not[FEATURE_DEMOS] = "the demos are written for a language model";
         vis.why_not[FEATURE_EXPERTS] = no_experts;
+        vis.why_not[FEATURE_KNOCKOUT] = no_knockout;
         vis.why_not[FEATURE_CROSS] = no_cross;
         vis.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only language models; the patch "
                                          "embedding and the classifier are not differentiated yet";
@@ -96,7 +101,7 @@ const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
                                                "learn", "demos", "experts", "cross-attention", "image", "surprisal",
-                                               "gradients"};
+                                               "gradients", "knockout"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

@@ -55,6 +55,7 @@ enum feature {
     FEATURE_IMAGE,          // the image with its patch grid, attention and rollout overlaid
     FEATURE_SURPRISAL,      // each token's loss given the ones before it (run --loss, the strip under the chips)
     FEATURE_GRADIENTS,      // the backward pass: a metric's gradients at the hook points (grad, atp)
+    FEATURE_KNOCKOUT,       // attention knockout: a query kept from reading a key (run/grad/atp/patch --knockout)
     FEATURE_COUNT
 };
 

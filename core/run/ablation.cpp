@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "model/kind.h"
 #include "util/error.h"
 
 namespace gb {
@@ -21,7 +22,24 @@ bool layer_set::covers_all(int n_layer) const {
 }
 
 bool ablation::any() const {
-    return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty() || !experts.empty();
+    return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty() || !experts.empty() ||
+           !knockouts.empty();
+}
+
+static std::string star(int v) { return v < 0 ? "*" : std::to_string(v); }
+
+std::string knockout::describe() const {
+    return std::to_string(layer) + (head >= 0 ? "." + std::to_string(head) : "") + ":" + star(query) + "-" + star(key);
+}
+
+bool knocked_out(const ablation& ab, const knockout& k) {
+    return std::find(ab.knockouts.begin(), ab.knockouts.end(), k) != ab.knockouts.end();
+}
+
+void toggle_knockout(ablation& ab, const knockout& k) {
+    auto it = std::find(ab.knockouts.begin(), ab.knockouts.end(), k);
+    if (it != ab.knockouts.end()) ab.knockouts.erase(it);
+    else ab.knockouts.push_back(k);
 }
 
 bool expert_ablated(const ablation& ab, int layer, int expert) {
@@ -60,7 +78,22 @@ std::string ablation::describe() const {
         o << "experts";
         for (size_t i = 0; i < experts.size(); i++) o << (i ? "," : " ") << experts[i].layer << '.' << experts[i].head;
     }
+    if (!knockouts.empty()) {
+        if (o.tellp() > 0) o << ' ';
+        o << "knockout";
+        for (size_t i = 0; i < knockouts.size(); i++) o << (i ? "," : " ") << knockouts[i].describe();
+    }
     return o.tellp() > 0 ? o.str() : "none";
+}
+
+static void check_knockout_ranges(const ablation& ab, const model_config& c) {
+    for (const knockout& k : ab.knockouts) {
+        if (k.layer < 0 || k.layer >= c.n_layer || k.head >= c.n_head)
+            throw error("knockout " + k.describe() + " is outside the model (" + std::to_string(c.n_layer) +
+                        " layers x " + std::to_string(c.n_head) + " heads)");
+        if (k.query >= c.n_ctx || k.key >= c.n_ctx)
+            throw error("knockout " + k.describe() + ": position outside the model's context of " + std::to_string(c.n_ctx));
+    }
 }
 
 void check_ablation(const ablation& ab, const model_config& c) {
@@ -83,6 +116,7 @@ void check_ablation(const ablation& ab, const model_config& c) {
                         " layers x " + std::to_string(c.n_expert) + " experts: 0.0.." + std::to_string(c.n_layer - 1) +
                         "." + std::to_string(c.n_expert - 1) + ")");
     }
+    check_knockout_ranges(ab, c);
 }
 
 static std::vector<std::string> split_list(const std::string& s) {
@@ -131,6 +165,75 @@ ablation parse_ablation(const std::string& ablate, const std::string& layers, co
     return ab;
 }
 
+// A position of a knockout: a non-negative integer, or * (-1).
+static int parse_position(const std::string& s, const std::string& item) {
+    if (s == "*") return -1;
+    return parse_index(s, "--knockout " + item + ": a position");
+}
+
+std::vector<knockout> parse_knockouts(const std::string& list) {
+    std::vector<knockout> out;
+    for (const std::string& item : split_list(list)) {
+        const size_t colon = item.find(':'), dash = item.find('-', colon == std::string::npos ? 0 : colon);
+        if (colon == std::string::npos || dash == std::string::npos)
+            throw error("--knockout: expected LAYER.HEAD:QUERY-KEY or LAYER:QUERY-KEY like 0.1:3-2 or 2:*-0, got '" +
+                        item + "'");
+        const std::string head = item.substr(0, colon);
+        const size_t dot = head.find('.');
+        knockout k;
+        k.layer = parse_index(head.substr(0, dot), "--knockout " + item + ": the layer");
+        if (dot != std::string::npos) k.head = parse_index(head.substr(dot + 1), "--knockout " + item + ": the head");
+        k.query = parse_position(item.substr(colon + 1, dash - colon - 1), item);
+        k.key = parse_position(item.substr(dash + 1), item);
+        out.push_back(k);
+    }
+    return out;
+}
+
+// Whether knockout k covers query q of head h and key j.
+static bool covers(const knockout& k, int h, int q, int j) {
+    return (k.head < 0 || k.head == h) && (k.query < 0 || k.query == q) && (k.key < 0 || k.key == j);
+}
+
+std::vector<std::string> check_knockouts(const ablation& ab, const model_config& c, int T) {
+    check_knockout_ranges(ab, c);
+    std::vector<std::string> notes;
+    for (const knockout& k : ab.knockouts) {
+        if (k.query >= T || k.key >= T)
+            throw error("knockout " + k.describe() + ": position " + std::to_string(std::max(k.query, k.key)) +
+                        " is outside the prompt's " + std::to_string(T) + " tokens");
+        const int window = c.window_at(k.layer);
+        bool reaches = false; // a key it names that a query it names sees
+        for (int h = 0; h < c.n_head; h++) {
+            if (k.head >= 0 && k.head != h) continue;
+            for (int q = 0; q < T; q++) {
+                if (k.query >= 0 && k.query != q) continue;
+                const int j0 = window > 0 && q >= window ? q - window + 1 : 0;
+                int left = 0;
+                for (int j = j0; j <= q; j++) {
+                    if (covers(k, h, q, j)) reaches = true;
+                    bool off = false;
+                    for (const knockout& o : ab.knockouts) off |= o.layer == k.layer && covers(o, h, q, j);
+                    left += !off;
+                }
+                if (left > 0) continue;
+                std::string names; // every knockout of that row: together they leave it nothing
+                int count = 0;
+                for (const knockout& o : ab.knockouts)
+                    if (o.layer == k.layer && (o.head < 0 || o.head == h) && (o.query < 0 || o.query == q))
+                        names += (count++ ? "," : "") + o.describe();
+                throw error(std::string(count > 1 ? "knockouts " : "knockout ") + names + (count > 1 ? " leave" : " leaves") +
+                            " query " + std::to_string(q) + " of head " + std::to_string(k.layer) + "." +
+                            std::to_string(h) + " no key to read" + (q == 0 ? " (position 0 reads only itself)" : ""));
+            }
+        }
+        if (!reaches)
+            notes.push_back("knockout " + k.describe() + " changes nothing: every key it names comes after its query "
+                            "(or outside its window), which cannot read it anyway");
+    }
+    return notes;
+}
+
 int ablation_layers(const model& m) {
     return m.encoder ? std::max(m.config.n_layer, m.encoder->config.n_layer) : m.config.n_layer;
 }
@@ -141,6 +244,7 @@ void check_ablation(const ablation& ab, const model& m) {
     model_config widest = m.config; // (an encoder–decoder has no experts: an expert ablation is refused as for any dense model)
     widest.n_layer = ablation_layers(m);
     widest.n_head = ablation_heads(m);
+    if (!ab.knockouts.empty()) require(m, FEATURE_KNOCKOUT);
     check_ablation(ab, widest);
 }
 
@@ -172,6 +276,13 @@ std::vector<intervention> ablation_interventions(const ablation& ab, const model
         intervention z{INTERVENE_ZERO, HOOK_ROUTER, e.layer};
         z.head = e.head;
         out.push_back(z);
+    }
+    for (const knockout& k : ab.knockouts) {
+        intervention v{INTERVENE_KNOCKOUT, HOOK_PATTERN, k.layer};
+        v.head = k.head;
+        v.position = k.query;
+        v.key = k.key;
+        out.push_back(v);
     }
     return out;
 }

@@ -109,6 +109,10 @@ void check_interventions(const std::vector<intervention>& iv, const model_config
                 throw error("intervention at " + at() + ": dropping the residual add applies to resid_mid or resid_post");
             if (v.head >= 0 || v.position >= 0) throw error("intervention at " + at() + ": the residual is dropped for every position");
             break;
+        case INTERVENE_KNOCKOUT:
+            if (v.point != HOOK_PATTERN) throw error("intervention at " + at() + ": a knockout applies to the pattern");
+            if (v.key >= c.n_ctx) throw error("intervention at " + at() + ": key " + std::to_string(v.key) + " is outside the context");
+            break;
         default: throw error("intervention at " + at() + ": unknown kind");
         }
     }

@@ -99,6 +99,9 @@ enum intervention_kind {
     INTERVENE_IDENTITY_NORM, // attn_in, mlp_in, final_norm: the norm is the identity (no gain, no bias); at attn_in
                              // and mlp_in every norm of that sublayer is (q/k norms, the output norm of Gemma 2 / OLMo 2)
     INTERVENE_NO_RESIDUAL,   // resid_mid, resid_post: the stream is replaced by the sublayer's output, not added to
+    INTERVENE_KNOCKOUT,      // pattern only: query `position` (-1 every query) of `head` (-1 every head) may not read
+                             // key `key` (-1 every key): its probability becomes 0 and the row is renormalised over
+                             // the keys left, as if the score were -inf before the softmax (attention knockout)
 };
 struct intervention {
     intervention_kind kind;
@@ -110,6 +113,7 @@ struct intervention {
     // ([slice]), else of every position from 0 ([T][slice]); slice = one head's width with head >= 0, else the
     // row's width. Not allowed at the pattern (use a hook).
     const float* values = nullptr;
+    int key = -1;      // KNOCKOUT only: the key position the query may not read; -1 = every key
 };
 
 // Throws gb::error naming the first intervention that does not fit the model (layer, head, kind at that point).

@@ -4,6 +4,7 @@
 
 #include "kernels/ops.h"
 #include "run/pass.h"
+#include "util/error.h"
 
 namespace gb {
 
@@ -59,11 +60,57 @@ void apply_intervention(const intervention& v, hook_tensor& t, const model_confi
         }
 }
 
+// Whether knockout v stops query position q of head h from reading key j.
+static bool knocks(const intervention& v, int h, int q, int j) {
+    return (v.head < 0 || v.head == h) && (v.position < 0 || v.position == q) && (v.key < 0 || v.key == j);
+}
+
+// The KNOCKOUT interventions at the pattern t of layer l, all at once: the keys they name get probability 0 and
+// each row they touch is renormalised over the keys left (the softmax with those scores at -inf). Throws
+// gb::error for a query left no key, or left only keys whose probability underflowed to 0. Returns whether any
+// row changed (a knockout of keys after the query, already masked, changes none).
+static bool apply_knockouts(pass& f, hook_tensor& t, int l) {
+    std::vector<const intervention*> ko;
+    for (const intervention& v : f.opt.interventions)
+        if (v.kind == INTERVENE_KNOCKOUT && v.point == HOOK_PATTERN && covers_layer(v.layer, HOOK_PATTERN, l)) ko.push_back(&v);
+    if (ko.empty()) return false;
+    const int window = f.c.window_at(l);
+    bool touched = false;
+    for (int h = 0; h < f.c.n_head; h++)
+        for (int r = 0; r < t.n; r++) {
+            const int q = t.pos0 + r;
+            bool row_named = false;
+            for (const intervention* v : ko) row_named |= (v->head < 0 || v->head == h) && (v->position < 0 || v->position == q);
+            if (!row_named) continue;
+            float* row = t.row(h * t.n + r);
+            // the keys the query sees at all: causal (and a window), or every key in an encoder
+            const int j0 = window > 0 && q >= window ? q - window + 1 : 0;
+            const int j1 = f.arch.bidirectional ? t.width : q + 1;
+            double sum = 0;
+            int left = 0, knocked = 0;
+            for (int j = j0; j < j1; j++) {
+                bool off = false;
+                for (const intervention* v : ko) off |= knocks(*v, h, q, j);
+                if (off) row[j] = 0.0f, knocked++;
+                else sum += row[j], left++;
+            }
+            if (knocked == 0) continue; // only keys the query never sees: the row stays as it is, bit for bit
+            if (left == 0 || !(sum > 0))
+                throw error("knockout at layer " + std::to_string(l) + ": query " + std::to_string(q) + " of head " +
+                            std::to_string(l) + "." + std::to_string(h) +
+                            (left == 0 ? " has no key left to read" : " is left only keys whose probability is 0 in float (underflow)"));
+            for (int j = j0; j < j1; j++) row[j] = (float)(row[j] / sum);
+            touched = true;
+        }
+    return touched;
+}
+
 bool visit(pass& f, hook_point p, int l, float* data, int n, int width, int stride) {
     const uint8_t flags = f.plan.at(p, l);
     if (!flags) return false;
     hook_tensor t{p, hook_is_final(p) ? f.c.n_layer : l, data, n, f.pos0, width, stride};
     bool wrote = false;
+    if ((flags & PT_CHANGE) && p == HOOK_PATTERN) wrote = apply_knockouts(f, t, l); // before ZERO (its rows stay 0)
     if (flags & PT_CHANGE)
         for (const intervention& v : f.opt.interventions)
             if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == p && covers_layer(v.layer, p, l)) {

@@ -1,5 +1,5 @@
 // Ablations: knock out residual connections, LayerNorm or attention (all layers or chosen ones),
-// and the list of ablated heads. Each toggle says what the component does and what to expect.
+// and the lists of ablated heads, experts (MoE) and attention knockouts (decoder-only models). Each toggle says what the component does and what to expect.
 #include <algorithm>
 
 #include "ui.h"
@@ -75,6 +75,37 @@ static void experts_list(gb::ablation& ab, ui_context& ui) {
     ImGui::PopTextWrapPos();
 }
 
+// The attention knockouts (layer.head: query -> key), each with a button that removes it.
+static void knockouts_list(gb::ablation& ab, ui_context& ui) {
+    ImGui::Separator();
+    ImGui::Text("Knockouts: %zu", ab.knockouts.size());
+    if (!ab.knockouts.empty()) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("clear knockouts")) ab.knockouts.clear();
+        remember_item(ui, "clear knockouts");
+    }
+    ImGui::PushID("knockouts");
+    for (size_t i = 0; i < ab.knockouts.size(); i++) {
+        ImGui::PushID((int)i);
+        const std::string name = ab.knockouts[i].describe();
+        if (ImGui::SmallButton("x")) {
+            ab.knockouts.erase(ab.knockouts.begin() + i);
+            ImGui::PopID();
+            break;
+        }
+        remember_item(ui, "restore knockout " + name);
+        ImGui::SameLine();
+        ImGui::Text("%s", name.c_str());
+        if (i % 3 != 2 && i + 1 < ab.knockouts.size()) ImGui::SameLine();
+        ImGui::PopID();
+    }
+    ImGui::PopID();
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("LAYER.HEAD:QUERY-KEY (right-click a cell of the Head view); the query's attention is "
+                        "renormalised over the keys left");
+    ImGui::PopTextWrapPos();
+}
+
 void panel_ablations(app_state& s, ui_context& ui) {
     panel_title("Ablations", "what breaks when a part is removed?");
     gb::ablation& ab = s.ablation;
@@ -114,6 +145,9 @@ void panel_ablations(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
     }
     if ((s.model && gb::offers(s.model->config, gb::FEATURE_EXPERTS)) || !ab.experts.empty()) experts_list(ab, ui);
+    // only when there are some: the column's height decides whether Ablations and Model both fit (layout.cpp), and
+    // the Head view's tooltip says how to make one
+    if (!ab.knockouts.empty()) knockouts_list(ab, ui);
 }
 
 } // namespace gbui

@@ -1,9 +1,11 @@
 // Head detail: the selected head's T x T pattern with token labels, hover values, a legend, the scale
-// (linear / log / row max), and the selected query row as text shaded by weight.
+// (linear / log / row max), and the selected query row as text shaded by weight. Right-click (or ctrl+click) a
+// cell a query sees: knock that query-key pair out (attention knockout) or bring it back.
 #include <algorithm>
 #include <cmath>
 
 #include "text_scale.h"
+#include "util/error.h"
 #include "ui.h"
 
 namespace gbui {
@@ -62,6 +64,31 @@ static void query_row(const gb::record& c, int layer, const float* p, int sel_q,
     }
     ImGui::SetCursorScreenPos(ImVec2(x0, pos.y + lh + px(4)));
     ImGui::Dummy(ImVec2(1, 1));
+}
+
+// Knocks out (or restores) query q's read of key k in head h of layer l, unless that leaves a query no key to
+// read: then the app's error line says so and nothing changes.
+static void toggle_cell(app_state& s, int l, int h, int q, int k, int T) {
+    gb::ablation next = s.ablation;
+    gb::toggle_knockout(next, {l, h, q, k});
+    try {
+        gb::check_knockouts(next, s.model->config, T);
+        s.ablation = next;
+    } catch (const gb::error& e) {
+        s.error = e.what();
+    }
+}
+
+// A red outline over the cells the ablation's knockouts cover in head h of layer l (a * covers a whole row or
+// column).
+static void knocked_cells(ImDrawList* dl, const gb::ablation& ab, int l, int h, int T, ImVec2 a, float cell) {
+    for (const gb::knockout& k : ab.knockouts) {
+        if (k.layer != l || (k.head >= 0 && k.head != h) || k.query >= T || k.key >= T) continue;
+        const int q0 = k.query < 0 ? 0 : k.query, q1 = k.query < 0 ? T : k.query + 1;
+        const int k0 = k.key < 0 ? 0 : k.key, k1 = k.key < 0 ? T : k.key + 1;
+        dl->AddRect(ImVec2(a.x + k0 * cell, a.y + q0 * cell), ImVec2(a.x + k1 * cell, a.y + q1 * cell),
+                    IM_COL32(255, 80, 80, 255), 0, 0, std::max(1.0f, std::min(2.0f, cell / 4)));
+    }
 }
 
 void panel_head(app_state& s, ui_context& ui) {
@@ -139,6 +166,9 @@ void panel_head(app_state& s, ui_context& ui) {
         // key labels above the columns, turned 90 degrees so that whole words fit
         if (on_step) add_text_vertical(dl, ImVec2(a.x + (t + 0.5f) * cell - fs / 2, a.y - px(4)), tc, labels[t].c_str(), fs);
     }
+    // attention knockout: decoder-only models, on the shown result's own model
+    const bool knockout = s.model && s.result->model == s.model && gb::offers(s.model->config, gb::FEATURE_KNOCKOUT);
+    knocked_cells(dl, s.ablation, sel_l, sel_h, T, a, cell);
     ImGui::SetCursorScreenPos(a);
     ImGui::InvisibleButton("##heat", ImVec2(side, side));
     if (ImGui::IsItemHovered()) {
@@ -152,10 +182,17 @@ void panel_head(app_state& s, ui_context& ui) {
         else if (kj < c.first_key(sel_l, qi))
             ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: masked (outside this layer's sliding window "
                               "of %d tokens)", qi, q.c_str(), kj, kt.c_str(), c.window[sel_l]);
-        else
-            ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: %.4f", qi, q.c_str(), kj, kt.c_str(),
-                              p[qi * T + kj]);
-        if (ImGui::IsMouseClicked(0)) s.sel_token = qi;
+        else {
+            const bool off = gb::knocked_out(s.ablation, {sel_l, sel_h, qi, kj});
+            ImGui::SetTooltip("query %d \u2018%s\u2019 \u2192 key %d \u2018%s\u2019: %.4f%s", qi, q.c_str(), kj, kt.c_str(),
+                              p[qi * T + kj], !knockout ? "" : off ? "\nknocked out; right-click / ctrl+click: restore"
+                                                                  : "\nright-click / ctrl+click: knock out (renormalised "
+                                                                    "over the keys left)");
+        }
+        const bool seen = kj <= c.last_key(qi) && kj >= c.first_key(sel_l, qi);
+        const bool toggle = ImGui::IsMouseClicked(1) || (ImGui::IsMouseClicked(0) && ImGui::GetIO().KeyCtrl);
+        if (toggle && knockout && seen) toggle_cell(s, sel_l, sel_h, qi, kj, T);
+        else if (ImGui::IsMouseClicked(0)) s.sel_token = qi;
     }
 
     // legend and the query row: beside the heatmap or under it; the row scrolls when long
