@@ -22,21 +22,22 @@ std::string sq(const std::string& s) {
     return out + "'";
 }
 
-std::string xvfb_app(const std::string& args) {
+std::string xvfb_app(const std::string& args, const std::string& screen) {
     static const bool hermetic = [] { // once per test process
         setenv("XDG_CONFIG_HOME", test_temp_dir("app_xdg_unused").c_str(), 1);
         unsetenv("GLASSBOX_CONFIG_DIR");
         return true;
     }();
     (void)hermetic;
-    return "xvfb-run -a -s '-screen 0 1600x1000x24' " + sq(app_path()) + " " + args;
+    return "xvfb-run -a -s '-screen 0 " + screen + "x24' " + sq(app_path()) + " " + args;
 }
 
-std::vector<nlohmann::json> run_script(const std::string& args, const std::string& script, int* rc, const std::string& env) {
+std::vector<nlohmann::json> run_script(const std::string& args, const std::string& script, int* rc, const std::string& env,
+                                       const std::string& screen) {
     static int n = 0;
     const std::string path = test_temp_dir("app_steps") + "/script" + std::to_string(n++) + ".txt";
     std::ofstream(path) << script;
-    command_result r = run_command(env + xvfb_app(args + " --script " + sq(path)));
+    command_result r = run_command(env + xvfb_app(args + " --script " + sq(path), screen));
     if (!r.err.empty()) std::fprintf(stderr, "%s", r.err.c_str());
     *rc = r.code;
     std::vector<nlohmann::json> states;
