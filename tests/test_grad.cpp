@@ -262,6 +262,15 @@ TEST(Gradients, PatchedActivationsAreConstantsUpstream) {
     }
 }
 
+// The double reference of a tiny family model as a ref_fn (tf must outlive it).
+static ref_fn family_reference(const tiny_family& tf) {
+    return [&tf](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
+        family_ref_options fo;
+        fo.base = o;
+        return reference_family(tf, t, ab, fo);
+    };
+}
+
 // The other decoder families: parallel blocks and partial rotary (GPT-NeoX), GeGLU and the embedding scale
 // (Gemma), post norms, soft-caps and sliding windows (Gemma 2), q/k norms (OLMo 2 without pre-norms, Qwen3 per
 // head), Phi-3's fused gate/up.
@@ -274,11 +283,7 @@ TEST(Gradients, EveryDecoderFamilyMatchesFiniteDifferences) {
         if (s.family == "gpt_neox") s.rotary_pct = 0.5f;
         const tiny_family tf = write_tiny_family(test_temp_dir(std::string("grad_") + fam), s);
         const gb::model m = gb::load_model(tf.hf_dir);
-        const ref_fn ref = [&tf](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
-            family_ref_options fo;
-            fo.base = o;
-            return reference_family(tf, t, ab, fo);
-        };
+        const ref_fn ref = family_reference(tf);
         const std::vector<int> tokens = random_tokens(5, m.config.vocab_size - 4, 12);
         gb::metric_spec lp;
         lp.kind = gb::metric_spec::LOGPROB;
@@ -301,11 +306,7 @@ TEST(Gradients, MixturesOfExpertsMatchFiniteDifferences) {
         s.family = fam;
         const tiny_family tf = write_tiny_family(test_temp_dir(std::string("grad_") + fam), s);
         const gb::model m = gb::load_model(tf.hf_dir);
-        const ref_fn ref = [&tf](const std::vector<int>& t, const gb::ablation& ab, const ref_options& o) {
-            family_ref_options fo;
-            fo.base = o;
-            return reference_family(tf, t, ab, fo);
-        };
+        const ref_fn ref = family_reference(tf);
         const std::vector<int> tokens = random_tokens(5, m.config.vocab_size - 4, 13);
         expect_matches_differences(m, ref, tokens, {}, logit_diff(5, 9), true, 3, fam);
         gb::ablation ab;
