@@ -42,7 +42,10 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
   atp          --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
-               (grad and atp also take --model, --bos, --matmul and --ablate, --layers, --heads, --knockout)
+  circuit      --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+               (--contrast TEXT | --contrast-id N) [--edges N] [--json FILE]
+               (grad, atp and circuit also take --model, --bos, --matmul and --ablate, --layers, --heads,
+               --knockout)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
                or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
@@ -254,6 +257,20 @@ const std::vector<command> table = {
       {"json", "FILE", "write patch's keys (the estimates) and \"method\" as JSON"},
       {"npy-dir", "DIR", "write atp_resid.npy [P, T], atp_heads.npy [L, H] and their *_normalized twins (--exact: "
                          "patch's files too) into DIR"},
+      matmul, weights}},
+    {"circuit", cmd_circuit, gb::FEATURE_GRADIENTS,
+     "a circuit: embeddings, heads, MLPs and logits, edges scored by edge attribution patching, and the top "
+     "edges' faithfulness",
+     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) (--contrast TEXT | --contrast-id N) "
+      "[--model PATH] [options]"},
+     {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
+      {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token)"}, contrast_id, bos,
+      {"edges", "N", "the circuit: the nodes the N edges of largest |score| touch (default 40)"},
+      ablate, layers, heads, knockout,
+      {"json", "FILE", "write nodes (id, kind, layer, head, score, in_circuit), edges (from, to, score: the top N), "
+                       "faithfulness, circuit_metric, faithfulness_curve, clean and corrupt as JSON"},
       matmul, weights}},
     {"bench", cmd_bench, gb::FEATURE_RUN,
      "time forward passes with full capture, or live recompute against a fresh forward (an "

@@ -80,6 +80,7 @@ struct bctx {
     gemm_scratch gs;
     moe_scratch ms;
     std::vector<float> t1, t2, t3, t4, t5; // scratch, grown on demand
+    float* head_in = nullptr; // [L][H][T][d] gradients::head_in, when readers were asked
 };
 
 static float* grown(std::vector<float>& v, size_t n) {
@@ -266,6 +267,29 @@ static void attend_backward(bctx& b, int l, const float* gz, float* gqkv) {
     }
 }
 
+// out [H][T][d]: each head's share of the gradient at resid_pre (gradients::head_in). The attention's backward is
+// linear in gz, so head h's share is its backward with every other head's gz 0; the H shares go through W_qkv
+// as one product of H*T rows.
+static void head_inputs_backward(bctx& b, int l, const float* gz, float* out) {
+    const layer_weights& lw = b.w.layers[l];
+    const int T = b.T, d = b.d, H = b.H, dh = b.dh, qkv_w = b.qkv_w;
+    const bool no_norm = b.plan.identity_norm[l] & 1;
+    std::vector<float> gzh((size_t)T * H * dh), rows((size_t)H * T * qkv_w), g_in((size_t)H * T * d);
+    for (int h = 0; h < H; h++) {
+        std::fill(gzh.begin(), gzh.end(), 0.0f);
+        for (int t = 0; t < T; t++)
+            std::copy_n(gz + (size_t)t * H * dh + h * dh, dh, gzh.data() + (size_t)t * H * dh + h * dh);
+        attend_backward(b, l, gzh.data(), rows.data() + (size_t)h * T * qkv_w);
+    }
+    gemm_backward(g_in.data(), rows.data(), lw.w_qkv, H * T, b.gs);
+    for (int h = 0; h < H; h++) {
+        float* gi = g_in.data() + (size_t)h * T * d;
+        zero_covered(b, HOOK_ATTN_IN, l, gi, T, d, d);
+        norm_backward(out + (size_t)h * T * d, kept(b, HOOK_RESID_PRE, l), gi,
+                      no_norm || !b.arch.pre_norm ? nullptr : &lw.norm1_g, b.arch.norm, b.c.norm_eps, T, d);
+    }
+}
+
 static void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, H = b.H, dh = b.dh;
@@ -283,6 +307,7 @@ static void attention_backward(bctx& b, int l, float* g, float* gz_out, float* g
     float* gz = grown(b.t5, (size_t)T * H * dh); // gz_out is kept as the gradient at z; what passes on below
     std::copy_n(gz_out, (size_t)T * H * dh, gz);
     zero_covered(b, HOOK_Z, l, gz, T, H * dh, H * dh);
+    if (b.head_in) head_inputs_backward(b, l, gz, b.head_in + (size_t)l * H * T * d);
     std::vector<float> gqkv((size_t)T * b.qkv_w);
     attend_backward(b, l, gz, gqkv.data());
     float* g_in = grown(b.t1, (size_t)T * d);
@@ -356,7 +381,8 @@ static void check_backward(const model& m, const record& fwd, const metric_spec&
                     std::to_string(T) + " tokens");
 }
 
-void backward(gradients& out, const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt) {
+void backward(gradients& out, const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt,
+              bool readers) {
     check_backward(m, fwd, metric, opt);
     const model_config& c = m.config;
     const int L = c.n_layer, T = fwd.n_tokens, d = c.d_model, H = c.n_head, dh = c.d_head;
@@ -368,7 +394,14 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
     out.position = metric.position < 0 ? T - 1 : metric.position;
     out.resid.assign((size_t)(2 * L + 1) * Td, 0.0f);
     out.z.assign((size_t)L * T * H * dh, 0.0f);
-    std::vector<float> g(Td), g_mid(Td), g_pre(Td), g_sub(Td);
+    out.head_in.clear(), out.mlp_in.clear();
+    out.mlp_reads_layer_input = c.parallel;
+    if (readers) {
+        out.head_in.assign((size_t)L * H * Td, 0.0f);
+        out.mlp_in.assign((size_t)L * Td, 0.0f);
+        b.head_in = out.head_in.data();
+    }
+    std::vector<float> g(Td), g_mid(Td), g_pre(Td), g_sub(Td), g_mlp(Td);
     out.metric_value = head_backward(b, metric, out.position, g.data());
     for (int l = L - 1; l >= 0; l--) {
         // g: at resid_post of l as flowed (point 2l + 2)
@@ -380,7 +413,11 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
         if (drop_post) std::fill(g_mid.begin(), g_mid.end(), 0.0f);
         else g_mid = g;
         g_sub = g;
-        mlp_backward(b, l, g_sub.data(), c.parallel ? g_pre.data() : g_mid.data());
+        std::fill(g_mlp.begin(), g_mlp.end(), 0.0f); // the MLP's own share, then added to the stream's
+        mlp_backward(b, l, g_sub.data(), g_mlp.data());
+        float* gx = c.parallel ? g_pre.data() : g_mid.data();
+        for (size_t i = 0; i < Td; i++) gx[i] += g_mlp[i];
+        if (readers) std::copy_n(g_mlp.data(), Td, out.mlp_in.data() + (size_t)l * Td);
         std::copy_n(g_mid.data(), Td, out.resid.data() + (size_t)(2 * l + 1) * Td);
         zero_covered(b, HOOK_RESID_MID, l, g_mid.data(), T, d, d);
         if (!(b.plan.no_residual[l] & 1))
@@ -398,16 +435,17 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
 // Whole prompts
 // ---------------------------------------------------------------------------------------------
 void run_gradients(gradients& out, const model& m, const std::vector<int>& tokens, const metric_spec& metric,
-                   const ablation& ab, const forward_options& opt, record* fwd) {
+                   const ablation& ab, const forward_options& opt, record* fwd, bool readers) {
     require(m, FEATURE_GRADIENTS);
     forward_options o = opt;
     std::vector<intervention> iv = ablation_interventions(ab, m.config);
     o.interventions.insert(o.interventions.begin(), iv.begin(), iv.end());
     o.keep = backward_keep(m.config);
+    o.keep.points |= opt.keep.points; // and what the caller reads from fwd
     record local;
     record& rec = fwd ? *fwd : local;
     run_forward(rec, m, tokens, {}, o);
-    backward(out, m, rec, metric, o);
+    backward(out, m, rec, metric, o, readers);
 }
 
 } // namespace gb

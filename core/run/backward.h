@@ -40,6 +40,13 @@ struct gradients {
     double metric_value = 0;   // the metric on the forward's logits at that position
     std::vector<float> resid;  // [2L+1][T][d] at each residual point, numbered as record::resid
     std::vector<float> z;      // [L][T][H*dh] at each head's z (before W_o)
+    // With readers asked (edge attribution, analysis/circuit.h): the gradient at the stream as each sublayer
+    // reads it, through that reader alone. A sum over the readers after a residual point (and the final norm's,
+    // resid at point 2L) gives the stream's gradient there, when no intervention drops the skip path.
+    std::vector<float> head_in; // [L][H][T][d] at resid_pre of layer l through head h's own q, k and v: its z's
+                                // gradient back through its pattern, values, RoPE and q/k norms, W_qkv and the norm
+    std::vector<float> mlp_in;  // [L][T][d] at the stream the MLP's norm read, through the MLP alone
+    bool mlp_reads_layer_input = false; // parallel blocks: the MLP read resid_pre (not resid_mid), beside attention
     const float* resid_at(int point) const { return resid.data() + (size_t)point * n_tokens * d_model; }
     const float* z_at(int layer) const { return z.data() + (size_t)layer * n_tokens * n_head * d_head; }
 };
@@ -51,11 +58,14 @@ record_request backward_keep(const model_config& c);
 // out = the gradients of metric on the run fwd recorded (with at least backward_keep). opt: the options the
 // forward ran with; its interventions are in force. Throws gb::error for a model whose kind offers no gradients,
 // hooks in opt, a record without what backward_keep asks for, or a metric outside the vocabulary or positions.
-void backward(gradients& out, const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt);
+// readers: also fill head_in and mlp_in (one more attention backward per head).
+void backward(gradients& out, const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt,
+              bool readers = false);
 
 // The forward (keeping backward_keep, ab's interventions before opt's) and the backward of tokens. fwd, when not
 // null, gets the forward's record.
 void run_gradients(gradients& out, const model& m, const std::vector<int>& tokens, const metric_spec& metric,
-                   const ablation& ab = {}, const forward_options& opt = {}, record* fwd = nullptr);
+                   const ablation& ab = {}, const forward_options& opt = {}, record* fwd = nullptr,
+                   bool readers = false);
 
 } // namespace gb

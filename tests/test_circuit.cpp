@@ -1,0 +1,235 @@
+// Circuits (core/analysis/circuit.h): every edge's score against the EAP formula computed in double from the
+// reference forwards (tests/support) — the output difference from the clean and corrupted reference runs, the
+// reader's gradient by central differences of the corrupted reference with only that reader seeing the change —
+// on the tiny GPT-2 and the GQA Llama; the faithfulness at both ends (every edge: the clean run; none: the
+// corrupted one) and in between against the reference with the same patches; and the CLI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/circuit.h"
+#include "io/loader.h"
+#include "run/forward.h"
+#include "ref_models.h"
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace {
+
+double ref_logit_diff(const ref_trace& r, int target, int contrast, int V) {
+    const double* lg = &r.logits[(size_t)(r.n_tokens - 1) * V];
+    return lg[target] - lg[contrast];
+}
+
+// Node v's output in a reference run [T][d]: the embeddings' stream, a head's head_out slice, an MLP's mlp_out
+std::vector<double> ref_output(const ref_trace& r, const gb::circuit_result& c, int v) {
+    const gb::circuit_node& n = c.nodes[v];
+    const int T = c.n_tokens, d = c.d_model, H = c.n_head;
+    std::vector<double> out((size_t)T * d);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < d; i++) {
+            size_t at = (size_t)t * d + i;
+            if (n.kind == gb::circuit_node::EMBED) out[at] = r.resid_at(0, t)[i];
+            else if (n.kind == gb::circuit_node::HEAD) out[at] = r.at(gb::HOOK_HEAD_OUT, n.layer)[(size_t)t * H * d + n.head * d + i];
+            else out[at] = r.at(gb::HOOK_MLP_OUT, n.layer)[at];
+        }
+    return out;
+}
+
+// The residual point a reader reads (the change is added there) and the one after it (where it is taken back
+// out again, so that only that reader saw it); -1: none (the logits read the last point)
+void reader_points(const gb::circuit_result& c, int v, int& in, int& out) {
+    const gb::circuit_node& n = c.nodes[v];
+    if (n.kind == gb::circuit_node::HEAD) in = 2 * n.layer, out = in + 1;
+    else if (n.kind == gb::circuit_node::MLP) in = 2 * n.layer + 1, out = in + 1;
+    else in = 2 * c.n_layer, out = -1;
+}
+
+// d/de of the metric on the corrupted reference when reader v alone reads the stream plus e * delta: the
+// change is added at the reader's point and taken out at the next; a head's layer-mates keep their own z.
+double ref_edge(const ref_model& rm, const std::vector<int>& corrupt, const ref_trace& base, const gb::circuit_result& c,
+                int v, const std::vector<double>& delta) {
+    const int T = c.n_tokens, d = c.d_model, H = c.n_head, dh = c.d_head, V = rm.m.config.vocab_size;
+    int in, out;
+    reader_points(c, v, in, out);
+    gb::hook_point pin, pout = gb::HOOK_COUNT;
+    int lin, lout = -1;
+    gb::resid_point_hook(in, pin, lin);
+    if (out >= 0) gb::resid_point_hook(out, pout, lout);
+    ref_options o;
+    const gb::circuit_node& n = c.nodes[v];
+    if (n.kind == gb::circuit_node::HEAD)
+        for (int h = 0; h < H; h++) {
+            if (h == n.head) continue;
+            ref_z_patch zp{n.layer, h, std::vector<double>((size_t)T * dh)};
+            for (int t = 0; t < T; t++)
+                for (int e = 0; e < dh; e++) zp.values[(size_t)t * dh + e] = base.at(gb::HOOK_Z, n.layer)[(size_t)t * H * dh + h * dh + e];
+            o.z_patches.push_back(zp);
+        }
+    const double eps = 1e-4;
+    double f[2];
+    for (int s = 0; s < 2; s++) {
+        const double k = s ? -eps : eps;
+        o.edit = [&](gb::hook_point p, int layer, std::vector<double>& x) {
+            if (p == pin && layer == lin)
+                for (size_t i = 0; i < (size_t)T * d; i++) x[i] += k * delta[i];
+            if (p == pout && layer == lout)
+                for (size_t i = 0; i < (size_t)T * d; i++) x[i] -= k * delta[i];
+        };
+        f[s] = ref_logit_diff(rm.reference(corrupt, {}, o), c.target, c.contrast, V);
+    }
+    return (f[0] - f[1]) / (2 * eps);
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+command_result cli(const std::string& args) {
+    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
+}
+
+} // namespace
+
+// Every edge's score is (clean - corrupt output of its source) . (its reader's gradient on the corrupted run).
+TEST(Circuit, EdgeScoresMatchTheDoubleReference) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            const std::vector<int> clean = rm->tokens(5, 21), corrupt = rm->tokens(5, 22);
+            const int target = 7, contrast = 11;
+            const gb::circuit_result c = gb::circuit_scores(rm->m, clean, corrupt, target, contrast);
+            const int L = rm->m.config.n_layer, H = rm->m.config.n_head;
+            ASSERT_EQ((int)c.nodes.size(), 1 + L * (H + 1) + 1);
+            // heads read everything before their layer, MLPs their own layer's heads too, the logits everything
+            int want_edges = 0;
+            for (int l = 0; l < L; l++) want_edges += H * (1 + l * (H + 1)) + (1 + l * (H + 1) + H);
+            want_edges += 1 + L * (H + 1);
+            ASSERT_EQ((int)c.edges.size(), want_edges);
+            const ref_trace rc = rm->reference(clean, {}, {}), rx = rm->reference(corrupt, {}, {});
+            const int V = rm->m.config.vocab_size;
+            EXPECT_NEAR(c.clean, ref_logit_diff(rc, target, contrast, V), 1e-3);
+            EXPECT_NEAR(c.corrupt, ref_logit_diff(rx, target, contrast, V), 1e-3);
+            std::vector<std::vector<double>> delta(c.nodes.size());
+            for (size_t u = 0; u + 1 < c.nodes.size(); u++) {
+                const std::vector<double> a = ref_output(rc, c, (int)u), b = ref_output(rx, c, (int)u);
+                delta[u].resize(a.size());
+                for (size_t i = 0; i < a.size(); i++) delta[u][i] = a[i] - b[i];
+            }
+            double scale = 0, worst = 0;
+            std::vector<double> node_sum(c.nodes.size(), 0.0);
+            for (const gb::circuit_edge& e : c.edges) {
+                const double want = ref_edge(*rm, corrupt, rx, c, e.to, delta[e.from]);
+                scale = std::max(scale, std::fabs(want));
+                worst = std::max(worst, std::fabs(e.score - want));
+                node_sum[e.from] += e.score;
+            }
+            EXPECT_GT(scale, 1e-2) << rm->name << ": some edge carries the difference";
+            EXPECT_LE(worst, 2e-3 * scale) << rm->name << " " << gb::matmul_name(gb::matmul_kind_now());
+            for (size_t u = 0; u + 1 < c.nodes.size(); u++)
+                EXPECT_NEAR(c.nodes[u].score, node_sum[u], 1e-9 + 1e-6 * scale) << c.nodes[u].id;
+            for (size_t i = 1; i < c.edges.size(); i++)
+                ASSERT_GE(std::fabs(c.edges[i - 1].score), std::fabs(c.edges[i].score)) << "sorted by |score|";
+        }
+    });
+}
+
+// Every edge kept: nothing is patched and the metric is the clean one (faithfulness 1). No edge: every head, MLP
+// and the embeddings take the corrupted values, which is the corrupted run. In between: the reference with the
+// same nodes patched (z for heads, mlp_out for MLPs).
+TEST(Circuit, FaithfulnessAtBothEndsAndBetween) {
+    for (const ref_model* rm : ref_models()) {
+        const std::vector<int> clean = rm->tokens(6, 31), corrupt = rm->tokens(6, 32);
+        const int target = 5, contrast = 9, V = rm->m.config.vocab_size;
+        const gb::circuit_result c = gb::circuit_scores(rm->m, clean, corrupt, target, contrast);
+        const std::vector<unsigned char> all = gb::circuit_members(c, (int)c.edges.size());
+        EXPECT_EQ(std::count(all.begin(), all.end(), 1), (long)c.nodes.size());
+        EXPECT_TRUE(gb::circuit_interventions(c, all).empty());
+        const double full = gb::circuit_metric(rm->m, c, clean, all);
+        EXPECT_NEAR(full, c.clean, 1e-5) << rm->name;
+        EXPECT_NEAR(gb::circuit_faithfulness(c, full), 1.0, 1e-5) << rm->name;
+        const ref_trace rx = rm->reference(corrupt, {}, {});
+        for (int n : {0, 6, 20}) {
+            const std::vector<unsigned char> in = gb::circuit_members(c, n);
+            EXPECT_EQ(std::count(in.begin(), in.end(), 1) > 1, n > 0);
+            // the reference with every node outside the circuit set to its corrupted output
+            const int L = c.n_layer, H = c.n_head, T = c.n_tokens, dh = c.d_head, d = c.d_model;
+            ref_options o;
+            for (int l = 0; l < L; l++)
+                for (int h = 0; h < H; h++) {
+                    if (in[c.node_of_head(l, h)]) continue;
+                    ref_z_patch zp{l, h, std::vector<double>((size_t)T * dh)};
+                    for (int t = 0; t < T; t++)
+                        for (int e = 0; e < dh; e++) zp.values[(size_t)t * dh + e] = rx.at(gb::HOOK_Z, l)[(size_t)t * H * dh + h * dh + e];
+                    o.z_patches.push_back(zp);
+                }
+            if (!in[0])
+                for (int t = 0; t < T; t++)
+                    o.resid_patches.push_back({0, t, std::vector<double>(rx.resid_at(0, t), rx.resid_at(0, t) + d)});
+            o.edit = [&](gb::hook_point p, int layer, std::vector<double>& x) {
+                if (p == gb::HOOK_MLP_OUT && !in[c.node_of_mlp(layer)]) x = rx.at(gb::HOOK_MLP_OUT, layer);
+            };
+            const double want = ref_logit_diff(rm->reference(clean, {}, o), target, contrast, V);
+            const double got = gb::circuit_metric(rm->m, c, clean, in);
+            EXPECT_NEAR(got, want, 1e-3 * (1 + std::fabs(want))) << rm->name << " " << n << " edges";
+            if (n == 0) {
+                EXPECT_NEAR(got, c.corrupt, 1e-4) << rm->name << ": nothing kept is the corrupted run";
+                EXPECT_NEAR(gb::circuit_faithfulness(c, got), 0.0, 1e-3) << rm->name;
+            }
+        }
+    }
+}
+
+// Prompts of different lengths cannot be patched into each other.
+TEST(Circuit, RefusesPromptsOfDifferentLengths) {
+    const ref_model& rm = tiny_gpt2_ref();
+    expect_gb_error([&] { gb::circuit_scores(rm.m, rm.tokens(4, 1), rm.tokens(5, 2), 3, 4); }, "tokens and the corrupted one");
+}
+
+// The CLI: nodes, the top N edges, faithfulness and its curve; --edges 0 keeps nothing (faithfulness 0) and a
+// count over every edge keeps everything (1); a missing contrast is a usage error.
+TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
+    tiny_spec s;
+    s.n_layer = 2, s.n_head = 3, s.d_model = 24, s.n_ctx = 40;
+    static const tiny_model tm = write_tiny_gpt2(test_temp_dir("circuit_cli_model"), s);
+    const std::string dir = test_temp_dir("circuit_cli");
+    const std::string base = "circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' "
+                             "--target-id 32 --contrast-id 97";
+    command_result r = cli(base + " --edges 5 --json " + dir + "/c.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("faithfulness"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("->"), std::string::npos) << r.out;
+    auto j = nlohmann::json::parse(slurp(dir + "/c.json"));
+    for (const char* k : {"nodes", "edges", "faithfulness", "clean", "corrupt", "faithfulness_curve", "total_edges"})
+        ASSERT_TRUE(j.contains(k)) << k;
+    ASSERT_EQ(j["nodes"].size(), 1u + 2 * 4 + 1);
+    EXPECT_EQ(j["nodes"][0]["id"], "embed");
+    EXPECT_EQ(j["nodes"][1]["kind"], "head");
+    EXPECT_EQ(j["nodes"][4]["id"], "L0.MLP");
+    EXPECT_EQ(j["nodes"][9]["kind"], "logits");
+    ASSERT_EQ(j["edges"].size(), 5u);
+    for (size_t i = 1; i < j["edges"].size(); i++)
+        EXPECT_GE(std::fabs(j["edges"][i - 1]["score"].get<double>()), std::fabs(j["edges"][i]["score"].get<double>()));
+    const double f = j["faithfulness"].get<double>();
+    EXPECT_TRUE(std::isfinite(f));
+    EXPECT_NEAR(f, (j["circuit_metric"].get<double>() - j["corrupt"].get<double>()) /
+                       (j["clean"].get<double>() - j["corrupt"].get<double>()), 1e-9);
+    const auto& curve = j["faithfulness_curve"];
+    EXPECT_NEAR(curve.front()["faithfulness"].get<double>(), 0.0, 1e-3);
+    EXPECT_NEAR(curve.back()["faithfulness"].get<double>(), 1.0, 1e-6);
+    ASSERT_EQ(cli(base + " --edges 100000 --json " + dir + "/all.json").code, 0);
+    EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/all.json"))["faithfulness"].get<double>(), 1.0, 1e-6);
+    ASSERT_EQ(cli(base + " --edges 0 --json " + dir + "/none.json").code, 0);
+    EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/none.json"))["faithfulness"].get<double>(), 0.0, 1e-3);
+    command_result bad = cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_EQ(cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
+}
