@@ -161,12 +161,13 @@ static std::shared_ptr<induction_output> compute_induction(const analysis_reques
     return out;
 }
 
-static std::shared_ptr<patch_output> compute_patching(const analysis_request& q, const keep_going& go) {
-    auto t0 = clock_type::now();
+// The clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the chosen
+// ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target), into
+// out; shared by patching and the circuit.
+static void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast) {
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     const int V = m.config.vocab_size;
-    auto out = std::make_shared<patch_output>();
     out->key = q.key;
     out->model = r.model;
     out->corrupt = q.corrupt;
@@ -176,9 +177,7 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
     if ((int)out->corrupt_ids.size() > m.config.n_ctx) // kept like the clean prompt: its last n_ctx tokens
         out->corrupt_ids.erase(out->corrupt_ids.begin(), out->corrupt_ids.end() - m.config.n_ctx);
     if (r.pred.top.empty()) throw gb::error("no prediction to patch");
-    int target = q.target >= 0 ? q.target : r.pred.top[0].id, contrast = q.contrast;
-    gb::patch_options po;
-    po.ab = r.ablation;
+    target = q.target >= 0 ? q.target : r.pred.top[0].id, contrast = q.contrast;
     gb::check_patch_prompts(out->clean_ids, out->corrupt_ids, m.config);
     // the corrupted run's own prediction: the default contrast, and what the panel offers to pick from
     gb::record cr;
@@ -200,15 +199,75 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
             out->note = "both prompts predict the target: contrast = the clean prompt's top-2";
         }
     }
+}
+
+// Exact patching; in the fast mode attribution patching's estimate first, published at once (exact false), then
+// kept beside the exact maps.
+static std::shared_ptr<patch_output> compute_patching(const analysis_request& q, const keep_going& go,
+                                                      const std::function<void(std::shared_ptr<patch_output>)>& early) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    auto out = std::make_shared<patch_output>();
+    int target = 0, contrast = -1;
+    patch_inputs(out.get(), q, target, contrast);
+    gb::patch_options po;
+    po.ab = r.ablation;
+    if (q.fast) {
+        out->estimate = gb::attribution_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, r.ablation);
+        out->estimate_ms = ms_since(t0);
+        auto first = std::make_shared<patch_output>(*out);
+        first->exact = false;
+        first->res = out->estimate;
+        first->ms = out->estimate_ms;
+        early(first);
+    }
     out->res = gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po, go);
     out->ms = ms_since(t0);
     return out->res.complete ? out : nullptr;
 }
 
+// The circuit of the patching inputs, and the faithfulness of every circuit size the slider offers (one forward
+// per distinct set of nodes).
+static std::shared_ptr<circuit_output> compute_circuit(const analysis_request& q, const keep_going& go) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    patch_output in;
+    int target = 0, contrast = -1;
+    patch_inputs(&in, q, target, contrast);
+    auto out = std::make_shared<circuit_output>();
+    out->key = q.key;
+    out->model = r.model;
+    out->clean_ids = in.clean_ids;
+    out->corrupt_ids = in.corrupt_ids;
+    out->ab = r.ablation;
+    auto res = std::make_shared<gb::circuit_result>(
+        gb::circuit_scores(m, in.clean_ids, in.corrupt_ids, target, contrast, r.ablation));
+    out->max_edges = std::min((int)res->edges.size(), 300);
+    out->faithfulness.assign(out->max_edges + 1, 0.0f);
+    std::vector<unsigned char> last;
+    float value = 0;
+    for (int n = 0; n <= out->max_edges; n++) {
+        const std::vector<unsigned char> members = gb::circuit_members(*res, n);
+        if (members != last) {
+            if (!go((float)n / (out->max_edges + 1))) return nullptr;
+            value = (float)gb::circuit_faithfulness(*res, gb::circuit_metric(m, *res, in.clean_ids, members, r.ablation));
+            last = members;
+        }
+        out->faithfulness[n] = value;
+    }
+    out->res = res;
+    out->ms = ms_since(t0);
+    return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
-static int lane_of(analysis_kind k) { return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK ? 1 : 0; }
+static int lane_of(analysis_kind k) {
+    return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ? 1 : 0;
+}
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -244,7 +303,8 @@ bool analysis_worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
-    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_;
+    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
+           !circuit_out_;
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
@@ -252,7 +312,7 @@ bool analysis_worker::pending(analysis_kind k) const {
     const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
                      : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
-                                                                                       : (bool)patch_out_;
+                     : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : (bool)patch_out_;
     return waiting_[k] || running_[k] || failed_[k] || out;
 }
 
@@ -289,7 +349,12 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<learn_output> learn;
         std::shared_ptr<break_output> brk;
         std::shared_ptr<sampling_output> smp;
+        std::shared_ptr<circuit_output> circ;
         std::string error;
+        auto early = [this, k](std::shared_ptr<patch_output> p) { // the fast mode's estimate, shown at once
+            std::lock_guard<std::mutex> l(mu_);
+            if (!stop_kind_[k]) patch_out_ = p;
+        };
         try {
             if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
             else if (k == ANALYSIS_ATTRIBUTION) attr = compute_attribution(q);
@@ -297,7 +362,8 @@ void analysis_worker::loop(int lane) {
             else if (k == ANALYSIS_LEARN) learn = compute_learn(q);
             else if (k == ANALYSIS_BREAK) brk = compute_break(q, go, stopped);
             else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
-            else patch = compute_patching(q, go);
+            else if (k == ANALYSIS_CIRCUIT) circ = compute_circuit(q, go);
+            else patch = compute_patching(q, go, early);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -318,6 +384,7 @@ void analysis_worker::loop(int lane) {
         if (learn) learn_out_ = learn;
         if (brk) break_out_ = brk;
         if (smp) sampling_out_ = smp;
+        if (circ) circuit_out_ = circ;
     }
 }
 
@@ -351,6 +418,7 @@ void analysis_worker::poll(app_state& s) {
     take(learn_out_, s.learn, ANALYSIS_LEARN);
     take(break_out_, s.breaking, ANALYSIS_BREAK);
     take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
+    take(circuit_out_, s.circuit, ANALYSIS_CIRCUIT);
 }
 
 } // namespace gbui

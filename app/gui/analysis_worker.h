@@ -26,7 +26,8 @@ struct analysis_request {
                                               // patching: clean top-1 vs the corrupted run's top-1)
     int position = -1;                        // attribution: the query position; learn: the token
     int layer = 0, head = 0;                  // learn: the block and head walked through
-    std::string corrupt;                      // patching: the corrupted prompt (encoded like the clean one)
+    std::string corrupt;                      // patching, circuit: the corrupted prompt (encoded like the clean one)
+    bool fast = false;                        // patching: attribution patching's estimate first (the fast mode)
     // break it: the prompt (encoded like the main run's, with bos) of `model`; or, when candidates is not empty,
     // the one of them this model gets right most confidently (the demo's first request)
     std::string prompt;
@@ -74,6 +75,7 @@ private:
     std::shared_ptr<const learn_output> learn_out_;
     std::shared_ptr<const break_output> break_out_;
     std::shared_ptr<const sampling_output> sampling_out_;
+    std::shared_ptr<const circuit_output> circuit_out_;
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

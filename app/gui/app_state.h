@@ -10,6 +10,7 @@
 
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
+#include "analysis/circuit.h"
 #include "analysis/head_scores.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
@@ -24,6 +25,8 @@
 
 namespace gbui {
 
+struct circuit_patch; // below: "keep only this circuit"
+
 // One finished run (plus its baseline) for one set of inputs; immutable once published. The records come from
 // the worker's live state (core/run/live.h) and are shared with it: a later run reuses their unchanged layers.
 struct run_result {
@@ -33,6 +36,7 @@ struct run_result {
     std::string prompt;
     bool bos = false;
     gb::ablation ablation;
+    std::shared_ptr<const circuit_patch> circuit; // the kept circuit it ran with (null: none)
     std::shared_ptr<const gb::record> run;  // with ablation: attention [L][H][T][T], z, mlp_out, the residual
                                             // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
     std::shared_ptr<const gb::record> base; // without any ablation (the same record when nothing is ablated)
@@ -119,12 +123,12 @@ struct generation_result {
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
-                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_COUNT };
+                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_CROSS, TAB_COUNT };
+                    TAB_CROSS, TAB_CIRCUIT, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
-                                             // "image" (sessions, scripts)
+                                             // "image", "cross", "circuit" (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).
 gb::feature tab_feature(analysis_tab t);
 bool tab_available(analysis_tab t, const gb::model* m);
@@ -204,6 +208,35 @@ struct patch_output {
     gb::patch_result res;                          // resid [2L+1][T], heads [L][H], normalized twins
     std::string note;                              // how the default target/contrast were chosen
     double ms = 0;
+    // the fast mode: attribution patching's estimate (core/analysis/gradients.h) of the same maps, published first
+    // (exact false, res holds the estimate), then kept beside the exact maps (exact true); empty where the kind
+    // offers no gradients
+    bool exact = true;
+    gb::patch_result estimate;
+    double estimate_ms = 0;
+};
+// The Circuit tab: the graph of the Patching tab's prompts, target and contrast (core/analysis/circuit.h), and
+// the faithfulness of the circuit of every size the slider offers.
+struct circuit_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::vector<int> clean_ids, corrupt_ids;       // [T] each
+    gb::ablation ab;                               // in force in its runs
+    std::shared_ptr<const gb::circuit_result> res; // nodes, every edge by |score|, the corrupted outputs
+    int max_edges = 0;                             // the slider's range: 1 .. max_edges
+    std::vector<float> faithfulness;               // [max_edges + 1] of the top-N circuit (NaN when clean == corrupt)
+    double ms = 0;
+};
+// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
+// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
+struct circuit_patch {
+    std::shared_ptr<const gb::circuit_result> res;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    int n_edges = 0, n_nodes = 0;
+    std::vector<gb::intervention> interventions;   // point into res
+    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
 };
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
@@ -265,6 +298,10 @@ struct app_state {
     int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
     std::string corrupt_prompt;      // patching's second prompt
     int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
+    bool patch_fast = true;          // Patching's fast mode: the attribution-patching estimate first
+    bool patch_diff = false;         // beside the exact maps, estimate - exact (normalized)
+    int circuit_edges = 20;          // the Circuit tab's N: the top N edges
+    std::shared_ptr<const circuit_patch> circuit_kept; // "keep only this circuit" (null: none)
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
     uint64_t induction_seed = 1;
@@ -325,12 +362,15 @@ struct app_state {
     std::shared_ptr<const patch_output> patching;
     std::shared_ptr<const break_output> breaking;
     std::shared_ptr<const sampling_output> sampling;
+    std::shared_ptr<const circuit_output> circuit;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
 };
 
 // The result is of the inputs as they are now (model, prompt, BOS, ablation, replayed step): analyses may read it.
 bool result_is_current(const app_state& s);
+// The kept circuit when it applies to the inputs as they are now (its model, prompt and BOS), else null.
+const circuit_patch* circuit_in_force(const app_state& s);
 // Generated tokens the step slider can replay: those of s.generated when it continues the prompt as it is now
 // (same model, text and BOS), else 0.
 int replay_steps(const app_state& s);

@@ -20,7 +20,14 @@ bool result_is_current(const app_state& s) {
                                     : r && r->gen_id == 0;
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
-           r->ablation.describe() == s.ablation.describe() && same_step && !s.next_result;
+           r->ablation.describe() == s.ablation.describe() && r->circuit.get() == circuit_in_force(s) && same_step &&
+           !s.next_result;
+}
+
+const circuit_patch* circuit_in_force(const app_state& s) {
+    const circuit_patch* c = s.circuit_kept.get();
+    return c && c->model == s.model && c->prompt == s.prompt && c->bos == s.bos && std::min(s.gen_step, replay_steps(s)) == 0
+               ? c : nullptr;
 }
 
 run_request current_run_request(const app_state& s) {
@@ -33,6 +40,7 @@ run_request current_run_request(const app_state& s) {
     q.stack = s.stack;
     q.bos = s.bos;
     q.ablation = s.ablation;
+    if (circuit_in_force(s)) q.circuit = s.circuit_kept;
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
     q.focus_layer = s.sel_layer;
@@ -157,7 +165,14 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
         const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
-        schedule(s, ui, ANALYSIS_PATCHING, inputs, s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+        // the fast mode (an estimate first) where the kind offers gradients
+        q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+        schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
+                 s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+        // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
+        q.kind = ANALYSIS_CIRCUIT;
+        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+        schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
     }
     // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
     // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's

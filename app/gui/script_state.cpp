@@ -204,7 +204,8 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
-    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling"};
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
+                                                "circuit"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
@@ -259,8 +260,23 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"normalized_last", num(p.resid_normalized[(size_t)(P - 1) * T + T - 1])},
                          {"normalized_first", num(p.resid_normalized[0])},
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
-                         {"note", po.note}};
+                         {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
+    if (s.circuit && s.circuit->res) {
+        const circuit_output& co = *s.circuit;
+        const gb::circuit_result& c = *co.res;
+        const int n = std::min(s.circuit_edges, co.max_edges);
+        const std::vector<unsigned char> in = gb::circuit_members(c, n);
+        auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+        j["circuit"] = {{"nodes", c.nodes.size()}, {"edges_total", c.edges.size()}, {"edges", n},
+                        {"circuit_nodes", std::count(in.begin(), in.end(), 1)}, {"clean", c.clean}, {"corrupt", c.corrupt},
+                        {"faithfulness", num(co.faithfulness[n])}, {"max_edges", co.max_edges},
+                        {"top_edge", c.edges.empty() ? "" : c.nodes[c.edges[0].from].id + " -> " + c.nodes[c.edges[0].to].id},
+                        {"current", co.key == s.analysis_want[ANALYSIS_CIRCUIT]}, {"ms", co.ms}};
+    }
+    j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
+    j["circuit_in_force"] = circuit_in_force(s) != nullptr;
+    if (s.result) j["run_circuit"] = (bool)s.result->circuit;
 }
 
 void print_state(const app_state& s, const ui_context& ui) {

@@ -186,6 +186,7 @@ void open_model(app_state& s, worker& w, const std::string& path);
 void panel_lens(app_state& s, ui_context& ui);
 void panel_attribution(app_state& s, ui_context& ui);
 void panel_patching(app_state& s, ui_context& ui);
+void panel_circuit(app_state& s, ui_context& ui);
 // MoE models: a layer x token grid of the experts the router chose (bars by weight, colour = expert); right-click
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);

@@ -247,17 +247,18 @@ int query_token(const app_state& s, int n_tokens) {
 
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross"};
+                                           "cross", "circuit"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 gb::feature tab_feature(analysis_tab t) {
     static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
                                              gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
-                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS};
+                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
+                                             gb::FEATURE_GRADIENTS};
     return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
-    if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS; // no model: the text tabs, empty
+    if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
     return gb::offers(m->config, tab_feature(t));
 }

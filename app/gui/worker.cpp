@@ -86,6 +86,7 @@ std::string run_key(const run_request& q, bool partial) {
     std::string k = std::to_string((uintptr_t)q.model.get()) + (q.bos ? "|B|" : "|-|") + (q.use_gl ? "G|" : "C|") +
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
+    if (q.circuit) k += "circuit" + std::to_string((uintptr_t)q.circuit.get()) + "|";
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
     const gb::kind_input in = q.model ? gb::kind_info_of(q.model->config).input : gb::INPUT_TEXT;
     if (in == gb::INPUT_IMAGE) return k + "image:" + q.image_path;
@@ -254,6 +255,7 @@ void worker::run_session(gb::session_result& out, const run_request& q, const st
     case gb::INPUT_TEXT: break;
     }
     rq.ab = q.ablation;
+    if (q.circuit) rq.interventions = q.circuit->interventions;
     rq.top_k = q.top_k;
     // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
     // and the attribution (all within the capture budget, which leaves the largest far layers out first)
@@ -287,6 +289,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->image_path = q.image_path;
     r->bos = q.bos;
     r->ablation = q.ablation;
+    r->circuit = q.circuit;
     const bool shows_encoder = out.encoder && q.stack == 0;
     r->run = shows_encoder ? out.encoder : out.run;
     r->base = shows_encoder ? out.encoder_base : out.base;

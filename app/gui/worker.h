@@ -35,6 +35,7 @@ struct run_request {
     std::vector<int> ids;                 // empty: encode prompt
     int n_prompt = 0;                     // with ids: how many of them are the prompt's
     uint64_t gen_id = 0;                  // with ids: the generation they come from
+    std::shared_ptr<const circuit_patch> circuit; // "keep only this circuit" in force: its patches after the ablation's
 };
 
 // "greedy", or the temperature, top-k, top-p and seed a sampled translation is drawn with (part of run keys).

@@ -50,7 +50,7 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
 static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
-    bool ablated = r.ablation.any();
+    bool ablated = r.ablation.any() || r.circuit;
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
     for (const auto& t : r.pred.top) ids.push_back(t.id);
@@ -308,9 +308,9 @@ static void generated_text(app_state& s, ui_context& ui) {
 void panel_output(app_state& s, ui_context& ui) {
     // a click on a row picks the target of the open analysis tab (the hint says which)
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
-              : s.tab == TAB_PATCHING ? &s.patch_target : nullptr;
+              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &s.patch_target : nullptr;
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", "", "", ""};
+                                               "the patching target", "", "", "", "", "", "the circuit's target"};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position

@@ -175,21 +175,44 @@ void panel_patching(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const bool updating = !po || po->key != want;
+    const bool updating = !po || po->key != want || !po->exact;
     if (updating) {
         char label[64];
-        snprintf(label, sizeof label, st.busy ? "patching... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
+        snprintf(label, sizeof label, st.busy ? (po && !po->exact ? "estimate shown; exact patching... %.0f%%" : "patching... %.0f%%")
+                                              : "waiting for the prompt's run", st.progress * 100);
         ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
         remember_item(ui, "patching progress");
     }
     if (!po) return;
-    const gb::patch_result& p = po->res;
+    // the fast mode: the estimate first; once exact, the difference (estimate - exact, normalized) on request
+    const bool has_estimate = po->exact && !po->estimate.resid.empty();
+    ImGui::Checkbox("fast mode", &s.patch_fast);
+    remember_item(ui, "patching fast mode");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("show attribution patching's estimate (one backward pass) at once, then the exact maps");
+    if (has_estimate) {
+        ImGui::SameLine(0, 16);
+        ImGui::Checkbox("estimate − exact", &s.patch_diff);
+        remember_item(ui, "patching difference");
+    }
+    const bool diff = has_estimate && s.patch_diff;
+    gb::patch_result shown;
+    if (diff) { // the maps become estimate - exact, both normalized
+        shown = po->res;
+        for (size_t i = 0; i < shown.resid_normalized.size(); i++)
+            shown.resid_normalized[i] = po->estimate.resid_normalized[i] - po->res.resid_normalized[i];
+        for (size_t i = 0; i < shown.heads_normalized.size(); i++)
+            shown.heads_normalized[i] = po->estimate.heads_normalized[i] - po->res.heads_normalized[i];
+    }
+    const gb::patch_result& p = diff ? shown : po->res;
     const gb::tokenizer& tok = po->model->tok;
     const int L = p.n_layer, H = p.n_head, T = p.n_tokens, P = 2 * L + 1;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, p.target).c_str(),
                 quoted(tok, p.contrast).c_str(), p.clean, p.corrupt);
     ImGui::SameLine();
-    ImGui::TextDisabled("  (%d runs, %.0f ms)", p.runs, p.ms);
+    if (!po->exact) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  estimate from one backward pass (%.0f ms)", po->ms);
+    else if (diff) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  showing estimate − exact (normalized)");
+    else ImGui::TextDisabled("  (%d runs, %.0f ms; estimate %.0f ms)", p.runs, p.ms, po->estimate_ms);
     if (!po->note.empty()) ImGui::TextDisabled("%s", po->note.c_str());
     small_gap_note(s, ui, *po);
 
@@ -245,7 +268,12 @@ void panel_patching(app_state& s, ui_context& ui) {
         else
             ImGui::Text("clean output of L%d H%d at every position", hr, hc);
         ImGui::Separator();
-        ImGui::Text("metric %.4f   normalized %.3f", raw, norm);
+        ImGui::Text(diff ? "exact metric %.4f   estimate − exact, normalized %.3f" : "metric %.4f   normalized %.3f", raw, norm);
+        if (has_estimate) {
+            const std::vector<float>& en = kind == 1 ? po->estimate.resid_normalized : po->estimate.heads_normalized;
+            const std::vector<float>& xn = kind == 1 ? po->res.resid_normalized : po->res.heads_normalized;
+            ImGui::TextDisabled("normalized: estimate %.3f, exact %.3f", en[k], xn[k]);
+        }
         ImGui::TextDisabled("normalized = (patched \u2212 corrupted) / (clean \u2212 corrupted)");
         ImGui::EndTooltip();
     }
