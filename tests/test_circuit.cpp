@@ -2,7 +2,7 @@
 // reference forwards (tests/support) — the output difference from the clean and corrupted reference runs, the
 // reader's gradient by central differences of the corrupted reference with only that reader seeing the change —
 // on the tiny GPT-2 and the GQA Llama; the faithfulness at both ends (every edge: the clean run; none: the
-// corrupted one) and in between against the reference with the same patches; and the CLI.
+// corrupted one) and in between against the reference with the same patches; the CLI; and the app's Circuit tab.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/circuit.h"
+#include "app_script.h"
 #include "io/loader.h"
 #include "run/forward.h"
 #include "ref_models.h"
@@ -232,4 +233,48 @@ TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
     command_result bad = cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_EQ(cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
+}
+
+// The app: the Circuit tab finds the graph of the Patching tab's prompts (every node of the model), "keep only this
+// circuit" patches the app's run until removed, a click on a head opens it in the Head view, and Patching's fast
+// mode ends with the exact maps and the estimate beside them.
+TEST(Circuit, AppTabShowsTheGraphAndKeepsTheCircuit) {
+    ASSERT_TRUE(have_app());
+    tiny_spec s;
+    s.n_layer = 3, s.n_head = 4, s.d_model = 32, s.n_ctx = 64, s.seed = 11;
+    static const tiny_model tm = write_tiny_gpt2(test_temp_dir("circuit_gui_model"), s);
+    int rc = -1;
+    const auto states = run_script("--model " + sq(tm.dir) + " --prompt " + sq("the cat sat on the mat"),
+                                   "corrupt the cat sat on the hat\ntab circuit\nwait\nprint\n"
+                                   "click circuit keep\nwait\nprint\n"
+                                   "click remove circuit\nwait\nprint\n"
+                                   "click circuit node L2.H3\nwait\nprint\n"
+                                   "tab patching\nwait\nprint\n",
+                                   &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 5u);
+    const auto& c = states[0]["circuit"];
+    ASSERT_TRUE(c.is_object()) << states[0].dump();
+    EXPECT_EQ(c["nodes"], 1 + 3 * (4 + 1) + 1);
+    int edges = 1 + 3 * 5; // into the logits
+    for (int l = 0; l < 3; l++) edges += 4 * (1 + l * 5) + (1 + l * 5 + 4);
+    EXPECT_EQ(c["edges_total"], edges);
+    EXPECT_TRUE(c["current"]);
+    EXPECT_EQ(c["edges"], 20) << "the slider's default";
+    EXPECT_TRUE(c["faithfulness"].is_number()) << c.dump();
+    EXPECT_GT(c["circuit_nodes"].get<int>(), 1);
+    EXPECT_FALSE(states[0]["run_circuit"]);
+    EXPECT_EQ(states[1]["circuit_kept"], "circuit of 20 edges (" + std::to_string(c["circuit_nodes"].get<int>()) + " nodes)");
+    EXPECT_TRUE(states[1]["circuit_in_force"]);
+    EXPECT_TRUE(states[1]["run_circuit"]) << "the shown run has the circuit's patches";
+    EXPECT_TRUE(states[2]["circuit_kept"].is_null());
+    EXPECT_FALSE(states[2]["run_circuit"]);
+    EXPECT_EQ(states[3]["tab"], "head");
+    EXPECT_EQ(states[3]["selected_head"], "2.3");
+    // Patching's fast mode: the exact maps in the end, the estimate kept beside them
+    const auto& p = states[4]["patching"];
+    ASSERT_TRUE(p.is_object()) << states[4].dump();
+    EXPECT_TRUE(p["exact"]);
+    EXPECT_TRUE(p["has_estimate"]);
+    EXPECT_GT(p["runs"].get<int>(), 0);
 }
