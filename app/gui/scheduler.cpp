@@ -96,6 +96,33 @@ static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::s
     }
 }
 
+// Patching and the circuit: of the prompt as typed (its run must be the shown one), debounced like the main run;
+// the circuit reads the same prompts, target and contrast while the Circuit tab shows it.
+static void schedule_patching(app_state& s, ui_context& ui, const run_result* r) {
+    analysis_request q;
+    q.from = s.result;
+    q.corrupt = s.corrupt_prompt;
+    std::string inputs;
+    if (s.model && !s.corrupt_prompt.empty()) {
+        int t = r ? token_or_default(s.patch_target, *r) : s.patch_target;
+        int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
+        q.target = t, q.contrast = c;
+        inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
+                 std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
+                 "\x1f" + s.corrupt_prompt;
+    }
+    if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
+    const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
+    // the fast mode (an estimate first) where the kind offers gradients
+    q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
+             s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+    // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
+    q.kind = ANALYSIS_CIRCUIT;
+    const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
+}
+
 bool schedule_analyses(app_state& s, ui_context& ui) {
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
@@ -149,31 +176,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST);
         schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
-    // patching: of the prompt as typed (its run must be the shown one), debounced like the main run
-    {
-        analysis_request q;
-        q.from = s.result;
-        q.corrupt = s.corrupt_prompt;
-        std::string inputs;
-        if (s.model && !s.corrupt_prompt.empty()) {
-            int t = r ? token_or_default(s.patch_target, *r) : s.patch_target;
-            int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
-            q.target = t, q.contrast = c;
-            inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
-                     std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
-                     "\x1f" + s.corrupt_prompt;
-        }
-        if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
-        const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
-        // the fast mode (an estimate first) where the kind offers gradients
-        q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
-        schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-                 s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
-        // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
-        q.kind = ANALYSIS_CIRCUIT;
-        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
-        schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
-    }
+    schedule_patching(s, ui, r);
     // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
     // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
     // first request only chooses its prompt among candidates. One forward per row and per head: on a large model

@@ -2,7 +2,8 @@
 // For every residual point x position and every head, the corrupted run gets that one activation back from the
 // clean run; the heatmaps show how much of the clean logit difference returns (normalized: 0 = corrupted,
 // 1 = clean), on a diverging map centred at 0. The run goes on the patching thread, with a progress bar, and
-// restarts when any input changes.
+// restarts when any input changes. In the fast mode attribution patching's estimate (one backward pass) fills the
+// maps first, then the exact maps replace it, and the normalized difference can be shown instead.
 //
 // Sections: heatmap | inputs | panel
 #include <imgui.h>
@@ -154,6 +155,27 @@ static void small_gap_note(app_state& s, ui_context& ui, const patch_output& po)
     }
 }
 
+// The fast mode's controls: the estimate first; once exact, the difference (estimate - exact, normalized) on
+// request, into shown. Returns whether the maps show the difference.
+static bool fast_mode(app_state& s, ui_context& ui, const patch_output& po, bool has_estimate, gb::patch_result& shown) {
+    ImGui::Checkbox("fast mode", &s.patch_fast);
+    remember_item(ui, "patching fast mode");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("show attribution patching's estimate (one backward pass) at once, then the exact maps");
+    if (has_estimate) {
+        ImGui::SameLine(0, 16);
+        ImGui::Checkbox("estimate \u2212 exact", &s.patch_diff);
+        remember_item(ui, "patching difference");
+    }
+    if (!has_estimate || !s.patch_diff) return false;
+    shown = po.res;
+    for (size_t i = 0; i < shown.resid_normalized.size(); i++)
+        shown.resid_normalized[i] = po.estimate.resid_normalized[i] - po.res.resid_normalized[i];
+    for (size_t i = 0; i < shown.heads_normalized.size(); i++)
+        shown.heads_normalized[i] = po.estimate.heads_normalized[i] - po.res.heads_normalized[i];
+    return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panel
 // ---------------------------------------------------------------------------------------------
@@ -184,26 +206,9 @@ void panel_patching(app_state& s, ui_context& ui) {
         remember_item(ui, "patching progress");
     }
     if (!po) return;
-    // the fast mode: the estimate first; once exact, the difference (estimate - exact, normalized) on request
     const bool has_estimate = po->exact && !po->estimate.resid.empty();
-    ImGui::Checkbox("fast mode", &s.patch_fast);
-    remember_item(ui, "patching fast mode");
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("show attribution patching's estimate (one backward pass) at once, then the exact maps");
-    if (has_estimate) {
-        ImGui::SameLine(0, 16);
-        ImGui::Checkbox("estimate − exact", &s.patch_diff);
-        remember_item(ui, "patching difference");
-    }
-    const bool diff = has_estimate && s.patch_diff;
     gb::patch_result shown;
-    if (diff) { // the maps become estimate - exact, both normalized
-        shown = po->res;
-        for (size_t i = 0; i < shown.resid_normalized.size(); i++)
-            shown.resid_normalized[i] = po->estimate.resid_normalized[i] - po->res.resid_normalized[i];
-        for (size_t i = 0; i < shown.heads_normalized.size(); i++)
-            shown.heads_normalized[i] = po->estimate.heads_normalized[i] - po->res.heads_normalized[i];
-    }
+    const bool diff = fast_mode(s, ui, *po, has_estimate, shown);
     const gb::patch_result& p = diff ? shown : po->res;
     const gb::tokenizer& tok = po->model->tok;
     const int L = p.n_layer, H = p.n_head, T = p.n_tokens, P = 2 * L + 1;
@@ -211,7 +216,7 @@ void panel_patching(app_state& s, ui_context& ui) {
                 quoted(tok, p.contrast).c_str(), p.clean, p.corrupt);
     ImGui::SameLine();
     if (!po->exact) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  estimate from one backward pass (%.0f ms)", po->ms);
-    else if (diff) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  showing estimate − exact (normalized)");
+    else if (diff) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "  showing estimate \u2212 exact (normalized)");
     else ImGui::TextDisabled("  (%d runs, %.0f ms; estimate %.0f ms)", p.runs, p.ms, po->estimate_ms);
     if (!po->note.empty()) ImGui::TextDisabled("%s", po->note.c_str());
     small_gap_note(s, ui, *po);
@@ -268,7 +273,7 @@ void panel_patching(app_state& s, ui_context& ui) {
         else
             ImGui::Text("clean output of L%d H%d at every position", hr, hc);
         ImGui::Separator();
-        ImGui::Text(diff ? "exact metric %.4f   estimate − exact, normalized %.3f" : "metric %.4f   normalized %.3f", raw, norm);
+        ImGui::Text(diff ? "exact metric %.4f   estimate \u2212 exact, normalized %.3f" : "metric %.4f   normalized %.3f", raw, norm);
         if (has_estimate) {
             const std::vector<float>& en = kind == 1 ? po->estimate.resid_normalized : po->estimate.heads_normalized;
             const std::vector<float>& xn = kind == 1 ? po->res.resid_normalized : po->res.heads_normalized;
