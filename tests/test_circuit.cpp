@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -230,6 +231,11 @@ TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
     EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/all.json"))["faithfulness"].get<double>(), 1.0, 1e-6);
     ASSERT_EQ(cli(base + " --edges 0 --json " + dir + "/none.json").code, 0);
     EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/none.json"))["faithfulness"].get<double>(), 0.0, 1e-3);
+    command_result help = cli("circuit --help");
+    ASSERT_EQ(help.code, 0);
+    for (const char* o : {"  --corrupt CORRUPT", "  --edges N", "  --contrast-id N", "  --knockout", "Exit codes:"})
+        EXPECT_NE(help.out.find(o), std::string::npos) << o;
+    EXPECT_NE(cli("--help").out.find("  circuit "), std::string::npos) << "the overview lists it";
     command_result bad = cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_EQ(cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
@@ -267,6 +273,12 @@ TEST(Circuit, AppTabShowsTheGraphAndKeepsTheCircuit) {
     EXPECT_EQ(states[1]["circuit_kept"], "circuit of 20 edges (" + std::to_string(c["circuit_nodes"].get<int>()) + " nodes)");
     EXPECT_TRUE(states[1]["circuit_in_force"]);
     EXPECT_TRUE(states[1]["run_circuit"]) << "the shown run has the circuit's patches";
+    if (c["circuit_nodes"] < c["nodes"]) // some node is patched: the prediction moves from the baseline's
+        EXPECT_GT(states[1]["kl"].get<double>(), 0.0);
+    std::printf("circuit of 20 edges on the tiny GPT-2: %d of %d nodes, faithfulness %.3f, KL %.3g\n",
+                c["circuit_nodes"].get<int>(), c["nodes"].get<int>(), c["faithfulness"].get<double>(),
+                states[1]["kl"].get<double>());
+    EXPECT_EQ(states[0]["kl"].get<double>(), 0.0);
     EXPECT_TRUE(states[2]["circuit_kept"].is_null());
     EXPECT_FALSE(states[2]["run_circuit"]);
     EXPECT_EQ(states[3]["tab"], "head");

@@ -114,11 +114,18 @@ circuit_result circuit_scores(const model& m, const std::vector<int>& clean, con
         std::copy_n(mx, Td, r.corrupt_mlp.data() + (size_t)l * Td);
     }
     std::copy_n(g.resid_at(2 * L), Td, grad.data() + (size_t)(N - 1) * Td);
+    // each reader's incoming edges on its own thread (each dot product in order: the same sums on any thread count)
+    std::vector<std::vector<double>> in(N);
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int v = 1; v < N; v++) {
+        in[v].resize(upstream_end(r, v));
+        for (int u = 0; u < (int)in[v].size(); u++) in[v][u] = dot(delta.data() + u * Td, grad.data() + v * Td, Td);
+    }
     for (int v = 1; v < N; v++)
-        for (int u = 0; u < upstream_end(r, v); u++) {
+        for (int u = 0; u < (int)in[v].size(); u++) {
             circuit_edge e;
             e.from = u, e.to = v;
-            e.score = dot(delta.data() + u * Td, grad.data() + v * Td, Td);
+            e.score = in[v][u];
             r.nodes[u].score += e.score;
             if (v == N - 1) r.nodes[v].score += e.score;
             r.edges.push_back(e);
