@@ -652,6 +652,7 @@ static void keep_what_fits(app_state& s) {
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
     const bool was_vision = s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION);
     s.model = std::move(m);
+    s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
     std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",
