@@ -4,10 +4,14 @@
 // mBART, Marian). Every residual point against central finite differences of the double-precision reference
 // forwards (tests/support), both matmul kernels, with ablations in force; saliency and integrated gradients.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,9 @@
 #include "tiny_model.h"
 #include "tiny_seq2seq.h"
 #include "tiny_vision.h"
+#include "util/image.h"
+
+#include <stb_image_write.h>
 
 namespace {
 
@@ -96,6 +103,23 @@ gb::metric_spec logprob(int target) {
 }
 
 std::string kernel() { return gb::matmul_name(gb::matmul_kind_now()); }
+
+command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
+
+nlohmann::json read_json_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return nlohmann::json::parse(ss.str());
+}
+
+// The JSON's grad_x_input (key) against the core's, within 1e-5 of the largest.
+void expect_same_saliency(const nlohmann::json& got, const std::vector<float>& want, const std::string& label) {
+    ASSERT_EQ(got.size(), want.size()) << label;
+    double scale = 1e-3;
+    for (float v : want) scale = std::max(scale, (double)std::fabs(v));
+    for (size_t t = 0; t < want.size(); t++) EXPECT_NEAR(got[t].get<double>(), want[t], 1e-5 * scale) << label << " " << t;
+}
 
 } // namespace
 
@@ -240,6 +264,8 @@ TEST(GradientKinds, SaliencyAndIntegratedGradientsOnEachKind) {
         gap[i++] = std::fabs(r.completeness_gap());
         EXPECT_GT(std::fabs(r.value - r.baseline), 0.1);
     }
+    std::printf("[ bert integrated gradients ] |completeness gap| at 4, 32, 256 steps: %.4g %.4g %.4g\n", gap[0], gap[1],
+                gap[2]);
     EXPECT_LT(gap[2], gap[0]) << gap[0] << " " << gap[1] << " " << gap[2];
     EXPECT_LT(gap[2], gap[1]) << gap[0] << " " << gap[1] << " " << gap[2];
 
@@ -292,4 +318,73 @@ TEST(GradientKinds, RefusesWhatItDoesNotCover) {
     const gb::model bart = gb::load_model(ts.dir);
     gb::gradients g;
     expect_gb_error([&] { gb::run_gradients(g, bart, {2, 15}, logit_diff(5, 6)); }, "encoder's output");
+}
+
+// grad from the command line for each new kind: an encoder's metric at its [MASK] by default, an image
+// classifier's class by its label with the patches' positions named, an encoder–decoder's --source and
+// --target-text with the source keys; atp refused for them with the kind table's one line.
+TEST(GradientKinds, CliGradForEachKind) {
+    const std::string out = test_temp_dir("gradk_cli");
+    const tiny_encoder te = write_tiny_encoder(out + "/bert", encoder_spec{});
+    command_result r = cli("grad --model '" + te.dir + "' --prompt 'a b [MASK] c' --target-id 30 --contrast-id 41 "
+                           "--steps 4 --json '" + out + "/bert.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("at position 3 (\"[MASK]\")"), std::string::npos) << r.out;
+    nlohmann::json j = read_json_file(out + "/bert.json");
+    EXPECT_EQ(j["kind"], "encoder");
+    EXPECT_EQ(j["position"], 3);
+    {
+        const gb::model m = gb::load_model(te.dir);
+        const std::vector<int> ids = gb::encode_prompt(m.tok, "a b [MASK] c", false);
+        expect_same_saliency(j["grad_x_input"], gb::saliency(m, ids, logit_diff(30, 41), 0).grad_x_input, "bert");
+    }
+    r = cli("atp --model '" + te.dir + "' --prompt 'a b' --corrupt 'a c' --target-id 5 --contrast-id 6");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("activation patching"), std::string::npos) << r.err;
+
+    vision_spec vs;
+    const tiny_vision tv = write_tiny_vision(out + "/vit", vs);
+    gb::image img;
+    img.width = img.height = 20;
+    for (int i = 0; i < 20 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 13) % 256));
+    ASSERT_TRUE(stbi_write_png((out + "/in.png").c_str(), 20, 20, 3, img.rgb.data(), 20 * 3));
+    r = cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target label2 --contrast-id 5 --steps 0 "
+            "--json '" + out + "/vit.json'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    j = read_json_file(out + "/vit.json");
+    EXPECT_EQ(j["kind"], "vision");
+    EXPECT_EQ(j["position"], 0);
+    EXPECT_EQ(j["target"]["id"], 2);
+    EXPECT_EQ(j["tokens"][1]["text"], "r0c0");
+    {
+        const gb::model m = gb::load_model(tv.dir);
+        const std::vector<float> px = gb::vision_pixels(m, gb::load_image(out + "/in.png"));
+        gb::forward_options o;
+        o.pixels = px.data();
+        expect_same_saliency(j["grad_x_input"], gb::saliency(m, gb::vision_tokens(m.config), logit_diff(2, 5), 0, {}, o).grad_x_input,
+                             "vit");
+    }
+    r = cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target nope --metric logit");
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("class labels"), std::string::npos) << r.err;
+
+    seq2seq_spec ss;
+    ss.family = "marian";
+    const tiny_seq2seq ts = write_tiny_seq2seq(out + "/marian", ss);
+    r = cli("grad --model '" + ts.dir + "' --source 'hello world' --target-text 'a b' --target-id 30 --metric logprob "
+            "--steps 2 --json '" + out + "/mt.json' --npy-dir '" + out + "/mt'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("source (the encoder's embeddings):"), std::string::npos) << r.out;
+    j = read_json_file(out + "/mt.json");
+    EXPECT_EQ(j["kind"], "encoder-decoder");
+    const gb::model m = gb::load_model(ts.dir);
+    const std::vector<int> src = gb::source_ids(m, "hello world"), tgt = gb::target_ids(m, "a b");
+    EXPECT_EQ(j["position"], (int)tgt.size() - 1);
+    ASSERT_EQ(j["source_tokens"].size(), src.size());
+    ASSERT_EQ(j["source_integrated"].size(), src.size());
+    EXPECT_EQ(j["source_resid_grad"].size(), (size_t)2 * m.encoder->config.n_layer + 1);
+    const gb::saliency_result want = gb::saliency_seq2seq(m, src, tgt, logprob(30), 0);
+    expect_same_saliency(j["source_grad_x_input"], want.source_grad_x_input, "marian source");
+    expect_same_saliency(j["grad_x_input"], want.grad_x_input, "marian target");
+    EXPECT_TRUE(std::filesystem::exists(out + "/mt/source_grad_x_input.npy"));
 }
