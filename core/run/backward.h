@@ -1,7 +1,9 @@
 // The backward pass: the gradient of a metric of one position's logits with respect to the residual stream at
 // every residual point and each head's z, by hand (no autodiff), as the derivative of what eval computes with
-// the weights as its products multiply by them. Decoder-only models, dense and MoE (the kind table's
-// FEATURE_GRADIENTS): an MoE layer's gradient passes through the experts each token chose and their weights.
+// the weights as its products multiply by them. Every kind (the kind table's FEATURE_GRADIENTS): decoder-only
+// models, dense and MoE (an MoE layer's gradient passes through the experts each token chose and their weights);
+// encoders and image classifiers through backward (backward_stack.cpp); encoder–decoders through
+// run_seq2seq_gradients, both stacks.
 // It reads a record the forward made (backward_keep says what it must hold) and recomputes the few intermediates
 // that are not kept: the MLP's pre-activations, the q/k norms' inputs, a post norm's input, the final norm and
 // the metric's row of logits (docs/interpretability.md "Gradients").
