@@ -17,7 +17,6 @@
 #include "run/forward.h"
 #include "ref_models.h"
 #include "test_util.h"
-#include "tiny_encoder.h"
 #include "tiny_family.h"
 #include "tiny_model.h"
 
@@ -342,7 +341,7 @@ TEST(Gradients, StoredWeightTypesMatchTheirRoundedReference) {
     }
 }
 
-// Hooks cannot be differentiated; other kinds are refused with the kind table's line; the metric must fit.
+// Hooks cannot be differentiated; the metric must fit.
 TEST(Gradients, RefusesWhatItCannotDifferentiate) {
     const ref_model& rm = tiny_gpt2_ref();
     const std::vector<int> tokens = rm.tokens(4, 1);
@@ -356,9 +355,5 @@ TEST(Gradients, RefusesWhatItCannotDifferentiate) {
     far.position = 4;
     expect_gb_error([&] { gb::run_gradients(g, rm.m, tokens, far); }, "outside the prompt");
     expect_gb_error([] { gb::parse_metric("loss"); }, "logit-diff, logit, logprob");
-    const tiny_encoder te = write_tiny_encoder(test_temp_dir("grad_bert"), encoder_spec{});
-    const gb::model bert = gb::load_model(te.dir);
-    expect_gb_error([&] { gb::run_gradients(g, bert, {5, 6, 7}, logit_diff(1, 2)); }, "is a masked-language-model encoder");
-    EXPECT_FALSE(gb::offers(bert.config, gb::FEATURE_GRADIENTS));
-    EXPECT_TRUE(gb::offers(rm.m.config, gb::FEATURE_GRADIENTS));
+    EXPECT_TRUE(gb::offers(rm.m.config, gb::FEATURE_GRADIENTS)); // the other kinds: test_grad_kinds.cpp
 }

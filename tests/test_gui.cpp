@@ -181,7 +181,8 @@ TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
     EXPECT_EQ(st[0]["tokens"].back(), "[SEP]");
     EXPECT_TRUE(st[0]["fills"].empty());
     EXPECT_EQ(st[0]["fill_position"], (int)st[0]["tokens"].size() - 2);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn"})); // Learn: the picture, without numbers
+    // Learn: the picture, without numbers; Attribution: the token saliency alone
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn"}));
     EXPECT_EQ(st[1]["prompt"], "the cat [MASK] on the mat");
     EXPECT_EQ(st[1]["fill_position"], 3);
     ASSERT_EQ(st[1]["fills"].size(), 1u);
@@ -217,7 +218,7 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 11u);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn", "cross"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "cross"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> src = gb::source_ids(m, "the cat sat");
@@ -308,7 +309,7 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 5u);
     EXPECT_EQ(st[0]["tab"], "image");
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "learn", "image"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "image"}));
     EXPECT_EQ(st[0]["error"], "");
     EXPECT_EQ(st[0]["vision"]["view"], nlohmann::json({16, 16}));
     EXPECT_EQ(st[0]["vision"]["query"], 0);
@@ -660,6 +661,79 @@ TEST(GuiAnalyses, AttributionShadesTheChipsByGradientTimesInput) {
     }
     EXPECT_EQ(states[1]["attribution"]["position"], 2);
     for (size_t t = 3; t < ids.size(); t++) EXPECT_EQ(states[1]["attribution"]["saliency"][t], 0.0) << "after the position";
+}
+
+// The kinds without direct logit attribution get the Attribution tab's saliency alone, computed on the analysis
+// thread: a ViT's over its patches for its top class against the next (the core's gradient x input on the same
+// pixels), then integrated gradients with the completeness gap; an encoder–decoder's source chips for the
+// target token at the last target position.
+TEST(GuiAnalyses, AttributionSaliencyOfAnImageAndASource) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_vit_saliency");
+    const tiny_vision tm = write_tiny_vision(dir + "/m", {});
+    gb::image img;
+    img.width = 20, img.height = 20;
+    for (int i = 0; i < 20 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 7) % 251));
+    ASSERT_TRUE(stbi_write_png((dir + "/in.png").c_str(), 20, 20, 3, img.rgb.data(), 20 * 3));
+    int rc = -1;
+    std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --image " + sq(dir + "/in.png"),
+                                                "wait\ntab attribution\nwait\nprint\nscreenshot " + dir + "/saliency.png\n"
+                                                "click saliency integrated gradients\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    const gb::model m = gb::load_model(tm.dir);
+    const std::vector<float> px = gb::vision_pixels(m, gb::load_image(dir + "/in.png"));
+    gb::forward_options o;
+    o.pixels = px.data();
+    const auto& a = st[0]["attribution"];
+    ASSERT_TRUE(a.contains("saliency")) << st[0].dump();
+    EXPECT_EQ(a["dla"], false);
+    EXPECT_EQ(a["position"], 0);
+    EXPECT_EQ(a["saliency_method"], "gradient x input");
+    gb::metric_spec ms;
+    ms.target = std::stoi(a["target"].get<std::string>().substr(5)); // "label3"
+    ms.contrast = std::stoi(a["contrast"].get<std::string>().substr(5));
+    for (int steps : {0, 32}) {
+        const auto& b = st[steps ? 1 : 0]["attribution"];
+        const gb::saliency_result want = gb::saliency(m, gb::vision_tokens(m.config), ms, steps, {}, o);
+        const std::vector<float>& w = steps ? want.integrated : want.grad_x_input;
+        ASSERT_EQ(b["saliency"].size(), w.size());
+        double scale = 1e-3;
+        for (float v : w) scale = std::max(scale, (double)std::fabs(v));
+        for (size_t t = 0; t < w.size(); t++)
+            EXPECT_NEAR(b["saliency"][t].get<double>(), w[t], 1e-4 * scale) << "steps " << steps << " position " << t;
+        EXPECT_EQ(b["saliency_steps"], steps);
+        if (steps) {
+            EXPECT_NEAR(b["completeness_gap"].get<double>(), want.completeness_gap(), 1e-4);
+        }
+    }
+    EXPECT_EQ(st[1]["attribution"]["saliency_method"], "integrated gradients");
+
+    seq2seq_spec sp;
+    sp.family = "marian";
+    const tiny_seq2seq ts = write_tiny_seq2seq(dir + "/mt", sp);
+    st = run_script("--model " + sq(ts.dir) + " --prompt 'the cat sat'",
+                    "wait\nclick target text\ntype the dog\nkey enter\nwait\nclick stack encoder\ntab attribution\n"
+                    "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    const gb::model mt = gb::load_model(ts.dir);
+    const std::vector<int> src = gb::source_ids(mt, "the cat sat"), tgt = gb::target_ids(mt, "the dog");
+    const auto& c = st[0]["attribution"];
+    ASSERT_TRUE(c.contains("saliency")) << st[0].dump();
+    EXPECT_EQ(c["position"], (int)tgt.size() - 1);
+    ASSERT_EQ(c["saliency"].size(), src.size()) << "the source's chips";
+    auto id_of = [&](const std::string& text) {
+        for (int id = 0; id < mt.config.vocab_size; id++)
+            if (gb::token_text(mt.tok, id) == text) return id;
+        return -1;
+    };
+    gb::metric_spec mm;
+    mm.target = id_of(c["target"]), mm.contrast = id_of(c["contrast"]), mm.position = c["position"];
+    const std::vector<float> want = gb::saliency_seq2seq(mt, src, tgt, mm, 0).source_grad_x_input;
+    double scale = 1e-3;
+    for (float v : want) scale = std::max(scale, (double)std::fabs(v));
+    for (size_t t = 0; t < want.size(); t++) EXPECT_NEAR(c["saliency"][t].get<double>(), want[t], 1e-4 * scale) << t;
 }
 
 TEST(GuiAnalyses, HeadScoreModeAndTheInductionTest) {

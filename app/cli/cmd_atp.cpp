@@ -27,6 +27,7 @@ static void print_error(const char* what, const gb::estimate_error& e) {
 
 int cmd_atp(const args& a) {
     gb::model m = open_model(a);
+    gb::require(m, gb::FEATURE_PATCHING); // its estimates are of patching: a decoder-only model's two prompts
     const std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
     const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
     const gb::ablation ab = parse_ablation(a, m);

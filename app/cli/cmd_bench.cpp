@@ -388,6 +388,9 @@ int cmd_bench(const args& a) {
                           " reruns both stacks on every change)");
     if (vision && a.has("incremental"))
         throw usage_error("--incremental times prompt edits; " + m.path + " is an image classifier (no prompt to edit)");
+    if ((s2s || vision) && a.has("grad")) // its random prompts of T tokens: one stack of text
+        throw usage_error("--grad times the backward of a random text prompt; " + m.path + " is " +
+                          (s2s ? "an encoder–decoder" : "an image classifier") + " (time grad itself instead)");
     if (vision && a.has("tokens"))
         throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
                           std::to_string(m.config.n_ctx) + " positions");

@@ -38,7 +38,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--contrast TEXT | --contrast-id N] [--ablate ...] [--heads ...] [--knockout ...]
                [--json FILE] [--npy-dir DIR]
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
-  grad         --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
+  grad         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
+               (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
   atp          --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
@@ -230,19 +231,32 @@ const std::vector<command> table = {
     {"grad", cmd_grad, gb::FEATURE_GRADIENTS,
      "gradients: d metric / d the residual stream at every point, and each token's gradient x input and "
      "integrated gradients",
-     {"--prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N] [--model PATH] [options]"},
-     {model, tokenizer, prompt, bos,
-      {"target", "TEXT", "the metric's token (exactly one token)"}, target_id,
-      {"contrast", "TEXT", "logit-diff's second token: logit(target) - logit(contrast) (exactly one token)"},
+     {"--prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N] [--model PATH] [options]",
+      "--image FILE (--target LABEL | --target-id N) --model VIT_OR_DEIT_FOLDER [options]",
+      "--source TEXT [--target-text TEXT] (--target TEXT | --target-id N) --model BART_MBART_OR_MARIAN_FOLDER "
+      "[options]"},
+     {model, tokenizer, prompt, bos, image,
+      {"source", "TEXT", "encoder–decoders: the source; the metric reads the decoder's logits, and the gradients "
+                         "reach the source embeddings through the cross-attention (source_* keys)"},
+      decoder_target,
+      {"target", "TEXT", "the metric's token (exactly one token); an image classifier's class by its label"},
+      target_id,
+      {"contrast", "TEXT", "logit-diff's second token (or class): logit(target) - logit(contrast)"},
       contrast_id,
       {"metric", "M", "logit-diff (default; needs a contrast), logit or logprob (log p(target))"},
-      {"position", "I", "the position whose logits the metric reads (default: the last)"},
+      {"position", "I", "the position whose logits the metric reads (default: the last; an encoder's first "
+                        "[MASK]; an image classifier reads [CLS], position 0, only; an encoder–decoder's last "
+                        "target position)"},
       {"steps", "N", "integrated gradients' midpoint steps from a zero stream at the embeddings (default 32; 0: "
                      "none)"},
       ablate, layers, heads, knockout,
-      {"json", "FILE", "write metric (its value), metric_kind, target, contrast, position, tokens, points, resid_grad "
-                       "[2L+1][T][d], grad_x_input [T], integrated [T], baseline and completeness_gap as JSON"},
-      {"npy-dir", "DIR", "write resid_grad.npy [P, T, d], grad_x_input.npy [T] and integrated.npy [T] into DIR"},
+      {"json", "FILE", "write kind, metric (its value), metric_kind, target, contrast, position, tokens, points, "
+                       "resid_grad [2L+1][T][d], grad_x_input [T], integrated [T], baseline and completeness_gap as "
+                       "JSON (encoder–decoders also source_tokens, source_points, source_resid_grad [2Le+1][S][d], "
+                       "source_grad_x_input [S], source_integrated [S])"},
+      {"npy-dir", "DIR", "write resid_grad.npy [P, T, d], grad_x_input.npy [T] and integrated.npy [T] into DIR "
+                         "(encoder–decoders also source_resid_grad.npy, source_grad_x_input.npy, "
+                         "source_integrated.npy)"},
       matmul, weights}},
     {"atp", cmd_atp, gb::FEATURE_GRADIENTS,
      "attribution patching: activation patching estimated from one backward pass (--exact: against the real thing)",

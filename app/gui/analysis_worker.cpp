@@ -8,6 +8,7 @@
 
 #include "analysis/gradients.h"
 #include "run/seq2seq.h"
+#include "run/vision.h"
 #include "util/error.h"
 
 namespace gbui {
@@ -39,20 +40,47 @@ static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, cons
     return out->lens.complete ? out : nullptr;
 }
 
+// The saliency of the attribution's difference, by the run's kind: its prompt, its image's positions (the pixels
+// again from the view), or both stacks of an encoder–decoder (the shown stack's side kept).
+static void compute_saliency(attribution_output& out, const run_result& r, const gb::metric_spec& ms, int steps) {
+    const gb::model& m = *r.model;
+    gb::saliency_result sr;
+    if (r.decoder) {
+        sr = gb::saliency_seq2seq(m, r.encoder->tokens, r.decoder->tokens, ms, steps, r.ablation);
+    } else {
+        gb::forward_options base;
+        std::vector<float> px;
+        if (r.view) px = gb::view_pixels(m, *r.view), base.pixels = px.data();
+        sr = gb::saliency(m, r.cap().tokens, ms, steps, r.ablation, base);
+    }
+    const bool source = r.decoder && r.stack == 0;
+    out.saliency = steps > 0 ? (source ? sr.source_integrated : sr.integrated)
+                             : (source ? sr.source_grad_x_input : sr.grad_x_input);
+    out.steps = steps;
+    out.metric = sr.value;
+    out.change = sr.value - sr.baseline;
+    out.gap = steps > 0 ? sr.completeness_gap() : 0;
+}
+
 static std::shared_ptr<attribution_output> compute_attribution(const analysis_request& q) {
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
     auto out = std::make_shared<attribution_output>();
     out->key = q.key;
     out->from = q.from;
-    out->attr = gb::attribute(r.cap(), *r.model, r.ablation, q.target, q.contrast, q.position);
-    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) { // one more forward and the backward
+    out->dla = gb::offers(r.model->config, gb::FEATURE_ATTRIBUTION);
+    if (out->dla) {
+        out->attr = gb::attribute(r.cap(), *r.model, r.ablation, q.target, q.contrast, q.position);
+    } else { // the other kinds: the saliency alone
+        out->attr.target = q.target, out->attr.contrast = q.contrast, out->attr.position = q.position;
+    }
+    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) { // one more forward and the backward (N + 1 more: IG)
         gb::metric_spec ms;
         ms.kind = out->attr.contrast >= 0 ? gb::metric_spec::LOGIT_DIFF : gb::metric_spec::LOGIT;
         ms.target = out->attr.target;
         ms.contrast = out->attr.contrast;
         ms.position = out->attr.position;
-        out->saliency = gb::saliency(*r.model, r.cap().tokens, ms, 0, r.ablation).grad_x_input;
+        compute_saliency(*out, r, ms, q.steps);
     }
     out->ms = ms_since(t0);
     return out;

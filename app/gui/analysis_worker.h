@@ -25,6 +25,7 @@ struct analysis_request {
     int target = -1, contrast = -1;           // token ids; -1 = the kind's default (lens: each position's top-1;
                                               // patching: clean top-1 vs the corrupted run's top-1)
     int position = -1;                        // attribution: the query position; learn: the token
+    int steps = 0;                            // attribution: its saliency's integrated-gradients steps (0: grad x input)
     int layer = 0, head = 0;                  // learn: the block and head walked through
     std::string corrupt;                      // patching, circuit: the corrupted prompt (encoded like the clean one)
     bool fast = false;                        // patching: attribution patching's estimate first (the fast mode)

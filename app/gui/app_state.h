@@ -185,9 +185,16 @@ struct attribution_output {
     std::string key;
     std::shared_ptr<const run_result> from;
     gb::attribution attr;                   // heads [L][H], attn_bias [L], mlp [L], embed, bias, total
-    // token saliency: [T] gradient x input at the embeddings' residual point of the same difference at the same
-    // position (core/analysis/gradients.h), which shades the prompt's chips; empty where the kind offers no gradients
+    bool dla = true;                        // attr holds direct logit attribution (false: the kind offers none; attr
+                                            // holds only its target, contrast and position)
+    // token saliency: [T] gradient x input (steps 0) or integrated gradients (steps midpoint steps) at the
+    // embeddings' residual point of the same difference at the same position (core/analysis/gradients.h), which
+    // shades the prompt's chips (an encoder–decoder: the shown stack's, source or target; an image classifier:
+    // its positions, shown over the patches); empty where the kind offers no gradients
     std::vector<float> saliency;
+    int steps = 0;
+    double metric = 0;                      // the difference the saliency is of (the backward's metric)
+    double change = 0, gap = 0;             // steps > 0: metric(x) - metric(0), and the completeness gap
     double ms = 0;
 };
 struct induction_output {                   // the repeated-random-tokens test
@@ -272,6 +279,9 @@ struct app_state {
     int stack = 1;                   // encoder–decoders: the stack the grid and the head view show (0 encoder, 1 decoder)
     bool cross_average = false;      // the Cross-attention tab: every head and layer averaged (the alignment)
     bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
+    int saliency_steps = 0;          // the Attribution tab's token saliency: 0 gradient x input; N > 0 integrated
+                                     // gradients with N midpoint steps
+    int saliency_ig_steps = 32;      // the steps integrated gradients takes when chosen
     bool bos = false;
     gb::ablation ablation;
     int sel_layer = 0, sel_head = 0; // head shown in detail

@@ -79,6 +79,13 @@ void attribution_tokens(const app_state& s, int* target, int* contrast) {
             }
 }
 
+int attribution_position(const app_state& s) {
+    const run_result& r = *s.result;
+    if (r.pred.output == gb::OUTPUT_CLASSES) return 0;
+    if (r.decoder && r.stack == 0) return r.decoder->n_tokens - 1;
+    return query_token(s, r.cap().n_tokens);
+}
+
 // One kind: stop its run when the inputs changed; send the new inputs when visible and ready.
 static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
                      const analysis_request& q) {
@@ -141,9 +148,10 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs;
         if (r) {
             attribution_tokens(s, &q.target, &q.contrast);
-            const int T = r->cap().n_tokens;
-            q.position = query_token(s, T);
-            inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" + std::to_string(q.position);
+            q.position = attribution_position(s);
+            q.steps = s.saliency_steps;
+            inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" +
+                     std::to_string(q.position) + "|" + std::to_string(q.steps);
         }
         schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
     }

@@ -233,11 +233,18 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                              {"target", gb::token_text(tok, a.target)},
                              {"contrast", token_or_null(tok, a.contrast)},
                              {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
-        if (a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
+        if (s.attribution->dla && a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
             const float* lg = r.cap().last_logits();
             aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
         }
-        if (!s.attribution->saliency.empty()) aj["saliency"] = s.attribution->saliency;
+        if (!s.attribution->saliency.empty()) {
+            aj["saliency"] = s.attribution->saliency;
+            aj["saliency_method"] = s.attribution->steps > 0 ? "integrated gradients" : "gradient x input";
+            aj["saliency_steps"] = s.attribution->steps;
+            aj["saliency_metric"] = s.attribution->metric;
+            if (s.attribution->steps > 0) aj["completeness_gap"] = s.attribution->gap;
+        }
+        aj["dla"] = s.attribution->dla;
         j["attribution"] = aj;
     }
     if (s.induction) {

@@ -191,6 +191,9 @@ void panel_circuit(app_state& s, ui_context& ui);
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);
 void panel_image(app_state& s, ui_context& ui);
+// The shown run's image with sal [T] (one value per position) over its patches: red raises the difference, blue
+// lowers it, scaled to the largest |value|; [CLS]'s (and [DIST]'s) own value in the line under it.
+void image_saliency(app_state& s, ui_context& ui, const std::vector<float>& sal);
 void panel_cross(app_state& s, ui_context& ui); // encoder–decoders: target rows over source columns // vision models: the image, its patch grid and attention overlaid
 void panel_learn(app_state& s, ui_context& ui);
 // Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
@@ -209,6 +212,9 @@ std::string current_run_key(const app_state& s);
 bool schedule_analyses(app_state& s, ui_context& ui);
 // The attribution's target and contrast ids: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast);
+// The position the Attribution tab's difference is read at: the selected token (an encoder's [MASK] by default);
+// an image classifier's [CLS]; an encoder–decoder's last target position while its source is shown.
+int attribution_position(const app_state& s);
 
 // Sessions (.json: model path, prompt, BOS, ablations, selection) and capture export.
 struct session_file {

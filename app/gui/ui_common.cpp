@@ -260,6 +260,8 @@ gb::feature tab_feature(analysis_tab t) {
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
+    if (t == TAB_ATTRIBUTION) // the token saliency where direct logit attribution is not offered
+        return gb::offers(m->config, gb::FEATURE_ATTRIBUTION) || gb::offers(m->config, gb::FEATURE_GRADIENTS);
     return gb::offers(m->config, tab_feature(t));
 }
 const char* colour_name(colour_mode m) {

@@ -205,6 +205,15 @@ json saliency_json(const saliency_result& s, const tokenizer& tok, const std::ve
         j["baseline"] = s.baseline;
         j["completeness_gap"] = s.completeness_gap();
     }
+    if (s.n_source > 0) { // an encoder–decoder: the encoder's side, over the source tokens
+        json sg = json::array();
+        for (int p = 0; p <= 2 * s.source_layers; p++)
+            sg.push_back(grid(s.source_grad.data() + (size_t)p * s.n_source * d, s.n_source, d));
+        j["source_points"] = resid_labels(s.source_layers);
+        j["source_resid_grad"] = sg;
+        j["source_grad_x_input"] = s.source_grad_x_input;
+        if (s.steps > 0) j["source_integrated"] = s.source_integrated;
+    }
     return j;
 }
 
@@ -231,6 +240,10 @@ void write_saliency_npy(const std::string& dir, const saliency_result& s) {
     write_npy(dir + "/resid_grad.npy", {P, s.n_tokens, s.d_model}, s.resid_grad.data());
     write_npy(dir + "/grad_x_input.npy", {s.n_tokens}, s.grad_x_input.data());
     if (s.steps > 0) write_npy(dir + "/integrated.npy", {s.n_tokens}, s.integrated.data());
+    if (s.n_source <= 0) return;
+    write_npy(dir + "/source_resid_grad.npy", {2 * s.source_layers + 1, s.n_source, s.d_model}, s.source_grad.data());
+    write_npy(dir + "/source_grad_x_input.npy", {s.n_source}, s.source_grad_x_input.data());
+    if (s.steps > 0) write_npy(dir + "/source_integrated.npy", {s.n_source}, s.source_integrated.data());
 }
 
 void write_atp_npy(const std::string& dir, const patch_result& estimate, const patch_result* exact) {

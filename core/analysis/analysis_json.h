@@ -32,7 +32,9 @@ nlohmann::json break_it_json(const break_result& b, const tokenizer& tok);
 nlohmann::json temperatures_json(const std::string& prompt, const std::vector<int>& prompt_ids,
                                  const std::vector<temperature_run>& runs, const sampling& sp, const tokenizer& tok);
 // {"metric" (its value), "metric_kind", "target", "contrast", "position", "tokens", "points", "resid_grad" [2L+1][T][d],
-//  "grad_x_input" [T], "steps"; with steps > 0 "integrated" [T], "baseline", "completeness_gap"}
+//  "grad_x_input" [T], "steps"; with steps > 0 "integrated" [T], "baseline", "completeness_gap"; an encoder–decoder
+//  (tokens: the decoder's input) also "source_points", "source_resid_grad" [2Le+1][S][d], "source_grad_x_input"
+//  [S] and with steps "source_integrated" [S]}
 nlohmann::json saliency_json(const saliency_result& s, const tokenizer& tok, const std::vector<int>& tokens);
 // Attribution patching: patch_json's keys and "method": "attribution patching"; with exact (not null) also
 // "exact": {"clean", "corrupt", "resid", "heads", "normalized": {"resid", "heads"}} and "error": {"resid",
@@ -47,7 +49,8 @@ void write_lens_npy(const std::string& dir, const lens_result& l);
 void write_attribution_npy(const std::string& dir, const attribution& a);
 void write_head_scores_npy(const std::string& dir, const head_scores& s);
 void write_patch_npy(const std::string& dir, const patch_result& p);
-// resid_grad float32 [P,T,d], grad_x_input [T], integrated [T] (steps > 0)
+// resid_grad float32 [P,T,d], grad_x_input [T], integrated [T] (steps > 0); an encoder–decoder also
+// source_resid_grad [Pe,S,d], source_grad_x_input [S], source_integrated [S]
 void write_saliency_npy(const std::string& dir, const saliency_result& s);
 // atp_resid [P,T], atp_heads [L,H] and their *_normalized twins; with exact, its patch_* files too
 void write_atp_npy(const std::string& dir, const patch_result& estimate, const patch_result* exact);

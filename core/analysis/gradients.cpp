@@ -16,6 +16,7 @@ namespace gb {
 double saliency_result::completeness_gap() const {
     double sum = 0;
     for (float v : integrated) sum += v;
+    for (float v : source_integrated) sum += v;
     return value - baseline - sum;
 }
 
@@ -29,12 +30,12 @@ static void row_dots(std::vector<float>& out, const float* a, const float* b, in
 }
 
 saliency_result saliency(const model& m, const std::vector<int>& tokens, const metric_spec& metric, int steps,
-                         const ablation& ab) {
+                         const ablation& ab, const forward_options& base) {
     if (steps < 0) throw error("integrated gradients: " + std::to_string(steps) + " steps (0 or more)");
     saliency_result out;
     gradients g;
     record rec;
-    run_gradients(g, m, tokens, metric, ab, {}, &rec);
+    run_gradients(g, m, tokens, metric, ab, base, &rec);
     const int T = g.n_tokens, d = g.d_model;
     out.n_layer = g.n_layer, out.n_tokens = T, out.d_model = d;
     out.metric = metric;
@@ -49,7 +50,7 @@ saliency_result saliency(const model& m, const std::vector<int>& tokens, const m
     // the stream at point 0 set to alpha x0 at every position; alpha 0 is the baseline
     const std::vector<float> x(x0, x0 + (size_t)T * d);
     std::vector<float> scaled(x.size());
-    forward_options o;
+    forward_options o = base;
     intervention set{INTERVENE_SET, HOOK_RESID_PRE, 0};
     set.values = scaled.data();
     o.interventions.push_back(set);
@@ -60,6 +61,54 @@ saliency_result saliency(const model& m, const std::vector<int>& tokens, const m
         run_gradients(g, m, tokens, metric, ab, o);
         if (k == 0) out.baseline = g.metric_value;
         else row_dots(out.integrated, g.resid.data(), x.data(), T, d, 1.0 / steps);
+    }
+    return out;
+}
+
+saliency_result saliency_seq2seq(const model& m, const std::vector<int>& source, const std::vector<int>& target,
+                                 const metric_spec& metric, int steps, const ablation& ab) {
+    if (steps < 0) throw error("integrated gradients: " + std::to_string(steps) + " steps (0 or more)");
+    saliency_result out;
+    gradients g;
+    seq2seq_record rec;
+    run_seq2seq_gradients(g, m, source, target, metric, ab, {}, {}, &rec);
+    const int T = g.n_tokens, S = g.n_source, d = g.d_model;
+    out.n_layer = g.n_layer, out.n_tokens = T, out.d_model = d;
+    out.n_source = S, out.source_layers = g.source_layers;
+    out.metric = metric;
+    out.metric.position = g.position;
+    out.value = g.metric_value;
+    out.resid_grad = std::move(g.resid);
+    out.source_grad = std::move(g.source_resid);
+    const float *x0 = rec.decoder.resid(0), *s0 = rec.encoder.resid(0);
+    out.grad_x_input.assign(T, 0.0f);
+    out.source_grad_x_input.assign(S, 0.0f);
+    row_dots(out.grad_x_input, out.resid_grad.data(), x0, T, d, 1.0);
+    row_dots(out.source_grad_x_input, out.source_grad.data(), s0, S, d, 1.0);
+    out.steps = steps;
+    if (steps == 0) return out;
+    // both stacks' point 0 set to alpha times their embeddings; alpha 0 is the baseline
+    const std::vector<float> x(x0, x0 + (size_t)T * d), xs(s0, s0 + (size_t)S * d);
+    std::vector<float> scaled(x.size()), scaled_s(xs.size());
+    forward_options o, os;
+    intervention set{INTERVENE_SET, HOOK_RESID_PRE, 0};
+    set.values = scaled.data();
+    o.interventions.push_back(set);
+    set.values = scaled_s.data();
+    os.interventions.push_back(set);
+    out.integrated.assign(T, 0.0f);
+    out.source_integrated.assign(S, 0.0f);
+    for (int k = 0; k <= steps; k++) {
+        const double alpha = k == 0 ? 0.0 : (k - 0.5) / steps;
+        for (size_t i = 0; i < x.size(); i++) scaled[i] = (float)(alpha * x[i]);
+        for (size_t i = 0; i < xs.size(); i++) scaled_s[i] = (float)(alpha * xs[i]);
+        run_seq2seq_gradients(g, m, source, target, metric, ab, o, os);
+        if (k == 0) {
+            out.baseline = g.metric_value;
+            continue;
+        }
+        row_dots(out.integrated, g.resid.data(), x.data(), T, d, 1.0 / steps);
+        row_dots(out.source_integrated, g.source_resid.data(), xs.data(), S, d, 1.0 / steps);
     }
     return out;
 }
@@ -82,6 +131,7 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
     const model_config& c = m.config;
     check_patch_prompts(clean, corrupt, c);
     require(m, FEATURE_GRADIENTS);
+    require(m, FEATURE_PATCHING); // its estimates are of patching one prompt into another of a decoder-only model
     metric_spec ms;
     ms.kind = contrast >= 0 ? metric_spec::LOGIT_DIFF : metric_spec::LOGIT;
     ms.target = target;

@@ -21,14 +21,30 @@ struct saliency_result {
     int steps = 0;                   // integrated gradients' steps (0: not computed)
     std::vector<float> integrated;   // [T] sum over d of x0 times the mean gradient at alpha x0, alpha = (k - 1/2) / N
     double baseline = 0;             // the metric with point 0 all zero (steps > 0)
-    // metric(x0) - metric(0) - sum of integrated: 0 for exact integration (the midpoint rule's error otherwise)
+    // An encoder–decoder (saliency_seq2seq): the same at the encoder's point 0 over the S source tokens (the
+    // arrays above are the decoder's, over the target's tokens); empty for the other kinds
+    int n_source = 0, source_layers = 0;
+    std::vector<float> source_grad;           // [2Le+1][S][d]
+    std::vector<float> source_grad_x_input;   // [S]
+    std::vector<float> source_integrated;     // [S] (steps > 0)
+    // metric(x0) - metric(0) - sum of integrated (and source_integrated): 0 for exact integration (the midpoint
+    // rule's error otherwise)
     double completeness_gap() const;
 };
 
 // The gradients of metric on tokens under ab; with steps > 0 integrated gradients from the zero baseline too
-// (steps + 1 more forward and backward passes).
+// (steps + 1 more forward and backward passes). x0 is residual point 0 of every kind: a decoder's token (+
+// position) embeddings; an encoder's embeddings after their LayerNorm (the stream its first layer reads: the sum
+// before that norm would give gradient x input ~0, a LayerNorm being blind to its input's scale); an image
+// classifier's [CLS] and patch embeddings plus positions. base: the forward's inputs (an image classifier's
+// pixels) and interventions.
 saliency_result saliency(const model& m, const std::vector<int>& tokens, const metric_spec& metric, int steps,
-                         const ablation& ab = {});
+                         const ablation& ab = {}, const forward_options& base = {});
+// An encoder–decoder: the decoder's metric on target (its input, decoder start first) given source. Gradient x
+// input at both stacks' point 0 (the source's and the target prefix's embeddings, after BART's and mBART's
+// embedding LayerNorm); integrated gradients scale both together from zero, so that both sums close the gap.
+saliency_result saliency_seq2seq(const model& m, const std::vector<int>& source, const std::vector<int>& target,
+                                 const metric_spec& metric, int steps, const ablation& ab = {});
 
 // Attribution patching. The estimate of patching (point, position) or a head: corrupt + (clean activation -
 // corrupt activation) . d metric / d activation, the gradient taken on the corrupted run. Metric: logit(target)

@@ -44,8 +44,6 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_KNOCKOUT] = no_knockout;
         enc.why_not[FEATURE_CROSS] = no_cross;
         enc.why_not[FEATURE_IMAGE] = no_image;
-        enc.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; an encoder's Post-LN "
-                                         "stack and masked-LM head are not differentiated yet";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -62,8 +60,6 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_BREAK_IT] = "break it ablates the parts of a decoder-only forward one at a time; the two "
                                         "stacks of an encoder–decoder are not walked";
         s2s.why_not[FEATURE_DEMOS] = "the demos are written for a decoder's next-token prediction";
-        s2s.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; the cross-attention "
-                                         "and the encoder stack are not differentiated yet";
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
@@ -85,8 +81,6 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_EXPERTS] = no_experts;
         vis.why_not[FEATURE_KNOCKOUT] = no_knockout;
         vis.why_not[FEATURE_CROSS] = no_cross;
-        vis.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only language models; the patch "
-                                         "embedding and the classifier are not differentiated yet";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
         return true;
     }();

@@ -11,6 +11,7 @@
 #include "kernels/grad.h"
 #include "kernels/moe.h"
 #include "kernels/ops.h"
+#include "run/backward_pass.h"
 #include "run/pass.h"
 #include "util/error.h"
 
@@ -62,37 +63,8 @@ record_request backward_keep(const model_config& c) {
                 hook_bit(HOOK_PATTERN) | hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_POST) |
                 hook_bit(HOOK_ATTN_IN) | hook_bit(HOOK_ROUTER);
     rq.resid_stream = true;
-    (void)c;
+    other_kinds_keep(rq, c); // backward_stack.cpp: Post-LN sums and the cross-attention
     return rq;
-}
-
-// One backward call: the model, the forward's record and options, the plan of its interventions, scratch.
-struct bctx {
-    const model& m;
-    const model_config& c;
-    const model_weights& w;
-    const arch_info& arch;
-    const record& rec;
-    const forward_options& opt;
-    int T, d, H, KV, dh, qkv_w;
-    std::vector<uint8_t> plan_buf;
-    point_plan plan;
-    gemm_scratch gs;
-    moe_scratch ms;
-    std::vector<float> t1, t2, t3, t4, t5; // scratch, grown on demand
-    float* head_in = nullptr; // [L][H][T][d] gradients::head_in, when readers were asked
-};
-
-static float* grown(std::vector<float>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-    return v.data();
-}
-
-// The record's tensor at (p, l); throws naming it when the forward did not keep it.
-static const float* kept(const bctx& b, hook_point p, int l) {
-    const float* x = b.rec.get(p, l);
-    if (!x) throw error("internal: the backward needs " + hook_label(p, l) + " in the record (backward_keep)");
-    return x;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,8 +73,7 @@ static const float* kept(const bctx& b, hook_point p, int l) {
 // g [n][width] (rows stride apart; a pattern [H][n][width]) at point p of layer l, rows from position pos0: the
 // part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back). as: the layout to
 // cover it in (head_out's interventions reach z's slices of the same heads).
-static void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int stride, int pos0 = 0,
-                         hook_point as = HOOK_COUNT) {
+void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int stride, int pos0, hook_point as) {
     if (!(b.plan.at(p, l) & PT_CHANGE)) return;
     hook_tensor t{as == HOOK_COUNT ? p : as, hook_is_final(p) ? b.c.n_layer : l, g, n, pos0, width, stride};
     for (const intervention& v : b.opt.interventions) {
@@ -123,7 +94,7 @@ static void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int widt
 static void mlp_input_backward(bctx& b, int l, float* g_in, float* gx) {
     const bool no_norm = b.plan.identity_norm[l] & 2;
     zero_covered(b, HOOK_MLP_IN, l, g_in, b.T, b.d, b.d);
-    const float* x = b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
+    const float* x = b.mlp_stream ? b.mlp_stream : b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
     norm_backward(gx, x, g_in, no_norm || !b.arch.pre_norm ? nullptr : &b.w.layers[l].norm2_g, b.arch.norm,
                   b.c.norm_eps, b.T, b.d, true);
 }
@@ -155,7 +126,7 @@ static void mlp_sum(bctx& b, int l, const float* in, float* y) {
     moe_forward(y, in, b.T, lw, b.c, b.ms, b.gs, [w, TE](float* weights) { std::copy_n(w, TE, weights); });
 }
 
-static void mlp_backward(bctx& b, int l, float* g, float* gx) {
+void mlp_backward(bctx& b, int l, float* g, float* gx) {
     static const std::vector<float> no_bias;
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, ff = b.c.d_ff;
@@ -243,7 +214,7 @@ static void attend_backward(bctx& b, int l, const float* gz, float* gqkv) {
     a.scale = b.c.attn_scale;
     a.softcap = b.c.attn_softcap;
     a.window = b.c.window_at(l);
-    a.causal = true;
+    a.causal = !b.arch.bidirectional;
     float* gp = grown(b.t3, (size_t)H * T * T);
     attention_backward_probs(gp, a, gz);
     zero_covered(b, HOOK_PATTERN, l, gp, T, T, T);
@@ -290,7 +261,7 @@ static void head_inputs_backward(bctx& b, int l, const float* gz, float* out) {
     }
 }
 
-static void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
+void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, H = b.H, dh = b.dh;
     const bool no_norm = b.plan.identity_norm[l] & 1;
@@ -322,7 +293,7 @@ static void attention_backward(bctx& b, int l, float* g, float* gz_out, float* g
 // ---------------------------------------------------------------------------------------------
 // The metric at position p from the stream at the last point, and its gradient there into g [T][d] (0 at the
 // other positions).
-static double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
+double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
     const int d = b.d, V = b.c.vocab_size, L = b.c.n_layer;
     const float* x = kept(b, HOOK_RESID_POST, L - 1) + (size_t)p * d;
     const bool identity = b.plan.identity_norm[L];
@@ -359,12 +330,11 @@ static double head_backward(bctx& b, const metric_spec& metric, int p, float* g)
     }
     zero_covered(b, HOOK_FINAL_NORM, L, gxn.data(), 1, d, d, p);
     std::fill_n(g, (size_t)b.T * d, 0.0f);
-    norm_backward(g + (size_t)p * d, x, gxn.data(), identity || b.w.normf_g.empty() ? nullptr : &b.w.normf_g,
-                  b.arch.norm, b.c.norm_eps, 1, d);
+    final_norm_backward(b, g + (size_t)p * d, x, gxn.data(), 1, identity);
     return value;
 }
 
-static void check_backward(const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt) {
+void check_backward(const model& m, const record& fwd, const metric_spec& metric, const forward_options& opt) {
     require(m, FEATURE_GRADIENTS);
     const model_config& c = m.config;
     if (!opt.hooks.empty()) throw error("gradients cannot pass through hooks: run the forward with interventions only");
@@ -389,6 +359,10 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
     bctx b{m, c, m.weights, arch_table(c.arch), fwd, opt, T, d, H, c.n_kv_head, dh, (H + 2 * c.n_kv_head) * dh,
            {}, {}, {}, {}, {}, {}, {}, {}, {}};
     b.plan = make_plan(b.plan_buf, opt, nullptr, L);
+    if (kind_of(c) != KIND_DECODER && kind_of(c) != KIND_MOE) { // encoders and image classifiers: backward_stack.cpp
+        single_stack_backward(out, b, metric);
+        return;
+    }
     const size_t Td = (size_t)T * d;
     out.n_layer = L, out.n_tokens = T, out.d_model = d, out.n_head = H, out.d_head = dh;
     out.position = metric.position < 0 ? T - 1 : metric.position;

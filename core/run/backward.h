@@ -1,7 +1,9 @@
 // The backward pass: the gradient of a metric of one position's logits with respect to the residual stream at
 // every residual point and each head's z, by hand (no autodiff), as the derivative of what eval computes with
-// the weights as its products multiply by them. Decoder-only models, dense and MoE (the kind table's
-// FEATURE_GRADIENTS): an MoE layer's gradient passes through the experts each token chose and their weights.
+// the weights as its products multiply by them. Every kind (the kind table's FEATURE_GRADIENTS): decoder-only
+// models, dense and MoE (an MoE layer's gradient passes through the experts each token chose and their weights);
+// encoders and image classifiers through backward (backward_stack.cpp); encoder–decoders through
+// run_seq2seq_gradients, both stacks.
 // It reads a record the forward made (backward_keep says what it must hold) and recomputes the few intermediates
 // that are not kept: the MLP's pre-activations, the q/k norms' inputs, a post norm's input, the final norm and
 // the metric's row of logits (docs/interpretability.md "Gradients").
@@ -16,6 +18,7 @@
 #include "run/ablation.h"
 #include "run/forward.h"
 #include "run/record.h"
+#include "run/seq2seq.h"
 
 namespace gb {
 
@@ -33,6 +36,11 @@ metric_spec::kind_t parse_metric(const std::string& name);
 // The metric on one position's logits [V] ("logit(a) - logit(b)" etc. in label, when not null).
 double metric_of(const float* logits, int V, const metric_spec& metric, std::string* label = nullptr);
 
+// Where the metric is read, by kind: a decoder's position (default the last); an encoder's masked-LM logits at a
+// position (default its first [MASK], as fill mask reads); an image classifier's class logits at [CLS] (position 0,
+// the only one); an encoder–decoder's decoder logits at a target position (default the last), differentiated back
+// through the cross-attention into the encoder (run_seq2seq_gradients).
+
 // d metric / d (a tensor as it flowed on: after its point's interventions).
 struct gradients {
     int n_layer = 0, n_tokens = 0, d_model = 0, n_head = 0, d_head = 0;
@@ -49,6 +57,12 @@ struct gradients {
     bool mlp_reads_layer_input = false; // parallel blocks: the MLP read resid_pre (not resid_mid), beside attention
     const float* resid_at(int point) const { return resid.data() + (size_t)point * n_tokens * d_model; }
     const float* z_at(int layer) const { return z.data() + (size_t)layer * n_tokens * n_head * d_head; }
+    // An encoder–decoder (run_seq2seq_gradients): the same of its encoder stack, over the S source positions;
+    // resid and z above are the decoder's. Empty for the other kinds.
+    int n_source = 0, source_layers = 0;
+    std::vector<float> source_resid; // [2Le+1][S][d]
+    std::vector<float> source_z;     // [Le][S][H*dh]
+    const float* source_resid_at(int point) const { return source_resid.data() + (size_t)point * n_source * d_model; }
 };
 
 // What the forward must keep for the backward: the residual stream at every point and resid_pre at every layer,
@@ -67,5 +81,14 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
 void run_gradients(gradients& out, const model& m, const std::vector<int>& tokens, const metric_spec& metric,
                    const ablation& ab = {}, const forward_options& opt = {}, record* fwd = nullptr,
                    bool readers = false);
+
+// An encoder–decoder: the forward of both stacks (the encoder on source with ab's part and source_opt's
+// interventions, the decoder on target with ab's part and opt's), then the backward from the decoder's metric
+// through its layers and cross-attention into the encoder, down to the source embeddings (out.source_resid).
+// fwd, when not null, gets both records. Throws gb::error as backward does, and for an empty or too-long source or
+// target.
+void run_seq2seq_gradients(gradients& out, const model& m, const std::vector<int>& source, const std::vector<int>& target,
+                           const metric_spec& metric, const ablation& ab = {}, const forward_options& opt = {},
+                           const forward_options& source_opt = {}, seq2seq_record* fwd = nullptr);
 
 } // namespace gb

@@ -1,11 +1,14 @@
 // Attribution: direct logit attribution of logit(target) - logit(contrast) at the selected token to every head
 // (an L x H heatmap, diverging colours centred at 0), every layer's attention bias and MLP, the embeddings and
-// the final norm's bias (bars), with the check that the parts add up to the run's own logit difference.
+// the final norm's bias (bars), with the check that the parts add up to the run's own logit difference; and the
+// token saliency of the same difference (gradient x input or integrated gradients) that shades the prompt's chips
+// (an image classifier: drawn over its patches here; the kinds without direct logit attribution get it alone).
 //
-// Sections: pickers | head heatmap | component bars | panel
+// Sections: pickers | saliency | head heatmap | component bars | panel
 #include <algorithm>
 #include <cmath>
 
+#include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
@@ -29,6 +32,62 @@ static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
     token_picker("attribution contrast", &s.attr_contrast, "next best " + quoted(tok, contrast), r.pred.top, tok, V, 1, ui, combo_w);
     for (int k = 0; k < 2; k++)
         if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saliency: the method, and what integrated gradients' sum leaves out
+// ---------------------------------------------------------------------------------------------
+static void saliency_controls(app_state& s, ui_context& ui, const attribution_output* ao) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("saliency");
+    ImGui::SameLine();
+    int ig = s.saliency_steps > 0;
+    if (ImGui::RadioButton("gradient \u00d7 input", &ig, 0)) s.saliency_steps = 0;
+    remember_item(ui, "saliency gradient x input");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("each token's gradient times its embedding (the residual stream at point 0)");
+    ImGui::SameLine();
+    if (ImGui::RadioButton("integrated gradients", &ig, 1)) s.saliency_steps = s.saliency_ig_steps;
+    remember_item(ui, "saliency integrated gradients");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the gradient averaged along the embeddings scaled from 0 to themselves (midpoint steps), times\n"
+                          "the embeddings: the tokens' values sum to metric(x) - metric(0) up to the gap shown");
+    if (ig) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(px(140));
+        if (ImGui::SliderInt("steps", &s.saliency_ig_steps, 4, 256, "%d steps", ImGuiSliderFlags_Logarithmic))
+            s.saliency_steps = s.saliency_ig_steps;
+        remember_item(ui, "saliency steps");
+    }
+    if (!ao || ao->steps == 0 || ao->saliency.empty()) return;
+    ImGui::TextDisabled("metric(x) \u2212 metric(0) = %+.4f, completeness gap %+.3g (%d steps)", ao->change, ao->gap, ao->steps);
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("The norms make the metric along the path nearly flat with a spike near 0, so the gap does not "
+                        "vanish at small N, least of all with RMSNorm: more steps close it, slowly.");
+    ImGui::PopTextWrapPos();
+}
+
+// The kinds without direct logit attribution (encoders, image classifiers, encoder–decoders): the saliency alone
+static void saliency_only(app_state& s, ui_context& ui, const attribution_output& ao) {
+    const run_result& r = *ao.from;
+    const gb::tokenizer& tok = r.model->tok;
+    const gb::attribution& a = ao.attr;
+    if (a.contrast >= 0)
+        ImGui::Text("logit(%s) \u2212 logit(%s) = %.4f", quoted(tok, a.target).c_str(), quoted(tok, a.contrast).c_str(), ao.metric);
+    else
+        ImGui::Text("logit(%s) = %.4f", quoted(tok, a.target).c_str(), ao.metric);
+    if (ao.saliency.empty()) return;
+    if (r.view) {
+        image_saliency(s, ui, ao.saliency);
+        return;
+    }
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled(r.decoder ? (r.stack == 0 ? "The source's chips are shaded by each source token's share (show the "
+                                                    "decoder for the target's own)."
+                                                  : "The target's chips are shaded by each target token's share (show the "
+                                                    "encoder for the source's).")
+                                  : "The prompt's chips are shaded by each token's share: red raises the difference, "
+                                    "blue lowers it.");
+    ImGui::PopTextWrapPos();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,18 +205,24 @@ static void component_bars(const gb::attribution& a) {
 // Panel
 // ---------------------------------------------------------------------------------------------
 void panel_attribution(app_state& s, ui_context& ui) {
-    tab_hint("How much each head, MLP and bias writes into logit(target) \u2212 logit(contrast) at the selected token; "
-             "the prompt's chips are shaded by each token's gradient \u00d7 input for it (red raises it, blue lowers it).");
+    const bool dla = !s.model || gb::offers(s.model->config, gb::FEATURE_ATTRIBUTION);
+    tab_hint(dla ? "How much each head, MLP and bias writes into logit(target) \u2212 logit(contrast) at the selected "
+                   "token; the prompt's chips are shaded by each token's saliency for it (red raises it, blue lowers it)."
+                 : "Which inputs logit(target) \u2212 logit(contrast) leans on: each token's (or patch's) gradient "
+                   "\u00d7 input or integrated gradients, from the backward pass (red raises it, blue lowers it).");
     if (!s.result) return;
     const run_result& r = *s.result;
-    const gb::tokenizer& tok = r.model->tok;
     int target = 0, contrast = -1;
     attribution_tokens(s, &target, &contrast);
     pickers(s, ui, target, contrast);
-    const int T = r.cap().n_tokens, pos = query_token(s, T);
-    ImGui::Text("at token %d %s", pos, quoted(tok, r.cap().tokens[pos]).c_str());
+    const int pos = attribution_position(s);
+    const gb::record& at = r.decoder ? *r.decoder : r.cap(); // the record whose logits the difference reads
+    ImGui::Text("at %s %d %s", r.view ? "position" : "token", pos, at.pieces[pos].c_str());
     ImGui::SameLine();
-    ImGui::TextDisabled("(click a token chip in the Prompt to move; the prediction is for the token after it)");
+    ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
+                        : r.decoder && r.stack == 0 ? "(the decoder's last target token; show the decoder to pick another)"
+                                                    : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
+    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, s.attribution.get());
 
     const analysis_status& st = s.analysis[ANALYSIS_ATTRIBUTION];
     const std::string& want = s.analysis_want[ANALYSIS_ATTRIBUTION];
@@ -170,6 +235,11 @@ void panel_attribution(app_state& s, ui_context& ui) {
     const attribution_output* ao = s.attribution.get();
     if (!ao) {
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "computing...");
+        return;
+    }
+    if (!ao->dla) {
+        if (ao->key != want) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "updating...");
+        saliency_only(s, ui, *ao);
         return;
     }
     const gb::attribution& a = ao->attr;

@@ -1,6 +1,7 @@
 // Image (vision models): the picture as the model sees it, cut into its patch grid, with where one position
 // looks laid over it: the selected head's attention from [CLS] (or a clicked patch), or the attention rollout
-// through every layer. Patches the query barely attends to are darkened; the brightest are where it looks.
+// through every layer. Patches the query barely attends to are darkened; the brightest are where it looks. The
+// Attribution tab draws the same picture with the class difference's saliency over the patches (image_saliency).
 #include <algorithm>
 #include <cmath>
 
@@ -102,6 +103,46 @@ void panel_image(app_state& s, ui_context& ui) {
     }
     ImGui::TextDisabled("bright = attended, dark = ignored (scaled to the most attended patch, %.3f); to [CLS]%s: %.3f",
                         mx, P > 1 ? " and [DIST]" : "", to_prefix);
+}
+
+void image_saliency(app_state& s, ui_context& ui, const std::vector<float>& sal) {
+    if (!s.result || !s.result->view) return;
+    const run_result& r = *s.result;
+    const gb::model_config& mc = r.model->config;
+    const int T = (int)sal.size(), G = mc.grid(), P = mc.n_prefix;
+    if (T != mc.n_ctx) return;
+    float mx = 1e-12f;
+    for (int t = P; t < T; t++) mx = std::max(mx, std::fabs(sal[t]));
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float side = std::max(64.0f, std::min(avail.x, avail.y - 2 * line));
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddImage((ImTextureID)(intptr_t)image_texture(ui, *r.view), p0, ImVec2(p0.x + side, p0.y + side));
+    ImGui::InvisibleButton("##saliency image", ImVec2(side, side));
+    remember_item(ui, "saliency image");
+    const float cell = side / G;
+    int hovered = -1;
+    if (ImGui::IsItemHovered()) {
+        const ImVec2 m = ImGui::GetIO().MousePos;
+        hovered = P + std::clamp((int)((m.y - p0.y) / cell), 0, G - 1) * G + std::clamp((int)((m.x - p0.x) / cell), 0, G - 1);
+    }
+    for (int t = P; t < T; t++) { // a translucent tint: the picture stays visible under the faint patches
+        const auto [gr, gc] = gb::vision_cell(mc, t);
+        const ImVec2 a(p0.x + gc * cell, p0.y + gr * cell), b(a.x + cell, a.y + cell);
+        const float v = std::clamp(sal[t] / mx, -1.0f, 1.0f), alpha = 200 * std::sqrt(std::fabs(v));
+        dl->AddRectFilled(a, b, v >= 0 ? IM_COL32(214, 60, 50, (int)alpha) : IM_COL32(50, 120, 220, (int)alpha));
+        dl->AddRect(a, b, IM_COL32(255, 255, 255, 28));
+    }
+    if (hovered >= 0) {
+        const auto [gr, gc] = gb::vision_cell(mc, hovered);
+        const ImVec2 a(p0.x + gc * cell, p0.y + gr * cell);
+        dl->AddRect(a, ImVec2(a.x + cell, a.y + cell), IM_COL32(255, 210, 90, 255), 0, 0, 1.5f);
+        ImGui::SetTooltip("patch %s: %+.4f (%.0f%% of the largest |value|)", r.cap().pieces[hovered].c_str(), sal[hovered],
+                          100 * std::fabs(sal[hovered]) / mx);
+    }
+    ImGui::TextDisabled("red raises the difference, blue lowers it (scaled to the largest patch, %.3g); [CLS]%s: %+.4f", mx,
+                        P > 1 ? " and [DIST]" : "", P > 1 ? sal[0] + sal[1] : sal[0]);
 }
 
 } // namespace gbui

@@ -379,9 +379,10 @@ void panel_prompt(app_state& s, ui_context& ui) {
                     t == selected ? IM_COL32(20, 20, 20, 255) : generated ? IM_COL32(255, 222, 120, 255) : IM_COL32(235, 235, 235, 255),
                     labels[t].c_str());
         if (hover && sal) {
-            ImGui::SetTooltip("token %d%s: id %d \"%s\"\ngradient x input %+.4f (the Attribution tab's difference)\n"
+            ImGui::SetTooltip("token %d%s: id %d \"%s\"\n%s %+.4f (the Attribution tab's difference)\n"
                               "click: show this token's attention row", t, generated ? " (generated)" : "", c.tokens[t],
-                              labels[t].c_str(), (*sal)[t]);
+                              labels[t].c_str(), s.attribution->steps > 0 ? "integrated gradients" : "gradient x input",
+                              (*sal)[t]);
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         } else if (hover) {
             ImGui::SetTooltip("token %d%s: id %d \"%s\"\nclick: show this token's attention row", t,
