@@ -14,6 +14,7 @@
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/surprisal.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
@@ -55,6 +56,12 @@ struct run_result {
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::live_report report;                 // what the live engine computed for it (the status line)
     double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
+    // The surprisal strip under the chips: each token's loss under the ablation, from the record the LM head reads
+    // (gb::surprisal_from_stream, made on the worker); null when not offered or not computable, and then
+    // surprisal_why says why in one line ("" while there is nothing to say, e.g. one token).
+    std::shared_ptr<const gb::surprisal_result> surprisal;
+    std::string surprisal_why;
+    double surprisal_ms = 0;
     std::string notice;                     // e.g. truncation
 };
 

@@ -46,6 +46,18 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         j["pixels_ms"] = s.result->pixels_ms;
         j["prompt_tokens"] = s.result->n_prompt; // the rest of "tokens" are generated ones
         j["current"] = result_is_current(s);
+        // the surprisal strip's numbers (null at token 0: not scored), or why there is none
+        nlohmann::json sj = {{"why", s.result->surprisal_why}, {"ms", s.result->surprisal_ms}};
+        if (const gb::surprisal_result* sp = s.result->surprisal.get()) {
+            nlohmann::json nats = nlohmann::json::array(), top = nlohmann::json::array();
+            for (int t = 0; t < sp->n_tokens; t++) {
+                nats.push_back(std::isfinite(sp->nats[t]) ? nlohmann::json(sp->nats[t]) : nlohmann::json());
+                top.push_back(sp->top_ids[t]);
+            }
+            sj.update({{"nats", nats}, {"top_ids", top}, {"top_probs", sp->top_probs}, {"mean_nats", sp->mean_nats},
+                       {"bits_per_byte", sp->bits_per_byte}, {"scored", sp->scored}});
+        }
+        j["surprisal"] = sj;
     }
     if (s.result && s.result->view) { // vision: what the Image tab overlays, and where [CLS] looked
         const run_result& r = *s.result;

@@ -173,6 +173,12 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel);
 void tab_hint(const char* hint);
 
 void panel_prompt(app_state& s, ui_context& ui);
+// The surprisal strip under the prompt's chips (panels/surprisal_strip.cpp): whether the shown result has one;
+// the line above the chips (the mean per token and per byte, the colour legend; or, where the kind or the memory
+// budget gives none, a one-line reason on hover); the bar from a to b under chip t, with its tooltip.
+bool surprisal_shown(const app_state& s);
+void surprisal_header(const app_state& s, ui_context& ui);
+void surprisal_bar(const app_state& s, ui_context& ui, int t, ImVec2 a, ImVec2 b, bool window_hovered);
 void panel_overview(app_state& s, ui_context& ui);
 void panel_head(app_state& s, ui_context& ui);
 void panel_residual(app_state& s, ui_context& ui);
