@@ -50,6 +50,7 @@ int cmd_heads(const args& a);
 int cmd_patch(const args& a);
 int cmd_grad(const args& a);
 int cmd_atp(const args& a);
+int cmd_trace(const args& a);
 int cmd_bench(const args& a);
 int cmd_make_random(const args& a);
 int cmd_info(const args& a);

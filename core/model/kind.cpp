@@ -46,6 +46,8 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_IMAGE] = no_image;
         enc.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; an encoder's Post-LN "
                                          "stack and masked-LM head are not differentiated yet";
+        enc.why_not[FEATURE_TRACE] = "causal tracing follows a decoder's next-token answer; an encoder predicts at its "
+                                     "masks (see fill mask)";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -64,6 +66,8 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_DEMOS] = "the demos are written for a decoder's next-token prediction";
         s2s.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only models; the cross-attention "
                                          "and the encoder stack are not differentiated yet";
+        s2s.why_not[FEATURE_TRACE] = "causal tracing noises a decoder-only prompt's subject; noising the source of "
+                                     "an encoder–decoder is not built";
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
@@ -87,6 +91,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_CROSS] = no_cross;
         vis.why_not[FEATURE_GRADIENTS] = "the backward pass is built for decoder-only language models; the patch "
                                          "embedding and the classifier are not differentiated yet";
+        vis.why_not[FEATURE_TRACE] = "causal tracing noises a subject's tokens; an image has no subject to find";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
         return true;
     }();
@@ -101,7 +106,7 @@ const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
                                                "learn", "demos", "experts", "cross-attention", "image", "surprisal",
-                                               "gradients", "knockout"};
+                                               "gradients", "knockout", "trace"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 
