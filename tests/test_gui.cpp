@@ -18,6 +18,7 @@
 #include "analysis/gradients.h"
 #include "analysis/head_scores.h"
 #include "analysis/surprisal.h"
+#include "analysis/trace.h"
 #include "app_script.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
@@ -1330,4 +1331,35 @@ TEST(GuiSurprisal, StripEqualsTheCoreSurprisalAndFollowsEditsAndAblations) {
     const std::string why = se[0]["surprisal"]["why"];
     EXPECT_NE(why.find("every token sees the whole prompt"), std::string::npos) << why;
     EXPECT_EQ(why.find('\n'), std::string::npos) << "one line: " << why;
+}
+
+// Causal tracing in the Patching tab: the maps the app computed on its analysis thread equal the core's trace of the
+// same tokens (the CLI's defaults: noise 3, 10 samples, seed 0); a subject that is not in the prompt is one line.
+TEST(GuiAnalyses, CausalTracingEqualsTheCoreTrace) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                               "tab patching\npatch-mode trace\nsubject cat\nwait\nprint\nsubject dog\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["patch_mode"], "trace");
+    const nlohmann::json& tj = st[0]["trace"];
+    ASSERT_TRUE(tj.is_object()) << st[0].dump();
+    EXPECT_TRUE(tj["current"]);
+    const gb::model& m = loaded(gui_model());
+    const std::vector<int> ids = gb::encode_prompt(m.tok, clean_prompt, false);
+    EXPECT_EQ(tj["ids"].get<std::vector<int>>(), ids);
+    int first = 0, end = 0;
+    gb::subject_span(first, end, m.tok, ids, "cat");
+    const gb::trace_result want = gb::causal_trace(m, ids, first, end, {});
+    EXPECT_EQ(tj["first"], first);
+    EXPECT_EQ(tj["end"], end);
+    EXPECT_DOUBLE_EQ(tj["clean_prob"].get<double>(), want.clean_prob);
+    EXPECT_DOUBLE_EQ(tj["corrupt_prob"].get<double>(), want.corrupt_prob);
+    EXPECT_EQ(tj["resid"].get<std::vector<float>>(), want.resid);
+    EXPECT_EQ(tj["mlp"].get<std::vector<float>>(), want.mlp);
+    EXPECT_EQ(tj["attn"].get<std::vector<float>>(), want.attn);
+    const std::string err = st[1]["analysis"]["trace"]["error"];
+    EXPECT_NE(err.find("the subject \"dog\" is not in the prompt"), std::string::npos) << st[1]["analysis"].dump();
+    EXPECT_EQ(err.find('\n'), std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include "analysis/lens.h"
 #include "analysis/patching.h"
 #include "analysis/surprisal.h"
+#include "analysis/trace.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
@@ -126,7 +127,7 @@ struct generation_result {
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
-                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_COUNT };
+                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_TRACE, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
                     TAB_CROSS, TAB_COUNT };
@@ -212,6 +213,16 @@ struct patch_output {
     std::string note;                              // how the default target/contrast were chosen
     double ms = 0;
 };
+// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
+// residual point, attention and MLP output restored in turn.
+struct trace_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string subject;                           // as typed
+    std::vector<int> ids;                          // [T] the prompt's tokens
+    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
+    double ms = 0;
+};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -271,6 +282,8 @@ struct app_state {
     int lens_target = -1;            // -1: each position's final top-1
     int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
     std::string corrupt_prompt;      // patching's second prompt
+    bool patch_trace = false;        // the Patching tab shows causal tracing instead of activation patching
+    std::string trace_subject;       // causal tracing's subject: words of the prompt
     int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
@@ -330,6 +343,7 @@ struct app_state {
     std::shared_ptr<const induction_output> induction;
     std::shared_ptr<const learn_output> learn;
     std::shared_ptr<const patch_output> patching;
+    std::shared_ptr<const trace_output> tracing;
     std::shared_ptr<const break_output> breaking;
     std::shared_ptr<const sampling_output> sampling;
     analysis_status analysis[ANALYSIS_COUNT];

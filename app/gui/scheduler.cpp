@@ -157,7 +157,18 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
         const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
-        schedule(s, ui, ANALYSIS_PATCHING, inputs, s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+        schedule(s, ui, ANALYSIS_PATCHING, inputs, s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
+    }
+    // causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
+    {
+        analysis_request q;
+        q.from = s.result;
+        q.subject = s.trace_subject;
+        std::string inputs;
+        if (r && !s.trace_subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + s.trace_subject;
+        if (inputs != ui.trace_seen) ui.trace_seen = inputs, ui.trace_changed_at = std::chrono::steady_clock::now();
+        const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.trace_changed_at > std::chrono::milliseconds(150);
+        schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && s.patch_trace, quiet && result_is_current(s), q);
     }
     // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
     // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's

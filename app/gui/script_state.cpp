@@ -216,7 +216,7 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
-    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling"};
+    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling", "trace"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
@@ -273,6 +273,16 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}};
     }
+    if (s.tracing) { // causal tracing: the whole maps, for the tests to compare with the core's
+        const trace_output& o = *s.tracing;
+        const gb::trace_result& t = o.res;
+        j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
+                      {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},
+                      {"corrupt_prob", t.corrupt_prob}, {"resid", t.resid}, {"attn", t.attn}, {"mlp", t.mlp},
+                      {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
+                      {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
+    }
+    j["patch_mode"] = s.patch_trace ? "trace" : "patching";
 }
 
 void print_state(const app_state& s, const ui_context& ui) {

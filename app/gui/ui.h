@@ -58,6 +58,8 @@ struct ui_context {
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
     std::chrono::steady_clock::time_point patch_changed_at;
+    std::string trace_seen;                 // causal tracing's, the same way
+    std::chrono::steady_clock::time_point trace_changed_at;
     std::string break_seen;                 // the same for Break it
     std::chrono::steady_clock::time_point break_changed_at;
     learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
