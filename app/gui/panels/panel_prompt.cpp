@@ -342,8 +342,8 @@ void panel_prompt(app_state& s, ui_context& ui) {
     // token chips, wrapped; whitespace visible; the selected query token highlighted. They scroll when the
     // panel (sized to them, up to a limit) cannot show every row.
     // (with the surprisal strip each row has its bars under the chips)
-    const float bar_h = surprisal_shown(s) ? px(7) : 0.0f;
-    const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3) + (bar_h > 0 ? bar_h + px(2) : 0);
+    const float bar_h = surprisal_shown(s) ? px(5) : 0.0f;
+    const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3) + (bar_h > 0 ? bar_h + px(1) : 0);
     float right = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize; // room for the scrollbar
     std::vector<std::string> labels(c.n_tokens);
     std::vector<ImVec2> at(c.n_tokens); // chip offsets inside the strip
@@ -394,7 +394,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         }
         if (bar_h > 0)
-            surprisal_bar(s, ui, t, ImVec2(a.x, b.y + px(2)), ImVec2(b.x, b.y + px(2) + bar_h), ImGui::IsWindowHovered());
+            surprisal_bar(s, ui, t, ImVec2(a.x, b.y + px(1)), ImVec2(b.x, b.y + px(1) + bar_h), ImGui::IsWindowHovered());
         ui.widgets["token " + std::to_string(t)] = ImVec4(a.x, a.y, b.x, b.y);
         note_drawn(ui, "token " + std::to_string(t), a, b);
     }

@@ -45,18 +45,25 @@ void surprisal_header(const app_state& s, ui_context& ui) {
         ImGui::SetTooltip("each token's loss, -log p(token | the tokens before it), under the ablation shown;\n"
                           "the mean is over the %d tokens after the first (nothing predicts the first), in nats per\n"
                           "token and in bits per UTF-8 byte of those tokens (comparable across tokenizers)", sp->scored);
+    // the legend on the same line: "0 [viridis] ln V", as tall as the text
     ImGui::SameLine();
-    const float w = px(150);
+    ImGui::TextDisabled("0");
+    ImGui::SameLine();
+    const float w = px(120), h = ImGui::GetTextLineHeight();
     const ImVec2 at = ImGui::GetCursorScreenPos();
-    char top[32];
-    snprintf(top, sizeof top, "%.1f = ln V", scale_top(s));
-    colour_bar(ImGui::GetWindowDrawList(), ImVec2(at.x, at.y + px(1)), w, false, "0", nullptr, top);
-    ImGui::Dummy(ImVec2(w, ImGui::GetTextLineHeight()));
-    if (ImGui::IsItemHovered())
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const int steps = 48;
+    for (int i = 0; i < steps; i++)
+        dl->AddRectFilled(ImVec2(at.x + w * i / steps, at.y + h * 0.2f), ImVec2(at.x + w * (i + 1) / steps + 1, at.y + h * 0.8f),
+                          viridis_u32((i + 0.5f) / steps));
+    ImGui::Dummy(ImVec2(w, h));
+    const bool bar_hovered = ImGui::IsItemHovered();
+    ImGui::SameLine();
+    ImGui::TextDisabled("%.1f nats = ln V", scale_top(s));
+    if (bar_hovered || ImGui::IsItemHovered())
         ImGui::SetTooltip("colour: the token's loss in nats, from 0 (certain) to ln V = %.2f (as unlikely as a\n"
                           "uniform guess over the %d tokens of the vocabulary) and beyond", scale_top(s),
                           s.model->config.vocab_size);
-    ImGui::Dummy(ImVec2(1, px(14))); // the bar's labels
 }
 
 void surprisal_bar(const app_state& s, ui_context& ui, int t, ImVec2 a, ImVec2 b, bool window_hovered) {
