@@ -658,3 +658,39 @@ TEST(Surprisal, EqualsMinusLogSoftmaxOfTheReference) {
         expect_gb_error([&] { gb::surprisal(last, rm->m.tok); }, "needs every position's logits");
     }
 }
+
+// The app's surprisal: from the last residual point through the final norm and the LM head of a run that kept
+// only the last position's logits; equal to the one from every position's logits, with an ablation that makes the
+// final norm the identity too; the rows an earlier result shares are taken from it, the rest computed.
+TEST(Surprisal, FromTheStreamEqualsFromEveryPositionsLogits) {
+    for (const ref_model* rm : ref_models()) {
+        const int T = 9;
+        const auto tokens = rm->tokens(T, 22);
+        gb::ablation no_ln;
+        no_ln.no_layernorm.on = true;
+        for (const gb::ablation& ab : {gb::ablation{}, no_ln}) {
+            gb::record last;
+            gb::forward_options o;
+            o.keep.resid_stream = true;
+            gb::run_forward(last, rm->m, tokens, ab, o);
+            const gb::surprisal_result want = gb::surprisal(run_record(rm->m, tokens, ab), rm->m.tok);
+            const gb::surprisal_result got = gb::surprisal_from_stream(last, rm->m, ab);
+            for (int t = 1; t < T; t++) {
+                EXPECT_NEAR(got.nats[t], want.nats[t], 1e-4 * std::max(1.0, want.nats[t])) << rm->name << " token " << t;
+                EXPECT_EQ(got.top_ids[t], want.top_ids[t]) << rm->name << " token " << t;
+            }
+            EXPECT_NEAR(got.mean_nats, want.mean_nats, 1e-4) << rm->name;
+            EXPECT_NEAR(got.bits_per_byte, want.bits_per_byte, 1e-4) << rm->name;
+            // an earlier result sharing rows [0, 4): its entries below 4 are kept (a marked one shows it), the rest new
+            gb::surprisal_result before = got;
+            before.nats[2] = 123.0;
+            before.nats[5] = 456.0;
+            const gb::surprisal_result part = gb::surprisal_from_stream(last, rm->m, ab, &before, 4);
+            EXPECT_EQ(part.nats[2], 123.0) << "kept from the earlier result";
+            EXPECT_NEAR(part.nats[5], want.nats[5], 1e-4 * std::max(1.0, want.nats[5])) << "computed again";
+        }
+        gb::record no_stream;
+        gb::run_forward(no_stream, rm->m, tokens);
+        expect_gb_error([&] { gb::surprisal_from_stream(no_stream, rm->m, {}); }, "memory budget left it out");
+    }
+}

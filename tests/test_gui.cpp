@@ -17,6 +17,8 @@
 
 #include "analysis/gradients.h"
 #include "analysis/head_scores.h"
+#include "analysis/surprisal.h"
+#include "analysis/trace.h"
 #include "app_script.h"
 #include "io/loader.h"
 #include "kernels/softmax.h"
@@ -1355,4 +1357,85 @@ TEST(GuiSettings, AMalformedSettingsFileGivesTheDefaultsAndOneMessage) {
     EXPECT_NE(w.find("not remembered"), std::string::npos) << w;
     EXPECT_EQ(states[0]["config_dir"], "");
     EXPECT_EQ(states[0]["model"], gui_model().dir);
+}
+
+// The surprisal strip under the chips: its numbers (the script's dump of what the strip draws) equal the core's
+// surprisal of a run with every position's logits, for the prompt, after typing (the rows before the edit are the
+// previous result's, the new ones computed; the live run stays a one-token run) and under an ablation that makes
+// the final norm the identity. An encoder has no strip, and says why in one line.
+TEST(GuiSurprisal, StripEqualsTheCoreSurprisalAndFollowsEditsAndAblations) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq("the cat sat"),
+                               "wait\nprint\nclick prompt\nkey end\ntype  on the mat\nwait\nprint\n"
+                               "click No LayerNorm\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    const gb::model& m = loaded(gui_model());
+    gb::ablation no_ln;
+    no_ln.no_layernorm.on = true;
+    const std::string prompts[3] = {"the cat sat", "the cat sat on the mat", "the cat sat on the mat"};
+    for (int i = 0; i < 3; i++) {
+        const nlohmann::json& sj = st[i]["surprisal"];
+        SCOPED_TRACE("state " + std::to_string(i) + ": " + sj.dump());
+        EXPECT_EQ(sj["why"], "");
+        gb::record rec;
+        gb::forward_options o;
+        o.all_logits = true;
+        gb::run_forward(rec, m, gb::encode_prompt(m.tok, prompts[i], false), i == 2 ? no_ln : gb::ablation{}, o);
+        const gb::surprisal_result want = gb::surprisal(rec, m.tok);
+        ASSERT_EQ((int)sj["nats"].size(), want.n_tokens);
+        EXPECT_TRUE(sj["nats"][0].is_null()) << "nothing predicts the first token";
+        for (int t = 1; t < want.n_tokens; t++) {
+            EXPECT_NEAR(sj["nats"][t].get<double>(), want.nats[t], 1e-4) << "token " << t;
+            EXPECT_EQ(sj["top_ids"][t], want.top_ids[t]) << "token " << t;
+            EXPECT_NEAR(sj["top_probs"][t].get<double>(), want.top_probs[t], 1e-5) << "token " << t;
+        }
+        EXPECT_NEAR(sj["mean_nats"].get<double>(), want.mean_nats, 1e-4);
+        EXPECT_NEAR(sj["bits_per_byte"].get<double>(), want.bits_per_byte, 1e-4);
+        EXPECT_EQ(sj["scored"], want.n_tokens - 1);
+    }
+    EXPECT_TRUE(st[1]["report"]["reused"]) << "the strip does not turn typing into a full run: " << st[1]["report"].dump();
+    EXPECT_EQ(st[2]["ablation"], "no-layernorm");
+    EXPECT_NE(st[2]["surprisal"]["mean_nats"], st[1]["surprisal"]["mean_nats"]) << "the ablated model's surprisal";
+
+    const tiny_encoder enc = write_tiny_encoder(test_temp_dir("gui_surprisal_bert") + "/m", {});
+    const auto se = run_script("--model " + sq(enc.dir) + " --prompt 'the cat'", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(se.size(), 1u);
+    EXPECT_FALSE(se[0]["surprisal"].contains("nats"));
+    const std::string why = se[0]["surprisal"]["why"];
+    EXPECT_NE(why.find("every token sees the whole prompt"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << "one line: " << why;
+}
+
+// Causal tracing in the Patching tab: the maps the app computed on its analysis thread equal the core's trace of the
+// same tokens (the CLI's defaults: noise 3, 10 samples, seed 0); a subject that is not in the prompt is one line.
+TEST(GuiAnalyses, CausalTracingEqualsTheCoreTrace) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    const auto st = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                               "tab patching\npatch-mode trace\nsubject cat\nwait\nprint\nsubject dog\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["patch_mode"], "trace");
+    const nlohmann::json& tj = st[0]["trace"];
+    ASSERT_TRUE(tj.is_object()) << st[0].dump();
+    EXPECT_TRUE(tj["current"]);
+    const gb::model& m = loaded(gui_model());
+    const std::vector<int> ids = gb::encode_prompt(m.tok, clean_prompt, false);
+    EXPECT_EQ(tj["ids"].get<std::vector<int>>(), ids);
+    int first = 0, end = 0;
+    gb::subject_span(first, end, m.tok, ids, "cat");
+    const gb::trace_result want = gb::causal_trace(m, ids, first, end, {});
+    EXPECT_EQ(tj["first"], first);
+    EXPECT_EQ(tj["end"], end);
+    EXPECT_DOUBLE_EQ(tj["clean_prob"].get<double>(), want.clean_prob);
+    EXPECT_DOUBLE_EQ(tj["corrupt_prob"].get<double>(), want.corrupt_prob);
+    EXPECT_EQ(tj["resid"].get<std::vector<float>>(), want.resid);
+    EXPECT_EQ(tj["mlp"].get<std::vector<float>>(), want.mlp);
+    EXPECT_EQ(tj["attn"].get<std::vector<float>>(), want.attn);
+    const std::string err = st[1]["analysis"]["trace"]["error"];
+    EXPECT_NE(err.find("the subject \"dog\" is not in the prompt"), std::string::npos) << st[1]["analysis"].dump();
+    EXPECT_EQ(err.find('\n'), std::string::npos);
 }

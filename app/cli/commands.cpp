@@ -45,7 +45,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
   circuit      --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
                (--contrast TEXT | --contrast-id N) [--edges N] [--json FILE]
-               (grad, atp and circuit also take --model, --bos, --matmul and --ablate, --layers, --heads,
+  trace        --prompt TEXT --subject TEXT [--noise 3] [--samples 10] [--seed S] [--json FILE] [--npy-dir DIR]
+               (grad, atp, circuit and trace also take --model, --bos, --matmul and --ablate, --layers, --heads,
                --knockout)
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
@@ -286,6 +287,20 @@ const std::vector<command> table = {
       {"json", "FILE", "write nodes (id, kind, layer, head, score, in_circuit), edges (from, to, score: the top N), "
                        "faithfulness, circuit_metric, faithfulness_curve, clean and corrupt as JSON"},
       matmul, weights}},
+    {"trace", cmd_trace, gb::FEATURE_TRACE,
+     "causal tracing: noise on the subject's embeddings, then each activation restored from the clean run in turn",
+     {"--prompt TEXT --subject TEXT [--noise X] [--samples N] [--seed S] [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos,
+      {"subject", "TEXT", "words of the prompt (their first occurrence): the tokens they overlap are noised"},
+      {"noise", "X", "the noise's standard deviation in units of the token embeddings' (default 3)"},
+      {"samples", "N", "noise draws, every cell averaged over them (default 10)"},
+      {"seed", "S", "the draws' seed (default 0): the same seed gives the same numbers"},
+      ablate, layers, heads, knockout,
+      {"json", "FILE", "write clean_prob, corrupt_prob (of the clean run's top-1, target), resid [2L+1][T], mlp and "
+                       "attn [L][T] (the probability with that activation restored), subject, sigma, embed_std, "
+                       "samples, seed, points and tokens as JSON"},
+      {"npy-dir", "DIR", "write trace_resid.npy [P, T], trace_mlp.npy and trace_attn.npy [L, T] into DIR"},
+      backend, matmul, weights}},
     {"bench", cmd_bench, gb::FEATURE_RUN,
      "time forward passes with full capture, or live recompute against a fresh forward (an "
      "encoder–decoder: both stacks on T source and T target tokens, and a greedy translation)",

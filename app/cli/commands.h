@@ -51,6 +51,7 @@ int cmd_patch(const args& a);
 int cmd_grad(const args& a);
 int cmd_atp(const args& a);
 int cmd_circuit(const args& a);
+int cmd_trace(const args& a);
 int cmd_bench(const args& a);
 int cmd_make_random(const args& a);
 int cmd_info(const args& a);

@@ -290,11 +290,30 @@ static std::shared_ptr<circuit_output> compute_circuit(const analysis_request& q
     return out;
 }
 
+// Causal tracing of the shown run's tokens under its ablation, with the CLI's defaults (noise 3, 10 samples, seed 0)
+static std::shared_ptr<trace_output> compute_trace(const analysis_request& q, const keep_going& go) {
+    auto t0 = clock_type::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    auto out = std::make_shared<trace_output>();
+    out->key = q.key;
+    out->model = r.model;
+    out->subject = q.subject;
+    out->ids = r.cap().tokens;
+    int first = 0, end = 0;
+    gb::subject_span(first, end, m.tok, out->ids, q.subject);
+    gb::trace_options o;
+    o.ab = r.ablation;
+    out->res = gb::causal_trace(m, out->ids, first, end, o, go);
+    out->ms = ms_since(t0);
+    return out->res.complete ? out : nullptr;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
 static int lane_of(analysis_kind k) {
-    return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ? 1 : 0;
+    return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ? 1 : 0;
 }
 
 analysis_worker::analysis_worker() {
@@ -332,7 +351,7 @@ bool analysis_worker::idle() const {
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
     return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
-           !circuit_out_;
+           !circuit_out_ && !trace_out_;
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
@@ -340,7 +359,8 @@ bool analysis_worker::pending(analysis_kind k) const {
     const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
                      : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
-                     : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : (bool)patch_out_;
+                     : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : k == ANALYSIS_TRACE ? (bool)trace_out_
+                     : (bool)patch_out_;
     return waiting_[k] || running_[k] || failed_[k] || out;
 }
 
@@ -378,6 +398,7 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<break_output> brk;
         std::shared_ptr<sampling_output> smp;
         std::shared_ptr<circuit_output> circ;
+        std::shared_ptr<trace_output> trace;
         std::string error;
         auto early = [this, k](std::shared_ptr<patch_output> p) { // the fast mode's estimate, shown at once
             std::lock_guard<std::mutex> l(mu_);
@@ -391,6 +412,7 @@ void analysis_worker::loop(int lane) {
             else if (k == ANALYSIS_BREAK) brk = compute_break(q, go, stopped);
             else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
             else if (k == ANALYSIS_CIRCUIT) circ = compute_circuit(q, go);
+            else if (k == ANALYSIS_TRACE) trace = compute_trace(q, go);
             else patch = compute_patching(q, go, early);
         } catch (const std::exception& e) {
             error = e.what();
@@ -413,6 +435,7 @@ void analysis_worker::loop(int lane) {
         if (brk) break_out_ = brk;
         if (smp) sampling_out_ = smp;
         if (circ) circuit_out_ = circ;
+        if (trace) trace_out_ = trace;
     }
 }
 
@@ -447,6 +470,7 @@ void analysis_worker::poll(app_state& s) {
     take(break_out_, s.breaking, ANALYSIS_BREAK);
     take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
     take(circuit_out_, s.circuit, ANALYSIS_CIRCUIT);
+    take(trace_out_, s.tracing, ANALYSIS_TRACE);
 }
 
 } // namespace gbui

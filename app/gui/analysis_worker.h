@@ -1,5 +1,5 @@
 // The analysis threads: logit lens, direct logit attribution, the induction test, Learn's walk and the Sampling
-// tab's continuations on one thread; activation patching and Break it (seconds on a GPT-2-small-sized model:
+// tab's continuations on one thread; activation patching, causal tracing and Break it (seconds on a GPT-2-small-sized model:
 // one forward per ablation and head) on another, so that a long one never delays the quick analyses, and
 // neither delays the main forward (worker.h). Per kind only the newest request matters: a new
 // one replaces a waiting one and stops a running one with other inputs (the core's progress callbacks return
@@ -29,6 +29,7 @@ struct analysis_request {
     int layer = 0, head = 0;                  // learn: the block and head walked through
     std::string corrupt;                      // patching, circuit: the corrupted prompt (encoded like the clean one)
     bool fast = false;                        // patching: attribution patching's estimate first (the fast mode)
+    std::string subject;                      // causal tracing: the subject, words of the prompt
     // break it: the prompt (encoded like the main run's, with bos) of `model`; or, when candidates is not empty,
     // the one of them this model gets right most confidently (the demo's first request)
     std::string prompt;
@@ -59,7 +60,7 @@ public:
     bool pending(analysis_kind k) const; // the same for one kind
 
 private:
-    void loop(int lane); // lane 0: lens, attribution, induction, learn, sampling; lane 1: patching, break it
+    void loop(int lane); // lane 0: lens, attribution, induction, learn, sampling; lane 1: patching, trace, break it
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<analysis_request> waiting_[ANALYSIS_COUNT];
@@ -77,6 +78,7 @@ private:
     std::shared_ptr<const break_output> break_out_;
     std::shared_ptr<const sampling_output> sampling_out_;
     std::shared_ptr<const circuit_output> circuit_out_;
+    std::shared_ptr<const trace_output> trace_out_;
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

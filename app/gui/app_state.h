@@ -15,6 +15,8 @@
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/surprisal.h"
+#include "analysis/trace.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
@@ -59,6 +61,12 @@ struct run_result {
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::live_report report;                 // what the live engine computed for it (the status line)
     double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
+    // The surprisal strip under the chips: each token's loss under the ablation, from the record the LM head reads
+    // (gb::surprisal_from_stream, made on the worker); null when not offered or not computable, and then
+    // surprisal_why says why in one line ("" while there is nothing to say, e.g. one token).
+    std::shared_ptr<const gb::surprisal_result> surprisal;
+    std::string surprisal_why;
+    double surprisal_ms = 0;
     std::string notice;                     // e.g. truncation
 };
 
@@ -123,7 +131,7 @@ struct generation_result {
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
-                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_COUNT };
+                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
                     TAB_CROSS, TAB_CIRCUIT, TAB_COUNT };
@@ -245,6 +253,16 @@ struct circuit_patch {
     std::vector<gb::intervention> interventions;   // point into res
     std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
 };
+// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
+// residual point, attention and MLP output restored in turn.
+struct trace_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string subject;                           // as typed
+    std::vector<int> ids;                          // [T] the prompt's tokens
+    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
+    double ms = 0;
+};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -307,6 +325,8 @@ struct app_state {
     int lens_target = -1;            // -1: each position's final top-1
     int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
     std::string corrupt_prompt;      // patching's second prompt
+    bool patch_trace = false;        // the Patching tab shows causal tracing instead of activation patching
+    std::string trace_subject;       // causal tracing's subject: words of the prompt
     int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
     bool patch_fast = true;          // Patching's fast mode: the attribution-patching estimate first
     bool patch_diff = false;         // beside the exact maps, estimate - exact (normalized)
@@ -370,6 +390,7 @@ struct app_state {
     std::shared_ptr<const induction_output> induction;
     std::shared_ptr<const learn_output> learn;
     std::shared_ptr<const patch_output> patching;
+    std::shared_ptr<const trace_output> tracing;
     std::shared_ptr<const break_output> breaking;
     std::shared_ptr<const sampling_output> sampling;
     std::shared_ptr<const circuit_output> circuit;

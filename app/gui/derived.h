@@ -28,6 +28,8 @@ struct derived_cache {
     std::string inputs;                        // model, interventions and attention backend rec was run with
     std::shared_ptr<const heat_pixels> pixels; // rec's pixels (null when they are of another scale)
     gb::score_sums sums;                       // rec's head-score sums (gb::score_heads_resume)
+    std::shared_ptr<const gb::record> scored;  // the record the last surprisal was computed from (null: none)
+    std::shared_ptr<const gb::surprisal_result> surprisal; // its surprisal (rows an edit did not reach are reused)
 };
 
 } // namespace gbui

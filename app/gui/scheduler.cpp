@@ -123,11 +123,23 @@ static void schedule_patching(app_state& s, ui_context& ui, const run_result* r)
     // the fast mode (an estimate first) where the kind offers gradients
     q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-             s.tab == TAB_PATCHING, quiet && result_is_current(s), q);
+             s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
     // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
     q.kind = ANALYSIS_CIRCUIT;
     const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
+}
+
+// causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
+static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, const std::string& id) {
+    analysis_request q;
+    q.from = s.result;
+    q.subject = s.trace_subject;
+    std::string inputs;
+    if (r && !s.trace_subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + s.trace_subject;
+    if (inputs != ui.trace_seen) ui.trace_seen = inputs, ui.trace_changed_at = std::chrono::steady_clock::now();
+    const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.trace_changed_at > std::chrono::milliseconds(150);
+    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && s.patch_trace, quiet && result_is_current(s), q);
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
@@ -185,6 +197,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui, r);
+    schedule_trace(s, ui, r, id);
     // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
     // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
     // first request only chooses its prompt among candidates. One forward per row and per head: on a large model

@@ -215,8 +215,8 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
     return std::nullopt;
 }
 
-// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | select-token I |
-// select-head L.H
+// scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | patch-mode MODE |
+// subject TEXT | select-token I | select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
@@ -265,6 +265,15 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
     }
     if (cmd == "corrupt") { // as typing into the Patching tab's corrupted prompt box
         s.corrupt_prompt = arg;
+        return true;
+    }
+    if (cmd == "patch-mode") { // patching | trace, as the Patching tab's radio buttons
+        if (arg != "patching" && arg != "trace") throw gb::error("script: patch-mode patching|trace, not " + arg);
+        s.patch_trace = arg == "trace";
+        return true;
+    }
+    if (cmd == "subject") { // as typing into the causal-tracing Subject box
+        s.trace_subject = arg;
         return true;
     }
     if (cmd == "select-token") { // as clicking a token chip
@@ -319,11 +328,12 @@ static std::optional<bool> layout_command(script_runner& sc, app_state& s, ui_co
     return std::nullopt;
 }
 
-// wait-running lens|patching | frames N
+// wait-running lens|patching|trace | frames N
 static std::optional<bool> waiting_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
-        analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING : ANALYSIS_COUNT;
-        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching, not " + arg);
+        analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING
+                          : arg == "trace" ? ANALYSIS_TRACE : ANALYSIS_COUNT;
+        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching|trace, not " + arg);
         if (s.analysis[k].busy && s.analysis[k].progress > 0) {
             sc.wait_frames = 0;
             return true;

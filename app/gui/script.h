@@ -4,9 +4,9 @@
 //   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
 //   files:      open PATH | session FILE | save-session FILE | export DIR
 //   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME |
-//               corrupt TEXT | select-token I | select-head L.H
+//               corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I | select-head L.H
 //   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
-//   waiting:    wait-running lens|patching | frames N
+//   waiting:    wait-running lens|patching|trace | frames N
 //   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
 #pragma once
 #include <imgui.h>

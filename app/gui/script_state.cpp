@@ -46,6 +46,18 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         j["pixels_ms"] = s.result->pixels_ms;
         j["prompt_tokens"] = s.result->n_prompt; // the rest of "tokens" are generated ones
         j["current"] = result_is_current(s);
+        // the surprisal strip's numbers (null at token 0: not scored), or why there is none
+        nlohmann::json sj = {{"why", s.result->surprisal_why}, {"ms", s.result->surprisal_ms}};
+        if (const gb::surprisal_result* sp = s.result->surprisal.get()) {
+            nlohmann::json nats = nlohmann::json::array(), top = nlohmann::json::array();
+            for (int t = 0; t < sp->n_tokens; t++) {
+                nats.push_back(std::isfinite(sp->nats[t]) ? nlohmann::json(sp->nats[t]) : nlohmann::json());
+                top.push_back(sp->top_ids[t]);
+            }
+            sj.update({{"nats", nats}, {"top_ids", top}, {"top_probs", sp->top_probs}, {"mean_nats", sp->mean_nats},
+                       {"bits_per_byte", sp->bits_per_byte}, {"scored", sp->scored}});
+        }
+        j["surprisal"] = sj;
     }
     if (s.result && s.result->view) { // vision: what the Image tab overlays, and where [CLS] looked
         const run_result& r = *s.result;
@@ -205,7 +217,7 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
     static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
-                                                "circuit"};
+                                                "circuit", "trace"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
@@ -284,6 +296,16 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
     j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
     j["circuit_in_force"] = circuit_in_force(s) != nullptr;
     if (s.result) j["run_circuit"] = (bool)s.result->circuit;
+    if (s.tracing) { // causal tracing: the whole maps, for the tests to compare with the core's
+        const trace_output& o = *s.tracing;
+        const gb::trace_result& t = o.res;
+        j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
+                      {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},
+                      {"corrupt_prob", t.corrupt_prob}, {"resid", t.resid}, {"attn", t.attn}, {"mlp", t.mlp},
+                      {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
+                      {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
+    }
+    j["patch_mode"] = s.patch_trace ? "trace" : "patching";
 }
 
 void print_state(const app_state& s, const ui_context& ui) {

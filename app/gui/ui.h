@@ -58,6 +58,8 @@ struct ui_context {
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
     std::chrono::steady_clock::time_point patch_changed_at;
+    std::string trace_seen;                 // causal tracing's, the same way
+    std::chrono::steady_clock::time_point trace_changed_at;
     std::string break_seen;                 // the same for Break it
     std::chrono::steady_clock::time_point break_changed_at;
     learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
@@ -173,6 +175,12 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel);
 void tab_hint(const char* hint);
 
 void panel_prompt(app_state& s, ui_context& ui);
+// The surprisal strip under the prompt's chips (panels/surprisal_strip.cpp): whether the shown result has one;
+// the line above the chips (the mean per token and per byte, the colour legend; or, where the kind or the memory
+// budget gives none, a one-line reason on hover); the bar from a to b under chip t, with its tooltip.
+bool surprisal_shown(const app_state& s);
+void surprisal_header(const app_state& s, ui_context& ui);
+void surprisal_bar(const app_state& s, ui_context& ui, int t, ImVec2 a, ImVec2 b, bool window_hovered);
 void panel_overview(app_state& s, ui_context& ui);
 void panel_head(app_state& s, ui_context& ui);
 void panel_residual(app_state& s, ui_context& ui);

@@ -270,6 +270,33 @@ void worker::run_session(gb::session_result& out, const run_request& q, const st
     gb::session_run(out, session_, m, rq);
 }
 
+// The surprisal strip's numbers for r (run_result::surprisal): what the kind table says, then the loss of each token
+// of the record the LM head reads, under the ablation. Tokens an edit did not reach keep the previous result's
+// entries (a causal model's rows before the first changed token are equal under equal inputs), so typing at the
+// end costs one row of the LM head, not T.
+void worker::surprisal_strip(run_result& r, const std::string& inputs) {
+    const gb::model& m = *r.model;
+    std::shared_ptr<const gb::record> prev_rec = std::move(derived_.scored); // kept only when this one is computed
+    std::shared_ptr<const gb::surprisal_result> prev = std::move(derived_.surprisal);
+    derived_.scored = nullptr, derived_.surprisal = nullptr;
+    r.surprisal_why = gb::kind_info_of(m.config).why_not[gb::FEATURE_SURPRISAL] ? gb::refusal(m, gb::FEATURE_SURPRISAL) : "";
+    if (!r.surprisal_why.empty()) return;
+    if (r.decoder && r.stack == 0) { // the chips are the source's: the decoder scores the target
+        r.surprisal_why = "the strip scores the decoder's target tokens: show the decoder";
+        return;
+    }
+    const std::shared_ptr<const gb::record>& rec = r.decoder ? r.decoder : r.run;
+    if (rec->n_tokens < 2) return; // nothing before the only token predicts it
+    const reuse_plan reuse = plan_reuse(*rec, prev_rec.get(), derived_.inputs == inputs);
+    try {
+        auto s = std::make_shared<gb::surprisal_result>(gb::surprisal_from_stream(*rec, m, r.ablation, prev.get(), reuse.same_rows));
+        r.surprisal = s;
+        derived_.scored = rec, derived_.surprisal = s;
+    } catch (const gb::error& e) { // the memory budget left the last point out
+        r.surprisal_why = e.what();
+    }
+}
+
 // The published result of a session run: its records (an encoder–decoder's: the stack the grid shows, and both
 // stacks), the session's prediction, the head scores and the heatmaps' pixels, the last two reusing the previous
 // published result's where layers or rows are unchanged.
@@ -321,6 +348,9 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
         t0 = clock_type::now();
         pixels = make_heat_pixels(*r, q.scale, derived_.pixels.get(), &reuse);
         r->pixels_ms = ms_since(t0);
+        t0 = clock_type::now();
+        surprisal_strip(*r, inputs);
+        r->surprisal_ms = ms_since(t0);
     } catch (...) {
         derived_ = derived_cache(); // the sums may be half updated
         throw;

@@ -101,6 +101,7 @@ private:
                      const gb::attention_fn& attention);
     std::shared_ptr<run_result> finish(const run_request& q, const gb::session_result& out, const std::string& notice,
                                        int n_prompt, std::shared_ptr<const heat_pixels>& pixels);
+    void surprisal_strip(run_result& r, const std::string& inputs);
     void publish(std::shared_ptr<const run_result> r, std::shared_ptr<const heat_pixels> px,
                  std::shared_ptr<const generation_result> g = nullptr);
     void generate_now(const gen_request& g, const gb::attention_fn& attention);

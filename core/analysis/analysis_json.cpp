@@ -256,4 +256,33 @@ void write_atp_npy(const std::string& dir, const patch_result& estimate, const p
     if (exact) write_patch_npy(dir, *exact);
 }
 
+json trace_json(const trace_result& r, const tokenizer& tok, const std::vector<int>& tokens, double noise) {
+    const int P = 2 * r.n_layer + 1;
+    const std::vector<int> subject(tokens.begin() + r.subject_first, tokens.begin() + r.subject_end);
+    json j = {{"clean_prob", r.clean_prob},
+              {"corrupt_prob", r.corrupt_prob},
+              {"target", token_ref(r.target, tok)},
+              {"subject", {{"first", r.subject_first}, {"end", r.subject_end}, {"tokens", tokens_json(subject, tok)}}},
+              {"noise", noise},
+              {"sigma", r.sigma},
+              {"embed_std", r.embed_std},
+              {"samples", r.samples},
+              {"seed", r.seed},
+              {"points", resid_labels(r.n_layer)},
+              {"tokens", tokens_json(tokens, tok)},
+              {"resid", grid(r.resid.data(), P, r.n_tokens)},
+              {"runs", r.runs},
+              {"ms", r.ms},
+              {"complete", r.complete}};
+    if (!r.attn.empty()) j["attn"] = grid(r.attn.data(), r.n_layer, r.n_tokens);
+    if (!r.mlp.empty()) j["mlp"] = grid(r.mlp.data(), r.n_layer, r.n_tokens);
+    return j;
+}
+
+void write_trace_npy(const std::string& dir, const trace_result& r) {
+    write_npy(dir + "/trace_resid.npy", {2 * r.n_layer + 1, r.n_tokens}, r.resid.data());
+    if (!r.attn.empty()) write_npy(dir + "/trace_attn.npy", {r.n_layer, r.n_tokens}, r.attn.data());
+    if (!r.mlp.empty()) write_npy(dir + "/trace_mlp.npy", {r.n_layer, r.n_tokens}, r.mlp.data());
+}
+
 } // namespace gb

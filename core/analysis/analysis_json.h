@@ -10,6 +10,7 @@
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/trace.h"
 #include "model/model.h"
 #include "run/generate.h"
 #include "run/record.h"
@@ -54,5 +55,11 @@ void write_patch_npy(const std::string& dir, const patch_result& p);
 void write_saliency_npy(const std::string& dir, const saliency_result& s);
 // atp_resid [P,T], atp_heads [L,H] and their *_normalized twins; with exact, its patch_* files too
 void write_atp_npy(const std::string& dir, const patch_result& estimate, const patch_result* exact);
+
+// Causal tracing: clean_prob, corrupt_prob, target, subject (its tokens and span), noise, sigma, embed_std, samples,
+// seed, points, tokens, resid [2L+1][T], attn and mlp [L][T] (NaN as null), runs, ms, complete.
+nlohmann::json trace_json(const trace_result& r, const tokenizer& tok, const std::vector<int>& tokens, double noise);
+// trace_resid.npy [P, T], trace_attn.npy and trace_mlp.npy [L, T] into dir.
+void write_trace_npy(const std::string& dir, const trace_result& r);
 
 } // namespace gb

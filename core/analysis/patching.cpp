@@ -24,6 +24,38 @@ void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& 
                     std::to_string(c.n_ctx));
 }
 
+void resumable_start(std::vector<float>& logits, resumable_run& x, const model& m, const std::vector<int>& tokens,
+                     record_request keep) {
+    const int T = (int)tokens.size();
+    forward_options o = x.base;
+    o.keep = keep;
+    o.keep.resid_stream = true;
+    o.keep.resid_norms = false;
+    state_init(x.st, m.config, T);
+    x.st.keep_cache = true; // resumed runs read the keys and values of the positions before theirs
+    x.rec = record();
+    eval(logits, &x.rec, x.st, m, tokens.data(), T, o);
+    x.k0 = x.st.k_cache, x.v0 = x.st.v_cache;
+}
+
+void resumable_patch(std::vector<float>& logits, resumable_run& x, const model& m, const std::vector<int>& tokens, int p,
+                     int t0, const std::vector<intervention>& iv) {
+    const int L = m.config.n_layer, T = (int)tokens.size();
+    const size_t kv_w = (size_t)m.config.n_kv_head * m.config.d_head;
+    forward_options o = x.base;
+    o.interventions.insert(o.interventions.end(), iv.begin(), iv.end());
+    o.start_point = p;
+    o.start_resid = x.rec.resid(p) + (size_t)t0 * m.config.d_model;
+    x.st.n_past = t0;
+    eval(logits, nullptr, x.st, m, tokens.data() + t0, T - t0, o);
+    // put back the cache rows the run overwrote (layers from p's on, positions from t0 on)
+    for (int l = p / 2; l < L; l++) { // point 2l+1 resumes inside layer l, whose keys it does not rewrite
+        const size_t at = ((size_t)l * x.st.n_ctx + t0) * kv_w, n = (size_t)(T - t0) * kv_w;
+        std::memcpy(&x.st.k_cache[at], &x.k0[at], n * sizeof(float));
+        std::memcpy(&x.st.v_cache[at], &x.v0[at], n * sizeof(float));
+    }
+}
+
 namespace {
 
 // The metric of a run's logits [target(, contrast)]: logit(target) − logit(contrast), or logit(target) alone
@@ -31,57 +63,35 @@ double patch_metric(const std::vector<float>& lg, int contrast) {
     return (double)lg[0] - (contrast >= 0 ? (double)lg[1] : 0.0);
 }
 
-// The clean and the corrupt run, and the corrupt run's state, which every patched run resumes from
+// The clean and the corrupt run, the corrupt one kept for the patched runs to resume
 struct patch_runs {
-    forward_options base;      // every run's options: the ablation, only the metric's logits
-    record rc, rx;             // clean, corrupt: the streams [2L+1][T][d] (and z [L][T][H][d_head] for heads)
-    forward_state sx;          // the corrupt run's, its keys and values kept
-    std::vector<float> k0, v0; // the corrupt run's keys and values as it left them
-    std::vector<float> lg;     // the latest patched run's logits
+    record rc;            // clean: the stream [2L+1][T][d] (and z [L][T][H][d_head] for heads)
+    resumable_run x;      // corrupt: the same, and its keys and values
+    std::vector<float> lg_clean, lg_corrupt, lg; // the metric's logits of each run, and of the latest patched one
 };
 
 // Runs the clean and the corrupt prompt once each, keeping the streams (and z) and the corrupt run's cache
 void run_clean_and_corrupt(patch_runs& x, const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                            int target, int contrast, const patch_options& opt) {
-    const model_config& c = m.config;
-    const int T = (int)clean.size();
     // every run computes only the metric's logits
-    x.base.interventions = ablation_interventions(opt.ab, c);
-    x.base.attention = opt.attention;
-    x.base.logit_ids = {target};
-    if (contrast >= 0) x.base.logit_ids.push_back(contrast);
-    forward_options keep = x.base;
-    keep.keep.points = opt.heads ? hook_bit(HOOK_Z) : 0;
-    keep.keep.resid_stream = true;
-    keep.keep.resid_norms = false;
-    forward_state sc;
-    state_init(sc, c, T);
-    eval(x.rc.logits, &x.rc, sc, m, clean.data(), T, keep);
-    // the corrupt run keeps its keys and values: patched runs resume from it
-    state_init(x.sx, c, T);
-    x.sx.keep_cache = true;
-    eval(x.rx.logits, &x.rx, x.sx, m, corrupt.data(), T, keep);
-    x.k0 = x.sx.k_cache, x.v0 = x.sx.v_cache; // as the corrupt run left them
+    forward_options& base = x.x.base;
+    base.interventions = ablation_interventions(opt.ab, m.config);
+    base.attention = opt.attention;
+    base.logit_ids = {target};
+    if (contrast >= 0) base.logit_ids.push_back(contrast);
+    record_request keep;
+    keep.points = opt.heads ? hook_bit(HOOK_Z) : 0;
+    resumable_run clean_run;
+    clean_run.base = base;
+    resumable_start(x.lg_clean, clean_run, m, clean, keep);
+    x.rc = std::move(clean_run.rec);
+    resumable_start(x.lg_corrupt, x.x, m, corrupt, keep);
 }
 
-// One patched run: resume the corrupt run at residual point p for positions t0.., with iv, then put back the
-// cache rows it overwrote (layers from first_layer on, positions from t0 on); its metric, counted in out.runs
+// One patched run, counted in out.runs: its metric
 double patched_run(patch_runs& x, patch_result& out, const model& m, const std::vector<int>& corrupt, int p, int t0,
                    const intervention& iv) {
-    const int L = m.config.n_layer, T = (int)corrupt.size();
-    const size_t kv_w = (size_t)m.config.n_kv_head * m.config.d_head;
-    forward_options o = x.base;
-    o.interventions.push_back(iv);
-    o.start_point = p;
-    o.start_resid = x.rx.resid(p) + (size_t)t0 * m.config.d_model;
-    x.sx.n_past = t0;
-    eval(x.lg, nullptr, x.sx, m, corrupt.data() + t0, T - t0, o);
-    const int first_layer = p / 2; // point 2l+1 resumes inside layer l, whose keys it does not rewrite
-    for (int l = first_layer; l < L; l++) {
-        const size_t at = ((size_t)l * x.sx.n_ctx + t0) * kv_w, n = (size_t)(T - t0) * kv_w;
-        std::memcpy(&x.sx.k_cache[at], &x.k0[at], n * sizeof(float));
-        std::memcpy(&x.sx.v_cache[at], &x.v0[at], n * sizeof(float));
-    }
+    resumable_patch(x.lg, x.x, m, corrupt, p, t0, {iv});
     out.runs++;
     return patch_metric(x.lg, out.contrast);
 }
@@ -97,7 +107,7 @@ void patch_resid(patch_result& out, patch_runs& x, const model& m, const std::ve
         for (int t = 0; t < T; t++) {
             const float* want = x.rc.resid(p) + (size_t)t * d;
             // where the two streams agree (every position before the prompts first differ) nothing changes
-            if (std::memcmp(want, x.rx.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
+            if (std::memcmp(want, x.x.rec.resid(p) + (size_t)t * d, d * sizeof(float)) == 0) {
                 out.resid[(size_t)p * T + t] = (float)out.corrupt;
             } else if (p > 0 && p % 2 == 0) {
                 // after the MLP of layer l: the MLP acts on each position alone, so the stream after patching
@@ -124,7 +134,7 @@ void patch_heads(patch_result& out, patch_runs& x, const model& m, const std::ve
     for (int l = 0; out.complete && l < L; l++)
         for (int h = 0; h < H; h++) {
             const float* zc = x.rc.get(HOOK_Z, l);
-            const float* zx = x.rx.get(HOOK_Z, l);
+            const float* zx = x.x.rec.get(HOOK_Z, l);
             bool same = true;
             for (int t = 0; t < T; t++) {
                 std::memcpy(&zh[(size_t)t * dh], zc + ((size_t)t * H + h) * dh, dh * sizeof(float));
@@ -162,8 +172,8 @@ patch_result activation_patching(const model& m, const std::vector<int>& clean, 
     out.n_tokens = T;
     out.target = target;
     out.contrast = contrast;
-    out.clean = patch_metric(x.rc.logits, contrast);
-    out.corrupt = patch_metric(x.rx.logits, contrast);
+    out.clean = patch_metric(x.lg_clean, contrast);
+    out.corrupt = patch_metric(x.lg_corrupt, contrast);
     const float nan = std::numeric_limits<float>::quiet_NaN();
     out.resid.assign(opt.resid ? (size_t)P * T : 0, nan);
     out.heads.assign(opt.heads ? (size_t)L * H : 0, nan);

@@ -7,8 +7,25 @@
 #include "kernels/attention.h"
 #include "model/model.h"
 #include "run/ablation.h"
+#include "run/forward.h"
 
 namespace gb {
+
+// A run kept so that patched runs can resume it at any residual point and position (activation patching, causal
+// tracing): its record (the residual stream, and what its request asks for) and its keys and values.
+struct resumable_run {
+    forward_options base;      // the options of the run and of every resumed one (their interventions come first)
+    record rec;
+    forward_state st;          // the keys and values of every position, kept
+    std::vector<float> k0, v0; // the keys and values as the run left them
+};
+// Runs tokens with x.base into x.rec (keeping what keep asks for and the residual stream) and logits.
+void resumable_start(std::vector<float>& logits, resumable_run& x, const model& m, const std::vector<int>& tokens,
+                     record_request keep);
+// x's run again with iv after x.base's interventions, resumed at residual point p for positions t0.. (iv may change
+// nothing before that point or that position): its logits. x's keys and values are put back afterwards.
+void resumable_patch(std::vector<float>& logits, resumable_run& x, const model& m, const std::vector<int>& tokens, int p,
+                     int t0, const std::vector<intervention>& iv);
 
 struct patch_options {
     bool resid = true;         // the residual stream at every (point, position)

@@ -44,6 +44,8 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_KNOCKOUT] = no_knockout;
         enc.why_not[FEATURE_CROSS] = no_cross;
         enc.why_not[FEATURE_IMAGE] = no_image;
+        enc.why_not[FEATURE_TRACE] = "causal tracing follows a decoder's next-token answer; an encoder predicts at its "
+                                     "masks (see fill mask)";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -60,6 +62,8 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_BREAK_IT] = "break it ablates the parts of a decoder-only forward one at a time; the two "
                                         "stacks of an encoder–decoder are not walked";
         s2s.why_not[FEATURE_DEMOS] = "the demos are written for a decoder's next-token prediction";
+        s2s.why_not[FEATURE_TRACE] = "causal tracing noises a decoder-only prompt's subject; noising the source of "
+                                     "an encoder–decoder is not built";
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
@@ -81,6 +85,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_EXPERTS] = no_experts;
         vis.why_not[FEATURE_KNOCKOUT] = no_knockout;
         vis.why_not[FEATURE_CROSS] = no_cross;
+        vis.why_not[FEATURE_TRACE] = "causal tracing noises a subject's tokens; an image has no subject to find";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
         return true;
     }();
@@ -95,7 +100,7 @@ const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
                                                "learn", "demos", "experts", "cross-attention", "image", "surprisal",
-                                               "gradients", "knockout"};
+                                               "gradients", "knockout", "trace"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

@@ -23,6 +23,8 @@ struct grid_labels {
     std::vector<std::string> rows, cols;
     std::vector<bool> col_marked; // columns drawn in orange (the positions where the prompts differ)
     bool vertical_cols = false;   // column labels turned 90 degrees (token texts)
+    bool sequential = false;      // values in [0, 1] on viridis (causal tracing) instead of [-1, 1] diverging
+    const std::vector<float>* text = nullptr; // the numbers written in the cells (default: the values coloured)
 };
 
 static bool norm_grid(ui_context& ui, const char* name, const std::vector<float>& v, int R, int C, const grid_labels& g,
@@ -56,10 +58,11 @@ static bool norm_grid(ui_context& ui, const char* name, const std::vector<float>
         for (int c = 0; c < C; c++) {
             ImVec2 p0(a.x + c * cw, a.y + r * ch), p1(p0.x + cw - gap, p0.y + ch - gap);
             const float x = v[(size_t)r * C + c];
-            ImU32 col = diverging_u32(x);
+            ImU32 col = !g.sequential ? diverging_u32(x)
+                        : std::isfinite(x) ? viridis_u32(std::max(0.0f, std::min(1.0f, x))) : IM_COL32(90, 90, 90, 255);
             dl->AddRectFilled(p0, p1, col);
             char b[16];
-            snprintf(b, sizeof b, "%.2f", x);
+            snprintf(b, sizeof b, "%.2f", g.text ? (*g.text)[(size_t)r * C + c] : x);
             if (std::isfinite(x) && ImGui::CalcTextSize(b).x + 6 <= cw && ch >= ImGui::GetTextLineHeight() + 2)
                 dl->AddText(ImVec2(p0.x + (cw - gap - ImGui::CalcTextSize(b).x) / 2,
                                    p0.y + (ch - gap - ImGui::GetTextLineHeight()) / 2), text_on(col), b);
@@ -179,9 +182,126 @@ static bool fast_mode(app_state& s, ui_context& ui, const patch_output& po, bool
 // ---------------------------------------------------------------------------------------------
 // Panel
 // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
+// Causal tracing: the subject noised, each activation restored from the clean run
+// ---------------------------------------------------------------------------------------------
+// The maps of a trace: the residual stream (points x positions) on the left, the MLP and attention outputs (layers x
+// positions) stacked on the right, coloured from the noised run's probability (0) to the clean run's (1).
+static void trace_maps(ui_context& ui, const trace_output& o) {
+    const gb::trace_result& t = o.res;
+    const gb::tokenizer& tok = o.model->tok;
+    const int L = t.n_layer, T = t.n_tokens, P = 2 * L + 1;
+    const double span = t.clean_prob - t.corrupt_prob;
+    auto restored = [&](const std::vector<float>& v) { // 0 = the noised run's probability, 1 = the clean run's
+        std::vector<float> n(v.size());
+        for (size_t i = 0; i < v.size(); i++) n[i] = span != 0 ? (float)((v[i] - t.corrupt_prob) / span) : NAN;
+        return n;
+    };
+    const std::vector<float> nr = restored(t.resid), nm = restored(t.mlp), na = restored(t.attn);
+    grid_labels rl, ll;
+    rl.rows = gb::resid_labels(L);
+    rl.vertical_cols = ll.vertical_cols = true;
+    rl.sequential = ll.sequential = true;
+    for (int i = 0; i < T; i++) {
+        const bool subj = i >= t.subject_first && i < t.subject_end;
+        rl.cols.push_back(short_label(gb::token_text(tok, o.ids[i]), 8) + (subj ? "*" : ""));
+        rl.col_marked.push_back(subj);
+    }
+    ll.cols = rl.cols, ll.col_marked = rl.col_marked;
+    for (int l = 0; l < L; l++) ll.rows.push_back("L" + std::to_string(l));
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + line + 8;
+    const float left_w = avail.x * 0.5f - 8, right_w = avail.x - left_w - 16;
+    const float grid_h = avail.y - line - 2 * ImGui::GetStyle().ItemSpacing.y;
+    int hr = -1, hc = -1, kind = 0, r2 = -1, c2 = -1;
+    ImGui::BeginGroup();
+    ImGui::TextDisabled("residual stream: one point at one position restored (orange *: the subject)");
+    rl.text = &t.resid;
+    if (norm_grid(ui, "trace resid", nr, P, T, rl, ImVec2(left_w, grid_h), &hr, &hc)) kind = 1;
+    ImGui::EndGroup();
+    ImGui::SameLine(0, 16);
+    ImGui::BeginGroup();
+    const float sub_h = (grid_h - legend_h - 2 * line) / 2;
+    ImGui::TextDisabled("MLP output of one layer at one position");
+    ll.text = &t.mlp;
+    if (norm_grid(ui, "trace mlp", nm, L, T, ll, ImVec2(right_w, sub_h), &r2, &c2)) kind = 2, hr = r2, hc = c2;
+    ImGui::TextDisabled("attention output of one layer at one position");
+    ll.text = &t.attn;
+    if (norm_grid(ui, "trace attn", na, L, T, ll, ImVec2(right_w, sub_h), &r2, &c2)) kind = 3, hr = r2, hc = c2;
+    ImVec2 la = ImGui::GetCursorScreenPos();
+    la.y += 6;
+    const float bar_w = std::min(right_w, 220.0f);
+    char lo[32], hi[32];
+    snprintf(lo, sizeof lo, "%.3f", t.corrupt_prob);
+    snprintf(hi, sizeof hi, "%.3f", t.clean_prob);
+    const float used = colour_bar(ImGui::GetWindowDrawList(), la, bar_w, false, lo, nullptr, hi);
+    ImGui::Dummy(ImVec2(bar_w, used + 6));
+    ImGui::TextDisabled("p(%s): noised subject → clean; the cells' numbers are p", quoted(tok, t.target).c_str());
+    ImGui::EndGroup();
+    if (!kind) return;
+    const std::vector<float>& v = kind == 1 ? t.resid : kind == 2 ? t.mlp : t.attn;
+    const size_t k = (size_t)hr * T + hc;
+    ImGui::BeginTooltip();
+    if (kind == 1) ImGui::Text("clean stream at %s, token %d %s restored", rl.rows[hr].c_str(), hc, quoted(tok, o.ids[hc]).c_str());
+    else ImGui::Text("clean %s output of layer %d at token %d %s restored", kind == 2 ? "MLP" : "attention", hr, hc,
+                     quoted(tok, o.ids[hc]).c_str());
+    ImGui::Separator();
+    ImGui::Text("p(%s) = %.4f   (clean %.4f, noised %.4f)", quoted(tok, t.target).c_str(), v[k], t.clean_prob, t.corrupt_prob);
+    ImGui::TextDisabled("the mean over %d noise samples (seed %llu)", t.samples, (unsigned long long)t.seed);
+    ImGui::EndTooltip();
+}
+
+static void panel_trace(app_state& s, ui_context& ui) {
+    const float label_w = ImGui::CalcTextSize("corrupted").x + 12;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("subject");
+    ImGui::SameLine(label_w);
+    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 480.0f));
+    ImGui::InputTextWithHint("##subject", "words of the prompt, e.g. Eiffel Tower", &s.trace_subject);
+    remember_item(ui, "trace subject");
+    const analysis_status& st = s.analysis[ANALYSIS_TRACE];
+    const std::string& want = s.analysis_want[ANALYSIS_TRACE];
+    if (s.trace_subject.empty()) {
+        ImGui::TextDisabled("type the subject: its tokens' embeddings get Gaussian noise (3 x the embeddings' standard "
+                            "deviation, 10 samples), then each activation is restored from the clean run in turn");
+        return;
+    }
+    if (!st.error.empty() && st.error_key == want) { // e.g. the subject is not in the prompt
+        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        note_text(ui, "trace error", st.error);
+        return;
+    }
+    const trace_output* o = s.tracing.get();
+    if (!o || o->key != want) {
+        char label[64];
+        snprintf(label, sizeof label, st.busy ? "tracing... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
+        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
+        remember_item(ui, "trace progress");
+    }
+    if (!o) return;
+    const gb::trace_result& t = o->res;
+    ImGui::Text("p(%s):  clean %.3f   subject noised %.3f", quoted(o->model->tok, t.target).c_str(), t.clean_prob, t.corrupt_prob);
+    ImGui::SameLine();
+    ImGui::TextDisabled("  (σ = %.3g = 3 × the embeddings' std, %d samples; %d runs, %.1f s)", t.sigma, t.samples,
+                        t.runs, o->ms / 1000);
+    trace_maps(ui, *o);
+}
+
 void panel_patching(app_state& s, ui_context& ui) {
-    tab_hint("Run the corrupted prompt, restore one activation from the clean prompt (yours): how much of the clean answer returns?");
+    tab_hint(s.patch_trace ? "Causal tracing: noise the subject's embeddings, restore one activation from the clean run: "
+                             "where does the answer come back?"
+                           : "Run the corrupted prompt, restore one activation from the clean prompt (yours): how much "
+                             "of the clean answer returns?");
     if (!s.result) return;
+    if (ImGui::RadioButton("activation patching", !s.patch_trace)) s.patch_trace = false;
+    remember_item(ui, "patch mode patching");
+    ImGui::SameLine();
+    if (ImGui::RadioButton("causal tracing", s.patch_trace)) s.patch_trace = true;
+    remember_item(ui, "patch mode trace");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Meng et al.'s causal tracing: the prompt against itself with the subject's embeddings noised");
+    if (s.patch_trace) return panel_trace(s, ui);
     const patch_output* po = s.patching.get();
     inputs(s, ui, po);
 

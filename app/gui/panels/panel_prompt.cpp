@@ -208,6 +208,7 @@ static void image_prompt(app_state& s, ui_context& ui) {
     else
         ImGui::TextDisabled("%s reads %dx%d images as %dx%d patches of %d px", gb::arch_table(c.arch).name, c.image_size,
                             c.image_size, c.grid(), c.grid(), c.patch_size);
+    surprisal_header(s, ui);
     ui.prompt_wanted_h = ImGui::GetCursorPosY() - top + 2 * st.WindowPadding.y;
 }
 
@@ -335,10 +336,14 @@ void panel_prompt(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         fixed_h = ImGui::GetCursorPosY() - top;
     }
+    surprisal_header(s, ui);
+    fixed_h = ImGui::GetCursorPosY() - top;
 
     // token chips, wrapped; whitespace visible; the selected query token highlighted. They scroll when the
     // panel (sized to them, up to a limit) cannot show every row.
-    const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3);
+    // (with the surprisal strip each row has its bars under the chips)
+    const float bar_h = surprisal_shown(s) ? px(5) : 0.0f;
+    const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3) + (bar_h > 0 ? bar_h + px(1) : 0);
     float right = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize; // room for the scrollbar
     std::vector<std::string> labels(c.n_tokens);
     std::vector<ImVec2> at(c.n_tokens); // chip offsets inside the strip
@@ -389,6 +394,8 @@ void panel_prompt(app_state& s, ui_context& ui) {
                               generated ? " (generated)" : "", c.tokens[t], labels[t].c_str());
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         }
+        if (bar_h > 0)
+            surprisal_bar(s, ui, t, ImVec2(a.x, b.y + px(1)), ImVec2(b.x, b.y + px(1) + bar_h), ImGui::IsWindowHovered());
         ui.widgets["token " + std::to_string(t)] = ImVec4(a.x, a.y, b.x, b.y);
         note_drawn(ui, "token " + std::to_string(t), a, b);
     }
