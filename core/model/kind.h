@@ -56,6 +56,7 @@ enum feature {
     FEATURE_SURPRISAL,      // each token's loss given the ones before it (run --loss, the strip under the chips)
     FEATURE_GRADIENTS,      // the backward pass: a metric's gradients at the hook points (grad, atp)
     FEATURE_KNOCKOUT,       // attention knockout: a query kept from reading a key (run/grad/atp/patch --knockout)
+    FEATURE_STEERING,       // steering vectors: a direction added to the stream after a layer (steer, --steer)
     FEATURE_COUNT
 };
 

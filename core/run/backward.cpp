@@ -98,7 +98,8 @@ static const float* kept(const bctx& b, hook_point p, int l) {
 // Interventions in the backward
 // ---------------------------------------------------------------------------------------------
 // g [n][width] (rows stride apart; a pattern [H][n][width]) at point p of layer l, rows from position pos0: the
-// part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back). as: the layout to
+// part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back; an ADD adds a constant,
+// so the gradient passes it unchanged, and the record holds the stream with it added). as: the layout to
 // cover it in (head_out's interventions reach z's slices of the same heads).
 static void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int stride, int pos0 = 0,
                          hook_point as = HOOK_COUNT) {
