@@ -47,10 +47,6 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
                or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
-  steer        --positive FILE --negative FILE --layer L|3,4|all [--position last|mean] --out V.gguf|V.npy
-               [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
-  steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
-               [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
   make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
@@ -63,6 +59,10 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
   break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
   selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
+  steer        --positive FILE --negative FILE --layer L|3,4|all [--position last|mean] --out V.gguf|V.npy
+               [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
+  steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
+               [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
 
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
@@ -284,36 +284,6 @@ const std::vector<command> table = {
       {"grad", "", "time the backward pass (every residual point's and head's gradient) against its forward"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},
-    {"steer", cmd_steer, gb::FEATURE_STEERING,
-     "a contrastive steering vector: the mean residual stream after a layer over the positive prompts minus over "
-     "the negative ones, as llama.cpp's control-vector GGUF or a .npy",
-     {"--positive FILE --negative FILE --layer L --out V.gguf|V.npy [--position last|mean] [--model PATH] [options]"},
-     {model, tokenizer,
-      {"positive", "FILE", "the positive prompts, one a line (empty lines skipped)"},
-      {"negative", "FILE", "the negative prompts, one a line"},
-      {"layer", "L", "the layer whose resid_post is read: one (3), a list (3,4) or all (a .gguf: from layer 1, "
-                     "llama.cpp has no direction.0)"},
-      {"position", "last|mean", "each prompt's last token (default), or the mean over its positions, then the mean "
-                                "over the prompts"},
-      {"out", "FILE", "V.gguf: llama.cpp's control vector (direction.N added after layer N; layer 0 is refused), "
-                      "V.npy: [L][d] float32, rows of zeros where no layer was asked for"},
-      bos, {"json", "FILE", "also write the layers, the prompts' counts and each direction's norm as JSON"},
-      matmul, weights}},
-    {"steer-sweep", cmd_steer_sweep, gb::FEATURE_STEERING,
-     "the price of a steering vector over scale x layer: KL(baseline || steered) of the next-token distributions "
-     "on a reference text, the steered loss there, and a greedy continuation of the prompt in each cell",
-     {"--prompt P --steer V.gguf --scales LIST --reference FILE [--layers LIST] [--json F] [--model PATH] [options]"},
-     {model, tokenizer, {"prompt", "TEXT", "the text each cell continues (greedy)"},
-      {"steer", "FILE", "the vector: a .gguf control vector or a .npy; at each layer its direction there (one "
-                        "direction: that one, at each layer)"},
-      {"scales", "LIST", "the multipliers, e.g. 1,2,4,8,16"},
-      {"layers", "LIST", "the layers, e.g. 1,2,3 or all (default: the vector's; all for a vector with one direction)"},
-      {"reference", "FILE", "the text the KL and the loss are measured on (cut to the context)"},
-      {"steer-from", "I", "steer positions I and after only (default 0)"},
-      {"max-new-tokens", "N", "tokens of each cell's continuation (default 8; 0: none)"}, bos,
-      {"json", "FILE", "write the steering, the kl and loss grids [scales][layers], the baseline loss, each cell with "
-                       "its continuation, and the time taken as JSON"},
-      matmul, weights}},
     {"make-random", cmd_make_random, NO_MODEL,
      "write a random GPT-2, Llama or Marian model folder, or a GGUF file of any decoder family llama.cpp runs, "
      "for benchmarks and tests",
@@ -370,6 +340,36 @@ const std::vector<command> table = {
      "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
      {"--model DIR [--json FILE]"},
      {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
+    {"steer", cmd_steer, gb::FEATURE_STEERING,
+     "a contrastive steering vector: the mean residual stream after a layer over the positive prompts minus over "
+     "the negative ones, as llama.cpp's control-vector GGUF or a .npy",
+     {"--positive FILE --negative FILE --layer L --out V.gguf|V.npy [--position last|mean] [--model PATH] [options]"},
+     {model, tokenizer,
+      {"positive", "FILE", "the positive prompts, one a line (empty lines skipped)"},
+      {"negative", "FILE", "the negative prompts, one a line"},
+      {"layer", "L", "the layer whose resid_post is read: one (3), a list (3,4) or all (a .gguf: from layer 1, "
+                     "llama.cpp has no direction.0)"},
+      {"position", "last|mean", "each prompt's last token (default), or the mean over its positions, then the mean "
+                                "over the prompts"},
+      {"out", "FILE", "V.gguf: llama.cpp's control vector (direction.N added after layer N; layer 0 is refused), "
+                      "V.npy: [L][d] float32, rows of zeros where no layer was asked for"},
+      bos, {"json", "FILE", "also write the layers, the prompts' counts and each direction's norm as JSON"},
+      matmul, weights}},
+    {"steer-sweep", cmd_steer_sweep, gb::FEATURE_STEERING,
+     "the price of a steering vector over scale x layer: KL(baseline || steered) of the next-token distributions "
+     "on a reference text, the steered loss there, and a greedy continuation of the prompt in each cell",
+     {"--prompt P --steer V.gguf --scales LIST --reference FILE [--layers LIST] [--json F] [--model PATH] [options]"},
+     {model, tokenizer, {"prompt", "TEXT", "the text each cell continues (greedy)"},
+      {"steer", "FILE", "the vector: a .gguf control vector or a .npy; at each layer its direction there (one "
+                        "direction: that one, at each layer)"},
+      {"scales", "LIST", "the multipliers, e.g. 1,2,4,8,16"},
+      {"layers", "LIST", "the layers, e.g. 1,2,3 or all (default: the vector's; all for a vector with one direction)"},
+      {"reference", "FILE", "the text the KL and the loss are measured on (cut to the context)"},
+      {"steer-from", "I", "steer positions I and after only (default 0)"},
+      {"max-new-tokens", "N", "tokens of each cell's continuation (default 8; 0: none)"}, bos,
+      {"json", "FILE", "write the steering, the kl and loss grids [scales][layers], the baseline loss, each cell with "
+                       "its continuation, and the time taken as JSON"},
+      matmul, weights}},
 };
 
 } // namespace
