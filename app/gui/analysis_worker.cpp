@@ -208,7 +208,10 @@ static std::shared_ptr<patch_output> compute_patching(const analysis_request& q,
 // ---------------------------------------------------------------------------------------------
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
-static int lane_of(analysis_kind k) { return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK ? 1 : 0; }
+static int lane_of(analysis_kind k) {
+    return k == ANALYSIS_PATCHING || k == ANALYSIS_BREAK || k == ANALYSIS_STEER_SWEEP ? 1 : 0;
+}
+static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -244,12 +247,13 @@ bool analysis_worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
-    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_;
+    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
+           !steer_out_[0] && !steer_out_[1] && !steer_out_[2];
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
-    const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
+    const bool out = is_steer(k) ? (bool)steer_out_[k - ANALYSIS_STEER_BUILD] : k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
                      : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
                                                                                        : (bool)patch_out_;
@@ -289,6 +293,7 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<learn_output> learn;
         std::shared_ptr<break_output> brk;
         std::shared_ptr<sampling_output> smp;
+        std::shared_ptr<steer_output> steer;
         std::string error;
         try {
             if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
@@ -297,6 +302,7 @@ void analysis_worker::loop(int lane) {
             else if (k == ANALYSIS_LEARN) learn = compute_learn(q);
             else if (k == ANALYSIS_BREAK) brk = compute_break(q, go, stopped);
             else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
+            else if (is_steer(k)) steer = compute_steer(q, stopped);
             else patch = compute_patching(q, go);
         } catch (const std::exception& e) {
             error = e.what();
@@ -318,6 +324,7 @@ void analysis_worker::loop(int lane) {
         if (learn) learn_out_ = learn;
         if (brk) break_out_ = brk;
         if (smp) sampling_out_ = smp;
+        if (steer) steer_out_[k - ANALYSIS_STEER_BUILD] = steer;
     }
 }
 
@@ -351,6 +358,9 @@ void analysis_worker::poll(app_state& s) {
     take(learn_out_, s.learn, ANALYSIS_LEARN);
     take(break_out_, s.breaking, ANALYSIS_BREAK);
     take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
+    take(steer_out_[0], s.steer_built, ANALYSIS_STEER_BUILD);
+    take(steer_out_[1], s.steer_compare, ANALYSIS_STEER_COMPARE);
+    take(steer_out_[2], s.steer_sweep, ANALYSIS_STEER_SWEEP);
 }
 
 } // namespace gbui

@@ -247,13 +247,14 @@ int query_token(const app_state& s, int n_tokens) {
 
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross"};
+                                           "cross", "steer"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 gb::feature tab_feature(analysis_tab t) {
     static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
                                              gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
-                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS};
+                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
+                                             gb::FEATURE_STEERING};
     return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
@@ -368,6 +369,14 @@ void save_session(const app_state& s, const std::string& path) {
     for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
     nlohmann::json knockouts = nlohmann::json::array(); // as the CLI spells them: "0.1:3-2"
     for (const auto& k : s.ablation.knockouts) knockouts.push_back(k.describe());
+    nlohmann::json steering = nullptr; // the applied steering with its vector's directions (a built one has no file)
+    if (s.ablation.steer.any()) {
+        const gb::steering& st = s.ablation.steer;
+        nlohmann::json dirs = nlohmann::json::object();
+        for (int l : st.vec->layers()) dirs[std::to_string(l)] = st.vec->dirs[l];
+        steering = {{"scale", st.scale}, {"layers", st.layers}, {"from", st.from}, {"name", st.vec->name},
+                    {"d_model", st.vec->d_model}, {"directions", dirs}};
+    }
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -379,7 +388,8 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads},
                           {"experts", experts},
-                          {"knockouts", knockouts}}},
+                          {"knockouts", knockouts},
+                          {"steering", steering}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -449,6 +459,21 @@ session_file read_session(const std::string& path) {
                 const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
                 p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
             }
+        if (a.contains("steering") && !a.at("steering").is_null()) { // absent in sessions saved before steering
+            const auto& st = a.at("steering");
+            auto v = std::make_shared<gb::steer_vector>();
+            v->d_model = st.at("d_model").get<int>();
+            v->name = st.value("name", "session");
+            for (const auto& [l, d] : st.at("directions").items()) {
+                std::vector<float> dir = d.get<std::vector<float>>();
+                if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
+                v->set(std::stoi(l), std::move(dir));
+            }
+            p.ablation.steer.vec = v;
+            p.ablation.steer.scale = st.at("scale").get<float>();
+            p.ablation.steer.layers = st.at("layers").get<std::vector<int>>();
+            p.ablation.steer.from = st.value("from", 0);
+        }
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);

@@ -193,9 +193,12 @@ void write_steer_npy(const std::string& path, const steer_vector& v) {
 // By extension
 // ---------------------------------------------------------------------------------------------
 steer_vector read_steer_vector(const std::string& path, int npy_layer) {
-    if (ends_with(path, ".gguf")) return read_gguf(path);
-    if (ends_with(path, ".npy")) return read_npy(path, npy_layer);
-    throw error(path + ": a steering vector is a .gguf (llama.cpp's control vector) or a .npy");
+    steer_vector v;
+    if (ends_with(path, ".gguf")) v = read_gguf(path);
+    else if (ends_with(path, ".npy")) v = read_npy(path, npy_layer);
+    else throw error(path + ": a steering vector is a .gguf (llama.cpp's control vector) or a .npy");
+    v.name = path.substr(path.find_last_of('/') + 1);
+    return v;
 }
 
 void write_steer_vector(const std::string& path, const steer_vector& v) {

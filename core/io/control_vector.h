@@ -14,6 +14,7 @@ struct steer_vector {
     int d_model = 0;                       // d: every direction's width
     std::vector<std::vector<float>> dirs;  // [layers][d] by layer index; an empty row: no direction at that layer
     std::string model_hint;                // the model it was made on ("gpt2", ...), as controlvector.model_hint says
+    std::string name;                      // how steering's describe() names it (a file's name; not written)
     bool has(int layer) const { return layer >= 0 && layer < (int)dirs.size() && !dirs[layer].empty(); }
     std::vector<int> layers() const;       // the layers with a direction, ascending
     void set(int layer, std::vector<float> dir); // grows dirs as needed

@@ -116,9 +116,10 @@ struct intervention {
     // row's width. Not allowed at the pattern (use a hook).
     const float* values = nullptr;
     int key = -1;      // KNOCKOUT only: the key position the query may not read; -1 = every key
-    // ADD only: values is one row [d] (not owned, as SET's), added to every covered row; with position -1 the rows
-    // at positions >= from (0: every row)
+    // ADD only: values is one row [d] (not owned, as SET's), times scale, added to every covered row; with position
+    // -1 the rows at positions >= from (0: every row)
     int from = 0;
+    float scale = 1.0f;
 };
 
 // Throws gb::error naming the first intervention that does not fit the model (layer, head, kind at that point).

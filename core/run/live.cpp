@@ -55,7 +55,7 @@ static size_t values_size(const intervention& v, const model_config& c, int T) {
 
 static bool same_intervention(const intervention& a, const intervention& b, const model_config& c, int T) {
     if (a.kind != b.kind || a.point != b.point || a.layer != b.layer || a.head != b.head || a.position != b.position ||
-        a.key != b.key || a.from != b.from)
+        a.key != b.key || a.from != b.from || a.scale != b.scale)
         return false;
     const size_t n = values_size(a, c, T);
     if (n != values_size(b, c, T)) return false;

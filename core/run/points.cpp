@@ -55,7 +55,7 @@ void apply_intervention(const intervention& v, hook_tensor& t, const model_confi
             if (v.kind == INTERVENE_ZERO) {
                 std::fill_n(dst, slice, 0.0f);
             } else if (v.kind == INTERVENE_ADD) { // one row [slice], added to each covered row
-                for (int i = 0; i < slice; i++) dst[i] += v.values[i];
+                for (int i = 0; i < slice; i++) dst[i] += v.scale * v.values[i];
             } else { // SET: one row given, or a row per position from 0
                 const float* src = v.position >= 0 ? v.values : v.values + (size_t)(t.pos0 + r) * slice;
                 std::copy_n(src, slice, dst);

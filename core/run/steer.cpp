@@ -17,7 +17,7 @@ std::string steering::describe() const {
     if (!any()) return "none";
     char a[32];
     std::snprintf(a, sizeof a, "%g", scale);
-    std::string s = "steer " + std::string(a) + " x vector at L";
+    std::string s = "steer " + std::string(a) + " x " + (vec->name.empty() ? std::string("vector") : vec->name) + " at L";
     const std::vector<int> ls = applied_layers();
     for (size_t i = 0; i < ls.size(); i++) s += (i ? "," : "") + std::to_string(ls[i]);
     return s + (from > 0 ? " from position " + std::to_string(from) : "");
