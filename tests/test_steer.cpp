@@ -410,7 +410,7 @@ TEST(Steer, CliEndToEnd) {
     // run and generate take it, and their JSON echoes it
     r = cli("run --prompt 'Today I feel' --steer " + dir + "/v.gguf --steer-scale 6 --steer-layers 2 --json " + dir + "/run.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("steering: steer 6 x vector at L2"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("steering: steer 6 x v.gguf at L2"), std::string::npos) << r.out;
     nlohmann::json j = nlohmann::json::parse(slurp(dir + "/run.json"));
     EXPECT_EQ(j["steering"]["scale"], 6.0);
     EXPECT_EQ(j["steering"]["layers"], nlohmann::json::array({2}));
@@ -449,4 +449,40 @@ TEST(Steer, CliEndToEnd) {
     refused("run --prompt hi --steer-scale 3", "--steer-scale needs --steer FILE");
     refused("run --prompt hi --steer " + dir + "/v.gguf --steer-layers 3", "no direction there");
     refused("steer-sweep --prompt hi --steer " + dir + "/v.gguf --scales 1 --reference " + dir + "/empty.txt", "is empty");
+}
+
+TEST(Steer, AppSteerTabBuildsAppliesAndSweeps) {
+    if (!have_app()) GTEST_SKIP() << "no app built";
+    const std::string dir = test_temp_dir("steer_app");
+    int rc = 0;
+    const std::vector<nlohmann::json> st = run_script("--prompt 'Today I feel'",
+                                                      "tab steer\nwait\nprint\nclick steer build\nwait\nprint\n"
+                                                      "click steer apply\nwait\nprint\nsave-session " + dir + "/s.json\nwait\n",
+                                                      &rc, "", "1280x720");
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_EQ(st[0]["tab"], "steer");
+    EXPECT_TRUE(st[0]["steer"]["vector"].is_null());
+    // built: a direction at every layer, the side-by-side continuations and the sweep of it
+    const nlohmann::json& b = st[1]["steer"];
+    ASSERT_FALSE(b["vector"].is_null());
+    EXPECT_EQ(b["vector"]["layers"], nlohmann::json::array({0, 1, 2, 3}));
+    ASSERT_TRUE(b.contains("compare"));
+    EXPECT_TRUE(b["compare"]["current"].get<bool>());
+    ASSERT_EQ(b["compare"]["runs"].size(), 3u);
+    const nlohmann::json& big = b["compare"]["runs"][2]; // alpha 8: the text moves
+    EXPECT_NE(big["text"], b["compare"]["baseline"]);
+    EXPECT_GE(big["parts_at"].get<int>(), 0);
+    ASSERT_TRUE(b.contains("sweep"));
+    EXPECT_EQ(b["sweep"]["kl"].size(), 20u); // 5 scales x 4 layers
+    EXPECT_EQ(st[1]["ablation"], "none"); // not applied yet
+    // applied: the live run is steered (its prediction moves), listed with the ablations
+    EXPECT_NE(st[2]["ablation"].get<std::string>().find("steer 4 x contrast#1 at L1"), std::string::npos) << st[2]["ablation"];
+    EXPECT_NE(st[2]["top1"], st[1]["top1"]);
+    // a session keeps it: loaded again, the run is steered the same way
+    const std::vector<nlohmann::json> again = run_script("--session " + dir + "/s.json", "wait\nprint\n", &rc, "", "1280x720");
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0]["ablation"], st[2]["ablation"]);
+    EXPECT_EQ(again[0]["top1"], st[2]["top1"]);
 }

@@ -101,6 +101,12 @@ static void schedule_steer(app_state& s, ui_context& ui) {
                                                                 : "";
         schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
     }
+    // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
+    if (s.steer_built && s.steer_built->model == s.model && s.steer_built->vec && s.steer_built->key != ui.steer_adopted) {
+        ui.steer_adopted = s.steer_built->key;
+        s.steer_vec = s.steer_built->vec;
+        s.steer_note = "built from the prompts in " + std::to_string((int)s.steer_built->ms) + " ms";
+    }
     const gb::steering st = tab_steering(s);
     {
         analysis_request q;

@@ -270,12 +270,6 @@ void sweep(app_state& s, ui_context& ui) {
 void panel_steer(app_state& s, ui_context& ui) {
     if (!s.model) return;
     const gb::model& m = *s.model;
-    // a vector just built becomes the tab's (once: a later Open replaces it)
-    if (s.steer_built && s.steer_built->model == s.model && s.steer_built->vec && s.steer_built->key != ui.steer_adopted) {
-        ui.steer_adopted = s.steer_built->key;
-        s.steer_vec = s.steer_built->vec;
-        s.steer_note = "built from the prompts in " + std::to_string((int)s.steer_built->ms) + " ms";
-    }
     if (s.steer_vec && s.steer_vec->d_model != m.config.d_model) s.steer_vec.reset(); // another model's
     if (!s.steer_vec && s.ablation.steer.vec) { // applied by a session: the tab shows it
         s.steer_vec = s.ablation.steer.vec;
