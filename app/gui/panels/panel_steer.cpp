@@ -221,7 +221,7 @@ void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, fl
             remember_item(ui, std::string("steer cell ") + (kl ? "kl " : "loss ") + std::to_string(si) + " " + std::to_string(li));
             const int k = r.at(si, li);
             if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("alpha %g at L%d: KL %.4f nats, loss %.3f (baseline %.3f)\ngreedy: %s%s\n(click: steer here)",
+                ImGui::SetTooltip("\u03b1 %g at L%d: KL %.4f nats, loss %.3f (baseline %.3f)\ngreedy: %s%s\n(click: steer here)",
                                   r.scales[si], r.layers[li], r.kl[k], r.loss[k], r.base_loss, display_text(s.prompt).c_str(),
                                   k < (int)r.texts.size() ? display_text(r.texts[k]).c_str() : "");
             if (ImGui::IsItemClicked()) { // steer there: the tab's alpha and layer, the middle comparison, applied
@@ -277,7 +277,7 @@ void panel_steer(app_state& s, ui_context& ui) {
         s.steer_from = s.ablation.steer.from;
         if (!s.ablation.steer.layers.empty()) s.steer_lo = s.ablation.steer.layers.front(), s.steer_hi = s.ablation.steer.layers.back();
     }
-    tab_hint("Activation addition: alpha x v[l] added to the stream after layer l (resid_post; llama.cpp's direction.l), "
+    tab_hint("Activation addition: \u03b1 \u00b7 v[l] added to the stream after layer l (resid_post; llama.cpp's direction.l), "
              "v built from contrast prompts or opened from a control vector.");
     if (ImGui::CollapsingHeader("Vector", ImGuiTreeNodeFlags_DefaultOpen)) vector_inputs(s, ui);
     const analysis_status& bs = s.analysis[ANALYSIS_STEER_BUILD];
