@@ -122,6 +122,25 @@ TEST(Steer, ForwardEqualsAddingTheVectorAtResidPost) {
     }
 }
 
+TEST(Steer, TheAblationCarriesTheSameSteering) {
+    // the app applies steering as part of the ablation (ADD with a scale, values in the vector): the same numbers as
+    // the CLI's interventions with scaled values, and its description names it
+    const ref_model& rm = tiny_gpt2_ref();
+    const std::vector<int> tokens = rm.tokens(6, 7);
+    gb::steer_vector v = random_vector(rm.m.config.d_model, {1, 2}, 13);
+    v.name = "happy.gguf";
+    gb::ablation ab;
+    ab.steer = steer_of(v, -2.5f, {2}, 1);
+    EXPECT_EQ(ab.describe(), "steer -2.5 x happy.gguf at L2 from position 1");
+    gb::forward_options o;
+    o.all_logits = true;
+    gb::record r;
+    gb::run_forward(r, rm.m, tokens, ab, o);
+    EXPECT_LE(max_scaled_error(r.logits, steered_reference(rm, tokens, ab.steer).logits), 1e-4);
+    const std::vector<float> cli = steered_forward(rm.m, tokens, ab.steer).logits; // (scale applied before the add there)
+    EXPECT_LE(max_scaled_error(r.logits, std::vector<double>(cli.begin(), cli.end())), 1e-6);
+}
+
 TEST(Steer, SessionsAndLiveRecomputeApplyIt) {
     const ref_model& rm = tiny_llama_ref();
     const std::vector<int> tokens = rm.tokens(6, 2);
