@@ -433,6 +433,24 @@ static saved_token token_from(const nlohmann::json& j, const char* key) {
     return t;
 }
 
+// The applied steering of a session, its vector's directions included (absent in sessions saved before steering)
+static gb::steering steering_from(const nlohmann::json& st) {
+    auto v = std::make_shared<gb::steer_vector>();
+    v->d_model = st.at("d_model").get<int>();
+    v->name = st.value("name", "session");
+    for (const auto& [l, d] : st.at("directions").items()) {
+        std::vector<float> dir = d.get<std::vector<float>>();
+        if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
+        v->set(std::stoi(l), std::move(dir));
+    }
+    gb::steering out;
+    out.vec = v;
+    out.scale = st.at("scale").get<float>();
+    out.layers = st.at("layers").get<std::vector<int>>();
+    out.from = st.value("from", 0);
+    return out;
+}
+
 session_file read_session(const std::string& path) {
     std::ifstream f(path);
     if (!f) throw gb::error("cannot open session " + path);
@@ -459,21 +477,7 @@ session_file read_session(const std::string& path) {
                 const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
                 p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
             }
-        if (a.contains("steering") && !a.at("steering").is_null()) { // absent in sessions saved before steering
-            const auto& st = a.at("steering");
-            auto v = std::make_shared<gb::steer_vector>();
-            v->d_model = st.at("d_model").get<int>();
-            v->name = st.value("name", "session");
-            for (const auto& [l, d] : st.at("directions").items()) {
-                std::vector<float> dir = d.get<std::vector<float>>();
-                if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
-                v->set(std::stoi(l), std::move(dir));
-            }
-            p.ablation.steer.vec = v;
-            p.ablation.steer.scale = st.at("scale").get<float>();
-            p.ablation.steer.layers = st.at("layers").get<std::vector<int>>();
-            p.ablation.steer.from = st.value("from", 0);
-        }
+        if (a.contains("steering") && !a.at("steering").is_null()) p.ablation.steer = steering_from(a.at("steering"));
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);
