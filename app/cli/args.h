@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "run/ablation.h"
 #include "run/forward.h"
+#include "run/steer.h"
 #include "util/error.h"
 
 namespace cli {
@@ -86,5 +87,17 @@ gb::attention_fn choose_backend(const args& a, std::string* renderer = nullptr);
 int token_arg(const args& a, const gb::model& m, const std::string& name, bool required);
 // --json FILE and --npy-dir DIR, when given
 void write_outputs(const args& a, const nlohmann::json& j, const std::function<void(const std::string&)>& npy);
+
+// ---- steer_args.cpp: the steering options several commands share ----
+// --steer FILE [--steer-scale A (default 1)] [--steer-layers 3,4] [--steer-from I], checked against m (none without
+// --steer; a --steer-* option without it is a usage error). A one-direction .npy takes its layer from --steer-layers.
+gb::steering parse_steering(const args& a, const gb::model& m);
+// {"file", "scale", "layers", "from", "d_model", "model_hint"} echoing what was applied (null: none)
+nlohmann::json steering_json(const gb::steering& s, const std::string& file);
+// The prompts of a file, one a line (empty lines skipped); an unreadable file or one without a prompt is an error
+// naming it and `what` ("--positive").
+std::vector<std::string> read_prompt_lines(const std::string& path, const std::string& what);
+// A whole text file; an unreadable or empty one is an error naming it and `what`.
+std::string read_text_file(const std::string& path, const std::string& what);
 
 } // namespace cli

@@ -24,7 +24,9 @@ namespace {
 // --temperatures: one continuation per temperature from the same seed, top-k and top-p, each after the
 // distribution of the first token it samples from (the prompt's last logits through sampling_distribution)
 int generate_at_temperatures(const args& a, const gb::model& m, const std::string& prompt, const std::vector<int>& ids,
-                             int max_new, gb::sampling sp, const gb::ablation& ab) {
+                             int max_new, gb::sampling sp, const gb::ablation& ab, const gb::steering& steer) {
+    std::vector<std::vector<float>> steer_values;
+    const std::vector<gb::intervention> extra = gb::steering_interventions(steer, m.config, steer_values);
     if (a.has("temperature")) throw usage_error("give --temperature or --temperatures, not both");
     std::vector<float> temps;
     for (const std::string& t : split(a.get("temperatures"), ','))
@@ -38,11 +40,12 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
     gb::forward_options fo; // the prompt once, for its next-token logits
     fo.keep.points = 0;
     fo.keep.resid_norms = false;
+    fo.interventions = extra;
     gb::record r;
     gb::run_forward(r, m, ids, ab, fo);
     std::vector<gb::temperature_run> runs;
     for (float t : temps) {
-        gb::temperature_run run = gb::run_at_temperature(m, ids, r.last_logits(), r.vocab, sp, t, max_new, ab);
+        gb::temperature_run run = gb::run_at_temperature(m, ids, r.last_logits(), r.vocab, sp, t, max_new, ab, {}, extra);
         const gb::sampling_dist& d = run.dist;
         std::printf("T = %g%s, seed %llu: the first token is drawn from", t, t == 0 ? " (greedy)" : "",
                     (unsigned long long)sp.seed);
@@ -53,7 +56,11 @@ int generate_at_temperatures(const args& a, const gb::model& m, const std::strin
         std::printf("\n%s%s\n\n", terminal_safe(prompt, true).c_str(), terminal_safe(run.text, true).c_str());
         runs.push_back(std::move(run));
     }
-    if (a.has("json")) gb::write_json(a.get("json"), gb::temperatures_json(prompt, ids, runs, sp, m.tok));
+    if (a.has("json")) {
+        nlohmann::json j = gb::temperatures_json(prompt, ids, runs, sp, m.tok);
+        if (steer.vec) j["steering"] = steering_json(steer, a.get("steer"));
+        gb::write_json(a.get("json"), j);
+    }
     return 0;
 }
 
@@ -95,6 +102,7 @@ int cmd_generate(const args& a) {
     const gb::kind_input in = model_input(a, m);
     if (a.has("temperatures")) refuse_unless(m, gb::FEATURE_TEMPERATURES, "--temperatures");
     if (in == gb::INPUT_SOURCE_TARGET) {
+        if (a.has("steer")) refuse_unless(m, gb::FEATURE_STEERING, "--steer");
         const gb::sampling sp = parse_sampling(a, m);
         const int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 1, m.config.n_ctx);
         return generate_seq2seq(a, m, max_new, sp, parse_ablation(a, m));
@@ -104,7 +112,11 @@ int cmd_generate(const args& a) {
     int max_new = (int)parse_int(a.need("max-new-tokens"), "--max-new-tokens", 0, 1 << 20);
     const gb::sampling sp = parse_sampling(a, m);
     gb::ablation ab = parse_ablation(a, m);
-    if (a.has("temperatures")) return generate_at_temperatures(a, m, prompt, ids, max_new, sp, ab);
+    const gb::steering steer = parse_steering(a, m);
+    if (a.has("temperatures")) return generate_at_temperatures(a, m, prompt, ids, max_new, sp, ab, steer);
+    std::vector<std::vector<float>> steer_values;
+    const std::vector<gb::intervention> extra = gb::steering_interventions(steer, m.config, steer_values);
+    if (steer.any()) std::fprintf(stderr, "steering: %s\n", steer.describe().c_str());
     std::fputs(terminal_safe(prompt, true).c_str(), stdout);
     std::fflush(stdout);
     std::string pending; // bytes of a UTF-8 character split across tokens are printed once complete
@@ -116,7 +128,7 @@ int cmd_generate(const args& a) {
             pending.clear();
         }
         return true;
-    });
+    }, extra);
     std::fputs(terminal_safe(gb::utf8_sanitize(pending), true).c_str(), stdout);
     std::printf("\n");
     std::fflush(stdout); // the timing line on stderr comes after the text, also when both are piped
@@ -131,6 +143,7 @@ int cmd_generate(const args& a) {
                             {"sampling",
                              {{"temperature", sp.temperature}, {"top_k", sp.top_k}, {"top_p", sp.top_p},
                               {"seed", sp.seed}}}};
+        if (steer.vec) j["steering"] = steering_json(steer, a.get("steer"));
         gb::write_json(a.get("json"), j);
     }
     return 0;

@@ -27,6 +27,7 @@ namespace {
 gb::session_request run_request(const args& a, const gb::model& m) {
     gb::session_request rq = read_input(a, m);
     rq.ab = parse_ablation(a, m);
+    rq.steer = parse_steering(a, m);
     rq.top_k = (int)parse_int(a.get("top-k", std::to_string(std::min(10, m.config.vocab_size))), "--top-k", 1,
                               m.config.vocab_size);
     if (a.has("loss")) refuse_unless(m, gb::FEATURE_SURPRISAL, "--loss");
@@ -60,7 +61,7 @@ void print_top(const gb::model& m, const std::string& title, const std::vector<g
 
 // What ran: the tokens (an image's positions by their place; an encoder–decoder's source, target and
 // translation), the ablation, and where NaN or Inf first appeared.
-void print_inputs(const gb::model& m, const gb::session_result& r, const gb::ablation& ab) {
+void print_inputs(const gb::model& m, const gb::session_result& r, const gb::ablation& ab, const gb::steering& steer) {
     const gb::record& run = *r.run;
     auto tokens = [](const char* what, const gb::record& rec) {
         std::printf("%s (%d):", what, rec.n_tokens);
@@ -79,6 +80,7 @@ void print_inputs(const gb::model& m, const gb::session_result& r, const gb::abl
     case gb::INPUT_TEXT: tokens("tokens", run); break;
     }
     std::printf("ablation: %s\n", ab.describe().c_str());
+    if (steer.any()) std::printf("steering: %s\n", steer.describe().c_str());
     if (run.nonfinite_layer >= 0) std::printf("warning: non-finite values (NaN/Inf) first appear at %s\n", run.nonfinite_where.c_str());
 }
 
@@ -182,6 +184,7 @@ void write_json(const args& a, const gb::model& m, const gb::session_result& r, 
     const gb::record& run = *r.run;
     nlohmann::json j = gb::capture_json(m, run, rq.ab, rq.top_k);
     j.update(knockouts_json(rq.ab, notes));
+    if (rq.steer.vec) j["steering"] = steering_json(rq.steer, a.get("steer"));
     switch (r.pred.output) {
     case gb::OUTPUT_FILL_MASK: j["fill_mask"] = gb::fill_mask_json(r.pred.fills, run, m.tok); break;
     case gb::OUTPUT_CLASSES:
@@ -237,7 +240,7 @@ int cmd_run(const args& a) {
     const gb::session_result r = run_once(m, rq);
     if (!r.report.memory_note.empty())
         std::fprintf(stderr, "notice: %s; raise --capture-budget to keep every layer\n", r.report.memory_note.c_str());
-    print_inputs(m, r, rq.ab);
+    print_inputs(m, r, rq.ab, rq.steer);
     print_prediction(m, r, rq.top_k);
     print_routing(m, r, rq.ab);
     if (a.has("loss")) print_loss(m, gb::surprisal(*r.run, m.tok), *r.run);

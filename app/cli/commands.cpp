@@ -20,13 +20,14 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   run          [--model PATH] (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
                [--ablate no-residual,no-layernorm,no-attention]
                [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--knockout 0.1:5-2,3:*-4] [--top-k 10]
-               [--bos] [--all-logits]
+               [--bos] [--all-logits] [--steer V.gguf|V.npy [--steer-scale A] [--steer-layers 3,4] [--steer-from I]]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
   generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
                [--temperature T | --temperatures 0.3,0.8,1.5]
                [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
-               [--experts ...] [--json FILE] [--matmul K]
+               [--experts ...] [--steer V.gguf [--steer-scale A] [--steer-layers ...] [--steer-from I]]
+               [--json FILE] [--matmul K]
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
   lens         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT]) [--top-k 5]
                [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
@@ -63,6 +64,10 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
   break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
   selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
+  steer        --positive FILE --negative FILE --layer L|3,4|all [--position last|mean] --out V.gguf|V.npy
+               [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
+  steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
+               [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
 
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
@@ -123,6 +128,15 @@ const option_doc experts{"experts", "LIST", "MoE models: experts to ablate, LAYE
                                             "expert's mixing weight becomes 0 for every token; the other "
                                             "chosen experts keep theirs)"};
 const option_doc prompt{"prompt", "TEXT", "the text to run"};
+// steering (run, generate)
+const option_doc steer{"steer", "FILE", "decoder-only models: add a steering vector, llama.cpp's control-vector .gguf "
+                                        "or a .npy ([L][d], or [d] with one --steer-layers), to the residual stream "
+                                        "after its layers (resid_post; direction.N after layer N, as llama.cpp)"};
+const option_doc steer_scale{"steer-scale", "A", "with --steer: the vector's multiplier (default 1; negative steers away)"};
+const option_doc steer_layers{"steer-layers", "LIST", "with --steer: the layers to add it at, e.g. 3,4 (default: "
+                                                      "every layer the file has a direction for)"};
+const option_doc steer_from{"steer-from", "I", "with --steer: steer positions I and after only (default 0: every "
+                                               "position, as llama.cpp)"};
 const option_doc target_id{"target-id", "N", "the target token by id"};
 // an analysis of an encoder–decoder's decoder: the target it reads
 const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
@@ -164,7 +178,7 @@ const std::vector<command> table = {
                          "resid_post, final_norm, resid_stream"},
       backend,
       {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
-      matmul, weights}},
+      steer, steer_scale, steer_layers, steer_from, matmul, weights}},
     {"generate", cmd_generate, gb::FEATURE_GENERATE,
      "continue a prompt, printing the text as it is generated",
      {"--prompt TEXT --max-new-tokens N [--model PATH] [options]",
@@ -181,7 +195,8 @@ const std::vector<command> table = {
       {"top-p", "P", "sample from the most probable tokens holding probability P, in (0, 1] (default 1)"},
       {"seed", "S", "the sampling seed (default 0)"}, bos, ablate, layers, heads, experts,
       {"json", "FILE", "write the prompt, the ids and the generated text as JSON (with --temperatures: "
-                       "one entry per temperature, with its distribution)"}, matmul, weights}},
+                       "one entry per temperature, with its distribution)"},
+      steer, steer_scale, steer_layers, steer_from, matmul, weights}},
     {"tokenize", cmd_tokenize, gb::FEATURE_TOKENIZE,
      "encode text to token ids, or decode ids to text",
      {"[--model PATH | --tokenizer DIR] --text TEXT", "[--model PATH | --tokenizer DIR] --decode IDS [--escape]"},
@@ -371,6 +386,36 @@ const std::vector<command> table = {
      "check facts published about GPT-2 small on your copy of it (loss, L4H11, L5H5, Paris)",
      {"--model DIR [--json FILE]"},
      {model, {"json", "FILE", "also write each fact, what was expected and what came, as JSON"}, matmul, weights}},
+    {"steer", cmd_steer, gb::FEATURE_STEERING,
+     "a contrastive steering vector: the mean residual stream after a layer over the positive prompts minus over "
+     "the negative ones, as llama.cpp's control-vector GGUF or a .npy",
+     {"--positive FILE --negative FILE --layer L --out V.gguf|V.npy [--position last|mean] [--model PATH] [options]"},
+     {model, tokenizer,
+      {"positive", "FILE", "the positive prompts, one a line (empty lines skipped)"},
+      {"negative", "FILE", "the negative prompts, one a line"},
+      {"layer", "L", "the layer whose resid_post is read: one (3), a list (3,4) or all (a .gguf: from layer 1, "
+                     "llama.cpp has no direction.0)"},
+      {"position", "last|mean", "each prompt's last token (default), or the mean over its positions, then the mean "
+                                "over the prompts"},
+      {"out", "FILE", "V.gguf: llama.cpp's control vector (direction.N added after layer N; layer 0 is refused), "
+                      "V.npy: [L][d] float32, rows of zeros where no layer was asked for"},
+      bos, {"json", "FILE", "also write the layers, the prompts' counts and each direction's norm as JSON"},
+      matmul, weights}},
+    {"steer-sweep", cmd_steer_sweep, gb::FEATURE_STEERING,
+     "the price of a steering vector over scale x layer: KL(baseline || steered) of the next-token distributions "
+     "on a reference text, the steered loss there, and a greedy continuation of the prompt in each cell",
+     {"--prompt P --steer V.gguf --scales LIST --reference FILE [--layers LIST] [--json F] [--model PATH] [options]"},
+     {model, tokenizer, {"prompt", "TEXT", "the text each cell continues (greedy)"},
+      {"steer", "FILE", "the vector: a .gguf control vector or a .npy; at each layer its direction there (one "
+                        "direction: that one, at each layer)"},
+      {"scales", "LIST", "the multipliers, e.g. 1,2,4,8,16"},
+      {"layers", "LIST", "the layers, e.g. 1,2,3 or all (default: the vector's; all for a vector with one direction)"},
+      {"reference", "FILE", "the text the KL and the loss are measured on (cut to the context)"},
+      {"steer-from", "I", "steer positions I and after only (default 0)"},
+      {"max-new-tokens", "N", "tokens of each cell's continuation (default 8; 0: none)"}, bos,
+      {"json", "FILE", "write the steering, the kl and loss grids [scales][layers], the baseline loss, each cell with "
+                       "its continuation, and the time taken as JSON"},
+      matmul, weights}},
 };
 
 } // namespace

@@ -58,5 +58,7 @@ int cmd_info(const args& a);
 int cmd_learn(const args& a);
 int cmd_break_it(const args& a);
 int cmd_selftest(const args& a);
+int cmd_steer(const args& a);
+int cmd_steer_sweep(const args& a);
 
 } // namespace cli

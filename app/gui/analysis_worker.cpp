@@ -313,8 +313,12 @@ static std::shared_ptr<trace_output> compute_trace(const analysis_request& q, co
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
 static int lane_of(analysis_kind k) {
-    return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ? 1 : 0;
+    return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ||
+                   k == ANALYSIS_STEER_SWEEP
+               ? 1
+               : 0;
 }
+static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -351,12 +355,12 @@ bool analysis_worker::idle() const {
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
     return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
-           !circuit_out_ && !trace_out_;
+           !circuit_out_ && !trace_out_ && !steer_out_[0] && !steer_out_[1] && !steer_out_[2];
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
-    const bool out = k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
+    const bool out = is_steer(k) ? (bool)steer_out_[k - ANALYSIS_STEER_BUILD] : k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
                      : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
                      : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : k == ANALYSIS_TRACE ? (bool)trace_out_
@@ -399,6 +403,7 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<sampling_output> smp;
         std::shared_ptr<circuit_output> circ;
         std::shared_ptr<trace_output> trace;
+        std::shared_ptr<steer_output> steer;
         std::string error;
         auto early = [this, k](std::shared_ptr<patch_output> p) { // the fast mode's estimate, shown at once
             std::lock_guard<std::mutex> l(mu_);
@@ -413,6 +418,7 @@ void analysis_worker::loop(int lane) {
             else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
             else if (k == ANALYSIS_CIRCUIT) circ = compute_circuit(q, go);
             else if (k == ANALYSIS_TRACE) trace = compute_trace(q, go);
+            else if (is_steer(k)) steer = compute_steer(q, stopped);
             else patch = compute_patching(q, go, early);
         } catch (const std::exception& e) {
             error = e.what();
@@ -436,6 +442,7 @@ void analysis_worker::loop(int lane) {
         if (smp) sampling_out_ = smp;
         if (circ) circuit_out_ = circ;
         if (trace) trace_out_ = trace;
+        if (steer) steer_out_[k - ANALYSIS_STEER_BUILD] = steer;
     }
 }
 
@@ -471,6 +478,9 @@ void analysis_worker::poll(app_state& s) {
     take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
     take(circuit_out_, s.circuit, ANALYSIS_CIRCUIT);
     take(trace_out_, s.tracing, ANALYSIS_TRACE);
+    take(steer_out_[0], s.steer_built, ANALYSIS_STEER_BUILD);
+    take(steer_out_[1], s.steer_compare, ANALYSIS_STEER_COMPARE);
+    take(steer_out_[2], s.steer_sweep, ANALYSIS_STEER_SWEEP);
 }
 
 } // namespace gbui

@@ -44,7 +44,17 @@ struct analysis_request {
     int n = 50;
     uint64_t seed = 1;
     bool bos = false;
+    // steer: build from positive/negative prompts (one a line) at `where`; compare `prompt` under `steering` at
+    // `scales` (gen_tokens each); sweep `steering.vec` at `scales` x `layers` on `reference` from `steering.from`
+    std::string positive, negative;
+    int where = 0;
+    gb::steering steering;
+    std::vector<float> scales;
+    std::vector<int> layers;
+    std::string reference;
 };
+// The Steer tab's analyses (steer_analysis.cpp): the vector, the side-by-side continuations, the sweep.
+std::shared_ptr<steer_output> compute_steer(const analysis_request& q, const std::function<bool()>& stopped);
 
 class analysis_worker {
 public:
@@ -79,6 +89,7 @@ private:
     std::shared_ptr<const sampling_output> sampling_out_;
     std::shared_ptr<const circuit_output> circuit_out_;
     std::shared_ptr<const trace_output> trace_out_;
+    std::shared_ptr<const steer_output> steer_out_[3]; // build, compare, sweep
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

@@ -17,6 +17,7 @@
 #include "analysis/patching.h"
 #include "analysis/surprisal.h"
 #include "analysis/trace.h"
+#include "analysis/steer.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
@@ -131,10 +132,11 @@ struct generation_result {
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
-                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_COUNT };
+                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_STEER_BUILD,
+                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_CROSS, TAB_CIRCUIT, TAB_COUNT };
+                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image", "cross", "circuit" (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).
@@ -263,6 +265,17 @@ struct trace_output {
     gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
     double ms = 0;
 };
+// The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
+// without it side by side, and the cost sweep over scale x layer on its reference text.
+struct steer_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
+    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
+    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
+    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
+    double ms = 0;
+};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -358,6 +371,26 @@ struct app_state {
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;
     bool presenting = false;
+    // the Steer tab: the contrast prompts (one a line), where each prompt's stream is read, the vector (built or
+    // opened), and how it is applied (the ablation's steer holds what is applied: the live run recomputes with it)
+    std::string steer_positive = "I love this, it is wonderful.\nWhat a happy day, everyone is smiling.\nThe food was "
+                                 "great and we had fun.\nShe laughed with joy.";
+    std::string steer_negative = "I hate this, it is terrible.\nWhat a sad day, everyone is crying.\nThe food was bad "
+                                 "and we were angry.\nShe cried with pain.";
+    int steer_where = 0;             // gb::steer_position: 0 the last token, 1 the mean over positions
+    int steer_build = 0;             // bumped by Build: the build request's inputs
+    std::shared_ptr<const gb::steer_vector> steer_vec; // the vector the tab shows and applies (null: none yet)
+    float steer_scale = 4.0f;        // alpha
+    int steer_lo = 1, steer_hi = 1;  // the layers it is added after (those with a direction)
+    int steer_from = 0;              // the first position steered
+    float steer_scales[3] = {2.0f, 4.0f, 8.0f}; // the side-by-side continuations' alphas
+    int steer_tokens = 16;
+    float steer_sweep_scales[5] = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f};
+    std::string steer_reference = "The cat sat on the mat. The dog ran in the park and the children played with a "
+                                  "ball. Once upon a time there was a little girl who lived in a small house near the "
+                                  "woods. Every day she walked to school with her friend.";
+    std::string steer_path = "steer.gguf"; // Open and Save
+    std::string steer_note;          // the last Open/Save/Build outcome, one line
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -394,6 +427,7 @@ struct app_state {
     std::shared_ptr<const break_output> breaking;
     std::shared_ptr<const sampling_output> sampling;
     std::shared_ptr<const circuit_output> circuit;
+    std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
 };

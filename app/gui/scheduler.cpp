@@ -142,6 +142,59 @@ static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, co
     schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && s.patch_trace, quiet && result_is_current(s), q);
 }
 
+// The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
+// continuations and the sweep of the tab's vector while the tab shows
+static void schedule_steer(app_state& s, ui_context& ui) {
+    const bool shown = s.tab == TAB_STEER && s.model && gb::offers(s.model->config, gb::FEATURE_STEERING);
+    const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
+    {
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.positive = s.steer_positive, q.negative = s.steer_negative, q.where = s.steer_where;
+        const std::string inputs = s.steer_build > 0 && s.model ? model + std::to_string(s.steer_where) + "|" + s.steer_positive +
+                                                                     "\x1f" + s.steer_negative + "|" + std::to_string(s.steer_build)
+                                                                : "";
+        schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
+    }
+    // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
+    if (s.steer_built && s.steer_built->model == s.model && s.steer_built->vec && s.steer_built->key != ui.steer_adopted) {
+        ui.steer_adopted = s.steer_built->key;
+        s.steer_vec = s.steer_built->vec;
+        s.steer_note = "built from the prompts in " + std::to_string((int)s.steer_built->ms) + " ms";
+    }
+    const gb::steering st = tab_steering(s);
+    {
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = s.steer_tokens;
+        q.scales.assign(s.steer_scales, s.steer_scales + 3);
+        q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
+        std::string inputs;
+        if (st.vec && !st.layers.empty()) {
+            char b[160];
+            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", s.steer_scales[0], s.steer_scales[1], s.steer_scales[2],
+                     s.steer_tokens, sampling_key(s.gen).c_str());
+            inputs = model + steering_key(st) + "|" + b + s.prompt;
+        }
+        schedule(s, ui, ANALYSIS_STEER_COMPARE, inputs, shown, true, q);
+    }
+    {
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = s.steer_reference;
+        q.scales.assign(s.steer_sweep_scales, s.steer_sweep_scales + 5);
+        std::string inputs;
+        if (st.vec) {
+            // every layer with a direction (a vector of one direction: that one at every layer)
+            const std::vector<int> have = st.vec->layers();
+            for (int l = 0; l < s.model->config.n_layer; l++)
+                if (st.vec->has(l) || have.size() == 1) q.layers.push_back(l);
+            char b[128];
+            snprintf(b, sizeof b, "%.9g,%.9g,%.9g,%.9g,%.9g|%d|", q.scales[0], q.scales[1], q.scales[2], q.scales[3],
+                     q.scales[4], st.from);
+            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + s.steer_reference + "\x1f" + s.prompt;
+        }
+        schedule(s, ui, ANALYSIS_STEER_SWEEP, inputs, shown, true, q);
+    }
+}
+
 bool schedule_analyses(app_state& s, ui_context& ui) {
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
@@ -241,6 +294,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
     }
+    schedule_steer(s, ui);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k)))
             return false;

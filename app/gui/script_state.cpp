@@ -214,10 +214,32 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     }
 }
 
+// The Steer tab: the vector, what is applied, the side-by-side continuations and the sweep
+static void add_steer(nlohmann::json& j, const app_state& s) {
+    nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
+    if (s.steer_vec) st["vector"] = {{"name", s.steer_vec->name}, {"d_model", s.steer_vec->d_model}, {"layers", s.steer_vec->layers()}};
+    if (s.steer_compare) {
+        const gb::steer_compare& c = s.steer_compare->compare;
+        nlohmann::json runs = nlohmann::json::array();
+        for (const gb::steered_continuation& r : c.runs)
+            runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},
+                            {"p_base", r.p_base}});
+        st["compare"] = {{"current", s.steer_compare->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
+                         {"baseline", c.baseline.text}, {"runs", runs}};
+    }
+    if (s.steer_sweep) {
+        const gb::steer_sweep_result& r = s.steer_sweep->sweep;
+        st["sweep"] = {{"current", s.steer_sweep->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
+                       {"layers", r.layers}, {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
+    }
+    j["steer"] = st;
+}
+
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
+    add_steer(j, s);
     static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
-                                                "circuit", "trace"};
+                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},

@@ -57,6 +57,7 @@ struct ui_context {
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
+    std::string steer_adopted;              // the Steer tab: the build output whose vector it took
     std::chrono::steady_clock::time_point patch_changed_at;
     std::string trace_seen;                 // causal tracing's, the same way
     std::chrono::steady_clock::time_point trace_changed_at;
@@ -207,6 +208,12 @@ void panel_learn(app_state& s, ui_context& ui);
 // Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
 // distribution its first token is drawn from.
 void panel_sampling(app_state& s, ui_context& ui);
+void panel_steer(app_state& s, ui_context& ui); // steering vectors: build or open, apply, side by side, the cost sweep
+// The steering the Steer tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
+// from-position); vec null when there is no vector yet.
+gb::steering tab_steering(const app_state& s);
+// "ptr|name|scale|layers|from": names a steering in analysis keys
+std::string steering_key(const gb::steering& st);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
 ImU32 expert_colour(int e);
 

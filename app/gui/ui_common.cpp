@@ -247,14 +247,14 @@ int query_token(const app_state& s, int n_tokens) {
 
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross", "circuit"};
+                                           "cross", "circuit", "steer"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 gb::feature tab_feature(analysis_tab t) {
     static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
                                              gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
                                              gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
-                                             gb::FEATURE_GRADIENTS};
+                                             gb::FEATURE_GRADIENTS, gb::FEATURE_STEERING};
     return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
@@ -371,6 +371,14 @@ void save_session(const app_state& s, const std::string& path) {
     for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
     nlohmann::json knockouts = nlohmann::json::array(); // as the CLI spells them: "0.1:3-2"
     for (const auto& k : s.ablation.knockouts) knockouts.push_back(k.describe());
+    nlohmann::json steering = nullptr; // the applied steering with its vector's directions (a built one has no file)
+    if (s.ablation.steer.any()) {
+        const gb::steering& st = s.ablation.steer;
+        nlohmann::json dirs = nlohmann::json::object();
+        for (int l : st.vec->layers()) dirs[std::to_string(l)] = st.vec->dirs[l];
+        steering = {{"scale", st.scale}, {"layers", st.layers}, {"from", st.from}, {"name", st.vec->name},
+                    {"d_model", st.vec->d_model}, {"directions", dirs}};
+    }
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -382,7 +390,8 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads},
                           {"experts", experts},
-                          {"knockouts", knockouts}}},
+                          {"knockouts", knockouts},
+                          {"steering", steering}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -426,6 +435,24 @@ static saved_token token_from(const nlohmann::json& j, const char* key) {
     return t;
 }
 
+// The applied steering of a session, its vector's directions included (absent in sessions saved before steering)
+static gb::steering steering_from(const nlohmann::json& st) {
+    auto v = std::make_shared<gb::steer_vector>();
+    v->d_model = st.at("d_model").get<int>();
+    v->name = st.value("name", "session");
+    for (const auto& [l, d] : st.at("directions").items()) {
+        std::vector<float> dir = d.get<std::vector<float>>();
+        if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
+        v->set(std::stoi(l), std::move(dir));
+    }
+    gb::steering out;
+    out.vec = v;
+    out.scale = st.at("scale").get<float>();
+    out.layers = st.at("layers").get<std::vector<int>>();
+    out.from = st.value("from", 0);
+    return out;
+}
+
 session_file read_session(const std::string& path) {
     std::ifstream f(path);
     if (!f) throw gb::error("cannot open session " + path);
@@ -452,6 +479,7 @@ session_file read_session(const std::string& path) {
                 const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
                 p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
             }
+        if (a.contains("steering") && !a.at("steering").is_null()) p.ablation.steer = steering_from(a.at("steering"));
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);

@@ -46,6 +46,8 @@ const kind_info& kind_table(model_kind k) {
         enc.why_not[FEATURE_IMAGE] = no_image;
         enc.why_not[FEATURE_TRACE] = "causal tracing follows a decoder's next-token answer; an encoder predicts at its "
                                      "masks (see fill mask)";
+        enc.why_not[FEATURE_STEERING] = "steering is built for decoder-only models' continuations; an encoder fills "
+                                        "masks and generates nothing to steer";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -67,6 +69,8 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
+        s2s.why_not[FEATURE_STEERING] = "steering is built for decoder-only models; an encoder–decoder's two stacks "
+                                        "are not steered";
 
         kind_info& vis = table[KIND_VISION];
         vis = {"vision", "image classifier", INPUT_IMAGE, OUTPUT_CLASSES, {}};
@@ -87,6 +91,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_CROSS] = no_cross;
         vis.why_not[FEATURE_TRACE] = "causal tracing noises a subject's tokens; an image has no subject to find";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
+        vis.why_not[FEATURE_STEERING] = "it classifies an image; steering is built for language models' continuations";
         return true;
     }();
     (void)filled;
@@ -100,7 +105,7 @@ const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
                                                "learn", "demos", "experts", "cross-attention", "image", "surprisal",
-                                               "gradients", "knockout", "trace"};
+                                               "gradients", "knockout", "trace", "steering"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

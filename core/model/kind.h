@@ -57,6 +57,7 @@ enum feature {
     FEATURE_GRADIENTS,      // the backward pass: a metric's gradients at the hook points (grad, atp)
     FEATURE_KNOCKOUT,       // attention knockout: a query kept from reading a key (run/grad/atp/patch --knockout)
     FEATURE_TRACE,          // causal tracing: the subject's embeddings noised, each activation restored in turn
+    FEATURE_STEERING,       // steering vectors: a direction added to the stream after a layer (steer, --steer)
     FEATURE_COUNT
 };
 

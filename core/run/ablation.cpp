@@ -23,7 +23,7 @@ bool layer_set::covers_all(int n_layer) const {
 
 bool ablation::any() const {
     return no_attention.on || no_residual.on || no_layernorm.on || !heads.empty() || !experts.empty() ||
-           !knockouts.empty();
+           !knockouts.empty() || steer.any();
 }
 
 static std::string star(int v) { return v < 0 ? "*" : std::to_string(v); }
@@ -83,6 +83,10 @@ std::string ablation::describe() const {
         o << "knockout";
         for (size_t i = 0; i < knockouts.size(); i++) o << (i ? "," : " ") << knockouts[i].describe();
     }
+    if (steer.any()) {
+        if (o.tellp() > 0) o << ' ';
+        o << steer.describe();
+    }
     return o.tellp() > 0 ? o.str() : "none";
 }
 
@@ -117,6 +121,7 @@ void check_ablation(const ablation& ab, const model_config& c) {
                         "." + std::to_string(c.n_expert - 1) + ")");
     }
     check_knockout_ranges(ab, c);
+    if (ab.steer.any()) check_steering(ab.steer, c);
 }
 
 static std::vector<std::string> split_list(const std::string& s) {
@@ -245,6 +250,7 @@ void check_ablation(const ablation& ab, const model& m) {
     widest.n_layer = ablation_layers(m);
     widest.n_head = ablation_heads(m);
     if (!ab.knockouts.empty()) require(m, FEATURE_KNOCKOUT);
+    if (ab.steer.any()) require(m, FEATURE_STEERING);
     check_ablation(ab, widest);
 }
 
@@ -284,6 +290,14 @@ std::vector<intervention> ablation_interventions(const ablation& ab, const model
         v.key = k.key;
         out.push_back(v);
     }
+    if (ab.steer.any())
+        for (int l : ab.steer.applied_layers()) {
+            intervention v{INTERVENE_ADD, HOOK_RESID_POST, l};
+            v.values = ab.steer.vec->dirs[l].data();
+            v.scale = ab.steer.scale;
+            v.from = ab.steer.from;
+            out.push_back(v);
+        }
     return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "model/model.h"
 #include "run/hooks.h"
+#include "run/steer.h"
 
 namespace gb {
 
@@ -44,6 +45,8 @@ struct ablation {
     std::vector<head_ref> experts; // MoE: (layer, expert): the expert's mixing weight is zero for every token (the
                                    // other chosen experts keep theirs, not renormalised); head_ref::head = expert
     std::vector<knockout> knockouts; // attention knockouts, in the order given
+    steering steer;                  // a steering vector added to resid_post (decoder kinds, FEATURE_STEERING): the
+                                     // app applies it like an ablation, and a run without it is the baseline
     bool any() const;
     std::string describe() const; // "no-residual[0,3] heads 5.1 experts 1.3 knockout 0.1:3-2" or "none"
 };
@@ -82,8 +85,9 @@ void toggle_expert(ablation& ab, int layer, int expert);
 // too); no-layernorm = IDENTITY_NORM at attn_in and mlp_in (every norm of those sublayers, the cross-attention's
 // included; and final_norm when it covers every layer);
 // head L.H = ZERO of head H's slice of z at layer L; expert L.E = ZERO of expert E's weight at the router of
-// layer L; knockout L.H:Q-K = KNOCKOUT at layer L's pattern (head H, position Q, key K; -1 for *). Checked
-// against c first.
+// layer L; knockout L.H:Q-K = KNOCKOUT at layer L's pattern (head H, position Q, key K; -1 for *); steering =
+// ADD of each direction (values in ab.steer's vector, scale its scale) at resid_post of its layer, from its
+// position on: the interventions point into ab, which must outlive them. Checked against c first.
 std::vector<intervention> ablation_interventions(const ablation& ab, const model_config& c);
 
 } // namespace gb

@@ -71,7 +71,8 @@ record_request backward_keep(const model_config& c) {
 // Interventions in the backward
 // ---------------------------------------------------------------------------------------------
 // g [n][width] (rows stride apart; a pattern [H][n][width]) at point p of layer l, rows from position pos0: the
-// part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back). as: the layout to
+// part its ZERO and SET interventions cover becomes 0 (a constant passes no gradient back; an ADD adds a constant,
+// so the gradient passes it unchanged, and the record holds the stream with it added). as: the layout to
 // cover it in (head_out's interventions reach z's slices of the same heads).
 void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int stride, int pos0, hook_point as) {
     if (!(b.plan.at(p, l) & PT_CHANGE)) return;

@@ -94,7 +94,8 @@ void sampling_distribution(sampling_dist& out, const float* logits, int vocab, c
 }
 
 generation generate(const model& m, const std::vector<int>& prompt, int max_new, const sampling& sp,
-                    const ablation& ab, const std::function<bool(int)>& on_token) {
+                    const ablation& ab, const std::function<bool(int)>& on_token,
+                    const std::vector<intervention>& extra) {
     auto t_start = clock_type::now();
     generation g;
     if (prompt.empty()) throw error("empty prompt: nothing to continue");
@@ -113,6 +114,7 @@ generation generate(const model& m, const std::vector<int>& prompt, int max_new,
     state_init(s, m.config, n_ctx);
     forward_options opt;
     opt.interventions = ablation_interventions(ab, m.config);
+    opt.interventions.insert(opt.interventions.end(), extra.begin(), extra.end());
     std::vector<float> logits;
     std::mt19937_64 rng(sp.seed);
     eval(logits, nullptr, s, m, prompt.data(), (int)prompt.size(), opt); // the prompt once
@@ -133,11 +135,12 @@ generation generate(const model& m, const std::vector<int>& prompt, int max_new,
 
 temperature_run run_at_temperature(const model& m, const std::vector<int>& prompt, const float* last_logits, int vocab,
                                    sampling sp, float t, int max_new, const ablation& ab,
-                                   const std::function<bool(int)>& on_token) {
+                                   const std::function<bool(int)>& on_token,
+                                   const std::vector<intervention>& extra) {
     temperature_run run;
     run.temperature = sp.temperature = t;
     sampling_distribution(run.dist, last_logits, vocab, sp);
-    const generation g = generate(m, prompt, max_new, sp, ab, on_token);
+    const generation g = generate(m, prompt, max_new, sp, ab, on_token, extra);
     run.ids = g.ids, run.hit_eos = g.hit_eos;
     run.text = utf8_sanitize(decode(m.tok, g.ids));
     return run;

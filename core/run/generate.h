@@ -43,15 +43,17 @@ struct generation {
     bool hit_eos = false;
     double ms = 0;
 };
-// Prompt once through the cache, then one token per step, with ab's interventions at every step. on_token may
-// return false to stop early.
+// Prompt once through the cache, then one token per step, with ab's interventions (then extra's: steering, whose
+// values must outlive the call) at every step. on_token may return false to stop early.
 generation generate(const model& m, const std::vector<int>& prompt, int max_new, const sampling& sp,
-                    const ablation& ab = {}, const std::function<bool(int)>& on_token = {});
+                    const ablation& ab = {}, const std::function<bool(int)>& on_token = {},
+                    const std::vector<intervention>& extra = {});
 // The prompt continued at sp with temperature t (generate), with the distribution its first token is drawn from
 // (sampling_distribution of last_logits [vocab], the prompt's next-token logits under ab). on_token as generate's;
 // when it stops the run, the continuation holds the tokens made so far.
 temperature_run run_at_temperature(const model& m, const std::vector<int>& prompt, const float* last_logits, int vocab,
                                    sampling sp, float t, int max_new, const ablation& ab = {},
-                                   const std::function<bool(int)>& on_token = {});
+                                   const std::function<bool(int)>& on_token = {},
+                                   const std::vector<intervention>& extra = {});
 
 } // namespace gb

@@ -113,6 +113,14 @@ void check_interventions(const std::vector<intervention>& iv, const model_config
             if (v.point != HOOK_PATTERN) throw error("intervention at " + at() + ": a knockout applies to the pattern");
             if (v.key >= c.n_ctx) throw error("intervention at " + at() + ": key " + std::to_string(v.key) + " is outside the context");
             break;
+        case INTERVENE_ADD:
+            if (!v.values) throw error("intervention at " + at() + ": ADD without values");
+            if (v.point != HOOK_RESID_PRE && v.point != HOOK_RESID_MID && v.point != HOOK_RESID_POST)
+                throw error("intervention at " + at() + ": adding a vector applies to resid_pre, resid_mid or resid_post");
+            if (v.head >= 0) throw error("intervention at " + at() + ": an added vector covers whole rows");
+            if (v.from < 0 || v.from >= c.n_ctx)
+                throw error("intervention at " + at() + ": from position " + std::to_string(v.from) + " is outside the context");
+            break;
         default: throw error("intervention at " + at() + ": unknown kind");
         }
     }

@@ -102,6 +102,8 @@ enum intervention_kind {
     INTERVENE_KNOCKOUT,      // pattern only: query `position` (-1 every query) of `head` (-1 every head) may not read
                              // key `key` (-1 every key): its probability becomes 0 and the row is renormalised over
                              // the keys left, as if the score were -inf before the softmax (attention knockout)
+    INTERVENE_ADD,           // resid_pre, resid_mid, resid_post: the given row [d] is added to the covered rows (from
+                             // position `from` on, or `position` alone): activation addition (steering, core/run/steer.h)
 };
 struct intervention {
     intervention_kind kind;
@@ -109,11 +111,15 @@ struct intervention {
     int layer = -1;    // -1 = every layer (final points: ignored)
     int head = -1;     // per-head points: one head's slice of each row; -1 = whole rows
     int position = -1; // one position's row; -1 = every row
-    // SET only, not owned (it must outlive the run): the covered values of one position's row when position >= 0
+    // SET only (ADD: see below), not owned (it must outlive the run): the covered values of one position's row when position >= 0
     // ([slice]), else of every position from 0 ([T][slice]); slice = one head's width with head >= 0, else the
     // row's width. Not allowed at the pattern (use a hook).
     const float* values = nullptr;
     int key = -1;      // KNOCKOUT only: the key position the query may not read; -1 = every key
+    // ADD only: values is one row [d] (not owned, as SET's), times scale, added to every covered row; with position
+    // -1 the rows at positions >= from (0: every row)
+    int from = 0;
+    float scale = 1.0f;
 };
 
 // Throws gb::error naming the first intervention that does not fit the model (layer, head, kind at that point).

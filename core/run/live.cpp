@@ -44,8 +44,9 @@ int intervention_start_point(const intervention& v, int L) {
     return sublayer_start(v.point, l, L);
 }
 
-// Floats of a SET intervention's values at T tokens (0 for the other kinds).
+// Floats of a SET intervention's values at T tokens, of an ADD's one row (0 for the other kinds).
 static size_t values_size(const intervention& v, const model_config& c, int T) {
+    if (v.kind == INTERVENE_ADD && v.values) return (size_t)hook_width(v.point, c, T);
     if (v.kind != INTERVENE_SET || !v.values) return 0;
     const int width = hook_width(v.point, c, T);
     const int slice = v.head >= 0 ? hook_head_width(v.point, c, T) : width;
@@ -54,7 +55,7 @@ static size_t values_size(const intervention& v, const model_config& c, int T) {
 
 static bool same_intervention(const intervention& a, const intervention& b, const model_config& c, int T) {
     if (a.kind != b.kind || a.point != b.point || a.layer != b.layer || a.head != b.head || a.position != b.position ||
-        a.key != b.key)
+        a.key != b.key || a.from != b.from || a.scale != b.scale)
         return false;
     const size_t n = values_size(a, c, T);
     if (n != values_size(b, c, T)) return false;

@@ -60,7 +60,7 @@ struct live_result {
 struct live_variant {
     forward_state fs;                       // keys and values of positions 0..T-1 at every layer
     std::shared_ptr<const record> rec;      // the last finished record (tokens, kept points); null: none
-    std::vector<intervention> iv;           // what rec was run with; SET values point into iv_values
+    std::vector<intervention> iv;           // what rec was run with; SET and ADD values point into iv_values
     std::vector<std::vector<float>> iv_values;
     std::vector<float> pixels;              // vision models: the image rec was run on
     std::vector<float> source;              // encoder–decoders' decoder: the encoder output rec was run on

@@ -43,8 +43,9 @@ void apply_intervention(const intervention& v, hook_tensor& t, const model_confi
     const bool per_head = v.head >= 0, pattern = hook_is_pattern(t.point);
     const int slice = per_head ? hook_head_width(t.point, c, t.width) : t.width;
     const int col0 = per_head && !pattern ? v.head * slice : 0;
-    const int r0 = v.position >= 0 ? v.position - t.pos0 : 0;
+    int r0 = v.position >= 0 ? v.position - t.pos0 : 0;
     const int r1 = v.position >= 0 ? r0 + 1 : t.n;
+    if (v.kind == INTERVENE_ADD && v.position < 0) r0 = std::max(0, v.from - t.pos0); // rows from position `from` on
     if (r0 < 0 || r0 >= t.n) return; // this call does not hold that position
     const int blocks = pattern ? (per_head ? 1 : c.n_head) : 1;
     const int block0 = pattern && per_head ? v.head : 0;
@@ -53,6 +54,8 @@ void apply_intervention(const intervention& v, hook_tensor& t, const model_confi
             float* dst = t.row((block0 + b) * (pattern ? t.n : 0) + r) + col0;
             if (v.kind == INTERVENE_ZERO) {
                 std::fill_n(dst, slice, 0.0f);
+            } else if (v.kind == INTERVENE_ADD) { // one row [slice], added to each covered row
+                for (int i = 0; i < slice; i++) dst[i] += v.scale * v.values[i];
             } else { // SET: one row given, or a row per position from 0
                 const float* src = v.position >= 0 ? v.values : v.values + (size_t)(t.pos0 + r) * slice;
                 std::copy_n(src, slice, dst);
@@ -113,7 +116,8 @@ bool visit(pass& f, hook_point p, int l, float* data, int n, int width, int stri
     if ((flags & PT_CHANGE) && p == HOOK_PATTERN) wrote = apply_knockouts(f, t, l); // before ZERO (its rows stay 0)
     if (flags & PT_CHANGE)
         for (const intervention& v : f.opt.interventions)
-            if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == p && covers_layer(v.layer, p, l)) {
+            if ((v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET || v.kind == INTERVENE_ADD) && v.point == p &&
+                covers_layer(v.layer, p, l)) {
                 apply_intervention(v, t, f.c);
                 wrote = true;
             }

@@ -35,6 +35,12 @@ static void run_one_stack(session_result& out, session& s, const model& m, const
     if (!image && !rq.pixels.empty()) throw error(m.path + " reads text: images are for image classifiers (ViT, DeiT)");
     std::vector<intervention> iv = ablation_interventions(rq.ab, m.config);
     iv.insert(iv.end(), rq.interventions.begin(), rq.interventions.end());
+    std::vector<std::vector<float>> steer_values; // live_run copies them
+    if (rq.steer.any()) {
+        require(m, FEATURE_STEERING);
+        const std::vector<intervention> sv = steering_interventions(rq.steer, m.config, steer_values);
+        iv.insert(iv.end(), sv.begin(), sv.end());
+    }
     live_request lr = stack_request(rq, image ? vision_tokens(m.config) : rq.tokens, std::move(iv), rq.keep.budget_bytes);
     lr.pixels = rq.pixels;
     live_result lo;
@@ -88,6 +94,7 @@ static void run_encoder_decoder(session_result& out, session& s, const model& m,
         throw error("source too long: " + std::to_string(source.size()) + " tokens, the model's context is " +
                     std::to_string(enc.config.n_ctx));
     if (!rq.pixels.empty()) throw error(m.path + " is an encoder–decoder: it reads a source text, not an image");
+    if (rq.steer.any()) require(m, FEATURE_STEERING);
     check_ablation(rq.ab, m); // a layer either stack has
     out.target = rq.target.empty() ? made_target(s, m, rq) : rq.target;
     if (out.target.empty()) throw error("empty target: the decoder needs at least its start token");

@@ -15,6 +15,7 @@
 #include "run/generate.h"
 #include "run/live.h"
 #include "run/predict.h"
+#include "run/steer.h"
 
 namespace gb {
 
@@ -30,6 +31,8 @@ struct session_request {
     ablation ab;                  // the user's ablation; an encoder–decoder's names layers both stacks share
     std::vector<intervention> interventions; // on the model (an encoder–decoder: its decoder), after the
                                              // ablation's; values are copied
+    steering steer;               // a steering vector added after the interventions (decoder kinds only,
+                                  // FEATURE_STEERING); the run without it is the baseline
     record_request keep;          // what each record keeps; keep.budget_bytes bounds the whole live state
     int top_k = 10;               // tokens in the prediction's lists
     bool all_logits = false;      // every position's logits in the records (a decoder keeps the last one's)

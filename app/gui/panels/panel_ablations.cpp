@@ -163,6 +163,16 @@ void panel_ablations(app_state& s, ui_context& ui) {
                                                 : "not applied: the prompt or model is not the one it was found on");
         ImGui::PopTextWrapPos();
     }
+    if (ab.steer.any()) { // applied in the Steer tab; listed here with the rest of what changes the run
+        ImGui::TextUnformatted("Steering:");
+        ImGui::SameLine();
+        if (ImGui::SmallButton("x##steer")) ab.steer = gb::steering{};
+        remember_item(ui, "remove steering");
+        ImGui::SameLine();
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", ab.steer.describe().c_str());
+        ImGui::PopTextWrapPos();
+    }
 }
 
 } // namespace gbui

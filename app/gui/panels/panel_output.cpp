@@ -310,7 +310,7 @@ void panel_output(app_state& s, ui_context& ui) {
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
               : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &s.patch_target : nullptr;
     static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", "", "", "", "", "the circuit's target"};
+                                               "the patching target", "", "", "", "", "", "the circuit's target", ""};
     const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position

@@ -1,0 +1,307 @@
+// Steer: a steering vector (built from contrast prompts on the analysis thread, or opened from a llama.cpp control
+// vector or a .npy), applied to the live run like an ablation (the ablation's steer; the baseline stays unsteered),
+// the prompt continued with and without it at several scales from one seed (where they part marked, each token's
+// probability shift underlined), and the cost sweep: KL from the baseline and loss on a reference text over
+// scale x layer; clicking a cell steers there.
+#include <algorithm>
+#include <cmath>
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include "io/control_vector.h"
+#include "text_scale.h"
+#include "ui.h"
+
+namespace gbui {
+
+gb::steering tab_steering(const app_state& s) {
+    gb::steering st;
+    st.vec = s.steer_vec;
+    st.scale = s.steer_scale;
+    st.from = s.steer_from;
+    if (st.vec)
+        for (int l = s.steer_lo; l <= s.steer_hi; l++)
+            if (st.vec->has(l)) st.layers.push_back(l);
+    return st;
+}
+
+std::string steering_key(const gb::steering& st) {
+    std::string k = std::to_string((uintptr_t)st.vec.get()) + "|" + (st.vec ? st.vec->name : "") + "|" +
+                    std::to_string(st.scale) + "|" + std::to_string(st.from) + "|";
+    for (int l : st.layers) k += std::to_string(l) + ",";
+    return k;
+}
+
+namespace {
+
+const ImVec4 red(1, 0.45f, 0.45f, 1), blue(0.55f, 0.78f, 1.0f, 1), amber(1, 0.85f, 0.4f, 1);
+
+// The vector: its contrast prompts and Build, or a file to Open; Save writes it.
+void vector_inputs(app_state& s, ui_context& ui) {
+    const float half = (ImGui::GetContentRegionAvail().x - px(8)) / 2, h = ImGui::GetTextLineHeight() * 3.6f;
+    ImGui::TextColored(blue, "positive prompts (one a line)");
+    ImGui::SameLine(half + px(8));
+    ImGui::TextColored(blue, "negative prompts");
+    ImGui::InputTextMultiline("##steer positive", &s.steer_positive, ImVec2(half, h));
+    remember_item(ui, "steer positive");
+    ImGui::SameLine();
+    ImGui::InputTextMultiline("##steer negative", &s.steer_negative, ImVec2(half, h));
+    remember_item(ui, "steer negative");
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("read at");
+    ImGui::SameLine();
+    ImGui::RadioButton("last token", &s.steer_where, 0);
+    remember_item(ui, "steer last");
+    ImGui::SameLine();
+    ImGui::RadioButton("mean", &s.steer_where, 1);
+    remember_item(ui, "steer mean");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the mean over each prompt's positions, then over the prompts");
+    ImGui::SameLine();
+    if (ImGui::Button("Build")) s.steer_build++;
+    remember_item(ui, "steer build");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("v[l] = mean resid_post of layer l over the positive prompts minus over the negative ones, "
+                          "at every layer");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(std::max(px(90), ImGui::GetContentRegionAvail().x - px(110)));
+    ImGui::InputText("##steer path", &s.steer_path);
+    remember_item(ui, "steer path");
+    ImGui::SameLine();
+    if (ImGui::Button("Open")) {
+        try {
+            s.steer_vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(s.steer_path, s.steer_lo));
+            s.steer_note = "opened " + s.steer_path;
+        } catch (const std::exception& e) {
+            s.steer_note = e.what();
+        }
+    }
+    remember_item(ui, "steer open");
+    ImGui::SameLine();
+    if (ImGui::Button("Save") && s.steer_vec) {
+        try {
+            gb::steer_vector v = *s.steer_vec;
+            // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
+            if (v.has(0) && s.steer_path.size() > 5 && s.steer_path.compare(s.steer_path.size() - 5, 5, ".gguf") == 0)
+                v.dirs[0].clear();
+            gb::write_steer_vector(s.steer_path, v);
+            s.steer_note = "saved " + s.steer_path + (v.has(0) || !s.steer_vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
+        } catch (const std::exception& e) {
+            s.steer_note = e.what();
+        }
+    }
+    remember_item(ui, "steer save");
+}
+
+// alpha, the layer range, the from-position, and Apply (the live run recomputes with it)
+void apply_inputs(app_state& s, ui_context& ui, const gb::model& m) {
+    const int L = m.config.n_layer;
+    char t[48];
+    snprintf(t, sizeof t, "\u03b1 %.2f", s.steer_scale);
+    slider_float_beside(ui, "steer alpha", &s.steer_scale, -16.0f, 16.0f, t, px(110));
+    if (!std::isfinite(s.steer_scale)) s.steer_scale = 0;
+    ImGui::SameLine();
+    slider_int_beside(ui, "steer from layer", &s.steer_lo, 0, L - 1, "from L" + std::to_string(s.steer_lo), px(60));
+    ImGui::SameLine();
+    slider_int_beside(ui, "steer to layer", &s.steer_hi, 0, L - 1, "to L" + std::to_string(s.steer_hi), px(60));
+    s.steer_lo = std::max(0, std::min(s.steer_lo, L - 1));
+    s.steer_hi = std::max(s.steer_lo, std::min(s.steer_hi, L - 1));
+    if (room_right_of_item() > px(150)) ImGui::SameLine();
+    ImGui::SetNextItemWidth(px(44));
+    ImGui::InputInt("from position", &s.steer_from, 0);
+    s.steer_from = std::max(0, std::min(s.steer_from, m.config.n_ctx - 1));
+    remember_item(ui, "steer from position");
+    const gb::steering st = tab_steering(s);
+    bool applied = s.ablation.steer.any();
+    ImGui::SameLine();
+    if (ImGui::Checkbox("Apply", &applied)) s.ablation.steer = applied ? st : gb::steering{};
+    remember_item(ui, "steer apply");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("add it to the live run, listed with the ablations (the baseline stays unsteered)");
+    if (applied && steering_key(s.ablation.steer) != steering_key(st) && st.vec && !st.layers.empty()) s.ablation.steer = st;
+    if (s.steer_vec && st.layers.empty()) ImGui::TextColored(red, "the vector has no direction in layers %d..%d", s.steer_lo, s.steer_hi);
+}
+
+// One continuation: its tokens, those after it parts from the baseline in amber, each underlined by how much the
+// steering moved its probability (green up, red down); the numbers on hover.
+void continuation_row(const char* label, const gb::steered_continuation& c, bool baseline, ui_context& ui, int row) {
+    ImGui::TextColored(blue, "%s", label);
+    remember_item(ui, "steer row " + std::to_string(row));
+    ImGui::SameLine();
+    const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
+    const float x0 = ImGui::GetCursorScreenPos().x;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (size_t i = 0; i < c.ids.size(); i++) {
+        const std::string piece = visible_token(c.pieces[i]);
+        const float w = ImGui::CalcTextSize(piece.c_str()).x;
+        if (i > 0) {
+            ImGui::SameLine(0, px(1));
+            if (ImGui::GetCursorScreenPos().x + w > right) ImGui::SetCursorScreenPos(ImVec2(x0, ImGui::GetCursorScreenPos().y + ImGui::GetTextLineHeightWithSpacing()));
+        }
+        const bool parted = !baseline && c.parts_at >= 0 && (int)i >= c.parts_at;
+        ImGui::TextColored(parted ? amber : ImVec4(0.85f, 0.85f, 0.88f, 1), "%s", piece.c_str());
+        const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+        if (!baseline && (int)i == c.parts_at) dl->AddRect(ImVec2(a.x - 1, a.y), ImVec2(b.x + 1, b.y), IM_COL32(255, 200, 80, 255));
+        const float dp = c.p_steered[i] - c.p_base[i];
+        if (!baseline) {
+            const float t = std::min(1.0f, std::fabs(dp) * 2);
+            dl->AddRectFilled(ImVec2(a.x, b.y - px(2)), ImVec2(b.x, b.y),
+                              dp >= 0 ? IM_COL32(60, 200, 110, (int)(60 + 195 * t)) : IM_COL32(230, 80, 80, (int)(60 + 195 * t)));
+        }
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s\np steered %.3f, baseline %.3f (%+.3f)%s", piece.c_str(), c.p_steered[i], c.p_base[i], dp,
+                              (int)i == c.parts_at ? "\nthe first token where it parts from the baseline" : "");
+    }
+    if (c.ids.empty()) ImGui::TextDisabled("(nothing generated)");
+}
+
+void side_by_side(app_state& s, ui_context& ui) {
+    for (int i = 0; i < 3; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "\u03b1%d %.1f", i + 1, s.steer_scales[i]);
+        slider_float_beside(ui, ("steer compare " + std::to_string(i)).c_str(), &s.steer_scales[i], -16.0f, 16.0f, t, px(56));
+        if (!std::isfinite(s.steer_scales[i])) s.steer_scales[i] = 0;
+        ImGui::SameLine();
+    }
+    slider_int_beside(ui, "steer tokens", &s.steer_tokens, 1, 64, std::to_string(s.steer_tokens) + " tokens", px(56));
+    const analysis_status& st = s.analysis[ANALYSIS_STEER_COMPARE];
+    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_COMPARE]) {
+        ImGui::TextColored(red, "%s", st.error.c_str());
+        return;
+    }
+    const steer_output* o = s.steer_compare.get();
+    if (!o) {
+        ImGui::TextDisabled(st.busy ? "generating..." : "build or open a vector to compare");
+        return;
+    }
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("from one seed (the Continuation's sampling); amber: where it parts from the baseline; "
+                        "underline: how much the steering moved that token's probability (hover: the numbers)%s",
+                        o->key != s.analysis_want[ANALYSIS_STEER_COMPARE] ? "  (updating...)" : "");
+    ImGui::PopTextWrapPos();
+    continuation_row("baseline ", o->compare.baseline, true, ui, 0);
+    for (size_t i = 0; i < o->compare.runs.size(); i++) {
+        char label[32];
+        snprintf(label, sizeof label, "\u03b1 = %-5g", o->compare.runs[i].scale);
+        continuation_row(label, o->compare.runs[i], false, ui, (int)i + 1);
+    }
+}
+
+// One grid of the sweep: rows the scales, columns the layers, each cell coloured by its value (KL: from 0 to the
+// largest; loss: its change from the baseline's, diverging), the number on it, the continuation on hover.
+void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, float w) {
+    const gb::steer_sweep_result& r = o.sweep;
+    const int S = (int)r.scales.size(), Ly = (int)r.layers.size();
+    const std::vector<double>& x = kl ? r.kl : r.loss;
+    double hi = 1e-9;
+    for (double v : x) hi = std::max(hi, kl ? v : std::fabs(v - r.base_loss));
+    const float lab = px(40), cw = std::max(px(24), (w - lab) / std::max(1, Ly)), ch = ImGui::GetTextLineHeight() + px(6);
+    ImGui::BeginGroup();
+    ImGui::TextColored(blue, kl ? "KL(baseline || steered), nats" : "loss on the reference (baseline %.2f)", r.base_loss);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImVec2 o0 = ImGui::GetCursorScreenPos();
+    for (int li = 0; li < Ly; li++) {
+        const std::string h = "L" + std::to_string(r.layers[li]);
+        dl->AddText(ImVec2(o0.x + lab + li * cw + (cw - ImGui::CalcTextSize(h.c_str()).x) / 2, o0.y), IM_COL32(200, 200, 210, 255), h.c_str());
+    }
+    o0.y += ImGui::GetTextLineHeight() + px(2);
+    for (int si = 0; si < S; si++) {
+        char a[24];
+        snprintf(a, sizeof a, "\u03b1 %g", r.scales[si]);
+        dl->AddText(ImVec2(o0.x, o0.y + si * ch + px(3)), IM_COL32(200, 200, 210, 255), a);
+        for (int li = 0; li < Ly; li++) {
+            const double v = x[r.at(si, li)];
+            const ImVec2 p0(o0.x + lab + li * cw, o0.y + si * ch), p1(p0.x + cw - px(2), p0.y + ch - px(2));
+            const ImU32 col = kl ? viridis_u32((float)std::sqrt(v / hi)) : diverging_u32((float)((v - r.base_loss) / hi));
+            dl->AddRectFilled(p0, p1, col);
+            char b[24];
+            snprintf(b, sizeof b, v < 10 ? "%.2f" : "%.1f", v);
+            dl->AddText(ImVec2(p0.x + (cw - px(2) - ImGui::CalcTextSize(b).x) / 2, p0.y + px(3)), text_on(col), b);
+            ImGui::SetCursorScreenPos(p0);
+            ImGui::InvisibleButton(("##cell" + std::to_string(kl) + "_" + std::to_string(si) + "_" + std::to_string(li)).c_str(),
+                                   ImVec2(cw - px(2), ch - px(2)));
+            remember_item(ui, std::string("steer cell ") + (kl ? "kl " : "loss ") + std::to_string(si) + " " + std::to_string(li));
+            const int k = r.at(si, li);
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("\u03b1 %g at L%d: KL %.4f nats, loss %.3f (baseline %.3f)\ngreedy: %s%s\n(click: steer here)",
+                                  r.scales[si], r.layers[li], r.kl[k], r.loss[k], r.base_loss, display_text(s.prompt).c_str(),
+                                  k < (int)r.texts.size() ? display_text(r.texts[k]).c_str() : "");
+            if (ImGui::IsItemClicked()) { // steer there: the tab's alpha and layer, the middle comparison, applied
+                s.steer_scale = s.steer_scales[1] = r.scales[si];
+                s.steer_lo = s.steer_hi = r.layers[li];
+                if (s.ablation.steer.any()) s.ablation.steer = tab_steering(s);
+            }
+        }
+    }
+    ImGui::SetCursorScreenPos(ImVec2(o0.x, o0.y + S * ch));
+    ImGui::Dummy(ImVec2(lab + Ly * cw, px(2)));
+    ImGui::EndGroup();
+}
+
+void sweep(app_state& s, ui_context& ui) {
+    const analysis_status& st = s.analysis[ANALYSIS_STEER_SWEEP];
+    ImGui::TextColored(blue, "reference text");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x);
+    ImGui::InputText("##steer reference", &s.steer_reference);
+    remember_item(ui, "steer reference");
+    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_SWEEP]) {
+        ImGui::TextColored(red, "%s", st.error.c_str());
+        return;
+    }
+    const steer_output* o = s.steer_sweep.get();
+    if (!o) {
+        ImGui::TextDisabled(st.busy ? "sweeping..." : "the cost sweep shows once there is a vector");
+        return;
+    }
+    ImGui::TextDisabled("%d reference tokens, %zu x %zu cells in %.0f ms%s", o->sweep.ref_tokens, o->sweep.scales.size(),
+                        o->sweep.layers.size(), o->sweep.grid_ms, o->key != s.analysis_want[ANALYSIS_STEER_SWEEP] ? "  (updating...)" : "");
+    const float w = ImGui::GetContentRegionAvail().x;
+    if (w > px(520)) {
+        sweep_grid(s, ui, *o, true, w / 2 - px(8));
+        ImGui::SameLine(0, px(16));
+        sweep_grid(s, ui, *o, false, w / 2 - px(8));
+    } else {
+        sweep_grid(s, ui, *o, true, w);
+        sweep_grid(s, ui, *o, false, w);
+    }
+}
+
+} // namespace
+
+void panel_steer(app_state& s, ui_context& ui) {
+    if (!s.model) return;
+    const gb::model& m = *s.model;
+    if (s.steer_vec && s.steer_vec->d_model != m.config.d_model) s.steer_vec.reset(); // another model's
+    if (!s.steer_vec && s.ablation.steer.vec) { // applied by a session: the tab shows it
+        s.steer_vec = s.ablation.steer.vec;
+        s.steer_scale = s.ablation.steer.scale;
+        s.steer_from = s.ablation.steer.from;
+        if (!s.ablation.steer.layers.empty()) s.steer_lo = s.ablation.steer.layers.front(), s.steer_hi = s.ablation.steer.layers.back();
+    }
+    tab_hint("Activation addition: \u03b1 \u00b7 v[l] added to the stream after layer l (resid_post; llama.cpp's direction.l), "
+             "v built from contrast prompts or opened from a control vector.");
+    if (ImGui::CollapsingHeader("Vector", ImGuiTreeNodeFlags_DefaultOpen)) vector_inputs(s, ui);
+    const analysis_status& bs = s.analysis[ANALYSIS_STEER_BUILD];
+    if (!bs.error.empty() && bs.error_key == s.analysis_want[ANALYSIS_STEER_BUILD]) ImGui::TextColored(red, "%s", bs.error.c_str());
+    else if (bs.busy) ImGui::TextDisabled("building...");
+    if (s.steer_vec) {
+        std::string ls;
+        for (int l : s.steer_vec->layers()) ls += (ls.empty() ? "L" : ",") + std::to_string(l);
+        ImGui::TextDisabled("vector %s: d %d, directions at %s%s%s", s.steer_vec->name.c_str(), s.steer_vec->d_model, ls.c_str(),
+                            s.steer_note.empty() ? "" : "; ", s.steer_note.c_str());
+    } else if (!s.steer_note.empty()) {
+        ImGui::TextColored(red, "%s", s.steer_note.c_str());
+    }
+    apply_inputs(s, ui, m);
+    ImGui::Separator();
+    if (ImGui::BeginTable("##steer body", 2, ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp)) {
+        ImGui::TableSetupColumn("side", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+        ImGui::TableSetupColumn("sweep", ImGuiTableColumnFlags_WidthStretch, 1.1f);
+        ImGui::TableNextColumn();
+        side_by_side(s, ui);
+        ImGui::TableNextColumn();
+        sweep(s, ui);
+        ImGui::EndTable();
+    }
+}
+
+} // namespace gbui
