@@ -47,4 +47,11 @@ struct random_gguf_options {
 // model's size. Returns the parameter count.
 int64_t write_random_gguf(const std::string& path, const model_config& c, const random_gguf_options& opt);
 
+// Writes a loaded model as a GGUF v3 file with its matrices (embeddings, projections, MLP, an untied head) in
+// `type` and the rest (norms, biases, learned positions) in F32, and its own tokenizer (vocabulary, merges in rank
+// order, BOS and EOS): `glassbox-cli quantize`. GPT-2-family models so far (the RoPE families' GGUF files hold
+// q and k in llama.cpp's converted order). Throws naming a matrix whose rows are not whole blocks of the type.
+// Returns the parameter count.
+int64_t write_model_gguf(const std::string& path, const model& m, uint32_t type);
+
 } // namespace gb
