@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -62,6 +63,8 @@ nlohmann::json compare_json(const gb::compare_result& c, const gb::model& a, con
 
 void write_compare_npy(const std::string& dir, const gb::compare_result& c) {
     const int P = c.n_points, T = c.n_tokens;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec); // (a failure shows as the first file's "cannot write")
     gb::write_npy(dir + "/cosine.npy", {P, T}, c.cosine.data());
     gb::write_npy(dir + "/rel_diff.npy", {P, T}, c.rel_diff.data());
     gb::write_npy(dir + "/kl.npy", {T}, c.kl.data());
