@@ -16,6 +16,7 @@
 #include "io/loader.h"
 #include "kernels/gemm.h"
 #include "run/forward.h"
+#include "app_script.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "tiny_model.h"
@@ -244,4 +245,47 @@ TEST(Compare, QuantizeRoundTripsAndRounds) {
     EXPECT_EQ(k.code, 2);
     EXPECT_EQ(std::count(k.err.begin(), k.err.end(), '\n'), 1) << k.err;
     EXPECT_NE(k.err.find("Q4_K holds rows of whole 256-value blocks"), std::string::npos) << k.err;
+}
+
+// The app: a model B that does not load, or has another shape, is one line in the window and changes nothing;
+// one that does gives the "A vs B" views the library's numbers
+TEST(Compare, AppOpensModelBAndShowsAVsB) {
+    if (!have_app()) GTEST_SKIP() << "the app was not built";
+    const pair_of_models p = two_models("compare_app");
+    const std::string deep = p.dir_a + "/../deep";
+    tiny_spec s;
+    s.n_layer = 3;
+    write_tiny_gpt2(deep, s);
+    const std::string prompt = "the cat sat on the mat";
+    int rc = -1;
+    const std::vector<nlohmann::json> st =
+        run_script("--model " + sq(p.dir_a) + " --prompt " + sq(prompt),
+                   "wait\nopen-b " + p.dir_a + "/../nothing-here\nwait\nprint\nopen-b " + deep + "\nwait\nprint\n"
+                   "open-b " + p.dir_b + "\nwait\nclick view A\nwait\nprint\nclick view A vs B\nwait\nprint\ntab lens\nwait\n"
+                   "print\ncompare-view b\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 6u);
+    for (int i : {0, 1}) { // refused: one line, model A's result kept, no model B
+        const std::string err = st[i]["error"];
+        EXPECT_NE(err.find("model B"), std::string::npos) << err;
+        EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+        EXPECT_TRUE(st[i]["model_b"].is_null());
+        EXPECT_EQ(st[i]["tokens"].size(), st[0]["tokens"].size());
+    }
+    EXPECT_NE(std::string(st[1]["error"]).find("shapes differ"), std::string::npos) << st[1]["error"];
+    EXPECT_EQ(st[2]["compare_view"], "a"); // B loaded, the radio clicked back to A
+    EXPECT_FALSE(st[2]["model_b"].is_null());
+    const nlohmann::json& c = st[3]["compare"];
+    ASSERT_FALSE(c.is_null()) << st[3].dump();
+    EXPECT_EQ(st[3]["compare_view"], "avsb");
+    gb::compare_result want;
+    gb::compare_models(want, p.a, p.b, gb::encode_prompt(p.a.tok, prompt, false));
+    EXPECT_EQ(c["tokens"], want.n_tokens);
+    EXPECT_NEAR(c["mean_kl"].get<double>(), want.mean_kl, 1e-6 * (1 + want.mean_kl));
+    EXPECT_EQ(c["top_agree"], want.top_agree_count);
+    EXPECT_EQ(c["first_disagree"], want.first_disagree);
+    EXPECT_GT(c["js_max"].get<double>(), 0.0);
+    EXPECT_EQ(st[4]["tab"], "lens");
+    EXPECT_FALSE(st[4]["compare"].is_null());
+    EXPECT_EQ(st[5]["compare_view"], "b");
 }

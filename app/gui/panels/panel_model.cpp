@@ -298,6 +298,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     recent_menu(s, ui);
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
+    model_b_row(s, ui); // a second model to compare with
     ImGui::SetNextItemWidth(-px(110));
     ImGui::InputText("##session", &s.session_path);
     ImGui::SameLine();
