@@ -1,6 +1,7 @@
 // Seeded random decoder models as GGUF files llama.cpp loads: each family's config, its tensors by the
 // architecture table's GGUF names, its hyperparameter keys as llama.cpp's loader reads them, the byte-level
-// tokenizer, and the weights streamed a row at a time.
+// tokenizer, and the weights streamed a row at a time; and a loaded model's own weights and tokenizer written
+// the same way in another stored type (glassbox-cli quantize).
 //
 // Sections: families and configs | tensors | metadata | writing
 #include "io/gguf_writer.h"

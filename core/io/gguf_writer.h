@@ -1,7 +1,7 @@
 // Seeded random decoder models as GGUF files in llama.cpp's layout: every family of the architecture table that
 // llama.cpp runs, in every stored type quantize() writes, with the metadata llama.cpp's loader reads and a
 // byte-level tokenizer it accepts. Our loader and llama.cpp both open them (tests/test_llama_cpp.cpp compares
-// the two on the same files).
+// the two on the same files). A loaded GPT-2-family model can be written the same way in another stored type.
 #pragma once
 #include <cstdint>
 #include <string>
