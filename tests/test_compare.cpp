@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/compare.h"
+#include "analysis/lens.h"
 #include "io/gguf_writer.h"
 #include "io/loader.h"
 #include "kernels/gemm.h"
@@ -126,6 +127,15 @@ TEST(Compare, EqualsItsFormulasInDouble) {
     EXPECT_EQ(c.lens_position, T - 1);
     EXPECT_EQ(c.lens_top_a[P - 1], c.top_a[T - 1]);
     EXPECT_EQ(c.lens_top_b[P - 1], c.top_b[T - 1]);
+    // ... which are logit_lens's at that position
+    const gb::lens_result la = gb::logit_lens(ra, p.a, {}, 1), lb = gb::logit_lens(rb, p.b, {}, 1);
+    for (int pt = 0; pt < P; pt++) {
+        const size_t cell = (size_t)pt * T + (T - 1);
+        EXPECT_EQ(c.lens_top_a[pt], la.top_ids[cell]) << c.points[pt];
+        EXPECT_EQ(c.lens_top_b[pt], lb.top_ids[cell]) << c.points[pt];
+        EXPECT_NEAR(c.lens_prob_a[pt], la.top_probs[cell], 1e-5) << c.points[pt];
+        EXPECT_NEAR(c.lens_prob_b[pt], lb.top_probs[cell], 1e-5) << c.points[pt];
+    }
     int first = -1;
     for (int pt = 0; pt < P && first < 0; pt++)
         if (c.lens_top_a[pt] != c.lens_top_b[pt]) first = pt;
