@@ -10,7 +10,6 @@
 #include <cmath>
 
 #include "io/loader.h"
-#include "run/forward.h"
 #include "number_format.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -46,6 +45,7 @@ void compare_worker::compare(const std::string& key, std::shared_ptr<const gb::m
     job j;
     j.key = key, j.a = std::move(a), j.b = std::move(b), j.tokens = std::move(tokens);
     compare_ = j;
+    newer_ = true;
     cv_.notify_all();
 }
 
@@ -65,6 +65,7 @@ void compare_worker::loop() {
             j = *next;
             next.reset();
             running_ = true;
+            if (!j.load) newer_ = false;
         }
         std::shared_ptr<const gb::model> loaded;
         std::shared_ptr<compare_output> out;
@@ -76,19 +77,16 @@ void compare_worker::loop() {
                 loaded = std::make_shared<const gb::model>(gb::load_model(j.path, lo));
             } else {
                 const auto t0 = std::chrono::steady_clock::now();
-                gb::check_comparable(*j.a, *j.b);
-                gb::forward_options fo;
-                fo.keep = gb::compare_request();
-                fo.all_logits = true;
-                gb::record ra;
                 auto rb = std::make_shared<gb::record>();
-                gb::run_forward(ra, *j.a, j.tokens, {}, fo);
-                gb::run_forward(*rb, *j.b, j.tokens, {}, fo);
                 out = std::make_shared<compare_output>();
-                gb::compare_records(out->res, ra, *j.a, *rb, *j.b);
+                gb::compare_options opt;
+                opt.cancelled = [this] { return newer_.load() || stop_; };
+                gb::compare_models(out->res, *j.a, *j.b, j.tokens, opt, rb.get());
                 out->key = j.key, out->a = j.a, out->b = j.b, out->tokens = j.tokens, out->run_b = rb;
                 out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             }
+        } catch (const gb::cancelled&) { // a newer comparison replaced it: nothing to publish
+            out.reset();
         } catch (const std::exception& e) { // gb::error, and running out of memory: one line, the app goes on
             err = std::string(j.load ? "model B: " : "compare: ") + e.what();
             if (!j.load && err.rfind("compare: compare: ", 0) == 0) err = err.substr(9);

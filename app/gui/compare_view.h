@@ -2,6 +2,7 @@
 // comparison (core/analysis/compare.h) of the shown run's tokens, and what the grid, residual and lens panels
 // draw when they show B or "A vs B".
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -65,7 +66,9 @@ private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<job> load_, compare_;
-    bool running_ = false, stop_ = false;
+    bool running_ = false;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> newer_{false}; // a comparison was asked for while one runs: that one stops between layers
     // finished, waiting for poll()
     std::shared_ptr<const gb::model> loaded_;
     std::shared_ptr<const compare_output> done_;

@@ -323,13 +323,14 @@ void compare_records(compare_result& out, const record& ra, const model& a, cons
 }
 
 void compare_models(compare_result& out, const model& a, const model& b, const std::vector<int>& tokens,
-                    const compare_options& opt) {
+                    const compare_options& opt, record* run_b) {
     check_comparable(a, b);
     if (tokens.empty()) throw error("compare: no tokens to run");
     const int at = lens_at(opt, (int)tokens.size());
     std::vector<int> top_a, top_b;
     std::vector<float> prob_a, prob_b;
-    record ra, rb;
+    record ra, own_b;
+    record& rb = run_b ? *run_b : own_b;
     auto t0 = std::chrono::steady_clock::now();
     run_with_lens(ra, top_a, prob_a, a, tokens, at, opt);
     out.forward_ms_a = ms_since(t0); // (with its lens)

@@ -66,9 +66,10 @@ record_request compare_request();
 void compare_records(compare_result& out, const record& ra, const model& a, const record& rb, const model& b,
                      const compare_options& opt = {});
 
-// Runs the token ids through both models (after check_comparable) and compares the records.
+// Runs the token ids through both models (after check_comparable) and compares the records; B's record is left in
+// *run_b when given (the app shows it). The logits and the lens rows share one LM-head product per model.
 void compare_models(compare_result& out, const model& a, const model& b, const std::vector<int>& tokens,
-                    const compare_options& opt = {});
+                    const compare_options& opt = {}, record* run_b = nullptr);
 
 // The Jensen–Shannon divergence in nats of two distributions over n outcomes (double).
 double js_divergence(const float* p, const float* q, int n);
