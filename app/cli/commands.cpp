@@ -33,7 +33,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   compare      --model A --model-b B --prompt TEXT [--position I] [--top N] [--bench N] [--json FILE]
                [--npy-dir DIR]   the same tokens through two models of one shape: streams, heads, KL, lens,
                surprisal (tokenizers must agree)
-  quantize     --model M --dtype Q8_0|Q4_K|... --out FILE.gguf   a copy of a GPT-2-family model in a stored type
+  quantize     --model M --dtype Q8_0|Q4_K|... --out FILE.gguf   a GPT-2-family model's copy in that type
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--position I] [--json FILE] [--npy-dir DIR]
   heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
