@@ -271,7 +271,7 @@ TEST(Compare, AppOpensModelBAndShowsAVsB) {
     const std::vector<nlohmann::json> st =
         run_script("--model " + sq(p.dir_a) + " --prompt " + sq(prompt),
                    "wait\nopen-b " + p.dir_a + "/../nothing-here\nwait\nprint\nopen-b " + deep + "\nwait\nprint\n"
-                   "open-b " + p.dir_b + "\nwait\nclick view A\nwait\nprint\nclick view A vs B\nwait\nprint\ntab lens\nwait\n"
+                   "click Model B\nframes 2\ntype " + p.dir_b + "\nkey enter\nwait\nclick view A\nwait\nprint\nclick view A vs B\nwait\nprint\ntab lens\nwait\n"
                    "print\ncompare-view b\nwait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 6u);
@@ -283,7 +283,7 @@ TEST(Compare, AppOpensModelBAndShowsAVsB) {
         EXPECT_EQ(st[i]["tokens"].size(), st[0]["tokens"].size());
     }
     EXPECT_NE(std::string(st[1]["error"]).find("shapes differ"), std::string::npos) << st[1]["error"];
-    EXPECT_EQ(st[2]["compare_view"], "a"); // B loaded, the radio clicked back to A
+    EXPECT_EQ(st[2]["compare_view"], "a"); // B loaded (typed into the "B..." button's box), the radio clicked back to A
     EXPECT_FALSE(st[2]["model_b"].is_null());
     const nlohmann::json& c = st[3]["compare"];
     ASSERT_FALSE(c.is_null()) << st[3].dump();

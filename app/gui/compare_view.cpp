@@ -171,20 +171,32 @@ void compare_switch(app_state& s, ui_context& ui) {
     ImGui::TextDisabled("B: %s%s", b.c_str(), s.cmp.busy ? "  (comparing...)" : "");
 }
 
-void model_b_row(app_state& s, ui_context& ui) {
-    const float w = ImGui::CalcTextSize("Open model B...").x + 3 * ImGui::GetStyle().ItemSpacing.x + 8;
-    ImGui::SetNextItemWidth(-w);
-    const bool enter = ImGui::InputTextWithHint("##model_b", "model B: the same shape, to compare with", &s.cmp.path_input,
+void model_b_button(app_state& s, ui_context& ui) {
+    if (ImGui::Button(s.cmp.loading ? "B..*" : "B...")) ImGui::OpenPopup("##model_b");
+    remember_item(ui, "Model B");
+    if (ImGui::IsItemHovered() && !ImGui::IsPopupOpen("##model_b"))
+        ImGui::SetTooltip(s.cmp.loading ? "loading model B..." : s.cmp.model ? "model B: %s" : "Open model B... (a second model "
+                          "of the same shape, to compare with)", s.cmp.model ? s.cmp.model->path.c_str() : "");
+    if (!ImGui::BeginPopup("##model_b")) return;
+    ImGui::TextDisabled("Open model B... (the same shape and tokenizer as the model shown)");
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 24);
+    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+    const bool enter = ImGui::InputTextWithHint("##model_b_path", "model folder, .gguf or .bin", &s.cmp.path_input,
                                                 ImGuiInputTextFlags_EnterReturnsTrue);
     remember_item(ui, "model B path");
     ImGui::SameLine();
-    if ((ImGui::Button("Open model B...") || enter) && !s.cmp.path_input.empty()) {
+    if ((ImGui::Button("Open model B") || enter) && !s.cmp.path_input.empty()) {
         ui.compare->load(s.cmp.path_input, true);
         s.cmp.loading = true;
+        ImGui::CloseCurrentPopup();
     }
     remember_item(ui, "Open model B");
-    if (s.cmp.loading) ImGui::TextDisabled("loading model B...");
-    else if (s.cmp.model && ImGui::SmallButton("Close model B")) s.cmp = compare_slot{}, s.cmp.path_input.clear();
+    if (s.cmp.model) {
+        ImGui::TextDisabled("B: %s", s.cmp.model->path.c_str());
+        if (ImGui::SmallButton("Close model B")) s.cmp = compare_slot{}, ImGui::CloseCurrentPopup();
+        remember_item(ui, "Close model B");
+    }
+    ImGui::EndPopup();
 }
 
 // ---------------------------------------------------------------------------------------------

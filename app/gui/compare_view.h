@@ -85,9 +85,10 @@ bool schedule_compare(app_state& s, ui_context& ui);
 // The comparison of the shown run, when it has arrived (null otherwise).
 const compare_output* current_compare(const app_state& s);
 
-// The "A | B | A vs B" switch (only while a model B is loaded) and the Model panel's "model B" row.
+// The "A | B | A vs B" switch (only while a model B is loaded), and the Model panel's "B..." button, whose popup
+// "Open model B..." takes B's path (and closes B).
 void compare_switch(app_state& s, ui_context& ui);
-void model_b_row(app_state& s, ui_context& ui);
+void model_b_button(app_state& s, ui_context& ui);
 // The panels' B and "A vs B" views: the head grid (B's patterns, or each head's JS divergence), the residual
 // heatmap (B's norms, or cosine / relative difference) with the prompt's surprisal difference, the lens of both.
 void compare_grid(app_state& s, ui_context& ui);
