@@ -54,7 +54,7 @@ struct compare_result {
     std::vector<float> point_mean_cos, point_mean_rel; // [P] over positions
     double mean_kl = 0;                      // over positions
     int top_agree_count = 0;                 // positions whose top-1s agree
-    double forward_ms_a = 0, forward_ms_b = 0, analysis_ms = 0;
+    double forward_ms_a = 0, forward_ms_b = 0, analysis_ms = 0; // compare_models: each run with its logits and lens
 };
 
 // What each record must keep for compare_records: the residual stream at every point, the patterns, every
