@@ -31,6 +31,10 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
   tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
   lens         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT]) [--top-k 5]
                [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
+  compare      --model A --model-b B --prompt TEXT [--position I] [--top N] [--bench N] [--json FILE]
+               [--npy-dir DIR]   the same tokens through two models of one shape: streams, heads, KL, lens,
+               surprisal (tokenizers must agree)
+  quantize     --model M --dtype Q8_0|Q4_K|... --out FILE.gguf   a GPT-2-family model's copy in that type
   attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--position I] [--json FILE] [--npy-dir DIR]
   heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
@@ -219,6 +223,29 @@ const std::vector<command> table = {
       {"target", "TEXT", "a token (exactly one) to follow through every point (default: each position's "
                          "final top-1)"},
       target_id, json, npy, backend, matmul, weights}},
+    {"compare", cmd_compare, gb::FEATURE_LENS,
+     "two models on the same prompt: where their residual streams, heads, next-token distributions, logit lens "
+     "and surprisal part",
+     {"--model A --model-b B --prompt TEXT [options]"},
+     {model, {"model-b", "PATH", "model B: the same shape (layers, width, heads) and tokenizer as A, any family"},
+      tokenizer, prompt, bos,
+      {"position", "I", "the position whose logit lens both get (default: the last)"},
+      {"top", "N", "rows of each ranked list in the text (default 5)"},
+      {"bench", "N", "also time compare against one forward of A (medians of N runs)"},
+      {"json", "FILE", "write points, tokens, cosine and rel_diff [P][T], kl, top_a, top_b, top_agree [T], head_js "
+                       "[L][H], lens (both models' top-1 at each point, first_disagree) and surprisal (a, b, diff) "
+                       "as JSON"},
+      {"npy-dir", "DIR", "write cosine.npy and rel_diff.npy [P, T], kl.npy, top_agree.npy and surprisal_diff.npy "
+                         "[T], head_js.npy [L, H] into DIR"},
+      matmul, weights}},
+    {"quantize", cmd_quantize, gb::FEATURE_RUN,
+     "write a copy of a model with its matrices in another stored type (a GPT-2-family model as one GGUF file)",
+     {"--model PATH --dtype TYPE --out FILE.gguf"},
+     {model, tokenizer,
+      {"dtype", "TYPE", "the matrices' type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (rows "
+                        "must be whole blocks: multiples of 256 for the K types, 32 for the others); norms, biases "
+                        "and positions stay F32"},
+      {"out", "FILE", "the .gguf file to write"}, weights}},
     {"attribute", cmd_attribute, gb::FEATURE_ATTRIBUTION,
      "direct logit attribution: what each head and MLP writes into a token's logit",
      {"--prompt TEXT (--target TEXT | --target-id N) [--model PATH] [options]"},

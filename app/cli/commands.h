@@ -45,6 +45,8 @@ int cmd_run(const args& a);
 int cmd_generate(const args& a);
 int cmd_tokenize(const args& a);
 int cmd_lens(const args& a);
+int cmd_compare(const args& a);
+int cmd_quantize(const args& a);
 int cmd_attribute(const args& a);
 int cmd_heads(const args& a);
 int cmd_patch(const args& a);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/attribution.h"
+#include "compare_view.h"
 #include "analysis/break_it.h"
 #include "analysis/circuit.h"
 #include "analysis/head_scores.h"
@@ -430,6 +431,7 @@ struct app_state {
     std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
+    compare_slot cmp;                              // model B and the comparison with it (compare_view.h)
 };
 
 // The result is of the inputs as they are now (model, prompt, BOS, ablation, replayed step): analyses may read it.

@@ -41,7 +41,7 @@ void wait_for_events(const app_state& s, const ui_context& ui, const frame_state
             : key_now != f.pending
                 ? debounce
                 : std::max(0.0, debounce - std::chrono::duration<double>(clock_type::now() - f.changed_at).count());
-        const bool working = s.busy || !ui.analysis->idle(); // progress bars move, results come
+        const bool working = s.busy || !ui.analysis->idle() || !ui.compare->idle(); // progress bars move, results come
         glfwWaitEventsTimeout(std::max(0.001, std::min({working ? 0.1 : 0.5, debounce_left})));
     } else {
         glfwPollEvents();
@@ -52,6 +52,7 @@ void wait_for_events(const app_state& s, const ui_context& ui, const frame_state
 static void take_results(app_state& s, ui_context& ui, frame_state& f) {
     ui.work->poll(s);
     ui.analysis->poll(s);
+    ui.compare->poll(s);
     if (!f.restoring.empty() && !s.loading) { // the last model loaded, or failed to: then the default, once
         if (!s.model && !s.error.empty()) {
             add_note(s, "could not reopen the last model (" + s.error + "): opened the default model");
@@ -171,7 +172,8 @@ bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_m
     if (s.model) key = current_run_key(s); // the demo may have changed the inputs (Break it applies a row)
     // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
     const bool analyses_done = schedule_analyses(s, ui);
-    return all_settled(s, ui, key, analyses_done);
+    const bool compared = schedule_compare(s, ui); // model B's run of these tokens
+    return all_settled(s, ui, key, analyses_done && compared && ui.compare->idle());
 }
 
 // glassbox-20250101-120000.png in the working folder, never overwriting an earlier one.

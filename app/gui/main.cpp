@@ -148,6 +148,10 @@ int main(int argc, char** argv) {
         ui_context ui;
         ui.work = &work;
         ui.analysis = &analyses;
+        compare_worker comparing;
+        ui.compare = &comparing;
+        comparing.wake = [] { glfwPostEmptyEvent(); };
+        if (!opt.compare.empty()) comparing.load(opt.compare, opt.keep_stored), s.cmp.loading = true;
         ui.headless = headless_job;
         start_ui_scale(s, ui, win, opt, saved);
         apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // the font atlas, at the scale it starts at

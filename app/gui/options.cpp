@@ -11,7 +11,7 @@
 namespace gbui {
 
 static const char* usage =
-    "usage: glassbox [--model PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
+    "usage: glassbox [--model PATH] [--compare PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
     "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--remember]\n"
@@ -26,6 +26,7 @@ options parse_options(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--model") o.model = value();
+        else if (a == "--compare") o.compare = value();
         else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
         else if (a == "--image") o.image = value(); // for a ViT / DeiT model
         else if (a == "--bos") o.bos = true;

@@ -2,9 +2,9 @@
 //   report:     wait | print | screenshot FILE | measure N
 //   keyboard:   type TEXT | latency TEXT | key [ctrl+][shift+]end|backspace|enter|escape|left|right|f5|f11|=|-|0|e|kp+
 //   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
-//   files:      open PATH | session FILE | save-session FILE | export DIR
-//   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME |
-//               corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I | select-head L.H
+//   files:      open PATH | open-b PATH (model B, to compare with) | session FILE | save-session FILE | export DIR
+//   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | compare-view a|b|avsb | demo NAME |
+//               colour-by NAME | corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I | select-head L.H
 //   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
 //   waiting:    wait-running lens|patching|trace | frames N
 //   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL

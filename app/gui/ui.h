@@ -54,6 +54,7 @@ struct ui_context {
                                             // generation, which publishes the prompt's result first)
     // analyses
     analysis_worker* analysis = nullptr;
+    compare_worker* compare = nullptr;      // model B's loads and the comparisons (compare_view.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)

@@ -1,6 +1,7 @@
 // Seeded random decoder models as GGUF files llama.cpp loads: each family's config, its tensors by the
 // architecture table's GGUF names, its hyperparameter keys as llama.cpp's loader reads them, the byte-level
-// tokenizer, and the weights streamed a row at a time.
+// tokenizer, and the weights streamed a row at a time; and a loaded model's own weights and tokenizer written
+// the same way in another stored type (glassbox-cli quantize).
 //
 // Sections: families and configs | tensors | metadata | writing
 #include "io/gguf_writer.h"
@@ -8,8 +9,10 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "io/random_source.h"
+#include "kernels/gemm.h"
 #include "model/arch.h"
 #include "util/error.h"
 
@@ -119,6 +122,8 @@ struct tensor_spec {
     std::string name;
     std::vector<int64_t> ne; // GGUF order: ne[0] the row
     fill_kind fill;
+    tensor_id id;            // what it is, and of which layer (-1: none), for copying a loaded model's weights
+    int layer;
     int64_t row() const { return ne[0]; }
     int64_t rows() const {
         int64_t r = 1;
@@ -139,7 +144,7 @@ std::vector<tensor_spec> tensor_list(const model_config& c) {
     auto add = [&](tensor_id id, int l, std::vector<int64_t> ne, fill_kind f) {
         std::string n = tensor_name(a, true, id, l);
         if (n.empty()) throw error(std::string("internal: the ") + a.name + " table names no GGUF " + tensor_id_name(id));
-        t.push_back({n, std::move(ne), f});
+        t.push_back({n, std::move(ne), f, id, l});
     };
     auto norm = [&](tensor_id g, tensor_id b, int l) {
         add(g, l, {d}, GAIN);
@@ -274,17 +279,92 @@ void family_keys(gguf_meta& m, const model_config& c) {
 
 // The byte-level vocabulary as llama.cpp's BPE ("gpt2") vocabulary: tokens, their types (1 normal, 3 control),
 // merges (none: every byte is its own token), BOS = EOS = <|endoftext|>
-void tokenizer_keys(gguf_meta& m, int vocab) {
-    const tokenizer tok = random_byte_tokenizer((size_t)vocab);
+void tokenizer_keys(gguf_meta& m, const tokenizer& tok) {
     std::vector<int32_t> types(tok.vocab.size(), 1);
-    types[tok.eos_id] = 3;
+    for (const std::string& sp : tok.specials) {
+        auto it = tok.ids.find(sp);
+        if (it != tok.ids.end()) types[it->second] = 3;
+    }
+    if (tok.eos_id >= 0) types[tok.eos_id] = 3;
+    std::vector<std::string> merges(tok.merge_rank.size()); // in rank order, "left right" as GGUF spells them
+    for (const auto& mr : tok.merge_rank)
+        if (mr.second >= 0 && mr.second < (int)merges.size()) merges[mr.second] = mr.first;
     m.text("tokenizer.ggml.model", "gpt2");
     m.text("tokenizer.ggml.pre", "gpt-2");
     m.texts("tokenizer.ggml.tokens", tok.vocab);
     m.i32s("tokenizer.ggml.token_type", types);
-    m.texts("tokenizer.ggml.merges", {});
-    m.u32("tokenizer.ggml.bos_token_id", tok.bos_id);
-    m.u32("tokenizer.ggml.eos_token_id", tok.eos_id);
+    m.texts("tokenizer.ggml.merges", merges);
+    if (tok.bos_id >= 0) m.u32("tokenizer.ggml.bos_token_id", tok.bos_id);
+    if (tok.eos_id >= 0) m.u32("tokenizer.ggml.eos_token_id", tok.eos_id);
+}
+
+// The header: magic, version, counts, metadata, tensor infos (each tensor at a multiple of 32 bytes, the default
+// general.alignment), padded; the stream is left at the start of the data section
+const uint64_t gguf_align = 32;
+std::ofstream begin_gguf(const std::string& path, const std::vector<tensor_spec>& specs, const gguf_meta& meta,
+                         const std::function<uint32_t(const tensor_spec&)>& stored) {
+    std::string h = "GGUF";
+    auto put = [&](auto v) { h.append((const char*)&v, sizeof v); };
+    put((uint32_t)3), put((uint64_t)specs.size()), put(meta.count);
+    h += meta.b;
+    uint64_t offset = 0;
+    for (const tensor_spec& s : specs) {
+        put((uint64_t)s.name.size()), h += s.name;
+        put((uint32_t)s.ne.size());
+        for (int64_t e : s.ne) put((uint64_t)e);
+        put(stored(s)), put(offset);
+        const uint64_t bytes = (uint64_t)ggml_bytes(stored(s), s.row()) * s.rows();
+        offset += (bytes + gguf_align - 1) / gguf_align * gguf_align;
+    }
+    h.append((gguf_align - h.size() % gguf_align) % gguf_align, '\0');
+    std::ofstream o(path, std::ios::binary);
+    if (!o) throw error("cannot write " + path);
+    o.write(h.data(), (std::streamsize)h.size());
+    return o;
+}
+
+// zeros after a tensor of `bytes` up to the next tensor's alignment
+void pad_tensor(std::ofstream& o, uint64_t bytes) {
+    static const char zeros[32] = {};
+    o.write(zeros, (std::streamsize)((gguf_align - bytes % gguf_align) % gguf_align));
+}
+
+// A loaded model's tensor in GGUF order, f32: rows of s.row() values (a matrix's rows are its output columns)
+std::vector<float> model_tensor(const model& m, const tensor_spec& s) {
+    const model_weights& w = m.weights;
+    auto transposed = [](const weight_matrix& x) { // [in][out] -> [out][in]
+        const std::vector<float> v = unpack_matrix(x);
+        std::vector<float> t(v.size());
+        for (int64_t i = 0; i < x.in; i++)
+            for (int64_t j = 0; j < x.out; j++) t[(size_t)j * x.in + i] = v[(size_t)i * x.out + j];
+        return t;
+    };
+    auto table = [](const row_table& t) {
+        std::vector<float> v((size_t)t.rows * t.cols);
+        for (int64_t r = 0; r < t.rows; r++) table_row(&v[(size_t)r * t.cols], t, r);
+        return v;
+    };
+    const layer_weights* L = s.layer >= 0 ? &w.layers[s.layer] : nullptr;
+    switch (s.id) {
+    case T_TOK_EMB: return table(w.tok_emb);
+    case T_LM_HEAD: return table(w.lm_head);
+    case T_POS_EMB: return std::vector<float>(w.pos_emb.begin(), w.pos_emb.begin() + (size_t)s.row() * s.rows());
+    case T_NORM_F: return w.normf_g;
+    case T_NORM_F_B: return w.normf_b;
+    case T_ATTN_NORM: return L->norm1_g;
+    case T_ATTN_NORM_B: return L->norm1_b;
+    case T_FFN_NORM: return L->norm2_g;
+    case T_FFN_NORM_B: return L->norm2_b;
+    case T_QKV: return transposed(L->w_qkv);
+    case T_QKV_B: return L->b_qkv;
+    case T_O: return transposed(L->w_o);
+    case T_O_B: return L->b_o;
+    case T_UP: return transposed(L->w_up);
+    case T_UP_B: return L->b_up;
+    case T_DOWN: return transposed(L->w_down);
+    case T_DOWN_B: return L->b_down;
+    default: throw error(std::string("internal: no copy of ") + tensor_id_name(s.id));
+    }
 }
 
 } // namespace
@@ -315,27 +395,8 @@ int64_t write_random_gguf(const std::string& path, const model_config& cfg, cons
 
     gguf_meta meta(opt.omit);
     family_keys(meta, c);
-    tokenizer_keys(meta, c.vocab_size);
-    std::string h = "GGUF";
-    auto put = [&](auto v) { h.append((const char*)&v, sizeof v); };
-    put((uint32_t)3), put((uint64_t)specs.size()), put(meta.count);
-    h += meta.b;
-    // tensor infos: name, dims, ne, type, offset in the data section (each tensor at a multiple of 32 bytes, the
-    // default general.alignment)
-    const uint64_t align = 32;
-    auto bytes_of = [&](const tensor_spec& s) { return (uint64_t)ggml_bytes(stored(s), s.row()) * s.rows(); };
-    uint64_t offset = 0;
-    for (const tensor_spec& s : specs) {
-        put((uint64_t)s.name.size()), h += s.name;
-        put((uint32_t)s.ne.size());
-        for (int64_t e : s.ne) put((uint64_t)e);
-        put(stored(s)), put(offset);
-        offset += (bytes_of(s) + align - 1) / align * align;
-    }
-    h.append((align - h.size() % align) % align, '\0');
-    std::ofstream o(path, std::ios::binary);
-    if (!o) throw error("cannot write " + path);
-    o.write(h.data(), (std::streamsize)h.size());
+    tokenizer_keys(meta, random_byte_tokenizer((size_t)c.vocab_size));
+    std::ofstream o = begin_gguf(path, specs, meta, stored);
 
     // drawn row by row in file order (a seed names one model), rounded through the type, written: memory stays a row
     normal_source ns(opt.seed);
@@ -359,8 +420,43 @@ int64_t write_random_gguf(const std::string& path, const model_config& cfg, cons
             o.write((const char*)packed.data(), (std::streamsize)packed.size());
         }
         n_params += n * s.rows();
-        static const char zeros[32] = {};
-        o.write(zeros, (std::streamsize)((align - bytes_of(s) % align) % align));
+        pad_tensor(o, (uint64_t)ggml_bytes(stored(s), n) * s.rows());
+    }
+    if (!o) throw error("cannot write " + path + " (disk full?)");
+    return n_params;
+}
+
+int64_t write_model_gguf(const std::string& path, const model& m, uint32_t type) {
+    const model_config& c = m.config;
+    if (c.model_type != "gpt2")
+        throw error(m.path + ": quantize writes GPT-2-family models so far; this is " +
+                    (c.model_type.empty() ? std::string("another family") : c.model_type));
+    int64_t bv, bb;
+    if (!ggml_block(type, bv, bb)) throw error("quantize: unknown type " + std::to_string(type));
+    const std::vector<tensor_spec> specs = tensor_list(c);
+    for (const tensor_spec& s : specs)
+        if (s.fill == MATRIX && s.row() % bv)
+            throw error(std::string(ggml_type_name(type)) + " holds rows of whole " + std::to_string(bv) + "-value blocks, and " +
+                        s.name + "'s rows have " + std::to_string(s.row()) + " values");
+    auto stored = [&](const tensor_spec& s) { return s.fill == MATRIX ? type : (uint32_t)GGML_F32; };
+    const std::vector<std::string> omit;
+    gguf_meta meta(omit);
+    family_keys(meta, c);
+    tokenizer_keys(meta, m.tok);
+    std::ofstream o = begin_gguf(path, specs, meta, stored);
+    std::vector<uint8_t> packed;
+    int64_t n_params = 0;
+    for (const tensor_spec& s : specs) {
+        const std::vector<float> v = model_tensor(m, s);
+        if ((int64_t)v.size() != s.row() * s.rows())
+            throw error("internal: " + s.name + " has " + std::to_string(v.size()) + " values in the loaded model");
+        const size_t row_bytes = ggml_bytes(stored(s), s.row());
+        packed.resize(row_bytes * (size_t)s.rows());
+        for (int64_t r = 0; r < s.rows(); r++)
+            quantize(&packed[(size_t)r * row_bytes], &v[(size_t)r * s.row()], stored(s), s.row());
+        o.write((const char*)packed.data(), (std::streamsize)packed.size());
+        pad_tensor(o, packed.size());
+        n_params += (int64_t)v.size();
     }
     if (!o) throw error("cannot write " + path + " (disk full?)");
     return n_params;

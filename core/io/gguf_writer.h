@@ -1,7 +1,7 @@
 // Seeded random decoder models as GGUF files in llama.cpp's layout: every family of the architecture table that
 // llama.cpp runs, in every stored type quantize() writes, with the metadata llama.cpp's loader reads and a
 // byte-level tokenizer it accepts. Our loader and llama.cpp both open them (tests/test_llama_cpp.cpp compares
-// the two on the same files).
+// the two on the same files). A loaded GPT-2-family model can be written the same way in another stored type.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -46,5 +46,12 @@ struct random_gguf_options {
 // a time in file order and written as drawn, so a seed names one model and memory stays a row, whatever the
 // model's size. Returns the parameter count.
 int64_t write_random_gguf(const std::string& path, const model_config& c, const random_gguf_options& opt);
+
+// Writes a loaded model as a GGUF v3 file with its matrices (embeddings, projections, MLP, an untied head) in
+// `type` and the rest (norms, biases, learned positions) in F32, and its own tokenizer (vocabulary, merges in rank
+// order, BOS and EOS): `glassbox-cli quantize`. GPT-2-family models so far (the RoPE families' GGUF files hold
+// q and k in llama.cpp's converted order). Throws naming a matrix whose rows are not whole blocks of the type.
+// Returns the parameter count.
+int64_t write_model_gguf(const std::string& path, const model& m, uint32_t type);
 
 } // namespace gb

@@ -148,6 +148,10 @@ static void legend(const lens_output* lo) {
 }
 
 void panel_lens(app_state& s, ui_context& ui) {
+    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) { // the lens of both, where they first disagree
+        compare_lens(s, ui);
+        return;
+    }
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
     const gb::model_kind k = s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER;
     tab_hint(k == gb::KIND_SEQ2SEQ ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "

@@ -289,7 +289,8 @@ static void file_rows(app_state& s, ui_context& ui) {
         s.want_focus_model_path = false;
     }
     // one row: path, Open, and "Open recent" (the models opened before, remembered between runs) behind an arrow
-    const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::GetFrameHeight() + 4 * ImGui::GetStyle().ItemSpacing.x + 8;
+    const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::CalcTextSize("B...").x + ImGui::GetFrameHeight() +
+                            6 * ImGui::GetStyle().ItemSpacing.x + 12;
     ImGui::SetNextItemWidth(-buttons_w);
     bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
                                           ImGuiInputTextFlags_EnterReturnsTrue);
@@ -297,6 +298,8 @@ static void file_rows(app_state& s, ui_context& ui) {
     if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) open_model(s, *ui.work, s.model_path_input);
     ImGui::SameLine();
     recent_menu(s, ui);
+    ImGui::SameLine();
+    model_b_button(s, ui); // a second model to compare with
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
     ImGui::SetNextItemWidth(-px(110));
     ImGui::InputText("##session", &s.session_path);

@@ -126,6 +126,11 @@ void panel_overview(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("no result yet");
         return;
     }
+    compare_switch(s, ui); // with a model B: A, B or A vs B
+    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) {
+        compare_grid(s, ui);
+        return;
+    }
     score_controls(s, ui);
     const gb::record& c = s.result->cap();
     const int L = c.n_layer, H = c.n_head;
