@@ -315,7 +315,7 @@ const std::vector<command> table = {
       {"npy-dir", "DIR", "write atp_resid.npy [P, T], atp_heads.npy [L, H] and their *_normalized twins (--exact: "
                          "patch's files too) into DIR"},
       matmul, weights}},
-    {"circuit", cmd_circuit, gb::FEATURE_GRADIENTS,
+    {"circuit", cmd_circuit, gb::FEATURE_PATCHING,
      "a circuit: embeddings, heads, MLPs and logits, edges scored by edge attribution patching, and the top "
      "edges' faithfulness",
      {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) (--contrast TEXT | --contrast-id N) "

@@ -126,7 +126,8 @@ static void schedule_patching(app_state& s, ui_context& ui, const run_result* r)
              s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
     // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
     q.kind = ANALYSIS_CIRCUIT;
-    const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS) &&
+                         gb::offers(s.model->config, gb::FEATURE_PATCHING);
     schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
 }
 

@@ -254,7 +254,7 @@ gb::feature tab_feature(analysis_tab t) {
     static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
                                              gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
                                              gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
-                                             gb::FEATURE_GRADIENTS, gb::FEATURE_STEERING};
+                                             gb::FEATURE_PATCHING, gb::FEATURE_STEERING}; // the circuit: of patching's prompts
     return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
 }
 bool tab_available(analysis_tab t, const gb::model* m) {

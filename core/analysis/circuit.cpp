@@ -70,6 +70,7 @@ circuit_result circuit_scores(const model& m, const std::vector<int>& clean, con
     const model_config& c = m.config;
     check_patch_prompts(clean, corrupt, c);
     require(m, FEATURE_GRADIENTS);
+    require(m, FEATURE_PATCHING); // its edges estimate patching one prompt into another of a decoder-only model
     metric_spec ms;
     ms.kind = contrast >= 0 ? metric_spec::LOGIT_DIFF : metric_spec::LOGIT;
     ms.target = target;
