@@ -273,8 +273,9 @@ TEST(Circuit, AppTabShowsTheGraphAndKeepsTheCircuit) {
     EXPECT_EQ(states[1]["circuit_kept"], "circuit of 20 edges (" + std::to_string(c["circuit_nodes"].get<int>()) + " nodes)");
     EXPECT_TRUE(states[1]["circuit_in_force"]);
     EXPECT_TRUE(states[1]["run_circuit"]) << "the shown run has the circuit's patches";
-    if (c["circuit_nodes"] < c["nodes"]) // some node is patched: the prediction moves from the baseline's
+    if (c["circuit_nodes"] < c["nodes"]) { // some node is patched: the prediction moves from the baseline's
         EXPECT_GT(states[1]["kl"].get<double>(), 0.0);
+    }
     std::printf("circuit of 20 edges on the tiny GPT-2: %d of %d nodes, faithfulness %.3f, KL %.3g\n",
                 c["circuit_nodes"].get<int>(), c["nodes"].get<int>(), c["faithfulness"].get<double>(),
                 states[1]["kl"].get<double>());
