@@ -139,3 +139,10 @@ std::vector<int> expect_linear_encode_work(const gb::tokenizer& t, const std::st
                 what.c_str(), big_steps, big.size(), small_steps, small.size(), big_steps / small_steps, k);
     return ids;
 }
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}

@@ -45,6 +45,12 @@ struct command_result {
 };
 // Runs a shell command (already quoted) with stdout and stderr captured.
 command_result run_command(const std::string& cmd);
+// Runs the built glassbox-cli with args (already quoted); inline, for GLASSBOX_BINARY_DIR is the test's own.
+inline command_result run_cli(const std::string& args) {
+    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
+}
+// The bytes of a file ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // tests/node (the npm reference tokenizers, installed by tools/setup.sh --tests); inline, so that a test file's
 // own constants built from it are initialised after it
