@@ -146,3 +146,11 @@ std::string read_file(const std::string& path) {
     s << f.rdbuf();
     return s.str();
 }
+
+double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));
+    for (size_t i = 0; i < want.size(); i += every) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
+    return worst / std::max(scale, 1e-2);
+}

@@ -21,6 +21,11 @@ void expect_gb_error(const std::function<void()>& fn, const std::string& needle)
 // Infinite when got holds a NaN or Inf where want does not (or the other way round).
 double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
 
+// A backward's gradient against central differences, at every `every`-th value (where they were taken): within
+// 2e-3 of the largest |difference| (at least 1e-2), so not all zero where the differences are not. Returns the
+// worst error relative to that scale.
+double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label);
+
 // Attention without the causal mask: every probability of probs [H][T][n_past + T] is above 0 (above the diagonal
 // too) and each row sums to 1 over all keys; label names the case in failures.
 void expect_full_rows(const std::vector<float>& probs, int H, int T, int n_past, const std::string& label);
