@@ -292,10 +292,7 @@ static void panel_trace(app_state& s, ui_context& ui) {
     }
     const trace_output* o = s.tracing.get();
     if (!o || o->key != want) {
-        char label[64];
-        snprintf(label, sizeof label, st.busy ? "tracing... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
-        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
-        remember_item(ui, "trace progress");
+        analysis_progress(ui, st, "tracing... %.0f%%", "trace progress");
     }
     if (!o) return;
     const gb::trace_result& t = o->res;
@@ -337,11 +334,8 @@ void panel_patching(app_state& s, ui_context& ui) {
     }
     const bool updating = !po || po->key != want || !po->exact;
     if (updating) {
-        char label[64];
-        snprintf(label, sizeof label, st.busy ? (po && !po->exact ? "estimate shown; exact patching... %.0f%%" : "patching... %.0f%%")
-                                              : "waiting for the prompt's run", st.progress * 100);
-        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
-        remember_item(ui, "patching progress");
+        analysis_progress(ui, st, po && !po->exact ? "estimate shown; exact patching... %.0f%%" : "patching... %.0f%%",
+                          "patching progress");
     }
     if (!po) return;
     const bool has_estimate = po->exact && !po->estimate.resid.empty();
