@@ -1240,8 +1240,10 @@ TEST(GuiSettings, TheWindowSizeOfTheLastRunIsRestoredAndSizeWins) {
 TEST(GuiSettings, TheLastModelReopensAndOpenRecentListsThoseThatExist) {
     ASSERT_TRUE(have_app());
     config_home cfg("gui_settings_recent");
-    // models of their own: B's folder is deleted below
-    const tiny_model a = write_gui_model("gui_recent_a", 2, 2, 16, 21), b = write_gui_model("gui_recent_b", 3, 2, 16, 22);
+    // models of their own: B's folder is deleted below. Long names: a path wider than the Model panel must not
+    // wrap, grow the panel and fold the left column into tabs (where Open recent is hidden), as it did in CI
+    const tiny_model a = write_gui_model("gui_recent_a_in_a_folder_whose_name_is_long", 2, 2, 16, 21),
+                     b = write_gui_model("gui_recent_b_in_a_folder_whose_name_is_long", 3, 2, 16, 22);
     int rc = -1;
     auto states = run_script("--remember --model " + sq(a.dir) + " --prompt 'the cat'", "wait\nopen " + b.dir + "\nwait\nprint\n",
                              &rc, cfg.env());

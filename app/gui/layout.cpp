@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -169,7 +170,12 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     // hysteresis so that a scrollbar's width cannot make it flip every frame)
     const float pad = 2 * ImGui::GetStyle().WindowPadding.y + px(4);
     float abl_h = ui.content_h["Ablations"] + pad, model_h = ui.content_h["Model"] + pad;
-    if (abl_h + model_h + g > body_h) ui.left_tabs = true;
+    // as tabs, the panel not shown is not measured: with another model, width or scale, measure both again (one
+    // frame as two panels), else a column folded at a narrower width would stay folded
+    const std::string measured = std::to_string((uintptr_t)s.model.get()) + " " + std::to_string((int)left_w) + " " +
+                                 std::to_string(ImGui::GetFontSize());
+    if (measured != ui.left_measured) ui.left_tabs = false, ui.left_measured = measured;
+    else if (abl_h + model_h + g > body_h) ui.left_tabs = true;
     else if (abl_h + model_h + g < body_h - px(40)) ui.left_tabs = false;
     if (ui.left_tabs) {
         panel_window("Left", ImVec2(g, body_y), ImVec2(left_w, body_h), left_tabs, s, ui);

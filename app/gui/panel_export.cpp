@@ -385,6 +385,7 @@ void run_panel_export(app_state& s, ui_context& ui, font_state& fonts) {
     // what the extra frame writes that the next one reads (the layout's measures, the widgets scripts click)
     const auto content_h = ui.content_h;
     const auto widgets = ui.widgets;
+    const auto widget_frame = ui.widget_frame;
     const auto drawn = ui.drawn;
     const float prompt_h = ui.prompt_wanted_h;
     const std::string focused = ui.focused_panel, hovered = ui.hovered_panel;
@@ -416,7 +417,7 @@ void run_panel_export(app_state& s, ui_context& ui, font_state& fonts) {
     }
     st.AntiAliasedLines = aa_lines, st.AntiAliasedLinesUseTex = aa_tex, st.AntiAliasedFill = aa_fill;
     if (k != 1) apply_ui_scale(fonts, scale, fonts.large);
-    ui.content_h = content_h, ui.widgets = widgets, ui.drawn = drawn, ui.prompt_wanted_h = prompt_h;
+    ui.content_h = content_h, ui.widgets = widgets, ui.widget_frame = widget_frame, ui.drawn = drawn, ui.prompt_wanted_h = prompt_h;
     ui.focused_panel = focused, ui.hovered_panel = hovered;
 }
 

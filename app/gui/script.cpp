@@ -360,6 +360,15 @@ static std::optional<bool> waiting_command(script_runner& sc, const app_state& s
     return std::nullopt;
 }
 
+// A widget drawn in the last two frames; one drawn only earlier (its panel became a tab not shown, a popup closed)
+// is not there to be clicked: its old rectangle may now be under something else.
+static std::map<std::string, ImVec4>::const_iterator shown_widget(const ui_context& ui, const std::string& name) {
+    auto it = ui.widgets.find(name);
+    auto f = ui.widget_frame.find(name);
+    if (it != ui.widgets.end() && f != ui.widget_frame.end() && ImGui::GetFrameCount() - f->second > 2) return ui.widgets.end();
+    return it;
+}
+
 // wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
 static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui, const std::string& cmd, const std::string& arg) {
     ImGuiIO& io = ImGui::GetIO();
@@ -368,7 +377,7 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         return true;
     }
     if (cmd == "hover") { // the mouse rests on a widget (its tooltip shows from the next frame)
-        auto it = ui.widgets.find(arg);
+        auto it = shown_widget(ui, arg);
         if (it == ui.widgets.end()) {
             if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
             return false;
@@ -379,7 +388,7 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         return true;
     }
     if (cmd == "dclick") { // a double click: move, press, release, press, release
-        auto it = ui.widgets.find(arg);
+        auto it = shown_widget(ui, arg);
         if (it == ui.widgets.end()) {
             if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
             return false;
@@ -392,7 +401,7 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         return true;
     }
     if (cmd == "click" || cmd == "rclick") {
-        auto it = ui.widgets.find(arg);
+        auto it = shown_widget(ui, arg);
         if (it == ui.widgets.end()) {
             if (++sc.wait_frames > 120) throw gb::error("script: no widget named '" + arg + "'");
             return false;

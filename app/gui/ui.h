@@ -41,11 +41,13 @@ struct ui_context {
     bool image_editing = false;            // the box was being edited last frame (else it shows s.image_path)
     worker* work = nullptr;
     std::map<std::string, ImVec4> widgets; // label -> screen rect (x0, y0, x1, y1), for scripted tests
+    std::map<std::string, int> widget_frame; // label -> the ImGui frame it was last drawn in (scripts skip old ones)
     bool request_screenshot = false;       // Ctrl+E / export button: main writes the PNG after the frame
     std::string screenshot_path = "glassbox.png";
     float prompt_wanted_h = 0;             // height the prompt panel's content asked for (layout, next frame)
     std::map<std::string, float> content_h; // panel -> height its content took last frame (layout)
     bool left_tabs = false;                 // Ablations and Model share the left column as tabs
+    std::string left_measured;              // the model, column width and scale the tabs decision was made for
     bool select_model_tab = false;          // "How it differs" just opened: if the column becomes tabs, show Model's
     bool prompt_editing = false;           // the prompt shows its editor (else the wrapped text)
     int prompt_edit_frames = 0;            // frames since the editor was asked for (focus takes two)

@@ -23,6 +23,7 @@ namespace gbui {
 void remember_item(ui_context& ui, const std::string& name) {
     ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
     ui.widgets[name] = ImVec4(a.x, a.y, b.x, b.y);
+    ui.widget_frame[name] = ImGui::GetFrameCount();
 }
 
 void note_drawn(ui_context& ui, const std::string& name, ImVec2 a, ImVec2 b) { ui.drawn[name] = ImVec4(a.x, a.y, b.x, b.y); }

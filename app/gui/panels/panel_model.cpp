@@ -33,6 +33,26 @@ std::string base_name(const std::string& path) {
     return k == std::string::npos ? p : p.substr(k + 1);
 }
 
+// p cut at the left to fit max_w: whole leading folders first ("…/c/d"), then, should the last name alone not
+// fit, its leading characters (whole UTF-8 characters).
+std::string elide_path(const std::string& p, float max_w) {
+    const std::string ell = "\u2026";
+    std::string out = p;
+    while (ImGui::CalcTextSize(out.c_str()).x > max_w) {
+        size_t cut = out.find('/', out.rfind(ell, 0) == 0 ? ell.size() + 1 : 1); // the next folder after the cut
+        if (cut == std::string::npos) break;
+        out = ell + out.substr(cut);
+    }
+    size_t from = out.rfind(ell, 0) == 0 ? ell.size() : 0;
+    while (ImGui::CalcTextSize(out.c_str()).x > max_w && out.size() > from + 1) {
+        size_t next = from + 1;
+        while (next < out.size() && ((unsigned char)out[next] & 0xC0) == 0x80) next++;
+        out = ell + out.substr(next);
+        from = ell.size();
+    }
+    return out;
+}
+
 // The folder that holds it, with the home folder as "~" and, when wider than max_w pixels, its start cut ("…/b/c").
 std::string folder_label(const std::string& path, float max_w) {
     std::string p = path;
@@ -42,12 +62,7 @@ std::string folder_label(const std::string& path, float max_w) {
     if (const char* home = std::getenv("HOME"); home && *home && dir.rfind(home, 0) == 0 &&
                                                   (dir.size() == std::strlen(home) || dir[std::strlen(home)] == '/'))
         dir = "~" + dir.substr(std::strlen(home));
-    while (ImGui::CalcTextSize(dir.c_str()).x > max_w) {
-        size_t cut = dir.find('/', dir.rfind("\u2026", 0) == 0 ? 4 : 1); // the next folder after the cut
-        if (cut == std::string::npos) break;
-        dir = "\u2026" + dir.substr(cut);
-    }
-    return dir;
+    return elide_path(dir, max_w);
 }
 
 } // namespace
@@ -123,7 +138,11 @@ IM_FMTARGS(1) static void bullet(const char* fmt, ...) {
 static void architecture_lines(const gb::model& m) {
     const gb::model_config& c = m.config;
     const gb::arch_info& a = gb::arch_table(c.arch);
-    ImGui::TextWrapped("%s", m.path.c_str());
+    // one line whatever the path's length (a wrapped path would grow the panel and fold the column into tabs); the
+    // whole path on hover
+    const std::string shown = elide_path(m.path, ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(shown.c_str());
+    if (shown != m.path && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", m.path.c_str());
     const gb::model_kind kind = gb::kind_of(c);
     const bool s2s = kind == gb::KIND_SEQ2SEQ;
     const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
@@ -289,8 +308,10 @@ static void file_rows(app_state& s, ui_context& ui) {
         s.want_focus_model_path = false;
     }
     // one row: path, Open, and "Open recent" (the models opened before, remembered between runs) behind an arrow
-    const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::CalcTextSize("B...").x + ImGui::GetFrameHeight() +
-                            6 * ImGui::GetStyle().ItemSpacing.x + 12;
+    // Open and B... with their frame padding, the square arrow, and the gaps between the four items
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::CalcTextSize("B...").x + 4 * st.FramePadding.x +
+                            ImGui::GetFrameHeight() + 3 * st.ItemSpacing.x;
     ImGui::SetNextItemWidth(-buttons_w);
     bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
                                           ImGuiInputTextFlags_EnterReturnsTrue);
