@@ -1309,6 +1309,39 @@ TEST(GuiSettings, AModelThatNoLongerLoadsKeepsTheCurrentOne) {
     EXPECT_EQ(states[1]["tokens"], states[0]["tokens"]);
 }
 
+// The soak's script commands (tools/soak.py): a click on a control not on screen does nothing, a drag moves a
+// slider, and repeat-until runs the script again until its time has passed.
+TEST(GuiScript, SoakCommandsSkipHiddenControlsDragAndRepeat) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt 'the cat sat'",
+                             "wait\ntry-click no such control\ntab attribution\nwait\nclick saliency integrated gradients\n"
+                             "wait\nprint\ndrag saliency steps 120 0\nwait\nprint\nframes 2\nrepeat-until 1.5\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_GE(states.size(), 4u) << "the script ran again until 1.5 s had passed";
+    EXPECT_EQ(states[0]["tab"], "attribution");
+    const auto& before = states[0]["attribution"]["saliency_steps"];
+    const auto& after = states[1]["attribution"]["saliency_steps"];
+    ASSERT_TRUE(before.is_number() && after.is_number());
+    EXPECT_GT(after.get<int>(), before.get<int>()) << "the drag to the right moved the steps slider up";
+}
+
+// A tab the model lacks falls back to Head even while another panel fills the window (the tab bar is not drawn
+// then), and the run settles: before, `wait` waited for the tab bar for ever.
+TEST(GuiScale, ATabTheModelLacksFallsBackWhileAPanelFillsTheWindow) {
+    ASSERT_TRUE(have_app());
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt 'the cat'",
+                             "wait\nmaximise overview\ntab cross\nwait\nprint\nrestore\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    EXPECT_EQ(states[0]["maximised"], "Overview");
+    EXPECT_EQ(states[0]["tab"], "head");
+    EXPECT_EQ(states[1]["maximised"], "");
+    EXPECT_EQ(states[1]["tab"], "head");
+}
+
 TEST(GuiSettings, AMalformedSettingsFileGivesTheDefaultsAndOneMessage) {
     ASSERT_TRUE(have_app());
     const std::string args = "--remember --model " + sq(gui_model().dir) + " --prompt 'the cat'";

@@ -96,7 +96,7 @@ void compare_worker::loop() {
             running_ = false;
             if (loaded) loaded_ = loaded;
             if (out) done_ = out;
-            if (!err.empty()) error_ = err, has_error_ = true;
+            if (!err.empty()) error_ = err, error_key_ = j.load ? "" : j.key, has_error_ = true;
         }
         if (wake) wake();
     }
@@ -121,6 +121,7 @@ void compare_worker::poll(app_state& s) {
     if (done_) c.out = done_, done_.reset();
     if (has_error_) {
         s.error = error_, has_error_ = false;
+        if (!error_key_.empty()) c.failed = error_key_;
         c.loading = false;
         if (!c.model) c.asked.clear();
     }
@@ -145,7 +146,8 @@ bool schedule_compare(app_state& s, ui_context& ui) {
         s.cmp.asked = key;
         s.cmp.busy = true;
     }
-    return !s.cmp.loading && s.cmp.out && s.cmp.out->key == key;
+    // done: compared, or failed with its error shown (until the inputs change)
+    return !s.cmp.loading && ((s.cmp.out && s.cmp.out->key == key) || s.cmp.failed == key);
 }
 
 const compare_output* current_compare(const app_state& s) {

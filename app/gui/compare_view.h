@@ -40,6 +40,7 @@ struct compare_slot {
     std::shared_ptr<const compare_output> out; // newest comparison (may be of older inputs)
     bool loading = false, busy = false;
     std::string asked;                         // the key last sent to the worker
+    std::string failed;                        // the key whose comparison failed (its error is shown; it is done)
 };
 
 // Loads model B and runs comparisons on one thread; a newer request replaces a waiting one.
@@ -72,7 +73,7 @@ private:
     // finished, waiting for poll()
     std::shared_ptr<const gb::model> loaded_;
     std::shared_ptr<const compare_output> done_;
-    std::string error_;
+    std::string error_, error_key_; // error_key_: the comparison's key ("" for a load)
     bool has_error_ = false;
     std::thread thread_;
 };

@@ -156,13 +156,17 @@ int first_head(const gb::head_scores& sc) {
 
 // The shown result is of the inputs as they are now (key), with everything it shows computed and uploaded.
 static bool all_settled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done) {
+    // (the tab bar shows the chosen tab only while the Analysis panel is drawn: not while another fills the window)
+    const bool tab_shown = s.tab == ui.tab_shown || (!ui.maximised.empty() && ui.maximised != "Analysis");
     return s.model && s.result && !s.busy && !s.loading && ui.work->idle() && key == ui.run_requested && !s.next_pixels &&
-           s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && s.tab == ui.tab_shown &&
-           !s.demo_waiting;
+           s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && tab_shown && !s.demo_waiting;
 }
 
 bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_ms) {
     take_results(s, ui, f);
+    // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once no
+    // model that might have it is on its way (here, not in the tab bar: that is not drawn while a panel is maximised)
+    if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
     *upload_ms = show_next_result(s, ui);
     recolour_if_needed(s, ui, f);
     open_dropped(s, *ui.work);
@@ -251,7 +255,7 @@ std::optional<int> headless_end(app_state& s, const ui_context& ui, frame_state&
     if (!opt.screenshot.empty() && script_done)
         if (std::optional<int> rc = finish_screenshot(s, ui, f, settled, opt.screenshot, fb_w, fb_h)) return rc;
     if (!opt.script.empty() && script_done && opt.screenshot.empty()) return 0;
-    if (ui.headless && clock_type::now() - f.started > std::chrono::seconds(120)) {
+    if (ui.headless && std::chrono::duration<double>(clock_type::now() - f.started).count() > f.limit_s) {
         std::fprintf(stderr, "error: timed out waiting for the result\n");
         return 1;
     }

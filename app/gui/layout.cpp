@@ -69,9 +69,7 @@ static void analysis_tabs(app_state& s, ui_context& ui) {
     static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
                                                                       panel_learn, panel_sampling, panel_experts, panel_image,
                                                                       panel_cross, panel_circuit, panel_steer};
-    // a tab this model lacks (Experts of a dense model, chosen by a session or a script) falls back to Head, once
-    // no model that might have it is on its way
-    if (!tab_available(s.tab, s.model.get()) && !s.loading && !s.pending) s.tab = TAB_HEAD;
+    // (a tab this model lacks has fallen back to Head in update_state)
     if (ImGui::BeginTabBar("##analysis")) {
         const bool forced = s.tab != ui.tab_shown;
         for (int t = 0; t < TAB_COUNT; t++) {

@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
         if (!model_path.empty()) work.load(model_path);
         frame_state f;
         f.restoring = restoring;
+        f.limit_s += script.repeat_s; // a soak's script repeats for that long (tools/soak.py)
         f.startup_pending = s.pending; // for the default, if `restoring` fails
         work.wake = [] { glfwPostEmptyEvent(); };
         if (!s.config_dir.empty()) catch_quit_signals(); // only to save the settings on the way out

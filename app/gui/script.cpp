@@ -29,6 +29,8 @@ void read_script(script_runner& sc, const std::string& path) {
     if (!f) throw gb::error("cannot open script " + path);
     for (std::string l; std::getline(f, l);)
         if (!l.empty() && l[0] != '#') sc.lines.push_back(l);
+    for (const std::string& l : sc.lines)
+        if (l.rfind("repeat-until ", 0) == 0) sc.repeat_s = std::max(sc.repeat_s, std::atof(l.c_str() + 13));
 }
 
 void write_png(const std::string& path, int w, int h) {
@@ -87,7 +89,7 @@ static bool latency_step(script_runner& sc, const app_state& s, bool settled, co
         nlohmann::json j = {{"keystroke_to_result_ms", sc.latencies}, {"median_ms", median(sc.latencies)},
                             {"keystroke_to_arrival_ms", sc.arrivals}, {"median_arrival_ms", median(sc.arrivals)},
                             {"worker_ms", sc.worker_ms}, {"median_worker_ms", median(sc.worker_ms)}};
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str()); // (a path need not be UTF-8)
         std::fflush(stdout);
         sc.phase = 0, sc.latencies.clear(), sc.arrivals.clear(), sc.worker_ms.clear();
         return true;
@@ -339,7 +341,7 @@ static std::optional<bool> layout_command(script_runner& sc, app_state& s, ui_co
     return std::nullopt;
 }
 
-// wait-running lens|patching|trace | frames N
+// wait-running lens|patching|trace | frames N | repeat-until SECONDS
 static std::optional<bool> waiting_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
         analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING
@@ -351,6 +353,10 @@ static std::optional<bool> waiting_command(script_runner& sc, const app_state& s
         }
         if (++sc.wait_frames > 6000) throw gb::error("script: " + arg + " never ran");
         return false;
+    }
+    if (cmd == "repeat-until") { // SECONDS: back to the first line until that long after the script started
+        if (std::chrono::duration<double>(clock_type::now() - sc.started).count() < std::atof(arg.c_str())) sc.next = (size_t)-1;
+        return true; // (the caller's next++ makes it line 0)
     }
     if (cmd == "frames") { // let N frames pass
         if (++sc.phase < std::max(1, std::atoi(arg.c_str()))) return false;
@@ -369,9 +375,40 @@ static std::map<std::string, ImVec4>::const_iterator shown_widget(const ui_conte
     return it;
 }
 
-// wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
+// A press on a widget's centre, the mouse moved by (dx, dy) over four frames, a release (sliders, the grid).
+static bool drag_step(script_runner& sc, const ImVec4& r, float dx, float dy) {
+    ImGuiIO& io = ImGui::GetIO();
+    const ImVec2 c((r.x + r.z) / 2, (r.y + r.w) / 2);
+    const float f = sc.phase < 2 ? 0.0f : std::min(1.0f, (sc.phase - 1) / 4.0f);
+    sc.hovering = false;
+    io.MousePos = ImVec2(c.x + f * dx, c.y + f * dy);
+    io.MouseDown[0] = sc.phase >= 1 && sc.phase <= 5;
+    if (++sc.phase < 7) return false;
+    sc.phase = 0;
+    return true;
+}
+
+// wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL | try-click LABEL | drag LABEL DX DY
 static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui, const std::string& cmd, const std::string& arg) {
     ImGuiIO& io = ImGui::GetIO();
+    if (cmd == "try-click") { // a click when the widget is on screen now, else nothing (the soak's random clicks)
+        if (shown_widget(ui, arg) == ui.widgets.end()) { // (or it went away mid-click: let go)
+            if (sc.phase > 0) io.MouseDown[0] = false, sc.phase = 0;
+            return true;
+        }
+        return mouse_command(sc, ui, "click", arg);
+    }
+    if (cmd == "drag") { // LABEL DX DY (LABEL may hold spaces): nothing when the widget is not on screen
+        const size_t b = arg.find_last_of(' '), a = b == std::string::npos ? b : arg.find_last_of(' ', b - 1);
+        if (a == std::string::npos) throw gb::error("script: drag LABEL DX DY, not " + arg);
+        auto it = shown_widget(ui, arg.substr(0, a));
+        if (it == ui.widgets.end()) {
+            if (sc.phase == 0) return true;
+            sc.phase = 0, io.MouseDown[0] = false; // it went away mid-drag: let go
+            return true;
+        }
+        return drag_step(sc, it->second, (float)std::atof(arg.substr(a + 1, b - a - 1).c_str()), (float)std::atof(arg.substr(b + 1).c_str()));
+    }
     if (cmd == "wheel") { // the mouse wheel turned N notches (negative: down) where the mouse is (see hover)
         io.MouseWheel = (float)std::atof(arg.c_str());
         return true;

@@ -36,9 +36,11 @@ struct script_runner {
     bool hovering = false; // "hover": the mouse stays at hover_at (the backend resets it every frame)
     ImVec2 hover_at;
     int wait_frames = 0;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(); // "repeat-until" counts from it
     double ui_ms = 0;     // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster (main sets it)
     double upload_ms = 0; // time of the last frame's texture uploads, 0 when none (main sets it)
     bool done() const { return next >= lines.size(); }
+    double repeat_s = 0;  // the longest "repeat-until SECONDS": a headless run may last that much longer
     // a `latency` line is waiting for its keystroke's result
     bool latency_waiting() const { return !done() && lines[next].rfind("latency ", 0) == 0 && phase > 0 && !arrived; }
 };

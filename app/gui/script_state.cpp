@@ -359,7 +359,7 @@ void print_state(const app_state& s, const ui_context& ui) {
     add_learn_picture(j, ui);
     add_analyses(j, s);
     add_compare(j, s);
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str()); // (a path need not be UTF-8)
     std::fflush(stdout);
 }
 
