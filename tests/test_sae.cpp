@@ -11,12 +11,14 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis/feature_index.h"
 #include "analysis/features.h"
+#include "analysis/sae_train.h"
 #include "io/loader.h"
 #include "io/npz.h"
 #include "io/safetensors.h"
@@ -455,4 +457,86 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
         EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << "\n" << r.err;
     }
+}
+
+namespace {
+
+// x = Σ a_i dir_i over a few of n_feat planted unit directions (each on with probability p, a_i in [1, 2]).
+std::vector<float> planted_data(int d, int n_feat, int64_t n, float p, uint32_t seed, std::vector<std::vector<float>>& dirs) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g;
+    std::uniform_real_distribution<float> u(0, 1);
+    dirs.assign(n_feat, std::vector<float>(d));
+    for (auto& v : dirs) {
+        float nn = 0;
+        for (float& e : v) {
+            e = g(rng);
+            nn += e * e;
+        }
+        for (float& e : v) e /= std::sqrt(nn);
+    }
+    std::vector<float> x((size_t)n * d, 0.0f);
+    for (int64_t r = 0; r < n; r++)
+        for (int i = 0; i < n_feat; i++)
+            if (u(rng) < p) {
+                const float a = 1 + u(rng);
+                for (int j = 0; j < d; j++) x[(size_t)r * d + j] += a * dirs[i][j];
+            }
+    return x;
+}
+
+// For each planted direction, the best cosine with any decoder row.
+std::vector<double> best_cosines(const gb::sae& s, const std::vector<std::vector<float>>& dirs) {
+    std::vector<double> out;
+    for (const auto& v : dirs) {
+        double best = -1;
+        for (int i = 0; i < s.d_sae; i++) {
+            double dot = 0, nn = 0;
+            for (int j = 0; j < s.d_out; j++) dot += v[j] * s.W_dec[(size_t)i * s.d_out + j], nn += std::pow(s.W_dec[(size_t)i * s.d_out + j], 2);
+            best = std::max(best, dot / std::sqrt(nn));
+        }
+        out.push_back(best);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST(SaeTrain, RecoversPlantedSparseFeatures) {
+    const int d = 24, n_feat = 32;
+    std::vector<std::vector<float>> dirs;
+    const std::vector<float> x = planted_data(d, n_feat, 20000, 3.0f / n_feat, 7, dirs);
+    for (int k : {0, 4}) {
+        gb::sae_train_options o;
+        o.d_sae = 64, o.k = k, o.l1 = k ? 0 : 0.5f, o.steps = k ? 1500 : 2000, o.batch = 256, o.lr = 2e-3f, o.seed = 1;
+        double explained = 0;
+        const gb::sae s = gb::train_sae(x.data(), 20000, d, o, "", [&](const gb::sae_train_progress& p) { explained = p.explained; });
+        const std::vector<double> cos = best_cosines(s, dirs);
+        const double worst = *std::min_element(cos.begin(), cos.end());
+        EXPECT_GE(worst, 0.9) << (k ? "topk" : "relu+l1") << ": the worst-recovered planted feature";
+        EXPECT_GT(explained, 0.8) << (k ? "topk" : "relu+l1");
+        for (int i = 0; i < s.d_sae; i++) { // unit-norm decoder rows
+            double nn = 0;
+            for (int j = 0; j < d; j++) nn += std::pow(s.W_dec[(size_t)i * d + j], 2);
+            ASSERT_NEAR(nn, 1.0, 1e-4);
+        }
+    }
+}
+
+TEST(SaeTrain, ResumingGivesTheSameWeights) {
+    std::vector<std::vector<float>> dirs;
+    const std::vector<float> x = planted_data(12, 16, 4000, 0.15f, 3, dirs);
+    const std::string dir = test_temp_dir("sae_resume");
+    gb::sae_train_options o;
+    o.d_sae = 24, o.k = 3, o.steps = 120, o.batch = 64, o.seed = 2, o.dead_after = 40, o.save_every = 60;
+    const gb::sae straight = gb::train_sae(x.data(), 4000, 12, o, dir + "/a.state", {});
+    o.steps = 60;
+    gb::train_sae(x.data(), 4000, 12, o, dir + "/b.state", {});
+    o.steps = 120;
+    int64_t at = -1;
+    const gb::sae resumed = gb::train_sae(x.data(), 4000, 12, o, dir + "/b.state", {}, &at);
+    EXPECT_EQ(at, 60);
+    EXPECT_EQ(resumed.W_dec, straight.W_dec);
+    EXPECT_EQ(resumed.W_enc, straight.W_enc);
+    EXPECT_EQ(resumed.b_dec, straight.b_dec);
 }
