@@ -540,3 +540,34 @@ TEST(SaeTrain, ResumingGivesTheSameWeights) {
     EXPECT_EQ(resumed.W_enc, straight.W_enc);
     EXPECT_EQ(resumed.b_dec, straight.b_dec);
 }
+
+TEST(SaeTrain, CliTrainsResumesAndWritesWhatTheLoaderReads) {
+    const std::string dir = test_temp_dir("sae_train_cli");
+    tiny_spec spec;
+    const tiny_model tm = write_tiny_gpt2(dir + "/model", spec);
+    std::ofstream(dir + "/corpus.txt") << "the cat sat on the mat. the dog sat on the log. a cat and a dog met on a mat.\n"
+                                          "hello world, hello there, the world says hello.\n";
+    const std::string base = "train-sae --model " + dir + "/model --hook resid_post --layer 1 --corpus " + dir +
+                             "/corpus.txt --features 32 --k 4 --batch 32 --out " + dir + "/sae --json " + dir + "/t.json";
+    command_result r = cli(base + " --steps 40");
+    ASSERT_EQ(r.code, 0) << r.err;
+    r = cli(base + " --steps 80");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("resumed at step 40"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
+    EXPECT_EQ(j["resumed_at"], 40);
+    EXPECT_GT(j["explained"].get<double>(), 0.0);
+    const nlohmann::json cfg = nlohmann::json::parse(slurp(dir + "/sae/cfg.json"));
+    EXPECT_EQ(cfg["architecture"], "topk");
+    EXPECT_EQ(cfg["hook_name"], "blocks.1.hook_resid_post");
+    EXPECT_EQ(cfg["k"], 4);
+    gb::model m = gb::load_model(dir + "/model");
+    const gb::bound_sae b = gb::open_sae(dir + "/sae", m);
+    EXPECT_EQ(b.s->d_sae, 32);
+    EXPECT_EQ(b.in, gb::HOOK_RESID_POST);
+    EXPECT_TRUE(b.warnings.empty()) << b.warnings[0];
+    r = cli("train-sae --model " + dir + "/model --hook resid_post --layer 1 --corpus " + dir +
+            "/corpus.txt --features 32 --k 4 --l1 0.1 --out " + dir + "/bad");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("one of --k K"), std::string::npos) << r.err;
+}

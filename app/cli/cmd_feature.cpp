@@ -24,6 +24,7 @@ int cmd_feature(const args& a) {
         bool built = false;
         std::string path, note;
         const gb::feature_index ix = gb::cached_feature_index(m, b, a.get("corpus"), a.has("bos"), [](int done, int total) {
+            if (done != total && (int64_t)done * 100 / total == (int64_t)(done - 1) * 100 / total) return; // each percent
             std::fprintf(stderr, "\rindexing the corpus: window %d of %d", done, total);
             if (done == total) std::fprintf(stderr, "\n");
         }, built, path, note);

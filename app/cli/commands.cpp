@@ -75,6 +75,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
   features     --prompt P --sae DIR [--top K] [--json FILE] [--npy-dir DIR]   an SAE's or transcoder's
                features per token, its reconstruction error and the loss with it spliced in
+  train-sae    --hook resid_post --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR
+               [--steps S] [--batch B] [--lr LR] [--seed S]   an SAE on the model's own activations
   feature      --sae DIR --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
                contexts over a corpus and its effect on the logits
 
@@ -478,6 +480,25 @@ const std::vector<command> table = {
       {"top", "N", "contexts and tokens listed (default 20; the index keeps 32 per feature)"}, bos,
       {"json", "FILE", "write contexts [{text, position, activation, token, window}], promotes and suppresses "
                        "[{id, text, effect}] as JSON"},
+      matmul, weights}},
+    {"train-sae", cmd_train_sae, gb::FEATURE_SAE,
+     "train an SAE on the model's own activations at a hook point over a corpus (TopK or ReLU + L1, Adam, unit-norm "
+     "decoder rows, dead features resampled), resumable, written in SAELens's format",
+     {"--hook POINT --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR [--model PATH] [options]"},
+     {model, tokenizer,
+      {"hook", "POINT", "resid_pre, resid_mid, resid_post, attn_out or mlp_out"},
+      {"layer", "L", "the layer"},
+      {"corpus", "FILE", "a text file, cut into windows of 128 tokens (or the context)"},
+      {"features", "N", "d_sae, the number of features"},
+      {"k", "K", "TopK: the K largest pre-activations of each position kept"},
+      {"l1", "C", "ReLU + L1: the L1 coefficient on the activations (decoder rows are unit norm)"},
+      {"out", "DIR", "the SAE's folder: cfg.json, sae_weights.safetensors and train_state.bin, from which a run with "
+                     "the same options resumes (a longer --steps continues it)"},
+      {"steps", "S", "Adam steps (default 2000)"}, {"batch", "B", "activations per step (default 256)"},
+      {"lr", "LR", "Adam's learning rate (default 0.001)"}, {"seed", "S", "initialisation and batches (default 0)"},
+      {"dead-after", "N", "steps without firing after which a feature is resampled (default 500; 0: never)"},
+      {"max-tokens", "N", "activations collected from the corpus at most (default 200000)"}, bos,
+      {"json", "FILE", "write the options, the final loss, explained variance, dead fraction and the throughput as JSON"},
       matmul, weights}},
 };
 

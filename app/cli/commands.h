@@ -64,5 +64,6 @@ int cmd_steer(const args& a);
 int cmd_steer_sweep(const args& a);
 int cmd_features(const args& a);
 int cmd_feature(const args& a);
+int cmd_train_sae(const args& a);
 
 } // namespace cli
