@@ -448,6 +448,13 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(cached,"), std::string::npos) << r.out;
     EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/one.json"))["contexts"], fj["contexts"]);
+    // bench --sae: the forward and the features' time for each length
+    r = cli("bench " + model + "--tokens 8 --repeat 1 --json " + dir + "/bench.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json bj = nlohmann::json::parse(slurp(dir + "/bench.json"));
+    ASSERT_EQ(bj["results"].size(), 1u);
+    EXPECT_EQ(bj["results"][0]["tokens"], 8);
+    EXPECT_GT(bj["results"][0]["ratio"].get<double>(), 1.0);
     // refusals: exit 2, one line
     for (const std::string& bad : {"run --model " + dir + "/model --prompt hi --feature-ablate 3",
                                    "run " + model + "--prompt hi --feature-ablate 99",

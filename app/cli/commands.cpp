@@ -371,6 +371,8 @@ const std::vector<command> table = {
       {"repeat", "N", "timed runs per length, reported as median, min and max (default 10)"},
       {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
                           "ablation, against a fresh forward"},
+      {"sae", "DIR", "time the forward that keeps an SAE's points against the features computed from it "
+                      "(activations, reconstruction, MSE, FVU): median ms of each and (forward + features) / forward"},
       {"grad", "", "time the backward pass (every residual point's and head's gradient) against its forward"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},

@@ -115,7 +115,7 @@ feature_index build_feature_index(const model& m, const bound_sae& b, const std:
         record rec;
         run_forward(rec, m, ix.chunks[w], {}, opt);
         const int T = rec.n_tokens;
-        sae_encode(f, s, rec.get(b.in, b.layer), T);
+        sae_encode(f, s, rec.get(b.in, b.layer), T, b.enc.get());
         for (int t = 0; t < T; t++)
             for (int i = 0; i < s.d_sae; i++) {
                 const float a = f[(size_t)t * s.d_sae + i];

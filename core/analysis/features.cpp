@@ -9,6 +9,7 @@
 #include <map>
 
 #include "model/kind.h"
+#include "kernels/gemm.h"
 #include "model/quant.h"
 #include "run/forward.h"
 #include "util/error.h"
@@ -77,6 +78,7 @@ bound_sae bind_sae(std::shared_ptr<const sae> s, const model& m) {
         if (base(s->model_name) != ours)
             b.warnings.push_back("the SAE names its model " + s->model_name + ", the model loaded is " + ours);
     }
+    b.enc = std::make_shared<const weight_matrix>(pack_matrix(s->W_enc, s->d_in, s->d_sae));
     b.s = std::move(s);
     return b;
 }
@@ -86,13 +88,18 @@ bound_sae open_sae(const std::string& path, const model& m) {
     return bind_sae(std::make_shared<const sae>(read_sae(path)), m);
 }
 
-void sae_encode(std::vector<float>& f, const sae& s, const float* x, int n) {
+void sae_encode(std::vector<float>& f, const sae& s, const float* x, int n, const weight_matrix* enc) {
     f.assign((size_t)n * s.d_sae, 0.0f);
     mat xin = cmap(x, n, s.d_in);
     if (s.apply_b_dec_to_input) xin.rowwise() -= Eigen::Map<const Eigen::RowVectorXf>(s.b_dec.data(), s.d_in);
-    mmap pre(f.data(), n, s.d_sae);
-    pre.noalias() = xin * cmap(s.W_enc.data(), s.d_in, s.d_sae);
-    pre.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(s.b_enc.data(), s.d_sae);
+    if (enc) {
+        gemm_scratch scratch;
+        gemm(f.data(), xin.data(), *enc, s.b_enc, n, scratch);
+    } else {
+        mmap pre(f.data(), n, s.d_sae);
+        pre.noalias() = xin * cmap(s.W_enc.data(), s.d_in, s.d_sae);
+        pre.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(s.b_enc.data(), s.d_sae);
+    }
     std::vector<float> row;
     for (int t = 0; t < n; t++) {
         float* r = f.data() + (size_t)t * s.d_sae;
@@ -122,9 +129,17 @@ void sae_encode(std::vector<float>& f, const sae& s, const float* x, int n) {
 
 void sae_decode(std::vector<float>& xhat, const sae& s, const float* f, int n) {
     xhat.resize((size_t)n * s.d_out);
-    mmap out(xhat.data(), n, s.d_out);
-    out.noalias() = cmap(f, n, s.d_sae) * cmap(s.W_dec.data(), s.d_sae, s.d_out);
-    out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(s.b_dec.data(), s.d_out);
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < n; t++) {
+        float* out = xhat.data() + (size_t)t * s.d_out;
+        std::copy(s.b_dec.begin(), s.b_dec.end(), out);
+        const float* ft = f + (size_t)t * s.d_sae;
+        for (int i = 0; i < s.d_sae; i++)
+            if (ft[i] != 0) {
+                const float a = ft[i], *w = s.W_dec.data() + (size_t)i * s.d_out;
+                for (int j = 0; j < s.d_out; j++) out[j] += a * w[j];
+            }
+    }
 }
 
 record sae_record(const model& m, const bound_sae& b, const std::vector<int>& tokens, const ablation& ab) {
@@ -143,7 +158,7 @@ feature_result features_of(const bound_sae& b, const record& rec) {
     feature_result r;
     const int T = rec.n_tokens, d = s.d_out;
     r.n_tokens = T, r.d_sae = s.d_sae, r.d_out = d;
-    sae_encode(r.acts, s, kept(rec, b.in, b.layer), T);
+    sae_encode(r.acts, s, kept(rec, b.in, b.layer), T, b.enc.get());
     sae_decode(r.recon, s, r.acts.data(), T);
     const float* x = kept(rec, b.out, b.layer);
     std::vector<double> mean(d, 0.0);
@@ -222,7 +237,7 @@ intervention feature_intervention(const bound_sae& b, const record& rec, const s
     const sae& s = *b.s;
     const int T = rec.n_tokens, d = s.d_out;
     std::vector<float> f;
-    sae_encode(f, s, kept(rec, b.in, b.layer), T);
+    sae_encode(f, s, kept(rec, b.in, b.layer), T, b.enc.get());
     const float* x = kept(rec, b.out, b.layer);
     values.assign(x, x + (size_t)T * d);
     for (int t = 0; t < T; t++) {

@@ -21,6 +21,7 @@ struct bound_sae {
     std::shared_ptr<const sae> s;
     hook_point in = HOOK_RESID_POST, out = HOOK_RESID_POST; // where it reads and writes (the same for an SAE)
     int layer = 0;
+    std::shared_ptr<const weight_matrix> enc; // W_enc packed for the process's matmul kernel (AMX or fp32)
     std::vector<std::string> warnings; // e.g. "the SAE was trained on gpt2-small, the model is tiny"
 };
 // Throws gb::error (one line) when s does not fit m: a point the model does not have, a layer outside it, d_in
@@ -29,9 +30,10 @@ bound_sae bind_sae(std::shared_ptr<const sae> s, const model& m);
 // read_sae then bind_sae.
 bound_sae open_sae(const std::string& path, const model& m);
 
-// f [n][d_sae] from x [n][d_in], as the architecture says (core/io/sae.h).
-void sae_encode(std::vector<float>& f, const sae& s, const float* x, int n);
-// x̂ [n][d_out] = f W_dec + b_dec.
+// f [n][d_sae] from x [n][d_in], as the architecture says (core/io/sae.h); the product on enc (W_enc packed, a
+// bound SAE's) with the model's kernel when given, else in plain f32 (training, whose weights change every step).
+void sae_encode(std::vector<float>& f, const sae& s, const float* x, int n, const weight_matrix* enc = nullptr);
+// x̂ [n][d_out] = f W_dec + b_dec, over f's non-zero entries (f is sparse).
 void sae_decode(std::vector<float>& xhat, const sae& s, const float* f, int n);
 
 struct feature_result {

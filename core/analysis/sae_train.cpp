@@ -28,7 +28,7 @@ struct trainer {
     std::vector<float> m[4], v[4];
     int64_t step = 0;
     int resampled = 0;
-    std::vector<int64_t> last_fired; // [d_sae]
+    std::vector<int64_t> last_fired; // [d_sae] the last step (counted from 1) it fired in; 0: never
     std::vector<float>* param(int i) { return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : &s.b_dec; }
 };
 
@@ -161,7 +161,7 @@ sae_train_progress step(trainer& t, const float* x, int64_t n, const sae_train_o
     for (int b = 0; b < B; b++)
         for (int i = 0; i < F; i++)
             if (Fm(b, i) <= 0) dPre(b, i) = 0;
-            else t.last_fired[i] = t.step;
+            else t.last_fired[i] = t.step + 1; // the number of the step this is
     const mat gWe = Xc.transpose() * dPre;
     const vec gbe = dPre.colwise().sum();
     const vec gbd = G.colwise().sum() - (We * gbe.transpose()).transpose();
@@ -217,7 +217,7 @@ sae train_sae(const float* x, int64_t n, int d, const sae_train_options& o, cons
             r.step = t.step, r.steps = o.steps, r.loss = sum.loss / in_sum, r.explained = sum.explained / in_sum;
             const int64_t window = o.dead_after > 0 ? o.dead_after : 1000;
             int dead = 0;
-            for (int64_t lf : t.last_fired) dead += t.step - lf > std::min<int64_t>(window, t.step - 1);
+            for (int64_t lf : t.last_fired) dead += lf == 0 || t.step - lf >= window; // never fired, or not lately
             r.dead_fraction = (double)dead / o.d_sae;
             r.resampled = t.resampled;
             progress(r);
