@@ -124,7 +124,8 @@ struct sae_case {
     std::string name;
     gb::sae_arch arch;
     std::string in, out;
-    bool npz;
+    bool npz;                 // Gemma Scope's layout: params.npz under a path naming the hook
+    bool safetensors = false; // with npz: params.safetensors instead
 };
 
 std::vector<sae_case> cases() {
@@ -133,7 +134,8 @@ std::vector<sae_case> cases() {
             {"jumprelu", gb::SAE_JUMPRELU, "mlp_out", "mlp_out", false},
             {"jumprelu-npz", gb::SAE_JUMPRELU, "resid_post", "resid_post", true},
             {"transcoder", gb::SAE_RELU, "mlp_in", "mlp_out", false},
-            {"transcoder-jumprelu-npz", gb::SAE_JUMPRELU, "mlp_in", "mlp_out", true}};
+            {"transcoder-jumprelu-npz", gb::SAE_JUMPRELU, "mlp_in", "mlp_out", true},
+            {"jumprelu-mlp-gemma-safetensors", gb::SAE_JUMPRELU, "mlp_out", "mlp_out", true, true}};
 }
 
 // The case written to disk (SAELens folder, or params.npz under a Gemma Scope-like path) and read back.
@@ -142,9 +144,9 @@ gb::bound_sae write_and_open(const sae_case& c, const gb::model& m, int layer, c
     const gb::sae s = random_sae(c.arch, d, d, 24, c.in, c.out, layer, seed);
     std::string dir;
     if (c.npz) {
-        dir = root + "/gemma-scope-tiny-" + (s.transcoder ? std::string("transcoders") : std::string("pt-res")) + "/layer_" +
-              std::to_string(layer) + "/width_24/average_l0_5";
-        gb::write_sae_npz(dir, s);
+        const std::string kind = s.transcoder ? "transcoders" : c.in == "mlp_out" ? "pt-mlp" : "pt-res";
+        dir = root + "/gemma-scope-tiny-" + kind + "/layer_" + std::to_string(layer) + "/width_24/average_l0_5";
+        gb::write_sae_npz(dir, s, c.safetensors);
     } else {
         dir = root + "/" + c.name;
         gb::write_sae_saelens(dir, s);

@@ -150,7 +150,8 @@ const option_doc steer_from{"steer-from", "I", "with --steer: steer positions I 
                                                "position, as llama.cpp)"};
 // an SAE or transcoder (features, feature, run)
 const option_doc sae{"sae", "DIR", "an SAE or transcoder: a SAELens folder (cfg.json + sae_weights.safetensors) or "
-                                   "Gemma Scope's params.npz (or its folder); its hook point and layer come from it"};
+                                   "Gemma Scope's params.npz or params.safetensors (or its folder); its hook point and "
+                                   "layer come from it"};
 const option_doc target_id{"target-id", "N", "the target token by id"};
 // an analysis of an encoder–decoder's decoder: the target it reads
 const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "

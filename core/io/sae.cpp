@@ -206,24 +206,36 @@ void hook_from_path(sae& s, const std::string& path) {
     else s.layer = std::stoi(L);
 }
 
-sae read_gemma_scope(const std::string& npz) {
+// params.npz or params.safetensors: JumpReLU, no cfg.json of its own (one beside it is read for the hook).
+sae read_gemma_scope(const std::string& file) {
     sae s;
-    s.path = npz, s.format = "gemma-scope";
+    s.path = file, s.format = "gemma-scope";
     s.arch = SAE_JUMPRELU;
-    const std::string cfg_path = (fs::path(npz).parent_path() / "cfg.json").string();
+    const std::string cfg_path = (fs::path(file).parent_path() / "cfg.json").string();
     if (fs::exists(cfg_path)) {
         json cfg = read_json_file(cfg_path);
         if (!cfg_get(cfg, "architecture").is_string()) cfg["architecture"] = "jumprelu";
         read_cfg(s, cfg, cfg_path);
-    } else hook_from_path(s, fs::absolute(npz).string());
-    const std::map<std::string, npy_array> arrays = read_npz(npz);
+    } else hook_from_path(s, fs::absolute(file).string());
+    if (file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0) {
+        const safetensors_file st = open_safetensors(file);
+        read_tensors(s, [&](const std::string& name, std::vector<int64_t>& shape, std::vector<float>& data) {
+            auto it = st.tensors.find(name);
+            if (it == st.tensors.end()) return false;
+            shape = it->second.shape;
+            data = tensor_f32(st, it->second, shape);
+            return true;
+        }, file);
+        return s;
+    }
+    const std::map<std::string, npy_array> arrays = read_npz(file);
     read_tensors(s, [&](const std::string& name, std::vector<int64_t>& shape, std::vector<float>& data) {
         auto it = arrays.find(name);
         if (it == arrays.end()) return false;
         shape = it->second.shape;
         data = it->second.data;
         return true;
-    }, npz);
+    }, file);
     return s;
 }
 
@@ -233,12 +245,15 @@ sae read_sae(const std::string& path) {
     if (fs::is_directory(path)) {
         if (fs::exists(path + "/cfg.json") && fs::exists(path + "/sae_weights.safetensors")) return read_saelens(path);
         if (fs::exists(path + "/params.npz")) return read_gemma_scope(path + "/params.npz");
+        if (fs::exists(path + "/params.safetensors")) return read_gemma_scope(path + "/params.safetensors");
         if (fs::exists(path + "/cfg.json")) return read_saelens(path);
-        throw error(path + ": not an SAE folder (no cfg.json + sae_weights.safetensors, no params.npz)");
+        throw error(path + ": not an SAE folder (no cfg.json + sae_weights.safetensors, no params.npz or params.safetensors)");
     }
     if (!fs::exists(path)) throw error("cannot open SAE " + path + ": no such file or folder");
-    if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npz") == 0) return read_gemma_scope(path);
-    throw error(path + ": not an SAE (a SAELens folder, a Gemma Scope params.npz or its folder)");
+    if ((path.size() > 4 && path.compare(path.size() - 4, 4, ".npz") == 0) ||
+        (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0))
+        return read_gemma_scope(path);
+    throw error(path + ": not an SAE (a SAELens folder, a Gemma Scope params.npz or params.safetensors or its folder)");
 }
 
 void write_sae_saelens(const std::string& dir, const sae& s) {
@@ -262,8 +277,14 @@ void write_sae_saelens(const std::string& dir, const sae& s) {
     write_safetensors(dir + "/sae_weights.safetensors", t);
 }
 
-void write_sae_npz(const std::string& dir, const sae& s) {
+void write_sae_npz(const std::string& dir, const sae& s, bool safetensors) {
     make_dir(dir);
+    if (safetensors) {
+        write_safetensors(dir + "/params.safetensors", {{"W_enc", {s.d_in, s.d_sae}, s.W_enc}, {"b_enc", {s.d_sae}, s.b_enc},
+                                                        {"W_dec", {s.d_sae, s.d_out}, s.W_dec}, {"b_dec", {s.d_out}, s.b_dec},
+                                                        {"threshold", {s.d_sae}, s.threshold}});
+        return;
+    }
     std::map<std::string, npy_array> a = {{"W_enc", {{s.d_in, s.d_sae}, s.W_enc}}, {"b_enc", {{s.d_sae}, s.b_enc}},
                                           {"W_dec", {{s.d_sae, s.d_out}, s.W_dec}}, {"b_dec", {{s.d_out}, s.b_dec}},
                                           {"threshold", {{s.d_sae}, s.threshold}}};

@@ -41,7 +41,8 @@ struct sae {
 // the hook and the ones we read.
 void map_hook_name(const std::string& hook, std::string& point, int& layer);
 
-// A folder with cfg.json (SAELens), a folder with params.npz, or a .npz file (Gemma Scope: the hook from a
+// A folder with cfg.json (SAELens), a folder with params.npz or params.safetensors, or such a file (Gemma Scope,
+// JumpReLU, W_enc, W_dec, b_enc, b_dec, threshold: the hook from a
 // cfg.json beside it, else from the path: layer_N and -res- / -mlp- / -att- / transcoders). Throws gb::error, one
 // line naming the file: a missing file or tensor, a wrong shape, a non-finite weight, an architecture or a cfg
 // option we do not implement (normalize_activations other than none, rescale_acts_by_decoder_norm,
@@ -51,7 +52,8 @@ sae read_sae(const std::string& path);
 // SAELens's folder: cfg.json and sae_weights.safetensors (f32). The tests write their random SAEs with it; the
 // trainer its result.
 void write_sae_saelens(const std::string& dir, const sae& s);
-// Gemma Scope's params.npz (W_enc, W_dec, b_enc, b_dec, threshold) into dir, with no cfg.json.
-void write_sae_npz(const std::string& dir, const sae& s);
+// Gemma Scope's params.npz (W_enc, W_dec, b_enc, b_dec, threshold) into dir, with no cfg.json; with
+// safetensors, params.safetensors instead.
+void write_sae_npz(const std::string& dir, const sae& s, bool safetensors = false);
 
 } // namespace gb
