@@ -450,6 +450,14 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(cached,"), std::string::npos) << r.out;
     EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/one.json"))["contexts"], fj["contexts"]);
+    // an SAE rewritten in the same folder gets a new index, not the old one's contexts
+    gb::sae s2 = s;
+    for (float& w : s2.b_enc) w -= 0.5f;
+    gb::write_sae_saelens(dir + "/sae", s2);
+    r = cli(fcmd);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("(built,"), std::string::npos) << r.out;
+    gb::write_sae_saelens(dir + "/sae", s);
     // bench --sae: the forward and the features' time for each length
     r = cli("bench " + model + "--tokens 8 --repeat 1 --json " + dir + "/bench.json");
     ASSERT_EQ(r.code, 0) << r.err;

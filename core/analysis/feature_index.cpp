@@ -139,6 +139,11 @@ feature_index cached_feature_index(const model& m, const bound_sae& b, const std
     uint64_t key = fnv(1469598103934665603ull, text);
     key = fnv(key, fs::absolute(m.path.empty() ? "default" : m.path).string());
     key = fnv(key, fs::absolute(b.s->path).string());
+    // what the activations depend on, so that an SAE retrained into the same folder gets a new index
+    for (const std::vector<float>* w : {&b.s->W_enc, &b.s->b_enc, &b.s->b_dec, &b.s->threshold})
+        key = fnv(key, w->data(), w->size() * sizeof(float));
+    const int32_t how[] = {(int32_t)b.s->arch, b.s->k, b.s->apply_b_dec_to_input};
+    key = fnv(key, how, sizeof how);
     const int32_t dims[] = {m.config.n_layer, m.config.d_model, m.config.vocab_size, window, per_feature, bos, b.s->d_sae};
     key = fnv(key, dims, sizeof dims);
     char hex[17];

@@ -1,6 +1,6 @@
 // A corpus index of an SAE's features: the corpus cut into windows of tokens, run through the model, and each
 // feature's highest activations (window, position, activation) kept; built once, with progress, and cached in a
-// file beside the SAE (keyed by the corpus, the model and the SAE, so another of either builds a new one).
+// file beside the SAE (keyed by the corpus, the model and the SAE's encoder, so another of any builds a new one).
 #pragma once
 #include <cstdint>
 #include <functional>
