@@ -89,17 +89,6 @@ double ref_edge(const ref_model& rm, const std::vector<int>& corrupt, const ref_
     return (f[0] - f[1]) / (2 * eps);
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-command_result cli(const std::string& args) {
-    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
-}
-
 } // namespace
 
 // Every edge's score is (clean - corrupt output of its source) . (its reader's gradient on the corrupted run).
@@ -205,11 +194,11 @@ TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
     const std::string dir = test_temp_dir("circuit_cli");
     const std::string base = "circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' "
                              "--target-id 32 --contrast-id 97";
-    command_result r = cli(base + " --edges 5 --json " + dir + "/c.json");
+    command_result r = run_cli(base + " --edges 5 --json " + dir + "/c.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("faithfulness"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("->"), std::string::npos) << r.out;
-    auto j = nlohmann::json::parse(slurp(dir + "/c.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/c.json"));
     for (const char* k : {"nodes", "edges", "faithfulness", "clean", "corrupt", "faithfulness_curve", "total_edges"})
         ASSERT_TRUE(j.contains(k)) << k;
     ASSERT_EQ(j["nodes"].size(), 1u + 2 * 4 + 1);
@@ -227,18 +216,18 @@ TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
     const auto& curve = j["faithfulness_curve"];
     EXPECT_NEAR(curve.front()["faithfulness"].get<double>(), 0.0, 1e-3);
     EXPECT_NEAR(curve.back()["faithfulness"].get<double>(), 1.0, 1e-6);
-    ASSERT_EQ(cli(base + " --edges 100000 --json " + dir + "/all.json").code, 0);
-    EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/all.json"))["faithfulness"].get<double>(), 1.0, 1e-6);
-    ASSERT_EQ(cli(base + " --edges 0 --json " + dir + "/none.json").code, 0);
-    EXPECT_NEAR(nlohmann::json::parse(slurp(dir + "/none.json"))["faithfulness"].get<double>(), 0.0, 1e-3);
-    command_result help = cli("circuit --help");
+    ASSERT_EQ(run_cli(base + " --edges 100000 --json " + dir + "/all.json").code, 0);
+    EXPECT_NEAR(nlohmann::json::parse(read_file(dir + "/all.json"))["faithfulness"].get<double>(), 1.0, 1e-6);
+    ASSERT_EQ(run_cli(base + " --edges 0 --json " + dir + "/none.json").code, 0);
+    EXPECT_NEAR(nlohmann::json::parse(read_file(dir + "/none.json"))["faithfulness"].get<double>(), 0.0, 1e-3);
+    command_result help = run_cli("circuit --help");
     ASSERT_EQ(help.code, 0);
     for (const char* o : {"  --corrupt CORRUPT", "  --edges N", "  --contrast-id N", "  --knockout", "Exit codes:"})
         EXPECT_NE(help.out.find(o), std::string::npos) << o;
-    EXPECT_NE(cli("--help").out.find("  circuit "), std::string::npos) << "the overview lists it";
-    command_result bad = cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
+    EXPECT_NE(run_cli("--help").out.find("  circuit "), std::string::npos) << "the overview lists it";
+    command_result bad = run_cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
     EXPECT_EQ(bad.code, 2) << bad.err;
-    EXPECT_EQ(cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
+    EXPECT_EQ(run_cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
 }
 
 // The app: the Circuit tab finds the graph of the Patching tab's prompts (every node of the model), "keep only this
@@ -273,8 +262,9 @@ TEST(Circuit, AppTabShowsTheGraphAndKeepsTheCircuit) {
     EXPECT_EQ(states[1]["circuit_kept"], "circuit of 20 edges (" + std::to_string(c["circuit_nodes"].get<int>()) + " nodes)");
     EXPECT_TRUE(states[1]["circuit_in_force"]);
     EXPECT_TRUE(states[1]["run_circuit"]) << "the shown run has the circuit's patches";
-    if (c["circuit_nodes"] < c["nodes"]) // some node is patched: the prediction moves from the baseline's
+    if (c["circuit_nodes"] < c["nodes"]) { // some node is patched: the prediction moves from the baseline's
         EXPECT_GT(states[1]["kl"].get<double>(), 0.0);
+    }
     std::printf("circuit of 20 edges on the tiny GPT-2: %d of %d nodes, faithfulness %.3f, KL %.3g\n",
                 c["circuit_nodes"].get<int>(), c["nodes"].get<int>(), c["faithfulness"].get<double>(),
                 states[1]["kl"].get<double>());

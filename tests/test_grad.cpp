@@ -58,15 +58,6 @@ std::vector<double> finite_differences(const ref_fn& ref, const std::vector<int>
     return g;
 }
 
-// The backward's gradient at n values against the differences (compared where they were taken): within 2e-3
-// of the tensor's largest difference, and not all zero where the differences are not.
-void expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));
-    for (size_t i = 0; i < want.size(); i += every) worst = std::max(worst, std::abs(got[i] - want[i]));
-    EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
-}
-
 // Every residual point (every `every`-th value) and, with z, each layer's z of m on tokens under ab.
 // opt: interventions beyond ab, and fixed: the same changes as the reference's patches (applied before its edits).
 void expect_matches_differences(const gb::model& m, const ref_fn& plain_ref, const std::vector<int>& tokens,

@@ -61,15 +61,6 @@ std::vector<double> differences(const ref_metric_fn& f, gb::hook_point p, int l,
     return g;
 }
 
-// Within 2e-3 of the tensor's largest difference (test_grad.cpp's tolerance); returns the worst relative error.
-double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));
-    for (size_t i = 0; i < want.size(); i += every) worst = std::max(worst, std::abs(got[i] - want[i]));
-    EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
-    return worst / std::max(scale, 1e-2);
-}
-
 // Every residual point of a stack of L layers over T positions: g(q) the backward's point q, f the reference's
 // metric with an edit at that stack. Returns the largest |gradient| at point 0 (the embeddings').
 double expect_points(const std::function<const float*(int)>& g, const ref_metric_fn& f, int L, int T, int d,

@@ -130,7 +130,7 @@ TEST(GuiTeach, TheBaselinesAnswerIsPinnedInTheAblatedTable) {
     EXPECT_GT((*america)["base_prob"].get<double>(), 0.2);
     // it is pinned because the ablated model ranks it below every row shown by rank
     for (const auto& row : rows) {
-        if (row["pinned"] == "") EXPECT_GT(row["prob"].get<double>(), (*america)["prob"].get<double>());
+        if (row["pinned"] == "") { EXPECT_GT(row["prob"].get<double>(), (*america)["prob"].get<double>()); }
     }
     const std::string note = st[1]["texts"]["next pinned"];
     EXPECT_NE(note.find("America"), std::string::npos) << note;

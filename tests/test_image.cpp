@@ -25,11 +25,6 @@ using gb::image;
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
 // Test images, [h][w][3]: uniform noise (the worst case for rounding), a smooth pattern, and hard stripes
 // (which make bicubic and lanczos overshoot, so the uint8 clipping between the passes matters).
 image make_image(int w, int h, int kind, uint32_t seed) {
@@ -427,7 +422,7 @@ TEST(LoadImage, PngRoundTripRgbaAndGrey) {
     image rgb_in = gb::load_image(dir + "/rgb.png");
     EXPECT_EQ(rgb_in.rgb, rgb);
     // from memory: the same
-    std::string bytes = slurp(dir + "/rgb.png");
+    std::string bytes = read_file(dir + "/rgb.png");
     image m = gb::decode_image((const uint8_t*)bytes.data(), bytes.size(), "memory");
     EXPECT_EQ(m.rgb, rgb);
 }
@@ -460,7 +455,7 @@ TEST(LoadImage, ErrorsNameThePath) {
     // a PNG cut short
     std::vector<uint8_t> rgb(32 * 32 * 3, 9);
     ASSERT_TRUE(stbi_write_png((dir + "/whole.png").c_str(), 32, 32, 3, rgb.data(), 32 * 3));
-    std::string bytes = slurp(dir + "/whole.png");
+    std::string bytes = read_file(dir + "/whole.png");
     write_file(dir + "/cut.png", bytes.substr(0, bytes.size() / 2));
     expect_gb_error([&] { gb::load_image(dir + "/cut.png"); }, dir + "/cut.png: cannot read the image");
     expect_gb_error([&] { gb::decode_image((const uint8_t*)"xy", 2, "upload"); }, "upload: cannot read the image");
@@ -622,7 +617,7 @@ for line in open(d + '/cases.txt'):
         image want;
         want.width = c.s.W;
         want.height = c.s.H;
-        std::string b = slurp(dir + "/out" + std::to_string(i) + ".raw");
+        std::string b = read_file(dir + "/out" + std::to_string(i) + ".raw");
         want.rgb.assign(b.begin(), b.end());
         int d = max_diff(got, want);
         worst = std::max(worst, d);
@@ -635,7 +630,7 @@ for line in open(d + '/cases.txt'):
         p.mean[0] = 0.485f, p.mean[1] = 0.456f, p.mean[2] = 0.406f;
         p.std[0] = 0.229f, p.std[1] = 0.224f, p.std[2] = 0.225f;
         std::vector<float> v = gb::preprocess_image(in, p);
-        std::string pb = slurp(dir + "/px" + std::to_string(i) + ".raw");
+        std::string pb = read_file(dir + "/px" + std::to_string(i) + ".raw");
         ASSERT_EQ(pb.size(), v.size() * sizeof(float)) << i;
         if (d == 0) { // the same pixels give the same floats, to the bit
             EXPECT_EQ(std::memcmp(pb.data(), v.data(), pb.size()), 0) << "pixel_values of case " << i;

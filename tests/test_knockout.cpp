@@ -98,17 +98,6 @@ gb::knockout ko(int layer, int head, int query, int key) { return {layer, head, 
 // Knockouts of every kind: one head and pair, every head and query of one key, and one query's several keys.
 std::vector<gb::knockout> mixed() { return {ko(0, 1, 3, 0), ko(1, -1, -1, 2), ko(2, 0, 5, 1), ko(2, 0, 5, 4)}; }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-command_result cli(const std::string& args) {
-    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
-}
-
 } // namespace
 
 TEST(Knockout, ForwardMatchesMaskedSoftmaxReference) {
@@ -271,40 +260,40 @@ TEST(Knockout, CliRunsAndEchoes) {
     s.n_ctx = 40;
     const tiny_model tm = write_tiny_gpt2(dir + "/model", s);
     const std::string M = "--model '" + tm.dir + "' --prompt 'the cat sat on'";
-    command_result r = cli("run " + M + " --knockout '0.1:3-0,1:*-1,0:2-6' --json '" + dir + "/run.json'");
+    command_result r = run_cli("run " + M + " --knockout '0.1:3-0,1:*-1,0:2-6' --json '" + dir + "/run.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("ablation: knockout 0.1:3-0,1:*-1,0:2-6"), std::string::npos) << r.out;
     EXPECT_NE(r.err.find("note: knockout 0:2-6 changes nothing"), std::string::npos) << r.err;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/run.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/run.json"));
     ASSERT_EQ(j["knockouts"].size(), 3u);
     EXPECT_EQ(j["knockouts"][0], nlohmann::json({{"layer", 0}, {"head", 1}, {"query", 3}, {"key", 0}, {"text", "0.1:3-0"}}));
     EXPECT_TRUE(j["knockouts"][1]["head"].is_null());
     EXPECT_TRUE(j["knockouts"][1]["query"].is_null());
     ASSERT_EQ(j["knockout_notes"].size(), 1u);
-    r = cli("run " + M + " --knockout '0:1-0,0:1-1'");
+    r = run_cli("run " + M + " --knockout '0:1-0,0:1-1'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("leave query 1 of head 0.0 no key to read"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    r = cli("run " + M + " --knockout '0.1:3'");
+    r = run_cli("run " + M + " --knockout '0.1:3'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("expected LAYER.HEAD:QUERY-KEY"), std::string::npos) << r.err;
     // grad, atp and patch take it and echo it
-    r = cli("grad " + M + " --target-id 5 --metric logit --steps 0 --knockout 0.1:3-0 --json '" + dir + "/grad.json'");
+    r = run_cli("grad " + M + " --target-id 5 --metric logit --steps 0 --knockout 0.1:3-0 --json '" + dir + "/grad.json'");
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/grad.json"))["knockouts"][0]["text"], "0.1:3-0");
-    r = cli("patch --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 5 "
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/grad.json"))["knockouts"][0]["text"], "0.1:3-0");
+    r = run_cli("patch --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 5 "
             "--knockout 1:3-2 --json '" + dir + "/patch.json'");
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/patch.json"))["knockouts"][0]["text"], "1:3-2");
-    r = cli("atp --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 5 "
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/patch.json"))["knockouts"][0]["text"], "1:3-2");
+    r = run_cli("atp --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 5 "
             "--knockout 1:3-2 --json '" + dir + "/atp.json'");
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/atp.json"))["knockouts"][0]["text"], "1:3-2");
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/atp.json"))["knockouts"][0]["text"], "1:3-2");
 }
 
 TEST(Knockout, OtherKindsAreRefused) {
     const tiny_encoder enc = write_tiny_encoder(test_temp_dir("knockout_encoder"), encoder_spec{});
-    const command_result r = cli("run --model '" + enc.dir + "' --prompt 'a b [MASK]' --knockout 0:2-1");
+    const command_result r = run_cli("run --model '" + enc.dir + "' --prompt 'a b [MASK]' --knockout 0:2-1");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("attention knockout is built for decoder-only models"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

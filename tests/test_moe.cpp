@@ -599,11 +599,6 @@ const tiny_family& moe_file(const std::string& family) {
     return files[family];
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 TEST(MoeCli, InfoNamesTheExperts) {
     command_result r = cli("info --model '" + moe_file("qwen2_moe").hf_dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
@@ -629,7 +624,7 @@ TEST(MoeCli, RunPrintsTheRoutingAndJsonHoldsIt) {
         command_result r = cli("run --model '" + path + "' --prompt 'the cat sat' --json '" + dir + "/run.json'");
         ASSERT_EQ(r.code, 0) << r.err;
         EXPECT_NE(r.out.find("experts of the last token \"t\" (top 2 of 4 per layer):"), std::string::npos) << r.out;
-        nlohmann::json j = nlohmann::json::parse(slurp(dir + "/run.json"));
+        nlohmann::json j = nlohmann::json::parse(read_file(dir + "/run.json"));
         const nlohmann::json& rt = j["routing"];
         ASSERT_EQ(rt["experts"].size(), 3u);
         const int T = (int)j["tokens"].size();
@@ -650,7 +645,7 @@ TEST(MoeCli, RunPrintsTheRoutingAndJsonHoldsIt) {
         ASSERT_EQ(r.code, 0) << r.err;
         EXPECT_NE(r.out.find("ablation: experts 1." + std::to_string(e) + "\n"), std::string::npos) << r.out;
         EXPECT_NE(r.out.find("[expert " + std::to_string(e) + " ablated]"), std::string::npos) << r.out;
-        nlohmann::json a = nlohmann::json::parse(slurp(dir + "/abl.json"));
+        nlohmann::json a = nlohmann::json::parse(read_file(dir + "/abl.json"));
         EXPECT_EQ(a["ablation"], "experts 1." + std::to_string(e));
         for (int t = 0; t < T; t++)
             for (const auto& id : a["routing"]["experts"][1][t]) EXPECT_NE(id.get<int>(), e) << "token " << t;
@@ -665,7 +660,7 @@ TEST(MoeCli, KeepRouterAndPointsTheModelLacks) {
     const std::string dir = test_temp_dir("moe_cli_npy");
     command_result r = cli("run " + m + " --prompt 'the cat' --keep router,mlp_out --npy-dir '" + dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
-    const std::string npy = slurp(dir + "/router.npy");
+    const std::string npy = read_file(dir + "/router.npy");
     EXPECT_NE(npy.find("'shape': (3, 7, 4)"), std::string::npos) << npy.substr(0, 100);
     r = cli("run " + m + " --prompt 'the cat' --keep mlp_post --npy-dir '" + dir + "'");
     EXPECT_EQ(r.code, 2);
@@ -768,10 +763,10 @@ TEST(MoeGui, CommandLineSessionAndExport) {
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0]["ablated_experts"], nlohmann::json::array({"2.1", "0.3"}));
     EXPECT_EQ(st[0]["ablation"], "experts 2.1,0.3");
-    nlohmann::json saved = nlohmann::json::parse(slurp(dir + "/s.json"));
+    nlohmann::json saved = nlohmann::json::parse(read_file(dir + "/s.json"));
     EXPECT_EQ(saved["ablation"]["experts"], nlohmann::json::parse("[[2,1],[0,3]]"));
     EXPECT_EQ(saved["tab"], "experts");
-    nlohmann::json cap = nlohmann::json::parse(slurp(dir + "/export/capture.json"));
+    nlohmann::json cap = nlohmann::json::parse(read_file(dir + "/export/capture.json"));
     ASSERT_TRUE(cap.contains("routing"));
     EXPECT_EQ(cap["routing"]["experts"].size(), 3u);
     for (const auto& t : cap["routing"]["experts"][2])

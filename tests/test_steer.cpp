@@ -86,13 +86,6 @@ std::vector<float> copy_of(const gb::record& r, gb::hook_point p, int l) {
     return std::vector<float>(x, x + r.layer_floats(p));
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
@@ -302,8 +295,8 @@ TEST(Steer, CompareMarksWhereTheContinuationsPart) {
     EXPECT_EQ(cmp.baseline.p_base, cmp.baseline.p_steered);
     const gb::steered_continuation& r = cmp.runs[1];
     for (int i = 0; i < (int)r.ids.size(); i++)
-        if (r.parts_at < 0 || i < r.parts_at) EXPECT_EQ(r.ids[i], cmp.baseline.ids[i]) << i;
-    if (r.parts_at >= 0) EXPECT_NE(r.ids[r.parts_at], cmp.baseline.ids[r.parts_at]);
+        if (r.parts_at < 0 || i < r.parts_at) { EXPECT_EQ(r.ids[i], cmp.baseline.ids[i]) << i; }
+    if (r.parts_at >= 0) { EXPECT_NE(r.ids[r.parts_at], cmp.baseline.ids[r.parts_at]); }
     // each token's two probabilities, against the references
     std::vector<int> all = prompt;
     all.insert(all.end(), r.ids.begin(), r.ids.end());
@@ -356,7 +349,7 @@ TEST(Steer, ControlVectorGgufHasLlamaCppLayoutAndRoundTrips) {
     const gb::steer_vector nb = gb::read_steer_vector(dir + "/v.npy");
     EXPECT_EQ(nb.layers(), (std::vector<int>{1, 3}));
     EXPECT_EQ(nb.dirs[3], v.dirs[3]);
-    EXPECT_NE(slurp(dir + "/v.npy").find("'shape': (4, 12)"), std::string::npos);
+    EXPECT_NE(read_file(dir + "/v.npy").find("'shape': (4, 12)"), std::string::npos);
     gb::write_npy(dir + "/one.npy", {12}, v.dirs[1].data());
     const gb::steer_vector one = gb::read_steer_vector(dir + "/one.npy", 2);
     EXPECT_EQ(one.layers(), (std::vector<int>{2}));
@@ -395,7 +388,7 @@ TEST(Steer, RefusalsAreOneLine) {
     expect_gb_error([&] { gb::read_steer_vector(dir + "/one.npy"); }, "without a layer");
     // a GGUF of another architecture, and a direction.0 written by someone else
     gb::write_control_vector_gguf(dir + "/v.gguf", random_vector(8, {1}, 3));
-    std::string bytes = slurp(dir + "/v.gguf");
+    std::string bytes = read_file(dir + "/v.gguf");
     std::string other = bytes;
     other.replace(other.find("controlvector"), 13, "llamavector00");
     spit(dir + "/other.gguf", other);
@@ -430,23 +423,23 @@ TEST(Steer, CliEndToEnd) {
     r = cli("run --prompt 'Today I feel' --steer " + dir + "/v.gguf --steer-scale 6 --steer-layers 2 --json " + dir + "/run.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("steering: steer 6 x v.gguf at L2"), std::string::npos) << r.out;
-    nlohmann::json j = nlohmann::json::parse(slurp(dir + "/run.json"));
+    nlohmann::json j = nlohmann::json::parse(read_file(dir + "/run.json"));
     EXPECT_EQ(j["steering"]["scale"], 6.0);
     EXPECT_EQ(j["steering"]["layers"], nlohmann::json::array({2}));
     const command_result plain = cli("run --prompt 'Today I feel' --json " + dir + "/plain.json");
     ASSERT_EQ(plain.code, 0);
-    EXPECT_NE(nlohmann::json::parse(slurp(dir + "/plain.json"))["top_k"], j["top_k"]); // steering moved the prediction
+    EXPECT_NE(nlohmann::json::parse(read_file(dir + "/plain.json"))["top_k"], j["top_k"]); // steering moved the prediction
     r = cli("generate --prompt 'Today I feel' --max-new-tokens 6 --steer " + dir + "/v.gguf --steer-scale 8 --steer-from 1 --json " +
             dir + "/gen.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    j = nlohmann::json::parse(slurp(dir + "/gen.json"));
+    j = nlohmann::json::parse(read_file(dir + "/gen.json"));
     EXPECT_EQ(j["steering"]["from"], 1);
     EXPECT_EQ(j["steering"]["layers"], nlohmann::json::array({1, 2}));
     // the sweep
     r = cli("steer-sweep --prompt 'Today I feel' --steer " + dir + "/v.gguf --scales 1,4 --layers 1,2 --reference " + dir +
             "/ref.txt --json " + dir + "/sweep.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    j = nlohmann::json::parse(slurp(dir + "/sweep.json"));
+    j = nlohmann::json::parse(read_file(dir + "/sweep.json"));
     EXPECT_EQ(j["kl"].size(), 4u);
     EXPECT_EQ(j["cells"].size(), 4u);
     EXPECT_EQ(j["steering"]["scales"], nlohmann::json::array({1.0, 4.0}));

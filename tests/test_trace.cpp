@@ -48,17 +48,6 @@ gb::trace_options options(double noise, int samples, uint64_t seed) {
     return o;
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-command_result cli(const std::string& args) {
-    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
-}
-
 } // namespace
 
 // Restoring the only noised row, or the last position's stream after the last layer, is the clean run again;
@@ -180,8 +169,8 @@ TEST(Trace, SubjectSpanAndRefusals) {
         EXPECT_NE(bytes(first, end).find(subject), std::string::npos) << subject;
         EXPECT_EQ(bytes(first + 1, end).find(subject), std::string::npos) << subject;
         EXPECT_EQ(bytes(first, end - 1).find(subject), std::string::npos) << subject;
-        if (subject == "the") EXPECT_EQ(first, 0) << "its first occurrence";
-        if (subject == "mat") EXPECT_EQ(end, T);
+        if (subject == "the") { EXPECT_EQ(first, 0) << "its first occurrence"; }
+        if (subject == "mat") { EXPECT_EQ(end, T); }
     }
     int first = -1, end = -1;
     expect_gb_error([&] { gb::subject_span(first, end, m.tok, tokens, "dog"); }, "the subject \"dog\" is not in the prompt");
@@ -210,10 +199,10 @@ TEST(Trace, CliEndToEnd) {
     const tiny_model tm = write_tiny_gpt2(dir + "/model", s);
     const std::string M = "--model '" + tm.dir + "' --prompt 'the cat sat on the mat'";
     std::filesystem::create_directories(dir + "/npy");
-    command_result r = cli("trace " + M + " --subject cat --samples 3 --seed 4 --noise 2 --json '" + dir +
+    command_result r = run_cli("trace " + M + " --subject cat --samples 3 --seed 4 --noise 2 --json '" + dir +
                            "/t.json' --npy-dir '" + dir + "/npy'");
     ASSERT_EQ(r.code, 0) << r.err;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/t.json"));
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> tokens = gb::encode_prompt(m.tok, "the cat sat on the mat", false);
     const int T = (int)tokens.size(), L = 2;
@@ -241,20 +230,20 @@ TEST(Trace, CliEndToEnd) {
             EXPECT_FLOAT_EQ(j["attn"][l][t].get<float>(), want.attn[(size_t)l * T + t]);
         }
     // the .npy's payload (after its header) is resid [P][T] as float32
-    const std::string npy = slurp(dir + "/npy/trace_resid.npy");
+    const std::string npy = read_file(dir + "/npy/trace_resid.npy");
     const size_t bytes = want.resid.size() * sizeof(float);
     ASSERT_GT(npy.size(), bytes);
     std::vector<float> resid(want.resid.size());
     std::memcpy(resid.data(), npy.data() + npy.size() - bytes, bytes);
     EXPECT_EQ(resid, want.resid);
-    EXPECT_FALSE(slurp(dir + "/npy/trace_mlp.npy").empty());
-    EXPECT_FALSE(slurp(dir + "/npy/trace_attn.npy").empty());
-    r = cli("trace " + M + " --subject dog");
+    EXPECT_FALSE(read_file(dir + "/npy/trace_mlp.npy").empty());
+    EXPECT_FALSE(read_file(dir + "/npy/trace_attn.npy").empty());
+    r = run_cli("trace " + M + " --subject dog");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("the subject \"dog\" is not in the prompt"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     const tiny_encoder te = write_tiny_encoder(dir + "/bert", encoder_spec{});
-    r = cli("trace --model '" + te.dir + "' --prompt 'the cat' --subject cat");
+    r = run_cli("trace --model '" + te.dir + "' --prompt 'the cat' --subject cat");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("causal tracing follows a decoder's next-token answer"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

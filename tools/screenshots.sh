@@ -54,3 +54,19 @@ for size in 1280x720:1 1920x1080:1.5; do
     shot "screenshot-learn$sfx" "$induction" "$prompt" "tab learn" "wait" "frames 5" "key right" "key right" \
         "key right" "key right" "key right"
 done
+
+# The research views at 1280 x 720, the Analysis panel filling the window (as docs/interpretability.md,
+# docs/steering.md and docs/compare.md show them): the IOI circuit, causal tracing of the Eiffel Tower, steering
+# with its sweep, and the default model against its own Q4_K copy.
+SIZE=1280x720 SCALE=1
+export SIZE SCALE
+ioi="When Mary and John went to the store, John gave a drink to"
+shot circuit "$induction" "$ioi" "tab patching" "corrupt When John and Mary went to the store, Mary gave a drink to" \
+    "wait" "tab circuit" "maximise analysis" "wait" "frames 10" "wait"
+shot trace "$induction" "The Eiffel Tower is in the city of" "tab patching" "patch-mode trace" "subject Eiffel Tower" \
+    "maximise analysis" "wait" "frames 10" "wait"
+shot steer "$induction" "Today I feel" "tab steer" "maximise analysis" "wait" "click steer build" "wait" \
+    "click steer apply" "wait" "frames 10" "wait"
+"$cli" quantize --dtype Q4_K --out "$tmp/default-Q4_K.gguf" > /dev/null
+shot compare "$induction" "The cat sat on the mat because it was tired. Then the dog came in and looked at the cat" \
+    "open-b $tmp/default-Q4_K.gguf" "wait" "frames 10" "wait" "compare-view avsb" "tab lens" "wait" "frames 10" "wait"

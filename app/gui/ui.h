@@ -104,6 +104,9 @@ int label_step(int n, float spacing, float need);
 bool text_selectable(const std::string& text, const char* id, bool selected, ImGuiSelectableFlags flags = 0);
 // A combo (id: e.g. "##pick") whose closed box shows `preview` whole; as ImGui::BeginCombo (EndCombo when true).
 bool text_combo(const char* id, const std::string& preview, float width);
+// An analysis still coming: a progress bar saying busy_text (with "%.0f%%" for the progress) while the worker runs
+// it, "waiting for the prompt's run" before; remembered as item for scripts.
+void analysis_progress(ui_context& ui, const analysis_status& st, const char* busy_text, const char* item);
 // A table's header row from names, each drawn whole (in place of TableSetupColumn names + TableHeadersRow).
 void text_headers(const std::vector<std::string>& names);
 

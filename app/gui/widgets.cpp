@@ -58,6 +58,13 @@ bool text_combo(const char* id, const std::string& preview, float width) {
     return open;
 }
 
+void analysis_progress(ui_context& ui, const analysis_status& st, const char* busy_text, const char* item) {
+    char label[96];
+    snprintf(label, sizeof label, st.busy ? busy_text : "waiting for the prompt's run", st.progress * 100);
+    ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
+    remember_item(ui, item);
+}
+
 void text_headers(const std::vector<std::string>& names) {
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     for (int c = 0; c < (int)names.size(); c++) {

@@ -139,3 +139,18 @@ std::vector<int> expect_linear_encode_work(const gb::tokenizer& t, const std::st
                 what.c_str(), big_steps, big.size(), small_steps, small.size(), big_steps / small_steps, k);
     return ids;
 }
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));
+    for (size_t i = 0; i < want.size(); i += every) worst = std::max(worst, std::abs(got[i] - want[i]));
+    EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
+    return worst / std::max(scale, 1e-2);
+}

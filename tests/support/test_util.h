@@ -21,6 +21,11 @@ void expect_gb_error(const std::function<void()>& fn, const std::string& needle)
 // Infinite when got holds a NaN or Inf where want does not (or the other way round).
 double max_scaled_error(const std::vector<float>& got, const std::vector<double>& want);
 
+// A backward's gradient against central differences, at every `every`-th value (where they were taken): within
+// 2e-3 of the largest |difference| (at least 1e-2), so not all zero where the differences are not. Returns the
+// worst error relative to that scale.
+double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label);
+
 // Attention without the causal mask: every probability of probs [H][T][n_past + T] is above 0 (above the diagonal
 // too) and each row sums to 1 over all keys; label names the case in failures.
 void expect_full_rows(const std::vector<float>& probs, int H, int T, int n_past, const std::string& label);
@@ -45,6 +50,12 @@ struct command_result {
 };
 // Runs a shell command (already quoted) with stdout and stderr captured.
 command_result run_command(const std::string& cmd);
+// Runs the built glassbox-cli with args (already quoted); inline, for GLASSBOX_BINARY_DIR is the test's own.
+inline command_result run_cli(const std::string& args) {
+    return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
+}
+// The bytes of a file ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // tests/node (the npm reference tokenizers, installed by tools/setup.sh --tests); inline, so that a test file's
 // own constants built from it are initialised after it

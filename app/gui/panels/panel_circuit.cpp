@@ -242,10 +242,7 @@ void panel_circuit(app_state& s, ui_context& ui) {
     }
     const circuit_output* co = s.circuit.get();
     if (!co || co->key != want) {
-        char label[64];
-        snprintf(label, sizeof label, st.busy ? "finding the circuit... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
-        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
-        remember_item(ui, "circuit progress");
+        analysis_progress(ui, st, "finding the circuit... %.0f%%", "circuit progress");
     }
     if (!co || !co->res) return;
     const gb::circuit_result& c = *co->res;

@@ -213,20 +213,38 @@ static void trace_maps(ui_context& ui, const trace_output& o) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + line + 8;
     const float left_w = avail.x * 0.5f - 8, right_w = avail.x - left_w - 16;
-    const float grid_h = avail.y - line - 2 * ImGui::GetStyle().ItemSpacing.y;
+    // captions wrap to their half: a caption wider than its map would push the right half out of the panel
+    auto caption = [](const char* text, float w) {
+        ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + w);
+        ImGui::TextDisabled("%s", text);
+        ImGui::PopTextWrapPos();
+    };
+    auto caption_h = [&](const char* text, float w) {
+        return ImGui::CalcTextSize(text, nullptr, false, w).y + ImGui::GetStyle().ItemSpacing.y;
+    };
+    const char* resid_caption = "residual stream: one point at one position restored (orange *: the subject)";
+    const char* mlp_caption = "MLP output of one layer at one position";
+    const char* attn_caption = "attention output of one layer at one position";
+    // at least a text line a row under the vertical column labels (8 characters): a short panel scrolls rather
+    // than squeezing the rows to slivers
+    const float labels_h = ImGui::CalcTextSize("MMMMMMMM").x + 8, row_h = ImGui::GetTextLineHeight();
+    const float grid_h = std::max(avail.y - caption_h(resid_caption, left_w) - ImGui::GetStyle().ItemSpacing.y,
+                                  labels_h + P * row_h);
     int hr = -1, hc = -1, kind = 0, r2 = -1, c2 = -1;
     ImGui::BeginGroup();
-    ImGui::TextDisabled("residual stream: one point at one position restored (orange *: the subject)");
+    caption(resid_caption, left_w);
     rl.text = &t.resid;
     if (norm_grid(ui, "trace resid", nr, P, T, rl, ImVec2(left_w, grid_h), &hr, &hc)) kind = 1;
     ImGui::EndGroup();
     ImGui::SameLine(0, 16);
     ImGui::BeginGroup();
-    const float sub_h = (grid_h - legend_h - 2 * line) / 2;
-    ImGui::TextDisabled("MLP output of one layer at one position");
+    const float sub_fit = (grid_h + caption_h(resid_caption, left_w) - legend_h - caption_h(mlp_caption, right_w) -
+                         caption_h(attn_caption, right_w)) / 2;
+    const float sub_h = std::max(sub_fit, labels_h + L * row_h);
+    caption(mlp_caption, right_w);
     ll.text = &t.mlp;
     if (norm_grid(ui, "trace mlp", nm, L, T, ll, ImVec2(right_w, sub_h), &r2, &c2)) kind = 2, hr = r2, hc = c2;
-    ImGui::TextDisabled("attention output of one layer at one position");
+    caption(attn_caption, right_w);
     ll.text = &t.attn;
     if (norm_grid(ui, "trace attn", na, L, T, ll, ImVec2(right_w, sub_h), &r2, &c2)) kind = 3, hr = r2, hc = c2;
     ImVec2 la = ImGui::GetCursorScreenPos();
@@ -237,7 +255,7 @@ static void trace_maps(ui_context& ui, const trace_output& o) {
     snprintf(hi, sizeof hi, "%.3f", t.clean_prob);
     const float used = colour_bar(ImGui::GetWindowDrawList(), la, bar_w, false, lo, nullptr, hi);
     ImGui::Dummy(ImVec2(bar_w, used + 6));
-    ImGui::TextDisabled("p(%s): noised subject → clean; the cells' numbers are p", quoted(tok, t.target).c_str());
+    caption(("p(" + quoted(tok, t.target) + "): noised subject → clean; the cells' numbers are p").c_str(), right_w);
     ImGui::EndGroup();
     if (!kind) return;
     const std::vector<float>& v = kind == 1 ? t.resid : kind == 2 ? t.mlp : t.attn;
@@ -274,10 +292,7 @@ static void panel_trace(app_state& s, ui_context& ui) {
     }
     const trace_output* o = s.tracing.get();
     if (!o || o->key != want) {
-        char label[64];
-        snprintf(label, sizeof label, st.busy ? "tracing... %.0f%%" : "waiting for the prompt's run", st.progress * 100);
-        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
-        remember_item(ui, "trace progress");
+        analysis_progress(ui, st, "tracing... %.0f%%", "trace progress");
     }
     if (!o) return;
     const gb::trace_result& t = o->res;
@@ -319,11 +334,8 @@ void panel_patching(app_state& s, ui_context& ui) {
     }
     const bool updating = !po || po->key != want || !po->exact;
     if (updating) {
-        char label[64];
-        snprintf(label, sizeof label, st.busy ? (po && !po->exact ? "estimate shown; exact patching... %.0f%%" : "patching... %.0f%%")
-                                              : "waiting for the prompt's run", st.progress * 100);
-        ImGui::ProgressBar(st.busy ? st.progress : 0.0f, ImVec2(-1, 0), label);
-        remember_item(ui, "patching progress");
+        analysis_progress(ui, st, po && !po->exact ? "estimate shown; exact patching... %.0f%%" : "patching... %.0f%%",
+                          "patching progress");
     }
     if (!po) return;
     const bool has_estimate = po->exact && !po->estimate.resid.empty();
