@@ -158,7 +158,7 @@ int first_head(const gb::head_scores& sc) {
 static bool all_settled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done) {
     return s.model && s.result && !s.busy && !s.loading && ui.work->idle() && key == ui.run_requested && !s.next_pixels &&
            s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && s.tab == ui.tab_shown &&
-           !s.demo_waiting;
+           !s.demo_waiting && s.sae_queue.empty() && ui.sae_jobs.empty();
 }
 
 bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_ms) {
@@ -166,6 +166,7 @@ bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_m
     *upload_ms = show_next_result(s, ui);
     recolour_if_needed(s, ui, f);
     open_dropped(s, *ui.work);
+    poll_saes(s, ui); // before the run's key: an SAE a session opens brings its edits
     std::string key = send_run(s, ui, f);
     pick_first_head(s, f);
     update_demo(s); // a demo's head and caption, once its run is shown
