@@ -129,7 +129,8 @@ void token_chips(app_state& s, ui_context& ui, const features_output& o) {
     for (int i = 0; i < 20; i++)
         dl->AddRectFilled(ImVec2(l0.x + px(4) * i, l0.y + px(4)), ImVec2(l0.x + px(4) * (i + 1), l0.y + px(10)), fvu_colour(i / 19.0f));
     ImGui::SetCursorScreenPos(ImVec2(l0.x + px(86), l0.y));
-    ImGui::TextDisabled("reconstruction error (FVU 0..1) per token;  whole prompt %.3f, next-token loss %+.3f with the SAE spliced in",
+    ImGui::TextDisabled("reconstruction error per token (FVU: 0 fits, 1 explains nothing)");
+    ImGui::TextDisabled("whole prompt: FVU %.3f; next-token loss %+.3f nats with the SAE's reconstruction spliced in",
                         r.fvu_all, r.loss_delta);
 }
 
@@ -149,8 +150,15 @@ void activation_bars(const features_output& o, int id) {
         if (a > 0) dl->AddRectFilled(p0, p1, IM_COL32(240, 180, 60, 255));
         const std::string piece = visible_token(gb::token_text(o.model->tok, o.ids[t]));
         if (ImGui::IsMouseHoveringRect(ImVec2(p0.x, o0.y), p1)) ImGui::SetTooltip("'%s' (token %d): %.4g", piece.c_str(), t, a);
+        // the token under its bar, cut to the bar's width
+        for (size_t n : {8, 4, 2, 1}) {
+            const std::string label = short_label(piece, n);
+            if (ImGui::CalcTextSize(label.c_str()).x > bw - px(2)) continue;
+            dl->AddText(ImVec2(p0.x, o0.y + h + px(2)), ImGui::GetColorU32(ImGuiCol_TextDisabled), label.c_str());
+            break;
+        }
     }
-    ImGui::Dummy(ImVec2(bw * r.n_tokens, h + px(2)));
+    ImGui::Dummy(ImVec2(bw * r.n_tokens, h + ImGui::GetTextLineHeight() + px(4)));
 }
 
 void token_list(const char* what, const ImVec4& c, const std::vector<gb::token_effect>& list, const gb::model& m) {
@@ -223,7 +231,9 @@ void top_contexts(app_state& s, ui_context& ui, int id) {
         ImGui::TextColored(amber, "%7.3f", c.act);
         ImGui::SameLine();
         ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextUnformatted(display_text(gb::context_text(*o->model, *o->index, c)).c_str());
+        std::string text = display_text(gb::context_text(*o->model, *o->index, c));
+        for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "\u21b5 ");
+        ImGui::TextUnformatted(text.c_str()); // one line a context: newlines as ↵
         ImGui::PopTextWrapPos();
     }
 }
