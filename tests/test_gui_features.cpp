@@ -1,7 +1,7 @@
 // The app's Features tab: a random SAE on a random tiny GPT-2 opened by script; the top features it prints against
 // core's run_features on the same prompt, a feature ablated from its chip against core's feature_intervention
 // (the next-token probabilities), an SAE that does not fit (one error, the state kept), a session that keeps the
-// SAE and the edit, and a session whose SAE is gone (one error).
+// SAE and the edit, a session whose SAE is gone (one error); several SAEs at once; the refusal on an encoder.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "random_sae.h"
 #include "run/forward.h"
 #include "test_util.h"
+#include "tiny_encoder.h"
 #include "tiny_model.h"
 
 namespace {
@@ -158,6 +159,53 @@ TEST(GuiFeatures, TopFeaturesAblationMismatchAndSession) {
     EXPECT_EQ(g2[0]["features"]["saes"].size(), 0u);
     EXPECT_EQ(g2[0]["features"]["edits"].size(), 0u);
     expect_top(g2[0]["top"], plain, "without the gone SAE's edit");
+}
+
+// One SAE per hook point: a second point adds one (shown), the same point again replaces it; edits name their point
+TEST(GuiFeatures, SeveralSaesOnePerHookPoint) {
+    if (!have_app()) GTEST_SKIP() << "no app built";
+    const fixture& f = files();
+    const std::string l2 = f.dir + "/sae_l2", again = f.dir + "/sae_again";
+    gb::write_sae_saelens(l2, random_sae(gb::SAE_RELU, 32, 32, 40, "resid_post", "resid_post", 2, 3));
+    gb::write_sae_saelens(again, random_sae(gb::SAE_TOPK, 32, 32, 24, "resid_post", "resid_post", 1, 4));
+    int rc = -1;
+    const auto st = run_script("--model " + sq(f.model) + " --prompt " + sq(prompt),
+                               "tab features\nsae " + f.sae + "\nwait\nsae " + l2 + "\nwait\nfeature 3\nwait\n" +
+                                   "click feature ablate\nwait\nprint\nsae " + again + "\nwait\nprint\n",
+                               &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    const nlohmann::json& a = st[0]["features"];
+    ASSERT_EQ(a["saes"].size(), 2u) << a.dump();
+    EXPECT_EQ(a["saes"][0]["layer"], 1);
+    EXPECT_EQ(a["saes"][1]["layer"], 2);
+    EXPECT_EQ(a["shown"], 1);
+    EXPECT_EQ(a["edits"], nlohmann::json::array({"ablate 3 at L2 resid_post"}));
+    EXPECT_EQ(st[0]["feature_edits"], "ablate 3 at L2 resid_post");
+    const nlohmann::json& b = st[1]["features"];
+    ASSERT_EQ(b["saes"].size(), 2u) << b.dump();
+    EXPECT_EQ(b["saes"][0]["d_sae"], 24) << "the L1 SAE replaced";
+    EXPECT_EQ(b["saes"][1]["d_sae"], 40);
+    EXPECT_EQ(b["shown"], 0);
+    EXPECT_EQ(b["edits"], a["edits"]) << "the other point's edit stays";
+}
+
+// A kind without SAEs keeps the tab, and opening one is the kind table's one-line refusal
+TEST(GuiFeatures, EncoderRefusesInOneLine) {
+    if (!have_app()) GTEST_SKIP() << "no app built";
+    const tiny_encoder tm = write_tiny_encoder(test_temp_dir("gui_features_bert") + "/m", {});
+    const gb::model m = gb::load_model(tm.dir);
+    ASSERT_FALSE(gb::offers(m.config, gb::FEATURE_SAE));
+    int rc = -1;
+    const auto st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat'",
+                               "tab features\nsae " + files().sae + "\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["tab"], "features");
+    const std::string err = st[0]["error"];
+    EXPECT_NE(err.find(gb::refusal(m, gb::FEATURE_SAE)), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    EXPECT_EQ(st[0]["features"]["saes"].size(), 0u);
 }
 
 } // namespace
