@@ -129,9 +129,11 @@ void token_chips(app_state& s, ui_context& ui, const features_output& o) {
     for (int i = 0; i < 20; i++)
         dl->AddRectFilled(ImVec2(l0.x + px(4) * i, l0.y + px(4)), ImVec2(l0.x + px(4) * (i + 1), l0.y + px(10)), fvu_colour(i / 19.0f));
     ImGui::SetCursorScreenPos(ImVec2(l0.x + px(86), l0.y));
+    ImGui::PushTextWrapPos(0.0f); // a narrow panel wraps them
     ImGui::TextDisabled("reconstruction error per token (FVU: 0 fits, 1 explains nothing)");
     ImGui::TextDisabled("whole prompt: FVU %.3f; next-token loss %+.3f nats with the SAE's reconstruction spliced in",
                         r.fvu_all, r.loss_delta);
+    ImGui::PopTextWrapPos();
 }
 
 // The selected feature's activation over the prompt: one bar per token, the token under it
