@@ -208,4 +208,24 @@ TEST(GuiFeatures, EncoderRefusesInOneLine) {
     EXPECT_EQ(st[0]["features"]["saes"].size(), 0u);
 }
 
+// Generation runs under the edits too (each step's intervention made from the grown run): steering hard by a
+// feature changes the greedy continuation, and every step's result carries the edit
+TEST(GuiFeatures, GenerationFollowsTheEdits) {
+    if (!have_app()) GTEST_SKIP() << "no app built";
+    const fixture& f = files();
+    int rc = -1;
+    const std::string gen = "gen-tokens 6\nclick Generate\nwait\nframes 30\nwait\nprint\n";
+    const auto st = run_script("--model " + sq(f.model) + " --prompt " + sq(prompt),
+                               "wait\n" + gen + "tab features\nsae " + f.sae + "\nwait\nfeature 1\nfeature-value 40\n" +
+                                   "wait\nclick feature steer\nwait\n" + gen,
+                               &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["generated_tokens"], 6);
+    EXPECT_EQ(st[1]["generated_tokens"], 6) << st[1].dump();
+    EXPECT_TRUE(st[1]["generation_done"].get<bool>());
+    EXPECT_EQ(st[1]["feature_edits"], "steer 1=40 at L1 resid_post");
+    EXPECT_NE(st[1]["generated"], st[0]["generated"]);
+}
+
 } // namespace
