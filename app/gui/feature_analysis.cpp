@@ -187,7 +187,8 @@ void poll_saes(app_state& s, ui_context& ui) {
             std::shared_ptr<const gb::bound_sae> b = it->done.get();
             if (it->model == s.model) adopt_sae(s, b, it->path); // else opened for a model no longer shown
         } catch (const std::exception& e) {
-            s.error = "SAE " + it->path + ": " + e.what();
+            const std::string what = e.what(); // the reader's errors name the file already
+            s.error = what.find(it->path) != std::string::npos ? what : "SAE " + it->path + ": " + what;
             s.sae_queue_edits.erase(std::remove_if(s.sae_queue_edits.begin(), s.sae_queue_edits.end(),
                                                    [&](const pending_settings::saved_edit& x) { return x.path == it->path; }),
                                     s.sae_queue_edits.end());
