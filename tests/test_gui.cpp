@@ -184,7 +184,7 @@ TEST(Gui, EncoderShowsFillMaskAndTheFullPattern) {
     EXPECT_TRUE(st[0]["fills"].empty());
     EXPECT_EQ(st[0]["fill_position"], (int)st[0]["tokens"].size() - 2);
     // Learn: the picture, without numbers; Attribution: the token saliency alone
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "features"}));
     EXPECT_EQ(st[1]["prompt"], "the cat [MASK] on the mat");
     EXPECT_EQ(st[1]["fill_position"], 3);
     ASSERT_EQ(st[1]["fills"].size(), 1u);
@@ -220,7 +220,7 @@ TEST(Gui, EncoderDecoderShowsBothStacksAndTheCrossAttention) {
     const std::vector<nlohmann::json> st = run_script("--model " + sq(tm.dir) + " --prompt 'the cat sat'", script, &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 11u);
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "cross"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "cross", "features"}));
     EXPECT_EQ(st[0]["error"], "");
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> src = gb::source_ids(m, "the cat sat");
@@ -311,7 +311,7 @@ TEST(Gui, VisionClassifiesAnImageAndAClickedPatchBecomesTheQuery) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 5u);
     EXPECT_EQ(st[0]["tab"], "image");
-    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "image"}));
+    EXPECT_EQ(st[0]["tabs"], nlohmann::json({"head", "lens", "attribution", "learn", "image", "features"}));
     EXPECT_EQ(st[0]["error"], "");
     EXPECT_EQ(st[0]["vision"]["view"], nlohmann::json({16, 16}));
     EXPECT_EQ(st[0]["vision"]["query"], 0);

@@ -8,11 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/features.h"
 #include "kernels/attention.h"
 #include "model/kind.h"
 #include "model/model.h"
 #include "run/ablation.h"
 #include "run/forward.h"
+#include "run/session.h"
 #include "run/steer.h"
 #include "util/error.h"
 
@@ -99,5 +101,13 @@ nlohmann::json steering_json(const gb::steering& s, const std::string& file);
 std::vector<std::string> read_prompt_lines(const std::string& path, const std::string& what);
 // A whole text file; an unreadable or empty one is an error naming it and `what`.
 std::string read_text_file(const std::string& path, const std::string& what);
+
+// ---- sae_args.cpp: the SAE options ----
+// --sae DIR against m (the kind must offer FEATURE_SAE); the file's warnings are printed on stderr.
+gb::bound_sae open_sae_arg(const args& a, const gb::model& m);
+// run's --feature-ablate 12,40 --feature-clamp 7=3.5 --feature-steer 9=2.0 with --sae: the SET intervention they
+// make, added to rq.interventions (its values in `values`, kept by the caller until the run), and their echo for
+// the JSON (null without --sae).
+nlohmann::json feature_edits_for_run(const args& a, const gb::model& m, gb::session_request& rq, std::vector<float>& values);
 
 } // namespace cli

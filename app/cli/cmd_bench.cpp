@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/threads.h"
 
+#include "analysis/features.h"
 #include "args.h"
 #include "commands.h"
 
@@ -377,6 +378,39 @@ int bench_gradients(const args& a, const gb::model& m, const std::vector<int>& s
 
 } // namespace
 
+// --sae: the forward that keeps the SAE's points (last position's logits, as a plain run), alone and with the
+// features computed from it (activations, reconstruction, MSE, FVU; not loss_delta, which is a second forward)
+int bench_sae(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat) {
+    const gb::bound_sae b = open_sae_arg(a, m);
+    std::printf("SAE %s: %s at %s, d_in %d, d_sae %d; matmul %s, %d threads\n", b.s->path.c_str(), gb::sae_arch_name(b.s->arch),
+                gb::hook_label(b.in, b.layer).c_str(), b.s->d_in, b.s->d_sae, gb::matmul_name(gb::matmul_kind_now()),
+                omp_get_max_threads());
+    std::printf("%8s %12s %12s %8s\n", "tokens", "forward_ms", "features_ms", "ratio");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    gb::forward_options opt;
+    opt.keep.points = gb::hook_bit(b.in) | gb::hook_bit(b.out);
+    opt.keep.layers.assign(m.config.n_layer, 0);
+    opt.keep.layers[b.layer] = 1;
+    for (int T : sizes) {
+        std::vector<double> fwd, feat;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> ids(T);
+            for (int& id : ids) id = (int)(rng() % (uint32_t)m.config.vocab_size);
+            gb::record rec;
+            const double f = ms_of([&] { gb::run_forward(rec, m, ids, {}, opt); });
+            const double e = ms_of([&] { gb::features_of(b, rec); });
+            if (r < 0) continue;
+            fwd.push_back(f), feat.push_back(e);
+        }
+        const double fm = summarize(fwd).median, em = summarize(feat).median;
+        std::printf("%8d %12.2f %12.2f %8.3f\n", T, fm, em, (fm + em) / fm);
+        results.push_back({{"tokens", T}, {"forward_ms", fm}, {"features_ms", em}, {"ratio", (fm + em) / fm}, {"repeat", repeat}});
+    }
+    write_outputs(a, {{"sae", b.s->path}, {"d_sae", b.s->d_sae}, {"results", results}}, {});
+    return 0;
+}
+
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     // an image classifier always runs its image's positions: random pixels in the normalised range
@@ -412,6 +446,7 @@ int cmd_bench(const args& a) {
         refuse_unless(m, gb::FEATURE_GRADIENTS, "--grad");
         return bench_gradients(a, m, sizes, repeat);
     }
+    if (a.has("sae")) return bench_sae(a, m, sizes, repeat);
     if (s2s) return bench_seq2seq(a, m, sizes, repeat, gl, renderer);
     return bench_forward(a, m, sizes, repeat, gl, renderer, pixels);
 }

@@ -180,11 +180,12 @@ nlohmann::json loss_json(const gb::model& m, const gb::surprisal_result& s) {
 
 // --json: the record's summary and the prediction, an encoder–decoder's source, target, translation and alignment
 void write_json(const args& a, const gb::model& m, const gb::session_result& r, const gb::session_request& rq,
-                const std::vector<std::string>& notes) {
+                const std::vector<std::string>& notes, const nlohmann::json& sae) {
     const gb::record& run = *r.run;
     nlohmann::json j = gb::capture_json(m, run, rq.ab, rq.top_k);
     j.update(knockouts_json(rq.ab, notes));
     if (rq.steer.vec) j["steering"] = steering_json(rq.steer, a.get("steer"));
+    if (!sae.is_null()) j["sae"] = sae;
     switch (r.pred.output) {
     case gb::OUTPUT_FILL_MASK: j["fill_mask"] = gb::fill_mask_json(r.pred.fills, run, m.tok); break;
     case gb::OUTPUT_CLASSES:
@@ -235,7 +236,9 @@ void write_npy_dir(const args& a, const gb::model& m, const gb::session_result& 
 
 int cmd_run(const args& a) {
     gb::model m = open_model(a);
-    const gb::session_request rq = run_request(a, m);
+    gb::session_request rq = run_request(a, m);
+    std::vector<float> feature_values; // the SET values of --sae's feature interventions, kept through the run
+    const nlohmann::json sae = feature_edits_for_run(a, m, rq, feature_values);
     const std::vector<std::string> notes = check_knockouts(rq.ab, m, (int)rq.tokens.size());
     const gb::session_result r = run_once(m, rq);
     if (!r.report.memory_note.empty())
@@ -244,7 +247,7 @@ int cmd_run(const args& a) {
     print_prediction(m, r, rq.top_k);
     print_routing(m, r, rq.ab);
     if (a.has("loss")) print_loss(m, gb::surprisal(*r.run, m.tok), *r.run);
-    if (a.has("json")) write_json(a, m, r, rq, notes);
+    if (a.has("json")) write_json(a, m, r, rq, notes, sae);
     if (a.has("npy-dir")) write_npy_dir(a, m, r, rq);
     return 0;
 }

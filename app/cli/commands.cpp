@@ -21,6 +21,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--ablate no-residual,no-layernorm,no-attention]
                [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--knockout 0.1:5-2,3:*-4] [--top-k 10]
                [--bos] [--all-logits] [--steer V.gguf|V.npy [--steer-scale A] [--steer-layers 3,4] [--steer-from I]]
+               [--sae DIR [--feature-ablate 12,40] [--feature-clamp 7=3.5] [--feature-steer 9=2.0]]
                [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
                [--matmul K]
   generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
@@ -72,6 +73,12 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
   steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
                [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
+  features     --prompt P --sae DIR [--top K] [--json FILE] [--npy-dir DIR]   an SAE's or transcoder's
+               features per token, its reconstruction error and the loss with it spliced in
+  train-sae    --hook resid_post --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR
+               [--steps S] [--batch B] [--lr LR] [--seed S]   an SAE on the model's own activations
+  feature      --sae DIR --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
+               contexts over a corpus and its effect on the logits
 
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
@@ -141,6 +148,10 @@ const option_doc steer_layers{"steer-layers", "LIST", "with --steer: the layers 
                                                       "every layer the file has a direction for)"};
 const option_doc steer_from{"steer-from", "I", "with --steer: steer positions I and after only (default 0: every "
                                                "position, as llama.cpp)"};
+// an SAE or transcoder (features, feature, run)
+const option_doc sae{"sae", "DIR", "an SAE or transcoder: a SAELens folder (cfg.json + sae_weights.safetensors) or "
+                                   "Gemma Scope's params.npz or params.safetensors (or its folder); its hook point and "
+                                   "layer come from it"};
 const option_doc target_id{"target-id", "N", "the target token by id"};
 // an analysis of an encoder–decoder's decoder: the target it reads
 const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
@@ -182,7 +193,14 @@ const std::vector<command> table = {
                          "resid_post, final_norm, resid_stream"},
       backend,
       {"capture-budget", "MB", "memory for the activation record; beyond it layers are left out (default 512)"},
-      steer, steer_scale, steer_layers, steer_from, matmul, weights}},
+      steer, steer_scale, steer_layers, steer_from, sae,
+      {"feature-ablate", "LIST", "with --sae: features to ablate, e.g. 12,40: each set to 0 with the SAE's "
+                                 "reconstruction error kept, so only that feature changes"},
+      {"feature-clamp", "LIST", "with --sae: ID=VALUE, e.g. 7=3.5: the feature clamped to VALUE at every position "
+                                "(the error kept)"},
+      {"feature-steer", "LIST", "with --sae: ID=ALPHA, e.g. 9=2.0: ALPHA times the feature's decoder row added at "
+                                "every position"},
+      matmul, weights}},
     {"generate", cmd_generate, gb::FEATURE_GENERATE,
      "continue a prompt, printing the text as it is generated",
      {"--prompt TEXT --max-new-tokens N [--model PATH] [options]",
@@ -354,6 +372,8 @@ const std::vector<command> table = {
       {"repeat", "N", "timed runs per length, reported as median, min and max (default 10)"},
       {"incremental", "", "time appending a token, editing the middle one and toggling a last-layer "
                           "ablation, against a fresh forward"},
+      {"sae", "DIR", "time the forward that keeps an SAE's points against the features computed from it "
+                      "(activations, reconstruction, MSE, FVU): median ms of each and (forward + features) / forward"},
       {"grad", "", "time the backward pass (every residual point's and head's gradient) against its forward"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
       json, matmul, weights}},
@@ -442,6 +462,46 @@ const std::vector<command> table = {
       {"max-new-tokens", "N", "tokens of each cell's continuation (default 8; 0: none)"}, bos,
       {"json", "FILE", "write the steering, the kl and loss grids [scales][layers], the baseline loss, each cell with "
                        "its continuation, and the time taken as JSON"},
+      matmul, weights}},
+    {"features", cmd_features, gb::FEATURE_SAE,
+     "an SAE's or transcoder's features on a prompt: each token's top features, the reconstruction's error (MSE, "
+     "fraction of variance unexplained) and the next-token loss with the reconstruction spliced in",
+     {"--prompt TEXT --sae DIR [--top K] [--json FILE] [--npy-dir DIR] [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos, sae,
+      {"top", "K", "features listed per token (default 5; --json: exactly K per token, highest first)"},
+      {"json", "FILE", "write hook, layer, d_sae, top [T][K] of {id, act}, l0 [T], mse [T], fvu [T], fvu_all, loss, "
+                       "loss_spliced and loss_delta as JSON"},
+      {"npy-dir", "DIR", "write features.npy [T, d_sae] and reconstruction.npy [T, d_out] into DIR"},
+      matmul, weights}},
+    {"feature", cmd_feature, gb::FEATURE_SAE,
+     "one feature of an SAE: its max-activating contexts over a corpus (indexed once, cached beside the SAE) and "
+     "its decoder direction's effect on the logits (the tokens it promotes and suppresses)",
+     {"--sae DIR --id N [--corpus FILE] [--top 20] [--json FILE] [--model PATH] [options]"},
+     {model, tokenizer, sae, {"id", "N", "the feature"},
+      {"corpus", "FILE", "a text file: cut into windows of 64 tokens (or the context), each window run once; the "
+                         "index is written beside the SAE as glassbox-index-HASH.bin and reused"},
+      {"top", "N", "contexts and tokens listed (default 20; the index keeps 32 per feature)"}, bos,
+      {"json", "FILE", "write contexts [{text, position, activation, token, window}], promotes and suppresses "
+                       "[{id, text, effect}] as JSON"},
+      matmul, weights}},
+    {"train-sae", cmd_train_sae, gb::FEATURE_SAE,
+     "train an SAE on the model's own activations at a hook point over a corpus (TopK or ReLU + L1, Adam, unit-norm "
+     "decoder rows, dead features resampled), resumable, written in SAELens's format",
+     {"--hook POINT --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR [--model PATH] [options]"},
+     {model, tokenizer,
+      {"hook", "POINT", "resid_pre, resid_mid, resid_post, attn_out or mlp_out"},
+      {"layer", "L", "the layer"},
+      {"corpus", "FILE", "a text file, cut into windows of 128 tokens (or the context)"},
+      {"features", "N", "d_sae, the number of features"},
+      {"k", "K", "TopK: the K largest pre-activations of each position kept"},
+      {"l1", "C", "ReLU + L1: the L1 coefficient on the activations (decoder rows are unit norm)"},
+      {"out", "DIR", "the SAE's folder: cfg.json, sae_weights.safetensors and train_state.bin, from which a run with "
+                     "the same options resumes (a longer --steps continues it)"},
+      {"steps", "S", "Adam steps (default 2000)"}, {"batch", "B", "activations per step (default 256)"},
+      {"lr", "LR", "Adam's learning rate (default 0.001)"}, {"seed", "S", "initialisation and batches (default 0)"},
+      {"dead-after", "N", "steps without firing after which a feature is resampled (default 500; 0: never)"},
+      {"max-tokens", "N", "activations collected from the corpus at most (default 200000)"}, bos,
+      {"json", "FILE", "write the options, the final loss, explained variance, dead fraction and the throughput as JSON"},
       matmul, weights}},
 };
 

@@ -62,5 +62,8 @@ int cmd_break_it(const args& a);
 int cmd_selftest(const args& a);
 int cmd_steer(const args& a);
 int cmd_steer_sweep(const args& a);
+int cmd_features(const args& a);
+int cmd_feature(const args& a);
+int cmd_train_sae(const args& a);
 
 } // namespace cli

@@ -21,7 +21,6 @@ static double ms_since(clock_type::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // Computing each kind (on an analysis thread; `go` returns false once the request is stopped)
 // ---------------------------------------------------------------------------------------------
-using keep_going = std::function<bool(float)>;
 
 static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, const keep_going& go) {
     auto t0 = clock_type::now();
@@ -314,11 +313,12 @@ static std::shared_ptr<trace_output> compute_trace(const analysis_request& q, co
 // ---------------------------------------------------------------------------------------------
 static int lane_of(analysis_kind k) {
     return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ||
-                   k == ANALYSIS_STEER_SWEEP
+                   k == ANALYSIS_STEER_SWEEP || k == ANALYSIS_FEATURE_INDEX
                ? 1
                : 0;
 }
 static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
+static bool is_features(analysis_kind k) { return k == ANALYSIS_FEATURES || k == ANALYSIS_FEATURE_INDEX; }
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -355,12 +355,13 @@ bool analysis_worker::idle() const {
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
     return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
-           !circuit_out_ && !trace_out_ && !steer_out_[0] && !steer_out_[1] && !steer_out_[2];
+           !circuit_out_ && !trace_out_ && !steer_out_[0] && !steer_out_[1] && !steer_out_[2] &&
+           !features_out_[0] && !features_out_[1];
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
-    const bool out = is_steer(k) ? (bool)steer_out_[k - ANALYSIS_STEER_BUILD] : k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
+    const bool out = is_features(k) ? (bool)features_out_[k - ANALYSIS_FEATURES] : is_steer(k) ? (bool)steer_out_[k - ANALYSIS_STEER_BUILD] : k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
                      : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
                      : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
                      : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : k == ANALYSIS_TRACE ? (bool)trace_out_
@@ -404,6 +405,7 @@ void analysis_worker::loop(int lane) {
         std::shared_ptr<circuit_output> circ;
         std::shared_ptr<trace_output> trace;
         std::shared_ptr<steer_output> steer;
+        std::shared_ptr<features_output> feat;
         std::string error;
         auto early = [this, k](std::shared_ptr<patch_output> p) { // the fast mode's estimate, shown at once
             std::lock_guard<std::mutex> l(mu_);
@@ -419,6 +421,7 @@ void analysis_worker::loop(int lane) {
             else if (k == ANALYSIS_CIRCUIT) circ = compute_circuit(q, go);
             else if (k == ANALYSIS_TRACE) trace = compute_trace(q, go);
             else if (is_steer(k)) steer = compute_steer(q, stopped);
+            else if (is_features(k)) feat = compute_features(q, go);
             else patch = compute_patching(q, go, early);
         } catch (const std::exception& e) {
             error = e.what();
@@ -443,6 +446,7 @@ void analysis_worker::loop(int lane) {
         if (circ) circuit_out_ = circ;
         if (trace) trace_out_ = trace;
         if (steer) steer_out_[k - ANALYSIS_STEER_BUILD] = steer;
+        if (feat) features_out_[k - ANALYSIS_FEATURES] = feat;
     }
 }
 
@@ -481,6 +485,8 @@ void analysis_worker::poll(app_state& s) {
     take(steer_out_[0], s.steer_built, ANALYSIS_STEER_BUILD);
     take(steer_out_[1], s.steer_compare, ANALYSIS_STEER_COMPARE);
     take(steer_out_[2], s.steer_sweep, ANALYSIS_STEER_SWEEP);
+    take(features_out_[0], s.features, ANALYSIS_FEATURES);
+    take(features_out_[1], s.feature_index, ANALYSIS_FEATURE_INDEX);
 }
 
 } // namespace gbui

@@ -52,7 +52,13 @@ struct analysis_request {
     std::vector<float> scales;
     std::vector<int> layers;
     std::string reference;
+    // features: the prompt's features on `sae` under ab, with feature `target`'s logit effect; the index of `corpus`
+    std::shared_ptr<const gb::bound_sae> sae;
+    std::string corpus;
 };
+using keep_going = std::function<bool(float)>; // progress in [0, 1]; false: stop
+// The Features tab's analyses (feature_analysis.cpp): the prompt's features, the corpus index.
+std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go);
 // The Steer tab's analyses (steer_analysis.cpp): the vector, the side-by-side continuations, the sweep.
 std::shared_ptr<steer_output> compute_steer(const analysis_request& q, const std::function<bool()>& stopped);
 
@@ -90,6 +96,7 @@ private:
     std::shared_ptr<const circuit_output> circuit_out_;
     std::shared_ptr<const trace_output> trace_out_;
     std::shared_ptr<const steer_output> steer_out_[3]; // build, compare, sweep
+    std::shared_ptr<const features_output> features_out_[2]; // features, index
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

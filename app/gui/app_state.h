@@ -8,10 +8,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "analysis/attribution.h"
 #include "compare_view.h"
 #include "analysis/break_it.h"
 #include "analysis/circuit.h"
+#include "analysis/feature_index.h"
+#include "analysis/features.h"
 #include "analysis/head_scores.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
@@ -31,6 +35,25 @@ namespace gbui {
 
 struct circuit_patch; // below: "keep only this circuit"
 
+// One feature edit of the Features tab (ablate, clamp, steer) on one of the opened SAEs: applied to the live run
+// as the SET intervention core/analysis/features.h makes (recomputed from each run, so it follows the prompt).
+struct app_feature_edit {
+    std::shared_ptr<const gb::bound_sae> sae;
+    gb::feature_edit e;
+    bool operator==(const app_feature_edit& o) const {
+        return sae == o.sae && e.kind == o.e.kind && e.id == o.e.id && e.value == o.e.value;
+    }
+};
+// "ablate 12 at L2 resid_post", "clamp 7=3.5 at ..."; of a list: joined with ", " ("" when empty)
+std::string describe_feature_edit(const app_feature_edit& f);
+std::string describe_feature_edits(const std::vector<app_feature_edit>& edits);
+// The SET interventions of edits on m's run of ids under ab and the interventions already in iv, one per SAE with
+// edits (in the edits' order, each made from a forward that has the earlier ones), appended to iv; their values
+// are kept in values, which must outlive iv's use.
+void add_feature_interventions(std::vector<gb::intervention>& iv, std::vector<std::vector<float>>& values,
+                               const gb::model& m, const std::vector<int>& ids, const gb::ablation& ab,
+                               const std::vector<app_feature_edit>& edits);
+
 // One finished run (plus its baseline) for one set of inputs; immutable once published. The records come from
 // the worker's live state (core/run/live.h) and are shared with it: a later run reuses their unchanged layers.
 struct run_result {
@@ -41,6 +64,7 @@ struct run_result {
     bool bos = false;
     gb::ablation ablation;
     std::shared_ptr<const circuit_patch> circuit; // the kept circuit it ran with (null: none)
+    std::vector<app_feature_edit> features; // the Features tab's edits it ran with
     std::shared_ptr<const gb::record> run;  // with ablation: attention [L][H][T][T], z, mlp_out, the residual
                                             // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
     std::shared_ptr<const gb::record> base; // without any ablation (the same record when nothing is ablated)
@@ -134,10 +158,10 @@ struct generation_result {
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                      ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_STEER_BUILD,
-                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_COUNT };
+                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_COUNT };
+                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_FEATURES, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image", "cross", "circuit" (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).
@@ -277,6 +301,22 @@ struct steer_output {
     gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
     double ms = 0;
 };
+// The Features tab's two analyses: the shown SAE's features of the prompt (under the ablation, before the feature
+// edits) with the selected feature's logit effect; and the selected SAE's index of a corpus file (top contexts).
+struct features_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::shared_ptr<const gb::bound_sae> sae;
+    std::vector<int> ids;                         // [T] the prompt's tokens
+    gb::feature_result res;                       // acts [T][d_sae], fvu [T], mse [T], loss_delta
+    int feature = -1;                             // the selected feature its logit effect is of (-1: none)
+    std::vector<gb::token_effect> promotes, suppresses;
+    std::vector<std::vector<gb::token_effect>> chip_tokens; // [feature of a chip] its top 3 promoted tokens
+    std::vector<int> chip_ids;                    // the features those are of (every one some position shows)
+    std::shared_ptr<const gb::feature_index> index; // the index: of corpus
+    std::string corpus, index_note;               // the index: its corpus file, built/read from where
+    double ms = 0;
+};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -294,6 +334,12 @@ struct pending_settings {
     gb::ablation ablation;
     int sel_layer = -1, sel_head = -1; // -1: not given
     int sel_token = -1;                // -1: not given
+    // the Features tab (sessions): the SAEs to open, and the edits on them (by the SAE's path)
+    std::vector<std::string> sae_paths;
+    struct saved_edit { std::string path; gb::feature_edit e; };
+    std::vector<saved_edit> feature_edits;
+    int feature_sel = -1;
+    bool has_features = false;   // a session said them (replacing the SAEs open)
     // token ids (-1: not given / default): checked against the model's vocabulary
     bool has_tokens = false;
     int lens_target = -1, attr_target = -1, attr_contrast = -1, patch_target = -1, patch_contrast = -1;
@@ -392,6 +438,19 @@ struct app_state {
                                   "woods. Every day she walked to school with her friend.";
     std::string steer_path = "steer.gguf"; // Open and Save
     std::string steer_note;          // the last Open/Save/Build outcome, one line
+    // the Features tab: the opened SAEs (one per hook point; opened off the UI thread from sae_queue), the one
+    // shown, the selected feature, the edits applied to the live run, the corpus its top contexts come from
+    std::vector<std::shared_ptr<const gb::bound_sae>> saes;
+    std::vector<std::string> sae_queue;                      // paths waiting to be opened (open_sae_file)
+    std::vector<pending_settings::saved_edit> sae_queue_edits; // a session's edits, applied when their SAE opens
+    int sae_shown = 0;
+    std::string sae_path_input = "sae";
+    int feature_sel = -1;            // -1: none selected
+    float feature_value = 5.0f;      // clamp's value and steer's alpha
+    std::vector<app_feature_edit> feature_edits;
+    std::string feature_corpus = "README.md";
+    int feature_index_build = 0;     // bumped by Index: builds (or reads) the index of feature_corpus
+    std::string feature_index_path;  // the corpus Index was pressed for
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -429,6 +488,7 @@ struct app_state {
     std::shared_ptr<const sampling_output> sampling;
     std::shared_ptr<const circuit_output> circuit;
     std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
+    std::shared_ptr<const features_output> features, feature_index;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
     compare_slot cmp;                              // model B and the comparison with it (compare_view.h)
@@ -438,6 +498,19 @@ struct app_state {
 bool result_is_current(const app_state& s);
 // The kept circuit when it applies to the inputs as they are now (its model, prompt and BOS), else null.
 const circuit_patch* circuit_in_force(const app_state& s);
+// The SAE the Features tab shows (null: none opened)
+const gb::bound_sae* shown_sae(const app_state& s);
+// Opens the SAE at path (a SAELens folder, a Gemma Scope params.npz/.safetensors or its folder) for s.model off the
+// UI thread (ui's per-frame poll_saes): it joins s.saes (replacing one at the same hook point) and is shown; a file
+// that does not fit sets s.error in one line and leaves the SAEs as they were.
+void open_sae_file(app_state& s, const std::string& path);
+// Sessions: the SAEs' paths and the edits on them; read into p; applied (the SAEs opened again, the edits once
+// their SAE has opened) to s
+nlohmann::json features_session_json(const app_state& s);
+void read_features_session(pending_settings& p, const nlohmann::json& j);
+void apply_features_session(app_state& s, const pending_settings& p);
+// Whether path is an SAE folder (cfg.json with sae_weights.safetensors, or params.npz / params.safetensors)
+bool is_sae_folder(const std::string& path);
 // Generated tokens the step slider can replay: those of s.generated when it continues the prompt as it is now
 // (same model, text and BOS), else 0.
 int replay_steps(const app_state& s);

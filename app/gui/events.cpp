@@ -26,7 +26,10 @@ void on_drop(GLFWwindow*, int n, const char** paths) {
 void open_dropped(app_state& s, worker& w) {
     for (const std::string& p : g_dropped) { // an image is classified by the vision model; anything else opens
         if (is_image_path(p)) s.image_path = p;
-        else open_model(s, w, p);
+        else if (is_sae_folder(p)) { // an SAE for the loaded model, shown in the Features tab
+            open_sae_file(s, p);
+            s.tab = TAB_FEATURES;
+        } else open_model(s, w, p);
     }
     g_dropped.clear();
 }

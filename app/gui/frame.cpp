@@ -159,7 +159,8 @@ static bool all_settled(const app_state& s, const ui_context& ui, const std::str
     // (the tab bar shows the chosen tab only while the Analysis panel is drawn: not while another fills the window)
     const bool tab_shown = s.tab == ui.tab_shown || (!ui.maximised.empty() && ui.maximised != "Analysis");
     return s.model && s.result && !s.busy && !s.loading && ui.work->idle() && key == ui.run_requested && !s.next_pixels &&
-           s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && tab_shown && !s.demo_waiting;
+           s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && tab_shown && !s.demo_waiting &&
+           s.sae_queue.empty() && ui.sae_jobs.empty();
 }
 
 bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_ms) {
@@ -170,6 +171,7 @@ bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_m
     *upload_ms = show_next_result(s, ui);
     recolour_if_needed(s, ui, f);
     open_dropped(s, *ui.work);
+    poll_saes(s, ui); // before the run's key: an SAE a session opens brings its edits
     std::string key = send_run(s, ui, f);
     pick_first_head(s, f);
     update_demo(s); // a demo's head and caption, once its run is shown

@@ -65,10 +65,10 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
     static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Sampling", "Experts", "Image",
-                                            "Cross-attention", "Circuit", "Steer"};
+                                            "Cross-attention", "Circuit", "Steer", "Features"};
     static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
                                                                       panel_learn, panel_sampling, panel_experts, panel_image,
-                                                                      panel_cross, panel_circuit, panel_steer};
+                                                                      panel_cross, panel_circuit, panel_steer, panel_features};
     // (a tab this model lacks has fallen back to Head in update_state)
     if (ImGui::BeginTabBar("##analysis")) {
         const bool forced = s.tab != ui.tab_shown;

@@ -21,6 +21,7 @@ bool result_is_current(const app_state& s) {
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
            r->ablation.describe() == s.ablation.describe() && r->circuit.get() == circuit_in_force(s) && same_step &&
+           r->features == s.feature_edits &&
            !s.next_result;
 }
 
@@ -41,6 +42,7 @@ run_request current_run_request(const app_state& s) {
     q.bos = s.bos;
     q.ablation = s.ablation;
     if (circuit_in_force(s)) q.circuit = s.circuit_kept;
+    q.features = s.feature_edits;
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
     q.focus_layer = s.sel_layer;
@@ -196,6 +198,31 @@ static void schedule_steer(app_state& s, ui_context& ui) {
     }
 }
 
+// The Features tab: the shown SAE's features of the prompt as typed (under the ablation) and the selected feature's
+// logit effect while the tab shows; the corpus index once Index was pressed (its file and the SAE as they were)
+static void schedule_features(app_state& s, ui_context& ui) {
+    const gb::bound_sae* b = shown_sae(s);
+    const bool shown = s.tab == TAB_FEATURES && s.model && gb::offers(s.model->config, gb::FEATURE_SAE) && b;
+    const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
+    std::shared_ptr<const gb::bound_sae> sae = b ? s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)] : nullptr;
+    {
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = s.feature_sel;
+        const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(s.feature_sel) + "|" +
+                                               s.ablation.describe() + "|" + s.prompt
+                                         : "";
+        schedule(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
+    }
+    {
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = s.feature_index_path;
+        const std::string inputs = shown && s.feature_index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
+                                                                           std::to_string(s.feature_index_build) + "|" + q.corpus
+                                                                     : "";
+        schedule(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
+    }
+}
+
 bool schedule_analyses(app_state& s, ui_context& ui) {
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
@@ -296,6 +323,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
     }
     schedule_steer(s, ui);
+    schedule_features(s, ui);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k)))
             return false;

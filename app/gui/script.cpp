@@ -293,6 +293,22 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         s.sel_token = std::atoi(arg.c_str());
         return true;
     }
+    if (cmd == "sae") { // as typing PATH into the Features tab's SAE box and pressing Open
+        open_sae_file(s, arg);
+        return true;
+    }
+    if (cmd == "feature") { // N, as clicking a feature chip (-1: none)
+        s.feature_sel = std::atoi(arg.c_str());
+        return true;
+    }
+    if (cmd == "feature-value") { // V, as the Features tab's value box (clamp's value, steer's alpha)
+        s.feature_value = (float)std::atof(arg.c_str());
+        return true;
+    }
+    if (cmd == "feature-corpus") { // FILE, as typing into the Features tab's corpus box
+        s.feature_corpus = arg;
+        return true;
+    }
     if (cmd == "select-head") { // L.H, as clicking a head in the grid
         int l = -1, h = -1;
         if (std::sscanf(arg.c_str(), "%d.%d", &l, &h) != 2 || l < 0 || h < 0) throw gb::error("script: select-head L.H, not " + arg);

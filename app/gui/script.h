@@ -4,7 +4,8 @@
 //   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
 //   files:      open PATH | open-b PATH (model B, to compare with) | session FILE | save-session FILE | export DIR
 //   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | compare-view a|b|avsb | demo NAME |
-//               colour-by NAME | corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I | select-head L.H
+//               colour-by NAME | corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I | select-head L.H |
+//               sae PATH | feature N | feature-value V | feature-corpus FILE
 //   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
 //   waiting:    wait-running lens|patching|trace | frames N
 //   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL

@@ -35,6 +35,10 @@ static void add_result(nlohmann::json& j, const app_state& s) {
             j["translation_sampling"] = sampling_key(s.result->target_sampling);
         }
         j["ablation"] = s.result->ablation.describe();
+        nlohmann::json top = nlohmann::json::array(); // the next-token list (id, probability), as the panel shows it
+        for (const gb::token_prob& tp : s.result->pred.top) top.push_back({{"id", tp.id}, {"prob", tp.prob}});
+        j["top"] = top;
+        j["feature_edits"] = describe_feature_edits(s.result->features); // the Features tab's edits it ran with
         j["notice"] = s.result->notice;
         j["kl"] = s.result->pred.kl;
         j["model"] = s.result->model->path;
@@ -235,11 +239,53 @@ static void add_steer(nlohmann::json& j, const app_state& s) {
     j["steer"] = st;
 }
 
+// The Features tab: the SAEs, the selected feature, the edits, the shown SAE's top features of the last token and
+// the reconstruction error, the selected feature's logit effect and top contexts
+static void add_features(nlohmann::json& j, const app_state& s) {
+    nlohmann::json saes = nlohmann::json::array();
+    for (const auto& b : s.saes)
+        saes.push_back({{"path", b->s->path}, {"hook", gb::hook_name(b->out)}, {"layer", b->layer}, {"d_sae", b->s->d_sae},
+                        {"warnings", b->warnings}});
+    nlohmann::json edits = nlohmann::json::array();
+    for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
+    nlohmann::json fj = {{"saes", saes}, {"shown", s.sae_shown}, {"selected", s.feature_sel}, {"edits", edits},
+                         {"value", s.feature_value}};
+    if (const features_output* o = s.features.get()) {
+        const gb::feature_result& r = o->res;
+        nlohmann::json top = nlohmann::json::array(); // the last token's features by activation, the active ones
+        if (r.n_tokens > 0) {
+            const float* a = r.acts.data() + (size_t)(r.n_tokens - 1) * r.d_sae;
+            std::vector<int> ids;
+            for (int i = 0; i < r.d_sae; i++)
+                if (a[i] > 0) ids.push_back(i);
+            std::sort(ids.begin(), ids.end(), [&](int x, int y) { return a[x] > a[y] || (a[x] == a[y] && x < y); });
+            if (ids.size() > 10) ids.resize(10);
+            for (int i : ids) top.push_back({{"id", i}, {"act", a[i]}});
+        }
+        nlohmann::json prom = nlohmann::json::array(), sup = nlohmann::json::array();
+        for (const gb::token_effect& e : o->promotes) prom.push_back(gb::token_text(o->model->tok, e.id));
+        for (const gb::token_effect& e : o->suppresses) sup.push_back(gb::token_text(o->model->tok, e.id));
+        fj["result"] = {{"current", o->key == s.analysis_want[ANALYSIS_FEATURES]}, {"tokens", r.n_tokens},
+                        {"top_last", top}, {"fvu", r.fvu}, {"fvu_all", r.fvu_all}, {"loss_delta", r.loss_delta},
+                        {"feature", o->feature}, {"promotes", prom}, {"suppresses", sup}};
+    }
+    if (const features_output* o = s.feature_index.get()) {
+        nlohmann::json ctx = nlohmann::json::array();
+        if (o->index && s.feature_sel >= 0 && s.feature_sel < o->index->d_sae)
+            for (const gb::feature_context& c : o->index->top[s.feature_sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
+        fj["index"] = {{"corpus", o->corpus}, {"note", o->index_note}, {"windows", o->index ? o->index->chunks.size() : 0},
+                       {"contexts", ctx}};
+    }
+    j["features"] = fj;
+}
+
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
     add_steer(j, s);
+    add_features(j, s);
     static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
-                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep"};
+                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep",
+                                                "features", "feature_index"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},

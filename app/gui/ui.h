@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ struct ui_context {
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
     std::string steer_adopted;              // the Steer tab: the build output whose vector it took
+    struct sae_job {                        // the Features tab: an SAE being opened off the UI thread
+        std::string path;
+        std::shared_ptr<const gb::model> model; // the model it is bound to
+        std::future<std::shared_ptr<const gb::bound_sae>> done;
+    };
+    std::vector<sae_job> sae_jobs;
     std::chrono::steady_clock::time_point patch_changed_at;
     std::string trace_seen;                 // causal tracing's, the same way
     std::chrono::steady_clock::time_point trace_changed_at;
@@ -218,6 +225,11 @@ void panel_steer(app_state& s, ui_context& ui); // steering vectors: build or op
 // The steering the Steer tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
 // from-position); vec null when there is no vector yet.
 gb::steering tab_steering(const app_state& s);
+// Features: the opened SAEs' features of the prompt as chips, the reconstruction error, the selected feature's
+// page (activation, logit effect, top contexts) and its edits, applied live (feature_analysis.cpp opens SAEs).
+void panel_features(app_state& s, ui_context& ui);
+// Every frame: starts opening the paths open_sae_file queued, and adopts those opened (or says their error).
+void poll_saes(app_state& s, ui_context& ui);
 // "ptr|name|scale|layers|from": names a steering in analysis keys
 std::string steering_key(const gb::steering& st);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).

@@ -248,19 +248,21 @@ int query_token(const app_state& s, int n_tokens) {
 
 const char* tab_name(analysis_tab t) {
     static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross", "circuit", "steer"};
+                                           "cross", "circuit", "steer", "features"};
     return t >= 0 && t < TAB_COUNT ? names[t] : "head";
 }
 gb::feature tab_feature(analysis_tab t) {
     static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
                                              gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
                                              gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
-                                             gb::FEATURE_PATCHING, gb::FEATURE_STEERING}; // the circuit: of patching's prompts
+                                             gb::FEATURE_PATCHING, gb::FEATURE_STEERING, // the circuit: of patching's prompts
+                                             gb::FEATURE_SAE};
     return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
 }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
+    if (t == TAB_FEATURES) return true; // a kind without SAEs: the tab says why in one line
     if (t == TAB_ATTRIBUTION) // the token saliency where direct logit attribution is not offered
         return gb::offers(m->config, gb::FEATURE_ATTRIBUTION) || gb::offers(m->config, gb::FEATURE_GRADIENTS);
     return gb::offers(m->config, tab_feature(t));
@@ -416,7 +418,8 @@ void save_session(const app_state& s, const std::string& path) {
                             {"top_p", s.target_sampling.top_p},
                             {"seed", s.target_sampling.seed}}},
                           {"stack", s.stack == 0 ? "encoder" : "decoder"},
-                          {"cross_average", s.cross_average}}}};
+                          {"cross_average", s.cross_average}}},
+                        {"features", features_session_json(s)}};
     gb::write_json(path, j);
 }
 
@@ -556,6 +559,7 @@ session_file read_session(const std::string& path) {
             in.cross_average = tr.at("cross_average").get<bool>();
             out.translation = in;
         }
+        if (j.contains("features")) read_features_session(p, j.at("features")); // absent before the Features tab
         p.has_tokens = true;
         return out; // layer and head indices are checked against the session's model once it has loaded
     } catch (const gb::error& e) {
@@ -624,6 +628,7 @@ void apply_settings(app_state& s, const pending_settings& p) {
         }
     }
     if (p.sel_token >= 0) s.sel_token = p.sel_token; // positions are clamped to the prompt by the panels
+    if (p.has_features) apply_features_session(s, p);
     if (p.has_tokens) { // chosen tokens: ids of this model's vocabulary, and the same text when it was saved
         const int V = c.vocab_size;
         auto take = [&](int id, const std::string& text, int& into, const char* what) {
@@ -684,6 +689,8 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     const bool was_vision = s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION);
     s.model = std::move(m);
     s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
+    s.saes.clear(), s.feature_edits.clear(), s.sae_queue_edits.clear(); // bound to the previous model
+    s.feature_sel = -1, s.features.reset(), s.feature_index.reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
     std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",

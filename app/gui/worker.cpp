@@ -87,6 +87,10 @@ std::string run_key(const run_request& q, bool partial) {
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
     if (q.circuit) k += "circuit" + std::to_string((uintptr_t)q.circuit.get()) + "|";
+    if (!q.features.empty()) {
+        k += "features " + describe_feature_edits(q.features) + "|";
+        for (const app_feature_edit& f : q.features) k += std::to_string((uintptr_t)f.sae.get()) + ",";
+    }
     if (!q.ids.empty()) k += "gen" + std::to_string(q.gen_id) + ":" + std::to_string(q.ids.size() - q.n_prompt) + "|";
     const gb::kind_input in = q.model ? gb::kind_info_of(q.model->config).input : gb::INPUT_TEXT;
     if (in == gb::INPUT_IMAGE) return k + "image:" + q.image_path;
@@ -256,6 +260,9 @@ void worker::run_session(gb::session_result& out, const run_request& q, const st
     }
     rq.ab = q.ablation;
     if (q.circuit) rq.interventions = q.circuit->interventions;
+    std::vector<std::vector<float>> feature_values; // the feature edits' SET values (the session copies them)
+    if (!q.features.empty() && gb::offers(m.config, gb::FEATURE_SAE))
+        add_feature_interventions(rq.interventions, feature_values, m, ids, q.ablation, q.features);
     rq.top_k = q.top_k;
     // patterns for the grid and the head view; z, MLP outputs and the whole residual stream for the logit lens
     // and the attribution (all within the capture budget, which leaves the largest far layers out first)
@@ -317,6 +324,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->bos = q.bos;
     r->ablation = q.ablation;
     r->circuit = q.circuit;
+    r->features = q.features;
     const bool shows_encoder = out.encoder && q.stack == 0;
     r->run = shows_encoder ? out.encoder : out.run;
     r->base = shows_encoder ? out.encoder_base : out.base;

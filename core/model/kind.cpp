@@ -48,6 +48,8 @@ const kind_info& kind_table(model_kind k) {
                                      "masks (see fill mask)";
         enc.why_not[FEATURE_STEERING] = "steering is built for decoder-only models' continuations; an encoder fills "
                                         "masks and generates nothing to steer";
+        enc.why_not[FEATURE_SAE] = "SAEs are read on a decoder's causal stream (SAELens's and Gemma Scope's hooks); "
+                                   "an encoder's stream sees the whole prompt";
         enc.why_not[FEATURE_SURPRISAL] = "every token sees the whole prompt, so none is predicted from the ones before "
                                          "it (a masked LM's loss is per mask: see fill mask)";
 
@@ -69,6 +71,8 @@ const kind_info& kind_table(model_kind k) {
         s2s.why_not[FEATURE_EXPERTS] = no_experts;
         s2s.why_not[FEATURE_KNOCKOUT] = no_knockout;
         s2s.why_not[FEATURE_IMAGE] = no_image;
+        s2s.why_not[FEATURE_SAE] = "SAEs are read on a decoder-only model's stream; an encoder–decoder's two stacks "
+                                   "are not built";
         s2s.why_not[FEATURE_STEERING] = "steering is built for decoder-only models; an encoder–decoder's two stacks "
                                         "are not steered";
 
@@ -91,6 +95,7 @@ const kind_info& kind_table(model_kind k) {
         vis.why_not[FEATURE_CROSS] = no_cross;
         vis.why_not[FEATURE_TRACE] = "causal tracing noises a subject's tokens; an image has no subject to find";
         vis.why_not[FEATURE_SURPRISAL] = "it reads an image: there are no tokens to predict";
+        vis.why_not[FEATURE_SAE] = "it classifies an image; SAEs are read on a language model's stream";
         vis.why_not[FEATURE_STEERING] = "it classifies an image; steering is built for language models' continuations";
         return true;
     }();
@@ -105,7 +110,7 @@ const char* feature_name(feature f) {
     static const char* names[FEATURE_COUNT] = {"run", "live", "generate", "temperatures", "tokenize", "bos", "lens",
                                                "attribution", "head scores", "induction test", "patching", "break it",
                                                "learn", "demos", "experts", "cross-attention", "image", "surprisal",
-                                               "gradients", "knockout", "trace", "steering"};
+                                               "gradients", "knockout", "trace", "steering", "sae"};
     return f >= 0 && f < FEATURE_COUNT ? names[f] : "?";
 }
 

@@ -58,6 +58,7 @@ enum feature {
     FEATURE_KNOCKOUT,       // attention knockout: a query kept from reading a key (run/grad/atp/patch --knockout)
     FEATURE_TRACE,          // causal tracing: the subject's embeddings noised, each activation restored in turn
     FEATURE_STEERING,       // steering vectors: a direction added to the stream after a layer (steer, --steer)
+    FEATURE_SAE,            // sparse autoencoders and transcoders on a hook point (features, feature, run --sae)
     FEATURE_COUNT
 };
 

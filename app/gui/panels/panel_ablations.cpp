@@ -163,6 +163,21 @@ void panel_ablations(app_state& s, ui_context& ui) {
                                                 : "not applied: the prompt or model is not the one it was found on");
         ImGui::PopTextWrapPos();
     }
+    if (!s.feature_edits.empty()) { // the Features tab's edits, each with its remove button
+        ImGui::TextUnformatted("Features:");
+        for (size_t i = 0; i < s.feature_edits.size(); i++) {
+            ImGui::PushID((int)i);
+            const bool gone = ImGui::SmallButton("x");
+            remember_item(ui, "remove feature edit " + std::to_string(i));
+            ImGui::SameLine();
+            ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", describe_feature_edit(s.feature_edits[i]).c_str());
+            ImGui::PopID();
+            if (gone) {
+                s.feature_edits.erase(s.feature_edits.begin() + i);
+                break;
+            }
+        }
+    }
     if (ab.steer.any()) { // applied in the Steer tab; listed here with the rest of what changes the run
         ImGui::TextUnformatted("Steering:");
         ImGui::SameLine();

@@ -50,7 +50,7 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
 static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
-    bool ablated = r.ablation.any() || r.circuit;
+    bool ablated = r.ablation.any() || r.circuit || !r.features.empty(); // the Features tab's edits too
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
     for (const auto& t : r.pred.top) ids.push_back(t.id);
@@ -318,7 +318,7 @@ void panel_output(app_state& s, ui_context& ui) {
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
-    bool ablated = r.ablation.any();
+    bool ablated = r.ablation.any() || r.circuit || !r.features.empty();
     if (encoder && !vision) fill_mask_lines(r, m);
     ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
     ImGui::SameLine();

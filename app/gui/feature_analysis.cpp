@@ -1,0 +1,239 @@
+// The Features tab's work off the UI thread: the feature edits as interventions for the main run (worker.cpp),
+// the shown SAE's features of the prompt with the selected feature's logit effect, and the corpus index of its
+// top contexts (analysis threads); and the SAEs opened from open_sae_file (a thread each, polled every frame).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis_worker.h"
+#include "tokenizer/tokenizer.h"
+#include "ui.h"
+#include "util/error.h"
+
+namespace gbui {
+
+std::string describe_feature_edit(const app_feature_edit& f) {
+    char b[96];
+    const gb::feature_edit& e = f.e;
+    if (e.kind == gb::FEATURE_ABLATE) std::snprintf(b, sizeof b, "ablate %d", e.id);
+    else std::snprintf(b, sizeof b, "%s %d=%g", e.kind == gb::FEATURE_CLAMP ? "clamp" : "steer", e.id, e.value);
+    return std::string(b) + " at " + (f.sae ? gb::hook_label(f.sae->out, f.sae->layer) : "?");
+}
+
+std::string describe_feature_edits(const std::vector<app_feature_edit>& edits) {
+    std::string out;
+    for (const app_feature_edit& f : edits) out += (out.empty() ? "" : ", ") + describe_feature_edit(f);
+    return out;
+}
+
+void add_feature_interventions(std::vector<gb::intervention>& iv, std::vector<std::vector<float>>& values,
+                               const gb::model& m, const std::vector<int>& ids, const gb::ablation& ab,
+                               const std::vector<app_feature_edit>& edits) {
+    std::vector<const gb::bound_sae*> order; // each SAE once, in the order its first edit was made
+    for (const app_feature_edit& f : edits)
+        if (std::find(order.begin(), order.end(), f.sae.get()) == order.end()) order.push_back(f.sae.get());
+    values.reserve(values.size() + order.size());
+    for (const gb::bound_sae* b : order) {
+        std::vector<gb::feature_edit> mine;
+        for (const app_feature_edit& f : edits)
+            if (f.sae.get() == b) mine.push_back(f.e);
+        // the SAE's points as this run reaches them: the ablation, the circuit and the earlier SAEs' edits
+        gb::forward_options opt;
+        opt.keep.points = gb::hook_bit(b->in) | gb::hook_bit(b->out);
+        opt.keep.layers.assign(m.config.n_layer, 0);
+        opt.keep.layers[b->layer] = 1;
+        opt.interventions = iv;
+        gb::record rec;
+        gb::run_forward(rec, m, ids, ab, opt);
+        values.emplace_back();
+        iv.push_back(gb::feature_intervention(*b, rec, mine, values.back()));
+    }
+}
+
+namespace {
+
+// The prompt as the main run encodes it (its last n_ctx tokens)
+std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool bos) {
+    std::vector<int> ids = gb::encode_prompt(m.tok, prompt, bos);
+    if (ids.empty()) throw gb::error("the prompt is empty: no features to show");
+    if ((int)ids.size() > m.config.n_ctx) ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
+    return ids;
+}
+
+const int chip_features = 3; // the top features each token's chips show
+
+} // namespace
+
+std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const gb::model& m = *q.model;
+    auto out = std::make_shared<features_output>();
+    out->key = q.key, out->model = q.model, out->sae = q.sae;
+    if (q.kind == ANALYSIS_FEATURE_INDEX) {
+        bool built = false;
+        std::string path, note;
+        out->index = std::make_shared<const gb::feature_index>(gb::cached_feature_index(
+            m, *q.sae, q.corpus, q.bos, [&](int done, int total) {
+                if (!go(total > 0 ? (float)done / total : 0.0f)) throw gb::cancelled();
+            },
+            built, path, note));
+        out->corpus = q.corpus;
+        out->index_note = (built ? "built " : "read ") + path + (note.empty() ? "" : " (" + note + ")");
+    } else {
+        out->ids = prompt_ids(m, q.prompt, q.bos);
+        out->res = gb::run_features(m, *q.sae, out->ids, q.ab);
+        go(0.5f);
+        const int d_sae = out->res.d_sae;
+        for (int t = 0; t < out->res.n_tokens; t++) { // every feature a chip shows, with its top promoted tokens
+            const float* a = out->res.acts.data() + (size_t)t * d_sae;
+            std::vector<int> top;
+            for (int i = 0; i < d_sae; i++)
+                if (a[i] > 0) top.push_back(i);
+            const size_t n = std::min<size_t>(top.size(), chip_features);
+            std::partial_sort(top.begin(), top.begin() + n, top.end(), [&](int x, int y) { return a[x] > a[y]; });
+            for (size_t j = 0; j < n; j++)
+                if (std::find(out->chip_ids.begin(), out->chip_ids.end(), top[j]) == out->chip_ids.end())
+                    out->chip_ids.push_back(top[j]);
+        }
+        const bool writes_stream = q.sae->out == gb::HOOK_RESID_PRE || q.sae->out == gb::HOOK_RESID_MID ||
+                                   q.sae->out == gb::HOOK_RESID_POST || q.sae->out == gb::HOOK_ATTN_OUT ||
+                                   q.sae->out == gb::HOOK_MLP_OUT;
+        if (writes_stream) {
+            std::vector<gb::token_effect> sup;
+            for (int id : out->chip_ids) {
+                out->chip_tokens.emplace_back();
+                gb::feature_logit_effect(out->chip_tokens.back(), sup, m, *q.sae, id, 3);
+                if (!go(0.5f)) throw gb::cancelled();
+            }
+            if (q.target >= 0 && q.target < d_sae)
+                gb::feature_logit_effect(out->promotes, out->suppresses, m, *q.sae, q.target, 10);
+        }
+        out->feature = q.target;
+    }
+    out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+// ---- opening SAEs off the UI thread ----
+
+const gb::bound_sae* shown_sae(const app_state& s) {
+    return s.saes.empty() ? nullptr : s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)].get();
+}
+
+void open_sae_file(app_state& s, const std::string& path) {
+    s.sae_queue.push_back(path);
+    s.sae_path_input = path;
+}
+
+bool is_sae_folder(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) return false;
+    const fs::path p(path);
+    return (fs::exists(p / "cfg.json", ec) && fs::exists(p / "sae_weights.safetensors", ec)) ||
+           fs::exists(p / "params.npz", ec) || fs::exists(p / "params.safetensors", ec);
+}
+
+// An opened SAE joins the list (one per hook point: it replaces one there, whose edits go) and is shown; the
+// session's edits on its path are applied.
+static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, const std::string& path) {
+    int at = -1;
+    for (size_t i = 0; i < s.saes.size(); i++)
+        if (s.saes[i]->in == b->in && s.saes[i]->out == b->out && s.saes[i]->layer == b->layer) at = (int)i;
+    if (at >= 0) {
+        const gb::bound_sae* old = s.saes[at].get();
+        s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(),
+                                             [&](const app_feature_edit& f) { return f.sae.get() == old; }),
+                              s.feature_edits.end());
+        s.saes[at] = b;
+    } else {
+        at = (int)s.saes.size();
+        s.saes.push_back(b);
+    }
+    s.sae_shown = at;
+    if (s.feature_sel >= b->s->d_sae) s.feature_sel = -1;
+    for (auto it = s.sae_queue_edits.begin(); it != s.sae_queue_edits.end();)
+        if (it->path == path) {
+            if (it->e.id >= 0 && it->e.id < b->s->d_sae) s.feature_edits.push_back({b, it->e});
+            it = s.sae_queue_edits.erase(it);
+        } else ++it;
+    std::string w;
+    for (const std::string& x : b->warnings) w += (w.empty() ? "" : "; ") + x;
+    s.status = "opened SAE " + path + (w.empty() ? "" : " (warning: " + w + ")");
+    s.error.clear();
+}
+
+void poll_saes(app_state& s, ui_context& ui) {
+    if (!s.model) return; // a session's SAEs wait for its model
+    for (const std::string& path : s.sae_queue) {
+        const std::shared_ptr<const gb::model> m = s.model;
+        const bool offered = gb::offers(m->config, gb::FEATURE_SAE);
+        const std::string why = offered ? "" : gb::refusal(*m, gb::FEATURE_SAE);
+        ui.sae_jobs.push_back({path, m, std::async(std::launch::async, [path, m, why] {
+                                   if (!why.empty()) throw gb::error(why);
+                                   return std::make_shared<const gb::bound_sae>(gb::open_sae(path, *m));
+                               })});
+    }
+    s.sae_queue.clear();
+    for (auto it = ui.sae_jobs.begin(); it != ui.sae_jobs.end();) {
+        if (it->done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+            ++it;
+            continue;
+        }
+        try {
+            std::shared_ptr<const gb::bound_sae> b = it->done.get();
+            if (it->model == s.model) adopt_sae(s, b, it->path); // else opened for a model no longer shown
+        } catch (const std::exception& e) {
+            const std::string what = e.what(); // the reader's errors name the file already
+            s.error = what.find(it->path) != std::string::npos ? what : "SAE " + it->path + ": " + what;
+            s.sae_queue_edits.erase(std::remove_if(s.sae_queue_edits.begin(), s.sae_queue_edits.end(),
+                                                   [&](const pending_settings::saved_edit& x) { return x.path == it->path; }),
+                                    s.sae_queue_edits.end());
+        }
+        it = ui.sae_jobs.erase(it);
+    }
+}
+
+// ---- sessions ----
+
+static const char* edit_kind_name(gb::feature_edit_kind k) {
+    return k == gb::FEATURE_ABLATE ? "ablate" : k == gb::FEATURE_CLAMP ? "clamp" : "steer";
+}
+
+nlohmann::json features_session_json(const app_state& s) {
+    nlohmann::json saes = nlohmann::json::array(), edits = nlohmann::json::array();
+    for (const auto& b : s.saes) saes.push_back(b->s->path);
+    for (const app_feature_edit& f : s.feature_edits)
+        edits.push_back({{"sae", f.sae->s->path}, {"kind", edit_kind_name(f.e.kind)}, {"id", f.e.id}, {"value", f.e.value}});
+    return {{"saes", saes}, {"edits", edits}, {"selected", s.feature_sel}};
+}
+
+void read_features_session(pending_settings& p, const nlohmann::json& j) {
+    p.has_features = true;
+    for (const auto& path : j.at("saes")) p.sae_paths.push_back(path.get<std::string>());
+    for (const auto& e : j.at("edits")) {
+        pending_settings::saved_edit x;
+        x.path = e.at("sae").get<std::string>();
+        const std::string k = e.at("kind").get<std::string>();
+        if (k != "ablate" && k != "clamp" && k != "steer") throw gb::error("features.edits: kind ablate, clamp or steer, got '" + k + "'");
+        x.e.kind = k == "ablate" ? gb::FEATURE_ABLATE : k == "clamp" ? gb::FEATURE_CLAMP : gb::FEATURE_STEER;
+        x.e.id = e.at("id").get<int>();
+        x.e.value = e.at("value").get<float>();
+        if (x.e.id < 0) throw gb::error("features.edits: a feature id must be >= 0");
+        p.feature_edits.push_back(x);
+    }
+    p.feature_sel = j.value("selected", -1);
+}
+
+void apply_features_session(app_state& s, const pending_settings& p) {
+    s.saes.clear(), s.feature_edits.clear();
+    s.features.reset(), s.feature_index.reset();
+    s.sae_queue = p.sae_paths;
+    s.sae_queue_edits = p.feature_edits;
+    s.feature_sel = p.feature_sel;
+}
+
+} // namespace gbui

@@ -1,0 +1,257 @@
+// SAE training: activations collected from the model, then Adam steps on x ≈ f(x) W_dec + b_dec with the
+// gradients written out by hand (they are short), a resumable state file.
+#include "analysis/sae_train.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "run/forward.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace gb {
+namespace {
+
+using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using vec = Eigen::RowVectorXf;
+using mmap = Eigen::Map<mat>;
+using vmap = Eigen::Map<vec>;
+
+// The weights, Adam's moments for each (W_enc, b_enc, W_dec, b_dec) and when each feature last fired.
+struct trainer {
+    sae s;
+    std::vector<float> m[4], v[4];
+    int64_t step = 0;
+    int resampled = 0;
+    std::vector<int64_t> last_fired; // [d_sae] the last step (counted from 1) it fired in; 0: never
+    std::vector<float>* param(int i) { return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : &s.b_dec; }
+};
+
+const char state_magic[] = "GBSAETRAIN1";
+
+// What a state file must agree on to be resumed.
+std::vector<double> signature(int d, const sae_train_options& o) {
+    return {(double)d, (double)o.d_sae, (double)o.k, (double)o.l1, (double)o.lr, (double)o.batch, (double)o.seed, (double)o.dead_after};
+}
+
+void save_state(const trainer& t, int d, const sae_train_options& o, const std::string& path) {
+    std::ofstream f(path + ".tmp", std::ios::binary);
+    auto arr = [&](const std::vector<float>& a) { f.write((const char*)a.data(), (std::streamsize)(a.size() * 4)); };
+    f.write(state_magic, sizeof state_magic);
+    const std::vector<double> sig = signature(d, o);
+    f.write((const char*)sig.data(), (std::streamsize)(sig.size() * 8));
+    f.write((const char*)&t.step, 8);
+    f.write((const char*)&t.resampled, 4);
+    for (int i = 0; i < 4; i++) arr(*const_cast<trainer&>(t).param(i)), arr(t.m[i]), arr(t.v[i]);
+    f.write((const char*)t.last_fired.data(), (std::streamsize)(t.last_fired.size() * 8));
+    f.close();
+    if (!f) throw error("cannot write " + path);
+    std::filesystem::rename(path + ".tmp", path);
+}
+
+bool load_state(trainer& t, int d, const sae_train_options& o, const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char magic[sizeof state_magic];
+    if (!f.read(magic, sizeof magic) || std::memcmp(magic, state_magic, sizeof magic) != 0) return false;
+    std::vector<double> sig(signature(d, o).size());
+    if (!f.read((char*)sig.data(), (std::streamsize)(sig.size() * 8)) || sig != signature(d, o)) return false;
+    f.read((char*)&t.step, 8);
+    f.read((char*)&t.resampled, 4);
+    auto arr = [&](std::vector<float>& a) { f.read((char*)a.data(), (std::streamsize)(a.size() * 4)); };
+    for (int i = 0; i < 4; i++) arr(*t.param(i)), arr(t.m[i]), arr(t.v[i]);
+    f.read((char*)t.last_fired.data(), (std::streamsize)(t.last_fired.size() * 8));
+    return (bool)f;
+}
+
+void init(trainer& t, const float* x, int64_t n, int d, const sae_train_options& o) {
+    sae& s = t.s;
+    s.arch = o.k > 0 ? SAE_TOPK : SAE_RELU;
+    s.k = o.k;
+    s.apply_b_dec_to_input = true;
+    s.d_in = s.d_out = d, s.d_sae = o.d_sae;
+    std::mt19937_64 rng(o.seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    s.W_dec.resize((size_t)o.d_sae * d);
+    for (int i = 0; i < o.d_sae; i++) { // unit rows
+        double norm = 0;
+        for (int j = 0; j < d; j++) norm += std::pow(s.W_dec[(size_t)i * d + j] = g(rng), 2);
+        for (int j = 0; j < d; j++) s.W_dec[(size_t)i * d + j] /= (float)std::sqrt(norm);
+    }
+    s.W_enc.resize((size_t)d * o.d_sae);
+    for (int i = 0; i < o.d_sae; i++) // the encoder starts as the decoder's transpose
+        for (int j = 0; j < d; j++) s.W_enc[(size_t)j * o.d_sae + i] = s.W_dec[(size_t)i * d + j];
+    s.b_enc.assign(o.d_sae, 0.0f);
+    s.b_dec.assign(d, 0.0f); // the data's mean
+    const int64_t rows = std::min<int64_t>(n, 8192);
+    for (int64_t r = 0; r < rows; r++)
+        for (int j = 0; j < d; j++) s.b_dec[j] += x[(size_t)r * d + j] / rows;
+    for (int i = 0; i < 4; i++) t.m[i].assign(t.param(i)->size(), 0.0f), t.v[i].assign(t.param(i)->size(), 0.0f);
+    t.last_fired.assign(o.d_sae, 0);
+}
+
+// Features that have not fired for dead_after steps get the direction of one of the batch's worst-reconstructed
+// rows (decoder: unit; encoder: that times the alive features' mean encoder norm / 5), b_enc 0, fresh moments.
+void resample(trainer& t, const mat& err, const sae_train_options& o) {
+    sae& s = t.s;
+    const int d = s.d_in, B = (int)err.rows();
+    std::vector<int> dead;
+    double alive_norm = 0;
+    int alive = 0;
+    for (int i = 0; i < s.d_sae; i++) {
+        if (t.step - t.last_fired[i] > o.dead_after) dead.push_back(i);
+        else {
+            double nn = 0;
+            for (int j = 0; j < d; j++) nn += std::pow(s.W_enc[(size_t)j * s.d_sae + i], 2);
+            alive_norm += std::sqrt(nn), alive++;
+        }
+    }
+    if (dead.empty()) return;
+    const float scale = alive ? (float)(alive_norm / alive / 5) : 0.2f;
+    std::vector<int> rows(B);
+    for (int b = 0; b < B; b++) rows[b] = b;
+    std::sort(rows.begin(), rows.end(), [&](int a, int c) { return err.row(a).squaredNorm() > err.row(c).squaredNorm(); });
+    for (size_t k = 0; k < dead.size(); k++) {
+        const int i = dead[k];
+        vec dir = -err.row(rows[k % B]);
+        const float nn = dir.norm();
+        if (nn == 0) continue;
+        dir /= nn;
+        for (int j = 0; j < d; j++) {
+            s.W_dec[(size_t)i * d + j] = dir[j];
+            s.W_enc[(size_t)j * s.d_sae + i] = dir[j] * scale;
+            t.m[0][(size_t)j * s.d_sae + i] = t.v[0][(size_t)j * s.d_sae + i] = 0;
+            t.m[2][(size_t)i * d + j] = t.v[2][(size_t)i * d + j] = 0;
+        }
+        s.b_enc[i] = 0, t.m[1][i] = t.v[1][i] = 0;
+        t.last_fired[i] = t.step;
+        t.resampled++;
+    }
+}
+
+// One Adam step on a batch; returns the batch's progress numbers (not the dead fraction).
+sae_train_progress step(trainer& t, const float* x, int64_t n, const sae_train_options& o) {
+    sae& s = t.s;
+    const int d = s.d_in, B = o.batch, F = s.d_sae;
+    std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + (uint64_t)t.step); // the batch depends on the step alone
+    std::uniform_int_distribution<int64_t> pick(0, n - 1);
+    mat X(B, d);
+    for (int b = 0; b < B; b++) X.row(b) = Eigen::Map<const vec>(x + (size_t)pick(rng) * d, d);
+    mmap We(s.W_enc.data(), d, F), Wd(s.W_dec.data(), F, d);
+    vmap bd(s.b_dec.data(), d);
+    const mat Xc = X.rowwise() - bd;
+    std::vector<float> f;
+    sae_encode(f, s, X.data(), B); // the architecture's activation (TopK, ReLU) on the same batch
+    const mmap Fm(f.data(), B, F);
+    const mat E = ((Fm * Wd).rowwise() + bd) - X;
+    sae_train_progress p;
+    const mat centred = X.rowwise() - X.colwise().mean();
+    p.loss = E.squaredNorm() / B + o.l1 * Fm.sum() / B;
+    p.explained = 1.0 - E.squaredNorm() / std::max(1e-30, (double)centred.squaredNorm());
+    const mat G = E * (2.0f / B);
+    std::vector<float> grad[4];
+    mat gWd = Fm.transpose() * G;
+    for (int i = 0; i < F; i++) gWd.row(i) -= gWd.row(i).dot(Wd.row(i)) * Wd.row(i); // along the unit sphere
+    mat dPre = G * Wd.transpose();
+    if (o.k == 0) dPre.array() += o.l1 / B;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < F; i++)
+            if (Fm(b, i) <= 0) dPre(b, i) = 0;
+            else t.last_fired[i] = t.step + 1; // the number of the step this is
+    const mat gWe = Xc.transpose() * dPre;
+    const vec gbe = dPre.colwise().sum();
+    const vec gbd = G.colwise().sum() - (We * gbe.transpose()).transpose();
+    grad[0].assign(gWe.data(), gWe.data() + gWe.size());
+    grad[1].assign(gbe.data(), gbe.data() + gbe.size());
+    grad[2].assign(gWd.data(), gWd.data() + gWd.size());
+    grad[3].assign(gbd.data(), gbd.data() + gbd.size());
+    t.step++;
+    const double c1 = 1 - std::pow(0.9, (double)t.step), c2 = 1 - std::pow(0.999, (double)t.step);
+    for (int k = 0; k < 4; k++) {
+        std::vector<float>& w = *t.param(k);
+        for (size_t i = 0; i < w.size(); i++) {
+            t.m[k][i] = 0.9f * t.m[k][i] + 0.1f * grad[k][i];
+            t.v[k][i] = 0.999f * t.v[k][i] + 0.001f * grad[k][i] * grad[k][i];
+            w[i] -= (float)(o.lr * (t.m[k][i] / c1) / (std::sqrt(t.v[k][i] / c2) + 1e-8));
+        }
+    }
+    for (int i = 0; i < F; i++) Wd.row(i).normalize();
+    if (o.dead_after > 0 && t.step % std::max(1, o.dead_after / 2) == 0 && t.step >= o.dead_after) resample(t, E, o);
+    return p;
+}
+
+} // namespace
+
+sae train_sae(const float* x, int64_t n, int d, const sae_train_options& o, const std::string& state_path,
+              const std::function<void(const sae_train_progress&)>& progress, int64_t* resumed_at) {
+    if (n < 1 || d < 1) throw error("train-sae: no activations to train on");
+    if (o.d_sae < 1 || o.batch < 1 || o.steps < 1 || !(o.lr > 0)) throw error("train-sae: features, batch, steps and lr must be positive");
+    if (o.k > o.d_sae) throw error("train-sae: --k " + std::to_string(o.k) + " is more than --features " + std::to_string(o.d_sae));
+    if (o.k == 0 && !(o.l1 >= 0)) throw error("train-sae: --l1 must be 0 or more");
+    trainer t;
+    init(t, x, n, d, o);
+    if (!state_path.empty() && std::filesystem::exists(state_path) && !load_state(t, d, o, state_path)) {
+        init(t, x, n, d, o); // another training's state: start afresh (it is overwritten)
+        t.step = 0;
+    }
+    if (resumed_at) *resumed_at = t.step;
+    // small products: one thread (OpenMP's threads would wait on each other, far longer than the work); restored after
+    const int threads = Eigen::nbThreads();
+    struct restore {
+        int n;
+        ~restore() { Eigen::setNbThreads(n); }
+    } put_back{threads};
+    if ((double)o.batch * o.d_sae * d < 64.0 * 1024 * 1024) Eigen::setNbThreads(1);
+    sae_train_progress sum;
+    int in_sum = 0;
+    while (t.step < o.steps) {
+        const sae_train_progress p = step(t, x, n, o);
+        sum.loss += p.loss, sum.explained += p.explained, in_sum++;
+        const bool last = t.step == o.steps;
+        if (progress && (t.step % std::max(1, o.report_every) == 0 || last)) {
+            sae_train_progress r;
+            r.step = t.step, r.steps = o.steps, r.loss = sum.loss / in_sum, r.explained = sum.explained / in_sum;
+            const int64_t window = o.dead_after > 0 ? o.dead_after : 1000;
+            int dead = 0;
+            for (int64_t lf : t.last_fired) dead += lf == 0 || t.step - lf >= window; // never fired, or not lately
+            r.dead_fraction = (double)dead / o.d_sae;
+            r.resampled = t.resampled;
+            progress(r);
+            sum = {}, in_sum = 0;
+        }
+        if (!state_path.empty() && ((o.save_every > 0 && t.step % o.save_every == 0) || last)) save_state(t, d, o, state_path);
+    }
+    return t.s;
+}
+
+std::vector<float> collect_activations(const model& m, hook_point p, int layer, const std::string& text, int window,
+                                       int64_t max_rows, bool bos) {
+    const std::vector<int> ids = encode(m.tok, text);
+    if (ids.empty()) throw error("train-sae: the corpus holds no tokens");
+    if (bos && m.tok.bos_id < 0) throw error("--bos: the model has no BOS token");
+    const int body = bos ? window - 1 : window;
+    forward_options opt;
+    opt.keep.points = hook_bit(p);
+    opt.keep.layers.assign(m.config.n_layer, 0);
+    opt.keep.layers[layer] = 1;
+    opt.keep.resid_norms = false;
+    const int w = hook_width(p, m.config, 1);
+    std::vector<float> out;
+    for (size_t i = 0; i < ids.size() && (int64_t)(out.size() / w) < max_rows; i += body) {
+        std::vector<int> c;
+        if (bos) c.push_back(m.tok.bos_id);
+        c.insert(c.end(), ids.begin() + i, ids.begin() + std::min(ids.size(), i + body));
+        record rec;
+        run_forward(rec, m, c, {}, opt);
+        const float* a = rec.get(p, layer);
+        const int from = bos ? 1 : 0; // the BOS position's activation is not the text's
+        for (int t = from; t < rec.n_tokens && (int64_t)(out.size() / w) < max_rows; t++) out.insert(out.end(), a + (size_t)t * w, a + (size_t)(t + 1) * w);
+    }
+    return out;
+}
+
+} // namespace gb
