@@ -1,6 +1,6 @@
 # Install layout, man pages and the .deb (included from CMakeLists.txt).
 #
-#   cmake --install BUILD --prefix /usr     bin/, share/glassbox/assets/models/, share/applications/,
+#   cmake --install BUILD --prefix /usr     bin/, share/glassbox/assets/{models,saes}/, share/applications/,
 #                                           share/icons/hicolor/scalable/apps/, share/man/man1/
 #   cpack -G DEB (in BUILD)                 glassbox_<version>_<arch>.deb; tools/package.sh does both steps
 #                                           from a portable build of its own
@@ -26,6 +26,18 @@ endif()
 install(FILES ${CMAKE_SOURCE_DIR}/assets/models/DEFAULT DESTINATION ${GLASSBOX_INSTALL_ASSETS}/models)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/assets/models/${GLASSBOX_DEFAULT_MODEL}
         DESTINATION ${GLASSBOX_INSTALL_ASSETS}/models)
+# The SAE shipped for it (tools/train_default_sae.py): assets/saes/DEFAULT and the folder it names, without the
+# feature-index caches (glassbox-index-*.bin) that `glassbox-cli feature` may have written beside it.
+if(EXISTS ${CMAKE_SOURCE_DIR}/assets/saes/DEFAULT)
+  file(STRINGS ${CMAKE_SOURCE_DIR}/assets/saes/DEFAULT GLASSBOX_DEFAULT_SAE LIMIT_COUNT 1)
+  string(STRIP "${GLASSBOX_DEFAULT_SAE}" GLASSBOX_DEFAULT_SAE)
+  if(GLASSBOX_DEFAULT_SAE STREQUAL "" OR NOT EXISTS ${CMAKE_SOURCE_DIR}/assets/saes/${GLASSBOX_DEFAULT_SAE}/cfg.json)
+    message(FATAL_ERROR "assets/saes/DEFAULT does not name an SAE folder with a cfg.json")
+  endif()
+  install(FILES ${CMAKE_SOURCE_DIR}/assets/saes/DEFAULT DESTINATION ${GLASSBOX_INSTALL_ASSETS}/saes)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/assets/saes/${GLASSBOX_DEFAULT_SAE} DESTINATION ${GLASSBOX_INSTALL_ASSETS}/saes
+          PATTERN "glassbox-index-*" EXCLUDE PATTERN "train_state.bin" EXCLUDE)
+endif()
 
 # Man pages, written at build time by help2man from each program's own --help and --version, with the sections
 # --help does not hold (description, files, environment, see also) from packaging/<program>.h2m.

@@ -60,7 +60,7 @@ TEST(Install, DebHoldsProgramsModelManPagesAndDesktopEntry) {
     ASSERT_EQ(x.code, 0) << x.err;
     const std::string usr = root + "/usr";
     std::vector<std::string> files = {"bin/glassbox-cli", "share/glassbox/assets/models/DEFAULT",
-                                      "share/man/man1/glassbox-cli.1"};
+                                      "share/glassbox/assets/saes/DEFAULT", "share/man/man1/glassbox-cli.1"};
     if (gui)
         files.insert(files.end(), {"bin/glassbox", "share/man/man1/glassbox.1", "share/applications/glassbox.desktop",
                                    "share/icons/hicolor/scalable/apps/glassbox.svg"});
@@ -77,6 +77,12 @@ TEST(Install, DebHoldsProgramsModelManPagesAndDesktopEntry) {
     command_result run = run_command(cli + " run --prompt 'The cat sat on the'");
     ASSERT_EQ(run.code, 0) << run.err;
     EXPECT_NE(run.out.find("top 10 next tokens"), std::string::npos) << run.out;
+    // No --sae on the default model: the SAE installed beside it (its path in the JSON)
+    command_result feats = run_command(cli + " features --prompt 'The cat sat on the' --json " + q(tmp + "/f.json"));
+    ASSERT_EQ(feats.code, 0) << feats.err;
+    const std::string sae_path = nlohmann::json::parse(read_file(tmp + "/f.json")).at("sae");
+    const std::string saes = fs::weakly_canonical(usr + "/share/glassbox/assets/saes").string();
+    EXPECT_EQ(sae_path.rfind(saes + "/", 0), 0u) << "used " << sae_path << ", not the installed SAE in " << saes;
     command_result version = run_command(cli + " --version");
     EXPECT_EQ(version.code, 0);
     EXPECT_EQ(version.out.rfind("glassbox-cli ", 0), 0u) << version.out;

@@ -103,7 +103,10 @@ std::vector<std::string> read_prompt_lines(const std::string& path, const std::s
 std::string read_text_file(const std::string& path, const std::string& what);
 
 // ---- sae_args.cpp: the SAE options ----
-// --sae DIR against m (the kind must offer FEATURE_SAE); the file's warnings are printed on stderr.
+// --sae DIR, or without it the SAE shipped with the default model when m is that model ("" otherwise).
+std::string sae_path_arg(const args& a, const gb::model& m);
+// That SAE against m (the kind must offer FEATURE_SAE; no --sae and no shipped SAE: the usage error "missing
+// --sae"); the file's warnings are printed on stderr.
 gb::bound_sae open_sae_arg(const args& a, const gb::model& m);
 // run's --feature-ablate 12,40 --feature-clamp 7=3.5 --feature-steer 9=2.0 with --sae: the SET intervention they
 // make, added to rq.interventions (its values in `values`, kept by the caller until the run), and their echo for

@@ -63,6 +63,16 @@ int cmd_train_sae(const args& a) {
     s.hook_name = "blocks." + std::to_string(layer) + ".hook_" + gb::hook_name(p);
     s.model_name = std::filesystem::path(m.path.empty() ? "default" : m.path).filename().string();
     gb::write_sae_saelens(out, s);
+    // the explained variance on activations of a text the SAE was not trained on (--heldout)
+    double heldout = -1;
+    int64_t heldout_n = 0;
+    if (a.has("heldout")) {
+        const std::string held = read_text_file(a.get("heldout"), "--heldout");
+        const std::vector<float> hx = gb::collect_activations(m, p, layer, held, window, max_tokens, a.has("bos"));
+        heldout_n = (int64_t)(hx.size() / d);
+        heldout = gb::sae_explained(s, hx.data(), heldout_n);
+        std::printf("held out: explained %.3f on %lld activations of %s\n", heldout, (long long)heldout_n, a.get("heldout").c_str());
+    }
     const double tokens_per_s = train_s > 0 ? (double)(o.steps - resumed) * o.batch / train_s : 0;
     std::printf("wrote %s (SAELens: cfg.json + sae_weights.safetensors): %d features, %s, explained %.3f, dead %.3f, "
                 "%.0f activations/s\n", out.c_str(), o.d_sae, o.k ? ("TopK k " + std::to_string(o.k)).c_str() : "ReLU + L1",
@@ -71,7 +81,9 @@ int cmd_train_sae(const args& a) {
                       {"k", o.k}, {"l1", o.l1}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr}, {"seed", o.seed},
                       {"activations", n}, {"resumed_at", resumed}, {"loss", last.loss}, {"explained", last.explained},
                       {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled}, {"collect_s", collect_s},
-                      {"train_s", train_s}, {"activations_per_s", tokens_per_s}}, {});
+                      {"train_s", train_s}, {"activations_per_s", tokens_per_s},
+                      {"heldout_explained", a.has("heldout") ? nlohmann::json(heldout) : nlohmann::json(nullptr)},
+                      {"heldout_activations", heldout_n}}, {});
     return 0;
 }
 

@@ -73,11 +73,11 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
   steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
                [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
-  features     --prompt P --sae DIR [--top K] [--json FILE] [--npy-dir DIR]   an SAE's or transcoder's
+  features     --prompt P [--sae DIR] [--top K] [--json FILE] [--npy-dir DIR]   an SAE's or transcoder's
                features per token, its reconstruction error and the loss with it spliced in
   train-sae    --hook resid_post --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR
                [--steps S] [--batch B] [--lr LR] [--seed S]   an SAE on the model's own activations
-  feature      --sae DIR --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
+  feature      [--sae DIR] --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
                contexts over a corpus and its effect on the logits
 
 Options of several commands:
@@ -151,7 +151,8 @@ const option_doc steer_from{"steer-from", "I", "with --steer: steer positions I 
 // an SAE or transcoder (features, feature, run)
 const option_doc sae{"sae", "DIR", "an SAE or transcoder: a SAELens folder (cfg.json + sae_weights.safetensors) or "
                                    "Gemma Scope's params.npz or params.safetensors (or its folder); its hook point and "
-                                   "layer come from it"};
+                                   "layer come from it (default with the embedded default model: the SAE shipped with it, "
+                                   "assets/saes/default-resid_post-L2)"};
 const option_doc target_id{"target-id", "N", "the target token by id"};
 // an analysis of an encoder–decoder's decoder: the target it reads
 const option_doc decoder_target{"target-text", "TEXT", "encoder–decoders: the decoder's target (default: the "
@@ -466,7 +467,7 @@ const std::vector<command> table = {
     {"features", cmd_features, gb::FEATURE_SAE,
      "an SAE's or transcoder's features on a prompt: each token's top features, the reconstruction's error (MSE, "
      "fraction of variance unexplained) and the next-token loss with the reconstruction spliced in",
-     {"--prompt TEXT --sae DIR [--top K] [--json FILE] [--npy-dir DIR] [--model PATH] [options]"},
+     {"--prompt TEXT [--sae DIR] [--top K] [--json FILE] [--npy-dir DIR] [--model PATH] [options]"},
      {model, tokenizer, prompt, bos, sae,
       {"top", "K", "features listed per token (default 5; --json: exactly K per token, highest first)"},
       {"json", "FILE", "write hook, layer, d_sae, top [T][K] of {id, act}, l0 [T], mse [T], fvu [T], fvu_all, loss, "
@@ -476,7 +477,7 @@ const std::vector<command> table = {
     {"feature", cmd_feature, gb::FEATURE_SAE,
      "one feature of an SAE: its max-activating contexts over a corpus (indexed once, cached beside the SAE) and "
      "its decoder direction's effect on the logits (the tokens it promotes and suppresses)",
-     {"--sae DIR --id N [--corpus FILE] [--top 20] [--json FILE] [--model PATH] [options]"},
+     {"[--sae DIR] --id N [--corpus FILE] [--top 20] [--json FILE] [--model PATH] [options]"},
      {model, tokenizer, sae, {"id", "N", "the feature"},
       {"corpus", "FILE", "a text file: cut into windows of 64 tokens (or the context), each window run once; the "
                          "index is written beside the SAE as glassbox-index-HASH.bin and reused"},
@@ -501,6 +502,8 @@ const std::vector<command> table = {
       {"lr", "LR", "Adam's learning rate (default 0.001)"}, {"seed", "S", "initialisation and batches (default 0)"},
       {"dead-after", "N", "steps without firing after which a feature is resampled (default 500; 0: never)"},
       {"max-tokens", "N", "activations collected from the corpus at most (default 200000)"}, bos,
+      {"heldout", "FILE", "a text not trained on: the explained variance over its activations (as many at most), "
+                          "printed and in --json as heldout_explained"},
       {"json", "FILE", "write the options, the final loss, explained variance, dead fraction and the throughput as JSON"},
       matmul, weights}},
 };

@@ -1,15 +1,23 @@
-// The SAE options: opening --sae with its warnings on stderr, and run's feature interventions
-// (--feature-ablate, --feature-clamp, --feature-steer) made into a SET intervention at the SAE's point.
+// The SAE options: opening --sae (or, on the default model, the SAE shipped with it) with its warnings on
+// stderr, and run's feature interventions (--feature-ablate, --feature-clamp, --feature-steer) made into a SET
+// intervention at the SAE's point.
 #include <cstdio>
 
 #include "analysis/features.h"
 #include "args.h"
+#include "io/loader.h"
 
 namespace cli {
 
+std::string sae_path_arg(const args& a, const gb::model& m) {
+    return a.has("sae") ? a.get("sae") : gb::default_sae_path(m);
+}
+
 gb::bound_sae open_sae_arg(const args& a, const gb::model& m) {
     refuse_unless(m, gb::FEATURE_SAE, "--sae");
-    gb::bound_sae b = gb::open_sae(a.need("sae"), m);
+    const std::string path = sae_path_arg(a, m);
+    if (path.empty()) a.need("sae"); // the usage error: no --sae, and m is not the default model with its SAE
+    gb::bound_sae b = gb::open_sae(path, m);
     for (const std::string& w : b.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     return b;
 }
@@ -18,10 +26,10 @@ nlohmann::json feature_edits_for_run(const args& a, const gb::model& m, gb::sess
     const char* opts[] = {"feature-ablate", "feature-clamp", "feature-steer"};
     bool any = false;
     for (const char* o : opts) any |= a.has(o);
-    if (!a.has("sae")) {
-        if (any) throw usage_error("--feature-ablate, --feature-clamp and --feature-steer need --sae DIR");
-        return nullptr;
-    }
+    if (!a.has("sae") && !any) return nullptr;
+    if (sae_path_arg(a, m).empty())
+        throw usage_error("--feature-ablate, --feature-clamp and --feature-steer need --sae DIR (only the default model "
+                          "has an SAE without it)");
     if (!any) throw usage_error("--sae needs a feature intervention: --feature-ablate, --feature-clamp or --feature-steer "
                                 "(glassbox-cli features shows its features)");
     if (rq.steer.any()) throw usage_error("--sae's feature interventions and --steer together are not supported yet");

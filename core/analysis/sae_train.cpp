@@ -228,6 +228,28 @@ sae train_sae(const float* x, int64_t n, int d, const sae_train_options& o, cons
     return t.s;
 }
 
+double sae_explained(const sae& s, const float* x, int64_t n) {
+    const int d = s.d_in;
+    if (n <= 0) throw error("sae_explained: no activations");
+    std::vector<double> mean(d, 0.0);
+    for (int64_t r = 0; r < n; r++)
+        for (int j = 0; j < d; j++) mean[j] += x[r * d + j];
+    for (double& v : mean) v /= (double)n;
+    double err = 0, var = 0;
+    std::vector<float> f, xhat;
+    const int chunk = 1024;
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+        const int rows = (int)std::min<int64_t>(chunk, n - r0);
+        sae_encode(f, s, x + r0 * d, rows);
+        sae_decode(xhat, s, f.data(), rows);
+        for (int64_t i = 0; i < (int64_t)rows * d; i++) {
+            const double a = x[r0 * d + i], e = a - xhat[i], c = a - mean[i % d];
+            err += e * e, var += c * c;
+        }
+    }
+    return 1.0 - err / std::max(1e-30, var);
+}
+
 std::vector<float> collect_activations(const model& m, hook_point p, int layer, const std::string& text, int window,
                                        int64_t max_rows, bool bos) {
     const std::vector<int> ids = encode(m.tok, text);

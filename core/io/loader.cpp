@@ -1,6 +1,6 @@
 // Model loading: format detection, config parsing, tensor tables per architecture, default model lookup.
 //
-// Sections: memory | config.json | HF safetensors folder | load_model | default model
+// Sections: memory | config.json | HF safetensors folder | load_model | default model and its SAE
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -662,6 +662,26 @@ std::string default_model_path() {
         if (!s.empty()) return s;
     }
     throw error("no default model found in assets/models/ (pass --model PATH, or see tools/train_default_model.py)");
+}
+
+std::string default_sae_path(const model& m) {
+    if (m.path.empty()) return "";
+    std::string def;
+    try {
+        def = default_model_path();
+    } catch (const error&) {
+        return "";
+    }
+    std::error_code e1, e2;
+    const fs::path a = fs::weakly_canonical(fs::path(m.path), e1), b = fs::weakly_canonical(fs::path(def), e2);
+    if (e1 || e2 || a != b) return "";
+    const fs::path saes = b.parent_path().parent_path() / "saes"; // <assets>/models/<name> -> <assets>/saes
+    std::ifstream f(saes / "DEFAULT");
+    std::string name;
+    if (!f || !std::getline(f, name)) return "";
+    while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
+    if (name.empty() || !path_exists(saes / name / "cfg.json")) return "";
+    return (saes / name).string();
 }
 
 } // namespace gb

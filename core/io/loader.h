@@ -32,5 +32,9 @@ model load_model(const std::string& path, const load_options& opt = {});
 
 // The default model shipped in assets/models/; throws if it cannot be found.
 std::string default_model_path();
+// The SAE shipped for the default model (assets/saes/<the name in assets/saes/DEFAULT>/, beside the model's
+// assets/models/) when m is the default model (the paths compared canonically), else "" (also when the default
+// model or its SAE is not installed).
+std::string default_sae_path(const model& m);
 
 } // namespace gb
