@@ -13,6 +13,7 @@
 
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
+#include "io/loader.h"
 #include "settings.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -717,6 +718,9 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     } else {
         keep_what_fits(s);
     }
+    // the default model's shipped SAE (assets/saes) unless a session brings its own: Features work on a fresh install
+    if (s.sae_queue.empty() && gb::offers(s.model->config, gb::FEATURE_SAE))
+        if (const std::string sae = gb::default_sae_path(*s.model); !sae.empty()) open_sae_file(s, sae);
     // a note about the settings (malformed file, no folder, the last model gone) shows once, beside this load's
     // warnings: the first load is the app's start, when the file was read
     if (!s.settings_note.empty()) {
