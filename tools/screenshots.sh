@@ -57,7 +57,7 @@ done
 
 # The research views at 1280 x 720, the Analysis panel filling the window (as docs/interpretability.md,
 # docs/steering.md and docs/compare.md show them): the IOI circuit, causal tracing of the Eiffel Tower, steering
-# with its sweep, and the default model against its own Q4_K copy.
+# with its sweep, a feature of the shipped SAE, and the default model against its own Q4_K copy.
 SIZE=1280x720 SCALE=1
 export SIZE SCALE
 ioi="When Mary and John went to the store, John gave a drink to"
@@ -67,6 +67,10 @@ shot trace "$induction" "The Eiffel Tower is in the city of" "tab patching" "pat
     "maximise analysis" "wait" "frames 10" "wait"
 shot steer "$induction" "Today I feel" "tab steer" "maximise analysis" "wait" "click steer build" "wait" \
     "click steer apply" "wait" "frames 10" "wait"
+# the shipped SAE (opened with the default model): feature 226, the repeated name of an indirect-object sentence,
+# with its top contexts over the excerpt of the model's training text that the tests use
+shot screenshot-features "$induction" "$ioi" "tab features" "maximise analysis" "wait" "feature 226" \
+    "feature-corpus tests/data/default_model_text.txt" "wait" "click feature index" "wait" "frames 10" "wait"
 "$cli" quantize --dtype Q4_K --out "$tmp/default-Q4_K.gguf" > /dev/null
 shot compare "$induction" "The cat sat on the mat because it was tired. Then the dog came in and looked at the cat" \
     "open-b $tmp/default-Q4_K.gguf" "wait" "frames 10" "wait" "compare-view avsb" "tab lens" "wait" "frames 10" "wait"
