@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "analysis/features.h"
+#include "analysis/sae_train.h"
 #include "app_script.h"
 #include "io/loader.h"
 #include "io/sae.h"
@@ -229,3 +231,48 @@ TEST(GuiFeatures, GenerationFollowsTheEdits) {
 }
 
 } // namespace
+
+// Train an SAE in the tab: the same SAE as the core trainer makes from the same activations and options (what
+// train-sae does), written in SAELens's format and opened; a field the model cannot have is one error line.
+TEST(GuiFeatures, TrainsAnSaeInTheTabAndOpensIt) {
+    ASSERT_TRUE(have_app());
+    const fixture& f = files();
+    const std::string corpus = f.dir + "/corpus.txt", out = f.dir + "/trained";
+    std::string text;
+    for (int i = 0; i < 40; i++) text += "the cat sat on the mat and the dog sat on the log. ";
+    std::ofstream(corpus) << text;
+    std::filesystem::remove_all(out);
+    int rc = -1;
+    auto states = run_script("--model " + sq(f.model) + " --prompt " + sq(prompt),
+                             "wait\ntab features\nsae-train corpus=" + corpus + " out=" + out +
+                                 " point=resid_post layer=1 features=16 k=4 steps=120\nwait\nprint\n"
+                                 "sae-train layer=7\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    const nlohmann::json& fj = states[0]["features"];
+    ASSERT_EQ(fj["saes"].size(), 1u);
+    EXPECT_EQ(fj["saes"][0]["path"], out);
+    EXPECT_EQ(fj["saes"][0]["layer"], 1);
+    EXPECT_EQ(fj["saes"][0]["d_sae"], 16);
+    EXPECT_NE(fj["trained"]["note"].get<std::string>().find("explained"), std::string::npos);
+    EXPECT_EQ(states[0]["error"], "");
+
+    // the core trainer on the same activations with the same options
+    const gb::model m = gb::load_model(f.model);
+    const std::vector<float> x = gb::collect_activations(m, gb::HOOK_RESID_POST, 1, text, std::min(128, m.config.n_ctx), 200000, false);
+    gb::sae_train_options o;
+    o.d_sae = 16, o.k = 4, o.steps = 120;
+    const gb::sae want = gb::train_sae(x.data(), (int64_t)(x.size() / m.config.d_model), m.config.d_model, o, "", {});
+    const gb::sae got = gb::read_sae(out);
+    ASSERT_EQ(got.d_sae, 16);
+    ASSERT_EQ(got.W_dec.size(), want.W_dec.size());
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < want.W_dec.size(); i++)
+        worst = std::max(worst, (double)std::fabs(got.W_dec[i] - want.W_dec[i])), scale = std::max(scale, (double)std::fabs(want.W_dec[i]));
+    EXPECT_LT(worst, 1e-4 * scale) << "the tab's SAE is the core trainer's";
+
+    // layer 7 of a 3-layer model: one line, the trained SAE still open
+    EXPECT_EQ(states[1]["error"], "train an SAE: layer 7 is outside the model (0..2)");
+    EXPECT_EQ(states[1]["features"]["saes"].size(), 1u);
+}

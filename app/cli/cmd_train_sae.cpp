@@ -58,10 +58,7 @@ int cmd_train_sae(const args& a) {
     }, &resumed);
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     if (resumed > 0) std::printf("resumed at step %lld from %s/train_state.bin\n", (long long)resumed, out.c_str());
-    s.hook_in = s.hook_out = gb::hook_name(p);
-    s.layer = layer;
-    s.hook_name = "blocks." + std::to_string(layer) + ".hook_" + gb::hook_name(p);
-    s.model_name = std::filesystem::path(m.path.empty() ? "default" : m.path).filename().string();
+    gb::name_trained_sae(s, m, p, layer);
     gb::write_sae_saelens(out, s);
     // the explained variance on activations of a text the SAE was not trained on (--heldout)
     double heldout = -1;

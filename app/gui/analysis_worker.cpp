@@ -313,12 +313,12 @@ static std::shared_ptr<trace_output> compute_trace(const analysis_request& q, co
 // ---------------------------------------------------------------------------------------------
 static int lane_of(analysis_kind k) {
     return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ||
-                   k == ANALYSIS_STEER_SWEEP || k == ANALYSIS_FEATURE_INDEX
+                   k == ANALYSIS_STEER_SWEEP || k == ANALYSIS_FEATURE_INDEX || k == ANALYSIS_SAE_TRAIN
                ? 1
                : 0;
 }
 static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
-static bool is_features(analysis_kind k) { return k == ANALYSIS_FEATURES || k == ANALYSIS_FEATURE_INDEX; }
+static bool is_features(analysis_kind k) { return k >= ANALYSIS_FEATURES && k <= ANALYSIS_SAE_TRAIN; }
 
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
@@ -356,7 +356,7 @@ bool analysis_worker::idle() const {
         if (waiting_[k] || running_[k] || failed_[k]) return false;
     return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
            !circuit_out_ && !trace_out_ && !steer_out_[0] && !steer_out_[1] && !steer_out_[2] &&
-           !features_out_[0] && !features_out_[1];
+           !features_out_[0] && !features_out_[1] && !features_out_[2];
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
@@ -487,6 +487,7 @@ void analysis_worker::poll(app_state& s) {
     take(steer_out_[2], s.steer_sweep, ANALYSIS_STEER_SWEEP);
     take(features_out_[0], s.features, ANALYSIS_FEATURES);
     take(features_out_[1], s.feature_index, ANALYSIS_FEATURE_INDEX);
+    take(features_out_[2], s.sae_trained, ANALYSIS_SAE_TRAIN);
 }
 
 } // namespace gbui

@@ -55,9 +55,13 @@ struct analysis_request {
     // features: the prompt's features on `sae` under ab, with feature `target`'s logit effect; the index of `corpus`
     std::shared_ptr<const gb::bound_sae> sae;
     std::string corpus;
+    // training an SAE: on `corpus` at point of `layer`, written to out_dir
+    gb::sae_train_options train;
+    gb::hook_point point = gb::HOOK_RESID_POST;
+    std::string out_dir;
 };
 using keep_going = std::function<bool(float)>; // progress in [0, 1]; false: stop
-// The Features tab's analyses (feature_analysis.cpp): the prompt's features, the corpus index.
+// The Features tab's analyses (feature_analysis.cpp): the prompt's features, the corpus index, training an SAE.
 std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go);
 // The Steer tab's analyses (steer_analysis.cpp): the vector, the side-by-side continuations, the sweep.
 std::shared_ptr<steer_output> compute_steer(const analysis_request& q, const std::function<bool()>& stopped);
@@ -96,7 +100,7 @@ private:
     std::shared_ptr<const circuit_output> circuit_out_;
     std::shared_ptr<const trace_output> trace_out_;
     std::shared_ptr<const steer_output> steer_out_[3]; // build, compare, sweep
-    std::shared_ptr<const features_output> features_out_[2]; // features, index
+    std::shared_ptr<const features_output> features_out_[3]; // features, index, a trained SAE
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

@@ -20,6 +20,7 @@
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
+#include "analysis/sae_train.h"
 #include "analysis/surprisal.h"
 #include "analysis/trace.h"
 #include "analysis/steer.h"
@@ -158,7 +159,7 @@ struct generation_result {
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                      ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_STEER_BUILD,
-                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_COUNT };
+                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
                     TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_FEATURES, TAB_COUNT };
@@ -315,6 +316,7 @@ struct features_output {
     std::vector<int> chip_ids;                    // the features those are of (every one some position shows)
     std::shared_ptr<const gb::feature_index> index; // the index: of corpus
     std::string corpus, index_note;               // the index: its corpus file, built/read from where
+    std::string trained, train_note;              // training: the folder written, and how it went (one line)
     double ms = 0;
 };
 // The newest request of one kind: running, failed, or done.
@@ -451,6 +453,13 @@ struct app_state {
     std::string feature_corpus = "README.md";
     int feature_index_build = 0;     // bumped by Index: builds (or reads) the index of feature_corpus
     std::string feature_index_path;  // the corpus Index was pressed for
+    // the Features tab's "Train an SAE": the fields, and Train's count (each press trains once with the fields then)
+    struct sae_train_fields {
+        std::string corpus = "README.md", out = "sae-trained";
+        int point = 0; // index into sae_train_points()
+        int layer = 0, features = 512, k = 16, steps = 2000;
+    } sae_train, sae_train_asked;
+    int sae_train_build = 0;
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -488,7 +497,7 @@ struct app_state {
     std::shared_ptr<const sampling_output> sampling;
     std::shared_ptr<const circuit_output> circuit;
     std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
-    std::shared_ptr<const features_output> features, feature_index;
+    std::shared_ptr<const features_output> features, feature_index, sae_trained;
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
     compare_slot cmp;                              // model B and the comparison with it (compare_view.h)
@@ -504,6 +513,10 @@ const gb::bound_sae* shown_sae(const app_state& s);
 // UI thread (ui's per-frame poll_saes): it joins s.saes (replacing one at the same hook point) and is shown; a file
 // that does not fit sets s.error in one line and leaves the SAEs as they were.
 void open_sae_file(app_state& s, const std::string& path);
+// The points the Features tab trains SAEs on (s.sae_train.point indexes it).
+const std::vector<gb::hook_point>& sae_train_points();
+// Train: checks s.sae_train against the model (one error line in s.error, false) and starts training with it.
+bool start_sae_training(app_state& s);
 // Sessions: the SAEs' paths and the edits on them; read into p; applied (the SAEs opened again, the edits once
 // their SAE has opened) to s
 nlohmann::json features_session_json(const app_state& s);

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis_worker.h"
 #include "tokenizer/tokenizer.h"
+#include "util/npy.h"
 #include "ui.h"
 #include "util/error.h"
 
@@ -67,12 +70,44 @@ const int chip_features = 3; // the top features each token's chips show
 
 } // namespace
 
+// Training an SAE as `glassbox-cli train-sae` does (the same activations, options and files, so the same SAE), with
+// progress: a tenth for the activations, the rest for the steps; resumable from the state file in the folder.
+static void train_in_app(features_output& out, const gb::model& m, const analysis_request& q, const keep_going& go) {
+    std::ifstream f(q.corpus, std::ios::binary);
+    if (!f) throw gb::error("train an SAE: cannot read the corpus " + q.corpus);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (const long bad = gb::utf8_invalid_at(text); bad >= 0)
+        throw gb::error("train an SAE: the corpus " + q.corpus + " is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    if (!go(0.0f)) throw gb::cancelled();
+    const std::vector<float> x = gb::collect_activations(m, q.point, q.layer, text, std::min(128, m.config.n_ctx), 200000, q.bos);
+    const int d = m.config.d_model;
+    const int64_t n = (int64_t)(x.size() / d);
+    if (n == 0) throw gb::error("train an SAE: the corpus " + q.corpus + " holds no tokens");
+    gb::make_dir(q.out_dir);
+    gb::sae_train_progress last;
+    const auto t0 = std::chrono::steady_clock::now();
+    gb::sae s = gb::train_sae(x.data(), n, d, q.train, q.out_dir + "/train_state.bin", [&](const gb::sae_train_progress& p) {
+        last = p;
+        if (!go(0.1f + 0.9f * (float)p.step / (float)std::max<int64_t>(1, p.steps))) throw gb::cancelled();
+    });
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    gb::name_trained_sae(s, m, q.point, q.layer);
+    gb::write_sae_saelens(q.out_dir, s);
+    char note[256];
+    std::snprintf(note, sizeof note, "trained %s: %lld activations, explained %.3f, dead %.3f, %.0f activations/s",
+                  q.out_dir.c_str(), (long long)n, last.explained, last.dead_fraction,
+                  secs > 0 ? (double)q.train.steps * q.train.batch / secs : 0.0);
+    out.trained = q.out_dir, out.train_note = note;
+}
+
 std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go) {
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<features_output>();
     out->key = q.key, out->model = q.model, out->sae = q.sae;
-    if (q.kind == ANALYSIS_FEATURE_INDEX) {
+    if (q.kind == ANALYSIS_SAE_TRAIN) {
+        train_in_app(*out, m, q, go);
+    } else if (q.kind == ANALYSIS_FEATURE_INDEX) {
         bool built = false;
         std::string path, note;
         out->index = std::make_shared<const gb::feature_index>(gb::cached_feature_index(
@@ -166,8 +201,41 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
     s.error.clear();
 }
 
+const std::vector<gb::hook_point>& sae_train_points() {
+    static const std::vector<gb::hook_point> points = {gb::HOOK_RESID_POST, gb::HOOK_RESID_MID, gb::HOOK_RESID_PRE,
+                                                       gb::HOOK_MLP_OUT, gb::HOOK_ATTN_OUT};
+    return points;
+}
+
+bool start_sae_training(app_state& s) {
+    const app_state::sae_train_fields& f = s.sae_train;
+    std::string why;
+    if (!s.model) why = "no model loaded";
+    else if (!gb::offers(s.model->config, gb::FEATURE_SAE)) why = gb::refusal(*s.model, gb::FEATURE_SAE);
+    else if (f.layer < 0 || f.layer >= s.model->config.n_layer)
+        why = "layer " + std::to_string(f.layer) + " is outside the model (0.." + std::to_string(s.model->config.n_layer - 1) + ")";
+    else if (f.point < 0 || f.point >= (int)sae_train_points().size()) why = "no such point";
+    else if (f.features < 1 || f.features > (1 << 20)) why = "features must be 1..1048576";
+    else if (f.k < 1 || f.k > f.features) why = "k must be 1.." + std::to_string(f.features) + " (the features)";
+    else if (f.steps < 1) why = "steps must be at least 1";
+    else if (f.corpus.empty() || f.out.empty()) why = "name a corpus file and a folder to write";
+    if (!why.empty()) {
+        s.error = "train an SAE: " + why;
+        return false;
+    }
+    s.sae_train_asked = f;
+    s.sae_train_build++;
+    return true;
+}
+
 void poll_saes(app_state& s, ui_context& ui) {
     if (!s.model) return; // a session's SAEs wait for its model
+    // an SAE trained in the tab opens once, like one typed into its box
+    if (s.sae_trained && s.sae_trained->model == s.model && s.sae_trained->key != ui.sae_train_adopted) {
+        ui.sae_train_adopted = s.sae_trained->key;
+        s.status = s.sae_trained->train_note;
+        open_sae_file(s, s.sae_trained->trained);
+    }
     for (const std::string& path : s.sae_queue) {
         const std::shared_ptr<const gb::model> m = s.model;
         const bool offered = gb::offers(m->config, gb::FEATURE_SAE);

@@ -221,6 +221,20 @@ static void schedule_features(app_state& s, ui_context& ui) {
                                                                      : "";
         schedule(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
     }
+    { // training, once Train was pressed: whatever tab shows (it runs on until done, a new model or Train again)
+        const app_state::sae_train_fields& f = s.sae_train_asked;
+        analysis_request q;
+        q.model = s.model, q.bos = s.bos, q.corpus = f.corpus, q.out_dir = f.out, q.layer = f.layer;
+        q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
+        q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
+        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_SAE);
+        const std::string inputs = offered && s.sae_train_build > 0
+                                       ? model + std::to_string(s.sae_train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
+                                             std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
+                                             std::to_string(f.features) + "|" + std::to_string(f.k) + "|" + std::to_string(f.steps)
+                                       : "";
+        schedule(s, ui, ANALYSIS_SAE_TRAIN, inputs, true, true, q);
+    }
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {

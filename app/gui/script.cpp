@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 
@@ -228,6 +229,31 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
     return std::nullopt;
 }
 
+// sae-train corpus=FILE out=DIR point=NAME layer=L features=N k=K steps=S (any of them; the rest as the fields
+// are): as filling the Features tab's "Train an SAE" fields and pressing Train (a refusal is the app's error line)
+static bool sae_train_command(app_state& s, const std::string& arg) {
+    app_state::sae_train_fields& f = s.sae_train;
+    std::istringstream in(arg);
+    for (std::string kv; in >> kv;) {
+        const size_t eq = kv.find('=');
+        const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        if (k == "corpus") f.corpus = v;
+        else if (k == "out") f.out = v;
+        else if (k == "layer") f.layer = std::atoi(v.c_str());
+        else if (k == "features") f.features = std::atoi(v.c_str());
+        else if (k == "k") f.k = std::atoi(v.c_str());
+        else if (k == "steps") f.steps = std::atoi(v.c_str());
+        else if (k == "point") {
+            const auto& pts = sae_train_points();
+            f.point = -1;
+            for (size_t i = 0; i < pts.size(); i++)
+                if (v == gb::hook_name(pts[i])) f.point = (int)i;
+        } else throw gb::error("script: sae-train: unknown field " + k);
+    }
+    start_sae_training(s);
+    return true;
+}
+
 // scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | patch-mode MODE |
 // subject TEXT | select-token I | select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
@@ -309,6 +335,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         s.feature_corpus = arg;
         return true;
     }
+    if (cmd == "sae-train") return sae_train_command(s, arg);
     if (cmd == "select-head") { // L.H, as clicking a head in the grid
         int l = -1, h = -1;
         if (std::sscanf(arg.c_str(), "%d.%d", &l, &h) != 2 || l < 0 || h < 0) throw gb::error("script: select-head L.H, not " + arg);

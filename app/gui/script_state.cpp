@@ -276,6 +276,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
         fj["index"] = {{"corpus", o->corpus}, {"note", o->index_note}, {"windows", o->index ? o->index->chunks.size() : 0},
                        {"contexts", ctx}};
     }
+    if (const features_output* o = s.sae_trained.get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
     j["features"] = fj;
 }
 
@@ -285,7 +286,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
     add_features(j, s);
     static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
                                                 "circuit", "trace", "steer_build", "steer_compare", "steer_sweep",
-                                                "features", "feature_index"};
+                                                "features", "feature_index", "sae_train"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
         j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},

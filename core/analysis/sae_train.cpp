@@ -276,4 +276,11 @@ std::vector<float> collect_activations(const model& m, hook_point p, int layer, 
     return out;
 }
 
+void name_trained_sae(sae& s, const model& m, hook_point p, int layer) {
+    s.hook_in = s.hook_out = hook_name(p);
+    s.layer = layer;
+    s.hook_name = "blocks." + std::to_string(layer) + ".hook_" + hook_name(p);
+    s.model_name = std::filesystem::path(m.path.empty() ? "default" : m.path).filename().string();
+}
+
 } // namespace gb

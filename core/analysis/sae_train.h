@@ -40,6 +40,9 @@ struct sae_train_progress {
 sae train_sae(const float* x, int64_t n, int d, const sae_train_options& o, const std::string& state_path,
               const std::function<void(const sae_train_progress&)>& progress, int64_t* resumed_at = nullptr);
 
+// The hook names, layer and model name of an SAE trained on model m's point p of layer (for cfg.json).
+void name_trained_sae(sae& s, const model& m, hook_point p, int layer);
+
 // 1 - FVU of s on x [n][d] taken as one set: Σ (x - x̂)² over Σ (x - x̄)², x̄ the mean of x over its n rows (the
 // explained variance on held-out activations; computed in chunks, in double).
 double sae_explained(const sae& s, const float* x, int64_t n);

@@ -262,6 +262,44 @@ void feature_page(app_state& s, ui_context& ui, const features_output& o) {
     top_contexts(s, ui, id);
 }
 
+// Train an SAE on this model (as glassbox-cli train-sae, TopK): the corpus, the point and layer, the size, the
+// folder; Train runs it on the analysis thread with progress, and the SAE opens when it is written.
+void train_section(app_state& s, ui_context& ui) {
+    const bool open = ImGui::CollapsingHeader("Train an SAE on this model");
+    remember_item(ui, "sae train section");
+    if (!open) return;
+    app_state::sae_train_fields& f = s.sae_train;
+    const float w = px(90);
+    ImGui::SetNextItemWidth(std::max(px(160), ImGui::GetContentRegionAvail().x * 0.45f));
+    ImGui::InputText("corpus (a text file)##sae train", &f.corpus);
+    ImGui::SetNextItemWidth(std::max(px(160), ImGui::GetContentRegionAvail().x * 0.45f));
+    ImGui::InputText("folder to write##sae train", &f.out);
+    static const char* names[] = {"resid_post", "resid_mid", "resid_pre", "mlp_out", "attn_out"};
+    ImGui::SetNextItemWidth(w * 1.4f);
+    ImGui::Combo("point##sae train", &f.point, names, IM_ARRAYSIZE(names));
+    ImGui::SameLine();
+    slider_int_beside(ui, "sae train layer", &f.layer, 0, s.model ? s.model->config.n_layer - 1 : 0,
+                      "layer " + std::to_string(f.layer), w);
+    ImGui::SetNextItemWidth(w);
+    ImGui::InputInt("features##sae train", &f.features, 0);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w * 0.7f);
+    ImGui::InputInt("k (TopK)##sae train", &f.k, 0);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    ImGui::InputInt("steps of 256##sae train", &f.steps, 0);
+    if (ImGui::Button("Train")) start_sae_training(s);
+    remember_item(ui, "sae train");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the model's activations at that point over the corpus (up to 200,000 tokens), a TopK SAE\n"
+                          "trained with Adam (seed 0), written in SAELens's format and opened; pressed again with the\n"
+                          "same folder, it resumes from its train_state.bin");
+    const analysis_status& st = s.analysis[ANALYSIS_SAE_TRAIN];
+    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_SAE_TRAIN]) ImGui::TextColored(red, "%s", st.error.c_str());
+    else if (st.busy) analysis_progress(ui, st, "training %.0f%%", "sae train progress");
+    else if (s.sae_trained) ImGui::TextDisabled("%s", s.sae_trained->train_note.c_str());
+}
+
 } // namespace
 
 void panel_features(app_state& s, ui_context& ui) {
@@ -276,8 +314,9 @@ void panel_features(app_state& s, ui_context& ui) {
     if (!b) {
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("open an SAE for this model (type its folder and press Open, or drop the folder on the "
-                            "window); glassbox-cli train-sae makes one");
+                            "window), or train one here");
         ImGui::PopTextWrapPos();
+        train_section(s, ui);
         return;
     }
     const analysis_status& st = s.analysis[ANALYSIS_FEATURES];
@@ -290,6 +329,7 @@ void panel_features(app_state& s, ui_context& ui) {
     ImGui::BeginChild("##features body", ImVec2(0, 0), false);
     token_chips(s, ui, *o);
     feature_page(s, ui, *o);
+    train_section(s, ui);
     ImGui::EndChild();
 }
 
