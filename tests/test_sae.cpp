@@ -312,6 +312,11 @@ TEST(Sae, RefusalsAreOneLine) {
     expect_gb_error(opens(shape), "b_dec is [" + std::to_string(d - 1) + "], expected [" + std::to_string(d) + "]");
     expect_gb_error([&] { gb::read_sae(root + "/nothing"); }, "no such file");
     expect_gb_error([&] { gb::write_sae_npz(root + "/plain", ok); gb::read_sae(root + "/plain"); }, "cannot tell the SAE's hook point");
+    // collecting activations at a layer the model lacks (the app once crashed training for a model opened after
+    // Train was pressed for a deeper one)
+    expect_gb_error([&] { gb::collect_activations(rm.m, gb::HOOK_RESID_POST, rm.m.config.n_layer, "the cat", 16, 100, false); },
+                    "layer " + std::to_string(rm.m.config.n_layer) + " is outside the model");
+    expect_gb_error([&] { gb::collect_activations(rm.m, gb::HOOK_RESID_POST, -1, "the cat", 16, 100, false); }, "layer -1");
     // a model name that differs is a warning, not an error
     const gb::bound_sae w = gb::open_sae(write("named", ok, [](nlohmann::json& c) { c["model_name"] = "gpt2-small"; }), rm.m);
     ASSERT_EQ(w.warnings.size(), 1u);

@@ -6,7 +6,8 @@
 Writes small random models of every kind make-random makes (GPT-2, Llama and Marian folders, Mixtral, Qwen2 Q8_0 and
 Gemma 2 GGUF files) and broken ones (a folder whose config.json is not JSON, random bytes as .gguf, a truncated
 GGUF, a missing path, a path that is not UTF-8), then a seeded random script of the app's script commands: typing,
-keys (text size, presentation, fill the window), every tab, demos, the head grid's colourings, token and head
+keys (text size, presentation, fill the window), every tab, demos, SAEs (the shipped one, a broken one, one
+trained in the app), the head grid's colourings, token and head
 selection, clicks on every remembered control that is on screen, drags of sliders, generation, model and model-B
 switches among the good and the broken files, sessions saved and loaded (and a broken one), exports. The script
 repeats until --minutes have passed; the app then exits normally, so a sanitizer build reports leaks at exit.
@@ -23,7 +24,8 @@ import subprocess
 import sys
 import time
 
-TABS = ["head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image", "cross", "circuit", "steer"]
+TABS = ["head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image", "cross", "circuit", "steer",
+        "features"]
 DEMOS = ["induction", "prev-token", "lens", "ioi", "break-it", "temperature"]
 COLOURS = ["pattern", "prev_token", "first_token", "induction", "duplicate_token", "entropy"]
 PANELS = ["prompt", "ablations", "model", "left", "overview", "analysis", "output", "residual"]
@@ -37,7 +39,8 @@ CLICKS = ["Generate", "Append to prompt", "prepend BOS", "attention on the GPU",
           "saliency integrated gradients", "steer build", "steer apply", "steer mean", "steer last",
           "remove steering", "steer from position", "stack encoder", "stack decoder", "compare rel", "Close model B",
           "text larger", "text smaller", "presentation mode", "translate", "Translate, sampled", "attention rollout",
-          "how it differs", "surprisal", "computed", "Open recent"]
+          "how it differs", "surprisal", "computed", "Open recent", "feature ablate", "feature clamp", "feature steer",
+          "feature index", "feature close", "sae train section", "sae train"]
 DRAGS = ["step slider", "saliency steps", "sampling top-k", "sampling seed"]
 WORDS = ["The", "cat", "sat", "on", "the", "mat", ".", "When", "Mary", "and", "John", "went", "to", "store", ",",
          "gave", "a", "drink", "Eiffel", "Tower", "is", "in", "Paris", "Once", "upon", "time", "é", "日本", "🙂",
@@ -75,12 +78,17 @@ def make_models(cli, d):
         f.write(head)
     with open(f"{d}/bad-session.json", "w") as f:
         f.write('{"glassbox_session": 1, "model": 42, "ablations": "x"')
+    os.makedirs(f"{d}/bad-sae", exist_ok=True)
+    with open(f"{d}/bad-sae/cfg.json", "w") as f:
+        f.write('{"d_in": 7, "d_sae": 3, "architecture": "topk"')
+    with open(f"{d}/bad-sae/sae_weights.safetensors", "wb") as f:
+        f.write(random.Random(8).randbytes(512))
     bad = [f"{d}/bad-config", f"{d}/random.gguf", f"{d}/truncated.gguf", f"{d}/does-not-exist",
            f"{d}/not-utf8-\udcff\udcfe"]
     return good, bad
 
 
-def make_script(rng, good, bad, default_model, d, seconds, steps):
+def make_script(rng, good, bad, default_model, d, seconds, steps, sae, corpus):
     models = list(good.values()) + [default_model]
     lines = []
     current = default_model  # broken files keep the model that was open
@@ -138,8 +146,18 @@ def make_script(rng, good, bad, default_model, d, seconds, steps):
             lines.append(f"export {d}/export")
             if rng.random() < 0.5:
                 lines.append(f"export-panel {rng.choice(PANELS)} {d}/export")
-        elif r < 0.96:
+        elif r < 0.955:
             lines.append(f"wheel {rng.randint(-5, 5)}")
+        elif r < 0.975:  # features: the shipped SAE (the default model's), a broken one, one trained here
+            lines.append("tab features")
+            lines.append("sae " + rng.choice([sae, f"{d}/bad-sae", f"{d}/no-sae", f"{d}/trained-sae"]))
+            lines.append(f"feature {rng.randint(-1, 40)}")
+            if rng.random() < 0.3:
+                lines.append(f"sae-train corpus={corpus} out={d}/trained-sae layer={rng.randint(0, 3)} features=32 k=4 "
+                             f"steps={rng.randint(20, 200)}")
+            if rng.random() < 0.3:
+                lines.append(f"feature-corpus {corpus}")
+                lines.append("try-click feature index")
         else:
             lines.append(f"frames {rng.randint(1, 20)}")
         if i % 100 == 99:
@@ -200,7 +218,9 @@ def main():
     default_model = os.path.join(repo, "assets", "models", "glassbox-tiny-en")
     good, bad = make_models(a.cli, d)
     seconds = a.minutes * 60
-    lines = make_script(random.Random(a.seed), good, bad, default_model, d, seconds, a.steps)
+    sae = os.path.join(repo, "assets", "saes", "default-resid_post-L2")
+    corpus = os.path.join(repo, "tests", "data", "default_model_text.txt")
+    lines = make_script(random.Random(a.seed), good, bad, default_model, d, seconds, a.steps, sae, corpus)
     script = os.path.join(d, "soak-script.txt")
     with open(script, "wb") as f:  # bytes: one path is not UTF-8 on purpose
         f.write("\n".join(lines).encode("utf-8", "surrogateescape") + b"\n")

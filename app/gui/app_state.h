@@ -460,6 +460,7 @@ struct app_state {
         int layer = 0, features = 512, k = 16, steps = 2000;
     } sae_train, sae_train_asked;
     int sae_train_build = 0;
+    const gb::model* sae_train_for = nullptr; // the model Train was pressed for (another one does not train)
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one

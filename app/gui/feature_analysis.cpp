@@ -224,6 +224,7 @@ bool start_sae_training(app_state& s) {
         return false;
     }
     s.sae_train_asked = f;
+    s.sae_train_for = s.model.get();
     s.sae_train_build++;
     return true;
 }

@@ -228,7 +228,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
         q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
         q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
         const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_SAE);
-        const std::string inputs = offered && s.sae_train_build > 0
+        const std::string inputs = offered && s.sae_train_build > 0 && s.model.get() == s.sae_train_for
                                        ? model + std::to_string(s.sae_train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
                                              std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
                                              std::to_string(f.features) + "|" + std::to_string(f.k) + "|" + std::to_string(f.steps)

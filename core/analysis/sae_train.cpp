@@ -252,6 +252,9 @@ double sae_explained(const sae& s, const float* x, int64_t n) {
 
 std::vector<float> collect_activations(const model& m, hook_point p, int layer, const std::string& text, int window,
                                        int64_t max_rows, bool bos) {
+    if (layer < 0 || layer >= m.config.n_layer)
+        throw error("train-sae: layer " + std::to_string(layer) + " is outside the model (0.." + std::to_string(m.config.n_layer - 1) + ")");
+    if (window < 1 + (bos ? 1 : 0)) throw error("train-sae: a window of " + std::to_string(window) + " tokens holds no text");
     const std::vector<int> ids = encode(m.tok, text);
     if (ids.empty()) throw error("train-sae: the corpus holds no tokens");
     if (bos && m.tok.bos_id < 0) throw error("--bos: the model has no BOS token");
