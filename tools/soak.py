@@ -235,7 +235,7 @@ def main():
         app = subprocess.Popen(["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", a.app, "--size", "1600x1000", "--script",
                                 script], cwd=d, env=env, stdout=out, stderr=err)
         samples = []
-        limit = seconds + 600  # the script's last lap, and the sanitizer's leak check at exit
+        limit = seconds + 900  # the script's last lap (the app allows it 8 minutes), the leak check at exit
         while app.poll() is None and time.time() - t0 < limit:
             pid = app_pid(app.pid, a.app)
             kb = rss_kb(pid) if pid != app.pid else None  # (before the app starts: xvfb-run's shell)

@@ -317,6 +317,12 @@ static int lane_of(analysis_kind k) {
                ? 1
                : 0;
 }
+const char* analysis_name(analysis_kind k) {
+    static const char* names[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
+                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep",
+                                                "features", "feature_index", "sae_train"};
+    return k >= 0 && k < ANALYSIS_COUNT ? names[k] : "?";
+}
 static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
 static bool is_features(analysis_kind k) { return k >= ANALYSIS_FEATURES && k <= ANALYSIS_SAE_TRAIN; }
 

@@ -61,6 +61,8 @@ struct analysis_request {
     std::string out_dir;
 };
 using keep_going = std::function<bool(float)>; // progress in [0, 1]; false: stop
+// The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...).
+const char* analysis_name(analysis_kind k);
 // The Features tab's analyses (feature_analysis.cpp): the prompt's features, the corpus index, training an SAE.
 std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go);
 // The Steer tab's analyses (steer_analysis.cpp): the vector, the side-by-side continuations, the sweep.

@@ -154,13 +154,21 @@ int first_head(const gb::head_scores& sc) {
     return best_of(gb::SCORE_PREV_TOKEN, true);
 }
 
-// The shown result is of the inputs as they are now (key), with everything it shows computed and uploaded.
-static bool all_settled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done) {
+// The shown result is of the inputs as they are now (key), with everything it shows computed and uploaded: ""; else
+// what is still awaited (a headless run that times out names it).
+static const char* unsettled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done,
+                             bool compared) {
     // (the tab bar shows the chosen tab only while the Analysis panel is drawn: not while another fills the window)
     const bool tab_shown = s.tab == ui.tab_shown || (!ui.maximised.empty() && ui.maximised != "Analysis");
-    return s.model && s.result && !s.busy && !s.loading && ui.work->idle() && key == ui.run_requested && !s.next_pixels &&
-           s.pixels && s.pixels->scale == s.scale && ui.hm.shown == s.pixels && analyses_done && tab_shown && !s.demo_waiting &&
-           s.sae_queue.empty() && ui.sae_jobs.empty();
+    if (!s.model || s.loading) return "the model";
+    if (!s.result || s.busy || !ui.work->idle() || key != ui.run_requested) return "the run";
+    if (s.next_pixels || !s.pixels || s.pixels->scale != s.scale || ui.hm.shown != s.pixels) return "the heatmaps";
+    if (!analyses_done) return "an analysis";
+    if (!compared) return "the comparison with model B";
+    if (!tab_shown) return "the tab bar";
+    if (s.demo_waiting) return "the demo";
+    if (!s.sae_queue.empty() || !ui.sae_jobs.empty()) return "an SAE being opened";
+    return "";
 }
 
 bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_ms) {
@@ -179,7 +187,10 @@ bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_m
     // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
     const bool analyses_done = schedule_analyses(s, ui);
     const bool compared = schedule_compare(s, ui); // model B's run of these tokens
-    return all_settled(s, ui, key, analyses_done && compared && ui.compare->idle());
+    const char* waiting = unsettled(s, ui, key, analyses_done, compared && ui.compare->idle());
+    if (*waiting) f.waiting_for = waiting;
+    if (*waiting && !analyses_done && ui.analysis_waiting >= 0) f.waiting_for += std::string(" (") + analysis_name((analysis_kind)ui.analysis_waiting) + ")";
+    return !*waiting;
 }
 
 // glassbox-20250101-120000.png in the working folder, never overwriting an earlier one.
@@ -258,7 +269,7 @@ std::optional<int> headless_end(app_state& s, const ui_context& ui, frame_state&
         if (std::optional<int> rc = finish_screenshot(s, ui, f, settled, opt.screenshot, fb_w, fb_h)) return rc;
     if (!opt.script.empty() && script_done && opt.screenshot.empty()) return 0;
     if (ui.headless && std::chrono::duration<double>(clock_type::now() - f.started).count() > f.limit_s) {
-        std::fprintf(stderr, "error: timed out waiting for the result\n");
+        std::fprintf(stderr, "error: timed out waiting for the result (for %s)\n", f.waiting_for.c_str());
         return 1;
     }
     return std::nullopt;

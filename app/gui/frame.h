@@ -24,6 +24,7 @@ struct frame_state {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     int settled_frames = 0;                         // headless screenshot: frames the result has been on screen
     double limit_s = 120;                           // a headless run ends with an error after this long
+    std::string waiting_for;                        // what the last unsettled frame awaited (named on a timeout)
 };
 
 // Waits for input, a worker's result or the debounce's end when may_wait and nothing moves on screen; else only

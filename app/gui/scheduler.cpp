@@ -339,8 +339,11 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     schedule_steer(s, ui);
     schedule_features(s, ui);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
-        if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k)))
+        if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k))) {
+            ui.analysis_waiting = k;
             return false;
+        }
+    ui.analysis_waiting = -1;
     return true;
 }
 

@@ -41,7 +41,7 @@ struct script_runner {
     double ui_ms = 0;     // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster (main sets it)
     double upload_ms = 0; // time of the last frame's texture uploads, 0 when none (main sets it)
     bool done() const { return next >= lines.size(); }
-    double repeat_s = 0;  // the longest "repeat-until SECONDS": a headless run may last that much longer
+    double repeat_s = 0;  // the longest "repeat-until SECONDS": a headless run may last that (and 8 min) longer
     // a `latency` line is waiting for its keystroke's result
     bool latency_waiting() const { return !done() && lines[next].rfind("latency ", 0) == 0 && phase > 0 && !arrived; }
 };

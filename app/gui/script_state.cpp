@@ -284,12 +284,9 @@ static void add_features(nlohmann::json& j, const app_state& s) {
 static void add_analyses(nlohmann::json& j, const app_state& s) {
     add_steer(j, s);
     add_features(j, s);
-    static const char* kinds[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
-                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep",
-                                                "features", "feature_index", "sae_train"};
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
-        j["analysis"][kinds[k]] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
+        j["analysis"][analysis_name((analysis_kind)k)] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
                                    {"wanted", !s.analysis_want[k].empty()}};
     }
     if (s.lens) { // the model's own top-1 is the last point's at the last position

@@ -63,6 +63,7 @@ struct ui_context {
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
     std::string steer_adopted;              // the Steer tab: the build output whose vector it took
     std::string sae_train_adopted;          // the Features tab: the training whose SAE it opened
+    int analysis_waiting = -1;              // the first analysis the last frame still awaited (-1: none)
     struct sae_job {                        // the Features tab: an SAE being opened off the UI thread
         std::string path;
         std::shared_ptr<const gb::model> model; // the model it is bound to
