@@ -523,6 +523,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
 
 bool advance_script(script_runner& sc, app_state& s, ui_context& ui, bool settled, int fb_w, int fb_h) {
     if (sc.done()) return true;
+    if (!sc.began) sc.began = true, sc.started = clock_type::now(); // (not the start-up, which a loaded machine slows)
     try {
         if (script_step(sc, s, ui, settled, fb_w, fb_h)) sc.next++;
     } catch (const gb::error& e) {

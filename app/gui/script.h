@@ -37,7 +37,8 @@ struct script_runner {
     bool hovering = false; // "hover": the mouse stays at hover_at (the backend resets it every frame)
     ImVec2 hover_at;
     int wait_frames = 0;
-    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(); // "repeat-until" counts from it
+    std::chrono::steady_clock::time_point started; // the first line's first step: "repeat-until" counts from it
+    bool began = false;
     double ui_ms = 0;     // CPU time of the last frame's UI build (NewFrame .. Render), without GL raster (main sets it)
     double upload_ms = 0; // time of the last frame's texture uploads, 0 when none (main sets it)
     bool done() const { return next >= lines.size(); }
