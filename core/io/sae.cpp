@@ -165,6 +165,18 @@ json read_json_file(const std::string& path) {
     }
 }
 
+// The tensors from a safetensors file (SAELens's sae_weights.safetensors, Gemma Scope's params.safetensors).
+void read_safetensors_tensors(sae& s, const std::string& file) {
+    const safetensors_file st = open_safetensors(file);
+    read_tensors(s, [&](const std::string& name, std::vector<int64_t>& shape, std::vector<float>& data) {
+        auto it = st.tensors.find(name);
+        if (it == st.tensors.end()) return false;
+        shape = it->second.shape;
+        data = tensor_f32(st, it->second, shape);
+        return true;
+    }, file);
+}
+
 sae read_saelens(const std::string& dir) {
     sae s;
     s.path = dir, s.format = "saelens";
@@ -175,14 +187,7 @@ sae read_saelens(const std::string& dir) {
         throw error(cfg_path + ": " + e.what());
     }
     if (!fs::exists(st_path)) throw error(dir + ": no sae_weights.safetensors beside cfg.json");
-    const safetensors_file st = open_safetensors(st_path);
-    read_tensors(s, [&](const std::string& name, std::vector<int64_t>& shape, std::vector<float>& data) {
-        auto it = st.tensors.find(name);
-        if (it == st.tensors.end()) return false;
-        shape = it->second.shape;
-        data = tensor_f32(st, it->second, shape);
-        return true;
-    }, st_path);
+    read_safetensors_tensors(s, st_path);
     return s;
 }
 
@@ -218,14 +223,7 @@ sae read_gemma_scope(const std::string& file) {
         read_cfg(s, cfg, cfg_path);
     } else hook_from_path(s, fs::absolute(file).string());
     if (file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0) {
-        const safetensors_file st = open_safetensors(file);
-        read_tensors(s, [&](const std::string& name, std::vector<int64_t>& shape, std::vector<float>& data) {
-            auto it = st.tensors.find(name);
-            if (it == st.tensors.end()) return false;
-            shape = it->second.shape;
-            data = tensor_f32(st, it->second, shape);
-            return true;
-        }, file);
+        read_safetensors_tensors(s, file);
         return s;
     }
     const std::map<std::string, npy_array> arrays = read_npz(file);
