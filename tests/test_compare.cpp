@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <string>
 #include <vector>
 
@@ -154,6 +156,52 @@ TEST(Compare, AModelAgainstItselfChangesNothing) {
     EXPECT_EQ(c.top_agree_count, c.n_tokens);
     EXPECT_EQ(c.first_disagree, -1);
     for (int t = 1; t < c.n_tokens; t++) EXPECT_EQ(c.surprisal_diff[t], 0.0);
+}
+
+// Two models of one family and stored types run side by side, one thread each: the numbers are those of the runs
+// one after the other, and a run that stops (a newer request) stops the call without losing the exception
+TEST(Compare, SideBySideGivesTheNumbersOfOneAfterTheOther) {
+    const pair_of_models p = two_models("compare_side", 64);
+    const std::vector<int> ids = random_tokens(24, p.a.config.vocab_size, 4);
+    gb::compare_options seq;
+    seq.side_by_side = false;
+    gb::compare_result one, both;
+    gb::compare_models(one, p.a, p.b, ids, seq);
+    gb::compare_models(both, p.a, p.b, ids);
+    EXPECT_FALSE(one.side_by_side);
+    if (omp_get_max_threads() >= 2) {
+        EXPECT_TRUE(both.side_by_side);
+    }
+    ASSERT_EQ(one.cosine.size(), both.cosine.size());
+    for (size_t i = 0; i < one.cosine.size(); i++) {
+        EXPECT_NEAR(one.cosine[i], both.cosine[i], 1e-6) << i;
+        EXPECT_NEAR(one.rel_diff[i], both.rel_diff[i], 1e-5 * (1 + one.rel_diff[i])) << i;
+    }
+    for (size_t t = 0; t < one.kl.size(); t++) EXPECT_NEAR(one.kl[t], both.kl[t], 1e-5 * (1 + one.kl[t])) << t;
+    for (size_t h = 0; h < one.head_js.size(); h++) EXPECT_NEAR(one.head_js[h], both.head_js[h], 1e-6) << h;
+    EXPECT_EQ(one.top_a, both.top_a);
+    EXPECT_EQ(one.top_b, both.top_b);
+    EXPECT_EQ(one.lens_top_a, both.lens_top_a);
+    EXPECT_EQ(one.lens_top_b, both.lens_top_b);
+
+    // B is a Q8_0 copy of A: small runs go side by side whatever their types, large ones of unequal cost (here
+    // the same models at 2^25 tokens) one after the other
+    const std::string q = p.dir_a + "_q8.gguf";
+    const command_result r = cli("quantize --model " + p.dir_a + " --dtype Q8_0 --out " + q);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const gb::model qa = gb::load_model(q);
+    const bool two = omp_get_max_threads() >= 2;
+    EXPECT_EQ(gb::compare_side_by_side(p.a, qa, 24), two);
+    EXPECT_EQ(gb::compare_side_by_side(p.a, p.b, 1 << 25), two);
+    EXPECT_FALSE(gb::compare_side_by_side(p.a, qa, 1 << 25));
+    gb::compare_result mixed;
+    gb::compare_models(mixed, p.a, qa, ids);
+    EXPECT_EQ(mixed.side_by_side, two);
+
+    std::atomic<int> asked{0}; // (asked from both runs' threads)
+    gb::compare_options stop;
+    stop.cancelled = [&] { return ++asked > 3; };
+    EXPECT_THROW(gb::compare_models(both, p.a, p.b, ids, stop), gb::cancelled);
 }
 
 TEST(Compare, RefusesOtherShapesAndTokenizersInOneLine) {

@@ -24,6 +24,7 @@ void check_same_ids(const model& a, const model& b, const std::vector<int>& ids_
 struct compare_options {
     int lens_position = -1;                  // the position whose logit lens both get (-1: the last)
     std::function<bool()> cancelled;         // asked by the forwards before each layer (throws gb::cancelled)
+    bool side_by_side = true;                // run A and B at once, one thread each (false: one after the other)
 };
 
 struct compare_result {
@@ -55,6 +56,7 @@ struct compare_result {
     double mean_kl = 0;                      // over positions
     int top_agree_count = 0;                 // positions whose top-1s agree
     double forward_ms_a = 0, forward_ms_b = 0, analysis_ms = 0; // compare_models: each run with its logits and lens
+    bool side_by_side = false;               // compare_models ran A and B at once, one thread each
 };
 
 // What each record must keep for compare_records: the residual stream at every point, the patterns, every
@@ -72,6 +74,9 @@ void compare_models(compare_result& out, const model& a, const model& b, const s
                     const compare_options& opt = {}, record* run_b = nullptr);
 
 // The Jensen–Shannon divergence in nats of two distributions over n outcomes (double).
+// Whether compare_models runs A and B at once, one thread each (two threads to give, and the runs alike in cost or
+// small), or one after the other on every thread
+bool compare_side_by_side(const model& a, const model& b, int n_tokens);
 double js_divergence(const float* p, const float* q, int n);
 
 } // namespace gb
