@@ -115,6 +115,23 @@ TEST(Gui, BadModelFailsWithOneLineError) {
     expect_one_line_refusal(run_command(sq(app) + " --size 3"), "--size");
 }
 
+// --timeout sets how long a headless run waits (a long prompt on a large model takes minutes): past it the run
+// ends with exit code 1 and one line; a value out of range is refused in one line
+TEST(Gui, HeadlessTimeoutIsAnOption) {
+    ASSERT_TRUE(have_app());
+    expect_one_line_refusal(run_command(sq(app) + " --timeout 0"), "--timeout");
+    expect_one_line_refusal(run_command(sq(app) + " --timeout soon"), "--timeout");
+    const std::string dir = test_temp_dir("gui_timeout");
+    std::ofstream(dir + "/script.txt") << "wait\nmeasure 100000\n"; // far more frames than 2 s draws
+    const auto t0 = std::chrono::steady_clock::now();
+    const command_result r = run_command(
+        xvfb_app("--model " + sq(gui_model().dir) + " --prompt 'the cat' --timeout 2 --script " + sq(dir + "/script.txt")));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+    EXPECT_LT(s, 60) << "the 2 s limit was not applied";
+}
+
 TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     ASSERT_TRUE(have_app());
     std::string dir = test_temp_dir("gui_script");

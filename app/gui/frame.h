@@ -23,7 +23,7 @@ struct frame_state {
     std::optional<pending_settings> startup_pending; // the startup settings, for the default if `restoring` fails
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     int settled_frames = 0;                         // headless screenshot: frames the result has been on screen
-    double limit_s = 120;                           // a headless run ends with an error after this long
+    double limit_s = 120;                           // a headless run ends with an error after this long (--timeout)
     std::string waiting_for;                        // what the last unsettled frame awaited (named on a timeout)
 };
 

@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
         if (!model_path.empty()) work.load(model_path);
         frame_state f;
         f.restoring = restoring;
+        f.limit_s = opt.timeout_s;
         // a soak's script repeats for that long (tools/soak.py), and its last lap may end in a long wait
         if (script.repeat_s > 0) f.limit_s += script.repeat_s + 480;
         f.startup_pending = s.pending; // for the default, if `restoring` fails

@@ -14,7 +14,7 @@ static const char* usage =
     "usage: glassbox [--model PATH] [--compare PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
     "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
-    "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--remember]\n"
+    "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--timeout S] [--remember]\n"
     "       glassbox --help | --version\n";
 
 options parse_options(int argc, char** argv) {
@@ -52,6 +52,13 @@ options parse_options(int argc, char** argv) {
         else if (a == "--experts") o.experts = value();
         else if (a == "--screenshot") o.screenshot = value();
         else if (a == "--script") o.script = value();
+        else if (a == "--timeout") { // a screenshot or script run: how long to wait for the results
+            std::string v = value();
+            char* end = nullptr;
+            o.timeout_s = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end || !(o.timeout_s >= 1 && o.timeout_s <= 86400))
+                throw gb::error("--timeout: expected seconds from 1 to 86400, got '" + v + "'");
+        }
         else if (a == "--session") o.session = value();
         else if (a == "--remember") o.remember = true;
         else if (a == "--select-head") {

@@ -15,6 +15,7 @@ struct options {
     bool prompt_given = false;
     bool gl = false;
     int budget_mb = 512;
+    double timeout_s = 120;      // --timeout: a screenshot or script run ends with an error after this long
     bool keep_stored = true; // --weights stored|f32
     float ui_scale = 0;      // --ui-scale S: the text scale for this run (0: the remembered one, else the monitor's)
 };
