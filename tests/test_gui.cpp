@@ -132,6 +132,40 @@ TEST(Gui, HeadlessTimeoutIsAnOption) {
     EXPECT_LT(s, 60) << "the 2 s limit was not applied";
 }
 
+// A prompt longer than max_heat_dim tokens: the head textures keep the mipmap levels from the first one at most
+// 2048 texels wide (a 4,096-token prompt on 32 heads held 2.8 GB of RGBA per kept layer at full size), and the
+// next, short prompt is coloured at full size again
+TEST(Gui, LongPromptsHeatmapsStopAtTheMaximumSide) {
+    ASSERT_TRUE(have_app());
+    tiny_spec spec;
+    spec.n_layer = 1, spec.n_head = 2, spec.d_model = 16, spec.n_ctx = 2600, spec.seed = 5;
+    const tiny_model tm = write_tiny_gpt2(test_temp_dir("gui_long_prompt"), spec);
+    std::string prompt;
+    for (int i = 0; i < 2300; i++) prompt += (char)('a' + (i * 7 + i / 26) % 26);
+    const std::string dir = test_temp_dir("gui_long_prompt_script");
+    std::ofstream(dir + "/script.txt") << "wait\nprint\ndemo prev-token\nwait\nprint\n"; // (the demo's own prompt)
+    std::string out;
+    ASSERT_EQ(run(xvfb_app("--model " + sq(tm.dir) + " --prompt " + sq(prompt) + " --script " + sq(dir + "/script.txt")),
+                  &out), 0) << out;
+    std::vector<nlohmann::json> states;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty() && line[0] == '{') states.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(states.size(), 2u) << out;
+    const int T = (int)states[0]["tokens"].size();
+    ASSERT_GT(T, 2048) << "the prompt is too short to test the cap";
+    int side = T;
+    while (side > 2048) side /= 2;
+    EXPECT_EQ(states[0]["heatmap_side"].get<int>(), side);
+    const size_t texels = [](int n) { size_t t = 0; for (; n > 0; n /= 2) t += (size_t)n * n; return t; }(side);
+    const size_t bytes = states[0]["heatmap_bytes"].get<size_t>(), heads = 2 * texels * 4; // + the residual's
+    EXPECT_GE(bytes, heads);
+    EXPECT_LE(bytes, heads + (size_t)2 * 3 * T * 4) << "2 heads of side " << side << " and the residual map";
+    const int T2 = (int)states[1]["tokens"].size();
+    ASSERT_LT(T2, 200) << states[1]["prompt"];
+    EXPECT_EQ(states[1]["heatmap_side"].get<int>(), T2);
+}
+
 TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     ASSERT_TRUE(have_app());
     std::string dir = test_temp_dir("gui_script");

@@ -109,6 +109,9 @@ inline int mip_count(int w, int h) {
     while ((w >> n) > 0 || (h >> n) > 0) n++;
     return n;
 }
+// The largest side of a head texture: the Head view is drawn at most a screen wide, and the T x T RGBA of every
+// head of a kept layer (with its GL copy) grows with T^2 beyond any capture budget
+constexpr int max_heat_dim = 2048;
 inline size_t mip_offset(int w, int h, int level) { // texels before `level`
     size_t o = 0;
     for (int k = 0; k < level; k++) o += (size_t)mip_dim(w, k) * mip_dim(h, k);
@@ -121,16 +124,19 @@ struct heat_pixels {
     uint64_t request_id = 0;          // the run_result they were made from
     scale_mode scale = SCALE_LINEAR;
     int n_layer = 0, n_head = 0, n_tokens = 0;
-    // [L] one layer's heads [H][head_texels()][4] RGBA: T x T and its mipmaps, masked (future) cells grey; null when the
-    // layer was not kept. A layer whose pattern did not change is shared with the previous result's pixels.
+    // The head textures' side: n_tokens, halved until it is at most max_heat_dim (a longer prompt's levels above it
+    // are not kept: at 4,096 tokens a layer of 32 heads is 2.8 GB of RGBA with mipmaps at full size, 0.7 GB at 2048)
+    int dim = 0;
+    // [L] one layer's heads [H][head_texels()][4] RGBA: dim x dim and its mipmaps, masked (future) cells grey; null
+    // when the layer was not kept. A layer whose pattern did not change is shared with the previous result's pixels.
     std::vector<std::shared_ptr<const uint8_t[]>> layers;
     std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm, then its mipmaps
     float resid_min = 0, resid_max = 0;
-    size_t head_texels() const { return mip_offset(n_tokens, n_tokens, mip_count(n_tokens, n_tokens)); }
-    // level 0 ([T][T][4]) of one head, its mipmaps after it; nullptr when its layer was not kept
+    size_t head_texels() const { return mip_offset(dim, dim, mip_count(dim, dim)); }
+    // level 0 ([dim][dim][4]) of one head, its mipmaps after it; nullptr when its layer was not kept
     const uint8_t* head(int layer, int h, int level = 0) const {
         if (layer < 0 || layer >= n_layer || !layers[layer]) return nullptr;
-        return layers[layer].get() + ((size_t)h * head_texels() + mip_offset(n_tokens, n_tokens, level)) * 4;
+        return layers[layer].get() + ((size_t)h * head_texels() + mip_offset(dim, dim, level)) * 4;
     }
     size_t bytes() const {
         size_t n = resid.size();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "derived.h"
 
@@ -53,8 +54,13 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     px->request_id = r.request_id;
     px->scale = scale;
     px->n_layer = L, px->n_head = H, px->n_tokens = T;
+    int skip = 0; // levels of the full T x T chain not kept (a prompt longer than max_heat_dim)
+    while (mip_dim(T, skip) > max_heat_dim) skip++;
+    px->dim = mip_dim(T, skip);
     px->layers.assign(L, nullptr);
     if (before && (before->scale != scale || before->n_layer != L || before->n_head != H || !reuse)) before = nullptr;
+    if (skip > 0 || (before && before->dim != before->n_tokens))
+        before = nullptr; // (rows no longer map to texels one to one: colour everything)
     const int Tb = before ? before->n_tokens : 0;
     uint8_t lut[256][3]; // viridis at 256 levels: the 8-bit output cannot show more
     for (int i = 0; i < 256; i++) viridis(i / 255.0f, lut[i]);
@@ -80,7 +86,11 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
         const int l = k / H, h = k % H;
         if (!fresh[l]) continue;
         const float* p = c.head(l, h);
-        uint8_t* out = fresh[l].get() + (size_t)h * head_bytes;
+        uint8_t* kept = fresh[l].get() + (size_t)h * head_bytes;
+        // a long prompt: the whole chain in a buffer of this head's (freed after it), then the levels from `skip`
+        // on into kept
+        std::unique_ptr<uint8_t[]> full(skip > 0 ? new uint8_t[mip_offset(T, T, levels) * 4] : nullptr);
+        uint8_t* out = skip > 0 ? full.get() : kept;
         const int same = copy_rows[l];
         const uint8_t* old = same ? before->head(l, h) : nullptr;
         for (int i = 0; i < same; i++) {
@@ -120,6 +130,7 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
                 box_filter_row(src, src_sz, src_sz, dst, sz, r, c0);
             }
         }
+        if (skip > 0) std::copy_n(full.get() + mip_offset(T, T, skip) * 4, head_bytes, kept);
     }
     for (int l = 0; l < L; l++)
         if (fresh[l]) px->layers[l] = std::move(fresh[l]);
@@ -210,7 +221,7 @@ bool upload_heatmaps(heatmaps& hm, const std::shared_ptr<const heat_pixels>& px,
             tex = 0;
             continue;
         }
-        upload(tex, T, T, p);
+        upload(tex, px->dim, px->dim, p);
         any = true;
     }
     if (hm.next_head < (size_t)L * H) return false; // more next frame

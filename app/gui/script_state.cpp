@@ -89,6 +89,8 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["published_results"] = ui.work->published();
     static const char* scales[] = {"linear", "log", "rowmax"};
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
+    j["heatmap_side"] = s.pixels ? s.pixels->dim : 0; // the head textures' side (the tokens, at most max_heat_dim)
+    j["heatmap_bytes"] = s.pixels ? s.pixels->bytes() : 0;
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
     j["query_token"] = s.result ? query_token(s, s.result->cap().n_tokens) : -1; // the one the panels show
