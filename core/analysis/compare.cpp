@@ -364,7 +364,7 @@ void compare_models(compare_result& out, const model& a, const model& b, const s
     std::vector<float> prob_a, prob_b;
     record ra, own_b;
     record& rb = run_b ? *run_b : own_b;
-    out.side_by_side = opt.side_by_side && compare_side_by_side(a, b, (int)tokens.size());
+    const bool side = opt.side_by_side && compare_side_by_side(a, b, (int)tokens.size());
     double ms[2] = {0, 0};
     std::exception_ptr failed[2];
     auto one = [&](int i) {
@@ -377,7 +377,7 @@ void compare_models(compare_result& out, const model& a, const model& b, const s
         }
         ms[i] = ms_since(t0); // (with its lens)
     };
-    if (out.side_by_side) {
+    if (side) {
 #pragma omp parallel num_threads(2)
         one(omp_get_thread_num());
     } else {
@@ -386,14 +386,13 @@ void compare_models(compare_result& out, const model& a, const model& b, const s
     }
     for (const std::exception_ptr& e : failed)
         if (e) std::rethrow_exception(e);
-    const bool side = out.side_by_side;
     out.forward_ms_a = ms[0], out.forward_ms_b = ms[1];
     auto t0 = std::chrono::steady_clock::now();
     compare_streams_logits_heads(out, ra, a, rb, b);
     out.lens_position = at;
     out.lens_top_a = top_a, out.lens_prob_a = prob_a, out.lens_top_b = top_b, out.lens_prob_b = prob_b;
     first_disagreement(out);
-    out.side_by_side = side;
+    out.side_by_side = side; // (after compare_streams_logits_heads, which starts out afresh)
     out.analysis_ms = ms_since(t0);
 }
 
