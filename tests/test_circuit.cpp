@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/circuit.h"
+#include "analysis/gradients.h"
 #include "app_script.h"
 #include "io/loader.h"
 #include "run/forward.h"
@@ -129,6 +130,54 @@ TEST(Circuit, EdgeScoresMatchTheDoubleReference) {
                 EXPECT_NEAR(c.nodes[u].score, node_sum[u], 1e-9 + 1e-6 * scale) << c.nodes[u].id;
             for (size_t i = 1; i < c.edges.size(); i++)
                 ASSERT_GE(std::fabs(c.edges[i - 1].score), std::fabs(c.edges[i].score)) << "sorted by |score|";
+        }
+    });
+}
+
+// The clean run of attribution patching and circuits starts where the prompts first differ, on the corrupted
+// run's keys and values: what it keeps and its metric are those of a whole clean run, wherever the prompts differ
+// (the first position, the middle, the last, nowhere), under an ablation and a knockout too.
+TEST(Circuit, TheCleanRunFromTheFirstDifferenceIsAWholeRun) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            const std::vector<int> corrupt = rm->tokens(7, 31);
+            for (int first : {0, 3, 6, 7}) {
+                std::vector<int> clean = corrupt;
+                for (int t = first; t < 7; t++) clean[t] = (clean[t] + 5) % rm->m.config.vocab_size;
+                gb::ablation ab;
+                if (first == 3) ab.heads.push_back({0, 1});
+                gb::metric_spec ms;
+                ms.target = 7, ms.contrast = 11;
+                gb::record_request keep;
+                keep.points = gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+                keep.resid_stream = true;
+                gb::record rc, rx;
+                gb::gradients g;
+                gb::corrupt_and_clean_runs(rc, rx, g, rm->m, clean, corrupt, ms, ab, keep);
+                gb::forward_options o;
+                o.keep = keep;
+                gb::record whole;
+                gb::run_forward(whole, rm->m, clean, ab, o);
+                const std::string at = rm->name + " from " + std::to_string(first) + " " +
+                                       gb::matmul_name(gb::matmul_kind_now());
+                EXPECT_NEAR(gb::metric_of_ids(rc.last_logits(), ms), gb::metric_of(whole.last_logits(), whole.vocab, ms),
+                            1e-4) << at;
+                auto expect_same = [&](const float* a, const float* b, size_t n, const std::string& what) {
+                    double worst = 0, scale = 1e-6;
+                    for (size_t i = 0; i < n; i++) {
+                        worst = std::max(worst, (double)std::fabs(a[i] - b[i]));
+                        scale = std::max(scale, (double)std::fabs(b[i]));
+                    }
+                    EXPECT_LE(worst, 1e-5 * scale) << at << " " << what;
+                };
+                const int L = rm->m.config.n_layer;
+                for (int p = 0; p <= 2 * L; p++)
+                    expect_same(rc.resid(p), whole.resid(p), (size_t)7 * rm->m.config.d_model, "resid " + std::to_string(p));
+                for (int l = 0; l < L; l++) {
+                    expect_same(rc.get(gb::HOOK_Z, l), whole.get(gb::HOOK_Z, l), rc.layer_floats(gb::HOOK_Z), "z");
+                    expect_same(rc.get(gb::HOOK_MLP_OUT, l), whole.get(gb::HOOK_MLP_OUT, l), rc.layer_floats(gb::HOOK_MLP_OUT), "mlp_out");
+                }
+            }
         }
     });
 }

@@ -226,6 +226,22 @@ TEST(Cli, BenchWritesJson) {
     EXPECT_LE(one["median_ms"].get<double>(), one["max_ms"].get<double>());
 }
 
+// bench --grad: the backward against its forward, the first backward apart, and attribution patching against a
+// plain forward, each a positive time whose ratio is the printed one.
+TEST(Cli, BenchGradWritesTheBackwardAndAtp) {
+    std::string dir = test_temp_dir("cli_bench_grad");
+    command_result r = cli("bench " + M() + " --grad --tokens 6 --repeat 3 --json " + dir + "/g.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("atp/plain"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/g.json"));
+    for (const char* k : {"forward_median_ms", "backward_median_ms", "first_backward_ms", "plain_forward_median_ms",
+                          "atp_median_ms"})
+        EXPECT_GT(j[k].get<double>(), 0.0) << k << ": " << j.dump();
+    EXPECT_NEAR(j["atp_ratio"].get<double>(), j["atp_median_ms"].get<double>() / j["plain_forward_median_ms"].get<double>(), 1e-9);
+    EXPECT_NEAR(j["ratio"].get<double>(), j["backward_median_ms"].get<double>() / j["forward_median_ms"].get<double>(), 1e-9);
+    EXPECT_EQ(j["tokens"], 6);
+}
+
 // bench --incremental writes the live-recompute contract: medians of a full run, an append, an edit at T/2 and a
 // last-layer ablation toggle (each positive), and whether the baseline stayed cached.
 TEST(Cli, BenchIncrementalWritesTheContract) {

@@ -122,16 +122,24 @@ void expect_transposed_product(const gb::weight_matrix& w, int n, const std::str
     for (float& v : g) v = nd(rng);
     const std::vector<double> want = naive_transposed(g, gb::unpack_matrix(w), n, w.in, w.out);
     gb::gemm_scratch gs;
-    gb::gemm_backward(got.data(), g.data(), w, n, gs);
+    gb::gemm_backward(got.data(), g.data(), w, n, gs); // the matrix's first product: transposed on the fly
+    const std::vector<float> first = got;
     double scale = 1;
     for (double v : want) scale = std::max(scale, std::abs(v));
     double worst = 0;
     for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, std::abs(got[i] - want[i]));
     EXPECT_LE(worst, 1e-5 * scale) << label;
-    gb::gemm_backward(got.data(), g.data(), w, n, gs, true); // twice the product
+    gb::gemm_backward(got.data(), g.data(), w, n, gs, true); // twice the product; the second makes the kept tiles
     worst = 0;
     for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, std::abs(got[i] - 2 * want[i]));
     EXPECT_LE(worst, 2e-5 * scale) << label << " accumulated";
+    // the third reads the kept tiles, a copy of the matrix makes its own: both give the first's bits
+    std::vector<float> kept((size_t)n * w.in, -1.0f), copied((size_t)n * w.in, -1.0f);
+    gb::gemm_backward(kept.data(), g.data(), w, n, gs);
+    EXPECT_EQ(kept, first) << label << " from the kept tiles";
+    const gb::weight_matrix copy = w;
+    for (int i = 0; i < 3; i++) gb::gemm_backward(copied.data(), g.data(), copy, n, gs);
+    EXPECT_EQ(copied, first) << label << " a copy's own tiles";
 }
 
 } // namespace
@@ -163,6 +171,35 @@ TEST(Gradients, TransposedProductOnEveryWeightForm) {
     const gb::weight_matrix mixed = gb::pack_parts({{gb::GGML_Q4_K, q4.data(), 64, true}, {gb::GGML_Q6_K, q6.data(), 36, true}}, in);
     ASSERT_EQ(mixed.parts.size(), 2u);
     expect_transposed_product(mixed, 21, "Q4_K | Q6_K parts");
+}
+
+// The tiles the backward keeps: made by a matrix's second product, counted while the matrix lives, freed with it;
+// a matrix whose tiles would pass the budget is transposed per call and keeps nothing.
+TEST(Gradients, KeptTransposedTilesAreCountedAndFreed) {
+    const int in = 256, out = 96, n = 8;
+    std::vector<float> w((size_t)in * out, 0.25f), g((size_t)n * out, 1.0f), o((size_t)n * in);
+    gb::gemm_scratch gs;
+    const size_t before = gb::backward_tiles_bytes();
+    {
+        const gb::weight_matrix m = gb::pack_matrix(w, in, out);
+        gb::gemm_backward(o.data(), g.data(), m, n, gs);
+        EXPECT_EQ(gb::backward_tiles_bytes(), before) << "a one-off product keeps nothing";
+        gb::gemm_backward(o.data(), g.data(), m, n, gs);
+        EXPECT_GE(gb::backward_tiles_bytes(), before + (size_t)in * out * 4) << "the second keeps W^T";
+        EXPECT_LE(gb::backward_tiles_bytes(), before + (size_t)in * out * 4 * 2) << "padding only";
+        for (float v : o) ASSERT_FLOAT_EQ(v, 0.25f * out);
+    }
+    EXPECT_EQ(gb::backward_tiles_bytes(), before) << "freed with the matrix";
+    // past the budget: transposed per call, nothing kept, the same numbers
+    const size_t budget = gb::backward_tiles_budget();
+    gb::set_backward_tiles_budget(gb::backward_tiles_bytes() + 1024);
+    {
+        const gb::weight_matrix m = gb::pack_matrix(w, in, out);
+        for (int i = 0; i < 3; i++) gb::gemm_backward(o.data(), g.data(), m, n, gs);
+        EXPECT_EQ(gb::backward_tiles_bytes(), before) << "over the budget: nothing kept";
+        for (float v : o) ASSERT_FLOAT_EQ(v, 0.25f * out);
+    }
+    gb::set_backward_tiles_budget(budget);
 }
 
 // Every value of every residual point and every head's z, logit(X) - logit(Y) at the last position.

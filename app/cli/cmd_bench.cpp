@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "analysis/export.h"
+#include "analysis/gradients.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "model/kind.h"
@@ -339,38 +340,68 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
 }
 
 // The backward pass against its forward at each length: the forward keeping what the backward reads, then the
-// gradients of logit(1) - logit(2) at the last position at every residual point and head.
+// gradients of logit(1) - logit(2) at the last position at every residual point and head. The first backward of
+// a length (the warm-up's) is reported apart: a matrix's first products transpose W on the fly, the later ones
+// read the tiles the second kept (gemm.h). Where the kind offers patching, attribution patching of two random
+// prompts that differ from the first position (no shared prefix: the worst case) against a plain forward (as
+// bench times it).
 int bench_gradients(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat) {
     const gb::model_config& c = m.config;
+    const bool atp = gb::offers(c, gb::FEATURE_PATCHING);
     std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s), matmul: %s, %d threads\n", c.model_type.c_str(),
                 c.n_layer, c.d_model, c.n_head, c.vocab_size, m.path.c_str(), gb::matmul_name(gb::matmul_kind_now()),
                 omp_get_max_threads());
-    std::printf("%8s %12s %12s %16s\n", "tokens", "forward_ms", "backward_ms", "backward/forward");
+    std::printf("%8s %12s %12s %16s %10s", "tokens", "forward_ms", "backward_ms", "backward/forward", "first_ms");
+    if (atp) std::printf(" %10s %10s %10s", "plain_ms", "atp_ms", "atp/plain");
+    std::printf("\n");
     nlohmann::json results = nlohmann::json::array();
     std::mt19937 rng(1234);
     gb::metric_spec ms;
     ms.target = 1 % c.vocab_size, ms.contrast = 2 % c.vocab_size;
     gb::forward_options opt;
     opt.keep = gb::backward_keep(c);
+    auto random_ids = [&](int T) {
+        std::vector<int> ids(T);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        return ids;
+    };
     for (int T : sizes) {
-        std::vector<double> fwd, bwd;
+        std::vector<double> fwd, bwd, plain, patch;
+        double first = 0;
         for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
-            std::vector<int> ids(T);
-            for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            std::vector<int> ids = random_ids(T);
             gb::record rec;
             gb::gradients g;
             const double f = ms_of([&] { gb::run_forward(rec, m, ids, {}, opt); });
             const double b = ms_of([&] { gb::backward(g, m, rec, ms, opt); });
-            if (r < 0) continue;
+            if (r < 0) {
+                first = b;
+                continue;
+            }
             fwd.push_back(f);
             bwd.push_back(b);
+            if (!atp) continue;
+            std::vector<int> other = random_ids(T);
+            other[0] = (ids[0] + 1) % c.vocab_size;
+            gb::record p;
+            plain.push_back(ms_of([&] { gb::run_forward(p, m, ids, {}, {}); }));
+            patch.push_back(ms_of([&] { gb::attribution_patching(m, ids, other, ms.target, ms.contrast); }));
         }
         const stats sf = summarize(fwd), sb = summarize(bwd);
-        std::printf("%8d %12.2f %12.2f %16.2f\n", T, sf.median, sb.median, sb.median / sf.median);
+        std::printf("%8d %12.2f %12.2f %16.2f %10.2f", T, sf.median, sb.median, sb.median / sf.median, first);
+        nlohmann::json row = {{"tokens", T}, {"forward_median_ms", sf.median}, {"backward_median_ms", sb.median},
+                              {"ratio", sb.median / sf.median}, {"first_backward_ms", first}, {"repeat", repeat},
+                              {"matmul", gb::matmul_name(gb::matmul_kind_now())}};
+        if (atp) {
+            const stats sp = summarize(plain), sa = summarize(patch);
+            std::printf(" %10.2f %10.2f %10.2f", sp.median, sa.median, sa.median / sp.median);
+            row["plain_forward_median_ms"] = sp.median;
+            row["atp_median_ms"] = sa.median;
+            row["atp_ratio"] = sa.median / sp.median;
+        }
+        std::printf("\n");
         std::fflush(stdout);
-        results.push_back({{"tokens", T}, {"forward_median_ms", sf.median}, {"backward_median_ms", sb.median},
-                           {"ratio", sb.median / sf.median}, {"repeat", repeat},
-                           {"matmul", gb::matmul_name(gb::matmul_kind_now())}});
+        results.push_back(row);
     }
     if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
     return 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/gradients.h"
 #include "analysis/patching.h"
 #include "model/kind.h"
 #include "run/backward.h"
@@ -77,17 +78,16 @@ circuit_result circuit_scores(const model& m, const std::vector<int>& clean, con
     ms.contrast = contrast;
     const uint32_t outputs = hook_bit(HOOK_HEAD_OUT) | hook_bit(HOOK_MLP_OUT) | hook_bit(HOOK_Z);
     record rc, rx;
-    forward_options keep;
-    keep.keep.points = outputs;
-    keep.keep.resid_stream = true;
-    run_forward(rc, m, clean, ab, keep);
+    record_request keep;
+    keep.points = outputs;
+    keep.resid_stream = true;
     gradients g;
-    run_gradients(g, m, corrupt, ms, ab, keep, &rx, true);
+    corrupt_and_clean_runs(rc, rx, g, m, clean, corrupt, ms, ab, keep, true);
     const int L = c.n_layer, H = c.n_head, dh = c.d_head, d = c.d_model, T = (int)clean.size();
     const size_t Td = (size_t)T * d;
     circuit_result r;
     r.n_layer = L, r.n_head = H, r.n_tokens = T, r.d_model = d, r.d_head = dh, r.target = target, r.contrast = contrast;
-    r.clean = metric_of(rc.last_logits(), c.vocab_size, ms);
+    r.clean = metric_of_ids(rc.last_logits(), ms);
     r.corrupt = g.metric_value;
     r.mlp_reads_layer_input = g.mlp_reads_layer_input;
     r.nodes = make_nodes(L, H);

@@ -125,6 +125,53 @@ static std::vector<float> normalized(const std::vector<float>& v, double clean, 
     return n;
 }
 
+void corrupt_and_clean_runs(record& rc, record& rx, gradients& g, const model& m, const std::vector<int>& clean,
+                            const std::vector<int>& corrupt, const metric_spec& metric, const ablation& ab,
+                            const record_request& clean_keep, bool readers) {
+    const model_config& c = m.config;
+    const int T = (int)corrupt.size();
+    if ((int)clean.size() != T || T <= 0) throw error("internal: the clean and corrupted prompts differ in length");
+    if (arch_table(c.arch).bidirectional) throw error("internal: the clean run reuses a causal model's keys");
+    int first = 0; // the first position whose token differs (T: none)
+    while (first < T && clean[first] == corrupt[first]) first++;
+    forward_options o;
+    o.interventions = ablation_interventions(ab, c);
+    o.keep = backward_keep(c);
+    o.keep.points |= clean_keep.points;
+    o.logit_ids = metric_ids(metric);
+    forward_state s;
+    state_init(s, c, T);
+    s.keep_cache = first > 0 && first < T; // the clean run reads the shared positions' keys and values
+    eval(rx.logits, &rx, s, m, corrupt.data(), T, o);
+    backward(g, m, rx, metric, o, readers);
+    forward_options oc;
+    oc.interventions = o.interventions;
+    oc.keep = clean_keep;
+    oc.logit_ids = o.logit_ids;
+    oc.continue_record = true;
+    record_begin(rc, m, clean.data(), T, false, plan_record(clean_keep, c, T, 1));
+    rc.logit_ids = oc.logit_ids;
+    // the shared positions' rows of what both keep ([n][width] tensors: every per-layer point but the patterns),
+    // then the clean run from the first position that differs
+    for (int h = 0; h < HOOK_COUNT; h++) {
+        const hook_point p = (hook_point)h;
+        if (hook_is_final(p)) continue;
+        for (int l = 0; l < c.n_layer; l++) {
+            if (!rc.has(p, l)) continue;
+            if (hook_is_pattern(p) || !rx.has(p, l))
+                throw error(std::string("internal: the clean run cannot share the rows of ") + hook_name(p));
+            std::copy_n(rx.get(p, l), (size_t)first * (rc.layer_floats(p) / T), rc.get_mut(p, l));
+        }
+    }
+    std::copy_n(rx.resid_norm.data(), rx.resid_norm.size(), rc.resid_norm.data());
+    if (first == T) { // the same prompt: the clean run is the corrupted one
+        rc.logits = rx.logits;
+        return;
+    }
+    s.n_past = first;
+    eval(rc.logits, &rc, s, m, clean.data() + first, T - first, oc);
+}
+
 patch_result attribution_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                                   int target, int contrast, const ablation& ab) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -136,18 +183,17 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
     ms.kind = contrast >= 0 ? metric_spec::LOGIT_DIFF : metric_spec::LOGIT;
     ms.target = target;
     ms.contrast = contrast;
-    // the clean run's stream and z; the corrupted run's, with its gradients
+    // the corrupted run with its gradients; the clean run's stream and z
     record rc, rx;
-    forward_options keep; // the clean run: only what the estimates read
-    keep.keep.points = hook_bit(HOOK_Z);
-    keep.keep.resid_stream = true;
-    run_forward(rc, m, clean, ab, keep);
+    record_request keep; // the clean run: only what the estimates read
+    keep.points = hook_bit(HOOK_Z);
+    keep.resid_stream = true;
     gradients g;
-    run_gradients(g, m, corrupt, ms, ab, {}, &rx);
+    corrupt_and_clean_runs(rc, rx, g, m, clean, corrupt, ms, ab, keep);
     const int L = c.n_layer, H = c.n_head, dh = c.d_head, T = (int)clean.size(), d = c.d_model, P = 2 * L + 1;
     patch_result out;
     out.n_layer = L, out.n_head = H, out.n_tokens = T, out.target = target, out.contrast = contrast;
-    out.clean = metric_of(rc.last_logits(), c.vocab_size, ms);
+    out.clean = metric_of_ids(rc.last_logits(), ms);
     out.corrupt = g.metric_value;
     out.resid.assign((size_t)P * T, 0.0f);
     for (int p = 0; p < P; p++) {

@@ -46,6 +46,16 @@ saliency_result saliency(const model& m, const std::vector<int>& tokens, const m
 saliency_result saliency_seq2seq(const model& m, const std::vector<int>& source, const std::vector<int>& target,
                                  const metric_spec& metric, int steps, const ablation& ab = {});
 
+// The two runs of attribution patching and edge attribution (circuit.h): the corrupted prompt's forward, keeping
+// backward_keep and clean_keep's points, with its gradients (readers: backward's), then the clean prompt's keeping
+// clean_keep. Their positions before the first that differs are the same tokens in a causal model, so the clean
+// run computes only the positions from there, on the corrupted run's keys and values, and takes its rows before
+// it from rx. ab is in force in both; their logits are the metric's rows (rc's [1][ids]). clean_keep may not ask
+// for patterns (their rows are not the positions').
+void corrupt_and_clean_runs(record& rc, record& rx, gradients& g, const model& m, const std::vector<int>& clean,
+                            const std::vector<int>& corrupt, const metric_spec& metric, const ablation& ab,
+                            const record_request& clean_keep, bool readers = false);
+
 // Attribution patching. The estimate of patching (point, position) or a head: corrupt + (clean activation -
 // corrupt activation) . d metric / d activation, the gradient taken on the corrupted run. Metric: logit(target)
 // - logit(contrast) (logit(target) without a contrast) at the last position, as activation_patching's.

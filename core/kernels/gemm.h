@@ -68,6 +68,11 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
 // fp32 micro-kernel (core/kernels/gemm_backward.cpp). Threads split out's columns.
 void gemm_backward(float* out, const float* g, const weight_matrix& w, int n, gemm_scratch& scratch,
                    bool accumulate = false);
+// The second gemm_backward over a matrix keeps W^T's tiles with it (4 bytes a weight, freed with the matrix) for
+// the later ones, while all kept tiles together stay within the budget (default 1 GiB; 0 keeps none).
+size_t backward_tiles_bytes(); // held now
+size_t backward_tiles_budget();
+void set_backward_tiles_budget(size_t bytes);
 
 // The LM head for the AMX kernel: an F32 table emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty
 // (and the LM head stays on gemm_table) when the kernel is fp32, the table is stored F16/BF16/Q8_0, or it holds

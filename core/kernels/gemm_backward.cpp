@@ -4,9 +4,19 @@
 // of out's columns (rows of W, a thread's unit) and slice of the inner dimension (whole panels), the slice's
 // weights are turned into floats where they are not (the stored types' slice conversion, the AMX digits' exact
 // unpacking) and transposed in 16 x 16 register squares into a tile [depth][NR] per NR columns of out, which
-// every row block then passes over with the forward's own micro-kernel (gemm_tile.h). Each weight is converted
-// and transposed once per call; the tile (72 KB with AVX-512) stays in L2 while the row blocks reuse it.
+// every row block then passes over with the forward's own micro-kernel (gemm_tile.h). The tile (72 KB with
+// AVX-512) stays in L2 while the row blocks reuse it.
+//
+// The second product over a matrix also keeps its tiles (backward_tiles, held by the weight_matrix), so later
+// products read W^T ready-made instead of converting and transposing it again: on GPT-2 small's shape that was a
+// fifth of a backward on the fp32 kernel and a third on AMX, where the digits are unpacked. The kept tiles cost 4
+// bytes a weight and count against a process-wide budget (backward_tiles_budget, gemm.h); past it a matrix is
+// transposed per call as before. Kept or not, the same tiles meet the same kernel in the same order: the results
+// are identical.
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 
 #include "kernels/gemm.h"
 #include "kernels/gemm_amx.h"
@@ -15,6 +25,35 @@
 #include "util/error.h"
 
 namespace gb {
+
+static std::mutex tiles_mutex;            // every weight_matrix::backward slot is read and set under it
+static std::atomic<size_t> tiles_bytes{0}; // held by every matrix's kept tiles
+
+struct backward_tiles {
+    const void* from = nullptr; // the weights' buffer they were made from
+    int in = 0, out = 0;
+    bool ready = false;         // made; until then the product that is making them owns them
+    float* tiles = nullptr;     // [chunks][slices][chunk / NR][depth][NR], transposed_panels' tiles in order
+    size_t bytes = 0;
+    // Not zeroed: the product that makes them writes every tile it reads.
+    void allocate(size_t floats) {
+        bytes = floats * sizeof(float);
+        tiles = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
+        tiles_bytes += bytes;
+    }
+    ~backward_tiles() {
+        if (!tiles) return;
+        ::operator delete(tiles, std::align_val_t(64));
+        tiles_bytes -= bytes;
+    }
+};
+
+static std::atomic<size_t> tiles_budget{size_t(1) << 30};
+
+size_t backward_tiles_bytes() { return tiles_bytes; }
+size_t backward_tiles_budget() { return tiles_budget; }
+void set_backward_tiles_budget(size_t bytes) { tiles_budget = bytes; }
+
 namespace {
 
 // out's columns per chunk and the inner depth per slice: a chunk holds whole blocks of a block type (Q4_K: 256
@@ -71,12 +110,39 @@ void transpose_slice(float* tile, int depth, float* buf, const weight_matrix& w,
     }
 }
 
+const void* buffer_of(const weight_matrix& w) {
+    return w.amx() ? (const void*)w.digits.data() : !w.stored.empty() ? (const void*)w.stored.data() : (const void*)w.data.data();
+}
+
+// The matrix's kept tiles: ready (read them), or new and owned by this call (make them), or none: the matrix's
+// first product (a one-off backward, as the CLI's, would pay for tiles it never reads again: writing them made
+// GPT-2 small's first backward 50 ms slower), a spent budget, or another thread making them. With none the call
+// transposes into a thread's tile.
+std::shared_ptr<backward_tiles> kept_tiles(const weight_matrix& w, size_t floats) {
+    std::lock_guard<std::mutex> lock(tiles_mutex);
+    std::shared_ptr<backward_tiles>& slot = w.backward;
+    if (slot && (slot->from != buffer_of(w) || slot->in != w.in || slot->out != w.out)) slot.reset(); // a copy's
+    if (!slot) { // the first product: note the matrix, keep nothing yet
+        slot = std::make_shared<backward_tiles>();
+        slot->from = buffer_of(w), slot->in = w.in, slot->out = w.out;
+        return nullptr;
+    }
+    if (slot->ready) return slot;
+    if (slot->tiles || tiles_bytes + floats * sizeof(float) > tiles_budget) return nullptr;
+    slot->allocate(floats);
+    return slot;
+}
+
 // One matrix (or one part of a fused one): g's columns are W's, ldg floats apart.
 void transposed_panels(float* out, const float* g, int ldg, const weight_matrix& w, int n, gemm_scratch& scratch,
                        bool accumulate) {
     const int K = w.in, M = w.out; // out [n][K], g [n][M]
-    const backward_shape sh = shape_of(w);
+    backward_shape sh = shape_of(w);
+    sh.depth = std::min(sh.depth, (M + NR - 1) / NR * NR); // one slice of a narrow W: its tile no deeper than W
     const int blocks = (n + MR - 1) / MR, slices = (M + sh.depth - 1) / sh.depth, chunks = (K + sh.chunk - 1) / sh.chunk;
+    const size_t tile_floats = (size_t)sh.depth * sh.chunk;
+    const std::shared_ptr<backward_tiles> kept = kept_tiles(w, (size_t)chunks * slices * tile_floats);
+    const bool make = kept && !kept->ready; // this call transposes into the kept tiles
     aligned_vector<float>& packed = scratch.rows;
     if (packed.size() < (size_t)blocks * MR * M) packed.resize((size_t)blocks * MR * M);
     const bool threaded = (int64_t)n * K * M > parallel_min_work && chunks > 1;
@@ -93,16 +159,30 @@ void transposed_panels(float* out, const float* g, int ldg, const weight_matrix&
             const int k0 = c * sh.chunk, kc = std::min(sh.chunk, K - k0);
             for (int s = 0; s < slices; s++) {
                 const int j0 = s * sh.depth, jc = std::min(sh.depth, M - j0);
-                transpose_slice(tile.data(), sh.depth, buf.data(), w, j0 / NR, (j0 + jc + NR - 1) / NR, k0, kc);
+                float* t = kept ? kept->tiles + ((size_t)c * slices + s) * tile_floats : tile.data();
+                if (!kept || make) transpose_slice(t, sh.depth, buf.data(), w, j0 / NR, (j0 + jc + NR - 1) / NR, k0, kc);
                 const float* slice = packed.data() + (size_t)j0 * blocks * MR;
+                // Kept tiles are a stream in memory, [c][s] after [c][s - 1]: while the kernel calls pass over this
+                // tile, each fetches its share of the next one into L2, as the forward's products do.
+                const int calls = (kc + NR - 1) / NR * blocks;
+                const bool more = (size_t)c * slices + s + 1 < (size_t)chunks * slices; // (a next chunk: likely ours)
+                const char* next = kept && !make && more ? (const char*)(t + tile_floats) : nullptr;
+                const int next_lines = next ? (int)(tile_floats * sizeof(float) / 64) : 0;
+                const int share = (next_lines + calls - 1) / calls;
+                int call = 0;
                 for (int b = 0; b * NR < kc; b++)
-                    for (int ib = 0; ib < blocks; ib++)
+                    for (int ib = 0; ib < blocks; ib++, call++)
                         kernels::by_rows[std::min(MR, n - ib * MR)](
                             out + (size_t)ib * MR * K + k0 + b * NR, K, std::min(NR, kc - b * NR),
-                            slice + (size_t)ib * jc * MR, tile.data() + (size_t)b * sh.depth * NR, jc,
-                            accumulate || s > 0, nullptr, 0, false, nullptr, EPILOGUE_NONE);
+                            slice + (size_t)ib * jc * MR, t + (size_t)b * sh.depth * NR, jc,
+                            accumulate || s > 0, next ? next + (size_t)call * share * 64 : nullptr,
+                            std::max(0, std::min(share, next_lines - call * share)), false, nullptr, EPILOGUE_NONE);
             }
         }
+    }
+    if (make) {
+        std::lock_guard<std::mutex> lock(tiles_mutex);
+        kept->ready = true;
     }
 }
 

@@ -138,6 +138,7 @@ struct model_config {
 //   the dequantised weights.
 // pack_matrix / unpack_matrix (core/kernels/gemm.h) convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
 // types; for AMX to within 2^-31 of each row's and column's largest weight).
+struct backward_tiles; // core/kernels/gemm_backward.cpp
 struct weight_matrix {
     int in = 0, out = 0;
     uint32_t type = GGML_F32;      // the values' type as held: F32 (data or digits), or a stored type (stored)
@@ -151,6 +152,10 @@ struct weight_matrix {
     std::vector<weight_matrix> parts; // a fused matrix (q | k | v) whose parts have different stored types: each
                                       // part's columns, in order (type is then the first part's)
     bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix off the AMX kernel)
+    // The backward's W^T as fp32 tiles, made by its first product over this matrix and read by the later ones
+    // (gemm.h gemm_backward; within a process-wide budget). A copy shares the pointer and rebuilds its own, since
+    // the tiles name the buffer they were made from.
+    mutable std::shared_ptr<backward_tiles> backward;
     bool empty() const { return data.empty() && digits.empty() && stored.empty() && parts.empty(); }
     bool amx() const { return !digits.empty(); }
     size_t size() const { return (size_t)in * out; } // parameters, padding excluded

@@ -57,6 +57,17 @@ double metric_of(const float* logits, int V, const metric_spec& metric, std::str
 // ---------------------------------------------------------------------------------------------
 // What the record holds
 // ---------------------------------------------------------------------------------------------
+std::vector<int> metric_ids(const metric_spec& metric) {
+    if (metric.kind == metric_spec::LOGPROB) throw error("internal: log p reads every logit, not a few");
+    std::vector<int> ids{metric.target};
+    if (metric.kind == metric_spec::LOGIT_DIFF && metric.contrast >= 0) ids.push_back(metric.contrast);
+    return ids;
+}
+
+double metric_of_ids(const float* logits, const metric_spec& metric) {
+    return metric_ids(metric).size() == 2 ? (double)logits[0] - logits[1] : (double)logits[0];
+}
+
 record_request backward_keep(const model_config& c) {
     record_request rq;
     rq.points = hook_bit(HOOK_RESID_PRE) | hook_bit(HOOK_Q) | hook_bit(HOOK_K) | hook_bit(HOOK_V) |
@@ -306,6 +317,34 @@ double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
             hook_tensor t{HOOK_FINAL_NORM, L, xn.data(), 1, p, d, d};
             apply_intervention(v, t, b.c);
         }
+    bool logits_set = false; // an intervention on the logits: the whole row, as the forward had it
+    for (const intervention& v : b.opt.interventions)
+        logits_set |= (v.kind == INTERVENE_ZERO || v.kind == INTERVENE_SET) && v.point == HOOK_LOGITS;
+    if (metric.kind != metric_spec::LOGPROB && !logits_set) {
+        // A logit or a difference of two reads two rows of the unembedding, not all V (a full row is 154 MB of
+        // reads on GPT-2 small, as long as a tenth of the backward): each in double, as the forward's
+        // logit_ids computes them, and only they get a gradient.
+        const int ids[2] = {metric.target, metric.kind == metric_spec::LOGIT_DIFF ? metric.contrast : -1};
+        double value = 0;
+        for (int j = 0; j < 2; j++) {
+            if (ids[j] < 0) continue;
+            table_row(row.data(), b.w.unembedding(), ids[j]);
+            double sum = b.w.lm_head_b.empty() ? 0.0 : b.w.lm_head_b[ids[j]];
+            for (int i = 0; i < d; i++) sum += (double)xn[i] * row[i];
+            double dz = j == 0 ? 1.0 : -1.0; // d metric / d logit
+            if (b.c.final_softcap > 0) { // logit = cap tanh(sum / cap)
+                const double th = std::tanh(sum / b.c.final_softcap);
+                sum = b.c.final_softcap * th;
+                dz *= 1.0 - th * th;
+            }
+            value += j == 0 ? sum : -sum;
+            for (int i = 0; i < d; i++) gxn[i] += (float)dz * row[i];
+        }
+        zero_covered(b, HOOK_FINAL_NORM, L, gxn.data(), 1, d, d, p);
+        std::fill_n(g, (size_t)b.T * d, 0.0f);
+        final_norm_backward(b, g + (size_t)p * d, x, gxn.data(), 1, identity);
+        return value;
+    }
     lm_head_forward(logits.data(), xn.data(), 1, b.m, b.gs);
     if (b.c.final_softcap > 0) softcap_forward(logits.data(), V, b.c.final_softcap);
     for (const intervention& v : b.opt.interventions) // the logits' own interventions
@@ -417,6 +456,13 @@ void run_gradients(gradients& out, const model& m, const std::vector<int>& token
     o.interventions.insert(o.interventions.begin(), iv.begin(), iv.end());
     o.keep = backward_keep(m.config);
     o.keep.points |= opt.keep.points; // and what the caller reads from fwd
+    // The backward makes the metric's logits itself (head_backward): a decoder's forward then needs no LM head
+    // beyond the metric's rows (fwd's logits are those rows, [1][ids]).
+    const model_kind kind = kind_of(m.config);
+    if ((kind == KIND_DECODER || kind == KIND_MOE) && metric.kind != metric_spec::LOGPROB && o.logit_ids.empty() &&
+        !o.all_logits) {
+        o.logit_ids = metric_ids(metric);
+    }
     record local;
     record& rec = fwd ? *fwd : local;
     run_forward(rec, m, tokens, {}, o);

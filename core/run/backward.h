@@ -35,6 +35,10 @@ const char* metric_name(metric_spec::kind_t k);
 metric_spec::kind_t parse_metric(const std::string& name);
 // The metric on one position's logits [V] ("logit(a) - logit(b)" etc. in label, when not null).
 double metric_of(const float* logits, int V, const metric_spec& metric, std::string* label = nullptr);
+// A logit metric's tokens, as forward_options::logit_ids (target, then the contrast of a difference), and the
+// metric on the logits a forward with them gave ([ids]). Not for LOGPROB, which reads every logit.
+std::vector<int> metric_ids(const metric_spec& metric);
+double metric_of_ids(const float* logits, const metric_spec& metric);
 
 // Where the metric is read, by kind: a decoder's position (default the last); an encoder's masked-LM logits at a
 // position (default its first [MASK], as fill mask reads); an image classifier's class logits at [CLS] (position 0,
