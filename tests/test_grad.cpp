@@ -202,6 +202,40 @@ TEST(Gradients, KeptTransposedTilesAreCountedAndFreed) {
     gb::set_backward_tiles_budget(budget);
 }
 
+// The forward keeps the MLP's pre-activations for the backward (backward_keep); a record without them (an
+// older request) has them recomputed from mlp_in, with the same gradients. A GELU model (its activation inside
+// the product's epilogue unless they are kept) and a SwiGLU one (two parts), on both kernels.
+TEST(Gradients, KeptPreActivationsGiveTheRecomputedGradients) {
+    for_each_matmul([] {
+        for (const ref_model* rm : ref_models()) {
+            const std::vector<int> ids = rm->tokens(6, 9);
+            gb::metric_spec ms;
+            ms.target = 3, ms.contrast = 5;
+            gb::forward_options kept, bare;
+            kept.keep = gb::backward_keep(rm->m.config);
+            bare.keep = kept.keep;
+            bare.keep.mlp_pre = false;
+            gb::record rk, rb;
+            gb::run_forward(rk, rm->m, ids, {}, kept);
+            gb::run_forward(rb, rm->m, ids, {}, bare);
+            const std::string at = rm->name + " " + gb::matmul_name(gb::matmul_kind_now());
+            ASSERT_FALSE(rk.mlp_pre.empty()) << at;
+            ASSERT_TRUE(rb.mlp_pre.empty()) << at;
+            EXPECT_EQ(rk.mlp_pre_parts, rm->m.config.arch == gb::ARCH_GPT2 ? 1 : 2) << at;
+            gb::gradients gk, gbare;
+            gb::backward(gk, rm->m, rk, ms, kept);
+            gb::backward(gbare, rm->m, rb, ms, bare);
+            double worst = 0, scale = 1e-9;
+            for (size_t i = 0; i < gk.resid.size(); i++) {
+                worst = std::max(worst, (double)std::fabs(gk.resid[i] - gbare.resid[i]));
+                scale = std::max(scale, (double)std::fabs(gbare.resid[i]));
+            }
+            EXPECT_LE(worst, 1e-5 * scale) << at;
+            EXPECT_NEAR(gk.metric_value, gbare.metric_value, 1e-5) << at;
+        }
+    });
+}
+
 // Every value of every residual point and every head's z, logit(X) - logit(Y) at the last position.
 TEST(Gradients, EveryResidualPointAndZMatchFiniteDifferences) {
     for_each_matmul([] {

@@ -116,6 +116,7 @@ void silu_forward(float* x, size_t n) {
 }
 
 void gelu_erf_forward(float* x, size_t n) { map_lanes(x, n, [](avec v) { return gelu_erf_lanes(v); }); }
+void gelu_forward(float* x, size_t n) { map_lanes(x, n, [](avec v) { return gelu_lanes(v); }); }
 
 void softcap_forward(float* x, size_t n, float cap) {
     for (size_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] / cap);

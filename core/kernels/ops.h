@@ -23,6 +23,8 @@ void geglu_forward(float* up, const float* gate, size_t n);
 void silu_forward(float* x, size_t n);
 // The exact GELU in place: x <- x * (1 + erf(x / sqrt 2)) / 2 (GPT-NeoX's "gelu").
 void gelu_erf_forward(float* x, size_t n);
+// The tanh GELU in place, GPT-2's (the lanes the products' GELU epilogue applies).
+void gelu_forward(float* x, size_t n);
 // Soft-capping in place: x <- cap * tanh(x / cap) (Gemma 2's logits).
 void softcap_forward(float* x, size_t n, float cap);
 // RMSNorm in place on groups of width values: row t's group k at x + t * stride + k * width, times g [width]

@@ -222,11 +222,21 @@ static void dense_mlp(pass& f, int l, stopwatch& sw) {
     const layer_weights& lw = f.w.layers[l];
     const mlp_kind kind = f.arch.mlp;
     sw.to(f.tm.matmul_ms);
-    // GPT-2's GELU is applied inside the product, to each output tile while it is in cache
-    gemm(f.s.ff.data(), f.s.xn.data(), lw.w_up, lw.b_up, f.n, f.s.gemm, kind == MLP_GELU ? EPILOGUE_GELU : EPILOGUE_NONE);
+    // GPT-2's GELU is applied inside the product, to each output tile while it is in cache, unless the record keeps
+    // the pre-activations (for the backward): then after them, with the same lanes
+    const bool keep_pre = f.rec && !f.rec->mlp_pre.empty();
+    gemm(f.s.ff.data(), f.s.xn.data(), lw.w_up, lw.b_up, f.n, f.s.gemm,
+         kind == MLP_GELU && !keep_pre ? EPILOGUE_GELU : EPILOGUE_NONE);
     if (kind == MLP_SWIGLU || kind == MLP_GEGLU) gemm(f.s.ff2.data(), f.s.xn.data(), lw.w_gate, no_bias, f.n, f.s.gemm);
     sw.to(f.tm.rest_ms);
     const size_t n_ff = (size_t)f.n * c.d_ff;
+    if (keep_pre) { // this call's rows n0.. of each part, [L][parts][T][ff]
+        record& r = *f.rec;
+        for (int part = 0; part < r.mlp_pre_parts; part++)
+            std::copy_n(part ? f.s.ff2.data() : f.s.ff.data(), n_ff,
+                        r.mlp_pre.data() + (((size_t)l * r.mlp_pre_parts + part) * r.n_tokens + f.n0) * c.d_ff);
+        if (kind == MLP_GELU) gelu_forward(f.s.ff.data(), n_ff);
+    }
     if (kind == MLP_SWIGLU) swiglu_forward(f.s.ff.data(), f.s.ff2.data(), n_ff);
     else if (kind == MLP_GEGLU) geglu_forward(f.s.ff.data(), f.s.ff2.data(), n_ff);
     else if (kind == MLP_GELU_ERF) gelu_erf_forward(f.s.ff.data(), n_ff);

@@ -63,6 +63,9 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
             }
     }
     rec.resid_norm.assign((size_t)(2 * c.n_layer + 1) * n, 0.0f);
+    const mlp_kind mk = arch_table(c.arch).mlp;
+    rec.mlp_pre_parts = plan.mlp_pre ? (mk == MLP_SWIGLU || mk == MLP_GEGLU ? 2 : 1) : 0;
+    rec.mlp_pre.resize((size_t)c.n_layer * rec.mlp_pre_parts * n * c.d_ff);
     rec.nonfinite_layer = -1;
     rec.nonfinite_where.clear();
     rec.budget_note = plan.note;
@@ -75,6 +78,7 @@ record_plan plan_of(const record& rec) {
         for (size_t l = 0; l < rec.slot[p].size(); l++) pl.keep[p][l] = rec.slot[p][l] >= 0;
     }
     pl.note = rec.budget_note;
+    pl.mlp_pre = !rec.mlp_pre.empty();
     return pl;
 }
 
@@ -97,6 +101,8 @@ static void check_call(const forward_state& s, const model& m, const int* tokens
         throw error("internal: a record needs the prompt from position 0 and the embeddings");
     if (opt.continue_record && (!rec || rec->n_tokens != n_keys || all_logits != rec->all_logits))
         throw error("internal: a continued record must be laid out for the call's positions");
+    if (opt.continue_record && n0 > 0 && !rec->mlp_pre.empty())
+        throw error("internal: a continued record does not carry the MLP's pre-activations of earlier positions");
     if (opt.start_point < 0 || opt.start_point > 2 * L || (opt.start_point > 0 && !resume))
         throw error("internal: resuming at residual point " + std::to_string(opt.start_point) + " needs its stream");
     if (resume && opt.start_point % 2 && c.parallel)

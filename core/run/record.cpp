@@ -43,6 +43,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
         return b;
     };
     pl.bytes = total();
+    pl.mlp_pre = rq.mlp_pre && arch_table(c.arch).kind != KIND_MOE;
     if (!rq.budget_bytes || pl.bytes <= rq.budget_bytes) return pl;
 
     // Over budget: the largest per-layer points give up layers first, farthest from the focus layer first,

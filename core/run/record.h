@@ -34,6 +34,8 @@ struct record_request {
     bool resid_stream = false;   // the residual stream at all 2L+1 points (record::resid): resid_pre of layer 0,
                                  // resid_mid and resid_post of every layer
     bool resid_norms = true;     // [2L+1][T] L2 norms of the stream (cheap; computed while the stream is formed)
+    bool mlp_pre = false;        // a dense MLP's pre-activations at every layer (record::mlp_pre), which the backward
+                                 // would otherwise recompute with one or two products per layer
     std::vector<uint8_t> layers; // [L] per-layer points only at these layers; empty = every layer
     size_t budget_bytes = 0;     // 0 = no limit; else layers far from focus_layer are left out, largest points first
     int focus_layer = 0;
@@ -45,6 +47,7 @@ struct record_plan {
                                            // does not have (hook_exists), whatever was asked
     std::string note;  // what the budget left out, e.g. "pattern of 4 of 12 layers kept (memory budget 512 MB)"
     size_t bytes = 0;  // of the kept activations
+    bool mlp_pre = false; // record_request::mlp_pre, for a model with dense MLPs (not counted in bytes)
     bool any(hook_point p) const;
 };
 // n_out: positions that get logits (1, or T with all logits); n_source: S, the source positions an
@@ -82,6 +85,13 @@ struct record {
     std::vector<std::shared_ptr<tensor_buffer>> acts[HOOK_COUNT];
     std::vector<int> slot[HOOK_COUNT];   // point p: [L] (final points: [1]) index into acts[p], -1 = not kept
     std::vector<float> resid_norm;    // [2L+1][T] L2 norm: 0 embed, 2l+1 after attn of l, 2l+2 after mlp of l
+    // With record_request::mlp_pre: [L][parts][T][ff] a dense MLP's input products before the activation, parts 1
+    // (x W_up + b) or 2 for a gated MLP (x W_up, then x W_gate); empty otherwise
+    tensor_buffer mlp_pre;
+    int mlp_pre_parts = 0;
+    const float* mlp_pre_at(int layer, int part) const {
+        return mlp_pre.empty() ? nullptr : mlp_pre.data() + ((size_t)layer * mlp_pre_parts + part) * n_tokens * d_ff;
+    }
     std::vector<float> logits;        // [T][V] with all_logits, else [1][V] for the last position; [..][ids] with logit_ids
     std::vector<int> logit_ids;       // when not empty, logits holds only these tokens' logits (forward_options::logit_ids)
     // Encoder–decoders' decoder: the cross-attention reads S source positions (run_seq2seq, core/run/seq2seq.h);
