@@ -5,8 +5,8 @@
 // encoders and image classifiers through backward (backward_stack.cpp); encoder–decoders through
 // run_seq2seq_gradients, both stacks.
 // It reads a record the forward made (backward_keep says what it must hold) and recomputes the few intermediates
-// that are not kept: the MLP's pre-activations, the q/k norms' inputs, a post norm's input, the final norm and
-// the metric's row of logits (docs/interpretability.md "Gradients").
+// that are not kept: the q/k norms' inputs, a post norm's input, the final norm and the metric's logits (a
+// record without the MLP's pre-activations has those recomputed too; docs/interpretability.md "Gradients").
 //
 // Interventions stay in force: what a ZERO or SET fixes is a constant, so no gradient flows back through it
 // (the gradient at the point itself is still reported); an identity norm is the identity here too; a dropped
@@ -70,7 +70,8 @@ struct gradients {
 };
 
 // What the forward must keep for the backward: the residual stream at every point and resid_pre at every layer,
-// per layer q, k, v, pattern, z, mlp_in, mlp_post (dense) or the router's weights (MoE), and attn_in.
+// per layer q, k, v, pattern, z, mlp_in, mlp_post and the pre-activations (dense) or the router's weights (MoE),
+// and attn_in.
 record_request backward_keep(const model_config& c);
 
 // out = the gradients of metric on the run fwd recorded (with at least backward_keep). opt: the options the
