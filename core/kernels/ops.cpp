@@ -246,6 +246,14 @@ void distill_average(float* logits0, const float* x1, const model& m) {
     }
 }
 
+double lm_head_logit(float* row, const float* x, int id, const model& m) {
+    const model_weights& w = m.weights;
+    table_row(row, w.unembedding(), id);
+    double sum = w.lm_head_b.empty() ? 0.0 : w.lm_head_b[id];
+    for (int i = 0; i < m.config.d_model; i++) sum += (double)x[i] * row[i];
+    return sum;
+}
+
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs) {
     static const std::vector<float> no_bias;
     const model_weights& w = m.weights;

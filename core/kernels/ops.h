@@ -61,6 +61,9 @@ void final_norm_forward(float* out, const float* x, int n, const model& m, bool 
 // The LM head: logits [n][V] = x [n][d] times the unembedding (lm_head, or tok_emb when tied), plus the
 // decoder's bias when the model has one, with the matmul kernel the weights were packed for.
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs);
+// One logit in double, before any soft-cap: x [d] . row id of the unembedding (+ its bias). row [d] gets the
+// unembedding's row (the backward's gradient reads it). The forward's logit_ids and the backward's logit metrics.
+double lm_head_logit(float* row, const float* x, int id, const model& m);
 
 // out [n][d] = sum over heads of head_out [n][H*d] (+ bias [d] when not empty).
 void sum_heads(float* out, const float* head_out, const std::vector<float>& bias, int n, int H, int d);

@@ -65,7 +65,8 @@ std::vector<int> metric_ids(const metric_spec& metric) {
 }
 
 double metric_of_ids(const float* logits, const metric_spec& metric) {
-    return metric_ids(metric).size() == 2 ? (double)logits[0] - logits[1] : (double)logits[0];
+    if (metric.kind == metric_spec::LOGPROB) throw error("internal: log p reads every logit, not a few");
+    return metric.kind == metric_spec::LOGIT_DIFF && metric.contrast >= 0 ? (double)logits[0] - logits[1] : logits[0];
 }
 
 record_request backward_keep(const model_config& c) {
@@ -333,14 +334,12 @@ double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
     if (metric.kind != metric_spec::LOGPROB && !logits_set) {
         // A logit or a difference of two reads two rows of the unembedding, not all V (a full row is 154 MB of
         // reads on GPT-2 small, as long as a tenth of the backward): each in double, as the forward's
-        // logit_ids computes them, and only they get a gradient.
+        // logit_ids computes them (lm_head_logit), and only they get a gradient.
         const int ids[2] = {metric.target, metric.kind == metric_spec::LOGIT_DIFF ? metric.contrast : -1};
         double value = 0;
         for (int j = 0; j < 2; j++) {
             if (ids[j] < 0) continue;
-            table_row(row.data(), b.w.unembedding(), ids[j]);
-            double sum = b.w.lm_head_b.empty() ? 0.0 : b.w.lm_head_b[ids[j]];
-            for (int i = 0; i < d; i++) sum += (double)xn[i] * row[i];
+            double sum = lm_head_logit(row.data(), xn.data(), ids[j], b.m);
             double dz = j == 0 ? 1.0 : -1.0; // d metric / d logit
             if (b.c.final_softcap > 0) { // logit = cap tanh(sum / cap)
                 const double th = std::tanh(sum / b.c.final_softcap);

@@ -284,16 +284,11 @@ static void selected_logits(pass& f, std::vector<float>& out) {
     const int d = c.d_model, k = (int)ids.size();
     out.resize((size_t)f.n_out * k);
     std::vector<float> e(d);
-    for (int j = 0; j < k; j++) {
-        table_row(e.data(), f.w.unembedding(), ids[j]);
+    for (int j = 0; j < k; j++)
         for (int r = 0; r < f.n_out; r++) {
-            const float* xr = f.s.xn.data() + (size_t)r * d;
-            double sum = 0;
-            for (int i = 0; i < d; i++) sum += (double)xr[i] * e[i];
-            if (!f.w.lm_head_b.empty()) sum += f.w.lm_head_b[ids[j]];
+            const double sum = lm_head_logit(e.data(), f.s.xn.data() + (size_t)r * d, ids[j], f.m);
             out[(size_t)r * k + j] = c.final_softcap > 0 ? (float)(c.final_softcap * std::tanh(sum / c.final_softcap)) : (float)sum;
         }
-    }
 }
 
 void head_block(pass& f, std::vector<float>& out) {
