@@ -196,6 +196,8 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
     out.clean = metric_of_ids(rc.last_logits(), ms);
     out.corrupt = g.metric_value;
     out.resid.assign((size_t)P * T, 0.0f);
+    // the sums split over the threads, each writing its own entries (serial, the other thread would fall asleep)
+#pragma omp parallel for schedule(static)
     for (int p = 0; p < P; p++) {
         const float *xc = rc.resid(p), *xx = rx.resid(p), *gr = g.resid_at(p);
         for (int t = 0; t < T; t++) {
@@ -208,6 +210,7 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
         }
     }
     out.heads.assign((size_t)L * H, 0.0f);
+#pragma omp parallel for schedule(static)
     for (int l = 0; l < L; l++) {
         const float *zc = rc.get(HOOK_Z, l), *zx = rx.get(HOOK_Z, l), *gz = g.z_at(l);
         for (int h = 0; h < H; h++) {

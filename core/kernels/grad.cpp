@@ -18,24 +18,38 @@ namespace gb {
 // gx = inv * (gy g - mean(gy g) - xhat * mean(gy g xhat)), without the first mean for RMSNorm.
 static void norm_row_backward(float* gx, const float* x, const float* gy, const float* g, bool layernorm, float eps,
                               int d, bool accumulate) {
+    // in double, each loop a vector of doubles at a time (the sums' order differs from a plain loop's only at
+    // double's rounding, far below the float results)
     double mean = 0, var = 0;
     if (layernorm) {
+#pragma omp simd reduction(+ : mean)
         for (int i = 0; i < d; i++) mean += x[i];
         mean /= d;
     }
+#pragma omp simd reduction(+ : var)
     for (int i = 0; i < d; i++) var += ((double)x[i] - mean) * ((double)x[i] - mean);
     var /= d;
-    const double inv = (float)(1.0 / std::sqrt(var + eps));
+    const double inv = (float)(1.0 / std::sqrt(var + eps)), fmean = (float)mean;
     double s1 = 0, s2 = 0; // sums of gy g and of gy g xhat
+#pragma omp simd reduction(+ : s1, s2)
     for (int i = 0; i < d; i++) {
-        const double gg = (double)gy[i] * g[i], xh = ((double)x[i] - (float)mean) * inv;
+        const double gg = (double)gy[i] * g[i], xh = ((double)x[i] - fmean) * inv;
         s1 += gg, s2 += gg * xh;
     }
     const double m1 = layernorm ? s1 / d : 0.0, m2 = s2 / d;
+    // gx may be gy (each element read before it is written); not accumulating, gx may hold anything
+    if (accumulate) {
+#pragma omp simd
+        for (int i = 0; i < d; i++) {
+            const double gg = (double)gy[i] * g[i], xh = ((double)x[i] - fmean) * inv;
+            gx[i] += (float)(inv * (gg - m1 - xh * m2));
+        }
+        return;
+    }
+#pragma omp simd
     for (int i = 0; i < d; i++) {
-        const double gg = (double)gy[i] * g[i], xh = ((double)x[i] - (float)mean) * inv;
-        const float v = (float)(inv * (gg - m1 - xh * m2));
-        gx[i] = accumulate ? gx[i] + v : v;
+        const double gg = (double)gy[i] * g[i], xh = ((double)x[i] - fmean) * inv;
+        gx[i] = (float)(inv * (gg - m1 - xh * m2));
     }
 }
 
@@ -91,13 +105,19 @@ void rope_backward(float* g, int stride, int n, int n_heads, int d_head, int pos
 // ---------------------------------------------------------------------------------------------
 // activations, a vector of lanes at a time (the tail through a zero-padded vector)
 // ---------------------------------------------------------------------------------------------
-// out[i] = f(a[i], b[i], c[i]) for i < n; b and c may be null (f then sees zeros)
+// out[i] = f(a[i], b[i], c[i]) for i < n; b and c may be null (f then sees zeros); out may be a, b or c
 template <class F> static void lanes3(float* out, const float* a, const float* b, const float* c, size_t n, F f) {
     const int64_t chunk = 4096, chunks = ((int64_t)n + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if ((int64_t)n > parallel_min_work / 8)
     for (int64_t ci = 0; ci < chunks; ci++) {
         const int64_t i0 = ci * chunk, len = std::min<int64_t>(chunk, (int64_t)n - i0);
-        for (int64_t i = 0; i < len; i += AL) {
+        int64_t i = 0;
+        for (; i + AL <= len; i += AL) { // whole vectors straight from memory (avec loads unaligned)
+            const int64_t at = i0 + i;
+            const avec r = f(*(const avec*)(a + at), b ? *(const avec*)(b + at) : avec{}, c ? *(const avec*)(c + at) : avec{});
+            *(avec*)(out + at) = r;
+        }
+        for (; i < len; i += AL) { // the tail
             const int64_t m = std::min<int64_t>(AL, len - i);
             avec va = {}, vb = {}, vc = {};
             for (int64_t t = 0; t < m; t++) {
@@ -206,13 +226,13 @@ void attention_backward_inputs(float* gq, int gq_stride, float* gk, float* gv, i
                                const float* gp, const float* g_out) {
     const int H = a.n_head, KV = a.n_kv_head, dh = a.d_head, keys = key_count(a), n = a.n_q, group = H / KV;
     const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)dh);
-    for (int j = 0; j < keys; j++) {
-        std::fill_n(gk + (size_t)j * gkv_stride, KV * dh, 0.0f);
-        std::fill_n(gv + (size_t)j * gkv_stride, KV * dh, 0.0f);
-    }
     // a thread per key/value head: it owns that head's gk and gv and its query heads' gq
 #pragma omp parallel for schedule(static) if ((int64_t)H * n * keys * dh > parallel_min_work)
     for (int g = 0; g < KV; g++) {
+        for (int j = 0; j < keys; j++) {
+            std::fill_n(gk + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
+            std::fill_n(gv + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
+        }
         for (int h = g * group; h < (g + 1) * group; h++)
             for (int i = 0; i < n; i++) {
                 const float* p = a.probs + ((size_t)h * n + i) * keys;

@@ -59,6 +59,34 @@ void norm_forward(float* out, const float* x, const std::vector<float>* g, const
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// bookkeeping
+// ---------------------------------------------------------------------------------------------
+// f(i0, i1) over [0, n) in a chunk per thread
+template <class F> static void split(size_t n, F f) {
+#pragma omp parallel if ((int64_t)n >= parallel_min_rows)
+    {
+        const size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+        const size_t chunk = (n / nt + 15) / 16 * 16; // whole cache lines per thread
+        const size_t i0 = std::min(n, t * chunk), i1 = t + 1 == nt ? n : std::min(n, i0 + chunk);
+        if (i0 < i1) f(i0, i1);
+    }
+}
+
+void copy_floats(float* y, const float* x, size_t n) {
+    split(n, [&](size_t i0, size_t i1) { std::copy(x + i0, x + i1, y + i0); });
+}
+
+void fill_floats(float* y, float v, size_t n) {
+    split(n, [&](size_t i0, size_t i1) { std::fill(y + i0, y + i1, v); });
+}
+
+void add_floats(float* y, const float* x, size_t n) {
+    split(n, [&](size_t i0, size_t i1) {
+        for (size_t i = i0; i < i1; i++) y[i] += x[i];
+    });
+}
+
 // SwiGLU: up [n] <- silu(gate) * up = up * gate / (1 + e^-gate). Whole vectors from the start of the buffer and
 // the tail through the same exp on a padded copy: every element gets the same arithmetic wherever the buffer
 // sits (Eigen's array version peeled the unaligned head off to scalar code, so a result's last bit depended on

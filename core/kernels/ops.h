@@ -14,6 +14,14 @@ namespace gb {
 void norm_forward(float* out, const float* x, const std::vector<float>* g, const std::vector<float>* b, norm_kind kind,
                   float eps, int n, int d);
 
+// Bookkeeping on activations and gradients: y = x, y = v, y += x over n floats. Split over the threads from
+// parallel_min_rows floats up, not to beat a serial loop but so that OpenMP's other thread, between two products,
+// does not fall asleep during a serial copy and need waking (util/threads.h: it spins only briefly; a wake cost
+// more than the copy on the machines measured, docs/performance.md "A busy machine").
+void copy_floats(float* y, const float* x, size_t n);
+void fill_floats(float* y, float v, size_t n);
+void add_floats(float* y, const float* x, size_t n);
+
 // SwiGLU in place: up [n] <- silu(gate) * up = up * gate / (1 + e^-gate).
 void swiglu_forward(float* up, const float* gate, size_t n);
 

@@ -299,13 +299,13 @@ void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
     gemm_backward(gz_out, g, lw.w_o, T, b.gs); // every head's head_out has attn_out's gradient
     zero_covered(b, HOOK_HEAD_OUT, l, gz_out, T, H * dh, H * dh, 0, HOOK_Z);
     float* gz = grown(b.t5, (size_t)T * H * dh); // gz_out is kept as the gradient at z; what passes on below
-    std::copy_n(gz_out, (size_t)T * H * dh, gz);
+    copy_floats(gz, gz_out, (size_t)T * H * dh);
     zero_covered(b, HOOK_Z, l, gz, T, H * dh, H * dh);
     if (b.head_in) head_inputs_backward(b, l, gz, b.head_in + (size_t)l * H * T * d);
-    std::vector<float> gqkv((size_t)T * b.qkv_w);
-    attend_backward(b, l, gz, gqkv.data());
+    float* gqkv = grown(b.t2, (size_t)T * b.qkv_w); // every element written (attention_backward_inputs); t2 is
+    attend_backward(b, l, gz, gqkv);                 // free again after the post norm's use above
     float* g_in = grown(b.t1, (size_t)T * d);
-    gemm_backward(g_in, gqkv.data(), lw.w_qkv, T, b.gs);
+    gemm_backward(g_in, gqkv, lw.w_qkv, T, b.gs);
     zero_covered(b, HOOK_ATTN_IN, l, g_in, T, d, d);
     norm_backward(gx, kept(b, HOOK_RESID_PRE, l), g_in, no_norm || !b.arch.pre_norm ? nullptr : &lw.norm1_g,
                   b.arch.norm, b.c.norm_eps, T, d, true);
@@ -428,27 +428,26 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
     out.metric_value = head_backward(b, metric, out.position, g.data());
     for (int l = L - 1; l >= 0; l--) {
         // g: at resid_post of l as flowed (point 2l + 2)
-        std::copy_n(g.data(), Td, out.resid.data() + (size_t)(2 * l + 2) * Td);
+        // (the [T][d] copies and adds are split over the threads: grad.h's copy_floats)
+        copy_floats(out.resid.data() + (size_t)(2 * l + 2) * Td, g.data(), Td);
         zero_covered(b, HOOK_RESID_POST, l, g.data(), T, d, d);
         const bool drop_post = (b.plan.no_residual[l] & 2) && !c.parallel;
         // a parallel block's MLP read the layer's input: its gradient joins at resid_pre
-        std::fill(g_pre.begin(), g_pre.end(), 0.0f);
-        if (drop_post) std::fill(g_mid.begin(), g_mid.end(), 0.0f);
-        else g_mid = g;
-        g_sub = g;
-        std::fill(g_mlp.begin(), g_mlp.end(), 0.0f); // the MLP's own share, then added to the stream's
+        fill_floats(g_pre.data(), 0.0f, Td);
+        if (drop_post) fill_floats(g_mid.data(), 0.0f, Td);
+        else copy_floats(g_mid.data(), g.data(), Td);
+        copy_floats(g_sub.data(), g.data(), Td);
+        fill_floats(g_mlp.data(), 0.0f, Td); // the MLP's own share, then added to the stream's
         mlp_backward(b, l, g_sub.data(), g_mlp.data());
-        float* gx = c.parallel ? g_pre.data() : g_mid.data();
-        for (size_t i = 0; i < Td; i++) gx[i] += g_mlp[i];
-        if (readers) std::copy_n(g_mlp.data(), Td, out.mlp_in.data() + (size_t)l * Td);
-        std::copy_n(g_mid.data(), Td, out.resid.data() + (size_t)(2 * l + 1) * Td);
+        add_floats(c.parallel ? g_pre.data() : g_mid.data(), g_mlp.data(), Td);
+        if (readers) copy_floats(out.mlp_in.data() + (size_t)l * Td, g_mlp.data(), Td);
+        copy_floats(out.resid.data() + (size_t)(2 * l + 1) * Td, g_mid.data(), Td);
         zero_covered(b, HOOK_RESID_MID, l, g_mid.data(), T, d, d);
-        if (!(b.plan.no_residual[l] & 1))
-            for (size_t i = 0; i < Td; i++) g_pre[i] += g_mid[i];
+        if (!(b.plan.no_residual[l] & 1)) add_floats(g_pre.data(), g_mid.data(), Td);
         attention_backward(b, l, g_mid.data(), out.z.data() + (size_t)l * T * H * dh, g_pre.data());
         // g_pre: at resid_pre of l as it flowed into the layer. Layer 0's is point 0; a later layer's point 2l
         // is the stream before resid_pre's interventions
-        if (l == 0) std::copy_n(g_pre.data(), Td, out.resid.data());
+        if (l == 0) copy_floats(out.resid.data(), g_pre.data(), Td);
         zero_covered(b, HOOK_RESID_PRE, l, g_pre.data(), T, d, d);
         g.swap(g_pre);
     }

@@ -233,8 +233,8 @@ static void dense_mlp(pass& f, int l, stopwatch& sw) {
     if (keep_pre) { // this call's rows n0.. of each part, [L][parts][T][ff]
         record& r = *f.rec;
         for (int part = 0; part < r.mlp_pre_parts; part++)
-            std::copy_n(part ? f.s.ff2.data() : f.s.ff.data(), n_ff,
-                        r.mlp_pre.data() + (((size_t)l * r.mlp_pre_parts + part) * r.n_tokens + f.n0) * c.d_ff);
+            copy_floats(r.mlp_pre.data() + (((size_t)l * r.mlp_pre_parts + part) * r.n_tokens + f.n0) * c.d_ff,
+                        part ? f.s.ff2.data() : f.s.ff.data(), n_ff);
         if (kind == MLP_GELU) gelu_forward(f.s.ff.data(), n_ff);
     }
     if (kind == MLP_SWIGLU) swiglu_forward(f.s.ff.data(), f.s.ff2.data(), n_ff);

@@ -5,6 +5,7 @@
 #include "kernels/ops.h"
 #include "run/pass.h"
 #include "util/error.h"
+#include "util/lanes.h"
 
 namespace gb {
 
@@ -129,6 +130,9 @@ bool visit(pass& f, hook_point p, int l, float* data, int n, int width, int stri
         // record rows are positions, except a final point's single row when only the last logits are kept
         const int row0 = hook_is_final(p) && !f.rec->all_logits ? 0 : f.pos0;
         float* dst = f.rec->get_mut(p, l) + (size_t)row0 * width;
+        // split over the threads: a serial copy this long would let OpenMP's other thread fall asleep (threads.h),
+        // and waking it for the next product costs more than the copy
+#pragma omp parallel for schedule(static) if ((int64_t)n * width >= parallel_min_rows)
         for (int r = 0; r < n; r++) std::copy_n(data + (size_t)r * stride, width, dst + (size_t)r * width);
     }
     return wrote;
