@@ -53,14 +53,6 @@ static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
 // Base-256 digits with a sign each, most significant first: q = d0 * 2^(8(D-1)) + ... + d(D-1).
-static void split_digits(int64_t q, int8_t* d, int D) {
-    for (int i = D - 1; i > 0; i--) {
-        const int8_t low = (int8_t)(q & 255); // two's complement: in [-128, 127], and q - low is a multiple of 256
-        d[i] = low;
-        q = (q - low) >> 8;
-    }
-    d[0] = (int8_t)q;
-}
 
 } // namespace
 
@@ -69,16 +61,32 @@ static void split_digits(int64_t q, int8_t* d, int D) {
 // ---------------------------------------------------------------------------------------------
 void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w, int in, int out, bool transposed) {
     const int64_t KT = k_tiles(in), CB = col_blocks(out);
-    // w [in][out], or with transposed its transpose [out][in] as stored (the LM head's embedding table)
-    auto at = [&](int64_t k, int64_t n) { return transposed ? w[(size_t)n * in + k] : w[(size_t)k * out + n]; };
+    // w [in][out], or with transposed its transpose [out][in] as stored (the LM head's embedding table, the
+    // backward's W^T). The weights are finite (pack_matrix, pack_head): maxima need no NaN handling.
     double* row_scale = (double*)malloc(sizeof(double) * (size_t)in); // 2^-r_k
     for (int64_t k = 0; k < KT * 64; k++) row_exp[k] = 0.0f;
+    // each row's largest magnitude, along whichever way w is stored
 #pragma omp parallel for schedule(static)
-    for (int k0 = 0; k0 < in; k0 += 64) { // 64 rows at a time: one pass over whichever way w is stored
+    for (int k0 = 0; k0 < in; k0 += 64) {
         float m[64] = {};
         const int k1 = k0 + 64 < in ? k0 + 64 : in;
-        for (int64_t n = 0; n < out; n++)
-            for (int k = k0; k < k1; k++) m[k - k0] = fmaxf(m[k - k0], fabsf(at(k, n)));
+        if (transposed) {
+            for (int64_t n = 0; n < out; n++)
+                for (int k = k0; k < k1; k++) {
+                    const float v = fabsf(w[(size_t)n * in + k]);
+                    m[k - k0] = v > m[k - k0] ? v : m[k - k0];
+                }
+        } else {
+            for (int k = k0; k < k1; k++) {
+                const float* row = w + (size_t)k * out;
+                __m512 r = _mm512_setzero_ps();
+                for (int64_t n = 0; n < out; n += 16) {
+                    const __mmask16 live = out - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (out - n)) - 1);
+                    r = _mm512_max_ps(r, _mm512_abs_ps(_mm512_maskz_loadu_ps(live, row + n)));
+                }
+                m[k - k0] = _mm512_reduce_max_ps(r);
+            }
+        }
         for (int k = k0; k < k1; k++) {
             row_exp[k] = m[k - k0] > 0.0f ? (float)ilogbf(m[k - k0]) : 0.0f;
             row_scale[k] = ldexp(1.0, -(int)row_exp[k]);
@@ -86,26 +94,77 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
     }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t cb = 0; cb < CB; cb++) {
-        double col_scale[16]; // 2^(30 - c_n): a column's fixed-point factor
+        double cmax[16] = {}, col_scale[16]; // 2^(30 - c_n): a column's fixed-point factor
+        const int cols = (int)(out - cb * 16 < 16 ? out - cb * 16 : 16);
+        const __mmask16 live = (__mmask16)((1u << cols) - 1);
+        // each column's largest |w| 2^-r_k, in double (exact products by powers of two, as the digits take them)
+        if (transposed) {
+            for (int c = 0; c < cols; c++) {
+                const float* col = w + (size_t)(cb * 16 + c) * in;
+                __m512d m = _mm512_setzero_pd();
+                for (int k = 0; k < in; k += 8) {
+                    const __mmask8 l8 = in - k >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (in - k)) - 1);
+                    const __m512d v = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(l8, col + k)),
+                                                    _mm512_maskz_loadu_pd(l8, row_scale + k));
+                    m = _mm512_max_pd(m, _mm512_abs_pd(v));
+                }
+                cmax[c] = _mm512_reduce_max_pd(m);
+            }
+        } else {
+            __m512d m_lo = _mm512_setzero_pd(), m_hi = _mm512_setzero_pd();
+            for (int k = 0; k < in; k++) {
+                const __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(live, w + (size_t)k * out + cb * 16));
+                const __m512d rs = _mm512_set1_pd(row_scale[k]);
+                m_lo = _mm512_max_pd(m_lo, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), rs));
+                m_hi = _mm512_max_pd(
+                    m_hi, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), rs));
+            }
+            _mm512_storeu_pd(cmax, m_lo);
+            _mm512_storeu_pd(cmax + 8, m_hi);
+        }
         for (int c = 0; c < 16; c++) {
             const int64_t n = cb * 16 + c;
-            double m = 0.0;
-            for (int k = 0; n < out && k < in; k++) m = fmax(m, fabs(at(k, n) * row_scale[k]));
-            const int e = m > 0.0 ? ilogb(m) + 1 : 0; // |w'| < 2^e in this column
+            const int e = c < cols && cmax[c] > 0.0 ? ilogb(cmax[c]) + 1 : 0; // |w'| < 2^e in this column
             col_exp[n] = (float)e;
             col_scale[c] = ldexp(1.0, WS - e);
         }
+        // The digits, a row of the block's 16 columns at a time: q = round(w' 2^(30 - c_n)) exactly (products by
+        // powers of two in double, then round to nearest even, as llrint; |q| <= 2^30 fits int32), its four
+        // base-256 digits with a sign each (low = the byte as signed, q = (q - low) / 256), and per 4 rows the
+        // bytes interleaved into the B tile's layout: row kk/4 holds, for each column, 4 consecutive k.
+        const __m512d cs_lo = _mm512_loadu_pd(col_scale), cs_hi = _mm512_loadu_pd(col_scale + 8);
+        const __m512i col_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                       _mm512_set1_epi32(in));
         for (int64_t kt = 0; kt < KT; kt++) {
             int8_t* tile = digits + (size_t)((cb * KT + kt) * WD) * TILE;
-            for (int kk = 0; kk < 64; kk++) {
-                const int64_t k = kt * 64 + kk;
-                for (int c = 0; c < 16; c++) {
-                    const int64_t n = cb * 16 + c;
-                    const int64_t q = k < in && n < out ? llrint(at(k, n) * row_scale[k] * col_scale[c]) : 0;
-                    int8_t d[WD];
-                    split_digits(q, d, WD);
-                    // B tile: row kk/4 holds, for each of the 16 columns, 4 consecutive k
-                    for (int j = 0; j < WD; j++) tile[j * TILE + (kk / 4) * 64 + c * 4 + kk % 4] = d[j];
+            for (int quad = 0; quad < 16; quad++) {
+                __m128i bytes[WD][4]; // [digit][row of the quad] one byte per column
+                for (int r = 0; r < 4; r++) {
+                    const int64_t k = kt * 64 + quad * 4 + r;
+                    __m512 v = _mm512_setzero_ps();
+                    if (k < in)
+                        v = transposed ? _mm512_mask_i32gather_ps(v, live, col_offsets, w + (size_t)(cb * 16) * in + k, 4)
+                                       : _mm512_maskz_loadu_ps(live, w + (size_t)k * out + cb * 16);
+                    const __m512d rs = _mm512_set1_pd(k < in ? row_scale[k] : 0.0);
+                    const __m512d lo = _mm512_mul_pd(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), rs), cs_lo);
+                    const __m512d hi = _mm512_mul_pd(
+                        _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), rs), cs_hi);
+                    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(lo)), _mm512_cvtpd_epi32(hi), 1);
+                    for (int j = WD - 1; j > 0; j--) {
+                        const __m512i low = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24);
+                        bytes[j][r] = _mm512_cvtepi32_epi8(low);
+                        q = _mm512_srai_epi32(_mm512_sub_epi32(q, low), 8);
+                    }
+                    bytes[0][r] = _mm512_cvtepi32_epi8(q);
+                }
+                for (int j = 0; j < WD; j++) {
+                    const __m128i t0 = _mm_unpacklo_epi8(bytes[j][0], bytes[j][1]), t1 = _mm_unpackhi_epi8(bytes[j][0], bytes[j][1]);
+                    const __m128i t2 = _mm_unpacklo_epi8(bytes[j][2], bytes[j][3]), t3 = _mm_unpackhi_epi8(bytes[j][2], bytes[j][3]);
+                    int8_t* dst = tile + j * TILE + quad * 64;
+                    _mm_storeu_si128((__m128i*)(dst + 0), _mm_unpacklo_epi16(t0, t2));
+                    _mm_storeu_si128((__m128i*)(dst + 16), _mm_unpackhi_epi16(t0, t2));
+                    _mm_storeu_si128((__m128i*)(dst + 32), _mm_unpacklo_epi16(t1, t3));
+                    _mm_storeu_si128((__m128i*)(dst + 48), _mm_unpackhi_epi16(t1, t3));
                 }
             }
         }
@@ -115,13 +174,19 @@ void pack_weights(int8_t* digits, float* row_exp, float* col_exp, const float* w
 
 void unpack_weights(float* w, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out) {
     const int64_t KT = k_tiles(in);
+    // q 2^(c_n - 30 + r_k) as two exact products by powers of two in double (ldexp's value), rounded once to float
+    double* col_scale = (double*)malloc(sizeof(double) * (size_t)out);
+    for (int n = 0; n < out; n++) col_scale[n] = ldexp(1.0, (int)col_exp[n] - WS);
 #pragma omp parallel for schedule(static)
-    for (int k = 0; k < in; k++)
+    for (int k = 0; k < in; k++) {
+        const double rs = ldexp(1.0, (int)row_exp[k]);
         for (int n = 0; n < out; n++) {
             const int8_t* d = digits + (size_t)(((n / 16) * KT + k / 64) * WD) * TILE + ((k % 64) / 4) * 64 + (n % 16) * 4 + k % 4;
             const int64_t q = (((int64_t)d[0] * 256 + d[TILE]) * 256 + d[2 * TILE]) * 256 + d[3 * TILE];
-            w[(size_t)k * out + n] = (float)ldexp((double)q, (int)col_exp[n] - WS + (int)row_exp[k]);
+            w[(size_t)k * out + n] = (float)((double)q * col_scale[n] * rs);
         }
+    }
+    free(col_scale);
 }
 
 void unpack_rows(float* dst, int ld, const int8_t* digits, const float* row_exp, const float* col_exp, int in, int out,
