@@ -201,11 +201,10 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
     for (int p = 0; p < P; p++) {
         const float *xc = rc.resid(p), *xx = rx.resid(p), *gr = g.resid_at(p);
         for (int t = 0; t < T; t++) {
+            const float *c_ = xc + (size_t)t * d, *x_ = xx + (size_t)t * d, *g_ = gr + (size_t)t * d;
             double s = 0;
-            for (int i = 0; i < d; i++) {
-                const size_t at = (size_t)t * d + i;
-                s += ((double)xc[at] - xx[at]) * gr[at];
-            }
+#pragma omp simd reduction(+ : s)
+            for (int i = 0; i < d; i++) s += ((double)c_[i] - x_[i]) * g_[i];
             out.resid[(size_t)p * T + t] = (float)(out.corrupt + s);
         }
     }
@@ -215,11 +214,11 @@ patch_result attribution_patching(const model& m, const std::vector<int>& clean,
         const float *zc = rc.get(HOOK_Z, l), *zx = rx.get(HOOK_Z, l), *gz = g.z_at(l);
         for (int h = 0; h < H; h++) {
             double s = 0;
-            for (int t = 0; t < T; t++)
-                for (int e = 0; e < dh; e++) {
-                    const size_t at = (size_t)t * H * dh + (size_t)h * dh + e;
-                    s += ((double)zc[at] - zx[at]) * gz[at];
-                }
+            for (int t = 0; t < T; t++) {
+                const size_t at = (size_t)t * H * dh + (size_t)h * dh;
+#pragma omp simd reduction(+ : s)
+                for (int e = 0; e < dh; e++) s += ((double)zc[at + e] - zx[at + e]) * gz[at + e];
+            }
             out.heads[(size_t)l * H + h] = (float)(out.corrupt + s);
         }
     }

@@ -141,6 +141,40 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, 
     return m;
 }
 
+weight_matrix pack_transposed(const float* w, int64_t in, int64_t out) {
+    if (in <= 0 || out <= 0 || in > (1 << 30) || out > (1 << 30))
+        throw error("internal: pack_transposed as [" + std::to_string(in) + "][" + std::to_string(out) + "]");
+    weight_matrix m; // [out][in]
+    m.in = (int)out;
+    m.out = (int)in;
+    bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (in * out >= parallel_min_work)
+    for (int64_t k = 0; k < in; k++) finite = finite && all_finite(w + (size_t)(k * out), (size_t)out);
+    m.finite = finite;
+    if (matmul_kind_now() == MATMUL_AMX && m.finite && m.in <= amx::max_in) {
+        pack_digits(m, w, true); // w is the new matrix stored transposed
+        return m;
+    }
+    // panels of W^T: panel p, row j, lane c holds W^T[j][p * NR + c] = w[p * NR + c][j]
+    const int64_t panels = (in + NR - 1) / NR;
+    m.data.resize((size_t)(panels * out * NR));
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < panels; p++) {
+        float* dst = &m.data[(size_t)(p * out * NR)];
+        const int64_t k0 = p * NR, cols = std::min<int64_t>(NR, in - k0);
+        int64_t j0 = 0;
+#if defined(__AVX512F__)
+        if (cols == NR) // 16 x 16 squares in registers
+            for (; j0 + 16 <= out; j0 += 16)
+                for (int c0 = 0; c0 < NR; c0 += 16)
+                    transpose16(dst + j0 * NR + c0, NR, w + (size_t)((k0 + c0) * out + j0), (int)out);
+#endif
+        for (int64_t j = j0; j < out; j++)
+            for (int64_t c = 0; c < NR; c++) dst[j * NR + c] = c < cols ? w[(size_t)((k0 + c) * out + j)] : 0.0f;
+    }
+    return m;
+}
+
 weight_matrix pack_head(const row_table& emb) {
     weight_matrix m;
     const int64_t V = emb.rows, d = emb.cols;
@@ -324,29 +358,37 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
 
 std::vector<float> unpack_matrix(const weight_matrix& m) {
     std::vector<float> w((size_t)m.in * m.out);
+    unpack_matrix(w.data(), m);
+    return w;
+}
+
+void unpack_matrix(float* w, const weight_matrix& m) {
     if (m.amx()) {
-        amx::unpack_weights(w.data(), m.digits.data(), m.row_exp.data(), m.col_exp.data(), m.in, m.out);
-        return w;
+        amx::unpack_weights(w, m.digits.data(), m.row_exp.data(), m.col_exp.data(), m.in, m.out);
+        return;
     }
     if (!m.parts.empty()) { // side by side
         int64_t col0 = 0;
         for (const weight_matrix& p : m.parts) {
             const std::vector<float> part = unpack_matrix(p);
             for (int64_t k = 0; k < m.in; k++)
-                std::copy_n(&part[(size_t)(k * p.out)], p.out, &w[(size_t)(k * m.out + col0)]);
+                std::copy_n(&part[(size_t)(k * p.out)], p.out, w + (size_t)(k * m.out + col0));
             col0 += p.out;
         }
-        return w;
+        return;
     }
     const int64_t panels = ((int64_t)m.out + NR - 1) / NR;
-    aligned_vector<float> tile(m.stored.empty() ? 0 : (size_t)m.in * NR);
-    for (int64_t p = 0; p < panels; p++) {
-        const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
-        if (!m.stored.empty()) dequantize_slice(tile.data(), m, p, 0, m.in);
-        const float* src = m.stored.empty() ? &m.data[(size_t)(p * m.in * NR)] : tile.data();
-        for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, &w[(size_t)(k * m.out + j0)]);
+#pragma omp parallel if ((int64_t)m.in * m.out >= parallel_min_work)
+    {
+        aligned_vector<float> tile(m.stored.empty() ? 0 : (size_t)m.in * NR);
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < panels; p++) {
+            const int64_t j0 = p * NR, cols = std::min<int64_t>(NR, m.out - j0);
+            if (!m.stored.empty()) dequantize_slice(tile.data(), m, p, 0, m.in);
+            const float* src = m.stored.empty() ? &m.data[(size_t)(p * m.in * NR)] : tile.data();
+            for (int64_t k = 0; k < m.in; k++) std::copy_n(src + k * NR, cols, w + (size_t)(k * m.out + j0));
+        }
     }
-    return w;
 }
 
 

@@ -20,6 +20,10 @@ extern const int weight_panel; // floats per panel: three SIMD registers' worth 
 // exact: the fp32 layout whatever the kernel, for weights that must come back unchanged (random_gpt2 writes them).
 weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, bool exact = false);
 std::vector<float> unpack_matrix(const weight_matrix& w);
+void unpack_matrix(float* out, const weight_matrix& w); // into [w.in][w.out] floats the caller holds
+// The transpose of w [in][out] (floats as unpack_matrix gives them), packed as the [out][in] matrix of x * W^T for
+// the process's kernel, as pack_matrix would pack it: the backward's kept W^T (gemm_backward).
+weight_matrix pack_transposed(const float* w, int64_t in, int64_t out);
 // One stored matrix as a file holds it, or one part of a fused matrix (q | k | v): out columns of the [in][out]
 // product, stored [out][in] when out_major (nn.Linear, GGUF; block types have their blocks along in), else
 // [in][out] (GPT-2's Conv1D). The bytes stay the file's.

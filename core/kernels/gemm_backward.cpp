@@ -7,12 +7,14 @@
 // every row block then passes over with the forward's own micro-kernel (gemm_tile.h). The tile (72 KB with
 // AVX-512) stays in L2 while the row blocks reuse it.
 //
-// The second product over a matrix also keeps its tiles (backward_tiles, held by the weight_matrix), so later
-// products read W^T ready-made instead of converting and transposing it again: on GPT-2 small's shape that was a
-// fifth of a backward on the fp32 kernel and a third on AMX, where the digits are unpacked. The kept tiles cost 4
-// bytes a weight and count against a process-wide budget (backward_tiles_budget, gemm.h); past it a matrix is
-// transposed per call as before. Kept or not, the same tiles meet the same kernel in the same order: the results
-// are identical.
+// The second product over a matrix also keeps W^T itself (backward_tiles, held by the weight_matrix): its values
+// transposed and packed for the process's kernel (pack_matrix), so later products are plain forward products by
+// W^T. On GPT-2 small's shape at 64 rows those ran at 330-360 GFLOP/s on the fp32 kernel against the transposing
+// path's 260-300, and at 540-680 on AMX, which this path cannot use, against 290-330. The first product still
+// transposes on the fly: a one-off backward (the CLI's) would pay for packing it never reads again. Kept W^T
+// costs about 4 bytes a weight, counted against a process-wide budget (backward_tiles_budget, gemm.h); past it a
+// matrix is transposed per call. The two paths add in different orders (and AMX rounds its inputs to 31 bits):
+// they agree to rounding, not bit for bit.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_tile.h"
+#include "kernels/ops.h"
 #include "util/aligned.h"
 #include "util/error.h"
 
@@ -30,22 +33,13 @@ static std::mutex tiles_mutex;            // every weight_matrix::backward slot 
 static std::atomic<size_t> tiles_bytes{0}; // held by every matrix's kept tiles
 
 struct backward_tiles {
-    const void* from = nullptr; // the weights' buffer they were made from
+    const void* from = nullptr; // the weights' buffer W^T was made from
     int in = 0, out = 0;
-    bool ready = false;         // made; until then the product that is making them owns them
-    float* tiles = nullptr;     // [chunks][slices][chunk / NR][depth][NR], transposed_panels' tiles in order
-    size_t bytes = 0;
-    // Not zeroed: the product that makes them writes every tile it reads.
-    void allocate(size_t floats) {
-        bytes = floats * sizeof(float);
-        tiles = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
-        tiles_bytes += bytes;
-    }
-    ~backward_tiles() {
-        if (!tiles) return;
-        ::operator delete(tiles, std::align_val_t(64));
-        tiles_bytes -= bytes;
-    }
+    bool making = false;        // a product is making wt (no other call waits for it or makes it too)
+    bool ready = false;         // wt is made: read it
+    weight_matrix wt;           // [out][in]: W^T packed for the process's kernel
+    size_t bytes = 0;           // counted in tiles_bytes
+    ~backward_tiles() { tiles_bytes -= bytes; }
 };
 
 static std::atomic<size_t> tiles_budget{size_t(1) << 30};
@@ -114,11 +108,10 @@ const void* buffer_of(const weight_matrix& w) {
     return w.amx() ? (const void*)w.digits.data() : !w.stored.empty() ? (const void*)w.stored.data() : (const void*)w.data.data();
 }
 
-// The matrix's kept tiles: ready (read them), or new and owned by this call (make them), or none: the matrix's
-// first product (a one-off backward, as the CLI's, would pay for tiles it never reads again: writing them made
-// GPT-2 small's first backward 50 ms slower), a spent budget, or another thread making them. With none the call
-// transposes into a thread's tile.
-std::shared_ptr<backward_tiles> kept_tiles(const weight_matrix& w, size_t floats) {
+// The matrix's kept W^T: ready (multiply by it), or new and owned by this call (make it), or none: the matrix's
+// first product (a one-off backward, as the CLI's, would pay for a W^T it never reads again), a spent budget, or
+// another thread making it. With none the call transposes into a thread's tile.
+std::shared_ptr<backward_tiles> kept_transpose(const weight_matrix& w) {
     std::lock_guard<std::mutex> lock(tiles_mutex);
     std::shared_ptr<backward_tiles>& slot = w.backward;
     if (slot && (slot->from != buffer_of(w) || slot->in != w.in || slot->out != w.out)) slot.reset(); // a copy's
@@ -128,21 +121,56 @@ std::shared_ptr<backward_tiles> kept_tiles(const weight_matrix& w, size_t floats
         return nullptr;
     }
     if (slot->ready) return slot;
-    if (slot->tiles || tiles_bytes + floats * sizeof(float) > tiles_budget) return nullptr;
-    slot->allocate(floats);
+    if (slot->making || tiles_bytes + (size_t)w.in * w.out * sizeof(float) > tiles_budget) return nullptr;
+    slot->making = true;
     return slot;
+}
+
+// W^T as a matrix of its own, [w.out][w.in], packed for the process's kernel.
+// (W's floats go through a buffer kept for the next matrix: a fresh one per matrix was a third of the time, in
+// zeroing and first touches)
+weight_matrix transposed_matrix(const weight_matrix& w) {
+    static thread_local std::vector<float> v;
+    if (v.size() < (size_t)w.in * w.out) v.resize((size_t)w.in * w.out);
+    unpack_matrix(v.data(), w);
+    return pack_transposed(v.data(), w.in, w.out);
+}
+
+// out [n][wt.out] (+)= g [n][wt.in] (rows ldg floats apart) * wt, through gemm's contiguous rows where needed.
+void product_by_kept(float* out, const float* g, int ldg, const weight_matrix& wt, int n, gemm_scratch& scratch,
+                     bool accumulate) {
+    static const std::vector<float> no_bias;
+    static thread_local std::vector<float> gin, prod;
+    const float* x = g;
+    if (ldg != wt.in) { // a part of a fused matrix: its columns of g
+        gin.resize((size_t)n * wt.in);
+        for (int r = 0; r < n; r++) std::copy_n(g + (size_t)r * ldg, wt.in, gin.data() + (size_t)r * wt.in);
+        x = gin.data();
+    }
+    if (!accumulate) return gemm(out, x, wt, no_bias, n, scratch);
+    prod.resize((size_t)n * wt.out);
+    gemm(prod.data(), x, wt, no_bias, n, scratch);
+    add_floats(out, prod.data(), prod.size());
 }
 
 // One matrix (or one part of a fused one): g's columns are W's, ldg floats apart.
 void transposed_panels(float* out, const float* g, int ldg, const weight_matrix& w, int n, gemm_scratch& scratch,
                        bool accumulate) {
     const int K = w.in, M = w.out; // out [n][K], g [n][M]
+    if (const std::shared_ptr<backward_tiles> kept = kept_transpose(w)) {
+        if (!kept->ready) { // this call makes it (outside the lock: other products go on transposing meanwhile)
+            weight_matrix wt = transposed_matrix(w);
+            std::lock_guard<std::mutex> lock(tiles_mutex);
+            kept->wt = std::move(wt);
+            kept->bytes = kept->wt.bytes();
+            tiles_bytes += kept->bytes;
+            kept->ready = true;
+        }
+        return product_by_kept(out, g, ldg, kept->wt, n, scratch, accumulate);
+    }
     backward_shape sh = shape_of(w);
     sh.depth = std::min(sh.depth, (M + NR - 1) / NR * NR); // one slice of a narrow W: its tile no deeper than W
     const int blocks = (n + MR - 1) / MR, slices = (M + sh.depth - 1) / sh.depth, chunks = (K + sh.chunk - 1) / sh.chunk;
-    const size_t tile_floats = (size_t)sh.depth * sh.chunk;
-    const std::shared_ptr<backward_tiles> kept = kept_tiles(w, (size_t)chunks * slices * tile_floats);
-    const bool make = kept && !kept->ready; // this call transposes into the kept tiles
     aligned_vector<float>& packed = scratch.rows;
     if (packed.size() < (size_t)blocks * MR * M) packed.resize((size_t)blocks * MR * M);
     const bool threaded = (int64_t)n * K * M > parallel_min_work && chunks > 1;
@@ -159,30 +187,17 @@ void transposed_panels(float* out, const float* g, int ldg, const weight_matrix&
             const int k0 = c * sh.chunk, kc = std::min(sh.chunk, K - k0);
             for (int s = 0; s < slices; s++) {
                 const int j0 = s * sh.depth, jc = std::min(sh.depth, M - j0);
-                float* t = kept ? kept->tiles + ((size_t)c * slices + s) * tile_floats : tile.data();
-                if (!kept || make) transpose_slice(t, sh.depth, buf.data(), w, j0 / NR, (j0 + jc + NR - 1) / NR, k0, kc);
+                float* t = tile.data();
+                transpose_slice(t, sh.depth, buf.data(), w, j0 / NR, (j0 + jc + NR - 1) / NR, k0, kc);
                 const float* slice = packed.data() + (size_t)j0 * blocks * MR;
-                // Kept tiles are a stream in memory, [c][s] after [c][s - 1]: while the kernel calls pass over this
-                // tile, each fetches its share of the next one into L2, as the forward's products do.
-                const int calls = (kc + NR - 1) / NR * blocks;
-                const bool more = (size_t)c * slices + s + 1 < (size_t)chunks * slices; // (a next chunk: likely ours)
-                const char* next = kept && !make && more ? (const char*)(t + tile_floats) : nullptr;
-                const int next_lines = next ? (int)(tile_floats * sizeof(float) / 64) : 0;
-                const int share = (next_lines + calls - 1) / calls;
-                int call = 0;
                 for (int b = 0; b * NR < kc; b++)
-                    for (int ib = 0; ib < blocks; ib++, call++)
+                    for (int ib = 0; ib < blocks; ib++)
                         kernels::by_rows[std::min(MR, n - ib * MR)](
                             out + (size_t)ib * MR * K + k0 + b * NR, K, std::min(NR, kc - b * NR),
-                            slice + (size_t)ib * jc * MR, t + (size_t)b * sh.depth * NR, jc,
-                            accumulate || s > 0, next ? next + (size_t)call * share * 64 : nullptr,
-                            std::max(0, std::min(share, next_lines - call * share)), false, nullptr, EPILOGUE_NONE);
+                            slice + (size_t)ib * jc * MR, t + (size_t)b * sh.depth * NR, jc, accumulate || s > 0,
+                            nullptr, 0, false, nullptr, EPILOGUE_NONE);
             }
         }
-    }
-    if (make) {
-        std::lock_guard<std::mutex> lock(tiles_mutex);
-        kept->ready = true;
     }
 }
 

@@ -202,13 +202,6 @@ static float dot(const float* a, const float* b, int n) {
     return s;
 }
 
-// y [n] += c * x [n] (y and x do not overlap)
-static void axpy(float* __restrict y, float c, const float* __restrict x, int n) {
-    int i = 0;
-    for (; i + AL <= n; i += AL) *(avec*)(y + i) += c * *(const avec*)(x + i);
-    for (; i < n; i++) y[i] += c * x[i];
-}
-
 void attention_backward_probs(float* gp, const attention_args& a, const float* g_out) {
     const int H = a.n_head, dh = a.d_head, keys = key_count(a), n = a.n_q, group = H / a.n_kv_head;
 #pragma omp parallel for schedule(static) if ((int64_t)H * n * keys * dh > parallel_min_work)
@@ -222,43 +215,105 @@ void attention_backward_probs(float* gp, const attention_args& a, const float* g
         }
 }
 
+// acc [DV vectors] += c * x over one head's dh = DV * AL floats: the accumulator stays in registers across a loop
+// of calls (DV 0: any dh, through memory)
+template <int DV> struct head_acc {
+    avec v[DV];
+    void load(const float* p, int) {
+        for (int k = 0; k < DV; k++) v[k] = *(const avec*)(p + k * AL);
+    }
+    void zero(int) {
+        for (int k = 0; k < DV; k++) v[k] = avec{};
+    }
+    void add(float c, const float* x, int) {
+        for (int k = 0; k < DV; k++) v[k] += c * *(const avec*)(x + k * AL);
+    }
+    void store(float* p, int) const {
+        for (int k = 0; k < DV; k++) *(avec*)(p + k * AL) = v[k];
+    }
+};
+template <> struct head_acc<0> {
+    float v[512];
+    void load(const float* p, int dh) { std::copy_n(p, dh, v); }
+    void zero(int dh) { std::fill_n(v, dh, 0.0f); }
+    void add(float c, const float* x, int dh) {
+        for (int e = 0; e < dh; e++) v[e] += c * x[e];
+    }
+    void store(float* p, int dh) const { std::copy_n(v, dh, p); }
+};
+
+// Query head h (of key/value head g): gs [n][keys] the scores' gradients (scaled), then gq's rows (a sum over the
+// keys), then gk's and gv's rows (sums over the queries that see the key, added to what the group's earlier
+// heads left there). Each sum adds in the order of the plain loop over (h, i, j), so the results do not depend
+// on DV.
+template <int DV>
+static void head_backward(float* gq, int gq_stride, float* gk, float* gv, int gkv_stride, const attention_args& a,
+                          const float* gp, const float* g_out, int h, int g, float scale, float* gs) {
+    const int dh = a.d_head, keys = key_count(a), n = a.n_q;
+    for (int i = 0; i < n; i++) {
+        const float* p = a.probs + ((size_t)h * n + i) * keys;
+        const float* gpi = gp + ((size_t)h * n + i) * keys;
+        const float* qi = a.q + (size_t)i * a.q_stride + (size_t)h * dh;
+        float* gsi = gs + (size_t)i * keys;
+        const int pos = a.n_past + i, j0 = first_key(a, pos), j1 = end_key(a, pos);
+        double s = 0; // the softmax's: gs_j = p_j (gp_j - sum_k p_k gp_k)
+        for (int j = j0; j < j1; j++) s += (double)p[j] * gpi[j];
+        head_acc<DV> acc;
+        acc.zero(dh);
+        for (int j = j0; j < j1; j++) {
+            const float* kj = a.k + (size_t)j * a.kv_stride + (size_t)g * dh;
+            float gsj = (float)(p[j] * (gpi[j] - s));
+            if (a.softcap > 0) { // through cap * tanh(r / cap), r = scale q.k as the forward rounds it
+                const float t = std::tanh(scale * dot(qi, kj, dh) / a.softcap);
+                gsj *= 1.0f - t * t;
+            }
+            gsj *= scale;
+            gsi[j] = gsj;
+            acc.add(gsj, kj, dh);
+        }
+        acc.store(gq + (size_t)i * gq_stride + (size_t)h * dh, dh);
+    }
+    for (int j = 0; j < keys; j++) {
+        float* gkj = gk + (size_t)j * gkv_stride + (size_t)g * dh;
+        float* gvj = gv + (size_t)j * gkv_stride + (size_t)g * dh;
+        head_acc<DV> ak, av;
+        ak.load(gkj, dh), av.load(gvj, dh);
+        for (int i = 0; i < n; i++) {
+            const int pos = a.n_past + i;
+            if (j < first_key(a, pos) || j >= end_key(a, pos)) continue;
+            ak.add(gs[(size_t)i * keys + j], a.q + (size_t)i * a.q_stride + (size_t)h * dh, dh);
+            av.add(a.probs[((size_t)h * n + i) * keys + j], g_out + (size_t)i * a.out_stride + (size_t)h * dh, dh);
+        }
+        ak.store(gkj, dh), av.store(gvj, dh);
+    }
+}
+
 void attention_backward_inputs(float* gq, int gq_stride, float* gk, float* gv, int gkv_stride, const attention_args& a,
                                const float* gp, const float* g_out) {
     const int H = a.n_head, KV = a.n_kv_head, dh = a.d_head, keys = key_count(a), n = a.n_q, group = H / KV;
     const float scale = a.scale > 0 ? a.scale : 1.0f / std::sqrt((float)dh);
+    const int dv = dh % AL == 0 ? dh / AL : 0;
+    if (dv == 0 && dh > 512) throw error("internal: attention_backward_inputs takes heads of at most 512");
     // a thread per key/value head: it owns that head's gk and gv and its query heads' gq
-#pragma omp parallel for schedule(static) if ((int64_t)H * n * keys * dh > parallel_min_work)
-    for (int g = 0; g < KV; g++) {
-        for (int j = 0; j < keys; j++) {
-            std::fill_n(gk + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
-            std::fill_n(gv + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
-        }
-        for (int h = g * group; h < (g + 1) * group; h++)
-            for (int i = 0; i < n; i++) {
-                const float* p = a.probs + ((size_t)h * n + i) * keys;
-                const float* gpi = gp + ((size_t)h * n + i) * keys;
-                const float* qi = a.q + (size_t)i * a.q_stride + (size_t)h * dh;
-                const float* go = g_out + (size_t)i * a.out_stride + (size_t)h * dh;
-                float* gqi = gq + (size_t)i * gq_stride + (size_t)h * dh;
-                const int pos = a.n_past + i, j0 = first_key(a, pos), j1 = end_key(a, pos);
-                double s = 0; // the softmax's: gs_j = p_j (gp_j - sum_k p_k gp_k)
-                for (int j = j0; j < j1; j++) s += (double)p[j] * gpi[j];
-                std::fill_n(gqi, dh, 0.0f);
-                for (int j = j0; j < j1; j++) {
-                    const float* kj = a.k + (size_t)j * a.kv_stride + (size_t)g * dh;
-                    float gsj = (float)(p[j] * (gpi[j] - s));
-                    if (a.softcap > 0) { // through cap * tanh(r / cap), r = scale q.k as the forward rounds it
-                        const float t = std::tanh(scale * dot(qi, kj, dh) / a.softcap);
-                        gsj *= 1.0f - t * t;
-                    }
-                    gsj *= scale;
-                    float* gkj = gk + (size_t)j * gkv_stride + (size_t)g * dh;
-                    float* gvj = gv + (size_t)j * gkv_stride + (size_t)g * dh;
-                    axpy(gqi, gsj, kj, dh);
-                    axpy(gkj, gsj, qi, dh);
-                    axpy(gvj, p[j], go, dh);
+#pragma omp parallel if ((int64_t)H * n * keys * dh > parallel_min_work)
+    {
+        std::vector<float> gs((size_t)n * keys); // [n][keys] one query head's score gradients
+#pragma omp for schedule(static)
+        for (int g = 0; g < KV; g++) {
+            for (int j = 0; j < keys; j++) {
+                std::fill_n(gk + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
+                std::fill_n(gv + (size_t)j * gkv_stride + (size_t)g * dh, dh, 0.0f);
+            }
+            for (int h = g * group; h < (g + 1) * group; h++) {
+                switch (dv) {
+                case 1: head_backward<1>(gq, gq_stride, gk, gv, gkv_stride, a, gp, g_out, h, g, scale, gs.data()); break;
+                case 2: head_backward<2>(gq, gq_stride, gk, gv, gkv_stride, a, gp, g_out, h, g, scale, gs.data()); break;
+                case 4: head_backward<4>(gq, gq_stride, gk, gv, gkv_stride, a, gp, g_out, h, g, scale, gs.data()); break;
+                case 8: head_backward<8>(gq, gq_stride, gk, gv, gkv_stride, a, gp, g_out, h, g, scale, gs.data()); break;
+                default: head_backward<0>(gq, gq_stride, gk, gv, gkv_stride, a, gp, g_out, h, g, scale, gs.data());
                 }
             }
+        }
     }
 }
 
