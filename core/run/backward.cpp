@@ -72,8 +72,13 @@ double metric_of_ids(const float* logits, const metric_spec& metric) {
 record_request backward_keep(const model_config& c) {
     record_request rq;
     rq.points = hook_bit(HOOK_RESID_PRE) | hook_bit(HOOK_Q) | hook_bit(HOOK_K) | hook_bit(HOOK_V) |
-                hook_bit(HOOK_PATTERN) | hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_POST) |
-                hook_bit(HOOK_ATTN_IN) | hook_bit(HOOK_ROUTER);
+                hook_bit(HOOK_PATTERN) | hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_ROUTER);
+    // Beyond these, only what a recomputation reads (no weight gradients: the products need no activations): the
+    // MLP's hidden values before a post norm (mlp_sum; four times the stream's size, 1-2 ms of a 33 ms GPT-2-small
+    // forward at T = 64 to copy), the attention's input before q/k norms (their inputs are recomputed from it).
+    const arch_info& a = arch_table(c.arch);
+    if (a.post_norm || a.kind != KIND_DECODER) rq.points |= hook_bit(HOOK_MLP_POST);
+    if (a.qk_norm != QK_NORM_NONE || a.kind != KIND_DECODER) rq.points |= hook_bit(HOOK_ATTN_IN);
     rq.resid_stream = true;
     rq.mlp_pre = true; // so the backward does not redo x W_up (and x W_gate): a third of a GPT-2 forward's products
     other_kinds_keep(rq, c); // backward_stack.cpp: Post-LN sums and the cross-attention
@@ -320,7 +325,7 @@ double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
     const int d = b.d, V = b.c.vocab_size, L = b.c.n_layer;
     const float* x = kept(b, HOOK_RESID_POST, L - 1) + (size_t)p * d;
     const bool identity = b.plan.identity_norm[L];
-    std::vector<float> xn(d), logits(V), dl(V, 0.0f), gxn(d, 0.0f), row(d);
+    std::vector<float> xn(d), gxn(d, 0.0f), row(d), logits, dl; // logits and dl: the full-row metrics only
     final_norm_forward(xn.data(), x, 1, b.m, identity, b.gs);
     zero_covered(b, HOOK_FINAL_NORM, L, xn.data(), 1, d, d, p); // a ZERO there: the logits see 0 (SET: see below)
     for (const intervention& v : b.opt.interventions) // a SET at final_norm: its values, as the forward had them
@@ -354,6 +359,7 @@ double head_backward(bctx& b, const metric_spec& metric, int p, float* g) {
         final_norm_backward(b, g + (size_t)p * d, x, gxn.data(), 1, identity);
         return value;
     }
+    logits.resize(V), dl.assign(V, 0.0f);
     lm_head_forward(logits.data(), xn.data(), 1, b.m, b.gs);
     if (b.c.final_softcap > 0) softcap_forward(logits.data(), V, b.c.final_softcap);
     for (const intervention& v : b.opt.interventions) // the logits' own interventions

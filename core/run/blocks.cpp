@@ -7,6 +7,7 @@
 
 #include "kernels/ops.h"
 #include "run/pass.h"
+#include "util/lanes.h"
 
 namespace gb {
 
@@ -72,6 +73,8 @@ static void qkv_block(pass& f, int l, bool no_norm, stopwatch& sw) {
     if (!f.use_cache) return;
     float* k_cache = &f.s.k_cache[(size_t)l * f.s.n_ctx * kv_w];
     float* v_cache = &f.s.v_cache[(size_t)l * f.s.n_ctx * kv_w];
+    // split over the threads: serial, a prompt's copy is long enough for OpenMP's other thread to fall asleep
+#pragma omp parallel for schedule(static) if ((int64_t)n * kv_w >= parallel_min_rows)
     for (int t = 0; t < n; t++) {
         std::copy_n(k + (size_t)t * qkv_w, kv_w, k_cache + (size_t)(f.n0 + t) * kv_w);
         std::copy_n(v + (size_t)t * qkv_w, kv_w, v_cache + (size_t)(f.n0 + t) * kv_w);
