@@ -341,8 +341,8 @@ int bench_forward(const args& a, const gb::model& m, const std::vector<int>& siz
 
 // The backward pass against its forward at each length: the forward keeping what the backward reads, then the
 // gradients of logit(1) - logit(2) at the last position at every residual point and head. The first backward of
-// a length (the warm-up's) is reported apart: a matrix's first products transpose W on the fly, the later ones
-// read the tiles the second kept (gemm.h). Where the kind offers patching, attribution patching of two random
+// a length (the warm-up's) is reported apart: a matrix's first product transposes W on the fly, the later ones
+// multiply by the W^T the second packed (gemm.h). Where the kind offers patching, attribution patching of two random
 // prompts that differ from the first position (no shared prefix: the worst case) against a plain forward (as
 // bench times it).
 int bench_gradients(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat) {

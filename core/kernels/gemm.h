@@ -69,11 +69,13 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
 // The transposed product of the backward pass (core/run/backward.h): out [n][w.in] = g [n][w.out] * W^T (+= with
 // accumulate), W exactly as the forward's product multiplies by it (unpack_matrix's values: fp32 panels read in
 // place, AMX digits and stored types converted a cache-sized slice at a time and transposed in registers), on the
-// fp32 micro-kernel (core/kernels/gemm_backward.cpp). Threads split out's columns.
+// fp32 micro-kernel (core/kernels/gemm_backward.cpp); from the matrix's third product on, a forward product by its
+// kept W^T. Threads split out's columns.
 void gemm_backward(float* out, const float* g, const weight_matrix& w, int n, gemm_scratch& scratch,
                    bool accumulate = false);
-// The second gemm_backward over a matrix keeps W^T's tiles with it (4 bytes a weight, freed with the matrix) for
-// the later ones, while all kept tiles together stay within the budget (default 1 GiB; 0 keeps none).
+// The second gemm_backward over a matrix keeps W^T with it, packed for the process's kernel (pack_transposed, about
+// 4 bytes a weight, freed with the matrix), for it and the later ones, while all kept W^T together stay within the
+// budget (default 1 GiB; 0 keeps none). (The names say tiles: W^T was once kept as the first product's tiles.)
 size_t backward_tiles_bytes(); // held now
 size_t backward_tiles_budget();
 void set_backward_tiles_budget(size_t bytes);

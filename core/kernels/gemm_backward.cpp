@@ -8,9 +8,9 @@
 // AVX-512) stays in L2 while the row blocks reuse it.
 //
 // The second product over a matrix also keeps W^T itself (backward_tiles, held by the weight_matrix): its values
-// transposed and packed for the process's kernel (pack_matrix), so later products are plain forward products by
-// W^T. On GPT-2 small's shape at 64 rows those ran at 330-360 GFLOP/s on the fp32 kernel against the transposing
-// path's 260-300, and at 540-680 on AMX, which this path cannot use, against 290-330. The first product still
+// transposed and packed for the process's kernel (pack_transposed), so later products are plain forward products
+// by W^T. On GPT-2 small's matrices at 64 rows those ran at 330-430 GFLOP/s on the fp32 kernel against the
+// transposing path's 260-310, and at 540-720 on AMX, which this path cannot use. The first product still
 // transposes on the fly: a one-off backward (the CLI's) would pay for packing it never reads again. Kept W^T
 // costs about 4 bytes a weight, counted against a process-wide budget (backward_tiles_budget, gemm.h); past it a
 // matrix is transposed per call. The two paths add in different orders (and AMX rounds its inputs to 31 bits):
@@ -30,7 +30,7 @@
 namespace gb {
 
 static std::mutex tiles_mutex;            // every weight_matrix::backward slot is read and set under it
-static std::atomic<size_t> tiles_bytes{0}; // held by every matrix's kept tiles
+static std::atomic<size_t> tiles_bytes{0}; // held by every matrix's kept W^T
 
 struct backward_tiles {
     const void* from = nullptr; // the weights' buffer W^T was made from

@@ -152,9 +152,9 @@ struct weight_matrix {
     std::vector<weight_matrix> parts; // a fused matrix (q | k | v) whose parts have different stored types: each
                                       // part's columns, in order (type is then the first part's)
     bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix off the AMX kernel)
-    // The backward's W^T as fp32 tiles, made by its first product over this matrix and read by the later ones
-    // (gemm.h gemm_backward; within a process-wide budget). A copy shares the pointer and rebuilds its own, since
-    // the tiles name the buffer they were made from.
+    // The backward's W^T packed for the kernel, made by its second product over this matrix and multiplied by in the
+    // later ones (gemm.h gemm_backward; within a process-wide budget). A copy shares the pointer and rebuilds its
+    // own, since the slot names the buffer it was made from.
     mutable std::shared_ptr<backward_tiles> backward;
     bool empty() const { return data.empty() && digits.empty() && stored.empty() && parts.empty(); }
     bool amx() const { return !digits.empty(); }
