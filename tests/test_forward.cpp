@@ -594,6 +594,72 @@ TEST(Gemm, AmxLongInnerDimension) {
     EXPECT_FALSE(gb::pack_matrix(w, k + 1, m).amx());
 }
 
+// The AMX digits hold exactly the documented fixed point (gemm_amx.cpp): each row k of W divided by its power of
+// two r_k = ilogb(max |w[k][.]|), each column n then rounded to nearest even at 2^(c_n - 30), c_n = ilogb of its
+// largest scaled value + 1. The reference in double on shapes with partial k-tiles and column blocks, zero rows
+// and columns and magnitudes apart by 2^20; pack_matrix's W and pack_transposed's W^T (read transposed).
+TEST(Gemm, AmxDigitsAreTheDocumentedFixedPoint) {
+    if (!amx_missing().empty()) GTEST_SKIP() << amx_missing();
+    matmul_scope kernel(gb::MATMUL_AMX);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    // the packed values of w [in][out], in double
+    auto expected = [](const std::vector<float>& w, int in, int out) {
+        std::vector<double> rs(in);
+        for (int k = 0; k < in; k++) {
+            float m = 0;
+            for (int n = 0; n < out; n++) m = std::max(m, std::abs(w[(size_t)k * out + n]));
+            rs[k] = std::ldexp(1.0, m > 0 ? -std::ilogb(m) : 0);
+        }
+        std::vector<float> v((size_t)in * out);
+        for (int n = 0; n < out; n++) {
+            double m = 0;
+            for (int k = 0; k < in; k++) m = std::max(m, std::abs(w[(size_t)k * out + n] * rs[k]));
+            const int e = m > 0 ? std::ilogb(m) + 1 : 0;
+            for (int k = 0; k < in; k++) {
+                const double q = std::nearbyint(w[(size_t)k * out + n] * rs[k] * std::ldexp(1.0, 30 - e));
+                v[(size_t)k * out + n] = (float)(q * std::ldexp(1.0, e - 30) / rs[k]);
+            }
+        }
+        return v;
+    };
+    for (auto [in, out] : std::vector<std::pair<int, int>>{{1, 1}, {3, 17}, {64, 16}, {65, 33}, {130, 200}, {300, 48}}) {
+        std::vector<float> w((size_t)in * out);
+        for (size_t i = 0; i < w.size(); i++) w[i] = nd(rng) * (i % 5 == 0 ? 1e-6f : 1.0f) * (i % 7 == 0 ? 1e3f : 1.0f);
+        if (in > 2) std::fill_n(w.begin() + out, out, 0.0f); // a zero row
+        if (out > 2)
+            for (int k = 0; k < in; k++) w[(size_t)k * out + 1] = 0.0f; // a zero column
+        const std::string shape = std::to_string(in) + " x " + std::to_string(out);
+        const gb::weight_matrix m = gb::pack_matrix(w, in, out);
+        ASSERT_TRUE(m.amx()) << shape;
+        EXPECT_EQ(gb::unpack_matrix(m), expected(w, in, out)) << shape;
+        std::vector<float> wt((size_t)in * out); // W^T [out][in]
+        for (int k = 0; k < in; k++)
+            for (int n = 0; n < out; n++) wt[(size_t)n * in + k] = w[(size_t)k * out + n];
+        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out);
+        ASSERT_TRUE(t.amx()) << shape;
+        ASSERT_EQ(t.in, out);
+        ASSERT_EQ(t.out, in);
+        EXPECT_EQ(gb::unpack_matrix(t), expected(wt, out, in)) << shape << " transposed";
+    }
+}
+
+// On the fp32 kernel pack_transposed holds W^T's values exactly, partial panels included.
+TEST(Gemm, PackTransposedHoldsTheTranspose) {
+    matmul_scope kernel(gb::MATMUL_FP32);
+    std::mt19937 rng(12);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto [in, out] : std::vector<std::pair<int, int>>{{1, 1}, {5, 3}, {48, 16}, {100, 49}, {97, 130}}) {
+        std::vector<float> w((size_t)in * out), wt((size_t)in * out);
+        for (float& v : w) v = nd(rng);
+        for (int k = 0; k < in; k++)
+            for (int n = 0; n < out; n++) wt[(size_t)n * in + k] = w[(size_t)k * out + n];
+        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out);
+        ASSERT_FALSE(t.amx());
+        EXPECT_EQ(gb::unpack_matrix(t), wt) << in << " x " << out;
+    }
+}
+
 // Up to 4 rows the AMX kernel sums with VNNI dot products instead of tiles; both make the same integer level
 // sums, so the first rows of a 17-row product (tiles) equal the same rows computed alone (VNNI) bit for bit,
 // with the GELU epilogue too, on odd sizes.
