@@ -199,6 +199,13 @@ void unpack_rows(float* dst, int ld, const int8_t* digits, const float* row_exp,
             continue;
         }
         const __m512 ce = _mm512_sub_ps(_mm512_loadu_ps(col_exp + c0), _mm512_set1_ps((float)WS));
+        // The next column block's lines of these rows (the backward asks for a few rows of every block in turn: a
+        // stride the hardware prefetcher does not follow, and the unpacking waited on memory for most of its time)
+        if (c0 / 16 + 1 < CB)
+            for (int k = k0 & ~3; k < k0 + kc; k += 4)
+                for (int j = 0; j < WD; j++)
+                    _mm_prefetch((const char*)digits + (size_t)(((c0 / 16 + 1) * KT + k / 64) * WD + j) * TILE +
+                                     ((k % 64) / 4) * 64, _MM_HINT_T0);
         for (int k = k0; k < k0 + kc; k++) {
             // B tile row (k % 64) / 4 holds 4 consecutive k of each of the 16 columns: lane c's byte k % 4
             const int8_t* at = digits + (size_t)(((c0 / 16) * KT + k / 64) * WD) * TILE + ((k % 64) / 4) * 64;

@@ -85,7 +85,15 @@ const float* panel_rows(float* buf, const weight_matrix& w, int64_t p, int k0, i
 // tile [chunk / NR][depth][NR]: sub-block b, row (p - p0) * NR + jj, column kk holds W[k0 + b*NR + kk][p*NR + jj]
 // for the panels p0 .. p1 and W's rows k0 .. k0+kc (columns past kc are 0).
 void transpose_slice(float* tile, int depth, float* buf, const weight_matrix& w, int p0, int p1, int k0, int kc) {
+    const bool in_place = !w.amx() && w.stored.empty(); // fp32 panels, read where they are
+    const int64_t panels = ((int64_t)w.out + NR - 1) / NR;
     for (int p = p0; p < p1; p++) {
+        // the next panel's rows, a jump the hardware prefetcher does not follow (the AMX digits do the same in
+        // unpack_rows)
+        if (in_place && p + 1 < panels) {
+            const char* next = (const char*)(w.data.data() + ((size_t)(p + 1) * w.in + k0) * NR);
+            for (size_t at = 0; at < (size_t)kc * NR * sizeof(float); at += 64) __builtin_prefetch(next + at, 0, 3);
+        }
         const float* src = panel_rows(buf, w, p, k0, kc); // [kc][NR]
         for (int b = 0; b * NR < kc; b++) {
             const int kb = b * NR, cols = std::min(NR, kc - kb);
