@@ -636,7 +636,7 @@ TEST(Gemm, AmxDigitsAreTheDocumentedFixedPoint) {
         std::vector<float> wt((size_t)in * out); // W^T [out][in]
         for (int k = 0; k < in; k++)
             for (int n = 0; n < out; n++) wt[(size_t)n * in + k] = w[(size_t)k * out + n];
-        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out);
+        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out, m.finite);
         ASSERT_TRUE(t.amx()) << shape;
         ASSERT_EQ(t.in, out);
         ASSERT_EQ(t.out, in);
@@ -654,7 +654,7 @@ TEST(Gemm, PackTransposedHoldsTheTranspose) {
         for (float& v : w) v = nd(rng);
         for (int k = 0; k < in; k++)
             for (int n = 0; n < out; n++) wt[(size_t)n * in + k] = w[(size_t)k * out + n];
-        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out);
+        const gb::weight_matrix t = gb::pack_transposed(w.data(), in, out, true);
         ASSERT_FALSE(t.amx());
         EXPECT_EQ(gb::unpack_matrix(t), wt) << in << " x " << out;
     }

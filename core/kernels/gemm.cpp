@@ -141,15 +141,12 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, 
     return m;
 }
 
-weight_matrix pack_transposed(const float* w, int64_t in, int64_t out) {
+weight_matrix pack_transposed(const float* w, int64_t in, int64_t out, bool finite) {
     if (in <= 0 || out <= 0 || in > (1 << 30) || out > (1 << 30))
         throw error("internal: pack_transposed as [" + std::to_string(in) + "][" + std::to_string(out) + "]");
     weight_matrix m; // [out][in]
     m.in = (int)out;
     m.out = (int)in;
-    bool finite = true;
-#pragma omp parallel for schedule(static) reduction(&& : finite) if (in * out >= parallel_min_work)
-    for (int64_t k = 0; k < in; k++) finite = finite && all_finite(w + (size_t)(k * out), (size_t)out);
     m.finite = finite;
     if (matmul_kind_now() == MATMUL_AMX && m.finite && m.in <= amx::max_in) {
         pack_digits(m, w, true); // w is the new matrix stored transposed

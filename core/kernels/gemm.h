@@ -22,8 +22,9 @@ weight_matrix pack_matrix(const std::vector<float>& w, int64_t in, int64_t out, 
 std::vector<float> unpack_matrix(const weight_matrix& w);
 void unpack_matrix(float* out, const weight_matrix& w); // into [w.in][w.out] floats the caller holds
 // The transpose of w [in][out] (floats as unpack_matrix gives them), packed as the [out][in] matrix of x * W^T for
-// the process's kernel, as pack_matrix would pack it: the backward's kept W^T (gemm_backward).
-weight_matrix pack_transposed(const float* w, int64_t in, int64_t out);
+// the process's kernel, as pack_matrix would pack it: the backward's kept W^T (gemm_backward). finite: whether
+// every value is finite, as the matrix w came from already knows (weight_matrix::finite).
+weight_matrix pack_transposed(const float* w, int64_t in, int64_t out, bool finite);
 // One stored matrix as a file holds it, or one part of a fused matrix (q | k | v): out columns of the [in][out]
 // product, stored [out][in] when out_major (nn.Linear, GGUF; block types have their blocks along in), else
 // [in][out] (GPT-2's Conv1D). The bytes stay the file's.

@@ -52,8 +52,6 @@ constexpr int64_t GROUP_BYTES = 768 << 10; // a row group's input digits stay in
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
-// Base-256 digits with a sign each, most significant first: q = d0 * 2^(8(D-1)) + ... + d(D-1).
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------

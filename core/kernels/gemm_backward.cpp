@@ -141,7 +141,7 @@ weight_matrix transposed_matrix(const weight_matrix& w) {
     static thread_local std::vector<float> v;
     if (v.size() < (size_t)w.in * w.out) v.resize((size_t)w.in * w.out);
     unpack_matrix(v.data(), w);
-    return pack_transposed(v.data(), w.in, w.out);
+    return pack_transposed(v.data(), w.in, w.out, w.finite);
 }
 
 // out [n][wt.out] (+)= g [n][wt.in] (rows ldg floats apart) * wt, through gemm's contiguous rows where needed.
