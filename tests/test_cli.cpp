@@ -242,6 +242,24 @@ TEST(Cli, BenchGradWritesTheBackwardAndAtp) {
     EXPECT_EQ(j["tokens"], 6);
 }
 
+// bench --generate: the prompt without and with capture and the generated tokens' median, each a positive time,
+// tokens/s the inverse of ms a token; a prompt and continuation past the context are refused.
+TEST(Cli, BenchGenerateWritesPromptAndTokensPerSecond) {
+    std::string dir = test_temp_dir("cli_bench_gen");
+    command_result r = cli("bench " + M() + " --generate 5 --tokens 7 --repeat 2 --json " + dir + "/g.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("generation, 5 tokens after it"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/g.json"));
+    for (const char* k : {"prompt_ms", "prompt_captured_ms", "ms_per_token", "tokens_per_s"})
+        EXPECT_GT(j[k].get<double>(), 0.0) << k << ": " << j.dump();
+    EXPECT_NEAR(j["tokens_per_s"].get<double>(), 1000.0 / j["ms_per_token"].get<double>(), 1e-9);
+    EXPECT_EQ(j["prompt_tokens"], 7);
+    EXPECT_EQ(j["generated_tokens"], 5);
+    command_result bad = cli("bench " + M() + " --generate 100000");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("--generate"), std::string::npos) << bad.err;
+}
+
 // bench --incremental writes the live-recompute contract: medians of a full run, an append, an edit at T/2 and a
 // last-layer ablation toggle (each positive), and whether the baseline stayed cached.
 TEST(Cli, BenchIncrementalWritesTheContract) {
@@ -1016,7 +1034,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
         {"grad", {"--target TEXT", "--contrast-id N", "--metric M", "--position I", "--steps N", "--npy-dir DIR"}},
         {"atp", {"--prompt CLEAN", "--corrupt CORRUPT", "--exact", "--ablate LIST"}},
-        {"bench", {"--tokens LIST", "--repeat N", "--incremental"}},
+        {"bench", {"--tokens LIST", "--repeat N", "--incremental", "--generate N"}},
         {"make-random", {"--out DIR", "--arch FAMILY", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N", "--dtype TYPE",
                          "--dequantised", "--experts-n E", "--std S"}},
         {"info", {"--model PATH", "--matmul K"}},

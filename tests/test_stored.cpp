@@ -183,9 +183,9 @@ TEST(Stored, FusedPartsAndConv1DLayoutMatchThePlainMatrix) {
 }
 
 TEST(Stored, TableRowsAndTheLmHeadReadEveryType) {
-    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0}) {
+    for (uint32_t type : {gb::GGML_F16, gb::GGML_BF16, gb::GGML_Q8_0, gb::GGML_Q4_K, gb::GGML_Q6_K}) {
         SCOPED_TRACE(gb::ggml_type_name(type));
-        const int64_t V = 300, d = 64;
+        const int64_t V = 300, d = type == gb::GGML_Q4_K || type == gb::GGML_Q6_K ? 512 : 64;
         stored_matrix s = make_stored(type, V, d, 7);
         auto keep = std::make_shared<std::vector<uint8_t>>(s.bytes);
         gb::row_table t = gb::table_view(type, keep->data(), V, d, keep);
@@ -199,7 +199,15 @@ TEST(Stored, TableRowsAndTheLmHeadReadEveryType) {
             if (n <= 4) {
                 EXPECT_EQ(got, want); // the same dot products on the same values
             } else {
-                for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])));
+                // blocked differently: fp32 rounding of d terms, bounded by their magnitudes
+                for (int r = 0; r < n; r++)
+                    for (int64_t v = 0; v < V; v++) {
+                        double mag = 0;
+                        for (int64_t k = 0; k < d; k++)
+                            mag += std::fabs((double)x[(size_t)(r * d + k)] * s.values[(size_t)(v * d + k)]);
+                        const size_t i = (size_t)(r * V + v);
+                        ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + mag));
+                    }
             }
         }
     }

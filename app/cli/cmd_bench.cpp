@@ -442,6 +442,48 @@ int bench_sae(const args& a, const gb::model& m, const std::vector<int>& sizes, 
     return 0;
 }
 
+// Generation as a user of llama.cpp times it: a prompt of T random tokens read through the KV cache (no capture,
+// as generate reads it; and, for the app's first look at it, the same prompt with full capture), then N greedy
+// tokens, one forward of one token each. Medians over the runs; each run's generation is the mean per token.
+int bench_generate(const args& a, const gb::model& m, int repeat) {
+    const gb::model_config& c = m.config;
+    const int N = (int)parse_int(a.get("generate"), "--generate", 1, c.n_ctx - 1);
+    const int T = (int)parse_int(a.get("tokens", "64"), "--tokens (one prompt length with --generate)", 1, c.n_ctx - N);
+    std::printf("model: %s, %d layers, d %d, %d heads (%d KV), vocab %d (%s)\n", c.model_type.c_str(), c.n_layer,
+                c.d_model, c.n_head, c.n_kv_head, c.vocab_size, m.path.c_str());
+    std::printf("matmul: %s, %d threads (waiting: %s); weights: %s\n", gb::matmul_name(gb::matmul_kind_now()),
+                omp_get_max_threads(), gb::wait_policy().c_str(), gb::stored_types(m).mlp.c_str());
+    std::mt19937 rng(1234);
+    std::vector<double> prompt_ms, captured_ms, token_ms;
+    std::vector<float> logits;
+    for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+        std::vector<int> ids(T);
+        for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+        gb::forward_state s;
+        gb::state_init(s, c, T + N);
+        const double p = ms_of([&] { gb::eval(logits, nullptr, s, m, ids.data(), T, {}); });
+        const double g = ms_of([&] {
+            for (int i = 0; i < N; i++) {
+                int next = (int)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                gb::eval(logits, nullptr, s, m, &next, 1, {});
+            }
+        });
+        gb::record rec; // the app's capture, as bench times it without --generate
+        const double f = ms_of([&] { gb::run_forward(rec, m, ids, {}, {}); });
+        if (r < 0) continue;
+        prompt_ms.push_back(p), captured_ms.push_back(f), token_ms.push_back(g / N);
+    }
+    const double pm = summarize(prompt_ms).median, fm = summarize(captured_ms).median;
+    const stats tm = summarize(token_ms);
+    std::printf("prompt of %d tokens: %.1f ms (%.1f tokens/s); with full capture %.1f ms\n", T, pm, 1000.0 * T / pm, fm);
+    std::printf("generation, %d tokens after it: %.2f ms a token (%.2f tokens/s; runs %.2f-%.2f ms)\n", N, tm.median,
+                1000.0 / tm.median, tm.min, tm.max);
+    write_outputs(a, {{"prompt_tokens", T}, {"generated_tokens", N}, {"repeat", repeat}, {"prompt_ms", pm},
+                      {"prompt_captured_ms", fm}, {"ms_per_token", tm.median}, {"tokens_per_s", 1000.0 / tm.median},
+                      {"matmul", gb::matmul_name(gb::matmul_kind_now())}}, {});
+    return 0;
+}
+
 int cmd_bench(const args& a) {
     gb::model m = open_model(a);
     // an image classifier always runs its image's positions: random pixels in the normalised range
@@ -459,6 +501,12 @@ int cmd_bench(const args& a) {
     if (vision && a.has("tokens"))
         throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
                           std::to_string(m.config.n_ctx) + " positions");
+    if (a.has("generate")) { // one prompt length, its own default
+        refuse_unless(m, gb::FEATURE_GENERATE, "--generate");
+        if (s2s) throw usage_error("--generate times a decoder's continuation; " + m.path + " is an encoder–decoder (bench "
+                                   "alone times its greedy translation)");
+        return bench_generate(a, m, (int)parse_int(a.get("repeat", "10"), "--repeat", 1, 100000));
+    }
     std::vector<float> pixels;
     if (vision) {
         std::mt19937 prng(7);

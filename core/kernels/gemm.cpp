@@ -30,6 +30,7 @@
 
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_tile.h"
+#include "kernels/stored_values.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/simd_math.h"
@@ -195,8 +196,9 @@ bool kept_as_stored(uint32_t type) {
     return type != GGML_F32 && ggml_block(type, values, bytes);
 }
 
-// Three panel forms: F16/BF16 values and Q8_0's int8 values laid [k][NR] like f32 panels (esize bytes each);
-// the other block types keep their blocks whole, [in / block][NR][block bytes], so memory is the file's bytes.
+// Four panel forms: F16/BF16 values and Q8_0's int8 values laid [k][NR] like f32 panels (esize bytes each);
+// Q4_K interleaved (below); the other block types keep their blocks whole, [in / block][NR][block bytes]. Memory
+// is the file's bytes.
 static size_t stored_value_bytes(uint32_t type) { return type == GGML_Q8_0 ? 1 : 2; }
 // Rows of a panel turned into floats at a time: a whole number of blocks (256 for the K types)
 constexpr int KC_BLOCKS = 512;
@@ -207,6 +209,37 @@ static size_t stored_offset(const weight_matrix& w, int64_t p, int64_t k) {
     if (!raw_blocks(w.type)) bb = (int64_t)stored_value_bytes(w.type), bv = 1;
     return (size_t)((p * w.in + k) * NR / bv * bb);
 }
+// Q4_K's panels are interleaved. Block row b of panel p (the NR columns' block b, NR * 144 bytes, where the
+// other block types have the NR blocks one after another) holds d [NR] and dmin [NR] (f16), the 12 scale bytes
+// [12][NR], then the 128 level bytes [128][NR]. Byte i of VL columns is then one vector load, so a slice turns into
+// floats [k][NR] in registers, with no transpose, and a small product converts as it multiplies.
+static void k4_put(uint8_t* row, int64_t jj, const uint8_t* block) {
+    std::memcpy(row + 2 * jj, block, 2);
+    std::memcpy(row + 2 * NR + 2 * jj, block + 2, 2);
+    for (int i = 0; i < 12; i++) row[(4 + i) * NR + jj] = block[4 + i];
+    for (int i = 0; i < 128; i++) row[(16 + i) * NR + jj] = block[16 + i];
+}
+// A block row's scales and mins for each sub-block s: dsc[s][j] and dmn[s][j], the VL columns of vector j
+// (k4_scales' values, which dequantize computes)
+static void k4_row_scales(vec dsc[8][NV], vec dmn[8][NV], const uint8_t* row) {
+    for (int j = 0; j < NV; j++) {
+        const vec d = f16_values((const uint16_t*)row + j * VL), dmin = f16_values((const uint16_t*)(row + 2 * NR) + j * VL);
+        u8v b[12];
+        for (int i = 0; i < 12; i++) b[i] = *(const u8v*)(row + (4 + i) * NR + j * VL);
+        for (int s = 0; s < 4; s++) {
+            dsc[s][j] = d * byte_values(b[s] & 63);
+            dmn[s][j] = dmin * byte_values(b[s + 4] & 63);
+            dsc[s + 4][j] = d * byte_values((b[s + 8] & 0xF) | ((b[s] >> 6) << 4));
+            dmn[s + 4][j] = dmin * byte_values((b[s + 8] >> 4) | ((b[s + 4] >> 6) << 4));
+        }
+    }
+}
+// Row l of sub-block s of an interleaved block row (levels at q = the row's byte 16 NR), vector j, as floats
+static inline vec k4_row(const uint8_t* q, int s, int l, int j, const vec dsc[8][NV], const vec dmn[8][NV]) {
+    const u8v b = *(const u8v*)(q + (size_t)(32 * (s / 2) + l) * NR + j * VL);
+    return k_values(dsc[s][j], byte_values(s & 1 ? b >> 4 : b & 0xF), dmn[s][j]);
+}
+
 static int slice_depth(const weight_matrix& w) {
     int64_t values = 1, bytes;
     if (!w.stored.empty()) ggml_block(w.type, values, bytes);
@@ -284,6 +317,11 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
             if (raw_blocks(type)) { // column c's blocks, one after another along in
                 const int64_t nb = in / block_values;
                 const uint8_t* src = part.data + (size_t)(c * nb * block_bytes);
+                if (type == GGML_Q4_K) {
+                    for (int64_t b = 0; b < nb; b++)
+                        k4_put(m.stored.data() + (size_t)((p * nb + b) * NR * block_bytes), jj, src + (size_t)(b * block_bytes));
+                    continue;
+                }
                 uint8_t* dst = m.stored.data() + (size_t)((p * nb * NR + jj) * block_bytes);
                 for (int64_t b = 0; b < nb; b++)
                     std::memcpy(dst + (size_t)(b * NR * block_bytes), src + (size_t)(b * block_bytes), (size_t)block_bytes);
@@ -316,6 +354,18 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
     const size_t first = ((size_t)p * w.in + k0) * NR, count = (size_t)kc * NR;
     if (w.type == GGML_F16 || w.type == GGML_BF16) { // the slice's values are one run: widened as a row is
         dequantize(tile, w.stored.data() + first * 2, w.type, (int64_t)count);
+    } else if (w.type == GGML_Q4_K) { // interleaved: each row of levels is NR columns' bytes
+        const int64_t nb = w.in / 256;
+        vec dsc[8][NV], dmn[8][NV];
+        for (int64_t b = k0 / 256; b < (k0 + kc) / 256; b++) {
+            const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 144);
+            k4_row_scales(dsc, dmn, row);
+            float* t = tile + (size_t)(b * 256 - k0) * NR;
+            for (int s = 0; s < 8; s++)
+                for (int l = 0; l < 32; l++)
+                    for (int j = 0; j < NV; j++)
+                        *(vec*)(t + (size_t)(32 * s + l) * NR + j * VL) = k4_row(row + 16 * NR, s, l, j, dsc, dmn);
+        }
     } else if (raw_blocks(w.type)) {
         // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
         // written to the tile row by row; written down each column instead, every store touched another line
@@ -390,6 +440,112 @@ void unpack_matrix(float* w, const weight_matrix& m) {
 
 
 
+// Whether a small product by a stored matrix converts its values in registers (stored_kernel) rather than into a
+// tile first
+static bool converts_in_registers(uint32_t type) {
+    return type == GGML_F16 || type == GGML_BF16 || type == GGML_Q8_0 || type == GGML_Q4_K;
+}
+
+// c [R][ldc] (cols <= NR valid columns) = x [R][K] (rows K apart) * panel p of a stored matrix (+ bias [NR]),
+// then the epilogue: micro_kernel's sums in its order, one k after another from zero, on the values
+// dequantize_slice would write, converted in registers. For products of one row block (generation's single
+// token), where a tile would be written for one pass over it: each weight byte is read once, straight from the
+// stream.
+template <int R>
+static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, const weight_matrix& w, int64_t p,
+                          const float* bias, epilogue epi) {
+    vec acc[R][NV];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NV; j++) acc[r][j] = vec{};
+    auto step = [&](int k, const vec* bk) __attribute__((always_inline)) {
+        for (int r = 0; r < R; r++) {
+            const float ar = x[(size_t)r * K + k];
+            for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
+        }
+    };
+    vec bk[NV];
+    if (w.type == GGML_Q8_0) {
+        const int8_t* q = (const int8_t*)w.stored.data() + (size_t)p * K * NR;
+        const float* scales = w.scale.data() + (size_t)p * (K / 32) * NR;
+        for (int kb = 0; kb < K / 32; kb++) {
+            vec sc[NV];
+            for (int j = 0; j < NV; j++) sc[j] = *(const vec*)(scales + (size_t)kb * NR + j * VL);
+            for (int k = 32 * kb; k < 32 * kb + 32; k++) {
+                __builtin_prefetch(q + (size_t)k * NR + 4096, 0, 2); // 4 KB ahead on the stream, as for Q4_K
+                for (int j = 0; j < NV; j++) bk[j] = q8_values(q + (size_t)k * NR + j * VL, sc[j]);
+                step(k, bk);
+            }
+        }
+    } else if (w.type == GGML_Q4_K) {
+        const int64_t nb = K / 256;
+        vec dsc[8][NV], dmn[8][NV];
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 144);
+            // the next block row (or the next panel's first, for the other thread's stream it is not), a line
+            // every second k: the prefetcher alone left the conversions waiting on memory
+            const char* next = (const char*)row + NR * 144;
+            k4_row_scales(dsc, dmn, row);
+            const uint8_t* q = row + 16 * NR;
+            for (int g = 0; g < 4; g++) {
+                for (int l = 0; l < 32; l++) { // sub-block 2g: the low nibbles
+                    if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + l) * 32, 0, 2);
+                    for (int j = 0; j < NV; j++) {
+                        const u8v v = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
+                        bk[j] = k_values(dsc[2 * g][j], byte_values(v & 0xF), dmn[2 * g][j]);
+                    }
+                    step((int)(b * 256) + 64 * g + l, bk);
+                }
+                for (int l = 0; l < 32; l++) { // sub-block 2g + 1: the high nibbles of the same bytes
+                    if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + 32 + l) * 32, 0, 2);
+                    for (int j = 0; j < NV; j++) {
+                        const u8v v = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
+                        bk[j] = k_values(dsc[2 * g + 1][j], byte_values(v >> 4), dmn[2 * g + 1][j]);
+                    }
+                    step((int)(b * 256) + 64 * g + 32 + l, bk);
+                }
+            }
+        }
+    } else { // F16, BF16
+        const uint16_t* h = (const uint16_t*)w.stored.data() + (size_t)p * K * NR;
+        const bool f16 = w.type == GGML_F16;
+        for (int k = 0; k < K; k++) {
+            __builtin_prefetch(h + (size_t)k * NR + 2048, 0, 2); // 4 KB ahead: 2 NR bytes a step, two lines
+            __builtin_prefetch(h + (size_t)k * NR + 2048 + 32, 0, 2);
+            for (int j = 0; j < NV; j++)
+                bk[j] = f16 ? f16_values(h + (size_t)k * NR + j * VL) : bf16_values(h + (size_t)k * NR + j * VL);
+            step(k, bk);
+        }
+    }
+    if (bias)
+        for (int j = 0; j < NV; j++) {
+            const vec bj = *(const vec*)(bias + j * VL);
+            for (int r = 0; r < R; r++) acc[r][j] += bj;
+        }
+    if (epi == EPILOGUE_GELU)
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
+    for (int r = 0; r < R; r++) {
+        if (cols == NR) {
+            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
+        } else {
+            float row[NR];
+            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
+            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
+        }
+    }
+}
+using stored_fn = void (*)(float*, int, int, const float*, int, const weight_matrix&, int64_t, const float*, epilogue);
+template <int... R>
+struct stored_table {
+    static constexpr stored_fn by_rows[] = {nullptr, stored_kernel<R>...};
+};
+#if defined(__AVX512F__)
+using stored_kernels = stored_table<1, 2, 3, 4, 5, 6, 7, 8>;
+#else
+using stored_kernels = stored_table<1, 2, 3, 4>;
+#endif
+static_assert(sizeof(stored_kernels::by_rows) / sizeof(stored_fn) == MR + 1, "one kernel per row count 1..MR");
+
 // The fp32 and stored paths: out [n][ldc] (w.out columns of it) = x [n][w.in] * W (+ bias [w.out]).
 static void gemm_panels(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
                         gemm_scratch& scratch, epilogue epi) {
@@ -405,6 +561,16 @@ static void gemm_panels(float* out, int ldc, const float* x, const weight_matrix
     // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
     // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
     const bool stored = !w.stored.empty();
+    if (stored && blocks == 1 && converts_in_registers(w.type)) { // one row block: no tile, no packed rows
+#pragma omp parallel for schedule(static) if (threaded)
+        for (int p = 0; p < panels; p++) {
+            const int j0 = p * NR, cols = std::min(NR, M - j0);
+            float bias_tile[NR] = {};
+            if (bias) std::copy_n(bias + j0, cols, bias_tile);
+            stored_kernels::by_rows[n](out + j0, ldc, cols, x, K, w, p, bias ? bias_tile : nullptr, epi);
+        }
+        return;
+    }
 #pragma omp parallel if (threaded)
     {
         // a stored matrix's slice as floats: depth x NR per thread (72-96 KB with AVX-512), kept between calls
@@ -479,9 +645,11 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
     gemm_panels(out, M, x, w, bias.empty() ? nullptr : bias.data(), n, scratch, epi);
 }
 
-// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of e [rows][d]. Two accumulators
-// per row halve the add chains.
-static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
+// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of a table [rows][d]. Two
+// accumulators per row halve the add chains. chunk(j, i, e0, e1) gives row j's values i .. i + 2 VL (i from 0 up,
+// in steps of 2 VL, for each r); at(j, k) one value, past the last whole chunk.
+template <class Chunk, class At>
+static inline void dot_rows_by(float* out, const float* x, int n, int d, int V, int v0, int rows, Chunk chunk, At at) {
     for (int r = 0; r < n; r++) {
         const float* xr = x + (size_t)r * d;
         vec a[4] = {}, b[4] = {};
@@ -489,16 +657,78 @@ static void dot_rows(float* out, const float* x, const float* e, int n, int d, i
         for (; i + 2 * VL <= d; i += 2 * VL) {
             const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
             for (int j = 0; j < rows; j++) {
-                a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
-                b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
+                vec e0, e1;
+                chunk(j, i, e0, e1);
+                a[j] += x0 * e0;
+                b[j] += x1 * e1;
             }
         }
         for (int j = 0; j < rows; j++) {
             const vec ab = a[j] + b[j];
             float s = 0.0f;
             for (int l = 0; l < VL; l++) s += ab[l];
-            for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
+            for (int k = i; k < d; k++) s += xr[k] * at(j, k);
             out[(size_t)r * V + v0 + j] = s;
+        }
+    }
+}
+// the same on f32 rows e [rows][d]
+static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
+    dot_rows_by(out, x, n, d, V, v0, rows,
+                [&](int j, int i, vec& e0, vec& e1) __attribute__((always_inline)) {
+                    e0 = *(const vec*)(e + (size_t)j * d + i), e1 = *(const vec*)(e + (size_t)j * d + i + VL);
+                },
+                [&](int j, int k) { return e[(size_t)j * d + k]; });
+}
+// The same on rows of a stored table (F16, BF16, Q8_0, Q4_K; d a whole number of blocks and of 2 VL), converted
+// in registers to the values dequantize gives: each (r, j) sums what dot_rows sums on the dequantised rows, in its
+// order, bit for bit. One row at a time (dot_rows interleaves four): its two accumulators stay in registers.
+static void dot_stored_rows(float* out, const float* x, const row_table& t, int n, int v0, int rows) {
+    const int d = (int)t.cols, V = (int)t.rows;
+    const size_t row_bytes = ggml_bytes(t.type, d);
+    for (int r = 0; r < n; r++) {
+        const float* xr = x + (size_t)r * d;
+        for (int j = 0; j < rows; j++) {
+            const uint8_t* row = (const uint8_t*)t.data + (size_t)(v0 + j) * row_bytes;
+            for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + 4 * row_bytes + o, 0, 2); // 4 rows on
+            vec a = {}, b = {};
+            auto add = [&](int i, vec e0, vec e1) __attribute__((always_inline)) {
+                a += *(const vec*)(xr + i) * e0;
+                b += *(const vec*)(xr + i + VL) * e1;
+            };
+            if (t.type == GGML_F16) {
+                for (int i = 0; i < d; i += 2 * VL)
+                    add(i, f16_values((const uint16_t*)row + i), f16_values((const uint16_t*)row + i + VL));
+            } else if (t.type == GGML_BF16) {
+                for (int i = 0; i < d; i += 2 * VL)
+                    add(i, bf16_values((const uint16_t*)row + i), bf16_values((const uint16_t*)row + i + VL));
+            } else if (t.type == GGML_Q8_0) { // blocks of 34 bytes: f16 scale, 32 int8
+                for (int i0 = 0; i0 < d; i0 += 32) {
+                    const uint8_t* block = row + (size_t)(i0 / 32) * 34;
+                    const vec sc = vec{} + half_value((uint16_t)(block[0] | block[1] << 8));
+                    const int8_t* q = (const int8_t*)block + 2;
+                    for (int l = 0; l < 32; l += 2 * VL) add(i0 + l, q8_values(q + l, sc), q8_values(q + l + VL, sc));
+                }
+            } else { // Q4_K: blocks of 144 bytes
+                float dsc[8], dmn[8];
+                for (int i0 = 0; i0 < d; i0 += 256) {
+                    const uint8_t* block = row + (size_t)(i0 / 256) * 144;
+                    k4_scales(dsc, dmn, block);
+                    for (int s = 0; s < 8; s++) {
+                        const vec ds = vec{} + dsc[s], dm = vec{} + dmn[s];
+                        const uint8_t* q = block + 16 + 32 * (s / 2);
+                        for (int l = 0; l < 32; l += 2 * VL) {
+                            const u8v b0 = *(const u8v*)(q + l), b1 = *(const u8v*)(q + l + VL);
+                            add(i0 + 32 * s + l, k_values(ds, byte_values(s & 1 ? b0 >> 4 : b0 & 0xF), dm),
+                                k_values(ds, byte_values(s & 1 ? b1 >> 4 : b1 & 0xF), dm));
+                        }
+                    }
+                }
+            }
+            const vec ab = a + b;
+            float sum = 0.0f;
+            for (int l = 0; l < VL; l++) sum += ab[l];
+            out[(size_t)r * V + v0 + j] = sum;
         }
     }
 }
@@ -528,9 +758,18 @@ void gemm_rows_transposed(float* out, const float* x, const float* emb, int n, i
 void gemm_table(float* out, const float* x, const row_table& t, int n) {
     const int d = (int)t.cols, V = (int)t.rows;
     if (t.type == GGML_F32) return gemm_rows_transposed(out, x, (const float*)t.data, n, d, V);
-    // A stored table: its rows are dequantised a group at a time into a thread's buffer, then multiplied as f32
-    // rows are, so the logits are those of the dequantised table.
     const bool threaded = (int64_t)n * d * V > parallel_min_work;
+    int64_t bv, bb;
+    ggml_block(t.type, bv, bb);
+    if (n <= 4 && d % (2 * VL) == 0 && d % bv == 0 &&
+        (t.type == GGML_F16 || t.type == GGML_BF16 || t.type == GGML_Q8_0 || t.type == GGML_Q4_K)) {
+        // the few positions of generation: one pass over the stored rows, converted in registers
+#pragma omp parallel for schedule(static) if (threaded)
+        for (int v0 = 0; v0 < V; v0 += 4) dot_stored_rows(out, x, t, n, v0, std::min(4, V - v0));
+        return;
+    }
+    // Otherwise its rows are dequantised a group at a time into a thread's buffer, then multiplied as f32 rows are,
+    // so the logits are those of the dequantised table.
     const int group = n > 4 ? 256 : 4;
 #pragma omp parallel if (threaded)
     {

@@ -94,8 +94,8 @@ static void dequantize_k4(float* y, const uint8_t* x) {
         q4k_scale_min(2 * g + 1, scales, sc, m);
         float d2 = d * sc, m2 = dmin * m;
         const uint8_t lo_bit = (uint8_t)(1u << (2 * g)), hi_bit = (uint8_t)(2u << (2 * g));
-        for (int l = 0; l < 32; l++) y[l] = d1 * ((q[l] & 0xF) + (five && (qh[l] & lo_bit) ? 16 : 0)) - m1;
-        for (int l = 0; l < 32; l++) y[32 + l] = d2 * ((q[l] >> 4) + (five && (qh[l] & hi_bit) ? 16 : 0)) - m2;
+        for (int l = 0; l < 32; l++) y[l] = k_value(d1, (float)((q[l] & 0xF) + (five && (qh[l] & lo_bit) ? 16 : 0)), m1);
+        for (int l = 0; l < 32; l++) y[32 + l] = k_value(d2, (float)((q[l] >> 4) + (five && (qh[l] & hi_bit) ? 16 : 0)), m2);
         q += 32;
         y += 64;
     }

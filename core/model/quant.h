@@ -23,6 +23,16 @@ size_t ggml_bytes(uint32_t type, int64_t n);
 
 // Dequantises n values (a multiple of the type's block size) of one ggml type.
 void dequantize(float* out, const uint8_t* src, uint32_t type, int64_t n);
+// The K types' (Q4_K, Q5_K) dequantised value d * q - m (d, m: a sub-block's scale and min; q its level),
+// rounded once where the CPU has FMA. The one definition dequantize and the vector kernels that convert in
+// registers (kernels/stored_values.h) share, so their values agree bit for bit.
+inline float k_value(float d, float q, float m) {
+#if defined(__FMA__)
+    return __builtin_fmaf(d, q, -m);
+#else
+    return d * q - m;
+#endif
+}
 // Quantises n values (a multiple of the block size) to any type ggml_block knows (random models): each block's
 // scale from its own values, each value rounded to the nearest level. Q8_0: d = max |x| / 127; Q4_0 / Q5_0: the
 // value of largest magnitude at the lowest level; Q4_1 / Q5_1: the block's range; Q4_K / Q5_K: each 32-value

@@ -1,0 +1,110 @@
+// Weights kept as stored, turned into fp32 vectors in registers: VL values at a time, each exactly the value
+// quant.cpp's dequantize gives it, so a product that converts in registers sums the same numbers as one that
+// converts a slice into memory first. Internal to core/kernels (gemm.cpp): the small products of generation and
+// the LM head read the stored bytes once, with no tile between.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#if defined(__AVX512F__) || defined(__F16C__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/gemm_tile.h" // vec, VL
+#include "model/quant.h"       // k_value
+#include "util/half.h"
+
+namespace gb {
+
+typedef int8_t i8v __attribute__((vector_size(VL), aligned(1), may_alias));
+typedef uint8_t u8v __attribute__((vector_size(VL), aligned(1), may_alias));
+typedef uint16_t u16v __attribute__((vector_size(2 * VL), aligned(2), may_alias));
+typedef uint32_t u32v __attribute__((vector_size(4 * VL), aligned(4), may_alias));
+
+typedef int32_t i32v __attribute__((vector_size(4 * VL), aligned(4), may_alias));
+
+// VL bytes as 32-bit integers, signed (Q8_0's levels) or not (Q4_K's). Spelled out for AVX-512 and AVX2: GCC 12
+// converts vector-extension bytes one at a time.
+template <bool is_signed>
+inline vec int_values(const void* p) {
+#if defined(__AVX512F__)
+    const __m128i b = _mm_loadu_si128((const __m128i*)p);
+    const __mmask16 all = 0xFFFF; // the zero-masked forms, as in transpose16
+    const __m512 v = _mm512_maskz_cvtepi32_ps(all, is_signed ? _mm512_maskz_cvtepi8_epi32(all, b) : _mm512_maskz_cvtepu8_epi32(all, b));
+#elif defined(__AVX2__)
+    const __m128i b = _mm_loadl_epi64((const __m128i*)p);
+    const __m256 v = _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+#else
+    vec v;
+    for (int l = 0; l < VL; l++) v[l] = is_signed ? (float)((const int8_t*)p)[l] : (float)((const uint8_t*)p)[l];
+#endif
+    vec out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+// Q8_0: an int8 times its block's scale (exact in fp32)
+inline vec q8_values(const int8_t* q, vec scale) { return int_values<true>(q) * scale; }
+// VL bytes of a Q4_K panel (levels or six-bit fields) as floats
+inline vec byte_values(u8v b) { return int_values<false>(&b); }
+
+// F16 and BF16 widen exactly
+inline vec f16_values(const uint16_t* h) {
+#if defined(__AVX512F__)
+    const __m512 v = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256((const __m256i*)h)); // maskz: see transpose16
+#elif defined(__F16C__) && defined(__AVX__)
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)h));
+#else
+    vec v;
+    for (int l = 0; l < VL; l++) v[l] = f16_to_f32(h[l]);
+#endif
+    vec out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+inline vec bf16_values(const uint16_t* h) {
+    const u32v bits = __builtin_convertvector(*(const u16v*)h, u32v) << 16;
+    vec out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+// One f16 value (a block's scale), inline
+inline float half_value(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return f16_to_f32(h);
+#endif
+}
+
+// The K types' d * q - m, rounded as k_value rounds it (once where the CPU has FMA)
+inline vec k_values(vec d, vec q, vec m) {
+#if defined(__FMA__) && defined(__AVX512F__)
+    __m512 a, b, c;
+    std::memcpy(&a, &d, sizeof a), std::memcpy(&b, &q, sizeof b), std::memcpy(&c, &m, sizeof c);
+    const __m512 r = _mm512_fmsub_ps(a, b, c);
+#elif defined(__FMA__) && defined(__AVX__)
+    __m256 a, b, c;
+    std::memcpy(&a, &d, sizeof a), std::memcpy(&b, &q, sizeof b), std::memcpy(&c, &m, sizeof c);
+    const __m256 r = _mm256_fmsub_ps(a, b, c);
+#else
+    vec r;
+    for (int l = 0; l < VL; l++) r[l] = k_value(d[l], q[l], m[l]);
+#endif
+    vec out;
+    std::memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+// Q4_K's 8 six-bit scales and 8 six-bit mins of a block (12 bytes), times its d and dmin: sub-block s's values
+// are k_value(dsc[s], q, dmn[s]), as dequantize computes them
+inline void k4_scales(float dsc[8], float dmn[8], const uint8_t* block) {
+    const float d = half_value((uint16_t)(block[0] | block[1] << 8)), dmin = half_value((uint16_t)(block[2] | block[3] << 8));
+    const uint8_t* q = block + 4;
+    for (int s = 0; s < 8; s++) {
+        const int sc = s < 4 ? q[s] & 63 : (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
+        const int m = s < 4 ? q[s + 4] & 63 : (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+        dsc[s] = d * (float)sc, dmn[s] = dmin * (float)m;
+    }
+}
+
+} // namespace gb
