@@ -260,6 +260,35 @@ TEST(Cli, BenchGenerateWritesPromptAndTokensPerSecond) {
     EXPECT_NE(bad.err.find("--generate"), std::string::npos) << bad.err;
 }
 
+// bench --contended: quiet and busy medians of each length, each positive, the ratio theirs, each maximum at least
+// its median; the competing process is gone when the command returns; refused with the GPU backend.
+TEST(Cli, BenchContendedWritesQuietAndBusyTimes) {
+    std::string dir = test_temp_dir("cli_bench_contended");
+    command_result r = cli("bench " + M() + " --contended --tokens 4,8 --repeat 3 --json " + dir + "/c.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("busy/quiet"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/c.json"));
+    ASSERT_EQ(j.size(), 2u) << j.dump();
+    for (const nlohmann::json& row : j) {
+        for (const char* k : {"quiet_median_ms", "busy_median_ms"}) EXPECT_GT(row[k].get<double>(), 0.0) << k;
+        EXPECT_GE(row["quiet_max_ms"].get<double>(), row["quiet_median_ms"].get<double>());
+        EXPECT_GE(row["busy_max_ms"].get<double>(), row["busy_median_ms"].get<double>());
+        EXPECT_NEAR(row["ratio"].get<double>(), row["busy_median_ms"].get<double>() / row["quiet_median_ms"].get<double>(), 1e-9);
+    }
+    EXPECT_EQ(j[1]["tokens"], 8);
+    // the spinner is a fork of the command (the same command line): none is left once the command has returned
+    int left = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream f(e.path() / "cmdline", std::ios::binary);
+        const std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        left += cmdline.find(dir + "/c.json") != std::string::npos;
+    }
+    EXPECT_EQ(left, 0);
+    command_result ps = cli("bench " + M() + " --contended --backend gl --tokens 4");
+    EXPECT_EQ(ps.code, 2);
+    EXPECT_NE(ps.err.find("--contended"), std::string::npos) << ps.err;
+}
+
 // bench --incremental writes the live-recompute contract: medians of a full run, an append, an edit at T/2 and a
 // last-layer ablation toggle (each positive), and whether the baseline stayed cached.
 TEST(Cli, BenchIncrementalWritesTheContract) {
@@ -1034,7 +1063,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"patch", {"--prompt CLEAN", "--corrupt CORRUPT", "--contrast-id N"}},
         {"grad", {"--target TEXT", "--contrast-id N", "--metric M", "--position I", "--steps N", "--npy-dir DIR"}},
         {"atp", {"--prompt CLEAN", "--corrupt CORRUPT", "--exact", "--ablate LIST"}},
-        {"bench", {"--tokens LIST", "--repeat N", "--incremental", "--generate N"}},
+        {"bench", {"--tokens LIST", "--repeat N", "--incremental", "--generate N", "--contended"}},
         {"make-random", {"--out DIR", "--arch FAMILY", "--kv-heads-n H", "--rope-theta X", "--encoder-layers-n N", "--dtype TYPE",
                          "--dequantised", "--experts-n E", "--std S"}},
         {"info", {"--model PATH", "--matmul K"}},

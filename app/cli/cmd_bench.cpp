@@ -4,10 +4,17 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 #include <omp.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "analysis/export.h"
 #include "analysis/gradients.h"
@@ -442,6 +449,85 @@ int bench_sae(const args& a, const gb::model& m, const std::vector<int>& sizes, 
     return 0;
 }
 
+// The competing process of bench --contended: a child that spins on a core while it runs. It is stopped (SIGSTOP)
+// between busy runs, so quiet and busy runs alternate, and it dies with its parent (PR_SET_PDEATHSIG).
+struct spinner {
+    pid_t pid = -1;
+    spinner() {
+        pid = fork();
+        if (pid < 0) throw gb::error(std::string("--contended: cannot start the competing process: ") + std::strerror(errno));
+        if (pid == 0) { // the child: the forking thread alone, touching nothing of the parent's
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            for (volatile uint64_t i = 0;; i = i + 1) {
+            }
+        }
+        kill(pid, SIGSTOP);
+    }
+    spinner(const spinner&) = delete;
+    spinner& operator=(const spinner&) = delete;
+    void busy(bool on) {
+        kill(pid, on ? SIGCONT : SIGSTOP);
+        if (on) std::this_thread::sleep_for(std::chrono::milliseconds(5)); // scheduled before the run starts
+    }
+    ~spinner() {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+};
+
+// A forward with the app's capture at each length, on a quiet machine and with another process spinning on one
+// core, alternating run by run: the medians, their ratio, and each side's slowest run against its median.
+int bench_contended(const args& a, const gb::model& m, const std::vector<int>& sizes, int repeat,
+                    const std::vector<float>& pixels, bool s2s) {
+    const gb::model_config& c = m.config;
+    std::printf("model: %s, %d layers, d %d, %d heads, vocab %d (%s)\n", c.model_type.c_str(), c.n_layer, c.d_model,
+                c.n_head, c.vocab_size, m.path.c_str());
+    std::printf("matmul: %s, %d threads (waiting: %s), %d cores online; busy: another process spinning on a core\n",
+                gb::matmul_name(gb::matmul_kind_now()), omp_get_max_threads(), gb::wait_policy().c_str(),
+                (int)sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("%8s %10s %14s %10s %14s %11s\n", "tokens", "quiet_ms", "quiet_max/med", "busy_ms", "busy_max/med",
+                "busy/quiet");
+    nlohmann::json results = nlohmann::json::array();
+    std::mt19937 rng(1234);
+    spinner spin;
+    for (int T : sizes) {
+        std::vector<double> quiet, busy;
+        for (int r = -1; r < repeat; r++) { // r = -1 warms caches and allocations
+            std::vector<int> ids(T), src;
+            for (int& id : ids) id = (int)(rng() % (uint32_t)c.vocab_size);
+            if (!pixels.empty()) ids = gb::vision_tokens(c);
+            if (s2s) src = ids, ids[0] = c.decoder_start_id;
+            auto once = [&] {
+                gb::forward_options opt;
+                if (!pixels.empty()) opt.pixels = pixels.data();
+                return ms_of([&] {
+                    if (s2s) {
+                        gb::seq2seq_record sr;
+                        gb::run_seq2seq(sr, m, src, ids, {}, opt);
+                    } else {
+                        gb::record rec;
+                        gb::run_forward(rec, m, ids, {}, opt);
+                    }
+                });
+            };
+            const double q = once();
+            spin.busy(true);
+            const double b = once();
+            spin.busy(false);
+            if (r >= 0) quiet.push_back(q), busy.push_back(b);
+        }
+        const stats sq = summarize(quiet), sb = summarize(busy);
+        std::printf("%8d %10.2f %14.2f %10.2f %14.2f %11.2f\n", T, sq.median, sq.max / sq.median, sb.median,
+                    sb.max / sb.median, sb.median / sq.median);
+        std::fflush(stdout);
+        results.push_back({{"tokens", T}, {"repeat", repeat}, {"quiet_median_ms", sq.median}, {"quiet_max_ms", sq.max},
+                           {"busy_median_ms", sb.median}, {"busy_max_ms", sb.max}, {"ratio", sb.median / sq.median},
+                           {"matmul", gb::matmul_name(gb::matmul_kind_now())}, {"wait_policy", gb::wait_policy()}});
+    }
+    if (a.has("json")) gb::write_json(a.get("json"), results.size() == 1 ? results[0] : results);
+    return 0;
+}
+
 // Generation as a user of llama.cpp times it: a prompt of T random tokens read through the KV cache (no capture,
 // as generate reads it; and, for the app's first look at it, the same prompt with full capture), then N greedy
 // tokens, one forward of one token each. Medians over the runs; each run's generation is the mean per token.
@@ -501,6 +587,8 @@ int cmd_bench(const args& a) {
     if (vision && a.has("tokens"))
         throw usage_error("--tokens: " + m.path + " is an image classifier: it always runs its " +
                           std::to_string(m.config.n_ctx) + " positions");
+    if (a.has("contended") && a.get("backend", "cpu") != "cpu")
+        throw usage_error("--contended times the CPU forward; leave out --backend " + a.get("backend"));
     if (a.has("generate")) { // one prompt length, its own default
         refuse_unless(m, gb::FEATURE_GENERATE, "--generate");
         if (s2s) throw usage_error("--generate times a decoder's continuation; " + m.path + " is an encoder–decoder (bench "
@@ -521,6 +609,9 @@ int cmd_bench(const args& a) {
     std::string renderer;
     gb::attention_fn gl = choose_backend(a, &renderer);
     if (a.has("incremental")) return bench_incremental(a, m, gl, repeat);
+    if (a.has("contended")) {
+        return bench_contended(a, m, sizes, repeat, pixels, s2s);
+    }
     if (a.has("grad")) {
         refuse_unless(m, gb::FEATURE_GRADIENTS, "--grad");
         return bench_gradients(a, m, sizes, repeat);

@@ -58,6 +58,7 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
                or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
                or --generate N [--model PATH] [--tokens 64] [--repeat N] [--json FILE]
+               or --contended [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
   make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
                [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
                llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
@@ -377,6 +378,8 @@ const std::vector<command> table = {
       {"sae", "DIR", "time the forward that keeps an SAE's points against the features computed from it "
                       "(activations, reconstruction, MSE, FVU): median ms of each and (forward + features) / forward"},
       {"grad", "", "time the backward pass (every residual point's and head's gradient) against its forward"},
+      {"contended", "", "time each forward on a quiet machine and with another process spinning on a core, "
+                        "alternating: medians, their ratio and each side's slowest run against its median"},
       {"generate", "N", "time greedy generation of N tokens after a prompt of --tokens random tokens (one length, "
                         "default 64): the prompt without and with full capture, and ms a generated token"},
       {"backend", "cpu|gl", "where attention runs (default cpu); gl also times attention alone on both"},
