@@ -166,6 +166,38 @@ TEST(Gui, LongPromptsHeatmapsStopAtTheMaximumSide) {
     EXPECT_EQ(states[1]["heatmap_side"].get<int>(), T2);
 }
 
+// The heatmaps' pixels and their GL copy keep within the capture budget: a prompt of about 700 tokens on two heads
+// is about 10 MB of pixels and copy at full size; under a 4 MB budget the side halves (2.6 MB), under the default it
+// stays the prompt's.
+TEST(Gui, HeatmapsKeepWithinTheCaptureBudget) {
+    ASSERT_TRUE(have_app());
+    tiny_spec spec;
+    spec.n_layer = 1, spec.n_head = 2, spec.d_model = 16, spec.n_ctx = 800, spec.seed = 6;
+    const tiny_model tm = write_tiny_gpt2(test_temp_dir("gui_heat_budget"), spec);
+    std::string prompt;
+    for (int i = 0; i < 700; i++) prompt += (char)('a' + (i * 5 + i / 26) % 26);
+    const std::string dir = test_temp_dir("gui_heat_budget_script");
+    std::ofstream(dir + "/script.txt") << "wait\nprint\n";
+    for (const std::string budget : {"4", "512"}) {
+        std::string out;
+        ASSERT_EQ(run(xvfb_app("--model " + sq(tm.dir) + " --capture-budget " + budget + " --prompt " + sq(prompt) +
+                               " --script " + sq(dir + "/script.txt")), &out), 0) << out;
+        const size_t at = out.find('{');
+        ASSERT_NE(at, std::string::npos) << out;
+        const nlohmann::json j = nlohmann::json::parse(out.substr(at, out.find('\n', at) - at));
+        const int T = (int)j["tokens"].size(); // (the tokenizer joins a few letter pairs)
+        ASSERT_GT(T, 600) << j["tokens"];
+        const size_t bytes = j["heatmap_bytes"].get<size_t>();
+        if (budget == "4") {
+            EXPECT_EQ(j["heatmap_side"].get<int>(), T / 2);
+            EXPECT_LE(2 * bytes, (size_t)4 << 20) << "the pixels and their GL copy within 4 MB";
+        } else {
+            EXPECT_EQ(j["heatmap_side"].get<int>(), T);
+            EXPECT_GT(2 * bytes, (size_t)4 << 20);
+        }
+    }
+}
+
 TEST(Gui, TypingAndAblationChangeWhatIsShown) {
     ASSERT_TRUE(have_app());
     std::string dir = test_temp_dir("gui_script");

@@ -88,6 +88,8 @@ struct run_result {
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::live_report report;                 // what the live engine computed for it (the status line)
     double scores_ms = 0, pixels_ms = 0;    // the worker's cost of the scores and the heatmaps' pixels
+    size_t budget_bytes = 0;                // the capture budget it ran under (0: none), which the heatmaps' pixels
+                                            // and their GL copy keep within too (make_heat_pixels)
     // The surprisal strip under the chips: each token's loss under the ablation, from the record the LM head reads
     // (gb::surprisal_from_stream, made on the worker); null when not offered or not computable, and then
     // surprisal_why says why in one line ("" while there is nothing to say, e.g. one token).
@@ -110,8 +112,10 @@ inline int mip_count(int w, int h) {
     return n;
 }
 // The largest side of a head texture: the Head view is drawn at most a screen wide, and the T x T RGBA of every
-// head of a kept layer (with its GL copy) grows with T^2 beyond any capture budget
+// head of a kept layer (with its GL copy) grows with T^2. Within it, the side is also halved until the kept layers'
+// pixels and their GL copy fit the capture budget, down to min_heat_dim (make_heat_pixels).
 constexpr int max_heat_dim = 2048;
+constexpr int min_heat_dim = 256;
 inline size_t mip_offset(int w, int h, int level) { // texels before `level`
     size_t o = 0;
     for (int k = 0; k < level; k++) o += (size_t)mip_dim(w, k) * mip_dim(h, k);
@@ -124,8 +128,9 @@ struct heat_pixels {
     uint64_t request_id = 0;          // the run_result they were made from
     scale_mode scale = SCALE_LINEAR;
     int n_layer = 0, n_head = 0, n_tokens = 0;
-    // The head textures' side: n_tokens, halved until it is at most max_heat_dim (a longer prompt's levels above it
-    // are not kept: at 4,096 tokens a layer of 32 heads is 2.8 GB of RGBA with mipmaps at full size, 0.7 GB at 2048)
+    // The head textures' side: n_tokens, halved until it is at most max_heat_dim and the kept layers' pixels with
+    // their GL copy fit the capture budget, or it is min_heat_dim (a longer prompt's levels above it are not kept: at
+    // 4,096 tokens a layer of 32 heads is 2.8 GB of RGBA with mipmaps at full size, 0.7 GB at 2048, 0.18 at 1024)
     int dim = 0;
     // [L] one layer's heads [H][head_texels()][4] RGBA: dim x dim and its mipmaps, masked (future) cells grey; null
     // when the layer was not kept. A layer whose pattern did not change is shared with the previous result's pixels.

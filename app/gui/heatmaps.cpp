@@ -54,8 +54,15 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     px->request_id = r.request_id;
     px->scale = scale;
     px->n_layer = L, px->n_head = H, px->n_tokens = T;
-    int skip = 0; // levels of the full T x T chain not kept (a prompt longer than max_heat_dim)
-    while (mip_dim(T, skip) > max_heat_dim) skip++;
+    // levels of the full T x T chain not kept: a prompt longer than max_heat_dim, or whose kept layers' pixels and
+    // their GL copy (the same bytes again: in RAM with a software renderer) would pass the capture budget
+    int kept_layers = 0;
+    for (int l = 0; l < L; l++) kept_layers += c.has_layer(l);
+    auto heat_bytes = [&](int side) { return 2 * (size_t)kept_layers * H * mip_offset(side, side, mip_count(side, side)) * 4; };
+    int skip = 0;
+    while (mip_dim(T, skip) > max_heat_dim ||
+           (r.budget_bytes && mip_dim(T, skip) > min_heat_dim && heat_bytes(mip_dim(T, skip)) > r.budget_bytes))
+        skip++;
     px->dim = mip_dim(T, skip);
     px->layers.assign(L, nullptr);
     if (before && (before->scale != scale || before->n_layer != L || before->n_head != H || !reuse)) before = nullptr;

@@ -325,6 +325,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->ablation = q.ablation;
     r->circuit = q.circuit;
     r->features = q.features;
+    r->budget_bytes = q.budget_bytes;
     const bool shows_encoder = out.encoder && q.stack == 0;
     r->run = shows_encoder ? out.encoder : out.run;
     r->base = shows_encoder ? out.encoder_base : out.base;
