@@ -134,8 +134,8 @@ struct model_config {
 // - F32 on the fp32 kernel: data, floats;
 // - F32 on the AMX kernel: every weight as four base-256 digits of a 31-bit fixed-point number, in AMX tile order;
 // - F16, BF16, Q8_0 or another ggml block type, kept as the file stores them (stored, scale): the kernel turns
-//   each panel slice into floats in cache just before it multiplies (or, for one row block of F16, BF16, Q8_0 or
-//   Q4_K, in registers as it multiplies), so the product equals the fp32 kernel's on the dequantised weights.
+//   each panel slice into floats in cache just before it multiplies (or, for one row block of F16, BF16, Q8_0,
+//   Q4_K or Q6_K, in registers as it multiplies), so the product equals the fp32 kernel's on the dequantised weights.
 // pack_matrix / unpack_matrix (core/kernels/gemm.h) convert from / to the plain row-major [in][out] (exactly for fp32 and the stored
 // types; for AMX to within 2^-31 of each row's and column's largest weight).
 struct backward_tiles; // core/kernels/gemm_backward.cpp
@@ -146,6 +146,7 @@ struct weight_matrix {
     aligned_vector<uint8_t> stored; // F16/BF16: uint16 [panels][in][weight_panel]; Q8_0: int8 [panels][in][weight_panel];
                                     // Q4_K: [panels][in / 256] block rows, each d, dmin [weight_panel] (f16), then
                                     // scales [12][weight_panel], levels [128][weight_panel] (interleaved: gemm.cpp);
+                                    // Q6_K likewise: d, scales [16], ql [128], qh [64], each [..][weight_panel];
                                     // other block types: whole blocks [panels][in / block][weight_panel][block bytes]
     aligned_vector<float> scale;   // Q8_0: [panels][in/32][weight_panel] each block's scale (GGUF's d)
     aligned_vector<int8_t> digits; // AMX: [ceil(out/16)][ceil(in/64)][3][16][64] (see core/kernels/gemm_amx.cpp)
