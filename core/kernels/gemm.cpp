@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <omp.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -248,22 +249,22 @@ static void k6_put(uint8_t* row, int64_t jj, const uint8_t* block) {
     for (int i = 0; i < 128; i++) row[(18 + i) * NR + jj] = block[i];
     for (int i = 0; i < 64; i++) row[(146 + i) * NR + jj] = block[128 + i];
 }
-// A block row's d * scale for each group of 16 values: ds[i][j], the VL columns of vector j
-static void k6_row_scales(vec ds[16][NV], const uint8_t* row) {
+// A block row's d * scale for each group of 16 values: ds[i][j], the VL columns of vector j; ds32 = 32 ds
+static void k6_row_scales(vec ds[16][NV], vec ds32[16][NV], const uint8_t* row) {
     for (int j = 0; j < NV; j++) {
         const vec d = f16_values((const uint16_t*)row + j * VL);
-        for (int i = 0; i < 16; i++) ds[i][j] = d * int_values<true>(row + (2 + i) * NR + j * VL);
+        for (int i = 0; i < 16; i++) ds[i][j] = d * int_values<true>(row + (2 + i) * NR + j * VL), ds32[i][j] = 32.0f * ds[i][j];
     }
 }
-// Value k (0..255) of an interleaved Q6_K block row, vector j, as floats: (d * scale) * (6-bit level - 32), as
-// dequantize computes it. Value k = 128 h + 32 c + l takes the low (c < 2) or high nibble of ql byte 64 h + 32 (c & 1)
-// + l and bits 2c, 2c + 1 of qh byte 32 h + l; its scale is 8 h + 2 c + l / 16.
-static inline vec k6_value(const uint8_t* row, int k, int j, const vec ds[16][NV]) {
-    const int h = k / 128, c = (k / 32) % 4, l = k % 32;
-    const u8v lo = *(const u8v*)(row + (size_t)(18 + 64 * h + 32 * (c & 1) + l) * NR + j * VL);
-    const u8v hi = *(const u8v*)(row + (size_t)(146 + 32 * h + l) * NR + j * VL);
-    const u8v q = (c < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * c)) & 3) << 4);
-    return ds[8 * h + 2 * c + l / 16][j] * (byte_values(q) - 32.0f);
+// Quarter c of half h of an interleaved Q6_K block row (its values k = 128 h + 32 c + l, l = 0..31), vector j, as
+// floats; c a constant, so its nibble and bit shifts are immediates. ds32: 32 ds.
+template <int c>
+static inline vec k6_quarter(const uint8_t* row, int h, int l, int j, const vec ds[16][NV], const vec ds32[16][NV]) {
+    const i32v lo = widen_bytes(row + (size_t)(18 + 64 * h + 32 * (c & 1) + l) * NR + j * VL);
+    const i32v hi = widen_bytes(row + (size_t)(146 + 32 * h + l) * NR + j * VL);
+    const i32v q = (c < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * c)) & 3) << 4);
+    const int g = 8 * h + 2 * c + l / 16;
+    return k6_values(ds[g][j], ds32[g][j], int32_values(q));
 }
 
 static int slice_depth(const weight_matrix& w) {
@@ -395,13 +396,23 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
         }
     } else if (w.type == GGML_Q6_K) { // interleaved too
         const int64_t nb = w.in / 256;
-        vec ds[16][NV];
+        vec ds[16][NV], ds32[16][NV];
         for (int64_t b = k0 / 256; b < (k0 + kc) / 256; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
-            k6_row_scales(ds, row);
+            k6_row_scales(ds, ds32, row);
             float* t = tile + (size_t)(b * 256 - k0) * NR;
-            for (int k = 0; k < 256; k++)
-                for (int j = 0; j < NV; j++) *(vec*)(t + (size_t)k * NR + j * VL) = k6_value(row, k, j, ds);
+            auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
+                constexpr int c = decltype(cc)::value;
+                for (int l = 0; l < 32; l++)
+                    for (int j = 0; j < NV; j++)
+                        *(vec*)(t + (size_t)(128 * h + 32 * c + l) * NR + j * VL) = k6_quarter<c>(row, h, l, j, ds, ds32);
+            };
+            for (int h = 0; h < 2; h++) {
+                quarter(std::integral_constant<int, 0>{}, h);
+                quarter(std::integral_constant<int, 1>{}, h);
+                quarter(std::integral_constant<int, 2>{}, h);
+                quarter(std::integral_constant<int, 3>{}, h);
+            }
         }
     } else if (raw_blocks(w.type)) {
         // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
@@ -545,15 +556,25 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
         }
     } else if (w.type == GGML_Q6_K) {
         const int64_t nb = K / 256;
-        vec ds[16][NV];
+        vec ds[16][NV], ds32[16][NV];
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
             const char* next = (const char*)row + NR * 210; // as for Q4_K: the next block row, 10 KB, a line a k
-            k6_row_scales(ds, row);
-            for (int k = 0; k < 256; k++) {
-                __builtin_prefetch(next + (size_t)k * 40, 0, 2);
-                for (int j = 0; j < NV; j++) bk[j] = k6_value(row, k, j, ds);
-                step((int)(b * 256) + k, bk);
+            k6_row_scales(ds, ds32, row);
+            auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
+                constexpr int c = decltype(cc)::value;
+                for (int l = 0; l < 32; l++) {
+                    const int k = 128 * h + 32 * c + l;
+                    __builtin_prefetch(next + (size_t)k * 40, 0, 2);
+                    for (int j = 0; j < NV; j++) bk[j] = k6_quarter<c>(row, h, l, j, ds, ds32);
+                    step((int)(b * 256) + k, bk);
+                }
+            };
+            for (int h = 0; h < 2; h++) {
+                quarter(std::integral_constant<int, 0>{}, h);
+                quarter(std::integral_constant<int, 1>{}, h);
+                quarter(std::integral_constant<int, 2>{}, h);
+                quarter(std::integral_constant<int, 3>{}, h);
             }
         }
     } else { // F16, BF16
@@ -765,16 +786,27 @@ static void dot_stored_rows(float* out, const float* x, const row_table& t, int 
                     const uint8_t* block = row + (size_t)(i0 / 256) * 210;
                     const float dd = half_value((uint16_t)(block[208] | block[209] << 8));
                     const int8_t* sc = (const int8_t*)(block + 192);
-                    for (int o = 0; o < 256; o += 2 * VL) {
-                        vec e[2];
-                        for (int v = 0; v < 2; v++) { // values o + v VL ..: one scale (groups of 16 >= VL)
-                            const int k = o + v * VL, h = k / 128, c = (k / 32) % 4, l = k % 32;
-                            const u8v lo = *(const u8v*)(block + 64 * h + 32 * (c & 1) + l);
-                            const u8v hi = *(const u8v*)(block + 128 + 32 * h + l);
-                            const u8v q = (c < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * c)) & 3) << 4);
-                            e[v] = (vec{} + dd * (float)sc[8 * h + 2 * c + l / 16]) * (byte_values(q) - 32.0f);
+                    // values 128 h + 32 c + l: quarter c's nibble and bit shifts as immediates (k6_quarter's)
+                    auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
+                        constexpr int c = decltype(cc)::value;
+                        for (int l = 0; l < 32; l += 2 * VL) {
+                            vec e[2];
+                            for (int v = 0; v < 2; v++) { // one scale per vector (groups of 16 >= VL)
+                                const int ll = l + v * VL;
+                                const i32v lo = widen_bytes(block + 64 * h + 32 * (c & 1) + ll);
+                                const i32v hi = widen_bytes(block + 128 + 32 * h + ll);
+                                const i32v q = (c < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * c)) & 3) << 4);
+                                const vec ds = vec{} + dd * (float)sc[8 * h + 2 * c + ll / 16];
+                                e[v] = k6_values(ds, 32.0f * ds, int32_values(q));
+                            }
+                            add(i0 + 128 * h + 32 * c + l, e[0], e[1]);
                         }
-                        add(i0 + o, e[0], e[1]);
+                    };
+                    for (int h = 0; h < 2; h++) {
+                        quarter(std::integral_constant<int, 0>{}, h);
+                        quarter(std::integral_constant<int, 1>{}, h);
+                        quarter(std::integral_constant<int, 2>{}, h);
+                        quarter(std::integral_constant<int, 3>{}, h);
                     }
                 }
             } else { // Q4_K: blocks of 144 bytes

@@ -41,6 +41,38 @@ inline vec int_values(const void* p) {
     std::memcpy(&out, &v, sizeof out);
     return out;
 }
+// VL bytes as 32-bit integers (0..255), for bit fields taken apart in 32-bit lanes, where shifts are native
+inline i32v widen_bytes(const void* p) {
+#if defined(__AVX512F__)
+    const __m512i v = _mm512_maskz_cvtepu8_epi32(0xFFFF, _mm_loadu_si128((const __m128i*)p));
+#elif defined(__AVX2__)
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+#else
+    i32v v;
+    for (int l = 0; l < VL; l++) v[l] = ((const uint8_t*)p)[l];
+#endif
+    i32v out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+// 32-bit integers as floats (exact below 2^24)
+inline vec int32_values(i32v q) {
+#if defined(__AVX512F__)
+    __m512i a;
+    std::memcpy(&a, &q, sizeof a);
+    const __m512 v = _mm512_maskz_cvtepi32_ps(0xFFFF, a);
+#elif defined(__AVX2__)
+    __m256i a;
+    std::memcpy(&a, &q, sizeof a);
+    const __m256 v = _mm256_cvtepi32_ps(a);
+#else
+    vec v;
+    for (int l = 0; l < VL; l++) v[l] = (float)q[l];
+#endif
+    vec out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
 // Q8_0: an int8 times its block's scale (exact in fp32)
 inline vec q8_values(const int8_t* q, vec scale) { return int_values<true>(q) * scale; }
 // VL bytes of a Q4_K panel (levels or six-bit fields) as floats
@@ -105,6 +137,17 @@ inline void k4_scales(float dsc[8], float dmn[8], const uint8_t* block) {
         const int m = s < 4 ? q[s + 4] & 63 : (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
         dsc[s] = d * (float)sc, dmn[s] = dmin * (float)m;
     }
+}
+
+// Q6_K's (d * scale) * (q - 32), as dequantize rounds it: once. With FMA as ds * q - 32 ds (ds32), the same exact
+// value (32 ds is exact) rounded once.
+inline vec k6_values(vec ds, vec ds32, vec q) {
+#if defined(__FMA__) && (defined(__AVX512F__) || defined(__AVX__))
+    return k_values(ds, q, ds32);
+#else
+    (void)ds32;
+    return ds * (q - 32.0f);
+#endif
 }
 
 } // namespace gb
