@@ -235,10 +235,12 @@ static void k4_row_scales(vec dsc[8][NV], vec dmn[8][NV], const uint8_t* row) {
         }
     }
 }
-// Row l of sub-block s of an interleaved block row (levels at q = the row's byte 16 NR), vector j, as floats
-static inline vec k4_row(const uint8_t* q, int s, int l, int j, const vec dsc[8][NV], const vec dmn[8][NV]) {
-    const u8v b = *(const u8v*)(q + (size_t)(32 * (s / 2) + l) * NR + j * VL);
-    return k_values(dsc[s][j], byte_values(s & 1 ? b >> 4 : b & 0xF), dmn[s][j]);
+// Value 64 g + 32 high + l of an interleaved block row (levels at q = the row's byte 16 NR), vector j, as floats:
+// level byte 32 g + l, its low nibble (sub-block 2 g) or high one (2 g + 1)
+template <bool high>
+static inline vec k4_value(const uint8_t* q, int g, int l, int j, const vec dsc[8][NV], const vec dmn[8][NV]) {
+    const u8v b = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
+    return k_values(dsc[2 * g + high][j], byte_values(high ? b >> 4 : b & 0xF), dmn[2 * g + high][j]);
 }
 
 // Q6_K's panels are interleaved the same way: block row b holds d [NR] (f16), the 16 scale bytes [16][NR] (int8),
@@ -256,6 +258,18 @@ static void k6_row_scales(vec ds[16][NV], vec ds32[16][NV], const uint8_t* row) 
         for (int i = 0; i < 16; i++) ds[i][j] = d * int_values<true>(row + (2 + i) * NR + j * VL), ds32[i][j] = 32.0f * ds[i][j];
     }
 }
+// f(std::integral_constant<int, c>, h) for the 8 quarters of a Q6_K block in the order of their values (128 h + 32 c
+// + l): each quarter's nibble and bit shifts are then constants
+template <class F>
+static inline __attribute__((always_inline)) void k6_quarters(F&& f) {
+    for (int h = 0; h < 2; h++) {
+        f(std::integral_constant<int, 0>{}, h);
+        f(std::integral_constant<int, 1>{}, h);
+        f(std::integral_constant<int, 2>{}, h);
+        f(std::integral_constant<int, 3>{}, h);
+    }
+}
+
 // Quarter c of half h of an interleaved Q6_K block row (its values k = 128 h + 32 c + l, l = 0..31), vector j, as
 // floats; c a constant, so its nibble and bit shifts are immediates. ds32: 32 ds.
 template <int c>
@@ -389,10 +403,12 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 144);
             k4_row_scales(dsc, dmn, row);
             float* t = tile + (size_t)(b * 256 - k0) * NR;
-            for (int s = 0; s < 8; s++)
+            for (int g = 0; g < 4; g++)
                 for (int l = 0; l < 32; l++)
-                    for (int j = 0; j < NV; j++)
-                        *(vec*)(t + (size_t)(32 * s + l) * NR + j * VL) = k4_row(row + 16 * NR, s, l, j, dsc, dmn);
+                    for (int j = 0; j < NV; j++) {
+                        *(vec*)(t + (size_t)(64 * g + l) * NR + j * VL) = k4_value<false>(row + 16 * NR, g, l, j, dsc, dmn);
+                        *(vec*)(t + (size_t)(64 * g + 32 + l) * NR + j * VL) = k4_value<true>(row + 16 * NR, g, l, j, dsc, dmn);
+                    }
         }
     } else if (w.type == GGML_Q6_K) { // interleaved too
         const int64_t nb = w.in / 256;
@@ -407,12 +423,7 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
                     for (int j = 0; j < NV; j++)
                         *(vec*)(t + (size_t)(128 * h + 32 * c + l) * NR + j * VL) = k6_quarter<c>(row, h, l, j, ds, ds32);
             };
-            for (int h = 0; h < 2; h++) {
-                quarter(std::integral_constant<int, 0>{}, h);
-                quarter(std::integral_constant<int, 1>{}, h);
-                quarter(std::integral_constant<int, 2>{}, h);
-                quarter(std::integral_constant<int, 3>{}, h);
-            }
+            k6_quarters(quarter);
         }
     } else if (raw_blocks(w.type)) {
         // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
@@ -538,18 +549,12 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
             for (int g = 0; g < 4; g++) {
                 for (int l = 0; l < 32; l++) { // sub-block 2g: the low nibbles
                     if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + l) * 32, 0, 2);
-                    for (int j = 0; j < NV; j++) {
-                        const u8v v = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
-                        bk[j] = k_values(dsc[2 * g][j], byte_values(v & 0xF), dmn[2 * g][j]);
-                    }
+                    for (int j = 0; j < NV; j++) bk[j] = k4_value<false>(q, g, l, j, dsc, dmn);
                     step((int)(b * 256) + 64 * g + l, bk);
                 }
                 for (int l = 0; l < 32; l++) { // sub-block 2g + 1: the high nibbles of the same bytes
                     if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + 32 + l) * 32, 0, 2);
-                    for (int j = 0; j < NV; j++) {
-                        const u8v v = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
-                        bk[j] = k_values(dsc[2 * g + 1][j], byte_values(v >> 4), dmn[2 * g + 1][j]);
-                    }
+                    for (int j = 0; j < NV; j++) bk[j] = k4_value<true>(q, g, l, j, dsc, dmn);
                     step((int)(b * 256) + 64 * g + 32 + l, bk);
                 }
             }
@@ -570,12 +575,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
                     step((int)(b * 256) + k, bk);
                 }
             };
-            for (int h = 0; h < 2; h++) {
-                quarter(std::integral_constant<int, 0>{}, h);
-                quarter(std::integral_constant<int, 1>{}, h);
-                quarter(std::integral_constant<int, 2>{}, h);
-                quarter(std::integral_constant<int, 3>{}, h);
-            }
+            k6_quarters(quarter);
         }
     } else { // F16, BF16
         const uint16_t* h = (const uint16_t*)w.stored.data() + (size_t)p * K * NR;
@@ -588,23 +588,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
             step(k, bk);
         }
     }
-    if (bias)
-        for (int j = 0; j < NV; j++) {
-            const vec bj = *(const vec*)(bias + j * VL);
-            for (int r = 0; r < R; r++) acc[r][j] += bj;
-        }
-    if (epi == EPILOGUE_GELU)
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
-    for (int r = 0; r < R; r++) {
-        if (cols == NR) {
-            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
-        } else {
-            float row[NR];
-            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
-            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
-        }
-    }
+    store_tile<R>(c, ldc, cols, acc, bias, epi);
 }
 using stored_fn = void (*)(float*, int, int, const float*, int, const weight_matrix&, int64_t, const float*, epilogue);
 template <int... R>
@@ -717,11 +701,9 @@ void gemm(float* out, const float* x, const weight_matrix& w, const std::vector<
     gemm_panels(out, M, x, w, bias.empty() ? nullptr : bias.data(), n, scratch, epi);
 }
 
-// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of a table [rows][d]. Two
-// accumulators per row halve the add chains. chunk(j, i, e0, e1) gives row j's values i .. i + 2 VL (i from 0 up,
-// in steps of 2 VL, for each r); at(j, k) one value, past the last whole chunk.
-template <class Chunk, class At>
-static inline void dot_rows_by(float* out, const float* x, int n, int d, int V, int v0, int rows, Chunk chunk, At at) {
+// out[r][v0 + j] = x[r] . e[j] for the n (<= 4) rows of x and the rows (<= 4) of e [rows][d]. Two accumulators
+// per row halve the add chains.
+static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
     for (int r = 0; r < n; r++) {
         const float* xr = x + (size_t)r * d;
         vec a[4] = {}, b[4] = {};
@@ -729,28 +711,18 @@ static inline void dot_rows_by(float* out, const float* x, int n, int d, int V, 
         for (; i + 2 * VL <= d; i += 2 * VL) {
             const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
             for (int j = 0; j < rows; j++) {
-                vec e0, e1;
-                chunk(j, i, e0, e1);
-                a[j] += x0 * e0;
-                b[j] += x1 * e1;
+                a[j] += x0 * *(const vec*)(e + (size_t)j * d + i);
+                b[j] += x1 * *(const vec*)(e + (size_t)j * d + i + VL);
             }
         }
         for (int j = 0; j < rows; j++) {
             const vec ab = a[j] + b[j];
             float s = 0.0f;
             for (int l = 0; l < VL; l++) s += ab[l];
-            for (int k = i; k < d; k++) s += xr[k] * at(j, k);
+            for (int k = i; k < d; k++) s += xr[k] * e[(size_t)j * d + k];
             out[(size_t)r * V + v0 + j] = s;
         }
     }
-}
-// the same on f32 rows e [rows][d]
-static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
-    dot_rows_by(out, x, n, d, V, v0, rows,
-                [&](int j, int i, vec& e0, vec& e1) __attribute__((always_inline)) {
-                    e0 = *(const vec*)(e + (size_t)j * d + i), e1 = *(const vec*)(e + (size_t)j * d + i + VL);
-                },
-                [&](int j, int k) { return e[(size_t)j * d + k]; });
 }
 // The same on rows of a stored table (F16, BF16, Q8_0, Q4_K, Q6_K; d a whole number of blocks and of 2 VL), converted
 // in registers to the values dequantize gives: each (r, j) sums what dot_rows sums on the dequantised rows, in its
@@ -802,12 +774,7 @@ static void dot_stored_rows(float* out, const float* x, const row_table& t, int 
                             add(i0 + 128 * h + 32 * c + l, e[0], e[1]);
                         }
                     };
-                    for (int h = 0; h < 2; h++) {
-                        quarter(std::integral_constant<int, 0>{}, h);
-                        quarter(std::integral_constant<int, 1>{}, h);
-                        quarter(std::integral_constant<int, 2>{}, h);
-                        quarter(std::integral_constant<int, 3>{}, h);
-                    }
+                    k6_quarters(quarter);
                 }
             } else { // Q4_K: blocks of 144 bytes
                 float dsc[8], dmn[8];

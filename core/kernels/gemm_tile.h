@@ -66,6 +66,29 @@ inline void transpose16(float* dst, int dst_stride, const float* src, int src_st
 }
 #endif
 
+// c [R][ldc] (cols <= NR valid columns) = acc + bias [NR] (when not null), then the epilogue: the end of a register
+// tile's last slice (micro_kernel, and gemm.cpp's stored_kernel)
+template <int R>
+inline void store_tile(float* c, int ldc, int cols, vec (&acc)[R][NV], const float* bias, epilogue epi) {
+    if (bias)
+        for (int j = 0; j < NV; j++) {
+            const vec bj = *(const vec*)(bias + j * VL);
+            for (int r = 0; r < R; r++) acc[r][j] += bj;
+        }
+    if (epi == EPILOGUE_GELU)
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
+    for (int r = 0; r < R; r++) {
+        if (cols == NR) {
+            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
+        } else {
+            float row[NR];
+            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
+            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
+        }
+    }
+}
+
 // c [R][ldc] (cols <= NR valid columns) (+)= a [kc][MR] (R rows used) * b [kc][NR]; meanwhile one cache line
 // of pf per k step, for the first pf_lines steps, is fetched into L2 (the next slice of the panel stream).
 // On the last slice (last): + bias [NR] when not null, then the epilogue, on the registers before the store.
@@ -103,23 +126,7 @@ inline void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
             for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
         }
     }
-    if (last && bias)
-        for (int j = 0; j < NV; j++) {
-            const vec bj = *(const vec*)(bias + j * VL);
-            for (int r = 0; r < R; r++) acc[r][j] += bj;
-        }
-    if (last && epi == EPILOGUE_GELU)
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
-    for (int r = 0; r < R; r++) {
-        if (cols == NR) {
-            for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
-        } else {
-            float row[NR];
-            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
-            std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
-        }
-    }
+    store_tile<R>(c, ldc, cols, acc, last ? bias : nullptr, last ? epi : EPILOGUE_NONE);
 }
 
 using kernel_fn = void (*)(float*, int, int, const float*, const float*, int, bool, const char*, int, bool,
