@@ -339,6 +339,46 @@ TEST(Cli, MatmulKernelIsChosenAndReported) {
     }
 }
 
+// --matmul int8: Q4_K files run with 8-bit inputs, close to the exact kernel, and every front end says so; a model
+// with no Q4_K matrix is told it changes nothing; where the CPU lacks VNNI it is a usage error naming why.
+TEST(Cli, Int8KernelRunsQ4kFilesAndSaysSo) {
+    const std::string dir = test_temp_dir("cli_int8"), g = dir + "/m.gguf";
+    command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
+                            "--vocab 300 --ctx 32 --dtype Q4_K --out " + g);
+    ASSERT_EQ(mk.code, 0) << mk.err;
+    std::string why;
+    if (!gb::int8_usable(&why)) {
+        command_result no = cli("run --model " + g + " --prompt x --matmul int8");
+        EXPECT_EQ(no.code, 2);
+        EXPECT_NE(no.err.find("the int8 matmul kernel cannot run here"), std::string::npos) << no.err;
+        GTEST_SKIP() << why;
+    }
+    std::vector<nlohmann::json> tops;
+    for (const std::string k : {"fp32", "int8"}) {
+        command_result r = cli("run --model " + g + " --prompt 'the cat sat on' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
+        ASSERT_EQ(r.code, 0) << r.err;
+        tops.push_back(nlohmann::json::parse(read_file(dir + "/r.json"))["top_k"]);
+    }
+    EXPECT_EQ(tops[1][0]["id"], tops[0][0]["id"]);
+    bool differ = false;
+    for (size_t j = 0; j < tops[0].size(); j++) {
+        EXPECT_NEAR(tops[1][j]["prob"].get<double>(), tops[0][j]["prob"].get<double>(), 0.02);
+        differ |= tops[1][j]["prob"] != tops[0][j]["prob"];
+    }
+    EXPECT_TRUE(differ); // the int8 kernel ran
+    command_result i = cli("info --model " + g + " --matmul int8");
+    ASSERT_EQ(i.code, 0) << i.err;
+    auto j = nlohmann::json::parse(i.out);
+    EXPECT_EQ(j["matmul"], "int8");
+    EXPECT_EQ(j.value("matmul_note", "").find("no Q4_K"), std::string::npos) << j.dump();
+    command_result f16 = cli("info " + M() + " --matmul int8"); // the default model is F16
+    ASSERT_EQ(f16.code, 0) << f16.err;
+    EXPECT_NE(nlohmann::json::parse(f16.out)["matmul_note"].get<std::string>().find("no Q4_K layer matrix"), std::string::npos);
+    command_result b = cli("bench --model " + g + " --tokens 8 --repeat 1 --matmul int8");
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_NE(b.out.find("matmul: int8"), std::string::npos) << b.out;
+}
+
 TEST(Cli, ErrorsAreOneLineWithExitCodes) {
     auto expect_error = [](const std::string& args, int code, const std::string& needle) {
         command_result r = cli(args);

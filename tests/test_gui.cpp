@@ -20,7 +20,9 @@
 #include "analysis/surprisal.h"
 #include "analysis/trace.h"
 #include "app_script.h"
+#include "io/gguf_writer.h"
 #include "io/loader.h"
+#include "kernels/gemm.h"
 #include "kernels/softmax.h"
 #include "run/forward.h"
 #include "run/generate.h"
@@ -435,6 +437,36 @@ TEST(Gui, GpuBackendShowsTheSamePrediction) {
     EXPECT_EQ(a["top1"], b["top1"]);
     std::string status = b["gl"];
     EXPECT_TRUE(status.find("GPU:") == 0 || status.find("fallback") != std::string::npos) << status;
+}
+
+// glassbox --matmul int8 on a Q4_K file: the same prediction as the exact kernel, the kernel named in the state (the
+// model panel says it too); where the CPU lacks VNNI the app refuses the option with one line.
+TEST(Gui, Int8KernelIsNamedAndPredictsAsTheExactOne) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_int8"), g = dir + "/m.gguf";
+    gb::model_config shape;
+    shape.n_layer = 2, shape.n_head = 4, shape.n_kv_head = 2, shape.d_model = 256, shape.d_ff = 512;
+    shape.vocab_size = 300, shape.n_ctx = 64;
+    gb::random_gguf_options o;
+    o.type = gb::GGML_Q4_K, o.seed = 9;
+    gb::write_random_gguf(g, gb::random_gguf_config("llama", shape), o);
+    std::string why;
+    if (!gb::int8_usable(&why)) {
+        const command_result r = run_command(xvfb_app("--model " + sq(g) + " --matmul int8 --timeout 5"));
+        EXPECT_NE(r.code, 0);
+        EXPECT_NE(r.err.find("the int8 matmul kernel cannot run here"), std::string::npos) << r.err;
+        GTEST_SKIP() << why;
+    }
+    int rc = -1;
+    auto exact = run_script("--model " + sq(g) + " --prompt 'the cat sat on' --matmul fp32", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    auto fast = run_script("--model " + sq(g) + " --prompt 'the cat sat on' --matmul int8", "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(exact.size(), 1u);
+    ASSERT_EQ(fast.size(), 1u);
+    EXPECT_EQ(exact[0]["matmul"], "fp32");
+    EXPECT_EQ(fast[0]["matmul"], "int8");
+    EXPECT_EQ(fast[0]["top1"], exact[0]["top1"]);
 }
 
 TEST(Gui, StartupAblationAndSelectionSurviveTheModelLoad) {

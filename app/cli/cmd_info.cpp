@@ -22,7 +22,9 @@ int cmd_info(const args& a) {
     j["resident_bytes"] = gb::weight_bytes(m);
     j["matmul"] = gb::matmul_name(gb::matmul_kind_now());
     std::string why;
-    if (!gb::amx_usable(&why)) j["matmul_note"] = "no AMX kernel: " + why;
+    if (gb::matmul_kind_now() == gb::MATMUL_INT8 && gb::matmul_of(m) != gb::MATMUL_INT8)
+        j["matmul_note"] = "int8 changes only Q4_K products and this model holds no Q4_K layer matrix: all are fp32";
+    else if (!gb::amx_usable(&why)) j["matmul_note"] = "no AMX kernel: " + why;
     if (!m.source_note.empty()) j["note"] = m.source_note;
     std::printf("%s\n", j.dump(1).c_str());
     return 0;

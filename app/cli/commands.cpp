@@ -85,8 +85,8 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
                  llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
-  --matmul K     fp32, amx or auto: the kernel of the matrix products (auto, the default: amx where the CPU
-                 has AMX)
+  --matmul K     fp32, amx, int8 or auto: the kernel of the matrix products (auto, the default: amx where the
+                 CPU has AMX; int8: Q4_K products on inputs rounded to 8 bits, as llama.cpp, faster, not exact)
   --weights W    stored (default: F16, BF16 and quantised weights stay as the file holds them) or f32
                  (every weight dequantised at load and packed for --matmul)
   --keep POINTS  (run) hook points to write to --npy-dir, e.g. resid_stream,z,mlp_out (names: resid_pre,
@@ -121,8 +121,9 @@ const option_doc model{"model", "PATH", "a Hugging Face folder, a .gguf file or 
 const option_doc tokenizer{"tokenizer", "FILE", "the tokenizer.bin of a llama2.c .bin (default: found next "
                                                 "to the model)"};
 const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
-const option_doc matmul{"matmul", "K", "fp32, amx or auto: the kernel of the matrix products (default auto: "
-                                       "AMX where the CPU has it; GLASSBOX_MATMUL sets the default)"};
+const option_doc matmul{"matmul", "K", "fp32, amx, int8 or auto: the kernel of the matrix products (default auto: "
+                                       "AMX where the CPU has it; GLASSBOX_MATMUL sets the default; int8: Q4_K "
+                                       "products on inputs rounded to 8 bits, as llama.cpp, faster, not exact)"};
 const option_doc weights{"weights", "stored|f32", "stored (default): F16, BF16 and quantised weights stay as "
                                                   "the file holds them; f32: every weight dequantised at load "
                                                   "and packed for --matmul (4 bytes a weight on either kernel)"};

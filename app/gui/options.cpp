@@ -13,7 +13,7 @@ namespace gbui {
 static const char* usage =
     "usage: glassbox [--model PATH] [--compare PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
     "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
-    "                [--capture-budget MB] [--matmul fp32|amx|auto] [--weights stored|f32]\n"
+    "                [--capture-budget MB] [--matmul fp32|amx|int8|auto] [--weights stored|f32]\n"
     "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--timeout S] [--remember]\n"
     "       glassbox --help | --version\n";
 

@@ -8,6 +8,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "demos.h"
+#include "kernels/gemm.h"
 #include "run/predict.h"
 #include "script.h"
 #include "text_scale.h"
@@ -42,6 +43,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         j["notice"] = s.result->notice;
         j["kl"] = s.result->pred.kl;
         j["model"] = s.result->model->path;
+        j["matmul"] = gb::matmul_name(gb::matmul_of(*s.result->model)); // the kernel its weights were packed for
         const gb::live_report& rep = s.result->report;
         j["report"] = {{"what", rep.what}, {"tokens", rep.tokens}, {"from_token", rep.from_token},
                        {"from_point", rep.from_point}, {"baseline_run", rep.baseline_run}, {"reused", rep.reused},

@@ -30,6 +30,7 @@
 #endif
 
 #include "kernels/gemm_amx.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/gemm_tile.h"
 #include "kernels/stored_values.h"
 #include "util/error.h"
@@ -41,7 +42,7 @@ namespace gb {
 // ---------------------------------------------------------------------------------------------
 // Which kernel
 // ---------------------------------------------------------------------------------------------
-const char* matmul_name(matmul_kind k) { return k == MATMUL_AMX ? "amx" : "fp32"; }
+const char* matmul_name(matmul_kind k) { return k == MATMUL_AMX ? "amx" : k == MATMUL_INT8 ? "int8" : "fp32"; }
 
 // CPU: AMX-TILE, AMX-INT8 and the AVX-512 subsets gemm_amx.cpp is built with; OS: the AVX-512 and tile state in
 // XCR0, and Linux's per-process permission for tile data (arch_prctl ARCH_REQ_XCOMP_PERM, kernel 5.16+).
@@ -78,11 +79,14 @@ bool amx_usable(std::string* why) {
     return ok;
 }
 
+bool int8_usable(std::string* why) { return int8::usable(why); }
+
 matmul_kind parse_matmul_kind(const std::string& name) {
     if (name == "fp32") return MATMUL_FP32;
     if (name == "amx") return MATMUL_AMX;
+    if (name == "int8") return MATMUL_INT8;
     if (name == "auto") return amx_usable() ? MATMUL_AMX : MATMUL_FP32;
-    throw error("matmul kernel '" + name + "' is unknown (expected fp32, amx or auto)");
+    throw error("matmul kernel '" + name + "' is unknown (expected fp32, amx, int8 or auto)");
 }
 
 static std::atomic<int> chosen_kind{-1}; // -1: not chosen yet
@@ -90,6 +94,7 @@ static std::atomic<int> chosen_kind{-1}; // -1: not chosen yet
 void set_matmul_kind(matmul_kind k) {
     std::string why;
     if (k == MATMUL_AMX && !amx_usable(&why)) throw error("the AMX matmul kernel cannot run here: " + why);
+    if (k == MATMUL_INT8 && !int8::usable(&why)) throw error("the int8 matmul kernel cannot run here: " + why);
     chosen_kind = k;
 }
 
@@ -100,13 +105,27 @@ matmul_kind matmul_kind_now() {
         matmul_kind want = amx_usable() ? MATMUL_AMX : MATMUL_FP32;
         if (env && *env) {
             want = parse_matmul_kind(env); // a bad value is an error, not a silent default
-            if (want == MATMUL_AMX && !amx_usable()) want = MATMUL_FP32;
+            if ((want == MATMUL_AMX && !amx_usable()) || (want == MATMUL_INT8 && !int8::usable())) want = MATMUL_FP32;
         }
         int expected = -1;
         chosen_kind.compare_exchange_strong(expected, want);
         k = chosen_kind;
     }
     return (matmul_kind)k;
+}
+
+matmul_kind matmul_of(const model& m) {
+    bool amx = false, int8 = false;
+    auto look = [&](const weight_matrix& w) {
+        amx |= w.amx(), int8 |= w.int8;
+        for (const weight_matrix& p : w.parts) amx |= p.amx(), int8 |= p.int8;
+    };
+    for (const layer_weights& l : m.weights.layers) {
+        for (const weight_matrix* w : {&l.w_qkv, &l.w_o, &l.w_up, &l.w_gate, &l.w_down}) look(*w);
+        for (const auto* e : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            for (const weight_matrix& w : *e) look(w);
+    }
+    return amx ? MATMUL_AMX : int8 ? MATMUL_INT8 : MATMUL_FP32;
 }
 
 constexpr int MC = 128; // rows per chunk: the chunk's packed rows (MC x KC floats) stay in L2
@@ -385,6 +404,7 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
             }
         }
     }
+    m.int8 = type == GGML_Q4_K && matmul_kind_now() == MATMUL_INT8; // chosen at load, as the AMX digits are
     return m;
 }
 
@@ -617,6 +637,7 @@ static void gemm_panels(float* out, int ldc, const float* x, const weight_matrix
     // One parallel region per product: the threads pack the rows together, meet once, then split the panels.
     // (Packing on one thread while the other waited cost about 3% of a forward at 64 tokens.)
     const bool stored = !w.stored.empty();
+    if (w.int8) return int8::gemm_q4k(out, ldc, x, w, bias, n, scratch, epi);
     if (stored && blocks == 1 && converts_in_registers(w.type)) { // one row block: no tile, no packed rows
 #pragma omp parallel for schedule(static) if (threaded)
         for (int p = 0; p < panels; p++) {

@@ -41,16 +41,24 @@ bool kept_as_stored(uint32_t type);
 // and keep_stored; otherwise dequantised to f32 and packed by pack_matrix (AMX or fp32).
 weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
 
-enum matmul_kind { MATMUL_FP32, MATMUL_AMX };
-const char* matmul_name(matmul_kind k); // "fp32", "amx"
+// int8: the fp32 kernel, except that products by Q4_K weights kept as stored round their activations to 8 bits a
+// block of 256 and run on AVX-512 VNNI, as llama.cpp does (core/kernels/gemm_int8.h): faster prompts, not exact.
+// Never the default.
+enum matmul_kind { MATMUL_FP32, MATMUL_AMX, MATMUL_INT8 };
+const char* matmul_name(matmul_kind k); // "fp32", "amx", "int8"
 // Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
 bool amx_usable(std::string* why = nullptr);
+// Whether this build and CPU run the int8 kernel (AVX-512 with VNNI and VBMI); when not, why.
+bool int8_usable(std::string* why = nullptr);
 // The kernel pack_matrix packs new weights for. Default: AMX where usable, else fp32; the environment
-// variable GLASSBOX_MATMUL=fp32|amx overrides it. set_matmul_kind(MATMUL_AMX) throws where AMX is not usable.
+// variable GLASSBOX_MATMUL=fp32|amx|int8 overrides it. set_matmul_kind throws where AMX or int8 is not usable.
 // Weights already packed keep their kernel: choose before loading a model.
 matmul_kind matmul_kind_now();
 void set_matmul_kind(matmul_kind k);
-// "fp32", "amx" or "auto" (the default above); throws gb::error naming the bad value.
+// "fp32", "amx", "int8" or "auto" (the default above); throws gb::error naming the bad value.
+// The kernel m's weights were packed for, as the front ends name it: AMX when a layer matrix holds digits, int8 when
+// a layer matrix is Q4_K marked for the int8 kernel, otherwise fp32.
+matmul_kind matmul_of(const model& m);
 matmul_kind parse_matmul_kind(const std::string& name);
 
 // Per-call activation packing, grown as needed and reused across calls (a steady stream allocates nothing).
@@ -58,6 +66,9 @@ struct gemm_scratch {
     aligned_vector<float> rows;    // fp32: [slices][blocks][kc][MR] rows of x
     aligned_vector<int8_t> digits; // AMX: [row blocks][ceil(in/64)][4][16][64] digits of x's rows
     std::vector<float> row_exp; // AMX: [row blocks * 16] each row's scale exponent (NaN: row not finite)
+    aligned_vector<int8_t> q8;      // int8: [n][in] x rounded to 8 bits
+    std::vector<float> q8_scale;    // int8: [n][in / 256] each block's scale
+    std::vector<int16_t> q8_sums;   // int8: [n][in / 32] sums of 32 rounded values
 };
 
 // out [n][w.out] = x [n][w.in] * W (+ bias [w.out] when not empty), with W's kernel. Threads split the columns.

@@ -155,6 +155,7 @@ struct weight_matrix {
     std::vector<weight_matrix> parts; // a fused matrix (q | k | v) whose parts have different stored types: each
                                       // part's columns, in order (type is then the first part's)
     bool finite = true;          // every weight finite (a NaN or Inf keeps a matrix off the AMX kernel)
+    bool int8 = false;           // Q4_K as stored, packed under --matmul int8: products round x to 8 bits (gemm.h)
     // The backward's W^T packed for the kernel, made by its second product over this matrix and multiplied by in the
     // later ones (gemm.h gemm_backward; within a process-wide budget). A copy shares the pointer and rebuilds its
     // own, since the slot names the buffer it was made from.

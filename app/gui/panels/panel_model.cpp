@@ -198,7 +198,7 @@ static void parameter_table(const gb::model& m) {
 // The source note, how the weights are held and how the matrix products are computed.
 static void weights_lines(const app_state& s, const gb::model& m) {
     if (!m.source_note.empty()) ImGui::TextWrapped("%s", m.source_note.c_str());
-    // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx)
+    // how the weights are held (as stored, or packed for a kernel at load: glassbox --matmul fp32|amx|int8)
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("%s", s.weights_line.c_str());
     ImGui::PopTextWrapPos();
@@ -206,17 +206,26 @@ static void weights_lines(const app_state& s, const gb::model& m) {
         ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
                           "cache-sized slice into floats just before multiplying, so the numbers equal\n"
                           "those of weights dequantised at load (docs/internals.md: Weights as stored).");
-    const bool amx = !m.weights.layers.empty() && m.weights.layers[0].w_qkv.amx();
+    const gb::matmul_kind kernel = gb::matmul_of(m);
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("matrix products: %s", amx ? "AMX int8 digits, exact sums" : "fp32 multiply-adds");
+    ImGui::TextDisabled("matrix products: %s", kernel == gb::MATMUL_AMX    ? "AMX int8 digits, exact sums"
+                                               : kernel == gb::MATMUL_INT8 ? "Q4_K with 8-bit inputs (not exact), others fp32"
+                                                                           : "fp32 multiply-adds");
     ImGui::PopTextWrapPos();
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip(amx ? "Each weight and each input is 4 base-256 digits; Intel AMX multiplies the digits\n"
-                                "exactly and the sums are put back together in fp32\n"
-                                "(docs/internals.md: Matrix products).\n"
-                                "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
-                              : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
-                                "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights.");
+        ImGui::SetTooltip("%s", kernel == gb::MATMUL_AMX
+                                    ? "Each weight and each input is 4 base-256 digits; Intel AMX multiplies the digits\n"
+                                      "exactly and the sums are put back together in fp32\n"
+                                      "(docs/internals.md: Matrix products).\n"
+                                      "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
+                                : kernel == gb::MATMUL_INT8
+                                    ? "glassbox --matmul int8: products by Q4_K weights round each input row to 8 bits\n"
+                                      "a block of 256, as llama.cpp does, and multiply on AVX-512 VNNI: prompts about\n"
+                                      "twice as fast, numbers no longer exact (docs/internals.md: The int8 kernel).\n"
+                                      "Start glassbox without it for exact products."
+                                    : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
+                                      "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights;\n"
+                                      "glassbox --matmul int8 runs Q4_K products on 8-bit inputs (faster, not exact).");
 }
 
 // "How it differs from GPT-2"'s bullets, from the architecture table: what this family computes differently.

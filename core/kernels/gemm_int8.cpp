@@ -1,0 +1,311 @@
+// The int8 kernel: Q4_K weights times activations rounded to 8 bits, on AVX-512 VNNI (gemm_int8.h).
+//
+// For one row, one column and one Q4_K block (256 inputs, 8 sub-blocks s of 32; weight d sc_s q - dmin m_s with
+// q in 0..15 and sc_s, m_s in 0..63) and the row's block rounded to s_x * x_q:
+//   sum = s_x * (d * sum_s sc_s (q . x_q)_s  -  dmin * sum_s m_s sum(x_q)_s)
+// Both inner sums are integers, exact in int32 (|q . x_q| <= 32 * 15 * 127, times 63, times 8 < 2^31). Three
+// float operations a block follow: t = d * float(tot); t = t - dmin * float(mins) (one rounding); acc += s_x * t
+// (one rounding). tests/test_int8.cpp repeats them on the file's blocks, and gets the same bits.
+//
+// Per panel (NR columns) and block, the panel's interleaved levels (gemm.cpp k4_put) are turned once into the
+// layout vpdpbusd reads: for each sub-block s and group t of 4 inputs, [NR][4] nibbles, so that one 32-bit lane
+// holds a column's 4 levels. That block tile (15 KB) stays in L1 while every row block passes over it; each row's
+// 4 activations are one broadcast. The rows' running sums [n][NR] stay in a second, per-thread buffer.
+#include "kernels/gemm_int8.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <omp.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#include "kernels/gemm_tile.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace gb::int8 {
+
+#if defined(__x86_64__) && defined(__AVX512F__)
+#define GLASSBOX_INT8 1
+#endif
+
+static bool detect(std::string& why) {
+#if defined(GLASSBOX_INT8)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return why = "the CPU reports no extended features", false;
+    const unsigned avx512 = (1u << 16) | (1u << 30) | (1u << 31); // F, BW, VL
+    if ((b & avx512) != avx512) return why = "the CPU has no AVX-512 (F, BW, VL)", false;
+    if (!(c & (1u << 11))) return why = "the CPU has no AVX-512 VNNI", false;
+    if (!(c & (1u << 1))) return why = "the CPU has no AVX-512 VBMI", false;
+    return true; // the build is for AVX-512 (__AVX512F__), so the OS saves its state
+#else
+    why = "this build has no int8 kernel (it needs an AVX-512 build, -march with AVX-512)";
+    return false;
+#endif
+}
+
+bool usable(std::string* why) {
+    static std::once_flag once;
+    static bool ok = false;
+    static std::string reason;
+    std::call_once(once, [] { ok = detect(reason); });
+    if (why) *why = ok ? "" : reason;
+    return ok;
+}
+
+void quantize_rows(int8_t* q, float* scale, int16_t* sums, const float* x, int n, int K) {
+    const int nb = K / 256;
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < nb; b++) {
+            const float* xb = x + (size_t)r * K + b * 256;
+            int8_t* qb = q + (size_t)r * K + b * 256;
+            float amax = 0.0f;
+            for (int i = 0; i < 256; i++) amax = std::max(amax, std::fabs(xb[i]));
+            bool finite = std::isfinite(amax);
+            for (int i = 0; i < 256 && finite; i++) finite = !std::isnan(xb[i]); // fmax drops NaN
+            float s = amax / 127.0f;
+            if (!finite || amax == 0.0f) {
+                std::memset(qb, 0, 256);
+                if (!finite) s = NAN;
+            } else {
+                const float inv = 127.0f / amax;
+                for (int i = 0; i < 256; i++) qb[i] = (int8_t)std::max(-127.0f, std::min(127.0f, std::nearbyint(xb[i] * inv)));
+            }
+            scale[(size_t)r * nb + b] = s;
+            for (int g = 0; g < 8; g++) {
+                int sum = 0;
+                for (int i = 0; i < 32; i++) sum += qb[32 * g + i];
+                sums[(size_t)r * (K / 32) + b * 8 + g] = (int16_t)sum;
+            }
+        }
+}
+
+#if defined(GLASSBOX_INT8)
+
+#define INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+static_assert(NR % 16 == 0, "the int8 kernel takes a panel 16 columns at a time");
+// One block's tile, in bytes from its start: levels [8 s][8 t][NR][4] (u8), sc [8][NR] (int32), mins in pairs
+// [4][NR] (two int16: m_2u, m_2u+1), d [NR], dmin [NR] (float)
+constexpr size_t T_SC = 256 * NR, T_MP = T_SC + 32 * NR, T_D = T_MP + 16 * NR, T_DMIN = T_D + 4 * NR,
+                 T_BYTES = T_DMIN + 4 * NR;
+
+// The 16 columns 16 jj.. of block row `row` of an interleaved Q4_K panel (k4_put: d [NR], dmin [NR] f16, scales
+// [12][NR], levels [128][NR]): each sub-block's scale sc[s], the mins in pairs mp[u] (int16 m_2u | m_2u+1 << 16),
+// d and dmin. The 6-bit fields of the 12 scale bytes as quant.h's k4_scales reads them.
+struct block_scales {
+    __m512i sc[8], mp[4];
+    __m512 d, dmin;
+};
+INT8_TARGET static inline void scales_of(block_scales& bs, const uint8_t* row, int jj) {
+    __m512i b[12];
+    for (int i = 0; i < 12; i++) b[i] = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(row + (4 + i) * NR + 16 * jj)));
+    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15);
+    __m512i m[8];
+    for (int s = 0; s < 4; s++) {
+        bs.sc[s] = _mm512_and_si512(b[s], m6);
+        m[s] = _mm512_and_si512(b[s + 4], m6);
+        bs.sc[s + 4] = _mm512_or_si512(_mm512_and_si512(b[s + 8], m4), _mm512_slli_epi32(_mm512_srli_epi32(b[s], 6), 4));
+        m[s + 4] = _mm512_or_si512(_mm512_srli_epi32(b[s + 8], 4), _mm512_slli_epi32(_mm512_srli_epi32(b[s + 4], 6), 4));
+    }
+    for (int u = 0; u < 4; u++) bs.mp[u] = _mm512_or_si512(m[2 * u], _mm512_slli_epi32(m[2 * u + 1], 16));
+    bs.d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 32 * jj)));
+    bs.dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 2 * NR + 32 * jj)));
+}
+
+// Level bytes 4 t .. 4 t + 3 of group g (value 64 g + 4 t + u in the low nibbles, + 32 in the high ones), columns
+// 16 jj..: one 32-bit lane per column, its 4 bytes in order (vpermb: bytes [u][c] -> [c][u])
+INT8_TARGET static inline __m512i levels_of(const uint8_t* row, int g, int t, int jj, __m512i perm) {
+    const uint8_t* src = row + 16 * NR + (size_t)(32 * g + 4 * t) * NR + 16 * jj;
+    __m512i v = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i*)src));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + NR)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + 2 * NR)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + 3 * NR)), 3);
+    return _mm512_permutexvar_epi8(perm, v);
+}
+static const __m512i* level_perm() {
+    alignas(64) static const struct table {
+        uint8_t idx[64];
+        table() {
+            for (int c = 0; c < 16; c++)
+                for (int u = 0; u < 4; u++) idx[4 * c + u] = (uint8_t)(16 * u + c);
+        }
+    } t;
+    return (const __m512i*)t.idx;
+}
+
+// One block row -> the tile above (levels as vpdpbusd reads them, the scales unpacked); meanwhile the next block
+// row is fetched
+INT8_TARGET static void build_tile(uint8_t* tile, const uint8_t* row, const char* next) {
+    const __m512i perm = _mm512_load_si512((const void*)level_perm()), low = _mm512_set1_epi8(0x0F);
+    for (int g = 0; g < 4; g++)
+        for (int t = 0; t < 8; t++) {
+            for (int i = 0; i < 4; i++) __builtin_prefetch(next + (size_t)((8 * g + t) * 4 + i) * 64, 0, 2);
+            for (int jj = 0; jj < NR / 16; jj++) {
+                const __m512i v = levels_of(row, g, t, jj, perm);
+                _mm512_storeu_si512((void*)(tile + ((size_t)(16 * g + t) * NR + 16 * jj) * 4), _mm512_and_si512(v, low));
+                _mm512_storeu_si512((void*)(tile + ((size_t)(16 * g + 8 + t) * NR + 16 * jj) * 4),
+                                    _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+            }
+        }
+    for (int jj = 0; jj < NR / 16; jj++) {
+        block_scales bs;
+        scales_of(bs, row, jj);
+        for (int s = 0; s < 8; s++) _mm512_storeu_si512((void*)(tile + T_SC + ((size_t)s * NR + 16 * jj) * 4), bs.sc[s]);
+        for (int u = 0; u < 4; u++) _mm512_storeu_si512((void*)(tile + T_MP + ((size_t)u * NR + 16 * jj) * 4), bs.mp[u]);
+        _mm512_storeu_ps((float*)(tile + T_D) + 16 * jj, bs.d);
+        _mm512_storeu_ps((float*)(tile + T_DMIN) + 16 * jj, bs.dmin);
+    }
+}
+
+// The mins' sums (sum_s m_s sum(x_q)_s, as pairs of int16) and the block's three float operations into acc
+template <int R>
+INT8_TARGET static inline void fold_block(float* acc, const __m512i (&tot)[R], const __m512i (&mp)[4], __m512 d, __m512 dmin,
+                                          const float* xs, const int16_t* xsum, int K, int nb, int jj) {
+    __m512i mins[R];
+    for (int r = 0; r < R; r++) mins[r] = _mm512_setzero_si512();
+    for (int u = 0; u < 4; u++)
+        for (int r = 0; r < R; r++) {
+            int32_t a;
+            std::memcpy(&a, xsum + (size_t)r * (K / 32) + 2 * u, 4);
+            mins[r] = _mm512_dpwssd_epi32(mins[r], mp[u], _mm512_set1_epi32(a));
+        }
+    for (int r = 0; r < R; r++) {
+        // (the zero-masked conversions: the plain one starts from an "undefined" vector GCC warns about)
+        __m512 t = _mm512_mul_ps(d, _mm512_maskz_cvtepi32_ps(0xFFFF, tot[r]));
+        t = _mm512_fnmadd_ps(dmin, _mm512_maskz_cvtepi32_ps(0xFFFF, mins[r]), t);
+        float* a = acc + (size_t)r * NR + 16 * jj;
+        _mm512_storeu_ps(a, _mm512_fmadd_ps(_mm512_set1_ps(xs[(size_t)r * nb]), t, _mm512_loadu_ps(a)));
+    }
+}
+
+// acc [R][NR] columns 16 jj.. += block b of R rows (quantised: xq at the block's first input, K apart; xs, xsum
+// likewise) times the tile's columns
+template <int R>
+INT8_TARGET static void tile_kernel(float* acc, const int8_t* xq, const float* xs, const int16_t* xsum, int K,
+                                    int nb, const uint8_t* tile, int jj) {
+    __m512i tot[R], part[R];
+    for (int r = 0; r < R; r++) tot[r] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int s = 0; s < 8; s++) {
+        for (int r = 0; r < R; r++) part[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) {
+            const __m512i wv = _mm512_loadu_si512((const void*)(tile + ((size_t)(8 * s + t) * NR + 16 * jj) * 4));
+            for (int r = 0; r < R; r++) {
+                int32_t a;
+                std::memcpy(&a, xq + (size_t)r * K + 32 * s + 4 * t, 4);
+                part[r] = _mm512_dpbusd_epi32(part[r], wv, _mm512_set1_epi32(a));
+            }
+        }
+        const __m512i scv = _mm512_loadu_si512((const void*)(tile + T_SC + ((size_t)s * NR + 16 * jj) * 4));
+        for (int r = 0; r < R; r++) tot[r] = _mm512_add_epi32(tot[r], _mm512_mullo_epi32(part[r], scv));
+    }
+    __m512i mp[4];
+    for (int u = 0; u < 4; u++) mp[u] = _mm512_loadu_si512((const void*)(tile + T_MP + ((size_t)u * NR + 16 * jj) * 4));
+    fold_block<R>(acc, tot, mp, _mm512_loadu_ps((const float*)(tile + T_D) + 16 * jj),
+                  _mm512_loadu_ps((const float*)(tile + T_DMIN) + 16 * jj), xs, xsum, K, nb, jj);
+}
+
+// The same straight from the panel's block row, with no tile: for one row block (generation's single token), where
+// a tile would be written for one pass over it. The sums are the same integers, so the result is the same.
+template <int R>
+INT8_TARGET static void row_kernel(float* acc, const int8_t* xq, const float* xs, const int16_t* xsum, int K, int nb,
+                                   const uint8_t* row, int jj) {
+    const __m512i perm = _mm512_load_si512((const void*)level_perm()), low = _mm512_set1_epi8(0x0F);
+    block_scales bs;
+    scales_of(bs, row, jj);
+    __m512i tot[R], lo[R], hi[R];
+    for (int r = 0; r < R; r++) tot[r] = _mm512_setzero_si512();
+    for (int g = 0; g < 4; g++) {
+        for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm512_setzero_si512();
+        for (int t = 0; t < 8; t++) {
+            const __m512i v = levels_of(row, g, t, jj, perm);
+            const __m512i vl = _mm512_and_si512(v, low), vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            for (int r = 0; r < R; r++) {
+                int32_t a, b;
+                std::memcpy(&a, xq + (size_t)r * K + 64 * g + 4 * t, 4);
+                std::memcpy(&b, xq + (size_t)r * K + 64 * g + 32 + 4 * t, 4);
+                lo[r] = _mm512_dpbusd_epi32(lo[r], vl, _mm512_set1_epi32(a));
+                hi[r] = _mm512_dpbusd_epi32(hi[r], vh, _mm512_set1_epi32(b));
+            }
+        }
+        for (int r = 0; r < R; r++)
+            tot[r] = _mm512_add_epi32(tot[r], _mm512_add_epi32(_mm512_mullo_epi32(lo[r], bs.sc[2 * g]),
+                                                               _mm512_mullo_epi32(hi[r], bs.sc[2 * g + 1])));
+    }
+    fold_block<R>(acc, tot, bs.mp, bs.d, bs.dmin, xs, xsum, K, nb, jj);
+}
+
+using tile_fn = void (*)(float*, const int8_t*, const float*, const int16_t*, int, int, const uint8_t*, int);
+static constexpr tile_fn tile_kernels[] = {nullptr, tile_kernel<1>, tile_kernel<2>, tile_kernel<3>, tile_kernel<4>,
+                                           tile_kernel<5>, tile_kernel<6>, tile_kernel<7>, tile_kernel<8>};
+static constexpr tile_fn row_kernels[] = {nullptr, row_kernel<1>, row_kernel<2>, row_kernel<3>, row_kernel<4>,
+                                          row_kernel<5>, row_kernel<6>, row_kernel<7>, row_kernel<8>};
+constexpr int RB = 8; // rows a kernel takes: 8 x 2 (3 for row_kernel) integer sums and a few vectors fit 32 registers
+
+void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
+              gemm_scratch& scratch, epilogue epi) {
+    const int K = w.in, M = w.out, nb = K / 256, panels = (M + NR - 1) / NR;
+    if (w.type != GGML_Q4_K || w.stored.empty() || K % 256) throw error("internal: int8 product of a matrix that is not Q4_K");
+    if (scratch.q8.size() < (size_t)n * K) scratch.q8.resize((size_t)n * K);
+    if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
+    if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
+    int8_t* xq = scratch.q8.data();
+    float* xs = scratch.q8_scale.data();
+    int16_t* xsum = scratch.q8_sums.data();
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
+#pragma omp parallel if (threaded)
+    {
+        static thread_local aligned_vector<uint8_t> tile;
+        static thread_local aligned_vector<float> acc;
+        if (tile.size() < T_BYTES) tile.resize(T_BYTES);
+        if (acc.size() < (size_t)n * NR) acc.resize((size_t)n * NR);
+#pragma omp for schedule(static)
+        for (int r = 0; r < n; r++) quantize_rows(xq + (size_t)r * K, xs + (size_t)r * nb, xsum + (size_t)r * nb * 8, x + (size_t)r * K, 1, K);
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; p++) {
+            std::fill_n(acc.data(), (size_t)n * NR, 0.0f);
+            for (int b = 0; b < nb; b++) {
+                const uint8_t* row = w.stored.data() + (size_t)((int64_t)(p * nb + b) * NR * 144);
+                const char* next = (const char*)row + NR * 144; // the next block row (harmless past the end)
+                if (n <= RB) { // one row block
+                    for (int i = 0; i < 4; i++) __builtin_prefetch(next + (size_t)i * 64, 0, 2);
+                    for (int jj = 0; jj < NR / 16; jj++) {
+                        for (int i = 0; i < 36; i++) __builtin_prefetch(next + (size_t)(4 + 36 * jj + i) * 64, 0, 2);
+                        row_kernels[n](acc.data(), xq + b * 256, xs + b, xsum + b * 8, K, nb, row, jj);
+                    }
+                    continue;
+                }
+                build_tile(tile.data(), row, next);
+                for (int r0 = 0; r0 < n; r0 += RB) {
+                    const int rows = std::min(RB, n - r0);
+                    for (int jj = 0; jj < NR / 16; jj++)
+                        tile_kernels[rows](acc.data() + (size_t)r0 * NR, xq + (size_t)r0 * K + b * 256, xs + (size_t)r0 * nb + b,
+                                           xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, tile.data(), jj);
+                }
+            }
+            const int j0 = p * NR, cols = std::min(NR, M - j0);
+            float bias_tile[NR] = {};
+            if (bias) std::copy_n(bias + j0, cols, bias_tile);
+            for (int r = 0; r < n; r++) { // the fp32 kernel's end: bias, then the epilogue, then the valid columns
+                vec v[1][NV];
+                std::memcpy(v, acc.data() + (size_t)r * NR, sizeof v);
+                store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
+            }
+        }
+    }
+}
+
+#else
+
+void gemm_q4k(float*, int, const float*, const weight_matrix&, const float*, int, gemm_scratch&, epilogue) {
+    throw error("internal: the int8 kernel is not in this build");
+}
+
+#endif
+
+} // namespace gb::int8
