@@ -7,7 +7,11 @@
 #include <functional>
 #include <cstdio>
 #include <iostream>
+#include <omp.h>
+#include <pthread.h>
 #include <random>
+#include <sched.h>
+#include <set>
 #include <sstream>
 
 #include "io/loader.h"
@@ -20,6 +24,7 @@
 #include "test_util.h"
 #include "tiny_model.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace {
 
@@ -692,6 +697,47 @@ TEST(Gemm, ChoosingAKernelByName) {
     EXPECT_EQ(gb::parse_matmul_kind("auto"), gb::amx_usable() ? gb::MATMUL_AMX : gb::MATMUL_FP32);
     expect_gb_error([] { gb::parse_matmul_kind("int4"); }, "matmul kernel 'int4' is unknown");
     if (!gb::amx_usable()) expect_gb_error([] { gb::set_matmul_kind(gb::MATMUL_AMX); }, "cannot run here");
+}
+
+// pinned_team (util/threads.h): inside it each thread of the caller's team runs on a CPU of its own, the caller
+// among them; after it the caller's CPU set is what it was; a team of one, or the user's own placement, pins nothing.
+TEST(Threads, PinnedTeamPutsOneThreadOnEachCpuAndGivesTheCallerBack) {
+    cpu_set_t before;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+    const int n = omp_get_max_threads();
+    if (n < 2 || CPU_COUNT(&before) < n || std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES"))
+        GTEST_SKIP() << "needs a team of two or more on as many CPUs, and no OMP_PROC_BIND or OMP_PLACES";
+    {
+        gb::pinned_team pin;
+        ASSERT_TRUE(pin.pinned());
+        std::vector<int> cpu((size_t)n, -1);
+#pragma omp parallel num_threads(n)
+        {
+            cpu_set_t s;
+            pthread_getaffinity_np(pthread_self(), sizeof s, &s);
+            if (CPU_COUNT(&s) == 1)
+                for (int c = 0; c < CPU_SETSIZE; c++)
+                    if (CPU_ISSET(c, &s)) cpu[(size_t)omp_get_thread_num()] = c;
+        }
+        const std::set<int> distinct(cpu.begin(), cpu.end());
+        EXPECT_EQ(distinct.size(), (size_t)n);
+        EXPECT_EQ(distinct.count(-1), 0u) << "a thread of the team is not on one CPU";
+    }
+    cpu_set_t after;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after));
+    omp_set_num_threads(1);
+    {
+        gb::pinned_team one;
+        EXPECT_FALSE(one.pinned());
+    }
+    omp_set_num_threads(n);
+    setenv("OMP_PLACES", "cores", 1);
+    {
+        gb::pinned_team users;
+        EXPECT_FALSE(users.pinned());
+    }
+    unsetenv("OMP_PLACES");
 }
 
 TEST(Gemm, LmHeadRowsMatchNaiveProduct) {

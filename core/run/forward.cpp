@@ -14,6 +14,7 @@
 #include "run/pass.h"
 #include "run/vision.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace gb {
 
@@ -218,6 +219,7 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     const int64_t per_token = macs_per_token(m);
     const one_thread_if small(per_token <= (16 << 20) &&
                               (int64_t)n * per_token + 2 * (int64_t)n * n_keys * c.d_model * c.n_layer <= (int64_t)2 << 30);
+    const pinned_team pin; // one thread per core for this call (util/threads.h)
     // The cache is written only when a later call can read it: this call continues earlier ones, leaves room for
     // more, or the caller keeps it. Otherwise (a record of the whole context) attention reads keys and values in place.
     const bool use_cache = n0 > 0 || n_keys < s.n_ctx || s.keep_cache;

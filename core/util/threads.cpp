@@ -1,8 +1,13 @@
 // OpenMP's waiting, chosen before the runtime reads it (see threads.h).
 #include "util/threads.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
+#include <vector>
 
 namespace gb {
 
@@ -11,6 +16,48 @@ void wait_briefly(char** argv) {
     if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
     execv("/proc/self/exe", argv);
     // exec failed (no /proc): go on with libgomp's default, spinning
+}
+
+static_assert(sizeof(cpu_set_t) <= 128, "pinned_team keeps a cpu_set_t in 128 bytes");
+
+// The CPUs of set in the order team threads take them: each core's first CPU (the first of its SMT siblings, as
+// sysfs lists them; every CPU where sysfs says nothing), then the others
+static std::vector<int> cpu_order(const cpu_set_t& set) {
+    std::vector<int> first, rest;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        char path[96];
+        std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+        int lowest = cpu;
+        if (FILE* f = std::fopen(path, "r")) {
+            if (std::fscanf(f, "%d", &lowest) != 1) lowest = cpu;
+            std::fclose(f);
+        }
+        (lowest == cpu ? first : rest).push_back(cpu);
+    }
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first;
+}
+
+pinned_team::pinned_team() {
+    const int n = omp_get_max_threads();
+    if (n < 2 || omp_in_parallel() || std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES")) return;
+    cpu_set_t& mine = *(cpu_set_t*)before;
+    if (pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), &mine) != 0) return;
+    const std::vector<int> cpus = cpu_order(mine);
+    if ((int)cpus.size() < n) return;
+#pragma omp parallel num_threads(n)
+    {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[(size_t)omp_get_thread_num()], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one); // a refusal leaves the thread where it was
+    }
+    active = true;
+}
+
+pinned_team::~pinned_team() {
+    if (active) pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), (const cpu_set_t*)before);
 }
 
 std::string wait_policy() {
