@@ -18,7 +18,8 @@ void wait_briefly(char** argv) {
     // exec failed (no /proc): go on with libgomp's default, spinning
 }
 
-static_assert(sizeof(cpu_set_t) <= 128, "pinned_team keeps a cpu_set_t in 128 bytes");
+static_assert(sizeof(cpu_set_t) <= 16 * sizeof(unsigned long) && alignof(cpu_set_t) <= alignof(unsigned long),
+              "pinned_team keeps a cpu_set_t in 16 unsigned longs");
 
 // The CPUs of set in the order team threads take them: each core's first CPU (the first of its SMT siblings, as
 // sysfs lists them; every CPU where sysfs says nothing), then the others

@@ -34,7 +34,7 @@ public:
 
 private:
     bool active = false;
-    unsigned char before[128] = {}; // the caller's cpu_set_t (1,024 CPUs), kept opaque here
+    unsigned long before[16] = {}; // the caller's cpu_set_t (1,024 CPUs, an array of unsigned long), kept opaque here
 };
 
 // How the threads wait, as the variable in force says it: "GOMP_SPINCOUNT=1000", "OMP_WAIT_POLICY=ACTIVE", ...,
