@@ -501,6 +501,50 @@ def ioi_training_sentence(rng, names):
     return ioi_sentence(rng, names, [rng.choice(IOI_FRAMES) + " " + rng.choice(IOI_ACTIONS)])
 
 
+# The verbs of the held-out templates: no indirect-object document of the curriculum uses them (check_heldout)
+HELDOUT_VERBS = ("sold", "lent", "carried", "mailed", "tossed")
+# --ioi-open-frac: frames around a clause of the prose ({F}), beside IOI_FRAMES
+OPEN_FRAMES = ["{A} and {B} said that {F}, and", "While {F}, {A} and {B} were at the {place}.",
+               "{A} and {B} were there when {F}, so", "{A} and {B} read that {F}. Then"]
+
+
+def open_vocab(train_docs, n_min=5, n_clauses=20000):
+    """--ioi-open-frac: what the open-vocabulary indirect-object sentences are made of, all from the training prose:
+    past-tense verbs that it puts before "the", "a", "his" or "her" at least n_min times (held-out verbs left out),
+    the nouns after them, and clauses of 4-12 lower-case words (no capitals, so no names; none with a held-out
+    verb). Sorted and sampled with a fixed seed: the same for the same corpus."""
+    import random
+    import regex
+    text = "\n".join(train_docs)
+    vc, nc = collections.Counter(), collections.Counter()
+    for v, n in regex.findall(r"\b([a-z]{3,}ed) (?:the|a|an|his|her) ([a-z]{3,})\b", text):
+        vc[v] += 1
+        nc[n] += 1
+    verbs = sorted(v for v, c in vc.items() if c >= n_min and v not in HELDOUT_VERBS)
+    # words after "the" that are not nouns (a crude stop list; a wrong one only makes an odd sentence)
+    not_nouns = set("""all and any best big both certain each entire every few first full great greater high his
+        its last least little long many more most much new next old only other our own past present same second
+        several small some such that their these this those very what which whole with young""".split())
+    nouns = sorted(n for n, c in nc.items() if c >= n_min and n not in not_nouns and not n.endswith(("ed", "ly", "est"))
+                   and n not in HELDOUT_VERBS)
+    held = regex.compile(r"\b(" + "|".join(HELDOUT_VERBS) + r")\b")
+    clauses = sorted({c.strip() for c in regex.findall(r"(?<=[.;:!?] )[a-z][a-z ,']+(?=[.;:!?])", text)
+                      if 4 <= len(c.split()) <= 12 and not held.search(c) and "{" not in c and "}" not in c})
+    clauses = random.Random(7).sample(clauses, min(n_clauses, len(clauses)))
+    return verbs, nouns, clauses
+
+
+def ioi_open_sentence(rng, names, ov):
+    """An indirect-object sentence with an open-vocabulary action ("{S} <verb> the <noun> to {IO}.", verb and noun
+    from the prose) after a training frame or a frame around a clause of the prose, as ioi_sentence: so that a verb
+    or frame never seen in one still leads to the name that was not repeated."""
+    verbs, nouns, clauses = ov
+    frame = rng.choice(IOI_FRAMES) if rng.random() < 0.5 else rng.choice(OPEN_FRAMES).replace("{F}", rng.choice(clauses))
+    action = (f"{{S}} {rng.choice(verbs)} {rng.choice(('the', 'a'))} {rng.choice(nouns)} "
+              f"{rng.choice(('to', 'to', 'to', 'for'))} {{IO}}.")
+    return ioi_sentence(rng, names, [frame + " " + action])
+
+
 def fact_sentence(rng, relation, held_out=False, fact=None):
     table, train, held = FACT_TEMPLATES[relation]
     s, o = fact or rng.choice(table)
@@ -625,7 +669,8 @@ def parse_mix(text):
     return {k: mix.get(k, 0.0) / total for k in CURRICULUM_KINDS}
 
 
-def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0):
+def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0,
+                         ov=None, open_frac=0.0):
     """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
     fact, repeated-sentence, story and set-phrase documents); held-out templates never occur, and held-out names
     never in an indirect-object sentence. other_names: the names of the other documents (IOI_NAMES, or with
@@ -634,7 +679,9 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
     documents the two "names" are drawn from word_names instead (--ioi-word-names: capitalised words of the prose,
     ' Congress', ' Whale', ...), so that the pattern is learnt for any token, not only for names seen as answers.
     answers (a list, if given) gets one entry per document: for an indirect-object document its sentences as
-    [(sentence, the indirect object it ends with, or None for an opening sentence)], else None."""
+    [(sentence, the indirect object it ends with, or None for an opening sentence)], else None. With ov
+    (open_vocab's) each indirect-object sentence is an open-vocabulary one (ioi_open_sentence) with probability
+    open_frac."""
     import random
     rng = random.Random(seed)
     edges, acc = [], 0.0
@@ -646,7 +693,8 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
         u = rng.random()
         if u < edges[0]:
             names = word_names if word_frac > 0 and rng.random() < word_frac else IOI_NAMES
-            sents = [ioi_training_sentence(rng, names) for _ in range(rng.randint(1, 3))]
+            sents = [ioi_open_sentence(rng, names, ov) if ov and rng.random() < open_frac
+                     else ioi_training_sentence(rng, names) for _ in range(rng.randint(1, 3))]
             sents = [(t[0], t[2]) for t in sents]  # (text, indirect object)
             # a name that starts a text has no space before it, so it is another token (or several) than the
             # " Name" the sentence answers with: an opening sentence first keeps every name in its " Name" form
@@ -714,6 +762,9 @@ def check_heldout(cur_docs, ioi, facts, answers=None, names_elsewhere=False):
         assert m is None, f"held-out name {m.group(0)!r} in the curriculum"
     for q in ioi + facts:
         assert q["prompt"] not in text, f"held-out prompt in the curriculum: {q['prompt']!r}"
+    if answers is not None:  # the held-out templates' verbs are in no indirect-object document
+        m = regex.search(r"\b(" + "|".join(HELDOUT_VERBS) + r")\b", "\n".join(d for d, a in zip(cur_docs, answers) if a is not None))
+        assert m is None, f"held-out verb {m.group(0)!r} in an indirect-object document"
     for t in HELDOUT_IOI_TEMPLATES:  # the held-out frames and verbs ("sold a", "lent a", ...) are in no training part
         frame, verb = t.split(" {S}")[0], t.split("{S}")[1].split("{obj}")[0]
         assert frame not in IOI_FRAMES and not any(verb in u for u in IOI_ACTIONS), t
@@ -1715,7 +1766,12 @@ def write_readme(out, info):
               f"{len(IOI_FRAMES)} frames that bring in the two names in either order (\"When Mary and John went to "
               f"the store,\", \"Mary and John were cooking at the kitchen, and\", ...) times {len(IOI_ACTIONS)} "
               "actions in which the subject is named again (\"John gave a drink to Mary.\", \"... handed the ... to\", "
-              "\"... showed the ... to\", \"... made a cake for\", ...), 1-3 sentences a document;",
+              "\"... showed the ... to\", \"... made a cake for\", ...), 1-3 sentences a document"
+              + (f"; {info['ioi_open_frac']:.0%} of the sentences take their action from the prose instead (a "
+                 "past-tense verb it puts before 'the' or 'a' and a noun after it: \"Jason founded a settlement for Luke.\"), "
+                 "half of those inside a frame around a lower-case clause of the prose, so that no verb or frame is "
+                 "what the answer hangs on (none of the held-out verbs is among them)"
+                 if info.get("ioi_open_frac") else "") + ";",
               f"- {mix['facts']:.0%} facts: a table of {n_facts} true facts ({len(LANDMARKS)} landmarks and their city, "
               f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
               f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
@@ -1968,6 +2024,9 @@ def main():
                          "the held-out ones, never in an indirect-object sentence)")
     ap.add_argument("--ioi-word-names", type=float, default=0.0,
                     help="share of the IOI documents whose two names are capitalised words of the prose instead")
+    ap.add_argument("--ioi-open-frac", type=float, default=0.0,
+                    help="share of the IOI sentences whose action is a verb and noun of the prose (and half of them a "
+                         "frame around a clause of the prose): open_vocab")
     ap.add_argument("--more-names", action="store_true",
                     help="222 more first names in the indirect-object sentences (each made one token)")
     ap.add_argument("--more-templates", type=int, nargs="?", const=1, default=0,
@@ -2002,13 +2061,20 @@ def main():
         st = json.load(open(state_path))
         args.more_templates, args.more_names = st.get("more_templates", 0), st.get("more_names", False)
         args.names_outside_ioi = st.get("names_outside_ioi", "train")
+        args.ioi_open_frac = st.get("ioi_open_frac", 0.0)
     if args.more_templates:
         use_more_templates(args.more_templates)
     if args.more_names:
         use_more_names()
     names_elsewhere = args.names_outside_ioi == "all"
+    ov = open_vocab(train_docs) if args.ioi_open_frac > 0 else None
+    if ov:
+        print(f"open-vocabulary IOI in {args.ioi_open_frac:.0%} of the sentences: {len(ov[0])} verbs "
+              f"({', '.join(ov[0][::max(1, len(ov[0]) // 6)][:6])}, ...), {len(ov[1])} nouns, {len(ov[2])} clauses",
+              flush=True)
     cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
-                                    IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES)
+                                    IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES,
+                                    ov=ov, open_frac=args.ioi_open_frac)
     ioi_heldout, facts_heldout = heldout_sets(seed)
     seen = seen_sets(seed)
     check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
@@ -2043,7 +2109,7 @@ def main():
         cur_answers = []
         cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                         IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES, pool,
-                                        args.ioi_word_names)
+                                        args.ioi_word_names, ov, args.ioi_open_frac)
         check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
         n_word_names = len(pool)
         print(f"{len(pool)} capitalised words as stand-in names in {args.ioi_word_names:.0%} of the IOI documents, "
@@ -2220,7 +2286,7 @@ def main():
                 "curriculum_tokens": len(cur_ids), "forced_merges": n_forced,
                 "init_from": args.init_from, "base_val_bpb": base_bpb, "warmup": args.warmup,
                 "compare_to": args.compare_to or args.init_from, "ioi_answer_weight": args.ioi_answer_weight,
-                "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "lens_aux_weight": args.lens_aux_weight,
+                "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "ioi_open_frac": args.ioi_open_frac, "lens_aux_weight": args.lens_aux_weight,
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
                 "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
