@@ -24,6 +24,7 @@
 #include "analysis/surprisal.h"
 #include "analysis/trace.h"
 #include "analysis/steer.h"
+#include "kernels/gemm.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
 #include "model/model.h"
@@ -483,6 +484,7 @@ struct app_state {
     // ---- outputs (published by the worker, read by panels) ----
     std::shared_ptr<const gb::model> model;        // current model (previous stays on failed loads)
     std::string weights_line;                      // the model panel's "weights: ..." line, made once per model
+    gb::matmul_kind kernel = gb::MATMUL_FP32;      // the kernel the model's weights were packed for (matmul_of)
     std::shared_ptr<const run_result> result;      // newest result whose textures are on screen
     std::shared_ptr<const heat_pixels> pixels;     // the pixels the textures show (result's, at some scale)
     std::shared_ptr<const run_result> next_result; // arrived, waiting for its textures to be uploaded

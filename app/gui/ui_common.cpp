@@ -698,6 +698,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
                   wt.attention.c_str(), wt.mlp.c_str(), wt.embedding.c_str(), wt.head.c_str(),
                   gb::weight_bytes(*s.model) / 1e6);
     s.weights_line = line;
+    s.kernel = gb::matmul_of(*s.model);
     s.error.clear();
     s.warning.clear();
     s.status = "loaded " + path;

@@ -70,16 +70,18 @@ static bool detect_amx(std::string& why) {
 #endif
 }
 
-bool amx_usable(std::string* why) {
+// A kernel's check, run once per process; its reason kept for every later caller
+template <bool (*detect)(std::string&)>
+static bool checked_once(std::string* why) {
     static std::once_flag once;
     static bool ok = false;
     static std::string reason;
-    std::call_once(once, [] { ok = detect_amx(reason); });
+    std::call_once(once, [] { ok = detect(reason); });
     if (why) *why = ok ? "" : reason;
     return ok;
 }
-
-bool int8_usable(std::string* why) { return int8::usable(why); }
+bool amx_usable(std::string* why) { return checked_once<detect_amx>(why); }
+bool int8_usable(std::string* why) { return checked_once<int8::detect>(why); }
 
 matmul_kind parse_matmul_kind(const std::string& name) {
     if (name == "fp32") return MATMUL_FP32;
@@ -94,7 +96,7 @@ static std::atomic<int> chosen_kind{-1}; // -1: not chosen yet
 void set_matmul_kind(matmul_kind k) {
     std::string why;
     if (k == MATMUL_AMX && !amx_usable(&why)) throw error("the AMX matmul kernel cannot run here: " + why);
-    if (k == MATMUL_INT8 && !int8::usable(&why)) throw error("the int8 matmul kernel cannot run here: " + why);
+    if (k == MATMUL_INT8 && !int8_usable(&why)) throw error("the int8 matmul kernel cannot run here: " + why);
     chosen_kind = k;
 }
 
@@ -105,7 +107,7 @@ matmul_kind matmul_kind_now() {
         matmul_kind want = amx_usable() ? MATMUL_AMX : MATMUL_FP32;
         if (env && *env) {
             want = parse_matmul_kind(env); // a bad value is an error, not a silent default
-            if ((want == MATMUL_AMX && !amx_usable()) || (want == MATMUL_INT8 && !int8::usable())) want = MATMUL_FP32;
+            if ((want == MATMUL_AMX && !amx_usable()) || (want == MATMUL_INT8 && !int8_usable())) want = MATMUL_FP32;
         }
         int expected = -1;
         chosen_kind.compare_exchange_strong(expected, want);

@@ -56,10 +56,10 @@ bool int8_usable(std::string* why = nullptr);
 matmul_kind matmul_kind_now();
 void set_matmul_kind(matmul_kind k);
 // "fp32", "amx", "int8" or "auto" (the default above); throws gb::error naming the bad value.
-// The kernel m's weights were packed for, as the front ends name it: AMX when a layer matrix holds digits, int8 when
-// a layer matrix is Q4_K marked for the int8 kernel, otherwise fp32.
-matmul_kind matmul_of(const model& m);
 matmul_kind parse_matmul_kind(const std::string& name);
+// The kernel m's weights were packed for, as the front ends name it: AMX when a layer matrix holds digits, int8 when
+// a layer matrix is Q4_K marked for the int8 kernel, otherwise fp32. Walks every layer: ask once per model.
+matmul_kind matmul_of(const model& m);
 
 // Per-call activation packing, grown as needed and reused across calls (a steady stream allocates nothing).
 struct gemm_scratch {

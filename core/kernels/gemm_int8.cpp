@@ -13,9 +13,9 @@
 // 4 activations are one broadcast. The rows' running sums [n][NR] stay in a second, per-thread buffer.
 #include "kernels/gemm_int8.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <omp.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -32,7 +32,7 @@ namespace gb::int8 {
 #define GLASSBOX_INT8 1
 #endif
 
-static bool detect(std::string& why) {
+bool detect(std::string& why) {
 #if defined(GLASSBOX_INT8)
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return why = "the CPU reports no extended features", false;
@@ -47,40 +47,33 @@ static bool detect(std::string& why) {
 #endif
 }
 
-bool usable(std::string* why) {
-    static std::once_flag once;
-    static bool ok = false;
-    static std::string reason;
-    std::call_once(once, [] { ok = detect(reason); });
-    if (why) *why = ok ? "" : reason;
-    return ok;
-}
-
-void quantize_rows(int8_t* q, float* scale, int16_t* sums, const float* x, int n, int K) {
-    const int nb = K / 256;
-    for (int r = 0; r < n; r++)
-        for (int b = 0; b < nb; b++) {
-            const float* xb = x + (size_t)r * K + b * 256;
-            int8_t* qb = q + (size_t)r * K + b * 256;
-            float amax = 0.0f;
-            for (int i = 0; i < 256; i++) amax = std::max(amax, std::fabs(xb[i]));
-            bool finite = std::isfinite(amax);
-            for (int i = 0; i < 256 && finite; i++) finite = !std::isnan(xb[i]); // fmax drops NaN
-            float s = amax / 127.0f;
-            if (!finite || amax == 0.0f) {
-                std::memset(qb, 0, 256);
-                if (!finite) s = NAN;
-            } else {
-                const float inv = 127.0f / amax;
-                for (int i = 0; i < 256; i++) qb[i] = (int8_t)std::max(-127.0f, std::min(127.0f, std::nearbyint(xb[i] * inv)));
-            }
-            scale[(size_t)r * nb + b] = s;
-            for (int g = 0; g < 8; g++) {
-                int sum = 0;
-                for (int i = 0; i < 32; i++) sum += qb[32 * g + i];
-                sums[(size_t)r * (K / 32) + b * 8 + g] = (int16_t)sum;
-            }
+// One row x [K] -> q [K] (int8), scale [K/256] (s; NaN for a block holding NaN or Inf, whose q are 0) and
+// sums [K/32] (each 32 q's sum, int16)
+static void quantize_row(int8_t* q, float* scale, int16_t* sums, const float* x, int K) {
+    for (int b = 0; b < K / 256; b++) {
+        const float* xb = x + b * 256;
+        int8_t* qb = q + b * 256;
+        float amax = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < 256; i++) {
+            const float a = std::fabs(xb[i]);
+            finite &= a <= FLT_MAX; // false for NaN too, which std::max would drop
+            amax = std::max(amax, a);
         }
+        if (!finite || amax == 0.0f) {
+            std::memset(qb, 0, 256);
+            scale[b] = finite ? 0.0f : NAN;
+        } else {
+            const float inv = 127.0f / amax;
+            for (int i = 0; i < 256; i++) qb[i] = (int8_t)std::max(-127.0f, std::min(127.0f, std::nearbyint(xb[i] * inv)));
+            scale[b] = amax / 127.0f;
+        }
+        for (int g = 0; g < 8; g++) {
+            int sum = 0;
+            for (int i = 0; i < 32; i++) sum += qb[32 * g + i];
+            sums[b * 8 + g] = (int16_t)sum;
+        }
+    }
 }
 
 #if defined(GLASSBOX_INT8)
@@ -101,19 +94,20 @@ struct block_scales {
     __m512 d, dmin;
 };
 INT8_TARGET static inline void scales_of(block_scales& bs, const uint8_t* row, int jj) {
+    const __mmask16 all = 0xFFFF; // the zero-masked forms: the plain ones start from an "undefined" vector GCC warns about
     __m512i b[12];
-    for (int i = 0; i < 12; i++) b[i] = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(row + (4 + i) * NR + 16 * jj)));
+    for (int i = 0; i < 12; i++) b[i] = _mm512_maskz_cvtepu8_epi32(all, _mm_loadu_si128((const __m128i*)(row + (4 + i) * NR + 16 * jj)));
     const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15);
     __m512i m[8];
     for (int s = 0; s < 4; s++) {
         bs.sc[s] = _mm512_and_si512(b[s], m6);
         m[s] = _mm512_and_si512(b[s + 4], m6);
-        bs.sc[s + 4] = _mm512_or_si512(_mm512_and_si512(b[s + 8], m4), _mm512_slli_epi32(_mm512_srli_epi32(b[s], 6), 4));
-        m[s + 4] = _mm512_or_si512(_mm512_srli_epi32(b[s + 8], 4), _mm512_slli_epi32(_mm512_srli_epi32(b[s + 4], 6), 4));
+        bs.sc[s + 4] = _mm512_or_si512(_mm512_and_si512(b[s + 8], m4), _mm512_maskz_slli_epi32(all, _mm512_maskz_srli_epi32(all, b[s], 6), 4));
+        m[s + 4] = _mm512_or_si512(_mm512_maskz_srli_epi32(all, b[s + 8], 4), _mm512_maskz_slli_epi32(all, _mm512_maskz_srli_epi32(all, b[s + 4], 6), 4));
     }
-    for (int u = 0; u < 4; u++) bs.mp[u] = _mm512_or_si512(m[2 * u], _mm512_slli_epi32(m[2 * u + 1], 16));
-    bs.d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 32 * jj)));
-    bs.dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 2 * NR + 32 * jj)));
+    for (int u = 0; u < 4; u++) bs.mp[u] = _mm512_or_si512(m[2 * u], _mm512_maskz_slli_epi32(all, m[2 * u + 1], 16));
+    bs.d = _mm512_maskz_cvtph_ps(all, _mm256_loadu_si256((const __m256i*)(row + 32 * jj)));
+    bs.dmin = _mm512_maskz_cvtph_ps(all, _mm256_loadu_si256((const __m256i*)(row + 2 * NR + 32 * jj)));
 }
 
 // Level bytes 4 t .. 4 t + 3 of group g (value 64 g + 4 t + u in the low nibbles, + 32 in the high ones), columns
@@ -124,7 +118,7 @@ INT8_TARGET static inline __m512i levels_of(const uint8_t* row, int g, int t, in
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + NR)), 1);
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + 2 * NR)), 2);
     v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(src + 3 * NR)), 3);
-    return _mm512_permutexvar_epi8(perm, v);
+    return _mm512_maskz_permutexvar_epi8(~(__mmask64)0, perm, v); // zero-masked: see scales_of
 }
 static const __m512i* level_perm() {
     alignas(64) static const struct table {
@@ -265,7 +259,7 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
         if (tile.size() < T_BYTES) tile.resize(T_BYTES);
         if (acc.size() < (size_t)n * NR) acc.resize((size_t)n * NR);
 #pragma omp for schedule(static)
-        for (int r = 0; r < n; r++) quantize_rows(xq + (size_t)r * K, xs + (size_t)r * nb, xsum + (size_t)r * nb * 8, x + (size_t)r * K, 1, K);
+        for (int r = 0; r < n; r++) quantize_row(xq + (size_t)r * K, xs + (size_t)r * nb, xsum + (size_t)r * nb * 8, x + (size_t)r * K, K);
 #pragma omp for schedule(static)
         for (int p = 0; p < panels; p++) {
             std::fill_n(acc.data(), (size_t)n * NR, 0.0f);

@@ -10,15 +10,11 @@
 
 namespace gb::int8 {
 
-// Whether this build and CPU run the VNNI kernel; when not, why.
-bool usable(std::string* why = nullptr);
-
-// x [n][K] -> q [n][K] (int8), scale [n][K/256] (s; NaN for a block holding NaN or Inf, whose q are 0) and
-// sums [n][K/32] (each 32 q's sum, int16). K a multiple of 256.
-void quantize_rows(int8_t* q, float* scale, int16_t* sums, const float* x, int n, int K);
+// Whether this build and CPU run the VNNI kernel; when not, why. (gemm.h int8_usable asks it once.)
+bool detect(std::string& why);
 
 // out [n][ldc] (w.out columns) = x [n][w.in] * W (+ bias [w.out]), then epi; W a Q4_K matrix kept as stored.
-// usable() must hold (set_matmul_kind checks it before any matrix is marked for this kernel).
+// int8_usable() must hold (set_matmul_kind checks it before any matrix is marked for this kernel).
 void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
               gemm_scratch& scratch, epilogue epi);
 

@@ -21,21 +21,30 @@ void wait_briefly(char** argv) {
 static_assert(sizeof(cpu_set_t) <= 16 * sizeof(unsigned long) && alignof(cpu_set_t) <= alignof(unsigned long),
               "pinned_team keeps a cpu_set_t in 16 unsigned longs");
 
-// The CPUs of set in the order team threads take them: each core's first CPU (the first of its SMT siblings, as
-// sysfs lists them; every CPU where sysfs says nothing), then the others
+// Whether each CPU is its core's first (the first of its SMT siblings, as sysfs lists them; every CPU where sysfs
+// says nothing): read once, since a forward asks at every call and the topology does not change
+static bool core_first(int cpu) {
+    static const std::vector<bool> first = [] {
+        std::vector<bool> f(CPU_SETSIZE, true);
+        for (int c = 0; c < CPU_SETSIZE; c++) {
+            char path[96];
+            std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+            FILE* file = std::fopen(path, "r");
+            if (!file) continue;
+            int lowest = c;
+            if (std::fscanf(file, "%d", &lowest) == 1) f[(size_t)c] = lowest == c;
+            std::fclose(file);
+        }
+        return f;
+    }();
+    return first[(size_t)cpu];
+}
+
+// The CPUs of set in the order team threads take them: each core's first CPU, then the others
 static std::vector<int> cpu_order(const cpu_set_t& set) {
     std::vector<int> first, rest;
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, &set)) continue;
-        char path[96];
-        std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
-        int lowest = cpu;
-        if (FILE* f = std::fopen(path, "r")) {
-            if (std::fscanf(f, "%d", &lowest) != 1) lowest = cpu;
-            std::fclose(f);
-        }
-        (lowest == cpu ? first : rest).push_back(cpu);
-    }
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &set)) (core_first(cpu) ? first : rest).push_back(cpu);
     first.insert(first.end(), rest.begin(), rest.end());
     return first;
 }

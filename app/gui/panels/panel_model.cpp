@@ -206,7 +206,7 @@ static void weights_lines(const app_state& s, const gb::model& m) {
         ImGui::SetTooltip("F16, BF16 and Q8_0 weights stay as the file stores them; each product turns a\n"
                           "cache-sized slice into floats just before multiplying, so the numbers equal\n"
                           "those of weights dequantised at load (docs/internals.md: Weights as stored).");
-    const gb::matmul_kind kernel = gb::matmul_of(m);
+    const gb::matmul_kind kernel = s.kernel;
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("matrix products: %s", kernel == gb::MATMUL_AMX    ? "AMX int8 digits, exact sums"
                                                : kernel == gb::MATMUL_INT8 ? "Q4_K with 8-bit inputs (not exact), others fp32"
