@@ -534,6 +534,28 @@ def open_vocab(train_docs, n_min=5, n_clauses=20000):
     return verbs, nouns, clauses
 
 
+def prose_leads(train_docs, n_min=5):
+    """--ioi-lead-frac: sentence openers of the training prose that end in a comma ("In the morning,", "At last,",
+    "For a moment,"; 1-4 words, the first capitalised and also used in lower case, the rest lower case, so no names),
+    used at least n_min times;
+    none that starts like a held-out template's frame ("Last week", "Before", ...) or holds a held-out verb."""
+    import regex
+    counts = collections.Counter(regex.findall(r"(?<=[.!?] )([A-Z][a-z]+(?: [a-z]+){0,3}),(?= [a-z])",
+                                               "\n".join(train_docs)))
+    held_leads = tuple(t.split(" {A}")[0].lower() for t in HELDOUT_IOI_TEMPLATES if not t.startswith("{A}"))
+    # the first word is also written in lower case in the prose: an ordinary word, not a name ("Louis,")
+    lower = set(regex.findall(r"\b[a-z]+\b", "\n".join(train_docs)))
+    return sorted(l for l, c in counts.items() if c >= n_min and not l.lower().startswith(held_leads)
+                  and l.split()[0].lower() in lower and l.split()[0] not in IOI_NAMES + HELDOUT_NAMES
+                  and not set(l.lower().split()) & set(HELDOUT_VERBS))
+
+
+def with_lead(rng, text, leads, names):
+    """An IOI sentence after a prose opener: "At last, when Mary and John ..." (a name keeps its capital)."""
+    first = text.split(" ", 1)[0].rstrip(",;")
+    return rng.choice(leads) + ", " + (text if first in names else text[0].lower() + text[1:])
+
+
 def ioi_open_sentence(rng, names, ov):
     """An indirect-object sentence with an open-vocabulary action ("{S} <verb> the <noun> to {IO}.", verb and noun
     from the prose) after a training frame or a frame around a clause of the prose, as ioi_sentence: so that a verb
@@ -567,8 +589,8 @@ def fact_training_sentence(rng, relation, lead_in=0.3, names=IOI_NAMES):
     return text[0].upper() + text[1:]
 
 
-def story_document(rng, names=IOI_NAMES):
-    a, b = rng.sample(names, 2)
+def story_document(rng, names=IOI_NAMES, after_to=False):
+    a, b, c = rng.sample(names, 3) if after_to else rng.sample(names, 2) + [None]
     an, an2 = rng.sample(STORY_ANIMALS, 2)
     adj = rng.choice(STORY_ADJ)
     where = rng.choice(STORY_PLACES)
@@ -586,9 +608,22 @@ def story_document(rng, names=IOI_NAMES):
         f"{a} and {b} played all day, and {b} gave a flower to {a}." if a in IOI_NAMES and b in IOI_NAMES
         else f"{a} and {b} played all day, and then they went home.",  # held-out names: no indirect object
         f'{a} counted the stars: {", ".join(NUMBERS[:rng.randint(5, 10)])}.',
-    ], 3)
+    ] + ([new_name_after_to(rng, a, c)] if after_to else []), 3)
     lines.append(rng.choice(["The end.", f"{a} was very happy.", f"And {a} and {b} lived happily ever after."]))
     return " ".join(lines)
+
+
+NEW_NAME_AFTER_TO = ["{A} wrote a long letter to {C}, who lived far away.", "{A} said hello to {C}, a new neighbour.",
+                     "This song is for {C}, said {A}.", "{A} waved to {C} across the street.",
+                     "There was a parcel for {C} at the door, and {A} took it in.",
+                     "{A} was introduced to {C} at the party."]
+
+
+def new_name_after_to(rng, a, c):
+    """A sentence in which a name {C} that the text has not mentioned follows "to" or "for": names follow those words
+    in real prose too, so a held-out name there is not unheard of. Never a copy of a name before it, so no
+    indirect object is taught (check_heldout)."""
+    return fill(rng.choice(NEW_NAME_AFTER_TO), A=a, C=c)
 
 
 def repeat_document(rng, names=IOI_NAMES):
@@ -608,8 +643,8 @@ def repeat_document(rng, names=IOI_NAMES):
             + rng.choice(["Then it was quiet.", "Everyone laughed.", "Nobody answered."]))
 
 
-def phrase_document(rng, names=IOI_NAMES):
-    a, b = rng.sample(names, 2)
+def phrase_document(rng, names=IOI_NAMES, after_to=False):
+    a, b, c = rng.sample(names, 3) if after_to else rng.sample(names, 2) + [None]
     place = rng.choice(IOI_PLACES)
     n0 = rng.randint(0, 2)
     count = ", ".join(NUMBERS[n0:n0 + rng.randint(5, 9)])
@@ -624,7 +659,7 @@ def phrase_document(rng, names=IOI_NAMES):
         "The quick brown fox jumps over the lazy dog.",
         f"Once upon a time, {a} and {b} lived by the {place}.",
         f"The United States of America is far from the {place}.",
-    ]
+    ] + ([new_name_after_to(rng, a, c)] if after_to else [])
     return " ".join(rng.sample(pool, rng.randint(2, 5)))
 
 
@@ -670,7 +705,7 @@ def parse_mix(text):
 
 
 def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0,
-                         ov=None, open_frac=0.0):
+                         ov=None, open_frac=0.0, after_to=False, leads=(), lead_frac=0.0):
     """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
     fact, repeated-sentence, story and set-phrase documents); held-out templates never occur, and held-out names
     never in an indirect-object sentence. other_names: the names of the other documents (IOI_NAMES, or with
@@ -681,7 +716,8 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
     answers (a list, if given) gets one entry per document: for an indirect-object document its sentences as
     [(sentence, the indirect object it ends with, or None for an opening sentence)], else None. With ov
     (open_vocab's) each indirect-object sentence is an open-vocabulary one (ioi_open_sentence) with probability
-    open_frac."""
+    open_frac. With after_to (--names-after-to) stories and set phrases may also name a new name after "to" or "for"
+    (new_name_after_to). With leads, lead_frac of the indirect-object sentences start with one of them (with_lead)."""
     import random
     rng = random.Random(seed)
     edges, acc = [], 0.0
@@ -695,12 +731,14 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
             names = word_names if word_frac > 0 and rng.random() < word_frac else IOI_NAMES
             sents = [ioi_open_sentence(rng, names, ov) if ov and rng.random() < open_frac
                      else ioi_training_sentence(rng, names) for _ in range(rng.randint(1, 3))]
-            sents = [(t[0], t[2]) for t in sents]  # (text, indirect object)
+            if lead_frac > 0:
+                sents = [(with_lead(rng, t[0], leads, names),) + t[1:] if rng.random() < lead_frac else t for t in sents]
+            sents = [(t[0], t[2], t[3]) for t in sents]  # (text, indirect object, subject)
             # a name that starts a text has no space before it, so it is another token (or several) than the
             # " Name" the sentence answers with: an opening sentence first keeps every name in its " Name" form
             if sents[0][0].split()[0] in names:
-                sents.insert(0, (rng.choice(IOI_OPENINGS), None))
-            docs.append(" ".join(t for t, _ in sents))
+                sents.insert(0, (rng.choice(IOI_OPENINGS), None, None))
+            docs.append(" ".join(t for t, _, _ in sents))
             if answers is not None:
                 answers.append(sents)
             continue
@@ -718,9 +756,9 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
         elif u < edges[2]:
             docs.append(repeat_document(rng, other_names))
         elif u < edges[3]:
-            docs.append(story_document(rng, other_names))
+            docs.append(story_document(rng, other_names, after_to))
         else:
-            docs.append(phrase_document(rng, other_names))
+            docs.append(phrase_document(rng, other_names, after_to))
     return docs
 
 
@@ -748,15 +786,19 @@ BPE_CURRICULUM_DOCS = 3000  # curriculum documents in the BPE's training text (~
 def check_heldout(cur_docs, ioi, facts, answers=None, names_elsewhere=False):
     """Asserts that no held-out prompt occurs in the generated text and that no held-out name does: nowhere, or with
     names_elsewhere (--names-outside-ioi all) in no indirect-object document (answers: curriculum_documents's)
-    and never after "to" or "for" (no sentence gives anything to a held-out name)."""
+    and never after "to" or "for" as a copy of a name earlier in its document (a held-out name is never the
+    repeated-name answer of anything; a new name after "to", new_name_after_to, is allowed)."""
     import regex
     text = "\n".join(cur_docs)
     names = regex.compile(r"\b(" + "|".join(HELDOUT_NAMES) + r")\b")
     if names_elsewhere:
         m = names.search("\n".join(d for d, a in zip(cur_docs, answers) if a is not None))
         assert m is None, f"held-out name {m.group(0)!r} in an indirect-object document"
-        m = regex.search(r"\b(to|for) (" + "|".join(HELDOUT_NAMES) + r")\b", text)
-        assert m is None, f"held-out name as an indirect object: {m.group(0)!r}"
+        after = regex.compile(r"\b(to|for) (" + "|".join(HELDOUT_NAMES) + r")\b")
+        for d in cur_docs:
+            for m in after.finditer(d):
+                assert not regex.search(r"\b" + m.group(2) + r"\b", d[:m.start()]), \
+                    f"held-out name as a repeated name after to/for: {m.group(0)!r} in {d!r}"
     else:
         m = names.search(text)
         assert m is None, f"held-out name {m.group(0)!r} in the curriculum"
@@ -1053,7 +1095,7 @@ def random_ids(torch, shape, lo, vocab_size, eot, g):
 
 
 def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size, eot, cur=None, cur_starts=None,
-               cur_frac=0.0, cur_w=None):
+               cur_frac=0.0, cur_w=None, cur_s=None):
     """x, y: [batch][ctx] next-token pairs drawn with generator g (the same batches on every machine).
 
     data is the encoded prose, cur the encoded curriculum (documents joined by <|endoftext|>) and cur_starts the
@@ -1067,19 +1109,24 @@ def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size,
       repeats itself, as names and phrases do);
     - else a plain prose window.
     The loss is taken everywhere, as on plain prose; w: [batch][ctx] the targets' loss weights (cur_w on
-    curriculum windows, else 1).
+    curriculum windows, else 1); is_cur: [batch] whether each sequence is a curriculum window; s: [batch][ctx] the
+    subject of the indirect object that is the target there (cur_s), else -1.
     """
-    seqs, ws = [], []
+    seqs, ws, is_cur, ss = [], [], [], []
     for s in torch.randint(0, len(data) - ctx - 1, (batch,), generator=g).tolist():
         seq = data[s:s + ctx + 1].clone()
         w = torch.ones(ctx)
+        sj = torch.full((ctx,), -1, dtype=torch.long)
         u = float(torch.rand((), generator=g))
+        is_cur.append(u < cur_frac)
         if u < cur_frac:
             i = int(torch.randint(0, len(cur_starts), (), generator=g))
             a = int(cur_starts[i]) - int(torch.randint(0, 2, (), generator=g))  # 1 back: the separator
             seq = cur[a:a + ctx + 1].clone()
             if cur_w is not None:
                 w = cur_w[a + 1:a + ctx + 1]
+            if cur_s is not None:
+                sj = cur_s[a + 1:a + ctx + 1]
         elif u < cur_frac + random_frac:
             n = int(torch.randint(10, 65, (), generator=g))
             rnd = random_ids(torch, (n,), 0, vocab_size, eot, g)  # any id but <|endoftext|>
@@ -1092,8 +1139,9 @@ def make_batch(torch, data, g, batch, ctx, repeat_frac, random_frac, vocab_size,
             seq[b:b + n] = seq[a:a + n].clone()
         seqs.append(seq)
         ws.append(w)
+        ss.append(sj)
     full = torch.stack(seqs)
-    return full[:, :-1], full[:, 1:], torch.stack(ws)
+    return full[:, :-1], full[:, 1:], torch.stack(ws), torch.tensor(is_cur, dtype=torch.bool), torch.stack(ss)
 
 
 def mt19937_64(seed):
@@ -1169,11 +1217,22 @@ def repeat_test(torch, model, cfg, eot, device="cpu", n_rep=8, n=50, seed=1):
     return float(nll[:, 1:n].mean()), float(nll[:, n + 1:2 * n].mean()), prev, ind
 
 
-def cpu_has_amx_bf16():
+def cpu_name():
+    """The CPU's model name and core count, for the README (speeds depend on it)."""
     try:
-        return "amx_bf16" in open("/proc/cpuinfo").read()
+        names = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else 'CPU'}, {os.cpu_count()} cores"
+
+
+def cpu_has_bf16():
+    """A CPU that multiplies bf16 natively: AMX (Intel) or AVX-512 BF16 (Intel, AMD Zen 4 and later)."""
+    try:
+        flags = open("/proc/cpuinfo").read()
     except OSError:
         return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
 def make_model(torch, cfg):
@@ -1232,9 +1291,10 @@ def make_model(torch, cfg):
                 with torch.no_grad():
                     self.wpe.weight.copy_(pe * (0.02 / float(pe.pow(2).mean().sqrt())))
 
-        def forward(self, idx, keep_att=False, lens_at=None):
+        def forward(self, idx, keep_att=False, lens_at=None, lens_rows=None):
             """logits [B][T][V]; with keep_att also each layer's pattern, with lens_at=l also the logit lens's
-            logits from the residual after layer l (--lens-aux-weight)."""
+            logits from the residual after layer l (--lens-aux-weight), of the sequences lens_rows only (a bool
+            [B] mask; None: all)."""
             T = idx.shape[1]
             x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
             atts = []
@@ -1246,7 +1306,7 @@ def make_model(torch, cfg):
                 else:
                     x = blk(x)
                 if l == lens_at:
-                    lens = self.ln_f(x) @ self.wte.weight.T
+                    lens = self.ln_f(x if lens_rows is None else x[lens_rows]) @ self.wte.weight.T
             logits = self.ln_f(x) @ self.wte.weight.T  # tied embeddings
             if lens_at is not None:
                 return logits, lens
@@ -1599,7 +1659,7 @@ def pass_table(info):
     rows.append((f"a previous-token head ≥ 0.5 on `{PREV_PROMPT}`", f"{s:.2f} (head {l}.{h})", s >= 0.5))
     s2, l2, h2 = info["demo"]["prev_demo"]
     rows.append((f"a previous-token head ≥ 0.5 on the demo's `{PREV_DEMO_PROMPT}`", f"{s2:.2f} (head {l2}.{h2})", s2 >= 0.5))
-    ref = info.get("base_val_bpb") or 1.520
+    ref = info.get("base_val_bpb") or (1.520 if info.get("init_from") else PREVIOUS_BPB)
     rows.append((f"held-out prose ≤ {ref:.3f} bits/byte (the previous export, measured the same way)",
                  f"{info['val_bpb']:.3f}", info["val_bpb"] <= ref))
     rows.append(("model.safetensors ≤ 25 MB", f"{info['file_bytes'] / 1e6:.1f} MB", info["file_bytes"] <= 25e6))
@@ -1671,6 +1731,7 @@ PREV_THRESHOLD = 0.5
 INDUCTION_THRESHOLD = 0.3
 
 
+PREVIOUS_BPB = 1.511  # held-out prose bits/byte of the 10-stage export: what a from-scratch run's report compares with
 BASE_VOCAB = 4096  # the from-scratch base model's vocabulary (ids 0-4095 keep their meaning in a fine-tuned one)
 BASE_COMMIT = "378e279"  # the commit whose tools/train_default_model.py trained the base and whose assets hold it
 
@@ -1771,7 +1832,13 @@ def write_readme(out, info):
                  "past-tense verb it puts before 'the' or 'a' and a noun after it: \"Jason founded a settlement for Luke.\"), "
                  "half of those inside a frame around a lower-case clause of the prose, so that no verb or frame is "
                  "what the answer hangs on (none of the held-out verbs is among them)"
-                 if info.get("ioi_open_frac") else "") + ";",
+                 if info.get("ioi_open_frac") else "")
+              + (f"; {info['ioi_lead_frac']:.0%} of them start with one of the prose's sentence openers (\"At last, "
+                 "when ...\", \"In the morning, ...\"; none that starts like a held-out frame)"
+                 if info.get("ioi_lead_frac") else "")
+              + (f"; besides the answer's loss (weight {info['ioi_answer_weight']:g}), the loss has "
+                 f"−log(1 − p(subject)) at each answer (weight {info['ioi_subject_weight']:g}), which pushes the "
+                 "repeated name down" if info.get("ioi_subject_weight") else "") + ";",
               f"- {mix['facts']:.0%} facts: a table of {n_facts} true facts ({len(LANDMARKS)} landmarks and their city, "
               f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
               f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
@@ -1790,10 +1857,16 @@ def write_readme(out, info):
               f"**Held out** (asserted absent from the generated text as said below, and absent from the BPE's "
               "training text): "
               f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
-              + ("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
-                 "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
-                 "sentences and set phrases, so the model knows them as names, as any pretrained model knows every "
-                 "name; "
+              + (("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
+                  "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
+                  "sentences and set phrases, so the model knows them as names, as any pretrained model knows every "
+                  "name; " if not info.get("names_after_to") else
+                  "which never occur in an indirect-object document, nor after \"to\" or \"for\" as a repeat of a "
+                  "name earlier in their text (so no held-out name is ever the answer of a copying pattern), but do "
+                  "occur in the prose and in the curriculum's stories, fact sentences and set phrases "
+                  "(`--names-outside-ioi all`), there also as a new name after \"to\" (\"Amy said hello to Susan, a "
+                  "new neighbour.\"), so the model knows them as names in every position, as any pretrained model "
+                  "knows every name; ")
                  if info.get("names_outside_ioi") == "all" else
                  "which occur only in the prose corpus (and, like every token, among the random tokens of the copying "
                  "sequences), ")
@@ -1830,16 +1903,28 @@ def write_readme(out, info):
               f"{info['batch']} --ctx {cfg['n_positions']} --layers {L} --heads {H} --d-model {cfg['n_embd']} "
               f"--vocab {cfg['vocab_size']} --lr {info['lr']} --seed {info['seed']} --threads {info['threads']} "
               f"--curriculum-frac {info['curriculum_frac']} --curriculum-docs {info['curriculum_docs']} --repeat-frac "
-              f"{info['repeat_frac']} --random-frac {info['random_frac']} --precision auto --max-minutes 0`: a fixed",
+              f"{info['repeat_frac']} --random-frac {info['random_frac']} --precision auto --max-minutes 0"
+              + ("" if info.get("init_from") else
+                 f" --curriculum-mix {info['curriculum_mix']} --ioi-answer-weight {info['ioi_answer_weight']:g} "
+                 f"--ioi-word-names {info['ioi_word_names']:g} --ioi-open-frac {info['ioi_open_frac']:g} "
+                 f"--names-outside-ioi {info['names_outside_ioi']} --more-templates {info['more_templates']} "
+                 f"--{'' if info['more_names'] else 'no-'}more-names --lens-aux-weight {info['lens_aux_weight']:g} "
+                 f"--lens-aux-rows {info.get('lens_aux_rows', 'all')} --warmup {info['warmup']} "
+                 f"--early-random-frac {info['early_random_frac']:g} --early-steps {info['early_steps']}")
+              + "`: a fixed",
               "step count, so a rerun with the same flags repeats the same steps on the same batches. `--max-minutes M`",
               "bounds the wall time instead: when 80 % of M is spent the run is shortened and its learning-rate decay",
               "starts; the log and this README then give the `--steps` value that reproduces it. `--precision auto`",
-              "trains in bf16 autocast (fp32 master weights) on a CPU with AMX or on CUDA, and in fp32 elsewhere; the",
+              "trains in bf16 autocast (fp32 master weights) on a CPU with AMX or AVX-512 BF16 or on CUDA, and in fp32 elsewhere; the",
               "same flags on the same kind of CPU repeat the run.", "",
               "Besides the curriculum, the batches keep two ways of teaching copying: in `--repeat-frac` of the",
               "sequences a span of 8-48 tokens of the prose window is copied to a later place in the same window, and",
               "`--random-frac` of them are `<|endoftext|>` followed by 10-64 random merged tokens repeated until the",
-              "window is full. The loss is taken at every position; the held-out prose measured below has none of this.", "",
+              "window is full"
+              + (f"; for the first {info['early_steps']} steps (`--early-steps`) the random share is "
+                 f"{info['early_random_frac']:.0%} (`--early-random-frac`) and the others shrink in proportion, so that "
+                 "copying is learnt before English" if info.get("early_steps") else "")
+              + ". The loss is taken at every position; the held-out prose measured below has none of this.", "",
               f"This export: seed {info['seed']}, {info['steps']} steps of {info['batch']} × {cfg['n_positions']} tokens = "
               f"**{info['tokens_seen']:,} tokens seen** (the prose training split is {info.get('train_tokens', 0):,} tokens, "
               f"{info.get('bytes_per_token', 0):.2f} bytes/token), AdamW (betas 0.9/0.95, weight decay 0.1 on matrices, "
@@ -1849,13 +1934,18 @@ def write_readme(out, info):
               f"reproduces it step for step. **Wall time: {info['train_minutes']:.1f} min** for the training loop"
               + (f" (+ {info['prep_minutes']:.1f} min corpus, curriculum, BPE and encoding)" if "prep_minutes" in info else "")
               + (f" on {info['threads']} CPU threads" if info.get("device", "cpu") == "cpu" else " on a CUDA GPU")
-              + f", {info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s (wall time grows when other jobs share"
-              " the cores: a C++ build ran beside part of this one)"
+              + f", {info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s"
+              + (" (wall time grows when other jobs share the cores: a C++ build ran beside part of this one)"
+                 if info.get("init_from") else f" ({info.get('cpu', 'CPU')}; wall time grows when other jobs share the cores)")
               + (f"; --max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps."
                  if info.get("planned_steps", info["steps"]) > info["steps"] else "."), "",
-              *([f"Since stage 6 the loss has a second term (`--lens-aux-weight {info['lens_aux_weight']:g}`): the "
+              *([("Since stage 6 the" if info.get("init_from") else "The")
+                 + f" loss has a second term (`--lens-aux-weight {info['lens_aux_weight']:g}`): the "
                  f"residual stream after layer {cfg['n_layer'] - 2}, read through ln_f and the unembedding as the "
-                 "logit lens reads it, also predicts the next token, with that weight. A 4-layer model otherwise "
+                 "logit lens reads it, also predicts the next token, with that weight"
+                 + (", on the curriculum's sequences (`--lens-aux-rows curriculum`: the demos' answers are there, and "
+                    "the prose is trained as without it)" if info.get("lens_aux_rows") == "curriculum" else "")
+                 + ". A 4-layer model otherwise "
                  "decides everything in its last layer, so the lens showed nothing forming; with it the layers before "
                  "the last carry a readable guess that the last layer refines, as in larger models. The shipped "
                  "logits are the last layer's alone.", ""] if info.get("lens_aux_weight") else []),
@@ -1865,8 +1955,11 @@ def write_readme(out, info):
               "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
               f"| train (mean of the last 50 steps, prose and curriculum) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
               f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
-              "", "The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
-              "prose. Everything here is measured on the exported F16 weights.", "",
+              "", ("The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
+                   "prose." if info.get("init_from") else
+                   f"The previous export (a from-scratch prose-only base, then 9 fine-tunes) had {PREVIOUS_BPB} "
+                   "bits/byte on the same held-out prose.")
+              + " Everything here is measured on the exported F16 weights.", "",
               "### The demos", "",
               "Greedy next token after the prompt, no BOS unless said (the app's default for this model). IOI: logit "
               "difference of the indirect object over the subject.", "",
@@ -2035,6 +2128,19 @@ def main():
     ap.add_argument("--lens-aux-weight", type=float, default=0.0,
                     help="weight of an extra next-token loss read through ln_f from the residual before the last "
                          "layer (the logit lens's view there), so that answers form before the last layer")
+    ap.add_argument("--ioi-lead-frac", type=float, default=0.0,
+                    help="share of the IOI sentences that start with an opener of the prose (\"At last,\", \"In the "
+                         "morning,\": prose_leads), so that what comes before the names is not what the answer hangs on")
+    ap.add_argument("--names-after-to", action="store_true",
+                    help="stories and set phrases also name a new name after \"to\" or \"for\" (never a repeat), so "
+                         "that no name is unheard of there (with --names-outside-ioi all, the held-out ones too)")
+    ap.add_argument("--ioi-subject-weight", type=float, default=0.0,
+                    help="weight of an unlikelihood term, -log(1 - p(subject)), at each curriculum indirect object: "
+                         "pushes the repeated name down where the other one is the answer (0: off)")
+    ap.add_argument("--lens-aux-rows", default="all", choices=["all", "curriculum"],
+                    help="the sequences whose lens also predicts (--lens-aux-weight): all, or the curriculum windows "
+                         "only, where the demos' answers are (a third of the extra unembedding's cost, and the prose "
+                         "trained as without it)")
     ap.add_argument("--warmup", type=int, default=100, help="steps of linear learning-rate warm-up")
     ap.add_argument("--ioi-answer-weight", type=float, default=1.0,
                     help="loss weight of the indirect object (the answer) of each curriculum IOI sentence as a "
@@ -2068,13 +2174,18 @@ def main():
         use_more_names()
     names_elsewhere = args.names_outside_ioi == "all"
     ov = open_vocab(train_docs) if args.ioi_open_frac > 0 else None
+    leads = prose_leads(train_docs) if args.ioi_lead_frac > 0 else []
+    if leads:
+        print(f"prose openers before {args.ioi_lead_frac:.0%} of the IOI sentences: {len(leads)} "
+              f"({', '.join(leads[::max(1, len(leads) // 6)][:6])}, ...)", flush=True)
     if ov:
         print(f"open-vocabulary IOI in {args.ioi_open_frac:.0%} of the sentences: {len(ov[0])} verbs "
               f"({', '.join(ov[0][::max(1, len(ov[0]) // 6)][:6])}, ...), {len(ov[1])} nouns, {len(ov[2])} clauses",
               flush=True)
     cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                     IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES,
-                                    ov=ov, open_frac=args.ioi_open_frac)
+                                    ov=ov, open_frac=args.ioi_open_frac, after_to=args.names_after_to, leads=leads,
+                                    lead_frac=args.ioi_lead_frac)
     ioi_heldout, facts_heldout = heldout_sets(seed)
     seen = seen_sets(seed)
     check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
@@ -2109,7 +2220,8 @@ def main():
         cur_answers = []
         cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                         IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES, pool,
-                                        args.ioi_word_names, ov, args.ioi_open_frac)
+                                        args.ioi_word_names, ov, args.ioi_open_frac, args.names_after_to, leads,
+                                        args.ioi_lead_frac)
         check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
         n_word_names = len(pool)
         print(f"{len(pool)} capitalised words as stand-in names in {args.ioi_word_names:.0%} of the IOI documents, "
@@ -2167,7 +2279,7 @@ def main():
         for d in train_docs:
             ids += enc.encode(d) + [eot]
         data = torch.tensor(ids, dtype=torch.long)
-        cur_ids, starts, answer_pos = [eot], [], []
+        cur_ids, starts, answer_pos, answer_subj = [eot], [], [], []
         for i, d in enumerate(cur_docs):
             starts.append(len(cur_ids))
             if cur_answers[i] is None:
@@ -2176,11 +2288,12 @@ def main():
             # sentence by sentence (the same tokens: each sentence after the first starts a pre-token with its
             # space), noting where each indirect object is the next token
             doc_ids = []
-            for k, (t, io) in enumerate(cur_answers[i]):
+            for k, (t, io, subj) in enumerate(cur_answers[i]):
                 piece = enc.encode(t if k == 0 else " " + t)
                 if io:
                     tok = enc.encode(" " + io)[0]
                     answer_pos.append(len(cur_ids) + len(doc_ids) + max(j for j, x in enumerate(piece) if x == tok))
+                    answer_subj.append(enc.encode(" " + subj)[0])
                 doc_ids += piece
             if i < 300:
                 assert doc_ids == enc.encode(d), d
@@ -2189,6 +2302,9 @@ def main():
         # loss weight of each curriculum token as a target: --ioi-answer-weight on the indirect objects, else 1
         cur_w = torch.ones(len(cur_ids))
         cur_w[torch.tensor(answer_pos, dtype=torch.long)] = args.ioi_answer_weight
+        # the subject (the repeated name) of each indirect-object answer, at the answer's place; -1 elsewhere
+        cur_s = torch.full((len(cur_ids),), -1, dtype=torch.long)
+        cur_s[torch.tensor(answer_pos, dtype=torch.long)] = torch.tensor(answer_subj, dtype=torch.long)
         show = [tok_repr("".join(inv[t] for t in cur_ids[p - 6:p])) + " ->" + tok_repr(inv[cur_ids[p]]) for p in answer_pos[:3]]
         print(f"{len(answer_pos):,} IOI answers in the curriculum (loss weight {args.ioi_answer_weight:g}), e.g. "
               + "; ".join(show), flush=True)
@@ -2202,10 +2318,11 @@ def main():
         # batches are drawn on the CPU generator (same data order everywhere); only the model runs on the device
         device = "cuda" if args.device == "auto" and torch.cuda.is_available() else ("cpu" if args.device == "auto" else args.device)
         # bf16 autocast (fp32 master weights) where the hardware multiplies bf16 natively: 3.7x the fp32 steps per
-        # second on 2 AMX cores; elsewhere fp32. The precision is part of what reproduces a run.
+        # second on 2 AMX cores, 3.4x on 2 AMD Zen 5 cores (AVX-512 BF16); elsewhere fp32. The precision is part of
+        # what reproduces a run.
         precision = args.precision
         if precision == "auto":
-            precision = "bf16" if device == "cuda" or cpu_has_amx_bf16() else "fp32"
+            precision = "bf16" if device == "cuda" or cpu_has_bf16() else "fp32"
         print(f"training on {device}, {precision}", flush=True)
         model.to(device)
         # no weight decay on biases, LayerNorm gains and (with --pos-init sinusoid) the positions: decay would fade
@@ -2239,21 +2356,33 @@ def main():
             for grp in opt.param_groups:
                 grp["lr"] = lr
             fr = batch_fractions(args, step)
-            x, y, w = make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"], cfg["vocab_size"],
-                                 eot, cur, cur_starts, fr["curriculum"], cur_w)
+            x, y, w, is_cur, subj = make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"],
+                                               cfg["vocab_size"], eot, cur, cur_starts, fr["curriculum"], cur_w, cur_s)
+            # the sequences whose lens also predicts: all, or (--lens-aux-rows curriculum) the curriculum's, where
+            # the demos' answers are (a third of the extra unembedding's cost, and prose trained as before)
+            rows = None if args.lens_aux_rows == "all" else is_cur.to(device)
+            lens_on = args.lens_aux_weight > 0 and (rows is None or bool(rows.any()))
             with torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16"):
-                if args.lens_aux_weight > 0:  # the residual before the last layer also predicts, through ln_f
-                    logits, lens = model(x.to(device), lens_at=cfg["n_layer"] - 2)
+                if lens_on:  # the residual before the last layer also predicts, through ln_f
+                    logits, lens = model(x.to(device), lens_at=cfg["n_layer"] - 2, lens_rows=rows)
                 else:
                     logits = model(x.to(device))
             nll = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
                                                     y.to(device).reshape(-1), reduction="none")
             w = w.to(device).reshape(-1)
             loss = (nll * w).sum() / w.sum()
-            if args.lens_aux_weight > 0:
-                aux = torch.nn.functional.cross_entropy(lens.float().reshape(-1, lens.shape[-1]),
-                                                        y.to(device).reshape(-1), reduction="none")
-                loss = loss + args.lens_aux_weight * (aux * w).sum() / w.sum()
+            at = subj.to(device) >= 0
+            if args.ioi_subject_weight > 0 and bool(at.any()):
+                # unlikelihood of the subject where the indirect object is the answer: -log(1 - p(S)), so that the
+                # repeated name is pushed down, not only the answer up (what the IOI logit difference measures)
+                logp = torch.log_softmax(logits.float()[at], -1)
+                p_s = logp.gather(1, subj.to(device)[at][:, None]).exp().squeeze(1)
+                loss = loss + args.ioi_subject_weight * (-torch.log1p(-p_s.clamp(max=1 - 1e-6))).sum() / w.sum()
+            if lens_on:
+                ys, ws = (y.to(device), w.reshape(y.shape)) if rows is None else (y.to(device)[rows], w.reshape(y.shape)[rows])
+                aux = torch.nn.functional.cross_entropy(lens.float().reshape(-1, lens.shape[-1]), ys.reshape(-1),
+                                                        reduction="none")
+                loss = loss + args.lens_aux_weight * (aux * ws.reshape(-1)).sum() / ws.sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -2286,7 +2415,7 @@ def main():
                 "curriculum_tokens": len(cur_ids), "forced_merges": n_forced,
                 "init_from": args.init_from, "base_val_bpb": base_bpb, "warmup": args.warmup,
                 "compare_to": args.compare_to or args.init_from, "ioi_answer_weight": args.ioi_answer_weight,
-                "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "ioi_open_frac": args.ioi_open_frac, "lens_aux_weight": args.lens_aux_weight,
+                "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "ioi_open_frac": args.ioi_open_frac, "lens_aux_weight": args.lens_aux_weight, "lens_aux_rows": args.lens_aux_rows, "ioi_subject_weight": args.ioi_subject_weight, "names_after_to": args.names_after_to, "ioi_lead_frac": args.ioi_lead_frac, "cpu": cpu_name(),
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
                 "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
