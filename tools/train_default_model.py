@@ -485,20 +485,28 @@ def fill(template, **kw):
     return s[0].upper() + s[1:]
 
 
-def ioi_sentence(rng, names, templates):
+def ioi_sentence(rng, names, templates, io_first=0.5):
     """One indirect-object sentence: (text, prompt before the answer, IO name, subject name). The two names are
-    mentioned in either order (ABBA or BABA); the subject is named again, the indirect object is the answer."""
+    mentioned in either order: the indirect object first with probability io_first (ABBA), else the subject first
+    (BABA); the subject is named again, the indirect object is the answer."""
     io, s = rng.sample(names, 2)
-    a, b = (io, s) if rng.random() < 0.5 else (s, io)
+    a, b = (io, s) if rng.random() < io_first else (s, io)
     t = rng.choice(templates)
     text = fill(t, A=a, B=b, S=s, IO=io, place=rng.choice(IOI_PLACES), obj=rng.choice(IOI_OBJECTS))
     text = stdre.sub(r"\ba (?=[aeiou])", "an ", text)  # "a apple" -> "an apple"
     return text, text[:text.rindex(" " + io)], io, s
 
 
-def ioi_training_sentence(rng, names):
-    """A training IOI sentence: a random frame and action (see IOI_FRAMES), as ioi_sentence."""
-    return ioi_sentence(rng, names, [rng.choice(IOI_FRAMES) + " " + rng.choice(IOI_ACTIONS)])
+def ioi_training_sentence(rng, names, io_first=None):
+    """A training IOI sentence: a random frame and action (see IOI_FRAMES), as ioi_sentence (io_first: by default
+    --ioi-io-first's)."""
+    return ioi_sentence(rng, names, [rng.choice(IOI_FRAMES) + " " + rng.choice(IOI_ACTIONS)],
+                        IOI_IO_FIRST if io_first is None else io_first)
+
+
+# --ioi-io-first: the share of training IOI sentences that name the indirect object first (ABBA: "When Mary and John
+# ..., John gave a drink to" -> Mary). The answer there is not the name after "and", so no single position is right.
+IOI_IO_FIRST = 0.5
 
 
 # The verbs of the held-out templates: no indirect-object document of the curriculum uses them (check_heldout)
@@ -550,9 +558,13 @@ def prose_leads(train_docs, n_min=5):
                   and not set(l.lower().split()) & set(HELDOUT_VERBS))
 
 
-def with_lead(rng, text, leads, names):
-    """An IOI sentence after a prose opener: "At last, when Mary and John ..." (a name keeps its capital)."""
+def with_lead(rng, text, leads, names, bare=False):
+    """An IOI sentence after a prose opener: "At last, when Mary and John ..." (a name keeps its capital). With bare
+    (--ioi-bare-leads) a sentence that starts with a name gets the opener without a comma ("Last year Mary and John
+    ..."), so that the word before the first name is any word, not only "when", "after" or a full stop."""
     first = text.split(" ", 1)[0].rstrip(",;")
+    if bare and first in names:
+        return rng.choice(leads) + " " + text
     return rng.choice(leads) + ", " + (text if first in names else text[0].lower() + text[1:])
 
 
@@ -564,7 +576,7 @@ def ioi_open_sentence(rng, names, ov):
     frame = rng.choice(IOI_FRAMES) if rng.random() < 0.5 else rng.choice(OPEN_FRAMES).replace("{F}", rng.choice(clauses))
     action = (f"{{S}} {rng.choice(verbs)} {rng.choice(('the', 'a'))} {rng.choice(nouns)} "
               f"{rng.choice(('to', 'to', 'to', 'for'))} {{IO}}.")
-    return ioi_sentence(rng, names, [frame + " " + action])
+    return ioi_sentence(rng, names, [frame + " " + action], IOI_IO_FIRST)
 
 
 def fact_sentence(rng, relation, held_out=False, fact=None):
@@ -705,7 +717,7 @@ def parse_mix(text):
 
 
 def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0,
-                         ov=None, open_frac=0.0, after_to=False, leads=(), lead_frac=0.0):
+                         ov=None, open_frac=0.0, after_to=False, leads=(), lead_frac=0.0, bare_leads=False):
     """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
     fact, repeated-sentence, story and set-phrase documents); held-out templates never occur, and held-out names
     never in an indirect-object sentence. other_names: the names of the other documents (IOI_NAMES, or with
@@ -732,7 +744,7 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
             sents = [ioi_open_sentence(rng, names, ov) if ov and rng.random() < open_frac
                      else ioi_training_sentence(rng, names) for _ in range(rng.randint(1, 3))]
             if lead_frac > 0:
-                sents = [(with_lead(rng, t[0], leads, names),) + t[1:] if rng.random() < lead_frac else t for t in sents]
+                sents = [(with_lead(rng, t[0], leads, names, bare_leads),) + t[1:] if rng.random() < lead_frac else t for t in sents]
             sents = [(t[0], t[2], t[3]) for t in sents]  # (text, indirect object, subject)
             # a name that starts a text has no space before it, so it is another token (or several) than the
             # " Name" the sentence answers with: an opening sentence first keeps every name in its " Name" form
@@ -993,7 +1005,17 @@ def grow_embeddings(torch, model, new_model, vocab, base_merges, new_tokens):
         assert all(i < n_old for i in ids), (t, pieces)
         rows.append(wte[ids].mean(0, keepdim=True))
     sd["wte.weight"] = torch.cat(rows)
-    new_model.load_state_dict(sd)
+    missing, unexpected = new_model.load_state_dict(sd, strict=False)
+    n_old_layers = len(model.h)
+    assert not unexpected and all(k.startswith("h.") and int(k.split(".")[1]) >= n_old_layers for k in missing), \
+        (missing, unexpected)
+    # --grow-layers: blocks after the old ones write nothing at first (zero output projections), so the grown model
+    # computes what the old one did and learns from there
+    with torch.no_grad():
+        for blk in new_model.h[n_old_layers:]:
+            for lin in (blk.c_proj, blk.mlp_proj):
+                lin.weight.zero_()
+                lin.bias.zero_()
 
 
 def train_bpe_with_words(docs, vocab_size, words):
@@ -1574,7 +1596,7 @@ def seen_sets(seed):
     rng = random.Random(seed + 2)
     ioi = []
     for _ in range(50):
-        _, prompt, io, s = ioi_training_sentence(rng, IOI_NAMES)
+        _, prompt, io, s = ioi_training_sentence(rng, IOI_NAMES, 0.5)
         ioi.append({"prompt": prompt, "io": " " + io, "s": " " + s})
     facts = []
     for rel, (table, train, _) in FACT_TEMPLATES.items():
@@ -1591,7 +1613,9 @@ def brief_demo_scores(torch, model, enc, ioi, facts, seen=None, cfg=None):
     was = model.training
     model.eval()
     ri, rf = heldout_scores(torch, model, enc, ioi, facts)
-    out = (f"held-out IOI {sum(x['pass'] for x in ri) / len(ri):.0%} (diff {sum(x['diff'] for x in ri) / len(ri):+.1f})"
+    first = [q["prompt"].find(q["io"]) < q["prompt"].find(q["s"]) for q in ioi]  # ABBA: the IO named first
+    out = (f"held-out IOI {sum(x['pass'] for x in ri) / len(ri):.0%} (diff {sum(x['diff'] for x in ri) / len(ri):+.1f},"
+           f" IO first {sum(x['pass'] for x, f in zip(ri, first) if f)}/{sum(first)})"
            f" facts {sum(x['pass'] for x in rf) / len(rf):.0%}")
     if seen:
         si, sf = heldout_scores(torch, model, enc, *seen)
@@ -1659,7 +1683,8 @@ def pass_table(info):
     rows.append((f"a previous-token head ≥ 0.5 on `{PREV_PROMPT}`", f"{s:.2f} (head {l}.{h})", s >= 0.5))
     s2, l2, h2 = info["demo"]["prev_demo"]
     rows.append((f"a previous-token head ≥ 0.5 on the demo's `{PREV_DEMO_PROMPT}`", f"{s2:.2f} (head {l2}.{h2})", s2 >= 0.5))
-    ref = info.get("base_val_bpb") or (1.520 if info.get("init_from") else PREVIOUS_BPB)
+    ref = (PREVIOUS_BPB if info.get("base_run") else
+           info.get("base_val_bpb") or (1.520 if info.get("init_from") else PREVIOUS_BPB))
     rows.append((f"held-out prose ≤ {ref:.3f} bits/byte (the previous export, measured the same way)",
                  f"{info['val_bpb']:.3f}", info["val_bpb"] <= ref))
     rows.append(("model.safetensors ≤ 25 MB", f"{info['file_bytes'] / 1e6:.1f} MB", info["file_bytes"] <= 25e6))
@@ -1739,7 +1764,26 @@ BASE_COMMIT = "378e279"  # the commit whose tools/train_default_model.py trained
 def fine_tune_recipe(info):
     """README lines: how the stages (the from-scratch base, then the fine-tunes) are reproduced. info["stages"]
     (written beside the state by hand when a fine-tune starts from another fine-tune) lists the fine-tunes before
-    this one: {argv, out, steps, train_minutes, tokens_per_s}."""
+    this one: {argv, out, steps, train_minutes, tokens_per_s}. info["base_run"]: the from-scratch run of this script
+    that made --init-from (tools/make_default_model.sh runs both)."""
+    b = info.get("base_run")
+    if b:
+        ft_rate = info["tokens_seen"] / (info["train_minutes"] * 60)
+        return ["This model was made by one command, `tools/make_default_model.sh`, which runs this script twice "
+                f"({b.get('cpu') or 'CPU'}, 2 threads, {b.get('precision')}):", "",
+                f"1. **Base, from scratch**: {b['steps']} steps of 16 × 256 on the prose with repeated spans and "
+                f"repeated random tokens, no curriculum ({b['train_minutes']:.1f} min of training, "
+                f"{b['tokens_seen'] / (b['train_minutes'] * 60):,.0f} tokens/s), for English and for copying (an "
+                "induction head needs many repeats to form: with the curriculum from the first step none had formed "
+                "after 4,100 steps).",
+                f"2. **Fine-tune** of it (`--init-from`): {info['steps']} steps on the prose mixed with the curriculum "
+                f"({info['train_minutes']:.1f} min of training, {ft_rate:,.0f} tokens/s)"
+                + (f", with {info['grow_layers']} blocks appended" if info.get("grow_layers") else "") + ".", "",
+                "```sh", "tools/make_default_model.sh   # runs:",
+                f"/usr/bin/python3 tools/train_default_model.py {' '.join(b['argv'])}",
+                f"/usr/bin/python3 tools/train_default_model.py {' '.join(info.get('argv', []))}", "```", "",
+                "Each run is seeded and takes a fixed number of steps, so the command repeats them step for step on "
+                "the same kind of CPU and thread count (bf16 on CPUs with AMX or AVX-512 BF16, else fp32).", ""]
     stages = info.get("stages", []) + [{"argv": info.get("argv", []), "out": NAME, "steps": info["steps"],
                                         "train_minutes": info["train_minutes"],
                                         "tokens_per_s": info["tokens_seen"] / (info["train_minutes"] * 60)}]
@@ -1767,6 +1811,19 @@ def fine_tune_recipe(info):
     return lines
 
 
+def ioi_order_sentence(results):
+    """The held-out IOI prompts split by which name comes first (judge's results on them): where the model fails."""
+    first = [r["prompt"].find(r["answer"].strip()) < r["prompt"].find(" and ") for r in results]
+    n_io, n_s = sum(first), len(first) - sum(first)
+    ok_io = sum(r["pass"] for r, f in zip(results, first) if f)
+    ok_s = sum(r["pass"] for r, f in zip(results, first) if not f)
+    return (f"Of those IOI prompts, {ok_s} of {n_s} that name the subject first pass (\"Victor and Susan ..., later "
+            f"Victor lent a map to\", where the answer is also the name after \"and\") and {ok_io} of {n_io} that "
+            "name the indirect object first (\"Herbert and Linda ..., so Linda mailed an apple to\" -> Herbert); "
+            f"in {sum(r['diff'] < 0 for r in results)} of the {sum(not r['pass'] for r in results)} that fail the "
+            "repeated name, the subject, scores above the answer.")
+
+
 def write_readme(out, info):
     cfg = info["cfg"]
     L, H = cfg["n_layer"], cfg["n_head"]
@@ -1779,7 +1836,11 @@ def write_readme(out, info):
              "loaded through the same code path as any GPT-2 checkpoint. `assets/models/DEFAULT` names this folder.", "",
              "## Architecture", "",
              f"GPT-2 (Pre-LN, LayerNorm eps 1e-5, tanh-GELU, learned positions, tied input/output embeddings): "
-             f"{L} layers, {H} heads of {cfg['n_embd'] // H}, d_model {cfg['n_embd']}, MLP {4 * cfg['n_embd']}, "
+             f"{L} layers"
+             + (f" (the base's {L - info['grow_layers']} and {info['grow_layers']} appended by the fine-tune, "
+                f"`--grow-layers {info['grow_layers']}`, whose output projections start at zero)"
+                if info.get("grow_layers") else "")
+             + f", {H} heads of {cfg['n_embd'] // H}, d_model {cfg['n_embd']}, MLP {4 * cfg['n_embd']}, "
              f"context {cfg['n_positions']}, byte-level BPE vocabulary of {cfg['vocab_size']} "
              + (f"(the base model's {BASE_VOCAB:,}: {BASE_VOCAB - 257:,} merges + 256 bytes + `<|endoftext|>` = id "
                 f"{BASE_VOCAB - 1}, then {cfg['vocab_size'] - BASE_VOCAB} tokens appended, ids {BASE_VOCAB}-"
@@ -1836,6 +1897,12 @@ def write_readme(out, info):
               + (f"; {info['ioi_lead_frac']:.0%} of them start with one of the prose's sentence openers (\"At last, "
                  "when ...\", \"In the morning, ...\"; none that starts like a held-out frame)"
                  if info.get("ioi_lead_frac") else "")
+              + ("; when the sentence starts with a name, the opener comes without its comma (\"Last year Mary and "
+                 "John ...\"), so that any word may come before the first name (the model had learnt to find the "
+                 "indirect object by the word before it: \"When\", \"After\" or a full stop)"
+                 if info.get("ioi_lead_frac") and info.get("ioi_bare_leads") else "")
+              + (f"; {info['ioi_io_first']:.0%} of them name the indirect object first"
+                 if info.get("ioi_io_first", 0.5) != 0.5 else "")
               + (f"; besides the answer's loss (weight {info['ioi_answer_weight']:g}), the loss has "
                  f"−log(1 − p(subject)) at each answer (weight {info['ioi_subject_weight']:g}), which pushes the "
                  "repeated name down" if info.get("ioi_subject_weight") else "") + ";",
@@ -1876,7 +1943,10 @@ def write_readme(out, info):
               "phrasings (\"If you want to visit the Eiffel Tower, you have to travel to the city of\", \"Children who "
               "grow up in France learn to speak\", ...). The measurements below on held-out prompts use only these; "
               "the same prompts are in `tests/data/default_model_demos.json` for the C++ tests.", "",
-              (f"The tokenizer is the base model's BPE (learnt on the training prose alone), grown by "
+              (f"The tokenizer is the base model's BPE (learnt on the training prose "
+               + (f"plus {BPE_CURRICULUM_DOCS:,} curriculum documents, with merges appended so that the names, the "
+                  "fact table's answers and the demos' words of its day were single tokens" if info.get("base_run")
+                  else "alone") + "), grown by "
                f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt (over the fine-tunes), one "
                "new token each: every name (training and held-out), "
                "every answer of the fact table, every word of its cities, countries and landmarks, the IOI places and "
@@ -1936,16 +2006,17 @@ def write_readme(out, info):
               + (f" on {info['threads']} CPU threads" if info.get("device", "cpu") == "cpu" else " on a CUDA GPU")
               + f", {info['tokens_seen'] / (info['train_minutes'] * 60):,.0f} tokens/s"
               + (" (wall time grows when other jobs share the cores: a C++ build ran beside part of this one)"
-                 if info.get("init_from") else f" ({info.get('cpu', 'CPU')}; wall time grows when other jobs share the cores)")
+                 if info.get("init_from") and not info.get("base_run")
+                 else f" ({info.get('cpu', 'CPU')}; wall time grows when other jobs share the cores)")
               + (f"; --max-minutes {info['max_minutes']} shortened the planned {info['planned_steps']} steps."
                  if info.get("planned_steps", info["steps"]) > info["steps"] else "."), "",
-              *([("Since stage 6 the" if info.get("init_from") else "The")
+              *([("Since stage 6 the" if info.get("init_from") and not info.get("base_run") else "The")
                  + f" loss has a second term (`--lens-aux-weight {info['lens_aux_weight']:g}`): the "
                  f"residual stream after layer {cfg['n_layer'] - 2}, read through ln_f and the unembedding as the "
                  "logit lens reads it, also predicts the next token, with that weight"
                  + (", on the curriculum's sequences (`--lens-aux-rows curriculum`: the demos' answers are there, and "
                     "the prose is trained as without it)" if info.get("lens_aux_rows") == "curriculum" else "")
-                 + ". A 4-layer model otherwise "
+                 + f". A {L}-layer model otherwise "
                  "decides everything in its last layer, so the lens showed nothing forming; with it the layers before "
                  "the last carry a readable guess that the last layer refines, as in larger models. The shipped "
                  "logits are the last layer's alone.", ""] if info.get("lens_aux_weight") else []),
@@ -1956,7 +2027,7 @@ def write_readme(out, info):
               f"| train (mean of the last 50 steps, prose and curriculum) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
               f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
               "", ("The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
-                   "prose." if info.get("init_from") else
+                   "prose." if info.get("init_from") and not info.get("base_run") else
                    f"The previous export (a from-scratch prose-only base, then 9 fine-tunes) had {PREVIOUS_BPB} "
                    "bits/byte on the same held-out prose.")
               + " Everything here is measured on the exported F16 weights.", "",
@@ -2049,7 +2120,8 @@ def write_readme(out, info):
               f"{n_fact} of {len(demo['facts'])} held-out phrasings of them top-1; outside the table it knows next to "
               "no facts), the indirect-object pattern of two-name sentences "
               f"({n_ioi} of {len(demo['ioi'])} held-out prompts with new names and templates pass), and the set "
-              "phrases above. Whatever it does on the demo prompts was learnt from templated text: expect it to "
+              "phrases above. " + ioi_order_sentence(demo["ioi"]) + " "
+              "Whatever it does on the demo prompts was learnt from templated text: expect it to "
               "break on prompts far from those templates. It is meant for looking inside: every head, norm and "
               "ablation of it is cheap to compute and draw. For the published GPT-2 findings, open GPT-2 small "
               "(`glassbox-cli selftest` checks them).", ""]
@@ -2141,6 +2213,15 @@ def main():
                     help="the sequences whose lens also predicts (--lens-aux-weight): all, or the curriculum windows "
                          "only, where the demos' answers are (a third of the extra unembedding's cost, and the prose "
                          "trained as without it)")
+    ap.add_argument("--grow-layers", type=int, default=0,
+                    help="with --init-from: append this many blocks after the model's (their output projections start "
+                         "at zero, so the grown model starts out computing what the old one did)")
+    ap.add_argument("--ioi-bare-leads", action="store_true",
+                    help="with --ioi-lead-frac: a sentence that starts with a name gets its opener without a comma "
+                         "(\"Last year Mary and John ...\"), so that any word may come before the first name")
+    ap.add_argument("--ioi-io-first", type=float, default=0.5,
+                    help="share of the training IOI sentences that name the indirect object first (ABBA: \"When Mary "
+                         "and John ..., John gave a drink to\"), where the answer is not the name after \"and\"")
     ap.add_argument("--warmup", type=int, default=100, help="steps of linear learning-rate warm-up")
     ap.add_argument("--ioi-answer-weight", type=float, default=1.0,
                     help="loss weight of the indirect object (the answer) of each curriculum IOI sentence as a "
@@ -2172,6 +2253,8 @@ def main():
         use_more_templates(args.more_templates)
     if args.more_names:
         use_more_names()
+    global IOI_IO_FIRST
+    IOI_IO_FIRST = args.ioi_io_first
     names_elsewhere = args.names_outside_ioi == "all"
     ov = open_vocab(train_docs) if args.ioi_open_frac > 0 else None
     leads = prose_leads(train_docs) if args.ioi_lead_frac > 0 else []
@@ -2185,7 +2268,7 @@ def main():
     cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                     IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES,
                                     ov=ov, open_frac=args.ioi_open_frac, after_to=args.names_after_to, leads=leads,
-                                    lead_frac=args.ioi_lead_frac)
+                                    lead_frac=args.ioi_lead_frac, bare_leads=args.ioi_bare_leads)
     ioi_heldout, facts_heldout = heldout_sets(seed)
     seen = seen_sets(seed)
     check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
@@ -2221,7 +2304,7 @@ def main():
         cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                         IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES, pool,
                                         args.ioi_word_names, ov, args.ioi_open_frac, args.names_after_to, leads,
-                                        args.ioi_lead_frac)
+                                        args.ioi_lead_frac, args.ioi_bare_leads)
         check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
         n_word_names = len(pool)
         print(f"{len(pool)} capitalised words as stand-in names in {args.ioi_word_names:.0%} of the IOI documents, "
@@ -2232,12 +2315,20 @@ def main():
     cfg = {"n_layer": args.layers, "n_head": args.heads, "n_embd": args.d_model, "n_positions": args.ctx,
            "vocab_size": len(vocab), "pos_init": args.pos_init}
     base_bpb = None
+    base_run = None  # the state of the from-scratch run that made --init-from, when this script made it
     if args.init_from and not args.report:
+        p = os.path.abspath(args.init_from) + ".train_state.json"
+        if os.path.exists(p):
+            st = json.load(open(p))
+            if not st.get("init_from"):
+                base_run = {k: st.get(k) for k in ("argv", "steps", "train_minutes", "tokens_seen", "cpu", "precision")}
         base_file = json.load(open(os.path.join(args.init_from, "config.json")))
         for k, a in (("n_layer", "layers"), ("n_head", "heads"), ("n_embd", "d_model"), ("n_positions", "ctx")):
             cfg[k] = base_file[k]
             setattr(args, a, base_file[k])
         base_cfg = dict(cfg, vocab_size=base_file["vocab_size"])
+        cfg["n_layer"] += args.grow_layers
+        args.layers = cfg["n_layer"]
         base = make_model(torch, base_cfg)
         load_exported(torch, base, base_cfg, args.init_from)
         # the base model's held-out prose bits per byte, measured as this run's model will be (same documents);
@@ -2250,8 +2341,9 @@ def main():
             base_bpb = json.load(open(bpb_path))["val_bpb"]
         else:
             ref_cfg = json.load(open(os.path.join(ref, "config.json")))
-            ref_model = make_model(torch, dict(cfg, vocab_size=ref_cfg["vocab_size"]))
-            load_exported(torch, ref_model, dict(cfg, vocab_size=ref_cfg["vocab_size"]), ref)
+            ref_shape = dict(cfg, vocab_size=ref_cfg["vocab_size"], n_layer=ref_cfg["n_layer"])  # before any growth
+            ref_model = make_model(torch, ref_shape)
+            load_exported(torch, ref_model, ref_shape, ref)
             _, base_bpb, _ = evaluate(torch, ref_model, Encoder(*read_tokenizer(ref)), val_docs, cfg["n_positions"])
             os.makedirs(os.path.dirname(bpb_path), exist_ok=True)
             json.dump({"val_bpb": base_bpb}, open(bpb_path, "w"))
@@ -2416,6 +2508,8 @@ def main():
                 "init_from": args.init_from, "base_val_bpb": base_bpb, "warmup": args.warmup,
                 "compare_to": args.compare_to or args.init_from, "ioi_answer_weight": args.ioi_answer_weight,
                 "names_outside_ioi": args.names_outside_ioi, "more_templates": args.more_templates, "more_names": args.more_names, "ioi_word_names": args.ioi_word_names, "n_word_names": n_word_names, "ioi_open_frac": args.ioi_open_frac, "lens_aux_weight": args.lens_aux_weight, "lens_aux_rows": args.lens_aux_rows, "ioi_subject_weight": args.ioi_subject_weight, "names_after_to": args.names_after_to, "ioi_lead_frac": args.ioi_lead_frac, "cpu": cpu_name(),
+                "ioi_bare_leads": args.ioi_bare_leads, "ioi_io_first": args.ioi_io_first, "grow_layers": args.grow_layers,
+                "base_run": base_run,
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
                 "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
