@@ -1607,13 +1607,19 @@ def seen_sets(seed):
     return ioi, facts
 
 
+def io_named_first(prompt, io):
+    """Whether an IOI prompt ("... A and B ..., B gave ... to") names its indirect object io (" Name") before the
+    "and" of the pair (ABBA), where the answer is not the name after "and"."""
+    return prompt.find(io.strip()) < prompt.find(" and ")
+
+
 def brief_demo_scores(torch, model, enc, ioi, facts, seen=None, cfg=None):
     """A few numbers for the training log: held-out IOI and fact shares (and mean IOI logit difference), the same on
     training-like prompts (seen), p(" mat"), Mary - John, Paris's rank, the C++ induction test's best head."""
     was = model.training
     model.eval()
     ri, rf = heldout_scores(torch, model, enc, ioi, facts)
-    first = [q["prompt"].find(q["io"]) < q["prompt"].find(q["s"]) for q in ioi]  # ABBA: the IO named first
+    first = [io_named_first(q["prompt"], q["io"]) for q in ioi]
     out = (f"held-out IOI {sum(x['pass'] for x in ri) / len(ri):.0%} (diff {sum(x['diff'] for x in ri) / len(ri):+.1f},"
            f" IO first {sum(x['pass'] for x, f in zip(ri, first) if f)}/{sum(first)})"
            f" facts {sum(x['pass'] for x in rf) / len(rf):.0%}")
@@ -1813,7 +1819,7 @@ def fine_tune_recipe(info):
 
 def ioi_order_sentence(results):
     """The held-out IOI prompts split by which name comes first (judge's results on them): where the model fails."""
-    first = [r["prompt"].find(r["answer"].strip()) < r["prompt"].find(" and ") for r in results]
+    first = [io_named_first(r["prompt"], r["answer"]) for r in results]
     n_io, n_s = sum(first), len(first) - sum(first)
     ok_io = sum(r["pass"] for r, f in zip(results, first) if f)
     ok_s = sum(r["pass"] for r, f in zip(results, first) if not f)
