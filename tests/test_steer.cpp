@@ -18,6 +18,7 @@
 #include "app_script.h"
 #include "io/control_vector.h"
 #include "io/gguf.h"
+#include "io/loader.h"
 #include "run/backward.h"
 #include "run/forward.h"
 #include "run/live.h"
@@ -478,7 +479,12 @@ TEST(Steer, AppSteerTabBuildsAppliesAndSweeps) {
     // built: a direction at every layer, the side-by-side continuations and the sweep of it
     const nlohmann::json& b = st[1]["steer"];
     ASSERT_FALSE(b["vector"].is_null());
-    EXPECT_EQ(b["vector"]["layers"], nlohmann::json::array({0, 1, 2, 3}));
+    // every layer of the app's model (the embedded default model), read from the model itself
+    const int n_layer = gb::load_model(st[0]["model"].get<std::string>()).config.n_layer;
+    ASSERT_GE(n_layer, 2);
+    std::vector<int> all_layers(n_layer);
+    for (int l = 0; l < n_layer; l++) all_layers[l] = l;
+    EXPECT_EQ(b["vector"]["layers"], nlohmann::json(all_layers));
     ASSERT_TRUE(b.contains("compare"));
     EXPECT_TRUE(b["compare"]["current"].get<bool>());
     ASSERT_EQ(b["compare"]["runs"].size(), 3u);
@@ -486,7 +492,7 @@ TEST(Steer, AppSteerTabBuildsAppliesAndSweeps) {
     EXPECT_NE(big["text"], b["compare"]["baseline"]);
     EXPECT_GE(big["parts_at"].get<int>(), 0);
     ASSERT_TRUE(b.contains("sweep"));
-    EXPECT_EQ(b["sweep"]["kl"].size(), 20u); // 5 scales x 4 layers
+    EXPECT_EQ(b["sweep"]["kl"].size(), 5u * n_layer); // 5 scales x every layer
     EXPECT_EQ(st[1]["ablation"], "none"); // not applied yet
     // applied: the live run is steered (its prediction moves), listed with the ablations
     EXPECT_NE(st[2]["ablation"].get<std::string>().find("steer 4 x contrast#1 at L1"), std::string::npos) << st[2]["ablation"];

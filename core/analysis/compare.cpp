@@ -344,7 +344,7 @@ void compare_records(compare_result& out, const record& ra, const model& a, cons
 // its thread, and the barriers a small model's forward waits at (most of its time on the default model) are not
 // paid. Large runs of unequal cost (F16 against Q4_K) go one after the other on every thread, or the faster one's
 // core would idle (GPT-2 small at 123 tokens, F32 against Q4_K: 2.4x one forward side by side, 2.1x one after
-// the other; the default model against its Q4_K copy: 1.7x and 2.25x).
+// the other; the earlier 4-layer default model against its Q4_K copy: 1.7x and 2.25x).
 bool compare_side_by_side(const model& a, const model& b, int n_tokens) {
     if (omp_get_max_threads() < 2 || omp_in_parallel()) return false;
     const weight_types ta = stored_types(a), tb = stored_types(b);

@@ -193,9 +193,9 @@ static int64_t macs_per_token(const model& m) {
 
 // A call small enough to run on one thread: a model of at most 16 M multiply-adds a token (its weights sit in the
 // caches: a second core adds no memory bandwidth) on a call of at most 2 G. Two threads wake each other at every
-// product, and such a call has hundreds of short ones: with libgomp's brief spin (threads.h) the default model's
-// 16-token forward took 2.0 ms on two threads, 0.47 ms spinning and 0.68 ms on one, and it cannot be stalled by a
-// busy core. OpenMP's thread count for the calling thread, restored when the call ends.
+// product, and such a call has hundreds of short ones: with libgomp's brief spin (threads.h) the earlier 4-layer
+// default model's 16-token forward took 2.0 ms on two threads, 0.47 ms spinning and 0.68 ms on one, and it cannot be
+// stalled by a busy core. OpenMP's thread count for the calling thread, restored when the call ends.
 struct one_thread_if {
     int before = 0;
     explicit one_thread_if(bool one) {
