@@ -107,8 +107,8 @@ TEST(GuiTeach, TheAppWritesNumbersInOneFormat) {
 }
 
 // Under an ablation the Next token table keeps the baseline's answer: on the embedded model "The United States of"
-// is ‘ America’ (23 %); without attention the model ranks it far below the rows shown, yet it stays, pinned and
-// said so, with its probability under the ablation. Without an ablation nothing is pinned.
+// is ‘ America’ (100 %); without attention the model ranks it far below the rows shown (0.05 %), yet it stays,
+// pinned and said so, with its probability under the ablation. Without an ablation nothing is pinned.
 TEST(GuiTeach, TheBaselinesAnswerIsPinnedInTheAblatedTable) {
     ASSERT_TRUE(have_app());
     int rc = -1;
@@ -256,8 +256,9 @@ TEST(GuiTeach, AnEncodersQueryIsItsMaskAndItShowsNoBosOrDemos) {
 
 // Patching with a clean–corrupted gap under 1 logit says above the maps that they are then noise, and offers a
 // contrast the corruption moves (the corrupted prompt's own most probable other token), which a click sets; a
-// gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model ‘ dog’
-// against ‘ fox’: "A quick brown fox jumps over the lazy" moves it 0.7, "... over the old" more than 1.
+// gap of a few logits says nothing; the same prompt twice says to change a word. On the embedded model, ‘ dog’
+// against the app's default contrasts: "A quick brown fox jumps over the lazy" moves it 0.04 logit (against
+// ‘ horse’, the clean top-2), "... over the old" 16.8 (against ‘est’, the corrupted prompt's top-1).
 TEST(GuiTeach, PatchingSaysWhenTheGapIsTooSmallToRead) {
     ASSERT_TRUE(have_app());
     int rc = -1;
