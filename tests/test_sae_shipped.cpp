@@ -55,13 +55,13 @@ TEST(SaeShipped, FoundForTheDefaultModelOnlyAndBinds) {
     EXPECT_EQ(gb::default_sae_path(gb::load_model(dir + "/model")), "");
 }
 
-// Measured: fvu_all 0.250 on this sentence (58 tokens; x̄ its own mean); the bound leaves 0.03
+// Measured: fvu_all 0.269 on this sentence (58 tokens; x̄ its own mean); the bound leaves 0.03
 TEST(SaeShipped, ReconstructsATrainingSentence) {
     const gb::model& m = default_model();
     const gb::bound_sae b = gb::open_sae(gb::default_sae_path(m), m);
     const std::vector<int> ids = gb::encode(m.tok, kTrainingSentence);
     const gb::feature_result r = gb::run_features(m, b, ids);
-    EXPECT_LE(r.fvu_all, 0.28) << "tokens " << ids.size();
+    EXPECT_LE(r.fvu_all, 0.30) << "tokens " << ids.size();
     EXPECT_GT(r.fvu_all, 0.0);
     int active = 0; // TopK: exactly k features per position (the pre-activations of text are positive enough)
     for (float a : r.acts) active += a > 0;
@@ -100,9 +100,9 @@ TEST(SaeShipped, CliUsesItWithoutSaeOnTheDefaultModelOnly) {
 }
 
 // The trainer on the default model's own activations (L2 resid_post over tests/data/default_model_text.txt, an
-// excerpt of the shipped SAE's training text, 3,533 activations), 256 features, k 16, 600 steps of 256, seed 0:
-// measured explained variance 0.753 on the last steps' batches and 0.758 on all the activations (docs/features.md);
-// the bound 0.73 leaves room for the other matmul kernel's rounding
+// excerpt of the shipped SAE's training text, 3,498 activations), 256 features, k 16, 600 steps of 256, seed 0:
+// measured explained variance 0.747 on the last steps' batches and 0.751 on all the activations (docs/features.md);
+// the bound 0.72 leaves room for the other matmul kernel's rounding
 TEST(SaeShipped, TrainingOnTheDefaultModelReachesTheStatedExplainedVariance) {
     const gb::model& m = default_model();
     const std::string text = read_file(std::string(GLASSBOX_SOURCE_DIR) + "/tests/data/default_model_text.txt");
@@ -117,7 +117,7 @@ TEST(SaeShipped, TrainingOnTheDefaultModelReachesTheStatedExplainedVariance) {
     const gb::sae s = gb::train_sae(x.data(), n, d, o, "", [&](const gb::sae_train_progress& p) {
         explained = p.explained, dead = p.dead_fraction;
     });
-    EXPECT_GE(explained, 0.73) << "the last steps' batches";
-    EXPECT_GE(gb::sae_explained(s, x.data(), n), 0.73) << "all " << n << " activations";
+    EXPECT_GE(explained, 0.72) << "the last steps' batches";
+    EXPECT_GE(gb::sae_explained(s, x.data(), n), 0.72) << "all " << n << " activations";
     EXPECT_LE(dead, 0.05);
 }
