@@ -36,7 +36,8 @@ shot screenshot "$prev" "$prompt" "wait"
 shot screenshot-live "$prev" "$prompt" "wait" "gen-tokens 8" "click Generate" "wait" "frames 30" "wait" "gen-step 5"
 shot screenshot-lens "$induction" "$prompt" "tab lens"
 shot screenshot-attribution "$induction" "$prompt" "tab attribution"
-shot screenshot-patching "$induction" "$prompt" "tab patching" "corrupt The cat sat on the door. The cat sat on the"
+shot screenshot-patching "$induction" "When Mary and John went to the store, John gave a drink to" "tab patching" \
+    "corrupt When John and Mary went to the store, Mary gave a drink to"
 shot screenshot-head-scores "$prev" "$prompt" "colour-by prev_token"
 # the demos as a class sees them: 1280 x 720 at 100 % and 1920 x 1080 at 150 % (NAME-1080p.png)
 for size in 1280x720:1 1920x1080:1.5; do
@@ -67,9 +68,9 @@ shot trace "$induction" "The Eiffel Tower is in the city of" "tab patching" "pat
     "maximise analysis" "wait" "frames 10" "wait"
 shot steer "$induction" "Today I feel" "tab steer" "maximise analysis" "wait" "click steer build" "wait" \
     "click steer apply" "wait" "frames 10" "wait"
-# the shipped SAE (opened with the default model): feature 226, the repeated name of an indirect-object sentence,
+# the shipped SAE (opened with the default model): feature 685, the repeated name of an indirect-object sentence,
 # with its top contexts over the excerpt of the model's training text that the tests use
-shot screenshot-features "$induction" "$ioi" "tab features" "maximise analysis" "wait" "feature 226" \
+shot screenshot-features "$induction" "$ioi" "tab features" "maximise analysis" "wait" "feature 685" \
     "feature-corpus tests/data/default_model_text.txt" "wait" "click feature index" "wait" "frames 10" "wait"
 "$cli" quantize --dtype Q4_K --out "$tmp/default-Q4_K.gguf" > /dev/null
 shot compare "$induction" "The cat sat on the mat because it was tired. Then the dog came in and looked at the cat" \
