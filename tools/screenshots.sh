@@ -13,6 +13,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 prompt="The cat sat on the mat. The cat sat on the"
+ioi="When Mary and John went to the store, John gave a drink to"
+ioi_swap="When John and Mary went to the store, Mary gave a drink to"   # the names swapped: patching's corrupt
 # best head of a kind: "heads" prints "induction  L.H score  L.H score ..." (highest first)
 best() { "$cli" heads "$@" | awk -v k="$kind" '$1 == k { print $2; exit }'; }
 kind=induction; induction=$(best --repeat-random 50 --seed 1)
@@ -36,8 +38,7 @@ shot screenshot "$prev" "$prompt" "wait"
 shot screenshot-live "$prev" "$prompt" "wait" "gen-tokens 8" "click Generate" "wait" "frames 30" "wait" "gen-step 5"
 shot screenshot-lens "$induction" "$prompt" "tab lens"
 shot screenshot-attribution "$induction" "$prompt" "tab attribution"
-shot screenshot-patching "$induction" "When Mary and John went to the store, John gave a drink to" "tab patching" \
-    "corrupt When John and Mary went to the store, Mary gave a drink to"
+shot screenshot-patching "$induction" "$ioi" "tab patching" "corrupt $ioi_swap"
 shot screenshot-head-scores "$prev" "$prompt" "colour-by prev_token"
 # the demos as a class sees them: 1280 x 720 at 100 % and 1920 x 1080 at 150 % (NAME-1080p.png)
 for size in 1280x720:1 1920x1080:1.5; do
@@ -61,14 +62,13 @@ done
 # with its sweep, a feature of the shipped SAE, and the default model against its own Q4_K copy.
 SIZE=1280x720 SCALE=1
 export SIZE SCALE
-ioi="When Mary and John went to the store, John gave a drink to"
-shot circuit "$induction" "$ioi" "tab patching" "corrupt When John and Mary went to the store, Mary gave a drink to" \
+shot circuit "$induction" "$ioi" "tab patching" "corrupt $ioi_swap" \
     "wait" "tab circuit" "maximise analysis" "wait" "frames 10" "wait"
 shot trace "$induction" "The Eiffel Tower is in the city of" "tab patching" "patch-mode trace" "subject Eiffel Tower" \
     "maximise analysis" "wait" "frames 10" "wait"
 shot steer "$induction" "Today I feel" "tab steer" "maximise analysis" "wait" "click steer build" "wait" \
     "click steer apply" "wait" "frames 10" "wait"
-# the shipped SAE (opened with the default model): feature 685, the repeated name of an indirect-object sentence,
+# the shipped SAE (opened with the default model): feature 685, the subject named again in an indirect-object sentence,
 # with its top contexts over the excerpt of the model's training text that the tests use
 shot screenshot-features "$induction" "$ioi" "tab features" "maximise analysis" "wait" "feature 685" \
     "feature-corpus tests/data/default_model_text.txt" "wait" "click feature index" "wait" "frames 10" "wait"

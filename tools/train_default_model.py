@@ -2534,7 +2534,6 @@ def main():
                  "val_tokens": val_tokens, "samples": samples, "sample_tokens": n_new, "prev": prev,
                  "induction": induction, "rep_loss_first": rep_first, "rep_loss_second": rep_second,
                  "file_bytes": os.path.getsize(os.path.join(args.out, "model.safetensors")),
-                 "default_steps": ap.get_default("steps"),
                  "defaults": {k: ap.get_default(k) for k in ("steps", "batch", "ctx", "layers", "heads", "d_model",
                                                              "vocab", "lr", "seed", "threads", "curriculum_frac",
                                                              "curriculum_docs", "repeat_frac", "random_frac")},
