@@ -17,6 +17,7 @@
 #include "args.h"
 #include "commands.h"
 #include "input.h"
+#include "patch_text.h"
 
 namespace cli {
 
@@ -29,23 +30,17 @@ int cmd_atp(const args& a) {
     gb::model m = open_model(a);
     gb::require(m, gb::FEATURE_PATCHING); // its estimates are of patching: a decoder-only model's two prompts
     const std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
-    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
+    int target = token_arg(a, m, "target", false), contrast = token_arg(a, m, "contrast", false);
     const gb::ablation ab = parse_ablation(a, m);
     const std::vector<std::string> notes = check_knockouts(ab, m, (int)clean.size());
+    const std::string chosen = gb::choose_patch_tokens(target, contrast, m, clean, corrupt, ab); // as patch and the app
+    if (!chosen.empty()) std::printf("(%s)\n", chosen.c_str());
     const gb::patch_result p = gb::attribution_patching(m, clean, corrupt, target, contrast, ab);
     std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
                 contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", p.clean, p.corrupt);
     std::printf("attribution patching in %.0f ms (one backward pass); estimated normalized (1 = the clean answer is "
                 "back):\n", p.ms);
-    const int T = p.n_tokens;
-    const std::vector<std::string> labels = gb::resid_labels(p.n_layer);
-    for (int pt = 0; pt < 2 * p.n_layer + 1; pt++) {
-        int best = 0;
-        for (int t = 1; t < T; t++)
-            if (std::fabs(p.resid_normalized[(size_t)pt * T + t]) > std::fabs(p.resid_normalized[(size_t)pt * T + best])) best = t;
-        std::printf("  %-9s best position %2d (\"%s\") %+.3f\n", labels[pt].c_str(), best,
-                    visible(gb::token_text(m.tok, clean[best])).c_str(), p.resid_normalized[(size_t)pt * T + best]);
-    }
+    print_patch_positions(m, clean, p.resid_normalized, p.n_layer, p.n_tokens);
     std::unique_ptr<gb::patch_result> exact;
     if (a.has("exact")) {
         gb::patch_options po;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/circuit.h"
+#include "analysis/patching.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -51,10 +52,12 @@ static nlohmann::json faithfulness_curve(const gb::model& m, const gb::circuit_r
 int cmd_circuit(const args& a) {
     gb::model m = open_model(a);
     const std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
-    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", true);
+    int target = token_arg(a, m, "target", false), contrast = token_arg(a, m, "contrast", false);
     const int n_edges = (int)parse_int(a.get("edges", "40"), "--edges", 0, 100000000);
     const gb::ablation ab = parse_ablation(a, m);
     const std::vector<std::string> notes = check_knockouts(ab, m, (int)clean.size());
+    const std::string chosen = gb::choose_patch_tokens(target, contrast, m, clean, corrupt, ab); // as patch and the app
+    if (!chosen.empty()) std::printf("(%s)\n", chosen.c_str());
     const gb::circuit_result r = gb::circuit_scores(m, clean, corrupt, target, contrast, ab);
     const std::vector<unsigned char> in = gb::circuit_members(r, n_edges);
     const double kept = gb::circuit_metric(m, r, clean, in, ab);

@@ -49,7 +49,7 @@ int cmd_features(const args& a) {
     nlohmann::json top = nlohmann::json::array();
     for (int t = 0; t < T; t++) {
         const std::vector<int> ids = top_features(r, t, K);
-        std::printf("  %3d %s L0 %-4d fvu %.3f ", t, padded(quoted(m, rq.tokens[t]), 14).c_str(), active(r, t), r.fvu[t]);
+        std::printf("  %3d %s active %-4d fvu %.3f ", t, padded(quoted(m, rq.tokens[t]), 14).c_str(), active(r, t), r.fvu[t]);
         nlohmann::json row = nlohmann::json::array();
         for (int id : ids) {
             const float act = r.acts[(size_t)t * r.d_sae + id];

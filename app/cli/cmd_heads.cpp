@@ -69,7 +69,8 @@ int cmd_heads(const args& a) {
     const std::shared_ptr<const gb::record> run = scored_run(a, m, positions);
     const gb::record& r = *run;
     gb::head_scores s = gb::score_heads(r);
-    std::printf("%d%s; the highest-scoring heads (layer.head):\n", r.n_tokens, positions.c_str());
+    std::printf("%d%s; the five heads that score highest on each (layer.head; entropy: the lowest, the most "
+                "focused):\n", r.n_tokens, positions.c_str());
     for (int k = 0; k < gb::SCORE_COUNT; k++) {
         const gb::head_score_kind kind = (gb::head_score_kind)k;
         std::vector<int> order;
@@ -79,7 +80,7 @@ int cmd_heads(const args& a) {
         std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
             return kind == gb::SCORE_ENTROPY ? s.score[k][x] < s.score[k][y] : s.score[k][x] > s.score[k][y];
         });
-        std::printf("  %-16s", gb::head_score_name(kind));
+        std::printf("  %-16s", (std::string(gb::head_score_name(kind)) + (kind == gb::SCORE_ENTROPY ? " (lowest)" : "")).c_str());
         if (order.empty()) std::printf(" (undefined: no token occurs twice)");
         for (size_t i = 0; i < order.size() && i < 5; i++)
             std::printf("  %d.%d %.3f", order[i] / s.n_head, order[i] % s.n_head, s.score[k][order[i]]);

@@ -46,13 +46,13 @@ int cmd_lens(const args& a) {
     std::printf("logit lens at %s (\"%s\"): top-%d at each residual point\n",
                 classes ? "the classifier's position" : s2s ? "the last target position"
                 : kind.output == gb::OUTPUT_FILL_MASK ? "the position the masked-LM head fills" : "the last position",
-                visible(r.pieces[at]).c_str(), std::min(k, 3));
+                visible(r.pieces[at]).c_str(), k);
     if (classes && !m.weights.dist_head.empty())
         std::printf("(through the [CLS] classifier alone: the model's own prediction also averages in the distillation "
                     "head at [DIST])\n");
     for (int p = 0; p < l.n_points; p++) {
         std::printf("  %s", padded(l.points[p], s2s ? 14 : 9).c_str());
-        for (int j = 0; j < std::min(k, 3); j++) {
+        for (int j = 0; j < k; j++) {
             const size_t o = ((size_t)p * T + at) * k + j;
             std::printf("  %s %.3f", padded(quoted(m, l.top_ids[o]), 14).c_str(), l.top_probs[o]);
         }

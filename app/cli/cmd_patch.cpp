@@ -14,34 +14,30 @@
 #include "args.h"
 #include "commands.h"
 #include "input.h"
+#include "patch_text.h"
 
 namespace cli {
 
 int cmd_patch(const args& a) {
     gb::model m = open_model(a);
     std::vector<int> clean = read_input(a, m).tokens, corrupt = read_input(a, m, "corrupt").tokens;
-    const int target = token_arg(a, m, "target", true), contrast = token_arg(a, m, "contrast", false);
+    int target = token_arg(a, m, "target", false), contrast = token_arg(a, m, "contrast", false);
     gb::patch_options po;
     po.attention = choose_backend(a);
     po.ab = parse_ablation(a, m);
     const std::vector<std::string> notes = check_knockouts(po.ab, m, (int)clean.size());
+    // the app's rule for what is not given: the clean top-1 against the corrupted top-1
+    const std::string chosen = gb::choose_patch_tokens(target, contrast, m, clean, corrupt, po.ab);
+    if (!chosen.empty()) std::printf("(%s)\n", chosen.c_str());
     gb::patch_result p = gb::activation_patching(m, clean, corrupt, target, contrast, po);
-    const int T = p.n_tokens;
     std::printf("metric logit(%s)%s at the last position: clean %+.4f, corrupt %+.4f\n", quoted(m, target).c_str(),
                 contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", p.clean, p.corrupt);
     std::printf("%d patched runs in %.0f ms; normalized (1 = the clean answer is back):\n", p.runs, p.ms);
-    const std::vector<std::string> labels = gb::resid_labels(p.n_layer);
-    for (int pt = 0; pt < 2 * p.n_layer + 1; pt++) { // the position where patching matters most at each point
-        int best = 0;
-        for (int t = 1; t < T; t++)
-            if (std::fabs(p.resid_normalized[(size_t)pt * T + t]) > std::fabs(p.resid_normalized[(size_t)pt * T + best])) best = t;
-        std::printf("  %-9s best position %2d (\"%s\") %+.3f\n", labels[pt].c_str(), best, visible(gb::token_text(m.tok, clean[best])).c_str(),
-                    p.resid_normalized[(size_t)pt * T + best]);
-    }
+    print_patch_positions(m, clean, p.resid_normalized, p.n_layer, p.n_tokens);
     std::vector<int> order(p.heads.size());
     for (size_t i = 0; i < order.size(); i++) order[i] = (int)i;
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return std::fabs(p.heads_normalized[x]) > std::fabs(p.heads_normalized[y]); });
-    std::printf("  heads:");
+    std::printf("  heads, largest |effect| first:");
     for (size_t i = 0; i < order.size() && i < 6; i++)
         std::printf("  %d.%d %+.3f", order[i] / p.n_head, order[i] % p.n_head, p.heads_normalized[order[i]]);
     std::printf("\n");

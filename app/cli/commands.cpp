@@ -40,17 +40,17 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--position I] [--json FILE] [--npy-dir DIR]
   heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
                [--json FILE] [--npy-dir DIR]
-  patch        --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+  patch        --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
                [--contrast TEXT | --contrast-id N] [--ablate ...] [--heads ...] [--knockout ...]
                [--json FILE] [--npy-dir DIR]
                (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
   grad         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
                (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
                [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
-  atp          --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
+  atp          --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
                [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
-  circuit      --prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N)
-               (--contrast TEXT | --contrast-id N) [--edges N] [--json FILE]
+  circuit      --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
+               [--contrast TEXT | --contrast-id N] [--edges N] [--json FILE]
   trace        --prompt TEXT --subject TEXT [--noise 3] [--samples 10] [--seed S] [--json FILE] [--npy-dir DIR]
                (grad, atp, circuit and trace also take --model, --bos, --matmul and --ablate, --layers, --heads,
                --knockout)
@@ -287,11 +287,13 @@ const std::vector<command> table = {
       backend, matmul, weights}},
     {"patch", cmd_patch, gb::FEATURE_PATCHING,
      "activation patching: where the clean run's activations bring its answer back",
-     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
+     {"--prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N] [--model PATH] [options]"},
      {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
       {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
-      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
-      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token; default: the "
+                         "clean prompt's top-1)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: the corrupted prompt's top-1, or "
+                                      "the clean prompt's top-2 when both predict the target, as in the app)"},
       contrast_id, bos, ablate, layers, heads, knockout, json, npy, backend, matmul, weights}},
     {"grad", cmd_grad, gb::FEATURE_GRADIENTS,
      "gradients: d metric / d the residual stream at every point, and each token's gradient x input and "
@@ -325,11 +327,13 @@ const std::vector<command> table = {
       matmul, weights}},
     {"atp", cmd_atp, gb::FEATURE_GRADIENTS,
      "attribution patching: activation patching estimated from one backward pass (--exact: against the real thing)",
-     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) [--model PATH] [options]"},
+     {"--prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N] [--model PATH] [options]"},
      {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
       {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
-      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
-      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: none, logit(target) alone)"},
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token; default: the "
+                         "clean prompt's top-1)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: the corrupted prompt's top-1, or "
+                                      "the clean prompt's top-2 when both predict the target, as in the app)"},
       contrast_id, bos, ablate, layers, heads, knockout,
       {"exact", "", "also run exact activation patching: JSON \"exact\" and \"error\" (max, RMS and correlation of "
                     "the normalized difference)"},
@@ -340,12 +344,13 @@ const std::vector<command> table = {
     {"circuit", cmd_circuit, gb::FEATURE_PATCHING,
      "a circuit: embeddings, heads, MLPs and logits, edges scored by edge attribution patching, and the top "
      "edges' faithfulness",
-     {"--prompt CLEAN --corrupt CORRUPT (--target TEXT | --target-id N) (--contrast TEXT | --contrast-id N) "
+     {"--prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N] [--contrast TEXT | --contrast-id N] "
       "[--model PATH] [options]"},
      {model, tokenizer, {"prompt", "CLEAN", "the clean prompt"},
       {"corrupt", "CORRUPT", "the corrupted prompt (the same number of tokens)"},
-      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token)"},
-      target_id, {"contrast", "TEXT", "the metric's contrast token (one token)"}, contrast_id, bos,
+      {"target", "TEXT", "the metric is logit(target) - logit(contrast) at the last position (one token; default: the "
+                         "clean prompt's top-1)"},
+      target_id, {"contrast", "TEXT", "the metric's contrast token (one token; default: as patch's)"}, contrast_id, bos,
       {"edges", "N", "the circuit: the nodes the N edges of largest |score| touch (default 40)"},
       ablate, layers, heads, knockout,
       {"json", "FILE", "write nodes (id, kind, layer, head, score, in_circuit), edges (from, to, score: the top N), "

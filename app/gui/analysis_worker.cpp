@@ -213,19 +213,7 @@ static void patch_inputs(patch_output* out, const analysis_request& q, int& targ
     fo.keep.resid_norms = false;
     gb::run_forward(cr, m, out->corrupt_ids, r.ablation, fo);
     out->corrupt_top = gb::top_k_probs(cr.last_logits(), V, 10);
-    if (contrast < 0) {
-        if (out->corrupt_top[0].id != target) {
-            contrast = out->corrupt_top[0].id;
-            out->note = "contrast = the corrupted prompt's top-1";
-        } else { // both prompts predict the target: the clean run's next best
-            for (const gb::token_prob& t : r.pred.top)
-                if (t.id != target) {
-                    contrast = t.id;
-                    break;
-                }
-            out->note = "both prompts predict the target: contrast = the clean prompt's top-2";
-        }
-    }
+    if (contrast < 0) contrast = gb::default_contrast(r.pred.top, out->corrupt_top, target, &out->note);
 }
 
 // Exact patching; in the fast mode attribution patching's estimate first, published at once (exact false), then

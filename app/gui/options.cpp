@@ -10,12 +10,54 @@
 
 namespace gbui {
 
-static const char* usage =
-    "usage: glassbox [--model PATH] [--compare PATH] [--prompt TEXT | --image FILE] [--bos] [--ablate LIST] [--layers LIST] [--heads LIST]\n"
-    "                [--experts LIST] [--select-head L.H] [--select-token I] [--session FILE.json] [--backend cpu|gl]\n"
-    "                [--capture-budget MB] [--matmul fp32|amx|int8|auto] [--weights stored|f32]\n"
-    "                [--screenshot FILE.png] [--size WxH] [--ui-scale 0.6..3] [--script FILE] [--timeout S] [--remember]\n"
-    "       glassbox --help | --version\n";
+// glassbox --help: the options, then the script commands (--script FILE; docs/app.md "Scripts and headless runs")
+static const char* usage = R"(Usage: glassbox [OPTIONS]
+Glassbox, a desktop microscope for transformer models: every attention head, the residual stream, ablations
+recomputed live, the logit lens, attribution, patching, gradients, circuits, steering and SAE features.
+Without --model it opens the last model, else the embedded default model.
+
+Model and input:
+  --model PATH|NAME        a Hugging Face folder, a .gguf or a llama2.c .bin (also hf:ORG/NAME, ollama:NAME)
+  --compare PATH           a second model of the same shape, compared with the first (Compare view)
+  --prompt TEXT            the prompt to open with
+  --image FILE             an image (PNG/JPEG) for an image classifier
+  --bos                    put the model's BOS token before the prompt
+  --session FILE.json      open a saved session (model, prompt, ablations, selection)
+Ablations at start:
+  --ablate LIST            no-residual,no-layernorm,no-attention
+  --layers LIST            the layers the ablation applies to (0,3; default all)
+  --heads LIST             heads knocked out, LAYER.HEAD (5.1,5.5)
+  --experts LIST           experts knocked out, LAYER.EXPERT (1.3)
+  --select-head L.H        the head shown in the Head view
+  --select-token I         the position selected
+Compute:
+  --backend cpu|gl         attention on the CPU or OpenGL 4.3 compute shaders
+  --capture-budget MB      the memory the live state may take (default 512)
+  --matmul fp32|amx|int8|auto   the matrix-product kernel
+  --weights stored|f32     keep weights as stored (F16, BF16, quantised) or dequantise them to f32
+Window:
+  --size WxH               the window's size
+  --ui-scale S             text and widget size, 0.6 to 3 (1 = 100 %)
+  --remember               a scripted or screenshot run also saves its settings
+Headless runs:
+  --screenshot FILE.png    draw once the results are in, save the window, quit
+  --script FILE            run the script's commands frame by frame, then quit (see below)
+  --timeout S              how long a screenshot or script run waits (seconds)
+  --help, --version
+
+Script commands (one a line, # comments):
+  report:     wait | print | screenshot FILE | measure N
+  keyboard:   type TEXT | latency TEXT | key [ctrl+][shift+]end|backspace|enter|escape|left|right|f5|f11|=|-|0|e|kp+
+  generation: gen-tokens N | gen-temperature T | gen-step K | flood N
+  files:      open PATH | open-b PATH | session FILE | save-session FILE | export DIR
+  view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | compare-view a|b|avsb | demo NAME |
+              colour-by NAME | corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I |
+              select-head L.H | sae PATH | feature N | feature-value V | feature-corpus FILE
+  layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
+  waiting:    wait-running lens|patching|trace | frames N
+  mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
+The manual: docs/app.md in Glassbox's source (the app's man page: man glassbox).
+)";
 
 options parse_options(int argc, char** argv) {
     options o;

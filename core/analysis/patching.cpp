@@ -24,6 +24,44 @@ void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& 
                     std::to_string(c.n_ctx));
 }
 
+int default_contrast(const std::vector<token_prob>& clean_top, const std::vector<token_prob>& corrupt_top, int target,
+                     std::string* note) {
+    if (!corrupt_top.empty() && corrupt_top[0].id != target) {
+        if (note) *note = "contrast = the corrupted prompt's top-1";
+        return corrupt_top[0].id;
+    }
+    for (const token_prob& t : clean_top) // both prompts predict the target: the clean run's next best
+        if (t.id != target) {
+            if (note) *note = "both prompts predict the target: contrast = the clean prompt's top-2";
+            return t.id;
+        }
+    throw error("no contrast token: the model's vocabulary has a single token");
+}
+
+std::string choose_patch_tokens(int& target, int& contrast, const model& m, const std::vector<int>& clean,
+                                const std::vector<int>& corrupt, const ablation& ab) {
+    check_patch_prompts(clean, corrupt, m.config);
+    if (target >= 0 && contrast >= 0) return "";
+    const int V = m.config.vocab_size;
+    auto top = [&](const std::vector<int>& ids) {
+        record r;
+        forward_options fo;
+        fo.keep.points = 0;
+        fo.keep.resid_norms = false;
+        run_forward(r, m, ids, ab, fo);
+        return top_k_probs(r.last_logits(), V, 10);
+    };
+    const std::vector<token_prob> clean_top = top(clean);
+    std::string note;
+    if (target < 0) target = clean_top[0].id, note = "target = the clean prompt's top-1";
+    if (contrast < 0) {
+        std::string why;
+        contrast = default_contrast(clean_top, top(corrupt), target, &why);
+        note += (note.empty() ? "" : "; ") + why;
+    }
+    return note;
+}
+
 void resumable_start(std::vector<float>& logits, resumable_run& x, const model& m, const std::vector<int>& tokens,
                      record_request keep) {
     const int T = (int)tokens.size();

@@ -2,9 +2,11 @@
 // of the clean answer returns. Metric: logit(target) - logit(contrast) at the last position.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/softmax.h"
 #include "model/model.h"
 #include "run/ablation.h"
 #include "run/forward.h"
@@ -57,6 +59,16 @@ struct patch_result {
 // Throws gb::error when the two prompts cannot be patched into each other: empty, longer than the context, or of
 // different lengths (naming both).
 void check_patch_prompts(const std::vector<int>& clean, const std::vector<int>& corrupt, const model_config& c);
+
+// The contrast when none is chosen, one rule for the app, patch, atp and circuit: the corrupted prompt's top-1 when
+// it is not the target, else the clean prompt's best token other than the target. *note says which (may be null).
+int default_contrast(const std::vector<token_prob>& clean_top, const std::vector<token_prob>& corrupt_top, int target,
+                     std::string* note);
+// The target and contrast of a patching run (clean and corrupt checked first): each one given (>= 0) is kept; a
+// missing target is the clean prompt's top-1, a missing contrast default_contrast's. Returns the note saying
+// what was chosen ("" when both were given).
+std::string choose_patch_tokens(int& target, int& contrast, const model& m, const std::vector<int>& clean,
+                                const std::vector<int>& corrupt, const ablation& ab);
 
 patch_result activation_patching(const model& m, const std::vector<int>& clean, const std::vector<int>& corrupt,
                                  int target, int contrast, const patch_options& opt,

@@ -181,8 +181,12 @@ int single_token_id(const tokenizer& tok, const std::string& text, const std::st
     for (size_t i = 0; i < ids.size() && i < 8; i++)
         how += std::string(i ? ", " : "") + std::to_string(ids[i]) + " '" + token_text(tok, ids[i]) + "'";
     if (ids.size() > 8) how += ", ...";
+    // most words are single tokens only with the space before them (" Mary"): say so when that is the case
+    std::string hint;
+    if (!text.empty() && text[0] != ' ' && encode(tok, " " + text).size() == 1)
+        hint = "; did you mean ' " + text + "' (with the space before it)?";
     throw error(what + " '" + text + "' encodes to " + std::to_string(ids.size()) + " tokens" +
-                (ids.empty() ? "" : " (" + how + ")") + ", not one; give a single token (or its id)");
+                (ids.empty() ? "" : " (" + how + ")") + ", not one; give a single token (or its id)" + hint);
 }
 
 } // namespace gb
