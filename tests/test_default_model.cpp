@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "test_paths.h"
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "io/loader.h"

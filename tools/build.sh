@@ -4,7 +4,8 @@
 #   tools/build.sh glassbox glassbox-cli  only those targets (./run.sh: the programs it runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+. tools/ccache.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${CMAKE_LAUNCHER[@]}" >/dev/null
 if (($#)); then
   cmake --build build -j"$(nproc)" --target "$@"
 else

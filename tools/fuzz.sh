@@ -10,7 +10,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gguf fuzz_llama2c fuzz_tokenizer_json fuzz_bpe fuzz_image)
 
 bd=${FUZZ_BUILD_DIR:-build-fuzz} # a separate build folder when several people fuzz in one tree
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON \
+. tools/ccache.sh
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON "${CMAKE_LAUNCHER[@]}" \
   -DGLASSBOX_GUI=OFF -DGLASSBOX_TESTS=OFF -DGLASSBOX_NATIVE=OFF >/dev/null
 cmake --build "$bd" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 

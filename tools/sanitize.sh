@@ -2,7 +2,8 @@
 # Builds the whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_SANITIZE=ON >/dev/null
+. tools/ccache.sh
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_SANITIZE=ON "${CMAKE_LAUNCHER[@]}" >/dev/null
 cmake --build build-asan -j"$(nproc)" >/dev/null
 # Mesa, X and fontconfig keep allocations until exit by design; our own leaks are still reported
 export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"

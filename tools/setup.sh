@@ -3,8 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# help2man writes the man pages at build time; dpkg-dev's dpkg-shlibdeps gives the .deb its Depends (cpack)
-pkgs=(build-essential cmake pkg-config git help2man dpkg-dev
+# ccache: the three builds of ./test.sh (Release, fuzzers, ASan) and a developer's rebuilds reuse what an earlier
+# build compiled (tools/ccache.sh); help2man writes the man pages at build time; dpkg-dev's dpkg-shlibdeps gives the .deb its Depends (cpack)
+pkgs=(build-essential cmake pkg-config git help2man dpkg-dev ccache
       libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
       fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm)

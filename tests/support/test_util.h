@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.h"
 #include "kernels/gemm.h"
 #include "tokenizer/tokenizer.h"
 

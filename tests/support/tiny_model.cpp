@@ -1,6 +1,8 @@
 // Writes tiny random GPT-2 folders (weights, config, byte-level BPE vocabulary with a few merges).
 #include "tiny_model.h"
 
+#include "test_paths.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
