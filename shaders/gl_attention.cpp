@@ -51,8 +51,6 @@ struct gl_state {
     GLint max_groups[2] = {0, 0};           // GL_MAX_COMPUTE_WORK_GROUP_COUNT x, y
     GLuint buf[5] = {0, 0, 0, 0, 0};        // q, k, v, probs, out
     size_t cap[5] = {0, 0, 0, 0, 0};        // bytes allocated
-    GLuint timer = 0;
-    double last_ms = -1;
     std::vector<float> out_scratch; // readback when out_stride leaves gaps between rows
 };
 thread_local gl_state g;
@@ -116,7 +114,6 @@ gl_info setup_current() {
         return info;
     }
     glGenBuffers(5, g.buf);
-    glGenQueries(1, &g.timer);
     info.ok = true;
     g.ready = true;
     g.info = info;
@@ -275,22 +272,16 @@ void attention_gl(const attention_args& a) {
     glUniform1i(p.window, a.window);
     glUniform1i(p.causal, a.causal ? 1 : 0);
 
-    GLuint64 total_ns = 0;
     for (int h0 = 0; h0 < a.n_head; h0 += heads_per_pass) {
         const int nh = std::min(heads_per_pass, a.n_head - h0);
         glUniform1i(p.h0, h0);
-        glBeginQuery(GL_TIME_ELAPSED, g.timer);
         glDispatchCompute((GLuint)groups_x, (GLuint)nh, 1);
-        glEndQuery(GL_TIME_ELAPSED);
         glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
         if (a.probs) {
             glBindBuffer(GL_SHADER_STORAGE_BUFFER, g.buf[3]);
             glGetBufferSubData(GL_SHADER_STORAGE_BUFFER, 0, (GLsizeiptr)(head_probs * nh),
                                a.probs + (size_t)h0 * a.n_q * n_kv);
         }
-        GLuint64 ns = 0;
-        glGetQueryObjectui64v(g.timer, GL_QUERY_RESULT, &ns);
-        total_ns += ns;
     }
     glBindBuffer(GL_SHADER_STORAGE_BUFFER, g.buf[4]);
     const size_t width = (size_t)a.n_head * a.d_head;
@@ -302,17 +293,13 @@ void attention_gl(const attention_args& a) {
         for (int i = 0; i < a.n_q; i++)
             std::copy_n(g.out_scratch.data() + (size_t)i * a.out_stride, width, a.out + (size_t)i * a.out_stride);
     }
-    g.last_ms = total_ns / 1e6;
     GLenum err = glGetError();
     if (err != GL_NO_ERROR) throw error("GL attention failed (GL error " + hex(err) + ")");
 }
 
-double gl_last_dispatch_ms() { return g.last_ms; }
-
 void gl_shutdown() {
     if (g.ready) {
         glDeleteBuffers(5, g.buf);
-        glDeleteQueries(1, &g.timer);
     }
     if (g.ready || g.info.context)
         for (attention_program& p : g.prog)

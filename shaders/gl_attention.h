@@ -27,8 +27,6 @@ void attention_gl(const attention_args& a);
 // with glDeleteProgram). `defines` go right after the #version line. Throws gb::error naming the shader and
 // carrying the GL info log when it does not compile or link.
 unsigned gl_compile_compute(const std::string& name, const std::string& source, const std::string& defines = "");
-// Milliseconds the GPU spent in the last attention_gl dispatch (GL timer query), or -1 if unavailable.
-double gl_last_dispatch_ms();
 // Releases buffers, programs and the headless context made on this thread.
 void gl_shutdown();
 

@@ -187,3 +187,18 @@ TEST(CliWording, AppHelpListsOptionsAndScriptCommands) {
         EXPECT_NE(r.out.find(want), std::string::npos) << want;
     EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 30) << r.out;
 }
+
+// glassbox-cli --help is made from the command table: every command the CLI knows is listed, with its summary.
+TEST(CliWording, OverviewListsEveryCommandOfTheTable) {
+    command_result bad = cli("help frobnicate"); // its error lists the table's names: "(run, generate, ...)"
+    ASSERT_EQ(bad.code, 2);
+    const size_t a = bad.err.find('('), b = bad.err.rfind(')');
+    ASSERT_NE(a, std::string::npos) << bad.err;
+    std::vector<std::string> names;
+    std::istringstream in(bad.err.substr(a + 1, b - a - 1));
+    for (std::string n; std::getline(in, n, ',');) names.push_back(n.substr(n.find_first_not_of(' ')));
+    EXPECT_GE(names.size(), 20u) << bad.err;
+    command_result all = cli("--help");
+    ASSERT_EQ(all.code, 0) << all.err;
+    for (const std::string& n : names) EXPECT_NE(all.out.find("\n  " + n + " "), std::string::npos) << n;
+}

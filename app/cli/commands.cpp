@@ -2,86 +2,25 @@
 // these) and its --help text.
 #include "commands.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
 namespace cli {
 
-// The overview (glassbox-cli --help). Laid out as GNU programs do ("Usage:", "  or:", indented two-column
-// lists), which is also what help2man turns into the man page at build time (packaging/packaging.cmake).
-const char* usage_text = R"(Usage: glassbox-cli COMMAND [OPTIONS]
+// The overview (glassbox-cli --help): this head, each command of the table with its summary, then this tail. Laid
+// out as GNU programs do ("Usage:", "  or:", indented two-column lists), which is also what help2man turns into
+// the man page at build time (packaging/packaging.cmake).
+static const char* overview_head = R"(Usage: glassbox-cli COMMAND [OPTIONS]
   or:  glassbox-cli COMMAND --help
   or:  glassbox-cli --help | --version
 Look inside a transformer language model from the command line: run a prompt with parts of the model knocked
 out, generate, tokenize, and read the analyses (logit lens, attribution, head scores, patching) as text, JSON
 or NumPy files.
 
-Commands and their options (glassbox-cli COMMAND --help explains each):
-  run          [--model PATH] (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
-               [--ablate no-residual,no-layernorm,no-attention]
-               [--layers 0,3] [--heads 5.1,5.5] [--experts 1.3] [--knockout 0.1:5-2,3:*-4] [--top-k 10]
-               [--bos] [--all-logits] [--steer V.gguf|V.npy [--steer-scale A] [--steer-layers 3,4] [--steer-from I]]
-               [--sae DIR [--feature-ablate 12,40] [--feature-clamp 7=3.5] [--feature-steer 9=2.0]]
-               [--json FILE] [--npy-dir DIR] [--keep POINTS] [--backend cpu|gl] [--capture-budget MB]
-               [--matmul K]
-  generate     [--model PATH] (--prompt TEXT | --source TEXT) --max-new-tokens N
-               [--temperature T | --temperatures 0.3,0.8,1.5]
-               [--top-k K] [--top-p P] [--seed S] [--bos] [--ablate ...] [--layers ...] [--heads ...]
-               [--experts ...] [--steer V.gguf [--steer-scale A] [--steer-layers ...] [--steer-from I]]
-               [--json FILE] [--matmul K]
-  tokenize     [--model PATH | --tokenizer DIR] (--text TEXT | --decode 1,2,3 [--escape])
-  lens         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT]) [--top-k 5]
-               [--target TEXT | --target-id N] [--json FILE] [--npy-dir DIR]
-  compare      --model A --model-b B --prompt TEXT [--position I] [--top N] [--bench N] [--json FILE]
-               [--npy-dir DIR]   the same tokens through two models of one shape: streams, heads, KL, lens,
-               surprisal (tokenizers must agree)
-  quantize     --model M --dtype Q8_0|Q4_K|... --out FILE.gguf   a GPT-2-family model's copy in that type
-  attribute    --prompt TEXT (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
-               [--position I] [--json FILE] [--npy-dir DIR]
-  heads        (--prompt TEXT | --repeat-random N [--seed S] | --image FILE | --source TEXT [--target-text TEXT])
-               [--json FILE] [--npy-dir DIR]
-  patch        --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
-               [--contrast TEXT | --contrast-id N] [--ablate ...] [--heads ...] [--knockout ...]
-               [--json FILE] [--npy-dir DIR]
-               (the analyses lens, attribute, heads and patch also take --model, --bos, --matmul, --backend)
-  grad         (--prompt TEXT | --image FILE | --source TEXT [--target-text TEXT])
-               (--target TEXT | --target-id N) [--contrast TEXT | --contrast-id N]
-               [--metric logit-diff|logit|logprob] [--position I] [--steps N] [--json FILE] [--npy-dir DIR]
-  atp          --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
-               [--contrast TEXT | --contrast-id N] [--exact] [--json FILE] [--npy-dir DIR]
-  circuit      --prompt CLEAN --corrupt CORRUPT [--target TEXT | --target-id N]
-               [--contrast TEXT | --contrast-id N] [--edges N] [--json FILE]
-  trace        --prompt TEXT --subject TEXT [--noise 3] [--samples 10] [--seed S] [--json FILE] [--npy-dir DIR]
-               (grad, atp, circuit and trace also take --model, --bos, --matmul and --ablate, --layers, --heads,
-               --knockout)
-  bench        [--model PATH] [--tokens 16,64,256] [--repeat N] [--backend cpu|gl] [--json FILE] [--matmul K]
-               or --incremental [--model PATH] [--tokens 256] [--repeat N] [--backend cpu|gl] [--json FILE]
-               or --grad [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
-               or --generate N [--model PATH] [--tokens 64] [--repeat N] [--json FILE]
-               or --contended [--model PATH] [--tokens 16,64,256] [--repeat N] [--json FILE]
-  make-random  --out DIR [--arch gpt2|llama|marian] [--layers-n 12] [--d-model 768] [--heads-n 12] [--ff 4*d]
-               [--vocab 50257] [--ctx 1024] [--dtype F32|F16] [--seed S]
-               llama only: [--kv-heads-n H] [--tied 0|1 (1)] [--rope-theta 500000] [--dtype BF16]
-               --out FILE.gguf: one GGUF file llama.cpp loads, --arch gpt2, llama, mistral, qwen2, qwen3, gemma,
-               gemma2, phi3, olmo2, gpt_neox, mixtral, qwen2_moe, qwen3_moe or olmoe, [--dtype F32|F16|BF16|Q8_0|
-               Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K] [--std 0.02] [--dequantised] [--experts-n 4] [--experts-used-n 2]
-               marian: an encoder–decoder, [--encoder-layers-n N]; defaults 6 + 6 layers, d 512, 8 heads, vocab 58101
-  info         [--model PATH] [--matmul K]
-  learn        (--prompt TEXT | --source TEXT [--target-text TEXT]) [--token I] [--layer L] [--head H]
-               [--json FILE]   the model step by step (an encoder–decoder's decoder, cross-attention included)
-  break-it     --prompt TEXT [--scan-heads N] [--json FILE]   each ablation in turn, with what it changes
-  selftest     --model DIR [--json FILE]   GPT-2 small's published facts on your copy (exit 3: some differ)
-  steer        --positive FILE --negative FILE --layer L|3,4|all [--position last|mean] --out V.gguf|V.npy
-               [--model PATH] [--bos] [--json FILE]   a contrastive steering vector (one prompt a line)
-  steer-sweep  --prompt P --steer V.gguf --scales LIST [--layers LIST|all] --reference FILE [--steer-from I]
-               [--max-new-tokens N] [--json FILE]   KL from the baseline and loss over scale x layer
-  features     --prompt P [--sae DIR] [--top K] [--json FILE] [--npy-dir DIR]   an SAE's or transcoder's
-               features per token, its reconstruction error and the loss with it spliced in
-  train-sae    --hook resid_post --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR
-               [--steps S] [--batch B] [--lr LR] [--seed S]   an SAE on the model's own activations
-  feature      [--sae DIR] --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
-               contexts over a corpus and its effect on the logits
-
+Commands (glassbox-cli COMMAND --help gives each one's usage and options):
+)";
+static const char* overview_tail = R"(
 Options of several commands:
   --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
                  llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
@@ -98,6 +37,7 @@ Options of several commands:
 Errors are one line on stderr starting with "error:".
 
 )";
+
 
 // The same for every command: main() maps gb::error (bad usage or input) to 2 and anything else to 1.
 const char* exit_codes_text = R"(Exit codes:
@@ -536,6 +476,32 @@ std::string command_names() {
     return s;
 }
 
+// Words wrapped at width columns, every line but the first indented to col (the first continues line).
+static std::string wrap(std::string line, const std::string& text, size_t col, size_t width) {
+    std::string out;
+    std::istringstream words(text);
+    bool first = true;
+    for (std::string w; words >> w; first = false) {
+        if (!first && line.size() + 1 + w.size() > width) {
+            out += line + "\n";
+            line.assign(col, ' ');
+            first = true;
+        }
+        line += (first ? "" : " ") + w;
+    }
+    return out + line + "\n";
+}
+
+std::string overview_text() {
+    std::string out = overview_head;
+    for (const command& c : command_table()) {
+        std::string name = "  " + c.name;
+        name.resize(std::max<size_t>(name.size() + 2, 17), ' ');
+        out += wrap(name, c.summary, 17, 110);
+    }
+    return out + overview_tail;
+}
+
 // `glassbox-cli NAME --help`: what the command does, its usage, every option it takes, the exit codes.
 std::string command_help(const command& c) {
     std::string out;
@@ -544,24 +510,14 @@ std::string command_help(const command& c) {
     out += (char)std::toupper((unsigned char)c.summary[0]) + c.summary.substr(1) + ".\n\nOptions:\n";
     auto add = [&](const std::string& left, const std::string& help) {
         // a two-column list; the help wraps at 110 columns, and a long left side puts it on its own line
-        const size_t col = 26, width = 110;
+        const size_t col = 26;
         std::string line = "  " + left;
         if (line.size() + 2 > col) {
             out += line + "\n";
             line.clear();
         }
         line.resize(col, ' ');
-        std::istringstream words(help);
-        bool first = true;
-        for (std::string w; words >> w; first = false) {
-            if (!first && line.size() + 1 + w.size() > width) {
-                out += line + "\n";
-                line.assign(col, ' ');
-                first = true;
-            }
-            line += (first ? "" : " ") + w;
-        }
-        out += line + "\n";
+        out += wrap(line, help, col, 110);
     };
     for (const option_doc& o : c.options) add("--" + o.name + (o.arg.empty() ? "" : " " + o.arg), o.help);
     add("--help", "this help");

@@ -10,8 +10,9 @@ namespace cli {
 
 struct args;
 
-// The overview (glassbox-cli --help) and the exit codes every command shares.
-extern const char* usage_text;
+// The overview (glassbox-cli --help: every command of the table with its summary, and the shared options) and
+// the exit codes every command shares.
+std::string overview_text();
 extern const char* exit_codes_text;
 
 // One option of a command, as its --help lists it. arg is the value's placeholder; empty for a flag.

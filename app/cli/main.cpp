@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
                 if (!c) throw usage_error("unknown command '" + std::string(argv[2]) + "' (" + command_names() + ")");
                 std::fputs(command_help(*c).c_str(), stdout);
             } else {
-                std::fputs(usage_text, stdout);
+                std::fputs(overview_text().c_str(), stdout);
                 std::fputs(exit_codes_text, stdout);
             }
             return 0;

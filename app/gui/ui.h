@@ -137,7 +137,7 @@ void note_text(ui_context& ui, const std::string& name, const std::string& text)
 
 // A rows x cols grid of cw x ch cells in a scrolling child window, with sticky row labels (label_w wide) on the
 // left and a header (header_h tall) on top: the lens and the experts tab. begin_grid opens the child; the caller
-// draws the cells in [r0, r1) x [c0, c1) at cell_min() and its tooltips, then end_grid reserves the content size
+// draws the cells in [r0, r1) x [c0, c1) (cell (r, c) at o + (label_w + c cw, header_h + r ch)) and its tooltips, then end_grid reserves the content size
 // and closes the child.
 struct grid_view {
     ImDrawList* dl = nullptr;
@@ -146,7 +146,6 @@ struct grid_view {
     int rows = 0, cols = 0;
     int r0 = 0, r1 = 0, c0 = 0, c1 = 0; // visible cells
     int hover_r = -1, hover_c = -1;     // the cell under the mouse (not over the labels), or -1
-    ImVec2 cell_min(int r, int c) const { return ImVec2(o.x + label_w + c * cw, o.y + header_h + r * ch); }
     // the row label under the mouse, or -1
     int hovered_label(ImVec2 m) const;
 };

@@ -40,7 +40,6 @@ struct circuit_result {
     double ms = 0;
     int node_of_head(int layer, int head) const { return 1 + layer * (n_head + 1) + head; }
     int node_of_mlp(int layer) const { return 1 + layer * (n_head + 1) + n_head; }
-    int logits_node() const { return (int)nodes.size() - 1; }
 };
 
 // The graph for patching corrupt into clean (same length; check_patch_prompts), metric logit(target) -

@@ -111,7 +111,7 @@ void zero_covered(bctx& b, hook_point p, int l, float* g, int n, int width, int 
 // g_in [T][d] at mlp_in -> accumulated into gx [T][d] at the stream the MLP's norm read: the layer's input
 // (parallel blocks) or resid_mid
 static void mlp_input_backward(bctx& b, int l, float* g_in, float* gx) {
-    const bool no_norm = b.plan.identity_norm[l] & 2;
+    const bool no_norm = b.plan.identity_norm[l] & NORM_MLP_IN;
     zero_covered(b, HOOK_MLP_IN, l, g_in, b.T, b.d, b.d);
     const float* x = b.mlp_stream ? b.mlp_stream : b.c.parallel ? kept(b, HOOK_RESID_PRE, l) : kept(b, HOOK_RESID_MID, l);
     norm_backward(gx, x, g_in, no_norm || !b.arch.pre_norm ? nullptr : &b.w.layers[l].norm2_g, b.arch.norm,
@@ -150,7 +150,7 @@ void mlp_backward(bctx& b, int l, float* g, float* gx) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, ff = b.c.d_ff;
     const size_t n_ff = (size_t)T * ff;
-    const bool no_norm = b.plan.identity_norm[l] & 2;
+    const bool no_norm = b.plan.identity_norm[l] & NORM_MLP_IN;
     const mlp_kind kind = b.arch.mlp;
     const float* in = kept(b, HOOK_MLP_IN, l);
     zero_covered(b, HOOK_MLP_OUT, l, g, T, d, d);
@@ -257,7 +257,7 @@ static void attend_backward(bctx& b, int l, const float* gz, float* gqkv) {
         rope_backward(gq, qkv_w, T, H, dh, 0, b.c.rope_freq, b.c.rope);
         rope_backward(gk, qkv_w, T, KV, dh, 0, b.c.rope_freq, b.c.rope);
     }
-    if (b.arch.qk_norm != QK_NORM_NONE && !(b.plan.identity_norm[l] & 1)) { // their inputs: the product, recomputed
+    if (b.arch.qk_norm != QK_NORM_NONE && !(b.plan.identity_norm[l] & NORM_ATTN_IN)) { // their inputs: the product, recomputed
         float* pre = grown(b.t4, (size_t)T * qkv_w);
         gemm(pre, kept(b, HOOK_ATTN_IN, l), lw.w_qkv, lw.b_qkv, T, b.gs);
         const bool full = b.arch.qk_norm == QK_NORM_FULL;
@@ -272,7 +272,7 @@ static void attend_backward(bctx& b, int l, const float* gz, float* gqkv) {
 static void head_inputs_backward(bctx& b, int l, const float* gz, float* out) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, H = b.H, dh = b.dh, qkv_w = b.qkv_w;
-    const bool no_norm = b.plan.identity_norm[l] & 1;
+    const bool no_norm = b.plan.identity_norm[l] & NORM_ATTN_IN;
     std::vector<float> gzh((size_t)T * H * dh), rows((size_t)H * T * qkv_w), g_in((size_t)H * T * d);
     for (int h = 0; h < H; h++) {
         std::fill(gzh.begin(), gzh.end(), 0.0f);
@@ -292,7 +292,7 @@ static void head_inputs_backward(bctx& b, int l, const float* gz, float* out) {
 void attention_backward(bctx& b, int l, float* g, float* gz_out, float* gx) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, H = b.H, dh = b.dh;
-    const bool no_norm = b.plan.identity_norm[l] & 1;
+    const bool no_norm = b.plan.identity_norm[l] & NORM_ATTN_IN;
     zero_covered(b, HOOK_ATTN_OUT, l, g, T, d, d);
     if (b.arch.post_norm && !no_norm) {
         float* y = grown(b.t1, (size_t)T * d);
@@ -437,7 +437,7 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
         // (the [T][d] copies and adds are split over the threads: grad.h's copy_floats)
         copy_floats(out.resid.data() + (size_t)(2 * l + 2) * Td, g.data(), Td);
         zero_covered(b, HOOK_RESID_POST, l, g.data(), T, d, d);
-        const bool drop_post = (b.plan.no_residual[l] & 2) && !c.parallel;
+        const bool drop_post = (b.plan.no_residual[l] & SKIP_RESID_POST) && !c.parallel;
         // a parallel block's MLP read the layer's input: its gradient joins at resid_pre
         fill_floats(g_pre.data(), 0.0f, Td);
         if (drop_post) fill_floats(g_mid.data(), 0.0f, Td);
@@ -449,7 +449,7 @@ void backward(gradients& out, const model& m, const record& fwd, const metric_sp
         if (readers) copy_floats(out.mlp_in.data() + (size_t)l * Td, g_mlp.data(), Td);
         copy_floats(out.resid.data() + (size_t)(2 * l + 1) * Td, g_mid.data(), Td);
         zero_covered(b, HOOK_RESID_MID, l, g_mid.data(), T, d, d);
-        if (!(b.plan.no_residual[l] & 1)) add_floats(g_pre.data(), g_mid.data(), Td);
+        if (!(b.plan.no_residual[l] & SKIP_RESID_MID)) add_floats(g_pre.data(), g_mid.data(), Td);
         attention_backward(b, l, g_mid.data(), out.z.data() + (size_t)l * T * H * dh, g_pre.data());
         // g_pre: at resid_pre of l as it flowed into the layer. Layer 0's is point 0; a later layer's point 2l
         // is the stream before resid_pre's interventions

@@ -98,7 +98,7 @@ static double distilled_head_backward(bctx& b, const metric_spec& metric, float*
 static void cross_stream(bctx& b, int l, float* u, float* y) {
     const layer_weights& lw = b.w.layers[l];
     const size_t Td = (size_t)b.T * b.d;
-    const bool drop = b.plan.no_residual[l] & 1, no_norm = b.plan.identity_norm[l] != 0;
+    const bool drop = b.plan.no_residual[l] & SKIP_RESID_MID, no_norm = b.plan.identity_norm[l] != 0;
     const float *s = kept(b, HOOK_RESID_MID, l), *co = kept(b, HOOK_CROSS_OUT, l);
     for (size_t i = 0; i < Td; i++) u[i] = (drop ? 0.0f : s[i]) + co[i];
     if (b.arch.post_ln && !no_norm) norm_forward(y, u, &lw.norm3_g, &lw.norm3_b, b.arch.norm, b.c.norm_eps, b.T, b.d);
@@ -109,7 +109,7 @@ static void cross_backward(bctx& b, int l, float* g, float* g_source) {
     const layer_weights& lw = b.w.layers[l];
     const int T = b.T, d = b.d, H = b.H, dh = b.dh, S = b.S, w = H * dh;
     const size_t Td = (size_t)T * d;
-    const bool drop = b.plan.no_residual[l] & 1, no_norm = b.plan.identity_norm[l] != 0;
+    const bool drop = b.plan.no_residual[l] & SKIP_RESID_MID, no_norm = b.plan.identity_norm[l] != 0;
     std::vector<float> u(Td), y(Td), gu(Td);
     if (b.arch.post_ln && !no_norm) {
         cross_stream(b, l, u.data(), y.data());
@@ -179,8 +179,8 @@ void stack_backward(bctx& b, std::vector<float>& g, float* resid, float* z, floa
             cross_stream(b, l, u.data(), after_cross.data());
             stream = after_cross.data();
         }
-        const bool drop_post = b.plan.no_residual[l] & 2, drop_mid = b.plan.no_residual[l] & 1;
-        if (b.arch.post_ln && !(b.plan.identity_norm[l] & 2))
+        const bool drop_post = b.plan.no_residual[l] & SKIP_RESID_POST, drop_mid = b.plan.no_residual[l] & SKIP_RESID_MID;
+        if (b.arch.post_ln && !(b.plan.identity_norm[l] & NORM_MLP_IN))
             post_ln_backward(b, g.data(), drop_post ? nullptr : stream, kept(b, HOOK_MLP_OUT, l), lw.norm2_g);
         if (drop_post) std::fill(g_mid.begin(), g_mid.end(), 0.0f);
         else g_mid = g;
@@ -191,7 +191,7 @@ void stack_backward(bctx& b, std::vector<float>& g, float* resid, float* z, floa
         if (b.arch.cross) cross_backward(b, l, g_mid.data(), g_source);
         std::copy_n(g_mid.data(), Td, resid + (size_t)(2 * l + 1) * Td);
         zero_covered(b, HOOK_RESID_MID, l, g_mid.data(), T, d, d);
-        if (b.arch.post_ln && !(b.plan.identity_norm[l] & 1))
+        if (b.arch.post_ln && !(b.plan.identity_norm[l] & NORM_ATTN_IN))
             post_ln_backward(b, g_mid.data(), drop_mid ? nullptr : kept(b, HOOK_RESID_PRE, l), kept(b, HOOK_ATTN_OUT, l),
                              lw.norm1_g);
         if (drop_mid) std::fill(g_pre.begin(), g_pre.end(), 0.0f);

@@ -135,7 +135,7 @@ void attention_block(pass& f, int l) {
     const model_config& c = f.c;
     const layer_weights& lw = f.w.layers[l];
     const int d = c.d_model, n = f.n, H = c.n_head, dh = c.d_head;
-    const bool no_norm = f.plan.identity_norm[l] & 1; // no-layernorm: every norm of the sublayer is the identity
+    const bool no_norm = f.plan.identity_norm[l] & NORM_ATTN_IN; // no-layernorm: every norm of the sublayer is the identity
     stopwatch sw(f.tm.rest_ms);
     if (l > 0) visit(f, HOOK_RESID_PRE, l, f.x, n, d, d);
     if (c.parallel) std::copy_n(f.x, (size_t)n * d, f.s.x_in.data()); // the MLP reads the layer's input too
@@ -155,13 +155,13 @@ void attention_block(pass& f, int l) {
         head_outputs(f.s.head_out.data(), f.s.att_out.data(), H * dh, lw.w_o, n, H, dh, f.s.blocks, f.s.gemm);
         heads_changed = visit(f, HOOK_HEAD_OUT, l, f.s.head_out.data(), n, H * d, H * d);
     }
-    if (heads_changed) sum_heads(f.s.att.data(), f.s.head_out.data(), lw.b_o, n, H, d);
-    else gemm(f.s.att.data(), f.s.att_out.data(), lw.w_o, lw.b_o, n, f.s.gemm);
+    if (heads_changed) sum_heads(f.s.sub_out.data(), f.s.head_out.data(), lw.b_o, n, H, d);
+    else gemm(f.s.sub_out.data(), f.s.att_out.data(), lw.w_o, lw.b_o, n, f.s.gemm);
     sw.to(f.tm.rest_ms);
     if (f.arch.post_norm && !no_norm) // Gemma 2 and OLMo 2 norm the sublayer's output: attn_out reaches the stream
-        norm_forward(f.s.att.data(), f.s.att.data(), &lw.post_attn_norm, nullptr, f.arch.norm, c.norm_eps, n, d);
-    visit(f, HOOK_ATTN_OUT, l, f.s.att.data(), n, d, d);
-    residual_point(f, f.s.att.data(), f.plan.no_residual[l] & 1, 2 * l + 1, HOOK_RESID_MID, l, "attn",
+        norm_forward(f.s.sub_out.data(), f.s.sub_out.data(), &lw.post_attn_norm, nullptr, f.arch.norm, c.norm_eps, n, d);
+    visit(f, HOOK_ATTN_OUT, l, f.s.sub_out.data(), n, d, d);
+    residual_point(f, f.s.sub_out.data(), f.plan.no_residual[l] & SKIP_RESID_MID, 2 * l + 1, HOOK_RESID_MID, l, "attn",
                    f.arch.post_ln && !no_norm ? &lw.norm1_g : nullptr, &lw.norm1_b);
 }
 
@@ -206,12 +206,12 @@ void cross_attention_block(pass& f, int l) {
     keep_pattern_rows(f, HOOK_CROSS_PATTERN, l, aa.probs, S);
     visit(f, HOOK_CROSS_Z, l, f.s.att_out.data(), n, xq_w, xq_w);
     sw.to(f.tm.matmul_ms);
-    gemm(f.s.att.data(), f.s.att_out.data(), lw.x_o, lw.x_o_b, n, f.s.gemm);
+    gemm(f.s.sub_out.data(), f.s.att_out.data(), lw.x_o, lw.x_o_b, n, f.s.gemm);
     sw.to(f.tm.rest_ms);
-    visit(f, HOOK_CROSS_OUT, l, f.s.att.data(), n, d, d);
-    const bool drop = f.plan.no_residual[l] & 1;
+    visit(f, HOOK_CROSS_OUT, l, f.s.sub_out.data(), n, d, d);
+    const bool drop = f.plan.no_residual[l] & SKIP_RESID_MID;
     const size_t nd = (size_t)n * d;
-    for (size_t i = 0; i < nd; i++) f.x[i] = (drop ? 0.0f : f.x[i]) + f.s.att[i];
+    for (size_t i = 0; i < nd; i++) f.x[i] = (drop ? 0.0f : f.x[i]) + f.s.sub_out[i];
     if (f.arch.post_ln && !no_norm) norm_forward(f.x, f.x, &lw.norm3_g, &lw.norm3_b, f.arch.norm, c.norm_eps, n, d);
 }
 
@@ -246,14 +246,14 @@ static void dense_mlp(pass& f, int l, stopwatch& sw) {
     else if (kind == MLP_SILU) silu_forward(f.s.ff.data(), n_ff);
     visit(f, HOOK_MLP_POST, l, f.s.ff.data(), f.n, c.d_ff, c.d_ff);
     sw.to(f.tm.matmul_ms);
-    gemm(f.s.att.data(), f.s.ff.data(), lw.w_down, lw.b_down, f.n, f.s.gemm);
+    gemm(f.s.sub_out.data(), f.s.ff.data(), lw.w_down, lw.b_down, f.n, f.s.gemm);
 }
 
 void mlp_block(pass& f, int l) {
     const model_config& c = f.c;
     const layer_weights& lw = f.w.layers[l];
     const int d = c.d_model, n = f.n;
-    const bool no_norm = f.plan.identity_norm[l] & 2;
+    const bool no_norm = f.plan.identity_norm[l] & NORM_MLP_IN;
     stopwatch sw(f.tm.rest_ms);
     // a parallel block (GPT-NeoX) reads the layer's input, not the stream after attention
     const float* in = c.parallel ? f.s.x_in.data() : f.x;
@@ -262,17 +262,17 @@ void mlp_block(pass& f, int l) {
     visit(f, HOOK_MLP_IN, l, f.s.xn.data(), n, d, d);
     if (f.arch.kind == KIND_MOE) { // core/kernels/moe.h; its mixing weights pass the point "router"
         sw.to(f.tm.matmul_ms);
-        moe_forward(f.s.att.data(), f.s.xn.data(), n, lw, c, f.s.moe, f.s.gemm,
+        moe_forward(f.s.sub_out.data(), f.s.xn.data(), n, lw, c, f.s.moe, f.s.gemm,
                     [&f, l](float* weights) { visit(f, HOOK_ROUTER, l, weights, f.n, f.c.n_expert, f.c.n_expert); });
     } else {
         dense_mlp(f, l, sw);
     }
     sw.to(f.tm.rest_ms);
     if (f.arch.post_norm && !no_norm)
-        norm_forward(f.s.att.data(), f.s.att.data(), &lw.post_mlp_norm, nullptr, f.arch.norm, c.norm_eps, n, d);
-    visit(f, HOOK_MLP_OUT, l, f.s.att.data(), n, d, d);
+        norm_forward(f.s.sub_out.data(), f.s.sub_out.data(), &lw.post_mlp_norm, nullptr, f.arch.norm, c.norm_eps, n, d);
+    visit(f, HOOK_MLP_OUT, l, f.s.sub_out.data(), n, d, d);
     // a parallel block's stream is dropped once, at resid_mid: resid_post adds the MLP to attention's output
-    residual_point(f, f.s.att.data(), (f.plan.no_residual[l] & 2) && !c.parallel, 2 * l + 2, HOOK_RESID_POST, l, "mlp",
+    residual_point(f, f.s.sub_out.data(), (f.plan.no_residual[l] & SKIP_RESID_POST) && !c.parallel, 2 * l + 2, HOOK_RESID_POST, l, "mlp",
                    f.arch.post_ln && !no_norm ? &lw.norm2_g : nullptr, &lw.norm2_b);
 }
 

@@ -140,7 +140,7 @@ static void prepare_state(forward_state& s, const model& m, int n, const forward
     grow(s.xn, (size_t)n * d);
     grow(s.qkv, (size_t)n * (H + 2 * c.n_kv_head) * dh);
     grow(s.att_out, (size_t)n * H * dh);
-    grow(s.att, (size_t)n * d);
+    grow(s.sub_out, (size_t)n * d);
     grow(s.ff, (size_t)n * c.d_ff);
     if (arch.mlp == MLP_SWIGLU || arch.mlp == MLP_GEGLU) grow(s.ff2, (size_t)n * c.d_ff);
     if (c.parallel) grow(s.x_in, (size_t)n * d);
@@ -234,8 +234,13 @@ void eval(std::vector<float>& logits, record* rec, forward_state& s, const model
     }
     // [2L+1][T] norms: this call's positions are columns n0.. of each point's row
     float* norms = rec && (opt.keep.resid_norms || opt.continue_record) ? rec->resid_norm.data() : nullptr;
-    pass f{m, c, m.weights, arch, s, opt, rec, n0, n, n_keys, n_out, S, use_cache, s.x.data(), norms,
-           rec ? (size_t)rec->n_tokens : (size_t)n, n0, make_plan(s.plan, opt, rec ? &rp : nullptr, c.n_layer), {}};
+    pass f(m, s, opt, rec);
+    f.n0 = n0, f.n = n, f.n_keys = n_keys, f.n_out = n_out, f.n_source = S;
+    f.use_cache = use_cache;
+    f.x = s.x.data();
+    f.norms = norms, f.norm_row = rec ? (size_t)rec->n_tokens : (size_t)n;
+    f.pos0 = n0;
+    f.plan = make_plan(s.plan, opt, rec ? &rp : nullptr, c.n_layer);
 
     bool after_attention = false;
     const int first = start_stream(f, tokens, after_attention);

@@ -25,7 +25,9 @@ struct forward_state {
     std::vector<float> k_cache; // [L][n_ctx][KV*dh]
     std::vector<float> v_cache; // [L][n_ctx][KV*dh]
     // scratch, grown on demand
-    std::vector<float> x, xn, qkv, att, att_out, ff, ff2, probs, head_out, blocks;
+    std::vector<float> x, xn, qkv, att_out, ff, ff2, probs, head_out, blocks;
+    std::vector<float> sub_out; // [n][d] the sublayer's output before its residual add: attention's, cross-attention's
+                                // or the MLP's (one at a time; each is added to x before the next is computed)
     std::vector<float> x_in;    // [n][d] parallel blocks: the layer's input, which the MLP reads after attention added to x
     std::vector<float> cross_kv; // [L][S][2*H*dh] encoder–decoders: each layer's cross-attention keys | values of the
                                  // source, made when a target starts (position 0) and read by every later call

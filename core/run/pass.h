@@ -13,11 +13,14 @@ namespace gb {
 // What happens at each (point, layer) of one call, worked out once so that a point with nothing to do costs one
 // byte read. Three views of one buffer kept in forward_state, so that a call (a generated token) allocates nothing.
 enum point_flag : uint8_t { PT_CHANGE = 1, PT_HOOK = 2, PT_KEEP = 4 };
+// The bits of point_plan's identity_norm (which of a layer's norms no-layernorm makes the identity) and no_residual
+// (which of its residual adds no-residual drops).
+enum plan_bit : uint8_t { NORM_ATTN_IN = 1, NORM_MLP_IN = 2, SKIP_RESID_MID = 1, SKIP_RESID_POST = 2 };
 struct point_plan {
     int n_layer = 0;
     uint8_t* flags = nullptr;         // [HOOK_COUNT][L] (final points at layer 0)
-    uint8_t* identity_norm = nullptr; // [L + 1]: attn_in and mlp_in of layer l (bit 0, bit 1); [L] the final norm
-    uint8_t* no_residual = nullptr;   // [L]: resid_mid (bit 0), resid_post (bit 1)
+    uint8_t* identity_norm = nullptr; // [L + 1]: attn_in and mlp_in of layer l (NORM_ATTN_IN, NORM_MLP_IN); [L] the final norm
+    uint8_t* no_residual = nullptr;   // [L]: resid_mid (SKIP_RESID_MID), resid_post (SKIP_RESID_POST)
     uint8_t& at(hook_point p, int l) { return flags[(size_t)p * n_layer + (hook_is_final(p) ? 0 : l)]; }
 };
 
@@ -45,19 +48,23 @@ struct pass {
     const arch_info& arch;
     forward_state& s;
     const forward_options& opt;
-    record* rec;          // null: nothing kept
-    int n0;               // position of this call's first row (tokens before it are in the cache)
-    int n;                // rows (positions) of this call
-    int n_keys;           // n0 + n: keys a query of the last row sees
-    int n_out;            // rows that get logits (n, or the last one)
-    int n_source;         // S: source positions an encoder–decoder's decoder reads (0 otherwise)
-    bool use_cache;       // keys and values go to (and are read from) the cache
-    float* x;             // [n][d] the residual stream
-    float* norms;         // [2L+1][norm_row] the record's residual norms (null: not kept)
-    size_t norm_row;      // floats per point in norms (the record's T)
-    int pos0;             // position of row 0 of the tensors the hooks see (the final points: the first logit row)
+    record* rec;                 // null: nothing kept
+    int n0 = 0;                  // position of this call's first row (tokens before it are in the cache)
+    int n = 0;                   // rows (positions) of this call
+    int n_keys = 0;              // n0 + n: keys a query of the last row sees
+    int n_out = 0;               // rows that get logits (n, or the last one)
+    int n_source = 0;            // S: source positions an encoder–decoder's decoder reads (0 otherwise)
+    bool use_cache = false;      // keys and values go to (and are read from) the cache
+    float* x = nullptr;          // [n][d] the residual stream
+    float* norms = nullptr;      // [2L+1][norm_row] the record's residual norms (null: not kept)
+    size_t norm_row = 0;         // floats per point in norms (the record's T)
+    int pos0 = 0;                // position of row 0 of the tensors the hooks see (the final points: the first logit row)
     point_plan plan;
     forward_timing tm;
+    // the rest is set by name (forward.cpp's eval)
+    pass(const model& model_, forward_state& state, const forward_options& options, record* record_)
+        : m(model_), c(model_.config), w(model_.weights), arch(arch_table(model_.config.arch)), s(state), opt(options),
+          rec(record_) {}
 };
 
 // ---- points.cpp ----

@@ -22,9 +22,9 @@ point_plan make_plan(std::vector<uint8_t>& buf, const forward_options& opt, cons
         for (int l = 0; l < L; l++) {
             if (!covers_layer(v.layer, v.point, l)) continue;
             if (v.kind == INTERVENE_IDENTITY_NORM)
-                pl.identity_norm[v.point == HOOK_FINAL_NORM ? L : l] |= v.point == HOOK_MLP_IN ? 2 : 1;
+                pl.identity_norm[v.point == HOOK_FINAL_NORM ? L : l] |= v.point == HOOK_MLP_IN ? NORM_MLP_IN : NORM_ATTN_IN;
             else if (v.kind == INTERVENE_NO_RESIDUAL)
-                pl.no_residual[l] |= v.point == HOOK_RESID_POST ? 2 : 1;
+                pl.no_residual[l] |= v.point == HOOK_RESID_POST ? SKIP_RESID_POST : SKIP_RESID_MID;
             else
                 pl.at(v.point, l) |= PT_CHANGE;
         }
