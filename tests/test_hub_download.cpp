@@ -371,3 +371,54 @@ TEST(HubDownload, ChecksSizeAndSha256) {
     EXPECT_FALSE(fs::exists(repo / "snapshots"));
     EXPECT_TRUE(fs::is_empty(repo / "blobs"));
 }
+
+// glassbox-cli download: plain lines when stderr is not a terminal, the path --model opens on stdout; a gated
+// repo is one line and exit 2.
+TEST(HubDownload, CliDownload) {
+    hub_fixture f("cli");
+    hub_server_repo g;
+    g.repo = "tiny-org/tiny-GGUF";
+    g.commit = kCommit2;
+    g.files = {{"tiny-Q8_0.gguf", std::string(70000, 'q'), true, ""}, {"tiny-Q4_K_M.gguf", std::string(40000, 'k'), true, ""}};
+    f.server.add_repo(g);
+    command_result r = run_cli("download hf:tiny-org/tiny-gpt2");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, (f.repo_dir() / "snapshots" / kCommit).string() + "\n");
+    EXPECT_NE(r.err.find("downloading model.safetensors ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("done model.safetensors"), std::string::npos) << r.err;
+    r = run_cli("download hf:tiny-org/tiny-GGUF --file Q4_K_M");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string path = (f.repo_dir("tiny-org/tiny-GGUF") / "snapshots" / kCommit2 / "tiny-Q4_K_M.gguf").string();
+    EXPECT_EQ(r.out, path + "\n");
+    EXPECT_EQ(read_all(path), std::string(40000, 'k'));
+    EXPECT_FALSE(fs::exists(f.repo_dir("tiny-org/tiny-GGUF") / "snapshots" / kCommit2 / "tiny-Q8_0.gguf"));
+    hub_server_repo gated = gpt2_repo(f.src, "meta-org/gated");
+    gated.gated = true;
+    f.server.add_repo(gated);
+    r = run_cli("download hf:meta-org/gated");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err, "error: meta-org/gated is gated: accept its licence on its page and set HF_TOKEN\n");
+    r = run_cli("download ollama:llama3.2");
+    EXPECT_EQ(r.code, 2);
+    // --model with a name not in the cache downloads it (progress on stderr), then runs
+    f.server.add_repo(gpt2_repo(f.src, "tiny-org/second"));
+    r = run_cli("info --model hf:tiny-org/second@" + kCommit);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["family"], "gpt2");
+    EXPECT_NE(r.err.find("done model.safetensors"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(f.repo_dir("tiny-org/second") / "snapshots" / kCommit / "model.safetensors"));
+}
+
+// A full disk is one line naming the file (the .incomplete file is /dev/full here), and nothing is linked.
+TEST(HubDownload, FullDiskIsOneLine) {
+    if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+    hub_fixture f("full");
+    const std::string bytes = read_all(fs::path(f.src) / "model.safetensors");
+    const fs::path blobs = f.repo_dir() / "blobs";
+    fs::create_directories(blobs);
+    fs::create_symlink("/dev/full", blobs / (hub_server::sha256_hex(bytes) + ".incomplete"));
+    expect_gb_error([&] { gb::hub_download("tiny-org/tiny-gpt2", "main", {"model.safetensors"}); },
+                    "No space left on device");
+    EXPECT_FALSE(fs::exists(f.repo_dir() / "snapshots" / kCommit / "model.safetensors"));
+    EXPECT_FALSE(fs::exists(blobs / hub_server::sha256_hex(bytes)));
+}

@@ -283,3 +283,42 @@ TEST(ModelSources, ScanSpeedFor100Entries) {
     std::printf("scan_models: %zu entries in %.3f s\n", v.size(), s);
     ::testing::Test::RecordProperty("scan_seconds_100", std::to_string(s));
 }
+
+// glassbox-cli models: the table, and --json in the shape; --model takes the names.
+TEST(ModelSources, CliModelsAndNames) {
+    machine m("cli");
+    const std::string json = m.home + "/models.json";
+    command_result r = run_cli("models --json " + json);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("tiny-org/tiny-gpt2"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no: unknown model format"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_file(json));
+    ASSERT_TRUE(j["models"].is_array());
+    const std::vector<gb::found_model> v = gb::scan_models();
+    ASSERT_EQ(j["models"].size(), v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const nlohmann::json& e = j["models"][i];
+        EXPECT_EQ(e.size(), 10u);
+        EXPECT_EQ(e["source"], v[i].source);
+        EXPECT_EQ(e["name"], v[i].name);
+        EXPECT_EQ(e["path"], v[i].path);
+        EXPECT_EQ(e["format"], v[i].format);
+        EXPECT_EQ(e["family"], v[i].family);
+        EXPECT_EQ(e["kind"], v[i].kind);
+        EXPECT_EQ(e["n_params"], v[i].n_params);
+        EXPECT_EQ(e["bytes"], v[i].bytes);
+        EXPECT_EQ(e["openable"], v[i].openable);
+        EXPECT_EQ(e["reason"], v[i].reason);
+    }
+    r = run_cli("info --model hf:tiny-org/tiny-gpt2");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json info = nlohmann::json::parse(r.out);
+    EXPECT_EQ(info["family"], "gpt2");
+    EXPECT_EQ(info["n_params"], m.gpt2_params);
+    r = run_cli("info --model ollama:tiny");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["family"], "llama");
+    r = run_cli("info --model ollama:absent");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("ollama pull absent"), std::string::npos) << r.err;
+}
