@@ -422,3 +422,45 @@ TEST(HubDownload, FullDiskIsOneLine) {
     EXPECT_FALSE(fs::exists(f.repo_dir() / "snapshots" / kCommit / "model.safetensors"));
     EXPECT_FALSE(fs::exists(blobs / hub_server::sha256_hex(bytes)));
 }
+
+// On a terminal (a pseudo-terminal from script(1)) download draws a bar a file, redrawn in place: bytes, rate, ETA.
+TEST(HubDownload, CliBarOnATerminal) {
+    if (run_command("command -v script").code != 0) GTEST_SKIP() << "no script(1) to give the CLI a terminal";
+    hub_fixture f("tty");
+    const std::string cmd = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli download hf:tiny-org/tiny-gpt2";
+    command_result r = run_command("script -qec '" + cmd + "' /dev/null");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const size_t bar = r.out.find("\rmodel.safetensors [########################] ");
+    ASSERT_NE(bar, std::string::npos) << r.out;
+    const std::string line = r.out.substr(bar, r.out.find('\n', bar) - bar);
+    EXPECT_NE(line.find(" kB / "), std::string::npos) << line;
+    EXPECT_NE(line.find("/s  ETA "), std::string::npos) << line;
+    EXPECT_EQ(r.out.find("downloading model.safetensors"), std::string::npos) << "plain lines on a terminal";
+}
+
+// The cache tree against the reference writer: @huggingface/hub's downloadFileToCacheDir (tests/node/
+// hub_download.mjs) fetches the same files from the same local Hub into another cache, and the two trees hold the
+// same blobs (names and bytes) and the same snapshot links, byte for byte. (It writes no refs/; ours are checked
+// in WritesTheHubCacheLayout.)
+TEST(HubDownload, CacheMatchesHuggingfaceJs) {
+    hub_fixture f("reference");
+    const std::string ours = gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files);
+    const std::string theirs_cache = f.root + "/js-cache";
+    std::string cmd = "cd '" + node_dir + "' && node hub_download.mjs " + f.server.endpoint() + " '" + theirs_cache +
+                      "' tiny-org/tiny-gpt2 main";
+    for (const std::string& file : kGpt2Files) cmd += " " + file;
+    const command_result r = run_command(cmd);
+    ASSERT_EQ(r.code, 0) << "node tests/node/hub_download.mjs failed (tools/setup.sh --tests installs @huggingface/hub): "
+                         << r.err;
+    const nlohmann::json pointers = nlohmann::json::parse(r.out);
+    ASSERT_EQ(pointers.size(), kGpt2Files.size());
+    const fs::path theirs = fs::path(theirs_cache) / "models--tiny-org--tiny-gpt2";
+    for (size_t i = 0; i < kGpt2Files.size(); ++i)
+        EXPECT_EQ(pointers[i].get<std::string>(), (theirs / "snapshots" / kCommit / kGpt2Files[i]).string());
+    std::set<std::string> mine = tree(f.repo_dir());
+    mine.erase("refs/main");
+    EXPECT_EQ(mine, tree(theirs));
+    for (const auto& e : fs::directory_iterator(theirs / "blobs"))
+        EXPECT_EQ(read_all(e.path()), read_all(f.repo_dir() / "blobs" / e.path().filename())) << e.path();
+    (void)ours;
+}
