@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -215,6 +216,35 @@ void hub_server::handle(int fd) {
     if (a.cut) shutdown(fd, SHUT_RDWR);
 }
 
+// The revision API's answer: {"id", "sha", "siblings": [{"rfilename", "size", "blobId", "lfs"?}]}
+static std::string revision_json(const hub_server_repo& r) {
+    nlohmann::json j = {{"id", r.repo}, {"sha", r.commit}, {"gated", r.gated ? "manual" : "false"}};
+    j["siblings"] = nlohmann::json::array();
+    for (const hub_server_file& f : r.files) {
+        nlohmann::json s = {{"rfilename", f.path}, {"size", f.bytes.size()}, {"blobId", hub_server::git_blob_id(f.bytes)}};
+        if (f.lfs) s["lfs"] = {{"sha256", hub_server::sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
+        j["siblings"].push_back(s);
+    }
+    return j.dump();
+}
+
+// paths-info (POST {"paths": [...], "expand": true}), what @huggingface/hub's downloadFileToCacheDir asks first:
+// [{"type", "path", "size", "oid", "lfs"?, "lastCommit"}] for the paths the repo has
+static std::string paths_info_json(const hub_server_repo& r, const std::string& body) {
+    nlohmann::json in = nlohmann::json::parse(body, nullptr, false);
+    nlohmann::json out = nlohmann::json::array();
+    if (!in.is_object() || !in.contains("paths") || !in["paths"].is_array()) return out.dump();
+    for (const nlohmann::json& want : in["paths"])
+        for (const hub_server_file& f : r.files) {
+            if (!want.is_string() || want.get<std::string>() != f.path) continue;
+            nlohmann::json e = {{"type", "file"}, {"path", f.path}, {"size", f.bytes.size()}, {"oid", hub_server::git_blob_id(f.bytes)},
+                                {"lastCommit", {{"id", r.commit}, {"title", "tiny"}, {"date", "2026-01-01T00:00:00.000Z"}}}};
+            if (f.lfs) e["lfs"] = {{"oid", hub_server::sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
+            out.push_back(e);
+        }
+    return out.dump();
+}
+
 // A body, or its range ("bytes=N-") as a 206; 416 past the end
 static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, const std::string& bytes);
 
@@ -246,46 +276,17 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
         out = fail(it == rq.headers.end() ? 401 : 403, "GatedRepo");
         return false;
     };
-    // /api/models/ORG/NAME/revision/REV
-    if (path.rfind("/api/models/", 0) == 0 && path.find("/revision/") != std::string::npos) {
-        std::string rest = path.substr(12);
-        size_t p = rest.find("/revision/");
+    // /api/models/ORG/NAME/revision/REV and /api/models/ORG/NAME/paths-info/REV
+    for (const char* api : {"/revision/", "/paths-info/"}) {
+        if (path.rfind("/api/models/", 0) != 0 || path.find(api) == std::string::npos) continue;
+        const std::string rest = path.substr(12);
+        const size_t p = rest.find(api);
         const hub_server_repo* r = find_repo(rest.substr(0, p));
         if (!r) return fail(401, "RepoNotFound");
-        std::string rev = url_decode(rest.substr(p + 10));
+        const std::string rev = url_decode(rest.substr(p + std::strlen(api)));
         if (rev != r->branch && rev != r->commit) return fail(404, "RevisionNotFound");
-        nlohmann::json j = {{"id", r->repo}, {"sha", r->commit}, {"gated", r->gated ? "manual" : "false"}};
-        j["siblings"] = nlohmann::json::array();
-        for (const hub_server_file& f : r->files) {
-            nlohmann::json s = {{"rfilename", f.path}, {"size", f.bytes.size()}, {"blobId", git_blob_id(f.bytes)}};
-            if (f.lfs) s["lfs"] = {{"sha256", sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
-            j["siblings"].push_back(s);
-        }
         a.headers.push_back({"Content-Type", "application/json"});
-        a.body = j.dump();
-        return a;
-    }
-    // /api/models/ORG/NAME/paths-info/REV (POST {"paths": [...], "expand": true}): what @huggingface/hub's
-    // downloadFileToCacheDir asks first (the reference the tests compare the cache with)
-    if (path.rfind("/api/models/", 0) == 0 && path.find("/paths-info/") != std::string::npos) {
-        std::string rest = path.substr(12);
-        size_t p = rest.find("/paths-info/");
-        const hub_server_repo* r = find_repo(rest.substr(0, p));
-        if (!r) return fail(401, "RepoNotFound");
-        std::string rev = url_decode(rest.substr(p + 12));
-        if (rev != r->branch && rev != r->commit) return fail(404, "RevisionNotFound");
-        nlohmann::json in = nlohmann::json::parse(rq.body, nullptr, false);
-        nlohmann::json out = nlohmann::json::array();
-        if (in.is_object() && in.contains("paths") && in["paths"].is_array())
-            for (const nlohmann::json& want : in["paths"])
-                if (const hub_server_file* f = want.is_string() ? find_file(*r, want.get<std::string>()) : nullptr) {
-                    nlohmann::json e = {{"type", "file"}, {"path", f->path}, {"size", f->bytes.size()}, {"oid", git_blob_id(f->bytes)},
-                                        {"lastCommit", {{"id", r->commit}, {"title", "tiny"}, {"date", "2026-01-01T00:00:00.000Z"}}}};
-                    if (f->lfs) e["lfs"] = {{"oid", sha256_hex(f->bytes)}, {"size", f->bytes.size()}, {"pointerSize", 134}};
-                    out.push_back(e);
-                }
-        a.headers.push_back({"Content-Type", "application/json"});
-        a.body = out.dump();
+        a.body = std::string(api) == "/revision/" ? revision_json(*r) : paths_info_json(*r, rq.body);
         return a;
     }
     // /api/resolve-cache/models/ORG/NAME/COMMIT/FILE: a small file's bytes
