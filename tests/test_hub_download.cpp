@@ -312,13 +312,15 @@ TEST(HubDownload, MissingRepoRevisionAndFile) {
     expect_gb_error([&] { gb::hub_repo("tiny-org/tiny-gpt2"); }, "cannot reach http://127.0.0.1:1");
 }
 
-// HF_HUB_OFFLINE=1: no request at all; a cached name still opens.
+// HF_HUB_OFFLINE=1: no request at all; what is cached is found (a download of cached files, a cached name).
 TEST(HubDownload, OfflineNeverAsks) {
     hub_fixture f("offline");
     gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files);
     f.server.clear_requests();
     scoped_env off({{"HF_HUB_OFFLINE", "1"}});
-    expect_gb_error([&] { gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files); }, "HF_HUB_OFFLINE");
+    EXPECT_EQ(gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files), (f.repo_dir() / "snapshots" / kCommit).string());
+    expect_gb_error([&] { gb::hub_download("tiny-org/tiny-gpt2", "main", {"README.md"}); }, "HF_HUB_OFFLINE is set");
+    expect_gb_error([&] { gb::hub_repo("tiny-org/tiny-gpt2"); }, "HF_HUB_OFFLINE is set: the Hub is not asked");
     expect_gb_error([&] { gb::resolve_model("hf:tiny-org/other"); }, "HF_HUB_OFFLINE is set");
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-gpt2"), (f.repo_dir() / "snapshots" / kCommit).string());
     EXPECT_EQ(f.server.requests().size(), 0u);
