@@ -64,7 +64,9 @@ struct hub_fixture {
             {"HF_HUB_CACHE", strdup_keep(root + "/cache")}, {"HF_HOME", strdup_keep(root + "/hfhome")},
             {"HF_TOKEN", nullptr}, {"HUGGING_FACE_HUB_TOKEN", nullptr}, {"HF_TOKEN_PATH", nullptr},
             {"HF_HUB_OFFLINE", nullptr}, {"TRANSFORMERS_OFFLINE", nullptr}, {"HUGGINGFACE_HUB_CACHE", nullptr},
-            {"XDG_CACHE_HOME", nullptr}}));
+            {"XDG_CACHE_HOME", nullptr},
+            // a proxy set for the real network must not carry the local Hub's requests (curl honours these)
+            {"no_proxy", "127.0.0.1,localhost"}, {"NO_PROXY", "127.0.0.1,localhost"}}));
     }
     std::string cache() const { return root + "/cache"; }
     fs::path repo_dir(const std::string& id = "tiny-org/tiny-gpt2") const {
