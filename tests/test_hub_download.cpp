@@ -269,6 +269,38 @@ TEST(HubDownload, CancelThenResume) {
     (void)seen;
 }
 
+// A server that answers the resume's Range with the whole file (200): the partial bytes are dropped, not kept
+// in front of it.
+TEST(HubDownload, ResumeFromAServerIgnoringRanges) {
+    hub_fixture f("norange");
+    hub_server_repo big;
+    big.repo = "tiny-org/big";
+    big.commit = kCommit2;
+    std::string bytes(300000, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = (char)(i * 13 + i / 509);
+    big.files = {{"model.gguf", bytes, true, ""}};
+    f.server.add_repo(big);
+    f.server.set_chunk_delay_ms(5);
+    expect_gb_error([&] {
+        gb::hub_download("tiny-org/big", "main", {"model.gguf"}, [&](const gb::download_progress& p) { return p.done < 50000; });
+    }, "download cancelled");
+    const fs::path part = f.repo_dir("tiny-org/big") / "blobs" / (hub_server::sha256_hex(bytes) + ".incomplete");
+    ASSERT_TRUE(fs::exists(part));
+    const int64_t have = (int64_t)fs::file_size(part);
+    f.server.set_chunk_delay_ms(0);
+    f.server.set_ignore_range(true);
+    f.server.clear_requests();
+    const std::string snap = gb::hub_download("tiny-org/big", "main", {"model.gguf"});
+    EXPECT_EQ(read_all(fs::path(snap) / "model.gguf"), bytes);
+    int full = 0;
+    for (const hub_server_request& r : f.server.requests())
+        if (r.target.rfind("/cdn/", 0) == 0 && r.method == "GET") {
+            EXPECT_EQ(r.headers.at("range"), "bytes=" + std::to_string(have) + "-");
+            full += r.status == 200;
+        }
+    EXPECT_EQ(full, 1);
+}
+
 // The token goes to the Hub as a Bearer header and never to the CDN's host; a gated repo without it is one line
 // and leaves nothing in snapshots/.
 TEST(HubDownload, GatedRepoAndToken) {

@@ -101,6 +101,10 @@ void hub_server::set_chunk_delay_ms(int ms) {
     std::lock_guard<std::mutex> l(mu_);
     chunk_delay_ms_ = ms;
 }
+void hub_server::set_ignore_range(bool on) {
+    std::lock_guard<std::mutex> l(mu_);
+    ignore_range_ = on;
+}
 std::vector<hub_server_request> hub_server::requests() const {
     std::lock_guard<std::mutex> l(mu_);
     return log_;
@@ -246,7 +250,7 @@ static std::string paths_info_json(const hub_server_repo& r, const std::string& 
 }
 
 // A body, or its range ("bytes=N-") as a 206; 416 past the end
-static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, const std::string& bytes);
+static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, const std::string& bytes, bool ignore_range);
 
 hub_server::answer hub_server::respond(const hub_server_request& rq) {
     std::lock_guard<std::mutex> l(mu_);
@@ -300,7 +304,7 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
             if (!f) return fail(404, "EntryNotFound");
             a.headers.push_back({"ETag", "\"" + git_blob_id(f->bytes) + "\""});
             a.headers.push_back({"X-Repo-Commit", r.commit});
-            serve_bytes(a, rq, f->sent.empty() ? f->bytes : f->sent);
+            serve_bytes(a, rq, f->sent.empty() ? f->bytes : f->sent, ignore_range_);
             if (rq.method == "GET" && cut_ == f->path) a.cut = true, cut_.clear();
             return a;
         }
@@ -312,7 +316,7 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
             for (const hub_server_file& f : r.files)
                 if (f.lfs && sha256_hex(f.bytes) == path.substr(5)) {
                     a.headers.push_back({"ETag", "\"" + sha256_hex(f.bytes) + "\""});
-                    serve_bytes(a, rq, f.sent.empty() ? f.bytes : f.sent);
+                    serve_bytes(a, rq, f.sent.empty() ? f.bytes : f.sent, ignore_range_);
                     if (rq.method == "GET" && cut_ == f.path) a.cut = true, cut_.clear();
                     return a;
                 }
@@ -344,9 +348,9 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
     return a;
 }
 
-static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, const std::string& bytes) {
+static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, const std::string& bytes, bool ignore_range) {
     auto it = rq.headers.find("range");
-    if (it == rq.headers.end() || it->second.rfind("bytes=", 0) != 0) {
+    if (ignore_range || it == rq.headers.end() || it->second.rfind("bytes=", 0) != 0) {
         a.body = bytes;
         return;
     }

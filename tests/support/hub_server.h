@@ -64,6 +64,7 @@ public:
     void set_token(const std::string& t);          // the token that opens gated repos (others get 403)
     void cut_once(const std::string& file);        // the next GET of that file's bytes stops half-way
     void set_chunk_delay_ms(int ms);               // sleeps between 16 KiB chunks of a body (cancel tests)
+    void set_ignore_range(bool on);                // answer Range requests with the whole file (200), as some servers do
 
     std::vector<hub_server_request> requests() const;
     int count(const std::string& target_part) const; // requests whose target contains target_part
@@ -90,4 +91,5 @@ private:
     std::string token_;
     std::string cut_;
     int chunk_delay_ms_ = 0;
+    bool ignore_range_ = false;
 };
