@@ -17,6 +17,7 @@
 #include <stb_image_write.h>
 
 #include "demos.h"
+#include "model_picker.h"
 #include "text_scale.h"
 #include "view.h"
 #include "util/error.h"
@@ -121,13 +122,15 @@ static std::optional<bool> report_command(script_runner& sc, const app_state& s,
     return std::nullopt;
 }
 
-// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, left, right), -1 for none.
+// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, o, left, right, up, down,
+// tab), -1 for none.
 static int key_code(const std::string& name) {
     static const std::pair<const char*, int> keys[] = {
         {"end", GLFW_KEY_END},       {"backspace", GLFW_KEY_BACKSPACE}, {"enter", GLFW_KEY_ENTER}, {"escape", GLFW_KEY_ESCAPE},
         {"f5", GLFW_KEY_F5},         {"f11", GLFW_KEY_F11},             {"=", GLFW_KEY_EQUAL},     {"-", GLFW_KEY_MINUS},
         {"0", GLFW_KEY_0},           {"e", GLFW_KEY_E},                 {"kp+", GLFW_KEY_KP_ADD},
-        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT}};
+        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT},         {"up", GLFW_KEY_UP},       {"down", GLFW_KEY_DOWN},
+        {"tab", GLFW_KEY_TAB},       {"o", GLFW_KEY_O}};
     for (const auto& [n, k] : keys)
         if (name == n) return k;
     return -1;
@@ -517,6 +520,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (!done) done = layout_command(sc, s, ui, cmd, arg);
     if (!done) done = waiting_command(sc, s, cmd, arg);
     if (!done) done = mouse_command(sc, ui, cmd, arg);
+    if (!done && ui.picker) done = picker_command(s, ui, cmd, arg);
     if (!done) throw gb::error("script: unknown command '" + cmd + "'");
     return *done;
 }
