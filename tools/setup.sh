@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config git help2man dpkg-dev
       libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
       libimgui-dev libglfw3-dev libepoxy-dev libstb-dev libegl-dev libgl1-mesa-dri libegl-mesa0
-      fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm)
+      fonts-dejavu-core fonts-wqy-microhei xvfb xauth nodejs npm
+      libcurl4-openssl-dev libssl-dev)
 # the fuzzers and sanitizer builds (./test.sh) need clang with its runtime and OpenMP; the install test checks
 # the man pages with man and the .desktop entry with desktop-file-validate; Resize.MatchesPillow compares the
 # image resampler with Pillow's, run by /usr/bin/python3 (python3-pil does not pull in numpy)

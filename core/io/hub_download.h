@@ -35,8 +35,8 @@ hub_repo_info hub_repo(const std::string& repo, const std::string& revision = "m
 // Only the files a model needs: config.json, generation_config.json, the weights (model.safetensors, or the
 // shards a model.safetensors.index.json names -- the index is read by hub_download, see below), tokenizer files,
 // preprocessor_config.json. For a GGUF repo: the one GGUF file_or_quant picks (a path, or a quant such as
-// "Q4_K_M" matched case-insensitively in the file names); an empty file_or_quant there picks Q8_0, else the
-// only/first GGUF. Throws one line when nothing fits (naming the GGUF files there are).
+// "Q4_K_M" matched case-insensitively as a whole word of the file names); an empty file_or_quant there picks
+// the Q8_0 file, else the only GGUF. Throws one line when nothing or several fit (naming the GGUF files).
 std::vector<std::string> hub_needed_files(const hub_repo_info& r, const std::string& file_or_quant);
 
 struct download_progress {
@@ -66,6 +66,12 @@ std::string hf_endpoint();
 // The token: $HF_TOKEN (or the older $HUGGING_FACE_HUB_TOKEN), else the file $HF_TOKEN_PATH, else
 // $HF_HOME/token (HF_HOME defaulting to $XDG_CACHE_HOME/huggingface, then ~/.cache/huggingface); "" if none.
 std::string hf_token();
+
+// Throws one line unless repo is a Hub repo id as huggingface_hub accepts it ("NAME" or "ORG/NAME" of letters,
+// digits, '.', '_', '-'; no "--" or ".."): what keeps a name from reaching outside the cache folder.
+void check_hf_repo_id(const std::string& repo);
+// The repo's folder in the hub cache: hf_hub_cache()/models--ORG--NAME (repo checked first)
+std::string hf_repo_folder(const std::string& repo);
 
 // True when HF_HUB_OFFLINE (or the older TRANSFORMERS_OFFLINE) is 1/ON/YES/TRUE.
 bool hf_offline();

@@ -3,6 +3,7 @@
 // Sections: memory | config.json | HF safetensors folder | load_model | default model and its SAE
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "io/gguf.h"
 #include "io/llama2c.h"
+#include "io/model_sources.h"
 #include "io/load_weights.h"
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
@@ -592,8 +594,30 @@ static std::string first_nonfinite_weight(const model_weights& w) {
     return "";
 }
 
+model_config read_hf_config(const std::string& config_path) {
+    return json_guard(config_path, [&] { return parse_hf_config(config_path); });
+}
+
+bool is_gguf_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char magic[4] = {0, 0, 0, 0};
+    return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// A name's download, reported through load_options' progress as "downloading FILE" with its fraction
+static std::string resolve_name(const std::string& name, const load_options& opt) {
+    resolve_options ro;
+    if (opt.progress)
+        ro.progress = [&](const download_progress& d) {
+            opt.progress(d.total > 0 ? (float)((double)d.done / (double)d.total) : 0.0f, "downloading " + d.file);
+            return true;
+        };
+    return resolve_model(name, ro);
+}
+
 model load_model(const std::string& path, const load_options& opt) {
     if (path.empty()) throw error("no model path given");
+    if (is_model_name(path)) return load_model(resolve_name(path, opt), opt);
     fs::path p(path);
     std::error_code ec;
     if (!fs::exists(p, ec)) throw error("cannot open " + path + ": no such file or directory");
@@ -603,12 +627,13 @@ model load_model(const std::string& path, const load_options& opt) {
         m = load_hf_folder(p, opt);
     } else if (p.filename() == "model.safetensors" || p.filename() == "config.json") {
         m = load_hf_folder(p.parent_path().empty() ? fs::path(".") : p.parent_path(), opt);
-    } else if (p.extension() == ".gguf") {
+    } else if (p.extension() == ".gguf" || is_gguf_file(path)) {
         m = load_gguf(path, opt);
     } else if (p.extension() == ".bin") {
         m = load_llama2c(path, opt.tokenizer_path, opt.progress);
     } else {
-        throw error(path + ": unknown model format (expected a Hugging Face folder with config.json, a .gguf file or a llama2.c .bin)");
+        throw error(path + ": unknown model format (expected a Hugging Face folder with config.json, a GGUF file, a "
+                           "llama2.c .bin, or a name: hf:ORG/NAME, ollama:NAME:TAG)");
     }
     if (arch_table(m.config.arch).pos == POS_ROPE && m.config.rope_freq.empty()) { // GGUF may have filled it
         if (m.config.d_head % 2) throw error(path + ": head size " + std::to_string(m.config.d_head) + " is odd (RoPE rotates pairs)");

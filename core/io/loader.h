@@ -26,9 +26,19 @@ void check_memory(const std::string& path, int64_t need, const load_options& opt
 // Bytes that values of a stored type take in memory once loaded (kept as stored, or dequantised to f32).
 int64_t resident_estimate(uint32_t type, int64_t values, bool keep_stored);
 
-// Loads a HF folder (config.json + safetensors), a .gguf file or a llama2.c .bin.
+// Loads a HF folder (config.json + safetensors), a GGUF file (known by its magic, whatever its name: Ollama's
+// blobs have none) or a llama2.c .bin; or a model name ("hf:ORG/NAME[@REV][:FILE_OR_QUANT]", "ollama:NAME[:TAG]",
+// io/model_sources.h), resolved to its local path first (downloading from the Hub when it is not in the cache;
+// opt.progress then reports the download). m.path is the local path.
 // Throws gb::error naming the file, tensor and expected vs found on any problem.
 model load_model(const std::string& path, const load_options& opt = {});
+
+// The model config a Hugging Face config.json gives, with the checks load_model makes (family, sizes, RoPE
+// scaling), without reading any weights. Throws gb::error as load_model would.
+model_config read_hf_config(const std::string& config_path);
+
+// Whether the file starts with the GGUF magic "GGUF"
+bool is_gguf_file(const std::string& path);
 
 // The default model shipped in assets/models/; throws if it cannot be found.
 std::string default_model_path();

@@ -1,0 +1,77 @@
+// A Hugging Face Hub on 127.0.0.1 for tests (no real network): the revision API, `resolve` URLs answered as the
+// Hub does (a small file: a relative 307 to /api/resolve-cache/..., whose 200 carries the git ETag; an LFS file:
+// a 302 to another host, "localhost:PORT/cdn/<sha256>", carrying X-Repo-Commit, X-Linked-Etag and
+// X-Linked-Size), Range requests (206), a gated repo's 401 / 403 with X-Error-Code GatedRepo, RepoNotFound,
+// RevisionNotFound and EntryNotFound. Records every request with its headers; can cut one transfer half-way.
+// Used by tests/test_hub_download.cpp, tests/test_model_sources.cpp and the GUI's model picker test.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct hub_server_file {
+    std::string path;  // "config.json", "sub/model.gguf"
+    std::string bytes; // the content
+    bool lfs = false;  // served through the CDN redirect (ETag: sha256 of the bytes)
+};
+
+struct hub_server_repo {
+    std::string repo;                   // "ORG/NAME"
+    std::string commit;                 // 40 hex
+    std::string branch = "main";        // the revision name that resolves to commit (besides commit itself)
+    bool gated = false;                 // files need "Authorization: Bearer <token>" (the API does not)
+    std::vector<hub_server_file> files;
+};
+
+struct hub_server_request {
+    std::string method;                         // "GET" | "HEAD"
+    std::string target;                         // path and query as sent ("/api/models/...")
+    std::map<std::string, std::string> headers; // lower-case names
+    int status = 0;                             // what was answered
+};
+
+class hub_server {
+public:
+    hub_server();  // listens on 127.0.0.1, an ephemeral port, from a thread of its own
+    ~hub_server(); // stops it
+    hub_server(const hub_server&) = delete;
+    hub_server& operator=(const hub_server&) = delete;
+
+    int port() const { return port_; }
+    std::string endpoint() const; // "http://127.0.0.1:PORT" (what HF_ENDPOINT is set to)
+
+    void add_repo(const hub_server_repo& r);
+    void set_token(const std::string& t);          // the token that opens gated repos (others get 403)
+    void cut_once(const std::string& file);        // the next GET of that file's bytes stops half-way
+    void set_chunk_delay_ms(int ms);               // sleeps between 16 KiB chunks of a body (cancel tests)
+
+    std::vector<hub_server_request> requests() const;
+    int count(const std::string& target_part) const; // requests whose target contains target_part
+    void clear_requests();
+
+    // The ETag the Hub gives a small file: git's blob id, sha1("blob <n>\0" + bytes), in hex
+    static std::string git_blob_id(const std::string& bytes);
+    static std::string sha256_hex(const std::string& bytes);
+
+    struct answer; // one response (hub_server.cpp)
+
+private:
+    void serve();
+    void handle(int fd);
+    answer respond(const hub_server_request& rq);
+
+    int listen_fd_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+    mutable std::mutex mu_;
+    std::vector<hub_server_repo> repos_;
+    std::vector<hub_server_request> log_;
+    std::string token_;
+    std::string cut_;
+    int chunk_delay_ms_ = 0;
+};
