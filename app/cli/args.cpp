@@ -15,6 +15,7 @@
 #include "analysis/export.h"
 #include "commands.h"
 #include "io/loader.h"
+#include "io/model_sources.h"
 #include "kernels/gemm.h"
 #include "model/arch.h"
 #include "model/kind.h"
@@ -47,6 +48,10 @@ args parse_args(int argc, char** argv) {
     for (int i = 2; i < argc; i++) {
         std::string s = argv[i];
         if (s == "-h") s = "--help";
+        if (s.rfind("--", 0) != 0 && a.command == "download" && a.positional.empty()) { // download hf:ORG/NAME
+            a.positional.push_back(s);
+            continue;
+        }
         if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
         std::string key = s.substr(2), value;
         size_t eq = key.find('=');
@@ -110,6 +115,11 @@ gb::model open_model(const args& a) {
     if (weights != "stored" && weights != "f32") throw usage_error("--weights: expected stored or f32, got '" + weights + "'");
     lo.keep_stored = weights == "stored";
     std::string path = a.has("model") ? a.get("model") : gb::default_model_path();
+    if (gb::is_model_name(path)) { // hf:ORG/NAME, ollama:NAME:TAG: from the cache, or downloaded with progress
+        gb::resolve_options ro;
+        ro.progress = download_printer();
+        path = gb::resolve_model(path, ro);
+    }
     gb::model m = gb::load_model(path, lo);
     // the command is a feature of the kind table; a kind without it is refused with the table's line
     const command* c = find_command(a.command);

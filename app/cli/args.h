@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/features.h"
+#include "io/hub_download.h"
 #include "kernels/attention.h"
 #include "model/kind.h"
 #include "model/model.h"
@@ -29,6 +30,7 @@ struct args {
     std::string command;
     std::map<std::string, std::string> opts; // --key value
     std::set<std::string> flags;             // --flag
+    std::vector<std::string> positional;     // a bare argument (only download takes one: its model name)
 
     bool has(const std::string& k) const { return opts.count(k) || flags.count(k); }
     std::string get(const std::string& k, const std::string& def = "") const {
@@ -50,6 +52,10 @@ std::vector<std::string> split(const std::string& s, char sep);
 // s as an integer (a number) in [lo, hi]; else a usage_error naming what
 long parse_int(const std::string& s, const std::string& what, long lo, long hi);
 double parse_float(const std::string& s, const std::string& what, double lo, double hi);
+
+// Download progress on stderr: on a terminal one bar a file redrawn in place (bytes, rate, ETA); otherwise a
+// plain line as each file starts and ends.
+gb::download_fn download_printer();
 
 // --model (or the embedded default), --tokenizer, --matmul, --weights. A model whose kind does not offer the
 // feature the command's row names is refused with the kind table's line (gb::refusal).

@@ -81,10 +81,14 @@ Commands and their options (glassbox-cli COMMAND --help explains each):
                [--steps S] [--batch B] [--lr LR] [--seed S]   an SAE on the model's own activations
   feature      [--sae DIR] --id N [--corpus FILE] [--top 20] [--json FILE]   one feature's max-activating
                contexts over a corpus and its effect on the logits
+  models       [--json FILE]   the models on this machine: Hugging Face cache, Ollama, LM Studio, llama.cpp
+  download     hf:ORG/NAME [--revision R] [--file F]   a model from the Hugging Face Hub into its cache
 
 Options of several commands:
-  --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file or a
-                 llama2.c .bin (with --tokenizer tokenizer.bin); omitted: the embedded default model
+  --model PATH   a Hugging Face folder (config.json + model.safetensors + tokenizer), a .gguf file, a
+                 llama2.c .bin (with --tokenizer tokenizer.bin), or a name: hf:ORG/NAME[@REVISION][:FILE_OR_QUANT]
+                 (from the Hugging Face cache, else downloaded) or ollama:NAME[:TAG]; omitted: the embedded
+                 default model
   --matmul K     fp32, amx, int8 or auto: the kernel of the matrix products (auto, the default: amx where the
                  CPU has AMX; int8: Q4_K products on inputs rounded to 8 bits, as llama.cpp, faster, not exact)
   --weights W    stored (default: F16, BF16 and quantised weights stay as the file holds them) or f32
@@ -117,7 +121,8 @@ std::string exit_note(const std::string& command) {
 
 // Options several commands take.
 const option_doc model{"model", "PATH", "a Hugging Face folder, a .gguf file or a llama2.c .bin (default: the "
-                                        "embedded default model)"};
+                                        "embedded default model), or a name: hf:ORG/NAME[@REV][:FILE_OR_QUANT], "
+                                        "ollama:NAME[:TAG]"};
 const option_doc tokenizer{"tokenizer", "FILE", "the tokenizer.bin of a llama2.c .bin (default: found next "
                                                 "to the model)"};
 const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
@@ -513,6 +518,18 @@ const std::vector<command> table = {
                           "printed and in --json as heldout_explained"},
       {"json", "FILE", "write the options, the final loss, explained variance, dead fraction and the throughput as JSON"},
       matmul, weights}},
+    {"models", cmd_models, NO_MODEL,
+     "the models already on this machine, without loading them: the Hugging Face cache, Ollama, LM Studio and "
+     "llama.cpp's cache, each with its format, family, kind, parameters, size and whether Glassbox opens it",
+     {"[--json FILE]"},
+     {{"json", "FILE", "also write {\"models\": [{source, name, path, format, family, kind, n_params, bytes, openable, "
+                       "reason}]} as JSON"}}},
+    {"download", cmd_download, NO_MODEL,
+     "download the files a model needs (config, weights or one GGUF, tokenizer) from the Hugging Face Hub into its "
+     "cache, where other tools find them too; prints the path --model opens",
+     {"hf:ORG/NAME[@REVISION][:FILE_OR_QUANT] [--revision R] [--file F]"},
+     {{"revision", "R", "a branch, tag or commit (default main)"},
+      {"file", "F", "a GGUF repo's file, or a quant such as Q4_K_M (default: the Q8_0 file, or the only GGUF)"}}},
 };
 
 } // namespace

@@ -131,8 +131,9 @@ static void describe_llama2c(found_model& f, const std::string& path) {
         if (h[i] == 0 || (i != 5 && h[i] < 0) || h[i] == INT32_MIN) throw error("not a llama2.c checkpoint");
     const int64_t d = h[0], ff = h[1], L = h[2], kv = (int64_t)h[4] * (h[0] / h[3]), V = std::abs(h[5]);
     f.n_params = V * d * (h[5] > 0 ? 1 : 2) + L * (2 * d + 2 * d * d + 2 * d * kv + 3 * d * ff) + d;
-    fs::path p(path);
-    if (!is_file(p.parent_path() / "tokenizer.bin")) throw error("no tokenizer.bin beside it (llama2.c's tokenizer)");
+    const fs::path dir = fs::path(path).parent_path();
+    if (!is_file(dir / "tokenizer.bin") && !is_file(dir / ("tok" + std::to_string(V) + ".bin")))
+        throw error("no tokenizer.bin (or tok" + std::to_string(V) + ".bin) beside it: llama2.c's tokenizer");
 }
 
 found_model describe_model_path(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -18,9 +19,24 @@ struct hub_server::answer {
     int status = 200;
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;        // sent for GET (HEAD: only its length)
-    int64_t length = -1;     // Content-Length when it differs from body.size() (never: set from body)
     bool cut = false;        // send half of the body, then close
 };
+
+scoped_env::scoped_env(std::initializer_list<std::pair<std::string, const char*>> vars) {
+    for (const auto& [name, value] : vars) {
+        const char* old = std::getenv(name.c_str());
+        saved_.emplace_back(name, old ? std::make_unique<std::string>(old) : nullptr);
+        if (value) setenv(name.c_str(), value, 1);
+        else unsetenv(name.c_str());
+    }
+}
+
+scoped_env::~scoped_env() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+        if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+        else unsetenv(it->first.c_str());
+    }
+}
 
 static std::string digest_hex(const EVP_MD* md, const std::string& bytes) {
     unsigned char out[EVP_MAX_MD_SIZE];
@@ -249,7 +265,7 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
             if (!f) return fail(404, "EntryNotFound");
             a.headers.push_back({"ETag", "\"" + git_blob_id(f->bytes) + "\""});
             a.headers.push_back({"X-Repo-Commit", r.commit});
-            serve_bytes(a, rq, f->bytes);
+            serve_bytes(a, rq, f->sent.empty() ? f->bytes : f->sent);
             if (rq.method == "GET" && cut_ == f->path) a.cut = true, cut_.clear();
             return a;
         }
@@ -261,7 +277,7 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
             for (const hub_server_file& f : r.files)
                 if (f.lfs && sha256_hex(f.bytes) == path.substr(5)) {
                     a.headers.push_back({"ETag", "\"" + sha256_hex(f.bytes) + "\""});
-                    serve_bytes(a, rq, f.bytes);
+                    serve_bytes(a, rq, f.sent.empty() ? f.bytes : f.sent);
                     if (rq.method == "GET" && cut_ == f.path) a.cut = true, cut_.clear();
                     return a;
                 }

@@ -6,6 +6,7 @@
 // Used by tests/test_hub_download.cpp, tests/test_model_sources.cpp and the GUI's model picker test.
 #pragma once
 #include <atomic>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,10 +14,23 @@
 #include <thread>
 #include <vector>
 
+// Environment variables set (a value) or unset (nullptr) for a scope, each put back as it was when it ends:
+// the tests point HOME, HF_ENDPOINT, HF_HUB_CACHE, ... at temporary folders and the local server.
+struct scoped_env {
+    explicit scoped_env(std::initializer_list<std::pair<std::string, const char*>> vars);
+    ~scoped_env();
+    scoped_env(const scoped_env&) = delete;
+    scoped_env& operator=(const scoped_env&) = delete;
+
+private:
+    std::vector<std::pair<std::string, std::unique_ptr<std::string>>> saved_; // name, old value (null: was unset)
+};
+
 struct hub_server_file {
     std::string path;  // "config.json", "sub/model.gguf"
     std::string bytes; // the content
     bool lfs = false;  // served through the CDN redirect (ETag: sha256 of the bytes)
+    std::string sent;  // when not empty: what a GET sends instead of bytes (a corrupted transfer; headers as for bytes)
 };
 
 struct hub_server_repo {
