@@ -2,9 +2,10 @@
 // cache's layout and a tiny Llama GGUF as an Ollama blob, the picker lists both and opens each (by keyboard and
 // by double-click); names open from the File tab and the path box; the File menu lists the recent models; from a
 // local Hub (tests/support/hub_server, on 127.0.0.1) a download shows its progress and opens the model, a missing
-// repo is one line in the picker, and a cancelled download leaves nothing in snapshots/.
+// repo is one line in the picker, and a cancelled download leaves nothing half-written in snapshots/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ std::vector<hub_server_file> tiny_gpt2_files(const std::string& name, int n_laye
     const tiny_model tm = write_tiny_gpt2(test_temp_dir(name), sp);
     std::vector<hub_server_file> files;
     for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
-        files.push_back({f, read_file(tm.dir + "/" + f), std::string(f) == "model.safetensors"});
+        files.push_back({f, read_file(tm.dir + "/" + f), std::string(f) == "model.safetensors", ""});
     return files;
 }
 
@@ -153,7 +154,7 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     small.repo = "test-org/dl-gpt2";
     small.commit = "1111111111111111111111111111111111111111";
     small.files = tiny_gpt2_files("picker_dl_small", 2, 64, 41); // some 30 chunks: the bar is seen
-    small.files.push_back({"README.md", "a tiny model\n", false}); // listed, not fetched
+    small.files.push_back({"README.md", "a tiny model\n", false, ""}); // listed, not fetched
     hub.add_repo(small);
     hub_server_repo big; // slow enough to cancel: a few MB in 16 KiB chunks, each after a pause
     big.repo = "test-org/big-gpt2";
@@ -186,7 +187,10 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     for (const hub_server_file& f : small.files) {
         bool seen = false;
         for (const nlohmann::json& lf : listed["files"])
-            if (lf["path"] == f.path) seen = true, EXPECT_EQ(lf["size"], f.bytes.size()) << f.path;
+            if (lf["path"] == f.path) {
+                seen = true;
+                EXPECT_EQ(lf["size"], f.bytes.size()) << f.path;
+            }
         EXPECT_TRUE(seen) << f.path;
     }
 
@@ -203,13 +207,25 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     EXPECT_FALSE(states[3]["picker"]["open"]);
     EXPECT_FALSE(states[3]["picker"]["download"]["running"]);
     for (const hub_server_file& f : small.files)
-        if (f.path != "README.md") EXPECT_EQ(read_file(snap + "/" + f.path), f.bytes) << f.path;
+        if (f.path != "README.md") {
+            EXPECT_EQ(read_file(snap + "/" + f.path), f.bytes) << f.path;
+        }
     EXPECT_TRUE(fs::is_symlink(snap + "/model.safetensors"));
     EXPECT_FALSE(fs::exists(snap + "/README.md")) << "only what the model needs";
 
     EXPECT_EQ(states[4]["picker"]["note"], "download cancelled") << states[4]["picker"]["error"];
     EXPECT_TRUE(states[4]["picker"]["download"]["cancelled"]);
     EXPECT_EQ(states[4]["model"], snap) << "the app keeps its model";
-    const std::string big_snaps = cache + "/models--test-org--big-gpt2/snapshots";
-    EXPECT_TRUE(!fs::exists(big_snaps) || fs::is_empty(big_snaps)) << "nothing half-written in snapshots/";
+    // nothing half-written in snapshots/: the weights cut short are not linked, and a file linked before them
+    // (hub_download links each file once it is whole) is whole
+    const std::string big_snap = cache + "/models--test-org--big-gpt2/snapshots/" + big.commit;
+    EXPECT_FALSE(fs::exists(big_snap + "/model.safetensors"));
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(cache + "/models--test-org--big-gpt2/snapshots", ec), end; !ec && it != end; it.increment(ec)) {
+        if (fs::is_directory(it->path())) continue;
+        const std::string name = it->path().filename().string();
+        auto served = std::find_if(big.files.begin(), big.files.end(), [&](const hub_server_file& f) { return f.path == name; });
+        ASSERT_NE(served, big.files.end()) << it->path();
+        EXPECT_EQ(read_file(it->path().string()), served->bytes) << it->path();
+    }
 }

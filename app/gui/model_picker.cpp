@@ -145,8 +145,10 @@ void picker_download(model_picker& p) {
     const gb::hub_repo_info info = *p.repo;
     const std::string gguf = p.gguf >= 0 && p.gguf < (int)p.ggufs.size() ? p.ggufs[p.gguf] : "";
     std::vector<std::string> files;
+    std::string snap;
     try {
         files = gb::hub_needed_files(info, gguf);
+        snap = gb::hf_repo_folder(info.repo) + "/snapshots/" + info.commit;
     } catch (const gb::error& e) {
         p.error = e.what();
         return;
@@ -154,9 +156,6 @@ void picker_download(model_picker& p) {
     auto st = std::make_shared<download_status>();
     st->total = needed_bytes(info, files);
     // files the snapshot already holds are not fetched again: they count as done
-    const std::string snap = gb::hf_hub_cache() + "/models--" + info.repo.substr(0, info.repo.find('/')) +
-                             (info.repo.find('/') == std::string::npos ? "" : "--" + info.repo.substr(info.repo.find('/') + 1)) +
-                             "/snapshots/" + info.commit;
     for (const gb::hub_file& f : info.files) {
         std::error_code ec;
         if (std::find(files.begin(), files.end(), f.path) != files.end() && fs::exists(snap + "/" + f.path, ec))
@@ -295,12 +294,14 @@ std::optional<bool> picker_command(app_state& s, ui_context& ui, const std::stri
     }
     if (cmd == "picker-filter") { // as typing TEXT into the filter box (in place of what it held)
         p.filter = arg;
+        p.want_focus = true; // (the box reads it again)
         const std::vector<int> rows = picker_rows(p);
         p.selected = rows.empty() ? -1 : rows[0];
         return true;
     }
     if (cmd == "picker-repo") { // as typing ID into the repo box and pressing Enter: its files are listed
         p.repo_input = arg;
+        p.want_focus = true;
         picker_list_repo(p);
         return true;
     }
@@ -312,6 +313,7 @@ std::optional<bool> picker_command(app_state& s, ui_context& ui, const std::stri
     }
     if (cmd == "picker-path") { // as typing TEXT into the File tab's box (in place of what it held)
         p.path_input = arg;
+        p.want_focus = true;
         return true;
     }
     if (cmd == "picker-wait") { // until the scan, listing, download and opening are over; "downloading": until a

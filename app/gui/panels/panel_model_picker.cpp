@@ -5,6 +5,7 @@
 #define GLFW_INCLUDE_NONE
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h> // ClearActiveID: a box given new text takes the keyboard afresh
 #include <imgui_stdlib.h>
 
 #include <algorithm>
@@ -61,9 +62,14 @@ std::string folder_of(const std::string& path) {
     return dir;
 }
 
-// The tab t's first box takes the keyboard when asked (not while the bar still shows the tab before it).
+// The tab t's first box takes the keyboard when asked (not while the bar still shows the tab before it). The box
+// being edited lets go first: ImGui keeps an active box's own copy of its text, and this one may have been given
+// new text (a script's picker-filter); refocused, it reads the text again.
 void take_focus(model_picker& p, picker_tab t) {
-    if (p.want_focus && p.tab == t) ImGui::SetKeyboardFocusHere(), p.want_focus = false;
+    if (!p.want_focus || p.tab != t) return;
+    ImGui::ClearActiveID();
+    ImGui::SetKeyboardFocusHere();
+    p.want_focus = false;
 }
 
 // The row i of p.found: opens it, or says in one line why it cannot be opened.
