@@ -9,6 +9,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
@@ -29,7 +30,10 @@ bool enter_pressed() { return ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) || ImGu
 
 // 124 M (parameters), 548 MB (bytes); "" when unknown
 std::string params_text(int64_t n) { return n < 0 ? "" : format_number((double)n); }
-std::string bytes_text(int64_t n) { return format_number((double)n) + "B"; }
+std::string bytes_text(int64_t n) {
+    const std::string v = format_number((double)n);
+    return v + (!v.empty() && std::isdigit((unsigned char)v.back()) ? " B" : "B"); // "4096 B", "12.1 MB"
+}
 
 const char* source_title(const std::string& source) {
     if (source == "hf") return "Hugging Face cache";
@@ -142,8 +146,9 @@ void machine_tab(model_picker& p, app_state& s, ui_context& ui, float footer_h) 
                                   ImGuiTableFlags_SizingFixedFit;
     if (!ImGui::BeginTable("##found", 7, flags, ImVec2(-1, -footer_h))) return;
     ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthStretch);
-    for (const char* c : {"format", "family", "kind", "params", "size", "can open"}) ImGui::TableSetupColumn(c);
+    // the columns as wide as their widest cell; "can open" takes the rest (a long reason is whole on hover)
+    for (const char* c : {"name", "format", "family", "kind", "params", "size"}) ImGui::TableSetupColumn(c);
+    ImGui::TableSetupColumn("can open", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableHeadersRow();
     std::string group;
     for (int i : rows) {
@@ -309,7 +314,12 @@ void draw_model_picker(app_state& s, ui_context& ui) {
     const ImVec2 disp = ImGui::GetIO().DisplaySize;
     ImGui::SetNextWindowSize(ImVec2(std::min(disp.x - px(40), std::max(disp.x * 0.7f, px(900))), disp.y * 0.75f));
     ImGui::SetNextWindowPos(ImVec2(disp.x / 2, disp.y / 2), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
-    if (!ImGui::BeginPopupModal(id, nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings)) {
+    // opaque: the panels must not show through the lists
+    ImGui::PushStyleColor(ImGuiCol_PopupBg, ImVec4(0.10f, 0.11f, 0.14f, 1.0f));
+    const bool shown = ImGui::BeginPopupModal(id, nullptr, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                                                               ImGuiWindowFlags_NoSavedSettings);
+    ImGui::PopStyleColor();
+    if (!shown) {
         p.open = false;
         return;
     }
