@@ -1,8 +1,9 @@
 // The app's model picker end to end under Xvfb: in a temporary HOME holding a tiny GPT-2 in the Hugging Face hub
 // cache's layout and a tiny Llama GGUF as an Ollama blob, the picker lists both and opens each (by keyboard and
 // by double-click); names open from the File tab and the path box; the File menu lists the recent models; from a
-// local Hub (tests/support/hub_server, on 127.0.0.1) a download shows its progress and opens the model, a missing
-// repo is one line in the picker, and a cancelled download leaves nothing half-written in snapshots/.
+// local Hub (tests/support/hub_server, on 127.0.0.1) a download shows its progress and opens the model, a GGUF
+// repo downloads the quant chosen, a missing repo is one line in the picker, and a cancelled download leaves
+// nothing half-written in snapshots/.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,11 +102,12 @@ TEST(GuiPicker, ListsAndOpensTheModelsOnThisMachine) {
         "key down\nprint\nkey enter\npicker-wait\nwait\nprint\n"
         "picker machine\npicker-wait\ndclick model hf test-org/tiny-gpt2\npicker-wait\nwait\nprint\n"
         "picker file\npicker-path ollama:tinyllama\nframes 2\nkey enter\npicker-wait\nwait\nprint\n"
+        "open hf:test-org/tiny-gpt2\nwait\nprint\n"
         "picker machine\npicker-wait\npicker-filter no-such-model\nframes 2\nprint\nkey escape\nframes 2\nprint\n"
-        "click file menu\nclick file recent " + snap + "\nwait\nprint\n";
+        "click file menu\nclick file recent " + blob + "\nwait\nprint\n";
     auto states = run_script("--model " + sq(start) + " --prompt 'the cat sat'", script, &rc, home_env(home, "HF_HUB_OFFLINE=1"));
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(states.size(), 8u);
+    ASSERT_EQ(states.size(), 9u);
 
     const nlohmann::json& listed = states[0];
     EXPECT_TRUE(listed["picker"]["open"]);
@@ -138,12 +140,16 @@ TEST(GuiPicker, ListsAndOpensTheModelsOnThisMachine) {
     EXPECT_EQ(states[4]["recent"][0], "ollama:tinyllama") << "the name opened and is remembered as typed";
     EXPECT_NE(states[4]["model"], snap);
 
-    EXPECT_TRUE(states[5]["picker"]["rows"].empty()) << "the filter hides every row";
-    EXPECT_TRUE(states[5]["picker"]["open"]);
-    EXPECT_FALSE(states[6]["picker"]["open"]) << "Esc closes it";
+    EXPECT_EQ(states[5]["model"], snap) << "the Model panel's box opens a name (from the cache)";
+    EXPECT_EQ(states[5]["error"], "");
+    EXPECT_EQ(states[5]["recent"][0], "hf:test-org/tiny-gpt2");
 
-    EXPECT_EQ(states[7]["model"], snap) << "opened from the File menu's recent models";
-    EXPECT_EQ(states[7]["recent"][0], snap);
+    EXPECT_TRUE(states[6]["picker"]["rows"].empty()) << "the filter hides every row";
+    EXPECT_TRUE(states[6]["picker"]["open"]);
+    EXPECT_FALSE(states[7]["picker"]["open"]) << "Esc closes it";
+
+    EXPECT_EQ(states[8]["model"], blob) << "opened from the File menu's recent models";
+    EXPECT_EQ(states[8]["recent"][0], blob);
 }
 
 TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
@@ -161,19 +167,29 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     big.commit = "2222222222222222222222222222222222222222";
     big.files = tiny_gpt2_files("picker_dl_big", 4, 128, 42);
     hub.add_repo(big);
+    hub_server_repo quants; // a GGUF repo: two quants to choose from (the same tiny Llama under both names)
+    quants.repo = "test-org/tiny-GGUF";
+    quants.commit = "3333333333333333333333333333333333333333";
+    family_spec fs_spec;
+    fs_spec.family = "llama";
+    const std::string gguf = read_file(write_tiny_family(test_temp_dir("picker_dl_gguf"), fs_spec).gguf_path);
+    quants.files = {{"tiny-F32.gguf", gguf, true, ""}, {"tiny-Q8_0.gguf", gguf, true, ""}, {"README.md", "quants\n", false, ""}};
+    hub.add_repo(quants);
     hub.set_chunk_delay_ms(20);
     const std::string start = write_tiny_gpt2(test_temp_dir("picker_dl_start"), tiny_spec{}).dir;
     const std::string script =
         "wait\npicker hf\npicker-repo test-org/no-such-repo\npicker-wait\nprint\n"
         "picker-repo test-org/dl-gpt2\npicker-wait\nprint\n"
         "click picker download\npicker-wait downloading\nprint\npicker-wait\nwait\nprint\n"
+        "picker hf\npicker-repo test-org/tiny-GGUF\npicker-wait\nprint\npicker-gguf tiny-F32.gguf\nframes 2\nkey enter\n"
+        "picker-wait\nwait\nprint\n"
         "picker hf\npicker-repo test-org/big-gpt2\npicker-wait\nclick picker download\npicker-wait downloading\n"
         "click picker cancel\npicker-wait\nprint\n";
     int rc = -1;
     auto states = run_script("--model " + sq(start) + " --prompt 'the cat sat'", script, &rc,
                              home_env(home, "HF_ENDPOINT=" + hub.endpoint()));
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(states.size(), 5u);
+    ASSERT_EQ(states.size(), 7u);
     const std::string cache = home + "/.cache/huggingface/hub";
 
     EXPECT_NE(states[0]["picker"]["error"], "") << "a missing repo is one line in the picker";
@@ -213,9 +229,18 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     EXPECT_TRUE(fs::is_symlink(snap + "/model.safetensors"));
     EXPECT_FALSE(fs::exists(snap + "/README.md")) << "only what the model needs";
 
-    EXPECT_EQ(states[4]["picker"]["note"], "download cancelled") << states[4]["picker"]["error"];
-    EXPECT_TRUE(states[4]["picker"]["download"]["cancelled"]);
-    EXPECT_EQ(states[4]["model"], snap) << "the app keeps its model";
+    // a GGUF repo offers its quants, Q8_0 first; the one chosen (Enter downloads the repo listed) is fetched alone
+    EXPECT_EQ(states[4]["picker"]["repo"]["ggufs"], nlohmann::json::array({"tiny-F32.gguf", "tiny-Q8_0.gguf"}));
+    EXPECT_EQ(states[4]["picker"]["repo"]["gguf"], "tiny-Q8_0.gguf");
+    const std::string qsnap = cache + "/models--test-org--tiny-GGUF/snapshots/" + quants.commit;
+    EXPECT_EQ(states[5]["model"], qsnap + "/tiny-F32.gguf") << states[5]["picker"]["error"];
+    EXPECT_EQ(states[5]["error"], "");
+    EXPECT_FALSE(fs::exists(qsnap + "/tiny-Q8_0.gguf"));
+    const std::string qmodel = states[5]["model"];
+
+    EXPECT_EQ(states[6]["picker"]["note"], "download cancelled") << states[6]["picker"]["error"];
+    EXPECT_TRUE(states[6]["picker"]["download"]["cancelled"]);
+    EXPECT_EQ(states[6]["model"], qmodel) << "the app keeps its model";
     // nothing half-written in snapshots/: the weights cut short are not linked, and a file linked before them
     // (hub_download links each file once it is whole) is whole
     const std::string big_snap = cache + "/models--test-org--big-gpt2/snapshots/" + big.commit;

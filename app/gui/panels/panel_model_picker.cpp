@@ -178,7 +178,8 @@ void download_bar(model_picker& p, ui_context& ui) {
         label += ", " + bytes_text((int64_t)d.rate) + "/s";
         const double left = (double)(total - done) / d.rate;
         char eta[48];
-        std::snprintf(eta, sizeof eta, left < 60 ? ", %.0f s left" : ", %.0f min left", left < 60 ? left : left / 60);
+        if (left < 1) std::snprintf(eta, sizeof eta, ", under 1 s left");
+        else std::snprintf(eta, sizeof eta, left < 60 ? ", %.0f s left" : ", %.0f min left", left < 60 ? left : left / 60);
         label += eta;
     }
     ImGui::ProgressBar(total > 0 ? (float)((double)done / total) : 0.0f, ImVec2(-ImGui::GetFontSize() * 7, 0), label.c_str());
@@ -214,7 +215,7 @@ void repo_files(model_picker& p, float footer_h) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("file", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableSetupColumn("size");
-    ImGui::TableSetupColumn("fetched");
+    ImGui::TableSetupColumn("needed");
     ImGui::TableHeadersRow();
     for (const gb::hub_file& f : r.files) {
         const bool is_gguf = std::find(p.ggufs.begin(), p.ggufs.end(), f.path) != p.ggufs.end();
