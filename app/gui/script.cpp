@@ -479,6 +479,9 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         sc.hovering = false;
         io.MousePos = ImVec2((it->second.x + it->second.z) / 2, (it->second.y + it->second.w) / 2);
         io.MouseDown[0] = sc.phase == 1 || sc.phase == 3;
+        // the two presses are two frames apart: a double click however slow the frames (software GL under load
+        // can take longer than ImGui's 0.3 s for two); then ImGui's default again (the app never changes it)
+        io.MouseDoubleClickTime = sc.phase < 4 ? 60.0f : 0.30f;
         if (++sc.phase < 5) return false;
         sc.phase = 0, sc.wait_frames = 0;
         return true;
