@@ -175,7 +175,7 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
     const std::string gguf = read_file(write_tiny_family(test_temp_dir("picker_dl_gguf"), fs_spec).gguf_path);
     quants.files = {{"tiny-F32.gguf", gguf, true, ""}, {"tiny-Q8_0.gguf", gguf, true, ""}, {"README.md", "quants\n", false, ""}};
     hub.add_repo(quants);
-    hub.set_chunk_delay_ms(20);
+    hub.set_chunk_delay_ms(50); // the small download takes over a second: its bar is drawn on the way
     const std::string start = write_tiny_gpt2(test_temp_dir("picker_dl_start"), tiny_spec{}).dir;
     const std::string script =
         "wait\npicker hf\npicker-repo test-org/no-such-repo\npicker-wait\nprint\n"
