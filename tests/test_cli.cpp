@@ -448,11 +448,13 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
     refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, compare, quantize, attribute, heads, "
                                      "patch, grad, atp, circuit, trace, bench, make-random, info, learn, break-it, selftest, steer, "
-                                     "steer-sweep, features, feature, train-sae)");
+                                     "steer-sweep, features, feature, train-sae, models, download)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
     refused("lens " + M() + " --prompt x --ablate no-residual", "lens does not take --ablate");
     refused("generate " + M() + " --prompt x --max-new-tokens 2 --knockout 0:1-0", "generate does not take --knockout");
+    refused("models --model x", "models does not take --model");
+    refused("run " + M() + " hf:org/name --prompt x", "unexpected argument 'hf:org/name'"); // only download takes a name bare
     // --help is everyone's
     EXPECT_EQ(cli("tokenize --help").code, 0);
 }
@@ -1110,6 +1112,8 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"selftest", {"--model PATH", "--json FILE"}},
         {"learn", {"--prompt TEXT", "--token I", "--layer L", "--head H"}},
         {"break-it", {"--prompt TEXT", "--scan-heads N", "--json FILE"}},
+        {"models", {"--json FILE"}},
+        {"download", {"--revision R", "--file F"}},
     };
     for (const auto& [cmd, options] : some_options) {
         command_result r = cli(cmd + " --help");

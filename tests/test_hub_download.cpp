@@ -64,7 +64,9 @@ struct hub_fixture {
             {"HF_HUB_CACHE", strdup_keep(root + "/cache")}, {"HF_HOME", strdup_keep(root + "/hfhome")},
             {"HF_TOKEN", nullptr}, {"HUGGING_FACE_HUB_TOKEN", nullptr}, {"HF_TOKEN_PATH", nullptr},
             {"HF_HUB_OFFLINE", nullptr}, {"TRANSFORMERS_OFFLINE", nullptr}, {"HUGGINGFACE_HUB_CACHE", nullptr},
-            {"XDG_CACHE_HOME", nullptr}}));
+            {"XDG_CACHE_HOME", nullptr},
+            // a proxy set for the real network must not carry the local Hub's requests (curl honours these)
+            {"no_proxy", "127.0.0.1,localhost"}, {"NO_PROXY", "127.0.0.1,localhost"}}));
     }
     std::string cache() const { return root + "/cache"; }
     fs::path repo_dir(const std::string& id = "tiny-org/tiny-gpt2") const {
@@ -312,13 +314,15 @@ TEST(HubDownload, MissingRepoRevisionAndFile) {
     expect_gb_error([&] { gb::hub_repo("tiny-org/tiny-gpt2"); }, "cannot reach http://127.0.0.1:1");
 }
 
-// HF_HUB_OFFLINE=1: no request at all; a cached name still opens.
+// HF_HUB_OFFLINE=1: no request at all; what is cached is found (a download of cached files, a cached name).
 TEST(HubDownload, OfflineNeverAsks) {
     hub_fixture f("offline");
     gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files);
     f.server.clear_requests();
     scoped_env off({{"HF_HUB_OFFLINE", "1"}});
-    expect_gb_error([&] { gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files); }, "HF_HUB_OFFLINE");
+    EXPECT_EQ(gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files), (f.repo_dir() / "snapshots" / kCommit).string());
+    expect_gb_error([&] { gb::hub_download("tiny-org/tiny-gpt2", "main", {"README.md"}); }, "HF_HUB_OFFLINE is set");
+    expect_gb_error([&] { gb::hub_repo("tiny-org/tiny-gpt2"); }, "HF_HUB_OFFLINE is set: the Hub is not asked");
     expect_gb_error([&] { gb::resolve_model("hf:tiny-org/other"); }, "HF_HUB_OFFLINE is set");
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-gpt2"), (f.repo_dir() / "snapshots" / kCommit).string());
     EXPECT_EQ(f.server.requests().size(), 0u);
@@ -421,4 +425,46 @@ TEST(HubDownload, FullDiskIsOneLine) {
                     "No space left on device");
     EXPECT_FALSE(fs::exists(f.repo_dir() / "snapshots" / kCommit / "model.safetensors"));
     EXPECT_FALSE(fs::exists(blobs / hub_server::sha256_hex(bytes)));
+}
+
+// On a terminal (a pseudo-terminal from script(1)) download draws a bar a file, redrawn in place: bytes, rate, ETA.
+TEST(HubDownload, CliBarOnATerminal) {
+    if (run_command("command -v script").code != 0) GTEST_SKIP() << "no script(1) to give the CLI a terminal";
+    hub_fixture f("tty");
+    const std::string cmd = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli download hf:tiny-org/tiny-gpt2";
+    command_result r = run_command("script -qec '" + cmd + "' /dev/null");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const size_t bar = r.out.find("\rmodel.safetensors [########################] ");
+    ASSERT_NE(bar, std::string::npos) << r.out;
+    const std::string line = r.out.substr(bar, r.out.find('\n', bar) - bar);
+    EXPECT_NE(line.find(" kB / "), std::string::npos) << line;
+    EXPECT_NE(line.find("/s  ETA "), std::string::npos) << line;
+    EXPECT_EQ(r.out.find("downloading model.safetensors"), std::string::npos) << "plain lines on a terminal";
+}
+
+// The cache tree against the reference writer: @huggingface/hub's downloadFileToCacheDir (tests/node/
+// hub_download.mjs) fetches the same files from the same local Hub into another cache, and the two trees hold the
+// same blobs (names and bytes) and the same snapshot links, byte for byte. (It writes no refs/; ours are checked
+// in WritesTheHubCacheLayout.)
+TEST(HubDownload, CacheMatchesHuggingfaceJs) {
+    hub_fixture f("reference");
+    const std::string ours = gb::hub_download("tiny-org/tiny-gpt2", "main", kGpt2Files);
+    const std::string theirs_cache = f.root + "/js-cache";
+    std::string cmd = "cd '" + node_dir + "' && node hub_download.mjs " + f.server.endpoint() + " '" + theirs_cache +
+                      "' tiny-org/tiny-gpt2 main";
+    for (const std::string& file : kGpt2Files) cmd += " " + file;
+    const command_result r = run_command(cmd);
+    ASSERT_EQ(r.code, 0) << "node tests/node/hub_download.mjs failed (tools/setup.sh --tests installs @huggingface/hub): "
+                         << r.err;
+    const nlohmann::json pointers = nlohmann::json::parse(r.out);
+    ASSERT_EQ(pointers.size(), kGpt2Files.size());
+    const fs::path theirs = fs::path(theirs_cache) / "models--tiny-org--tiny-gpt2";
+    for (size_t i = 0; i < kGpt2Files.size(); ++i)
+        EXPECT_EQ(pointers[i].get<std::string>(), (theirs / "snapshots" / kCommit / kGpt2Files[i]).string());
+    std::set<std::string> mine = tree(f.repo_dir());
+    mine.erase("refs/main");
+    EXPECT_EQ(mine, tree(theirs));
+    for (const auto& e : fs::directory_iterator(theirs / "blobs"))
+        EXPECT_EQ(read_all(e.path()), read_all(f.repo_dir() / "blobs" / e.path().filename())) << e.path();
+    (void)ours;
 }

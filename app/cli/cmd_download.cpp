@@ -2,6 +2,7 @@
 // into its cache (core/io/hub_download.h), with progress; prints the local path load_model opens.
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <cstdio>
@@ -94,7 +95,9 @@ int cmd_download(const args& a) {
     const gb::hub_repo_info info = gb::hub_repo(n.repo, n.revision);
     const std::vector<std::string> files = gb::hub_needed_files(info, n.file_or_quant);
     const std::string snap = gb::hub_download(n.repo, n.revision, files, download_printer());
-    const bool one_gguf = files.size() == 1 && std::filesystem::path(files[0]).extension() != ".json";
+    std::string ext = std::filesystem::path(files[0]).extension().string();
+    for (char& ch : ext) ch = (char)std::tolower((unsigned char)ch);
+    const bool one_gguf = files.size() == 1 && ext == ".gguf"; // hub_needed_files: one GGUF, or a folder's files
     std::printf("%s\n", one_gguf ? (std::filesystem::path(snap) / files[0]).c_str() : snap.c_str());
     return 0;
 }

@@ -330,7 +330,7 @@ static void check_transport(const std::string& url, const http_response& r) {
 }
 
 static void need_online(const std::string& what) {
-    if (hf_offline()) throw error(what + ": not in the cache, and HF_HUB_OFFLINE is set (the Hub is not asked)");
+    if (hf_offline()) throw error("HF_HUB_OFFLINE is set: the Hub is not asked for " + what);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -637,12 +637,36 @@ static std::vector<std::string> index_shards(const std::string& repo, const fs::
     return out;
 }
 
+// Offline (HF_HUB_OFFLINE), as huggingface_hub: the snapshot the cache has for the revision (a commit, or the one
+// refs/<revision> names) when every file is there (an index's shards too); else one line saying what is missing.
+static std::string cached_snapshot(const std::string& repo, const std::string& rev, const std::vector<std::string>& files) {
+    const fs::path folder = repo_folder(repo);
+    std::string commit = rev;
+    if (!is_commit(rev)) {
+        check_repo_path(repo, rev);
+        std::ifstream in(folder / "refs" / rev, std::ios::binary);
+        std::getline(in, commit);
+    }
+    const fs::path snap = folder / "snapshots" / commit;
+    std::error_code ec;
+    std::vector<std::string> need = files;
+    for (size_t i = 0; is_commit(commit) && i < need.size(); ++i) {
+        if (!fs::exists(snap / need[i], ec)) break;
+        if (fs::path(need[i]).filename() == "model.safetensors.index.json")
+            for (const std::string& s : index_shards(repo, snap / need[i])) need.push_back((fs::path(need[i]).parent_path() / s).generic_string());
+        if (i + 1 == need.size()) return snap.string();
+    }
+    throw error(repo + "@" + rev + ": not (all) in the Hugging Face cache (" + hf_hub_cache() +
+                "), and HF_HUB_OFFLINE is set: the Hub is not asked");
+}
+
 std::string hub_download(const std::string& repo, const std::string& revision, const std::vector<std::string>& files,
                          const download_fn& progress) {
     check_hf_repo_id(repo);
     const std::string rev = revision.empty() ? "main" : revision;
     for (const std::string& f : files) check_repo_path(repo, f);
-    const hub_repo_info info = hub_repo(repo, rev); // offline: throws
+    if (hf_offline()) return cached_snapshot(repo, rev, files);
+    const hub_repo_info info = hub_repo(repo, rev);
     const std::string token = hf_token();
     const fs::path snap = repo_folder(repo) / "snapshots" / info.commit;
     std::vector<std::string> todo = files;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -179,6 +180,18 @@ void hub_server::handle(int fd) {
         }
         pos = e + 2;
     }
+    // a body (paths-info's JSON): Content-Length bytes after the headers
+    const size_t head_end = in.find("\r\n\r\n") + 4;
+    auto cl = rq.headers.find("content-length");
+    const size_t body_len = cl == rq.headers.end() ? 0 : std::min<size_t>(std::stoull(cl->second), 1 << 20);
+    while (in.size() < head_end + body_len) {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0) return;
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k <= 0) return;
+        in.append(buf, (size_t)k);
+    }
+    rq.body = in.substr(head_end, body_len);
     answer a = respond(rq);
     rq.status = a.status;
     int delay = 0;
@@ -201,6 +214,35 @@ void hub_server::handle(int fd) {
         if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     }
     if (a.cut) shutdown(fd, SHUT_RDWR);
+}
+
+// The revision API's answer: {"id", "sha", "siblings": [{"rfilename", "size", "blobId", "lfs"?}]}
+static std::string revision_json(const hub_server_repo& r) {
+    nlohmann::json j = {{"id", r.repo}, {"sha", r.commit}, {"gated", r.gated ? "manual" : "false"}};
+    j["siblings"] = nlohmann::json::array();
+    for (const hub_server_file& f : r.files) {
+        nlohmann::json s = {{"rfilename", f.path}, {"size", f.bytes.size()}, {"blobId", hub_server::git_blob_id(f.bytes)}};
+        if (f.lfs) s["lfs"] = {{"sha256", hub_server::sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
+        j["siblings"].push_back(s);
+    }
+    return j.dump();
+}
+
+// paths-info (POST {"paths": [...], "expand": true}), what @huggingface/hub's downloadFileToCacheDir asks first:
+// [{"type", "path", "size", "oid", "lfs"?, "lastCommit"}] for the paths the repo has
+static std::string paths_info_json(const hub_server_repo& r, const std::string& body) {
+    nlohmann::json in = nlohmann::json::parse(body, nullptr, false);
+    nlohmann::json out = nlohmann::json::array();
+    if (!in.is_object() || !in.contains("paths") || !in["paths"].is_array()) return out.dump();
+    for (const nlohmann::json& want : in["paths"])
+        for (const hub_server_file& f : r.files) {
+            if (!want.is_string() || want.get<std::string>() != f.path) continue;
+            nlohmann::json e = {{"type", "file"}, {"path", f.path}, {"size", f.bytes.size()}, {"oid", hub_server::git_blob_id(f.bytes)},
+                                {"lastCommit", {{"id", r.commit}, {"title", "tiny"}, {"date", "2026-01-01T00:00:00.000Z"}}}};
+            if (f.lfs) e["lfs"] = {{"oid", hub_server::sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
+            out.push_back(e);
+        }
+    return out.dump();
 }
 
 // A body, or its range ("bytes=N-") as a 206; 416 past the end
@@ -234,24 +276,17 @@ hub_server::answer hub_server::respond(const hub_server_request& rq) {
         out = fail(it == rq.headers.end() ? 401 : 403, "GatedRepo");
         return false;
     };
-    // /api/models/ORG/NAME/revision/REV
-    if (path.rfind("/api/models/", 0) == 0) {
-        std::string rest = path.substr(12);
-        size_t p = rest.find("/revision/");
-        if (p == std::string::npos) return fail(404, "EntryNotFound");
+    // /api/models/ORG/NAME/revision/REV and /api/models/ORG/NAME/paths-info/REV
+    for (const char* api : {"/revision/", "/paths-info/"}) {
+        if (path.rfind("/api/models/", 0) != 0 || path.find(api) == std::string::npos) continue;
+        const std::string rest = path.substr(12);
+        const size_t p = rest.find(api);
         const hub_server_repo* r = find_repo(rest.substr(0, p));
         if (!r) return fail(401, "RepoNotFound");
-        std::string rev = url_decode(rest.substr(p + 10));
+        const std::string rev = url_decode(rest.substr(p + std::strlen(api)));
         if (rev != r->branch && rev != r->commit) return fail(404, "RevisionNotFound");
-        nlohmann::json j = {{"id", r->repo}, {"sha", r->commit}, {"gated", r->gated ? "manual" : "false"}};
-        j["siblings"] = nlohmann::json::array();
-        for (const hub_server_file& f : r->files) {
-            nlohmann::json s = {{"rfilename", f.path}, {"size", f.bytes.size()}, {"blobId", git_blob_id(f.bytes)}};
-            if (f.lfs) s["lfs"] = {{"sha256", sha256_hex(f.bytes)}, {"size", f.bytes.size()}, {"pointerSize", 134}};
-            j["siblings"].push_back(s);
-        }
         a.headers.push_back({"Content-Type", "application/json"});
-        a.body = j.dump();
+        a.body = std::string(api) == "/revision/" ? revision_json(*r) : paths_info_json(*r, rq.body);
         return a;
     }
     // /api/resolve-cache/models/ORG/NAME/COMMIT/FILE: a small file's bytes
@@ -315,14 +350,19 @@ static void serve_bytes(hub_server::answer& a, const hub_server_request& rq, con
         a.body = bytes;
         return;
     }
-    const size_t from = std::stoull(it->second.substr(6));
-    if (from >= bytes.size()) {
+    // "bytes=FROM-" or "bytes=FROM-TO" (TO inclusive, cut to the end)
+    const std::string spec = it->second.substr(6);
+    const size_t from = std::stoull(spec);
+    const size_t dash = spec.find('-');
+    size_t to = bytes.empty() ? 0 : bytes.size() - 1;
+    if (dash != std::string::npos && dash + 1 < spec.size()) to = std::min<size_t>(to, std::stoull(spec.substr(dash + 1)));
+    if (from >= bytes.size() || to < from) {
         a.status = 416;
         a.headers.push_back({"Content-Range", "bytes */" + std::to_string(bytes.size())});
         return;
     }
     a.status = 206;
-    a.headers.push_back({"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(bytes.size() - 1) + "/" +
+    a.headers.push_back({"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" +
                                               std::to_string(bytes.size())});
-    a.body = bytes.substr(from);
+    a.body = bytes.substr(from, to + 1 - from);
 }

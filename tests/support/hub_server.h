@@ -2,7 +2,8 @@
 // Hub does (a small file: a relative 307 to /api/resolve-cache/..., whose 200 carries the git ETag; an LFS file:
 // a 302 to another host, "localhost:PORT/cdn/<sha256>", carrying X-Repo-Commit, X-Linked-Etag and
 // X-Linked-Size), Range requests (206), a gated repo's 401 / 403 with X-Error-Code GatedRepo, RepoNotFound,
-// RevisionNotFound and EntryNotFound. Records every request with its headers; can cut one transfer half-way.
+// RevisionNotFound and EntryNotFound; and the paths-info API @huggingface/hub asks (tests/node/hub_download.mjs, the
+// reference cache writer). Records every request with its headers; can cut one transfer half-way.
 // Used by tests/test_hub_download.cpp, tests/test_model_sources.cpp and the GUI's model picker test.
 #pragma once
 #include <atomic>
@@ -42,9 +43,10 @@ struct hub_server_repo {
 };
 
 struct hub_server_request {
-    std::string method;                         // "GET" | "HEAD"
+    std::string method;                         // "GET" | "HEAD" | "POST"
     std::string target;                         // path and query as sent ("/api/models/...")
     std::map<std::string, std::string> headers; // lower-case names
+    std::string body;                           // a POST's body
     int status = 0;                             // what was answered
 };
 
