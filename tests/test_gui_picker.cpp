@@ -1,6 +1,7 @@
 // The app's model picker end to end under Xvfb: in a temporary HOME holding a tiny GPT-2 in the Hugging Face hub
 // cache's layout and a tiny Llama GGUF as an Ollama blob, the picker lists both and opens each (by keyboard and
-// by double-click); names open from the File tab and the path box; the File menu lists the recent models; from a
+// by double-click), a file that is no model only says why; names open from the File tab and the path box; the
+// File menu lists the recent models; Ctrl+Tab changes tab and Esc closes; from a
 // local Hub (tests/support/hub_server, on 127.0.0.1) a download shows its progress and opens the model, a GGUF
 // repo downloads the quant chosen, a missing repo is one line in the picker, and a cancelled download leaves
 // nothing half-written in snapshots/.
@@ -93,6 +94,8 @@ TEST(GuiPicker, ListsAndOpensTheModelsOnThisMachine) {
     const std::string snap = write_hub_cache(home + "/.cache/huggingface/hub", "test-org/tiny-gpt2",
                                              tiny_gpt2_files("picker_cached", 2, 16, 31));
     const std::string blob = write_ollama_model(home + "/.ollama/models", "tinyllama");
+    fs::create_directories(home + "/.lmstudio/models/test-org/junk");
+    std::ofstream(home + "/.lmstudio/models/test-org/junk/broken.gguf") << "not a model at all";
     const std::string start = write_tiny_gpt2(test_temp_dir("picker_start"), tiny_spec{}).dir;
     int rc = -1;
     // the picker opens with Ctrl+O; Down moves to the second row, Enter opens it; then a double-click opens the
@@ -104,10 +107,12 @@ TEST(GuiPicker, ListsAndOpensTheModelsOnThisMachine) {
         "picker file\npicker-path ollama:tinyllama\nframes 2\nkey enter\npicker-wait\nwait\nprint\n"
         "open hf:test-org/tiny-gpt2\nwait\nprint\n"
         "picker machine\npicker-wait\npicker-filter no-such-model\nframes 2\nprint\nkey escape\nframes 2\nprint\n"
-        "click file menu\nclick file recent " + blob + "\nwait\nprint\n";
+        "click file menu\nclick file recent " + blob + "\nwait\nprint\n"
+        "key ctrl+o\npicker-wait\npicker-filter broken\nframes 2\nkey enter\nframes 2\nprint\n"
+        "key ctrl+tab\nframes 3\nprint\nkey escape\n";
     auto states = run_script("--model " + sq(start) + " --prompt 'the cat sat'", script, &rc, home_env(home, "HF_HUB_OFFLINE=1"));
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(states.size(), 9u);
+    ASSERT_EQ(states.size(), 11u);
 
     const nlohmann::json& listed = states[0];
     EXPECT_TRUE(listed["picker"]["open"]);
@@ -150,6 +155,20 @@ TEST(GuiPicker, ListsAndOpensTheModelsOnThisMachine) {
 
     EXPECT_EQ(states[8]["model"], blob) << "opened from the File menu's recent models";
     EXPECT_EQ(states[8]["recent"][0], blob);
+
+    // a file that is no model is listed with its reason; Enter on it says why in one line and opens nothing
+    const nlohmann::json* junk = found_entry(states[9], "lmstudio", "test-org/junk/broken.gguf");
+    ASSERT_TRUE(junk) << states[9]["picker"]["found"].dump();
+    EXPECT_FALSE((*junk)["openable"]);
+    EXPECT_NE((*junk)["reason"], "");
+    EXPECT_EQ(states[9]["picker"]["rows"], nlohmann::json::array({"test-org/junk/broken.gguf"}));
+    const std::string why = states[9]["picker"]["error"];
+    EXPECT_EQ(why, "test-org/junk/broken.gguf: " + (*junk)["reason"].get<std::string>());
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    EXPECT_TRUE(states[9]["picker"]["open"]);
+    EXPECT_EQ(states[9]["model"], blob);
+
+    EXPECT_EQ(states[10]["picker"]["tab"], "hf") << "Ctrl+Tab: the next tab";
 }
 
 TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
