@@ -374,7 +374,10 @@ void file_menu(app_state& s, ui_context& ui) {
         ImGui::OpenPopup("##file_menu");
     }
     remember_item(ui, "file menu");
-    if (!ImGui::BeginPopup("##file_menu")) return;
+    ImGui::PushStyleColor(ImGuiCol_PopupBg, ImVec4(0.12f, 0.13f, 0.16f, 1.0f)); // opaque over the panels
+    const bool open = ImGui::BeginPopup("##file_menu");
+    ImGui::PopStyleColor();
+    if (!open) return;
     if (ImGui::MenuItem("Open a model...", "Ctrl+O")) picker_show(*ui.picker, PICKER_MACHINE);
     remember_item(ui, "file open model");
     if (ImGui::MenuItem("Download from Hugging Face...")) picker_show(*ui.picker, PICKER_HF);
