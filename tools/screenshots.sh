@@ -75,3 +75,29 @@ shot screenshot-features "$induction" "$ioi" "tab features" "maximise analysis" 
 "$cli" quantize --dtype Q4_K --out "$tmp/default-Q4_K.gguf" > /dev/null
 shot compare "$induction" "The cat sat on the mat because it was tired. Then the dog came in and looked at the cat" \
     "open-b $tmp/default-Q4_K.gguf" "wait" "frames 10" "wait" "compare-view avsb" "tab lens" "wait" "frames 10" "wait"
+
+# The model picker (docs/app.md, Opening a model) at 1280 x 720, over a HOME of its own: the default model in the
+# Hugging Face cache's layout, its Q4_K copy pulled by Ollama and kept by LM Studio, and a file that is no model
+pick="$tmp/home"
+hub="$pick/.cache/huggingface/hub/models--glassbox--tiny-en" commit=0123456789abcdef0123456789abcdef01234567
+mkdir -p "$hub/blobs" "$hub/refs" "$hub/snapshots/$commit"
+printf %s "$commit" > "$hub/refs/main"
+for f in config.json model.safetensors vocab.json merges.txt; do
+    sum=$(sha256sum "assets/models/glassbox-tiny-en/$f" | cut -c1-64)
+    cp "assets/models/glassbox-tiny-en/$f" "$hub/blobs/$sum"
+    ln -s "../../blobs/$sum" "$hub/snapshots/$commit/$f"
+done
+ollama="$pick/.ollama/models" sum=$(sha256sum "$tmp/default-Q4_K.gguf" | cut -c1-64)
+mkdir -p "$ollama/blobs" "$ollama/manifests/registry.ollama.ai/library/glassbox-tiny"
+cp "$tmp/default-Q4_K.gguf" "$ollama/blobs/sha256-$sum"
+printf '{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":%s}]}' \
+    "$sum" "$(wc -c < "$tmp/default-Q4_K.gguf")" > "$ollama/manifests/registry.ollama.ai/library/glassbox-tiny/q4_k"
+mkdir -p "$pick/.lmstudio/models/glassbox/tiny-GGUF"
+cp "$tmp/default-Q4_K.gguf" "$pick/.lmstudio/models/glassbox/tiny-GGUF/glassbox-tiny-Q4_K.gguf"
+head -c 4096 /dev/urandom > "$pick/.lmstudio/models/glassbox/tiny-GGUF/notes.gguf"
+(
+    unset HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_HOME XDG_CACHE_HOME OLLAMA_MODELS LLAMA_CACHE
+    HOME=$pick
+    export HOME
+    shot model_picker "$induction" "$prompt" "wait" "picker machine" "picker-wait" "frames 5"
+)

@@ -499,7 +499,6 @@ struct app_state {
     float load_progress = 0;
     std::string load_label;
     uint64_t result_version = 0;                   // bumps when result changes (textures re-upload)
-    bool want_focus_model_path = false;
     std::string gl_status;                         // renderer string, or why GL fell back to the CPU
     std::shared_ptr<const lens_output> lens;       // newest complete analyses (may be of older inputs)
     std::shared_ptr<const attribution_output> attribution;

@@ -14,6 +14,7 @@
 #include "demos.h"
 #include "events.h"
 #include "io/loader.h"
+#include "model_picker.h"
 #include "script.h"
 #include "startup.h"
 #include "util/error.h"
@@ -205,7 +206,8 @@ static std::string timestamped_png() {
 
 void keyboard_shortcuts(app_state& s, ui_context& ui) {
     const ImGuiIO& io = ImGui::GetIO();
-    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) s.want_focus_model_path = true;
+    if (ui.picker && picker_is_open(*ui.picker)) return; // its keys are its own (arrows, Enter, Esc)
+    if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false) && ui.picker) picker_show(*ui.picker, PICKER_MACHINE);
     if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)) {
         try {
             save_session(s, s.session_path);

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "model_picker.h"
 #include "text_scale.h"
 #include "view.h"
 
@@ -99,7 +100,7 @@ static void (*panel_draw(const std::string& id))(app_state&, ui_context&) {
 }
 
 // The status bar: the one-line error (previous result stays on screen), else the last status; the frame rate and
-// the View menu at the right.
+// the File and View menus at the right.
 static void status_bar(app_state& s, ui_context& ui, ImVec2 pos, ImVec2 size) {
     ImGui::SetNextWindowPos(pos);
     ImGui::SetNextWindowSize(size);
@@ -108,7 +109,8 @@ static void status_bar(app_state& s, ui_context& ui, ImVec2 pos, ImVec2 size) {
     ImGui::PopStyleVar();
     char view[48];
     snprintf(view, sizeof view, "View: text %.0f %%%s", shown_ui_scale(s) * 100, s.presenting ? ", presenting" : "");
-    const float menu_w = ImGui::CalcTextSize(view).x + 2 * ImGui::GetStyle().FramePadding.x;
+    const float file_w = ImGui::CalcTextSize("File").x + 2 * ImGui::GetStyle().FramePadding.x + ImGui::GetStyle().ItemSpacing.x;
+    const float menu_w = ImGui::CalcTextSize(view).x + 2 * ImGui::GetStyle().FramePadding.x + file_w;
     const float fps_w = ImGui::CalcTextSize("000 fps").x + px(16);
     ImGui::PushClipRect(ImGui::GetWindowPos(), ImVec2(pos.x + size.x - menu_w - fps_w - px(16), pos.y + size.y), true);
     if (!s.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "error: %s", s.error.c_str());
@@ -122,6 +124,8 @@ static void status_bar(app_state& s, ui_context& ui, ImVec2 pos, ImVec2 size) {
     ImGui::SameLine(ImGui::GetWindowWidth() - menu_w - fps_w - px(10));
     ImGui::TextDisabled("%.0f fps", ImGui::GetIO().Framerate);
     ImGui::SameLine(ImGui::GetWindowWidth() - menu_w - px(10));
+    file_menu(s, ui); // "Open a model..." and the recent models
+    ImGui::SameLine();
     view_menu(s, ui);
     ImGui::End();
 }

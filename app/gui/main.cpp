@@ -19,6 +19,7 @@
 #include "fonts.h"
 #include "frame.h"
 #include "layout.h"
+#include "model_picker.h"
 #include "panel_export.h"
 #include "options.h"
 #include "run/forward.h"
@@ -86,6 +87,7 @@ static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& u
     ImGui::NewFrame();
     keyboard_shortcuts(s, ui);
     draw_layout(s, ui, ImGui::GetIO().DisplaySize.x, ImGui::GetIO().DisplaySize.y);
+    draw_model_picker(s, ui); // over the panels when open
     ImGui::Render();
     script.ui_ms = std::chrono::duration<double, std::milli>(clock_type::now() - ui_start).count();
     glViewport(0, 0, fb_w, fb_h);
@@ -151,6 +153,9 @@ int main(int argc, char** argv) {
         compare_worker comparing;
         ui.compare = &comparing;
         comparing.wake = [] { glfwPostEmptyEvent(); };
+        model_picker picker; // (destroyed first: its jobs' threads are waited for while GLFW still runs)
+        picker.wake = [] { glfwPostEmptyEvent(); };
+        ui.picker = &picker;
         if (!opt.compare.empty()) comparing.load(opt.compare, opt.keep_stored), s.cmp.loading = true;
         ui.headless = headless_job;
         start_ui_scale(s, ui, win, opt, saved);

@@ -17,6 +17,7 @@
 #include <stb_image_write.h>
 
 #include "demos.h"
+#include "model_picker.h"
 #include "text_scale.h"
 #include "view.h"
 #include "util/error.h"
@@ -121,13 +122,15 @@ static std::optional<bool> report_command(script_runner& sc, const app_state& s,
     return std::nullopt;
 }
 
-// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, left, right), -1 for none.
+// A key's GLFW code by its script name (end, backspace, enter, escape, f5, f11, =, -, 0, e, o, left, right, up, down,
+// tab), -1 for none.
 static int key_code(const std::string& name) {
     static const std::pair<const char*, int> keys[] = {
         {"end", GLFW_KEY_END},       {"backspace", GLFW_KEY_BACKSPACE}, {"enter", GLFW_KEY_ENTER}, {"escape", GLFW_KEY_ESCAPE},
         {"f5", GLFW_KEY_F5},         {"f11", GLFW_KEY_F11},             {"=", GLFW_KEY_EQUAL},     {"-", GLFW_KEY_MINUS},
         {"0", GLFW_KEY_0},           {"e", GLFW_KEY_E},                 {"kp+", GLFW_KEY_KP_ADD},
-        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT}};
+        {"left", GLFW_KEY_LEFT},     {"right", GLFW_KEY_RIGHT},         {"up", GLFW_KEY_UP},       {"down", GLFW_KEY_DOWN},
+        {"tab", GLFW_KEY_TAB},       {"o", GLFW_KEY_O}};
     for (const auto& [n, k] : keys)
         if (name == n) return k;
     return -1;
@@ -476,6 +479,9 @@ static std::optional<bool> mouse_command(script_runner& sc, const ui_context& ui
         sc.hovering = false;
         io.MousePos = ImVec2((it->second.x + it->second.z) / 2, (it->second.y + it->second.w) / 2);
         io.MouseDown[0] = sc.phase == 1 || sc.phase == 3;
+        // the two presses are two frames apart: a double click however slow the frames (software GL under load
+        // can take longer than ImGui's 0.3 s for two); then ImGui's default again (the app never changes it)
+        io.MouseDoubleClickTime = sc.phase < 4 ? 60.0f : 0.30f;
         if (++sc.phase < 5) return false;
         sc.phase = 0, sc.wait_frames = 0;
         return true;
@@ -517,6 +523,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (!done) done = layout_command(sc, s, ui, cmd, arg);
     if (!done) done = waiting_command(sc, s, cmd, arg);
     if (!done) done = mouse_command(sc, ui, cmd, arg);
+    if (!done && ui.picker) done = picker_command(s, ui, cmd, arg);
     if (!done) throw gb::error("script: unknown command '" + cmd + "'");
     return *done;
 }

@@ -1,6 +1,7 @@
 // Scripted input for tests (--script FILE), one command a line (# comments), stepped frame by frame:
 //   report:     wait | print | screenshot FILE | measure N
-//   keyboard:   type TEXT | latency TEXT | key [ctrl+][shift+]end|backspace|enter|escape|left|right|f5|f11|=|-|0|e|kp+
+//   keyboard:   type TEXT | latency TEXT |
+//               key [ctrl+][shift+]end|backspace|enter|escape|left|right|up|down|tab|f5|f11|=|-|0|e|o|kp+
 //   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
 //   files:      open PATH | open-b PATH (model B, to compare with) | session FILE | save-session FILE | export DIR
 //   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | compare-view a|b|avsb | demo NAME |
@@ -9,6 +10,8 @@
 //   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
 //   waiting:    wait-running lens|patching|trace | frames N
 //   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
+//   picker:     picker machine|hf|file|close | picker-filter TEXT | picker-repo ID | picker-gguf FILE |
+//               picker-path TEXT | picker-wait [downloading]   (model_picker.h)
 #pragma once
 #include <imgui.h>
 

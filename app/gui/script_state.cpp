@@ -8,6 +8,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "demos.h"
+#include "model_picker.h"
 #include "kernels/gemm.h"
 #include "run/predict.h"
 #include "script.h"
@@ -103,6 +104,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["warning"] = s.warning;
     j["status"] = s.status;
     j["recent"] = s.recent_models;
+    if (ui.picker) j["picker"] = picker_json(*ui.picker); // the model picker: what it found, listed, downloads
     j["config_dir"] = s.config_dir; // "" when the run remembers nothing
     j["window"] = {(int)ImGui::GetIO().DisplaySize.x, (int)ImGui::GetIO().DisplaySize.y};
     j["gl"] = s.gl_status;

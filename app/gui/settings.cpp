@@ -12,6 +12,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "io/model_sources.h"
+
 namespace gbui {
 
 namespace fs = std::filesystem;
@@ -180,7 +182,7 @@ std::vector<std::string> existing_paths(const std::vector<std::string>& list) {
     std::vector<std::string> out;
     for (const std::string& p : list) {
         std::error_code ec;
-        if (fs::exists(p, ec)) out.push_back(p);
+        if (gb::is_model_name(p) || fs::exists(p, ec)) out.push_back(p);
     }
     return out;
 }

@@ -8,7 +8,7 @@
 
 namespace gbui {
 
-constexpr size_t max_recent_models = 8;
+constexpr size_t max_recent_models = 10; // the File menu lists them
 
 struct app_settings {
     int width = 0, height = 0;       // window size in screen coordinates; 0 = not saved
@@ -40,7 +40,7 @@ std::string update_settings(const std::string& dir, const std::function<void(app
 
 // Puts path first in list (once), keeping at most max_recent_models.
 void add_recent(std::vector<std::string>& list, const std::string& path);
-// The paths of list that still exist on disk, in order.
+// The entries of list that still exist on disk, in order (model names, "hf:ORG/NAME", "ollama:NAME", are kept).
 std::vector<std::string> existing_paths(const std::vector<std::string>& list);
 
 } // namespace gbui

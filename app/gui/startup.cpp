@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "io/loader.h"
+#include "io/model_sources.h"
 #include "util/error.h"
 
 namespace gbui {
@@ -73,7 +74,8 @@ std::string choose_first_model(std::string* path, app_state& s, const app_settin
     std::string restoring;
     if (path->empty() && !saved.last_model.empty()) {
         std::error_code ec;
-        if (std::filesystem::exists(saved.last_model, ec)) *path = restoring = saved.last_model;
+        if (gb::is_model_name(saved.last_model) || std::filesystem::exists(saved.last_model, ec))
+            *path = restoring = saved.last_model; // (a name is resolved by the loader, from the cache first)
         else add_note(s, "the last model, " + saved.last_model + ", no longer exists: opened the default model");
     }
     if (path->empty()) {

@@ -17,6 +17,8 @@
 
 namespace gbui {
 
+struct model_picker; // model_picker.h
+
 // A panel to export (view.h): as SVG (vector) or as PNG at twice the scale, to `path`.
 struct panel_export {
     std::string panel;  // its window ("Residual", "Analysis", ...)
@@ -58,6 +60,7 @@ struct ui_context {
     // analyses
     analysis_worker* analysis = nullptr;
     compare_worker* compare = nullptr;      // model B's loads and the comparisons (compare_view.h)
+    model_picker* picker = nullptr;         // the model picker (Ctrl+O, the File menu; model_picker.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)

@@ -312,17 +312,13 @@ static void differences_from_gpt2(const gb::model& m) {
 // The path box with Open and Open recent, the session box with Save and Load, the export box with Export.
 static void file_rows(app_state& s, ui_context& ui) {
     const ImVec2 top = ImGui::GetCursorScreenPos();
-    if (s.want_focus_model_path) {
-        ImGui::SetKeyboardFocusHere();
-        s.want_focus_model_path = false;
-    }
     // one row: path, Open, and "Open recent" (the models opened before, remembered between runs) behind an arrow
     // Open and B... with their frame padding, the square arrow, and the gaps between the four items
     const ImGuiStyle& st = ImGui::GetStyle();
     const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::CalcTextSize("B...").x + 4 * st.FramePadding.x +
                             ImGui::GetFrameHeight() + 3 * st.ItemSpacing.x;
     ImGui::SetNextItemWidth(-buttons_w);
-    bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf or .bin (or drop it here)", &s.model_path_input,
+    bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf, .bin or hf:ORG/NAME (or drop it here)", &s.model_path_input,
                                           ImGuiInputTextFlags_EnterReturnsTrue);
     ImGui::SameLine();
     if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) open_model(s, *ui.work, s.model_path_input);
@@ -367,7 +363,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     }
     remember_item(ui, "Export");
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("Ctrl+O open  Ctrl+S save session  Ctrl+E save PNG  Ctrl+= / Ctrl+- text size  F5 present  F11 "
+    ImGui::TextDisabled("Ctrl+O find a model  Ctrl+S save session  Ctrl+E save PNG  Ctrl+= / Ctrl+- text size  F5 present  F11 "
                         "fill the window with a panel");
     ImGui::PopTextWrapPos();
     note_drawn(ui, "model file rows", top, ImVec2(top.x + ImGui::GetContentRegionAvail().x, ImGui::GetCursorScreenPos().y));
