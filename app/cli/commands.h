@@ -65,5 +65,7 @@ int cmd_steer_sweep(const args& a);
 int cmd_features(const args& a);
 int cmd_feature(const args& a);
 int cmd_train_sae(const args& a);
+int cmd_graph(const args& a);
+int cmd_intervene(const args& a);
 
 } // namespace cli
