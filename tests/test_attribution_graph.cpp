@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -406,14 +407,18 @@ TEST(AttributionGraph, DefaultModelTime) {
     const gb::transcoder_set t = random_transcoders(s);
     const std::vector<int> tokens = random_tokens(16, m.config.vocab_size, 3);
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
     const gb::attribution_graph g = gb::build_graph(m, t, tokens, {});
     const auto t1 = std::chrono::steady_clock::now();
+    const std::clock_t c1 = std::clock();
     const gb::prune_result p = gb::prune_graph(g.adjacency.data(), {g.n_features(), g.n_errors(), g.n_tokens(), g.n_logits()},
                                                g.logit_probs);
     const auto t2 = std::chrono::steady_clock::now();
-    std::printf("default model, 16 tokens, %d x %d random features: %d active, %d nodes; graph %.3f s, pruning %.3f s, "
-                "replacement %.3f\n", s.n_layer, s.d_tc, g.n_active, g.n_nodes(),
-                std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+    const std::clock_t c2 = std::clock();
+    std::printf("default model, 16 tokens, %d x %d random features: %d active, %d nodes; graph %.3f s (cpu %.3f s), "
+                "pruning %.3f s (cpu %.3f s), rows %.0f MB, replacement %.3f\n", s.n_layer, s.d_tc, g.n_active,
+                g.n_nodes(), std::chrono::duration<double>(t1 - t0).count(), (double)(c1 - c0) / CLOCKS_PER_SEC,
+                std::chrono::duration<double>(t2 - t1).count(), (double)(c2 - c1) / CLOCKS_PER_SEC, g.bytes_rows / 1e6,
                 p.replacement_score);
     EXPECT_EQ(g.n_features(), g.n_active);
 }

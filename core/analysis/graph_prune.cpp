@@ -9,27 +9,30 @@
 
 namespace gb {
 
-std::vector<double> normalize_rows(const float* A, int N) {
-    std::vector<double> out((size_t)N * N);
+std::vector<double> influence(const float* A, int N, const std::vector<double>& w, const std::vector<uint8_t>& keep,
+                              std::vector<double>* div_out) {
+    auto kept = [&](int i) { return keep.empty() || keep[i]; };
+    std::vector<double> div(N, 0.0);
     for (int r = 0; r < N; r++) {
+        if (!kept(r)) continue;
         const float* a = A + (size_t)r * N;
-        double* o = out.data() + (size_t)r * N;
         double s = 0;
-        for (int c = 0; c < N; c++) s += o[c] = std::fabs((double)a[c]);
-        const double div = std::max(s, 1e-10);
-        for (int c = 0; c < N; c++) o[c] /= div;
+        for (int c = 0; c < N; c++)
+            if (kept(c)) s += std::fabs((double)a[c]);
+        div[r] = std::max(s, 1e-10);
     }
-    return out;
-}
-
-std::vector<double> influence(const std::vector<double>& Ahat, const std::vector<double>& w, int N) {
     std::vector<double> cur((size_t)N, 0.0), next((size_t)N), total((size_t)N, 0.0);
     auto step = [&](const std::vector<double>& x, std::vector<double>& y) { // y = x Â
         std::fill(y.begin(), y.end(), 0.0);
         for (int r = 0; r < N; r++) {
-            if (x[r] == 0) continue;
-            const double* a = Ahat.data() + (size_t)r * N;
-            for (int c = 0; c < N; c++) y[c] += x[r] * a[c];
+            if (x[r] == 0 || !kept(r)) continue;
+            const double f = x[r] / div[r];
+            const float* a = A + (size_t)r * N;
+            if (keep.empty())
+                for (int c = 0; c < N; c++) y[c] += f * std::fabs((double)a[c]);
+            else
+                for (int c = 0; c < N; c++)
+                    if (keep[c]) y[c] += f * std::fabs((double)a[c]);
         }
     };
     step(w, cur);
@@ -40,6 +43,7 @@ std::vector<double> influence(const std::vector<double>& Ahat, const std::vector
         cur.swap(next);
         for (int i = 0; i < N; i++) total[i] += cur[i];
     }
+    if (div_out) *div_out = std::move(div);
     return total;
 }
 
@@ -68,24 +72,32 @@ prune_result prune_graph(const float* A, const graph_layout& lay, const std::vec
     std::vector<double> w((size_t)N, 0.0);
     for (int i = 0; i < nl; i++) w[N - nl + i] = logit_probs[i];
 
-    const std::vector<double> Ahat = normalize_rows(A, N);
-    res.node_influence = influence(Ahat, w, N);
+    std::vector<double> div;
+    res.node_influence = influence(A, N, w, {}, &div);
     res.node_cutoff = find_threshold(res.node_influence, node_threshold);
     res.node_mask.assign(N, 0);
     for (int i = 0; i < N; i++) res.node_mask[i] = i >= kept_from || res.node_influence[i] >= res.node_cutoff;
 
-    std::vector<float> pruned(A, A + (size_t)N * N);
-    for (int r = 0; r < N; r++)
-        for (int c = 0; c < N; c++)
-            if (!res.node_mask[r] || !res.node_mask[c]) pruned[(size_t)r * N + c] = 0;
-    std::vector<double> P = normalize_rows(pruned.data(), N);
-    std::vector<double> pinf = influence(P, w, N);
+    // edge scores of the pruned matrix: |A| over the kept nodes, row-normalised, times the target's influence + weight
+    std::vector<double> pdiv;
+    std::vector<double> pinf = influence(A, N, w, res.node_mask, &pdiv);
     for (int i = 0; i < N; i++) pinf[i] += w[i];
+    auto score = [&](int r, int c) {
+        return res.node_mask[r] && res.node_mask[c] ? std::fabs((double)A[(size_t)r * N + c]) / pdiv[r] * pinf[r] : 0.0;
+    };
+    std::vector<double> positive;
     for (int r = 0; r < N; r++)
-        for (int c = 0; c < N; c++) P[(size_t)r * N + c] *= pinf[r]; // P: the edge scores now
-    res.edge_cutoff = find_threshold(P, edge_threshold);
+        for (int c = 0; c < N; c++) {
+            const double v = score(r, c);
+            if (v > 0) positive.push_back(v);
+        }
+    res.edge_cutoff = find_threshold(std::move(positive), edge_threshold);
     res.edge_mask.assign((size_t)N * N, 0);
-    for (size_t i = 0; i < P.size(); i++) res.edge_mask[i] = P[i] >= res.edge_cutoff;
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < N; c++) {
+            const double v = score(r, c);
+            res.edge_mask[(size_t)r * N + c] = v >= res.edge_cutoff;
+        }
 
     auto update = [&] { // features and errors need an outgoing edge, features an incoming one
         std::vector<uint8_t> out_any(N, 0), in_any(N, 0);
@@ -126,7 +138,7 @@ prune_result prune_graph(const float* A, const graph_layout& lay, const std::vec
     double num = 0, den = 0;
     for (int r = 0; r < N; r++) {
         double e = 0;
-        for (int c = nf; c < nf + ne; c++) e += Ahat[(size_t)r * N + c];
+        for (int c = nf; c < nf + ne; c++) e += std::fabs((double)A[(size_t)r * N + c]) / div[r];
         const double oi = res.node_influence[r] + w[r];
         num += (1 - e) * oi;
         den += oi;

@@ -11,6 +11,7 @@
 // - replacement score: token influence / (token + error influence); completeness score: Σ (1 - the error share of
 //   each row of Â) (influence + logit weight) / Σ (influence + logit weight).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -30,14 +31,16 @@ struct prune_result {
     double replacement_score = 0, completeness_score = 0;
 };
 
-// The row-normalised |A| [N][N] in double.
-std::vector<double> normalize_rows(const float* A, int N);
-// w Â + w Â² + ... for Â [N][N], w [N]; throws gb::error after 1000 terms without reaching zero (a cycle).
-std::vector<double> influence(const std::vector<double>& Ahat, const std::vector<double>& w, int N);
+// w Â + w Â² + ... for A [N][N], w [N], Â the row-normalised |A| over the kept nodes (keep [N]; empty: all), never
+// held whole (each row's divisor in div [N], as normalised); throws gb::error after 1000 terms without reaching
+// zero (a cycle).
+std::vector<double> influence(const float* A, int N, const std::vector<double>& w, const std::vector<uint8_t>& keep,
+                              std::vector<double>* div = nullptr);
 // The score at which the cumulative sum of scores sorted (largest first) reaches threshold of their total.
 double find_threshold(std::vector<double> scores, double threshold);
 
-// Everything above on A [N][N] laid out as lay says. Throws gb::error for a threshold outside [0, 1].
+// Everything above on A [N][N] laid out as lay says. Memory: N² bytes of edge mask and the kept edges' scores
+// beside A. Throws gb::error for a threshold outside [0, 1].
 prune_result prune_graph(const float* A, const graph_layout& lay, const std::vector<float>& logit_probs,
                          double node_threshold = 0.8, double edge_threshold = 0.98);
 
