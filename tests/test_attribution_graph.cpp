@@ -369,7 +369,7 @@ TEST(AttributionGraph, CliGraphAndOpen) {
     gb::write_transcoders(tdir, t);
     const std::string out = test_temp_dir("graph-cli");
     const command_result r = run_cli("graph --model " + fc.dir + " --transcoders " + tdir +
-                                     " --prompt 'hello world again' --npy-dir " + out + "/npy --json " + out +
+                                     " --prompt 'hello world again' --head-loadings 0,1 --npy-dir " + out + "/npy --json " + out +
                                      "/g.json --neuronpedia " + out + "/np.json --max-logits 4");
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("replacement score"), std::string::npos) << r.out;
@@ -377,6 +377,9 @@ TEST(AttributionGraph, CliGraphAndOpen) {
     for (const char* k : {"replacement_score", "completeness_score", "n_nodes", "n_features", "n_errors", "n_logits", "seconds"})
         EXPECT_TRUE(j.contains(k)) << k;
     const int N = j["n_nodes"];
+    ASSERT_TRUE(j["head_loadings"].is_object()) << j.dump();
+    EXPECT_EQ(j["head_loadings"]["target"], 0);
+    EXPECT_EQ(j["head_loadings"]["source"], 1);
     EXPECT_LE(j["n_logits"].get<int>(), 4);
     const std::string adj = read_file(out + "/npy/adjacency.npy");
     const gb::npy_array a = gb::parse_npy(reinterpret_cast<const uint8_t*>(adj.data()), adj.size(), "adjacency.npy");
@@ -506,4 +509,45 @@ TEST(AttributionGraph, Interventions) {
     EXPECT_EQ(j["edits"].size(), 2u);
     EXPECT_TRUE(j["freeze_attention"].get<bool>());
     EXPECT_EQ(run_cli("intervene --model " + fc.dir + " --transcoders " + tdir + " --prompt hi").code, 2);
+}
+
+TEST(AttributionGraph, HeadLoadingsSumToTheEdge) {
+    for (const family_case& fc : families()) {
+        const gb::model m = gb::load_model(fc.dir);
+        for (const tc_case& tc : {tc_cases[2], tc_cases[6]}) {
+            SCOPED_TRACE(fc.name + " " + tc.name);
+            const gb::transcoder_set t = written_set(fc, tc, 71);
+            const std::vector<int> tokens = random_tokens(6, fc.vocab, 72);
+            const gb::replacement r = gb::build_replacement(m, t, tokens, false);
+            gb::graph_options opt;
+            opt.max_feature_nodes = 40;
+            const gb::attribution_graph g = gb::build_graph(m, t, r, opt);
+            const int N = g.n_nodes(), H = m.config.n_head, L = fc.n_layer;
+            // edges into the top logit and into a late feature, from features, errors and tokens
+            std::vector<std::pair<int, int>> edges;
+            const int last_feature = g.n_features() - 1;
+            for (int target : {g.logit_index(0), last_feature})
+                for (int source : {0, g.n_features() / 2, g.error_index(0, 2), g.token_index(1), g.token_index(0)})
+                    if (source < N && g.edge(target, source) != 0) edges.push_back({target, source});
+            ASSERT_GE(edges.size(), 4u);
+            for (auto [target, source] : edges) {
+                const std::vector<double> hl = gb::edge_head_loadings(m, t, r, g, target, source);
+                ASSERT_EQ(hl.size(), (size_t)L * (H + 1));
+                const double e = g.edge(target, source);
+                int crossed = 0;
+                for (int l = 0; l < L; l++) {
+                    double sum = 0, mag = 0;
+                    for (int h = 0; h <= H; h++) sum += hl[(size_t)l * (H + 1) + h], mag += std::fabs(hl[(size_t)l * (H + 1) + h]);
+                    if (mag == 0) continue;
+                    crossed++;
+                    EXPECT_NEAR(sum, e, 1e-4 * (1 + std::fabs(e))) << "layer " << l << " edge " << target << " <- " << source;
+                }
+                // every attention layer below the read has a row: all of them below a logit, those up to its own
+                // layer below a feature (a parallel block's feature reads before its layer's attention)
+                const int lt = target >= g.logit_index(0) ? L : g.features[target].layer + (m.config.parallel ? 0 : 1);
+                EXPECT_EQ(crossed, lt);
+            }
+            expect_gb_error([&] { gb::edge_head_loadings(m, t, r, g, g.token_index(0), 0); }, "reads nothing");
+        }
+    }
 }

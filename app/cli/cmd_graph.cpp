@@ -56,7 +56,7 @@ int open_graph(const args& a) {
 
 int cmd_graph(const args& a) {
     if (a.has("open")) {
-        for (const char* o : {"prompt", "transcoders", "npy-dir", "neuronpedia", "model"})
+        for (const char* o : {"prompt", "transcoders", "npy-dir", "neuronpedia", "model", "head-loadings"})
             if (a.has(o)) throw usage_error(std::string("--") + o + " has no use with --open");
         return open_graph(a);
     }
@@ -77,7 +77,10 @@ int cmd_graph(const args& a) {
         std::fprintf(stderr, "\r%s %d/%d", stage.c_str(), done, total);
         if (done == total) std::fprintf(stderr, "\n");
     };
-    const gb::attribution_graph g = gb::build_graph(m, t, tokens, opt);
+    const gb::replacement r = gb::build_replacement(m, t, tokens, opt.bos);
+    const double forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    gb::attribution_graph g = gb::build_graph(m, t, r, opt);
+    g.seconds_forward = forward_s;
     const auto t1 = std::chrono::steady_clock::now();
     const gb::graph_layout lay{g.n_features(), g.n_errors(), g.n_tokens(), g.n_logits()};
     const gb::prune_result p = gb::prune_graph(g.adjacency.data(), lay, g.logit_probs, node_th, edge_th);
@@ -112,6 +115,27 @@ int cmd_graph(const args& a) {
                     quoted(m, g.tokens[f.pos]).c_str(), f.act, p.node_influence[order[k]]);
     }
 
+    nlohmann::json loadings;
+    if (a.has("head-loadings")) {
+        const std::vector<std::string> ends = split(a.get("head-loadings"), ',');
+        if (ends.size() != 2) throw usage_error("--head-loadings takes TARGET,SOURCE (node indices)");
+        const int target = (int)parse_int(ends[0], "--head-loadings target", 0, N - 1);
+        const int source = (int)parse_int(ends[1], "--head-loadings source", 0, N - 1);
+        const std::vector<double> hl = gb::edge_head_loadings(m, t, r, g, target, source);
+        const int H = r.n_head;
+        std::printf("edge %d <- %d: %.6g; split at each attention layer it crosses (bypass, then heads):\n", target,
+                    source, g.edge(target, source));
+        nlohmann::json layers = nlohmann::json::array();
+        for (int l = 0; l < r.n_layer; l++) {
+            const double* row = hl.data() + (size_t)l * (H + 1);
+            if (std::all_of(row, row + H + 1, [](double v) { return v == 0; })) continue;
+            std::printf("  L%d  bypass %.4g  heads", l, row[H]);
+            for (int h = 0; h < H; h++) std::printf(" %.4g", row[h]);
+            std::printf("\n");
+            layers.push_back({{"layer", l}, {"bypass", row[H]}, {"heads", std::vector<double>(row, row + H)}});
+        }
+        loadings = {{"target", target}, {"source", source}, {"edge", g.edge(target, source)}, {"layers", layers}};
+    }
     if (a.has("neuronpedia")) {
         const std::string path = a.get("neuronpedia");
         std::ofstream f(path);
@@ -132,7 +156,7 @@ int cmd_graph(const args& a) {
         {"n_kept_features", kept_features}, {"n_kept_edges", kept_edges}, {"node_threshold", node_th},
         {"edge_threshold", edge_th}, {"node_cutoff", p.node_cutoff}, {"edge_cutoff", p.edge_cutoff}, {"logits", logits},
         {"seconds", {{"total", total_s}, {"forward", g.seconds_forward}, {"adjacency", g.seconds_rows}, {"prune", prune_s}}},
-        {"bytes_rows", g.bytes_rows}};
+        {"bytes_rows", g.bytes_rows}, {"head_loadings", loadings}};
     write_outputs(a, j, [&](const std::string& dir) {
         gb::make_dir(dir);
         const int T = g.n_tokens(), nf = g.n_features(), nl = g.n_logits();

@@ -518,6 +518,8 @@ const std::vector<command> table = {
                        "time taken as JSON (with --open: n_nodes, n_links, prompt_tokens)"},
       {"neuronpedia", "FILE", "write the pruned graph as Neuronpedia's graph JSON"},
       {"open", "FILE", "read a graph JSON (Neuronpedia's schema) and report its nodes, links and prompt tokens"},
+      {"head-loadings", "T,S", "the edge from node S to node T (indices in the adjacency) split at each attention "
+                               "layer it crosses into each head's part and the part that bypasses it"},
       matmul, weights}},
     {"intervene", cmd_intervene, gb::FEATURE_SAE,
      "set, clamp or ablate transcoder features at (layer, position) in the replacement model (every MLP output its "

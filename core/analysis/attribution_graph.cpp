@@ -190,4 +190,38 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
     return g;
 }
 
+std::vector<double> edge_head_loadings(const model& m, const transcoder_set& t, const replacement& r,
+                                       const attribution_graph& g, int target, int source) {
+    const int N = g.n_nodes(), L = r.n_layer, T = r.n_tokens, fp = r.first_pos, d = r.d_model;
+    if (target < 0 || target >= N || source < 0 || source >= N)
+        throw error("head loadings: node " + std::to_string(target < 0 || target >= N ? target : source) +
+                    " is not in the graph (0.." + std::to_string(N - 1) + ")");
+    if (target >= g.n_features() && target < g.logit_index(0))
+        throw error("head loadings: node " + std::to_string(target) + " is an error or token node, which reads nothing");
+    // sources numbered as g's nodes
+    std::vector<int> feature_src(r.active.size(), -1), error_src((size_t)L * T, -1), token_src(T);
+    for (size_t j = 0, i = 0; j < r.active.size() && i < g.features.size(); j++) {
+        const active_feature& a = r.active[j];
+        const active_feature& f = g.features[i];
+        if (a.layer == f.layer && a.pos == f.pos && a.index == f.index) feature_src[j] = (int)i++;
+    }
+    for (int k = 0; k < L; k++)
+        for (int p = fp; p < T; p++) error_src[(size_t)k * T + p] = g.error_index(k, p);
+    for (int p = 0; p < T; p++) token_src[p] = g.token_index(p);
+    const source_writes w = gather_writes(m, r, t, feature_src, error_src, token_src, N);
+    std::vector<float> vec(d);
+    graph_read read;
+    if (target < g.n_features()) {
+        const active_feature& f = g.features[target];
+        std::copy_n(t.layers[f.layer].W_enc.data() + (size_t)f.index * d, d, vec.begin());
+        read = {f.layer, f.pos, vec.data()};
+    } else {
+        std::vector<float> row(d);
+        table_row(row.data(), m.weights.unembedding(), g.logit_tokens[target - g.logit_index(0)]);
+        for (int j = 0; j < d; j++) vec[j] = (float)(row[j] - r.unembed_mean[j]);
+        read = {L, T - 1, vec.data()};
+    }
+    return head_loadings(m, r, w, read, source);
+}
+
 } // namespace gb

@@ -60,4 +60,10 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const std
 // The same from a replacement already built (tests, interventions).
 attribution_graph build_graph(const model& m, const transcoder_set& t, const replacement& r, const graph_options& opt);
 
+// Head loadings of g's edge from node source to node target (replacement.h head_loadings): [L][H + 1]. r: the
+// replacement g was built from. Throws gb::error for a target that reads nothing (an error or token node) or a
+// node index outside g.
+std::vector<double> edge_head_loadings(const model& m, const transcoder_set& t, const replacement& r,
+                                       const attribution_graph& g, int target, int source);
+
 } // namespace gb

@@ -214,7 +214,9 @@ struct backward_scratch {
 };
 
 // out [B][T][d] += attention l's transpose (frozen) applied to G [B][T][d].
-void attn_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s) {
+// only_head >= 0: that head's part alone.
+void attn_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s,
+               int only_head = -1) {
     const int T = r.n_tokens, d = r.d_model, H = r.n_head, KV = r.n_kv_head, dh = r.d_head, group = H / KV;
     const layer_weights& lw = m.weights.layers[l];
     s.dz.resize((size_t)B * Tb * H * dh);
@@ -222,6 +224,7 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
     s.dv.assign((size_t)B * Tb * KV * dh, 0.0f);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
+            if (only_head >= 0 && h != only_head) continue;
             const float* P = r.pattern.data() + ((size_t)l * H + h) * T * T;
             const int kv = h / group;
             for (int i = 0; i < Tb; i++) {
@@ -323,6 +326,82 @@ void read_rows(float* rows, const model& m, const replacement& r, const source_w
         }
         i = j;
     }
+}
+
+namespace {
+
+// The edge to source src of one read whose gradient G [Tb][d] stands at resid_post(k0) (k0 = -1: the embeddings):
+// the rest of the backward, as batch_rows goes on from there.
+double edge_from(std::vector<float> G, int k0, int Tb, const model& m, const replacement& r, const source_writes& w,
+                 int src, backward_scratch& s) {
+    const int T = r.n_tokens, d = r.d_model;
+    std::vector<float> row(w.n_src, 0.0f), G2;
+    for (int k = k0; k >= 0; k--) {
+        for (int p = 0; p < Tb; p++)
+            take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+        G2 = G;
+        if (r.parallel) {
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        } else {
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            G2 = G;
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        }
+    }
+    for (int p = 0; p < Tb; p++) take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.embed[p], w.embed_ids[p], s);
+    return row[src];
+}
+
+} // namespace
+
+std::vector<double> head_loadings(const model& m, const replacement& r, const source_writes& w, const graph_read& read,
+                                  int src) {
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model, H = r.n_head, l0 = read.layer, Tb = read.pos + 1;
+    std::vector<double> out((size_t)L * (H + 1), 0.0);
+    backward_scratch s;
+    std::vector<float> G((size_t)Tb * d, 0.0f), G2, part;
+    float* g = G.data() + (size_t)read.pos * d;
+    std::copy_n(read.vec, d, g);
+    if (l0 == L) norm_back(g, 1, 1, d, m.weights.normf_g.data(), r.s_final.data() + read.pos, r.layernorm);
+    else if (r.input_normed)
+        norm_back(g, 1, 1, d, m.weights.layers[l0].norm2_g.data(), r.s_mlp.data() + (size_t)l0 * T + read.pos, r.layernorm);
+    // above: the edge through the writes entering after the attention layer being split (a cross-layer feature
+    // writes into several layers), which bypass it
+    std::vector<float> above(w.n_src, 0.0f);
+    // G stands after attention l (resid_mid, or resid_post of a parallel block): each head's part and the rest,
+    // each sent on down to the source
+    auto split = [&](int l) {
+        part = G;
+        if (r.parallel) skip_back(part.data(), G.data(), 1, Tb, m, r, l, s);
+        out[(size_t)l * (H + 1) + H] = edge_from(part, l - 1, Tb, m, r, w, src, s) + above[src];
+        for (int h = 0; h < H; h++) {
+            part.assign(G.size(), 0.0f);
+            attn_back(part.data(), G.data(), 1, Tb, m, r, l, s, h);
+            out[(size_t)l * (H + 1) + h] = edge_from(part, l - 1, Tb, m, r, w, src, s);
+        }
+    };
+    if (l0 < L && !r.parallel) {
+        split(l0);
+        G2 = G;
+        attn_back(G.data(), G2.data(), 1, Tb, m, r, l0, s);
+    }
+    for (int k = l0 - 1; k >= 0; k--) {
+        for (int p = 0; p < Tb; p++)
+            take_edges(above.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+        G2 = G;
+        if (r.parallel) {
+            split(k);
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        } else {
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            split(k);
+            G2 = G;
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        }
+    }
+    return out;
 }
 
 } // namespace gb

@@ -76,4 +76,12 @@ source_writes gather_writes(const model& m, const replacement& r, const transcod
 void read_rows(float* rows, const model& m, const replacement& r, const source_writes& w,
                const std::vector<graph_read>& reads, int max_batch = 256);
 
+// Head loadings of the edge from source src to one read: out [L][H + 1], row l the edge split at attention layer
+// l into each head's part (columns 0 .. H-1) and the part that bypasses that layer's attention (column H: the
+// residual path, a parallel block's skip, and the writes that enter after that attention, such as a cross-layer
+// feature's upper ones). Every attention layer below the read has a row, and its parts sum to the edge; the rows of
+// the layers at and above the read are zero.
+std::vector<double> head_loadings(const model& m, const replacement& r, const source_writes& w, const graph_read& read,
+                                  int src);
+
 } // namespace gb
