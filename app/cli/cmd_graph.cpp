@@ -52,6 +52,30 @@ int open_graph(const args& a) {
     return 0;
 }
 
+// --head-loadings T,S: the edge's split per attention layer, printed, and as JSON.
+nlohmann::json head_loadings_json(const args& a, const gb::model& m, const gb::transcoder_set& t, const gb::replacement& r,
+                                  const gb::attribution_graph& g) {
+    const int N = g.n_nodes();
+    const std::vector<std::string> ends = split(a.get("head-loadings"), ',');
+    if (ends.size() != 2) throw usage_error("--head-loadings takes TARGET,SOURCE (node indices)");
+    const int target = (int)parse_int(ends[0], "--head-loadings target", 0, N - 1);
+    const int source = (int)parse_int(ends[1], "--head-loadings source", 0, N - 1);
+    const std::vector<double> hl = gb::edge_head_loadings(m, t, r, g, target, source);
+    const int H = r.n_head;
+    std::printf("edge %d <- %d: %.6g; split at each attention layer below its read (bypass, then heads):\n", target,
+                source, g.edge(target, source));
+    nlohmann::json layers = nlohmann::json::array();
+    for (int l = 0; l < r.n_layer; l++) {
+        const double* row = hl.data() + (size_t)l * (H + 1);
+        if (std::all_of(row, row + H + 1, [](double v) { return v == 0; })) continue;
+        std::printf("  L%d  bypass %.4g  heads", l, row[H]);
+        for (int h = 0; h < H; h++) std::printf(" %.4g", row[h]);
+        std::printf("\n");
+        layers.push_back({{"layer", l}, {"bypass", row[H]}, {"heads", std::vector<double>(row, row + H)}});
+    }
+    return {{"target", target}, {"source", source}, {"edge", g.edge(target, source)}, {"layers", layers}};
+}
+
 } // namespace
 
 int cmd_graph(const args& a) {
@@ -115,27 +139,7 @@ int cmd_graph(const args& a) {
                     quoted(m, g.tokens[f.pos]).c_str(), f.act, p.node_influence[order[k]]);
     }
 
-    nlohmann::json loadings;
-    if (a.has("head-loadings")) {
-        const std::vector<std::string> ends = split(a.get("head-loadings"), ',');
-        if (ends.size() != 2) throw usage_error("--head-loadings takes TARGET,SOURCE (node indices)");
-        const int target = (int)parse_int(ends[0], "--head-loadings target", 0, N - 1);
-        const int source = (int)parse_int(ends[1], "--head-loadings source", 0, N - 1);
-        const std::vector<double> hl = gb::edge_head_loadings(m, t, r, g, target, source);
-        const int H = r.n_head;
-        std::printf("edge %d <- %d: %.6g; split at each attention layer it crosses (bypass, then heads):\n", target,
-                    source, g.edge(target, source));
-        nlohmann::json layers = nlohmann::json::array();
-        for (int l = 0; l < r.n_layer; l++) {
-            const double* row = hl.data() + (size_t)l * (H + 1);
-            if (std::all_of(row, row + H + 1, [](double v) { return v == 0; })) continue;
-            std::printf("  L%d  bypass %.4g  heads", l, row[H]);
-            for (int h = 0; h < H; h++) std::printf(" %.4g", row[h]);
-            std::printf("\n");
-            layers.push_back({{"layer", l}, {"bypass", row[H]}, {"heads", std::vector<double>(row, row + H)}});
-        }
-        loadings = {{"target", target}, {"source", source}, {"edge", g.edge(target, source)}, {"layers", layers}};
-    }
+    const nlohmann::json loadings = a.has("head-loadings") ? head_loadings_json(a, m, t, r, g) : nlohmann::json();
     if (a.has("neuronpedia")) {
         const std::string path = a.get("neuronpedia");
         std::ofstream f(path);

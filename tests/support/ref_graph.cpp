@@ -6,6 +6,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "kernels/gemm.h"
 #include "run/forward.h"
@@ -82,25 +83,52 @@ struct ref_model {
 
 std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
-} // namespace
 
-ref_graph reference_graph(const gb::model& m, const gb::transcoder_set& t, const std::vector<int>& tokens, bool bos,
-                          const gb::attribution_graph& g) {
-    const gb::model_config& c = m.config;
+// Everything the reference reads of one run: the frozen quantities, the transcoders' input, activations and errors.
+struct ref_ctx {
+    const gb::model& m;
+    const gb::transcoder_set& t;
+    const gb::attribution_graph& g;
+    const std::vector<int>& tokens;
+    int fp = 0;
     ref_model R;
-    R.L = c.n_layer, R.T = (int)tokens.size(), R.d = c.d_model, R.H = c.n_head, R.KV = c.n_kv_head, R.dh = c.d_head;
+    gb::record rec;
+    std::vector<double> xin, acts, err, umean; // [L][T][d], [L][T][d_tc], [L][T][d], [d]
+    ref_ctx(const gb::model& m_, const gb::transcoder_set& t_, const gb::attribution_graph& g_, const std::vector<int>& tk)
+        : m(m_), t(t_), g(g_), tokens(tk) {}
+    const float* dec(int layer, int f, int target) const {
+        const int n_out = t.cross_layer ? R.L - layer : 1;
+        return t.layers[layer].W_dec.data() + ((size_t)f * n_out + (target - layer)) * R.d;
+    }
+    void skip(int l, const double* x, double* y) const {
+        if (t.layers[l].skip.empty()) return;
+        for (int i = 0; i < R.d; i++)
+            for (int o = 0; o < R.d; o++) y[o] += x[i] * t.layers[l].skip[(size_t)i * R.d + o];
+    }
+    int node_of(int l, int p, int f) const { // the feature node (layer, pos, index), -1 when it is none
+        for (int i = 0; i < g.n_features(); i++)
+            if (g.features[i].layer == l && g.features[i].pos == p && g.features[i].index == f) return i;
+        return -1;
+    }
+};
+
+// The run, its frozen scales and patterns, and the weights in double.
+void ref_frozen(ref_ctx& x) {
+    const gb::model& m = x.m;
+    const gb::model_config& c = m.config;
+    ref_model& R = x.R;
+    R.L = c.n_layer, R.T = (int)x.tokens.size(), R.d = c.d_model, R.H = c.n_head, R.KV = c.n_kv_head, R.dh = c.d_head;
     R.V = c.vocab_size;
     R.ln = gb::arch_table(c.arch).norm == gb::NORM_LAYERNORM;
     R.parallel = c.parallel;
-    R.normed = t.input_normed;
-    const int L = R.L, T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh, fp = bos ? 1 : 0;
+    R.normed = x.t.input_normed;
+    const int L = R.L, T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh;
     gb::forward_options opt;
     opt.keep.resid_stream = true;
     opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_MLP_IN) | gb::hook_bit(gb::HOOK_MLP_OUT) |
                       gb::hook_bit(gb::HOOK_RESID_PRE) | gb::hook_bit(gb::HOOK_RESID_MID) | gb::hook_bit(gb::HOOK_RESID_POST);
-    gb::record rec;
-    gb::run_forward(rec, m, tokens, {}, opt);
-
+    gb::run_forward(x.rec, m, x.tokens, {}, opt);
+    const gb::record& rec = x.rec;
     R.s1.resize((size_t)L * T), R.s2.resize((size_t)L * T), R.sF.resize(T), R.P.resize((size_t)L * H * T * T);
     for (int l = 0; l < L; l++) {
         const gb::layer_weights& lw = m.weights.layers[l];
@@ -128,18 +156,28 @@ ref_graph reference_graph(const gb::model& m, const gb::transcoder_set& t, const
     if (!m.weights.pos_emb.empty())
         for (int p = 0; p < T; p++)
             for (int i = 0; i < d; i++) R.pos.push_back(m.weights.pos_emb[(size_t)(p + c.pos_offset) * d + i]);
+    x.umean.assign(d, 0.0);
+    std::vector<float> row(d);
+    for (int v = 0; v < R.V; v++) {
+        gb::table_row(row.data(), m.weights.unembedding(), v);
+        for (int i = 0; i < d; i++) x.umean[i] += row[i];
+    }
+    for (double& u : x.umean) u /= R.V;
+}
 
-    // transcoder input, activations (double), reconstruction and error
-    ref_graph out;
-    std::vector<double> xin((size_t)L * T * d), acts((size_t)L * T * t.d_tc, 0.0);
+// The transcoders' input, every activation (double), and the errors; the active features into active.
+void ref_transcode(ref_ctx& x, std::vector<active_feature>& active) {
+    const gb::transcoder_set& t = x.t;
+    const int L = x.R.L, T = x.R.T, d = x.R.d, fp = x.fp;
+    x.xin.resize((size_t)L * T * d), x.acts.assign((size_t)L * T * t.d_tc, 0.0), x.err.resize((size_t)L * T * d);
     for (int l = 0; l < L; l++) {
-        const float* src = t.input_normed ? rec.get(gb::HOOK_MLP_IN, l) : rec.resid(2 * l + 1);
-        for (int i = 0; i < T * d; i++) xin[(size_t)l * T * d + i] = src[i];
+        const float* src = t.input_normed ? x.rec.get(gb::HOOK_MLP_IN, l) : x.rec.resid(2 * l + 1);
+        for (int i = 0; i < T * d; i++) x.xin[(size_t)l * T * d + i] = src[i];
         for (int p = fp; p < T; p++) {
             std::vector<double> pre(t.d_tc);
             for (int f = 0; f < t.d_tc; f++) {
                 double s = t.layers[l].b_enc[f];
-                for (int i = 0; i < d; i++) s += (double)t.layers[l].W_enc[(size_t)f * d + i] * xin[((size_t)l * T + p) * d + i];
+                for (int i = 0; i < d; i++) s += (double)t.layers[l].W_enc[(size_t)f * d + i] * x.xin[((size_t)l * T + p) * d + i];
                 pre[f] = s;
             }
             std::vector<int> order(t.d_tc);
@@ -151,135 +189,132 @@ ref_graph reference_graph(const gb::model& m, const gb::transcoder_set& t, const
                 if (t.arch == gb::SAE_RELU) v = std::max(pre[f], 0.0);
                 if (t.arch == gb::SAE_TOPK) v = r < t.k ? std::max(pre[f], 0.0) : 0.0;
                 if (t.arch == gb::SAE_JUMPRELU) v = pre[f] > t.layers[l].threshold[f] && pre[f] > 0 ? pre[f] : 0.0;
-                acts[((size_t)l * T + p) * t.d_tc + f] = v;
+                x.acts[((size_t)l * T + p) * t.d_tc + f] = v;
+                if (v != 0) active.push_back({l, p, f, (float)v});
             }
         }
     }
-    for (int l = 0; l < L; l++)
-        for (int p = fp; p < T; p++)
-            for (int f = 0; f < t.d_tc; f++)
-                if (acts[((size_t)l * T + p) * t.d_tc + f] != 0)
-                    out.active.push_back({l, p, f, (float)acts[((size_t)l * T + p) * t.d_tc + f]});
-    auto skip = [&](int l, const double* x, double* y) {
-        if (t.layers[l].skip.empty()) return;
-        for (int i = 0; i < d; i++)
-            for (int o = 0; o < d; o++) y[o] += x[i] * t.layers[l].skip[(size_t)i * d + o];
-    };
-    auto dec = [&](int layer, int f, int target) {
-        const int n_out = t.cross_layer ? L - layer : 1;
-        return t.layers[layer].W_dec.data() + ((size_t)f * n_out + (target - layer)) * d;
-    };
-    // reconstruction (all features) and error
-    std::vector<double> err((size_t)L * T * d);
+    std::sort(active.begin(), active.end(), [](const active_feature& a, const active_feature& b) {
+        return std::tie(a.layer, a.pos, a.index) < std::tie(b.layer, b.pos, b.index);
+    });
     for (int k = 0; k < L; k++)
         for (int p = 0; p < T; p++) {
             std::vector<double> rc(t.layers[k].b_dec.begin(), t.layers[k].b_dec.end());
-            skip(k, xin.data() + ((size_t)k * T + p) * d, rc.data());
+            x.skip(k, x.xin.data() + ((size_t)k * T + p) * d, rc.data());
             for (int i = 0; i <= k; i++) {
                 if (!t.cross_layer && i != k) continue;
                 for (int f = 0; f < t.d_tc; f++) {
-                    const double a = acts[((size_t)i * T + p) * t.d_tc + f];
+                    const double a = x.acts[((size_t)i * T + p) * t.d_tc + f];
                     if (a == 0) continue;
-                    const float* w = dec(i, f, k);
+                    const float* w = x.dec(i, f, k);
                     for (int j = 0; j < d; j++) rc[j] += a * w[j];
                 }
             }
-            const float* mo = rec.get(gb::HOOK_MLP_OUT, k) + (size_t)p * d;
-            for (int j = 0; j < d; j++) err[((size_t)k * T + p) * d + j] = mo[j] - rc[j];
+            const float* mo = x.rec.get(gb::HOOK_MLP_OUT, k) + (size_t)p * d;
+            for (int j = 0; j < d; j++) x.err[((size_t)k * T + p) * d + j] = mo[j] - rc[j];
         }
+}
 
-    // the unembedding's mean row and the logit reads' vectors
-    std::vector<double> umean(d, 0.0), row_f(d);
-    std::vector<float> row(d);
-    for (int v = 0; v < R.V; v++) {
-        gb::table_row(row.data(), m.weights.unembedding(), v);
-        for (int i = 0; i < d; i++) umean[i] += row[i];
+// One layer's attention output [T][d] on the stream x, the pattern and the scales frozen.
+std::vector<double> ref_attention(const ref_model& R, int l, const std::vector<double>& x) {
+    const int T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh;
+    std::vector<double> v((size_t)T * KV * dh), attn((size_t)T * d);
+    for (int p = 0; p < T; p++) {
+        const std::vector<double> a = R.norm(x.data() + (size_t)p * d, R.s1[(size_t)l * T + p], R.g1[l], R.b1[l]);
+        for (int j = 0; j < KV * dh; j++) {
+            double s = R.bv[l][j];
+            for (int i = 0; i < d; i++) s += a[i] * R.Wv[l][(size_t)i * KV * dh + j];
+            v[(size_t)p * KV * dh + j] = s;
+        }
     }
-    for (double& x : umean) x /= R.V;
+    for (int i = 0; i < T; i++) {
+        std::vector<double> z((size_t)H * dh, 0.0);
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < T; j++) {
+                const double pr = R.P[(((size_t)l * H + h) * T + i) * T + j];
+                for (int e = 0; e < dh; e++) z[(size_t)h * dh + e] += pr * v[(size_t)j * KV * dh + (h / (H / KV)) * dh + e];
+            }
+        for (int o = 0; o < d; o++) {
+            double s = R.bo[l][o];
+            for (int k = 0; k < H * dh; k++) s += z[k] * R.Wo[l][(size_t)k * d + o];
+            attn[(size_t)i * d + o] = s;
+        }
+    }
+    return attn;
+}
 
-    const int N = g.n_nodes(), nf = g.n_features();
-    // is feature (layer, pos, index) node i? (to leave a node's write out)
-    auto node_of = [&](int l, int p, int f) {
-        for (int i = 0; i < nf; i++)
-            if (g.features[i].layer == l && g.features[i].pos == p && g.features[i].index == f) return i;
-        return -1;
-    };
-    const double emb_scale = gb::arch_table(c.arch).embed_scale || c.scale_embedding ? std::sqrt((double)d) : 1.0;
-    // the replacement model forward, affine, leaving out node `skip_node`'s write (-1: none); reads [N]
-    auto forward = [&](int skip_node) {
-        std::vector<double> reads(N, 0.0), x((size_t)T * d, 0.0);
+// The replacement model forward, affine, leaving out node skip_node's write (-1: none): every target's read [N].
+std::vector<double> ref_forward(const ref_ctx& c, int skip_node) {
+    const ref_model& R = c.R;
+    const gb::transcoder_set& t = c.t;
+    const gb::attribution_graph& g = c.g;
+    const int L = R.L, T = R.T, d = R.d, N = g.n_nodes(), nf = g.n_features();
+    const gb::model_config& mc = c.m.config;
+    const double emb_scale = gb::arch_table(mc.arch).embed_scale || mc.scale_embedding ? std::sqrt((double)d) : 1.0;
+    std::vector<double> reads(N, 0.0), x((size_t)T * d, 0.0);
+    std::vector<float> row(d);
+    for (int p = 0; p < T; p++) {
+        gb::table_row(row.data(), c.m.weights.tok_emb, c.tokens[p]);
+        if (g.token_index(p) != skip_node)
+            for (int i = 0; i < d; i++) x[(size_t)p * d + i] += row[i] * emb_scale;
+        if (!R.pos.empty())
+            for (int i = 0; i < d; i++) x[(size_t)p * d + i] += R.pos[(size_t)p * d + i];
+    }
+    for (int l = 0; l < L; l++) {
+        const std::vector<double> attn = ref_attention(R, l, x);
+        std::vector<double> mid = x;
+        for (size_t i = 0; i < mid.size(); i++) mid[i] += attn[i];
+        const std::vector<double>& base = R.parallel ? x : mid;
         for (int p = 0; p < T; p++) {
-            gb::table_row(row.data(), m.weights.tok_emb, tokens[p]);
-            if (g.token_index(p) != skip_node)
-                for (int i = 0; i < d; i++) x[(size_t)p * d + i] += row[i] * emb_scale;
-            if (!R.pos.empty())
-                for (int i = 0; i < d; i++) x[(size_t)p * d + i] += R.pos[(size_t)p * d + i];
-        }
-        for (int l = 0; l < L; l++) {
-            std::vector<double> v((size_t)T * KV * dh), attn((size_t)T * d);
-            for (int p = 0; p < T; p++) {
-                const std::vector<double> a = R.norm(x.data() + (size_t)p * d, R.s1[(size_t)l * T + p], R.g1[l], R.b1[l]);
-                for (int j = 0; j < KV * dh; j++) {
-                    double s = R.bv[l][j];
-                    for (int i = 0; i < d; i++) s += a[i] * R.Wv[l][(size_t)i * KV * dh + j];
-                    v[(size_t)p * KV * dh + j] = s;
+            std::vector<double> in(base.begin() + (size_t)p * d, base.begin() + (size_t)(p + 1) * d);
+            if (R.normed) in = R.norm(in.data(), R.s2[(size_t)l * T + p], R.g2[l], R.b2[l]);
+            for (int i = 0; i < nf; i++) { // the feature nodes of layer l read here
+                const active_feature& f = g.features[i];
+                if (f.layer != l || f.pos != p) continue;
+                double s = t.layers[l].b_enc[f.index];
+                for (int j = 0; j < d; j++) s += t.layers[l].W_enc[(size_t)f.index * d + j] * in[j];
+                reads[i] = s;
+            }
+            std::vector<double> mlp(t.layers[l].b_dec.begin(), t.layers[l].b_dec.end());
+            c.skip(l, in.data(), mlp.data());
+            for (int i = 0; i <= l; i++) {
+                if (!t.cross_layer && i != l) continue;
+                for (int f = 0; f < t.d_tc; f++) {
+                    const double a = c.acts[((size_t)i * T + p) * t.d_tc + f];
+                    if (a == 0 || (skip_node >= 0 && c.node_of(i, p, f) == skip_node)) continue;
+                    const float* w = c.dec(i, f, l);
+                    for (int j = 0; j < d; j++) mlp[j] += a * w[j];
                 }
             }
-            for (int i = 0; i < T; i++) {
-                std::vector<double> z((size_t)H * dh, 0.0);
-                for (int h = 0; h < H; h++)
-                    for (int j = 0; j < T; j++) {
-                        const double pr = R.P[(((size_t)l * H + h) * T + i) * T + j];
-                        for (int e = 0; e < dh; e++) z[(size_t)h * dh + e] += pr * v[(size_t)j * KV * dh + (h / (H / KV)) * dh + e];
-                    }
-                for (int o = 0; o < d; o++) {
-                    double s = R.bo[l][o];
-                    for (int k = 0; k < H * dh; k++) s += z[k] * R.Wo[l][(size_t)k * d + o];
-                    attn[(size_t)i * d + o] = s;
-                }
-            }
-            std::vector<double> mid = x;
-            for (size_t i = 0; i < mid.size(); i++) mid[i] += attn[i];
-            const std::vector<double>& base = R.parallel ? x : mid;
-            for (int p = 0; p < T; p++) {
-                std::vector<double> in(base.begin() + (size_t)p * d, base.begin() + (size_t)(p + 1) * d);
-                if (R.normed) in = R.norm(in.data(), R.s2[(size_t)l * T + p], R.g2[l], R.b2[l]);
-                for (int i = 0; i < nf; i++) { // the feature nodes of layer l read here
-                    const active_feature& f = g.features[i];
-                    if (f.layer != l || f.pos != p) continue;
-                    double s = t.layers[l].b_enc[f.index];
-                    for (int j = 0; j < d; j++) s += t.layers[l].W_enc[(size_t)f.index * d + j] * in[j];
-                    reads[i] = s;
-                }
-                std::vector<double> mlp(t.layers[l].b_dec.begin(), t.layers[l].b_dec.end());
-                skip(l, in.data(), mlp.data());
-                for (int i = 0; i <= l; i++) {
-                    if (!t.cross_layer && i != l) continue;
-                    for (int f = 0; f < t.d_tc; f++) {
-                        const double a = acts[((size_t)i * T + p) * t.d_tc + f];
-                        if (a == 0 || (node_of(i, p, f) == skip_node && skip_node >= 0)) continue;
-                        const float* w = dec(i, f, l);
-                        for (int j = 0; j < d; j++) mlp[j] += a * w[j];
-                    }
-                }
-                if (p < fp || g.error_index(l, p) != skip_node)
-                    for (int j = 0; j < d; j++) mlp[j] += err[((size_t)l * T + p) * d + j];
-                for (int j = 0; j < d; j++) x[(size_t)p * d + j] = mid[(size_t)p * d + j] + mlp[j];
-            }
+            if (p < c.fp || g.error_index(l, p) != skip_node)
+                for (int j = 0; j < d; j++) mlp[j] += c.err[((size_t)l * T + p) * d + j];
+            for (int j = 0; j < d; j++) x[(size_t)p * d + j] = mid[(size_t)p * d + j] + mlp[j];
         }
-        const std::vector<double> fo = R.norm(x.data() + (size_t)(T - 1) * d, R.sF[T - 1], R.gF, R.bF);
-        for (int k = 0; k < g.n_logits(); k++) {
-            gb::table_row(row.data(), m.weights.unembedding(), g.logit_tokens[k]);
-            double s = 0;
-            for (int i = 0; i < d; i++) s += (row[i] - umean[i]) * fo[i];
-            reads[g.logit_index(k)] = s;
-        }
-        return reads;
-    };
-    out.reads_all = forward(-1);
+    }
+    const std::vector<double> fo = R.norm(x.data() + (size_t)(T - 1) * d, R.sF[T - 1], R.gF, R.bF);
+    for (int k = 0; k < g.n_logits(); k++) {
+        gb::table_row(row.data(), c.m.weights.unembedding(), g.logit_tokens[k]);
+        double s = 0;
+        for (int i = 0; i < d; i++) s += (row[i] - c.umean[i]) * fo[i];
+        reads[g.logit_index(k)] = s;
+    }
+    return reads;
+}
+
+} // namespace
+
+ref_graph reference_graph(const gb::model& m, const gb::transcoder_set& t, const std::vector<int>& tokens, bool bos,
+                          const gb::attribution_graph& g) {
+    ref_ctx c(m, t, g, tokens);
+    c.fp = bos ? 1 : 0;
+    ref_frozen(c);
+    ref_graph out;
+    ref_transcode(c, out.active);
+    const int N = g.n_nodes(), nf = g.n_features(), d = c.R.d, T = c.R.T;
+    out.reads_all = ref_forward(c, -1);
     out.A.assign((size_t)N * N, 0.0);
     for (int s = 0; s < N - g.n_logits(); s++) {
-        const std::vector<double> without = forward(s);
+        const std::vector<double> without = ref_forward(c, s);
         for (int r = 0; r < N; r++) out.A[(size_t)r * N + s] = out.reads_all[r] - without[r];
     }
     // the model's own reads
@@ -288,14 +323,13 @@ ref_graph reference_graph(const gb::model& m, const gb::transcoder_set& t, const
         const active_feature& f = g.features[i];
         double s = t.layers[f.layer].b_enc[f.index];
         for (int j = 0; j < d; j++)
-            s += t.layers[f.layer].W_enc[(size_t)f.index * d + j] * xin[((size_t)f.layer * T + f.pos) * d + j];
+            s += t.layers[f.layer].W_enc[(size_t)f.index * d + j] * c.xin[((size_t)f.layer * T + f.pos) * d + j];
         out.true_reads[i] = s;
     }
     double lmean = 0;
-    const size_t V = rec.logits.size();
-    for (float v : rec.logits) lmean += v;
-    lmean /= (double)V;
-    for (int k = 0; k < g.n_logits(); k++) out.true_reads[g.logit_index(k)] = rec.logits[g.logit_tokens[k]] - lmean;
+    for (float v : c.rec.logits) lmean += v;
+    lmean /= (double)c.rec.logits.size();
+    for (int k = 0; k < g.n_logits(); k++) out.true_reads[g.logit_index(k)] = c.rec.logits[g.logit_tokens[k]] - lmean;
     return out;
 }
 
