@@ -424,6 +424,15 @@ TEST(AttributionGraph, DefaultModelTime) {
                 std::chrono::duration<double>(t2 - t1).count(), (double)(c2 - c1) / CLOCKS_PER_SEC, g.bytes_rows / 1e6,
                 p.replacement_score);
     EXPECT_EQ(g.n_features(), g.n_active);
+    // the same through the command (whose OpenMP threads wait as the programs' do), on a prompt of 16 tokens
+    const std::string dir = test_temp_dir("tc-default-model");
+    gb::write_transcoders(dir, t);
+    const std::string prompt = "When Mary and John went to the store, John gave a drink to";
+    const command_result c = run_cli("graph --transcoders " + dir + " --prompt '" + prompt + "' --json " + dir + "/g.json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/g.json"));
+    std::printf("glassbox-cli graph, default model, %zu tokens: %d active features, %s s\n", j["tokens"].size(),
+                j["n_active_features"].get<int>(), j["seconds"].dump().c_str());
 }
 
 TEST(AttributionGraph, Interventions) {
