@@ -440,6 +440,46 @@ const std::vector<command> table = {
       {"json", "FILE", "write contexts [{text, position, activation, token, window}], promotes and suppresses "
                        "[{id, text, effect}] as JSON"},
       matmul, weights}},
+    {"graph", cmd_graph, gb::FEATURE_SAE,
+     "an attribution graph: the direct effects between transcoder features, error nodes, tokens and the top logits "
+     "through the frozen replacement model, pruned by influence, with the replacement and completeness scores "
+     "(docs/graphs.md); --open reads a graph made elsewhere (circuit-tracer, Neuronpedia)",
+     {"--prompt TEXT --transcoders DIR [--npy-dir D] [--json F] [--neuronpedia G.json] [--node-threshold 0.8] "
+      "[--edge-threshold 0.98] [--max-logits 10] [--logit-prob 0.95] [--max-feature-nodes N] [--model PATH] [options]",
+      "--open G.json [--json F]"},
+     {model, tokenizer, prompt, bos,
+      {"transcoders", "DIR", "circuit-tracer's transcoder folder: per-layer (layer_{i}.safetensors) or cross-layer "
+                             "(W_enc_{i} and W_dec_{i}.safetensors), with its config.yaml"},
+      {"node-threshold", "F", "keep the nodes holding this fraction of the influence (default 0.8)"},
+      {"edge-threshold", "F", "keep the edges holding this fraction of the edge influence (default 0.98)"},
+      {"max-logits", "N", "logit nodes at most (default 10)"},
+      {"logit-prob", "P", "logit nodes: the fewest top tokens whose probabilities reach P (default 0.95)"},
+      {"max-feature-nodes", "N", "feature nodes at most, chosen by estimated influence (default 8192)"},
+      {"npy-dir", "DIR", "write tokens, active_features [n_f][3] (layer, pos, index), activation_values, "
+                         "logit_tokens, logit_probabilities, adjacency [N][N], node_influence, node_mask and "
+                         "edge_mask as .npy into DIR"},
+      {"json", "FILE", "write replacement_score, completeness_score, the counts, the cut-offs, the logits and the "
+                       "time taken as JSON (with --open: n_nodes, n_links, prompt_tokens)"},
+      {"neuronpedia", "FILE", "write the pruned graph as Neuronpedia's graph JSON"},
+      {"open", "FILE", "read a graph JSON (Neuronpedia's schema) and report its nodes, links and prompt tokens"},
+      {"head-loadings", "T,S", "the edge from node S to node T (indices in the adjacency) split at each attention "
+                               "layer it crosses into each head's part and the part that bypasses it"},
+      matmul, weights}},
+    {"intervene", cmd_intervene, gb::FEATURE_SAE,
+     "set, clamp or ablate transcoder features at (layer, position) in the replacement model (every MLP output its "
+     "transcoders' reconstruction plus the unedited run's error, the other features recomputed), attention frozen "
+     "or not, and print the next-token probabilities before and after (docs/graphs.md)",
+     {"--prompt TEXT --transcoders DIR (--set L:P:I=V,... | --ablate L:P:I,...) [--freeze-attention] [--top-k 10] "
+      "[--json F] [--model PATH] [options]"},
+     {model, tokenizer, prompt, bos,
+      {"transcoders", "DIR", "circuit-tracer's transcoder folder (as graph)"},
+      {"set", "LIST", "features held at a value: LAYER:POS:INDEX=VALUE, POS * for every position (a clamp), e.g. "
+                      "2:5:311=4.0,1:*:17=0.5"},
+      {"ablate", "LIST", "features set to 0: LAYER:POS:INDEX, e.g. 3:7:1024"},
+      {"freeze-attention", "", "write the unedited run's attention patterns over the new ones"},
+      {"top-k", "N", "tokens listed (default 10)"},
+      {"json", "FILE", "write tokens, edits, before and after [{id, text, prob, prob_after / prob_before}] as JSON"},
+      matmul, weights}},
     {"train-sae", cmd_train_sae, gb::FEATURE_SAE,
      "train an SAE on the model's own activations at a hook point over a corpus (TopK or ReLU + L1, Adam, unit-norm "
      "decoder rows, dead features resampled), resumable, written in SAELens's format",

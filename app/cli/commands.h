@@ -68,5 +68,7 @@ int cmd_feature(const args& a);
 int cmd_train_sae(const args& a);
 int cmd_models(const args& a);
 int cmd_download(const args& a);
+int cmd_graph(const args& a);
+int cmd_intervene(const args& a);
 
 } // namespace cli

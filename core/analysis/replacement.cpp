@@ -1,0 +1,407 @@
+// The frozen replacement model and the backward of reads through it (replacement.h).
+#include "analysis/replacement.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/gemm.h"
+#include "run/forward.h"
+#include "run/record.h"
+#include "util/error.h"
+
+namespace gb {
+
+namespace {
+
+// 1/std (LayerNorm) or 1/rms (RMSNorm) of each row of x [T][d], in double, as the model's norm divides.
+void norm_scales(float* s, const float* x, int T, int d, bool layernorm, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float* r = x + (size_t)t * d;
+        double mean = 0;
+        if (layernorm) {
+            for (int i = 0; i < d; i++) mean += r[i];
+            mean /= d;
+        }
+        double v = 0;
+        for (int i = 0; i < d; i++) v += (r[i] - mean) * (r[i] - mean);
+        s[t] = (float)(1.0 / std::sqrt(v / d + eps));
+    }
+}
+
+void check_family(const model& m, const transcoder_set& t) {
+    const model_config& c = m.config;
+    const arch_info& a = arch_table(c.arch);
+    if (a.bidirectional || a.cross || a.post_ln || a.mlm_head || a.no_head || c.patch_size > 0)
+        throw error(std::string("attribution graphs need a causal decoder; ") + a.name + " is not one");
+    if (a.post_norm || !a.pre_norm)
+        throw error(std::string("attribution graphs: ") + a.name + "'s post-norms are not handled yet");
+    if (t.n_layer != c.n_layer)
+        throw error("transcoders " + t.path + ": " + std::to_string(t.n_layer) + " layers, the model has " +
+                    std::to_string(c.n_layer));
+    if (t.d_model != c.d_model)
+        throw error("transcoders " + t.path + ": d_model " + std::to_string(t.d_model) + ", the model's is " +
+                    std::to_string(c.d_model));
+    if (!t.input_normed && c.parallel)
+        throw error("transcoders " + t.path + " read resid_mid, which no MLP of a parallel-block model reads");
+}
+
+} // namespace
+
+replacement build_replacement(const model& m, const transcoder_set& t, const std::vector<int>& tokens, bool bos) {
+    check_family(m, t);
+    const model_config& c = m.config;
+    const int L = c.n_layer, T = (int)tokens.size(), d = c.d_model, H = c.n_head, KV = c.n_kv_head, dh = c.d_head;
+    if (T < (bos ? 2 : 1)) throw error("attribution graphs need a prompt of at least one token (after the BOS)");
+    replacement r;
+    r.n_layer = L, r.n_tokens = T, r.d_model = d, r.n_head = H, r.n_kv_head = KV, r.d_head = dh, r.d_tc = t.d_tc;
+    r.parallel = c.parallel;
+    r.layernorm = arch_table(c.arch).norm == NORM_LAYERNORM;
+    r.input_normed = t.input_normed;
+    r.first_pos = bos ? 1 : 0;
+    r.tokens = tokens;
+
+    forward_options opt;
+    opt.keep.resid_stream = true;
+    opt.keep.points = hook_bit(HOOK_PATTERN) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_OUT) | hook_bit(HOOK_RESID_PRE) |
+                      hook_bit(HOOK_RESID_MID) | hook_bit(HOOK_RESID_POST);
+    record rec;
+    run_forward(rec, m, tokens, {}, opt);
+    if (rec.nonfinite_layer >= 0) throw error("the model's run holds NaN or Inf at " + rec.nonfinite_where);
+    r.logits.assign(rec.logits.end() - rec.vocab, rec.logits.end());
+
+    r.s_attn.resize((size_t)L * T), r.s_mlp.resize((size_t)L * T), r.s_final.resize(T);
+    r.pattern.resize((size_t)L * H * T * T);
+    r.w_v.resize(L), r.skip.resize(L);
+    r.mlp_input.resize((size_t)L * T * d), r.error.resize((size_t)L * T * d), r.recon.assign((size_t)L * T * d, 0.0f);
+    for (int l = 0; l < L; l++) {
+        const float* pre = rec.resid(2 * l);
+        const float* mid = rec.resid(2 * l + 1);
+        const float* in = rec.get(HOOK_MLP_IN, l);
+        if (!pre || !mid || !in || !rec.has(HOOK_PATTERN, l) || !rec.has(HOOK_MLP_OUT, l))
+            throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+        norm_scales(r.s_attn.data() + (size_t)l * T, pre, T, d, r.layernorm, c.norm_eps);
+        norm_scales(r.s_mlp.data() + (size_t)l * T, c.parallel ? pre : mid, T, d, r.layernorm, c.norm_eps);
+        for (int h = 0; h < H; h++)
+            std::copy_n(rec.head(l, h), (size_t)T * T, r.pattern.begin() + ((size_t)l * H + h) * T * T);
+        const layer_weights& lw = m.weights.layers[l];
+        const std::vector<float> qkv = unpack_matrix(lw.w_qkv);
+        const int cols = (H + 2 * KV) * dh;
+        std::vector<float> v((size_t)d * KV * dh);
+        for (int i = 0; i < d; i++)
+            std::copy_n(qkv.begin() + (size_t)i * cols + (size_t)(H + KV) * dh, KV * dh, v.begin() + (size_t)i * KV * dh);
+        r.w_v[l] = pack_matrix(v, d, KV * dh, true);
+        if (!t.layers[l].skip.empty()) r.skip[l] = pack_matrix(t.layers[l].skip, d, d, true);
+        std::copy_n(t.input_normed ? in : mid, (size_t)T * d, r.mlp_input.begin() + (size_t)l * T * d);
+    }
+    norm_scales(r.s_final.data(), rec.resid(2 * L), T, d, r.layernorm, c.norm_eps);
+
+    // features, reconstruction (b_dec, skip, every feature's write into each layer it reaches) and errors
+    std::vector<float> acts;
+    for (int l = 0; l < L; l++) {
+        const float* x = r.mlp_input.data() + (size_t)l * T * d;
+        transcoder_encode(acts, t, l, x, T);
+        for (int p = r.first_pos; p < T; p++)
+            for (int f = 0; f < t.d_tc; f++) {
+                const float a = acts[(size_t)p * t.d_tc + f];
+                if (a != 0) r.active.push_back({l, p, f, a});
+            }
+        for (int p = 0; p < T; p++) {
+            float* out = r.recon.data() + ((size_t)l * T + p) * d;
+            for (int i = 0; i < d; i++) out[i] += t.layers[l].b_dec[i];
+            if (!t.layers[l].skip.empty())
+                for (int i = 0; i < d; i++) {
+                    const float xi = x[(size_t)p * d + i];
+                    const float* srow = t.layers[l].skip.data() + (size_t)i * d;
+                    for (int o = 0; o < d; o++) out[o] += xi * srow[o];
+                }
+        }
+    }
+    for (const active_feature& a : r.active)
+        for (int k = a.layer; k < a.layer + t.n_out(a.layer); k++) {
+            const float* dec = t.dec(a.layer, a.index, k);
+            float* out = r.recon.data() + ((size_t)k * T + a.pos) * d;
+            for (int i = 0; i < d; i++) out[i] += a.act * dec[i];
+        }
+    for (int l = 0; l < L; l++) {
+        const float* mo = rec.get(HOOK_MLP_OUT, l);
+        for (size_t i = 0; i < (size_t)T * d; i++) r.error[(size_t)l * T * d + i] = mo[i] - r.recon[(size_t)l * T * d + i];
+    }
+
+    r.tok_write.resize((size_t)T * d);
+    const float scale = arch_table(c.arch).embed_scale || c.scale_embedding ? std::sqrt((float)d) : 1.0f;
+    for (int p = 0; p < T; p++) {
+        table_row(r.tok_write.data() + (size_t)p * d, m.weights.tok_emb, tokens[p]);
+        for (int i = 0; i < d; i++) r.tok_write[(size_t)p * d + i] *= scale;
+    }
+    const row_table& U = m.weights.unembedding();
+    r.unembed_mean.assign(d, 0.0);
+    std::vector<float> row(d);
+    for (int64_t v = 0; v < U.rows; v++) {
+        table_row(row.data(), U, v);
+        for (int i = 0; i < d; i++) r.unembed_mean[i] += row[i];
+    }
+    for (double& x : r.unembed_mean) x /= (double)U.rows;
+    return r;
+}
+
+source_writes gather_writes(const model& m, const replacement& r, const transcoder_set& t,
+                            const std::vector<int>& feature_src, const std::vector<int>& error_src,
+                            const std::vector<int>& token_src, int n_src) {
+    (void)m;
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
+    source_writes w;
+    w.n_src = n_src;
+    std::vector<std::vector<std::vector<float>>> cols((size_t)L * T); // per (k, pos): columns [d]
+    w.mlp_ids.assign((size_t)L * T, {});
+    for (size_t j = 0; j < r.active.size(); j++) {
+        const active_feature& a = r.active[j];
+        if (feature_src[j] < 0) continue;
+        for (int k = a.layer; k < a.layer + t.n_out(a.layer); k++) {
+            const float* dec = t.dec(a.layer, a.index, k);
+            std::vector<float> col(d);
+            for (int i = 0; i < d; i++) col[i] = a.act * dec[i];
+            cols[(size_t)k * T + a.pos].push_back(std::move(col));
+            w.mlp_ids[(size_t)k * T + a.pos].push_back(feature_src[j]);
+        }
+    }
+    for (int k = 0; k < L; k++)
+        for (int p = 0; p < T; p++)
+            if (error_src[(size_t)k * T + p] >= 0) {
+                const float* e = r.error.data() + ((size_t)k * T + p) * d;
+                cols[(size_t)k * T + p].emplace_back(e, e + d);
+                w.mlp_ids[(size_t)k * T + p].push_back(error_src[(size_t)k * T + p]);
+            }
+    auto pack = [d](const std::vector<std::vector<float>>& cs) {
+        std::vector<float> mat((size_t)d * cs.size());
+        for (size_t c = 0; c < cs.size(); c++)
+            for (int i = 0; i < d; i++) mat[(size_t)i * cs.size() + c] = cs[c][i];
+        return pack_matrix(mat, d, (int64_t)cs.size(), true);
+    };
+    w.mlp.resize((size_t)L * T);
+    for (size_t i = 0; i < cols.size(); i++)
+        if (!cols[i].empty()) w.mlp[i] = pack(cols[i]);
+    w.embed.resize(T), w.embed_ids.assign(T, {});
+    for (int p = 0; p < T; p++)
+        if (token_src[p] >= 0) {
+            const float* e = r.tok_write.data() + (size_t)p * d;
+            w.embed[p] = pack({std::vector<float>(e, e + d)});
+            w.embed_ids[p].push_back(token_src[p]);
+        }
+    return w;
+}
+
+namespace {
+
+// y [B*T][d] in place: the frozen norm's transpose at each row's position (row % T): y <- s (g y - mean(g y))
+// for LayerNorm, s g y for RMSNorm.
+void norm_back(float* y, int rows, int T, int d, const float* gain, const float* s, bool layernorm) {
+    for (int r = 0; r < rows; r++) {
+        float* v = y + (size_t)r * d;
+        const float sc = s[r % T];
+        double mean = 0;
+        for (int i = 0; i < d; i++) {
+            v[i] *= gain[i];
+            mean += v[i];
+        }
+        mean = layernorm ? mean / d : 0.0;
+        for (int i = 0; i < d; i++) v[i] = (float)((v[i] - mean) * sc);
+    }
+}
+
+struct backward_scratch {
+    std::vector<float> dz, dv, tmp;
+    gemm_scratch gs;
+};
+
+// out [B][T][d] += attention l's transpose (frozen) applied to G [B][T][d].
+// only_head >= 0: that head's part alone.
+void attn_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s,
+               int only_head = -1) {
+    const int T = r.n_tokens, d = r.d_model, H = r.n_head, KV = r.n_kv_head, dh = r.d_head, group = H / KV;
+    const layer_weights& lw = m.weights.layers[l];
+    s.dz.resize((size_t)B * Tb * H * dh);
+    gemm_backward(s.dz.data(), G, lw.w_o, B * Tb, s.gs);
+    s.dv.assign((size_t)B * Tb * KV * dh, 0.0f);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            if (only_head >= 0 && h != only_head) continue;
+            const float* P = r.pattern.data() + ((size_t)l * H + h) * T * T;
+            const int kv = h / group;
+            for (int i = 0; i < Tb; i++) {
+                const float* dzi = s.dz.data() + ((size_t)b * Tb + i) * H * dh + (size_t)h * dh;
+                for (int j = 0; j <= i; j++) {
+                    const float p = P[(size_t)i * T + j];
+                    if (p == 0) continue;
+                    float* dvj = s.dv.data() + ((size_t)b * Tb + j) * KV * dh + (size_t)kv * dh;
+                    for (int e = 0; e < dh; e++) dvj[e] += p * dzi[e];
+                }
+            }
+        }
+    s.tmp.resize((size_t)B * Tb * d);
+    gemm_backward(s.tmp.data(), s.dv.data(), r.w_v[l], B * Tb, s.gs);
+    norm_back(s.tmp.data(), B * Tb, Tb, d, lw.norm1_g.data(), r.s_attn.data() + (size_t)l * T, r.layernorm);
+    for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
+}
+
+// out += the skip of layer l's transpose applied to G (nothing without a skip).
+void skip_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s) {
+    if (r.skip[l].empty()) return;
+    const int T = r.n_tokens, d = r.d_model;
+    s.tmp.resize((size_t)B * Tb * d);
+    gemm_backward(s.tmp.data(), G, r.skip[l], B * Tb, s.gs);
+    if (r.input_normed)
+        norm_back(s.tmp.data(), B * Tb, Tb, d, m.weights.layers[l].norm2_g.data(), r.s_mlp.data() + (size_t)l * T, r.layernorm);
+    for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
+}
+
+// rows[b][id] += the dot of G[b][pos] with each write entering at pos (mat: the writes as columns).
+void take_edges(float* rows, int n_src, const float* G, int B, int T, int d, int pos, const weight_matrix& mat,
+                const std::vector<int>& ids, backward_scratch& s) {
+    if (ids.empty()) return;
+    std::vector<float> x((size_t)B * d), y((size_t)B * ids.size());
+    for (int b = 0; b < B; b++) std::copy_n(G + ((size_t)b * T + pos) * d, d, x.begin() + (size_t)b * d);
+    gemm(y.data(), x.data(), mat, {}, B, s.gs);
+    for (int b = 0; b < B; b++)
+        for (size_t c = 0; c < ids.size(); c++) rows[(size_t)b * n_src + ids[c]] += y[(size_t)b * ids.size() + c];
+}
+
+// One batch of reads, all at the same layer l (n_layer: logits).
+void batch_rows(float* rows, const model& m, const replacement& r, const source_writes& w, const graph_read* reads,
+                int B, int l, backward_scratch& s) {
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
+    int Tb = 1; // positions the batch reaches: none after its last read (causal)
+    for (int b = 0; b < B; b++) Tb = std::max(Tb, reads[b].pos + 1);
+    std::vector<float> G((size_t)B * Tb * d, 0.0f), G2;
+    for (int b = 0; b < B; b++) {
+        float* g = G.data() + ((size_t)b * Tb + reads[b].pos) * d;
+        std::copy_n(reads[b].vec, d, g);
+        if (l == L) norm_back(g, 1, 1, d, m.weights.normf_g.data(), r.s_final.data() + reads[b].pos, r.layernorm);
+        else if (r.input_normed)
+            norm_back(g, 1, 1, d, m.weights.layers[l].norm2_g.data(), r.s_mlp.data() + (size_t)l * T + reads[b].pos,
+                      r.layernorm);
+    }
+    if (l < L && !r.parallel) { // from resid_mid(l) to resid_pre(l) = resid_post(l - 1)
+        G2 = G;
+        attn_back(G.data(), G2.data(), B, Tb, m, r, l, s);
+    }
+    for (int k = l - 1; k >= 0; k--) { // G: at resid_post(k), where MLP k's writes enter
+        for (int p = 0; p < Tb; p++)
+            take_edges(rows, w.n_src, G.data(), B, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+        G2 = G;
+        if (r.parallel) {
+            attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
+            skip_back(G.data(), G2.data(), B, Tb, m, r, k, s);
+        } else {
+            skip_back(G.data(), G2.data(), B, Tb, m, r, k, s); // G: at resid_mid(k)
+            G2 = G;
+            attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
+        }
+    }
+    for (int p = 0; p < Tb; p++) take_edges(rows, w.n_src, G.data(), B, Tb, d, p, w.embed[p], w.embed_ids[p], s);
+}
+
+} // namespace
+
+void read_rows(float* rows, const model& m, const replacement& r, const source_writes& w,
+               const std::vector<graph_read>& reads, int max_batch) {
+    std::vector<int> order(reads.size());
+    for (size_t i = 0; i < reads.size(); i++) order[i] = (int)i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return reads[a].layer < reads[b].layer || (reads[a].layer == reads[b].layer && reads[a].pos < reads[b].pos);
+    });
+    backward_scratch s;
+    std::vector<graph_read> batch;
+    std::vector<float> out;
+    for (size_t i = 0; i < order.size();) {
+        size_t j = i;
+        batch.clear();
+        while (j < order.size() && reads[order[j]].layer == reads[order[i]].layer && (int)batch.size() < max_batch)
+            batch.push_back(reads[order[j++]]);
+        out.assign(batch.size() * (size_t)w.n_src, 0.0f);
+        batch_rows(out.data(), m, r, w, batch.data(), (int)batch.size(), batch[0].layer, s);
+        for (size_t b = 0; b < batch.size(); b++) {
+            float* dst = rows + (size_t)order[i + b] * w.n_src;
+            const float* src = out.data() + b * w.n_src;
+            for (int c = 0; c < w.n_src; c++) dst[c] += src[c];
+        }
+        i = j;
+    }
+}
+
+namespace {
+
+// The edge to source src of one read whose gradient G [Tb][d] stands at resid_post(k0) (k0 = -1: the embeddings):
+// the rest of the backward, as batch_rows goes on from there.
+double edge_from(std::vector<float> G, int k0, int Tb, const model& m, const replacement& r, const source_writes& w,
+                 int src, backward_scratch& s) {
+    const int T = r.n_tokens, d = r.d_model;
+    std::vector<float> row(w.n_src, 0.0f), G2;
+    for (int k = k0; k >= 0; k--) {
+        for (int p = 0; p < Tb; p++)
+            take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+        G2 = G;
+        if (r.parallel) {
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        } else {
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            G2 = G;
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        }
+    }
+    for (int p = 0; p < Tb; p++) take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.embed[p], w.embed_ids[p], s);
+    return row[src];
+}
+
+} // namespace
+
+std::vector<double> head_loadings(const model& m, const replacement& r, const source_writes& w, const graph_read& read,
+                                  int src) {
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model, H = r.n_head, l0 = read.layer, Tb = read.pos + 1;
+    std::vector<double> out((size_t)L * (H + 1), 0.0);
+    backward_scratch s;
+    std::vector<float> G((size_t)Tb * d, 0.0f), G2, part;
+    float* g = G.data() + (size_t)read.pos * d;
+    std::copy_n(read.vec, d, g);
+    if (l0 == L) norm_back(g, 1, 1, d, m.weights.normf_g.data(), r.s_final.data() + read.pos, r.layernorm);
+    else if (r.input_normed)
+        norm_back(g, 1, 1, d, m.weights.layers[l0].norm2_g.data(), r.s_mlp.data() + (size_t)l0 * T + read.pos, r.layernorm);
+    // above: the edge through the writes entering after the attention layer being split (a cross-layer feature
+    // writes into several layers), which bypass it
+    std::vector<float> above(w.n_src, 0.0f);
+    // G stands after attention l (resid_mid, or resid_post of a parallel block): each head's part and the rest,
+    // each sent on down to the source
+    auto split = [&](int l) {
+        part = G;
+        if (r.parallel) skip_back(part.data(), G.data(), 1, Tb, m, r, l, s);
+        out[(size_t)l * (H + 1) + H] = edge_from(part, l - 1, Tb, m, r, w, src, s) + above[src];
+        for (int h = 0; h < H; h++) {
+            part.assign(G.size(), 0.0f);
+            attn_back(part.data(), G.data(), 1, Tb, m, r, l, s, h);
+            out[(size_t)l * (H + 1) + h] = edge_from(part, l - 1, Tb, m, r, w, src, s);
+        }
+    };
+    if (l0 < L && !r.parallel) {
+        split(l0);
+        G2 = G;
+        attn_back(G.data(), G2.data(), 1, Tb, m, r, l0, s);
+    }
+    for (int k = l0 - 1; k >= 0; k--) {
+        for (int p = 0; p < Tb; p++)
+            take_edges(above.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+        G2 = G;
+        if (r.parallel) {
+            split(k);
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        } else {
+            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+            split(k);
+            G2 = G;
+            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
+        }
+    }
+    return out;
+}
+
+} // namespace gb

@@ -1,0 +1,61 @@
+// Transcoder sets for attribution graphs (core/analysis/attribution_graph.h), as circuit-tracer lays them out:
+// - per-layer: a folder with layer_{i}.safetensors for every layer i (W_enc [d_tc][d], W_dec [d_tc][d], b_enc [d_tc],
+//   b_dec [d], optional activation_function.threshold [d_tc] (JumpReLU) and W_skip [d][d], the skip being
+//   x W_skip^T);
+// - cross-layer: W_enc_{i}.safetensors (W_enc_{i} [d_tc][d], b_enc_{i}, b_dec_{i}, optional threshold_{i} and
+//   W_skip_{i}, the skip being x W_skip_{i}) and W_dec_{i}.safetensors (W_dec_{i} [d_tc][L - i][d]: layer i's
+//   features write into the MLP outputs of layers i .. L-1);
+// with an optional config.yaml beside them, of which the flat `key: value` lines are read: model_kind
+// (transcoder_set or cross_layer_transcoder), model_name, feature_input_hook, feature_output_hook, and ours:
+// activation_function (relu, jump_relu, topk) with top_k.
+// A single SAELens transcoder (core/io/sae.h) is one layer; this is the whole stack, every layer covered.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "io/sae.h"
+
+namespace gb {
+
+// One layer's transcoder: it reads the MLP's input of that layer and writes the MLP outputs of n_out layers.
+struct transcoder_layer {
+    std::vector<float> W_enc;     // [d_tc][d] row f: feature f's encoder (pre-activation = W_enc[f] . x + b_enc[f])
+    std::vector<float> b_enc;     // [d_tc]
+    std::vector<float> threshold; // [d_tc] JumpReLU only
+    std::vector<float> W_dec;     // [d_tc][n_out][d]: feature f's write into the MLP output of layer + o
+    std::vector<float> b_dec;     // [d] added to this layer's MLP output
+    std::vector<float> skip;      // [d][d] this layer's MLP output gets x skip (row-major [in][out]); empty: none
+};
+
+struct transcoder_set {
+    std::string path;
+    std::string model_name;       // config.yaml's, "" without
+    bool cross_layer = false;
+    bool input_normed = true;     // the input is the MLP's input after its norm (mlp_in); false: resid_mid
+    sae_arch arch = SAE_RELU;     // SAE_RELU, SAE_JUMPRELU or SAE_TOPK (k)
+    int k = 0;
+    int n_layer = 0, d_model = 0, d_tc = 0;
+    std::vector<transcoder_layer> layers; // [n_layer]
+    bool has_skip() const { return !layers.empty() && !layers[0].skip.empty(); }
+    int n_out(int layer) const { return cross_layer ? n_layer - layer : 1; }
+    // [d] feature f of `layer`'s write into the MLP output of layer `target` (layer <= target < layer + n_out)
+    const float* dec(int layer, int f, int target) const {
+        return layers[layer].W_dec.data() + ((size_t)f * n_out(layer) + (target - layer)) * d_model;
+    }
+};
+
+// The set in dir (per-layer or cross-layer, told apart by the files). Throws gb::error, one line naming the file:
+// no layer files, a layer missing, a tensor missing or of the wrong shape, a non-finite weight, a config.yaml value
+// we do not implement (another model_kind, input or output hook, activation function).
+transcoder_set read_transcoders(const std::string& dir);
+// Writes t into dir in circuit-tracer's layout (config.yaml too), F32. The tests' sets and train-transcoder's.
+void write_transcoders(const std::string& dir, const transcoder_set& t);
+
+// acts [n][d_tc] of `layer`'s features from x [n][d] (its input), in double inside: ReLU, JumpReLU (pre where
+// pre > threshold), TopK (the k largest pre-activations through ReLU).
+void transcoder_encode(std::vector<float>& acts, const transcoder_set& t, int layer, const float* x, int n);
+
+// The flat `key: value` lines of a YAML file (quotes stripped; lists, nested blocks and comments skipped).
+std::vector<std::pair<std::string, std::string>> read_flat_yaml(const std::string& path);
+
+} // namespace gb
