@@ -1578,8 +1578,9 @@ def prev_token_best(torch, model, enc, cfg, text):
     return best
 
 
-def demo_report(torch, model, enc, inv, cfg, ioi, facts):
-    """Every demo target measured on the model: a dict for the README, the JSON and the pass/fail table."""
+def demo_report(torch, model, enc, inv, cfg, ioi, facts, val_docs=None):
+    """Every demo target measured on the model: a dict for the README, the JSON and the pass/fail table; with
+    val_docs also issue 48's held-out copying, name reuse, bare copula and repetition measurements."""
     model.eval()
     r = {"demos": [], "demos_bos": []}
     for group, prompt, answer, contrast, thr in DEMO_TARGETS:
@@ -1604,6 +1605,9 @@ def demo_report(torch, model, enc, inv, cfg, ioi, facts):
     r["induction_seeds"] = [cpp_induction_score(torch, model, cpp_repeated_random_tokens(cfg["vocab_size"], eot, 50, sd))
                             for sd in (1, 2, 3)]
     r["temperature_greedy"] = sample(torch, model, enc, inv, TEMPERATURE_PROMPT, 20)
+    if val_docs is not None:
+        r["issue48"] = copying.issue48_scores(torch, model, enc, val_docs, copula.copula_prompts(FACT_TEMPLATES, enc),
+                                              HELDOUT_NAMES)
     return r
 
 
@@ -1712,10 +1716,33 @@ def pass_table(info):
     rows.append((f"held-out prose ≤ {ref:.3f} bits/byte (the previous export, measured the same way)",
                  f"{info['val_bpb']:.3f}", info["val_bpb"] <= ref))
     rows.append(("model.safetensors ≤ 25 MB", f"{info['file_bytes'] / 1e6:.1f} MB", info["file_bytes"] <= 25e6))
+    rows += issue48_rows(info)
     for x in info["demo"]["demos"]:
         if x["group"] == "break-it":
             rows.append((f"Break it: `{x['prompt']}` → `{x['answer']}` top-1 (wanted, not required)", show(x), x["pass"]))
     return rows
+
+
+def issue48_rows(info):
+    """Pass-table rows of issue 48's targets, where the report measured them (demo_report with val_docs)."""
+    q = info["demo"].get("issue48")
+    if not q:
+        return []
+    looping = [x for x in q["loops"] if x["repeated"]]
+    return [
+        ("held-out prose ≤ 1.40 bits/byte (issue 48)", f"{info['val_bpb']:.3f}", info["val_bpb"] <= 1.40),
+        (f"copying: ≥ 90% top-1 on {q['copy_n']} repeated held-out prose sentences cut inside the repeat",
+         f"{q['copy']:.0%}", q["copy"] >= 0.9),
+        (f"name reuse: ≥ 90% top-1 on {q['names_n']} held-out names and reuse phrases", f"{q['names']:.0%}",
+         q["names"] >= 0.9),
+        (f"bare copula (\"The capital of France is\", held out): ≥ 80% top-1 of {q['copula_n']}", f"{q['copula']:.0%}",
+         q["copula"] >= 0.8),
+        (f"reversed (\"Paris is the capital of\", held out): top-1 of {q['reversed_n']} (wanted, not required)",
+         f"{q['reversed']:.0%}", q["reversed"] >= 0.8),
+        (f"{len(q['loops'])} held-out greedy continuations of 30 tokens with no phrase of 3 words said 3 times",
+         f"{len(q['loops']) - len(looping)} of {len(q['loops'])}"
+         + (f" (e.g. `{looping[0]['prompt']}` → `{looping[0]['continuation']}`)" if looping else ""), not looping),
+    ]
 
 
 def tok_repr(t):
@@ -2576,7 +2603,7 @@ def main():
                  "defaults": {k: ap.get_default(k) for k in ("steps", "batch", "ctx", "layers", "heads", "d_model",
                                                              "vocab", "lr", "seed", "threads", "curriculum_frac",
                                                              "curriculum_docs", "repeat_frac", "random_frac")},
-                 "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout)})
+                 "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout, val_docs)})
     print("\ntargets (measured on the exported F16 weights):", flush=True)
     for want, got, ok in pass_table(info):
         print(f"  [{'PASS' if ok else 'FAIL'}] {want}: {got}", flush=True)

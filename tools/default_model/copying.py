@@ -175,3 +175,59 @@ def top1_share(torch, model, items):
             logits = model(torch.tensor(ids[-model.wpe.weight.shape[0]:], dtype=torch.long)[None])
             hits += int(int(logits[0, -1].argmax()) == ans)
     return hits / max(1, len(items))
+
+
+def repeated_phrase(words, n=3, times=3):
+    """The first phrase of n words that occurs `times` times in `words` (a list), or None."""
+    counts = {}
+    for i in range(len(words) - n + 1):
+        key = tuple(w.strip('.,;:!?"\'').lower() for w in words[i:i + n])
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] >= times:
+            return " ".join(key)
+    return None
+
+
+def greedy_loops(torch, model, enc, val_docs, n=20, new_tokens=30):
+    """n held-out greedy continuations of new_tokens tokens, each after the first 6-10 words of a validation
+    sentence: [(prompt, continuation, the phrase of 3 words said 3 times or None)]."""
+    inv = {v: k for k, v in enc.vocab.items()}
+    b2u = {}
+    for b in range(256):  # the byte-level alphabet, as bytes_to_unicode
+        c = b if (33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255) else None
+        b2u[b] = c
+    extra = [b for b in range(256) if b2u[b] is None]
+    u2b = {chr(b): b for b in range(256) if b2u[b] is not None}
+    u2b.update({chr(256 + i): b for i, b in enumerate(extra)})
+    sents = [s for p in prose_passages(val_docs, regex.compile(r"(?!x)x"), 10, 30) for s in p]
+    out = []
+    model.eval()
+    for s in sents[::max(1, len(sents) // n)][:n]:
+        prompt = " ".join(s.split()[:6 + len(out) % 5])
+        ids = enc.encode(prompt)
+        new = []
+        with torch.no_grad():
+            for _ in range(new_tokens):
+                nxt = int(model(torch.tensor((ids + new)[-model.wpe.weight.shape[0]:])[None])[0, -1].argmax())
+                new.append(nxt)
+        text = bytes(u2b[c] for i in new for c in inv[i] if c in u2b).decode("utf-8", errors="replace")
+        out.append((prompt, text, repeated_phrase((prompt + text).split())))
+    return out
+
+
+def issue48_scores(torch, model, enc, val_docs, copula_items, heldout_names, seed=1):
+    """The held-out measurements issue 48 asks for: copying (200 repeated validation sentences cut inside the
+    repeat), name reuse (60 held-out names), the bare copula and the reversed facts (counted apart), 20 greedy
+    continuations checked for a phrase said three times."""
+    cop = [q for q in copula_items if q["form"] == "copula"]
+    rev = [q for q in copula_items if q["form"] == "reversed"]
+
+    def share(items):
+        return top1_share(torch, model, [(enc.encode(q["prompt"]), enc.encode(q["answer"])[0]) for q in items])
+
+    loops = greedy_loops(torch, model, enc, val_docs)
+    copies, names = copy_prompts(enc, val_docs, 200, seed), name_prompts(enc, val_docs, heldout_names, 60, seed)
+    return {"copy": top1_share(torch, model, copies), "copy_n": len(copies),
+            "names": top1_share(torch, model, names), "names_n": len(names),
+            "copula": share(cop), "copula_n": len(cop), "reversed": share(rev), "reversed_n": len(rev),
+            "loops": [{"prompt": p, "continuation": c, "repeated": r} for p, c, r in loops]}
