@@ -10,10 +10,13 @@ lens's auxiliary loss):
 Passes when A's and B's weights (every fp32 bit) and their F16 model.safetensors have the same sha256. Also
 checks that the data of a step depends on (seed, step) only and that a checkpoint of other flags is refused.
 
-    /usr/bin/python3 tools/test_train_resume.py        # about a minute on 2 cores
+    /usr/bin/python3 tools/test_train_resume.py             # about a minute on 2 cores
+    /usr/bin/python3 tools/test_train_resume.py --command   # also through the real command (corpus, BPE,
+                                                            # curriculum): three tiny runs, about 10 minutes
 """
 import hashlib
 import os
+import subprocess
 import sys
 import tempfile
 import types
@@ -104,6 +107,24 @@ def check(precision):
         assert "other training flags" in str(e)
 
 
+def check_command():
+    """The same through train_default_model.py itself: a tiny model, 8 steps straight against 4 (--stop-at-step),
+    then --resume; the curriculum in 30 % of the sequences."""
+    tmp = tempfile.mkdtemp(prefix="glassbox-resume-cmd-")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_default_model.py")
+    flags = ["--threads", "2", "--steps", "8", "--warmup", "2", "--layers", "1", "--heads", "2", "--d-model", "32",
+             "--ctx", "128", "--batch", "2", "--curriculum-frac", "0.3", "--curriculum-docs", "3000",
+             "--log-demos-every", "0", "--no-report"]
+    sums = []
+    for out, extra in (("a", [[]]), ("b", [["--stop-at-step", "4"], ["--resume"]])):
+        for e in extra:
+            subprocess.run([sys.executable, script, "--out", os.path.join(tmp, out)] + flags + e, check=True,
+                           stdout=subprocess.DEVNULL)
+        sums.append(hashlib.sha256(open(os.path.join(tmp, out, "model.safetensors"), "rb").read()).hexdigest())
+    print(f"command: straight 8 steps {sums[0][:16]}, 4 + resumed 4 steps {sums[1][:16]}")
+    assert sums[0] == sums[1], "a resumed run of the command differs from the uninterrupted one"
+
+
 def main():
     torch.set_num_threads(2)
     g1, g2 = training.step_generator(torch, 5, 7), training.step_generator(torch, 5, 7)
@@ -111,6 +132,9 @@ def main():
     kinds = ["fp32"] + (["bf16"] if tdm.cpu_has_bf16() else [])
     for precision in kinds:
         check(precision)
+    if "--command" in sys.argv[1:]:
+        check_command()
+        kinds.append("the command")
     print(f"PASS ({', '.join(kinds)}): resumed runs bit-identical to uninterrupted ones; other flags refused")
 
 
