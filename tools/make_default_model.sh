@@ -16,6 +16,9 @@
 # estimated from step times beside the 4-layer model's 8,436 tokens/s; the logs give the real figure).
 set -e
 cd "$(dirname "$0")/.."
+# Threads that wait for the other one sleep instead of spinning: on 2 cores shared with compilers a step took
+# 5.5-6.6 s instead of 14-20 s (a 6-layer d320 step, load 10); the numbers are the same bits either way.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 WORK=${GLASSBOX_TRAIN_DIR:-$HOME/.cache/glassbox-train}
 OUT=${1:-$WORK/glassbox-tiny-en}
 mkdir -p "$WORK"
