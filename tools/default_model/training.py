@@ -9,7 +9,8 @@
 - A checkpoint remembers the command it belongs to (signature): resuming with other training flags is refused.
 - The progress log (stdout, and one JSON object a line in <out>.progress.jsonl) gives the step, loss, learning rate,
   the training time summed over all sessions (wall and CPU seconds) and, every --log-demos-every steps, the
-  held-out numbers (run.evaluate).
+  held-out numbers (run.evaluate). After a resume the steps since the last checkpoint are logged again (with the
+  same losses); their training time is not counted twice (the sums restart from the checkpoint's).
 """
 import collections
 import json
