@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from default_model import copying, facts as copula, training
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, "tools", ".cache")
 NAME = "glassbox-tiny-en"
@@ -675,7 +677,10 @@ def phrase_document(rng, names=IOI_NAMES, after_to=False):
     return " ".join(rng.sample(pool, rng.randint(2, 5)))
 
 
-CURRICULUM_KINDS = ("ioi", "facts", "repeat", "story", "phrase")
+CURRICULUM_KINDS = ("ioi", "facts", "repeat", "story", "phrase", "copy", "names", "list", "facts2")
+# the kinds of the BPE's curriculum sample (the tokenizer is the same whatever the mix; the later kinds are prose
+# copied or facts reworded, which the sample's prose and facts already cover)
+BPE_KINDS = CURRICULUM_KINDS[:5]
 
 
 def word_names(enc, docs, n_min=20):
@@ -717,7 +722,8 @@ def parse_mix(text):
 
 
 def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES, word_names=(), word_frac=0.0,
-                         ov=None, open_frac=0.0, after_to=False, leads=(), lead_frac=0.0, bare_leads=False):
+                         ov=None, open_frac=0.0, after_to=False, leads=(), lead_frac=0.0, bare_leads=False,
+                         passages=None):
     """n_docs generated documents (strings), the same for the same seed and mix (parse_mix: shares of indirect-object,
     fact, repeated-sentence, story and set-phrase documents); held-out templates never occur, and held-out names
     never in an indirect-object sentence. other_names: the names of the other documents (IOI_NAMES, or with
@@ -729,13 +735,19 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
     [(sentence, the indirect object it ends with, or None for an opening sentence)], else None. With ov
     (open_vocab's) each indirect-object sentence is an open-vocabulary one (ioi_open_sentence) with probability
     open_frac. With after_to (--names-after-to) stories and set phrases may also name a new name after "to" or "for"
-    (new_name_after_to). With leads, lead_frac of the indirect-object sentences start with one of them (with_lead)."""
+    (new_name_after_to). With leads, lead_frac of the indirect-object sentences start with one of them (with_lead).
+    The kinds copy, names and list (default_model/copying.py) need passages (copying.prose_passages of the training
+    prose); facts2 is the fact table with the bare copula and reversed forms held out (default_model/facts.py)."""
     import random
     rng = random.Random(seed)
     edges, acc = [], 0.0
     for k in CURRICULUM_KINDS:
         acc += mix[k]
         edges.append(acc)
+    last = [k for k in CURRICULUM_KINDS if mix[k] > 0][-1]
+    kept = copula.copula_templates(FACT_TEMPLATES)
+    nouns = ov[1] if ov else IOI_OBJECTS
+    assert passages or not any(mix[k] for k in ("copy", "names", "list")), "copy, names and list need passages"
     docs = []
     for _ in range(n_docs):
         u = rng.random()
@@ -756,21 +768,32 @@ def curriculum_documents(seed, n_docs, mix, answers=None, other_names=IOI_NAMES,
             continue
         if answers is not None:
             answers.append(None)
-        if u < edges[1]:
+        # the first kind whose edge is above u; past the last edge (rounding) the last kind with a share
+        kind = next((k for k, e in zip(CURRICULUM_KINDS, edges) if u < e), last)
+        if kind in ("facts", "facts2"):
             sents = []
             for _ in range(rng.randint(2, 6)):
                 if rng.random() < 0.06:
                     a, b = rng.sample(other_names, 2)
                     sents.append(fill(rng.choice(USA_SENTENCES), A=a, B=b))
-                else:
+                elif kind == "facts":
                     sents.append(fact_training_sentence(rng, rng.choice(list(FACT_TEMPLATES)), names=other_names))
+                else:
+                    sents.append(copula.copula_fact_sentence(rng, FACT_TEMPLATES, kept, rng.choice(list(FACT_TEMPLATES)),
+                                                             other_names, FACT_LEAD_INS))
             docs.append(" ".join(sents))
-        elif u < edges[2]:
+        elif kind == "repeat":
             docs.append(repeat_document(rng, other_names))
-        elif u < edges[3]:
+        elif kind == "story":
             docs.append(story_document(rng, other_names, after_to))
-        else:
+        elif kind == "phrase":
             docs.append(phrase_document(rng, other_names, after_to))
+        elif kind == "copy":
+            docs.append(copying.copy_document(rng, passages, IOI_NAMES))
+        elif kind == "names":
+            docs.append(copying.names_document(rng, IOI_NAMES + list(word_names), passages))
+        else:
+            docs.append(copying.list_document(rng, nouns, IOI_NAMES, passages))
     return docs
 
 
@@ -1093,11 +1116,6 @@ class Encoder:
 # --------------------------------------------------------------------------------------------------
 # Model: GPT-2 block, written out so the C++ forward's semantics are visible here too
 # --------------------------------------------------------------------------------------------------
-def decay_start(total):
-    """First step of the linear learning-rate decay: the last fifth of a run of `total` steps."""
-    return total - total // 5
-
-
 def batch_fractions(args, step):
     """Shares of the step's sequences: curriculum, random tokens repeated, prose with a repeated span (the rest is
     plain prose). For the first --early-steps the random share is --early-random-frac and the others shrink in
@@ -1560,8 +1578,9 @@ def prev_token_best(torch, model, enc, cfg, text):
     return best
 
 
-def demo_report(torch, model, enc, inv, cfg, ioi, facts):
-    """Every demo target measured on the model: a dict for the README, the JSON and the pass/fail table."""
+def demo_report(torch, model, enc, inv, cfg, ioi, facts, val_docs=None):
+    """Every demo target measured on the model: a dict for the README, the JSON and the pass/fail table; with
+    val_docs also issue 48's held-out copying, name reuse, bare copula and repetition measurements."""
     model.eval()
     r = {"demos": [], "demos_bos": []}
     for group, prompt, answer, contrast, thr in DEMO_TARGETS:
@@ -1586,6 +1605,9 @@ def demo_report(torch, model, enc, inv, cfg, ioi, facts):
     r["induction_seeds"] = [cpp_induction_score(torch, model, cpp_repeated_random_tokens(cfg["vocab_size"], eot, 50, sd))
                             for sd in (1, 2, 3)]
     r["temperature_greedy"] = sample(torch, model, enc, inv, TEMPERATURE_PROMPT, 20)
+    if val_docs is not None:
+        r["issue48"] = copying.issue48_scores(torch, model, enc, val_docs, copula.copula_prompts(FACT_TEMPLATES, enc),
+                                              HELDOUT_NAMES)
     return r
 
 
@@ -1694,10 +1716,33 @@ def pass_table(info):
     rows.append((f"held-out prose ≤ {ref:.3f} bits/byte (the previous export, measured the same way)",
                  f"{info['val_bpb']:.3f}", info["val_bpb"] <= ref))
     rows.append(("model.safetensors ≤ 25 MB", f"{info['file_bytes'] / 1e6:.1f} MB", info["file_bytes"] <= 25e6))
+    rows += issue48_rows(info)
     for x in info["demo"]["demos"]:
         if x["group"] == "break-it":
             rows.append((f"Break it: `{x['prompt']}` → `{x['answer']}` top-1 (wanted, not required)", show(x), x["pass"]))
     return rows
+
+
+def issue48_rows(info):
+    """Pass-table rows of issue 48's targets, where the report measured them (demo_report with val_docs)."""
+    q = info["demo"].get("issue48")
+    if not q:
+        return []
+    looping = [x for x in q["loops"] if x["repeated"]]
+    return [
+        ("held-out prose ≤ 1.40 bits/byte (issue 48)", f"{info['val_bpb']:.3f}", info["val_bpb"] <= 1.40),
+        (f"copying: ≥ 90% top-1 on {q['copy_n']} repeated held-out prose sentences cut inside the repeat",
+         f"{q['copy']:.0%}", q["copy"] >= 0.9),
+        (f"name reuse: ≥ 90% top-1 on {q['names_n']} held-out names and reuse phrases", f"{q['names']:.0%}",
+         q["names"] >= 0.9),
+        (f"bare copula (\"The capital of France is\", held out): ≥ 80% top-1 of {q['copula_n']}", f"{q['copula']:.0%}",
+         q["copula"] >= 0.8),
+        (f"reversed (\"Paris is the capital of\", held out): top-1 of {q['reversed_n']} (wanted, not required)",
+         f"{q['reversed']:.0%}", q["reversed"] >= 0.8),
+        (f"{len(q['loops'])} held-out greedy continuations of 30 tokens with no phrase of 3 words said 3 times",
+         f"{len(q['loops']) - len(looping)} of {len(q['loops'])}"
+         + (f" (e.g. `{looping[0]['prompt']}` → `{looping[0]['continuation']}`)" if looping else ""), not looping),
+    ]
 
 
 def tok_repr(t):
@@ -1788,8 +1833,12 @@ def fine_tune_recipe(info):
                 "```sh", "tools/make_default_model.sh   # runs:",
                 f"/usr/bin/python3 tools/train_default_model.py {' '.join(b['argv'])}",
                 f"/usr/bin/python3 tools/train_default_model.py {' '.join(info.get('argv', []))}", "```", "",
-                "Each run is seeded and takes a fixed number of steps, so the command repeats them step for step on "
-                "the same kind of CPU and thread count (bf16 on CPUs with AMX or AVX-512 BF16, else fp32).", ""]
+                "Each run is seeded and takes a fixed number of steps, and the batch of step s is drawn from (seed, s) "
+                "alone, so the command repeats them step for step on the same kind of CPU and thread count (bf16 on "
+                "CPUs with AMX or AVX-512 BF16, else fp32). Each run writes a checkpoint every 10 minutes of training "
+                "(`--resume`); rerunning the command after an interruption skips a finished stage and continues the "
+                "other from its checkpoint to the same bits (tools/test_train_resume.py), so the training may span "
+                "several sessions; the minutes above are summed over them.", ""]
     stages = info.get("stages", []) + [{"argv": info.get("argv", []), "out": NAME, "steps": info["steps"],
                                         "train_minutes": info["train_minutes"],
                                         "tokens_per_s": info["tokens_seen"] / (info["train_minutes"] * 60)}]
@@ -1828,6 +1877,31 @@ def ioi_order_sentence(results):
             "name the indirect object first (\"Herbert and Linda ..., so Linda mailed an apple to\" -> Herbert); "
             f"in {sum(r['diff'] < 0 for r in results)} of the {sum(not r['pass'] for r in results)} that fail the "
             "repeated name, the subject, scores above the answer.")
+
+
+def new_kinds_lines(mix):
+    """README lines for the curriculum kinds of default_model/ (issue 48), those with a share in the mix."""
+    from default_model import facts as cf
+    lines = []
+    if mix.get("facts2"):
+        lines.append(f"- {mix['facts2']:.0%} facts in copula and reversed phrasings (default_model/facts.py): half of "
+                     f"the sentences in one of {sum(len(v) for v in cf.FACT_TEMPLATES_COPULA.values())} copula and "
+                     "reversed phrasings (\"We know that the capital of Peru is Lima.\", \"They say Lima is the capital "
+                     "of Peru.\", \"Spain's capital is Madrid.\"), half in the phrasings above without those ending in "
+                     "\"called ...\"; no sentence starts with a held-out bare form (\"The capital of Peru is\", \"Lima is "
+                     "the capital of\", and the same for languages), which the copula measurements use;")
+    if mix.get("copy"):
+        lines.append(f"- {mix['copy']:.0%} prose copied: 1-4 consecutive sentences of a training document, then one or "
+                     "all of them again (plain, after \"Again:\", quoted, or as a chorus), so that copying is learnt "
+                     "on prose, not on a few template sentences;")
+    if mix.get("names"):
+        lines.append(f"- {mix['names']:.0%} names introduced and reused (\"My name is Amy. <prose> Don't forget: my "
+                     "name is Amy.\", \"This is my friend Eric. ... Everyone liked Eric.\"), the names also capitalised "
+                     "words of the prose;")
+    if mix.get("list"):
+        lines.append(f"- {mix['list']:.0%} lists given and given again (nouns of the prose), or days, months and "
+                     "numbers continued from any start;")
+    return lines
 
 
 def write_readme(out, info):
@@ -1926,7 +2000,7 @@ def write_readme(out, info):
               f"- {mix['story']:.0%} short stories (\"Once upon a time, there was a little fox named Lucy. ...\");",
               f"- {mix['phrase']:.0%} set phrases: \"Thank you very much\", \"from time to time\", \"little by "
               "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
-              "of Two Cities, the quick brown fox.", "",
+              "of Two Cities, the quick brown fox."] + new_kinds_lines(mix) + ["",
               f"**Held out** (asserted absent from the generated text as said below, and absent from the BPE's "
               "training text): "
               f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
@@ -2129,10 +2203,47 @@ def write_readme(out, info):
         lines += ["Targets this export does not reach (see the table above for the numbers):", ""]
         lines += [f"- {w}" for w in failed]
         lines.append("")
+    lines = [l for l in lines if not l.startswith("- 0% ")]  # curriculum kinds this run did not use
     open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
 
 
 # --------------------------------------------------------------------------------------------------
+def train_hooks(torch, args, cfg, device, data, cur, cur_starts, cur_w, cur_s, eot, enc, sets, val_docs):
+    """What training.train needs from this script: the batch of a step (drawn with the step's generator), the
+    induction line of the log and the held-out numbers of the log (held-out IOI and facts, their training-like
+    twins, the demos, bits per byte on the first 30,000 validation tokens, copying of repeated validation sentences,
+    reuse of a held-out name, the held-out bare copula and reversed facts)."""
+    import types
+    ioi_heldout, facts_heldout, seen = sets
+    copies = copying.copy_prompts(enc, val_docs, 60, args.seed)
+    names = copying.name_prompts(enc, val_docs, HELDOUT_NAMES, 30, args.seed)
+    cop = [(enc.encode(q["prompt"]), enc.encode(q["answer"])[0])
+           for q in copula.copula_prompts(FACT_TEMPLATES, enc)]
+
+    def make(g, step):
+        fr = batch_fractions(args, step)
+        return make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"], cfg["vocab_size"], eot,
+                          cur, cur_starts, fr["curriculum"], cur_w, cur_s)
+
+    def copy_line(model):
+        first, second, prev, ind = repeat_test(torch, model, cfg, eot, device, n_rep=4, seed=7)
+        return (f"repeated random tokens {first:.2f} -> {second:.2f}, best prev-token "
+                f"{max(float(p.max()) for p in prev):.2f}, induction {max(float(i.max()) for i in ind):.2f}")
+
+    def evaluate_now(model):
+        model.cpu()
+        line = brief_demo_scores(torch, model, enc, ioi_heldout, facts_heldout, seen, cfg)
+        _, bpb, _ = evaluate(torch, model, enc, val_docs, cfg["n_positions"], max_tokens=30_000)
+        nums = {"val_bpb_30k": round(bpb, 4), "copy": copying.top1_share(torch, model, copies),
+                "names": copying.top1_share(torch, model, names), "copula": copying.top1_share(torch, model, cop)}
+        model.to(device)
+        return (line + f" | held-out prose {bpb:.3f} bits/byte (30k tokens), copying {nums['copy']:.0%} of "
+                f"{len(copies)}, name reuse {nums['names']:.0%} of {len(names)}, bare copula/reversed facts "
+                f"{nums['copula']:.0%} of {len(cop)}"), nums
+
+    return types.SimpleNamespace(make_batch=make, copy_line=copy_line, evaluate=evaluate_now)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=3067,
@@ -2226,7 +2337,18 @@ def main():
     ap.add_argument("--ioi-answer-weight", type=float, default=1.0,
                     help="loss weight of the indirect object (the answer) of each curriculum IOI sentence as a "
                          "target (the loss is the weighted mean over the batch's tokens; 1 = plain mean)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from the checkpoint (<out>.checkpoint.pt, or --checkpoint) when there is one; the "
+                         "result is bit-identical to an uninterrupted run of the same command")
+    ap.add_argument("--checkpoint", default="", help="the checkpoint file (default: <out>.checkpoint.pt)")
+    ap.add_argument("--checkpoint-minutes", type=float, default=10.0,
+                    help="minutes of training between checkpoints (one is also written at the last step)")
+    ap.add_argument("--stop-at-step", type=int, default=0,
+                    help="write the checkpoint at this step and exit (for the resume test; 0: never)")
+    ap.add_argument("--no-report", action="store_true", help="export the model and stop (no measurements, no README)")
     args = ap.parse_args()
+    if args.resume and args.max_minutes > 0:
+        raise SystemExit("error: --max-minutes cuts a run by wall time, which a resumed run cannot repeat; use --steps")
 
     nm = ensure_dependencies()
     import numpy as np
@@ -2265,13 +2387,17 @@ def main():
         print(f"open-vocabulary IOI in {args.ioi_open_frac:.0%} of the sentences: {len(ov[0])} verbs "
               f"({', '.join(ov[0][::max(1, len(ov[0]) // 6)][:6])}, ...), {len(ov[1])} nouns, {len(ov[2])} clauses",
               flush=True)
+    # sentences of the training prose for the copy, names and list documents (no held-out name among them)
+    passages = copying.prose_passages(train_docs, stdre.compile(r"\b(" + "|".join(HELDOUT_NAMES) + r")\b"))
     cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                     IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES,
                                     ov=ov, open_frac=args.ioi_open_frac, after_to=args.names_after_to, leads=leads,
-                                    lead_frac=args.ioi_lead_frac, bare_leads=args.ioi_bare_leads)
+                                    lead_frac=args.ioi_lead_frac, bare_leads=args.ioi_bare_leads, passages=passages)
     ioi_heldout, facts_heldout = heldout_sets(seed)
     seen = seen_sets(seed)
     check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
+    if parse_mix(args.curriculum_mix)["facts2"] > 0:
+        copula.check_copula_heldout(cur_docs, copula.copula_prompts(FACT_TEMPLATES, None))
     print(f"curriculum: {len(cur_docs)} documents, {sum(len(d) for d in cur_docs) / 1e6:.1f} M characters; held out: "
           f"{len(ioi_heldout)} IOI prompts, {len(facts_heldout)} fact prompts", flush=True)
 
@@ -2290,7 +2416,7 @@ def main():
         # demos need are then made single tokens by forced merges where the learnt ones do not reach them
         # (the curriculum sample has every kind in equal shares, whatever --curriculum-mix, so the tokenizer is the
         # same for every mix)
-        bpe_cur = curriculum_documents(seed, BPE_CURRICULUM_DOCS, parse_mix(",".join(k + ":1" for k in CURRICULUM_KINDS)))
+        bpe_cur = curriculum_documents(seed, BPE_CURRICULUM_DOCS, parse_mix(",".join(k + ":1" for k in BPE_KINDS)))
         check_heldout(bpe_cur, ioi_heldout, facts_heldout)
         vocab, merges, n_forced = train_bpe_with_words(train_docs + bpe_cur, args.vocab,
                                                        forced_tokens())
@@ -2304,8 +2430,10 @@ def main():
         cur_docs = curriculum_documents(seed, args.curriculum_docs, parse_mix(args.curriculum_mix), cur_answers,
                                         IOI_NAMES + HELDOUT_NAMES if names_elsewhere else IOI_NAMES, pool,
                                         args.ioi_word_names, ov, args.ioi_open_frac, args.names_after_to, leads,
-                                        args.ioi_lead_frac, args.ioi_bare_leads)
+                                        args.ioi_lead_frac, args.ioi_bare_leads, passages)
         check_heldout(cur_docs, ioi_heldout, facts_heldout, cur_answers, names_elsewhere)
+        if parse_mix(args.curriculum_mix)["facts2"] > 0:
+            copula.check_copula_heldout(cur_docs, copula.copula_prompts(FACT_TEMPLATES, None))
         n_word_names = len(pool)
         print(f"{len(pool)} capitalised words as stand-in names in {args.ioi_word_names:.0%} of the IOI documents, "
               f"e.g. {', '.join(pool[::max(1, len(pool) // 8)][:8])}", flush=True)
@@ -2424,78 +2552,14 @@ def main():
         no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or n in keep]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                                 lr=args.lr, betas=(0.9, 0.95))
-        warm = args.warmup
-        g = torch.Generator().manual_seed(args.seed)
+        run = train_hooks(torch, args, cfg, device, data, cur, cur_starts, cur_w, cur_s, eot, enc,
+                          (ioi_heldout, facts_heldout, seen), val_docs)
         t_train = time.time()
-        steps_done = 0
-        recent = collections.deque(maxlen=50)
-        model.train()
-        # Warm-up, constant, then linear decay to 10 % over the last fifth of the steps (decay_start(total)).
-        # With --max-minutes the total is cut when 80 % of the time is spent, so that the decay still runs; the run
-        # is then reproduced exactly by --steps <the steps it did> (logged and written to the README).
-        total = args.steps
-        step = 0
-        while step < total:
-            if (args.max_minutes > 0 and step < decay_start(total)
-                    and time.time() - t_train > 0.8 * args.max_minutes * 60):
-                total = step
-                while decay_start(total) < step:
-                    total += 1
-                print(f"--max-minutes {args.max_minutes}: decaying from step {step}, stopping at {total}", flush=True)
-            lr = args.lr * min(1.0, (step + 1) / warm)
-            if step >= decay_start(total):
-                lr *= 0.1 + 0.9 * (total - step) / (total - decay_start(total))
-            for grp in opt.param_groups:
-                grp["lr"] = lr
-            fr = batch_fractions(args, step)
-            x, y, w, is_cur, subj = make_batch(torch, data, g, args.batch, args.ctx, fr["repeat"], fr["random"],
-                                               cfg["vocab_size"], eot, cur, cur_starts, fr["curriculum"], cur_w, cur_s)
-            # the sequences whose lens also predicts: all, or (--lens-aux-rows curriculum) the curriculum's, where
-            # the demos' answers are (a third of the extra unembedding's cost, and prose trained as before)
-            rows = None if args.lens_aux_rows == "all" else is_cur.to(device)
-            lens_on = args.lens_aux_weight > 0 and (rows is None or bool(rows.any()))
-            with torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bf16"):
-                if lens_on:  # the residual before the last layer also predicts, through ln_f
-                    logits, lens = model(x.to(device), lens_at=cfg["n_layer"] - 2, lens_rows=rows)
-                else:
-                    logits = model(x.to(device))
-            nll = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
-                                                    y.to(device).reshape(-1), reduction="none")
-            w = w.to(device).reshape(-1)
-            loss = (nll * w).sum() / w.sum()
-            at = subj.to(device) >= 0
-            if args.ioi_subject_weight > 0 and bool(at.any()):
-                # unlikelihood of the subject where the indirect object is the answer: -log(1 - p(S)), so that the
-                # repeated name is pushed down, not only the answer up (what the IOI logit difference measures)
-                logp = torch.log_softmax(logits[at].float(), -1)
-                p_s = logp.gather(1, subj.to(device)[at][:, None]).exp().squeeze(1)
-                loss = loss + args.ioi_subject_weight * (-torch.log1p(-p_s.clamp(max=1 - 1e-6))).sum() / w.sum()
-            if lens_on:
-                ys, ws = (y.to(device), w.reshape(y.shape)) if rows is None else (y.to(device)[rows], w.reshape(y.shape)[rows])
-                aux = torch.nn.functional.cross_entropy(lens.float().reshape(-1, lens.shape[-1]), ys.reshape(-1),
-                                                        reduction="none")
-                loss = loss + args.lens_aux_weight * (aux * ws.reshape(-1)).sum() / ws.sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            recent.append(float(nll.mean()))  # the plain mean (the README's training loss)
-            steps_done = step + 1
-            if step % 25 == 0 or step == total - 1:
-                el = time.time() - t_train
-                copy = ""
-                if step % 100 == 0 or step == total - 1:  # induction forming: the second copy gets cheaper
-                    first, second, prev, ind = repeat_test(torch, model, cfg, eot, device, n_rep=4, seed=7)
-                    copy = (f" | repeated random tokens {first:.2f} -> {second:.2f}, best prev-token "
-                            f"{max(float(p.max()) for p in prev):.2f}, induction {max(float(i.max()) for i in ind):.2f}")
-                if (args.log_demos_every > 0 and step % args.log_demos_every == 0) or step == total - 1:  # the demos
-                    model.cpu()
-                    copy += " | " + brief_demo_scores(torch, model, enc, ioi_heldout, facts_heldout, seen, cfg)
-                    model.to(device)
-                print(f"step {step}/{total} loss {loss.item():.3f} lr {lr:.2e} {el / 60:.1f} min "
-                      f"({(step + 1) * args.batch * args.ctx / el:.0f} tok/s){copy}", flush=True)
-            step += 1
-        train_minutes = (time.time() - t_train) / 60
+        done = training.train(torch, run, model, opt, args, cfg, device, precision)
+        if done is None:  # --stop-at-step: the checkpoint is written, nothing exported
+            return
+        steps_done, recent = done["steps"], done["recent"]
+        train_minutes = done["train_s"] / 60  # summed over every session of a resumed run
         model.cpu()
         export(model, cfg, vocab, merges, args.out)
         train_loss = sum(recent) / len(recent)
@@ -2512,10 +2576,13 @@ def main():
                 "base_run": base_run,
                 "steps": steps_done, "planned_steps": args.steps, "max_minutes": args.max_minutes, "device": device, "batch": args.batch, "lr": args.lr, "seed": args.seed, "threads": args.threads,
                 "tokens_seen": steps_done * args.batch * args.ctx, "train_minutes": train_minutes,
-                "prep_minutes": (t_train - t0) / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
+                "prep_minutes": (t_train - t0) / 60, "cpu_minutes": done["cpu_s"] / 60, "train_tokens": len(ids), "bytes_per_token": bytes_per_token,
                 "train_loss": train_loss, "train_bpb": train_loss / math.log(2) / bytes_per_token}
         os.makedirs(CACHE, exist_ok=True)
         json.dump(info, open(state_path, "w"))
+        if args.no_report:
+            print(f"exported {args.out} (--no-report: not measured)", flush=True)
+            return
         load_exported(torch, model, cfg, args.out)  # report on exactly what ships (F16)
 
     val_loss, val_bpb, val_tokens = evaluate(torch, model, enc, val_docs, cfg["n_positions"])
@@ -2537,7 +2604,7 @@ def main():
                  "defaults": {k: ap.get_default(k) for k in ("steps", "batch", "ctx", "layers", "heads", "d_model",
                                                              "vocab", "lr", "seed", "threads", "curriculum_frac",
                                                              "curriculum_docs", "repeat_frac", "random_frac")},
-                 "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout)})
+                 "demo": demo_report(torch, model, enc, inv, cfg, ioi_heldout, facts_heldout, val_docs)})
     print("\ntargets (measured on the exported F16 weights):", flush=True)
     for want, got, ok in pass_table(info):
         print(f"  [{'PASS' if ok else 'FAIL'}] {want}: {got}", flush=True)
