@@ -47,7 +47,8 @@ Headless runs:
 
 Script commands (one a line, # comments):
   report:     wait | print | screenshot FILE | measure N
-  keyboard:   type TEXT | latency TEXT | key [ctrl+][shift+]end|backspace|enter|escape|left|right|f5|f11|=|-|0|e|kp+
+  keyboard:   type TEXT | latency TEXT |
+              key [ctrl+][shift+]end|backspace|enter|escape|left|right|up|down|tab|f5|f11|=|-|0|e|o|kp+
   generation: gen-tokens N | gen-temperature T | gen-step K | flood N
   files:      open PATH | open-b PATH | session FILE | save-session FILE | export DIR
   view:       scale linear|log|rowmax | image FILE | rollout on|off | tab NAME | compare-view a|b|avsb | demo NAME |
@@ -56,6 +57,8 @@ Script commands (one a line, # comments):
   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
   waiting:    wait-running lens|patching|trace | frames N
   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
+  picker:     picker machine|hf|file|close | picker-filter TEXT | picker-repo ID | picker-gguf FILE |
+              picker-path TEXT | picker-wait [downloading]
 The manual: docs/app.md in Glassbox's source (the app's man page: man glassbox).
 )";
 
