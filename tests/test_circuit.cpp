@@ -274,8 +274,10 @@ TEST(Circuit, CliWritesTheGraphAndFaithfulness) {
     for (const char* o : {"  --corrupt CORRUPT", "  --edges N", "  --contrast-id N", "  --knockout", "Exit codes:"})
         EXPECT_NE(help.out.find(o), std::string::npos) << o;
     EXPECT_NE(run_cli("--help").out.find("  circuit "), std::string::npos) << "the overview lists it";
-    command_result bad = run_cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
-    EXPECT_EQ(bad.code, 2) << bad.err;
+    // no --contrast: the app's default (the corrupted prompt's top-1, or the clean top-2), said in one line
+    command_result dflt = run_cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32");
+    EXPECT_EQ(dflt.code, 0) << dflt.err;
+    EXPECT_NE(dflt.out.find("contrast = the"), std::string::npos) << dflt.out;
     EXPECT_EQ(run_cli("circuit --model '" + tm.dir + "' --prompt 'the hat sat' --corrupt 'a' --target-id 32 --contrast-id 9").code, 2);
 }
 
