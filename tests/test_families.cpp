@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/attribution.h"
 #include "analysis/export.h"
 #include "io/loader.h"
 #include "io/safetensors.h"
@@ -392,6 +393,73 @@ TEST(Families, Gemma2InfoAndRecordShowTheWindows) {
     const float* p = rec.head(0, 0);
     for (int j = 0; j < 14; j++) EXPECT_EQ(p[19 * 20 + j], 0.0f) << j;
     EXPECT_GT(p[19 * 20 + 14], 0.0f);
+}
+
+// Direct logit attribution on the post-norm families (Gemma 2 with its final softcap, OLMo 2): each head's share
+// against the reference's own numbers, with the two frozen scales read off the reference as ratios (what the
+// attention's post norm made of the heads' sum, what the final norm made of the stream), so no gain convention of
+// the families is assumed; the parts sum to the logit difference before the cap.
+TEST(Families, PostNormAttributionMatchesTheReference) {
+    family_spec olmo;
+    olmo.family = "olmo2", olmo.seed = 61;
+    for (const family_spec& s : {gemma2_spec(), olmo}) {
+        const tiny_family f = write_family("fam_dla_" + s.family, s);
+        const gb::model m = gb::load_model(f.hf_dir);
+        const int T = 12, L = s.n_layer, H = s.n_head, d = s.d_model;
+        const std::vector<int> tokens = random_tokens(T, s.vocab, 4);
+        const std::vector<float>& un = f.at(*f.spec.tied ? "model.embed_tokens.weight" : "lm_head.weight"); // [V][d]
+        std::vector<std::pair<std::string, gb::ablation>> cases(3);
+        cases[0].first = "none";
+        cases[1].first = "head 1.2", cases[1].second.heads = {{1, 2}};
+        cases[2].first = "no-layernorm[0]", cases[2].second.no_layernorm = layers_on({0});
+        for (const auto& [name, ab] : cases)
+            for (int pos : {T - 1, 3})
+                for (int contrast : {7, -1}) {
+                    const std::string what = s.family + ", " + name + ", position " + std::to_string(pos) +
+                                             ", contrast " + std::to_string(contrast);
+                    gb::forward_options opt;
+                    opt.keep.points = gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT);
+                    opt.keep.resid_stream = true;
+                    opt.all_logits = true;
+                    gb::record rec;
+                    gb::run_forward(rec, m, tokens, ab, opt);
+                    const ref_trace ref = reference_family(f, tokens, ab);
+                    const int target = 25;
+                    std::vector<double> ku(d); // final norm's frozen scale times u = W_U[target] - W_U[contrast]
+                    const double* xl = ref.resid_at(2 * L, pos);
+                    const double* xf = &ref.at(gb::HOOK_FINAL_NORM, L)[(size_t)pos * d];
+                    double total = 0;
+                    for (int i = 0; i < d; i++) {
+                        const double u = un[(size_t)target * d + i] - (contrast >= 0 ? un[(size_t)contrast * d + i] : 0.0);
+                        ku[i] = xf[i] / xl[i] * u;
+                        total += xf[i] * u;
+                    }
+                    auto share = [&](const double* c, const double* scale) {
+                        double v = 0;
+                        for (int i = 0; i < d; i++) v += c[i] * (scale ? scale[i] : 1.0) * ku[i];
+                        return v;
+                    };
+                    const gb::attribution got = gb::attribute(rec, m, ab, target, contrast, pos);
+                    const double tol = 1e-4 * std::max(1.0, std::abs(total));
+                    EXPECT_NEAR(got.total, total, tol) << what << ": the logit difference before the cap";
+                    EXPECT_NEAR(got.sum(), total, tol) << what << ": the parts add up";
+                    EXPECT_NEAR(got.embed, share(ref.resid_at(0, pos), nullptr), tol) << what;
+                    for (int l = 0; l < L; l++) {
+                        EXPECT_NEAR(got.mlp[l], share(&ref.at(gb::HOOK_MLP_OUT, l)[(size_t)pos * d], nullptr), tol) << what;
+                        const double* hout = &ref.at(gb::HOOK_HEAD_OUT, l)[(size_t)pos * H * d]; // [H][d]
+                        const double* aout = &ref.at(gb::HOOK_ATTN_OUT, l)[(size_t)pos * d];
+                        std::vector<double> post(d); // the post norm's frozen scale: its output over its input
+                        for (int i = 0; i < d; i++) {
+                            double sum = 0;
+                            for (int h = 0; h < H; h++) sum += hout[(size_t)h * d + i];
+                            post[i] = aout[i] / sum;
+                        }
+                        for (int h = 0; h < H; h++)
+                            EXPECT_NEAR(got.heads[(size_t)l * H + h], share(hout + (size_t)h * d, post.data()), tol)
+                                << what << ": head " << l << "." << h;
+                    }
+                }
+    }
 }
 
 // A quantized GGUF of each kind of layout: Mixtral (arch "llama": permuted q/k, stacked experts in Q8_0, routers

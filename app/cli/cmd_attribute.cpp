@@ -30,10 +30,11 @@ int cmd_attribute(const args& a) {
     std::printf("direct logit attribution of logit(%s)%s at position %d (\"%s\")\n", quoted(m, target).c_str(),
                 contrast >= 0 ? (" - logit(" + quoted(m, contrast) + ")").c_str() : "", pos, visible(r.pieces[pos]).c_str());
     // the largest components, by magnitude
-    std::vector<std::pair<double, std::string>> parts{{at.embed, "embeddings"}, {at.bias, "final norm bias"}};
+    std::vector<std::pair<double, std::string>> parts{{at.embed, "embeddings"}};
+    if (at.has_final_bias) parts.push_back({at.bias, "final norm bias"});
     for (int l = 0; l < at.n_layer; l++) {
         parts.push_back({at.mlp[l], "L" + std::to_string(l) + " mlp"});
-        if (at.attn_bias[l] != 0) parts.push_back({at.attn_bias[l], "L" + std::to_string(l) + " attn bias"});
+        if (at.has_attn_bias) parts.push_back({at.attn_bias[l], "L" + std::to_string(l) + " attn bias"});
         for (int h = 0; h < at.n_head; h++)
             parts.push_back({at.heads[(size_t)l * at.n_head + h], "head " + std::to_string(l) + "." + std::to_string(h)});
     }

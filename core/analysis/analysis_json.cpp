@@ -106,9 +106,11 @@ json attribution_json(const attribution& a, const tokenizer& tok) {
             {"contrast", token_ref(a.contrast, tok)},
             {"heads", grid(a.heads.data(), a.n_layer, a.n_head)},
             {"attn_bias", a.attn_bias},
+            {"has_attn_bias", a.has_attn_bias},
             {"mlp", a.mlp},
             {"embed", a.embed},
             {"bias", a.bias},
+            {"has_final_bias", a.has_final_bias},
             {"total", a.total},
             {"sum", a.sum()},
             {"residual", a.total - a.sum()}};

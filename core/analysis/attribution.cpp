@@ -16,6 +16,23 @@ double attribution::sum() const {
     return s;
 }
 
+// A post-normed sublayer's parts (H head outputs [H][d] and the bias [d]) as they reach the stream: each times
+// gain_i / rms(sum), the RMS of what the norm saw (their sum), so that the parts still add up to the norm's output.
+static void post_norm_parts(float* heads, float* bias, const std::vector<float>& gain, int H, int d, float eps) {
+    double ss = 0;
+    for (int i = 0; i < d; i++) {
+        double s = bias[i];
+        for (int h = 0; h < H; h++) s += heads[(size_t)h * d + i];
+        ss += s * s;
+    }
+    const double inv = 1.0 / std::sqrt(ss / d + eps);
+    for (int i = 0; i < d; i++) {
+        const float f = (float)(gain[i] * inv);
+        bias[i] *= f;
+        for (int h = 0; h < H; h++) heads[(size_t)h * d + i] *= f;
+    }
+}
+
 attribution attribute(const record& r, const model& m, const ablation& ab, int target, int contrast, int position) {
     const model_config& c = m.config;
     const model_weights& w = m.weights;
@@ -28,9 +45,6 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
     if (arch_table(c.arch).post_ln)
         throw error(std::string("direct logit attribution sums the sublayers' writes to the stream, but ") +
                     arch_table(c.arch).name + " normalises the stream after every residual add (Post-LN), so they do not sum to it");
-    if (arch_table(c.arch).post_norm)
-        throw error(std::string("direct logit attribution splits attention into heads, but ") + arch_table(c.arch).name +
-                    " normalises each sublayer's output before the residual add, so the heads do not sum to it");
     if (ab.no_residual.on)
         throw error("direct logit attribution needs the residual stream, but no-residual replaces it: turn that ablation off");
     int missing = 0;
@@ -82,20 +96,29 @@ attribution attribute(const record& r, const model& m, const ablation& ab, int t
     a.attn_bias.assign(L, 0.0);
     a.mlp.assign(L, 0.0);
     a.embed = share(r.resid(0) + (size_t)position * d);
-    if (layernorm && !w.normf_b.empty())
+    a.has_final_bias = layernorm && !w.normf_b.empty();
+    if (a.has_final_bias)
         for (int i = 0; i < d; i++) a.bias += w.normf_b[i] * u[i];
-    std::vector<float> hout((size_t)H * d), blocks;
+    // Gemma 2 and OLMo 2 norm the attention's output before the add: with that norm's scale frozen at its value
+    // in the run, each head's write is its output times gain / rms, and the heads still sum to what was added
+    const bool post_norm = arch_table(c.arch).post_norm;
+    std::vector<float> hout((size_t)H * d), bias_out(d), blocks;
     gemm_scratch gs;
     for (int l = 0; l < L; l++) {
         const layer_weights& lw = w.layers[l];
+        a.has_attn_bias |= !lw.b_o.empty();
         a.mlp[l] = share(r.get(HOOK_MLP_OUT, l) + (size_t)position * d);
         if (ab.no_attention.covers(l)) continue; // the sublayer's output was zero: heads and bias wrote nothing
         head_outputs(hout.data(), r.get(HOOK_Z, l) + (size_t)position * H * dh, H * dh, lw.w_o, 1, H, dh, blocks, gs);
+        if (!lw.b_o.empty()) std::copy(lw.b_o.begin(), lw.b_o.end(), bias_out.begin());
+        else std::fill(bias_out.begin(), bias_out.end(), 0.0f);
+        if (post_norm && !ab.no_layernorm.covers(l)) post_norm_parts(hout.data(), bias_out.data(), lw.post_attn_norm, H, d, c.norm_eps);
         for (int h = 0; h < H; h++) a.heads[(size_t)l * H + h] = share(&hout[(size_t)h * d]);
-        if (!lw.b_o.empty()) a.attn_bias[l] = share(lw.b_o.data());
+        if (!lw.b_o.empty()) a.attn_bias[l] = share(bias_out.data());
     }
     // the run's own logits at that position (from the record when it has them, else the same final norm and rows)
-    const bool have_row = r.logit_ids.empty() && (position == T - 1 || r.all_logits) && !r.logits.empty();
+    // (Gemma 2's final softcap bends the logits: the components sum to the logit difference before the cap)
+    const bool have_row = c.final_softcap <= 0 && r.logit_ids.empty() && (position == T - 1 || r.all_logits) && !r.logits.empty();
     if (have_row) {
         const float* lg = r.all_logits ? &r.logits[(size_t)position * V] : r.last_logits();
         a.total = (double)lg[target] - (contrast >= 0 ? (double)lg[contrast] : 0.0);

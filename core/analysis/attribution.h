@@ -18,6 +18,8 @@ struct attribution {
     double embed = 0;              // token (+ position) embeddings
     double bias = 0;               // the final norm's bias term
     double total = 0;              // the run's own logit(target) - logit(contrast)
+    bool has_attn_bias = false;    // the model has output-projection biases (Llama has none: no rows to show)
+    bool has_final_bias = false;   // its final norm has a bias (a LayerNorm's; RMSNorm has none)
     double sum() const;            // of the components above (total up to float rounding)
 };
 
@@ -25,7 +27,8 @@ struct attribution {
 //   LayerNorm: sum_i (c_i - mean(c)) / sigma * g_i * u_i     (sigma the final norm's, from the run)
 //   RMSNorm:   sum_i c_i / rms * g_i * u_i
 // and the final norm's bias adds sum_i b_i u_i. The stream is the sum of the components, so they add up to the
-// run's logit difference. r must keep z, mlp_out and the residual stream at every layer. Throws gb::error when
+// run's logit difference (Gemma 2: before its final soft-cap). Where the attention's output is normed before the
+// add (Gemma 2, OLMo 2), that norm's scale is frozen too: head h contributes its output times g_post / rms. r must keep z, mlp_out and the residual stream at every layer. Throws gb::error when
 // the run dropped a residual add (the stream is then no sum of components) or an index is out of range.
 attribution attribute(const record& r, const model& m, const ablation& ab, int target, int contrast, int position);
 

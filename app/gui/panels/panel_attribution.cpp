@@ -169,10 +169,10 @@ static void component_bars(const gb::attribution& a) {
         double heads = 0;
         for (int h = 0; h < H; h++) heads += a.heads[(size_t)l * H + h];
         rows.push_back({"L" + std::to_string(l) + " heads (sum)", heads, true, false});
-        rows.push_back({"L" + std::to_string(l) + " attn bias", a.attn_bias[l], false, false});
+        if (a.has_attn_bias) rows.push_back({"L" + std::to_string(l) + " attn bias", a.attn_bias[l], false, false});
         rows.push_back({"L" + std::to_string(l) + " MLP", a.mlp[l], false, false});
     }
-    rows.push_back({"final-norm bias", a.bias, false, false});
+    if (a.has_final_bias) rows.push_back({"final-norm bias", a.bias, false, false});
     rows.push_back({"sum of the parts", a.sum(), false, true});
     rows.push_back({"logit difference", a.total, false, true});
     double vmax = 0;
