@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/kind.h"
 #include "run/forward.h"
 #include "util/error.h"
 
@@ -131,7 +132,7 @@ void corrupt_and_clean_runs(record& rc, record& rx, gradients& g, const model& m
     const model_config& c = m.config;
     const int T = (int)corrupt.size();
     if ((int)clean.size() != T || T <= 0) throw error("internal: the clean and corrupted prompts differ in length");
-    if (arch_table(c.arch).bidirectional) throw error("internal: the clean run reuses a causal model's keys");
+    require(m, FEATURE_PATCHING); // the clean run reuses the corrupted run's keys: a causal decoder's two prompts
     int first = 0; // the first position whose token differs (T: none)
     while (first < T && clean[first] == corrupt[first]) first++;
     forward_options o;
