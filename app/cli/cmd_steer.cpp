@@ -48,11 +48,11 @@ int cmd_steer(const args& a) {
         throw usage_error("--out " + out + ": write a .gguf (llama.cpp's control vector) or a .npy");
     std::vector<int> layers = steer_layers(a, m);
     const gb::steer_position where = gb::parse_steer_position(a.get("position", "last"));
-    if (ends_with(out, ".gguf") && a.get("layer") == "all") layers.erase(layers.begin()); // llama.cpp's start at 1
-    for (int l : layers)
-        if (l == 0 && ends_with(out, ".gguf"))
-            throw usage_error("--layer 0 cannot go to llama.cpp's control-vector format (it has no direction.0: it adds "
-                              "direction.N after layer N >= 1); write a .npy instead");
+    try { // llama.cpp's format has no direction.0: "all" leaves layer 0 out, an explicit --layer 0 is a usage error
+        layers = gb::storable_steer_layers(out, layers, a.get("layer") == "all");
+    } catch (const gb::error& e) {
+        throw usage_error(e.what());
+    }
     if (layers.empty()) throw usage_error("--layer all on a one-layer model leaves no layer llama.cpp can steer; write a .npy");
     const auto pos = prompt_list(a, m, "positive"), neg = prompt_list(a, m, "negative");
     const gb::steer_vector v = gb::contrastive_vector(m, pos, neg, layers, where);

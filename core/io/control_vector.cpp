@@ -4,6 +4,7 @@
 // Sections: the vector | GGUF | .npy | by extension
 #include "io/control_vector.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -84,12 +85,20 @@ static steer_vector read_gguf(const std::string& path) {
     return v;
 }
 
+std::vector<int> storable_steer_layers(const std::string& path, std::vector<int> layers, bool drop_layer0) {
+    const bool gguf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+    if (!gguf || std::find(layers.begin(), layers.end(), 0) == layers.end()) return layers;
+    if (!drop_layer0)
+        throw error(path + ": a direction at layer 0 cannot go to llama.cpp's format (it has no direction.0: it adds "
+                           "direction.N after layer N >= 1); write a .npy instead");
+    layers.erase(std::find(layers.begin(), layers.end(), 0));
+    return layers;
+}
+
 void write_control_vector_gguf(const std::string& path, const steer_vector& v) {
     const std::vector<int> layers = v.layers();
     if (layers.empty()) throw error(path + ": the vector has no direction to write");
-    if (v.has(0))
-        throw error(path + ": a direction at layer 0 cannot go to llama.cpp's format (it has no direction.0; "
-                           "write a .npy instead)");
+    storable_steer_layers(path, layers, false);
     std::string h = "GGUF";
     auto put = [&](auto x) { h.append((const char*)&x, sizeof x); };
     auto str = [&](const std::string& s) { put((uint64_t)s.size()), h += s; };

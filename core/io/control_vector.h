@@ -29,6 +29,10 @@ steer_vector read_steer_vector(const std::string& path, int npy_layer = -1);
 // (i32, the tensors written), then one F32 tensor direction.N of shape {d} per layer N with a direction, in
 // ascending order. A direction at layer 0 is refused (llama.cpp has no direction.0: use .npy).
 void write_control_vector_gguf(const std::string& path, const steer_vector& v);
+// The layers of `layers` that a file at path can hold: all of them for a .npy; for llama.cpp's .gguf, which has no
+// direction.0, layer 0 is dropped when drop_layer0 (a range such as "all", or a vector that has one) and refused,
+// naming path, when it was asked for by itself.
+std::vector<int> storable_steer_layers(const std::string& path, std::vector<int> layers, bool drop_layer0);
 // [L][d] float32 with L = the last layer with a direction + 1; layers without one are rows of zeros (read back as
 // no direction).
 void write_steer_npy(const std::string& path, const steer_vector& v);
