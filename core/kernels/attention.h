@@ -22,6 +22,20 @@ struct attention_args {
     int n_keys = 0;       // not causal: the keys when they are not the queries' own positions (cross-attention
                           // reads the S source positions: probs [H][n_q][n_keys], k and v [n_keys] rows); 0 = n_past+n_q
 };
+// Cross-attention (an encoder–decoder's decoder): n queries q [n][H*dh] over the S source positions' keys and
+// values kv [S][k | v] (each H*dh wide), every source position seen, as many key heads as query heads.
+inline attention_args cross_attention_args(const float* q, const float* kv, int n, int S, int H, int dh, float* probs,
+                                           float* out) {
+    attention_args a;
+    a.q = q, a.q_stride = H * dh;
+    a.k = kv, a.v = kv + H * dh, a.kv_stride = 2 * H * dh;
+    a.n_q = n, a.n_past = 0, a.n_keys = S;
+    a.n_head = a.n_kv_head = H, a.d_head = dh;
+    a.causal = false;
+    a.probs = probs;
+    a.out = out, a.out_stride = H * dh;
+    return a;
+}
 // Keys every row's probabilities span: n_keys when given (not causal), else n_past + n_q.
 inline int key_count(const attention_args& a) { return !a.causal && a.n_keys > 0 ? a.n_keys : a.n_past + a.n_q; }
 // The first key query position i sees.

@@ -126,21 +126,8 @@ static void cross_backward(bctx& b, int l, float* g, float* g_source) {
     zero_covered(b, HOOK_CROSS_Z, l, gz.data(), T, w, w);
     gemm(xq.data(), kept(b, HOOK_CROSS_IN, l), lw.x_q, lw.x_q_b, T, b.gs); // the queries, keys and values again
     gemm(kv.data(), b.source, lw.x_kv, lw.x_kv_b, S, b.gs);
-    attention_args a;
-    a.q = xq.data();
-    a.q_stride = w;
-    a.k = kv.data();
-    a.v = kv.data() + w;
-    a.kv_stride = 2 * w;
-    a.n_q = T;
-    a.n_past = 0;
-    a.n_keys = S;
-    a.n_head = a.n_kv_head = H;
-    a.d_head = dh;
-    a.causal = false;
-    a.probs = const_cast<float*>(kept(b, HOOK_CROSS_PATTERN, l)); // read only
-    a.out = nullptr;
-    a.out_stride = w;
+    const attention_args a = cross_attention_args(xq.data(), kv.data(), T, S, H, dh,
+                                                  const_cast<float*>(kept(b, HOOK_CROSS_PATTERN, l)), nullptr); // read only
     attention_backward_probs(gp.data(), a, gz.data());
     zero_covered(b, HOOK_CROSS_PATTERN, l, gp.data(), T, S, S);
     attention_backward_inputs(gq.data(), w, gkv.data(), gkv.data() + w, 2 * w, a, gp.data(), gz.data());

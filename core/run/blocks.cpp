@@ -186,21 +186,9 @@ void cross_attention_block(pass& f, int l) {
     gemm(f.s.xq.data(), f.s.xn.data(), lw.x_q, lw.x_q_b, n, f.s.gemm);
     sw.to(f.tm.attention_ms);
     const float* kv = &f.s.cross_kv[(size_t)l * S * 2 * xq_w]; // [S][k | v]
-    attention_args aa;
-    aa.q = f.s.xq.data();
-    aa.q_stride = xq_w;
-    aa.k = kv;
-    aa.v = kv + xq_w;
-    aa.kv_stride = 2 * xq_w;
-    aa.n_q = n;
-    aa.n_past = 0;
-    aa.n_keys = S;
-    aa.n_head = aa.n_kv_head = H;
-    aa.d_head = dh;
-    aa.causal = false;
-    aa.probs = pattern_target(f, HOOK_CROSS_PATTERN, l, (size_t)H * n * S);
-    aa.out = f.s.att_out.data();
-    aa.out_stride = xq_w;
+    const attention_args aa = cross_attention_args(f.s.xq.data(), kv, n, S, H, dh,
+                                                   pattern_target(f, HOOK_CROSS_PATTERN, l, (size_t)H * n * S),
+                                                   f.s.att_out.data());
     attention_cpu(aa);
     if (visit(f, HOOK_CROSS_PATTERN, l, aa.probs, n, S, S)) attention_values_cpu(aa);
     keep_pattern_rows(f, HOOK_CROSS_PATTERN, l, aa.probs, S);
