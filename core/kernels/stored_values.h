@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #if defined(__AVX512F__) || defined(__F16C__) || defined(__FMA__)
 #include <immintrin.h>
 #endif
@@ -148,6 +149,18 @@ inline vec k6_values(vec ds, vec ds32, vec q) {
     (void)ds32;
     return ds * (q - 32.0f);
 #endif
+}
+
+// f(std::integral_constant<int, c>, h) for the 8 quarters of a Q6_K block in the order of their values (128 h + 32 c
+// + l): each quarter's nibble and bit shifts are then constants
+template <class F>
+inline __attribute__((always_inline)) void k6_quarters(F&& f) {
+    for (int h = 0; h < 2; h++) {
+        f(std::integral_constant<int, 0>{}, h);
+        f(std::integral_constant<int, 1>{}, h);
+        f(std::integral_constant<int, 2>{}, h);
+        f(std::integral_constant<int, 3>{}, h);
+    }
 }
 
 } // namespace gb
