@@ -31,22 +31,7 @@
 
 namespace {
 
-// Runs the CLI with arguments already shell-quoted by the caller.
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
-const tiny_model& model_dir() {
-    static tiny_model tm = [] {
-        tiny_spec s;
-        s.n_layer = 2;
-        s.n_head = 3;
-        s.d_model = 24;
-        s.n_ctx = 40;
-        return write_tiny_gpt2(test_temp_dir("cli_model"), s);
-    }();
-    return tm;
-}
-
-std::string M() { return "--model '" + model_dir().dir + "'"; }
+std::string M() { return cli_test_model_arg(); }
 
 // .npy header: returns the shape tuple text and checks the magic and dtype
 std::string npy_shape(const std::string& bytes, const std::string& descr) {
@@ -63,7 +48,7 @@ std::string npy_shape(const std::string& bytes, const std::string& descr) {
 } // namespace
 
 TEST(Cli, RunPrintsTokensAndTopK) {
-    command_result r = cli("run " + M() + " --prompt 'the cat' --top-k 5");
+    command_result r = run_cli("run " + M() + " --prompt 'the cat' --top-k 5");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("tokens ("), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("top 5 next tokens"), std::string::npos) << r.out;
@@ -75,14 +60,14 @@ TEST(Cli, RunPrintsTokensAndTopK) {
 TEST(Cli, JsonMakesItsFolder) {
     const std::string dir = test_temp_dir("cli_json_dir") + "/new/deeper";
     std::filesystem::remove_all(test_temp_dir("cli_json_dir") + "/new");
-    command_result r = cli("run " + M() + " --prompt 'the cat' --json '" + dir + "/run.json'");
+    command_result r = run_cli("run " + M() + " --prompt 'the cat' --json '" + dir + "/run.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(std::filesystem::exists(dir + "/run.json"));
 }
 
 TEST(Cli, JsonAndNpyMatchTheContract) {
     std::string dir = test_temp_dir("cli_npy");
-    command_result r = cli("run " + M() + " --prompt 'the cat sat' --all-logits --bos --top-k 4 --json " + dir +
+    command_result r = run_cli("run " + M() + " --prompt 'the cat sat' --all-logits --bos --top-k 4 --json " + dir +
                    "/out.json --npy-dir " + dir + "/npy --ablate no-layernorm --layers 1 --heads 0.2");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
@@ -91,21 +76,21 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
     EXPECT_EQ(j["model"]["n_layer"], 2);
     const int T = (int)j["tokens"].size();
     ASSERT_GE(T, 2);
-    EXPECT_EQ(j["tokens"][0]["id"], model_dir().config.vocab_size - 1) << "--bos prepends <|endoftext|>";
+    EXPECT_EQ(j["tokens"][0]["id"], cli_test_model().config.vocab_size - 1) << "--bos prepends <|endoftext|>";
     EXPECT_EQ(j["top_k"].size(), 4u);
     EXPECT_EQ(j["residual_norms"]["labels"].size(), 5u);
     EXPECT_EQ(j["residual_norms"]["values"].size(), 5u);
     EXPECT_EQ(j["residual_norms"]["values"][0].size(), (size_t)T);
     EXPECT_TRUE(j["timing_ms"].contains("total"));
     EXPECT_EQ(j["ablation"], "no-layernorm[1] heads 0.2");
-    const int V = model_dir().config.vocab_size;
+    const int V = cli_test_model().config.vocab_size;
     std::string t = std::to_string(T);
     EXPECT_EQ(npy_shape(read_file(dir + "/npy/tokens.npy"), "<i4"), t + ",");
     EXPECT_EQ(npy_shape(read_file(dir + "/npy/logits.npy"), "<f4"), t + ", " + std::to_string(V));
     EXPECT_EQ(npy_shape(read_file(dir + "/npy/attention.npy"), "<f4"), "2, 3, " + t + ", " + t);
     EXPECT_EQ(npy_shape(read_file(dir + "/npy/residual_norms.npy"), "<f4"), "5, " + t);
     // the .npy payload is the capture itself: compare attention with an in-process run
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     std::vector<int> ids;
     for (auto& tok : j["tokens"]) ids.push_back(tok["id"]);
     gb::ablation ab;
@@ -126,27 +111,27 @@ TEST(Cli, JsonAndNpyMatchTheContract) {
 
 TEST(Cli, GenerateGreedyIsDeterministicAndWritesJson) {
     std::string dir = test_temp_dir("cli_gen");
-    command_result a = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --json " + dir + "/g.json");
+    command_result a = run_cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --json " + dir + "/g.json");
     ASSERT_EQ(a.code, 0) << a.err;
     auto j = nlohmann::json::parse(read_file(dir + "/g.json"));
     for (const char* k : {"prompt", "prompt_ids", "generated_ids", "generated_text"}) EXPECT_TRUE(j.contains(k)) << k;
     EXPECT_EQ(j["prompt"], "the");
-    command_result b = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8");
+    command_result b = run_cli("generate " + M() + " --prompt 'the' --max-new-tokens 8");
     EXPECT_EQ(a.out, b.out);
-    command_result s1 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
-    command_result s2 = cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
+    command_result s1 = run_cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
+    command_result s2 = run_cli("generate " + M() + " --prompt 'the' --max-new-tokens 8 --temperature 1 --top-p 0.9 --seed 3");
     ASSERT_EQ(s1.code, 0) << s1.err;
     EXPECT_EQ(s1.out, s2.out) << "same seed, same text";
 }
 
 TEST(Cli, TokenizeRoundTrip) {
-    command_result enc = cli("tokenize " + M() + " --text 'the cat'");
+    command_result enc = run_cli("tokenize " + M() + " --text 'the cat'");
     ASSERT_EQ(enc.code, 0) << enc.err;
     auto ids = nlohmann::json::parse(enc.out);
     ASSERT_TRUE(ids.is_array());
     std::string list;
     for (auto& id : ids) list += (list.empty() ? "" : ",") + std::to_string((int)id);
-    command_result dec = cli("tokenize --tokenizer '" + model_dir().dir + "' --decode " + list);
+    command_result dec = run_cli("tokenize --tokenizer '" + cli_test_model().dir + "' --decode " + list);
     ASSERT_EQ(dec.code, 0) << dec.err;
     EXPECT_EQ(dec.out, "the cat\n");
 }
@@ -156,7 +141,7 @@ TEST(Cli, TokenizeRoundTrip) {
 // OpenMP threads it was given, and each printed row the JSON's numbers. One size alone is written as an object.
 TEST(Cli, BenchWritesJson) {
     std::string dir = test_temp_dir("cli_bench");
-    const tiny_model& tm = model_dir();
+    const tiny_model& tm = cli_test_model();
     const std::vector<int> sizes{4, 8, 16};
     const int repeat = 3;
     // without an OpenMP wait setting of the user's, the program re-executes itself with a short spin
@@ -216,7 +201,7 @@ TEST(Cli, BenchWritesJson) {
         EXPECT_NEAR(printed_median[sizes[i]], med, 0.006) << "the printed median (2 decimals) is the JSON's; " << at;
     }
     // one size: the entry itself
-    r = cli("bench " + M() + " --tokens 8 --repeat 2 --json " + dir + "/one.json");
+    r = run_cli("bench " + M() + " --tokens 8 --repeat 2 --json " + dir + "/one.json");
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json one = nlohmann::json::parse(read_file(dir + "/one.json"));
     ASSERT_TRUE(one.is_object()) << one.dump();
@@ -230,7 +215,7 @@ TEST(Cli, BenchWritesJson) {
 // plain forward, each a positive time whose ratio is the printed one.
 TEST(Cli, BenchGradWritesTheBackwardAndAtp) {
     std::string dir = test_temp_dir("cli_bench_grad");
-    command_result r = cli("bench " + M() + " --grad --tokens 6 --repeat 3 --json " + dir + "/g.json");
+    command_result r = run_cli("bench " + M() + " --grad --tokens 6 --repeat 3 --json " + dir + "/g.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("atp/plain"), std::string::npos) << r.out;
     const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/g.json"));
@@ -246,7 +231,7 @@ TEST(Cli, BenchGradWritesTheBackwardAndAtp) {
 // tokens/s the inverse of ms a token; a prompt and continuation past the context are refused.
 TEST(Cli, BenchGenerateWritesPromptAndTokensPerSecond) {
     std::string dir = test_temp_dir("cli_bench_gen");
-    command_result r = cli("bench " + M() + " --generate 5 --tokens 7 --repeat 2 --json " + dir + "/g.json");
+    command_result r = run_cli("bench " + M() + " --generate 5 --tokens 7 --repeat 2 --json " + dir + "/g.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("generation, 5 tokens after it"), std::string::npos) << r.out;
     const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/g.json"));
@@ -255,7 +240,7 @@ TEST(Cli, BenchGenerateWritesPromptAndTokensPerSecond) {
     EXPECT_NEAR(j["tokens_per_s"].get<double>(), 1000.0 / j["ms_per_token"].get<double>(), 1e-9);
     EXPECT_EQ(j["prompt_tokens"], 7);
     EXPECT_EQ(j["generated_tokens"], 5);
-    command_result bad = cli("bench " + M() + " --generate 100000");
+    command_result bad = run_cli("bench " + M() + " --generate 100000");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--generate"), std::string::npos) << bad.err;
 }
@@ -264,7 +249,7 @@ TEST(Cli, BenchGenerateWritesPromptAndTokensPerSecond) {
 // its median; the competing process is gone when the command returns; refused with the GPU backend.
 TEST(Cli, BenchContendedWritesQuietAndBusyTimes) {
     std::string dir = test_temp_dir("cli_bench_contended");
-    command_result r = cli("bench " + M() + " --contended --tokens 4,8 --repeat 3 --json " + dir + "/c.json");
+    command_result r = run_cli("bench " + M() + " --contended --tokens 4,8 --repeat 3 --json " + dir + "/c.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("busy/quiet"), std::string::npos) << r.out;
     const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/c.json"));
@@ -284,7 +269,7 @@ TEST(Cli, BenchContendedWritesQuietAndBusyTimes) {
         left += cmdline.find(dir + "/c.json") != std::string::npos;
     }
     EXPECT_EQ(left, 0);
-    command_result ps = cli("bench " + M() + " --contended --backend gl --tokens 4");
+    command_result ps = run_cli("bench " + M() + " --contended --backend gl --tokens 4");
     EXPECT_EQ(ps.code, 2);
     EXPECT_NE(ps.err.find("--contended"), std::string::npos) << ps.err;
 }
@@ -293,14 +278,14 @@ TEST(Cli, BenchContendedWritesQuietAndBusyTimes) {
 // last-layer ablation toggle (each positive), and whether the baseline stayed cached.
 TEST(Cli, BenchIncrementalWritesTheContract) {
     std::string dir = test_temp_dir("cli_bench_inc");
-    command_result r = cli("bench --incremental " + M() + " --tokens 12 --repeat 2 --json " + dir + "/b.json");
+    command_result r = run_cli("bench --incremental " + M() + " --tokens 12 --repeat 2 --json " + dir + "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/b.json"));
     EXPECT_EQ(j["tokens"], 12);
     for (const char* k : {"full_ms", "append_ms", "edit_ms", "from_layer_ms"}) EXPECT_GT(j[k].get<double>(), 0.0) << k;
     EXPECT_EQ(j["baseline_cached"], true);
     EXPECT_NE(r.out.find("append one token"), std::string::npos) << r.out;
-    command_result bad = cli("bench --incremental " + M() + " --tokens 8,16");
+    command_result bad = run_cli("bench --incremental " + M() + " --tokens 8,16");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("--tokens"), std::string::npos) << bad.err;
 }
@@ -313,14 +298,14 @@ TEST(Cli, MatmulKernelIsChosenAndReported) {
     if (gb::amx_usable()) kinds.push_back("amx");
     std::vector<nlohmann::json> outs;
     for (const std::string& k : kinds) {
-        command_result b = cli("bench " + M() + " --tokens 8 --repeat 2 --matmul " + k + " --json " + dir + "/b.json");
+        command_result b = run_cli("bench " + M() + " --tokens 8 --repeat 2 --matmul " + k + " --json " + dir + "/b.json");
         ASSERT_EQ(b.code, 0) << b.err;
         EXPECT_NE(b.out.find("matmul: " + k), std::string::npos) << b.out;
         EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/b.json"))["matmul"], k);
-        command_result i = cli("info " + M() + " --matmul " + k);
+        command_result i = run_cli("info " + M() + " --matmul " + k);
         ASSERT_EQ(i.code, 0) << i.err;
         EXPECT_EQ(nlohmann::json::parse(i.out)["matmul"], k);
-        command_result r = cli("run " + M() + " --prompt 'the cat sat' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
+        command_result r = run_cli("run " + M() + " --prompt 'the cat sat' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
         ASSERT_EQ(r.code, 0) << r.err;
         outs.push_back(nlohmann::json::parse(read_file(dir + "/r.json"))["top_k"]);
     }
@@ -329,11 +314,11 @@ TEST(Cli, MatmulKernelIsChosenAndReported) {
             EXPECT_EQ(outs[i][j]["id"], outs[0][j]["id"]);
             EXPECT_NEAR(outs[i][j]["prob"].get<double>(), outs[0][j]["prob"].get<double>(), 1e-5);
         }
-    command_result bad = cli("run " + M() + " --prompt x --matmul int4");
+    command_result bad = run_cli("run " + M() + " --prompt x --matmul int4");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("matmul kernel 'int4' is unknown"), std::string::npos) << bad.err;
     if (!gb::amx_usable()) {
-        command_result no = cli("run " + M() + " --prompt x --matmul amx");
+        command_result no = run_cli("run " + M() + " --prompt x --matmul amx");
         EXPECT_EQ(no.code, 2);
         EXPECT_NE(no.err.find("cannot run here"), std::string::npos) << no.err;
     }
@@ -343,19 +328,19 @@ TEST(Cli, MatmulKernelIsChosenAndReported) {
 // with no Q4_K matrix is told it changes nothing; where the CPU lacks VNNI it is a usage error naming why.
 TEST(Cli, Int8KernelRunsQ4kFilesAndSaysSo) {
     const std::string dir = test_temp_dir("cli_int8"), g = dir + "/m.gguf";
-    command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
+    command_result mk = run_cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
                             "--vocab 300 --ctx 32 --dtype Q4_K --out " + g);
     ASSERT_EQ(mk.code, 0) << mk.err;
     std::string why;
     if (!gb::int8_usable(&why)) {
-        command_result no = cli("run --model " + g + " --prompt x --matmul int8");
+        command_result no = run_cli("run --model " + g + " --prompt x --matmul int8");
         EXPECT_EQ(no.code, 2);
         EXPECT_NE(no.err.find("the int8 matmul kernel cannot run here"), std::string::npos) << no.err;
         GTEST_SKIP() << why;
     }
     std::vector<nlohmann::json> tops;
     for (const std::string k : {"fp32", "int8"}) {
-        command_result r = cli("run --model " + g + " --prompt 'the cat sat on' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
+        command_result r = run_cli("run --model " + g + " --prompt 'the cat sat on' --top-k 5 --matmul " + k + " --json " + dir + "/r.json");
         ASSERT_EQ(r.code, 0) << r.err;
         tops.push_back(nlohmann::json::parse(read_file(dir + "/r.json"))["top_k"]);
     }
@@ -366,22 +351,22 @@ TEST(Cli, Int8KernelRunsQ4kFilesAndSaysSo) {
         differ |= tops[1][j]["prob"] != tops[0][j]["prob"];
     }
     EXPECT_TRUE(differ); // the int8 kernel ran
-    command_result i = cli("info --model " + g + " --matmul int8");
+    command_result i = run_cli("info --model " + g + " --matmul int8");
     ASSERT_EQ(i.code, 0) << i.err;
     auto j = nlohmann::json::parse(i.out);
     EXPECT_EQ(j["matmul"], "int8");
     EXPECT_EQ(j.value("matmul_note", "").find("no Q4_K"), std::string::npos) << j.dump();
-    command_result f16 = cli("info " + M() + " --matmul int8"); // the default model is F16
+    command_result f16 = run_cli("info " + M() + " --matmul int8"); // the default model is F16
     ASSERT_EQ(f16.code, 0) << f16.err;
     EXPECT_NE(nlohmann::json::parse(f16.out)["matmul_note"].get<std::string>().find("no Q4_K layer matrix"), std::string::npos);
-    command_result b = cli("bench --model " + g + " --tokens 8 --repeat 1 --matmul int8");
+    command_result b = run_cli("bench --model " + g + " --tokens 8 --repeat 1 --matmul int8");
     ASSERT_EQ(b.code, 0) << b.err;
     EXPECT_NE(b.out.find("matmul: int8"), std::string::npos) << b.out;
 }
 
 TEST(Cli, ErrorsAreOneLineWithExitCodes) {
     auto expect_error = [](const std::string& args, int code, const std::string& needle) {
-        command_result r = cli(args);
+        command_result r = run_cli(args);
         EXPECT_EQ(r.code, code) << args << "\n" << r.err;
         EXPECT_EQ(r.err.rfind("error:", 0), 0u) << args << ": " << r.err;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
@@ -408,7 +393,7 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
     c.n_layer = 4, c.n_head = 8, c.d_model = 32, c.vocab_size = 300, c.n_ctx = 512;
     gb::save_hf_gpt2(dir + "/m", gb::random_gpt2(c, 3));
     std::string prompt(400, 'a'); // 400 byte tokens: 4 * 8 * 400^2 floats = 20 MB
-    command_result r = cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
+    command_result r = run_cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 6 --npy-dir " + dir + "/npy");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("budget"), std::string::npos) << r.err;
     std::string att = read_file(dir + "/npy/attention.npy");
@@ -421,9 +406,9 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
 
 TEST(Cli, LogitsNpyIsOneRowWithoutAllLogits) {
     std::string dir = test_temp_dir("cli_one_row");
-    command_result r = cli("run " + M() + " --prompt 'the cat sat' --npy-dir " + dir + " --json " + dir + "/out.json");
+    command_result r = run_cli("run " + M() + " --prompt 'the cat sat' --npy-dir " + dir + " --json " + dir + "/out.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    const int V = model_dir().config.vocab_size;
+    const int V = cli_test_model().config.vocab_size;
     std::string logits = read_file(dir + "/logits.npy");
     EXPECT_EQ(npy_shape(logits, "<f4"), "1, " + std::to_string(V));
     size_t hl = (unsigned char)logits[8] | ((unsigned char)logits[9] << 8);
@@ -434,7 +419,7 @@ TEST(Cli, LogitsNpyIsOneRowWithoutAllLogits) {
 
 TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     auto refused = [](const std::string& args, const std::string& needle) {
-        command_result r = cli(args);
+        command_result r = run_cli(args);
         EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
         EXPECT_EQ(r.err, "error: " + needle + "\n") << args;
     };
@@ -456,12 +441,12 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("models --model x", "models does not take --model");
     refused("run " + M() + " hf:org/name --prompt x", "unexpected argument 'hf:org/name'"); // only download takes a name bare
     // --help is everyone's
-    EXPECT_EQ(cli("tokenize --help").code, 0);
+    EXPECT_EQ(run_cli("tokenize --help").code, 0);
 }
 
 TEST(Cli, ErrorMessagesStayOnOneLine) {
     // a path (or token) holding a newline, a tab or an escape character must not break the one-line contract
-    command_result r = cli("run --model \"$(printf '/nonexistent/a\\nb\\tc\\033[31m')\" --prompt x");
+    command_result r = run_cli("run --model \"$(printf '/nonexistent/a\\nb\\tc\\033[31m')\" --prompt x");
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.err.find('\t'), std::string::npos) << r.err;
@@ -488,10 +473,10 @@ TEST(Cli, OutOfMemoryIsAnInternalFailure) {
 }
 
 TEST(Cli, TopPAndBosAreChecked) {
-    command_result r = cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 0");
+    command_result r = run_cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 0");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--top-p: expected a number in (0, 1]"), std::string::npos) << r.err;
-    EXPECT_EQ(cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 1").code, 0);
+    EXPECT_EQ(run_cli("generate " + M() + " --prompt x --max-new-tokens 1 --temperature 1 --top-p 1").code, 0);
     // a GPT-2 folder whose tokenizer.json has no <|endoftext|>: no BOS token to prepend
     std::string dir = test_temp_dir("cli_no_bos");
     tiny_spec s;
@@ -504,10 +489,10 @@ TEST(Cli, TopPAndBosAreChecked) {
     std::ofstream(tm.dir + "/tokenizer.json") << j.dump();
     std::remove((tm.dir + "/vocab.json").c_str());
     std::remove((tm.dir + "/merges.txt").c_str());
-    command_result ok = cli("run --model '" + tm.dir + "' --prompt 'the cat'");
+    command_result ok = run_cli("run --model '" + tm.dir + "' --prompt 'the cat'");
     EXPECT_EQ(ok.code, 0) << ok.err;
     for (const char* cmd : {"run", "generate"}) {
-        command_result b = cli(std::string(cmd) + " --model '" + tm.dir + "' --prompt 'the cat' --bos" +
+        command_result b = run_cli(std::string(cmd) + " --model '" + tm.dir + "' --prompt 'the cat' --bos" +
                                (std::string(cmd) == "generate" ? " --max-new-tokens 1" : ""));
         EXPECT_EQ(b.code, 2) << cmd;
         EXPECT_NE(b.err.find("--bos: this model's tokenizer has no BOS token"), std::string::npos) << b.err;
@@ -522,25 +507,25 @@ TEST(Cli, TokenizeFolderReadsTokenizerConfigAsALoadDoes) {
     std::ofstream(dir + "/tokenizer.json") << read_file(src + "/tokenizer.json");
     std::ofstream(dir + "/tokenizer_config.json") << R"({"bos_token": "<unk>", "add_bos_token": true})";
     // with <unk> (id 0) as BOS, decode drops it and the dummy-prefix space after it, as after any BOS
-    command_result r = cli("tokenize --tokenizer '" + dir + "' --decode 0,22557");
+    command_result r = run_cli("tokenize --tokenizer '" + dir + "' --decode 0,22557");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, "Hello\n");
     std::ofstream(dir + "/tokenizer_config.json") << R"({"add_bos_token": "yes"})";
-    r = cli("tokenize --tokenizer '" + dir + "' --text Hello");
+    r = run_cli("tokenize --tokenizer '" + dir + "' --text Hello");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("tokenizer_config.json: add_bos_token must be true or false"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ControlCharactersInTokenTextAreShownEscaped) {
     // bytes like BEL or ESC in a token's text reach the terminal as "\x07", never raw
-    command_result r = cli("run " + M() + " --prompt \"$(printf 'a\\007b\\033[31m')\" --top-k 3");
+    command_result r = run_cli("run " + M() + " --prompt \"$(printf 'a\\007b\\033[31m')\" --top-k 3");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("[7 \"\\x07\"]"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("[27 \"\\x1b\"]"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find('\007'), std::string::npos);
     EXPECT_EQ(r.out.find('\033'), std::string::npos);
     // tokenize --decode prints the text as it is (see TokenizeDecodeIsRawUnlessEscaped); --escape is for a terminal
-    command_result d = cli("tokenize " + M() + " --decode 104,7,105,10,27 --escape");
+    command_result d = run_cli("tokenize " + M() + " --decode 104,7,105,10,27 --escape");
     ASSERT_EQ(d.code, 0) << d.err;
     EXPECT_EQ(d.out, "h\\x07i\n\\x1b\n") << "newlines stay in decoded text, other controls are escaped";
 }
@@ -548,17 +533,17 @@ TEST(Cli, ControlCharactersInTokenTextAreShownEscaped) {
 // tokenize --decode prints the decoded bytes exactly (for pipes and files); --escape shows control characters
 // as "\x0d" and keeps newlines and tabs, as generate prints its text.
 TEST(Cli, TokenizeDecodeIsRawUnlessEscaped) {
-    command_result enc = cli("tokenize " + M() + " --text \"$(printf 'a\\rb\\tc\\033d')\"");
+    command_result enc = run_cli("tokenize " + M() + " --text \"$(printf 'a\\rb\\tc\\033d')\"");
     ASSERT_EQ(enc.code, 0) << enc.err;
     std::string ids;
     for (auto& id : nlohmann::json::parse(enc.out)) ids += (ids.empty() ? "" : ",") + std::to_string((int)id);
-    command_result raw = cli("tokenize " + M() + " --decode " + ids);
+    command_result raw = run_cli("tokenize " + M() + " --decode " + ids);
     ASSERT_EQ(raw.code, 0) << raw.err;
     EXPECT_EQ(raw.out, "a\rb\tc\033d\n");
-    command_result esc = cli("tokenize " + M() + " --decode " + ids + " --escape");
+    command_result esc = run_cli("tokenize " + M() + " --decode " + ids + " --escape");
     ASSERT_EQ(esc.code, 0) << esc.err;
     EXPECT_EQ(esc.out, "a\\x0db\tc\\x1bd\n");
-    command_result alone = cli("tokenize " + M() + " --text x --escape");
+    command_result alone = run_cli("tokenize " + M() + " --text x --escape");
     EXPECT_EQ(alone.code, 2);
     EXPECT_NE(alone.err.find("--escape goes with --decode"), std::string::npos) << alone.err;
 }
@@ -570,7 +555,7 @@ TEST(Cli, NonFiniteWeightsWarnButRun) {
     gb::model m = gb::random_gpt2(c, 4);
     m.weights.layers[0].b_o[1] = std::nanf("");
     gb::save_hf_gpt2(dir + "/m", m);
-    command_result r = cli("run --model '" + dir + "/m' --prompt 'the cat' --top-k 3 --json " + dir + "/out.json");
+    command_result r = run_cli("run --model '" + dir + "/m' --prompt 'the cat' --top-k 3 --json " + dir + "/out.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.err.rfind("warning: the weights hold NaN/Inf, first in layer 0 b_o", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -595,17 +580,15 @@ gb::record analysis_record(const gb::model& m, const std::vector<int>& ids) {
     return r;
 }
 
-std::vector<int> ids_of(const gb::model& m, const std::string& text) { return gb::encode_prompt(m.tok, text, false); }
-
 } // namespace
 
 TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
     std::string dir = test_temp_dir("cli_lens");
-    command_result r = cli("lens " + M() + " --prompt 'the cat sat' --top-k 3 --json " + dir + "/l.json --npy-dir " + dir);
+    command_result r = run_cli("lens " + M() + " --prompt 'the cat sat' --top-k 3 --json " + dir + "/l.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("L1 mlp"), std::string::npos) << r.out;
     auto j = nlohmann::json::parse(read_file(dir + "/l.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     std::vector<int> ids = ids_of(m, "the cat sat");
     const int T = (int)ids.size(), P = 5;
     ASSERT_EQ(j["points"], nlohmann::json({"embed", "L0 attn", "L0 mlp", "L1 attn", "L1 mlp"}));
@@ -627,7 +610,7 @@ TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
     EXPECT_EQ(npy_shape(read_file(dir + "/lens_top_ids.npy"), "<i4"), "5, " + std::to_string(T) + ", 3");
     EXPECT_EQ(npy_shape(read_file(dir + "/lens_target_prob.npy"), "<f4"), "5, " + std::to_string(T));
     // --target follows that token's probability at every point
-    command_result rt = cli("lens " + M() + " --prompt 'the cat sat' --target-id 7 --json " + dir + "/t.json");
+    command_result rt = run_cli("lens " + M() + " --prompt 'the cat sat' --target-id 7 --json " + dir + "/t.json");
     ASSERT_EQ(rt.code, 0) << rt.err;
     auto jt = nlohmann::json::parse(read_file(dir + "/t.json"));
     gb::lens_result lt = gb::logit_lens(rec, m, {}, 5, 7);
@@ -639,13 +622,13 @@ TEST(Cli, LensJsonMatchesTheContractAndTheCore) {
 // prompt), the embedded model when --model is left out, and one-line errors for a bad prompt or option
 TEST(Cli, BreakItPrintsEachAblationAndItsJsonIsTheCores) {
     const std::string dir = test_temp_dir("cli_break");
-    command_result r = cli("break-it " + M() + " --prompt 'the cat sat on' --json " + dir + "/b.json");
+    command_result r = run_cli("break-it " + M() + " --prompt 'the cat sat on' --json " + dir + "/b.json");
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* s : {"no attention (all layers)", "no layer norm (all layers)", "no residual (all layers)",
                           "no attention in layer 1", "Without residual connections, the last token's vector", "KL"})
         EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
     const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/b.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     const gb::break_result b = gb::break_it(m, ids_of(m, "the cat sat on"));
     EXPECT_EQ(j["baseline"]["top"]["id"], b.base_top_id);
     ASSERT_EQ(j["rows"].size(), b.rows.size());
@@ -663,11 +646,11 @@ TEST(Cli, BreakItPrintsEachAblationAndItsJsonIsTheCores) {
     EXPECT_EQ(j["head_kl"].size(), 2u);
     EXPECT_EQ(j["heads_scanned"], 6);
     // the embedded default model
-    command_result d = cli("break-it --prompt 'Thank you very'");
+    command_result d = run_cli("break-it --prompt 'Thank you very'");
     ASSERT_EQ(d.code, 0) << d.err;
     EXPECT_NE(d.out.find("no residual (all layers)"), std::string::npos) << d.out;
     // a capped scan says so
-    command_result capped = cli("break-it " + M() + " --prompt 'the cat' --scan-heads 3");
+    command_result capped = run_cli("break-it " + M() + " --prompt 'the cat' --scan-heads 3");
     ASSERT_EQ(capped.code, 0) << capped.err;
     EXPECT_NE(capped.out.find("note: this model has 6 heads: the scan removed 3 of them"), std::string::npos) << capped.out;
     // errors: one line, exit 2
@@ -676,7 +659,7 @@ TEST(Cli, BreakItPrintsEachAblationAndItsJsonIsTheCores) {
              {"--prompt '" + std::string(200, 'x') + " " + std::string(200, 'y') + "'", "too long"},
              {"--prompt x --scan-heads 0", "--scan-heads: expected an integer"},
              {"--prompt x --ablate no-residual", "break-it does not take --ablate"}}) {
-        command_result e = cli("break-it " + M() + " " + args);
+        command_result e = run_cli("break-it " + M() + " " + args);
         EXPECT_EQ(e.code, 2) << args << "\n" << e.out;
         EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
         EXPECT_NE(e.err.find(needle), std::string::npos) << e.err;
@@ -689,12 +672,12 @@ TEST(Cli, GenerateAtSeveralTemperatures) {
     const std::string dir = test_temp_dir("cli_temps");
     const std::string cmd = "generate " + M() + " --prompt 'the cat' --max-new-tokens 10 --temperatures 0.3,0.8,1.5 "
                             "--top-k 5 --seed 2";
-    command_result r = cli(cmd + " --json " + dir + "/t.json");
+    command_result r = run_cli(cmd + " --json " + dir + "/t.json");
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* s : {"T = 0.3", "T = 0.8", "T = 1.5", "the top 5"}) EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
-    EXPECT_EQ(cli(cmd + " --json " + dir + "/t2.json").out, r.out) << "the same seed gives the same three texts";
+    EXPECT_EQ(run_cli(cmd + " --json " + dir + "/t2.json").out, r.out) << "the same seed gives the same three texts";
     const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/t.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     const std::vector<int> ids = ids_of(m, "the cat");
     gb::record rec;
     gb::run_forward(rec, m, ids);
@@ -725,7 +708,7 @@ TEST(Cli, GenerateAtSeveralTemperatures) {
              {"--temperature 1 --temperatures 0.3", "give --temperature or --temperatures, not both"},
              {"--temperatures 0.3,hot", "--temperatures: expected a number"},
              {"--temperatures ,", "--temperatures: expected 1 to 16"}}) {
-        command_result e = cli("generate " + M() + " --prompt x --max-new-tokens 2 " + args);
+        command_result e = run_cli("generate " + M() + " --prompt x --max-new-tokens 2 " + args);
         EXPECT_EQ(e.code, 2) << args;
         EXPECT_EQ(e.err.rfind("error: " + needle, 0), 0u) << e.err;
         EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
@@ -734,7 +717,7 @@ TEST(Cli, GenerateAtSeveralTemperatures) {
 
 TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
     std::string dir = test_temp_dir("cli_attr");
-    command_result r = cli("attribute " + M() + " --prompt 'the cat sat' --target ' ' --contrast-id 97 --position 1 --json " +
+    command_result r = run_cli("attribute " + M() + " --prompt 'the cat sat' --target ' ' --contrast-id 97 --position 1 --json " +
                            dir + "/a.json");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/a.json"));
@@ -748,7 +731,7 @@ TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
     for (const char* k : {"attn_bias", "mlp"})
         for (auto& v : j[k]) sum += v.get<double>();
     EXPECT_NEAR(sum, j["total"].get<double>(), 1e-4 * std::max(1.0, std::fabs(j["total"].get<double>())));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     std::vector<int> ids = ids_of(m, "the cat sat");
     gb::attribution a = gb::attribute(analysis_record(m, ids), m, {}, ' ', 97, 1);
     EXPECT_NEAR(j["total"].get<double>(), a.total, 1e-6);
@@ -756,20 +739,20 @@ TEST(Cli, AttributeJsonSumsToTheLogitDifference) {
     EXPECT_EQ(j["position"], 1);
     EXPECT_EQ(j["target"]["id"], (int)' ');
     // the target must be one token: the error says how it tokenized
-    command_result bad = cli("attribute " + M() + " --prompt 'the cat' --target 'cat dog'");
+    command_result bad = run_cli("attribute " + M() + " --prompt 'the cat' --target 'cat dog'");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--target 'cat dog' encodes to"), std::string::npos) << bad.err;
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
-    EXPECT_EQ(cli("attribute " + M() + " --prompt 'the cat'").code, 2) << "no target";
-    EXPECT_EQ(cli("attribute " + M() + " --prompt 'the cat' --target-id 5 --position 9").code, 2) << "position past the prompt";
+    EXPECT_EQ(run_cli("attribute " + M() + " --prompt 'the cat'").code, 2) << "no target";
+    EXPECT_EQ(run_cli("attribute " + M() + " --prompt 'the cat' --target-id 5 --position 9").code, 2) << "position past the prompt";
 }
 
 TEST(Cli, HeadsScoresMatchTheCoreAndRepeatRandomDoublesTheTokens) {
     std::string dir = test_temp_dir("cli_heads");
-    command_result r = cli("heads " + M() + " --prompt 'the cat sat on the cat' --json " + dir + "/h.json --npy-dir " + dir);
+    command_result r = run_cli("heads " + M() + " --prompt 'the cat sat on the cat' --json " + dir + "/h.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/h.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     gb::record rec;
     gb::run_forward(rec, m, ids_of(m, "the cat sat on the cat"));
     gb::head_scores s = gb::score_heads(rec);
@@ -782,25 +765,25 @@ TEST(Cli, HeadsScoresMatchTheCoreAndRepeatRandomDoublesTheTokens) {
     }
     EXPECT_EQ(npy_shape(read_file(dir + "/head_scores.npy"), "<f4"), "5, 2, 3");
     // no token repeats: induction is null
-    command_result once = cli("heads " + M() + " --prompt 'abc' --json " + dir + "/o.json");
+    command_result once = run_cli("heads " + M() + " --prompt 'abc' --json " + dir + "/o.json");
     ASSERT_EQ(once.code, 0) << once.err;
     EXPECT_TRUE(nlohmann::json::parse(read_file(dir + "/o.json"))["induction"][0][0].is_null());
-    command_result rr = cli("heads " + M() + " --repeat-random 7 --seed 3 --json " + dir + "/r.json");
+    command_result rr = run_cli("heads " + M() + " --repeat-random 7 --seed 3 --json " + dir + "/r.json");
     ASSERT_EQ(rr.code, 0) << rr.err;
     auto jr = nlohmann::json::parse(read_file(dir + "/r.json"));
     ASSERT_EQ(jr["tokens"].size(), 14u);
     for (int i = 0; i < 7; i++) EXPECT_EQ(jr["tokens"][i], jr["tokens"][i + 7]);
     EXPECT_FALSE(jr["induction"][1][0].is_null());
-    EXPECT_EQ(cli("heads " + M() + " --repeat-random 30").code, 2) << "60 tokens exceed the context of 40";
+    EXPECT_EQ(run_cli("heads " + M() + " --repeat-random 30").code, 2) << "60 tokens exceed the context of 40";
 }
 
 TEST(Cli, PatchJsonMatchesTheContract) {
     std::string dir = test_temp_dir("cli_patch");
-    command_result r = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97 --json " +
+    command_result r = run_cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97 --json " +
                            dir + "/p.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/p.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     std::vector<int> clean = ids_of(m, "the hat sat"), corrupt = ids_of(m, "the mat sat");
     const int T = (int)clean.size();
     for (const char* k : {"clean", "corrupt", "resid", "heads", "normalized"}) ASSERT_TRUE(j.contains(k)) << k;
@@ -816,7 +799,7 @@ TEST(Cli, PatchJsonMatchesTheContract) {
     // the last point at the last position is the clean run's answer
     EXPECT_NEAR(j["normalized"]["resid"][4][T - 1].get<double>(), 1.0, 1e-4);
     EXPECT_EQ(npy_shape(read_file(dir + "/patch_resid_normalized.npy"), "<f4"), "5, " + std::to_string(T));
-    command_result bad = cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32 --contrast-id 97");
+    command_result bad = run_cli("patch " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32 --contrast-id 97");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_NE(bad.err.find("same length"), std::string::npos) << bad.err;
 }
@@ -827,11 +810,11 @@ TEST(Cli, PatchJsonMatchesTheContract) {
 TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     std::string dir = test_temp_dir("cli_grad");
     const std::string prompt = " --prompt 'the hat sat' --target-id 32 --contrast-id 97";
-    command_result r = cli("grad " + M() + prompt + " --ablate no-layernorm --steps 64 --json " + dir + "/g.json --npy-dir " + dir);
+    command_result r = run_cli("grad " + M() + prompt + " --ablate no-layernorm --steps 64 --json " + dir + "/g.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("completeness gap"), std::string::npos) << r.out;
     auto j = nlohmann::json::parse(read_file(dir + "/g.json"));
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     const std::vector<int> tokens = ids_of(m, "the hat sat");
     const int T = (int)tokens.size(), d = 24;
     gb::metric_spec ms;
@@ -864,13 +847,13 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
     // with the norms: the gap shrinks as the steps grow
     double gap[2];
     for (int i = 0; i < 2; i++) {
-        ASSERT_EQ(cli("grad " + M() + prompt + " --steps " + (i ? "2000" : "200") + " --json " + dir + "/n.json").code, 0);
+        ASSERT_EQ(run_cli("grad " + M() + prompt + " --steps " + (i ? "2000" : "200") + " --json " + dir + "/n.json").code, 0);
         gap[i] = std::fabs(nlohmann::json::parse(read_file(dir + "/n.json"))["completeness_gap"].get<double>());
     }
     EXPECT_LT(gap[1], gap[0] / 5) << gap[0] << " " << gap[1];
     // log p and logit need no contrast; logit-diff needs one
-    EXPECT_EQ(cli("grad " + M() + " --prompt 'the hat sat' --target-id 32 --metric logprob --position 1 --steps 0").code, 0);
-    command_result bad = cli("grad " + M() + " --prompt 'the hat sat' --target-id 32");
+    EXPECT_EQ(run_cli("grad " + M() + " --prompt 'the hat sat' --target-id 32 --metric logprob --position 1 --steps 0").code, 0);
+    command_result bad = run_cli("grad " + M() + " --prompt 'the hat sat' --target-id 32");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("needs --contrast"), std::string::npos) << bad.err;
 }
@@ -880,7 +863,7 @@ TEST(Cli, GradJsonMatchesTheContractAndIntegratedGradientsComplete) {
 TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
     std::string dir = test_temp_dir("cli_atp");
     const std::string prompts = " --prompt 'the hat sat' --corrupt 'the mat sat' --target-id 32 --contrast-id 97";
-    command_result r = cli("atp " + M() + prompts + " --ablate no-layernorm --exact --json " + dir + "/a.json --npy-dir " + dir);
+    command_result r = run_cli("atp " + M() + prompts + " --ablate no-layernorm --exact --json " + dir + "/a.json --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/a.json"));
     for (const char* k : {"clean", "corrupt", "resid", "heads", "normalized", "exact", "error", "method"})
@@ -895,7 +878,7 @@ TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
     EXPECT_EQ(npy_shape(read_file(dir + "/atp_heads_normalized.npy"), "<f4"), "2, 3");
     EXPECT_EQ(npy_shape(read_file(dir + "/patch_resid.npy"), "<f4"), "5, " + std::to_string(T));
     // the whole map: an estimate, with its error against exact patching reported
-    command_result full = cli("atp " + M() + prompts + " --exact --json " + dir + "/b.json");
+    command_result full = run_cli("atp " + M() + prompts + " --exact --json " + dir + "/b.json");
     ASSERT_EQ(full.code, 0) << full.err;
     EXPECT_NE(full.out.find("correlation"), std::string::npos) << full.out;
     auto e = nlohmann::json::parse(read_file(dir + "/b.json"))["error"];
@@ -904,14 +887,14 @@ TEST(Cli, AtpAgreesWithExactPatchingWhereTheMapIsLinear) {
     std::printf("atp vs exact on the tiny GPT-2: resid max %.4f rms %.4f corr %s; heads max %.4f rms %.4f corr %s\n",
                 e["resid"]["max"].get<double>(), e["resid"]["rms"].get<double>(), e["resid"]["correlation"].dump().c_str(),
                 e["heads"]["max"].get<double>(), e["heads"]["rms"].get<double>(), e["heads"]["correlation"].dump().c_str());
-    EXPECT_EQ(cli("atp " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32").code, 2);
+    EXPECT_EQ(run_cli("atp " + M() + " --prompt 'the hat sat' --corrupt 'a dog' --target-id 32").code, 2);
 }
 
 TEST(Cli, KeepWritesHookPointsAsNpy) {
     std::string dir = test_temp_dir("cli_keep");
-    command_result r = cli("run " + M() + " --prompt 'the cat' --keep resid_stream,z,mlp_post,final_norm --npy-dir " + dir);
+    command_result r = run_cli("run " + M() + " --prompt 'the cat' --keep resid_stream,z,mlp_post,final_norm --npy-dir " + dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     std::vector<int> ids = ids_of(m, "the cat");
     const std::string T = std::to_string(ids.size());
     EXPECT_EQ(npy_shape(read_file(dir + "/resid_stream.npy"), "<f4"), "5, " + T + ", 24");
@@ -927,8 +910,8 @@ TEST(Cli, KeepWritesHookPointsAsNpy) {
     size_t hl = (unsigned char)z[8] | ((unsigned char)z[9] << 8);
     const size_t layer = rec.layer_floats(gb::HOOK_Z);
     EXPECT_EQ(0, std::memcmp(z.data() + 10 + hl + layer * 4, rec.get(gb::HOOK_Z, 1), layer * 4));
-    EXPECT_EQ(cli("run " + M() + " --prompt x --keep z").code, 2) << "--keep without --npy-dir";
-    command_result bad = cli("run " + M() + " --prompt x --keep zz --npy-dir " + dir);
+    EXPECT_EQ(run_cli("run " + M() + " --prompt x --keep z").code, 2) << "--keep without --npy-dir";
+    command_result bad = run_cli("run " + M() + " --prompt x --keep zz --npy-dir " + dir);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("unknown hook point 'zz'"), std::string::npos) << bad.err;
 }
@@ -942,7 +925,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     const int64_t V = 300, d = 64, layer = 3 * d * d + 3 * d * 96 + 2 * d;
     for (int tied : {1, 0}) {
         const std::string m = dir + "/m" + std::to_string(tied);
-        command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 "
+        command_result mk = run_cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 "
                                 "--vocab 300 --ctx 32 --dtype F16 --tied " + std::to_string(tied) + " --out " + m);
         ASSERT_EQ(mk.code, 0) << mk.err;
         auto cfg = nlohmann::json::parse(read_file(m + "/config.json"));
@@ -954,7 +937,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         EXPECT_EQ(cfg["tie_word_embeddings"], tied == 1);
         EXPECT_EQ(read_file(m + "/model.safetensors").find("lm_head.weight") != std::string::npos, tied == 0);
 
-        command_result info = cli("info --model " + m);
+        command_result info = run_cli("info --model " + m);
         ASSERT_EQ(info.code, 0) << info.err;
         auto j = nlohmann::json::parse(info.out);
         EXPECT_EQ(j["arch"], "llama");
@@ -968,7 +951,7 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
         EXPECT_EQ(j["n_params"], (2 - tied) * V * d + 2 * layer + d);
         EXPECT_TRUE(j["nonfinite_tensor"].is_null());
 
-        command_result run = cli("run --model " + m + " --prompt 'the cat sat' --top-k 3 --json " + m + "/run.json");
+        command_result run = run_cli("run --model " + m + " --prompt 'the cat sat' --top-k 3 --json " + m + "/run.json");
         ASSERT_EQ(run.code, 0) << run.err;
         EXPECT_TRUE(run.err.empty()) << run.err;
         EXPECT_EQ(run.out.find("non-finite"), std::string::npos) << run.out;
@@ -989,24 +972,24 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
     // one GGUF file in a quantised type: kept as stored, runs
     {
         const std::string g = dir + "/m.gguf";
-        command_result mk = cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
+        command_result mk = run_cli("make-random --arch llama --layers-n 2 --d-model 256 --heads-n 4 --kv-heads-n 2 --ff 512 "
                                 "--vocab 300 --ctx 32 --dtype Q4_K --out " + g);
         ASSERT_EQ(mk.code, 0) << mk.err;
-        command_result info = cli("info --model " + g);
+        command_result info = run_cli("info --model " + g);
         ASSERT_EQ(info.code, 0) << info.err;
         auto j = nlohmann::json::parse(info.out);
         EXPECT_EQ(j["stored_types"]["mlp"], "Q4_K");
         EXPECT_EQ(j["stored_types"]["head"], "tied");
         EXPECT_GT(j["resident_bytes"].get<int64_t>(), 0);
-        command_result run = cli("run --model " + g + " --prompt 'the cat'");
+        command_result run = run_cli("run --model " + g + " --prompt 'the cat'");
         EXPECT_EQ(run.code, 0) << run.err;
         // --weights f32: the old path, every weight dequantised at load, more memory, the same top tokens
-        command_result f32 = cli("info --weights f32 --model " + g);
+        command_result f32 = run_cli("info --weights f32 --model " + g);
         ASSERT_EQ(f32.code, 0) << f32.err;
         auto jf = nlohmann::json::parse(f32.out);
         EXPECT_EQ(jf["stored_types"]["mlp"], "F32");
         EXPECT_GT(jf["resident_bytes"].get<int64_t>(), 3 * j["resident_bytes"].get<int64_t>());
-        command_result run32 = cli("run --weights f32 --matmul fp32 --model " + g + " --prompt 'the cat'");
+        command_result run32 = run_cli("run --weights f32 --matmul fp32 --model " + g + " --prompt 'the cat'");
         EXPECT_EQ(run32.code, 0) << run32.err;
         auto top_lines = [](const std::string& out) { // the top-k lines: "  1. "tok"  0.0123  (id 7)"
             std::string keep, line;
@@ -1015,27 +998,27 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
                 if (line.find("(id ") != std::string::npos) keep += line + "\n";
             return keep;
         };
-        const std::string stored_top = top_lines(cli("run --matmul fp32 --model " + g + " --prompt 'the cat'").out);
+        const std::string stored_top = top_lines(run_cli("run --matmul fp32 --model " + g + " --prompt 'the cat'").out);
         EXPECT_FALSE(stored_top.empty());
         EXPECT_EQ(top_lines(run32.out), stored_top); // bit for bit the same logits on the fp32 kernel
-        command_result bogus = cli("info --weights f16 --model " + g);
+        command_result bogus = run_cli("info --weights f16 --model " + g);
         EXPECT_EQ(bogus.code, 2);
         EXPECT_NE(bogus.err.find("--weights"), std::string::npos) << bogus.err;
-        command_result bad = cli("make-random --arch llama --dtype Q3_K --out " + dir + "/bad.gguf");
+        command_result bad = run_cli("make-random --arch llama --dtype Q3_K --out " + dir + "/bad.gguf");
         EXPECT_EQ(bad.code, 2);
         EXPECT_NE(bad.err.find("--dtype: expected F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K"),
                   std::string::npos) << bad.err;
-        command_result marian = cli("make-random --arch marian --out " + dir + "/m.gguf");
+        command_result marian = run_cli("make-random --arch marian --out " + dir + "/m.gguf");
         EXPECT_EQ(marian.code, 2);
         EXPECT_NE(marian.err.find("--arch: a .gguf is written for gpt2, llama, mistral"), std::string::npos) << marian.err;
     }
     // a seed names one model
-    ASSERT_EQ(cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
+    ASSERT_EQ(run_cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
                   "--ctx 32 --dtype F16 --out " + dir + "/again").code, 0);
     EXPECT_EQ(read_file(dir + "/again/model.safetensors"), read_file(dir + "/m1/model.safetensors"));
 
     auto refused = [&](const std::string& args, const std::string& needle) {
-        command_result r = cli("make-random --out " + dir + "/bad " + args);
+        command_result r = run_cli("make-random --out " + dir + "/bad " + args);
         EXPECT_EQ(r.code, 2) << args;
         EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
     };
@@ -1052,12 +1035,12 @@ TEST(Cli, MakeRandomLlamaOpensAndRuns) {
 TEST(Cli, MakeRandomGgufFamilies) {
     const std::string dir = test_temp_dir("cli_gguf_families");
     const std::string shape = "--layers-n 1 --d-model 256 --heads-n 4 --ff 256 --vocab 300 --ctx 32 ";
-    command_result moe = cli("make-random --arch qwen2_moe --kv-heads-n 2 --experts-n 3 --experts-used-n 2 --dtype Q4_0 " +
+    command_result moe = run_cli("make-random --arch qwen2_moe --kv-heads-n 2 --experts-n 3 --experts-used-n 2 --dtype Q4_0 " +
                              shape + "--out " + dir + "/moe.gguf");
     ASSERT_EQ(moe.code, 0) << moe.err;
     EXPECT_NE(moe.out.find("wrote a random qwen2_moe GGUF (1 layers, d 256, 4 heads, 2 kv heads, ff 256, vocab 300, untied "
                            "head, 3 experts, top 2,"), std::string::npos) << moe.out;
-    command_result info = cli("info --model " + dir + "/moe.gguf");
+    command_result info = run_cli("info --model " + dir + "/moe.gguf");
     ASSERT_EQ(info.code, 0) << info.err;
     auto j = nlohmann::json::parse(info.out);
     EXPECT_EQ(j["arch"], "qwen2moe"); // as the file names it
@@ -1065,20 +1048,20 @@ TEST(Cli, MakeRandomGgufFamilies) {
     EXPECT_EQ(j["stored_types"]["mlp"], "Q4_0");
     EXPECT_EQ(j["experts"]["n_expert"], 3) << info.out;
     EXPECT_EQ(j["experts"]["d_ff_shared"], 256) << info.out;
-    ASSERT_EQ(cli("make-random --arch gemma2 --dtype Q6_K --seed 5 " + shape + "--out " + dir + "/g.gguf").code, 0);
-    ASSERT_EQ(cli("make-random --arch gemma2 --dtype Q6_K --seed 5 --dequantised " + shape + "--out " + dir + "/gf.gguf").code, 0);
+    ASSERT_EQ(run_cli("make-random --arch gemma2 --dtype Q6_K --seed 5 " + shape + "--out " + dir + "/g.gguf").code, 0);
+    ASSERT_EQ(run_cli("make-random --arch gemma2 --dtype Q6_K --seed 5 --dequantised " + shape + "--out " + dir + "/gf.gguf").code, 0);
     auto top = [&](const std::string& path) { // the top-k of a run on the fp32 kernel: the same weights, the same numbers
-        command_result r = cli("run --matmul fp32 --model " + path + " --prompt 'the cat' --json " + path + ".json");
+        command_result r = run_cli("run --matmul fp32 --model " + path + " --prompt 'the cat' --json " + path + ".json");
         EXPECT_EQ(r.code, 0) << r.err;
         return nlohmann::json::parse(read_file(path + ".json"))["top_k"];
     };
     EXPECT_EQ(top(dir + "/g.gguf"), top(dir + "/gf.gguf"));
-    auto gi = nlohmann::json::parse(cli("info --model " + dir + "/gf.gguf").out);
+    auto gi = nlohmann::json::parse(run_cli("info --model " + dir + "/gf.gguf").out);
     EXPECT_EQ(gi["stored_types"]["mlp"], "F32");
     EXPECT_EQ(gi["sliding_window"]["tokens"], 4096);
     EXPECT_FLOAT_EQ(gi["attn_softcap"].get<float>(), 50.0f);
     auto refused = [&](const std::string& args, const std::string& needle) {
-        command_result r = cli("make-random " + shape + args);
+        command_result r = run_cli("make-random " + shape + args);
         EXPECT_EQ(r.code, 2) << args;
         EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
     };
@@ -1116,7 +1099,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         {"download", {"--revision R", "--file F"}},
     };
     for (const auto& [cmd, options] : some_options) {
-        command_result r = cli(cmd + " --help");
+        command_result r = run_cli(cmd + " --help");
         ASSERT_EQ(r.code, 0) << cmd << ": " << r.err;
         EXPECT_TRUE(r.err.empty()) << cmd << ": " << r.err;
         EXPECT_EQ(r.out.rfind("Usage: glassbox-cli " + cmd + " ", 0), 0u) << r.out;
@@ -1124,7 +1107,7 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
         for (const std::string& o : options) EXPECT_NE(r.out.find("  --" + o.substr(2)), std::string::npos) << cmd << " " << o;
         EXPECT_NE(r.out.find("Exit codes:\n  0  success\n  1  internal failure"), std::string::npos) << r.out;
         EXPECT_NE(r.out.find("\n  2  bad usage or bad input"), std::string::npos) << r.out;
-        EXPECT_EQ(cli("help " + cmd).out, r.out) << "help " << cmd;
+        EXPECT_EQ(run_cli("help " + cmd).out, r.out) << "help " << cmd;
         // every option the help lists is one the command takes: all of them at once, then --help, are parsed
         // (an option it does not take is an error) and nothing runs (make-random writes nothing)
         std::string listed;
@@ -1137,17 +1120,17 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
             const bool takes_value = end != std::string::npos && end + 1 < l.size() && l[end + 1] != ' ';
             if (name != "help") listed += " --" + name + (takes_value ? " x" : "");
         }
-        command_result all_options = cli(cmd + listed + " --help");
+        command_result all_options = run_cli(cmd + listed + " --help");
         EXPECT_EQ(all_options.code, 0) << cmd << listed << ": " << all_options.err;
         EXPECT_EQ(all_options.out, r.out);
     }
-    command_result all = cli("--help");
+    command_result all = run_cli("--help");
     ASSERT_EQ(all.code, 0) << all.err;
     EXPECT_NE(all.out.find("glassbox-cli COMMAND --help"), std::string::npos) << all.out;
     EXPECT_NE(all.out.find("Exit codes:"), std::string::npos) << all.out;
-    EXPECT_EQ(cli("-h").out, all.out);
-    EXPECT_EQ(cli("run -h").out, cli("run --help").out);
-    command_result bad = cli("help frobnicate");
+    EXPECT_EQ(run_cli("-h").out, all.out);
+    EXPECT_EQ(run_cli("run -h").out, run_cli("run --help").out);
+    command_result bad = run_cli("help frobnicate");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("unknown command 'frobnicate'"), std::string::npos) << bad.err;
 }
@@ -1157,8 +1140,8 @@ TEST(Cli, EveryCommandHelpListsItsOptionsAndExitCodes) {
 // is refused with one line naming the shape it has.
 TEST(Cli, SelftestReportsMismatchesOnRandomGpt2Small) {
     const std::string dir = test_temp_dir("cli_selftest");
-    ASSERT_EQ(cli("make-random --dtype F16 --seed 3 --out " + dir + "/m").code, 0); // GPT-2 small's shape by default
-    command_result r = cli("selftest --model " + dir + "/m --json " + dir + "/s.json");
+    ASSERT_EQ(run_cli("make-random --dtype F16 --seed 3 --out " + dir + "/m").code, 0); // GPT-2 small's shape by default
+    command_result r = run_cli("selftest --model " + dir + "/m --json " + dir + "/s.json");
     EXPECT_EQ(r.code, 3) << r.out << r.err;
     EXPECT_TRUE(r.err.empty()) << r.err;
     for (const char* fact : {"mean loss on \"Hello world!\" after BOS", "top previous-token head",
@@ -1174,7 +1157,7 @@ TEST(Cli, SelftestReportsMismatchesOnRandomGpt2Small) {
     EXPECT_EQ(j["facts"][1]["expected"], "L4H11");
     EXPECT_EQ(j["facts"][1]["matched"], false);
 
-    command_result other = cli("selftest --model '" + model_dir().dir + "'");
+    command_result other = run_cli("selftest --model '" + cli_test_model().dir + "'");
     EXPECT_EQ(other.code, 2);
     EXPECT_NE(other.err.find("selftest checks facts published about GPT-2 small"), std::string::npos) << other.err;
     EXPECT_NE(other.err.find("layers"), std::string::npos) << other.err;
@@ -1184,7 +1167,7 @@ TEST(Cli, SelftestReportsMismatchesOnRandomGpt2Small) {
 // --version: "glassbox-cli 0.4.0 (git 6efc708)": the project's version, and the commit when the source tree is a
 // git checkout that git can read (as at build time: the header is generated then).
 TEST(Cli, VersionNamesTheProjectVersionAndCommit) {
-    command_result r = cli("--version");
+    command_result r = run_cli("--version");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, std::string("glassbox-cli ") + GLASSBOX_VERSION_FULL + "\n");
     // the form: MAJOR.MINOR.PATCH, and a commit of at least 7 hex digits
@@ -1214,7 +1197,7 @@ TEST(Cli, VersionNamesTheProjectVersionAndCommit) {
 // run --loss: every token's loss given the ones before it, the mean and bits per byte, as the core computes them
 TEST(Cli, RunLossPrintsEachTokensLossAndJsonHoldsIt) {
     const std::string dir = test_temp_dir("cli_loss");
-    command_result r = cli("run " + M() + " --prompt 'the cat sat on the mat' --loss --json '" + dir + "/run.json'");
+    command_result r = run_cli("run " + M() + " --prompt 'the cat sat on the mat' --loss --json '" + dir + "/run.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("loss of each token given the ones before it"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("bits per UTF-8 byte"), std::string::npos) << r.out;
@@ -1227,7 +1210,7 @@ TEST(Cli, RunLossPrintsEachTokensLossAndJsonHoldsIt) {
     EXPECT_TRUE(loss["nats"][0].is_null());
     EXPECT_EQ(loss["scored"], T - 1);
     // the same numbers as the core's surprisal of the same run
-    const gb::model m = gb::load_model(model_dir().dir);
+    const gb::model m = gb::load_model(cli_test_model().dir);
     gb::forward_options o;
     o.all_logits = true;
     gb::record rec;

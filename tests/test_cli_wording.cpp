@@ -20,20 +20,7 @@
 
 namespace {
 
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
-const tiny_model& model_dir() {
-    static tiny_model tm = [] {
-        tiny_spec s;
-        s.n_layer = 2;
-        s.n_head = 3;
-        s.d_model = 24;
-        s.n_ctx = 40;
-        return write_tiny_gpt2(test_temp_dir("cli_wording_model"), s);
-    }();
-    return tm;
-}
-std::string M() { return "--model '" + model_dir().dir + "'"; }
+std::string M() { return cli_test_model_arg(); }
 
 std::vector<std::string> lines_of(const std::string& s) {
     std::vector<std::string> out;
@@ -41,8 +28,6 @@ std::vector<std::string> lines_of(const std::string& s) {
     for (std::string l; std::getline(in, l);) out.push_back(l);
     return out;
 }
-
-std::vector<int> ids_of(const gb::model& m, const std::string& text) { return gb::encode_prompt(m.tok, text, false); }
 
 std::vector<gb::token_prob> top_of(const gb::model& m, const std::vector<int>& ids) {
     gb::record r;
@@ -67,7 +52,7 @@ TEST(CliWording, DefaultContrastRule) {
 TEST(CliWording, PatchAtpAndCircuitShareTheDefaultContrast) {
     const std::string dir = test_temp_dir("cli_wording_contrast");
     const std::string prompts = " --prompt 'the hat sat on' --corrupt 'the mat sat on'";
-    gb::model m = gb::load_model(model_dir().dir);
+    gb::model m = gb::load_model(cli_test_model().dir);
     const std::vector<int> clean = ids_of(m, "the hat sat on"), corrupt = ids_of(m, "the mat sat on");
     const int target = top_of(m, clean)[0].id;
     const int contrast = gb::default_contrast(top_of(m, clean), top_of(m, corrupt), target, nullptr);
@@ -76,7 +61,7 @@ TEST(CliWording, PatchAtpAndCircuitShareTheDefaultContrast) {
     EXPECT_EQ(t, target);
     EXPECT_EQ(c, contrast);
     for (const char* cmd : {"patch", "atp", "circuit"}) {
-        command_result r = cli(std::string(cmd) + " " + M() + prompts + " --json " + dir + "/" + cmd + ".json");
+        command_result r = run_cli(std::string(cmd) + " " + M() + prompts + " --json " + dir + "/" + cmd + ".json");
         ASSERT_EQ(r.code, 0) << cmd << ": " << r.err;
         EXPECT_NE(r.out.find("target = the clean prompt's top-1"), std::string::npos) << cmd << ": " << r.out;
         auto j = nlohmann::json::parse(read_file(dir + "/" + cmd + ".json"));
@@ -89,7 +74,7 @@ TEST(CliWording, PatchAtpAndCircuitShareTheDefaultContrast) {
 // the most negative one only when it goes further the other way.
 TEST(CliWording, PatchNamesThePositionThatRestoresMost) {
     const std::string dir = test_temp_dir("cli_wording_patch");
-    command_result r = cli("patch " + M() + " --prompt 'the hat sat on the' --corrupt 'the mat sat on the' --json " +
+    command_result r = run_cli("patch " + M() + " --prompt 'the hat sat on the' --corrupt 'the mat sat on the' --json " +
                            dir + "/p.json");
     ASSERT_EQ(r.code, 0) << r.err;
     auto j = nlohmann::json::parse(read_file(dir + "/p.json"));
@@ -114,7 +99,7 @@ TEST(CliWording, PatchNamesThePositionThatRestoresMost) {
 
 // On the default model "Mary" is two tokens and " Mary" one: the error suggests the spaced one.
 TEST(CliWording, TargetWithoutItsSpaceSuggestsTheSpacedToken) {
-    command_result r = cli("patch --prompt 'When Mary and John went out, John gave a book to' --corrupt "
+    command_result r = run_cli("patch --prompt 'When Mary and John went out, John gave a book to' --corrupt "
                            "'When John and Mary went out, Mary gave a book to' --target Mary");
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_NE(r.err.find("did you mean ' Mary'"), std::string::npos) << r.err;
@@ -124,7 +109,7 @@ TEST(CliWording, TargetWithoutItsSpaceSuggestsTheSpacedToken) {
 // lens --top-k K prints K tokens at every point.
 TEST(CliWording, LensPrintsTopK) {
     for (int k : {1, 5}) {
-        command_result r = cli("lens " + M() + " --prompt 'the hat sat' --top-k " + std::to_string(k));
+        command_result r = run_cli("lens " + M() + " --prompt 'the hat sat' --top-k " + std::to_string(k));
         ASSERT_EQ(r.code, 0) << r.err;
         EXPECT_NE(r.out.find("top-" + std::to_string(k) + " at each"), std::string::npos) << r.out;
         int rows = 0;
@@ -140,7 +125,7 @@ TEST(CliWording, LensPrintsTopK) {
 
 // heads: entropy's row is labelled as the lowest (the most focused); the other scores are listed highest first.
 TEST(CliWording, HeadsLabelsEntropyAsLowest) {
-    command_result r = cli("heads " + M() + " --prompt 'the hat sat on the hat sat on'");
+    command_result r = run_cli("heads " + M() + " --prompt 'the hat sat on the hat sat on'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out.find("the highest-scoring heads"), std::string::npos) << r.out;
     int entropy_rows = 0;
@@ -170,7 +155,7 @@ TEST(CliWording, HeadsLabelsEntropyAsLowest) {
 
 // features names the count of active features "active", not "L0" (which reads as a layer).
 TEST(CliWording, FeaturesSaysActiveNotL0) {
-    command_result r = cli("features --prompt 'The cat sat on the mat' --top 2");
+    command_result r = run_cli("features --prompt 'The cat sat on the mat' --top 2");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find(" active "), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find(" L0 "), std::string::npos) << r.out;
@@ -190,7 +175,7 @@ TEST(CliWording, AppHelpListsOptionsAndScriptCommands) {
 
 // glassbox-cli --help is made from the command table: every command the CLI knows is listed, with its summary.
 TEST(CliWording, OverviewListsEveryCommandOfTheTable) {
-    command_result bad = cli("help frobnicate"); // its error lists the table's names: "(run, generate, ...)"
+    command_result bad = run_cli("help frobnicate"); // its error lists the table's names: "(run, generate, ...)"
     ASSERT_EQ(bad.code, 2);
     const size_t a = bad.err.find('('), b = bad.err.rfind(')');
     ASSERT_NE(a, std::string::npos) << bad.err;
@@ -198,7 +183,26 @@ TEST(CliWording, OverviewListsEveryCommandOfTheTable) {
     std::istringstream in(bad.err.substr(a + 1, b - a - 1));
     for (std::string n; std::getline(in, n, ',');) names.push_back(n.substr(n.find_first_not_of(' ')));
     EXPECT_GE(names.size(), 20u) << bad.err;
-    command_result all = cli("--help");
+    command_result all = run_cli("--help");
     ASSERT_EQ(all.code, 0) << all.err;
     for (const std::string& n : names) EXPECT_NE(all.out.find("\n  " + n + " "), std::string::npos) << n;
+}
+
+// attribute lists bias rows only for a model that has those biases: GPT-2 (W_o's bias, LayerNorm's) yes, Llama
+// (no biases, RMSNorm) no; the parts still add up.
+TEST(CliWording, AttributeShowsOnlyTheBiasesAModelHas) {
+    const std::string dir = test_temp_dir("cli_wording_bias");
+    ASSERT_EQ(run_cli("make-random --arch llama --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 96 --vocab 300 "
+                      "--ctx 32 --out " + dir + "/llama").code, 0);
+    for (const auto& [model, biases] : {std::pair<std::string, bool>{M(), true}, {"--model " + dir + "/llama", false}}) {
+        command_result r = run_cli("attribute " + model + " --prompt 'the cat sat' --target-id 3 --json " + dir + "/a.json");
+        ASSERT_EQ(r.code, 0) << r.err;
+        const auto j = nlohmann::json::parse(read_file(dir + "/a.json"));
+        EXPECT_EQ(j["has_attn_bias"], biases) << model;
+        EXPECT_EQ(j["has_final_bias"], biases) << model;
+        if (!biases) {
+            EXPECT_EQ(r.out.find("bias"), std::string::npos) << r.out;
+            EXPECT_EQ(j["bias"], 0.0);
+        }
+    }
 }

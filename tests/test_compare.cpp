@@ -65,8 +65,6 @@ std::vector<double> log_softmax_d(const float* x, int V) {
 
 int argmax(const float* x, int V) { return (int)(std::max_element(x, x + V) - x); }
 
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 } // namespace
 
 // Every number compare gives equals its formula computed here in double from the two records
@@ -187,7 +185,7 @@ TEST(Compare, SideBySideGivesTheNumbersOfOneAfterTheOther) {
     // B is a Q8_0 copy of A: small runs go side by side whatever their types, large ones of unequal cost (here
     // the same models at 2^25 tokens) one after the other
     const std::string q = p.dir_a + "_q8.gguf";
-    const command_result r = cli("quantize --model " + p.dir_a + " --dtype Q8_0 --out " + q);
+    const command_result r = run_cli("quantize --model " + p.dir_a + " --dtype Q8_0 --out " + q);
     ASSERT_EQ(r.code, 0) << r.err;
     const gb::model qa = gb::load_model(q);
     const bool two = omp_get_max_threads() >= 2;
@@ -234,7 +232,7 @@ TEST(Compare, CliEndToEnd) {
     const pair_of_models p = two_models("compare_cli");
     const std::string json = p.dir_a + "/../c.json", npy = p.dir_a + "/../npy";
     const command_result r =
-        cli("compare --model " + p.dir_a + " --model-b " + p.dir_b + " --prompt 'hello there' --json " + json + " --npy-dir " + npy);
+        run_cli("compare --model " + p.dir_a + " --model-b " + p.dir_b + " --prompt 'hello there' --json " + json + " --npy-dir " + npy);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("heads whose patterns moved most"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("logit lens of both"), std::string::npos) << r.out;
@@ -258,7 +256,7 @@ TEST(Compare, CliEndToEnd) {
     tiny_spec s;
     s.n_layer = 3;
     write_tiny_gpt2(deep, s);
-    const command_result bad = cli("compare --model " + p.dir_a + " --model-b " + deep + " --prompt hi");
+    const command_result bad = run_cli("compare --model " + p.dir_a + " --model-b " + deep + " --prompt hi");
     EXPECT_EQ(bad.code, 2);
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
     EXPECT_NE(bad.err.find("shapes differ"), std::string::npos) << bad.err;
@@ -274,7 +272,7 @@ TEST(Compare, QuantizeRoundTripsAndRounds) {
     const gb::model src = gb::load_model(dir + "/src");
     for (const char* type : {"F32", "Q8_0"}) {
         const std::string out = dir + "/" + type + ".gguf";
-        const command_result r = cli("quantize --model " + dir + "/src --dtype " + type + " --out " + out);
+        const command_result r = run_cli("quantize --model " + dir + "/src --dtype " + type + " --out " + out);
         ASSERT_EQ(r.code, 0) << r.err;
         const gb::model q = gb::load_model(out);
         gb::check_comparable(src, q);
@@ -299,7 +297,7 @@ TEST(Compare, QuantizeRoundTripsAndRounds) {
             EXPECT_LT(mean, 0.05);
         }
     }
-    const command_result k = cli("quantize --model " + dir + "/src --dtype Q4_K --out " + dir + "/k.gguf");
+    const command_result k = run_cli("quantize --model " + dir + "/src --dtype Q4_K --out " + dir + "/k.gguf");
     EXPECT_EQ(k.code, 2);
     EXPECT_EQ(std::count(k.err.begin(), k.err.end(), '\n'), 1) << k.err;
     EXPECT_NE(k.err.find("Q4_K holds rows of whole 256-value blocks"), std::string::npos) << k.err;

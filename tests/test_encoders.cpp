@@ -231,23 +231,21 @@ TEST(Encoders, BadConfigsAndFilesGetOneClearLine) {
 
 // glassbox-cli on an encoder: run prints the fillers and writes them to --json; attention.npy holds full rows;
 // info names the family and kind; generate and the decoder-only analyses are refused with the kind table's line.
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 // The lens of an encoder reads the position the masked-LM head fills (it read the last one, [SEP]), and tokenize
 // says that run reads the prompt inside the tokenizer's template ([CLS] ... [SEP]), which --specials prints.
 TEST(Encoders, CliLensAtTheMaskAndTokenizeNamesTheTemplate) {
     const tiny_encoder tm = write_tiny_encoder(temp_dir("cli_lens"), {});
-    command_result r = cli("lens --model '" + tm.dir + "' --prompt 'the cat [MASK] on the mat'");
+    command_result r = run_cli("lens --model '" + tm.dir + "' --prompt 'the cat [MASK] on the mat'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("logit lens at the position the masked-LM head fills (\"[MASK]\")"), std::string::npos) << r.out;
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<int> bare = gb::encode(m.tok, "the cat"), framed = gb::encode_prompt(m.tok, "the cat", false);
     ASSERT_NE(bare, framed);
-    r = cli("tokenize --model '" + tm.dir + "' --text 'the cat'");
+    r = run_cli("tokenize --model '" + tm.dir + "' --text 'the cat'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, nlohmann::json(bare).dump() + "\n");
     EXPECT_NE(r.err.find("note: run and the app read " + nlohmann::json(framed).dump()), std::string::npos) << r.err;
-    r = cli("tokenize --model '" + tm.dir + "' --text 'the cat' --specials");
+    r = run_cli("tokenize --model '" + tm.dir + "' --text 'the cat' --specials");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, nlohmann::json(framed).dump() + "\n");
     EXPECT_TRUE(r.err.empty()) << r.err;
@@ -256,7 +254,7 @@ TEST(Encoders, CliLensAtTheMaskAndTokenizeNamesTheTemplate) {
 TEST(Encoders, CliRunInfoAndGenerate) {
     const tiny_encoder tm = write_tiny_encoder(temp_dir("cli"), {});
     const std::string out = temp_dir("cli_out");
-    command_result r = cli("run --model '" + tm.dir + "' --prompt 'the cat [MASK] on the mat' --top-k 3 --json '" + out +
+    command_result r = run_cli("run --model '" + tm.dir + "' --prompt 'the cat [MASK] on the mat' --top-k 3 --json '" + out +
                            ".json' --npy-dir '" + out + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("fill mask at position 3 (top 3):"), std::string::npos) << r.out;
@@ -271,10 +269,10 @@ TEST(Encoders, CliRunInfoAndGenerate) {
     EXPECT_EQ(j["model"]["kind_title"], "masked-language-model encoder");
     EXPECT_TRUE(std::filesystem::exists(out + "/attention.npy"));
     // without a mask: the head's best guess at every position
-    r = cli("run --model '" + tm.dir + "' --prompt 'the cat'");
+    r = run_cli("run --model '" + tm.dir + "' --prompt 'the cat'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("no [MASK] in the prompt"), std::string::npos) << r.out;
-    r = cli("info --model '" + tm.dir + "'");
+    r = run_cli("info --model '" + tm.dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"family\": \"bert\""), std::string::npos) << r.out;
     // what the kind does not offer: the kind table's line, the option named where an option asked for it
@@ -289,7 +287,7 @@ TEST(Encoders, CliRunInfoAndGenerate) {
     };
     for (const auto& [args, why] : refused) {
         const std::string cmd = args.substr(0, args.find(' '));
-        r = cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
+        r = run_cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
         EXPECT_EQ(r.code, 2) << args;
         EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
     }

@@ -95,8 +95,6 @@ gb::metric_spec logprob(int target) {
 
 std::string kernel() { return gb::matmul_name(gb::matmul_kind_now()); }
 
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 nlohmann::json read_json_file(const std::string& path) {
     std::ifstream f(path);
     std::stringstream ss;
@@ -317,7 +315,7 @@ TEST(GradientKinds, RefusesWhatItDoesNotCover) {
 TEST(GradientKinds, CliGradForEachKind) {
     const std::string out = test_temp_dir("gradk_cli");
     const tiny_encoder te = write_tiny_encoder(out + "/bert", encoder_spec{});
-    command_result r = cli("grad --model '" + te.dir + "' --prompt 'a b [MASK] c' --target-id 30 --contrast-id 41 "
+    command_result r = run_cli("grad --model '" + te.dir + "' --prompt 'a b [MASK] c' --target-id 30 --contrast-id 41 "
                            "--steps 4 --json '" + out + "/bert.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("at position 3 (\"[MASK]\")"), std::string::npos) << r.out;
@@ -329,7 +327,7 @@ TEST(GradientKinds, CliGradForEachKind) {
         const std::vector<int> ids = gb::encode_prompt(m.tok, "a b [MASK] c", false);
         expect_same_saliency(j["grad_x_input"], gb::saliency(m, ids, logit_diff(30, 41), 0).grad_x_input, "bert");
     }
-    r = cli("atp --model '" + te.dir + "' --prompt 'a b' --corrupt 'a c' --target-id 5 --contrast-id 6");
+    r = run_cli("atp --model '" + te.dir + "' --prompt 'a b' --corrupt 'a c' --target-id 5 --contrast-id 6");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("activation patching"), std::string::npos) << r.err;
 
@@ -339,7 +337,7 @@ TEST(GradientKinds, CliGradForEachKind) {
     img.width = img.height = 20;
     for (int i = 0; i < 20 * 20 * 3; i++) img.rgb.push_back((uint8_t)((i * 13) % 256));
     ASSERT_TRUE(stbi_write_png((out + "/in.png").c_str(), 20, 20, 3, img.rgb.data(), 20 * 3));
-    r = cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target label2 --contrast-id 5 --steps 0 "
+    r = run_cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target label2 --contrast-id 5 --steps 0 "
             "--json '" + out + "/vit.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     j = read_json_file(out + "/vit.json");
@@ -355,14 +353,14 @@ TEST(GradientKinds, CliGradForEachKind) {
         expect_same_saliency(j["grad_x_input"], gb::saliency(m, gb::vision_tokens(m.config), logit_diff(2, 5), 0, {}, o).grad_x_input,
                              "vit");
     }
-    r = cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target nope --metric logit");
+    r = run_cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target nope --metric logit");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("class labels"), std::string::npos) << r.err;
 
     seq2seq_spec ss;
     ss.family = "marian";
     const tiny_seq2seq ts = write_tiny_seq2seq(out + "/marian", ss);
-    r = cli("grad --model '" + ts.dir + "' --source 'hello world' --target-text 'a b' --target-id 30 --metric logprob "
+    r = run_cli("grad --model '" + ts.dir + "' --source 'hello world' --target-text 'a b' --target-id 30 --metric logprob "
             "--steps 2 --json '" + out + "/mt.json' --npy-dir '" + out + "/mt'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("source (the encoder's embeddings):"), std::string::npos) << r.out;

@@ -26,8 +26,9 @@ const std::string hf_commit = "0123456789abcdef0123456789abcdef01234567";
 
 // The environment of one app run: HOME is home and nothing else points the scanners or the hub elsewhere.
 std::string home_env(const std::string& home, const std::string& extra = "") {
-    return "env -u HF_HUB_CACHE -u HUGGINGFACE_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME -u OLLAMA_MODELS -u LLAMA_CACHE "
-           "-u HF_TOKEN -u HF_TOKEN_PATH -u HF_HUB_OFFLINE -u HF_ENDPOINT HOME=" + sq(home) + " " + extra + " ";
+    std::string env = "env";
+    for (const std::string& v : model_location_vars()) env += " -u " + v;
+    return env + " HOME=" + sq(home) + " " + extra + " ";
 }
 
 // The files of a tiny GPT-2 folder, as the hub serves them (the weights through LFS).

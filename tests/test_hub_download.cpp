@@ -59,26 +59,14 @@ struct hub_fixture {
         src = root + "/src";
         write_tiny_gpt2(src, tiny_spec{});
         server.add_repo(gpt2_repo(src, "tiny-org/tiny-gpt2"));
-        env.reset(new scoped_env({
-            {"HOME", strdup_keep(root + "/home")}, {"HF_ENDPOINT", strdup_keep(server.endpoint())},
-            {"HF_HUB_CACHE", strdup_keep(root + "/cache")}, {"HF_HOME", strdup_keep(root + "/hfhome")},
-            {"HF_TOKEN", nullptr}, {"HUGGING_FACE_HUB_TOKEN", nullptr}, {"HF_TOKEN_PATH", nullptr},
-            {"HF_HUB_OFFLINE", nullptr}, {"TRANSFORMERS_OFFLINE", nullptr}, {"HUGGINGFACE_HUB_CACHE", nullptr},
-            {"XDG_CACHE_HOME", nullptr},
-            // a proxy set for the real network must not carry the local Hub's requests (curl honours these)
-            {"no_proxy", "127.0.0.1,localhost"}, {"NO_PROXY", "127.0.0.1,localhost"}}));
+        env = isolated_machine(root + "/home", {{"HF_ENDPOINT", server.endpoint()}, {"HF_HUB_CACHE", root + "/cache"},
+                                                {"HF_HOME", root + "/hfhome"}});
     }
     std::string cache() const { return root + "/cache"; }
     fs::path repo_dir(const std::string& id = "tiny-org/tiny-gpt2") const {
         std::string n = id;
         n.replace(n.find('/'), 1, "--");
         return fs::path(cache()) / ("models--" + n);
-    }
-    // keeps the strings alive for the scoped_env's setenv (setenv copies, but the vector holds const char*)
-    std::vector<std::unique_ptr<std::string>> kept;
-    const char* strdup_keep(const std::string& s) {
-        kept.push_back(std::make_unique<std::string>(s));
-        return kept.back()->c_str();
     }
 };
 

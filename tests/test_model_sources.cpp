@@ -74,10 +74,7 @@ struct machine {
     std::string gpt2_src, gguf_file, llama2c_file;
     explicit machine(const std::string& name) {
         home = test_temp_dir("sources_" + name);
-        env.reset(new scoped_env({
-            {"HOME", home.c_str()}, {"HF_HUB_CACHE", nullptr}, {"HUGGINGFACE_HUB_CACHE", nullptr}, {"HF_HOME", nullptr},
-            {"XDG_CACHE_HOME", nullptr}, {"OLLAMA_MODELS", nullptr}, {"LLAMA_CACHE", nullptr},
-            {"HF_HUB_OFFLINE", "1"}, {"HF_ENDPOINT", "http://127.0.0.1:1"}}));
+        env = isolated_machine(home, {{"HF_HUB_OFFLINE", "1"}, {"HF_ENDPOINT", "http://127.0.0.1:1"}});
         // Hugging Face: a GPT-2 folder, a GGUF repo with two quants, a repo of an unknown family
         gpt2_src = home + "/src/gpt2";
         tiny_model tm = write_tiny_gpt2(gpt2_src, tiny_spec{});

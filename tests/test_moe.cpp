@@ -584,8 +584,6 @@ TEST(MoeExport, RouterNpyAndRoutingJson) {
 // ---------------------------------------------------------------------------------------------
 // CLI on MoE files (HF and GGUF, written by tests/support/tiny_family)
 // ---------------------------------------------------------------------------------------------
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 // 3 layers, 4 experts (top 2) of width 24; qwen2_moe adds a shared expert with its gate.
 const tiny_family& moe_file(const std::string& family) {
     static std::map<std::string, tiny_family> files;
@@ -600,18 +598,18 @@ const tiny_family& moe_file(const std::string& family) {
 }
 
 TEST(MoeCli, InfoNamesTheExperts) {
-    command_result r = cli("info --model '" + moe_file("qwen2_moe").hf_dir + "'");
+    command_result r = run_cli("info --model '" + moe_file("qwen2_moe").hf_dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["experts"]["n_expert"], 4);
     EXPECT_EQ(j["experts"]["n_expert_used"], 2);
     EXPECT_EQ(j["experts"]["d_ff_expert"], 24);
     EXPECT_EQ(j["experts"]["d_ff_shared"], 32);
-    r = cli("info --model '" + moe_file("mixtral").gguf_path + "'");
+    r = run_cli("info --model '" + moe_file("mixtral").gguf_path + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["experts"]["d_ff_shared"], 0);
-    r = cli("info"); // the embedded default model is dense
+    r = run_cli("info"); // the embedded default model is dense
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_FALSE(nlohmann::json::parse(r.out).contains("experts"));
 }
@@ -621,7 +619,7 @@ TEST(MoeCli, InfoNamesTheExperts) {
 TEST(MoeCli, RunPrintsTheRoutingAndJsonHoldsIt) {
     for (const std::string& path : {moe_file("mixtral").hf_dir, moe_file("qwen2_moe").gguf_path}) {
         const std::string dir = test_temp_dir("moe_cli_run");
-        command_result r = cli("run --model '" + path + "' --prompt 'the cat sat' --json '" + dir + "/run.json'");
+        command_result r = run_cli("run --model '" + path + "' --prompt 'the cat sat' --json '" + dir + "/run.json'");
         ASSERT_EQ(r.code, 0) << r.err;
         EXPECT_NE(r.out.find("experts of the last token \"t\" (top 2 of 4 per layer):"), std::string::npos) << r.out;
         nlohmann::json j = nlohmann::json::parse(read_file(dir + "/run.json"));
@@ -640,7 +638,7 @@ TEST(MoeCli, RunPrintsTheRoutingAndJsonHoldsIt) {
         }
         // ablate the last token's first expert at layer 1
         const int e = rt["experts"][1][T - 1][0];
-        r = cli("run --model '" + path + "' --prompt 'the cat sat' --experts 1." + std::to_string(e) + " --json '" + dir +
+        r = run_cli("run --model '" + path + "' --prompt 'the cat sat' --experts 1." + std::to_string(e) + " --json '" + dir +
                 "/abl.json'");
         ASSERT_EQ(r.code, 0) << r.err;
         EXPECT_NE(r.out.find("ablation: experts 1." + std::to_string(e) + "\n"), std::string::npos) << r.out;
@@ -658,16 +656,16 @@ TEST(MoeCli, RunPrintsTheRoutingAndJsonHoldsIt) {
 TEST(MoeCli, KeepRouterAndPointsTheModelLacks) {
     const std::string m = "--model '" + moe_file("mixtral").hf_dir + "'";
     const std::string dir = test_temp_dir("moe_cli_npy");
-    command_result r = cli("run " + m + " --prompt 'the cat' --keep router,mlp_out --npy-dir '" + dir + "'");
+    command_result r = run_cli("run " + m + " --prompt 'the cat' --keep router,mlp_out --npy-dir '" + dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     const std::string npy = read_file(dir + "/router.npy");
     EXPECT_NE(npy.find("'shape': (3, 7, 4)"), std::string::npos) << npy.substr(0, 100);
-    r = cli("run " + m + " --prompt 'the cat' --keep mlp_post --npy-dir '" + dir + "'");
+    r = run_cli("run " + m + " --prompt 'the cat' --keep mlp_post --npy-dir '" + dir + "'");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: --keep mlp_post: an MoE model's MLP has no single activation (see router)\n");
     // the embedded default model is dense: the kind table's line
     const gb::model dense = gb::load_model(gb::default_model_path());
-    r = cli("run --prompt 'the cat' --keep router --npy-dir '" + dir + "'");
+    r = run_cli("run --prompt 'the cat' --keep router --npy-dir '" + dir + "'");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: --keep router: " + gb::refusal(dense, gb::FEATURE_EXPERTS) + "\n");
     EXPECT_NE(r.err.find("its MLPs are dense"), std::string::npos) << r.err;
@@ -675,22 +673,22 @@ TEST(MoeCli, KeepRouterAndPointsTheModelLacks) {
 
 TEST(MoeCli, ExpertsFlagErrorsAreOneLine) {
     const std::string m = "--model '" + moe_file("mixtral").gguf_path + "'";
-    command_result r = cli("run " + m + " --prompt 'the cat' --experts 1.4");
+    command_result r = run_cli("run " + m + " --prompt 'the cat' --experts 1.4");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: ablated expert 1.4 is outside the model (3 layers x 4 experts: 0.0..2.3)\n");
-    r = cli("run " + m + " --prompt 'the cat' --experts 3");
+    r = run_cli("run " + m + " --prompt 'the cat' --experts 3");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: --experts: expected LAYER.EXPERT like 1.3, got '3'\n");
     const gb::model dense = gb::load_model(gb::default_model_path()); // the embedded default model
-    r = cli("run --prompt 'the cat' --experts 0.0");
+    r = run_cli("run --prompt 'the cat' --experts 0.0");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: --experts: " + gb::refusal(dense, gb::FEATURE_EXPERTS) + "\n");
-    r = cli("generate " + m + " --prompt 'the cat' --max-new-tokens 3 --experts 0.1,2.3");
+    r = run_cli("generate " + m + " --prompt 'the cat' --max-new-tokens 3 --experts 0.1,2.3");
     EXPECT_EQ(r.code, 0) << r.err;
-    r = cli("lens " + m + " --prompt 'the cat' --experts 0.1");
+    r = run_cli("lens " + m + " --prompt 'the cat' --experts 0.1");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "error: lens does not take --experts\n");
-    r = cli("run --help");
+    r = run_cli("run --help");
     EXPECT_NE(r.out.find("--experts LIST"), std::string::npos);
 }
 

@@ -131,8 +131,6 @@ std::string slurp(const std::string& path) {
     return s.str();
 }
 
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 } // namespace
 
 TEST(Sae, EachArchitectureMatchesTheDoubleReference) {
@@ -368,7 +366,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     gb::write_sae_saelens(dir + "/sae", s);
     const std::string model = "--model " + dir + "/model --sae " + dir + "/sae ";
     // features: the JSON and the .npy files agree with the core on the same model
-    command_result r = cli("features " + model + "--prompt 'hello world, hello' --top 3 --json " + dir + "/f.json --npy-dir " + dir + "/npy");
+    command_result r = run_cli("features " + model + "--prompt 'hello world, hello' --top 3 --json " + dir + "/f.json --npy-dir " + dir + "/npy");
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/f.json"));
     for (const char* k : {"hook", "layer", "d_sae", "top", "mse", "fvu", "fvu_all", "loss_delta"}) EXPECT_TRUE(j.contains(k)) << k;
@@ -394,7 +392,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     const std::string rnpy = slurp(dir + "/npy/reconstruction.npy");
     EXPECT_EQ(gb::parse_npy((const uint8_t*)rnpy.data(), rnpy.size(), "reconstruction.npy").shape, (std::vector<int64_t>{T, 16}));
     // run with feature interventions: the JSON echoes them, and the prediction changes
-    r = cli("run " + model + "--prompt 'hello world, hello' --feature-ablate " + std::to_string(top_id) +
+    r = run_cli("run " + model + "--prompt 'hello world, hello' --feature-ablate " + std::to_string(top_id) +
             " --feature-clamp 2=3.5 --feature-steer 9=2.0 --json " + dir + "/run.json");
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json rj = nlohmann::json::parse(slurp(dir + "/run.json"));
@@ -403,14 +401,14 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     EXPECT_FLOAT_EQ(rj["sae"]["feature_clamp"][0]["value"].get<float>(), 3.5f);
     EXPECT_EQ(rj["sae"]["feature_steer"][0]["id"], 9);
     EXPECT_EQ(rj["sae"]["hook"], "resid_post");
-    const command_result plain = cli("run --model " + dir + "/model --prompt 'hello world, hello' --json " + dir + "/plain.json");
+    const command_result plain = run_cli("run --model " + dir + "/model --prompt 'hello world, hello' --json " + dir + "/plain.json");
     ASSERT_EQ(plain.code, 0) << plain.err;
     EXPECT_NE(nlohmann::json::parse(slurp(dir + "/plain.json"))["top_k"], rj["top_k"]);
     // feature: contexts over a corpus (built, then cached), promotes and suppresses
     std::ofstream(dir + "/corpus.txt") << "hello world, hello there. the world says hello back to the world.\n"
                                           "a second line of text, with world and hello again.\n";
     const std::string fcmd = "feature " + model + "--id " + std::to_string(top_id) + " --corpus " + dir + "/corpus.txt --top 4 --json " + dir + "/one.json";
-    r = cli(fcmd);
+    r = run_cli(fcmd);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(built,"), std::string::npos) << r.out;
     const nlohmann::json fj = nlohmann::json::parse(slurp(dir + "/one.json"));
@@ -421,7 +419,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     EXPECT_EQ(fj["promotes"].size(), 4u);
     EXPECT_EQ(fj["suppresses"].size(), 4u);
     EXPECT_GE(fj["promotes"][0]["effect"].get<double>(), fj["suppresses"][0]["effect"].get<double>());
-    r = cli(fcmd);
+    r = run_cli(fcmd);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(cached,"), std::string::npos) << r.out;
     EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/one.json"))["contexts"], fj["contexts"]);
@@ -429,12 +427,12 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     gb::sae s2 = s;
     for (float& w : s2.b_enc) w -= 0.5f;
     gb::write_sae_saelens(dir + "/sae", s2);
-    r = cli(fcmd);
+    r = run_cli(fcmd);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(built,"), std::string::npos) << r.out;
     gb::write_sae_saelens(dir + "/sae", s);
     // bench --sae: the forward and the features' time for each length
-    r = cli("bench " + model + "--tokens 8 --repeat 1 --json " + dir + "/bench.json");
+    r = run_cli("bench " + model + "--tokens 8 --repeat 1 --json " + dir + "/bench.json");
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json bj = nlohmann::json::parse(slurp(dir + "/bench.json"));
     ASSERT_EQ(bj["results"].size(), 1u);
@@ -445,7 +443,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
                                    "run " + model + "--prompt hi --feature-ablate 99",
                                    "run " + model + "--prompt hi --feature-clamp 3",
                                    "features --model " + dir + "/model --prompt hi --sae " + dir + "/nowhere"}) {
-        r = cli(bad);
+        r = run_cli(bad);
         EXPECT_EQ(r.code, 2) << bad << "\n" << r.err;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << "\n" << r.err;
     }
@@ -541,9 +539,9 @@ TEST(SaeTrain, CliTrainsResumesAndWritesWhatTheLoaderReads) {
                                           "hello world, hello there, the world says hello.\n";
     const std::string base = "train-sae --model " + dir + "/model --hook resid_post --layer 1 --corpus " + dir +
                              "/corpus.txt --features 32 --k 4 --batch 32 --out " + dir + "/sae --json " + dir + "/t.json";
-    command_result r = cli(base + " --steps 40");
+    command_result r = run_cli(base + " --steps 40");
     ASSERT_EQ(r.code, 0) << r.err;
-    r = cli(base + " --steps 80");
+    r = run_cli(base + " --steps 80");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("resumed at step 40"), std::string::npos) << r.out;
     const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
@@ -558,7 +556,7 @@ TEST(SaeTrain, CliTrainsResumesAndWritesWhatTheLoaderReads) {
     EXPECT_EQ(b.s->d_sae, 32);
     EXPECT_EQ(b.in, gb::HOOK_RESID_POST);
     EXPECT_TRUE(b.warnings.empty()) << b.warnings[0];
-    r = cli("train-sae --model " + dir + "/model --hook resid_post --layer 1 --corpus " + dir +
+    r = run_cli("train-sae --model " + dir + "/model --hook resid_post --layer 1 --corpus " + dir +
             "/corpus.txt --features 32 --k 4 --l1 0.1 --out " + dir + "/bad");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("one of --k K"), std::string::npos) << r.err;

@@ -304,8 +304,7 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     s.family = "marian";
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_cli"), s);
     const std::string out = test_temp_dir("s2s_cli_out");
-    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
-    command_result r = cli("run --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --heads 1.2 --json '" +
+    command_result r = run_cli("run --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --heads 1.2 --json '" +
                            out + ".json' --npy-dir '" + out + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("source (4): [55 \" the\"] [56 \" cat\"] [57 \" sat\"] [0 \"</s>\"]"), std::string::npos) << r.out;
@@ -353,23 +352,23 @@ TEST(Seq2seq, CliRunGenerateInfoAndRefusals) {
     EXPECT_EQ(j["target_ids"], nlohmann::json(tgt));
     EXPECT_EQ(j["alignment"].size(), 3u);
     // without a target: the greedy translation
-    r = cli("run --model '" + tm.dir + "' --source 'the cat' --max-new-tokens 4");
+    r = run_cli("run --model '" + tm.dir + "' --source 'the cat' --max-new-tokens 4");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("translation: "), std::string::npos) << r.out;
-    r = cli("generate --model '" + tm.dir + "' --source 'hello world' --max-new-tokens 5 --json '" + out + "_gen.json'");
+    r = run_cli("generate --model '" + tm.dir + "' --source 'hello world' --max-new-tokens 5 --json '" + out + "_gen.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     std::ifstream(out + "_gen.json") >> j;
     const gb::model m = gb::load_model(tm.dir);
     EXPECT_EQ(j["ids"], nlohmann::json(gb::translate(m, gb::source_ids(m, "hello world"), 5, {}).ids));
-    r = cli("info --model '" + tm.dir + "'");
+    r = run_cli("info --model '" + tm.dir + "'");
     EXPECT_NE(r.out.find("\"positions\": \"sinusoidal\""), std::string::npos) << r.out;
-    r = cli("heads --model '" + tm.dir + "' --prompt hi");
+    r = run_cli("heads --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("is an encoder–decoder (marian)"), std::string::npos) << r.err;
-    r = cli("lens --model '" + tm.dir + "' --prompt hi");
+    r = run_cli("lens --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
-    r = cli("run --model '" + tm.dir + "' --prompt hi");
+    r = run_cli("run --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("give --source TEXT"), std::string::npos) << r.err;
 }
@@ -382,9 +381,8 @@ TEST(Seq2seq, CliHeadsScoreTheDecoderAndTheKindTableRefuses) {
     s.family = "marian";
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_cli_heads"), s);
     const std::string out = test_temp_dir("s2s_cli_heads_out");
-    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
     const std::string model = "--model '" + tm.dir + "' ";
-    command_result r = cli("heads " + model + "--source 'the cat sat' --target-text 'the dog' --json '" + out + ".json'");
+    command_result r = run_cli("heads " + model + "--source 'the cat sat' --target-text 'the dog' --json '" + out + ".json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("3 target tokens (the decoder's self-attention); the five heads that score highest"), std::string::npos)
         << r.out;
@@ -403,7 +401,7 @@ TEST(Seq2seq, CliHeadsScoreTheDecoderAndTheKindTableRefuses) {
             EXPECT_NEAR(j["entropy"][l][h].get<double>(), hs.score[gb::SCORE_ENTROPY][(size_t)l * s.n_head + h], 1e-6);
         }
     // without a target: the greedy translation's
-    r = cli("heads " + model + "--source 'the cat'");
+    r = run_cli("heads " + model + "--source 'the cat'");
     ASSERT_EQ(r.code, 0) << r.err;
     const std::vector<std::pair<std::string, std::pair<std::string, gb::feature>>> refused = {
         {"heads --repeat-random 5", {"--repeat-random: ", gb::FEATURE_INDUCTION_TEST}},
@@ -416,7 +414,7 @@ TEST(Seq2seq, CliHeadsScoreTheDecoderAndTheKindTableRefuses) {
     };
     for (const auto& [args, why] : refused) {
         const std::string cmd = args.substr(0, args.find(' '));
-        r = cli(cmd + " " + model + args.substr(cmd.size() + 1));
+        r = run_cli(cmd + " " + model + args.substr(cmd.size() + 1));
         EXPECT_EQ(r.code, 2) << args;
         EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
     }
@@ -489,8 +487,7 @@ TEST(Seq2seq, LogitLensReadsTheDecoder) {
 // double reference read from the same file; bench times both stacks and a translation of it, refuses --incremental.
 TEST(Seq2seq, MakeRandomMarianAndItsBenchmark) {
     const std::string dir = test_temp_dir("s2s_random");
-    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
-    command_result r = cli("make-random --arch marian --layers-n 2 --encoder-layers-n 3 --d-model 32 --heads-n 4 "
+    command_result r = run_cli("make-random --arch marian --layers-n 2 --encoder-layers-n 3 --d-model 32 --heads-n 4 "
                            "--ff 48 --vocab 300 --ctx 40 --seed 4 --out '" + dir + "/m'");
     ASSERT_EQ(r.code, 0) << r.err;
     // 300 x 32 shared + 3 encoder layers (4 d^2 + 4 d + 2 d ff + ff + d + 4 d) + 2 decoder layers (twice the
@@ -523,7 +520,7 @@ TEST(Seq2seq, MakeRandomMarianAndItsBenchmark) {
     EXPECT_LT(max_scaled_error(rec.decoder.logits, ref.logits), 1e-4);
     EXPECT_LT(max_scaled_error(rec.decoder.flat(gb::HOOK_CROSS_PATTERN), ref.cross.attention), 1e-4);
 
-    r = cli("bench --model '" + dir + "/m' --tokens 4,9 --repeat 2 --json '" + dir + "/b.json'");
+    r = run_cli("bench --model '" + dir + "/m' --tokens 4,9 --repeat 2 --json '" + dir + "/b.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("3 encoder + 2 decoder layers"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("translate (greedy, 16 source tokens"), std::string::npos) << r.out;
@@ -538,13 +535,13 @@ TEST(Seq2seq, MakeRandomMarianAndItsBenchmark) {
     }
     EXPECT_GT(j[2]["ms_per_token"].get<double>(), 0.0);
     EXPECT_GE(j[2]["translate_tokens"].get<int>(), 1);
-    r = cli("bench --incremental --model '" + dir + "/m'");
+    r = run_cli("bench --incremental --model '" + dir + "/m'");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("encoder–decoders do not have"), std::string::npos) << r.err;
-    r = cli("make-random --arch marian --dtype F16 --out '" + dir + "/f16'");
+    r = run_cli("make-random --arch marian --dtype F16 --out '" + dir + "/f16'");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("a random Marian is written in F32"), std::string::npos) << r.err;
-    r = cli("make-random --encoder-layers-n 2 --out '" + dir + "/g'");
+    r = run_cli("make-random --encoder-layers-n 2 --out '" + dir + "/g'");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--encoder-layers-n goes with --arch marian"), std::string::npos) << r.err;
 }
@@ -635,8 +632,7 @@ TEST(Seq2seq, LearnWalksTheDecoderWithItsCrossAttention) {
     s.family = "marian";
     const tiny_seq2seq tm = write_tiny_seq2seq(test_temp_dir("s2s_learn_cli"), s);
     const std::string json = test_temp_dir("s2s_learn_cli_out") + "/learn.json";
-    auto cli = [](const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); };
-    command_result c = cli("learn --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --layer 1 --head 3 --json '" + json + "'");
+    command_result c = run_cli("learn --model '" + tm.dir + "' --source 'the cat sat' --target-text 'the dog' --layer 1 --head 3 --json '" + json + "'");
     ASSERT_EQ(c.code, 0) << c.err;
     EXPECT_NE(c.out.find("the decoder's token 2"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("Cross-attention of head 3"), std::string::npos) << c.out;
@@ -645,7 +641,7 @@ TEST(Seq2seq, LearnWalksTheDecoderWithItsCrossAttention) {
     std::ifstream(json) >> j;
     EXPECT_EQ(j["source_tokens"], nlohmann::json({" the", " cat", " sat", "</s>"}));
     EXPECT_EQ(j["tokens"].size(), 3u);
-    c = cli("learn --model '" + tm.dir + "' --prompt hi");
+    c = run_cli("learn --model '" + tm.dir + "' --prompt hi");
     EXPECT_EQ(c.code, 2);
     EXPECT_NE(c.err.find("give --source TEXT"), std::string::npos) << c.err;
 }

@@ -89,8 +89,6 @@ std::vector<float> copy_of(const gb::record& r, gb::hook_point p, int l) {
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 } // namespace
 
 TEST(Steer, ForwardEqualsAddingTheVectorAtResidPost) {
@@ -411,33 +409,33 @@ TEST(Steer, CliEndToEnd) {
     spit(dir + "/neg.txt", "I hate this. It is terrible.\nWhat a sad day.\n");
     spit(dir + "/ref.txt", "The cat sat on the mat. The dog ran in the park and the children played.\n");
     spit(dir + "/empty.txt", "\n\n");
-    command_result r = cli("steer --positive " + dir + "/pos.txt --negative " + dir + "/neg.txt --layer 1,2 --out " + dir +
+    command_result r = run_cli("steer --positive " + dir + "/pos.txt --negative " + dir + "/neg.txt --layer 1,2 --out " + dir +
                            "/v.gguf --json " + dir + "/steer.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("2 positive and 2 negative prompts"), std::string::npos) << r.out;
     const gb::steer_vector v = gb::read_steer_vector(dir + "/v.gguf");
     EXPECT_EQ(v.layers(), (std::vector<int>{1, 2}));
-    r = cli("steer --positive " + dir + "/pos.txt --negative " + dir + "/neg.txt --layer all --position mean --out " + dir + "/v.npy");
+    r = run_cli("steer --positive " + dir + "/pos.txt --negative " + dir + "/neg.txt --layer all --position mean --out " + dir + "/v.npy");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(gb::read_steer_vector(dir + "/v.npy").layers().front(), 0);
     // run and generate take it, and their JSON echoes it
-    r = cli("run --prompt 'Today I feel' --steer " + dir + "/v.gguf --steer-scale 6 --steer-layers 2 --json " + dir + "/run.json");
+    r = run_cli("run --prompt 'Today I feel' --steer " + dir + "/v.gguf --steer-scale 6 --steer-layers 2 --json " + dir + "/run.json");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("steering: steer 6 x v.gguf at L2"), std::string::npos) << r.out;
     nlohmann::json j = nlohmann::json::parse(read_file(dir + "/run.json"));
     EXPECT_EQ(j["steering"]["scale"], 6.0);
     EXPECT_EQ(j["steering"]["layers"], nlohmann::json::array({2}));
-    const command_result plain = cli("run --prompt 'Today I feel' --json " + dir + "/plain.json");
+    const command_result plain = run_cli("run --prompt 'Today I feel' --json " + dir + "/plain.json");
     ASSERT_EQ(plain.code, 0);
     EXPECT_NE(nlohmann::json::parse(read_file(dir + "/plain.json"))["top_k"], j["top_k"]); // steering moved the prediction
-    r = cli("generate --prompt 'Today I feel' --max-new-tokens 6 --steer " + dir + "/v.gguf --steer-scale 8 --steer-from 1 --json " +
+    r = run_cli("generate --prompt 'Today I feel' --max-new-tokens 6 --steer " + dir + "/v.gguf --steer-scale 8 --steer-from 1 --json " +
             dir + "/gen.json");
     ASSERT_EQ(r.code, 0) << r.err;
     j = nlohmann::json::parse(read_file(dir + "/gen.json"));
     EXPECT_EQ(j["steering"]["from"], 1);
     EXPECT_EQ(j["steering"]["layers"], nlohmann::json::array({1, 2}));
     // the sweep
-    r = cli("steer-sweep --prompt 'Today I feel' --steer " + dir + "/v.gguf --scales 1,4 --layers 1,2 --reference " + dir +
+    r = run_cli("steer-sweep --prompt 'Today I feel' --steer " + dir + "/v.gguf --scales 1,4 --layers 1,2 --reference " + dir +
             "/ref.txt --json " + dir + "/sweep.json");
     ASSERT_EQ(r.code, 0) << r.err;
     j = nlohmann::json::parse(read_file(dir + "/sweep.json"));
@@ -448,7 +446,7 @@ TEST(Steer, CliEndToEnd) {
     EXPECT_TRUE(j["cells"][0]["text"].is_string());
     // one-line refusals, exit 2
     auto refused = [&](const std::string& args, const std::string& needle) {
-        const command_result e = cli(args);
+        const command_result e = run_cli(args);
         EXPECT_EQ(e.code, 2) << args;
         EXPECT_NE(e.err.find(needle), std::string::npos) << args << "\n" << e.err;
         EXPECT_EQ(e.err.find('\n'), e.err.size() - 1) << "one line: " << e.err;

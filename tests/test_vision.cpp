@@ -238,8 +238,6 @@ TEST(Vision, LiveRunsResumeOnTheSameImageAndRestartOnAnother) {
 
 // glassbox-cli on an image classifier: run --image prints the classes and where [CLS] looked, --json and
 // --npy-dir hold them (attention.npy [L][H][T][T], rollout.npy); text commands and text flags are refused.
-command_result cli(const std::string& args) { return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args); }
-
 TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     vision_spec s;
     s.family = "deit";
@@ -251,7 +249,7 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     for (int i = 0; i < 30 * 22 * 3; i++) img.rgb.push_back((uint8_t)((i * 13) % 256));
     ASSERT_TRUE(stbi_write_png((out + "/in.png").c_str(), 30, 22, 3, img.rgb.data(), 30 * 3));
     ASSERT_TRUE(stbi_write_jpg((out + "/in.jpg").c_str(), 30, 22, 3, img.rgb.data(), 95));
-    command_result r = cli("run --model '" + tm.dir + "' --image '" + out + "/in.png' --top-k 3 --json '" + out +
+    command_result r = run_cli("run --model '" + tm.dir + "' --image '" + out + "/in.png' --top-k 3 --json '" + out +
                            "/run.json' --npy-dir '" + out + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("top 3 classes:"), std::string::npos) << r.out;
@@ -286,13 +284,13 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     npy.read(&head[0], 128);
     EXPECT_NE(head.find("(2, 4, 18, 18)"), std::string::npos) << head;
     // a JPEG too
-    r = cli("run --model '" + tm.dir + "' --image '" + out + "/in.jpg'");
+    r = run_cli("run --model '" + tm.dir + "' --image '" + out + "/in.jpg'");
     ASSERT_EQ(r.code, 0) << r.err;
     // what is refused, in one line naming what was wrong
-    r = cli("run --model '" + tm.dir + "' --prompt 'a cat'");
+    r = run_cli("run --model '" + tm.dir + "' --prompt 'a cat'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("is an image classifier (deit); give --image FILE"), std::string::npos) << r.err;
-    r = cli("lens --model '" + tm.dir + "' --prompt 'a cat'");
+    r = run_cli("lens --model '" + tm.dir + "' --prompt 'a cat'");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--prompt: " + m.path + " is an image classifier (deit); give --image FILE"), std::string::npos) << r.err;
     // what the kind does not offer: the kind table's line, the option named where an option asked for it
@@ -307,17 +305,17 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     };
     for (const auto& [args, why] : refused) {
         const std::string cmd = args.substr(0, args.find(' '));
-        r = cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
+        r = run_cli(cmd + " --model '" + tm.dir + "' " + args.substr(cmd.size() + 1));
         EXPECT_EQ(r.code, 2) << args;
         EXPECT_EQ(r.err, "error: " + why.first + gb::refusal(m, why.second) + "\n") << args;
     }
-    r = cli("run --model '" + tm.dir + "' --image '" + out + "/nope.png'");
+    r = run_cli("run --model '" + tm.dir + "' --image '" + out + "/nope.png'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("nope.png"), std::string::npos) << r.err;
-    r = cli("run --model '" + tm.dir + "' --image '" + out + "/run.json'");
+    r = run_cli("run --model '" + tm.dir + "' --image '" + out + "/run.json'");
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.err.find("run.json: cannot read the image"), std::string::npos) << r.err;
-    r = cli("info --model '" + tm.dir + "'");
+    r = run_cli("info --model '" + tm.dir + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\"family\": \"deit\""), std::string::npos) << r.out;
 }
@@ -341,7 +339,7 @@ TEST(Vision, CliLensAndHeadsReadTheImage) {
     gb::run_forward(cap, m, gb::vision_tokens(m.config), {}, opt);
     const int best = gb::top_k_probs(cap.logits.data(), cap.vocab, 1)[0].id;
 
-    command_result r = cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --top-k 2 --npy-dir '" + out + "'");
+    command_result r = run_cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --top-k 2 --npy-dir '" + out + "'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("logit lens at the classifier's position (\"[CLS]\")"), std::string::npos) << r.out;
     // the last point's line (after the last MLP) starts with the run's top class
@@ -355,11 +353,11 @@ TEST(Vision, CliLensAndHeadsReadTheImage) {
     npy.read(&header[0], 128);
     EXPECT_NE(header.find("(" + std::to_string(2 * m.config.n_layer + 1) + ", " + std::to_string(m.config.n_ctx) + ", 2)"),
               std::string::npos) << header;
-    r = cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/lens.json'");
+    r = run_cli("lens --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/lens.json'");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--json: " + m.path + " is an image classifier"), std::string::npos) << r.err;
 
-    r = cli("heads --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/heads.json'");
+    r = run_cli("heads --model '" + tm.dir + "' --image '" + out + "/in.png' --json '" + out + "/heads.json'");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find(std::to_string(m.config.n_ctx) + " positions of the image; the five heads that score highest"),
               std::string::npos) << r.out;

@@ -23,13 +23,35 @@ struct hub_server::answer {
     bool cut = false;        // send half of the body, then close
 };
 
+void scoped_env::set(const std::string& name, const char* value) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old ? std::make_unique<std::string>(old) : nullptr);
+    if (value) setenv(name.c_str(), value, 1);
+    else unsetenv(name.c_str());
+}
+
 scoped_env::scoped_env(std::initializer_list<std::pair<std::string, const char*>> vars) {
-    for (const auto& [name, value] : vars) {
-        const char* old = std::getenv(name.c_str());
-        saved_.emplace_back(name, old ? std::make_unique<std::string>(old) : nullptr);
-        if (value) setenv(name.c_str(), value, 1);
-        else unsetenv(name.c_str());
-    }
+    for (const auto& [name, value] : vars) set(name, value);
+}
+
+scoped_env::scoped_env(const std::vector<std::pair<std::string, std::optional<std::string>>>& vars) {
+    for (const auto& [name, value] : vars) set(name, value ? value->c_str() : nullptr);
+}
+
+const std::vector<std::string>& model_location_vars() {
+    static const std::vector<std::string> v = {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME",
+                                               "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH",
+                                               "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OLLAMA_MODELS", "LLAMA_CACHE"};
+    return v;
+}
+
+std::unique_ptr<scoped_env> isolated_machine(const std::string& home,
+                                             std::vector<std::pair<std::string, std::optional<std::string>>> set) {
+    std::vector<std::pair<std::string, std::optional<std::string>>> vars = {
+        {"HOME", home}, {"no_proxy", "127.0.0.1,localhost"}, {"NO_PROXY", "127.0.0.1,localhost"}};
+    for (const std::string& v : model_location_vars()) vars.emplace_back(v, std::nullopt);
+    vars.insert(vars.end(), set.begin(), set.end()); // later entries win: setenv in order
+    return std::make_unique<scoped_env>(vars);
 }
 
 scoped_env::~scoped_env() {

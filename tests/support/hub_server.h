@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,13 +20,23 @@
 // the tests point HOME, HF_ENDPOINT, HF_HUB_CACHE, ... at temporary folders and the local server.
 struct scoped_env {
     explicit scoped_env(std::initializer_list<std::pair<std::string, const char*>> vars);
+    explicit scoped_env(const std::vector<std::pair<std::string, std::optional<std::string>>>& vars);
     ~scoped_env();
     scoped_env(const scoped_env&) = delete;
     scoped_env& operator=(const scoped_env&) = delete;
 
 private:
+    void set(const std::string& name, const char* value);
     std::vector<std::pair<std::string, std::unique_ptr<std::string>>> saved_; // name, old value (null: was unset)
 };
+
+// Every variable that points the model scanners or the hub somewhere (caches, tokens, endpoint, offline mode,
+// proxies' exceptions aside): a test that builds its own machine unsets them all.
+const std::vector<std::string>& model_location_vars();
+// A machine of the test's own: HOME = home, every model_location_vars() variable unset, then `set` on top (a
+// value, or std::nullopt to unset), and no proxy for 127.0.0.1 (curl honours no_proxy).
+std::unique_ptr<scoped_env> isolated_machine(const std::string& home,
+                                             std::vector<std::pair<std::string, std::optional<std::string>>> set);
 
 struct hub_server_file {
     std::string path;  // "config.json", "sub/model.gguf"

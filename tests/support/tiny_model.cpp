@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io/safetensors.h"
+#include "tokenizer/tokenizer.h"
 #include "util/half.h"
 
 namespace {
@@ -125,3 +126,19 @@ tiny_model write_tiny_gpt2(const std::string& dir, const tiny_spec& s) {
     gb::write_safetensors(dir + "/model.safetensors", out);
     return tm;
 }
+
+const tiny_model& cli_test_model() {
+    static tiny_model tm = [] {
+        tiny_spec s;
+        s.n_layer = 2;
+        s.n_head = 3;
+        s.d_model = 24;
+        s.n_ctx = 40;
+        return write_tiny_gpt2(test_temp_dir("cli_model"), s);
+    }();
+    return tm;
+}
+
+std::string cli_test_model_arg() { return "--model '" + cli_test_model().dir + "'"; }
+
+std::vector<int> ids_of(const gb::model& m, const std::string& text) { return gb::encode_prompt(m.tok, text, false); }

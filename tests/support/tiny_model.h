@@ -25,6 +25,12 @@ struct tiny_model {
 
 // Creates dir and writes config.json, model.safetensors, vocab.json, merges.txt.
 tiny_model write_tiny_gpt2(const std::string& dir, const tiny_spec& s);
+// The small GPT-2 the CLI tests share (2 layers, 3 heads, d 24, 40 positions), written once per test binary, and
+// "--model '<its folder>'" for a command line.
+const tiny_model& cli_test_model();
+std::string cli_test_model_arg();
+// text's ids under m's tokenizer, without a BOS
+std::vector<int> ids_of(const gb::model& m, const std::string& text);
 
 // A fresh, empty directory under the build tree: GLASSBOX_BINARY_DIR/test_tmp/name-PID (unique per process).
 std::string test_temp_dir(const std::string& name);
