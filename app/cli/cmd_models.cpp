@@ -12,23 +12,14 @@
 namespace cli {
 namespace {
 
-// 124M, 1.2B, 7B
-std::string count_text(int64_t n) {
+// A count (124M, 1.2B) or a size in bytes (548 MB, 1.2 GB): one decimal from a billion, none below; "?" unknown
+std::string short_number(int64_t n, bool bytes) {
     if (n < 0) return "?";
+    static const char* const units[2][4] = {{"", "k", "M", "B"}, {" B", " kB", " MB", " GB"}};
+    const int u = n >= 1000000000 ? 3 : n >= 1000000 ? 2 : n >= 1000 ? 1 : 0;
     char s[32];
-    if (n >= 1000000000) std::snprintf(s, sizeof s, "%.1fB", n / 1e9);
-    else if (n >= 1000000) std::snprintf(s, sizeof s, "%.0fM", n / 1e6);
-    else if (n >= 1000) std::snprintf(s, sizeof s, "%.0fk", n / 1e3);
-    else std::snprintf(s, sizeof s, "%lld", (long long)n);
-    return s;
-}
-
-std::string size_text(int64_t b) {
-    char s[32];
-    if (b >= 1000000000) std::snprintf(s, sizeof s, "%.1f GB", b / 1e9);
-    else if (b >= 1000000) std::snprintf(s, sizeof s, "%.0f MB", b / 1e6);
-    else if (b >= 1000) std::snprintf(s, sizeof s, "%.0f kB", b / 1e3);
-    else std::snprintf(s, sizeof s, "%lld B", (long long)b);
+    std::snprintf(s, sizeof s, u == 3 ? "%.1f%s" : "%.0f%s", (double)n / (u == 3 ? 1e9 : u == 2 ? 1e6 : u == 1 ? 1e3 : 1.0),
+                  units[bytes][u]);
     return s;
 }
 
@@ -56,8 +47,8 @@ int cmd_models(const args& a) {
                 "SIZE", "OPENS");
     for (const gb::found_model& f : models)
         std::printf("%-9s %-44s %-7s %-10s %-8s %7s %9s  %s\n", f.source.c_str(), terminal_safe(f.name, false).c_str(),
-                    f.format.c_str(), f.family.c_str(), f.kind.c_str(), count_text(f.n_params).c_str(),
-                    size_text(f.bytes).c_str(), f.openable ? "yes" : ("no: " + terminal_safe(f.reason, false)).c_str());
+                    f.format.c_str(), f.family.c_str(), f.kind.c_str(), short_number(f.n_params, false).c_str(),
+                    short_number(f.bytes, true).c_str(), f.openable ? "yes" : ("no: " + terminal_safe(f.reason, false)).c_str());
     std::printf("\nopen one with --model hf:NAME, --model ollama:NAME or its path\n");
     return 0;
 }
