@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // These tests check what the loaders read, value for value, through unpack_matrix: that is exact for the fp32
-// kernel's packing (the AMX kernel's fixed point is tested in test_forward.cpp's Gemm tests).
+// kernel's packing (the AMX kernel's fixed point is tested in test_kernels.cpp's Gemm tests).
 const bool exact_packing = (gb::set_matmul_kind(gb::MATMUL_FP32), true);
 
 void expect_load_error(const std::string& path, std::initializer_list<std::string> needles) {

@@ -154,3 +154,14 @@ double expect_gradient(const float* got, const std::vector<double>& want, size_t
     EXPECT_LE(worst, 2e-3 * std::max(scale, 1e-2)) << label << " (largest |gradient| " << scale << ")";
     return worst / std::max(scale, 1e-2);
 }
+
+std::string npy_shape(const std::string& bytes, const std::string& descr) {
+    EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+    size_t hl = (unsigned char)bytes[8] | ((unsigned char)bytes[9] << 8);
+    EXPECT_EQ((10 + hl) % 64, 0u) << "header padded to 64 bytes";
+    std::string header = bytes.substr(10, hl);
+    EXPECT_NE(header.find("'descr': '" + descr + "'"), std::string::npos) << header;
+    EXPECT_NE(header.find("'fortran_order': False"), std::string::npos);
+    size_t a = header.find("'shape': (") + 10, b = header.find(')', a);
+    return header.substr(a, b - a);
+}

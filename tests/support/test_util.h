@@ -55,6 +55,8 @@ command_result run_command(const std::string& cmd);
 inline command_result run_cli(const std::string& args) {
     return run_command(std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli " + args);
 }
+// A .npy file's shape tuple text ("3, 4"), checking its magic, 64-byte header padding, dtype descr and C order.
+std::string npy_shape(const std::string& bytes, const std::string& descr);
 // The bytes of a file ("" when it cannot be read).
 std::string read_file(const std::string& path);
 
