@@ -156,10 +156,10 @@ def new_kinds_lines(mix):
     return lines
 
 
-def write_readme(out, info):
+def readme_model_and_data(info):
+    """README: the title, the architecture and the data sources."""
     cfg = info["cfg"]
     L, H = cfg["n_layer"], cfg["n_head"]
-    demo = info["demo"]
     lines = [f"# {NAME}", "",
              "Glassbox's embedded default model: a small GPT-2 trained by `tools/train_default_model.py` on",
              "public-domain and permissively licensed English prose plus a generated curriculum, so the app shows real",
@@ -194,111 +194,123 @@ def write_readme(out, info):
             lines.append(f"| {name} | Debian `fortunes` {fortunes_version} (`/usr/share/games/fortunes`) | "
                          f"BSD (see /usr/share/doc/fortunes/copyright) | "
                          f"{st['documents']:,} | {st['bytes']:,} |")
-    n_ioi_t, n_ioi_h = len(IOI_FRAMES) * len(IOI_ACTIONS), len(HELDOUT_IOI_TEMPLATES)
+    return lines
+
+
+def readme_curriculum(info):
+    """README: the corpus's notes, the curriculum, what is held out and the tokenizer."""
+    cfg = info["cfg"]
+    n_ioi_h = len(HELDOUT_IOI_TEMPLATES)
     mix = parse_mix(info.get("curriculum_mix", "ioi:0.3,facts:0.3,repeat:0.15,story:0.15,phrase:0.1"))
     n_facts = sum(len(t[0]) for t in FACT_TEMPLATES.values())
     n_ft = sum(len(t[1]) for t in FACT_TEMPLATES.values())
     n_fh = sum(len(t[2]) for t in FACT_TEMPLATES.values())
-    lines += ["", "The npm packages are installed at the exact versions above into `tools/.cache/corpus` (gitignored).",
-              "Brown corpus part-of-speech tags are stripped and its tokenised punctuation re-attached; only the",
-              "top-level fortune files are read (no `off/` offensive set), one document per fortune longer than 40",
-              "characters. Every 20th document of each source is held out for validation (never seen by the",
-              "tokenizer or the model). The npm package nlp-corpus was considered and left out: the package is MIT",
-              "but its texts (song lyrics, TV transcripts, forum posts) have unknown copyright.", "",
-              "### Curriculum", "",
-              "Within a CPU hour the prose alone teaches no facts, no indirect objects and no copying of a repeated",
-              "sentence, so the script also generates English from templates (Python `random.Random(seed)`, nothing",
-              f"downloaded): {info['curriculum_docs']:,} documents, {info['curriculum_tokens']:,} tokens, of which a "
-              f"window starting at a document (half of the time with the `<|endoftext|>` before it) makes "
-              f"**{info['curriculum_frac']:.0%} of the training sequences**. Its documents are:", "",
-              f"- {mix['ioi']:.0%} indirect-object sentences: {len(IOI_NAMES)} first names (Mary, John, ...), "
-              + (f"or in {info['ioi_word_names']:.0%} of these documents two of {info.get('n_word_names', 0)} "
-                 "capitalised words of the prose as stand-in names (' Congress', ' Brazil', ' March', ...: the "
-                 "pattern is learnt for any token, not only for names seen as answers), "
-                 if info.get("ioi_word_names") else "")
-              + 
-              f"{len(IOI_FRAMES)} frames that bring in the two names in either order (\"When Mary and John went to "
-              f"the store,\", \"Mary and John were cooking at the kitchen, and\", ...) times {len(IOI_ACTIONS)} "
-              "actions in which the subject is named again (\"John gave a drink to Mary.\", \"... handed the ... to\", "
-              "\"... showed the ... to\", \"... made a cake for\", ...), 1-3 sentences a document"
-              + (f"; {info['ioi_open_frac']:.0%} of the sentences take their action from the prose instead (a "
-                 "past-tense verb it puts before 'the' or 'a' and a noun after it: \"Jason founded a settlement for Luke.\"), "
-                 "half of those inside a frame around a lower-case clause of the prose, so that no verb or frame is "
-                 "what the answer hangs on (none of the held-out verbs is among them)"
-                 if info.get("ioi_open_frac") else "")
-              + (f"; {info['ioi_lead_frac']:.0%} of them start with one of the prose's sentence openers (\"At last, "
-                 "when ...\", \"In the morning, ...\"; none that starts like a held-out frame)"
-                 if info.get("ioi_lead_frac") else "")
-              + ("; when the sentence starts with a name, the opener comes without its comma (\"Last year Mary and "
-                 "John ...\"), so that any word may come before the first name (the model had learnt to find the "
-                 "indirect object by the word before it: \"When\", \"After\" or a full stop)"
-                 if info.get("ioi_lead_frac") and info.get("ioi_bare_leads") else "")
-              + (f"; {info['ioi_io_first']:.0%} of them name the indirect object first"
-                 if info.get("ioi_io_first", 0.5) != 0.5 else "")
-              + (f"; besides the answer's loss (weight {info['ioi_answer_weight']:g}), the loss has "
-                 f"−log(1 − p(subject)) at each answer (weight {info['ioi_subject_weight']:g}), which pushes the "
-                 "repeated name down" if info.get("ioi_subject_weight") else "") + ";",
-              f"- {mix['facts']:.0%} facts: a table of {n_facts} true facts ({len(LANDMARKS)} landmarks and their city, "
-              f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
-              f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
-              "\"Paris is home to the Eiffel Tower.\", \"Do you know the capital of Greece? Yes, it is Athens.\", "
-              + ("questions with replies (\"Can you name the capital of Peru? Right away, Beth said Lima.\"), "
-                 "consequences (\"Since Hazel lives in Stockholm, Hazel lives in Sweden.\"), "
-                 if info.get("more_templates", 0) >= 2 else "")
-              + f"...), 30 % of the declarative ones after one of {len(FACT_LEAD_INS)} lead-ins (\"Everyone knows that "
-              "...\", \"According to the book, ...\"); 6 % of the sentences are about the United States of America;",
-              f"- {mix['repeat']:.0%} sentences repeated word for word later in the same document (\"The cat sat on the "
-              "mat. The dog ran to the park. The cat sat on the mat.\"), what an induction head predicts in prose;",
-              f"- {mix['story']:.0%} short stories (\"Once upon a time, there was a little fox named Lucy. ...\");",
-              f"- {mix['phrase']:.0%} set phrases: \"Thank you very much\", \"from time to time\", \"little by "
-              "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
-              "of Two Cities, the quick brown fox."] + new_kinds_lines(mix) + ["",
-              f"**Held out** (asserted absent from the generated text as said below, and absent from the BPE's "
-              "training text): "
-              f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
-              + (("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
-                  "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
-                  "sentences and set phrases, so the model knows them as names, as any pretrained model knows every "
-                  "name; " if not info.get("names_after_to") else
-                  "which never occur in an indirect-object document, nor after \"to\" or \"for\" as a repeat of a "
-                  "name earlier in their text (so no held-out name is ever the answer of a copying pattern), but do "
-                  "occur in the prose and in the curriculum's stories, fact sentences and set phrases "
-                  "(`--names-outside-ioi all`), there also as a new name after \"to\" (\"Amy said hello to Susan, a "
-                  "new neighbour.\"), so the model knows them as names in every position, as any pretrained model "
-                  "knows every name; ")
-                 if info.get("names_outside_ioi") == "all" else
-                 "which occur only in the prose corpus (and, like every token, among the random tokens of the copying "
-                 "sequences), ")
-              + 
-              f"{n_ioi_h} IOI templates with new frames (\"As soon as ... reached\", \"Because ... were hungry at\", "
-              f"...) and new verbs (sold, lent, carried over, mailed, tossed), and {n_fh} fact "
-              "phrasings (\"If you want to visit the Eiffel Tower, you have to travel to the city of\", \"Children who "
-              "grow up in France learn to speak\", ...). The measurements below on held-out prompts use only these; "
-              "the same prompts are in `tests/data/default_model_demos.json` for the C++ tests.", "",
-              (f"The tokenizer is the base model's BPE (learnt on the training prose "
-               + (f"plus {BPE_CURRICULUM_DOCS:,} curriculum documents, with merges appended so that the names, the "
-                  "fact table's answers and the demos' words of its day were single tokens" if info.get("base_run")
-                  else "alone") + "), grown by "
-               f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt "
-               + ("by the fine-tune, one new token each: the words of its larger curriculum (names, landmarks, cities, "
-                  "IOI places and objects: ` Aaron`, ` Eiffel`, ` Colosseum`, ...) that the base's BPE split into "
-                  "pieces" if info.get("base_run") else
-                  "(over the fine-tunes), one new token each: every name (training and held-out), every answer of the "
-                  "fact table, every word of its cities, countries and landmarks, the IOI places and objects and the "
-                  "demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were split into pieces "
-                  "by it") + "; each such word's pieces are joined left to right by new merges, and each new "
-               "token gets the next id after the existing ones, so ids 0-4095 (with `<|endoftext|>` = 4095, BOS and EOS) "
-               "mean what they meant. Appended merges rank last: a text is split exactly as before and then only "
-               "these joins apply (` Maryland` becomes ` Mary` `land`). A new token's embedding row (tied with the "
-               "unembedding) starts at the mean of its pieces' rows. The C++ tokenizer and this script's agree on "
-               "every such word and on held-out prose." if info.get("init_from") else
-               f"The BPE is learnt on the training prose plus {BPE_CURRICULUM_DOCS:,} curriculum documents (every kind "
-              f"in equal shares); {info['forced_merges']} merges are then appended so that every name (training and "
-              "held-out), every answer of the fact table, every word of its cities and countries and the demos' words "
-              "(` Paris`, ` America`, ` mat`, `Once`, ` Once`, ...) are "
-              "single tokens under ordinary merge-rank BPE (each forced word's pieces joined left to right; appended "
-              "merges rank last, so they cannot split an earlier word)."), "",
-              "## Training", ""] + (fine_tune_recipe(info) if info.get("init_from") else []) + [
+    return ["", "The npm packages are installed at the exact versions above into `tools/.cache/corpus` (gitignored).",
+            "Brown corpus part-of-speech tags are stripped and its tokenised punctuation re-attached; only the",
+            "top-level fortune files are read (no `off/` offensive set), one document per fortune longer than 40",
+            "characters. Every 20th document of each source is held out for validation (never seen by the",
+            "tokenizer or the model). The npm package nlp-corpus was considered and left out: the package is MIT",
+            "but its texts (song lyrics, TV transcripts, forum posts) have unknown copyright.", "",
+            "### Curriculum", "",
+            "Within a CPU hour the prose alone teaches no facts, no indirect objects and no copying of a repeated",
+            "sentence, so the script also generates English from templates (Python `random.Random(seed)`, nothing",
+            f"downloaded): {info['curriculum_docs']:,} documents, {info['curriculum_tokens']:,} tokens, of which a "
+            f"window starting at a document (half of the time with the `<|endoftext|>` before it) makes "
+            f"**{info['curriculum_frac']:.0%} of the training sequences**. Its documents are:", "",
+            f"- {mix['ioi']:.0%} indirect-object sentences: {len(IOI_NAMES)} first names (Mary, John, ...), "
+            + (f"or in {info['ioi_word_names']:.0%} of these documents two of {info.get('n_word_names', 0)} "
+               "capitalised words of the prose as stand-in names (' Congress', ' Brazil', ' March', ...: the "
+               "pattern is learnt for any token, not only for names seen as answers), "
+               if info.get("ioi_word_names") else "")
+            + 
+            f"{len(IOI_FRAMES)} frames that bring in the two names in either order (\"When Mary and John went to "
+            f"the store,\", \"Mary and John were cooking at the kitchen, and\", ...) times {len(IOI_ACTIONS)} "
+            "actions in which the subject is named again (\"John gave a drink to Mary.\", \"... handed the ... to\", "
+            "\"... showed the ... to\", \"... made a cake for\", ...), 1-3 sentences a document"
+            + (f"; {info['ioi_open_frac']:.0%} of the sentences take their action from the prose instead (a "
+               "past-tense verb it puts before 'the' or 'a' and a noun after it: \"Jason founded a settlement for Luke.\"), "
+               "half of those inside a frame around a lower-case clause of the prose, so that no verb or frame is "
+               "what the answer hangs on (none of the held-out verbs is among them)"
+               if info.get("ioi_open_frac") else "")
+            + (f"; {info['ioi_lead_frac']:.0%} of them start with one of the prose's sentence openers (\"At last, "
+               "when ...\", \"In the morning, ...\"; none that starts like a held-out frame)"
+               if info.get("ioi_lead_frac") else "")
+            + ("; when the sentence starts with a name, the opener comes without its comma (\"Last year Mary and "
+               "John ...\"), so that any word may come before the first name (the model had learnt to find the "
+               "indirect object by the word before it: \"When\", \"After\" or a full stop)"
+               if info.get("ioi_lead_frac") and info.get("ioi_bare_leads") else "")
+            + (f"; {info['ioi_io_first']:.0%} of them name the indirect object first"
+               if info.get("ioi_io_first", 0.5) != 0.5 else "")
+            + (f"; besides the answer's loss (weight {info['ioi_answer_weight']:g}), the loss has "
+               f"−log(1 − p(subject)) at each answer (weight {info['ioi_subject_weight']:g}), which pushes the "
+               "repeated name down" if info.get("ioi_subject_weight") else "") + ";",
+            f"- {mix['facts']:.0%} facts: a table of {n_facts} true facts ({len(LANDMARKS)} landmarks and their city, "
+            f"{len(CITIES)} cities and their country, {len(CAPITALS)} capitals, {len(LANGUAGES)} languages), each "
+            f"sentence a random fact in one of {n_ft} phrasings (\"The Eiffel Tower is in the city of Paris.\", "
+            "\"Paris is home to the Eiffel Tower.\", \"Do you know the capital of Greece? Yes, it is Athens.\", "
+            + ("questions with replies (\"Can you name the capital of Peru? Right away, Beth said Lima.\"), "
+               "consequences (\"Since Hazel lives in Stockholm, Hazel lives in Sweden.\"), "
+               if info.get("more_templates", 0) >= 2 else "")
+            + f"...), 30 % of the declarative ones after one of {len(FACT_LEAD_INS)} lead-ins (\"Everyone knows that "
+            "...\", \"According to the book, ...\"); 6 % of the sentences are about the United States of America;",
+            f"- {mix['repeat']:.0%} sentences repeated word for word later in the same document (\"The cat sat on the "
+            "mat. The dog ran to the park. The cat sat on the mat.\"), what an induction head predicts in prose;",
+            f"- {mix['story']:.0%} short stories (\"Once upon a time, there was a little fox named Lucy. ...\");",
+            f"- {mix['phrase']:.0%} set phrases: \"Thank you very much\", \"from time to time\", \"little by "
+            "little\", \"Ladies and gentlemen\", counting (\"one, two, three, four, five\"), the first line of A Tale "
+            "of Two Cities, the quick brown fox."] + new_kinds_lines(mix) + ["",
+            f"**Held out** (asserted absent from the generated text as said below, and absent from the BPE's "
+            "training text): "
+            f"{len(HELDOUT_NAMES)} names ({', '.join(HELDOUT_NAMES)}), "
+            + (("which never occur in an indirect-object document nor after \"to\" or \"for\" anywhere, but do "
+                "occur in the prose and (since stage 6, `--names-outside-ioi all`) in the curriculum's stories, fact "
+                "sentences and set phrases, so the model knows them as names, as any pretrained model knows every "
+                "name; " if not info.get("names_after_to") else
+                "which never occur in an indirect-object document, nor after \"to\" or \"for\" as a repeat of a "
+                "name earlier in their text (so no held-out name is ever the answer of a copying pattern), but do "
+                "occur in the prose and in the curriculum's stories, fact sentences and set phrases "
+                "(`--names-outside-ioi all`), there also as a new name after \"to\" (\"Amy said hello to Susan, a "
+                "new neighbour.\"), so the model knows them as names in every position, as any pretrained model "
+                "knows every name; ")
+               if info.get("names_outside_ioi") == "all" else
+               "which occur only in the prose corpus (and, like every token, among the random tokens of the copying "
+               "sequences), ")
+            + 
+            f"{n_ioi_h} IOI templates with new frames (\"As soon as ... reached\", \"Because ... were hungry at\", "
+            f"...) and new verbs (sold, lent, carried over, mailed, tossed), and {n_fh} fact "
+            "phrasings (\"If you want to visit the Eiffel Tower, you have to travel to the city of\", \"Children who "
+            "grow up in France learn to speak\", ...). The measurements below on held-out prompts use only these; "
+            "the same prompts are in `tests/data/default_model_demos.json` for the C++ tests.", "",
+            (f"The tokenizer is the base model's BPE (learnt on the training prose "
+             + (f"plus {BPE_CURRICULUM_DOCS:,} curriculum documents, with merges appended so that the names, the "
+                "fact table's answers and the demos' words of its day were single tokens" if info.get("base_run")
+                else "alone") + "), grown by "
+             f"{cfg['vocab_size'] - BASE_VOCAB} merges appended at the end of merges.txt "
+             + ("by the fine-tune, one new token each: the words of its larger curriculum (names, landmarks, cities, "
+                "IOI places and objects: ` Aaron`, ` Eiffel`, ` Colosseum`, ...) that the base's BPE split into "
+                "pieces" if info.get("base_run") else
+                "(over the fine-tunes), one new token each: every name (training and held-out), every answer of the "
+                "fact table, every word of its cities, countries and landmarks, the IOI places and objects and the "
+                "demos' words (` Mary`, ` Paris`, ` Eiffel`, ` America`, ` mat`, `Once`, ...) were split into pieces "
+                "by it") + "; each such word's pieces are joined left to right by new merges, and each new "
+             "token gets the next id after the existing ones, so ids 0-4095 (with `<|endoftext|>` = 4095, BOS and EOS) "
+             "mean what they meant. Appended merges rank last: a text is split exactly as before and then only "
+             "these joins apply (` Maryland` becomes ` Mary` `land`). A new token's embedding row (tied with the "
+             "unembedding) starts at the mean of its pieces' rows. The C++ tokenizer and this script's agree on "
+             "every such word and on held-out prose." if info.get("init_from") else
+             f"The BPE is learnt on the training prose plus {BPE_CURRICULUM_DOCS:,} curriculum documents (every kind "
+            f"in equal shares); {info['forced_merges']} merges are then appended so that every name (training and "
+            "held-out), every answer of the fact table, every word of its cities and countries and the demos' words "
+            "(` Paris`, ` America`, ` mat`, `Once`, ` Once`, ...) are "
+            "single tokens under ordinary merge-rank BPE (each forced word's pieces joined left to right; appended "
+            "merges rank last, so they cannot split an earlier word)."), ""]
+
+
+def readme_training(info):
+    """README: how the model was trained (the commands, flags, batches and the loss)."""
+    cfg = info["cfg"]
+    L = cfg["n_layer"]
+    return (["## Training", ""] + (fine_tune_recipe(info) if info.get("init_from") else []) + [
               "```sh",
               "/usr/bin/python3 tools/train_default_model.py            # corpus -> BPE -> train -> export -> report",
               "/usr/bin/python3 tools/train_default_model.py --report   # re-measure the exported files, rewrite this README",
@@ -345,22 +357,28 @@ def write_readme(out, info):
                  + f". A {L}-layer model otherwise "
                  "decides everything in its last layer, so the lens showed nothing forming; with it the layers before "
                  "the last carry a readable guess that the last layer refines, as in larger models. The shipped "
-                 "logits are the last layer's alone.", ""] if info.get("lens_aux_weight") else []),
-              "## Results", "",
-              "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
-              "counts as one byte).", "",
-              "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
-              f"| train (mean of the last 50 steps, prose and curriculum) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
-              f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
-              "", ("The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
-                   "prose." if info.get("init_from") and not info.get("base_run") else
-                   f"The previous export (a from-scratch prose-only base, then 9 fine-tunes) had {PREVIOUS_BPB} "
-                   "bits/byte on the same held-out prose.")
-              + " Everything here is measured on the exported F16 weights.", "",
-              "### The demos", "",
-              "Greedy next token after the prompt, no BOS unless said (the app's default for this model). IOI: logit "
-              "difference of the indirect object over the subject.", "",
-              "| target | measured | |", "|---|---|---|"]
+                 "logits are the last layer's alone.", ""] if info.get("lens_aux_weight") else [])])
+
+
+def readme_results(info):
+    """README: held-out loss, the demos' pass table, the logit lens, missed prompts, samples."""
+    demo = info["demo"]
+    L = info["cfg"]["n_layer"]
+    lines = ["## Results", "",
+             "Bits per byte = total loss in bits / UTF-8 bytes of the text scored (each `<|endoftext|>` separator",
+             "counts as one byte).", "",
+             "| split | loss (nats/token) | bits per byte |", "|---|---|---|",
+             f"| train (mean of the last 50 steps, prose and curriculum) | {info['train_loss']:.3f} | {info['train_bpb']:.3f} |",
+             f"| validation (held-out prose, {info['val_tokens']:,} tokens) | {info['val_loss']:.3f} | **{info['val_bpb']:.3f}** |",
+             "", ("The previous export (4,096 tokens, prose only, 6000 steps) had 1.520 bits/byte on the same held-out "
+                  "prose." if info.get("init_from") and not info.get("base_run") else
+                  f"The previous export (a from-scratch prose-only base, then 9 fine-tunes) had {PREVIOUS_BPB} "
+                  "bits/byte on the same held-out prose.")
+             + " Everything here is measured on the exported F16 weights.", "",
+             "### The demos", "",
+             "Greedy next token after the prompt, no BOS unless said (the app's default for this model). IOI: logit "
+             "difference of the indirect object over the subject.", "",
+             "| target | measured | |", "|---|---|---|"]
     for want, got, ok in pass_table(info):
         lines.append(f"| {want} | {got} | {'pass' if ok else '**fail**'} |")
     lines += ["", "The logit lens on `The Eiffel Tower is in the city of` (residual stream at each point through "
@@ -397,14 +415,21 @@ def write_readme(out, info):
     for p, mode, s in info["samples"]:
         cont = s[len(p):].replace("\n", " ⏎ ").replace("|", "\\|")
         lines.append(f"| {p} | {mode} | {cont} |")
-    lines += ["", "## Heads", "",
-              "Previous-token score: mean attention from each token to the one just before it, over "
-              "8 held-out windows of 256 tokens.",
-              "Induction score: on 8 sequences `<|endoftext|>` + 50 random tokens + the same 50 again, mean attention",
-              "from each token of the second copy to the token that followed its earlier occurrence (uniform attention",
-              "would give ≈ 0.01).", "",
-              "Previous-token score, layer × head:", "",
-              "| layer | " + " | ".join(f"H{h}" for h in range(H)) + " |", "|---" * (H + 1) + "|"]
+    return lines
+
+
+def readme_heads(info):
+    """README: previous-token and induction scores of every head."""
+    cfg = info["cfg"]
+    L, H = cfg["n_layer"], cfg["n_head"]
+    lines = ["", "## Heads", "",
+             "Previous-token score: mean attention from each token to the one just before it, over "
+             "8 held-out windows of 256 tokens.",
+             "Induction score: on 8 sequences `<|endoftext|>` + 50 random tokens + the same 50 again, mean attention",
+             "from each token of the second copy to the token that followed its earlier occurrence (uniform attention",
+             "would give ≈ 0.01).", "",
+             "Previous-token score, layer × head:", "",
+             "| layer | " + " | ".join(f"H{h}" for h in range(H)) + " |", "|---" * (H + 1) + "|"]
     for l in range(L):
         lines.append(f"| L{l} | " + " | ".join(f"{info['prev'][(l, h)]:.2f}" for h in range(H)) + " |")
     lines += ["", "Induction score, layer × head:", "",
@@ -434,26 +459,39 @@ def write_readme(out, info):
                   "lower than on the first. Induction heads form after a long plateau (the previous export, 6000 steps",
                   "with 10 % random repeats and 30 % repeated prose spans, had one; this run saw fewer tokens, see",
                   "Training). More steps (two idle cores, or a GPU) are the remedy.", ""]
+    return lines
+
+
+def readme_abilities(info):
+    """README: what the model can and cannot do, and the targets it misses."""
+    demo = info["demo"]
+    n_facts = sum(len(t[0]) for t in FACT_TEMPLATES.values())
     n_ioi = sum(x["pass"] for x in demo["ioi"])
     n_fact = sum(x["pass"] for x in demo["facts"])
     rows = pass_table(info)
     failed = [want for want, _, ok in rows if not ok and "not required" not in want]
-    lines += ["## What it can and cannot do", "",
-              f"It is a {info['n_params'] / 1e6:.1f} M-parameter model of 19 MB of English prose and a small generated "
-              "curriculum. It writes locally plausible English (word forms, punctuation, the style of fortunes and "
-              "speeches) but loses the thread within a sentence and cannot follow instructions. What it knows beyond "
-              f"that is narrow and was taught on purpose: the {n_facts} facts of its table (it answers "
-              f"{n_fact} of {len(demo['facts'])} held-out phrasings of them top-1; outside the table it knows next to "
-              "no facts), the indirect-object pattern of two-name sentences "
-              f"({n_ioi} of {len(demo['ioi'])} held-out prompts with new names and templates pass), and the set "
-              "phrases above. " + ioi_order_sentence(demo["ioi"]) + " "
-              "Whatever it does on the demo prompts was learnt from templated text: expect it to "
-              "break on prompts far from those templates. It is meant for looking inside: every head, norm and "
-              "ablation of it is cheap to compute and draw. For the published GPT-2 findings, open GPT-2 small "
-              "(`glassbox-cli selftest` checks them).", ""]
+    lines = ["## What it can and cannot do", "",
+             f"It is a {info['n_params'] / 1e6:.1f} M-parameter model of 19 MB of English prose and a small generated "
+             "curriculum. It writes locally plausible English (word forms, punctuation, the style of fortunes and "
+             "speeches) but loses the thread within a sentence and cannot follow instructions. What it knows beyond "
+             f"that is narrow and was taught on purpose: the {n_facts} facts of its table (it answers "
+             f"{n_fact} of {len(demo['facts'])} held-out phrasings of them top-1; outside the table it knows next to "
+             "no facts), the indirect-object pattern of two-name sentences "
+             f"({n_ioi} of {len(demo['ioi'])} held-out prompts with new names and templates pass), and the set "
+             "phrases above. " + ioi_order_sentence(demo["ioi"]) + " "
+             "Whatever it does on the demo prompts was learnt from templated text: expect it to "
+             "break on prompts far from those templates. It is meant for looking inside: every head, norm and "
+             "ablation of it is cheap to compute and draw. For the published GPT-2 findings, open GPT-2 small "
+             "(`glassbox-cli selftest` checks them).", ""]
     if failed:
         lines += ["Targets this export does not reach (see the table above for the numbers):", ""]
         lines += [f"- {w}" for w in failed]
         lines.append("")
+    return lines
+
+
+def write_readme(out, info):
+    lines = (readme_model_and_data(info) + readme_curriculum(info) + readme_training(info) + readme_results(info)
+             + readme_heads(info) + readme_abilities(info))
     lines = [l for l in lines if not l.startswith("- 0% ")]  # curriculum kinds this run did not use
     open(os.path.join(out, "README.md"), "w").write("\n".join(lines))
