@@ -19,6 +19,9 @@ LayerNorm, tanh-GELU, learned positions, tied embeddings) in PyTorch, export con
 (F16) to assets/models/<name>/, then measure validation loss / bits per byte, sample continuations and find
 previous-token and induction heads, measure every demo target (pass/fail table), write the model's README.md
 and, for the shipped model, tests/data/default_model_demos.json (the held-out prompts for the C++ tests).
+
+This file is the command line; the steps are the package tools/default_model/, one module each (its __init__.py lists
+them, pipeline.run calls them in order).
 """
 import argparse
 
