@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Resume test of the default model's training loop (tools/default_model/training.py, issue 48).
 
-Trains a small GPT-2 of train_default_model.make_model on a fixed token stream with the real loop, batches
+Trains a small GPT-2 of default_model.model.make_model on a fixed token stream with the real loop, batches
 (make_batch with the curriculum, random and repeated windows) and loss (IOI weights, subject unlikelihood, the
 lens's auxiliary loss):
   A: N steps straight;
@@ -24,8 +24,7 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
-import train_default_model as tdm  # noqa: E402
-from default_model import training  # noqa: E402
+from default_model import batches, export, model as gpt2, tokenizer, training  # noqa: E402
 
 N = 12
 CFG = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 128, "vocab_size": 97, "pos_init": "normal"}
@@ -52,8 +51,8 @@ def hooks(args):
     cur_w[100::50], cur_s[100::50] = 5.0, 7  # "indirect objects" with their "subject"
 
     def make(gen, step):
-        fr = tdm.batch_fractions(args, step)
-        return tdm.make_batch(torch, data, gen, args.batch, args.ctx, fr["repeat"], fr["random"], CFG["vocab_size"],
+        fr = batches.batch_fractions(args, step)
+        return batches.make_batch(torch, data, gen, args.batch, args.ctx, fr["repeat"], fr["random"], CFG["vocab_size"],
                               CFG["vocab_size"] - 1, cur, cur_starts, fr["curriculum"], cur_w, cur_s)
 
     return types.SimpleNamespace(make_batch=make, copy_line=lambda m: "", evaluate=lambda m: ("", {}))
@@ -61,7 +60,7 @@ def hooks(args):
 
 def fresh(init_seed):
     torch.manual_seed(init_seed)
-    model = tdm.make_model(torch, CFG)
+    model = gpt2.make_model(torch, CFG)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -81,8 +80,8 @@ def digest(model, folder):
     for k, v in sorted(model.state_dict().items()):
         h.update(k.encode() + v.detach().contiguous().numpy().tobytes())
     vocab = {f"t{i}": i for i in range(CFG["vocab_size"] - 1)}
-    vocab[tdm.EOT] = CFG["vocab_size"] - 1
-    tdm.export(model, CFG, vocab, [], folder)
+    vocab[tokenizer.EOT] = CFG["vocab_size"] - 1
+    export.export(model, CFG, vocab, [], folder)
     return h.hexdigest(), hashlib.sha256(open(os.path.join(folder, "model.safetensors"), "rb").read()).hexdigest()
 
 
@@ -129,7 +128,7 @@ def main():
     torch.set_num_threads(2)
     g1, g2 = training.step_generator(torch, 5, 7), training.step_generator(torch, 5, 7)
     assert torch.equal(torch.rand(8, generator=g1), torch.rand(8, generator=g2)), "step data not a function of (seed, step)"
-    kinds = ["fp32"] + (["bf16"] if tdm.cpu_has_bf16() else [])
+    kinds = ["fp32"] + (["bf16"] if training.cpu_has_bf16() else [])
     for precision in kinds:
         check(precision)
     if "--command" in sys.argv[1:]:

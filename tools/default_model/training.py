@@ -14,7 +14,6 @@
 """
 import collections
 import json
-import math
 import os
 import time
 
@@ -168,3 +167,21 @@ def train(torch, run, model, opt, args, cfg, device, precision):
             print(f"stopped at step {step} (--stop-at-step); rerun with --resume to continue", flush=True)
             return None
     return {"steps": step, "total": total, "recent": list(recent), "train_s": spent()[0], "cpu_s": spent()[1]}
+
+
+def cpu_name():
+    """The CPU's model name and core count, for the README (speeds depend on it)."""
+    try:
+        names = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else 'CPU'}, {os.cpu_count()} cores"
+
+
+def cpu_has_bf16():
+    """A CPU that multiplies bf16 natively: AMX (Intel) or AVX-512 BF16 (Intel, AMD Zen 4 and later)."""
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
