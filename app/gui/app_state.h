@@ -500,17 +500,9 @@ struct app_state {
     std::string load_label;
     uint64_t result_version = 0;                   // bumps when result changes (textures re-upload)
     std::string gl_status;                         // renderer string, or why GL fell back to the CPU
-    std::shared_ptr<const lens_output> lens;       // newest complete analyses (may be of older inputs)
-    std::shared_ptr<const attribution_output> attribution;
-    std::shared_ptr<const induction_output> induction;
-    std::shared_ptr<const learn_output> learn;
-    std::shared_ptr<const patch_output> patching;
-    std::shared_ptr<const trace_output> tracing;
-    std::shared_ptr<const break_output> breaking;
-    std::shared_ptr<const sampling_output> sampling;
-    std::shared_ptr<const circuit_output> circuit;
-    std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
-    std::shared_ptr<const features_output> features, feature_index, sae_trained;
+    std::shared_ptr<const void> output[ANALYSIS_COUNT]; // the newest complete output of each analysis (may be of
+                                                   // older inputs), of the type its row names (output_of,
+                                                   // analysis_table.h); null: none yet
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
     compare_slot cmp;                              // model B and the comparison with it (compare_view.h)

@@ -171,7 +171,7 @@ static std::string token_pct(const gb::tokenizer& tok, int id, double p) {
 }
 
 void break_step(app_state& s, int row) {
-    const break_output* b = s.breaking.get();
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     if (!break_is_current(b, s.model, s.prompt, s.bos)) return;
     const gb::break_result& res = b->res;
     const int n = (int)res.rows.size();
@@ -210,7 +210,7 @@ void update_demo(app_state& s) {
             s.demo_caption = "could not break it: " + st.error;
             return;
         }
-        const break_output* b = s.breaking.get();
+        const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
         if (!s.demo_candidates.empty()) { // choosing: the chosen prompt becomes the demo's
             if (b && b->choice && b->model == s.model && b->bos == s.bos) {
                 s.prompt = s.demo_prompt = b->prompt;
@@ -229,7 +229,7 @@ void update_demo(app_state& s) {
             s.demo_caption = "could not sample: " + st.error;
             return;
         }
-        const sampling_output* o = s.sampling.get();
+        const sampling_output* o = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get();
         if (!o || o->key != s.analysis_want[ANALYSIS_SAMPLING] || o->key == s.demo_caption_key || o->columns.size() != 3) return;
         s.demo_waiting = false;
         s.demo_caption_key = o->key;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis_table.h"
 #include "analysis_worker.h"
 #include "tokenizer/tokenizer.h"
 #include "util/npy.h"
@@ -100,7 +101,8 @@ static void train_in_app(features_output& out, const gb::model& m, const analysi
     out.trained = q.out_dir, out.train_note = note;
 }
 
-std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go) {
+std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run) {
+    const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<features_output>();
@@ -232,10 +234,11 @@ bool start_sae_training(app_state& s) {
 void poll_saes(app_state& s, ui_context& ui) {
     if (!s.model) return; // a session's SAEs wait for its model
     // an SAE trained in the tab opens once, like one typed into its box
-    if (s.sae_trained && s.sae_trained->model == s.model && s.sae_trained->key != ui.sae_train_adopted) {
-        ui.sae_train_adopted = s.sae_trained->key;
-        s.status = s.sae_trained->train_note;
-        open_sae_file(s, s.sae_trained->trained);
+    const features_output* trained = output_of<features_output>(s, ANALYSIS_SAE_TRAIN).get();
+    if (trained && trained->model == s.model && trained->key != ui.sae_train_adopted) {
+        ui.sae_train_adopted = trained->key;
+        s.status = trained->train_note;
+        open_sae_file(s, trained->trained);
     }
     for (const std::string& path : s.sae_queue) {
         const std::shared_ptr<const gb::model> m = s.model;
@@ -299,7 +302,7 @@ void read_features_session(pending_settings& p, const nlohmann::json& j) {
 
 void apply_features_session(app_state& s, const pending_settings& p) {
     s.saes.clear(), s.feature_edits.clear();
-    s.features.reset(), s.feature_index.reset();
+    s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     s.sae_queue = p.sae_paths;
     s.sae_queue_edits = p.feature_edits;
     s.feature_sel = p.feature_sel;

@@ -88,9 +88,11 @@ int attribution_position(const app_state& s) {
     return query_token(s, r.cap().n_tokens);
 }
 
-// One kind: stop its run when the inputs changed; send the new inputs when visible and ready.
+// One kind: stop its run when the inputs changed; send the new inputs when visible, offered by the model's kind (its
+// row's needs) and ready.
 static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
                      const analysis_request& q) {
+    visible = visible && analysis_offered(k, s.model.get());
     if (!ui.asked[k].empty() && inputs != ui.asked[k]) {
         ui.analysis->cancel(k); // a no-op when it is not running
         ui.asked[k].clear();
@@ -128,8 +130,7 @@ static void schedule_patching(app_state& s, ui_context& ui, const run_result* r)
              s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
     // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
     q.kind = ANALYSIS_CIRCUIT;
-    const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS) &&
-                         gb::offers(s.model->config, gb::FEATURE_PATCHING);
+    const bool offered = analysis_offered(ANALYSIS_CIRCUIT, s.model.get());
     schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
 }
 
@@ -148,7 +149,7 @@ static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, co
 // The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
 // continuations and the sweep of the tab's vector while the tab shows
 static void schedule_steer(app_state& s, ui_context& ui) {
-    const bool shown = s.tab == TAB_STEER && s.model && gb::offers(s.model->config, gb::FEATURE_STEERING);
+    const bool shown = s.tab == TAB_STEER && analysis_offered(ANALYSIS_STEER_BUILD, s.model.get());
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
     {
         analysis_request q;
@@ -159,10 +160,11 @@ static void schedule_steer(app_state& s, ui_context& ui) {
         schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
     }
     // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
-    if (s.steer_built && s.steer_built->model == s.model && s.steer_built->vec && s.steer_built->key != ui.steer_adopted) {
-        ui.steer_adopted = s.steer_built->key;
-        s.steer_vec = s.steer_built->vec;
-        s.steer_note = "built from the prompts in " + std::to_string((int)s.steer_built->ms) + " ms";
+    const steer_output* built = output_of<steer_output>(s, ANALYSIS_STEER_BUILD).get();
+    if (built && built->model == s.model && built->vec && built->key != ui.steer_adopted) {
+        ui.steer_adopted = built->key;
+        s.steer_vec = built->vec;
+        s.steer_note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
     }
     const gb::steering st = tab_steering(s);
     {
@@ -202,7 +204,7 @@ static void schedule_steer(app_state& s, ui_context& ui) {
 // logit effect while the tab shows; the corpus index once Index was pressed (its file and the SAE as they were)
 static void schedule_features(app_state& s, ui_context& ui) {
     const gb::bound_sae* b = shown_sae(s);
-    const bool shown = s.tab == TAB_FEATURES && s.model && gb::offers(s.model->config, gb::FEATURE_SAE) && b;
+    const bool shown = s.tab == TAB_FEATURES && analysis_offered(ANALYSIS_FEATURES, s.model.get()) && b;
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
     std::shared_ptr<const gb::bound_sae> sae = b ? s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)] : nullptr;
     {
@@ -227,7 +229,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
         q.model = s.model, q.bos = s.bos, q.corpus = f.corpus, q.out_dir = f.out, q.layer = f.layer;
         q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
         q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
-        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_SAE);
+        const bool offered = analysis_offered(ANALYSIS_SAE_TRAIN, s.model.get());
         const std::string inputs = offered && s.sae_train_build > 0 && s.model.get() == s.sae_train_for
                                        ? model + std::to_string(s.sae_train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
                                              std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
@@ -244,7 +246,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     {
         analysis_request q;
         q.from = s.result;
-        q.lens = s.lens;
+        q.lens = output_of<lens_output>(s, ANALYSIS_LENS);
         q.target = r ? token_or_default(s.lens_target, *r) : -1;
         schedule(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
     }
@@ -288,7 +290,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
                                            std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
-        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST);
+        const bool offered = analysis_offered(ANALYSIS_INDUCTION, s.model.get());
         schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui, r);
@@ -304,7 +306,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.prompt = s.prompt;
         q.candidates = s.demo_candidates;
         std::string inputs;
-        if (s.model && gb::offers(s.model->config, gb::FEATURE_BREAK_IT)) {
+        if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
             inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
             if (q.candidates.empty()) inputs += s.prompt;
             else

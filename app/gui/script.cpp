@@ -387,12 +387,11 @@ static std::optional<bool> layout_command(script_runner& sc, app_state& s, ui_co
     return std::nullopt;
 }
 
-// wait-running lens|patching|trace | frames N | repeat-until SECONDS
+// wait-running NAME | frames N | repeat-until SECONDS
 static std::optional<bool> waiting_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
-        analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING
-                          : arg == "trace" ? ANALYSIS_TRACE : ANALYSIS_COUNT;
-        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching|trace, not " + arg);
+        const analysis_kind k = analysis_named(arg); // any row of the analysis table
+        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running NAME (an analysis: lens, patching, ...), not " + arg);
         if (s.analysis[k].busy && s.analysis[k].progress > 0) {
             sc.wait_frames = 0;
             return true;

@@ -175,12 +175,12 @@ static void add_learn_picture(nlohmann::json& j, const ui_context& ui) {
 // The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
 static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
-    if (s.learn) {
+    if (const learn_output* lo = output_of<learn_output>(s, ANALYSIS_LEARN).get()) {
         nlohmann::json titles = nlohmann::json::array();
-        for (const gb::learn_step& st : s.learn->walk.steps) titles.push_back(st.title);
-        j["learn"] = {{"token", s.learn->walk.token}, {"layer", s.learn->walk.layer}, {"head", s.learn->walk.head},
-                      {"steps", titles}, {"current", s.learn->key == s.analysis_want[ANALYSIS_LEARN]},
-                      {"prediction", s.learn->walk.steps.back().labels.empty() ? "" : s.learn->walk.steps.back().labels[0]}};
+        for (const gb::learn_step& st : lo->walk.steps) titles.push_back(st.title);
+        j["learn"] = {{"token", lo->walk.token}, {"layer", lo->walk.layer}, {"head", lo->walk.head},
+                      {"steps", titles}, {"current", lo->key == s.analysis_want[ANALYSIS_LEARN]},
+                      {"prediction", lo->walk.steps.back().labels.empty() ? "" : lo->walk.steps.back().labels[0]}};
     }
     // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
     j["ablated_experts"] = nlohmann::json::array();
@@ -201,15 +201,15 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
         j["experts"] = {{"n_expert", rt.n_expert}, {"top_k", rt.k}, {"last_token_experts", ids}, {"last_token_weights", w}};
     }
     // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
-    if (s.breaking && !s.breaking->choice) { // as `break-it --json` writes it, with what the app adds
-        j["break_it"] = gb::break_it_json(s.breaking->res, s.breaking->model->tok);
-        j["break_it"]["prompt"] = s.breaking->prompt;
-        j["break_it"]["current"] = break_is_current(s.breaking.get(), s.model, s.prompt, s.bos);
-        j["break_it"]["ms"] = s.breaking->ms;
+    if (const break_output* bo = output_of<break_output>(s, ANALYSIS_BREAK).get(); bo && !bo->choice) { // as `break-it --json` writes it, with what the app adds
+        j["break_it"] = gb::break_it_json(bo->res, bo->model->tok);
+        j["break_it"]["prompt"] = bo->prompt;
+        j["break_it"]["current"] = break_is_current(bo, s.model, s.prompt, s.bos);
+        j["break_it"]["ms"] = bo->ms;
     }
     // sampling: each column's temperature, continuation and first-token distribution (its top 8)
-    if (s.sampling) {
-        const sampling_output& o = *s.sampling;
+    if (const sampling_output* so = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get()) {
+        const sampling_output& o = *so;
         const gb::tokenizer& tok = o.from->model->tok;
         nlohmann::json cols = nlohmann::json::array();
         for (const sampling_column& c : o.columns) {
@@ -228,18 +228,18 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 static void add_steer(nlohmann::json& j, const app_state& s) {
     nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
     if (s.steer_vec) st["vector"] = {{"name", s.steer_vec->name}, {"d_model", s.steer_vec->d_model}, {"layers", s.steer_vec->layers()}};
-    if (s.steer_compare) {
-        const gb::steer_compare& c = s.steer_compare->compare;
+    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get()) {
+        const gb::steer_compare& c = so->compare;
         nlohmann::json runs = nlohmann::json::array();
         for (const gb::steered_continuation& r : c.runs)
             runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},
                             {"p_base", r.p_base}});
-        st["compare"] = {{"current", s.steer_compare->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
+        st["compare"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
                          {"baseline", c.baseline.text}, {"runs", runs}};
     }
-    if (s.steer_sweep) {
-        const gb::steer_sweep_result& r = s.steer_sweep->sweep;
-        st["sweep"] = {{"current", s.steer_sweep->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
+    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get()) {
+        const gb::steer_sweep_result& r = so->sweep;
+        st["sweep"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
                        {"layers", r.layers}, {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
     }
     j["steer"] = st;
@@ -256,7 +256,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
     for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
     nlohmann::json fj = {{"saes", saes}, {"shown", s.sae_shown}, {"selected", s.feature_sel}, {"edits", edits},
                          {"value", s.feature_value}};
-    if (const features_output* o = s.features.get()) {
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get()) {
         const gb::feature_result& r = o->res;
         nlohmann::json top = nlohmann::json::array(); // the last token's features by activation, the active ones
         if (r.n_tokens > 0) {
@@ -275,14 +275,14 @@ static void add_features(nlohmann::json& j, const app_state& s) {
                         {"top_last", top}, {"fvu", r.fvu}, {"fvu_all", r.fvu_all}, {"loss_delta", r.loss_delta},
                         {"feature", o->feature}, {"promotes", prom}, {"suppresses", sup}};
     }
-    if (const features_output* o = s.feature_index.get()) {
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURE_INDEX).get()) {
         nlohmann::json ctx = nlohmann::json::array();
         if (o->index && s.feature_sel >= 0 && s.feature_sel < o->index->d_sae)
             for (const gb::feature_context& c : o->index->top[s.feature_sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
         fj["index"] = {{"corpus", o->corpus}, {"note", o->index_note}, {"windows", o->index ? o->index->chunks.size() : 0},
                        {"contexts", ctx}};
     }
-    if (const features_output* o = s.sae_trained.get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_SAE_TRAIN).get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
     j["features"] = fj;
 }
 
@@ -295,9 +295,9 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         j["analysis"][analysis_name((analysis_kind)k)] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
                                    {"wanted", !s.analysis_want[k].empty()}};
     }
-    if (s.lens) { // the model's own top-1 is the last point's at the last position
-        const gb::lens_result& l = s.lens->lens;
-        const gb::tokenizer& tok = s.lens->from->model->tok;
+    if (const lens_output* lo = output_of<lens_output>(s, ANALYSIS_LENS).get()) { // the model's own top-1 is the last point's at the last position
+        const gb::lens_result& l = lo->lens;
+        const gb::tokenizer& tok = lo->from->model->tok;
         const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
         // the first point from which the last position's top-1 is the model's own answer at every later point
         int settled = l.n_points - 1;
@@ -306,41 +306,41 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
             settled = p;
         }
         j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
-                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
-                     {"answer_from_point", settled}, {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, lo->target)},
+                     {"answer_from_point", settled}, {"current", lo->from == s.result}, {"ms", lo->ms}};
     }
-    if (s.attribution) {
-        const gb::attribution& a = s.attribution->attr;
-        const run_result& r = *s.attribution->from;
+    if (const attribution_output* ao = output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get()) {
+        const gb::attribution& a = ao->attr;
+        const run_result& r = *ao->from;
         const gb::tokenizer& tok = r.model->tok;
         nlohmann::json aj = {{"total", a.total}, {"sum", a.sum()}, {"position", a.position},
                              {"target", gb::token_text(tok, a.target)},
                              {"contrast", token_or_null(tok, a.contrast)},
-                             {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
-        if (s.attribution->dla && a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
+                             {"current", ao->from == s.result}, {"ms", ao->ms}};
+        if (ao->dla && a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
             const float* lg = r.cap().last_logits();
             aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
         }
-        if (!s.attribution->saliency.empty()) {
-            aj["saliency"] = s.attribution->saliency;
-            aj["saliency_method"] = s.attribution->steps > 0 ? "integrated gradients" : "gradient x input";
-            aj["saliency_steps"] = s.attribution->steps;
-            aj["saliency_metric"] = s.attribution->metric;
-            if (s.attribution->steps > 0) aj["completeness_gap"] = s.attribution->gap;
+        if (!ao->saliency.empty()) {
+            aj["saliency"] = ao->saliency;
+            aj["saliency_method"] = ao->steps > 0 ? "integrated gradients" : "gradient x input";
+            aj["saliency_steps"] = ao->steps;
+            aj["saliency_metric"] = ao->metric;
+            if (ao->steps > 0) aj["completeness_gap"] = ao->gap;
         }
-        aj["dla"] = s.attribution->dla;
+        aj["dla"] = ao->dla;
         j["attribution"] = aj;
     }
-    if (s.induction) {
-        const gb::head_scores& sc = s.induction->scores;
+    if (const induction_output* io = output_of<induction_output>(s, ANALYSIS_INDUCTION).get()) {
+        const gb::head_scores& sc = io->scores;
         float best = 0;
         for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
-        j["induction_test"] = {{"shown", s.induction_test}, {"n", s.induction->n}, {"seed", s.induction->seed},
-                               {"tokens", s.induction->ids.size()}, {"positions", sc.n_induction_positions},
-                               {"max_induction", best}, {"ms", s.induction->ms}};
+        j["induction_test"] = {{"shown", s.induction_test}, {"n", io->n}, {"seed", io->seed},
+                               {"tokens", io->ids.size()}, {"positions", sc.n_induction_positions},
+                               {"max_induction", best}, {"ms", io->ms}};
     }
-    if (s.patching) {
-        const patch_output& po = *s.patching;
+    if (const patch_output* po_ = output_of<patch_output>(s, ANALYSIS_PATCHING).get()) {
+        const patch_output& po = *po_;
         const gb::patch_result& p = po.res;
         const gb::tokenizer& tok = po.model->tok;
         const int P = 2 * p.n_layer + 1, T = p.n_tokens;
@@ -353,8 +353,8 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
-    if (s.circuit && s.circuit->res) {
-        const circuit_output& co = *s.circuit;
+    if (const circuit_output* co_ = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get(); co_ && co_->res) {
+        const circuit_output& co = *co_;
         const gb::circuit_result& c = *co.res;
         const int n = std::min(s.circuit_edges, co.max_edges);
         const std::vector<unsigned char> in = gb::circuit_members(c, n);
@@ -368,8 +368,8 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
     j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
     j["circuit_in_force"] = circuit_in_force(s) != nullptr;
     if (s.result) j["run_circuit"] = (bool)s.result->circuit;
-    if (s.tracing) { // causal tracing: the whole maps, for the tests to compare with the core's
-        const trace_output& o = *s.tracing;
+    if (const trace_output* to = output_of<trace_output>(s, ANALYSIS_TRACE).get()) { // causal tracing: the whole maps, for the tests to compare with the core's
+        const trace_output& o = *to;
         const gb::trace_result& t = o.res;
         j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
                       {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},

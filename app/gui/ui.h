@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis_table.h"
 #include "analysis_worker.h"
 #include "app_state.h"
 #include "heatmaps.h"

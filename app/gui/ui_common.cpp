@@ -1,6 +1,6 @@
-// Small helpers shared by the panels (colour maps, token pickers), sessions and capture export.
+// Small helpers shared by the panels (colour maps, token pickers), and sessions (capture export: analysis_export.cpp).
 //
-// Sections: drawing helpers | colour maps | token picker | names | sessions | model adoption | export
+// Sections: drawing helpers | colour maps | token picker | names | sessions | model adoption
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -247,19 +247,8 @@ int query_token(const app_state& s, int n_tokens) {
     return n_tokens - 1;
 }
 
-const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross", "circuit", "steer", "features"};
-    return t >= 0 && t < TAB_COUNT ? names[t] : "head";
-}
-gb::feature tab_feature(analysis_tab t) {
-    static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
-                                             gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
-                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
-                                             gb::FEATURE_PATCHING, gb::FEATURE_STEERING, // the circuit: of patching's prompts
-                                             gb::FEATURE_SAE};
-    return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
-}
+const char* tab_name(analysis_tab t) { return tab_info(t).name; }
+gb::feature tab_feature(analysis_tab t) { return tab_info(t).feature; }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
@@ -691,7 +680,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     s.model = std::move(m);
     s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
     s.saes.clear(), s.feature_edits.clear(), s.sae_queue_edits.clear(); // bound to the previous model
-    s.feature_sel = -1, s.features.reset(), s.feature_index.reset();
+    s.feature_sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
     std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",
@@ -746,56 +735,6 @@ void remember_model(app_state& s, const std::string& path) {
         if (s.settings_note.empty()) s.settings_note = err + ": settings are not remembered";
         s.config_dir.clear();
     }
-}
-
-std::string export_capture(const app_state& s, const std::string& dir) {
-    if (!s.result) throw gb::error("nothing to export yet");
-    const run_result& r = *s.result;
-    const gb::tokenizer& tok = r.model->tok;
-    gb::write_capture_npy(dir, r.cap());
-    gb::write_json(dir + "/capture.json", gb::capture_json(*r.model, r.cap(), r.ablation, s.top_k));
-    // the analyses computed for this result (the CLI's formats): one JSON and its .npy arrays each
-    std::string wrote = ".npy, capture.json";
-    gb::write_head_scores_npy(dir, r.scores);
-    gb::write_json(dir + "/head_scores.json", gb::head_scores_json(r.scores, r.cap()));
-    wrote += ", head_scores";
-    if (s.lens && s.lens->from == s.result) {
-        gb::write_lens_npy(dir, s.lens->lens);
-        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.lm_record(), tok));
-        wrote += ", lens";
-    }
-    if (s.attribution && s.attribution->from == s.result) {
-        gb::write_attribution_npy(dir, s.attribution->attr);
-        gb::write_json(dir + "/attribution.json", gb::attribution_json(s.attribution->attr, tok));
-        wrote += ", attribution";
-    }
-    if (s.patching && s.patching->model == r.model && s.patching->clean_ids == r.cap().tokens) {
-        const patch_output& p = *s.patching;
-        gb::write_patch_npy(dir, p.res);
-        gb::write_json(dir + "/patching.json", gb::patch_json(p.res, tok, p.clean_ids, p.corrupt_ids));
-        wrote += ", patching";
-    }
-    if (break_is_current(s.breaking.get(), r.model, r.prompt, r.bos)) {
-        gb::write_json(dir + "/break_it.json", gb::break_it_json(s.breaking->res, tok));
-        wrote += ", break_it";
-    }
-    if (s.sampling && s.sampling->from == s.result) {
-        gb::sampling sp;
-        sp.top_k = s.sampling->top_k, sp.seed = s.sampling->seed;
-        gb::write_json(dir + "/sampling.json", gb::temperatures_json(r.prompt, r.cap().tokens, s.sampling->columns, sp, tok));
-        wrote += ", sampling";
-    }
-    if (s.induction && s.induction->model == r.model) { // the test prompt's scores, in a folder of their own
-        gb::write_head_scores_npy(dir + "/induction_test", s.induction->scores);
-        nlohmann::json j = {{"n", s.induction->n}, {"seed", s.induction->seed}, {"ids", s.induction->ids}};
-        gb::record ids_only; // head_scores_json names the prompt's tokens
-        ids_only.tokens = s.induction->ids;
-        for (int id : s.induction->ids) ids_only.pieces.push_back(gb::token_text(tok, id));
-        j["scores"] = gb::head_scores_json(s.induction->scores, ids_only);
-        gb::write_json(dir + "/induction_test/head_scores.json", j);
-        wrote += ", induction_test/";
-    }
-    return wrote;
 }
 
 } // namespace gbui

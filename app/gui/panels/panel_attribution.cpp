@@ -222,7 +222,7 @@ void panel_attribution(app_state& s, ui_context& ui) {
     ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
                         : r.decoder && r.stack == 0 ? "(the decoder's last target token; show the decoder to pick another)"
                                                     : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
-    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, s.attribution.get());
+    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get());
 
     const analysis_status& st = s.analysis[ANALYSIS_ATTRIBUTION];
     const std::string& want = s.analysis_want[ANALYSIS_ATTRIBUTION];
@@ -232,7 +232,7 @@ void panel_attribution(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const attribution_output* ao = s.attribution.get();
+    const attribution_output* ao = output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get();
     if (!ao) {
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "computing...");
         return;

@@ -240,7 +240,7 @@ void panel_circuit(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const circuit_output* co = s.circuit.get();
+    const circuit_output* co = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get();
     if (!co || co->key != want) {
         analysis_progress(ui, st, "finding the circuit... %.0f%%", "circuit progress");
     }

@@ -222,7 +222,7 @@ void top_contexts(app_state& s, ui_context& ui, int id) {
     const analysis_status& st = s.analysis[ANALYSIS_FEATURE_INDEX];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_FEATURE_INDEX]) ImGui::TextColored(red, "%s", st.error.c_str());
     else if (st.busy) analysis_progress(ui, st, "indexing the corpus %.0f%%", "feature index progress");
-    const features_output* o = s.feature_index.get();
+    const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURE_INDEX).get();
     if (!o || !o->index || o->sae.get() != shown_sae(s)) return;
     ImGui::TextDisabled("%s", o->index_note.c_str());
     if (id >= o->index->d_sae || o->index->top[id].empty()) {
@@ -297,7 +297,7 @@ void train_section(app_state& s, ui_context& ui) {
     const analysis_status& st = s.analysis[ANALYSIS_SAE_TRAIN];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_SAE_TRAIN]) ImGui::TextColored(red, "%s", st.error.c_str());
     else if (st.busy) analysis_progress(ui, st, "training %.0f%%", "sae train progress");
-    else if (s.sae_trained) ImGui::TextDisabled("%s", s.sae_trained->train_note.c_str());
+    else if (output_of<features_output>(s, ANALYSIS_SAE_TRAIN)) ImGui::TextDisabled("%s", output_of<features_output>(s, ANALYSIS_SAE_TRAIN)->train_note.c_str());
 }
 
 } // namespace
@@ -321,7 +321,7 @@ void panel_features(app_state& s, ui_context& ui) {
     }
     const analysis_status& st = s.analysis[ANALYSIS_FEATURES];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_FEATURES]) ImGui::TextColored(red, "%s", st.error.c_str());
-    const features_output* o = s.features.get();
+    const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get();
     if (!o || o->sae.get() != b) {
         analysis_progress(ui, st, "computing the features %.0f%%", "features progress");
         return;

@@ -331,7 +331,7 @@ void break_section(app_state& s, ui_context& ui) {
     if (moved_row) ImGui::SetScrollY(title_y); // the title at the top of the view
     remember_item(ui, "break it");
     const analysis_status& st = s.analysis[ANALYSIS_BREAK];
-    const break_output* b = s.breaking.get();
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) {
         ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
         return;
@@ -464,7 +464,7 @@ static const std::vector<gb::param_line>& model_params(const app_state& s, const
 }
 
 void panel_learn(app_state& s, ui_context& ui) {
-    const learn_output* lo = s.learn.get();
+    const learn_output* lo = output_of<learn_output>(s, ANALYSIS_LEARN).get();
     const run_result* r = s.result.get();
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
     if (!s.model) {

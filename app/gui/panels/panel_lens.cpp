@@ -165,7 +165,7 @@ void panel_lens(app_state& s, ui_context& ui) {
                                        "or a row of Fill mask, to colour every cell by that token."
                                      : "What the stream at each point (rows) and token (columns) predicts next. Click a cell, or "
                                        "a row of Next token, to colour every cell by that token.");
-    const lens_output* lo = s.lens.get();
+    const lens_output* lo = output_of<lens_output>(s, ANALYSIS_LENS).get();
     if (!lo) {
         status_line(s, lo);
         if (!s.analysis[ANALYSIS_LENS].busy && s.analysis[ANALYSIS_LENS].error.empty()) ImGui::TextDisabled("no result yet");

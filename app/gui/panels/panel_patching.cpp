@@ -290,7 +290,7 @@ static void panel_trace(app_state& s, ui_context& ui) {
         note_text(ui, "trace error", st.error);
         return;
     }
-    const trace_output* o = s.tracing.get();
+    const trace_output* o = output_of<trace_output>(s, ANALYSIS_TRACE).get();
     if (!o || o->key != want) {
         analysis_progress(ui, st, "tracing... %.0f%%", "trace progress");
     }
@@ -317,7 +317,7 @@ void panel_patching(app_state& s, ui_context& ui) {
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Meng et al.'s causal tracing: the prompt against itself with the subject's embeddings noised");
     if (s.patch_trace) return panel_trace(s, ui);
-    const patch_output* po = s.patching.get();
+    const patch_output* po = output_of<patch_output>(s, ANALYSIS_PATCHING).get();
     inputs(s, ui, po);
 
     const analysis_status& st = s.analysis[ANALYSIS_PATCHING];

@@ -78,7 +78,7 @@ void panel_sampling(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
         return;
     }
-    const sampling_output* o = s.sampling.get();
+    const sampling_output* o = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "sampling... %.0f %%" : "no result yet", 100 * st.progress);
         return;

@@ -167,7 +167,7 @@ void side_by_side(app_state& s, ui_context& ui) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = s.steer_compare.get();
+    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "generating..." : "build or open a vector to compare");
         return;
@@ -247,7 +247,7 @@ void sweep(app_state& s, ui_context& ui) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = s.steer_sweep.get();
+    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "sweeping..." : "the cost sweep shows once there is a vector");
         return;
