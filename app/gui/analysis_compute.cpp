@@ -238,6 +238,14 @@ std::shared_ptr<const void> compute_patching(const analysis_request& q, const an
     }
     out->res = gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po, go);
     out->ms = ms_since(t0);
+    if (out->res.complete && !out->estimate.resid.empty()) { // the panel's "estimate - exact", made here once
+        gb::patch_result& d = out->difference;
+        d = out->res;
+        for (size_t i = 0; i < d.resid_normalized.size(); i++)
+            d.resid_normalized[i] = out->estimate.resid_normalized[i] - out->res.resid_normalized[i];
+        for (size_t i = 0; i < d.heads_normalized.size(); i++)
+            d.heads_normalized[i] = out->estimate.heads_normalized[i] - out->res.heads_normalized[i];
+    }
     return out->res.complete ? out : nullptr;
 }
 

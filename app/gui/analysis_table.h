@@ -12,6 +12,7 @@
 #include <memory>
 #include <typeinfo>
 
+#include "analysis_outputs.h"
 #include "app_state.h"
 #include "util/error.h"
 
@@ -29,7 +30,10 @@ struct tab_entry {
     gb::feature feature;
     void (*draw)(app_state& s, ui_context& ui);
     const char* pick;  // what a click on a Next-token row picks while the tab is open ("": nothing)
+    std::shared_ptr<void> (*make_inputs)(); // the tab's own inputs (app_state::inputs), made with the state
+    const std::type_info* inputs;           // their type (null: none)
 };
+template <class T> std::shared_ptr<void> make_inputs() { return std::make_shared<T>(); }
 // The row of t (t < TAB_COUNT).
 const tab_entry& tab_info(analysis_tab t);
 
@@ -59,6 +63,13 @@ struct analysis_entry {
     const std::type_info* output; // the type of its output: what output_of reads from its slot
     analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
 };
+// The inputs tab t keeps of its own, as the type its row names.
+template <class T> T& inputs_of(app_state& s, analysis_tab t) {
+    if (!tab_info(t).inputs || *tab_info(t).inputs != typeid(T)) throw gb::error(std::string("inputs_of: wrong type for ") + tab_info(t).name);
+    return *static_cast<T*>(s.inputs[t].get());
+}
+template <class T> const T& inputs_of(const app_state& s, analysis_tab t) { return inputs_of<T>(const_cast<app_state&>(s), t); }
+
 // The row of k (k < ANALYSIS_COUNT).
 const analysis_entry& analysis_info(analysis_kind k);
 // The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...); "?" outside the table.

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "analysis/sae_train.h"
+#include "analysis_outputs.h"
 #include "app_state.h"
 
 namespace gbui {

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "sampling_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -58,6 +59,7 @@ bool demo_offered(const gb::model& m, demo_kind d) {
 }
 
 void start_demo(app_state& s, demo_kind d) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const gb::model& m = *s.model;
     end_demo(s); // a Break-it row still applied is taken off first
     s.demo = d;
@@ -112,8 +114,8 @@ void start_demo(app_state& s, demo_kind d) {
     case DEMO_TEMPERATURE:
         s.prompt = temperature_prompt;
         s.tab = TAB_SAMPLING;
-        s.sample_temps[0] = 0.3f, s.sample_temps[1] = 0.8f, s.sample_temps[2] = 1.5f;
-        s.sample_top_k = 40, s.sample_tokens = 30, s.sample_seed = 1;
+        smp.temps[0] = 0.3f, smp.temps[1] = 0.8f, smp.temps[2] = 1.5f;
+        smp.top_k = 40, smp.tokens = 30, smp.seed = 1;
         break;
     default:
         end_demo(s);

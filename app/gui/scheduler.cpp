@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sampling_inputs.h"
+#include "steer_analysis.h"
 #include "ui.h"
 
 namespace gbui {
@@ -149,13 +151,14 @@ static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, co
 // The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
 // continuations and the sweep of the tab's vector while the tab shows
 static void schedule_steer(app_state& s, ui_context& ui) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     const bool shown = s.tab == TAB_STEER && analysis_offered(ANALYSIS_STEER_BUILD, s.model.get());
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.positive = s.steer_positive, q.negative = s.steer_negative, q.where = s.steer_where;
-        const std::string inputs = s.steer_build > 0 && s.model ? model + std::to_string(s.steer_where) + "|" + s.steer_positive +
-                                                                     "\x1f" + s.steer_negative + "|" + std::to_string(s.steer_build)
+        q.model = s.model, q.bos = s.bos, q.positive = in.positive, q.negative = in.negative, q.where = in.where;
+        const std::string inputs = in.build > 0 && s.model ? model + std::to_string(in.where) + "|" + in.positive +
+                                                                     "\x1f" + in.negative + "|" + std::to_string(in.build)
                                                                 : "";
         schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
     }
@@ -163,28 +166,28 @@ static void schedule_steer(app_state& s, ui_context& ui) {
     const steer_output* built = output_of<steer_output>(s, ANALYSIS_STEER_BUILD).get();
     if (built && built->model == s.model && built->vec && built->key != ui.steer_adopted) {
         ui.steer_adopted = built->key;
-        s.steer_vec = built->vec;
-        s.steer_note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
+        in.vec = built->vec;
+        in.note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
     }
     const gb::steering st = tab_steering(s);
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = s.steer_tokens;
-        q.scales.assign(s.steer_scales, s.steer_scales + 3);
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = in.tokens;
+        q.scales.assign(in.scales, in.scales + 3);
         q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
         std::string inputs;
         if (st.vec && !st.layers.empty()) {
             char b[160];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", s.steer_scales[0], s.steer_scales[1], s.steer_scales[2],
-                     s.steer_tokens, sampling_key(s.gen).c_str());
+            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", in.scales[0], in.scales[1], in.scales[2],
+                     in.tokens, sampling_key(s.gen).c_str());
             inputs = model + steering_key(st) + "|" + b + s.prompt;
         }
         schedule(s, ui, ANALYSIS_STEER_COMPARE, inputs, shown, true, q);
     }
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = s.steer_reference;
-        q.scales.assign(s.steer_sweep_scales, s.steer_sweep_scales + 5);
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = in.reference;
+        q.scales.assign(in.sweep_scales, in.sweep_scales + 5);
         std::string inputs;
         if (st.vec) {
             // every layer with a direction (a vector of one direction: that one at every layer)
@@ -194,7 +197,7 @@ static void schedule_steer(app_state& s, ui_context& ui) {
             char b[128];
             snprintf(b, sizeof b, "%.9g,%.9g,%.9g,%.9g,%.9g|%d|", q.scales[0], q.scales[1], q.scales[2], q.scales[3],
                      q.scales[4], st.from);
-            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + s.steer_reference + "\x1f" + s.prompt;
+            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + in.reference + "\x1f" + s.prompt;
         }
         schedule(s, ui, ANALYSIS_STEER_SWEEP, inputs, shown, true, q);
     }
@@ -240,6 +243,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
     // logit lens: of the shown run, with the chosen target
@@ -325,15 +329,15 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     {
         analysis_request q;
         q.from = s.result;
-        q.temperatures.assign(s.sample_temps, s.sample_temps + 3);
-        q.sampling.top_k = s.sample_top_k;
-        q.sampling.seed = s.sample_seed;
-        q.gen_tokens = s.sample_tokens;
+        q.temperatures.assign(smp.temps, smp.temps + 3);
+        q.sampling.top_k = smp.top_k;
+        q.sampling.seed = smp.seed;
+        q.gen_tokens = smp.tokens;
         std::string inputs;
         if (r) {
             char b[128];
-            snprintf(b, sizeof b, "|%.9g|%.9g|%.9g|%d|%d|%llu", s.sample_temps[0], s.sample_temps[1], s.sample_temps[2],
-                     s.sample_top_k, s.sample_tokens, (unsigned long long)s.sample_seed);
+            snprintf(b, sizeof b, "|%.9g|%.9g|%.9g|%d|%d|%llu", smp.temps[0], smp.temps[1], smp.temps[2],
+                     smp.top_k, smp.tokens, (unsigned long long)smp.seed);
             inputs = id + b;
         }
         schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);

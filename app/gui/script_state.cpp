@@ -8,10 +8,12 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "demos.h"
-#include "model_picker.h"
 #include "kernels/gemm.h"
+#include "model_picker.h"
 #include "run/predict.h"
+#include "sampling_inputs.h"
 #include "script.h"
+#include "steer_analysis.h"
 #include "text_scale.h"
 
 namespace gbui {
@@ -84,6 +86,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
 // The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
 // tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
 static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     j["gen_step"] = s.gen_step;
     j["replay_steps"] = replay_steps(s);
     j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
@@ -121,8 +124,8 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
                  {"break_row", s.break_row}};
     j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
-    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
-                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
+    j["sampling_inputs"] = {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
+                            {"top_k", smp.top_k}, {"tokens", smp.tokens}, {"seed", smp.seed}};
     // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
     for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
                           "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
@@ -226,8 +229,9 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 
 // The Steer tab: the vector, what is applied, the side-by-side continuations and the sweep
 static void add_steer(nlohmann::json& j, const app_state& s) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
-    if (s.steer_vec) st["vector"] = {{"name", s.steer_vec->name}, {"d_model", s.steer_vec->d_model}, {"layers", s.steer_vec->layers()}};
+    if (in.vec) st["vector"] = {{"name", in.vec->name}, {"d_model", in.vec->d_model}, {"layers", in.vec->layers()}};
     if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get()) {
         const gb::steer_compare& c = so->compare;
         nlohmann::json runs = nlohmann::json::array();

@@ -12,6 +12,7 @@
 #include "analysis_table.h"
 #include "analysis_worker.h"
 #include "app_state.h"
+#include "feature_analysis.h"
 #include "heatmaps.h"
 #include "learn_view.h"
 #include "worker.h"

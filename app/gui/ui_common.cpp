@@ -14,6 +14,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "io/loader.h"
+#include "sampling_inputs.h"
 #include "settings.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -358,6 +359,7 @@ static nlohmann::json token_json(const app_state& s, int id) {
 }
 
 void save_session(const app_state& s, const std::string& path) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     nlohmann::json heads = nlohmann::json::array();
     for (const auto& h : s.ablation.heads) heads.push_back({h.layer, h.head});
     nlohmann::json experts = nlohmann::json::array();
@@ -396,10 +398,10 @@ void save_session(const app_state& s, const std::string& path) {
                           {"target", token_json(s, s.patch_target)},
                           {"contrast", token_json(s, s.patch_contrast)}}},
                         {"sampling",
-                         {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
-                          {"top_k", s.sample_top_k},
-                          {"tokens", s.sample_tokens},
-                          {"seed", s.sample_seed}}},
+                         {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
+                          {"top_k", smp.top_k},
+                          {"tokens", smp.tokens},
+                          {"seed", smp.seed}}},
                         {"translation",
                          {{"target_text", s.target_text},
                           {"sampling",
@@ -560,13 +562,14 @@ session_file read_session(const std::string& path) {
 }
 
 void apply_session_inputs(app_state& s, const session_file& f) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
     if (f.image) s.image_path = *f.image;
     if (f.tab) s.tab = *f.tab;
     if (f.colour_by) s.colour_by = *f.colour_by;
     if (f.sampling) {
-        std::copy(f.sampling->temps, f.sampling->temps + 3, s.sample_temps);
-        s.sample_top_k = f.sampling->top_k, s.sample_tokens = f.sampling->tokens, s.sample_seed = f.sampling->seed;
+        std::copy(f.sampling->temps, f.sampling->temps + 3, smp.temps);
+        smp.top_k = f.sampling->top_k, smp.tokens = f.sampling->tokens, smp.seed = f.sampling->seed;
     }
     if (f.translation) {
         s.target_text = f.translation->target_text;
@@ -676,7 +679,7 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
-    const bool was_vision = s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION);
+    const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
     s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
     s.saes.clear(), s.feature_edits.clear(), s.sae_queue_edits.clear(); // bound to the previous model
@@ -695,7 +698,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
     s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
     s.induction_test = false;
-    if ((gb::kind_of(s.model->config) == gb::KIND_VISION)) { // the picture is what a vision model is about, [CLS] its reader
+    if (gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;
         s.sel_token = 0;
     } else if (was_vision) {

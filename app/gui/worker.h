@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "app_state.h"
+#include "heat_pixels.h"
 #include "derived.h"
 #include "run/session.h"
 

@@ -28,8 +28,7 @@ void panel_cross(app_state& s, ui_context& ui) {
         ImGui::SameLine();
         ImGui::TextDisabled("decoder head L%d.H%d (pick one in the grid: Stack \"decoder\")", l, h);
     }
-    const std::vector<float> avg = s.cross_average ? gb::cross_average(dec) : std::vector<float>();
-    const float* p = s.cross_average ? avg.data() : dec.cross_head(l, h);
+    const float* p = s.cross_average ? (r.cross_mean.empty() ? nullptr : r.cross_mean.data()) : dec.cross_head(l, h);
     if (!p) return;
 
     // each row is labelled with the token it writes: the next target token, and for the last row the prediction

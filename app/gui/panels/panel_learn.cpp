@@ -94,7 +94,7 @@ learn_now learn_state(const app_state& s, const learn_output* lo) {
     const run_result* r = s.result && s.result->model == s.model ? s.result.get() : nullptr;
     const gb::model& m = *s.model;
     // T: the run's tokens; before a run (an image classifier without an image) its positions, [CLS] and patches
-    const int T = r ? r->lm_record().n_tokens : gb::kind_of(m.config) == gb::KIND_VISION ? m.config.n_ctx : 1;
+    const int T = r ? r->lm_record().n_tokens : gb::kind_info_of(m.config).input == gb::INPUT_IMAGE ? m.config.n_ctx : 1;
     const int S = r && r->encoder ? r->encoder->n_tokens : 0;
     n.g = gb::diagram_of(m, T, S);
     if (lo && lo->from && lo->from->model == s.model && n.g.predicts_next) n.walk = &lo->walk;

@@ -158,9 +158,9 @@ static void small_gap_note(app_state& s, ui_context& ui, const patch_output& po)
     }
 }
 
-// The fast mode's controls: the estimate first; once exact, the difference (estimate - exact, normalized) on
-// request, into shown. Returns whether the maps show the difference.
-static bool fast_mode(app_state& s, ui_context& ui, const patch_output& po, bool has_estimate, gb::patch_result& shown) {
+// The fast mode's controls: the estimate first; once exact, the difference (estimate - exact, normalized, made with
+// the output) on request. Returns whether the maps show the difference.
+static bool fast_mode(app_state& s, ui_context& ui, bool has_estimate) {
     ImGui::Checkbox("fast mode", &s.patch_fast);
     remember_item(ui, "patching fast mode");
     if (ImGui::IsItemHovered())
@@ -170,13 +170,7 @@ static bool fast_mode(app_state& s, ui_context& ui, const patch_output& po, bool
         ImGui::Checkbox("estimate \u2212 exact", &s.patch_diff);
         remember_item(ui, "patching difference");
     }
-    if (!has_estimate || !s.patch_diff) return false;
-    shown = po.res;
-    for (size_t i = 0; i < shown.resid_normalized.size(); i++)
-        shown.resid_normalized[i] = po.estimate.resid_normalized[i] - po.res.resid_normalized[i];
-    for (size_t i = 0; i < shown.heads_normalized.size(); i++)
-        shown.heads_normalized[i] = po.estimate.heads_normalized[i] - po.res.heads_normalized[i];
-    return true;
+    return has_estimate && s.patch_diff;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,9 +333,8 @@ void panel_patching(app_state& s, ui_context& ui) {
     }
     if (!po) return;
     const bool has_estimate = po->exact && !po->estimate.resid.empty();
-    gb::patch_result shown;
-    const bool diff = fast_mode(s, ui, *po, has_estimate, shown);
-    const gb::patch_result& p = diff ? shown : po->res;
+    const bool diff = fast_mode(s, ui, has_estimate);
+    const gb::patch_result& p = diff ? po->difference : po->res;
     const gb::tokenizer& tok = po->model->tok;
     const int L = p.n_layer, H = p.n_head, T = p.n_tokens, P = 2 * L + 1;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, p.target).c_str(),

@@ -300,7 +300,7 @@ static void prompt_side(app_state& s, ui_context& ui, float side_w, bool s2s) {
 }
 
 void panel_prompt(app_state& s, ui_context& ui) {
-    if (s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION)) return image_prompt(s, ui);
+    if (s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) return image_prompt(s, ui);
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
     const char* hint = "the model re-runs as you type; click the text to edit it";
