@@ -154,4 +154,15 @@ struct features_output {
     std::string trained, train_note;              // training: the folder written, and how it went (one line)
     double ms = 0;
 };
+// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
+// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
+struct circuit_patch {
+    std::shared_ptr<const gb::circuit_result> res;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    int n_edges = 0, n_nodes = 0;
+    std::vector<gb::intervention> interventions;   // point into res
+    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
+};
 } // namespace gbui

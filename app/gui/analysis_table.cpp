@@ -2,6 +2,8 @@
 #include "analysis_table.h"
 
 #include "analysis_worker.h"
+#include "feature_analysis.h"
+#include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
 #include "ui.h"
@@ -14,7 +16,7 @@ static const tab_entry tabs[TAB_COUNT] = {
     {TAB_HEAD, "head", "Head", gb::FEATURE_HEAD_SCORES, panel_head, "", nullptr, nullptr},
     {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", nullptr, nullptr},
     {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", nullptr, nullptr},
-    {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", nullptr, nullptr},
+    {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", make_inputs<patching_inputs>, &typeid(patching_inputs)},
     {TAB_LEARN, "learn", "Learn", gb::FEATURE_LEARN, panel_learn, "", nullptr, nullptr},
     {TAB_SAMPLING, "sampling", "Sampling", gb::FEATURE_TEMPERATURES, panel_sampling, "", make_inputs<sampling_inputs>, &typeid(sampling_inputs)},
     {TAB_EXPERTS, "experts", "Experts", gb::FEATURE_EXPERTS, panel_experts, "", nullptr, nullptr},
@@ -22,7 +24,7 @@ static const tab_entry tabs[TAB_COUNT] = {
     {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", nullptr, nullptr},
     {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", nullptr, nullptr}, // of patching's prompts
     {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
-    {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", nullptr, nullptr},
+    {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
 };
 
 const tab_entry& tab_info(analysis_tab t) { return tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD]; }

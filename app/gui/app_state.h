@@ -27,8 +27,9 @@
 
 namespace gbui {
 
-struct circuit_patch; // below: "keep only this circuit"
+struct circuit_patch; // analysis_outputs.h: "keep only this circuit"
 struct heat_pixels;   // heat_pixels.h
+struct generation_result; // worker.h
 
 // One feature edit of the Features tab (ablate, clamp, steer) on one of the opened SAEs: applied to the live run
 // as the SET intervention core/analysis/features.h makes (recomputed from each run, so it follows the prompt).
@@ -97,22 +98,6 @@ struct run_result {
 
 enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 
-// A continuation generated through the live engine: each token is appended to the kept run, so the panels can
-// show (and the step slider replay) the generated tokens. Published after every few tokens while it runs.
-struct generation_result {
-    uint64_t request_id = 0;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    std::vector<int> prompt_ids; // [n] the prompt as encoded for the generation
-    std::vector<int> ids;        // generated ids so far
-    std::string text;            // continuation only
-    int n_tokens = 0;
-    double ms = 0;
-    bool hit_eos = false;
-    bool done = false;           // false while it runs (or when a newer request stopped it)
-};
-
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
@@ -135,17 +120,6 @@ const char* colour_label(colour_mode m);     // "previous-token", ... (the combo
 // One-click demonstrations (demos.h): a prompt, a view and a selection chosen by the loaded model's own scores.
 enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_BREAK, DEMO_TEMPERATURE, DEMO_COUNT };
 
-// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
-// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
-struct circuit_patch {
-    std::shared_ptr<const gb::circuit_result> res;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    int n_edges = 0, n_nodes = 0;
-    std::vector<gb::intervention> interventions;   // point into res
-    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
-};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -216,12 +190,6 @@ struct app_state {
     colour_mode colour_by = COLOUR_PATTERN;
     int lens_target = -1;            // -1: each position's final top-1
     int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
-    std::string corrupt_prompt;      // patching's second prompt
-    bool patch_trace = false;        // the Patching tab shows causal tracing instead of activation patching
-    std::string trace_subject;       // causal tracing's subject: words of the prompt
-    int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
-    bool patch_fast = true;          // Patching's fast mode: the attribution-patching estimate first
-    bool patch_diff = false;         // beside the exact maps, estimate - exact (normalized)
     int circuit_edges = 20;          // the Circuit tab's N: the top N edges
     std::shared_ptr<const circuit_patch> circuit_kept; // "keep only this circuit" (null: none)
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
@@ -245,27 +213,7 @@ struct app_state {
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;
     bool presenting = false;
-    // the Features tab: the opened SAEs (one per hook point; opened off the UI thread from sae_queue), the one
-    // shown, the selected feature, the edits applied to the live run, the corpus its top contexts come from
-    std::vector<std::shared_ptr<const gb::bound_sae>> saes;
-    std::vector<std::string> sae_queue;                      // paths waiting to be opened (open_sae_file)
-    std::vector<pending_settings::saved_edit> sae_queue_edits; // a session's edits, applied when their SAE opens
-    int sae_shown = 0;
-    std::string sae_path_input = "sae";
-    int feature_sel = -1;            // -1: none selected
-    float feature_value = 5.0f;      // clamp's value and steer's alpha
-    std::vector<app_feature_edit> feature_edits;
-    std::string feature_corpus = "README.md";
-    int feature_index_build = 0;     // bumped by Index: builds (or reads) the index of feature_corpus
-    std::string feature_index_path;  // the corpus Index was pressed for
-    // the Features tab's "Train an SAE": the fields, and Train's count (each press trains once with the fields then)
-    struct sae_train_fields {
-        std::string corpus = "README.md", out = "sae-trained";
-        int point = 0; // index into sae_train_points()
-        int layer = 0, features = 512, k = 16, steps = 2000;
-    } sae_train, sae_train_asked;
-    int sae_train_build = 0;
-    const gb::model* sae_train_for = nullptr; // the model Train was pressed for (another one does not train)
+    std::vector<app_feature_edit> feature_edits; // the Features tab's edits, applied to the live run
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one

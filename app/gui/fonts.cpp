@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "patching_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -76,6 +77,7 @@ bool need_glyphs(font_state& fs, const std::string& text) {
 }
 
 std::string glyph_text(const app_state& s) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     std::string text = s.prompt;
     if (s.result) {
         for (const std::string& p : s.result->cap().pieces) text += p;
@@ -105,15 +107,16 @@ std::string glyph_text(const app_state& s) {
             for (int id : c.dist.ids) text += gb::token_text(tok, id);
         }
     }
-    text += s.corrupt_prompt + s.demo_caption;
+    text += pin.corrupt + s.demo_caption;
     return text;
 }
 
 void refresh_glyphs(font_state& fs, const app_state& s) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     std::string glyph_key = std::to_string(s.result_version) + "|" + std::to_string((uintptr_t)s.generated.get());
     for (analysis_kind k : {ANALYSIS_LENS, ANALYSIS_PATCHING, ANALYSIS_BREAK, ANALYSIS_SAMPLING}) // what glyph_text reads
         glyph_key += "|" + std::to_string((uintptr_t)s.output[k].get());
-    glyph_key += "|" + s.prompt + "\x1f" + s.corrupt_prompt + "\x1f" + s.demo_caption;
+    glyph_key += "|" + s.prompt + "\x1f" + pin.corrupt + "\x1f" + s.demo_caption;
     if (glyph_key != fs.checked_for && need_glyphs(fs, glyph_text(s))) {
         build_fonts(fs);
         ImGui_ImplOpenGL3_DestroyFontsTexture();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
 #include "ui.h"
@@ -112,24 +113,25 @@ static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::s
 // Patching and the circuit: of the prompt as typed (its run must be the shown one), debounced like the main run;
 // the circuit reads the same prompts, target and contrast while the Circuit tab shows it.
 static void schedule_patching(app_state& s, ui_context& ui, const run_result* r) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     analysis_request q;
     q.from = s.result;
-    q.corrupt = s.corrupt_prompt;
+    q.corrupt = pin.corrupt;
     std::string inputs;
-    if (s.model && !s.corrupt_prompt.empty()) {
-        int t = r ? token_or_default(s.patch_target, *r) : s.patch_target;
-        int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
+    if (s.model && !pin.corrupt.empty()) {
+        int t = r ? token_or_default(pin.target, *r) : pin.target;
+        int c = r ? token_or_default(pin.contrast, *r) : pin.contrast;
         q.target = t, q.contrast = c;
         inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
                  std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
-                 "\x1f" + s.corrupt_prompt;
+                 "\x1f" + pin.corrupt;
     }
     if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
     const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
     // the fast mode (an estimate first) where the kind offers gradients
-    q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-             s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
+             s.tab == TAB_PATCHING && !pin.show_trace, quiet && result_is_current(s), q);
     // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
     q.kind = ANALYSIS_CIRCUIT;
     const bool offered = analysis_offered(ANALYSIS_CIRCUIT, s.model.get());
@@ -138,14 +140,15 @@ static void schedule_patching(app_state& s, ui_context& ui, const run_result* r)
 
 // causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
 static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, const std::string& id) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     analysis_request q;
     q.from = s.result;
-    q.subject = s.trace_subject;
+    q.subject = pin.subject;
     std::string inputs;
-    if (r && !s.trace_subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + s.trace_subject;
+    if (r && !pin.subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + pin.subject;
     if (inputs != ui.trace_seen) ui.trace_seen = inputs, ui.trace_changed_at = std::chrono::steady_clock::now();
     const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.trace_changed_at > std::chrono::milliseconds(150);
-    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && s.patch_trace, quiet && result_is_current(s), q);
+    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && pin.show_trace, quiet && result_is_current(s), q);
 }
 
 // The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
@@ -206,35 +209,36 @@ static void schedule_steer(app_state& s, ui_context& ui) {
 // The Features tab: the shown SAE's features of the prompt as typed (under the ablation) and the selected feature's
 // logit effect while the tab shows; the corpus index once Index was pressed (its file and the SAE as they were)
 static void schedule_features(app_state& s, ui_context& ui) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const gb::bound_sae* b = shown_sae(s);
     const bool shown = s.tab == TAB_FEATURES && analysis_offered(ANALYSIS_FEATURES, s.model.get()) && b;
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
-    std::shared_ptr<const gb::bound_sae> sae = b ? s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)] : nullptr;
+    std::shared_ptr<const gb::bound_sae> sae = b ? fin.saes[std::clamp(fin.shown, 0, (int)fin.saes.size() - 1)] : nullptr;
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = s.feature_sel;
-        const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(s.feature_sel) + "|" +
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = fin.sel;
+        const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(fin.sel) + "|" +
                                                s.ablation.describe() + "|" + s.prompt
                                          : "";
         schedule(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
     }
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = s.feature_index_path;
-        const std::string inputs = shown && s.feature_index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
-                                                                           std::to_string(s.feature_index_build) + "|" + q.corpus
+        q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = fin.index_path;
+        const std::string inputs = shown && fin.index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
+                                                                           std::to_string(fin.index_build) + "|" + q.corpus
                                                                      : "";
         schedule(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
     }
     { // training, once Train was pressed: whatever tab shows (it runs on until done, a new model or Train again)
-        const app_state::sae_train_fields& f = s.sae_train_asked;
+        const features_inputs::train_fields& f = fin.train_asked;
         analysis_request q;
         q.model = s.model, q.bos = s.bos, q.corpus = f.corpus, q.out_dir = f.out, q.layer = f.layer;
         q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
         q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
         const bool offered = analysis_offered(ANALYSIS_SAE_TRAIN, s.model.get());
-        const std::string inputs = offered && s.sae_train_build > 0 && s.model.get() == s.sae_train_for
-                                       ? model + std::to_string(s.sae_train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
+        const std::string inputs = offered && fin.train_build > 0 && s.model.get() == fin.train_for
+                                       ? model + std::to_string(fin.train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
                                              std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
                                              std::to_string(f.features) + "|" + std::to_string(f.k) + "|" + std::to_string(f.steps)
                                        : "";

@@ -8,8 +8,10 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "demos.h"
+#include "feature_analysis.h"
 #include "kernels/gemm.h"
 #include "model_picker.h"
+#include "patching_inputs.h"
 #include "run/predict.h"
 #include "sampling_inputs.h"
 #include "script.h"
@@ -86,6 +88,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
 // The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
 // tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
 static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     j["gen_step"] = s.gen_step;
     j["replay_steps"] = replay_steps(s);
@@ -146,7 +149,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["next_rows"] = nlohmann::json::array();
     for (const shown_row& r : ui.next_rows)
         j["next_rows"].push_back({{"token", r.token}, {"prob", r.prob}, {"base_prob", r.base_prob}, {"pinned", r.pinned}});
-    j["corrupt_prompt"] = s.corrupt_prompt;
+    j["corrupt_prompt"] = pin.corrupt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
         return gb::token_text(s.model->tok, id);
@@ -154,8 +157,8 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["lens_target"] = token(s.lens_target);
     j["attribution_target"] = token(s.attr_target);
     j["attribution_contrast"] = token(s.attr_contrast);
-    j["patching_target"] = token(s.patch_target);
-    j["patching_contrast"] = token(s.patch_contrast);
+    j["patching_target"] = token(pin.target);
+    j["patching_contrast"] = token(pin.contrast);
 }
 
 // The Learn tab's picture as it was last drawn (this frame or the one before): its boxes with their live shapes,
@@ -252,14 +255,15 @@ static void add_steer(nlohmann::json& j, const app_state& s) {
 // The Features tab: the SAEs, the selected feature, the edits, the shown SAE's top features of the last token and
 // the reconstruction error, the selected feature's logit effect and top contexts
 static void add_features(nlohmann::json& j, const app_state& s) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     nlohmann::json saes = nlohmann::json::array();
-    for (const auto& b : s.saes)
+    for (const auto& b : fin.saes)
         saes.push_back({{"path", b->s->path}, {"hook", gb::hook_name(b->out)}, {"layer", b->layer}, {"d_sae", b->s->d_sae},
                         {"warnings", b->warnings}});
     nlohmann::json edits = nlohmann::json::array();
     for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
-    nlohmann::json fj = {{"saes", saes}, {"shown", s.sae_shown}, {"selected", s.feature_sel}, {"edits", edits},
-                         {"value", s.feature_value}};
+    nlohmann::json fj = {{"saes", saes}, {"shown", fin.shown}, {"selected", fin.sel}, {"edits", edits},
+                         {"value", fin.value}};
     if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get()) {
         const gb::feature_result& r = o->res;
         nlohmann::json top = nlohmann::json::array(); // the last token's features by activation, the active ones
@@ -281,8 +285,8 @@ static void add_features(nlohmann::json& j, const app_state& s) {
     }
     if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURE_INDEX).get()) {
         nlohmann::json ctx = nlohmann::json::array();
-        if (o->index && s.feature_sel >= 0 && s.feature_sel < o->index->d_sae)
-            for (const gb::feature_context& c : o->index->top[s.feature_sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
+        if (o->index && fin.sel >= 0 && fin.sel < o->index->d_sae)
+            for (const gb::feature_context& c : o->index->top[fin.sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
         fj["index"] = {{"corpus", o->corpus}, {"note", o->index_note}, {"windows", o->index ? o->index->chunks.size() : 0},
                        {"contexts", ctx}};
     }
@@ -292,6 +296,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     add_steer(j, s);
     add_features(j, s);
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
@@ -381,7 +386,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                       {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
                       {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
     }
-    j["patch_mode"] = s.patch_trace ? "trace" : "patching";
+    j["patch_mode"] = pin.show_trace ? "trace" : "patching";
 }
 
 // model B and the comparison of the shown run (null when there is none)

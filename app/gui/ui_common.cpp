@@ -14,6 +14,7 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "io/loader.h"
+#include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "settings.h"
 #include "text_scale.h"
@@ -359,6 +360,7 @@ static nlohmann::json token_json(const app_state& s, int id) {
 }
 
 void save_session(const app_state& s, const std::string& path) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     nlohmann::json heads = nlohmann::json::array();
     for (const auto& h : s.ablation.heads) heads.push_back({h.layer, h.head});
@@ -394,9 +396,9 @@ void save_session(const app_state& s, const std::string& path) {
                         {"lens_target", token_json(s, s.lens_target)},
                         {"attribution", {{"target", token_json(s, s.attr_target)}, {"contrast", token_json(s, s.attr_contrast)}}},
                         {"patching",
-                         {{"corrupt_prompt", s.corrupt_prompt},
-                          {"target", token_json(s, s.patch_target)},
-                          {"contrast", token_json(s, s.patch_contrast)}}},
+                         {{"corrupt_prompt", pin.corrupt},
+                          {"target", token_json(s, pin.target)},
+                          {"contrast", token_json(s, pin.contrast)}}},
                         {"sampling",
                          {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
                           {"top_k", smp.top_k},
@@ -562,8 +564,9 @@ session_file read_session(const std::string& path) {
 }
 
 void apply_session_inputs(app_state& s, const session_file& f) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
-    if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
+    if (f.corrupt_prompt) pin.corrupt = *f.corrupt_prompt;
     if (f.image) s.image_path = *f.image;
     if (f.tab) s.tab = *f.tab;
     if (f.colour_by) s.colour_by = *f.colour_by;
@@ -595,6 +598,7 @@ void open_session(app_state& s, worker& w, const std::string& path) {
 }
 
 void apply_settings(app_state& s, const pending_settings& p) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     if (!s.model) {
         s.pending = p;
         return;
@@ -637,8 +641,8 @@ void apply_settings(app_state& s, const pending_settings& p) {
         take(p.lens_target, p.lens_target_text, s.lens_target, "lens target");
         take(p.attr_target, p.attr_target_text, s.attr_target, "attribution target");
         take(p.attr_contrast, p.attr_contrast_text, s.attr_contrast, "attribution contrast");
-        take(p.patch_target, p.patch_target_text, s.patch_target, "patching target");
-        take(p.patch_contrast, p.patch_contrast_text, s.patch_contrast, "patching contrast");
+        take(p.patch_target, p.patch_target_text, pin.target, "patching target");
+        take(p.patch_contrast, p.patch_contrast_text, pin.contrast, "patching contrast");
     }
     if (!problems.empty()) s.warning = p.source + ": " + problems;
 }
@@ -679,11 +683,13 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
     s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
-    s.saes.clear(), s.feature_edits.clear(), s.sae_queue_edits.clear(); // bound to the previous model
-    s.feature_sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
+    fin.saes.clear(), s.feature_edits.clear(), fin.queue_edits.clear(); // bound to the previous model
+    fin.sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
     std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",
@@ -696,7 +702,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     s.status = "loaded " + path;
     remember_model(s, path);
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
-    s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
+    s.lens_target = s.attr_target = s.attr_contrast = pin.target = pin.contrast = -1;
     s.induction_test = false;
     if (gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;
@@ -712,7 +718,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
         keep_what_fits(s);
     }
     // the default model's shipped SAE (assets/saes) unless a session brings its own: Features work on a fresh install
-    if (s.sae_queue.empty() && gb::offers(s.model->config, gb::FEATURE_SAE))
+    if (fin.queue.empty() && gb::offers(s.model->config, gb::FEATURE_SAE))
         if (const std::string sae = gb::default_sae_path(*s.model); !sae.empty()) open_sae_file(s, sae);
     // a note about the settings (malformed file, no folder, the last model gone) shows once, beside this load's
     // warnings: the first load is the app's start, when the file was read

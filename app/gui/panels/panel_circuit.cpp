@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "patching_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -224,12 +225,13 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
 }
 
 void panel_circuit(app_state& s, ui_context& ui) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     tab_hint("Which components carry the answer, through which paths? Edges scored by edge attribution patching between "
              "the Patching tab's prompts.");
     if (!s.result) return;
     const analysis_status& st = s.analysis[ANALYSIS_CIRCUIT];
     const std::string& want = s.analysis_want[ANALYSIS_CIRCUIT];
-    if (s.corrupt_prompt.empty()) {
+    if (pin.corrupt.empty()) {
         ImGui::TextDisabled("type a corrupted prompt in the Patching tab (the same number of tokens): the circuit is "
                             "found between the two");
         return;

@@ -6,6 +6,7 @@
 #include <imgui_stdlib.h>
 
 #include "number_format.h"
+#include "patching_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -306,9 +307,10 @@ static void generated_text(app_state& s, ui_context& ui) {
 }
 
 void panel_output(app_state& s, ui_context& ui) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     // a click on a row picks the target of the open analysis tab (the hint says which)
     int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
-              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &s.patch_target : nullptr;
+              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &pin.target : nullptr;
     const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
