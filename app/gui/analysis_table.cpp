@@ -6,6 +6,7 @@
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -14,15 +15,15 @@ using gb::FEATURE_RUN;
 
 static const tab_entry tabs[TAB_COUNT] = {
     {TAB_HEAD, "head", "Head", gb::FEATURE_HEAD_SCORES, panel_head, "", nullptr, nullptr},
-    {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", nullptr, nullptr},
-    {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", nullptr, nullptr},
+    {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", make_inputs<lens_inputs>, &typeid(lens_inputs)},
+    {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", make_inputs<attribution_inputs>, &typeid(attribution_inputs)},
     {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", make_inputs<patching_inputs>, &typeid(patching_inputs)},
-    {TAB_LEARN, "learn", "Learn", gb::FEATURE_LEARN, panel_learn, "", nullptr, nullptr},
+    {TAB_LEARN, "learn", "Learn", gb::FEATURE_LEARN, panel_learn, "", make_inputs<learn_inputs>, &typeid(learn_inputs)},
     {TAB_SAMPLING, "sampling", "Sampling", gb::FEATURE_TEMPERATURES, panel_sampling, "", make_inputs<sampling_inputs>, &typeid(sampling_inputs)},
     {TAB_EXPERTS, "experts", "Experts", gb::FEATURE_EXPERTS, panel_experts, "", nullptr, nullptr},
-    {TAB_IMAGE, "image", "Image", gb::FEATURE_IMAGE, panel_image, "", nullptr, nullptr},
-    {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", nullptr, nullptr},
-    {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", nullptr, nullptr}, // of patching's prompts
+    {TAB_IMAGE, "image", "Image", gb::FEATURE_IMAGE, panel_image, "", make_inputs<image_inputs>, &typeid(image_inputs)},
+    {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", make_inputs<cross_inputs>, &typeid(cross_inputs)},
+    {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", make_inputs<circuit_inputs>, &typeid(circuit_inputs)}, // of patching's prompts
     {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
     {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
 };

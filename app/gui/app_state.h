@@ -2,7 +2,6 @@
 // Panels read it and write only the inputs; the worker thread produces results.
 #pragma once
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,12 +9,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "compare_view.h"
 #include "analysis/break_it.h"
-#include "analysis/circuit.h"
 #include "analysis/features.h"
 #include "analysis/head_scores.h"
 #include "analysis/surprisal.h"
+#include "compare_view.h"
 #include "kernels/gemm.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
@@ -24,6 +22,7 @@
 #include "run/generate.h"
 #include "run/live.h"
 #include "run/predict.h"
+#include "settings.h"
 
 namespace gbui {
 
@@ -129,26 +128,6 @@ struct analysis_status {
     int cancelled = 0;       // runs cancelled because their inputs changed (since start)
 };
 
-// Settings that name a model's layers and heads (from the command line or a session): held until the
-// model they are meant for has loaded, then checked against it (apply_settings).
-struct pending_settings {
-    std::string source;          // "the command line", "session FILE": named in the message when they do not fit
-    bool has_ablation = false;
-    gb::ablation ablation;
-    int sel_layer = -1, sel_head = -1; // -1: not given
-    int sel_token = -1;                // -1: not given
-    // the Features tab (sessions): the SAEs to open, and the edits on them (by the SAE's path)
-    std::vector<std::string> sae_paths;
-    struct saved_edit { std::string path; gb::feature_edit e; };
-    std::vector<saved_edit> feature_edits;
-    int feature_sel = -1;
-    bool has_features = false;   // a session said them (replacing the SAEs open)
-    // token ids (-1: not given / default): checked against the model's vocabulary
-    bool has_tokens = false;
-    int lens_target = -1, attr_target = -1, attr_contrast = -1, patch_target = -1, patch_contrast = -1;
-    std::string lens_target_text, attr_target_text, attr_contrast_text, patch_target_text, patch_contrast_text; // "" = not saved
-};
-
 struct app_state {
     app_state(); // makes each tab's own inputs (analysis_table.cpp)
     // ---- inputs (owned by the UI thread) ----
@@ -161,11 +140,6 @@ struct app_state {
     gb::sampling target_sampling;    // encoder–decoders: greedy (Translate), or the Continuation panel's temperature,
                                      // top-k and seed (its "Translate, sampled")
     int stack = 1;                   // encoder–decoders: the stack the grid and the head view show (0 encoder, 1 decoder)
-    bool cross_average = false;      // the Cross-attention tab: every head and layer averaged (the alignment)
-    bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
-    int saliency_steps = 0;          // the Attribution tab's token saliency: 0 gradient x input; N > 0 integrated
-                                     // gradients with N midpoint steps
-    int saliency_ig_steps = 32;      // the steps integrated gradients takes when chosen
     bool bos = false;
     gb::ablation ablation;
     int sel_layer = 0, sel_head = 0; // head shown in detail
@@ -185,12 +159,8 @@ struct app_state {
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
                                      // layers around the selected one)
-    // analyses (token ids; -1 = the default the panel names)
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
-    int lens_target = -1;            // -1: each position's final top-1
-    int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
-    int circuit_edges = 20;          // the Circuit tab's N: the top N edges
     std::shared_ptr<const circuit_patch> circuit_kept; // "keep only this circuit" (null: none)
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
@@ -206,7 +176,6 @@ struct app_state {
     // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
     // its first result is computed (empty once chosen)
     int break_row = -1;
-    int learn_step = 0;              // the Learn tab's step: the walk's (or, without a walk, the picture's parts')
     std::string demo_ablation;
     std::vector<gb::prompt_candidate> demo_candidates;
     // the view: the text scale chosen (1 = 100 %; text_scale.h) and presentation mode (F5: a larger scale, the

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "sampling_inputs.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -59,6 +60,8 @@ bool demo_offered(const gb::model& m, demo_kind d) {
 }
 
 void start_demo(app_state& s, demo_kind d) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const gb::model& m = *s.model;
     end_demo(s); // a Break-it row still applied is taken off first
@@ -95,13 +98,13 @@ void start_demo(app_state& s, demo_kind d) {
     case DEMO_LENS:
         s.prompt = "The Eiffel Tower is in the city of";
         s.tab = TAB_LENS;
-        s.lens_target = -1;
+        lin.target = -1;
         break;
     case DEMO_IOI:
         s.prompt = "When Mary and John went to the store, John gave a drink to";
         s.tab = TAB_ATTRIBUTION;
-        s.attr_target = single_token(m, " Mary"), s.attr_contrast = single_token(m, " John");
-        if (s.attr_target < 0 || s.attr_contrast < 0) s.attr_target = s.attr_contrast = -1; // the top-2 instead
+        ain.target = single_token(m, " Mary"), ain.contrast = single_token(m, " John");
+        if (ain.target < 0 || ain.contrast < 0) ain.target = ain.contrast = -1; // the top-2 instead
         break;
     case DEMO_BREAK:
         // the prompt comes from the analysis thread (the candidate this model gets right most confidently); until
@@ -199,6 +202,7 @@ void break_step(app_state& s, int row) {
 }
 
 void update_demo(app_state& s) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     if (s.demo == DEMO_NONE) return;
     if (s.prompt != s.demo_prompt || !s.model || s.model.get() != s.demo_model ||
         (s.demo == DEMO_BREAK && s.ablation.describe() != s.demo_ablation)) {
@@ -275,7 +279,7 @@ void update_demo(app_state& s) {
     case DEMO_IOI: {
         int t = -1, c = -1;
         attribution_tokens(s, &t, &c);
-        if (s.attr_target >= 0)
+        if (ain.target >= 0)
             s.demo_caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
                              "? Each bar is a head's direct share of that logit difference: red heads push it up "
                              "(the name movers, which copy the indirect object), blue heads push back.";

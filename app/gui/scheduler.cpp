@@ -7,6 +7,7 @@
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -72,10 +73,11 @@ static int token_or_default(int id, const run_result& r) { return id >= 0 && id 
 
 // The attribution's target and contrast: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     const run_result& r = *s.result;
-    *target = token_or_default(s.attr_target, r);
+    *target = token_or_default(ain.target, r);
     if (*target < 0) *target = r.pred.top.empty() ? 0 : r.pred.top[0].id;
-    *contrast = token_or_default(s.attr_contrast, r);
+    *contrast = token_or_default(ain.contrast, r);
     if (*contrast < 0)
         for (const gb::token_prob& t : r.pred.top)
             if (t.id != *target) {
@@ -247,6 +249,8 @@ static void schedule_features(app_state& s, ui_context& ui) {
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
@@ -255,7 +259,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         analysis_request q;
         q.from = s.result;
         q.lens = output_of<lens_output>(s, ANALYSIS_LENS);
-        q.target = r ? token_or_default(s.lens_target, *r) : -1;
+        q.target = r ? token_or_default(lin.target, *r) : -1;
         schedule(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
     }
     // attribution: of the shown run, at the selected token
@@ -266,7 +270,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         if (r) {
             attribution_tokens(s, &q.target, &q.contrast);
             q.position = attribution_position(s);
-            q.steps = s.saliency_steps;
+            q.steps = ain.saliency_steps;
             inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" +
                      std::to_string(q.position) + "|" + std::to_string(q.steps);
         }

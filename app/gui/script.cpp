@@ -20,6 +20,7 @@
 #include "feature_analysis.h"
 #include "model_picker.h"
 #include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "util/error.h"
 #include "view.h"
@@ -263,6 +264,7 @@ static bool sae_train_command(app_state& s, const std::string& arg) {
 // scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | patch-mode MODE |
 // subject TEXT | select-token I | select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
+    auto& iin = inputs_of<image_inputs>(s, TAB_IMAGE);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
@@ -274,7 +276,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         return true;
     }
     if (cmd == "rollout") { // on | off: the Image tab's "attention rollout" checkbox
-        s.image_rollout = arg == "on";
+        iin.rollout = arg == "on";
         return true;
     }
     if (cmd == "tab") { // as clicking the tab

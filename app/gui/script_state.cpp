@@ -16,6 +16,7 @@
 #include "sampling_inputs.h"
 #include "script.h"
 #include "steer_analysis.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 
 namespace gbui {
@@ -27,6 +28,7 @@ static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
 // The shown result: its tokens, prediction, ablation and how it was computed; for an image, what the Image tab
 // overlays and where [CLS] looked.
 static void add_result(nlohmann::json& j, const app_state& s) {
+    auto& iin = inputs_of<image_inputs>(s, TAB_IMAGE);
     if (s.result) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
@@ -80,7 +82,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         for (int t : order) top.push_back(r.cap().pieces[t]);
         nlohmann::json classes = nlohmann::json::array();
         for (const gb::token_prob& tp : r.pred.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
-        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
+        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", iin.rollout},
                        {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
     }
 }
@@ -88,6 +90,8 @@ static void add_result(nlohmann::json& j, const app_state& s) {
 // The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
 // tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
 static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     j["gen_step"] = s.gen_step;
@@ -154,9 +158,9 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
         return gb::token_text(s.model->tok, id);
     };
-    j["lens_target"] = token(s.lens_target);
-    j["attribution_target"] = token(s.attr_target);
-    j["attribution_contrast"] = token(s.attr_contrast);
+    j["lens_target"] = token(lin.target);
+    j["attribution_target"] = token(ain.target);
+    j["attribution_contrast"] = token(ain.contrast);
     j["patching_target"] = token(pin.target);
     j["patching_contrast"] = token(pin.contrast);
 }
@@ -296,6 +300,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     add_steer(j, s);
     add_features(j, s);
@@ -365,7 +370,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
     if (const circuit_output* co_ = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get(); co_ && co_->res) {
         const circuit_output& co = *co_;
         const gb::circuit_result& c = *co.res;
-        const int n = std::min(s.circuit_edges, co.max_edges);
+        const int n = std::min(cin.edges, co.max_edges);
         const std::vector<unsigned char> in = gb::circuit_members(c, n);
         auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
         j["circuit"] = {{"nodes", c.nodes.size()}, {"edges_total", c.edges.size()}, {"edges", n},

@@ -17,6 +17,7 @@
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "settings.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
@@ -360,6 +361,9 @@ static nlohmann::json token_json(const app_state& s, int id) {
 }
 
 void save_session(const app_state& s, const std::string& path) {
+    auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     nlohmann::json heads = nlohmann::json::array();
@@ -393,8 +397,8 @@ void save_session(const app_state& s, const std::string& path) {
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
                         {"colour_by", colour_name(s.colour_by)},
-                        {"lens_target", token_json(s, s.lens_target)},
-                        {"attribution", {{"target", token_json(s, s.attr_target)}, {"contrast", token_json(s, s.attr_contrast)}}},
+                        {"lens_target", token_json(s, lin.target)},
+                        {"attribution", {{"target", token_json(s, ain.target)}, {"contrast", token_json(s, ain.contrast)}}},
                         {"patching",
                          {{"corrupt_prompt", pin.corrupt},
                           {"target", token_json(s, pin.target)},
@@ -412,7 +416,7 @@ void save_session(const app_state& s, const std::string& path) {
                             {"top_p", s.target_sampling.top_p},
                             {"seed", s.target_sampling.seed}}},
                           {"stack", s.stack == 0 ? "encoder" : "decoder"},
-                          {"cross_average", s.cross_average}}},
+                          {"cross_average", xin.average}}},
                         {"features", features_session_json(s)}};
     gb::write_json(path, j);
 }
@@ -564,6 +568,7 @@ session_file read_session(const std::string& path) {
 }
 
 void apply_session_inputs(app_state& s, const session_file& f) {
+    auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     if (f.corrupt_prompt) pin.corrupt = *f.corrupt_prompt;
@@ -578,7 +583,7 @@ void apply_session_inputs(app_state& s, const session_file& f) {
         s.target_text = f.translation->target_text;
         s.target_sampling = f.translation->sampling;
         s.stack = f.translation->stack;
-        s.cross_average = f.translation->cross_average;
+        xin.average = f.translation->cross_average;
     }
 }
 
@@ -598,6 +603,8 @@ void open_session(app_state& s, worker& w, const std::string& path) {
 }
 
 void apply_settings(app_state& s, const pending_settings& p) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     if (!s.model) {
         s.pending = p;
@@ -638,9 +645,9 @@ void apply_settings(app_state& s, const pending_settings& p) {
             if (why.empty()) into = id;
             else problems += std::string(problems.empty() ? "" : "; ") + what + " not chosen: " + why;
         };
-        take(p.lens_target, p.lens_target_text, s.lens_target, "lens target");
-        take(p.attr_target, p.attr_target_text, s.attr_target, "attribution target");
-        take(p.attr_contrast, p.attr_contrast_text, s.attr_contrast, "attribution contrast");
+        take(p.lens_target, p.lens_target_text, lin.target, "lens target");
+        take(p.attr_target, p.attr_target_text, ain.target, "attribution target");
+        take(p.attr_contrast, p.attr_contrast_text, ain.contrast, "attribution contrast");
         take(p.patch_target, p.patch_target_text, pin.target, "patching target");
         take(p.patch_contrast, p.patch_contrast_text, pin.contrast, "patching contrast");
     }
@@ -683,6 +690,8 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
@@ -702,7 +711,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     s.status = "loaded " + path;
     remember_model(s, path);
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
-    s.lens_target = s.attr_target = s.attr_contrast = pin.target = pin.contrast = -1;
+    lin.target = ain.target = ain.contrast = pin.target = pin.contrast = -1;
     s.induction_test = false;
     if (gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -178,6 +179,7 @@ static void tooltip(const circuit_output& co, int n_edges, const std::vector<uns
 // ---------------------------------------------------------------------------------------------
 // The slider, the faithfulness and "keep only this circuit"
 static void controls(app_state& s, ui_context& ui, const circuit_output& co, int n, const std::vector<unsigned char>& in) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     const gb::circuit_result& c = *co.res;
     const gb::tokenizer& tok = co.model->tok;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, c.target).c_str(),
@@ -185,7 +187,7 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
     ImGui::SameLine();
     ImGui::TextDisabled("  (%zu edges, %.0f ms)", c.edges.size(), co.ms);
     const int nodes = (int)std::count(in.begin(), in.end(), 1);
-    slider_int_beside(ui, "circuit edges", &s.circuit_edges, 1, std::max(1, co.max_edges),
+    slider_int_beside(ui, "circuit edges", &cin.edges, 1, std::max(1, co.max_edges),
                       std::to_string(n) + " edges, " + std::to_string(nodes) + " nodes", 220);
     ImGui::SameLine(0, 20);
     const float f = co.faithfulness[n];
@@ -225,6 +227,7 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
 }
 
 void panel_circuit(app_state& s, ui_context& ui) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     tab_hint("Which components carry the answer, through which paths? Edges scored by edge attribution patching between "
              "the Patching tab's prompts.");
@@ -248,7 +251,7 @@ void panel_circuit(app_state& s, ui_context& ui) {
     }
     if (!co || !co->res) return;
     const gb::circuit_result& c = *co->res;
-    const int n = std::max(0, std::min(s.circuit_edges, co->max_edges));
+    const int n = std::max(0, std::min(cin.edges, co->max_edges));
     const std::vector<unsigned char> in = gb::circuit_members(c, n);
     controls(s, ui, *co, n, in);
     const ImVec2 avail = ImGui::GetContentRegionAvail();

@@ -7,6 +7,7 @@
 
 #include "number_format.h"
 #include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -307,9 +308,11 @@ static void generated_text(app_state& s, ui_context& ui) {
 }
 
 void panel_output(app_state& s, ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     // a click on a row picks the target of the open analysis tab (the hint says which)
-    int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
+    int* pick = s.tab == TAB_LENS ? &lin.target : s.tab == TAB_ATTRIBUTION ? &ain.target
               : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &pin.target : nullptr;
     const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
