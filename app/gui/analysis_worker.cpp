@@ -1,319 +1,16 @@
-// The analysis threads (analysis_worker.h): what each kind computes, and the newest-request-wins queue.
+// The analysis threads (analysis_worker.h): the newest-request-wins queue, dispatch through the analysis table
+// (analysis_table.h), and poll.
 //
-// Sections: computing each kind | the queue and its threads | poll
+// Sections: the queue and its threads | poll
 #include "analysis_worker.h"
 
-#include <algorithm>
-#include <chrono>
-
-#include "analysis/gradients.h"
-#include "run/seq2seq.h"
-#include "run/vision.h"
-#include "util/error.h"
+#include "analysis_table.h"
 
 namespace gbui {
-
-using clock_type = std::chrono::steady_clock;
-static double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Computing each kind (on an analysis thread; `go` returns false once the request is stopped)
-// ---------------------------------------------------------------------------------------------
-
-static std::shared_ptr<lens_output> compute_lens(const analysis_request& q, const keep_going& go) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    auto out = std::make_shared<lens_output>();
-    out->key = q.key;
-    out->from = q.from;
-    out->target = q.target;
-    if (q.lens && q.lens->from == q.from && q.lens->lens.complete) { // another target on the same run: instant
-        out->lens = q.lens->lens;
-        gb::lens_retarget(out->lens, r.lm_record(), *r.model, r.ablation, q.target);
-    } else {
-        out->lens = gb::logit_lens(r.lm_record(), *r.model, r.ablation, 5, q.target, go);
-    }
-    out->ms = ms_since(t0);
-    return out->lens.complete ? out : nullptr;
-}
-
-// The saliency of the attribution's difference, by the run's kind: its prompt, its image's positions (the pixels
-// again from the view), or both stacks of an encoder–decoder (the shown stack's side kept).
-static void compute_saliency(attribution_output& out, const run_result& r, const gb::metric_spec& ms, int steps) {
-    const gb::model& m = *r.model;
-    gb::saliency_result sr;
-    if (r.decoder) {
-        sr = gb::saliency_seq2seq(m, r.encoder->tokens, r.decoder->tokens, ms, steps, r.ablation);
-    } else {
-        gb::forward_options base;
-        std::vector<float> px;
-        if (r.view) px = gb::view_pixels(m, *r.view), base.pixels = px.data();
-        sr = gb::saliency(m, r.cap().tokens, ms, steps, r.ablation, base);
-    }
-    const bool source = r.decoder && r.stack == 0;
-    out.saliency = steps > 0 ? (source ? sr.source_integrated : sr.integrated)
-                             : (source ? sr.source_grad_x_input : sr.grad_x_input);
-    out.steps = steps;
-    out.metric = sr.value;
-    out.change = sr.value - sr.baseline;
-    out.gap = steps > 0 ? sr.completeness_gap() : 0;
-}
-
-static std::shared_ptr<attribution_output> compute_attribution(const analysis_request& q) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    auto out = std::make_shared<attribution_output>();
-    out->key = q.key;
-    out->from = q.from;
-    out->dla = gb::offers(r.model->config, gb::FEATURE_ATTRIBUTION);
-    if (out->dla) {
-        out->attr = gb::attribute(r.cap(), *r.model, r.ablation, q.target, q.contrast, q.position);
-    } else { // the other kinds: the saliency alone
-        out->attr.target = q.target, out->attr.contrast = q.contrast, out->attr.position = q.position;
-    }
-    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) { // one more forward and the backward (N + 1 more: IG)
-        gb::metric_spec ms;
-        ms.kind = out->attr.contrast >= 0 ? gb::metric_spec::LOGIT_DIFF : gb::metric_spec::LOGIT;
-        ms.target = out->attr.target;
-        ms.contrast = out->attr.contrast;
-        ms.position = out->attr.position;
-        compute_saliency(*out, r, ms, q.steps);
-    }
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// The walk reruns the shown run's tokens (and ablation) keeping every point of one layer: the app's live record
-// keeps only what its panels read.
-static std::shared_ptr<learn_output> compute_learn(const analysis_request& q) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    auto out = std::make_shared<learn_output>();
-    out->key = q.key;
-    out->from = q.from;
-    gb::forward_options o;
-    o.keep = gb::learn_keep(m.config.n_layer, q.layer);
-    if (r.decoder) { // an encoder–decoder: its decoder, reading the same source
-        gb::seq2seq_record rec;
-        gb::run_seq2seq(rec, m, r.encoder->tokens, r.decoder->tokens, r.ablation, o);
-        out->walk = gb::walk_through(m, rec.decoder, q.position, q.layer, q.head);
-    } else {
-        gb::record rec;
-        gb::run_forward(rec, m, r.cap().tokens, r.ablation, o);
-        out->walk = gb::walk_through(m, rec, q.position, q.layer, q.head);
-    }
-    out->params = gb::param_derivation(m);
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// The prompt run with each ablation in turn; or, for the demo's first request, only the choice of its prompt
-// (the demo then sets it, and the rows of that prompt are asked for as any other's).
-static std::shared_ptr<break_output> compute_break(const analysis_request& q, const keep_going& go,
-                                                   const std::function<bool()>& stopped) {
-    auto t0 = clock_type::now();
-    const gb::model& m = *q.model;
-    auto out = std::make_shared<break_output>();
-    out->key = q.key;
-    out->model = q.model;
-    out->bos = q.bos;
-    if (!q.candidates.empty()) {
-        out->choice = true;
-        out->prompt = q.candidates[gb::most_confident_prompt(m, q.candidates, q.bos, stopped)].text;
-        out->ms = ms_since(t0);
-        return out;
-    }
-    out->prompt = q.prompt;
-    std::vector<int> ids = gb::encode_prompt(m.tok, out->prompt, q.bos);
-    if ((int)ids.size() > m.config.n_ctx) // as the main run: its last n_ctx tokens
-        ids.erase(ids.begin(), ids.end() - m.config.n_ctx);
-    gb::break_options o;
-    o.progress = [&](float f) { go(f); };
-    o.cancelled = stopped;
-    out->res = gb::break_it(m, ids, o);
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// The shown run's tokens continued at each temperature (one seed, one top-k), through the KV cache as the CLI's
-// generate does, with the run's ablation; the distributions are of the run's last logits.
-static std::shared_ptr<sampling_output> compute_sampling(const analysis_request& q, const keep_going& go) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    const gb::record& c = r.cap();
-    if (!c.logit_ids.empty()) throw gb::error("sampling: the run kept only some logits");
-    auto out = std::make_shared<sampling_output>();
-    out->key = q.key;
-    out->from = q.from;
-    out->top_k = q.sampling.top_k;
-    out->n_tokens = q.gen_tokens;
-    out->seed = q.sampling.seed;
-    const int n = (int)q.temperatures.size();
-    for (int i = 0; i < n; i++) {
-        bool stopped = false;
-        int made = 0;
-        sampling_column col = gb::run_at_temperature(m, c.tokens, c.last_logits(), c.vocab, q.sampling, q.temperatures[i],
-                                                     q.gen_tokens, r.ablation, [&](int) {
-            stopped = !go((i + (float)++made / std::max(1, q.gen_tokens)) / n);
-            return !stopped;
-        });
-        if (stopped) return nullptr;
-        out->columns.push_back(std::move(col));
-    }
-    out->ms = ms_since(t0);
-    return out;
-}
-
-static std::shared_ptr<induction_output> compute_induction(const analysis_request& q) {
-    auto t0 = clock_type::now();
-    const gb::model& m = *q.model;
-    auto out = std::make_shared<induction_output>();
-    out->key = q.key;
-    out->model = q.model;
-    out->n = q.n;
-    out->seed = q.seed;
-    out->ids = gb::repeated_random_tokens(m.tok, m.config.vocab_size, q.n, q.seed, q.bos);
-    if ((int)out->ids.size() > m.config.n_ctx)
-        throw gb::error("induction test: " + std::to_string(out->ids.size()) + " tokens do not fit the model's context of " +
-                        std::to_string(m.config.n_ctx) + ": choose a smaller N");
-    gb::record rec;
-    gb::forward_options fo; // patterns of every layer: the scores need them all
-    gb::run_forward(rec, m, out->ids, q.ab, fo);
-    out->scores = gb::score_heads(rec);
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// The clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the chosen
-// ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target), into
-// out; shared by patching and the circuit.
-static void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast) {
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    const int V = m.config.vocab_size;
-    out->key = q.key;
-    out->model = r.model;
-    out->corrupt = q.corrupt;
-    out->clean_ids = r.cap().tokens;
-    out->corrupt_ids = gb::encode_prompt(m.tok, q.corrupt, r.bos);
-    if (out->corrupt_ids.size() == (r.bos ? 1u : 0u)) throw gb::error("the corrupted prompt is empty");
-    if ((int)out->corrupt_ids.size() > m.config.n_ctx) // kept like the clean prompt: its last n_ctx tokens
-        out->corrupt_ids.erase(out->corrupt_ids.begin(), out->corrupt_ids.end() - m.config.n_ctx);
-    if (r.pred.top.empty()) throw gb::error("no prediction to patch");
-    target = q.target >= 0 ? q.target : r.pred.top[0].id, contrast = q.contrast;
-    gb::check_patch_prompts(out->clean_ids, out->corrupt_ids, m.config);
-    // the corrupted run's own prediction: the default contrast, and what the panel offers to pick from
-    gb::record cr;
-    gb::forward_options fo;
-    fo.keep.points = 0;
-    fo.keep.resid_norms = false;
-    gb::run_forward(cr, m, out->corrupt_ids, r.ablation, fo);
-    out->corrupt_top = gb::top_k_probs(cr.last_logits(), V, 10);
-    if (contrast < 0) contrast = gb::default_contrast(r.pred.top, out->corrupt_top, target, &out->note);
-}
-
-// Exact patching; in the fast mode attribution patching's estimate first, published at once (exact false), then
-// kept beside the exact maps.
-static std::shared_ptr<patch_output> compute_patching(const analysis_request& q, const keep_going& go,
-                                                      const std::function<void(std::shared_ptr<patch_output>)>& early) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    auto out = std::make_shared<patch_output>();
-    int target = 0, contrast = -1;
-    patch_inputs(out.get(), q, target, contrast);
-    gb::patch_options po;
-    po.ab = r.ablation;
-    if (q.fast) {
-        out->estimate = gb::attribution_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, r.ablation);
-        out->estimate_ms = ms_since(t0);
-        auto first = std::make_shared<patch_output>(*out);
-        first->exact = false;
-        first->res = out->estimate;
-        first->ms = out->estimate_ms;
-        early(first);
-    }
-    out->res = gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po, go);
-    out->ms = ms_since(t0);
-    return out->res.complete ? out : nullptr;
-}
-
-// The circuit of the patching inputs, and the faithfulness of every circuit size the slider offers (one forward
-// per distinct set of nodes).
-static std::shared_ptr<circuit_output> compute_circuit(const analysis_request& q, const keep_going& go) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    patch_output in;
-    int target = 0, contrast = -1;
-    patch_inputs(&in, q, target, contrast);
-    auto out = std::make_shared<circuit_output>();
-    out->key = q.key;
-    out->model = r.model;
-    out->clean_ids = in.clean_ids;
-    out->corrupt_ids = in.corrupt_ids;
-    out->ab = r.ablation;
-    auto res = std::make_shared<gb::circuit_result>(
-        gb::circuit_scores(m, in.clean_ids, in.corrupt_ids, target, contrast, r.ablation));
-    out->max_edges = std::min((int)res->edges.size(), 300);
-    out->faithfulness.assign(out->max_edges + 1, 0.0f);
-    std::vector<unsigned char> last;
-    float value = 0;
-    for (int n = 0; n <= out->max_edges; n++) {
-        const std::vector<unsigned char> members = gb::circuit_members(*res, n);
-        if (members != last) {
-            if (!go((float)n / (out->max_edges + 1))) return nullptr;
-            value = (float)gb::circuit_faithfulness(*res, gb::circuit_metric(m, *res, in.clean_ids, members, r.ablation));
-            last = members;
-        }
-        out->faithfulness[n] = value;
-    }
-    out->res = res;
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// Causal tracing of the shown run's tokens under its ablation, with the CLI's defaults (noise 3, 10 samples, seed 0)
-static std::shared_ptr<trace_output> compute_trace(const analysis_request& q, const keep_going& go) {
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    auto out = std::make_shared<trace_output>();
-    out->key = q.key;
-    out->model = r.model;
-    out->subject = q.subject;
-    out->ids = r.cap().tokens;
-    int first = 0, end = 0;
-    gb::subject_span(first, end, m.tok, out->ids, q.subject);
-    gb::trace_options o;
-    o.ab = r.ablation;
-    out->res = gb::causal_trace(m, out->ids, first, end, o, go);
-    out->ms = ms_since(t0);
-    return out->res.complete ? out : nullptr;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The queue and its threads
 // ---------------------------------------------------------------------------------------------
-static int lane_of(analysis_kind k) {
-    return k == ANALYSIS_PATCHING || k == ANALYSIS_TRACE || k == ANALYSIS_BREAK || k == ANALYSIS_CIRCUIT ||
-                   k == ANALYSIS_STEER_SWEEP || k == ANALYSIS_FEATURE_INDEX || k == ANALYSIS_SAE_TRAIN
-               ? 1
-               : 0;
-}
-const char* analysis_name(analysis_kind k) {
-    static const char* names[ANALYSIS_COUNT] = {"lens", "attribution", "induction", "patching", "learn", "break", "sampling",
-                                                "circuit", "trace", "steer_build", "steer_compare", "steer_sweep",
-                                                "features", "feature_index", "sae_train"};
-    return k >= 0 && k < ANALYSIS_COUNT ? names[k] : "?";
-}
-static bool is_steer(analysis_kind k) { return k >= ANALYSIS_STEER_BUILD && k <= ANALYSIS_STEER_SWEEP; }
-static bool is_features(analysis_kind k) { return k >= ANALYSIS_FEATURES && k <= ANALYSIS_SAE_TRAIN; }
-
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
     threads_[0] = std::thread([this] { loop(0); });
@@ -348,19 +45,14 @@ bool analysis_worker::idle() const {
     std::lock_guard<std::mutex> l(mu_);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (waiting_[k] || running_[k] || failed_[k]) return false;
-    return !lens_out_ && !attribution_out_ && !induction_out_ && !patch_out_ && !learn_out_ && !break_out_ && !sampling_out_ &&
-           !circuit_out_ && !trace_out_ && !steer_out_[0] && !steer_out_[1] && !steer_out_[2] &&
-           !features_out_[0] && !features_out_[1] && !features_out_[2];
+    for (const auto& out : out_)
+        if (out) return false;
+    return true;
 }
 
 bool analysis_worker::pending(analysis_kind k) const {
     std::lock_guard<std::mutex> l(mu_);
-    const bool out = is_features(k) ? (bool)features_out_[k - ANALYSIS_FEATURES] : is_steer(k) ? (bool)steer_out_[k - ANALYSIS_STEER_BUILD] : k == ANALYSIS_LENS ? (bool)lens_out_ : k == ANALYSIS_ATTRIBUTION ? (bool)attribution_out_
-                     : k == ANALYSIS_INDUCTION ? (bool)induction_out_ : k == ANALYSIS_LEARN ? (bool)learn_out_
-                     : k == ANALYSIS_BREAK ? (bool)break_out_ : k == ANALYSIS_SAMPLING ? (bool)sampling_out_
-                     : k == ANALYSIS_CIRCUIT ? (bool)circuit_out_ : k == ANALYSIS_TRACE ? (bool)trace_out_
-                     : (bool)patch_out_;
-    return waiting_[k] || running_[k] || failed_[k] || out;
+    return waiting_[k] || running_[k] || failed_[k] || out_[k];
 }
 
 void analysis_worker::loop(int lane) {
@@ -370,7 +62,7 @@ void analysis_worker::loop(int lane) {
             std::unique_lock<std::mutex> l(mu_);
             auto next = [&] {
                 for (int k = 0; k < ANALYSIS_COUNT; k++)
-                    if (waiting_[k] && lane_of((analysis_kind)k) == lane) return k;
+                    if (waiting_[k] && analysis_info((analysis_kind)k).lane == lane) return k;
                 return -1;
             };
             cv_.wait(l, [&] { return stop_ || next() >= 0; });
@@ -384,39 +76,20 @@ void analysis_worker::loop(int lane) {
             progress_[k] = 0;
         }
         const analysis_kind k = q.kind;
-        keep_going go = [this, k](float f) {
+        analysis_run run;
+        run.go = [this, k](float f) {
             progress_[k] = f;
             return !stop_kind_[k];
         };
-        const std::function<bool()> stopped = [this, k] { return (bool)stop_kind_[k]; }; // between a run's layers too
-        std::shared_ptr<lens_output> lens;
-        std::shared_ptr<attribution_output> attr;
-        std::shared_ptr<induction_output> ind;
-        std::shared_ptr<patch_output> patch;
-        std::shared_ptr<learn_output> learn;
-        std::shared_ptr<break_output> brk;
-        std::shared_ptr<sampling_output> smp;
-        std::shared_ptr<circuit_output> circ;
-        std::shared_ptr<trace_output> trace;
-        std::shared_ptr<steer_output> steer;
-        std::shared_ptr<features_output> feat;
-        std::string error;
-        auto early = [this, k](std::shared_ptr<patch_output> p) { // the fast mode's estimate, shown at once
+        run.stopped = [this, k] { return (bool)stop_kind_[k]; }; // between a run's layers too
+        run.early = [this, k](std::shared_ptr<const void> out) { // e.g. the fast mode's estimate, shown at once
             std::lock_guard<std::mutex> l(mu_);
-            if (!stop_kind_[k]) patch_out_ = p;
+            if (!stop_kind_[k]) out_[k] = std::move(out);
         };
+        std::shared_ptr<const void> out;
+        std::string error;
         try {
-            if (k == ANALYSIS_LENS) lens = compute_lens(q, go);
-            else if (k == ANALYSIS_ATTRIBUTION) attr = compute_attribution(q);
-            else if (k == ANALYSIS_INDUCTION) ind = compute_induction(q);
-            else if (k == ANALYSIS_LEARN) learn = compute_learn(q);
-            else if (k == ANALYSIS_BREAK) brk = compute_break(q, go, stopped);
-            else if (k == ANALYSIS_SAMPLING) smp = compute_sampling(q, go);
-            else if (k == ANALYSIS_CIRCUIT) circ = compute_circuit(q, go);
-            else if (k == ANALYSIS_TRACE) trace = compute_trace(q, go);
-            else if (is_steer(k)) steer = compute_steer(q, stopped);
-            else if (is_features(k)) feat = compute_features(q, go);
-            else patch = compute_patching(q, go, early);
+            out = analysis_info(k).compute(q, run);
         } catch (const std::exception& e) {
             error = e.what();
         }
@@ -430,17 +103,7 @@ void analysis_worker::loop(int lane) {
             continue;
         }
         failed_[k] = false;
-        if (lens) lens_out_ = lens;
-        if (attr) attribution_out_ = attr;
-        if (ind) induction_out_ = ind;
-        if (patch) patch_out_ = patch;
-        if (learn) learn_out_ = learn;
-        if (brk) break_out_ = brk;
-        if (smp) sampling_out_ = smp;
-        if (circ) circuit_out_ = circ;
-        if (trace) trace_out_ = trace;
-        if (steer) steer_out_[k - ANALYSIS_STEER_BUILD] = steer;
-        if (feat) features_out_[k - ANALYSIS_FEATURES] = feat;
+        if (out) out_[k] = std::move(out);
     }
 }
 
@@ -460,28 +123,13 @@ void analysis_worker::poll(app_state& s) {
             failed_[k] = false;
         }
     }
-    auto take = [&](auto& out, auto& into, analysis_kind k) {
-        if (!out) return;
-        into = out;
+    for (int k = 0; k < ANALYSIS_COUNT; k++) {
+        if (!out_[k]) continue;
+        s.output[k] = std::move(out_[k]);
         s.analysis[k].error.clear();
         s.analysis[k].error_key.clear();
-        out.reset();
-    };
-    take(lens_out_, s.lens, ANALYSIS_LENS);
-    take(attribution_out_, s.attribution, ANALYSIS_ATTRIBUTION);
-    take(induction_out_, s.induction, ANALYSIS_INDUCTION);
-    take(patch_out_, s.patching, ANALYSIS_PATCHING);
-    take(learn_out_, s.learn, ANALYSIS_LEARN);
-    take(break_out_, s.breaking, ANALYSIS_BREAK);
-    take(sampling_out_, s.sampling, ANALYSIS_SAMPLING);
-    take(circuit_out_, s.circuit, ANALYSIS_CIRCUIT);
-    take(trace_out_, s.tracing, ANALYSIS_TRACE);
-    take(steer_out_[0], s.steer_built, ANALYSIS_STEER_BUILD);
-    take(steer_out_[1], s.steer_compare, ANALYSIS_STEER_COMPARE);
-    take(steer_out_[2], s.steer_sweep, ANALYSIS_STEER_SWEEP);
-    take(features_out_[0], s.features, ANALYSIS_FEATURES);
-    take(features_out_[1], s.feature_index, ANALYSIS_FEATURE_INDEX);
-    take(features_out_[2], s.sae_trained, ANALYSIS_SAE_TRAIN);
+        out_[k].reset();
+    }
 }
 
 } // namespace gbui

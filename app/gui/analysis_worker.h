@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "analysis/sae_train.h"
+#include "analysis_outputs.h"
 #include "app_state.h"
 
 namespace gbui {
@@ -61,13 +63,6 @@ struct analysis_request {
     std::string out_dir;
 };
 using keep_going = std::function<bool(float)>; // progress in [0, 1]; false: stop
-// The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...).
-const char* analysis_name(analysis_kind k);
-// The Features tab's analyses (feature_analysis.cpp): the prompt's features, the corpus index, training an SAE.
-std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go);
-// The Steer tab's analyses (steer_analysis.cpp): the vector, the side-by-side continuations, the sweep.
-std::shared_ptr<steer_output> compute_steer(const analysis_request& q, const std::function<bool()>& stopped);
-
 class analysis_worker {
 public:
     analysis_worker();
@@ -82,7 +77,7 @@ public:
     bool pending(analysis_kind k) const; // the same for one kind
 
 private:
-    void loop(int lane); // lane 0: lens, attribution, induction, learn, sampling; lane 1: patching, trace, break it
+    void loop(int lane); // runs the rows of one lane (analysis_table.h)
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::optional<analysis_request> waiting_[ANALYSIS_COUNT];
@@ -91,18 +86,7 @@ private:
     std::atomic<bool> stop_kind_[ANALYSIS_COUNT];
     std::atomic<float> progress_[ANALYSIS_COUNT];
     int cancelled_[ANALYSIS_COUNT] = {};
-    // finished, waiting for poll()
-    std::shared_ptr<const lens_output> lens_out_;
-    std::shared_ptr<const attribution_output> attribution_out_;
-    std::shared_ptr<const induction_output> induction_out_;
-    std::shared_ptr<const patch_output> patch_out_;
-    std::shared_ptr<const learn_output> learn_out_;
-    std::shared_ptr<const break_output> break_out_;
-    std::shared_ptr<const sampling_output> sampling_out_;
-    std::shared_ptr<const circuit_output> circuit_out_;
-    std::shared_ptr<const trace_output> trace_out_;
-    std::shared_ptr<const steer_output> steer_out_[3]; // build, compare, sweep
-    std::shared_ptr<const features_output> features_out_[3]; // features, index, a trained SAE
+    std::shared_ptr<const void> out_[ANALYSIS_COUNT]; // finished, waiting for poll() (the type its row names)
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;

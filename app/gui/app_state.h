@@ -2,7 +2,6 @@
 // Panels read it and write only the inputs; the worker thread produces results.
 #pragma once
 #include <algorithm>
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,20 +9,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "analysis/attribution.h"
-#include "compare_view.h"
 #include "analysis/break_it.h"
-#include "analysis/circuit.h"
-#include "analysis/feature_index.h"
 #include "analysis/features.h"
 #include "analysis/head_scores.h"
-#include "analysis/learn.h"
-#include "analysis/lens.h"
-#include "analysis/patching.h"
-#include "analysis/sae_train.h"
 #include "analysis/surprisal.h"
-#include "analysis/trace.h"
-#include "analysis/steer.h"
+#include "compare_view.h"
 #include "kernels/gemm.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
@@ -32,10 +22,13 @@
 #include "run/generate.h"
 #include "run/live.h"
 #include "run/predict.h"
+#include "settings.h"
 
 namespace gbui {
 
-struct circuit_patch; // below: "keep only this circuit"
+struct circuit_patch; // analysis_outputs.h: "keep only this circuit"
+struct heat_pixels;   // heat_pixels.h
+struct generation_result; // worker.h
 
 // One feature edit of the Features tab (ablate, clamp, steer) on one of the opened SAEs: applied to the live run
 // as the SET intervention core/analysis/features.h makes (recomputed from each run, so it follows the prompt).
@@ -85,6 +78,8 @@ struct run_result {
     std::shared_ptr<const gb::record> encoder, decoder; // encoder–decoders: both stacks under the ablation; the
                                             // decoder's record holds the cross-attention [L][H][T][S]
     std::string translation;                // encoder–decoders: the target's text after the start token
+    std::vector<float> cross_mean;          // encoder–decoders: [T][S] the decoder's cross-attention averaged over
+                                            // every kept head and layer (gb::cross_average; empty: none kept)
     std::shared_ptr<const gb::image> view;  // vision models: that image as the model sees it (resized, cropped)
     gb::head_scores scores;                 // [L][H] per score, from the patterns
     gb::live_report report;                 // what the live engine computed for it (the status line)
@@ -101,71 +96,6 @@ struct run_result {
 };
 
 enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
-
-// Texels of a w x h picture with its mipmaps: level 0, then each level half the size of the one before (at
-// least 1), down to 1 x 1. The heatmaps' mipmaps are box-filtered on the worker with their colours, because
-// glGenerateMipmap costs ~1-3 ms a head texture and ~45 ms the residual one in Mesa's software renderer (144
-// heads: half a second per result), and because rows an edit did not reach can then be reused.
-inline int mip_dim(int n, int level) { return std::max(1, n >> level); }
-inline int mip_count(int w, int h) {
-    int n = 1;
-    while ((w >> n) > 0 || (h >> n) > 0) n++;
-    return n;
-}
-// The largest side of a head texture: the Head view is drawn at most a screen wide, and the T x T RGBA of every
-// head of a kept layer (with its GL copy) grows with T^2. Within it, the side is also halved until the kept layers'
-// pixels and their GL copy fit the capture budget, down to min_heat_dim (make_heat_pixels).
-constexpr int max_heat_dim = 2048;
-constexpr int min_heat_dim = 256;
-inline size_t mip_offset(int w, int h, int level) { // texels before `level`
-    size_t o = 0;
-    for (int k = 0; k < level; k++) o += (size_t)mip_dim(w, k) * mip_dim(h, k);
-    return o;
-}
-
-// Colour-mapped pixels of one result's heatmaps, made on the worker thread so that the UI thread only
-// uploads them (colouring L*H*T*T cells on the UI thread would cost a visible frame hitch).
-struct heat_pixels {
-    uint64_t request_id = 0;          // the run_result they were made from
-    scale_mode scale = SCALE_LINEAR;
-    int n_layer = 0, n_head = 0, n_tokens = 0;
-    // The head textures' side: n_tokens, halved until it is at most max_heat_dim and the kept layers' pixels with
-    // their GL copy fit the capture budget, or it is min_heat_dim (a longer prompt's levels above it are not kept: at
-    // 4,096 tokens a layer of 32 heads is 2.8 GB of RGBA with mipmaps at full size, 0.7 GB at 2048, 0.18 at 1024)
-    int dim = 0;
-    // [L] one layer's heads [H][head_texels()][4] RGBA: dim x dim and its mipmaps, masked (future) cells grey; null
-    // when the layer was not kept. A layer whose pattern did not change is shared with the previous result's pixels.
-    std::vector<std::shared_ptr<const uint8_t[]>> layers;
-    std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm, then its mipmaps
-    float resid_min = 0, resid_max = 0;
-    size_t head_texels() const { return mip_offset(dim, dim, mip_count(dim, dim)); }
-    // level 0 ([dim][dim][4]) of one head, its mipmaps after it; nullptr when its layer was not kept
-    const uint8_t* head(int layer, int h, int level = 0) const {
-        if (layer < 0 || layer >= n_layer || !layers[layer]) return nullptr;
-        return layers[layer].get() + ((size_t)h * head_texels() + mip_offset(dim, dim, level)) * 4;
-    }
-    size_t bytes() const {
-        size_t n = resid.size();
-        for (const auto& l : layers) n += l ? (size_t)n_head * head_texels() * 4 : 0;
-        return n;
-    }
-};
-
-// A continuation generated through the live engine: each token is appended to the kept run, so the panels can
-// show (and the step slider replay) the generated tokens. Published after every few tokens while it runs.
-struct generation_result {
-    uint64_t request_id = 0;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    std::vector<int> prompt_ids; // [n] the prompt as encoded for the generation
-    std::vector<int> ids;        // generated ids so far
-    std::string text;            // continuation only
-    int n_tokens = 0;
-    double ms = 0;
-    bool hit_eos = false;
-    bool done = false;           // false while it runs (or when a newer request stopped it)
-};
 
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
@@ -189,148 +119,6 @@ const char* colour_label(colour_mode m);     // "previous-token", ... (the combo
 // One-click demonstrations (demos.h): a prompt, a view and a selection chosen by the loaded model's own scores.
 enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_BREAK, DEMO_TEMPERATURE, DEMO_COUNT };
 
-// Each output keeps the inputs it was computed from (`key`, and the run it read), so a panel can keep showing
-// it while a newer one is computed.
-struct lens_output {
-    std::string key;
-    std::shared_ptr<const run_result> from; // the run whose residual stream it read (tokens, model)
-    gb::lens_result lens;                   // [2L+1][T][5] top tokens; target_prob [2L+1][T]
-    int target = -1;                        // the chosen target token, -1: each position's final top-1
-    double ms = 0;
-};
-struct learn_output {                       // Learn mode: the walk through the model for a token, layer and head
-    std::string key;
-    std::shared_ptr<const run_result> from;
-    gb::learn_walk walk;
-    std::vector<gb::param_line> params;
-    double ms = 0;
-};
-struct break_output {                       // "Break it": the prompt run with each ablation in turn
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;                     // the text it ran, or the one the demo's first request chose
-    bool bos = false;
-    bool choice = false;                    // the demo's first request: only the prompt was chosen (no rows)
-    gb::break_result res;                   // rows: whole-model ablations, each layer's attention, the top heads
-    double ms = 0;
-};
-// Whether b holds the rows of the prompt as it is now (model, text, BOS): they may be shown and applied.
-inline bool break_is_current(const break_output* b, const std::shared_ptr<const gb::model>& m, const std::string& prompt,
-                             bool bos) {
-    return b && !b->choice && m && b->model == m && b->prompt == prompt && b->bos == bos;
-}
-using sampling_column = gb::temperature_run; // one temperature of the Sampling tab
-struct sampling_output {                    // one prompt continued at several temperatures, one seed and top-k
-    std::string key;
-    std::shared_ptr<const run_result> from; // the run whose tokens (and ablation) it continued, and whose last
-                                            // logits the distributions are of
-    int top_k = 0, n_tokens = 0;
-    uint64_t seed = 0;
-    std::vector<sampling_column> columns;   // [3] in the order of the inputs' temperatures
-    double ms = 0;
-};
-struct attribution_output {
-    std::string key;
-    std::shared_ptr<const run_result> from;
-    gb::attribution attr;                   // heads [L][H], attn_bias [L], mlp [L], embed, bias, total
-    bool dla = true;                        // attr holds direct logit attribution (false: the kind offers none; attr
-                                            // holds only its target, contrast and position)
-    // token saliency: [T] gradient x input (steps 0) or integrated gradients (steps midpoint steps) at the
-    // embeddings' residual point of the same difference at the same position (core/analysis/gradients.h), which
-    // shades the prompt's chips (an encoder–decoder: the shown stack's, source or target; an image classifier:
-    // its positions, shown over the patches); empty where the kind offers no gradients
-    std::vector<float> saliency;
-    int steps = 0;
-    double metric = 0;                      // the difference the saliency is of (the backward's metric)
-    double change = 0, gap = 0;             // steps > 0: metric(x) - metric(0), and the completeness gap
-    double ms = 0;
-};
-struct induction_output {                   // the repeated-random-tokens test
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    int n = 0;                              // random tokens, repeated once: 2n tokens (+ BOS)
-    uint64_t seed = 0;
-    std::vector<int> ids;                   // [2n (+1)]
-    gb::head_scores scores;                 // [L][H] per score, on the test prompt
-    double ms = 0;
-};
-struct patch_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::string corrupt;                           // the corrupted prompt's text
-    std::vector<int> clean_ids, corrupt_ids;       // [T] each
-    std::vector<gb::token_prob> corrupt_top;       // top-k next tokens of the corrupted prompt
-    gb::patch_result res;                          // resid [2L+1][T], heads [L][H], normalized twins
-    std::string note;                              // how the default target/contrast were chosen
-    double ms = 0;
-    // the fast mode: attribution patching's estimate (core/analysis/gradients.h) of the same maps, published first
-    // (exact false, res holds the estimate), then kept beside the exact maps (exact true); empty where the kind
-    // offers no gradients
-    bool exact = true;
-    gb::patch_result estimate;
-    double estimate_ms = 0;
-};
-// The Circuit tab: the graph of the Patching tab's prompts, target and contrast (core/analysis/circuit.h), and
-// the faithfulness of the circuit of every size the slider offers.
-struct circuit_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::vector<int> clean_ids, corrupt_ids;       // [T] each
-    gb::ablation ab;                               // in force in its runs
-    std::shared_ptr<const gb::circuit_result> res; // nodes, every edge by |score|, the corrupted outputs
-    int max_edges = 0;                             // the slider's range: 1 .. max_edges
-    std::vector<float> faithfulness;               // [max_edges + 1] of the top-N circuit (NaN when clean == corrupt)
-    double ms = 0;
-};
-// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
-// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
-struct circuit_patch {
-    std::shared_ptr<const gb::circuit_result> res;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    int n_edges = 0, n_nodes = 0;
-    std::vector<gb::intervention> interventions;   // point into res
-    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
-};
-// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
-// residual point, attention and MLP output restored in turn.
-struct trace_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::string subject;                           // as typed
-    std::vector<int> ids;                          // [T] the prompt's tokens
-    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
-    double ms = 0;
-};
-// The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
-// without it side by side, and the cost sweep over scale x layer on its reference text.
-struct steer_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
-    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
-    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
-    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
-    double ms = 0;
-};
-// The Features tab's two analyses: the shown SAE's features of the prompt (under the ablation, before the feature
-// edits) with the selected feature's logit effect; and the selected SAE's index of a corpus file (top contexts).
-struct features_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::shared_ptr<const gb::bound_sae> sae;
-    std::vector<int> ids;                         // [T] the prompt's tokens
-    gb::feature_result res;                       // acts [T][d_sae], fvu [T], mse [T], loss_delta
-    int feature = -1;                             // the selected feature its logit effect is of (-1: none)
-    std::vector<gb::token_effect> promotes, suppresses;
-    std::vector<std::vector<gb::token_effect>> chip_tokens; // [feature of a chip] its top 3 promoted tokens
-    std::vector<int> chip_ids;                    // the features those are of (every one some position shows)
-    std::shared_ptr<const gb::feature_index> index; // the index: of corpus
-    std::string corpus, index_note;               // the index: its corpus file, built/read from where
-    std::string trained, train_note;              // training: the folder written, and how it went (one line)
-    double ms = 0;
-};
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
     bool busy = false;       // requested or running, not yet published
@@ -340,28 +128,11 @@ struct analysis_status {
     int cancelled = 0;       // runs cancelled because their inputs changed (since start)
 };
 
-// Settings that name a model's layers and heads (from the command line or a session): held until the
-// model they are meant for has loaded, then checked against it (apply_settings).
-struct pending_settings {
-    std::string source;          // "the command line", "session FILE": named in the message when they do not fit
-    bool has_ablation = false;
-    gb::ablation ablation;
-    int sel_layer = -1, sel_head = -1; // -1: not given
-    int sel_token = -1;                // -1: not given
-    // the Features tab (sessions): the SAEs to open, and the edits on them (by the SAE's path)
-    std::vector<std::string> sae_paths;
-    struct saved_edit { std::string path; gb::feature_edit e; };
-    std::vector<saved_edit> feature_edits;
-    int feature_sel = -1;
-    bool has_features = false;   // a session said them (replacing the SAEs open)
-    // token ids (-1: not given / default): checked against the model's vocabulary
-    bool has_tokens = false;
-    int lens_target = -1, attr_target = -1, attr_contrast = -1, patch_target = -1, patch_contrast = -1;
-    std::string lens_target_text, attr_target_text, attr_contrast_text, patch_target_text, patch_contrast_text; // "" = not saved
-};
-
 struct app_state {
+    app_state(); // makes each tab's own inputs (analysis_table.cpp)
     // ---- inputs (owned by the UI thread) ----
+    std::shared_ptr<void> inputs[TAB_COUNT]; // each tab's own inputs, of the type its row names (inputs_of,
+                                             // analysis_table.h); null: the tab keeps none of its own
     std::string prompt = "The cat sat on the mat. The cat";
     std::string image_path;          // vision models: the PNG or JPEG they classify (the prompt is unused)
     std::string target_text;         // encoder–decoders: the target the decoder reads (the prompt is the source);
@@ -369,11 +140,6 @@ struct app_state {
     gb::sampling target_sampling;    // encoder–decoders: greedy (Translate), or the Continuation panel's temperature,
                                      // top-k and seed (its "Translate, sampled")
     int stack = 1;                   // encoder–decoders: the stack the grid and the head view show (0 encoder, 1 decoder)
-    bool cross_average = false;      // the Cross-attention tab: every head and layer averaged (the alignment)
-    bool image_rollout = false;      // the Image tab overlays the attention rollout instead of one head
-    int saliency_steps = 0;          // the Attribution tab's token saliency: 0 gradient x input; N > 0 integrated
-                                     // gradients with N midpoint steps
-    int saliency_ig_steps = 32;      // the steps integrated gradients takes when chosen
     bool bos = false;
     gb::ablation ablation;
     int sel_layer = 0, sel_head = 0; // head shown in detail
@@ -393,18 +159,8 @@ struct app_state {
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
                                      // layers around the selected one)
-    // analyses (token ids; -1 = the default the panel names)
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
-    int lens_target = -1;            // -1: each position's final top-1
-    int attr_target = -1, attr_contrast = -1; // -1: the prediction's top-1 / top-2
-    std::string corrupt_prompt;      // patching's second prompt
-    bool patch_trace = false;        // the Patching tab shows causal tracing instead of activation patching
-    std::string trace_subject;       // causal tracing's subject: words of the prompt
-    int patch_target = -1, patch_contrast = -1; // -1: clean top-1 / the corrupted run's top-1
-    bool patch_fast = true;          // Patching's fast mode: the attribution-patching estimate first
-    bool patch_diff = false;         // beside the exact maps, estimate - exact (normalized)
-    int circuit_edges = 20;          // the Circuit tab's N: the top N edges
     std::shared_ptr<const circuit_patch> circuit_kept; // "keep only this circuit" (null: none)
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
@@ -420,59 +176,13 @@ struct app_state {
     // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
     // its first result is computed (empty once chosen)
     int break_row = -1;
-    int learn_step = 0;              // the Learn tab's step: the walk's (or, without a walk, the picture's parts')
     std::string demo_ablation;
     std::vector<gb::prompt_candidate> demo_candidates;
-    // the Sampling tab: the prompt continued at three temperatures from one seed and top-k
-    float sample_temps[3] = {0.3f, 0.8f, 1.5f};
-    int sample_top_k = 40;           // 0 = every token
-    int sample_tokens = 30;
-    uint64_t sample_seed = 1;
     // the view: the text scale chosen (1 = 100 %; text_scale.h) and presentation mode (F5: a larger scale, the
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;
     bool presenting = false;
-    // the Steer tab: the contrast prompts (one a line), where each prompt's stream is read, the vector (built or
-    // opened), and how it is applied (the ablation's steer holds what is applied: the live run recomputes with it)
-    std::string steer_positive = "I love this, it is wonderful.\nWhat a happy day, everyone is smiling.\nThe food was "
-                                 "great and we had fun.\nShe laughed with joy.";
-    std::string steer_negative = "I hate this, it is terrible.\nWhat a sad day, everyone is crying.\nThe food was bad "
-                                 "and we were angry.\nShe cried with pain.";
-    int steer_where = 0;             // gb::steer_position: 0 the last token, 1 the mean over positions
-    int steer_build = 0;             // bumped by Build: the build request's inputs
-    std::shared_ptr<const gb::steer_vector> steer_vec; // the vector the tab shows and applies (null: none yet)
-    float steer_scale = 4.0f;        // alpha
-    int steer_lo = 1, steer_hi = 1;  // the layers it is added after (those with a direction)
-    int steer_from = 0;              // the first position steered
-    float steer_scales[3] = {2.0f, 4.0f, 8.0f}; // the side-by-side continuations' alphas
-    int steer_tokens = 16;
-    float steer_sweep_scales[5] = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f};
-    std::string steer_reference = "The cat sat on the mat. The dog ran in the park and the children played with a "
-                                  "ball. Once upon a time there was a little girl who lived in a small house near the "
-                                  "woods. Every day she walked to school with her friend.";
-    std::string steer_path = "steer.gguf"; // Open and Save
-    std::string steer_note;          // the last Open/Save/Build outcome, one line
-    // the Features tab: the opened SAEs (one per hook point; opened off the UI thread from sae_queue), the one
-    // shown, the selected feature, the edits applied to the live run, the corpus its top contexts come from
-    std::vector<std::shared_ptr<const gb::bound_sae>> saes;
-    std::vector<std::string> sae_queue;                      // paths waiting to be opened (open_sae_file)
-    std::vector<pending_settings::saved_edit> sae_queue_edits; // a session's edits, applied when their SAE opens
-    int sae_shown = 0;
-    std::string sae_path_input = "sae";
-    int feature_sel = -1;            // -1: none selected
-    float feature_value = 5.0f;      // clamp's value and steer's alpha
-    std::vector<app_feature_edit> feature_edits;
-    std::string feature_corpus = "README.md";
-    int feature_index_build = 0;     // bumped by Index: builds (or reads) the index of feature_corpus
-    std::string feature_index_path;  // the corpus Index was pressed for
-    // the Features tab's "Train an SAE": the fields, and Train's count (each press trains once with the fields then)
-    struct sae_train_fields {
-        std::string corpus = "README.md", out = "sae-trained";
-        int point = 0; // index into sae_train_points()
-        int layer = 0, features = 512, k = 16, steps = 2000;
-    } sae_train, sae_train_asked;
-    int sae_train_build = 0;
-    const gb::model* sae_train_for = nullptr; // the model Train was pressed for (another one does not train)
+    std::vector<app_feature_edit> feature_edits; // the Features tab's edits, applied to the live run
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -500,17 +210,9 @@ struct app_state {
     std::string load_label;
     uint64_t result_version = 0;                   // bumps when result changes (textures re-upload)
     std::string gl_status;                         // renderer string, or why GL fell back to the CPU
-    std::shared_ptr<const lens_output> lens;       // newest complete analyses (may be of older inputs)
-    std::shared_ptr<const attribution_output> attribution;
-    std::shared_ptr<const induction_output> induction;
-    std::shared_ptr<const learn_output> learn;
-    std::shared_ptr<const patch_output> patching;
-    std::shared_ptr<const trace_output> tracing;
-    std::shared_ptr<const break_output> breaking;
-    std::shared_ptr<const sampling_output> sampling;
-    std::shared_ptr<const circuit_output> circuit;
-    std::shared_ptr<const steer_output> steer_built, steer_compare, steer_sweep;
-    std::shared_ptr<const features_output> features, feature_index, sae_trained;
+    std::shared_ptr<const void> output[ANALYSIS_COUNT]; // the newest complete output of each analysis (may be of
+                                                   // older inputs), of the type its row names (output_of,
+                                                   // analysis_table.h); null: none yet
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
     compare_slot cmp;                              // model B and the comparison with it (compare_view.h)
@@ -520,23 +222,6 @@ struct app_state {
 bool result_is_current(const app_state& s);
 // The kept circuit when it applies to the inputs as they are now (its model, prompt and BOS), else null.
 const circuit_patch* circuit_in_force(const app_state& s);
-// The SAE the Features tab shows (null: none opened)
-const gb::bound_sae* shown_sae(const app_state& s);
-// Opens the SAE at path (a SAELens folder, a Gemma Scope params.npz/.safetensors or its folder) for s.model off the
-// UI thread (ui's per-frame poll_saes): it joins s.saes (replacing one at the same hook point) and is shown; a file
-// that does not fit sets s.error in one line and leaves the SAEs as they were.
-void open_sae_file(app_state& s, const std::string& path);
-// The points the Features tab trains SAEs on (s.sae_train.point indexes it).
-const std::vector<gb::hook_point>& sae_train_points();
-// Train: checks s.sae_train against the model (one error line in s.error, false) and starts training with it.
-bool start_sae_training(app_state& s);
-// Sessions: the SAEs' paths and the edits on them; read into p; applied (the SAEs opened again, the edits once
-// their SAE has opened) to s
-nlohmann::json features_session_json(const app_state& s);
-void read_features_session(pending_settings& p, const nlohmann::json& j);
-void apply_features_session(app_state& s, const pending_settings& p);
-// Whether path is an SAE folder (cfg.json with sae_weights.safetensors, or params.npz / params.safetensors)
-bool is_sae_folder(const std::string& path);
 // Generated tokens the step slider can replay: those of s.generated when it continues the prompt as it is now
 // (same model, text and BOS), else 0.
 int replay_steps(const app_state& s);

@@ -6,6 +6,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "sampling_inputs.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -58,6 +60,9 @@ bool demo_offered(const gb::model& m, demo_kind d) {
 }
 
 void start_demo(app_state& s, demo_kind d) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const gb::model& m = *s.model;
     end_demo(s); // a Break-it row still applied is taken off first
     s.demo = d;
@@ -93,13 +98,13 @@ void start_demo(app_state& s, demo_kind d) {
     case DEMO_LENS:
         s.prompt = "The Eiffel Tower is in the city of";
         s.tab = TAB_LENS;
-        s.lens_target = -1;
+        lin.target = -1;
         break;
     case DEMO_IOI:
         s.prompt = "When Mary and John went to the store, John gave a drink to";
         s.tab = TAB_ATTRIBUTION;
-        s.attr_target = single_token(m, " Mary"), s.attr_contrast = single_token(m, " John");
-        if (s.attr_target < 0 || s.attr_contrast < 0) s.attr_target = s.attr_contrast = -1; // the top-2 instead
+        ain.target = single_token(m, " Mary"), ain.contrast = single_token(m, " John");
+        if (ain.target < 0 || ain.contrast < 0) ain.target = ain.contrast = -1; // the top-2 instead
         break;
     case DEMO_BREAK:
         // the prompt comes from the analysis thread (the candidate this model gets right most confidently); until
@@ -112,8 +117,8 @@ void start_demo(app_state& s, demo_kind d) {
     case DEMO_TEMPERATURE:
         s.prompt = temperature_prompt;
         s.tab = TAB_SAMPLING;
-        s.sample_temps[0] = 0.3f, s.sample_temps[1] = 0.8f, s.sample_temps[2] = 1.5f;
-        s.sample_top_k = 40, s.sample_tokens = 30, s.sample_seed = 1;
+        smp.temps[0] = 0.3f, smp.temps[1] = 0.8f, smp.temps[2] = 1.5f;
+        smp.top_k = 40, smp.tokens = 30, smp.seed = 1;
         break;
     default:
         end_demo(s);
@@ -171,7 +176,7 @@ static std::string token_pct(const gb::tokenizer& tok, int id, double p) {
 }
 
 void break_step(app_state& s, int row) {
-    const break_output* b = s.breaking.get();
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     if (!break_is_current(b, s.model, s.prompt, s.bos)) return;
     const gb::break_result& res = b->res;
     const int n = (int)res.rows.size();
@@ -197,6 +202,7 @@ void break_step(app_state& s, int row) {
 }
 
 void update_demo(app_state& s) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     if (s.demo == DEMO_NONE) return;
     if (s.prompt != s.demo_prompt || !s.model || s.model.get() != s.demo_model ||
         (s.demo == DEMO_BREAK && s.ablation.describe() != s.demo_ablation)) {
@@ -210,7 +216,7 @@ void update_demo(app_state& s) {
             s.demo_caption = "could not break it: " + st.error;
             return;
         }
-        const break_output* b = s.breaking.get();
+        const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
         if (!s.demo_candidates.empty()) { // choosing: the chosen prompt becomes the demo's
             if (b && b->choice && b->model == s.model && b->bos == s.bos) {
                 s.prompt = s.demo_prompt = b->prompt;
@@ -229,7 +235,7 @@ void update_demo(app_state& s) {
             s.demo_caption = "could not sample: " + st.error;
             return;
         }
-        const sampling_output* o = s.sampling.get();
+        const sampling_output* o = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get();
         if (!o || o->key != s.analysis_want[ANALYSIS_SAMPLING] || o->key == s.demo_caption_key || o->columns.size() != 3) return;
         s.demo_waiting = false;
         s.demo_caption_key = o->key;
@@ -273,7 +279,7 @@ void update_demo(app_state& s) {
     case DEMO_IOI: {
         int t = -1, c = -1;
         attribution_tokens(s, &t, &c);
-        if (s.attr_target >= 0)
+        if (ain.target >= 0)
             s.demo_caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
                              "? Each bar is a head's direct share of that logit difference: red heads push it up "
                              "(the name movers, which copy the indirect object), blue heads push back.";

@@ -4,6 +4,7 @@
 // steps through its rows (each row's ablation applied to the whole app, its sentence as the caption); Temperature
 // opens the Sampling tab, and its caption gives the top token's share at each temperature.
 #pragma once
+#include "analysis_table.h"
 #include "app_state.h"
 
 namespace gbui {
@@ -19,7 +20,7 @@ void start_demo(app_state& s, demo_kind d);
 // Once per frame on the UI thread (cheap: one pass over [L][H] scores): picks the head and writes the caption when
 // the demo's run is shown; ends the demo when the prompt was edited or the model changed.
 void update_demo(app_state& s);
-// Break it: applies row `row` of the current break-it output (s.breaking, of the prompt as it is now) to s.ablation,
+// Break it: applies row `row` of the current Break-it output (of the prompt as it is now) to s.ablation,
 // with its sentence as the caption; -1 restores the model (nothing ablated). Starts the demo when it is not on (a
 // click on a row of the Learn tab's table). Does nothing when the output is not of the prompt as it is now.
 void break_step(app_state& s, int row);

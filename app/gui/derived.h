@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app_state.h"
+#include "heat_pixels.h"
 
 namespace gbui {
 

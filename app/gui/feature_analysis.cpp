@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis_table.h"
 #include "analysis_worker.h"
 #include "tokenizer/tokenizer.h"
 #include "util/npy.h"
@@ -100,7 +101,8 @@ static void train_in_app(features_output& out, const gb::model& m, const analysi
     out.trained = q.out_dir, out.train_note = note;
 }
 
-std::shared_ptr<features_output> compute_features(const analysis_request& q, const keep_going& go) {
+std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run) {
+    const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<features_output>();
@@ -155,12 +157,14 @@ std::shared_ptr<features_output> compute_features(const analysis_request& q, con
 // ---- opening SAEs off the UI thread ----
 
 const gb::bound_sae* shown_sae(const app_state& s) {
-    return s.saes.empty() ? nullptr : s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)].get();
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    return fin.saes.empty() ? nullptr : fin.saes[std::clamp(fin.shown, 0, (int)fin.saes.size() - 1)].get();
 }
 
 void open_sae_file(app_state& s, const std::string& path) {
-    s.sae_queue.push_back(path);
-    s.sae_path_input = path;
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    fin.queue.push_back(path);
+    fin.path_input = path;
 }
 
 bool is_sae_folder(const std::string& path) {
@@ -175,25 +179,26 @@ bool is_sae_folder(const std::string& path) {
 // An opened SAE joins the list (one per hook point: it replaces one there, whose edits go) and is shown; the
 // session's edits on its path are applied.
 static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, const std::string& path) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     int at = -1;
-    for (size_t i = 0; i < s.saes.size(); i++)
-        if (s.saes[i]->in == b->in && s.saes[i]->out == b->out && s.saes[i]->layer == b->layer) at = (int)i;
+    for (size_t i = 0; i < fin.saes.size(); i++)
+        if (fin.saes[i]->in == b->in && fin.saes[i]->out == b->out && fin.saes[i]->layer == b->layer) at = (int)i;
     if (at >= 0) {
-        const gb::bound_sae* old = s.saes[at].get();
+        const gb::bound_sae* old = fin.saes[at].get();
         s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(),
                                              [&](const app_feature_edit& f) { return f.sae.get() == old; }),
                               s.feature_edits.end());
-        s.saes[at] = b;
+        fin.saes[at] = b;
     } else {
-        at = (int)s.saes.size();
-        s.saes.push_back(b);
+        at = (int)fin.saes.size();
+        fin.saes.push_back(b);
     }
-    s.sae_shown = at;
-    if (s.feature_sel >= b->s->d_sae) s.feature_sel = -1;
-    for (auto it = s.sae_queue_edits.begin(); it != s.sae_queue_edits.end();)
+    fin.shown = at;
+    if (fin.sel >= b->s->d_sae) fin.sel = -1;
+    for (auto it = fin.queue_edits.begin(); it != fin.queue_edits.end();)
         if (it->path == path) {
             if (it->e.id >= 0 && it->e.id < b->s->d_sae) s.feature_edits.push_back({b, it->e});
-            it = s.sae_queue_edits.erase(it);
+            it = fin.queue_edits.erase(it);
         } else ++it;
     std::string w;
     for (const std::string& x : b->warnings) w += (w.empty() ? "" : "; ") + x;
@@ -208,7 +213,8 @@ const std::vector<gb::hook_point>& sae_train_points() {
 }
 
 bool start_sae_training(app_state& s) {
-    const app_state::sae_train_fields& f = s.sae_train;
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    const features_inputs::train_fields& f = fin.train;
     std::string why;
     if (!s.model) why = "no model loaded";
     else if (!gb::offers(s.model->config, gb::FEATURE_SAE)) why = gb::refusal(*s.model, gb::FEATURE_SAE);
@@ -223,21 +229,23 @@ bool start_sae_training(app_state& s) {
         s.error = "train an SAE: " + why;
         return false;
     }
-    s.sae_train_asked = f;
-    s.sae_train_for = s.model.get();
-    s.sae_train_build++;
+    fin.train_asked = f;
+    fin.train_for = s.model.get();
+    fin.train_build++;
     return true;
 }
 
 void poll_saes(app_state& s, ui_context& ui) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     if (!s.model) return; // a session's SAEs wait for its model
     // an SAE trained in the tab opens once, like one typed into its box
-    if (s.sae_trained && s.sae_trained->model == s.model && s.sae_trained->key != ui.sae_train_adopted) {
-        ui.sae_train_adopted = s.sae_trained->key;
-        s.status = s.sae_trained->train_note;
-        open_sae_file(s, s.sae_trained->trained);
+    const features_output* trained = output_of<features_output>(s, ANALYSIS_SAE_TRAIN).get();
+    if (trained && trained->model == s.model && trained->key != ui.sae_train_adopted) {
+        ui.sae_train_adopted = trained->key;
+        s.status = trained->train_note;
+        open_sae_file(s, trained->trained);
     }
-    for (const std::string& path : s.sae_queue) {
+    for (const std::string& path : fin.queue) {
         const std::shared_ptr<const gb::model> m = s.model;
         const bool offered = gb::offers(m->config, gb::FEATURE_SAE);
         const std::string why = offered ? "" : gb::refusal(*m, gb::FEATURE_SAE);
@@ -246,7 +254,7 @@ void poll_saes(app_state& s, ui_context& ui) {
                                    return std::make_shared<const gb::bound_sae>(gb::open_sae(path, *m));
                                })});
     }
-    s.sae_queue.clear();
+    fin.queue.clear();
     for (auto it = ui.sae_jobs.begin(); it != ui.sae_jobs.end();) {
         if (it->done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
             ++it;
@@ -258,9 +266,9 @@ void poll_saes(app_state& s, ui_context& ui) {
         } catch (const std::exception& e) {
             const std::string what = e.what(); // the reader's errors name the file already
             s.error = what.find(it->path) != std::string::npos ? what : "SAE " + it->path + ": " + what;
-            s.sae_queue_edits.erase(std::remove_if(s.sae_queue_edits.begin(), s.sae_queue_edits.end(),
+            fin.queue_edits.erase(std::remove_if(fin.queue_edits.begin(), fin.queue_edits.end(),
                                                    [&](const pending_settings::saved_edit& x) { return x.path == it->path; }),
-                                    s.sae_queue_edits.end());
+                                    fin.queue_edits.end());
         }
         it = ui.sae_jobs.erase(it);
     }
@@ -273,11 +281,12 @@ static const char* edit_kind_name(gb::feature_edit_kind k) {
 }
 
 nlohmann::json features_session_json(const app_state& s) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     nlohmann::json saes = nlohmann::json::array(), edits = nlohmann::json::array();
-    for (const auto& b : s.saes) saes.push_back(b->s->path);
+    for (const auto& b : fin.saes) saes.push_back(b->s->path);
     for (const app_feature_edit& f : s.feature_edits)
         edits.push_back({{"sae", f.sae->s->path}, {"kind", edit_kind_name(f.e.kind)}, {"id", f.e.id}, {"value", f.e.value}});
-    return {{"saes", saes}, {"edits", edits}, {"selected", s.feature_sel}};
+    return {{"saes", saes}, {"edits", edits}, {"selected", fin.sel}};
 }
 
 void read_features_session(pending_settings& p, const nlohmann::json& j) {
@@ -298,11 +307,12 @@ void read_features_session(pending_settings& p, const nlohmann::json& j) {
 }
 
 void apply_features_session(app_state& s, const pending_settings& p) {
-    s.saes.clear(), s.feature_edits.clear();
-    s.features.reset(), s.feature_index.reset();
-    s.sae_queue = p.sae_paths;
-    s.sae_queue_edits = p.feature_edits;
-    s.feature_sel = p.feature_sel;
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    fin.saes.clear(), s.feature_edits.clear();
+    s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
+    fin.queue = p.sae_paths;
+    fin.queue_edits = p.feature_edits;
+    fin.sel = p.feature_sel;
 }
 
 } // namespace gbui

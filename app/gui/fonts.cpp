@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "patching_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -76,6 +77,7 @@ bool need_glyphs(font_state& fs, const std::string& text) {
 }
 
 std::string glyph_text(const app_state& s) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     std::string text = s.prompt;
     if (s.result) {
         for (const std::string& p : s.result->cap().pieces) text += p;
@@ -83,34 +85,38 @@ std::string glyph_text(const app_state& s) {
             for (const gb::token_prob& t : *list) text += gb::token_text(s.result->model->tok, t.id);
     }
     if (s.generated) text += s.generated->text;
-    if (s.lens) {
-        const gb::tokenizer& tok = s.lens->from->model->tok;
-        for (int id : s.lens->lens.top_ids) text += gb::token_text(tok, id);
+    const auto lens = output_of<lens_output>(s, ANALYSIS_LENS);
+    const auto patching = output_of<patch_output>(s, ANALYSIS_PATCHING);
+    const auto breaking = output_of<break_output>(s, ANALYSIS_BREAK);
+    const auto sampling = output_of<sampling_output>(s, ANALYSIS_SAMPLING);
+    if (lens) {
+        const gb::tokenizer& tok = lens->from->model->tok;
+        for (int id : lens->lens.top_ids) text += gb::token_text(tok, id);
     }
-    if (s.patching) {
-        const gb::tokenizer& tok = s.patching->model->tok;
-        for (int id : s.patching->corrupt_ids) text += gb::token_text(tok, id);
-        for (const gb::token_prob& t : s.patching->corrupt_top) text += gb::token_text(tok, t.id);
+    if (patching) {
+        const gb::tokenizer& tok = patching->model->tok;
+        for (int id : patching->corrupt_ids) text += gb::token_text(tok, id);
+        for (const gb::token_prob& t : patching->corrupt_top) text += gb::token_text(tok, t.id);
     }
-    if (s.breaking)
-        for (const gb::break_row& r : s.breaking->res.rows) text += r.explanation;
-    if (s.sampling) {
-        const gb::tokenizer& tok = s.sampling->from->model->tok;
-        for (const sampling_column& c : s.sampling->columns) {
+    if (breaking)
+        for (const gb::break_row& r : breaking->res.rows) text += r.explanation;
+    if (sampling) {
+        const gb::tokenizer& tok = sampling->from->model->tok;
+        for (const sampling_column& c : sampling->columns) {
             text += c.text;
             for (int id : c.dist.ids) text += gb::token_text(tok, id);
         }
     }
-    text += s.corrupt_prompt + s.demo_caption;
+    text += pin.corrupt + s.demo_caption;
     return text;
 }
 
 void refresh_glyphs(font_state& fs, const app_state& s) {
-    std::string glyph_key = std::to_string(s.result_version) + "|" +
-                            std::to_string((uintptr_t)s.generated.get()) + "|" + std::to_string((uintptr_t)s.lens.get()) +
-                            "|" + std::to_string((uintptr_t)s.patching.get()) + "|" + std::to_string((uintptr_t)s.breaking.get()) +
-                            "|" + std::to_string((uintptr_t)s.sampling.get()) + "|" + s.prompt + "\x1f" + s.corrupt_prompt +
-                            "\x1f" + s.demo_caption;
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    std::string glyph_key = std::to_string(s.result_version) + "|" + std::to_string((uintptr_t)s.generated.get());
+    for (analysis_kind k : {ANALYSIS_LENS, ANALYSIS_PATCHING, ANALYSIS_BREAK, ANALYSIS_SAMPLING}) // what glyph_text reads
+        glyph_key += "|" + std::to_string((uintptr_t)s.output[k].get());
+    glyph_key += "|" + s.prompt + "\x1f" + pin.corrupt + "\x1f" + s.demo_caption;
     if (glyph_key != fs.checked_for && need_glyphs(fs, glyph_text(s))) {
         build_fonts(fs);
         ImGui_ImplOpenGL3_DestroyFontsTexture();

@@ -159,6 +159,7 @@ int first_head(const gb::head_scores& sc) {
 // what is still awaited (a headless run that times out names it).
 static const char* unsettled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done,
                              bool compared) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     // (the tab bar shows the chosen tab only while the Analysis panel is drawn: not while another fills the window)
     const bool tab_shown = s.tab == ui.tab_shown || (!ui.maximised.empty() && ui.maximised != "Analysis");
     if (!s.model || s.loading) return "the model";
@@ -168,7 +169,7 @@ static const char* unsettled(const app_state& s, const ui_context& ui, const std
     if (!compared) return "the comparison with model B";
     if (!tab_shown) return "the tab bar";
     if (s.demo_waiting) return "the demo";
-    if (!s.sae_queue.empty() || !ui.sae_jobs.empty()) return "an SAE being opened";
+    if (!fin.queue.empty() || !ui.sae_jobs.empty()) return "an SAE being opened";
     return "";
 }
 

@@ -65,23 +65,19 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
-    static const char* labels[TAB_COUNT] = {"Head", "Logit lens", "Attribution", "Patching", "Learn", "Sampling", "Experts", "Image",
-                                            "Cross-attention", "Circuit", "Steer", "Features"};
-    static void (*const draw[TAB_COUNT])(app_state&, ui_context&) = {panel_head, panel_lens, panel_attribution, panel_patching,
-                                                                      panel_learn, panel_sampling, panel_experts, panel_image,
-                                                                      panel_cross, panel_circuit, panel_steer, panel_features};
     // (a tab this model lacks has fallen back to Head in update_state)
     if (ImGui::BeginTabBar("##analysis")) {
         const bool forced = s.tab != ui.tab_shown;
         for (int t = 0; t < TAB_COUNT; t++) {
             if (!tab_available((analysis_tab)t, s.model.get())) continue;
             ImGuiTabItemFlags f = forced && t == s.tab ? ImGuiTabItemFlags_SetSelected : 0;
-            bool open = ImGui::BeginTabItem(labels[t], nullptr, f);
-            remember_item(ui, std::string("tab ") + labels[t]);
+            const tab_entry& e = tab_info((analysis_tab)t);
+            bool open = ImGui::BeginTabItem(e.label, nullptr, f);
+            remember_item(ui, std::string("tab ") + e.label);
             if (open) {
                 ui.tab_shown = (analysis_tab)t;
                 if (!forced) s.tab = (analysis_tab)t;
-                draw[t](s, ui);
+                e.draw(s, ui);
                 ImGui::EndTabItem();
             }
         }

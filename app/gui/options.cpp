@@ -55,7 +55,7 @@ Script commands (one a line, # comments):
               colour-by NAME | corrupt TEXT | patch-mode patching|trace | subject TEXT | select-token I |
               select-head L.H | sae PATH | feature N | feature-value V | feature-corpus FILE
   layout:     ui-scale S | present on|off | maximise PANEL | restore | export-panel PANEL DIR
-  waiting:    wait-running lens|patching|trace | frames N
+  waiting:    wait-running NAME (an analysis: lens, patching, ...) | frames N
   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
   picker:     picker machine|hf|file|close | picker-filter TEXT | picker-repo ID | picker-gguf FILE |
               picker-path TEXT | picker-wait [downloading]

@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "patching_inputs.h"
+#include "sampling_inputs.h"
+#include "steer_analysis.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -69,10 +73,11 @@ static int token_or_default(int id, const run_result& r) { return id >= 0 && id 
 
 // The attribution's target and contrast: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     const run_result& r = *s.result;
-    *target = token_or_default(s.attr_target, r);
+    *target = token_or_default(ain.target, r);
     if (*target < 0) *target = r.pred.top.empty() ? 0 : r.pred.top[0].id;
-    *contrast = token_or_default(s.attr_contrast, r);
+    *contrast = token_or_default(ain.contrast, r);
     if (*contrast < 0)
         for (const gb::token_prob& t : r.pred.top)
             if (t.id != *target) {
@@ -88,9 +93,11 @@ int attribution_position(const app_state& s) {
     return query_token(s, r.cap().n_tokens);
 }
 
-// One kind: stop its run when the inputs changed; send the new inputs when visible and ready.
+// One kind: stop its run when the inputs changed; send the new inputs when visible, offered by the model's kind (its
+// row's needs) and ready.
 static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
                      const analysis_request& q) {
+    visible = visible && analysis_offered(k, s.model.get());
     if (!ui.asked[k].empty() && inputs != ui.asked[k]) {
         ui.analysis->cancel(k); // a no-op when it is not running
         ui.asked[k].clear();
@@ -108,81 +115,84 @@ static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::s
 // Patching and the circuit: of the prompt as typed (its run must be the shown one), debounced like the main run;
 // the circuit reads the same prompts, target and contrast while the Circuit tab shows it.
 static void schedule_patching(app_state& s, ui_context& ui, const run_result* r) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     analysis_request q;
     q.from = s.result;
-    q.corrupt = s.corrupt_prompt;
+    q.corrupt = pin.corrupt;
     std::string inputs;
-    if (s.model && !s.corrupt_prompt.empty()) {
-        int t = r ? token_or_default(s.patch_target, *r) : s.patch_target;
-        int c = r ? token_or_default(s.patch_contrast, *r) : s.patch_contrast;
+    if (s.model && !pin.corrupt.empty()) {
+        int t = r ? token_or_default(pin.target, *r) : pin.target;
+        int c = r ? token_or_default(pin.contrast, *r) : pin.contrast;
         q.target = t, q.contrast = c;
         inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
                  std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
-                 "\x1f" + s.corrupt_prompt;
+                 "\x1f" + pin.corrupt;
     }
     if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
     const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
     // the fast mode (an estimate first) where the kind offers gradients
-    q.fast = s.patch_fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-             s.tab == TAB_PATCHING && !s.patch_trace, quiet && result_is_current(s), q);
+             s.tab == TAB_PATCHING && !pin.show_trace, quiet && result_is_current(s), q);
     // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
     q.kind = ANALYSIS_CIRCUIT;
-    const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS) &&
-                         gb::offers(s.model->config, gb::FEATURE_PATCHING);
+    const bool offered = analysis_offered(ANALYSIS_CIRCUIT, s.model.get());
     schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
 }
 
 // causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
 static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, const std::string& id) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     analysis_request q;
     q.from = s.result;
-    q.subject = s.trace_subject;
+    q.subject = pin.subject;
     std::string inputs;
-    if (r && !s.trace_subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + s.trace_subject;
+    if (r && !pin.subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + pin.subject;
     if (inputs != ui.trace_seen) ui.trace_seen = inputs, ui.trace_changed_at = std::chrono::steady_clock::now();
     const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.trace_changed_at > std::chrono::milliseconds(150);
-    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && s.patch_trace, quiet && result_is_current(s), q);
+    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && pin.show_trace, quiet && result_is_current(s), q);
 }
 
 // The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
 // continuations and the sweep of the tab's vector while the tab shows
 static void schedule_steer(app_state& s, ui_context& ui) {
-    const bool shown = s.tab == TAB_STEER && s.model && gb::offers(s.model->config, gb::FEATURE_STEERING);
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    const bool shown = s.tab == TAB_STEER && analysis_offered(ANALYSIS_STEER_BUILD, s.model.get());
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.positive = s.steer_positive, q.negative = s.steer_negative, q.where = s.steer_where;
-        const std::string inputs = s.steer_build > 0 && s.model ? model + std::to_string(s.steer_where) + "|" + s.steer_positive +
-                                                                     "\x1f" + s.steer_negative + "|" + std::to_string(s.steer_build)
+        q.model = s.model, q.bos = s.bos, q.positive = in.positive, q.negative = in.negative, q.where = in.where;
+        const std::string inputs = in.build > 0 && s.model ? model + std::to_string(in.where) + "|" + in.positive +
+                                                                     "\x1f" + in.negative + "|" + std::to_string(in.build)
                                                                 : "";
         schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
     }
     // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
-    if (s.steer_built && s.steer_built->model == s.model && s.steer_built->vec && s.steer_built->key != ui.steer_adopted) {
-        ui.steer_adopted = s.steer_built->key;
-        s.steer_vec = s.steer_built->vec;
-        s.steer_note = "built from the prompts in " + std::to_string((int)s.steer_built->ms) + " ms";
+    const steer_output* built = output_of<steer_output>(s, ANALYSIS_STEER_BUILD).get();
+    if (built && built->model == s.model && built->vec && built->key != ui.steer_adopted) {
+        ui.steer_adopted = built->key;
+        in.vec = built->vec;
+        in.note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
     }
     const gb::steering st = tab_steering(s);
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = s.steer_tokens;
-        q.scales.assign(s.steer_scales, s.steer_scales + 3);
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = in.tokens;
+        q.scales.assign(in.scales, in.scales + 3);
         q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
         std::string inputs;
         if (st.vec && !st.layers.empty()) {
             char b[160];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", s.steer_scales[0], s.steer_scales[1], s.steer_scales[2],
-                     s.steer_tokens, sampling_key(s.gen).c_str());
+            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", in.scales[0], in.scales[1], in.scales[2],
+                     in.tokens, sampling_key(s.gen).c_str());
             inputs = model + steering_key(st) + "|" + b + s.prompt;
         }
         schedule(s, ui, ANALYSIS_STEER_COMPARE, inputs, shown, true, q);
     }
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = s.steer_reference;
-        q.scales.assign(s.steer_sweep_scales, s.steer_sweep_scales + 5);
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = in.reference;
+        q.scales.assign(in.sweep_scales, in.sweep_scales + 5);
         std::string inputs;
         if (st.vec) {
             // every layer with a direction (a vector of one direction: that one at every layer)
@@ -192,7 +202,7 @@ static void schedule_steer(app_state& s, ui_context& ui) {
             char b[128];
             snprintf(b, sizeof b, "%.9g,%.9g,%.9g,%.9g,%.9g|%d|", q.scales[0], q.scales[1], q.scales[2], q.scales[3],
                      q.scales[4], st.from);
-            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + s.steer_reference + "\x1f" + s.prompt;
+            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + in.reference + "\x1f" + s.prompt;
         }
         schedule(s, ui, ANALYSIS_STEER_SWEEP, inputs, shown, true, q);
     }
@@ -201,35 +211,36 @@ static void schedule_steer(app_state& s, ui_context& ui) {
 // The Features tab: the shown SAE's features of the prompt as typed (under the ablation) and the selected feature's
 // logit effect while the tab shows; the corpus index once Index was pressed (its file and the SAE as they were)
 static void schedule_features(app_state& s, ui_context& ui) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const gb::bound_sae* b = shown_sae(s);
-    const bool shown = s.tab == TAB_FEATURES && s.model && gb::offers(s.model->config, gb::FEATURE_SAE) && b;
+    const bool shown = s.tab == TAB_FEATURES && analysis_offered(ANALYSIS_FEATURES, s.model.get()) && b;
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
-    std::shared_ptr<const gb::bound_sae> sae = b ? s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)] : nullptr;
+    std::shared_ptr<const gb::bound_sae> sae = b ? fin.saes[std::clamp(fin.shown, 0, (int)fin.saes.size() - 1)] : nullptr;
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = s.feature_sel;
-        const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(s.feature_sel) + "|" +
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = fin.sel;
+        const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(fin.sel) + "|" +
                                                s.ablation.describe() + "|" + s.prompt
                                          : "";
         schedule(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
     }
     {
         analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = s.feature_index_path;
-        const std::string inputs = shown && s.feature_index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
-                                                                           std::to_string(s.feature_index_build) + "|" + q.corpus
+        q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = fin.index_path;
+        const std::string inputs = shown && fin.index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
+                                                                           std::to_string(fin.index_build) + "|" + q.corpus
                                                                      : "";
         schedule(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
     }
     { // training, once Train was pressed: whatever tab shows (it runs on until done, a new model or Train again)
-        const app_state::sae_train_fields& f = s.sae_train_asked;
+        const features_inputs::train_fields& f = fin.train_asked;
         analysis_request q;
         q.model = s.model, q.bos = s.bos, q.corpus = f.corpus, q.out_dir = f.out, q.layer = f.layer;
         q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
         q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
-        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_SAE);
-        const std::string inputs = offered && s.sae_train_build > 0 && s.model.get() == s.sae_train_for
-                                       ? model + std::to_string(s.sae_train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
+        const bool offered = analysis_offered(ANALYSIS_SAE_TRAIN, s.model.get());
+        const std::string inputs = offered && fin.train_build > 0 && s.model.get() == fin.train_for
+                                       ? model + std::to_string(fin.train_build) + "|" + f.corpus + "\x1f" + f.out + "|" +
                                              std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
                                              std::to_string(f.features) + "|" + std::to_string(f.k) + "|" + std::to_string(f.steps)
                                        : "";
@@ -238,14 +249,17 @@ static void schedule_features(app_state& s, ui_context& ui) {
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const run_result* r = s.result.get();
     const std::string id = r ? std::to_string(r->request_id) : "";
     // logit lens: of the shown run, with the chosen target
     {
         analysis_request q;
         q.from = s.result;
-        q.lens = s.lens;
-        q.target = r ? token_or_default(s.lens_target, *r) : -1;
+        q.lens = output_of<lens_output>(s, ANALYSIS_LENS);
+        q.target = r ? token_or_default(lin.target, *r) : -1;
         schedule(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
     }
     // attribution: of the shown run, at the selected token
@@ -256,7 +270,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         if (r) {
             attribution_tokens(s, &q.target, &q.contrast);
             q.position = attribution_position(s);
-            q.steps = s.saliency_steps;
+            q.steps = ain.saliency_steps;
             inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" +
                      std::to_string(q.position) + "|" + std::to_string(q.steps);
         }
@@ -288,7 +302,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
                                            std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
-        const bool offered = s.model && gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST);
+        const bool offered = analysis_offered(ANALYSIS_INDUCTION, s.model.get());
         schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui, r);
@@ -304,7 +318,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.prompt = s.prompt;
         q.candidates = s.demo_candidates;
         std::string inputs;
-        if (s.model && gb::offers(s.model->config, gb::FEATURE_BREAK_IT)) {
+        if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
             inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
             if (q.candidates.empty()) inputs += s.prompt;
             else
@@ -323,15 +337,15 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     {
         analysis_request q;
         q.from = s.result;
-        q.temperatures.assign(s.sample_temps, s.sample_temps + 3);
-        q.sampling.top_k = s.sample_top_k;
-        q.sampling.seed = s.sample_seed;
-        q.gen_tokens = s.sample_tokens;
+        q.temperatures.assign(smp.temps, smp.temps + 3);
+        q.sampling.top_k = smp.top_k;
+        q.sampling.seed = smp.seed;
+        q.gen_tokens = smp.tokens;
         std::string inputs;
         if (r) {
             char b[128];
-            snprintf(b, sizeof b, "|%.9g|%.9g|%.9g|%d|%d|%llu", s.sample_temps[0], s.sample_temps[1], s.sample_temps[2],
-                     s.sample_top_k, s.sample_tokens, (unsigned long long)s.sample_seed);
+            snprintf(b, sizeof b, "|%.9g|%.9g|%.9g|%d|%d|%llu", smp.temps[0], smp.temps[1], smp.temps[2],
+                     smp.top_k, smp.tokens, (unsigned long long)smp.seed);
             inputs = id + b;
         }
         schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);

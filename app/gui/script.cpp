@@ -17,10 +17,13 @@
 #include <stb_image_write.h>
 
 #include "demos.h"
+#include "feature_analysis.h"
 #include "model_picker.h"
+#include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
-#include "view.h"
 #include "util/error.h"
+#include "view.h"
 
 namespace gbui {
 
@@ -235,7 +238,8 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
 // sae-train corpus=FILE out=DIR point=NAME layer=L features=N k=K steps=S (any of them; the rest as the fields
 // are): as filling the Features tab's "Train an SAE" fields and pressing Train (a refusal is the app's error line)
 static bool sae_train_command(app_state& s, const std::string& arg) {
-    app_state::sae_train_fields& f = s.sae_train;
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    features_inputs::train_fields& f = fin.train;
     std::istringstream in(arg);
     for (std::string kv; in >> kv;) {
         const size_t eq = kv.find('=');
@@ -260,6 +264,9 @@ static bool sae_train_command(app_state& s, const std::string& arg) {
 // scale | image FILE | rollout on|off | tab NAME | demo NAME | colour-by NAME | corrupt TEXT | patch-mode MODE |
 // subject TEXT | select-token I | select-head L.H
 static std::optional<bool> view_command(script_runner& sc, app_state& s, const std::string& cmd, const std::string& arg) {
+    auto& iin = inputs_of<image_inputs>(s, TAB_IMAGE);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     if (cmd == "scale") { // linear | log | rowmax, as the Head panel's radio buttons
         s.scale = arg == "log" ? SCALE_LOG : arg == "rowmax" ? SCALE_ROW_MAX : SCALE_LINEAR;
         return true;
@@ -269,7 +276,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         return true;
     }
     if (cmd == "rollout") { // on | off: the Image tab's "attention rollout" checkbox
-        s.image_rollout = arg == "on";
+        iin.rollout = arg == "on";
         return true;
     }
     if (cmd == "tab") { // as clicking the tab
@@ -306,16 +313,16 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         throw gb::error("script: unknown colour-by " + arg);
     }
     if (cmd == "corrupt") { // as typing into the Patching tab's corrupted prompt box
-        s.corrupt_prompt = arg;
+        pin.corrupt = arg;
         return true;
     }
     if (cmd == "patch-mode") { // patching | trace, as the Patching tab's radio buttons
         if (arg != "patching" && arg != "trace") throw gb::error("script: patch-mode patching|trace, not " + arg);
-        s.patch_trace = arg == "trace";
+        pin.show_trace = arg == "trace";
         return true;
     }
     if (cmd == "subject") { // as typing into the causal-tracing Subject box
-        s.trace_subject = arg;
+        pin.subject = arg;
         return true;
     }
     if (cmd == "select-token") { // as clicking a token chip
@@ -327,15 +334,15 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         return true;
     }
     if (cmd == "feature") { // N, as clicking a feature chip (-1: none)
-        s.feature_sel = std::atoi(arg.c_str());
+        fin.sel = std::atoi(arg.c_str());
         return true;
     }
     if (cmd == "feature-value") { // V, as the Features tab's value box (clamp's value, steer's alpha)
-        s.feature_value = (float)std::atof(arg.c_str());
+        fin.value = (float)std::atof(arg.c_str());
         return true;
     }
     if (cmd == "feature-corpus") { // FILE, as typing into the Features tab's corpus box
-        s.feature_corpus = arg;
+        fin.corpus = arg;
         return true;
     }
     if (cmd == "sae-train") return sae_train_command(s, arg);
@@ -387,12 +394,11 @@ static std::optional<bool> layout_command(script_runner& sc, app_state& s, ui_co
     return std::nullopt;
 }
 
-// wait-running lens|patching|trace | frames N | repeat-until SECONDS
+// wait-running NAME | frames N | repeat-until SECONDS
 static std::optional<bool> waiting_command(script_runner& sc, const app_state& s, const std::string& cmd, const std::string& arg) {
     if (cmd == "wait-running") { // until that analysis is running with some progress made (for cancellation tests)
-        analysis_kind k = arg == "lens" ? ANALYSIS_LENS : arg == "patching" ? ANALYSIS_PATCHING
-                          : arg == "trace" ? ANALYSIS_TRACE : ANALYSIS_COUNT;
-        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running lens|patching|trace, not " + arg);
+        const analysis_kind k = analysis_named(arg); // any row of the analysis table
+        if (k == ANALYSIS_COUNT) throw gb::error("script: wait-running NAME (an analysis: lens, patching, ...), not " + arg);
         if (s.analysis[k].busy && s.analysis[k].progress > 0) {
             sc.wait_frames = 0;
             return true;

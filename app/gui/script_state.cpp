@@ -8,10 +8,15 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "demos.h"
-#include "model_picker.h"
+#include "feature_analysis.h"
 #include "kernels/gemm.h"
+#include "model_picker.h"
+#include "patching_inputs.h"
 #include "run/predict.h"
+#include "sampling_inputs.h"
 #include "script.h"
+#include "steer_analysis.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 
 namespace gbui {
@@ -23,6 +28,7 @@ static nlohmann::json token_or_null(const gb::tokenizer& tok, int id) {
 // The shown result: its tokens, prediction, ablation and how it was computed; for an image, what the Image tab
 // overlays and where [CLS] looked.
 static void add_result(nlohmann::json& j, const app_state& s) {
+    auto& iin = inputs_of<image_inputs>(s, TAB_IMAGE);
     if (s.result) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
@@ -76,7 +82,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         for (int t : order) top.push_back(r.cap().pieces[t]);
         nlohmann::json classes = nlohmann::json::array();
         for (const gb::token_prob& tp : r.pred.top) classes.push_back({{"id", tp.id}, {"prob", tp.prob}});
-        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", s.image_rollout},
+        j["vision"] = {{"view", {r.view->width, r.view->height}}, {"query", s.sel_token}, {"rollout", iin.rollout},
                        {"image", r.image_path}, {"rollout_top", top}, {"classes", classes}};
     }
 }
@@ -84,6 +90,10 @@ static void add_result(nlohmann::json& j, const app_state& s) {
 // The app's inputs and what the window shows around the result: generation, selection, prompt, status lines,
 // tabs, colouring, demo, the analyses' chosen tokens, and the widgets the tests check are on screen.
 static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     j["gen_step"] = s.gen_step;
     j["replay_steps"] = replay_steps(s);
     j["generated_tokens"] = s.generated ? s.generated->n_tokens : 0;
@@ -121,8 +131,8 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
                  {"break_row", s.break_row}};
     j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
-    j["sampling_inputs"] = {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
-                            {"top_k", s.sample_top_k}, {"tokens", s.sample_tokens}, {"seed", s.sample_seed}};
+    j["sampling_inputs"] = {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
+                            {"top_k", smp.top_k}, {"tokens", smp.tokens}, {"seed", smp.seed}};
     // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
     for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
                           "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
@@ -143,16 +153,16 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["next_rows"] = nlohmann::json::array();
     for (const shown_row& r : ui.next_rows)
         j["next_rows"].push_back({{"token", r.token}, {"prob", r.prob}, {"base_prob", r.base_prob}, {"pinned", r.pinned}});
-    j["corrupt_prompt"] = s.corrupt_prompt;
+    j["corrupt_prompt"] = pin.corrupt;
     auto token = [&](int id) -> nlohmann::json {
         if (id < 0 || !s.model || id >= s.model->config.vocab_size) return nullptr;
         return gb::token_text(s.model->tok, id);
     };
-    j["lens_target"] = token(s.lens_target);
-    j["attribution_target"] = token(s.attr_target);
-    j["attribution_contrast"] = token(s.attr_contrast);
-    j["patching_target"] = token(s.patch_target);
-    j["patching_contrast"] = token(s.patch_contrast);
+    j["lens_target"] = token(lin.target);
+    j["attribution_target"] = token(ain.target);
+    j["attribution_contrast"] = token(ain.contrast);
+    j["patching_target"] = token(pin.target);
+    j["patching_contrast"] = token(pin.contrast);
 }
 
 // The Learn tab's picture as it was last drawn (this frame or the one before): its boxes with their live shapes,
@@ -175,12 +185,12 @@ static void add_learn_picture(nlohmann::json& j, const ui_context& ui) {
 // The Learn walk, the experts' routing, Break it's rows and the Sampling columns.
 static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     // learn: the walk on screen (its token, layer, head and step titles), and whether it is of the inputs now
-    if (s.learn) {
+    if (const learn_output* lo = output_of<learn_output>(s, ANALYSIS_LEARN).get()) {
         nlohmann::json titles = nlohmann::json::array();
-        for (const gb::learn_step& st : s.learn->walk.steps) titles.push_back(st.title);
-        j["learn"] = {{"token", s.learn->walk.token}, {"layer", s.learn->walk.layer}, {"head", s.learn->walk.head},
-                      {"steps", titles}, {"current", s.learn->key == s.analysis_want[ANALYSIS_LEARN]},
-                      {"prediction", s.learn->walk.steps.back().labels.empty() ? "" : s.learn->walk.steps.back().labels[0]}};
+        for (const gb::learn_step& st : lo->walk.steps) titles.push_back(st.title);
+        j["learn"] = {{"token", lo->walk.token}, {"layer", lo->walk.layer}, {"head", lo->walk.head},
+                      {"steps", titles}, {"current", lo->key == s.analysis_want[ANALYSIS_LEARN]},
+                      {"prediction", lo->walk.steps.back().labels.empty() ? "" : lo->walk.steps.back().labels[0]}};
     }
     // experts (MoE models): the ablated ones (the input), and the shown result's routing of the last token
     j["ablated_experts"] = nlohmann::json::array();
@@ -201,15 +211,15 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
         j["experts"] = {{"n_expert", rt.n_expert}, {"top_k", rt.k}, {"last_token_experts", ids}, {"last_token_weights", w}};
     }
     // break it: the rows (the Learn tab's table), and whether they are of the prompt as it is now
-    if (s.breaking && !s.breaking->choice) { // as `break-it --json` writes it, with what the app adds
-        j["break_it"] = gb::break_it_json(s.breaking->res, s.breaking->model->tok);
-        j["break_it"]["prompt"] = s.breaking->prompt;
-        j["break_it"]["current"] = break_is_current(s.breaking.get(), s.model, s.prompt, s.bos);
-        j["break_it"]["ms"] = s.breaking->ms;
+    if (const break_output* bo = output_of<break_output>(s, ANALYSIS_BREAK).get(); bo && !bo->choice) { // as `break-it --json` writes it, with what the app adds
+        j["break_it"] = gb::break_it_json(bo->res, bo->model->tok);
+        j["break_it"]["prompt"] = bo->prompt;
+        j["break_it"]["current"] = break_is_current(bo, s.model, s.prompt, s.bos);
+        j["break_it"]["ms"] = bo->ms;
     }
     // sampling: each column's temperature, continuation and first-token distribution (its top 8)
-    if (s.sampling) {
-        const sampling_output& o = *s.sampling;
+    if (const sampling_output* so = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get()) {
+        const sampling_output& o = *so;
         const gb::tokenizer& tok = o.from->model->tok;
         nlohmann::json cols = nlohmann::json::array();
         for (const sampling_column& c : o.columns) {
@@ -226,20 +236,21 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
 
 // The Steer tab: the vector, what is applied, the side-by-side continuations and the sweep
 static void add_steer(nlohmann::json& j, const app_state& s) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
-    if (s.steer_vec) st["vector"] = {{"name", s.steer_vec->name}, {"d_model", s.steer_vec->d_model}, {"layers", s.steer_vec->layers()}};
-    if (s.steer_compare) {
-        const gb::steer_compare& c = s.steer_compare->compare;
+    if (in.vec) st["vector"] = {{"name", in.vec->name}, {"d_model", in.vec->d_model}, {"layers", in.vec->layers()}};
+    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get()) {
+        const gb::steer_compare& c = so->compare;
         nlohmann::json runs = nlohmann::json::array();
         for (const gb::steered_continuation& r : c.runs)
             runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},
                             {"p_base", r.p_base}});
-        st["compare"] = {{"current", s.steer_compare->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
+        st["compare"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
                          {"baseline", c.baseline.text}, {"runs", runs}};
     }
-    if (s.steer_sweep) {
-        const gb::steer_sweep_result& r = s.steer_sweep->sweep;
-        st["sweep"] = {{"current", s.steer_sweep->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
+    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get()) {
+        const gb::steer_sweep_result& r = so->sweep;
+        st["sweep"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
                        {"layers", r.layers}, {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
     }
     j["steer"] = st;
@@ -248,15 +259,16 @@ static void add_steer(nlohmann::json& j, const app_state& s) {
 // The Features tab: the SAEs, the selected feature, the edits, the shown SAE's top features of the last token and
 // the reconstruction error, the selected feature's logit effect and top contexts
 static void add_features(nlohmann::json& j, const app_state& s) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     nlohmann::json saes = nlohmann::json::array();
-    for (const auto& b : s.saes)
+    for (const auto& b : fin.saes)
         saes.push_back({{"path", b->s->path}, {"hook", gb::hook_name(b->out)}, {"layer", b->layer}, {"d_sae", b->s->d_sae},
                         {"warnings", b->warnings}});
     nlohmann::json edits = nlohmann::json::array();
     for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
-    nlohmann::json fj = {{"saes", saes}, {"shown", s.sae_shown}, {"selected", s.feature_sel}, {"edits", edits},
-                         {"value", s.feature_value}};
-    if (const features_output* o = s.features.get()) {
+    nlohmann::json fj = {{"saes", saes}, {"shown", fin.shown}, {"selected", fin.sel}, {"edits", edits},
+                         {"value", fin.value}};
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get()) {
         const gb::feature_result& r = o->res;
         nlohmann::json top = nlohmann::json::array(); // the last token's features by activation, the active ones
         if (r.n_tokens > 0) {
@@ -275,19 +287,21 @@ static void add_features(nlohmann::json& j, const app_state& s) {
                         {"top_last", top}, {"fvu", r.fvu}, {"fvu_all", r.fvu_all}, {"loss_delta", r.loss_delta},
                         {"feature", o->feature}, {"promotes", prom}, {"suppresses", sup}};
     }
-    if (const features_output* o = s.feature_index.get()) {
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURE_INDEX).get()) {
         nlohmann::json ctx = nlohmann::json::array();
-        if (o->index && s.feature_sel >= 0 && s.feature_sel < o->index->d_sae)
-            for (const gb::feature_context& c : o->index->top[s.feature_sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
+        if (o->index && fin.sel >= 0 && fin.sel < o->index->d_sae)
+            for (const gb::feature_context& c : o->index->top[fin.sel]) ctx.push_back({{"act", c.act}, {"text", gb::context_text(*o->model, *o->index, c)}});
         fj["index"] = {{"corpus", o->corpus}, {"note", o->index_note}, {"windows", o->index ? o->index->chunks.size() : 0},
                        {"contexts", ctx}};
     }
-    if (const features_output* o = s.sae_trained.get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
+    if (const features_output* o = output_of<features_output>(s, ANALYSIS_SAE_TRAIN).get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
     j["features"] = fj;
 }
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     add_steer(j, s);
     add_features(j, s);
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
@@ -295,9 +309,9 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         j["analysis"][analysis_name((analysis_kind)k)] = {{"busy", st.busy}, {"progress", st.progress}, {"error", st.error}, {"cancelled", st.cancelled},
                                    {"wanted", !s.analysis_want[k].empty()}};
     }
-    if (s.lens) { // the model's own top-1 is the last point's at the last position
-        const gb::lens_result& l = s.lens->lens;
-        const gb::tokenizer& tok = s.lens->from->model->tok;
+    if (const lens_output* lo = output_of<lens_output>(s, ANALYSIS_LENS).get()) { // the model's own top-1 is the last point's at the last position
+        const gb::lens_result& l = lo->lens;
+        const gb::tokenizer& tok = lo->from->model->tok;
         const size_t last = ((size_t)(l.n_points - 1) * l.n_tokens + l.n_tokens - 1) * l.k;
         // the first point from which the last position's top-1 is the model's own answer at every later point
         int settled = l.n_points - 1;
@@ -306,41 +320,41 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
             settled = p;
         }
         j["lens"] = {{"points", l.n_points}, {"tokens", l.n_tokens}, {"top1_last", gb::token_text(tok, l.top_ids[last])},
-                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, s.lens->target)},
-                     {"answer_from_point", settled}, {"current", s.lens->from == s.result}, {"ms", s.lens->ms}};
+                     {"top1_prob_last", l.top_probs[last]}, {"target", token_or_null(tok, lo->target)},
+                     {"answer_from_point", settled}, {"current", lo->from == s.result}, {"ms", lo->ms}};
     }
-    if (s.attribution) {
-        const gb::attribution& a = s.attribution->attr;
-        const run_result& r = *s.attribution->from;
+    if (const attribution_output* ao = output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get()) {
+        const gb::attribution& a = ao->attr;
+        const run_result& r = *ao->from;
         const gb::tokenizer& tok = r.model->tok;
         nlohmann::json aj = {{"total", a.total}, {"sum", a.sum()}, {"position", a.position},
                              {"target", gb::token_text(tok, a.target)},
                              {"contrast", token_or_null(tok, a.contrast)},
-                             {"current", s.attribution->from == s.result}, {"ms", s.attribution->ms}};
-        if (s.attribution->dla && a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
+                             {"current", ao->from == s.result}, {"ms", ao->ms}};
+        if (ao->dla && a.position == r.cap().n_tokens - 1) { // the difference as the run's own logits give it
             const float* lg = r.cap().last_logits();
             aj["logit_diff"] = (double)lg[a.target] - (a.contrast >= 0 ? (double)lg[a.contrast] : 0.0);
         }
-        if (!s.attribution->saliency.empty()) {
-            aj["saliency"] = s.attribution->saliency;
-            aj["saliency_method"] = s.attribution->steps > 0 ? "integrated gradients" : "gradient x input";
-            aj["saliency_steps"] = s.attribution->steps;
-            aj["saliency_metric"] = s.attribution->metric;
-            if (s.attribution->steps > 0) aj["completeness_gap"] = s.attribution->gap;
+        if (!ao->saliency.empty()) {
+            aj["saliency"] = ao->saliency;
+            aj["saliency_method"] = ao->steps > 0 ? "integrated gradients" : "gradient x input";
+            aj["saliency_steps"] = ao->steps;
+            aj["saliency_metric"] = ao->metric;
+            if (ao->steps > 0) aj["completeness_gap"] = ao->gap;
         }
-        aj["dla"] = s.attribution->dla;
+        aj["dla"] = ao->dla;
         j["attribution"] = aj;
     }
-    if (s.induction) {
-        const gb::head_scores& sc = s.induction->scores;
+    if (const induction_output* io = output_of<induction_output>(s, ANALYSIS_INDUCTION).get()) {
+        const gb::head_scores& sc = io->scores;
         float best = 0;
         for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
-        j["induction_test"] = {{"shown", s.induction_test}, {"n", s.induction->n}, {"seed", s.induction->seed},
-                               {"tokens", s.induction->ids.size()}, {"positions", sc.n_induction_positions},
-                               {"max_induction", best}, {"ms", s.induction->ms}};
+        j["induction_test"] = {{"shown", s.induction_test}, {"n", io->n}, {"seed", io->seed},
+                               {"tokens", io->ids.size()}, {"positions", sc.n_induction_positions},
+                               {"max_induction", best}, {"ms", io->ms}};
     }
-    if (s.patching) {
-        const patch_output& po = *s.patching;
+    if (const patch_output* po_ = output_of<patch_output>(s, ANALYSIS_PATCHING).get()) {
+        const patch_output& po = *po_;
         const gb::patch_result& p = po.res;
         const gb::tokenizer& tok = po.model->tok;
         const int P = 2 * p.n_layer + 1, T = p.n_tokens;
@@ -353,10 +367,10 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
-    if (s.circuit && s.circuit->res) {
-        const circuit_output& co = *s.circuit;
+    if (const circuit_output* co_ = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get(); co_ && co_->res) {
+        const circuit_output& co = *co_;
         const gb::circuit_result& c = *co.res;
-        const int n = std::min(s.circuit_edges, co.max_edges);
+        const int n = std::min(cin.edges, co.max_edges);
         const std::vector<unsigned char> in = gb::circuit_members(c, n);
         auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
         j["circuit"] = {{"nodes", c.nodes.size()}, {"edges_total", c.edges.size()}, {"edges", n},
@@ -368,8 +382,8 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
     j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
     j["circuit_in_force"] = circuit_in_force(s) != nullptr;
     if (s.result) j["run_circuit"] = (bool)s.result->circuit;
-    if (s.tracing) { // causal tracing: the whole maps, for the tests to compare with the core's
-        const trace_output& o = *s.tracing;
+    if (const trace_output* to = output_of<trace_output>(s, ANALYSIS_TRACE).get()) { // causal tracing: the whole maps, for the tests to compare with the core's
+        const trace_output& o = *to;
         const gb::trace_result& t = o.res;
         j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
                       {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},
@@ -377,7 +391,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                       {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
                       {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
     }
-    j["patch_mode"] = s.patch_trace ? "trace" : "patching";
+    j["patch_mode"] = pin.show_trace ? "trace" : "patching";
 }
 
 // model B and the comparison of the shown run (null when there is none)

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/features.h"
+#include "run/ablation.h"
+
 namespace gbui {
 
 constexpr size_t max_recent_models = 10; // the File menu lists them
@@ -42,5 +45,25 @@ std::string update_settings(const std::string& dir, const std::function<void(app
 void add_recent(std::vector<std::string>& list, const std::string& path);
 // The entries of list that still exist on disk, in order (model names, "hf:ORG/NAME", "ollama:NAME", are kept).
 std::vector<std::string> existing_paths(const std::vector<std::string>& list);
+
+// Settings that name a model's layers and heads (from the command line or a session): held until the
+// model they are meant for has loaded, then checked against it (apply_settings).
+struct pending_settings {
+    std::string source;          // "the command line", "session FILE": named in the message when they do not fit
+    bool has_ablation = false;
+    gb::ablation ablation;
+    int sel_layer = -1, sel_head = -1; // -1: not given
+    int sel_token = -1;                // -1: not given
+    // the Features tab (sessions): the SAEs to open, and the edits on them (by the SAE's path)
+    std::vector<std::string> sae_paths;
+    struct saved_edit { std::string path; gb::feature_edit e; };
+    std::vector<saved_edit> feature_edits;
+    int feature_sel = -1;
+    bool has_features = false;   // a session said them (replacing the SAEs open)
+    // token ids (-1: not given / default): checked against the model's vocabulary
+    bool has_tokens = false;
+    int lens_target = -1, attr_target = -1, attr_contrast = -1, patch_target = -1, patch_contrast = -1;
+    std::string lens_target_text, attr_target_text, attr_contrast_text, patch_target_text, patch_contrast_text; // "" = not saved
+};
 
 } // namespace gbui

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "analysis_table.h"
 #include "analysis_worker.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -31,7 +32,8 @@ std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool 
 
 } // namespace
 
-std::shared_ptr<steer_output> compute_steer(const analysis_request& q, const std::function<bool()>& stopped) {
+std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run) {
+    const std::function<bool()>& stopped = run.stopped;
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<steer_output>();

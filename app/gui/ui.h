@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis_table.h"
 #include "analysis_worker.h"
 #include "app_state.h"
+#include "feature_analysis.h"
 #include "heatmaps.h"
 #include "learn_view.h"
 #include "worker.h"

@@ -1,6 +1,6 @@
-// Small helpers shared by the panels (colour maps, token pickers), sessions and capture export.
+// Small helpers shared by the panels (colour maps, token pickers), and sessions (capture export: analysis_export.cpp).
 //
-// Sections: drawing helpers | colour maps | token picker | names | sessions | model adoption | export
+// Sections: drawing helpers | colour maps | token picker | names | sessions | model adoption
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -14,7 +14,10 @@
 #include "analysis/analysis_json.h"
 #include "analysis/export.h"
 #include "io/loader.h"
+#include "patching_inputs.h"
+#include "sampling_inputs.h"
 #include "settings.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
@@ -247,19 +250,8 @@ int query_token(const app_state& s, int n_tokens) {
     return n_tokens - 1;
 }
 
-const char* tab_name(analysis_tab t) {
-    static const char* names[TAB_COUNT] = {"head", "lens", "attribution", "patching", "learn", "sampling", "experts", "image",
-                                           "cross", "circuit", "steer", "features"};
-    return t >= 0 && t < TAB_COUNT ? names[t] : "head";
-}
-gb::feature tab_feature(analysis_tab t) {
-    static const gb::feature f[TAB_COUNT] = {gb::FEATURE_HEAD_SCORES, gb::FEATURE_LENS,     gb::FEATURE_ATTRIBUTION,
-                                             gb::FEATURE_PATCHING,    gb::FEATURE_LEARN,    gb::FEATURE_TEMPERATURES,
-                                             gb::FEATURE_EXPERTS,     gb::FEATURE_IMAGE,    gb::FEATURE_CROSS,
-                                             gb::FEATURE_PATCHING, gb::FEATURE_STEERING, // the circuit: of patching's prompts
-                                             gb::FEATURE_SAE};
-    return t >= 0 && t < TAB_COUNT ? f[t] : gb::FEATURE_RUN;
-}
+const char* tab_name(analysis_tab t) { return tab_info(t).name; }
+gb::feature tab_feature(analysis_tab t) { return tab_info(t).feature; }
 bool tab_available(analysis_tab t, const gb::model* m) {
     if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
@@ -369,6 +361,11 @@ static nlohmann::json token_json(const app_state& s, int id) {
 }
 
 void save_session(const app_state& s, const std::string& path) {
+    auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     nlohmann::json heads = nlohmann::json::array();
     for (const auto& h : s.ablation.heads) heads.push_back({h.layer, h.head});
     nlohmann::json experts = nlohmann::json::array();
@@ -400,17 +397,17 @@ void save_session(const app_state& s, const std::string& path) {
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
                         {"colour_by", colour_name(s.colour_by)},
-                        {"lens_target", token_json(s, s.lens_target)},
-                        {"attribution", {{"target", token_json(s, s.attr_target)}, {"contrast", token_json(s, s.attr_contrast)}}},
+                        {"lens_target", token_json(s, lin.target)},
+                        {"attribution", {{"target", token_json(s, ain.target)}, {"contrast", token_json(s, ain.contrast)}}},
                         {"patching",
-                         {{"corrupt_prompt", s.corrupt_prompt},
-                          {"target", token_json(s, s.patch_target)},
-                          {"contrast", token_json(s, s.patch_contrast)}}},
+                         {{"corrupt_prompt", pin.corrupt},
+                          {"target", token_json(s, pin.target)},
+                          {"contrast", token_json(s, pin.contrast)}}},
                         {"sampling",
-                         {{"temperatures", {s.sample_temps[0], s.sample_temps[1], s.sample_temps[2]}},
-                          {"top_k", s.sample_top_k},
-                          {"tokens", s.sample_tokens},
-                          {"seed", s.sample_seed}}},
+                         {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
+                          {"top_k", smp.top_k},
+                          {"tokens", smp.tokens},
+                          {"seed", smp.seed}}},
                         {"translation",
                          {{"target_text", s.target_text},
                           {"sampling",
@@ -419,7 +416,7 @@ void save_session(const app_state& s, const std::string& path) {
                             {"top_p", s.target_sampling.top_p},
                             {"seed", s.target_sampling.seed}}},
                           {"stack", s.stack == 0 ? "encoder" : "decoder"},
-                          {"cross_average", s.cross_average}}},
+                          {"cross_average", xin.average}}},
                         {"features", features_session_json(s)}};
     gb::write_json(path, j);
 }
@@ -571,19 +568,22 @@ session_file read_session(const std::string& path) {
 }
 
 void apply_session_inputs(app_state& s, const session_file& f) {
-    if (f.corrupt_prompt) s.corrupt_prompt = *f.corrupt_prompt;
+    auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
+    if (f.corrupt_prompt) pin.corrupt = *f.corrupt_prompt;
     if (f.image) s.image_path = *f.image;
     if (f.tab) s.tab = *f.tab;
     if (f.colour_by) s.colour_by = *f.colour_by;
     if (f.sampling) {
-        std::copy(f.sampling->temps, f.sampling->temps + 3, s.sample_temps);
-        s.sample_top_k = f.sampling->top_k, s.sample_tokens = f.sampling->tokens, s.sample_seed = f.sampling->seed;
+        std::copy(f.sampling->temps, f.sampling->temps + 3, smp.temps);
+        smp.top_k = f.sampling->top_k, smp.tokens = f.sampling->tokens, smp.seed = f.sampling->seed;
     }
     if (f.translation) {
         s.target_text = f.translation->target_text;
         s.target_sampling = f.translation->sampling;
         s.stack = f.translation->stack;
-        s.cross_average = f.translation->cross_average;
+        xin.average = f.translation->cross_average;
     }
 }
 
@@ -603,6 +603,9 @@ void open_session(app_state& s, worker& w, const std::string& path) {
 }
 
 void apply_settings(app_state& s, const pending_settings& p) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     if (!s.model) {
         s.pending = p;
         return;
@@ -642,11 +645,11 @@ void apply_settings(app_state& s, const pending_settings& p) {
             if (why.empty()) into = id;
             else problems += std::string(problems.empty() ? "" : "; ") + what + " not chosen: " + why;
         };
-        take(p.lens_target, p.lens_target_text, s.lens_target, "lens target");
-        take(p.attr_target, p.attr_target_text, s.attr_target, "attribution target");
-        take(p.attr_contrast, p.attr_contrast_text, s.attr_contrast, "attribution contrast");
-        take(p.patch_target, p.patch_target_text, s.patch_target, "patching target");
-        take(p.patch_contrast, p.patch_contrast_text, s.patch_contrast, "patching contrast");
+        take(p.lens_target, p.lens_target_text, lin.target, "lens target");
+        take(p.attr_target, p.attr_target_text, ain.target, "attribution target");
+        take(p.attr_contrast, p.attr_contrast_text, ain.contrast, "attribution contrast");
+        take(p.patch_target, p.patch_target_text, pin.target, "patching target");
+        take(p.patch_contrast, p.patch_contrast_text, pin.contrast, "patching contrast");
     }
     if (!problems.empty()) s.warning = p.source + ": " + problems;
 }
@@ -687,11 +690,15 @@ static void keep_what_fits(app_state& s) {
 }
 
 void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::string& path) {
-    const bool was_vision = s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION);
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
     s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
-    s.saes.clear(), s.feature_edits.clear(), s.sae_queue_edits.clear(); // bound to the previous model
-    s.feature_sel = -1, s.features.reset(), s.feature_index.reset();
+    fin.saes.clear(), s.feature_edits.clear(), fin.queue_edits.clear(); // bound to the previous model
+    fin.sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
     std::snprintf(line, sizeof line, "weights: attention %s, MLP %s, embedding %s, head %s; %.0f MB in memory",
@@ -704,9 +711,9 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     s.status = "loaded " + path;
     remember_model(s, path);
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
-    s.lens_target = s.attr_target = s.attr_contrast = s.patch_target = s.patch_contrast = -1;
+    lin.target = ain.target = ain.contrast = pin.target = pin.contrast = -1;
     s.induction_test = false;
-    if ((gb::kind_of(s.model->config) == gb::KIND_VISION)) { // the picture is what a vision model is about, [CLS] its reader
+    if (gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;
         s.sel_token = 0;
     } else if (was_vision) {
@@ -720,7 +727,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
         keep_what_fits(s);
     }
     // the default model's shipped SAE (assets/saes) unless a session brings its own: Features work on a fresh install
-    if (s.sae_queue.empty() && gb::offers(s.model->config, gb::FEATURE_SAE))
+    if (fin.queue.empty() && gb::offers(s.model->config, gb::FEATURE_SAE))
         if (const std::string sae = gb::default_sae_path(*s.model); !sae.empty()) open_sae_file(s, sae);
     // a note about the settings (malformed file, no folder, the last model gone) shows once, beside this load's
     // warnings: the first load is the app's start, when the file was read
@@ -746,56 +753,6 @@ void remember_model(app_state& s, const std::string& path) {
         if (s.settings_note.empty()) s.settings_note = err + ": settings are not remembered";
         s.config_dir.clear();
     }
-}
-
-std::string export_capture(const app_state& s, const std::string& dir) {
-    if (!s.result) throw gb::error("nothing to export yet");
-    const run_result& r = *s.result;
-    const gb::tokenizer& tok = r.model->tok;
-    gb::write_capture_npy(dir, r.cap());
-    gb::write_json(dir + "/capture.json", gb::capture_json(*r.model, r.cap(), r.ablation, s.top_k));
-    // the analyses computed for this result (the CLI's formats): one JSON and its .npy arrays each
-    std::string wrote = ".npy, capture.json";
-    gb::write_head_scores_npy(dir, r.scores);
-    gb::write_json(dir + "/head_scores.json", gb::head_scores_json(r.scores, r.cap()));
-    wrote += ", head_scores";
-    if (s.lens && s.lens->from == s.result) {
-        gb::write_lens_npy(dir, s.lens->lens);
-        gb::write_json(dir + "/lens.json", gb::lens_json(s.lens->lens, r.lm_record(), tok));
-        wrote += ", lens";
-    }
-    if (s.attribution && s.attribution->from == s.result) {
-        gb::write_attribution_npy(dir, s.attribution->attr);
-        gb::write_json(dir + "/attribution.json", gb::attribution_json(s.attribution->attr, tok));
-        wrote += ", attribution";
-    }
-    if (s.patching && s.patching->model == r.model && s.patching->clean_ids == r.cap().tokens) {
-        const patch_output& p = *s.patching;
-        gb::write_patch_npy(dir, p.res);
-        gb::write_json(dir + "/patching.json", gb::patch_json(p.res, tok, p.clean_ids, p.corrupt_ids));
-        wrote += ", patching";
-    }
-    if (break_is_current(s.breaking.get(), r.model, r.prompt, r.bos)) {
-        gb::write_json(dir + "/break_it.json", gb::break_it_json(s.breaking->res, tok));
-        wrote += ", break_it";
-    }
-    if (s.sampling && s.sampling->from == s.result) {
-        gb::sampling sp;
-        sp.top_k = s.sampling->top_k, sp.seed = s.sampling->seed;
-        gb::write_json(dir + "/sampling.json", gb::temperatures_json(r.prompt, r.cap().tokens, s.sampling->columns, sp, tok));
-        wrote += ", sampling";
-    }
-    if (s.induction && s.induction->model == r.model) { // the test prompt's scores, in a folder of their own
-        gb::write_head_scores_npy(dir + "/induction_test", s.induction->scores);
-        nlohmann::json j = {{"n", s.induction->n}, {"seed", s.induction->seed}, {"ids", s.induction->ids}};
-        gb::record ids_only; // head_scores_json names the prompt's tokens
-        ids_only.tokens = s.induction->ids;
-        for (int id : s.induction->ids) ids_only.pieces.push_back(gb::token_text(tok, id));
-        j["scores"] = gb::head_scores_json(s.induction->scores, ids_only);
-        gb::write_json(dir + "/induction_test/head_scores.json", j);
-        wrote += ", induction_test/";
-    }
-    return wrote;
 }
 
 } // namespace gbui

@@ -341,6 +341,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
         r->encoder = out.encoder;
         r->decoder = out.run;
         r->translation = out.translation;
+        r->cross_mean = gb::cross_average(*r->decoder); // the Cross-attention tab's alignment, made once here
         r->n_prompt = r->run->n_tokens;
     }
     r->pred = out.pred;

@@ -10,11 +10,29 @@
 #include <optional>
 #include <thread>
 
+#include "analysis_outputs.h"
 #include "app_state.h"
+#include "heat_pixels.h"
 #include "derived.h"
 #include "run/session.h"
 
 namespace gbui {
+
+// A continuation generated through the live engine: each token is appended to the kept run, so the panels can
+// show (and the step slider replay) the generated tokens. Published after every few tokens while it runs.
+struct generation_result {
+    uint64_t request_id = 0;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    std::vector<int> prompt_ids; // [n] the prompt as encoded for the generation
+    std::vector<int> ids;        // generated ids so far
+    std::string text;            // continuation only
+    int n_tokens = 0;
+    double ms = 0;
+    bool hit_eos = false;
+    bool done = false;           // false while it runs (or when a newer request stopped it)
+};
 
 struct run_request {
     std::shared_ptr<const gb::model> model;

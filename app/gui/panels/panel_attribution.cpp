@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -17,6 +18,7 @@ namespace gbui {
 // Pickers: target and contrast on one line when they fit, else two
 // ---------------------------------------------------------------------------------------------
 static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;
     const int V = r.cap().vocab;
@@ -24,12 +26,12 @@ static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("target  ");
     ImGui::SameLine();
-    token_picker("attribution target", &s.attr_target, "top-1 " + quoted(tok, target), r.pred.top, tok, V, 0, ui, combo_w);
+    token_picker("attribution target", &ain.target, "top-1 " + quoted(tok, target), r.pred.top, tok, V, 0, ui, combo_w);
     if (room_right_of_item() > one_w) ImGui::SameLine(0, 24);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("contrast");
     ImGui::SameLine();
-    token_picker("attribution contrast", &s.attr_contrast, "next best " + quoted(tok, contrast), r.pred.top, tok, V, 1, ui, combo_w);
+    token_picker("attribution contrast", &ain.contrast, "next best " + quoted(tok, contrast), r.pred.top, tok, V, 1, ui, combo_w);
     for (int k = 0; k < 2; k++)
         if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
 }
@@ -38,15 +40,16 @@ static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
 // Saliency: the method, and what integrated gradients' sum leaves out
 // ---------------------------------------------------------------------------------------------
 static void saliency_controls(app_state& s, ui_context& ui, const attribution_output* ao) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("saliency");
     ImGui::SameLine();
-    int ig = s.saliency_steps > 0;
-    if (ImGui::RadioButton("gradient \u00d7 input", &ig, 0)) s.saliency_steps = 0;
+    int ig = ain.saliency_steps > 0;
+    if (ImGui::RadioButton("gradient \u00d7 input", &ig, 0)) ain.saliency_steps = 0;
     remember_item(ui, "saliency gradient x input");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("each token's gradient times its embedding (the residual stream at point 0)");
     ImGui::SameLine();
-    if (ImGui::RadioButton("integrated gradients", &ig, 1)) s.saliency_steps = s.saliency_ig_steps;
+    if (ImGui::RadioButton("integrated gradients", &ig, 1)) ain.saliency_steps = ain.saliency_ig_steps;
     remember_item(ui, "saliency integrated gradients");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("the gradient averaged along the embeddings scaled from 0 to themselves (midpoint steps), times\n"
@@ -54,8 +57,8 @@ static void saliency_controls(app_state& s, ui_context& ui, const attribution_ou
     if (ig) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(px(140));
-        if (ImGui::SliderInt("steps", &s.saliency_ig_steps, 4, 256, "%d steps", ImGuiSliderFlags_Logarithmic))
-            s.saliency_steps = s.saliency_ig_steps;
+        if (ImGui::SliderInt("steps", &ain.saliency_ig_steps, 4, 256, "%d steps", ImGuiSliderFlags_Logarithmic))
+            ain.saliency_steps = ain.saliency_ig_steps;
         remember_item(ui, "saliency steps");
     }
     if (!ao || ao->steps == 0 || ao->saliency.empty()) return;
@@ -222,7 +225,7 @@ void panel_attribution(app_state& s, ui_context& ui) {
     ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
                         : r.decoder && r.stack == 0 ? "(the decoder's last target token; show the decoder to pick another)"
                                                     : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
-    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, s.attribution.get());
+    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get());
 
     const analysis_status& st = s.analysis[ANALYSIS_ATTRIBUTION];
     const std::string& want = s.analysis_want[ANALYSIS_ATTRIBUTION];
@@ -232,7 +235,7 @@ void panel_attribution(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const attribution_output* ao = s.attribution.get();
+    const attribution_output* ao = output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get();
     if (!ao) {
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "computing...");
         return;

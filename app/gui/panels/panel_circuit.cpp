@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -177,6 +179,7 @@ static void tooltip(const circuit_output& co, int n_edges, const std::vector<uns
 // ---------------------------------------------------------------------------------------------
 // The slider, the faithfulness and "keep only this circuit"
 static void controls(app_state& s, ui_context& ui, const circuit_output& co, int n, const std::vector<unsigned char>& in) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     const gb::circuit_result& c = *co.res;
     const gb::tokenizer& tok = co.model->tok;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, c.target).c_str(),
@@ -184,7 +187,7 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
     ImGui::SameLine();
     ImGui::TextDisabled("  (%zu edges, %.0f ms)", c.edges.size(), co.ms);
     const int nodes = (int)std::count(in.begin(), in.end(), 1);
-    slider_int_beside(ui, "circuit edges", &s.circuit_edges, 1, std::max(1, co.max_edges),
+    slider_int_beside(ui, "circuit edges", &cin.edges, 1, std::max(1, co.max_edges),
                       std::to_string(n) + " edges, " + std::to_string(nodes) + " nodes", 220);
     ImGui::SameLine(0, 20);
     const float f = co.faithfulness[n];
@@ -224,12 +227,14 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
 }
 
 void panel_circuit(app_state& s, ui_context& ui) {
+    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     tab_hint("Which components carry the answer, through which paths? Edges scored by edge attribution patching between "
              "the Patching tab's prompts.");
     if (!s.result) return;
     const analysis_status& st = s.analysis[ANALYSIS_CIRCUIT];
     const std::string& want = s.analysis_want[ANALYSIS_CIRCUIT];
-    if (s.corrupt_prompt.empty()) {
+    if (pin.corrupt.empty()) {
         ImGui::TextDisabled("type a corrupted prompt in the Patching tab (the same number of tokens): the circuit is "
                             "found between the two");
         return;
@@ -240,13 +245,13 @@ void panel_circuit(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const circuit_output* co = s.circuit.get();
+    const circuit_output* co = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get();
     if (!co || co->key != want) {
         analysis_progress(ui, st, "finding the circuit... %.0f%%", "circuit progress");
     }
     if (!co || !co->res) return;
     const gb::circuit_result& c = *co->res;
-    const int n = std::max(0, std::min(s.circuit_edges, co->max_edges));
+    const int n = std::max(0, std::min(cin.edges, co->max_edges));
     const std::vector<unsigned char> in = gb::circuit_members(c, n);
     controls(s, ui, *co, n, in);
     const ImVec2 avail = ImGui::GetContentRegionAvail();

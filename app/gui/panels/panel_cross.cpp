@@ -6,11 +6,13 @@
 
 #include "heatmaps.h"
 #include "run/seq2seq.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
 
 void panel_cross(app_state& s, ui_context& ui) {
+    auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
     panel_title("Cross-attention", "target rows read source columns: where the decoder looks in the encoder's output "
                                    "while it writes each target token");
     if (!s.result || !s.result->decoder) {
@@ -21,15 +23,14 @@ void panel_cross(app_state& s, ui_context& ui) {
     const gb::record& dec = *r.decoder;
     const gb::record& enc = *r.encoder;
     const int T = dec.n_tokens, S = dec.n_source;
-    ImGui::Checkbox("average of every head and layer (alignment)", &s.cross_average);
+    ImGui::Checkbox("average of every head and layer (alignment)", &xin.average);
     remember_item(ui, "cross average");
     const int l = std::clamp(s.sel_layer, 0, dec.n_layer - 1), h = std::clamp(s.sel_head, 0, dec.n_head - 1);
-    if (!s.cross_average) {
+    if (!xin.average) {
         ImGui::SameLine();
         ImGui::TextDisabled("decoder head L%d.H%d (pick one in the grid: Stack \"decoder\")", l, h);
     }
-    const std::vector<float> avg = s.cross_average ? gb::cross_average(dec) : std::vector<float>();
-    const float* p = s.cross_average ? avg.data() : dec.cross_head(l, h);
+    const float* p = xin.average ? (r.cross_mean.empty() ? nullptr : r.cross_mean.data()) : dec.cross_head(l, h);
     if (!p) return;
 
     // each row is labelled with the token it writes: the next target token, and for the last row the prediction
@@ -60,7 +61,7 @@ void panel_cross(app_state& s, ui_context& ui) {
             viridis(scale_value(p[(size_t)t * S + j], s.scale, row_max), rgb);
             const ImVec2 a(grid.x + j * cell, grid.y + t * cell), b(a.x + cell - 1, a.y + cell - 1);
             dl->AddRectFilled(a, b, IM_COL32(rgb[0], rgb[1], rgb[2], 255));
-            if (j == best[t] && s.cross_average) dl->AddRect(a, b, IM_COL32(255, 255, 255, 255), 0, 0, 2);
+            if (j == best[t] && xin.average) dl->AddRect(a, b, IM_COL32(255, 255, 255, 255), 0, 0, 2);
         }
         if (cell >= ImGui::GetFontSize() * 0.8f)
             dl->PushClipRect(ImVec2(o.x, grid.y + t * cell), ImVec2(grid.x - 4, grid.y + (t + 1) * cell), true),

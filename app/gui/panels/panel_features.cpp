@@ -20,26 +20,27 @@ const int chips_per_token = 3;
 
 // The path box, Open, the SAEs' combo and the shown one's line (its warnings dimmed)
 void sae_inputs(app_state& s, ui_context& ui) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("SAE");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(std::max(px(120), ImGui::GetContentRegionAvail().x * 0.45f));
-    ImGui::InputText("##sae path", &s.sae_path_input);
+    ImGui::InputText("##sae path", &fin.path_input);
     remember_item(ui, "sae path");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("a SAELens folder (cfg.json + sae_weights.safetensors) or Gemma Scope's params.npz");
     ImGui::SameLine();
-    if (ImGui::Button("Open##sae")) open_sae_file(s, s.sae_path_input);
+    if (ImGui::Button("Open##sae")) open_sae_file(s, fin.path_input);
     remember_item(ui, "sae open");
     if (!ui.sae_jobs.empty()) {
         ImGui::SameLine();
         ImGui::TextDisabled("opening...");
     }
-    if (s.saes.size() > 1) { // one per hook point: the combo picks the one shown
+    if (fin.saes.size() > 1) { // one per hook point: the combo picks the one shown
         ImGui::SameLine();
         const gb::bound_sae* b = shown_sae(s);
         if (text_combo("##sae shown", gb::hook_label(b->out, b->layer), px(150))) {
-            for (int i = 0; i < (int)s.saes.size(); i++)
-                if (ImGui::Selectable(gb::hook_label(s.saes[i]->out, s.saes[i]->layer).c_str(), i == s.sae_shown)) s.sae_shown = i;
+            for (int i = 0; i < (int)fin.saes.size(); i++)
+                if (ImGui::Selectable(gb::hook_label(fin.saes[i]->out, fin.saes[i]->layer).c_str(), i == fin.shown)) fin.shown = i;
             ImGui::EndCombo();
         }
         remember_item(ui, "sae shown");
@@ -90,6 +91,7 @@ void chip_tooltip(const features_output& o, int id, float act) {
 
 // Each token with its top features as chips beneath, and under them the reconstruction error's strip
 void token_chips(app_state& s, ui_context& ui, const features_output& o) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const gb::feature_result& r = o.res;
     const float x0 = ImGui::GetCursorScreenPos().x, right = x0 + ImGui::GetContentRegionAvail().x;
     const float line = ImGui::GetTextLineHeightWithSpacing(), chip_w = ImGui::CalcTextSize("#00000").x + px(6);
@@ -108,9 +110,9 @@ void token_chips(app_state& s, ui_context& ui, const features_output& o) {
             const float act = r.acts[(size_t)t * r.d_sae + id];
             ImGui::SetCursorScreenPos(ImVec2(x, y + line * (1 + k)));
             ImGui::PushID(t * 8 + (int)k);
-            const bool sel = id == s.feature_sel;
+            const bool sel = id == fin.sel;
             if (sel) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.65f, 0.45f, 0.1f, 1));
-            if (ImGui::SmallButton(("#" + std::to_string(id)).c_str())) s.feature_sel = id;
+            if (ImGui::SmallButton(("#" + std::to_string(id)).c_str())) fin.sel = id;
             if (sel) ImGui::PopStyleColor();
             remember_item(ui, "feature chip " + std::to_string(t) + "." + std::to_string(k));
             if (ImGui::IsItemHovered()) chip_tooltip(o, id, act);
@@ -179,8 +181,9 @@ void token_list(const char* what, const ImVec4& c, const std::vector<gb::token_e
 
 // Ablate, clamp to the value, steer by the value: each adds an edit on the shown SAE (the live run recomputes)
 void edit_buttons(app_state& s, ui_context& ui, const std::shared_ptr<const gb::bound_sae>& b, int id) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     auto add = [&](gb::feature_edit_kind k) {
-        app_feature_edit f{b, {k, id, k == gb::FEATURE_ABLATE ? 0.0f : s.feature_value}};
+        app_feature_edit f{b, {k, id, k == gb::FEATURE_ABLATE ? 0.0f : fin.value}};
         s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(), [&](const app_feature_edit& x) {
                                   return x.sae == b && x.e.id == id && (x.e.kind == gb::FEATURE_STEER) == (k == gb::FEATURE_STEER);
                               }),
@@ -192,8 +195,8 @@ void edit_buttons(app_state& s, ui_context& ui, const std::shared_ptr<const gb::
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("set it to 0 at every position; the reconstruction error is kept");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(px(70));
-    ImGui::InputFloat("##feature value", &s.feature_value, 0, 0, "%.2f");
-    if (!std::isfinite(s.feature_value)) s.feature_value = 0;
+    ImGui::InputFloat("##feature value", &fin.value, 0, 0, "%.2f");
+    if (!std::isfinite(fin.value)) fin.value = 0;
     remember_item(ui, "feature value");
     ImGui::SameLine();
     if (ImGui::Button("Clamp")) add(gb::FEATURE_CLAMP);
@@ -209,20 +212,21 @@ void edit_buttons(app_state& s, ui_context& ui, const std::shared_ptr<const gb::
 
 // The top contexts: the corpus box, Index (built on the analysis thread, cached beside the SAE), the contexts
 void top_contexts(app_state& s, ui_context& ui, int id) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("top contexts in");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(std::max(px(120), ImGui::GetContentRegionAvail().x * 0.4f));
-    ImGui::InputText("##feature corpus", &s.feature_corpus);
+    ImGui::InputText("##feature corpus", &fin.corpus);
     remember_item(ui, "feature corpus");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("a text file; its index is built once and cached beside the SAE");
     ImGui::SameLine();
-    if (ImGui::Button("Index")) s.feature_index_build++, s.feature_index_path = s.feature_corpus;
+    if (ImGui::Button("Index")) fin.index_build++, fin.index_path = fin.corpus;
     remember_item(ui, "feature index");
     const analysis_status& st = s.analysis[ANALYSIS_FEATURE_INDEX];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_FEATURE_INDEX]) ImGui::TextColored(red, "%s", st.error.c_str());
     else if (st.busy) analysis_progress(ui, st, "indexing the corpus %.0f%%", "feature index progress");
-    const features_output* o = s.feature_index.get();
+    const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURE_INDEX).get();
     if (!o || !o->index || o->sae.get() != shown_sae(s)) return;
     ImGui::TextDisabled("%s", o->index_note.c_str());
     if (id >= o->index->d_sae || o->index->top[id].empty()) {
@@ -241,7 +245,8 @@ void top_contexts(app_state& s, ui_context& ui, int id) {
 }
 
 void feature_page(app_state& s, ui_context& ui, const features_output& o) {
-    const int id = s.feature_sel;
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
+    const int id = fin.sel;
     if (id < 0 || id >= o.res.d_sae) {
         ImGui::TextDisabled("click a feature chip to open its page");
         return;
@@ -249,9 +254,9 @@ void feature_page(app_state& s, ui_context& ui, const features_output& o) {
     ImGui::Separator();
     ImGui::TextColored(amber, "Feature %d", id);
     ImGui::SameLine();
-    if (ImGui::SmallButton("close")) s.feature_sel = -1;
+    if (ImGui::SmallButton("close")) fin.sel = -1;
     remember_item(ui, "feature close");
-    const std::shared_ptr<const gb::bound_sae>& b = s.saes[std::clamp(s.sae_shown, 0, (int)s.saes.size() - 1)];
+    const std::shared_ptr<const gb::bound_sae>& b = fin.saes[std::clamp(fin.shown, 0, (int)fin.saes.size() - 1)];
     edit_buttons(s, ui, b, id);
     activation_bars(o, id);
     if (o.feature == id && (!o.promotes.empty() || !o.suppresses.empty())) {
@@ -265,10 +270,11 @@ void feature_page(app_state& s, ui_context& ui, const features_output& o) {
 // Train an SAE on this model (as glassbox-cli train-sae, TopK): the corpus, the point and layer, the size, the
 // folder; Train runs it on the analysis thread with progress, and the SAE opens when it is written.
 void train_section(app_state& s, ui_context& ui) {
+    auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const bool open = ImGui::CollapsingHeader("Train an SAE on this model");
     remember_item(ui, "sae train section");
     if (!open) return;
-    app_state::sae_train_fields& f = s.sae_train;
+    features_inputs::train_fields& f = fin.train;
     const float w = px(90);
     ImGui::SetNextItemWidth(std::max(px(160), ImGui::GetContentRegionAvail().x * 0.45f));
     ImGui::InputText("corpus (a text file)##sae train", &f.corpus);
@@ -297,7 +303,7 @@ void train_section(app_state& s, ui_context& ui) {
     const analysis_status& st = s.analysis[ANALYSIS_SAE_TRAIN];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_SAE_TRAIN]) ImGui::TextColored(red, "%s", st.error.c_str());
     else if (st.busy) analysis_progress(ui, st, "training %.0f%%", "sae train progress");
-    else if (s.sae_trained) ImGui::TextDisabled("%s", s.sae_trained->train_note.c_str());
+    else if (output_of<features_output>(s, ANALYSIS_SAE_TRAIN)) ImGui::TextDisabled("%s", output_of<features_output>(s, ANALYSIS_SAE_TRAIN)->train_note.c_str());
 }
 
 } // namespace
@@ -321,7 +327,7 @@ void panel_features(app_state& s, ui_context& ui) {
     }
     const analysis_status& st = s.analysis[ANALYSIS_FEATURES];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_FEATURES]) ImGui::TextColored(red, "%s", st.error.c_str());
-    const features_output* o = s.features.get();
+    const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get();
     if (!o || o->sae.get() != b) {
         analysis_progress(ui, st, "computing the features %.0f%%", "features progress");
         return;

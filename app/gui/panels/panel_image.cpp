@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "run/vision.h"
+#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -26,6 +27,7 @@ static GLuint image_texture(ui_context& ui, const gb::image& view) {
 }
 
 void panel_image(app_state& s, ui_context& ui) {
+    auto& iin = inputs_of<image_inputs>(s, TAB_IMAGE);
     panel_title("Image", "click a patch: where it looks; [CLS]: where the classifier's token looks");
     if (!s.result || !s.result->view) {
         ImGui::TextDisabled(s.image_path.empty() ? "no image yet: type the path of a PNG or JPEG above, or drop one on the window"
@@ -44,17 +46,17 @@ void panel_image(app_state& s, ui_context& ui) {
     remember_item(ui, "image cls");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("look from [CLS], the token the classifier reads");
     ImGui::SameLine();
-    ImGui::Checkbox("attention rollout", &s.image_rollout);
+    ImGui::Checkbox("attention rollout", &iin.rollout);
     remember_item(ui, "attention rollout");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("every layer at once: each layer's heads averaged, plus the residual's share (A + I) / 2,\n"
                           "multiplied through the layers (Abnar & Zuidema 2020)");
     ImGui::SameLine();
     const int l = std::clamp(s.sel_layer, 0, c.n_layer - 1), h = std::clamp(s.sel_head, 0, c.n_head - 1);
-    ImGui::TextDisabled(s.image_rollout ? "from %s, through all %d layers" : "from %s, head L%d.H%d (pick one in the grid)",
-                        c.pieces[q].c_str(), s.image_rollout ? c.n_layer : l, h);
+    ImGui::TextDisabled(iin.rollout ? "from %s, through all %d layers" : "from %s, head L%d.H%d (pick one in the grid)",
+                        c.pieces[q].c_str(), iin.rollout ? c.n_layer : l, h);
     const float* w = nullptr;
-    if (s.image_rollout) w = &r.pred.rollout[(size_t)q * T];
+    if (iin.rollout) w = &r.pred.rollout[(size_t)q * T];
     else if (c.has_layer(l)) w = c.head(l, h) + (size_t)q * T;
     if (!w) {
         ImGui::TextDisabled("layer %d was not kept (capture budget): select a head of it to keep it", l);

@@ -14,6 +14,7 @@
 #include "demos.h"
 #include "learn_view.h"
 #include "number_format.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -90,11 +91,12 @@ struct learn_now {
 };
 
 learn_now learn_state(const app_state& s, const learn_output* lo) {
+    auto& learn_in = inputs_of<learn_inputs>(s, TAB_LEARN);
     learn_now n;
     const run_result* r = s.result && s.result->model == s.model ? s.result.get() : nullptr;
     const gb::model& m = *s.model;
     // T: the run's tokens; before a run (an image classifier without an image) its positions, [CLS] and patches
-    const int T = r ? r->lm_record().n_tokens : gb::kind_of(m.config) == gb::KIND_VISION ? m.config.n_ctx : 1;
+    const int T = r ? r->lm_record().n_tokens : gb::kind_info_of(m.config).input == gb::INPUT_IMAGE ? m.config.n_ctx : 1;
     const int S = r && r->encoder ? r->encoder->n_tokens : 0;
     n.g = gb::diagram_of(m, T, S);
     if (lo && lo->from && lo->from->model == s.model && n.g.predicts_next) n.walk = &lo->walk;
@@ -120,7 +122,7 @@ learn_now learn_state(const app_state& s, const learn_output* lo) {
         n.in.token = query_token(s, T);
         if (r && n.in.token < (int)r->lm_record().pieces.size()) n.in.token_text = visible_token(r->lm_record().pieces[n.in.token]);
     }
-    n.in.step = std::max(0, std::min(s.learn_step, (int)n.in.parts.size() - 1));
+    n.in.step = std::max(0, std::min(learn_in.step, (int)n.in.parts.size() - 1));
     if (!n.in.parts.empty()) n.box = n.g.find(n.in.parts[n.in.step]);
     if (n.walk && n.in.step < (int)n.walk->steps.size()) n.step = &n.walk->steps[n.in.step];
     return n;
@@ -188,15 +190,16 @@ void step_detail(app_state& s, ui_context& ui, const learn_now& n) {
 // Back and next (and the arrow keys), the step and its heading; on the right the token walked and the button
 // that shows the picture over the window (or brings it back into the tab).
 void step_controls(app_state& s, ui_context& ui, const learn_now& n, bool stale) {
+    auto& learn_in = inputs_of<learn_inputs>(s, TAB_LEARN);
     const int N = (int)n.in.parts.size();
-    if (ImGui::ArrowButton("##learn_prev", ImGuiDir_Left)) s.learn_step = std::max(0, n.in.step - 1);
+    if (ImGui::ArrowButton("##learn_prev", ImGuiDir_Left)) learn_in.step = std::max(0, n.in.step - 1);
     remember_item(ui, "learn prev");
     ImGui::SameLine();
-    if (ImGui::ArrowButton("##learn_next", ImGuiDir_Right)) s.learn_step = std::min(N - 1, n.in.step + 1);
+    if (ImGui::ArrowButton("##learn_next", ImGuiDir_Right)) learn_in.step = std::min(N - 1, n.in.step + 1);
     remember_item(ui, "learn next");
     if (!ImGui::GetIO().WantTextInput) {
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) s.learn_step = std::max(0, n.in.step - 1);
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) s.learn_step = std::min(N - 1, n.in.step + 1);
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) learn_in.step = std::max(0, n.in.step - 1);
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) learn_in.step = std::min(N - 1, n.in.step + 1);
         if (ui.learn_drawn.full && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) ui.learn_full = false;
     }
     const std::string title = step_title(n);
@@ -231,6 +234,7 @@ void step_controls(app_state& s, ui_context& ui, const learn_now& n, bool stale)
 
 // The picture with the step beside it (a wide area) or under it; then what the view drew, for the script.
 void learn_picture_and_step(app_state& s, ui_context& ui, const learn_output* lo, bool full, bool beside) {
+    auto& learn_in = inputs_of<learn_inputs>(s, TAB_LEARN);
     const learn_now n = learn_state(s, lo);
     const analysis_status& st = s.analysis[ANALYSIS_LEARN];
     learn_view& v = ui.learn_drawn;
@@ -251,7 +255,7 @@ void learn_picture_and_step(app_state& s, ui_context& ui, const learn_output* lo
     const ImVec2 o = ImGui::GetCursorScreenPos();
     learn_picture_out out;
     const float used = learn_picture(ui, v, n.in, pic_w, ImGui::GetContentRegionAvail().y, out);
-    if (out.goto_step >= 0) s.learn_step = out.goto_step;
+    if (out.goto_step >= 0) learn_in.step = out.goto_step;
     if (out.goto_layer >= 0) s.sel_layer = out.goto_layer;
     if (beside) {
         ImGui::SetCursorScreenPos(ImVec2(o.x + pic_w + 20, o.y));
@@ -331,7 +335,7 @@ void break_section(app_state& s, ui_context& ui) {
     if (moved_row) ImGui::SetScrollY(title_y); // the title at the top of the view
     remember_item(ui, "break it");
     const analysis_status& st = s.analysis[ANALYSIS_BREAK];
-    const break_output* b = s.breaking.get();
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) {
         ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
         return;
@@ -464,7 +468,7 @@ static const std::vector<gb::param_line>& model_params(const app_state& s, const
 }
 
 void panel_learn(app_state& s, ui_context& ui) {
-    const learn_output* lo = s.learn.get();
+    const learn_output* lo = output_of<learn_output>(s, ANALYSIS_LEARN).get();
     const run_result* r = s.result.get();
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
     if (!s.model) {

@@ -6,6 +6,7 @@
 
 #include <imgui_internal.h> // SetNextWindowScroll
 
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -111,6 +112,7 @@ static void draw_labels(const grid_view& g, const lens_output* lo, int sel_t, ui
 
 // The hovered cell (hp, ht): the k tokens the stream there predicts; a click colours every cell by its top-1.
 static void cell_tooltip(app_state& s, const lens_output* lo, int hp, int ht) {
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     const gb::lens_result& l = lo->lens;
     const gb::record& rec = lo->from->lm_record();
     const gb::tokenizer& tok = lo->from->model->tok;
@@ -128,7 +130,7 @@ static void cell_tooltip(app_state& s, const lens_output* lo, int hp, int ht) {
         }
         ImGui::TextDisabled("click: colour every cell by %s", quoted(tok, l.top_ids[at]).c_str());
         ImGui::EndTooltip();
-        if (ImGui::IsMouseClicked(0)) s.lens_target = l.top_ids[at];
+        if (ImGui::IsMouseClicked(0)) lin.target = l.top_ids[at];
     }
 }
 
@@ -148,6 +150,7 @@ static void legend(const lens_output* lo) {
 }
 
 void panel_lens(app_state& s, ui_context& ui) {
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) { // the lens of both, where they first disagree
         compare_lens(s, ui);
         return;
@@ -165,7 +168,7 @@ void panel_lens(app_state& s, ui_context& ui) {
                                        "or a row of Fill mask, to colour every cell by that token."
                                      : "What the stream at each point (rows) and token (columns) predicts next. Click a cell, or "
                                        "a row of Next token, to colour every cell by that token.");
-    const lens_output* lo = s.lens.get();
+    const lens_output* lo = output_of<lens_output>(s, ANALYSIS_LENS).get();
     if (!lo) {
         status_line(s, lo);
         if (!s.analysis[ANALYSIS_LENS].busy && s.analysis[ANALYSIS_LENS].error.empty()) ImGui::TextDisabled("no result yet");
@@ -180,7 +183,7 @@ void panel_lens(app_state& s, ui_context& ui) {
     if (by_target) {
         ImGui::Text("colour: probability of %s", quoted(tok, lo->target).c_str());
         ImGui::SameLine();
-        if (ImGui::SmallButton("clear target")) s.lens_target = -1;
+        if (ImGui::SmallButton("clear target")) lin.target = -1;
         remember_item(ui, "lens clear target");
     } else {
         ImGui::Text("colour: probability of each cell's own top-1 token");

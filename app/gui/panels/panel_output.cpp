@@ -6,6 +6,8 @@
 #include <imgui_stdlib.h>
 
 #include "number_format.h"
+#include "patching_inputs.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -306,12 +308,13 @@ static void generated_text(app_state& s, ui_context& ui) {
 }
 
 void panel_output(app_state& s, ui_context& ui) {
+    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
+    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     // a click on a row picks the target of the open analysis tab (the hint says which)
-    int* pick = s.tab == TAB_LENS ? &s.lens_target : s.tab == TAB_ATTRIBUTION ? &s.attr_target
-              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &s.patch_target : nullptr;
-    static const char* pick_what[TAB_COUNT] = {"", "the logit lens follows that token", "the attribution's target",
-                                               "the patching target", "", "", "", "", "", "the circuit's target", ""};
-    const std::string hint = pick ? std::string("click a row: ") + pick_what[s.tab] : "baseline = no ablation";
+    int* pick = s.tab == TAB_LENS ? &lin.target : s.tab == TAB_ATTRIBUTION ? &ain.target
+              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &pin.target : nullptr;
+    const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
     panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
@@ -336,7 +339,7 @@ void panel_output(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("KL(baseline \u2016 current) = %s nats", kl.c_str());
         note_text(ui, "next kl", kl);
     }
-    top_rows(s, ui, pick, pick_what[s.tab]);
+    top_rows(s, ui, pick, tab_info(s.tab).pick);
 
     if (vision) {
         ImGui::PushTextWrapPos(0);

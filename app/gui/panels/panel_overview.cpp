@@ -18,7 +18,8 @@ namespace gbui {
 // The scores the grid shows: the test prompt's while the test is on (null while it runs), else the prompt's.
 static const gb::head_scores* shown_scores(const app_state& s) {
     if (!s.induction_test) return &s.result->scores;
-    return s.induction && s.induction->model == s.result->model ? &s.induction->scores : nullptr;
+    const induction_output* o = output_of<induction_output>(s, ANALYSIS_INDUCTION).get();
+    return o && o->model == s.result->model ? &o->scores : nullptr;
 }
 
 // The colour range of a score: [0, 1] for the fractions of attention, [0, largest] nats for entropy.
@@ -101,11 +102,12 @@ static void score_controls(app_state& s, ui_context& ui) {
             ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1),
                                "no token repeats in your prompt: this score is undefined (n/a); run the test");
     } else {
-        const bool ready = sc && s.induction->key == s.analysis_want[ANALYSIS_INDUCTION];
+        const induction_output* o = output_of<induction_output>(s, ANALYSIS_INDUCTION).get();
+        const bool ready = sc && o->key == s.analysis_want[ANALYSIS_INDUCTION];
         ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.72f, 0.3f, 1));
         if (ready)
-            ImGui::Text("TEST PROMPT: %d random tokens repeated twice (seed %llu), not your prompt", s.induction->n,
-                        (unsigned long long)s.induction->seed);
+            ImGui::Text("TEST PROMPT: %d random tokens repeated twice (seed %llu), not your prompt", o->n,
+                        (unsigned long long)o->seed);
         else if (!s.analysis[ANALYSIS_INDUCTION].error.empty())
             ImGui::Text("induction test: %s", s.analysis[ANALYSIS_INDUCTION].error.c_str());
         else

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "patching_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -84,6 +85,7 @@ static bool norm_grid(ui_context& ui, const char* name, const std::vector<float>
 // Inputs: the corrupted prompt, target and contrast
 // ---------------------------------------------------------------------------------------------
 static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;
     const float label_w = ImGui::CalcTextSize("corrupted").x + 12;
@@ -92,10 +94,10 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
     ImGui::SameLine(label_w);
     const float copy_w = ImGui::CalcTextSize("copy the clean prompt").x + 2 * ImGui::GetStyle().FramePadding.x + 8;
     ImGui::SetNextItemWidth(-copy_w);
-    ImGui::InputTextWithHint("##corrupt", "the prompt with one word changed (the same number of tokens)", &s.corrupt_prompt);
+    ImGui::InputTextWithHint("##corrupt", "the prompt with one word changed (the same number of tokens)", &pin.corrupt);
     remember_item(ui, "corrupt prompt");
     ImGui::SameLine();
-    if (ImGui::SmallButton("copy the clean prompt")) s.corrupt_prompt = s.prompt;
+    if (ImGui::SmallButton("copy the clean prompt")) pin.corrupt = s.prompt;
     // what to pick from: both runs' top tokens
     std::vector<gb::token_prob> offered = r.pred.top;
     const bool po_current = po && po->model == r.model;
@@ -106,17 +108,17 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
     const int V = r.cap().vocab;
     const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
     std::string tdef = r.pred.top.empty() ? "clean top-1" : "clean top-1 " + quoted(tok, r.pred.top[0].id);
-    std::string cdef = po_current && po->res.contrast >= 0 && s.patch_contrast < 0 ? "default " + quoted(tok, po->res.contrast)
+    std::string cdef = po_current && po->res.contrast >= 0 && pin.contrast < 0 ? "default " + quoted(tok, po->res.contrast)
                                                                                     : "corrupted top-1";
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("target");
     ImGui::SameLine(label_w);
-    token_picker("patching target", &s.patch_target, tdef, offered, tok, V, 2, ui, combo_w);
+    token_picker("patching target", &pin.target, tdef, offered, tok, V, 2, ui, combo_w);
     if (room_right_of_item() > one_w) ImGui::SameLine(0, 24);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("contrast");
     ImGui::SameLine();
-    token_picker("patching contrast", &s.patch_contrast, cdef, offered, tok, V, 3, ui, combo_w);
+    token_picker("patching contrast", &pin.contrast, cdef, offered, tok, V, 3, ui, combo_w);
     for (int k = 2; k < 4; k++)
         if (!ui.typed_error[k].empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", ui.typed_error[k].c_str());
 }
@@ -125,6 +127,7 @@ static void inputs(app_state& s, ui_context& ui, const patch_output* po) {
 // that gap, so they then show noise. Suggests a contrast the corruption does move: the corrupted prompt's own top-1
 // (a button sets it).
 static void small_gap_note(app_state& s, ui_context& ui, const patch_output& po) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     const gb::patch_result& p = po.res;
     const double gap = std::fabs((double)p.clean - p.corrupt);
     if (!(gap < 1.0)) return;
@@ -153,30 +156,25 @@ static void small_gap_note(app_state& s, ui_context& ui, const patch_output& po)
     ImGui::PopTextWrapPos();
     note_text(ui, "patching gap", msg);
     if (suggest >= 0) {
-        if (ImGui::SmallButton("use it as the contrast")) s.patch_contrast = suggest; // (no token in a label: "##")
+        if (ImGui::SmallButton("use it as the contrast")) pin.contrast = suggest; // (no token in a label: "##")
         remember_item(ui, "patching use suggested contrast");
     }
 }
 
-// The fast mode's controls: the estimate first; once exact, the difference (estimate - exact, normalized) on
-// request, into shown. Returns whether the maps show the difference.
-static bool fast_mode(app_state& s, ui_context& ui, const patch_output& po, bool has_estimate, gb::patch_result& shown) {
-    ImGui::Checkbox("fast mode", &s.patch_fast);
+// The fast mode's controls: the estimate first; once exact, the difference (estimate - exact, normalized, made with
+// the output) on request. Returns whether the maps show the difference.
+static bool fast_mode(app_state& s, ui_context& ui, bool has_estimate) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    ImGui::Checkbox("fast mode", &pin.fast);
     remember_item(ui, "patching fast mode");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("show attribution patching's estimate (one backward pass) at once, then the exact maps");
     if (has_estimate) {
         ImGui::SameLine(0, 16);
-        ImGui::Checkbox("estimate \u2212 exact", &s.patch_diff);
+        ImGui::Checkbox("estimate \u2212 exact", &pin.diff);
         remember_item(ui, "patching difference");
     }
-    if (!has_estimate || !s.patch_diff) return false;
-    shown = po.res;
-    for (size_t i = 0; i < shown.resid_normalized.size(); i++)
-        shown.resid_normalized[i] = po.estimate.resid_normalized[i] - po.res.resid_normalized[i];
-    for (size_t i = 0; i < shown.heads_normalized.size(); i++)
-        shown.heads_normalized[i] = po.estimate.heads_normalized[i] - po.res.heads_normalized[i];
-    return true;
+    return has_estimate && pin.diff;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -271,16 +269,17 @@ static void trace_maps(ui_context& ui, const trace_output& o) {
 }
 
 static void panel_trace(app_state& s, ui_context& ui) {
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     const float label_w = ImGui::CalcTextSize("corrupted").x + 12;
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("subject");
     ImGui::SameLine(label_w);
     ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 480.0f));
-    ImGui::InputTextWithHint("##subject", "words of the prompt, e.g. Eiffel Tower", &s.trace_subject);
+    ImGui::InputTextWithHint("##subject", "words of the prompt, e.g. Eiffel Tower", &pin.subject);
     remember_item(ui, "trace subject");
     const analysis_status& st = s.analysis[ANALYSIS_TRACE];
     const std::string& want = s.analysis_want[ANALYSIS_TRACE];
-    if (s.trace_subject.empty()) {
+    if (pin.subject.empty()) {
         ImGui::TextDisabled("type the subject: its tokens' embeddings get Gaussian noise (3 x the embeddings' standard "
                             "deviation, 10 samples), then each activation is restored from the clean run in turn");
         return;
@@ -290,7 +289,7 @@ static void panel_trace(app_state& s, ui_context& ui) {
         note_text(ui, "trace error", st.error);
         return;
     }
-    const trace_output* o = s.tracing.get();
+    const trace_output* o = output_of<trace_output>(s, ANALYSIS_TRACE).get();
     if (!o || o->key != want) {
         analysis_progress(ui, st, "tracing... %.0f%%", "trace progress");
     }
@@ -304,25 +303,26 @@ static void panel_trace(app_state& s, ui_context& ui) {
 }
 
 void panel_patching(app_state& s, ui_context& ui) {
-    tab_hint(s.patch_trace ? "Causal tracing: noise the subject's embeddings, restore one activation from the clean run: "
+    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
+    tab_hint(pin.show_trace ? "Causal tracing: noise the subject's embeddings, restore one activation from the clean run: "
                              "where does the answer come back?"
                            : "Run the corrupted prompt, restore one activation from the clean prompt (yours): how much "
                              "of the clean answer returns?");
     if (!s.result) return;
-    if (ImGui::RadioButton("activation patching", !s.patch_trace)) s.patch_trace = false;
+    if (ImGui::RadioButton("activation patching", !pin.show_trace)) pin.show_trace = false;
     remember_item(ui, "patch mode patching");
     ImGui::SameLine();
-    if (ImGui::RadioButton("causal tracing", s.patch_trace)) s.patch_trace = true;
+    if (ImGui::RadioButton("causal tracing", pin.show_trace)) pin.show_trace = true;
     remember_item(ui, "patch mode trace");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Meng et al.'s causal tracing: the prompt against itself with the subject's embeddings noised");
-    if (s.patch_trace) return panel_trace(s, ui);
-    const patch_output* po = s.patching.get();
+    if (pin.show_trace) return panel_trace(s, ui);
+    const patch_output* po = output_of<patch_output>(s, ANALYSIS_PATCHING).get();
     inputs(s, ui, po);
 
     const analysis_status& st = s.analysis[ANALYSIS_PATCHING];
     const std::string& want = s.analysis_want[ANALYSIS_PATCHING];
-    if (s.corrupt_prompt.empty()) {
+    if (pin.corrupt.empty()) {
         ImGui::TextDisabled("type a corrupted prompt: e.g. change one word (\"cat\" -> \"dog\") and keep the token count");
         return;
     }
@@ -339,9 +339,8 @@ void panel_patching(app_state& s, ui_context& ui) {
     }
     if (!po) return;
     const bool has_estimate = po->exact && !po->estimate.resid.empty();
-    gb::patch_result shown;
-    const bool diff = fast_mode(s, ui, *po, has_estimate, shown);
-    const gb::patch_result& p = diff ? shown : po->res;
+    const bool diff = fast_mode(s, ui, has_estimate);
+    const gb::patch_result& p = diff ? po->difference : po->res;
     const gb::tokenizer& tok = po->model->tok;
     const int L = p.n_layer, H = p.n_head, T = p.n_tokens, P = 2 * L + 1;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, p.target).c_str(),

@@ -146,7 +146,7 @@ static void bos_checkbox(app_state& s, ui_context& ui) {
 
 // Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
 static void break_buttons(app_state& s, ui_context& ui) {
-    const break_output* b = s.breaking.get();
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     const bool ready = break_is_current(b, s.model, s.prompt, s.bos) && !s.demo_waiting;
     const int n = ready ? (int)b->res.rows.size() : 0;
     if (!ready) ImGui::BeginDisabled();
@@ -215,7 +215,7 @@ static void image_prompt(app_state& s, ui_context& ui) {
 // The Attribution tab's token saliency (gradient x input of its difference) while that tab shows a result of the
 // run on screen; null otherwise (the chips keep their plain colour).
 static const std::vector<float>* shown_saliency(const app_state& s) {
-    const attribution_output* ao = s.attribution.get();
+    const attribution_output* ao = output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get();
     if (s.tab != TAB_ATTRIBUTION || !ao || ao->from != s.result || ao->saliency.empty()) return nullptr;
     if ((int)ao->saliency.size() != s.result->cap().n_tokens) return nullptr;
     return &ao->saliency;
@@ -300,7 +300,7 @@ static void prompt_side(app_state& s, ui_context& ui, float side_w, bool s2s) {
 }
 
 void panel_prompt(app_state& s, ui_context& ui) {
-    if (s.model && (gb::kind_of(s.model->config) == gb::KIND_VISION)) return image_prompt(s, ui);
+    if (s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) return image_prompt(s, ui);
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
     const char* hint = "the model re-runs as you type; click the text to edit it";
@@ -386,7 +386,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
         if (hover && sal) {
             ImGui::SetTooltip("token %d%s: id %d \"%s\"\n%s %+.4f (the Attribution tab's difference)\n"
                               "click: show this token's attention row", t, generated ? " (generated)" : "", c.tokens[t],
-                              labels[t].c_str(), s.attribution->steps > 0 ? "integrated gradients" : "gradient x input",
+                              labels[t].c_str(), output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION)->steps > 0 ? "integrated gradients" : "gradient x input",
                               (*sal)[t]);
             if (ImGui::IsMouseClicked(0)) s.sel_token = t;
         } else if (hover) {

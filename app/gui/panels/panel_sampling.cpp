@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <imgui.h>
 
+#include "sampling_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
 
@@ -46,31 +47,32 @@ std::string prompt_tail(const std::string& prompt, float room) {
 } // namespace
 
 void panel_sampling(app_state& s, ui_context& ui) {
+    auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     tab_hint("The prompt continued three times from the same seed at three temperatures. Above each: the distribution "
              "its first token is drawn from, softmax(logits / T) over the top-k tokens, renormalised.");
     // the inputs: three temperatures, top-k, length, seed
     for (int i = 0; i < 3; i++) { // each value beside its slider (on the track the handle covers it)
         char t[32];
-        if (s.sample_temps[i] == 0) snprintf(t, sizeof t, "greedy");
-        else snprintf(t, sizeof t, "T %.2f", s.sample_temps[i]);
-        slider_float_beside(ui, ("temperature " + std::to_string(i)).c_str(), &s.sample_temps[i], 0.0f, 2.5f, t, px(60));
+        if (smp.temps[i] == 0) snprintf(t, sizeof t, "greedy");
+        else snprintf(t, sizeof t, "T %.2f", smp.temps[i]);
+        slider_float_beside(ui, ("temperature " + std::to_string(i)).c_str(), &smp.temps[i], 0.0f, 2.5f, t, px(60));
         // a typed value (ctrl+click) may be anything: 0 (greedy) .. 100, NaN as greedy
-        s.sample_temps[i] = s.sample_temps[i] >= 0 ? std::min(s.sample_temps[i], 100.0f) : 0.0f;
+        smp.temps[i] = smp.temps[i] >= 0 ? std::min(smp.temps[i], 100.0f) : 0.0f;
         ImGui::SameLine();
     }
     ImGui::SetNextItemWidth(56);
-    ImGui::InputInt("top-k", &s.sample_top_k, 0);
-    s.sample_top_k = std::max(0, s.sample_top_k); // beyond the vocabulary it keeps every token
+    ImGui::InputInt("top-k", &smp.top_k, 0);
+    smp.top_k = std::max(0, smp.top_k); // beyond the vocabulary it keeps every token
     remember_item(ui, "sampling top-k");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("sample only among the k most probable tokens (0: all of them)");
     // the next field on this line when it fits there, else on the next (nothing cut at the panel's edge)
     if (room_right_of_item() > px(60) + ImGui::CalcTextSize("100 tokens").x + px(16)) ImGui::SameLine();
-    slider_int_beside(ui, "sampling tokens", &s.sample_tokens, 1, 100, std::to_string(s.sample_tokens) + " tokens", px(60));
-    s.sample_tokens = std::max(1, std::min(s.sample_tokens, 1000));
+    slider_int_beside(ui, "sampling tokens", &smp.tokens, 1, 100, std::to_string(smp.tokens) + " tokens", px(60));
+    smp.tokens = std::max(1, std::min(smp.tokens, 1000));
     if (room_right_of_item() > 52 + ImGui::CalcTextSize("seed").x + px(16)) ImGui::SameLine();
-    int seed = (int)s.sample_seed;
+    int seed = (int)smp.seed;
     ImGui::SetNextItemWidth(52);
-    if (ImGui::InputInt("seed", &seed, 0)) s.sample_seed = (uint64_t)std::max(0, seed);
+    if (ImGui::InputInt("seed", &seed, 0)) smp.seed = (uint64_t)std::max(0, seed);
     remember_item(ui, "sampling seed");
 
     const analysis_status& st = s.analysis[ANALYSIS_SAMPLING];
@@ -78,7 +80,7 @@ void panel_sampling(app_state& s, ui_context& ui) {
         ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
         return;
     }
-    const sampling_output* o = s.sampling.get();
+    const sampling_output* o = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "sampling... %.0f %%" : "no result yet", 100 * st.progress);
         return;

@@ -9,18 +9,20 @@
 #include <imgui_stdlib.h>
 
 #include "io/control_vector.h"
+#include "steer_analysis.h"
 #include "text_scale.h"
 #include "ui.h"
 
 namespace gbui {
 
 gb::steering tab_steering(const app_state& s) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     gb::steering st;
-    st.vec = s.steer_vec;
-    st.scale = s.steer_scale;
-    st.from = s.steer_from;
+    st.vec = in.vec;
+    st.scale = in.scale;
+    st.from = in.from;
     if (st.vec)
-        for (int l = s.steer_lo; l <= s.steer_hi; l++)
+        for (int l = in.lo; l <= in.hi; l++)
             if (st.vec->has(l)) st.layers.push_back(l);
     return st;
 }
@@ -38,55 +40,56 @@ const ImVec4 red(1, 0.45f, 0.45f, 1), blue(0.55f, 0.78f, 1.0f, 1), amber(1, 0.85
 
 // The vector: its contrast prompts and Build, or a file to Open; Save writes it.
 void vector_inputs(app_state& s, ui_context& ui) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     const float half = (ImGui::GetContentRegionAvail().x - px(8)) / 2, h = ImGui::GetTextLineHeight() * 3.6f;
     ImGui::TextColored(blue, "positive prompts (one a line)");
     ImGui::SameLine(half + px(8));
     ImGui::TextColored(blue, "negative prompts");
-    ImGui::InputTextMultiline("##steer positive", &s.steer_positive, ImVec2(half, h));
+    ImGui::InputTextMultiline("##steer positive", &in.positive, ImVec2(half, h));
     remember_item(ui, "steer positive");
     ImGui::SameLine();
-    ImGui::InputTextMultiline("##steer negative", &s.steer_negative, ImVec2(half, h));
+    ImGui::InputTextMultiline("##steer negative", &in.negative, ImVec2(half, h));
     remember_item(ui, "steer negative");
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("read at");
     ImGui::SameLine();
-    ImGui::RadioButton("last token", &s.steer_where, 0);
+    ImGui::RadioButton("last token", &in.where, 0);
     remember_item(ui, "steer last");
     ImGui::SameLine();
-    ImGui::RadioButton("mean", &s.steer_where, 1);
+    ImGui::RadioButton("mean", &in.where, 1);
     remember_item(ui, "steer mean");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("the mean over each prompt's positions, then over the prompts");
     ImGui::SameLine();
-    if (ImGui::Button("Build")) s.steer_build++;
+    if (ImGui::Button("Build")) in.build++;
     remember_item(ui, "steer build");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("v[l] = mean resid_post of layer l over the positive prompts minus over the negative ones, "
                           "at every layer");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(std::max(px(90), ImGui::GetContentRegionAvail().x - px(110)));
-    ImGui::InputText("##steer path", &s.steer_path);
+    ImGui::InputText("##steer path", &in.path);
     remember_item(ui, "steer path");
     ImGui::SameLine();
     if (ImGui::Button("Open")) {
         try {
-            s.steer_vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(s.steer_path, s.steer_lo));
-            s.steer_note = "opened " + s.steer_path;
+            in.vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.lo));
+            in.note = "opened " + in.path;
         } catch (const std::exception& e) {
-            s.steer_note = e.what();
+            in.note = e.what();
         }
     }
     remember_item(ui, "steer open");
     ImGui::SameLine();
-    if (ImGui::Button("Save") && s.steer_vec) {
+    if (ImGui::Button("Save") && in.vec) {
         try {
-            gb::steer_vector v = *s.steer_vec;
+            gb::steer_vector v = *in.vec;
             // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
-            if (v.has(0) && s.steer_path.size() > 5 && s.steer_path.compare(s.steer_path.size() - 5, 5, ".gguf") == 0)
+            if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0)
                 v.dirs[0].clear();
-            gb::write_steer_vector(s.steer_path, v);
-            s.steer_note = "saved " + s.steer_path + (v.has(0) || !s.steer_vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
+            gb::write_steer_vector(in.path, v);
+            in.note = "saved " + in.path + (v.has(0) || !in.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
         } catch (const std::exception& e) {
-            s.steer_note = e.what();
+            in.note = e.what();
         }
     }
     remember_item(ui, "steer save");
@@ -94,21 +97,22 @@ void vector_inputs(app_state& s, ui_context& ui) {
 
 // alpha, the layer range, the from-position, and Apply (the live run recomputes with it)
 void apply_inputs(app_state& s, ui_context& ui, const gb::model& m) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     const int L = m.config.n_layer;
     char t[48];
-    snprintf(t, sizeof t, "\u03b1 %.2f", s.steer_scale);
-    slider_float_beside(ui, "steer alpha", &s.steer_scale, -16.0f, 16.0f, t, px(110));
-    if (!std::isfinite(s.steer_scale)) s.steer_scale = 0;
+    snprintf(t, sizeof t, "\u03b1 %.2f", in.scale);
+    slider_float_beside(ui, "steer alpha", &in.scale, -16.0f, 16.0f, t, px(110));
+    if (!std::isfinite(in.scale)) in.scale = 0;
     ImGui::SameLine();
-    slider_int_beside(ui, "steer from layer", &s.steer_lo, 0, L - 1, "from L" + std::to_string(s.steer_lo), px(60));
+    slider_int_beside(ui, "steer from layer", &in.lo, 0, L - 1, "from L" + std::to_string(in.lo), px(60));
     ImGui::SameLine();
-    slider_int_beside(ui, "steer to layer", &s.steer_hi, 0, L - 1, "to L" + std::to_string(s.steer_hi), px(60));
-    s.steer_lo = std::max(0, std::min(s.steer_lo, L - 1));
-    s.steer_hi = std::max(s.steer_lo, std::min(s.steer_hi, L - 1));
+    slider_int_beside(ui, "steer to layer", &in.hi, 0, L - 1, "to L" + std::to_string(in.hi), px(60));
+    in.lo = std::max(0, std::min(in.lo, L - 1));
+    in.hi = std::max(in.lo, std::min(in.hi, L - 1));
     if (room_right_of_item() > px(150)) ImGui::SameLine();
     ImGui::SetNextItemWidth(px(44));
-    ImGui::InputInt("from position", &s.steer_from, 0);
-    s.steer_from = std::max(0, std::min(s.steer_from, m.config.n_ctx - 1));
+    ImGui::InputInt("from position", &in.from, 0);
+    in.from = std::max(0, std::min(in.from, m.config.n_ctx - 1));
     remember_item(ui, "steer from position");
     const gb::steering st = tab_steering(s);
     bool applied = s.ablation.steer.any();
@@ -117,7 +121,7 @@ void apply_inputs(app_state& s, ui_context& ui, const gb::model& m) {
     remember_item(ui, "steer apply");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("add it to the live run, listed with the ablations (the baseline stays unsteered)");
     if (applied && steering_key(s.ablation.steer) != steering_key(st) && st.vec && !st.layers.empty()) s.ablation.steer = st;
-    if (s.steer_vec && st.layers.empty()) ImGui::TextColored(red, "the vector has no direction in layers %d..%d", s.steer_lo, s.steer_hi);
+    if (in.vec && st.layers.empty()) ImGui::TextColored(red, "the vector has no direction in layers %d..%d", in.lo, in.hi);
 }
 
 // One continuation: its tokens, those after it parts from the baseline in amber, each underlined by how much the
@@ -154,20 +158,21 @@ void continuation_row(const char* label, const gb::steered_continuation& c, bool
 }
 
 void side_by_side(app_state& s, ui_context& ui) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     for (int i = 0; i < 3; i++) {
         char t[32];
-        snprintf(t, sizeof t, "\u03b1%d %.1f", i + 1, s.steer_scales[i]);
-        slider_float_beside(ui, ("steer compare " + std::to_string(i)).c_str(), &s.steer_scales[i], -16.0f, 16.0f, t, px(56));
-        if (!std::isfinite(s.steer_scales[i])) s.steer_scales[i] = 0;
+        snprintf(t, sizeof t, "\u03b1%d %.1f", i + 1, in.scales[i]);
+        slider_float_beside(ui, ("steer compare " + std::to_string(i)).c_str(), &in.scales[i], -16.0f, 16.0f, t, px(56));
+        if (!std::isfinite(in.scales[i])) in.scales[i] = 0;
         ImGui::SameLine();
     }
-    slider_int_beside(ui, "steer tokens", &s.steer_tokens, 1, 64, std::to_string(s.steer_tokens) + " tokens", px(56));
+    slider_int_beside(ui, "steer tokens", &in.tokens, 1, 64, std::to_string(in.tokens) + " tokens", px(56));
     const analysis_status& st = s.analysis[ANALYSIS_STEER_COMPARE];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_COMPARE]) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = s.steer_compare.get();
+    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "generating..." : "build or open a vector to compare");
         return;
@@ -188,6 +193,7 @@ void side_by_side(app_state& s, ui_context& ui) {
 // One grid of the sweep: rows the scales, columns the layers, each cell coloured by its value (KL: from 0 to the
 // largest; loss: its change from the baseline's, diverging), the number on it, the continuation on hover.
 void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, float w) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     const gb::steer_sweep_result& r = o.sweep;
     const int S = (int)r.scales.size(), Ly = (int)r.layers.size();
     const std::vector<double>& x = kl ? r.kl : r.loss;
@@ -225,8 +231,8 @@ void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, fl
                                   r.scales[si], r.layers[li], r.kl[k], r.loss[k], r.base_loss, display_text(s.prompt).c_str(),
                                   k < (int)r.texts.size() ? display_text(r.texts[k]).c_str() : "");
             if (ImGui::IsItemClicked()) { // steer there: the tab's alpha and layer, the middle comparison, applied
-                s.steer_scale = s.steer_scales[1] = r.scales[si];
-                s.steer_lo = s.steer_hi = r.layers[li];
+                in.scale = in.scales[1] = r.scales[si];
+                in.lo = in.hi = r.layers[li];
                 if (s.ablation.steer.any()) s.ablation.steer = tab_steering(s);
             }
         }
@@ -237,17 +243,18 @@ void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, fl
 }
 
 void sweep(app_state& s, ui_context& ui) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     const analysis_status& st = s.analysis[ANALYSIS_STEER_SWEEP];
     ImGui::TextColored(blue, "reference text");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x);
-    ImGui::InputText("##steer reference", &s.steer_reference);
+    ImGui::InputText("##steer reference", &in.reference);
     remember_item(ui, "steer reference");
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_SWEEP]) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = s.steer_sweep.get();
+    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "sweeping..." : "the cost sweep shows once there is a vector");
         return;
@@ -268,14 +275,15 @@ void sweep(app_state& s, ui_context& ui) {
 } // namespace
 
 void panel_steer(app_state& s, ui_context& ui) {
+    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
     if (!s.model) return;
     const gb::model& m = *s.model;
-    if (s.steer_vec && s.steer_vec->d_model != m.config.d_model) s.steer_vec.reset(); // another model's
-    if (!s.steer_vec && s.ablation.steer.vec) { // applied by a session: the tab shows it
-        s.steer_vec = s.ablation.steer.vec;
-        s.steer_scale = s.ablation.steer.scale;
-        s.steer_from = s.ablation.steer.from;
-        if (!s.ablation.steer.layers.empty()) s.steer_lo = s.ablation.steer.layers.front(), s.steer_hi = s.ablation.steer.layers.back();
+    if (in.vec && in.vec->d_model != m.config.d_model) in.vec.reset(); // another model's
+    if (!in.vec && s.ablation.steer.vec) { // applied by a session: the tab shows it
+        in.vec = s.ablation.steer.vec;
+        in.scale = s.ablation.steer.scale;
+        in.from = s.ablation.steer.from;
+        if (!s.ablation.steer.layers.empty()) in.lo = s.ablation.steer.layers.front(), in.hi = s.ablation.steer.layers.back();
     }
     tab_hint("Activation addition: \u03b1 \u00b7 v[l] added to the stream after layer l (resid_post; llama.cpp's direction.l), "
              "v built from contrast prompts or opened from a control vector.");
@@ -283,13 +291,13 @@ void panel_steer(app_state& s, ui_context& ui) {
     const analysis_status& bs = s.analysis[ANALYSIS_STEER_BUILD];
     if (!bs.error.empty() && bs.error_key == s.analysis_want[ANALYSIS_STEER_BUILD]) ImGui::TextColored(red, "%s", bs.error.c_str());
     else if (bs.busy) ImGui::TextDisabled("building...");
-    if (s.steer_vec) {
+    if (in.vec) {
         std::string ls;
-        for (int l : s.steer_vec->layers()) ls += (ls.empty() ? "L" : ",") + std::to_string(l);
-        ImGui::TextDisabled("vector %s: d %d, directions at %s%s%s", s.steer_vec->name.c_str(), s.steer_vec->d_model, ls.c_str(),
-                            s.steer_note.empty() ? "" : "; ", s.steer_note.c_str());
-    } else if (!s.steer_note.empty()) {
-        ImGui::TextColored(red, "%s", s.steer_note.c_str());
+        for (int l : in.vec->layers()) ls += (ls.empty() ? "L" : ",") + std::to_string(l);
+        ImGui::TextDisabled("vector %s: d %d, directions at %s%s%s", in.vec->name.c_str(), in.vec->d_model, ls.c_str(),
+                            in.note.empty() ? "" : "; ", in.note.c_str());
+    } else if (!in.note.empty()) {
+        ImGui::TextColored(red, "%s", in.note.c_str());
     }
     apply_inputs(s, ui, m);
     ImGui::Separator();

@@ -1,0 +1,168 @@
+// The outputs of the analysis table's rows (analysis_table.h): what each analysis publishes, with the inputs it was
+// computed from. The worker keeps one per row; panels read them with output_of.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/attribution.h"
+#include "analysis/break_it.h"
+#include "analysis/circuit.h"
+#include "analysis/feature_index.h"
+#include "analysis/features.h"
+#include "analysis/head_scores.h"
+#include "analysis/learn.h"
+#include "analysis/lens.h"
+#include "analysis/patching.h"
+#include "analysis/steer.h"
+#include "analysis/trace.h"
+#include "app_state.h"
+#include "run/generate.h"
+
+namespace gbui {
+
+// Each output keeps the inputs it was computed from (`key`, and the run it read), so a panel can keep showing
+// it while a newer one is computed.
+struct lens_output {
+    std::string key;
+    std::shared_ptr<const run_result> from; // the run whose residual stream it read (tokens, model)
+    gb::lens_result lens;                   // [2L+1][T][5] top tokens; target_prob [2L+1][T]
+    int target = -1;                        // the chosen target token, -1: each position's final top-1
+    double ms = 0;
+};
+struct learn_output {                       // Learn mode: the walk through the model for a token, layer and head
+    std::string key;
+    std::shared_ptr<const run_result> from;
+    gb::learn_walk walk;
+    std::vector<gb::param_line> params;
+    double ms = 0;
+};
+struct break_output {                       // "Break it": the prompt run with each ablation in turn
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;                     // the text it ran, or the one the demo's first request chose
+    bool bos = false;
+    bool choice = false;                    // the demo's first request: only the prompt was chosen (no rows)
+    gb::break_result res;                   // rows: whole-model ablations, each layer's attention, the top heads
+    double ms = 0;
+};
+// Whether b holds the rows of the prompt as it is now (model, text, BOS): they may be shown and applied.
+inline bool break_is_current(const break_output* b, const std::shared_ptr<const gb::model>& m, const std::string& prompt,
+                             bool bos) {
+    return b && !b->choice && m && b->model == m && b->prompt == prompt && b->bos == bos;
+}
+using sampling_column = gb::temperature_run; // one temperature of the Sampling tab
+struct sampling_output {                    // one prompt continued at several temperatures, one seed and top-k
+    std::string key;
+    std::shared_ptr<const run_result> from; // the run whose tokens (and ablation) it continued, and whose last
+                                            // logits the distributions are of
+    int top_k = 0, n_tokens = 0;
+    uint64_t seed = 0;
+    std::vector<sampling_column> columns;   // [3] in the order of the inputs' temperatures
+    double ms = 0;
+};
+struct attribution_output {
+    std::string key;
+    std::shared_ptr<const run_result> from;
+    gb::attribution attr;                   // heads [L][H], attn_bias [L], mlp [L], embed, bias, total
+    bool dla = true;                        // attr holds direct logit attribution (false: the kind offers none; attr
+                                            // holds only its target, contrast and position)
+    // token saliency: [T] gradient x input (steps 0) or integrated gradients (steps midpoint steps) at the
+    // embeddings' residual point of the same difference at the same position (core/analysis/gradients.h), which
+    // shades the prompt's chips (an encoder–decoder: the shown stack's, source or target; an image classifier:
+    // its positions, shown over the patches); empty where the kind offers no gradients
+    std::vector<float> saliency;
+    int steps = 0;
+    double metric = 0;                      // the difference the saliency is of (the backward's metric)
+    double change = 0, gap = 0;             // steps > 0: metric(x) - metric(0), and the completeness gap
+    double ms = 0;
+};
+struct induction_output {                   // the repeated-random-tokens test
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    int n = 0;                              // random tokens, repeated once: 2n tokens (+ BOS)
+    uint64_t seed = 0;
+    std::vector<int> ids;                   // [2n (+1)]
+    gb::head_scores scores;                 // [L][H] per score, on the test prompt
+    double ms = 0;
+};
+struct patch_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string corrupt;                           // the corrupted prompt's text
+    std::vector<int> clean_ids, corrupt_ids;       // [T] each
+    std::vector<gb::token_prob> corrupt_top;       // top-k next tokens of the corrupted prompt
+    gb::patch_result res;                          // resid [2L+1][T], heads [L][H], normalized twins
+    std::string note;                              // how the default target/contrast were chosen
+    double ms = 0;
+    // the fast mode: attribution patching's estimate (core/analysis/gradients.h) of the same maps, published first
+    // (exact false, res holds the estimate), then kept beside the exact maps (exact true); empty where the kind
+    // offers no gradients
+    bool exact = true;
+    gb::patch_result estimate;
+    double estimate_ms = 0;
+    gb::patch_result difference;                   // exact with an estimate: res with estimate - exact in its
+                                                   // normalized maps (the "estimate - exact" view; made once)
+};
+// The Circuit tab: the graph of the Patching tab's prompts, target and contrast (core/analysis/circuit.h), and
+// the faithfulness of the circuit of every size the slider offers.
+struct circuit_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::vector<int> clean_ids, corrupt_ids;       // [T] each
+    gb::ablation ab;                               // in force in its runs
+    std::shared_ptr<const gb::circuit_result> res; // nodes, every edge by |score|, the corrupted outputs
+    int max_edges = 0;                             // the slider's range: 1 .. max_edges
+    std::vector<float> faithfulness;               // [max_edges + 1] of the top-N circuit (NaN when clean == corrupt)
+    double ms = 0;
+};
+// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
+// residual point, attention and MLP output restored in turn.
+struct trace_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::string subject;                           // as typed
+    std::vector<int> ids;                          // [T] the prompt's tokens
+    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
+    double ms = 0;
+};
+// The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
+// without it side by side, and the cost sweep over scale x layer on its reference text.
+struct steer_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
+    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
+    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
+    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
+    double ms = 0;
+};
+// The Features tab's two analyses: the shown SAE's features of the prompt (under the ablation, before the feature
+// edits) with the selected feature's logit effect; and the selected SAE's index of a corpus file (top contexts).
+struct features_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::shared_ptr<const gb::bound_sae> sae;
+    std::vector<int> ids;                         // [T] the prompt's tokens
+    gb::feature_result res;                       // acts [T][d_sae], fvu [T], mse [T], loss_delta
+    int feature = -1;                             // the selected feature its logit effect is of (-1: none)
+    std::vector<gb::token_effect> promotes, suppresses;
+    std::vector<std::vector<gb::token_effect>> chip_tokens; // [feature of a chip] its top 3 promoted tokens
+    std::vector<int> chip_ids;                    // the features those are of (every one some position shows)
+    std::shared_ptr<const gb::feature_index> index; // the index: of corpus
+    std::string corpus, index_note;               // the index: its corpus file, built/read from where
+    std::string trained, train_note;              // training: the folder written, and how it went (one line)
+    double ms = 0;
+};
+// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
+// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
+struct circuit_patch {
+    std::shared_ptr<const gb::circuit_result> res;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    int n_edges = 0, n_nodes = 0;
+    std::vector<gb::intervention> interventions;   // point into res
+    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
+};
+} // namespace gbui

@@ -1,0 +1,99 @@
+// The analysis table's rows (analysis_table.h), in the order of analysis_kind.
+#include "analysis_table.h"
+
+#include "analysis_worker.h"
+#include "feature_analysis.h"
+#include "patching_inputs.h"
+#include "sampling_inputs.h"
+#include "steer_analysis.h"
+#include "tab_inputs.h"
+#include "ui.h"
+
+namespace gbui {
+
+using gb::FEATURE_RUN;
+
+static const tab_entry tabs[TAB_COUNT] = {
+    {TAB_HEAD, "head", "Head", gb::FEATURE_HEAD_SCORES, panel_head, "", nullptr, nullptr},
+    {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", make_inputs<lens_inputs>, &typeid(lens_inputs)},
+    {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", make_inputs<attribution_inputs>, &typeid(attribution_inputs)},
+    {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", make_inputs<patching_inputs>, &typeid(patching_inputs)},
+    {TAB_LEARN, "learn", "Learn", gb::FEATURE_LEARN, panel_learn, "", make_inputs<learn_inputs>, &typeid(learn_inputs)},
+    {TAB_SAMPLING, "sampling", "Sampling", gb::FEATURE_TEMPERATURES, panel_sampling, "", make_inputs<sampling_inputs>, &typeid(sampling_inputs)},
+    {TAB_EXPERTS, "experts", "Experts", gb::FEATURE_EXPERTS, panel_experts, "", nullptr, nullptr},
+    {TAB_IMAGE, "image", "Image", gb::FEATURE_IMAGE, panel_image, "", make_inputs<image_inputs>, &typeid(image_inputs)},
+    {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", make_inputs<cross_inputs>, &typeid(cross_inputs)},
+    {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", make_inputs<circuit_inputs>, &typeid(circuit_inputs)}, // of patching's prompts
+    {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
+    {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
+};
+
+const tab_entry& tab_info(analysis_tab t) { return tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD]; }
+
+app_state::app_state() {
+    for (const tab_entry& e : tabs)
+        if (e.make_inputs) inputs[e.tab] = e.make_inputs();
+}
+
+static const analysis_entry table[ANALYSIS_COUNT] = {
+    // kind, name, tab, lane, needs, compute, output, write
+    {ANALYSIS_LENS, "lens", TAB_LENS, 0, {gb::FEATURE_LENS, FEATURE_RUN},
+     compute_lens, &typeid(lens_output), export_lens},
+    // direct logit attribution or the token saliency, whichever the kind offers (tab_available decides)
+    {ANALYSIS_ATTRIBUTION, "attribution", TAB_ATTRIBUTION, 0, {FEATURE_RUN, FEATURE_RUN},
+     compute_attribution, &typeid(attribution_output), export_attribution},
+    // the repeated-random-tokens test: the grid's scores (no tab of its own)
+    {ANALYSIS_INDUCTION, "induction", TAB_HEAD, 0, {gb::FEATURE_INDUCTION_TEST, FEATURE_RUN},
+     compute_induction, &typeid(induction_output), export_induction},
+    {ANALYSIS_PATCHING, "patching", TAB_PATCHING, 1, {gb::FEATURE_PATCHING, FEATURE_RUN},
+     compute_patching, &typeid(patch_output), export_patching},
+    {ANALYSIS_LEARN, "learn", TAB_LEARN, 0, {gb::FEATURE_LEARN, FEATURE_RUN},
+     compute_learn, &typeid(learn_output), nullptr},
+    // Break it: the Learn tab's rows and the demo's
+    {ANALYSIS_BREAK, "break", TAB_LEARN, 1, {gb::FEATURE_BREAK_IT, FEATURE_RUN},
+     compute_break, &typeid(break_output), export_break},
+    {ANALYSIS_SAMPLING, "sampling", TAB_SAMPLING, 0, {gb::FEATURE_TEMPERATURES, FEATURE_RUN},
+     compute_sampling, &typeid(sampling_output), export_sampling},
+    // of patching's prompts, target and contrast: a forward per node and edge set, and the gradients
+    {ANALYSIS_CIRCUIT, "circuit", TAB_CIRCUIT, 1, {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS},
+     compute_circuit, &typeid(circuit_output), nullptr},
+    // causal tracing: the Patching tab's other mode
+    {ANALYSIS_TRACE, "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
+     compute_trace, &typeid(trace_output), nullptr},
+    // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
+    {ANALYSIS_STEER_BUILD, "steer_build", TAB_STEER, 0, {gb::FEATURE_STEERING, FEATURE_RUN},
+     compute_steer, &typeid(steer_output), nullptr},
+    {ANALYSIS_STEER_COMPARE, "steer_compare", TAB_STEER, 0, {gb::FEATURE_STEERING, FEATURE_RUN},
+     compute_steer, &typeid(steer_output), nullptr},
+    {ANALYSIS_STEER_SWEEP, "steer_sweep", TAB_STEER, 1, {gb::FEATURE_STEERING, FEATURE_RUN},
+     compute_steer, &typeid(steer_output), nullptr},
+    // the Features tab: the prompt's features, a corpus index, training an SAE
+    {ANALYSIS_FEATURES, "features", TAB_FEATURES, 0, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_output), nullptr},
+    {ANALYSIS_FEATURE_INDEX, "feature_index", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_output), nullptr},
+    {ANALYSIS_SAE_TRAIN, "sae_train", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_output), nullptr},
+};
+
+const analysis_entry& analysis_info(analysis_kind k) {
+    if (k < 0 || k >= ANALYSIS_COUNT || table[k].kind != k) throw gb::error("analysis table: no row for kind " + std::to_string(k));
+    return table[k];
+}
+
+const char* analysis_name(analysis_kind k) { return k >= 0 && k < ANALYSIS_COUNT ? table[k].name : "?"; }
+
+analysis_kind analysis_named(const std::string& name) {
+    for (const analysis_entry& e : table)
+        if (name == e.name) return e.kind;
+    return ANALYSIS_COUNT;
+}
+
+bool analysis_offered(analysis_kind k, const gb::model* m) {
+    if (!m) return false;
+    for (gb::feature f : analysis_info(k).needs)
+        if (!gb::offers(m->config, f)) return false;
+    return true;
+}
+
+} // namespace gbui

@@ -1,0 +1,109 @@
+// The analysis table: one row per analysis the app computes off the UI thread (the model is llama.cpp's tool
+// table). A row names the analysis in scripts, the tab whose panel draws it, the thread lane it runs on, what the
+// model's kind must offer (core/model/kind.h answers), the function that computes it, the type of its output and
+// what Export writes of it.
+// The worker (analysis_worker.h) dispatches through it and keeps one output slot per row; app_state holds one
+// published output per row (app_state::output), read with output_of.
+//
+// Adding an analysis: a kind in analysis_kind, its request fields, its compute function (declared below), one row
+// in analysis_table.cpp, and the panel that draws its output (docs/development.md, "How to add an analysis").
+#pragma once
+#include <functional>
+#include <memory>
+#include <typeinfo>
+
+#include "analysis_outputs.h"
+#include "app_state.h"
+#include "util/error.h"
+
+namespace gbui {
+
+struct analysis_request; // analysis_worker.h
+struct ui_context;       // ui.h
+
+// The tabs under the attention grid, one row each: the name sessions and scripts use, the label, the feature the
+// tab shows (tab_available asks the kind table for it) and the panel that draws it (panels/panel_*.cpp).
+struct tab_entry {
+    analysis_tab tab;
+    const char* name;  // "head", "lens", ... (sessions, scripts)
+    const char* label; // "Head", "Logit lens", ... (the tab bar)
+    gb::feature feature;
+    void (*draw)(app_state& s, ui_context& ui);
+    const char* pick;  // what a click on a Next-token row picks while the tab is open ("": nothing)
+    std::shared_ptr<void> (*make_inputs)(); // the tab's own inputs (app_state::inputs), made with the state
+    const std::type_info* inputs;           // their type (null: none)
+};
+template <class T> std::shared_ptr<void> make_inputs() { return std::make_shared<T>(); }
+// The row of t (t < TAB_COUNT).
+const tab_entry& tab_info(analysis_tab t);
+
+// What a compute function may call while it runs on its analysis thread.
+struct analysis_run {
+    std::function<bool(float)> go;        // progress in [0, 1]; false once the request is stopped
+    std::function<bool()> stopped;        // whether the request is stopped (polled between a run's layers too)
+    std::function<void(std::shared_ptr<const void>)> early; // publishes a first output before the final one
+                                                            // (patching's fast estimate)
+};
+// Returns the output (of the row's type), or null when stopped; throws gb::error when the inputs do not work.
+using analysis_compute = std::shared_ptr<const void> (*)(const analysis_request& q, const analysis_run& run);
+
+// Writes out (the row's output type) into dir in the CLI's formats when it is of s.result; returns what it wrote
+// for the status line ("lens"), "" when the output is of another run.
+using analysis_write = std::string (*)(const app_state& s, const void* out, const std::string& dir);
+
+struct analysis_entry {
+    analysis_kind kind;
+    const char* name;            // in scripts' JSON, their wait-running command and messages ("lens", "sae_train")
+    analysis_tab tab;            // the tab whose panel draws the output (tab_info)
+    int lane;                    // 0: the quick analyses; 1: the long ones (a forward per head, node or row), so
+                                 // that a long one never delays a quick one
+    gb::feature needs[2];        // what the model's kind must offer (FEATURE_RUN: nothing beyond a run); the
+                                 // scheduler asks for it only then
+    analysis_compute compute;
+    const std::type_info* output; // the type of its output: what output_of reads from its slot
+    analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
+};
+// The inputs tab t keeps of its own, as the type its row names.
+template <class T> T& inputs_of(app_state& s, analysis_tab t) {
+    if (!tab_info(t).inputs || *tab_info(t).inputs != typeid(T)) throw gb::error(std::string("inputs_of: wrong type for ") + tab_info(t).name);
+    return *static_cast<T*>(s.inputs[t].get());
+}
+template <class T> const T& inputs_of(const app_state& s, analysis_tab t) { return inputs_of<T>(const_cast<app_state&>(s), t); }
+
+// The row of k (k < ANALYSIS_COUNT).
+const analysis_entry& analysis_info(analysis_kind k);
+// The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...); "?" outside the table.
+const char* analysis_name(analysis_kind k);
+// The kind named `name` in the table, or ANALYSIS_COUNT.
+analysis_kind analysis_named(const std::string& name);
+// Whether m's kind offers what k needs (false without a model).
+bool analysis_offered(analysis_kind k, const gb::model* m);
+
+// The newest published output of k (null: none yet), as the type its row names.
+template <class T> std::shared_ptr<const T> output_of(const app_state& s, analysis_kind k) {
+    if (*analysis_info(k).output != typeid(T)) throw gb::error(std::string("output_of: wrong type for ") + analysis_name(k));
+    return std::static_pointer_cast<const T>(s.output[k]);
+}
+
+// The compute functions the rows name (analysis_compute.cpp; the Steer tab's in steer_analysis.cpp, the Features
+// tab's in feature_analysis.cpp).
+std::shared_ptr<const void> compute_lens(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_attribution(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_induction(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_patching(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_circuit(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
+// The writers of Export (analysis_export.cpp)
+std::string export_lens(const app_state& s, const void* out, const std::string& dir);
+std::string export_attribution(const app_state& s, const void* out, const std::string& dir);
+std::string export_induction(const app_state& s, const void* out, const std::string& dir);
+std::string export_patching(const app_state& s, const void* out, const std::string& dir);
+std::string export_break(const app_state& s, const void* out, const std::string& dir);
+std::string export_sampling(const app_state& s, const void* out, const std::string& dir);
+
+} // namespace gbui
