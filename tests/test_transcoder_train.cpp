@@ -1,11 +1,14 @@
-// Transcoder training (analysis/sae_train.h train_coder, analysis/transcoder_train.h): the shared trainer's first
-// steps against a plain double-precision trainer written here with naive loops (an SAE, y = x, and a transcoder
-// with a skip, TopK and ReLU + L1), a transcoder trained on a tiny model's (mlp_in, mlp_out) reaching a stated
-// explained variance on held-out positions, and resuming bit for bit.
+// Transcoder training (analysis/sae_train.h train_coder, analysis/transcoder_train.h, glassbox-cli
+// train-transcoder): the shared trainer's first steps against a plain double-precision trainer written here with
+// naive loops (an SAE, y = x, and a transcoder with a skip, TopK and ReLU + L1), a transcoder trained on a tiny
+// model's (mlp_in, mlp_out) reaching a stated explained variance on held-out positions, resuming bit for bit, and
+// the CLI end to end: the set it writes reads back with read_transcoders, graph runs on it, its errors are one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
@@ -18,6 +21,8 @@
 #include "run/forward.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tiny_encoder.h"
+#include "tiny_family.h"
 #include "tiny_model.h"
 
 namespace {
@@ -163,6 +168,12 @@ void mlp_data(int64_t n, int di, int dout, uint32_t seed, std::vector<float>& x,
     }
 }
 
+int lines(const std::string& s) {
+    std::string t = s;
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t.empty() ? 0 : 1 + (int)std::count(t.begin(), t.end(), '\n');
+}
+
 const char* corpus_text =
     "the cat sat on the mat. the dog sat on the log. a cat and a dog met on a mat.\n"
     "hello world, hello there, the world says hello. when the sun is out the cat sleeps and the dog runs.\n"
@@ -272,4 +283,92 @@ TEST(TranscoderTrain, ResumingGivesTheSameWeightsBitForBit) {
     int64_t sae_at = -1;
     gb::train_coder(x.data(), x.data(), 3000, 10, 10, o, dir + "/b.state", {}, &sae_at);
     EXPECT_EQ(sae_at, 0);
+}
+
+TEST(TranscoderTrain, CliWritesASetThatReadsBackAndGraphs) {
+    const std::string dir = test_temp_dir("tct-cli");
+    for (const char* fam : {"gpt2", "llama"}) {
+        std::string model_dir;
+        int L = 2, d = 16;
+        if (std::string(fam) == "gpt2") {
+            tiny_spec spec;
+            spec.n_layer = 2, spec.d_model = 16;
+            model_dir = write_tiny_gpt2(dir + "/gpt2", spec).dir;
+        } else {
+            family_spec s;
+            s.family = "llama";
+            s.n_layer = 2, s.d_model = 16, s.n_head = 4, s.n_kv_head = 2, s.d_ff = 24, s.vocab = 300;
+            model_dir = write_tiny_family(dir + "/llama", s).hf_dir;
+        }
+        std::ofstream(dir + "/corpus.txt") << corpus_text << corpus_text;
+        const std::string out = dir + "/tc-" + fam;
+        const std::string base = "train-transcoder --model " + model_dir + " --corpus " + dir + "/corpus.txt --features 32 --k 4 "
+                                 "--batch 32 --skip --out " + out + " --json " + dir + "/t.json";
+        command_result r = run_cli(base + " --steps 30");
+        ASSERT_EQ(r.code, 0) << r.err << r.out;
+        EXPECT_NE(r.out.find("L1: held-out explained"), std::string::npos) << r.out;
+        r = run_cli(base + " --steps 60");
+        ASSERT_EQ(r.code, 0) << r.err << r.out;
+        EXPECT_NE(r.out.find("resumed at step 30"), std::string::npos) << r.out;
+        const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/t.json"));
+        ASSERT_EQ(j["layers"].size(), 2u);
+        EXPECT_EQ(j["layers"][0]["resumed_at"], 30);
+        EXPECT_TRUE(j["layers"][1]["heldout_explained"].is_number());
+        const gb::transcoder_set t = gb::read_transcoders(out);
+        EXPECT_EQ(t.n_layer, L);
+        EXPECT_EQ(t.d_model, d);
+        EXPECT_EQ(t.d_tc, 32);
+        EXPECT_EQ(t.arch, gb::SAE_TOPK);
+        EXPECT_EQ(t.k, 4);
+        EXPECT_TRUE(t.input_normed);
+        EXPECT_FALSE(t.cross_layer);
+        EXPECT_TRUE(t.has_skip());
+        EXPECT_FALSE(t.model_name.empty());
+        r = run_cli("graph --model " + model_dir + " --transcoders " + out + " --prompt 'the cat sat on the' --json " + dir + "/g.json");
+        ASSERT_EQ(r.code, 0) << r.err << r.out;
+        const nlohmann::json g = nlohmann::json::parse(read_file(dir + "/g.json"));
+        EXPECT_GT(g["n_active_features"].get<int>(), 0);
+        EXPECT_GE(g["replacement_score"].get<double>(), 0.0);
+        EXPECT_LE(g["replacement_score"].get<double>(), 1.0);
+    }
+    // --layers: the others are written empty
+    tiny_spec spec;
+    spec.n_layer = 2, spec.d_model = 16;
+    const std::string model_dir = dir + "/gpt2";
+    command_result r = run_cli("train-transcoder --model " + model_dir + " --corpus " + dir + "/corpus.txt --features 16 --l1 0.01 "
+                               "--steps 10 --batch 16 --layers 1 --out " + dir + "/one");
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("1 left empty"), std::string::npos) << r.out;
+    const gb::transcoder_set one = gb::read_transcoders(dir + "/one");
+    EXPECT_EQ(one.arch, gb::SAE_RELU);
+    EXPECT_EQ(*std::max_element(one.layers[0].W_enc.begin(), one.layers[0].W_enc.end()), 0.0f);
+    EXPECT_NE(*std::max_element(one.layers[1].W_enc.begin(), one.layers[1].W_enc.end()), 0.0f);
+}
+
+TEST(TranscoderTrain, CliErrorsAreOneLine) {
+    const std::string dir = test_temp_dir("tct-errors");
+    tiny_spec spec;
+    spec.n_layer = 2, spec.d_model = 16;
+    const std::string model_dir = write_tiny_gpt2(dir + "/model", spec).dir;
+    encoder_spec es;
+    const std::string enc_dir = write_tiny_encoder(dir + "/bert", es).dir;
+    std::ofstream(dir + "/corpus.txt") << corpus_text;
+    std::ofstream(dir + "/bad.txt", std::ios::binary) << "the cat \xff\xfe sat";
+    struct bad { std::string args, needle; };
+    const std::string ok = " --corpus " + dir + "/corpus.txt --out " + dir + "/o --steps 2";
+    for (const bad& b : {bad{"--model " + model_dir + " --corpus " + dir + "/missing.txt --out " + dir + "/o", "cannot open"},
+                         bad{"--model " + model_dir + " --corpus " + dir + "/bad.txt --out " + dir + "/o", "not valid UTF-8 (byte 8)"},
+                         bad{"--model " + enc_dir + ok, "is a masked-language-model encoder"},
+                         bad{"--model " + model_dir + ok + " --k 2 --l1 0.1", "not both"},
+                         bad{"--model " + model_dir + ok + " --layers 0,7", "--layers"},
+                         bad{"--model " + model_dir + ok + " --features 4 --k 9", "--k"},
+                         bad{"--model " + model_dir + " --out " + dir + "/o", "--corpus"}}) {
+        const command_result r = run_cli("train-transcoder " + b.args);
+        EXPECT_NE(r.code, 0) << b.args;
+        EXPECT_EQ(lines(r.err), 1) << b.args << "\n" << r.err;
+        EXPECT_NE(r.err.find(b.needle), std::string::npos) << b.args << "\n" << r.err;
+    }
+    const command_result h = run_cli("train-transcoder --help");
+    EXPECT_EQ(h.code, 0);
+    EXPECT_NE(h.out.find("--skip"), std::string::npos) << h.out;
 }
