@@ -372,3 +372,27 @@ TEST(TranscoderTrain, CliErrorsAreOneLine) {
     EXPECT_EQ(h.code, 0);
     EXPECT_NE(h.out.find("--skip"), std::string::npos) << h.out;
 }
+
+// The set shipped with the default model (assets/transcoders/glassbox-tiny-en, docs/graphs.md "On the default
+// model"): it reads back as trained, and the Eiffel graph on the default model keeps the scores documented there.
+TEST(TranscoderTrain, ShippedSetGraphsTheDefaultModel) {
+    const std::string dir = std::string(GLASSBOX_SOURCE_DIR) + "/assets/transcoders/glassbox-tiny-en";
+    const gb::transcoder_set t = gb::read_transcoders(dir);
+    EXPECT_EQ(t.model_name, "glassbox-tiny-en");
+    EXPECT_EQ(t.n_layer, 6);
+    EXPECT_EQ(t.d_model, 256);
+    EXPECT_EQ(t.d_tc, 1024);
+    EXPECT_EQ(t.arch, gb::SAE_TOPK);
+    EXPECT_EQ(t.k, 32);
+    EXPECT_TRUE(t.has_skip());
+    const nlohmann::json info = nlohmann::json::parse(read_file(dir + "/train.json"));
+    ASSERT_EQ(info["layers"].size(), 6u);
+    for (const auto& l : info["layers"]) EXPECT_GT(l["heldout_explained"].get<double>(), 0.75) << l["layer"];
+    const std::string out = test_temp_dir("tct-shipped");
+    const command_result r = run_cli("graph --transcoders " + dir + " --prompt 'The Eiffel Tower is in the city of' --json " + out + "/g.json");
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const nlohmann::json g = nlohmann::json::parse(read_file(out + "/g.json"));
+    EXPECT_EQ(g["logits"][0]["text"], " Paris");
+    EXPECT_NEAR(g["replacement_score"].get<double>(), 0.772, 0.01);
+    EXPECT_NEAR(g["completeness_score"].get<double>(), 0.931, 0.01);
+}
