@@ -50,9 +50,10 @@ trained_coder train_coder(const float* x, const float* y, int64_t n, int d_in, i
                           const std::string& state_path, const std::function<void(const sae_train_progress&)>& progress,
                           int64_t* resumed_at = nullptr);
 
-// An SAE: train_coder with y = x. Trains on x [n][d] (each row one position's activation). state_path: read first when it holds a training of
-// the same shape and options (resuming where it stopped), and written as the options say ("" : no state file).
-// progress (may be empty) after every report_every steps. The result's hooks and model name are left for the caller.
+// An SAE: train_coder with y = x. Trains on x [n][d] (each row one position's activation). state_path: read first
+// when it holds a training of the same shape and options (resuming where it stopped), and written as the options
+// say ("" : no state file). progress (may be empty) after every report_every steps. The result's hooks and model
+// name are left for the caller.
 sae train_sae(const float* x, int64_t n, int d, const sae_train_options& o, const std::string& state_path,
               const std::function<void(const sae_train_progress&)>& progress, int64_t* resumed_at = nullptr);
 
