@@ -421,7 +421,7 @@ TEST(Cli, EachCommandTakesOnlyItsOwnOptions) {
     refused("bench " + M() + " --seed 3", "bench does not take --seed");
     refused("frobnicate --prompt x", "unknown command 'frobnicate' (run, generate, tokenize, lens, compare, quantize, attribute, heads, "
                                      "patch, grad, atp, circuit, trace, bench, make-random, info, learn, break-it, selftest, steer, "
-                                     "steer-sweep, features, feature, graph, intervene, train-sae, models, download)");
+                                     "steer-sweep, features, feature, graph, intervene, train-sae, train-transcoder, models, download)");
     refused("lens " + M() + " --prompt x --heads 1.1", "lens does not take --heads");
     refused("heads " + M() + " --prompt x --target y", "heads does not take --target");
     refused("lens " + M() + " --prompt x --ablate no-residual", "lens does not take --ablate");

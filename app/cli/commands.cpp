@@ -501,6 +501,30 @@ const std::vector<command> table = {
                           "printed and in --json as heldout_explained"},
       {"json", "FILE", "write the options, the final loss, explained variance, dead fraction and the throughput as JSON"},
       matmul, weights}},
+    {"train-transcoder", cmd_train_transcoder, gb::FEATURE_SAE,
+     "train per-layer transcoders (each layer's MLP input after its norm -> its MLP output, optionally with a linear "
+     "skip; TopK or ReLU + L1, Adam, unit-norm decoder rows, dead features resampled) on the model's own activations, "
+     "resumable, written in circuit-tracer's layout for graph and intervene (docs/graphs.md)",
+     {"--corpus FILE --out DIR [--model PATH] [--features N] [--k K | --l1 C] [--skip] [--layers all|LIST] [options]"},
+     {model, tokenizer,
+      {"corpus", "FILE", "a UTF-8 text file, cut into windows of 128 tokens (or the context); its last tenth of "
+                         "positions is held out for the explained variance"},
+      {"out", "DIR", "the set's folder: config.yaml, layer_{i}.safetensors and train_state_{i}.bin, from which a run "
+                     "with the same options resumes (a longer --steps continues it)"},
+      {"features", "N", "features per layer (default 2048)"},
+      {"k", "K", "TopK: the K largest pre-activations of each position kept (the default, K 32)"},
+      {"l1", "C", "ReLU + L1 instead: the L1 coefficient on the activations (decoder rows are unit norm)"},
+      {"skip", "", "also learn a linear skip: MLP out ~ decoder + b_dec + x W_skip^T (circuit-tracer's W_skip)"},
+      {"layers", "all|LIST", "the layers trained, e.g. 0,2,5 (default all); the others are written empty (all of "
+                             "their MLP output is the error node)"},
+      {"steps", "S", "Adam steps per layer (default 2000)"}, {"batch", "B", "positions per step (default 256)"},
+      {"lr", "LR", "Adam's learning rate (default 0.001)"}, {"seed", "S", "initialisation and batches (default 0)"},
+      {"dead-after", "N", "steps without firing after which a feature is resampled (default 500; 0: never)"},
+      {"max-rows", "R", "positions collected from the corpus at most (default 40000; each keeps 2 x layers x d floats)"},
+      bos,
+      {"json", "FILE", "write the options, the timing and each layer's held-out and training explained variance, "
+                       "loss and dead fraction as JSON"},
+      matmul, weights}},
     {"models", cmd_models, NO_MODEL,
      "the models already on this machine, without loading them: the Hugging Face cache, Ollama, LM Studio and "
      "llama.cpp's cache, each with its format, family, kind, parameters, size and whether Glassbox opens it",

@@ -66,6 +66,7 @@ int cmd_steer_sweep(const args& a);
 int cmd_features(const args& a);
 int cmd_feature(const args& a);
 int cmd_train_sae(const args& a);
+int cmd_train_transcoder(const args& a);
 int cmd_models(const args& a);
 int cmd_download(const args& a);
 int cmd_graph(const args& a);
