@@ -397,16 +397,3 @@ TEST(Forward, BudgetChoosesLayersAroundTheFocus) {
     EXPECT_EQ(std::count(one.keep[gb::HOOK_PATTERN].begin(), one.keep[gb::HOOK_PATTERN].end(), 1), 1);
     EXPECT_EQ(one.keep[gb::HOOK_PATTERN][11], 1);
 }
-
-// y [n][m] = x [n][k] * w [k][m] (+ bias) in double.
-static std::vector<double> naive_product(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
-                                  int n, int k, int m) {
-    std::vector<double> y((size_t)n * m);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < m; j++) {
-            double s = bias.empty() ? 0.0 : bias[j];
-            for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
-            y[(size_t)i * m + j] = s;
-        }
-    return y;
-}

@@ -27,6 +27,19 @@
 #include "util/error.h"
 #include "util/threads.h"
 
+// y [n][m] = x [n][k] * w [k][m] (+ bias) in double.
+static std::vector<double> naive_product(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias,
+                                  int n, int k, int m) {
+    std::vector<double> y((size_t)n * m);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            double s = bias.empty() ? 0.0 : bias[j];
+            for (int t = 0; t < k; t++) s += (double)x[(size_t)i * k + t] * w[(size_t)t * m + j];
+            y[(size_t)i * m + j] = s;
+        }
+    return y;
+}
+
 // Each kernel's GEMM against naive double loops, on shapes that hit every edge of its blocking: row counts
 // below, at and past the register tiles (8 / 16 rows) and the row chunks and groups, inner sizes across
 // slices and k-tiles (odd tile counts, partial tiles), partial last panels and column blocks.
