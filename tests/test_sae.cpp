@@ -310,6 +310,18 @@ TEST(Sae, RefusalsAreOneLine) {
     expect_gb_error(opens(shape), "b_dec is [" + std::to_string(d - 1) + "], expected [" + std::to_string(d) + "]");
     expect_gb_error([&] { gb::read_sae(root + "/nothing"); }, "no such file");
     expect_gb_error([&] { gb::write_sae_npz(root + "/plain", ok); gb::read_sae(root + "/plain"); }, "cannot tell the SAE's hook point");
+    // the hook is read from the release's folders only: a folder of the user's own that says "transcoder" (a
+    // checkout at /work/wt/transcoder once made every Gemma Scope residual SAE a transcoder) does not count
+    {
+        const std::string dir = root + "/my-transcoder-work/gemma-scope-tiny-pt-res/layer_1/width_8/average_l0_3";
+        gb::write_sae_npz(dir, ok);
+        const gb::sae back = gb::read_sae(dir);
+        EXPECT_FALSE(back.transcoder);
+        EXPECT_EQ(back.hook_name, "blocks.1.hook_resid_post");
+        const std::string cache = root + "/transcoder-x/models--org--my-sae-mlp/snapshots/abc/layer_0";
+        gb::write_sae_npz(cache, ok);
+        EXPECT_EQ(gb::read_sae(cache).hook_name, "blocks.0.hook_mlp_out");
+    }
     // collecting activations at a layer the model lacks (the app once crashed training for a model opened after
     // Train was pressed for a deeper one)
     expect_gb_error([&] { gb::collect_activations(rm.m, gb::HOOK_RESID_POST, rm.m.config.n_layer, "the cat", 16, 100, false); },

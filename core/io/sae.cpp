@@ -193,20 +193,33 @@ sae read_saelens(const std::string& dir) {
 
 // Gemma Scope names its SAEs by where they sit: gemma-scope-2b-pt-res/layer_20/width_16k/average_l0_71.
 void hook_from_path(sae& s, const std::string& path) {
+    // the folders that name the release: one with "gemma-scope" in it (a download's folder or the hub cache's
+    // models--google--gemma-scope-...), else the three above layer_N (ORG/NAME, or the cache's snapshot levels);
+    // never the rest of the path, where a folder of the user's own may say "transcoder"
     static const std::regex layer_re(R"(layer_(\d{1,5}))");
+    std::vector<std::string> parts;
+    for (const fs::path& part : fs::path(path)) parts.push_back(part.string());
+    int at = -1;
     std::smatch m;
-    if (!std::regex_search(path, m, layer_re))
+    for (int i = 0; i < (int)parts.size(); i++)
+        if (std::regex_match(parts[i], m, layer_re)) at = i;
+    if (at < 0)
         throw error(path + ": cannot tell the SAE's hook point (no cfg.json with hook_name beside it, no layer_N in the path)");
-    const std::string L = m[1];
-    if (path.find("transcoder") != std::string::npos) {
+    const std::string L = parts[at].substr(6);
+    std::string release;
+    for (int i = 0; i < at; i++)
+        if (parts[i].find("gemma-scope") != std::string::npos) release += parts[i] + "/";
+    if (release.empty())
+        for (int i = std::max(0, at - 3); i < at; i++) release += parts[i] + "/";
+    if (release.find("transcoder") != std::string::npos) {
         s.transcoder = true;
         s.hook_name = "blocks." + L + ".ln2.hook_normalized";
         s.hook_in = "mlp_in", s.hook_out = "mlp_out";
-    } else if (path.find("-res") != std::string::npos) s.hook_name = "blocks." + L + ".hook_resid_post";
-    else if (path.find("-mlp") != std::string::npos) s.hook_name = "blocks." + L + ".hook_mlp_out";
-    else if (path.find("-att") != std::string::npos) s.hook_name = "blocks." + L + ".attn.hook_z";
-    else throw error(path + ": cannot tell the SAE's hook point (no cfg.json with hook_name beside it; the path names none "
-                            "of -res, -mlp, -att, transcoders)");
+    } else if (release.find("-res") != std::string::npos) s.hook_name = "blocks." + L + ".hook_resid_post";
+    else if (release.find("-mlp") != std::string::npos) s.hook_name = "blocks." + L + ".hook_mlp_out";
+    else if (release.find("-att") != std::string::npos) s.hook_name = "blocks." + L + ".attn.hook_z";
+    else throw error(path + ": cannot tell the SAE's hook point (no cfg.json with hook_name beside it; the folders above "
+                            "layer_" + L + " name none of -res, -mlp, -att, transcoders)");
     if (!s.transcoder) map_hook_name(s.hook_name, s.hook_in, s.layer), s.hook_out = s.hook_in;
     else s.layer = std::stoi(L);
 }
