@@ -39,6 +39,13 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/assets/saes/DEFAULT)
           PATTERN "glassbox-index-*" EXCLUDE PATTERN "train_state.bin" EXCLUDE)
 endif()
 
+# The transcoder set shipped for it (tools/train_default_transcoders.py): assets/transcoders/<the model's folder>,
+# which graph and intervene use on the default model without --transcoders.
+if(EXISTS ${CMAKE_SOURCE_DIR}/assets/transcoders/${GLASSBOX_DEFAULT_MODEL}/layer_0.safetensors)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/assets/transcoders/${GLASSBOX_DEFAULT_MODEL}
+          DESTINATION ${GLASSBOX_INSTALL_ASSETS}/transcoders)
+endif()
+
 # Man pages, written at build time by help2man from each program's own --help and --version, with the sections
 # --help does not hold (description, files, environment, see also) from packaging/<program>.h2m.
 find_program(HELP2MAN help2man)

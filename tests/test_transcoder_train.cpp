@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -395,4 +396,13 @@ TEST(TranscoderTrain, ShippedSetGraphsTheDefaultModel) {
     EXPECT_EQ(g["logits"][0]["text"], " Paris");
     EXPECT_NEAR(g["replacement_score"].get<double>(), 0.772, 0.01);
     EXPECT_NEAR(g["completeness_score"].get<double>(), 0.931, 0.01);
+    // without --transcoders the default model takes its own set (and prints its path); another model is asked for one
+    const command_result d = run_cli("graph --prompt 'The Eiffel Tower is in the city of' --json " + out + "/d.json");
+    ASSERT_EQ(d.code, 0) << d.err << d.out;
+    const nlohmann::json dg = nlohmann::json::parse(read_file(out + "/d.json"));
+    EXPECT_EQ(std::filesystem::weakly_canonical(dg["transcoders"].get<std::string>()), std::filesystem::weakly_canonical(dir));
+    EXPECT_EQ(dg["replacement_score"], g["replacement_score"]);
+    const command_result other = run_cli("graph " + cli_test_model_arg() + " --prompt 'the cat'");
+    EXPECT_EQ(other.code, 2) << other.err;
+    EXPECT_NE(other.err.find("--transcoders"), std::string::npos) << other.err;
 }

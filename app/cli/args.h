@@ -111,6 +111,8 @@ std::string read_text_file(const std::string& path, const std::string& what);
 // ---- sae_args.cpp: the SAE options ----
 // --sae DIR, or without it the SAE shipped with the default model when m is that model ("" otherwise).
 std::string sae_path_arg(const args& a, const gb::model& m);
+// --transcoders, or the set shipped with the default model when m is it; a usage error when neither.
+std::string transcoders_arg(const args& a, const gb::model& m);
 // That SAE against m (the kind must offer FEATURE_SAE; no --sae and no shipped SAE: the usage error "missing
 // --sae"); the file's warnings are printed on stderr.
 gb::bound_sae open_sae_arg(const args& a, const gb::model& m);

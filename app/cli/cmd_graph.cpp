@@ -86,7 +86,7 @@ int cmd_graph(const args& a) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     gb::model m = open_model(a);
-    const gb::transcoder_set t = gb::read_transcoders(a.need("transcoders"));
+    const gb::transcoder_set t = gb::read_transcoders(transcoders_arg(a, m));
     const std::string prompt = a.need("prompt");
     const bool bos = a.has("bos");
     const std::vector<int> tokens = prompt_ids(m, prompt, bos);

@@ -38,7 +38,7 @@ std::vector<int> top(const std::vector<double>& p, int k) {
 
 int cmd_intervene(const args& a) {
     gb::model m = open_model(a);
-    const gb::transcoder_set t = gb::read_transcoders(a.need("transcoders"));
+    const gb::transcoder_set t = gb::read_transcoders(transcoders_arg(a, m));
     const std::vector<int> tokens = prompt_ids(m, a.need("prompt"), a.has("bos"));
     const bool bos = (a.has("bos") || m.tok.add_bos) && !tokens.empty() && m.tok.bos_id >= 0 && tokens[0] == m.tok.bos_id;
     const int T = (int)tokens.size();

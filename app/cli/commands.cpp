@@ -444,12 +444,13 @@ const std::vector<command> table = {
      "an attribution graph: the direct effects between transcoder features, error nodes, tokens and the top logits "
      "through the frozen replacement model, pruned by influence, with the replacement and completeness scores "
      "(docs/graphs.md); --open reads a graph made elsewhere (circuit-tracer, Neuronpedia)",
-     {"--prompt TEXT --transcoders DIR [--npy-dir D] [--json F] [--neuronpedia G.json] [--node-threshold 0.8] "
+     {"--prompt TEXT [--transcoders DIR] [--npy-dir D] [--json F] [--neuronpedia G.json] [--node-threshold 0.8] "
       "[--edge-threshold 0.98] [--max-logits 10] [--logit-prob 0.95] [--max-feature-nodes N] [--model PATH] [options]",
       "--open G.json [--json F]"},
      {model, tokenizer, prompt, bos,
       {"transcoders", "DIR", "circuit-tracer's transcoder folder: per-layer (layer_{i}.safetensors) or cross-layer "
-                             "(W_enc_{i} and W_dec_{i}.safetensors), with its config.yaml"},
+                             "(W_enc_{i} and W_dec_{i}.safetensors), with its config.yaml (default on the default "
+                             "model: the set shipped with it, assets/transcoders/glassbox-tiny-en)"},
       {"node-threshold", "F", "keep the nodes holding this fraction of the influence (default 0.8)"},
       {"edge-threshold", "F", "keep the edges holding this fraction of the edge influence (default 0.98)"},
       {"max-logits", "N", "logit nodes at most (default 10)"},
@@ -469,10 +470,10 @@ const std::vector<command> table = {
      "set, clamp or ablate transcoder features at (layer, position) in the replacement model (every MLP output its "
      "transcoders' reconstruction plus the unedited run's error, the other features recomputed), attention frozen "
      "or not, and print the next-token probabilities before and after (docs/graphs.md)",
-     {"--prompt TEXT --transcoders DIR (--set L:P:I=V,... | --ablate L:P:I,...) [--freeze-attention] [--top-k 10] "
+     {"--prompt TEXT [--transcoders DIR] (--set L:P:I=V,... | --ablate L:P:I,...) [--freeze-attention] [--top-k 10] "
       "[--json F] [--model PATH] [options]"},
      {model, tokenizer, prompt, bos,
-      {"transcoders", "DIR", "circuit-tracer's transcoder folder (as graph)"},
+      {"transcoders", "DIR", "circuit-tracer's transcoder folder (as graph; the default model's own by default)"},
       {"set", "LIST", "features held at a value: LAYER:POS:INDEX=VALUE, POS * for every position (a clamp), e.g. "
                       "2:5:311=4.0,1:*:17=0.5"},
       {"ablate", "LIST", "features set to 0: LAYER:POS:INDEX, e.g. 3:7:1024"},

@@ -1,5 +1,5 @@
 // The SAE options: opening --sae (or, on the default model, the SAE shipped with it) with its warnings on
-// stderr, and run's feature interventions (--feature-ablate, --feature-clamp, --feature-steer) made into a SET
+// stderr, --transcoders (or the default model's shipped set), and run's feature interventions (--feature-ablate, --feature-clamp, --feature-steer) made into a SET
 // intervention at the SAE's point.
 #include <cstdio>
 
@@ -11,6 +11,12 @@ namespace cli {
 
 std::string sae_path_arg(const args& a, const gb::model& m) {
     return a.has("sae") ? a.get("sae") : gb::default_sae_path(m);
+}
+
+std::string transcoders_arg(const args& a, const gb::model& m) {
+    const std::string path = a.has("transcoders") ? a.get("transcoders") : gb::default_transcoders_path(m);
+    if (path.empty()) a.need("transcoders"); // the usage error: m is not the default model with its set
+    return path;
 }
 
 gb::bound_sae open_sae_arg(const args& a, const gb::model& m) {

@@ -689,24 +689,37 @@ std::string default_model_path() {
     throw error("no default model found in assets/models/ (pass --model PATH, or see tools/train_default_model.py)");
 }
 
-std::string default_sae_path(const model& m) {
-    if (m.path.empty()) return "";
+// <assets>/models/<name> of the default model when m is it (the paths compared canonically), else empty
+static fs::path default_model_folder(const model& m) {
+    if (m.path.empty()) return {};
     std::string def;
     try {
         def = default_model_path();
     } catch (const error&) {
-        return "";
+        return {};
     }
     std::error_code e1, e2;
     const fs::path a = fs::weakly_canonical(fs::path(m.path), e1), b = fs::weakly_canonical(fs::path(def), e2);
-    if (e1 || e2 || a != b) return "";
-    const fs::path saes = b.parent_path().parent_path() / "saes"; // <assets>/models/<name> -> <assets>/saes
+    return e1 || e2 || a != b ? fs::path() : b;
+}
+
+std::string default_sae_path(const model& m) {
+    const fs::path folder = default_model_folder(m);
+    if (folder.empty()) return "";
+    const fs::path saes = folder.parent_path().parent_path() / "saes"; // <assets>/models/<name> -> <assets>/saes
     std::ifstream f(saes / "DEFAULT");
     std::string name;
     if (!f || !std::getline(f, name)) return "";
     while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
     if (name.empty() || !path_exists(saes / name / "cfg.json")) return "";
     return (saes / name).string();
+}
+
+std::string default_transcoders_path(const model& m) {
+    const fs::path folder = default_model_folder(m);
+    if (folder.empty()) return "";
+    const fs::path set = folder.parent_path().parent_path() / "transcoders" / folder.filename();
+    return path_exists(set / "layer_0.safetensors") ? set.string() : "";
 }
 
 } // namespace gb

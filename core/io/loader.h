@@ -46,5 +46,8 @@ std::string default_model_path();
 // assets/models/) when m is the default model (the paths compared canonically), else "" (also when the default
 // model or its SAE is not installed).
 std::string default_sae_path(const model& m);
+// The transcoder set shipped for the default model (assets/transcoders/<the default model's folder name>/, with
+// layer_0.safetensors) when m is the default model, else "" (also when it is not installed).
+std::string default_transcoders_path(const model& m);
 
 } // namespace gb
