@@ -14,6 +14,8 @@
 
 #include "app_script.h"
 #include "hub_server.h"
+#include "io/sae.h"
+#include "random_sae.h"
 #include "test_util.h"
 #include "tiny_family.h"
 #include "tiny_model.h"
@@ -273,4 +275,44 @@ TEST(GuiPicker, DownloadsFromTheHubWithProgressAndCancels) {
         ASSERT_NE(served, big.files.end()) << it->path();
         EXPECT_EQ(read_file(it->path().string()), served->bytes) << it->path();
     }
+}
+
+// Browse... with the in-app browser (GLASSBOX_FILE_DIALOG=app, what a machine without zenity or kdialog gets): the
+// Model panel's button opens a model folder typed into the browser's path line (~ is home), and the Features
+// tab's button walks from home into a folder and opens the SAELens folder in it with double-clicks; the listing
+// shows folders to enter with a '/', the choices without, and leaves other files out.
+TEST(GuiPicker, InAppFileBrowserOpensAModelAndAnSae) {
+    ASSERT_TRUE(have_app()) << app_path() << " was not built";
+    const std::string home = test_temp_dir("browse_home");
+    tiny_spec sp;
+    sp.d_model = 32, sp.n_layer = 2, sp.seed = 7;
+    const std::string start = write_tiny_gpt2(home + "/models/first", sp).dir;
+    sp.seed = 8;
+    const std::string second = write_tiny_gpt2(home + "/models/second", sp).dir;
+    gb::write_sae_saelens(home + "/saes/sae-l1", random_sae(gb::SAE_TOPK, 32, 32, 48, "resid_post", "resid_post", 1, 9));
+    std::ofstream(home + "/saes/notes.txt") << "not an SAE";
+    int rc = -1;
+    const std::string script =
+        "wait\nclick browse model path\nframes 3\nprint\n"
+        "type ~/models/second\nkey enter\nwait\nprint\n"
+        "tab features\nwait\nclick browse sae path\nframes 3\nprint\n"
+        "dclick browse entry saes\nframes 3\nprint\n"
+        "dclick browse entry sae-l1\nwait\nframes 3\nprint\n";
+    auto st = run_script("--model " + sq(start) + " --prompt 'the cat sat'", script, &rc,
+                         home_env(home, "GLASSBOX_FILE_DIALOG=app"));
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 5u);
+    EXPECT_TRUE(st[0]["file_dialog"]["open"]);
+    EXPECT_EQ(st[0]["file_dialog"]["owner"], "model path");
+    EXPECT_FALSE(st[1]["file_dialog"]["open"]);
+    EXPECT_EQ(st[1]["model"], second) << "the typed path opened";
+    EXPECT_EQ(st[1]["error"], "");
+    EXPECT_TRUE(st[2]["file_dialog"]["open"]);
+    EXPECT_EQ(st[2]["file_dialog"]["dir"], fs::path(home).lexically_normal().string()) << "an empty box starts at home";
+    EXPECT_EQ(st[2]["file_dialog"]["entries"], nlohmann::json::array({"models/", "saes/"}));
+    EXPECT_EQ(st[3]["file_dialog"]["entries"], nlohmann::json::array({"sae-l1"})) << "notes.txt is no SAE";
+    EXPECT_FALSE(st[4]["file_dialog"]["open"]);
+    ASSERT_EQ(st[4]["features"]["saes"].size(), 1u) << st[4]["error"];
+    EXPECT_EQ(st[4]["features"]["saes"][0]["path"], home + "/saes/sae-l1");
+    EXPECT_EQ(st[4]["error"], "");
 }

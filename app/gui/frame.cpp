@@ -19,6 +19,7 @@
 #include "startup.h"
 #include "util/error.h"
 #include "view.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -208,6 +209,7 @@ static std::string timestamped_png() {
 void keyboard_shortcuts(app_state& s, ui_context& ui) {
     const ImGuiIO& io = ImGui::GetIO();
     if (ui.picker && picker_is_open(*ui.picker)) return; // its keys are its own (arrows, Enter, Esc)
+    if (file_dialog_open()) return;                       // so are a file browser's (Backspace, arrows, Enter, Esc)
     if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false) && ui.picker) picker_show(*ui.picker, PICKER_MACHINE);
     if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_S, false)) {
         try {

@@ -32,6 +32,7 @@
 #include "util/threads.h"
 #include "view.h"
 #include "window_placement.h"
+#include "file_dialog.h"
 
 using namespace gbui;
 
@@ -88,6 +89,7 @@ static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& u
     keyboard_shortcuts(s, ui);
     draw_layout(s, ui, ImGui::GetIO().DisplaySize.x, ImGui::GetIO().DisplaySize.y);
     draw_model_picker(s, ui); // over the panels when open
+    file_dialog_frame(ui);    // a Browse... button's dialog, when one is open
     ImGui::Render();
     script.ui_ms = std::chrono::duration<double, std::milli>(clock_type::now() - ui_start).count();
     glViewport(0, 0, fb_w, fb_h);

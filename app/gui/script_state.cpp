@@ -18,6 +18,7 @@
 #include "steer_analysis.h"
 #include "tab_inputs.h"
 #include "text_scale.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -115,6 +116,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["status"] = s.status;
     j["recent"] = s.recent_models;
     if (ui.picker) j["picker"] = picker_json(*ui.picker); // the model picker: what it found, listed, downloads
+    j["file_dialog"] = file_dialog_json(); // a Browse... button's dialog
     j["config_dir"] = s.config_dir; // "" when the run remembers nothing
     j["window"] = {(int)ImGui::GetIO().DisplaySize.x, (int)ImGui::GetIO().DisplaySize.y};
     j["gl"] = s.gl_status;

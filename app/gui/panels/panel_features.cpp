@@ -10,6 +10,7 @@
 
 #include "text_scale.h"
 #include "ui.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -24,12 +25,11 @@ void sae_inputs(app_state& s, ui_context& ui) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("SAE");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(std::max(px(120), ImGui::GetContentRegionAvail().x * 0.45f));
-    ImGui::InputText("##sae path", &fin.path_input);
-    remember_item(ui, "sae path");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("a SAELens folder (cfg.json + sae_weights.safetensors) or Gemma Scope's params.npz");
+    const bool chosen = path_box(ui, "sae path", fin.path_input, BROWSE_SAE,
+                                 "SAELens folder (cfg.json) or Gemma Scope's params.npz",
+                                 std::max(px(200), ImGui::GetContentRegionAvail().x * 0.55f));
     ImGui::SameLine();
-    if (ImGui::Button("Open##sae")) open_sae_file(s, fin.path_input);
+    if ((ImGui::Button("Open##sae") || chosen) && !fin.path_input.empty()) open_sae_file(s, fin.path_input);
     remember_item(ui, "sae open");
     if (!ui.sae_jobs.empty()) {
         ImGui::SameLine();
@@ -216,12 +216,10 @@ void top_contexts(app_state& s, ui_context& ui, int id) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("top contexts in");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(std::max(px(120), ImGui::GetContentRegionAvail().x * 0.4f));
-    ImGui::InputText("##feature corpus", &fin.corpus);
-    remember_item(ui, "feature corpus");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("a text file; its index is built once and cached beside the SAE");
+    const bool chosen = path_box(ui, "feature corpus", fin.corpus, BROWSE_TEXT, "a text file (indexed once, cached beside the SAE)",
+                                 std::max(px(200), ImGui::GetContentRegionAvail().x * 0.5f));
     ImGui::SameLine();
-    if (ImGui::Button("Index")) fin.index_build++, fin.index_path = fin.corpus;
+    if (ImGui::Button("Index") || chosen) fin.index_build++, fin.index_path = fin.corpus;
     remember_item(ui, "feature index");
     const analysis_status& st = s.analysis[ANALYSIS_FEATURE_INDEX];
     if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_FEATURE_INDEX]) ImGui::TextColored(red, "%s", st.error.c_str());
@@ -276,10 +274,13 @@ void train_section(app_state& s, ui_context& ui) {
     if (!open) return;
     features_inputs::train_fields& f = fin.train;
     const float w = px(90);
-    ImGui::SetNextItemWidth(std::max(px(160), ImGui::GetContentRegionAvail().x * 0.45f));
-    ImGui::InputText("corpus (a text file)##sae train", &f.corpus);
-    ImGui::SetNextItemWidth(std::max(px(160), ImGui::GetContentRegionAvail().x * 0.45f));
-    ImGui::InputText("folder to write##sae train", &f.out);
+    const float box_w = std::max(px(240), ImGui::GetContentRegionAvail().x * 0.6f);
+    path_box(ui, "sae train corpus", f.corpus, BROWSE_TEXT, "the corpus: a text file", box_w);
+    ImGui::SameLine();
+    ImGui::TextDisabled("corpus");
+    path_box(ui, "sae train folder", f.out, BROWSE_FOLDER, "the folder to write the SAE into", box_w);
+    ImGui::SameLine();
+    ImGui::TextDisabled("folder to write");
     static const char* names[] = {"resid_post", "resid_mid", "resid_pre", "mlp_out", "attn_out"};
     ImGui::SetNextItemWidth(w * 1.4f);
     ImGui::Combo("point##sae train", &f.point, names, IM_ARRAYSIZE(names));

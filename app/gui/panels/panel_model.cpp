@@ -15,6 +15,7 @@
 #include "text_scale.h"
 #include "ui.h"
 #include "util/error.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -317,9 +318,9 @@ static void file_rows(app_state& s, ui_context& ui) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float buttons_w = ImGui::CalcTextSize("Open").x + ImGui::CalcTextSize("B...").x + 4 * st.FramePadding.x +
                             ImGui::GetFrameHeight() + 3 * st.ItemSpacing.x;
-    ImGui::SetNextItemWidth(-buttons_w);
-    bool enter = ImGui::InputTextWithHint("##path", "model folder, .gguf, .bin or hf:ORG/NAME (or drop it here)", &s.model_path_input,
-                                          ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter = path_box(ui, "model path", s.model_path_input, BROWSE_MODEL,
+                                "model folder, .gguf, .bin or hf:ORG/NAME (or drop it here)",
+                                ImGui::GetContentRegionAvail().x - buttons_w);
     ImGui::SameLine();
     if ((ImGui::Button("Open") || enter) && !s.model_path_input.empty()) open_model(s, *ui.work, s.model_path_input);
     ImGui::SameLine();
@@ -327,8 +328,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     model_b_button(s, ui); // a second model to compare with
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
-    ImGui::SetNextItemWidth(-px(110));
-    ImGui::InputText("##session", &s.session_path);
+    path_box(ui, "session path", s.session_path, BROWSE_SESSION, "session .json", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
     if (ImGui::SmallButton("Save")) {
         try {
@@ -348,8 +348,7 @@ static void file_rows(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    ImGui::SetNextItemWidth(-px(110));
-    ImGui::InputText("##export", &s.export_dir);
+    path_box(ui, "export folder", s.export_dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
     if (ImGui::SmallButton("Export")) {
         try {

@@ -11,6 +11,7 @@
 #include "fonts.h"
 #include "text_scale.h"
 #include "ui.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -192,11 +193,11 @@ static void image_prompt(app_state& s, ui_context& ui) {
     computed_line(s, ui, top);
     ImGui::SetCursorPosY(top + ImGui::GetFrameHeightWithSpacing());
     if (!ui.image_editing) ui.image_input = s.image_path; // a drop, a script or a session may have changed it
-    ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x - px(80), px(640)));
-    const bool enter = ImGui::InputTextWithHint("##image", "/path/to/picture.png", &ui.image_input, ImGuiInputTextFlags_EnterReturnsTrue);
-    remember_item(ui, "image path");
-    ui.image_editing = ImGui::IsItemActive();
-    if (enter || ImGui::IsItemDeactivatedAfterEdit()) s.image_path = ui.image_input;
+    path_box_use use;
+    const bool enter = path_box(ui, "image path", ui.image_input, BROWSE_IMAGE, "/path/to/picture.png",
+                                std::min(ImGui::GetContentRegionAvail().x - px(80), px(720)), &use);
+    ui.image_editing = use.active;
+    if (enter || use.left_after_edit) s.image_path = ui.image_input;
     ImGui::SameLine();
     if (ImGui::Button("Apply")) s.image_path = ui.image_input;
     remember_item(ui, "apply image");

@@ -12,6 +12,7 @@
 #include "steer_analysis.h"
 #include "text_scale.h"
 #include "ui.h"
+#include "file_dialog.h"
 
 namespace gbui {
 
@@ -66,9 +67,8 @@ void vector_inputs(app_state& s, ui_context& ui) {
         ImGui::SetTooltip("v[l] = mean resid_post of layer l over the positive prompts minus over the negative ones, "
                           "at every layer");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(std::max(px(90), ImGui::GetContentRegionAvail().x - px(110)));
-    ImGui::InputText("##steer path", &in.path);
-    remember_item(ui, "steer path");
+    path_box(ui, "steer path", in.path, BROWSE_STEER, "a .gguf (llama.cpp's control vector) or .npy",
+             std::max(px(200), ImGui::GetContentRegionAvail().x - px(110)));
     ImGui::SameLine();
     if (ImGui::Button("Open")) {
         try {
