@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/loader.h"
 #include "analysis_table.h"
 #include "analysis_worker.h"
 #include "tokenizer/tokenizer.h"
@@ -18,6 +19,15 @@
 #include "util/error.h"
 
 namespace gbui {
+
+std::string shipped_text() {
+    try {
+        const std::string readme = gb::default_model_path() + "/README.md";
+        return std::filesystem::exists(readme) ? readme : "";
+    } catch (const std::exception&) { // no default model installed (gb::error), or a folder we may not read
+        return "";
+    }
+}
 
 std::string describe_feature_edit(const app_feature_edit& f) {
     char b[96];
@@ -202,7 +212,9 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
         } else ++it;
     std::string w;
     for (const std::string& x : b->warnings) w += (w.empty() ? "" : "; ") + x;
-    s.status = "opened SAE " + path + (w.empty() ? "" : " (warning: " + w + ")");
+    // the folder's or file's own name: a full path fills the status bar (the SAE box and the tooltip hold it)
+    const std::string name = std::filesystem::path(path).lexically_normal().filename().string();
+    s.status = "opened SAE " + (name.empty() ? path : name) + (w.empty() ? "" : " (warning: " + w + ")");
     s.error.clear();
 }
 

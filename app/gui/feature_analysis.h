@@ -11,6 +11,10 @@
 
 namespace gbui {
 
+// A text that ships with Glassbox, for the corpus boxes' defaults: the default model's README.md (English prose about
+// the model, installed with it); "" when the default model is not installed.
+std::string shipped_text();
+
 // The Features tab's own inputs (its row in the tab table makes them; inputs_of reads them): the opened SAEs (one
 // per hook point; opened off the UI thread from queue), the one shown, the selected feature, the corpus its top
 // contexts come from, and the fields of "Train an SAE". (The edits applied to the live run are app_state's.)
@@ -19,15 +23,15 @@ struct features_inputs {
     std::vector<std::string> queue;                      // paths waiting to be opened (open_sae_file)
     std::vector<pending_settings::saved_edit> queue_edits; // a session's edits, applied when their SAE opens
     int shown = 0;
-    std::string path_input = "sae";
+    std::string path_input;      // the SAE box (empty: its hint; the default model's SAE opens by itself)
     int sel = -1;                // -1: none selected
     float value = 5.0f;          // clamp's value and steer's alpha
-    std::string corpus = "README.md";
+    std::string corpus = shipped_text(); // the top contexts' text: the default model's README until one is chosen
     int index_build = 0;         // bumped by Index: builds (or reads) the index of corpus
     std::string index_path;      // the corpus Index was pressed for
     // "Train an SAE": the fields, and Train's count (each press trains once with the fields then)
     struct train_fields {
-        std::string corpus = "README.md", out = "sae-trained";
+        std::string corpus = shipped_text(), out = "sae-trained";
         int point = 0; // index into sae_train_points()
         int layer = 0, features = 512, k = 16, steps = 2000;
     } train, train_asked;
