@@ -122,7 +122,7 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
             }
             if (hovered)
                 ImGui::SetTooltip("id %d%s%s%s%s", id, tag[i] ? "\npinned: the " : "", tag[i] ? tag[i] : "",
-                                  tag[i] ? ", which the ablated model ranks below these rows" : "",
+                                  tag[i] ? ", which the changed run ranks below these rows" : "",
                                   pick ? (std::string("\nclick: ") + pick_what).c_str() : "");
             ui.next_rows.push_back({gb::token_text(m.tok, id), r.pred.probs[id], r.pred.base_probs[id], tag[i] ? tag[i] : ""});
             if (ablated) {
@@ -148,7 +148,7 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     for (size_t i = 0; i < ids.size(); i++)
         if (tag[i]) pinned_note += (pinned_note.empty() ? "* pinned: the " : " and the ") + std::string(tag[i]) + " " + quoted(m.tok, ids[i]);
     if (!pinned_note.empty()) {
-        pinned_note += ablated ? ", which the ablated model ranks lower" : ", ranked below these rows";
+        pinned_note += ablated ? ", which the changed run ranks lower" : ", ranked below these rows";
         ImGui::PushTextWrapPos(0);
         ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s", pinned_note.c_str());
         ImGui::PopTextWrapPos();
@@ -314,7 +314,7 @@ void panel_output(app_state& s, ui_context& ui) {
     // a click on a row picks the target of the open analysis tab (the hint says which)
     int* pick = s.tab == TAB_LENS ? &lin.target : s.tab == TAB_ATTRIBUTION ? &ain.target
               : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &pin.target : nullptr;
-    const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation";
+    const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation, steering or edit";
     const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
     panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
