@@ -673,10 +673,11 @@ TEST(GuiAnalyses, LogitLensLastRowIsThePredictionAndTargetsCanBePicked) {
                              "tab lens\nwait\nprint\n"
                              "click next 2\nwait\nprint\n"      // a Next-token row picks the lens target
                              "click lens clear target\nwait\nprint\n"
-                             "click lens cell 3.2\nwait\nprint\n", // a cell picks its top-1
+                             "click lens cell 3.2\nwait\nprint\n" // a cell picks its top-1
+                             "click prompt\nkey end\ntype  the\nwait\nprint\n", // new text: the pick is let go
                              &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(states.size(), 4u);
+    ASSERT_EQ(states.size(), 5u);
     const auto& s0 = states[0];
     ASSERT_TRUE(s0.contains("lens")) << s0.dump();
     EXPECT_EQ(s0["tab"], "lens");
@@ -693,6 +694,9 @@ TEST(GuiAnalyses, LogitLensLastRowIsThePredictionAndTargetsCanBePicked) {
     EXPECT_TRUE(states[2]["lens"]["target"].is_null());
     ASSERT_FALSE(states[3]["lens_target"].is_null());
     EXPECT_EQ(states[3]["lens"]["target"], states[3]["lens_target"]);
+    EXPECT_NE(states[4]["tokens"], states[3]["tokens"]);
+    EXPECT_TRUE(states[4]["lens_target"].is_null()) << "a target picked for the old text does not stay pinned";
+    EXPECT_EQ(states[4]["lens"]["top1_last"], states[4]["top1"]);
     for (const auto& s : states) EXPECT_EQ(s["analysis"]["lens"]["error"], "");
 }
 

@@ -281,11 +281,11 @@ void update_demo(app_state& s) {
         attribution_tokens(s, &t, &c);
         if (ain.target >= 0)
             s.demo_caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
-                             "? Each bar is a head's direct share of that logit difference: red heads push it up "
+                             "? Each cell of the map is a head's direct share of that logit difference: red heads push it up "
                              "(the name movers, which copy the indirect object), blue heads push back.";
         else
             s.demo_caption = "' Mary' or ' John' is not one token in this model, so this shows its own top-2, " +
-                             quoted(tok, t) + " over " + quoted(tok, c) + ": each bar is a head's direct share of "
+                             quoted(tok, t) + " over " + quoted(tok, c) + ": each cell of the map is a head's direct share of "
                              "that logit difference.";
         break;
     }

@@ -8,10 +8,11 @@
 #include <cmath>
 
 #include "demos.h"
+#include "file_dialog.h"
 #include "fonts.h"
+#include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
-#include "file_dialog.h"
 
 namespace gbui {
 
@@ -35,8 +36,9 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     float box_h = std::max(2.2f * lh, std::min(text_h, 5.0f * lh)) + 2 * st.FramePadding.y + 2;
     if (ui.prompt_editing) {
         if (ui.prompt_edit_frames == 0) ImGui::SetKeyboardFocusHere(), ui.prompt_cursor_to_end = true;
-        ImGui::InputTextMultiline("##prompt", &s.prompt, ImVec2(box_w, box_h), ImGuiInputTextFlags_CallbackAlways,
-                                  cursor_to_end, &ui.prompt_cursor_to_end);
+        if (ImGui::InputTextMultiline("##prompt", &s.prompt, ImVec2(box_w, box_h), ImGuiInputTextFlags_CallbackAlways,
+                                      cursor_to_end, &ui.prompt_cursor_to_end))
+            inputs_of<lens_inputs>(s, TAB_LENS).target = -1; // new text: the lens follows its own prediction again
         remember_item(ui, "prompt");
         // focus arrives a frame or two after the request; after that, leaving the editor shows the text again
         if (ImGui::IsItemActive()) ui.prompt_edit_frames = std::max(ui.prompt_edit_frames, 3);
