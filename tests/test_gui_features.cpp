@@ -276,3 +276,36 @@ TEST(GuiFeatures, TrainsAnSaeInTheTabAndOpensIt) {
     EXPECT_EQ(states[1]["error"], "train an SAE: layer 7 is outside the model (0..2)");
     EXPECT_EQ(states[1]["features"]["saes"].size(), 1u);
 }
+
+// The Graph tab: on the default model with no set chosen it graphs over the shipped transcoders, and its scores and
+// kept counts are glassbox-cli graph's for the same prompt (one core, two front ends); another model without a set
+// says in one line what it needs.
+TEST(GuiGraph, DefaultModelGraphIsTheClisAndOtherModelsAskForASet) {
+    ASSERT_TRUE(have_app());
+    const std::string prompt = "The Eiffel Tower is in the city of", dir = test_temp_dir("gui_graph");
+    const command_result c = run_cli("graph --prompt " + sq(prompt) + " --json " + dir + "/g.json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json want = nlohmann::json::parse(read_file(dir + "/g.json"));
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt), "tab graph\nwait\nframes 3\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    ASSERT_TRUE(st[0].contains("graph")) << st[0]["analysis"]["graph"].dump();
+    const nlohmann::json& g = st[0]["graph"];
+    EXPECT_TRUE(g["current"]);
+    EXPECT_EQ(std::filesystem::weakly_canonical(g["transcoders"].get<std::string>()),
+              std::filesystem::weakly_canonical(want["transcoders"].get<std::string>()));
+    EXPECT_NEAR(g["replacement_score"].get<double>(), want["replacement_score"].get<double>(), 1e-9);
+    EXPECT_NEAR(g["completeness_score"].get<double>(), want["completeness_score"].get<double>(), 1e-9);
+    EXPECT_EQ(g["nodes"], want["n_nodes"]);
+    EXPECT_EQ(g["kept"], want["n_kept_nodes"]);
+    EXPECT_EQ(g["edges"], want["n_kept_edges"]);
+    EXPECT_EQ(g["logits"][0], "logit ' Paris'");
+
+    auto other = run_script("--model " + sq(files().model) + " --prompt 'the cat sat'", "tab graph\nwait\nframes 3\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(other.size(), 1u);
+    const std::string why = other[0]["analysis"]["graph"]["error"];
+    EXPECT_NE(why.find("no transcoder set"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+}

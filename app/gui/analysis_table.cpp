@@ -3,6 +3,7 @@
 
 #include "analysis_worker.h"
 #include "feature_analysis.h"
+#include "graph_analysis.h"
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
@@ -26,6 +27,7 @@ static const tab_entry tabs[TAB_COUNT] = {
     {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", make_inputs<circuit_inputs>, &typeid(circuit_inputs)}, // of patching's prompts
     {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
     {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
+    {TAB_GRAPH, "graph", "Graph", gb::FEATURE_SAE, panel_graph, "", make_inputs<graph_inputs>, &typeid(graph_inputs)}, // transcoders: SAE's kinds
 };
 
 const tab_entry& tab_info(analysis_tab t) { return tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD]; }
@@ -74,6 +76,8 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
      compute_features, &typeid(features_output), nullptr},
     {ANALYSIS_SAE_TRAIN, "sae_train", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
      compute_features, &typeid(features_output), nullptr},
+    // the Graph tab: the attribution graph over a transcoder set (long: a backward per batch of nodes)
+    {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_output), nullptr},
 };
 
 const analysis_entry& analysis_info(analysis_kind k) {

@@ -98,6 +98,7 @@ std::shared_ptr<const void> compute_circuit(const analysis_request& q, const ana
 std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
 // The writers of Export (analysis_export.cpp)
 std::string export_lens(const app_state& s, const void* out, const std::string& dir);
 std::string export_attribution(const app_state& s, const void* out, const std::string& dir);

@@ -15,6 +15,7 @@
 
 #include "analysis/sae_train.h"
 #include "analysis_outputs.h"
+#include "graph_analysis.h"
 #include "app_state.h"
 
 namespace gbui {
@@ -61,6 +62,11 @@ struct analysis_request {
     gb::sae_train_options train;
     gb::hook_point point = gb::HOOK_RESID_POST;
     std::string out_dir;
+    // graph: `from`'s tokens over the transcoder set at `transcoders`, pruned at the thresholds; `graph` the one on
+    // screen (of the same run and set, only the pruning is redone)
+    std::string transcoders;
+    float node_threshold = 0.8f, edge_threshold = 0.98f;
+    std::shared_ptr<const graph_output> graph;
 };
 using keep_going = std::function<bool(float)>; // progress in [0, 1]; false: stop
 class analysis_worker {

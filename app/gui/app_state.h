@@ -101,10 +101,11 @@ enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 
 enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                      ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_STEER_BUILD,
-                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_COUNT };
+                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_GRAPH,
+                     ANALYSIS_COUNT };
 // The tabs under the attention grid (Experts only for MoE models).
 enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_FEATURES, TAB_COUNT };
+                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_FEATURES, TAB_GRAPH, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image", "cross", "circuit" (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).

@@ -19,6 +19,7 @@
 #include "tab_inputs.h"
 #include "text_scale.h"
 #include "file_dialog.h"
+#include "graph_analysis.h"
 
 namespace gbui {
 
@@ -298,6 +299,15 @@ static void add_features(nlohmann::json& j, const app_state& s) {
     }
     if (const features_output* o = output_of<features_output>(s, ANALYSIS_SAE_TRAIN).get()) fj["trained"] = {{"path", o->trained}, {"note", o->train_note}};
     j["features"] = fj;
+    if (const auto go = output_of<graph_output>(s, ANALYSIS_GRAPH); go && go->g) { // the Graph tab's graph
+        nlohmann::json logits = nlohmann::json::array();
+        for (int i = 0; i < go->g->n_logits(); i++) logits.push_back(go->node_label[go->g->logit_index(i)]);
+        j["graph"] = {{"current", go->key == s.analysis_want[ANALYSIS_GRAPH]}, {"transcoders", go->transcoders},
+                      {"replacement_score", go->pruned.replacement_score},
+                      {"completeness_score", go->pruned.completeness_score}, {"nodes", go->g->n_nodes()},
+                      {"kept", std::count(go->pruned.node_mask.begin(), go->pruned.node_mask.end(), 1)},
+                      {"edges", go->edges.size()}, {"logits", logits}};
+    }
 }
 
 // Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.

@@ -234,6 +234,7 @@ gb::steering tab_steering(const app_state& s);
 // Features: the opened SAEs' features of the prompt as chips, the reconstruction error, the selected feature's
 // page (activation, logit effect, top contexts) and its edits, applied live (feature_analysis.cpp opens SAEs).
 void panel_features(app_state& s, ui_context& ui);
+void panel_graph(app_state& s, ui_context& ui); // an attribution graph over transcoder features
 // Every frame: starts opening the paths open_sae_file queued, and adopts those opened (or says their error).
 void poll_saes(app_state& s, ui_context& ui);
 // "ptr|name|scale|layers|from": names a steering in analysis keys

@@ -1,0 +1,96 @@
+// The Graph tab's analysis: the shown run's attribution graph over a transcoder set, built on the long lane
+// (core/analysis/attribution_graph.h) and pruned at the tab's thresholds; a change of threshold alone re-prunes
+// the graph already built (instant), and the transcoder sets stay read between requests.
+#include "graph_analysis.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "analysis_table.h"
+#include "analysis_worker.h"
+#include "io/transcoders.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace gbui {
+
+// The transcoder set at path, read once (a set of the default model is 14 MB: reading it per request would cost
+// more than the graph)
+static std::shared_ptr<const gb::transcoder_set> transcoders_at(const std::string& path) {
+    static std::mutex mu;
+    static std::map<std::string, std::shared_ptr<const gb::transcoder_set>> sets;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = sets.find(path);
+    if (it != sets.end()) return it->second;
+    auto t = std::make_shared<const gb::transcoder_set>(gb::read_transcoders(path));
+    if (sets.size() > 4) sets.clear(); // a few sets at most
+    sets[path] = t;
+    return t;
+}
+
+// "L3 #438 @5", "error L2 @4", "token ' cat' @1", "logit ' Paris'"
+static std::vector<std::string> node_labels(const gb::attribution_graph& g, const run_result& r) {
+    std::vector<std::string> out;
+    const std::vector<std::string>& pieces = r.cap().pieces;
+    auto piece = [&](int pos) { return pos >= 0 && pos < (int)pieces.size() ? "'" + pieces[pos] + "'" : "?"; };
+    for (const gb::active_feature& f : g.features)
+        out.push_back("L" + std::to_string(f.layer) + " #" + std::to_string(f.index) + " @" + std::to_string(f.pos) + " " +
+                      piece(f.pos));
+    for (int l = 0; l < g.n_layer; l++)
+        for (int p = g.first_pos; p < g.n_tokens(); p++)
+            out.push_back("error L" + std::to_string(l) + " @" + std::to_string(p) + " " + piece(p));
+    for (int p = 0; p < g.n_tokens(); p++) out.push_back("token " + piece(p) + " @" + std::to_string(p));
+    for (int id : g.logit_tokens) out.push_back("logit '" + gb::decode(r.model->tok, {id}) + "'");
+    return out;
+}
+
+std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    auto out = std::make_shared<graph_output>();
+    out->key = q.key, out->from = q.from;
+    out->transcoders = q.transcoders;
+    out->node_threshold = q.node_threshold, out->edge_threshold = q.edge_threshold;
+    if (q.transcoders.empty())
+        throw gb::error("no transcoder set: choose one with Browse... (the default model ships its own; other models "
+                        "need one trained for them, glassbox-cli train-transcoder)");
+    if (q.graph && q.graph->from == q.from && q.graph->transcoders == q.transcoders) { // only the thresholds moved
+        out->g = q.graph->g;
+        out->node_label = q.graph->node_label;
+    } else {
+        const std::shared_ptr<const gb::transcoder_set> t = transcoders_at(q.transcoders);
+        const std::vector<int>& tokens = r.cap().tokens;
+        gb::graph_options opt;
+        opt.bos = r.bos && !tokens.empty() && tokens[0] == m.tok.bos_id;
+        opt.progress = [&run](const std::string&, int done, int total) { run.go(total > 0 ? (float)done / total : 0.0f); };
+        opt.cancelled = [&run] { return run.stopped(); };
+        try {
+            out->g = std::make_shared<const gb::attribution_graph>(gb::build_graph(m, *t, tokens, opt));
+        } catch (const gb::cancelled&) {
+            return nullptr;
+        }
+        out->node_label = node_labels(*out->g, r);
+    }
+    const gb::attribution_graph& g = *out->g;
+    gb::graph_layout lay;
+    lay.n_features = g.n_features(), lay.n_errors = g.n_errors(), lay.n_tokens = g.n_tokens(), lay.n_logits = g.n_logits();
+    out->pruned = gb::prune_graph(g.adjacency.data(), lay, g.logit_probs, q.node_threshold, q.edge_threshold);
+    const int N = g.n_nodes();
+    for (int t = 0; t < N; t++)
+        for (int f = 0; f < N; f++)
+            if (out->pruned.edge_mask[(size_t)t * N + f]) {
+                out->edges.push_back({t, f});
+                out->max_edge = std::max(out->max_edge, std::fabs(g.edge(t, f)));
+            }
+    std::sort(out->edges.begin(), out->edges.end(), [&g](const auto& a, const auto& b) {
+        return std::fabs(g.edge(a.first, a.second)) < std::fabs(g.edge(b.first, b.second));
+    });
+    out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+} // namespace gbui

@@ -1,0 +1,35 @@
+// The Graph tab's inputs and output (its analyses: graph_analysis.cpp): an attribution graph of the shown run
+// over a transcoder set (core/analysis/attribution_graph.h, docs/graphs.md), pruned at the tab's two thresholds.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/attribution_graph.h"
+#include "analysis/graph_prune.h"
+
+namespace gbui {
+
+struct run_result; // app_state.h
+
+struct graph_inputs {
+    std::string transcoders;     // the set's folder ("" : the default model's shipped set)
+    float node_threshold = 0.8f; // the prune sliders (circuit-tracer's defaults)
+    float edge_threshold = 0.98f;
+    int hovered = -1;            // the node under the mouse (the panel's), -1: none
+};
+
+struct graph_output {
+    std::string key;
+    std::shared_ptr<const run_result> from;          // the run it is of (tokens, model)
+    std::string transcoders;                         // the set's folder it used
+    std::shared_ptr<const gb::attribution_graph> g;  // shared between outputs that only re-prune
+    gb::prune_result pruned;                         // at the thresholds below
+    float node_threshold = 0, edge_threshold = 0;
+    std::vector<std::string> node_label;             // [N] "L3 #438 @5", "err L2 @4", "tok 'cat'", "logit ' Paris'"
+    std::vector<std::pair<int, int>> edges;          // the kept edges (target, source), weakest first (drawn so)
+    float max_edge = 0;                              // the largest kept |weight|
+    double ms = 0;
+};
+
+} // namespace gbui
