@@ -12,6 +12,19 @@ GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s
 EOT = "<|endoftext|>"
 
 
+
+def merge_pair(sym, a, b):
+    """sym with every adjacent (a, b) joined into a + b, left to right (a BPE merge applied once)."""
+    out, j = [], 0
+    while j < len(sym):
+        if j + 1 < len(sym) and sym[j] == a and sym[j + 1] == b:
+            out.append(a + b)
+            j += 2
+        else:
+            out.append(sym[j])
+            j += 1
+    return out
+
 def forced_tokens():
     """Words that must be single tokens (with the leading space they have inside a sentence): every name (IOI answers),
     every answer of the fact table and the words of its cities and countries (the landmarks' words need not be: a
@@ -109,16 +122,7 @@ def bpe_symbols(rank, sym):
         r, i = min((rank.get((x, y), 1 << 30), i) for i, (x, y) in enumerate(zip(sym, sym[1:])))
         if r == 1 << 30:
             break
-        a, b = sym[i], sym[i + 1]
-        out, j = [], 0
-        while j < len(sym):
-            if j + 1 < len(sym) and sym[j] == a and sym[j + 1] == b:
-                out.append(a + b)
-                j += 2
-            else:
-                out.append(sym[j])
-                j += 1
-        sym = out
+        sym = merge_pair(sym, sym[i], sym[i + 1])
     return sym
 
 
@@ -219,16 +223,7 @@ class Encoder:
             r, _ = min(pairs)
             if r == 1 << 30:
                 break
-            a, b = self.merge_of(r)
-            out, j = [], 0
-            while j < len(sym):
-                if j + 1 < len(sym) and sym[j] == a and sym[j + 1] == b:
-                    out.append(a + b)
-                    j += 2
-                else:
-                    out.append(sym[j])
-                    j += 1
-            sym = out
+            sym = merge_pair(sym, *self.merge_of(r))
         ids = [self.vocab[s] for s in sym]
         self.cache[word] = ids
         return ids
