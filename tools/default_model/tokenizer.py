@@ -82,14 +82,7 @@ def train_bpe(docs, vocab_size):
                 if pair_count[(x, y)] <= 0:
                     del pair_count[(x, y)]
                 where[(x, y)].discard(i)
-            out, j = [], 0
-            while j < len(w):
-                if j + 1 < len(w) and w[j] == a and w[j + 1] == b:
-                    out.append(a + b)
-                    j += 2
-                else:
-                    out.append(w[j])
-                    j += 1
+            out = merge_pair(w, a, b)
             words[i] = out
             for x, y in zip(out, out[1:]):
                 pair_count[(x, y)] += freq[i]
