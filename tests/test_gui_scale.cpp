@@ -218,6 +218,35 @@ TEST(GuiScale, PresentationModeHidesTheFileRowsAndRaisesTheScale) {
     EXPECT_FALSE(st[4]["presenting"].get<bool>());
 }
 
+// F5 gives the pictures the room: the prompt strip at most a quarter of the height, the demo's tab most of the
+// width, the grid and the side tabs beside it; the Temperature demo's sampled texts stay in view.
+TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
+    ASSERT_TRUE(have_app());
+    int rc = 0;
+    auto st = run_at(1280, 720, "wait\ndemo temperature\nwait\nframes 5\nprint\npresent on\nframes 5\nwait\nframes 5\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    const box tiled = rect_of(st[0], "panel Analysis"), shown = rect_of(st[1], "panel Analysis");
+    const box prompt = rect_of(st[1], "panel Prompt");
+    EXPECT_TRUE(st[1]["presenting"].get<bool>());
+    EXPECT_LE(prompt.y1 - prompt.y0, 0.25f * 720) << "the prompt and the caption take at most a quarter";
+    EXPECT_GE(shown.x1 - shown.x0, 0.55f * 1280) << "the demo's tab takes most of the width";
+    EXPECT_GE(shown.y1 - shown.y0, 0.6f * 720);
+    EXPECT_GT((shown.x1 - shown.x0) * (shown.y1 - shown.y0), 2.0f * (tiled.x1 - tiled.x0) * (tiled.y1 - tiled.y0))
+        << "at least twice the area of the tiled layout's";
+    EXPECT_FALSE(st[1]["drawn"].contains("panel Model")) << "the controls leave the screen to the pictures";
+    EXPECT_FALSE(st[1]["drawn"].contains("panel Ablations")) << "(they are a tab of the side panel)";
+    EXPECT_TRUE(st[1]["drawn"].contains("panel Overview"));
+    EXPECT_TRUE(st[1]["drawn"].contains("panel Side"));
+    for (int i = 0; i < 3; i++) { // the sampled texts, the demo's point, are in the panel's view
+        const std::string w = "sampling text " + std::to_string(i);
+        ASSERT_TRUE(st[1]["widgets"].contains(w)) << w;
+        const auto& r = st[1]["widgets"][w];
+        EXPECT_LE(r[3].get<float>(), shown.y1) << w << " is below the panel's bottom";
+        EXPECT_GE(r[1].get<float>(), shown.y0) << w;
+    }
+}
+
 TEST(GuiScale, APanelExportsAsVectorSvgAndAs2xPng) {
     ASSERT_TRUE(have_app());
     const std::string dir = test_temp_dir("panel_export");

@@ -61,12 +61,30 @@ static void left_tabs(app_state& s, ui_context& ui) {
     }
 }
 
+// Presentation mode's right column, under the attention grid: the prediction, the residual stream and the
+// ablations as tabs, one at a time at a size the class can read (the teacher switches; a knock-out stays at hand).
+static void side_tabs(app_state& s, ui_context& ui) {
+    if (ImGui::BeginTabBar("##side", ImGuiTabBarFlags_FittingPolicyScroll)) {
+        for (auto [name, draw] : {std::pair{"Next token", panel_output}, std::pair{"Residual", panel_residual},
+                                  std::pair{"Ablations", panel_ablations}}) {
+            const bool open = ImGui::BeginTabItem(name);
+            remember_item(ui, std::string("side tab ") + name);
+            if (open) {
+                draw(s, ui);
+                ImGui::EndTabItem();
+            }
+        }
+        ImGui::EndTabBar();
+    }
+}
+
 // Under the attention grid: the head detail and the three analyses, as tabs. A tab chosen elsewhere (a click
 // on an attribution head, a script, a session) is selected through ImGui; until ImGui shows it, the bar's
 // current tab does not overwrite s.tab.
 static void analysis_tabs(app_state& s, ui_context& ui) {
     // (a tab this model lacks has fallen back to Head in update_state)
-    if (ImGui::BeginTabBar("##analysis")) {
+    // presenting, the tabs keep their whole names and scroll (shrunk to "He\u2026 Lo\u2026" no one can read them)
+    if (ImGui::BeginTabBar("##analysis", s.presenting ? ImGuiTabBarFlags_FittingPolicyScroll : 0)) {
         const bool forced = s.tab != ui.tab_shown;
         for (int t = 0; t < TAB_COUNT; t++) {
             if (!tab_available((analysis_tab)t, s.model.get())) continue;
@@ -89,7 +107,8 @@ static void analysis_tabs(app_state& s, ui_context& ui) {
 static void (*panel_draw(const std::string& id))(app_state&, ui_context&) {
     static const std::pair<const char*, void (*)(app_state&, ui_context&)> table[] = {
         {"Prompt", panel_prompt},     {"Ablations", panel_ablations}, {"Model", panel_model},   {"Left", left_tabs},
-        {"Overview", panel_overview}, {"Analysis", analysis_tabs},    {"Output", panel_output}, {"Residual", panel_residual}};
+        {"Overview", panel_overview}, {"Analysis", analysis_tabs},    {"Output", panel_output}, {"Residual", panel_residual},
+        {"Side", side_tabs}};
     for (const auto& [name, draw] : table)
         if (id == name) return draw;
     return nullptr;
@@ -130,18 +149,41 @@ void draw_panel_alone(app_state& s, ui_context& ui, const std::string& id, ImVec
     if (auto draw = panel_draw(id)) panel_window(id.c_str(), ImVec2(0, 0), size, draw, s, ui);
 }
 
+static float wanted_grid_height(const app_state& s, const ui_context& ui, float w, float lo, float hi);
+
 // The Overview's height: its grid's square thumbnails as large as the middle column's width allows, within 30 %
 // and 42 % of the body (50 % on tall windows, where the analyses below have room to spare).
 static float overview_height(const app_state& s, const ui_context& ui, float mid_w, float body_h) {
     const float lo = body_h * 0.3f, hi = body_h * (body_h > px(760) ? 0.5f : 0.42f);
-    if (!s.result) return body_h * 0.42f;
+    return wanted_grid_height(s, ui, mid_w, lo, hi);
+}
+
+// The height the Overview needs for square thumbnails as wide as w allows, within [lo, hi] (hi without a result).
+static float wanted_grid_height(const app_state& s, const ui_context& ui, float w, float lo, float hi) {
+    if (!s.result) return hi;
     const int L = s.result->cap().n_layer, H = s.result->cap().n_head;
     const auto it = ui.content_h.find("Overview fixed");
     const float fixed = it != ui.content_h.end() ? it->second : px(70);
     const float gap = px(3), label_w = px(34), pad = 2 * ImGui::GetStyle().WindowPadding.x;
-    const float cell = (mid_w - pad - label_w) / H - gap;
+    const float cell = (w - pad - label_w) / H - gap;
     const float want = fixed + px(18) + L * (cell + gap) + ImGui::GetStyle().WindowPadding.y; // fixed: from the top
     return std::max(lo, std::min(hi, want));
+}
+
+// Presentation mode: the pictures get the room. The prompt strip (its box, the demo's caption, a row of tokens) takes
+// at most a quarter of the height; the analysis tab the demo opened (or the one chosen) fills the left 62 %; the
+// attention grid and, as tabs, the prediction, the residual stream and the ablations share the right. The model's
+// panel is left out (the class sees the model, not the controls); double-click a title to fill the screen.
+static void presentation_layout(app_state& s, ui_context& ui, float W, float H, float g, float status_h) {
+    const float prompt_h = std::min(H * 0.25f, std::max(px(90), ui.prompt_wanted_h));
+    panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
+    const float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
+    const float right_w = std::round(W * 0.36f), main_w = W - right_w - 3 * g, right_x = 2 * g + main_w;
+    panel_window("Analysis", ImVec2(g, body_y), ImVec2(main_w, body_h), analysis_tabs, s, ui);
+    const float over_h = std::round(wanted_grid_height(s, ui, right_w, body_h * 0.4f, body_h * 0.62f));
+    panel_window("Overview", ImVec2(right_x, body_y), ImVec2(right_w, over_h - g), panel_overview, s, ui);
+    panel_window("Side", ImVec2(right_x, body_y + over_h), ImVec2(right_w, body_h - over_h), side_tabs, s, ui);
+    status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
 }
 
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
@@ -155,6 +197,7 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
         status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
         return;
     }
+    if (s.presenting) return presentation_layout(s, ui, W, H, g, status_h);
     // the prompt panel grows with its text and token chips (up to 26% of the window, or what leaves its first row of
     // chips in view below a demo's caption; then they scroll)
     const float prompt_min = std::max(px(100), ui.content_h["Prompt least"]);

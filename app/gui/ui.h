@@ -182,6 +182,8 @@ std::string quoted(const gb::tokenizer& tok, int id);
 std::string visible_quotes(const std::string& s);
 // Text wrapped to `width` pixels at spaces only (ImGui's wrapping also breaks after '.' and ',', inside numbers
 // such as 0.489), one item (a group) for remember_item.
+// Removes text's last UTF-8 character (all its bytes).
+void pop_utf8_char(std::string& text);
 void text_wrapped_at_spaces(const ImVec4& col, const std::string& text, float width);
 // Ablation helpers shared by the overview grid and the ablations panel.
 bool head_ablated(const gb::ablation& ab, int layer, int head);

@@ -325,6 +325,14 @@ void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
         }
 }
 
+void pop_utf8_char(std::string& text) {
+    while (!text.empty()) { // continuation bytes (10xxxxxx) first, then the character's lead byte
+        const bool continuation = ((unsigned char)text.back() & 0xC0) == 0x80;
+        text.pop_back();
+        if (!continuation) return;
+    }
+}
+
 void tab_hint(const char* hint) {
     const float w = ImGui::GetContentRegionAvail().x;
     if (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w) {
@@ -334,10 +342,7 @@ void tab_hint(const char* hint) {
     } else { // a short panel: one line of it, and all of it when hovered (the tab's content keeps the room)
         const std::string more = "\u2026 (?)";
         std::string cut = hint;
-        while (!cut.empty() && ImGui::CalcTextSize((cut + more).c_str()).x > w) {
-            cut.pop_back();
-            while (!cut.empty() && ((unsigned char)cut.back() & 0xC0) == 0x80) cut.pop_back(); // UTF-8 boundary
-        }
+        while (!cut.empty() && ImGui::CalcTextSize((cut + more).c_str()).x > w) pop_utf8_char(cut);
         ImGui::TextDisabled("%s", (cut + more).c_str());
         whole_on_hover(hint);
     }

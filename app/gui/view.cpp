@@ -24,7 +24,8 @@ static const struct {
 } panels[] = {{"prompt", "Prompt", "Prompt"},          {"ablations", "Ablations", "Ablations"},
               {"model", "Model", "Model"},             {"left", "Left", "Ablations and Model"},
               {"overview", "Overview", "Attention heads"}, {"analysis", "Analysis", "Analysis tabs"},
-              {"output", "Output", "Next token"},      {"residual", "Residual", "Residual stream"}};
+              {"output", "Output", "Next token"},      {"residual", "Residual", "Residual stream"},
+              {"side", "Side", "Next token, residual stream and ablations"}};
 
 std::string panel_window_id(const std::string& name) {
     for (const auto& p : panels)

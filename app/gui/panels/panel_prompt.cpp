@@ -5,6 +5,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "demos.h"
@@ -26,6 +27,14 @@ static int cursor_to_end(ImGuiInputTextCallbackData* d) {
     return 0;
 }
 
+// text's first line, cut with an ellipsis to fit w (at a UTF-8 boundary)
+static std::string cut_to_width(const std::string& text, float w) {
+    std::string line = text.substr(0, std::min(text.find('\n'), (size_t)512)); // (no screen shows more in a line)
+    if (line.size() == text.size() && ImGui::CalcTextSize(line.c_str()).x <= w) return line;
+    while (!line.empty() && ImGui::CalcTextSize((line + "\u2026").c_str()).x > w) pop_utf8_char(line);
+    return line + "\u2026";
+}
+
 // The prompt box: the text wrapped to the box's width (ImGui 1.86's multi-line editor cannot wrap), and the
 // editor in its place once clicked, until it loses focus. Returns the box's height.
 static float prompt_box(app_state& s, ui_context& ui, float box_w) {
@@ -33,7 +42,9 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     const float lh = ImGui::GetTextLineHeight();
     std::string shown = display_text(s.prompt);
     float text_h = ImGui::CalcTextSize(shown.c_str(), nullptr, false, box_w - 2 * st.FramePadding.x - px(14)).y;
-    float box_h = std::max(2.2f * lh, std::min(text_h, 5.0f * lh)) + 2 * st.FramePadding.y + 2;
+    // presenting, two lines at most (one above a demo's caption): the caption and the tokens are what the class reads
+    const float most = !s.presenting ? 5.0f : s.demo != DEMO_NONE ? 1.0f : 2.0f; // (a demo's caption follows)
+    float box_h = std::max(s.presenting ? 1.0f * lh : 2.2f * lh, std::min(text_h, most * lh)) + 2 * st.FramePadding.y + 2;
     if (ui.prompt_editing) {
         if (ui.prompt_edit_frames == 0) ImGui::SetKeyboardFocusHere(), ui.prompt_cursor_to_end = true;
         if (ImGui::InputTextMultiline("##prompt", &s.prompt, ImVec2(box_w, box_h), ImGuiInputTextFlags_CallbackAlways,
@@ -50,7 +61,8 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, st.FramePadding);
     ImGui::BeginChild("##prompt_view", ImVec2(box_w, box_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
     if (s.prompt.empty()) ImGui::TextDisabled("type a prompt here");
-    else ImGui::TextWrapped("%s", shown.c_str());
+    else if (most > 1) ImGui::TextWrapped("%s", shown.c_str());
+    else ImGui::TextUnformatted(cut_to_width(shown, box_w - 2 * st.FramePadding.x).c_str()); // one line: its start
     bool hovered = ImGui::IsWindowHovered();
     ImGui::EndChild();
     ImGui::PopStyleVar(2);
@@ -173,10 +185,14 @@ static void break_buttons(app_state& s, ui_context& ui) {
 // The active demo's caption (what to look at), with a button to end it.
 static void demo_caption(app_state& s, ui_context& ui) {
     if (s.demo == DEMO_NONE) return;
-    ImFont* large = s.presenting ? large_font() : nullptr; // presentation mode: the caption is what the class reads
+    const std::string text = std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption;
+    const float w = ImGui::GetWindowContentRegionMax().x - px(60) - ImGui::GetCursorPosX();
+    // presentation mode: the caption is what the class reads, in the larger font when it fits on two lines there
+    // (else the pictures below would lose the room; the presenting font is already 1.5 times the chosen one)
+    ImFont* large = s.presenting ? large_font() : nullptr;
+    if (large && large->CalcTextSizeA(large->FontSize, FLT_MAX, w, text.c_str()).y > 2.2f * large->FontSize) large = nullptr;
     if (large) ImGui::PushFont(large);
-    text_wrapped_at_spaces(ImVec4(0.55f, 0.8f, 1.0f, 1), std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption,
-                           ImGui::GetWindowContentRegionMax().x - px(60) - ImGui::GetCursorPosX());
+    text_wrapped_at_spaces(ImVec4(0.55f, 0.8f, 1.0f, 1), text, w);
     if (large) ImGui::PopFont();
     remember_item(ui, "demo caption");
     note_drawn(ui, "demo caption", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
@@ -307,11 +323,11 @@ void panel_prompt(app_state& s, ui_context& ui) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float top = ImGui::GetCursorPosY();
     const char* hint = "the model re-runs as you type; click the text to edit it";
-    panel_title("Prompt", hint);
+    if (!s.presenting) panel_title("Prompt", hint); // presenting: the box speaks for itself, the room goes to the pictures
     const ImVec2 below_title = ImGui::GetCursorPos();
     const float title_w = ImGui::CalcTextSize("Prompt").x + st.ItemSpacing.x + ImGui::CalcTextSize(hint).x;
     // the status line beside the title and its hint when it fits there, else on a line of its own below
-    const bool status_on_title = s.result && ImGui::GetWindowContentRegionMax().x -
+    const bool status_on_title = s.result && !s.presenting && ImGui::GetWindowContentRegionMax().x -
                                                      ImGui::CalcTextSize(computed_text(*s.result).c_str()).x >
                                                  below_title.x + title_w + 20;
     if (status_on_title) {
@@ -323,7 +339,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
     prompt_side(s, ui, side_w, s2s);
-    if (!status_on_title) computed_line(s, ui, -1);
+    if (!status_on_title && !s.presenting) computed_line(s, ui, -1);
     demo_caption(s, ui);
     ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
     if (s2s) target_row(s, ui);
@@ -339,13 +355,13 @@ void panel_prompt(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         fixed_h = ImGui::GetCursorPosY() - top;
     }
-    surprisal_header(s, ui);
+    if (!s.presenting) surprisal_header(s, ui);
     fixed_h = ImGui::GetCursorPosY() - top;
 
     // token chips, wrapped; whitespace visible; the selected query token highlighted. They scroll when the
     // panel (sized to them, up to a limit) cannot show every row.
     // (with the surprisal strip each row has its bars under the chips)
-    const float bar_h = surprisal_shown(s) ? px(5) : 0.0f;
+    const float bar_h = surprisal_shown(s) && !s.presenting ? px(5) : 0.0f; // (presenting: no legend above them)
     const float line_h = ImGui::GetTextLineHeight() + px(8), row_h = line_h + px(3) + (bar_h > 0 ? bar_h + px(1) : 0);
     float right = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize; // room for the scrollbar
     std::vector<std::string> labels(c.n_tokens);

@@ -90,6 +90,15 @@ void panel_sampling(app_state& s, ui_context& ui) {
     ImGui::TextDisabled("seed %llu, %s, %d tokens each%s", (unsigned long long)o->seed,
                         o->top_k > 0 ? ("top-k " + std::to_string(o->top_k)).c_str() : "every token", o->n_tokens,
                         stale ? "  (updating...)" : "");
+    // as many rows of each distribution as leave every sampled text in view (they are the point: the same prompt
+    // and seed, three temperatures), from 3 to 8
+    const ImGuiStyle& sty = ImGui::GetStyle();
+    const float col_w = ImGui::GetContentRegionAvail().x / std::max<size_t>(1, o->columns.size()) - 2 * sty.CellPadding.x;
+    float text_h = 0;
+    for (const sampling_column& c : o->columns)
+        text_h = std::max(text_h, ImGui::CalcTextSize(display_text(c.text).c_str(), nullptr, false, col_w).y);
+    const float row_h = ImGui::GetTextLineHeightWithSpacing();
+    const int bars = std::clamp((int)((ImGui::GetContentRegionAvail().y - text_h - 4 * row_h) / row_h) - 1, 3, 8);
     if (ImGui::BeginTable("##sampling", (int)o->columns.size(), ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchSame |
                                                                     ImGuiTableFlags_ScrollY)) {
         for (size_t i = 0; i < o->columns.size(); i++) {
@@ -98,7 +107,7 @@ void panel_sampling(app_state& s, ui_context& ui) {
             if (c.temperature == 0) ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "greedy (T = 0)");
             else ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "T = %.2f", c.temperature);
             remember_item(ui, "sampling column " + std::to_string(i));
-            dist_bars(c, tok, 8);
+            dist_bars(c, tok, bars);
             ImGui::Spacing();
             ImGui::TextDisabled("%s", prompt_tail(o->from->prompt, ImGui::GetContentRegionAvail().x).c_str());
             ImGui::PushTextWrapPos(0.0f);
