@@ -218,6 +218,37 @@ TEST(GuiScale, PresentationModeHidesTheFileRowsAndRaisesTheScale) {
     EXPECT_FALSE(st[4]["presenting"].get<bool>());
 }
 
+// The splitters between the columns and between the panels of a column move them, a double-click returns to the
+// automatic size, and the next start has them where they were left.
+TEST(GuiScale, SplittersMoveThePanelsAndAreRemembered) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("split_config");
+    std::filesystem::remove_all(dir);
+    const std::string env = "GLASSBOX_CONFIG_DIR=" + sq(dir) + " ";
+    int rc = 0;
+    auto st = run_at(1280, 720, "wait\nframes 3\nprint\ndrag splitter left 120 0\nframes 2\ndrag splitter grid 0 -60\nframes 2\n"
+                                "drag splitter right -50 0\nframes 2\ndrag splitter residual 0 40\nframes 2\nprint\n", &rc, "", env);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    const box over0 = rect_of(st[0], "panel Overview"), over1 = rect_of(st[1], "panel Overview");
+    const box resid0 = rect_of(st[0], "panel Residual"), resid1 = rect_of(st[1], "panel Residual");
+    EXPECT_NEAR(over1.x0 - over0.x0, 120, 2) << "the middle column starts where the left splitter was left";
+    EXPECT_NEAR(over1.y1 - over0.y1, -60, 2) << "the grid's bottom follows its splitter";
+    EXPECT_NEAR(resid1.x0 - resid0.x0, -50, 2) << "the right column is wider";
+    EXPECT_NEAR(resid1.y0 - resid0.y0, 40, 2) << "the residual panel is shorter";
+    EXPECT_NEAR(rect_of(st[1], "panel Analysis").y0 - over1.y1, 4, 1.5) << "the analyses follow the grid";
+    const nlohmann::json saved = nlohmann::json::parse(read_all(dir + "/settings.json"));
+    ASSERT_TRUE(saved.contains("layout")) << saved.dump();
+    // the next start: where they were left; a double-click on one returns it to the automatic size
+    st = run_at(1280, 720, "wait\nframes 3\nprint\ndclick splitter left\nframes 3\nprint\n", &rc, "", env);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_NEAR(rect_of(st[0], "panel Overview").x0, over1.x0, 1);
+    EXPECT_NEAR(rect_of(st[0], "panel Residual").y0, resid1.y0, 1);
+    EXPECT_NEAR(rect_of(st[1], "panel Overview").x0, over0.x0, 1) << "the automatic width again";
+    EXPECT_EQ(nlohmann::json::parse(read_all(dir + "/settings.json")).at("layout").at(0).get<float>(), 0.0f);
+}
+
 // F5 gives the pictures the room: the prompt strip at most a quarter of the height, the demo's tab most of the
 // width, the grid and the side tabs beside it; the Temperature demo's sampled texts stay in view.
 TEST(GuiScale, PresentationGivesThePicturesTheRoom) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -23,7 +25,9 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
     ImGui::SetNextWindowSize(size);
     ImGuiWindowFlags f = extra | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
                          ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                         ImGuiWindowFlags_NoSavedSettings;
+                         ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing;
+    // (a panel that appears as the layout changes, e.g. the left column unfolding while a splitter is dragged,
+    // must not take the focus: ImGui would end the drag)
     if (ImGui::Begin(id, nullptr, f)) {
         float y0 = ImGui::GetCursorPosY();
         draw(s, ui);
@@ -186,6 +190,41 @@ static void presentation_layout(app_state& s, ui_context& ui, float W, float H, 
     status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
 }
 
+// One splitter: an invisible window over the gap a..z between two panels (on top of them: they never come to the
+// front). Dragging sets ui.split[k] to fraction(mouse), kept in [lo, hi]; a double-click returns to the automatic
+// size (0). Either is written to settings.json when the mouse lets go.
+static void splitter(app_state& s, ui_context& ui, split_kind k, ImVec2 a, ImVec2 z, float lo, float hi,
+                     const std::function<float(ImVec2)>& fraction) {
+    static const char* names[SPLIT_COUNT] = {"splitter left", "splitter right", "splitter grid", "splitter residual"};
+    const bool vertical = z.y - a.y > z.x - a.x; // a vertical bar moves left and right
+    ImGui::SetNextWindowPos(a);
+    ImGui::SetNextWindowSize(ImVec2(z.x - a.x, z.y - a.y));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
+    ImGui::Begin(names[k], nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground | ImGuiWindowFlags_NoMove |
+                                        ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav);
+    ImGui::PopStyleVar(2);
+    ImGui::InvisibleButton("##split", ImVec2(z.x - a.x, z.y - a.y));
+    remember_item(ui, names[k]);
+    const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+    if (hovered || active) {
+        ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
+        const ImVec2 c((a.x + z.x) / 2, (a.y + z.y) / 2); // a line along the gap while it can be dragged
+        ImGui::GetForegroundDrawList()->AddLine(vertical ? ImVec2(c.x, a.y) : ImVec2(a.x, c.y), vertical ? ImVec2(c.x, z.y) : ImVec2(z.x, c.y),
+                                                active ? IM_COL32(250, 200, 90, 255) : IM_COL32(140, 170, 220, 200), px(2));
+    }
+    bool changed = false;
+    if (hovered && ImGui::IsMouseDoubleClicked(0)) ui.split[k] = 0, changed = true;
+    else if (active && ImGui::IsMouseDragging(0, 0.0f)) ui.split[k] = std::clamp(fraction(ImGui::GetIO().MousePos), lo, hi);
+    if (ImGui::IsItemDeactivated()) changed = true;
+    ImGui::End();
+    if (changed && !s.config_dir.empty()) {
+        const float now[SPLIT_COUNT] = {ui.split[0], ui.split[1], ui.split[2], ui.split[3]};
+        std::string err = update_settings(s.config_dir, [&](app_settings& st) { std::copy(now, now + SPLIT_COUNT, st.split); });
+        if (!err.empty()) std::fprintf(stderr, "glassbox: %s: the layout is not remembered\n", err.c_str());
+    }
+}
+
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     ui.drawn.clear();
     ui.texts.clear();
@@ -204,7 +243,13 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     const float prompt_cap = std::min(H * 0.45f, std::max(H * 0.26f, prompt_min));
     float prompt_h = std::max(prompt_min, std::min(ui.prompt_wanted_h > 0 ? ui.prompt_wanted_h : px(150), prompt_cap));
     float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
-    float left_w = W * 0.22f, right_w = W * 0.29f, mid_w = W - left_w - right_w - 4 * g; // the middle holds the analyses
+    // the columns: as the splitters were left, else 22 % and 29 %; the middle, which holds the analyses, the rest
+    // (never under a quarter of the width)
+    float left_w = W * (ui.split[SPLIT_LEFT] > 0 ? ui.split[SPLIT_LEFT] : 0.22f);
+    float right_w = W * (ui.split[SPLIT_RIGHT] > 0 ? ui.split[SPLIT_RIGHT] : 0.29f);
+    const float sides = left_w + right_w, room = W * 0.75f - 4 * g;
+    if (sides > room) left_w *= room / sides, right_w *= room / sides;
+    float mid_w = W - left_w - right_w - 4 * g;
     float mid_x = left_w + 2 * g, right_x = mid_x + mid_w + g;
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
     // left column: Ablations over Model, each as tall as its content, when both fit; else tabs (with some
@@ -231,15 +276,26 @@ void draw_layout(app_state& s, ui_context& ui, float W, float H) {
         panel_window("Model", ImVec2(g, body_y + body_h - model_h), ImVec2(left_w, model_h), panel_model, s, ui,
                      full_h <= model_h ? ImGuiWindowFlags_NoScrollbar : 0);
     }
-    const float over_h = overview_height(s, ui, mid_w, body_h);
+    const float over_h = ui.split[SPLIT_GRID] > 0 ? std::round(body_h * ui.split[SPLIT_GRID]) : overview_height(s, ui, mid_w, body_h);
     panel_window("Overview", ImVec2(mid_x, body_y), ImVec2(mid_w, over_h - g), panel_overview, s, ui);
     panel_window("Analysis", ImVec2(mid_x, body_y + over_h), ImVec2(mid_w, body_h - over_h), analysis_tabs, s, ui);
     // right column: the residual panel as tall as its chart, its heatmap's labelled rows and captions need (at least
     // 48 %, at most 56 %); the next-token panel above it takes the rest (it scrolls when short)
     const float resid_want = ui.content_h["Residual wanted"] + 2 * ImGui::GetStyle().WindowPadding.y;
-    const float resid_h = std::max(body_h * 0.48f, std::min(body_h * 0.56f, resid_want));
+    const float resid_h = ui.split[SPLIT_RESIDUAL] > 0 ? std::round(body_h * ui.split[SPLIT_RESIDUAL])
+                                                        : std::max(body_h * 0.48f, std::min(body_h * 0.56f, resid_want));
     panel_window("Output", ImVec2(right_x, body_y), ImVec2(right_w, body_h - resid_h - g), panel_output, s, ui);
     panel_window("Residual", ImVec2(right_x, body_y + body_h - resid_h), ImVec2(right_w, resid_h), panel_residual, s, ui);
+    // the splitters, over the gaps (a pixel into each panel on either side, so that a 4-pixel gap is easy to catch)
+    const float e = px(1), body_z = body_y + body_h;
+    splitter(s, ui, SPLIT_LEFT, ImVec2(g + left_w - e, body_y), ImVec2(mid_x + e, body_z), 0.1f, 0.4f,
+             [&](ImVec2 m) { return (m.x - 1.5f * g) / W; });
+    splitter(s, ui, SPLIT_RIGHT, ImVec2(right_x - g - e, body_y), ImVec2(right_x + e, body_z), 0.15f, 0.45f,
+             [&](ImVec2 m) { return (W - m.x - 1.5f * g) / W; });
+    splitter(s, ui, SPLIT_GRID, ImVec2(mid_x, body_y + over_h - g - e), ImVec2(mid_x + mid_w, body_y + over_h + e), 0.15f, 0.85f,
+             [&](ImVec2 m) { return (m.y - body_y + g / 2) / body_h; });
+    splitter(s, ui, SPLIT_RESIDUAL, ImVec2(right_x, body_z - resid_h - g - e), ImVec2(right_x + right_w, body_z - resid_h + e),
+             0.15f, 0.85f, [&](ImVec2 m) { return (body_z - m.y - g / 2) / body_h; });
     status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
 }
 

@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
         if (!opt.compare.empty()) comparing.load(opt.compare, opt.keep_stored), s.cmp.loading = true;
         ui.headless = headless_job;
         start_ui_scale(s, ui, win, opt, saved);
+        std::copy(saved.split, saved.split + SPLIT_COUNT, ui.split); // the splitters where the user left them
         apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // the font atlas, at the scale it starts at
         if (!model_path.empty()) work.load(model_path);
         frame_state f;

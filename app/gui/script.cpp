@@ -430,7 +430,8 @@ static std::map<std::string, ImVec4>::const_iterator shown_widget(const ui_conte
 // A press on a widget's centre, the mouse moved by (dx, dy) over four frames, a release (sliders, the grid).
 static bool drag_step(script_runner& sc, const ImVec4& r, float dx, float dy) {
     ImGuiIO& io = ImGui::GetIO();
-    const ImVec2 c((r.x + r.z) / 2, (r.y + r.w) / 2);
+    if (sc.phase == 0) sc.drag_x = (r.x + r.z) / 2, sc.drag_y = (r.y + r.w) / 2;
+    const ImVec2 c(sc.drag_x, sc.drag_y);
     const float f = sc.phase < 2 ? 0.0f : std::min(1.0f, (sc.phase - 1) / 4.0f);
     sc.hovering = false;
     io.MousePos = ImVec2(c.x + f * dx, c.y + f * dy);

@@ -37,6 +37,7 @@ struct script_runner {
     uint64_t result_at_type = 0;      // the newest result when the key was typed
     double max_upload_ms = 0;         // longest texture upload in one frame
     int phase = 0;      // multi-frame actions (click: move, press, release)
+    float drag_x = 0, drag_y = 0; // a drag's start: the widget's centre when it began (a splitter moves as dragged)
     bool hovering = false; // "hover": the mouse stays at hover_at (the backend resets it every frame)
     ImVec2 hover_at;
     int wait_frames = 0;

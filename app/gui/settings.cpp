@@ -86,6 +86,17 @@ app_settings parse(const json& j) {
         if (!(s.ui_scale >= 0.6f - 1e-4f && s.ui_scale <= 3.0f + 1e-4f)) // what the View menu offers
             throw bad_settings{"'ui_scale' " + v.dump() + " is outside 0.6 .. 3"};
     }
+    if (j.contains("layout")) {
+        const json& v = j["layout"];
+        if (!v.is_array() || v.size() != 4) throw bad_settings{"'layout' is not a list of 4 numbers"};
+        for (int i = 0; i < 4; i++) {
+            if (!v[i].is_number()) throw bad_settings{"'layout' holds something that is not a number"};
+            const float f = v[i].get<float>();
+            if (f != 0 && !(f >= 0.05f - 1e-4f && f <= 0.95f + 1e-4f))
+                throw bad_settings{"'layout' " + v.dump() + ": a fraction outside 0.05 .. 0.95"};
+            s.split[i] = f;
+        }
+    }
     if (j.contains("recent")) {
         const json& r = j["recent"];
         if (!r.is_array()) throw bad_settings{"'recent' is not a list"};
@@ -100,6 +111,10 @@ app_settings parse(const json& j) {
 json to_json(const app_settings& s) {
     json j = {{"glassbox_settings", 1}, {"last_model", s.last_model}, {"recent", s.recent}};
     if (s.ui_scale > 0) j["ui_scale"] = std::round(s.ui_scale * 100) / 100; // 1.25, not 1.2500000476837158
+    if (s.split[0] || s.split[1] || s.split[2] || s.split[3]) {
+        j["layout"] = json::array();
+        for (float f : s.split) j["layout"].push_back(std::round(f * 1000) / 1000);
+    }
     if (s.width > 0) {
         j["window"] = {{"width", s.width}, {"height", s.height}, {"maximized", s.maximized}};
         if (s.has_pos) j["window"]["x"] = s.x, j["window"]["y"] = s.y;

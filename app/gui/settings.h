@@ -21,6 +21,9 @@ struct app_settings {
     std::string last_model;          // the last model that loaded ("" = none)
     std::vector<std::string> recent; // models that loaded, most recent first, at most max_recent_models
     float ui_scale = 0;              // the text scale chosen (View menu, Ctrl+=/-/0), 0.6 .. 3; 0 = never chosen
+    // the tiled layout's splitters as the user dragged them (layout.h split_kind), fractions in [0.05, 0.95];
+    // 0 = the automatic size
+    float split[4] = {0, 0, 0, 0};
 };
 
 // The config folder: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else $HOME/.config/glassbox;

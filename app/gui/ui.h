@@ -96,6 +96,8 @@ struct ui_context {
     std::vector<std::string> exported;      // the files the last exports wrote (the script's print)
     float default_ui_scale = 1.0f;          // the monitor's content scale: what Ctrl+0 returns to
     float saved_ui_scale = 0;               // the scale settings.json holds (written when s.ui_scale moves off it)
+    float split[4] = {0, 0, 0, 0};          // the tiled layout's splitters (layout.h split_kind): fractions of the
+                                            // window's width or the body's height; 0 = the automatic size
     // what was drawn this frame where tests check that it fits (cleared every frame): "panel NAME", captions,
     // labels -> screen rect (x0, y0, x1, y1)
     std::map<std::string, ImVec4> drawn;
