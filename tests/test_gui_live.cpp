@@ -430,6 +430,7 @@ TEST(GuiSettings, AMalformedSettingsFileGivesTheDefaultsAndOneMessage) {
                               bad_case{"{\"window\": {\"width\": 20, \"height\": 800}}", "outside 320x240"},
                               bad_case{"{\"recent\": [1, 2]}", "'recent' holds something that is not a path"},
                               bad_case{"{\"layout\": [0.2, 0.3]}", "'layout' is not a list of 4 numbers"},
+                              bad_case{"{\"explanations\": true}", "'explanations' is not \"full\" or \"folded\""},
                               bad_case{"{\"layout\": [0.2, 0.3, 2, 0]}", "a fraction outside 0.05 .. 0.95"},
                               bad_case{"[1, 2, 3]", "not a JSON object"}}) {
         SCOPED_TRACE(c.text);

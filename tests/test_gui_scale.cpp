@@ -249,6 +249,31 @@ TEST(GuiScale, SplittersMoveThePanelsAndAreRemembered) {
     EXPECT_EQ(nlohmann::json::parse(read_all(dir + "/settings.json")).at("layout").at(0).get<float>(), 0.0f);
 }
 
+// The Ablations' explanations are paragraphs at the first start, a "(?)" at the later ones and when presenting;
+// the View menu brings them back.
+TEST(GuiScale, ExplanationsFoldOnceSeenAndWhenPresenting) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("explain_config");
+    std::filesystem::remove_all(dir);
+    const std::string env = "GLASSBOX_CONFIG_DIR=" + sq(dir) + " ";
+    const std::string name = "explanation No residual";
+    auto height = [&](const nlohmann::json& st) { const box b = rect_of(st, name); return b.y1 - b.y0; };
+    int rc = 0;
+    auto st = run_at(1280, 720, "wait\nframes 3\nprint\n", &rc, "", env);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_GT(height(st[0]), 3 * 15.0f) << "the first start: the paragraphs";
+    EXPECT_EQ(nlohmann::json::parse(read_all(dir + "/settings.json")).at("explanations"), "folded") << "for the next start";
+    st = run_at(1280, 720, "wait\nframes 3\nprint\nclick view menu\nframes 2\nclick explanations in full\nframes 3\nprint\n"
+                           "present on\nframes 3\nmaximise ablations\nframes 3\nprint\n", &rc, "", env);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_LT(height(st[0]), 20.0f) << "a later start: one (?) on the checkbox's line";
+    EXPECT_GT(height(st[1]), 3 * 15.0f) << "the View menu brings them back";
+    EXPECT_EQ(nlohmann::json::parse(read_all(dir + "/settings.json")).at("explanations"), "full") << "the choice is kept";
+    EXPECT_LT(height(st[2]), 30.0f) << "presenting: folded whatever the choice";
+}
+
 // F5 gives the pictures the room: the prompt strip at most a quarter of the height, the demo's tab most of the
 // width, the grid and the side tabs beside it; the Temperature demo's sampled texts stay in view.
 TEST(GuiScale, PresentationGivesThePicturesTheRoom) {

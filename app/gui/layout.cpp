@@ -226,6 +226,7 @@ static void splitter(app_state& s, ui_context& ui, split_kind k, ImVec2 a, ImVec
 }
 
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
+    fold_explanations(s.presenting || !ui.explain_full);
     ui.drawn.clear();
     ui.texts.clear();
     ui.next_rows.clear();

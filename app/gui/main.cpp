@@ -162,6 +162,11 @@ int main(int argc, char** argv) {
         ui.headless = headless_job;
         start_ui_scale(s, ui, win, opt, saved);
         std::copy(saved.split, saved.split + SPLIT_COUNT, ui.split); // the splitters where the user left them
+        // the explanations in full at the first start, folded behind (?) at the later ones (View menu: either)
+        ui.explain_full = saved.explanations != "folded";
+        if (saved.explanations.empty() && !s.config_dir.empty())
+            if (std::string err = update_settings(s.config_dir, [](app_settings& a) { a.explanations = "folded"; }); !err.empty())
+                std::fprintf(stderr, "glassbox: %s\n", err.c_str());
         apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // the font atlas, at the scale it starts at
         if (!model_path.empty()) work.load(model_path);
         frame_state f;

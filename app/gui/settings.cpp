@@ -97,6 +97,11 @@ app_settings parse(const json& j) {
             s.split[i] = f;
         }
     }
+    if (j.contains("explanations")) {
+        const json& v = j["explanations"];
+        if (!v.is_string() || (v != "full" && v != "folded")) throw bad_settings{"'explanations' is not \"full\" or \"folded\""};
+        s.explanations = v.get<std::string>();
+    }
     if (j.contains("recent")) {
         const json& r = j["recent"];
         if (!r.is_array()) throw bad_settings{"'recent' is not a list"};
@@ -111,6 +116,7 @@ app_settings parse(const json& j) {
 json to_json(const app_settings& s) {
     json j = {{"glassbox_settings", 1}, {"last_model", s.last_model}, {"recent", s.recent}};
     if (s.ui_scale > 0) j["ui_scale"] = std::round(s.ui_scale * 100) / 100; // 1.25, not 1.2500000476837158
+    if (!s.explanations.empty()) j["explanations"] = s.explanations;
     if (s.split[0] || s.split[1] || s.split[2] || s.split[3]) {
         j["layout"] = json::array();
         for (float f : s.split) j["layout"].push_back(std::round(f * 1000) / 1000);

@@ -24,6 +24,9 @@ struct app_settings {
     // the tiled layout's splitters as the user dragged them (layout.h split_kind), fractions in [0.05, 0.95];
     // 0 = the automatic size
     float split[4] = {0, 0, 0, 0};
+    // the panels' explanations: "" = never shown yet (in full at the first start, which writes "folded" for the later
+    // ones), "full" or "folded" (the View menu's choice)
+    std::string explanations;
 };
 
 // The config folder: $GLASSBOX_CONFIG_DIR, else $XDG_CONFIG_HOME/glassbox, else $HOME/.config/glassbox;

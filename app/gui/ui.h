@@ -96,6 +96,7 @@ struct ui_context {
     std::vector<std::string> exported;      // the files the last exports wrote (the script's print)
     float default_ui_scale = 1.0f;          // the monitor's content scale: what Ctrl+0 returns to
     float saved_ui_scale = 0;               // the scale settings.json holds (written when s.ui_scale moves off it)
+    bool explain_full = true;               // the panels' explanations in full (else behind "(?)"; View menu)
     float split[4] = {0, 0, 0, 0};          // the tiled layout's splitters (layout.h split_kind): fractions of the
                                             // window's width or the body's height; 0 = the automatic size
     // what was drawn this frame where tests check that it fits (cleared every frame): "panel NAME", captions,
@@ -197,6 +198,12 @@ void panel_title(const char* title, const char* hint = nullptr);
 void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel);
 // The one-line hint of a tab's panel (the tab names it), wrapped when long.
 void tab_hint(const char* hint);
+// Whether explanations are folded behind "(?)" this frame: the View menu's choice, and always when presenting (the
+// layout sets it at the start of every frame; tab_hint and the panels ask).
+void fold_explanations(bool folded);
+bool explanations_folded();
+// A "(?)" on the line of the last item that shows text when hovered (a folded explanation).
+void folded_explanation(const std::string& text);
 
 void panel_prompt(app_state& s, ui_context& ui);
 // The surprisal strip under the prompt's chips (panels/surprisal_strip.cpp): whether the shown result has one;

@@ -333,9 +333,19 @@ void pop_utf8_char(std::string& text) {
     }
 }
 
+static bool folded_now = false;
+void fold_explanations(bool folded) { folded_now = folded; }
+bool explanations_folded() { return folded_now; }
+
+void folded_explanation(const std::string& text) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(?)");
+    whole_on_hover(text.c_str());
+}
+
 void tab_hint(const char* hint) {
     const float w = ImGui::GetContentRegionAvail().x;
-    if (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w) {
+    if (!folded_now && (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w)) {
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("%s", hint);
         ImGui::PopTextWrapPos();

@@ -155,7 +155,20 @@ void view_menu(app_state& s, ui_context& ui) {
     if (ImGui::MenuItem("Presentation mode", "F5", s.presenting)) s.presenting = !s.presenting;
     remember_item(ui, "presentation mode");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("larger text (x1.5), the file and model controls hidden, the demo caption large; Esc or F5 leaves");
+        ImGui::SetTooltip("the demo's picture over most of the screen, larger text (x1.5), the model's controls hidden; "
+                          "Esc or F5 leaves");
+    if (ImGui::MenuItem("Explanations in full", nullptr, ui.explain_full)) {
+        ui.explain_full = !ui.explain_full;
+        if (!s.config_dir.empty()) { // folded from now on, or in full again, at the next starts too
+            const char* now = ui.explain_full ? "full" : "folded";
+            std::string err = update_settings(s.config_dir, [&](app_settings& a) { a.explanations = now; });
+            if (!err.empty()) std::fprintf(stderr, "glassbox: %s: the choice is not remembered\n", err.c_str());
+        }
+    }
+    remember_item(ui, "explanations in full");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the panels' explanations as paragraphs; else behind a (?) that shows them on hover. The "
+                          "first start shows them, later ones fold them; presentation mode always folds them");
     ImGui::Separator();
     const std::string target = target_panel(ui);
     ImGui::TextDisabled("%s (the focused panel; right-click a panel's title for its own)", panel_label(target));

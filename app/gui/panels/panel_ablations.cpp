@@ -34,10 +34,17 @@ static void toggle(app_state& s, ui_context& ui, const char* label, gb::layer_se
                    const char* expect) {
     ImGui::Checkbox(label, &set.on);
     remember_item(ui, label);
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", what);
-    ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.55f, 1), "%s", expect);
-    ImGui::PopTextWrapPos();
+    if (explanations_folded()) { // what it is and what to expect, on hover: the column keeps its room
+        folded_explanation(std::string(what) + "\n\n" + expect);
+    } else {
+        ImGui::BeginGroup();
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("%s", what);
+        ImGui::TextColored(ImVec4(0.75f, 0.75f, 0.55f, 1), "%s", expect);
+        ImGui::PopTextWrapPos();
+        ImGui::EndGroup();
+    }
+    note_drawn(ui, std::string("explanation ") + label, ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
     layer_picker(set, s.model ? gb::ablation_layers(*s.model) : 0, label);
     ImGui::Spacing();
 }
