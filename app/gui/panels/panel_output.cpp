@@ -60,11 +60,12 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
         if (std::find(ids.begin(), ids.end(), t.id) == ids.end()) ids.push_back(t.id);
     std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return r.pred.probs[a] > r.pred.probs[b]; });
     if (ids.size() > (size_t)s.top_k + 4) ids.resize(s.top_k + 4);
-    // as many rows as leave the continuation's controls in view (at least 5)
+    // as many rows as leave the continuation's controls in view (at least 3: Generate must stay reachable in a short
+    // panel, at 1280 x 720 or at 150 % text; the rest of the list is a hover away in the Logit lens)
     const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
     const float below = (s.generated ? 10 : 5) * ImGui::GetFrameHeightWithSpacing() + px(8); // + the continuation's text
     int fit = (int)((ImGui::GetContentRegionAvail().y - below) / row_h) - 1;
-    size_t rows = (size_t)std::max(5, fit);
+    size_t rows = (size_t)std::max(3, fit);
     // the pinned tokens (with their tags), in place of the last rows when they are not among them
     std::vector<std::pair<int, const char*>> pins;
     if (ablated && !r.pred.base_top.empty()) pins.push_back({r.pred.base_top[0].id, "baseline top-1"});
@@ -72,7 +73,7 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
         pins.push_back({*pick, "target"});
     for (const auto& pin : pins) // a pinned row brings its line under the table: two rows fewer
         if (std::find(ids.begin(), ids.begin() + std::min(ids.size(), rows), pin.first) == ids.begin() + std::min(ids.size(), rows)) {
-            rows = (size_t)std::max(5, fit - 2);
+            rows = (size_t)std::max(3, fit - 2);
             break;
         }
     if (ids.size() > rows) ids.resize(rows);
