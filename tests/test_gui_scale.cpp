@@ -173,9 +173,10 @@ TEST(GuiScale, APanelFillsTheWindowAndEscapeReturns) {
     int rc = 0;
     auto st = run_at(1280, 720, "wait\nprint\ndclick title Residual\nframes 2\nprint\nkey escape\nframes 2\nprint\n"
                                 "click title Overview\nkey f11\nframes 2\nprint\nkey f11\nframes 2\nprint\n"
-                                "maximise analysis\nframes 2\nprint\nrestore\nframes 2\nprint\n", &rc);
+                                "maximise analysis\nframes 2\nprint\nrestore\nframes 2\nprint\n"
+                                "dclick title Analysis\nframes 3\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_EQ(st.size(), 7u);
+    ASSERT_EQ(st.size(), 8u);
     const box tiled = rect_of(st[0], "panel Residual");
     EXPECT_LT(tiled.x1 - tiled.x0, 500) << "the residual panel is a column of the tiled layout";
     EXPECT_EQ(st[1]["maximised"], "Residual");
@@ -190,6 +191,7 @@ TEST(GuiScale, APanelFillsTheWindowAndEscapeReturns) {
     EXPECT_EQ(st[4]["maximised"], "") << "F11 again returns";
     EXPECT_EQ(st[5]["maximised"], "Analysis");
     EXPECT_EQ(st[6]["maximised"], "");
+    EXPECT_EQ(st[7]["maximised"], "Analysis") << "a double-click on the tab bar (on a tab) fills the window too";
 }
 
 TEST(GuiScale, PresentationModeHidesTheFileRowsAndRaisesTheScale) {

@@ -185,7 +185,10 @@ void panel_title_line(app_state& s, ui_context& ui, const char* window) {
     if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows)) ui.focused_panel = window;
     const bool hovered = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
     if (hovered) ui.hovered_panel = window;
-    const bool on_title = hovered && ImGui::IsMouseHoveringRect(a, z, false);
+    // (a tab pressed on the analyses' first line is the active item, which ImGui says blocks the window's hover: a
+    // double-click there selected the tab and did not fill the window)
+    const bool on_title = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows | ImGuiHoveredFlags_AllowWhenBlockedByActiveItem) &&
+                          ImGui::IsMouseHoveringRect(a, z, false);
     if (on_title && ImGui::IsMouseDoubleClicked(0)) ui.maximised = ui.maximised == window ? "" : window;
     if (on_title && ImGui::IsMouseClicked(1)) ImGui::OpenPopup("##panel_menu");
     if (ImGui::BeginPopup("##panel_menu")) {
