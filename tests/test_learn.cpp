@@ -572,9 +572,17 @@ TEST(LearnGui, PresentShowsThePictureLargerAndEscBringsItBack) {
     ASSERT_TRUE(have_app()) << app_path() << " was not built";
     int rc = -1;
     auto st = run_script("--prompt 'The cat sat on the' --size 1280x720",
-                         "wait\ntab learn\nwait\nframes 2\nprint\nclick learn present\nframes 8\nprint\nkey escape\nframes 2\nprint\n", &rc);
+                         "wait\ntab learn\nwait\nframes 2\nprint\nclick learn present\nframes 20\nprint\nkey escape\nframes 2\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 3u);
+    auto height = [](const nlohmann::json& s) { // from the top of the highest box to the bottom of the lowest
+        float y0 = 1e9f, y1 = 0;
+        for (const auto& [part, b] : boxes_of(s)) {
+            y0 = std::min(y0, b["rect"][1].get<float>());
+            y1 = std::max(y1, b["rect"][3].get<float>());
+        }
+        return y1 - y0;
+    };
     auto width = [](const nlohmann::json& s) {
         const nlohmann::json r = boxes_of(s)["softmax"]["rect"];
         return r[2].get<float>() - r[0].get<float>();
@@ -582,6 +590,7 @@ TEST(LearnGui, PresentShowsThePictureLargerAndEscBringsItBack) {
     EXPECT_FALSE(st[0]["learn_picture"]["full"]);
     EXPECT_TRUE(st[1]["learn_picture"]["full"]);
     EXPECT_GT(width(st[1]), 1.2f * width(st[0])) << "larger over the window";
+    EXPECT_GT(height(st[1]), 0.38f * 720) << "the picture takes the window's height, not its top 40 % (the step under it)";
     EXPECT_FALSE(st[2]["learn_picture"]["full"]);
     EXPECT_EQ(st[2]["tab"], "learn");
 }

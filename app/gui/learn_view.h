@@ -36,6 +36,7 @@ struct learn_view {
     std::vector<std::string> missing_glyphs; // characters of the tab's text that the font lacks, "U+1D40"
     std::vector<std::string> raw_missing;    // the same of the core's text before font_safe (what it fixes)
     float need_w = 0;        // the width the picture's widest row needs at this scale (Present fits it)
+    float pic_h = 0, step_h = 0; // the picture's and the step's text heights at this scale (Present lays them out)
 };
 
 // What the picture shows: the model's diagram, the step, the walk (nullptr without one).

@@ -83,6 +83,8 @@ struct ui_context {
     learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
     bool learn_full = false;                // the Learn tab's Present: its picture over the window
     float learn_scale = 1.3f;               // Present's text scale, fitted to the window frame by frame
+    bool learn_beside = false;              // Present: the step beside the picture (else under it), whichever
+                                            // lets the picture be larger
     int break_row_shown = -2;               // the Break-it row the Learn tab last highlighted (scrolls when it changes)
     analysis_tab tab_shown = TAB_HEAD;      // the tab the tab bar showed last frame
     std::string flash_window;               // a panel window ("Residual", "Output", ...) outlined for a moment:

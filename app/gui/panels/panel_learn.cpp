@@ -255,6 +255,7 @@ void learn_picture_and_step(app_state& s, ui_context& ui, const learn_output* lo
     const ImVec2 o = ImGui::GetCursorScreenPos();
     learn_picture_out out;
     const float used = learn_picture(ui, v, n.in, pic_w, ImGui::GetContentRegionAvail().y, out);
+    v.pic_h = used;
     if (out.goto_step >= 0) learn_in.step = out.goto_step;
     if (out.goto_layer >= 0) s.sel_layer = out.goto_layer;
     if (beside) {
@@ -263,12 +264,15 @@ void learn_picture_and_step(app_state& s, ui_context& ui, const learn_output* lo
         step_detail(s, ui, n);
         if (!n.walk && !n.g.predicts_next) kind_note(n.g.kind);
         ImGui::EndGroup();
+        v.step_h = ImGui::GetItemRectSize().y;
         const float bottom = std::max(o.y + used, ImGui::GetItemRectMax().y);
         ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 4));
         ImGui::Dummy(ImVec2(1, 1));
     } else {
+        const float y0 = ImGui::GetCursorScreenPos().y;
         step_detail(s, ui, n);
         if (!n.walk && !n.g.predicts_next) kind_note(n.g.kind);
+        v.step_h = ImGui::GetCursorScreenPos().y - y0;
     }
     check_glyphs(n, v);
 }
@@ -287,14 +291,23 @@ void present(app_state& s, ui_context& ui, const learn_output* lo) {
     ImGui::PopStyleColor();
     // larger text and boxes, as far as the area allows (the font is scaled, not rebuilt): the scale follows the
     // height the content took in the frame before, changed only when it is off by more than a few percent (so
-    // that it settles); the step beside the picture where the window is wide, else under it
-    const bool beside = D.x >= 1100;
+    // that it settles); the step beside the picture or under it, whichever lets the picture be larger
+    const bool beside = ui.learn_beside;
     const float k = std::max(1.0f, std::min(2.2f, ui.learn_scale));
     ImGui::SetWindowFontScale(k);
     learn_picture_and_step(s, ui, lo, true, beside);
-    const float used = ImGui::GetCursorPosY() + ImGui::GetStyle().WindowPadding.y;
-    const float fit = std::min(h / std::max(1.0f, used), (D.x - 8) * (beside ? 0.62f : 1.0f) / std::max(1.0f, ui.learn_drawn.need_w + 16));
+    const learn_view& v = ui.learn_drawn;
+    const float used = ImGui::GetCursorPosY() + ImGui::GetStyle().WindowPadding.y, W = D.x - 8;
+    const float fit = std::min(h / std::max(1.0f, used), W * (beside ? 0.62f : 1.0f) / std::max(1.0f, v.need_w + 16));
     if (fit < 0.99f || fit > 1.08f) ui.learn_scale = std::max(1.0f, std::min(2.2f, k * (fit < 1 ? fit * 0.98f : std::min(fit * 0.97f, 1.1f))));
+    // the other arrangement's scale, from this frame's sizes at scale 1: the picture (pw x ph), the step's text
+    // (its height goes as 1 / its width: 38 % of the window beside, all of it under), the rest above them
+    const float pw = (v.need_w + 16) / k, ph = v.pic_h / k, sh = v.step_h / k;
+    const float rest = std::max(0.0f, used / k - (beside ? std::max(ph, sh) : ph + sh));
+    const float sh_beside = beside ? sh : sh / 0.38f, sh_under = beside ? sh * 0.38f : sh;
+    const float k_beside = std::min(W * 0.62f / pw, h / (rest + std::max(ph, sh_beside)));
+    const float k_under = std::min(W / pw, h / (rest + ph + sh_under));
+    if (v.need_w > 0 && (beside ? k_under > 1.1f * k_beside : k_beside > 1.1f * k_under)) ui.learn_beside = !beside;
     ImGui::End();
 }
 
