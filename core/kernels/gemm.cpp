@@ -294,6 +294,40 @@ static int slice_depth(const weight_matrix& w) {
     return values > 32 ? KC_BLOCKS : KC;
 }
 
+// Panel p of a 2-byte type (F16, BF16) as [in][NR]: its columns (fewer at the right edge; the rest stay 0), column j
+// of the whole being column col[j] of its part. Transposed in blocks along in, so that the block being written stays
+// in L1 while each column's run is read (a whole column at a time wrote 196 KB of strided lines per column), with
+// each column's next run prefetched (the load of a 1B-shape F16 file spent half its time waiting on those reads). Returns whether every value
+// is finite: exp_mask's bits are not all set (F16 0x7c00, BF16 0x7f80), checked on the panel while it is in cache.
+static bool pack_panel_16(uint16_t* dst, const std::vector<matrix_part>& parts, const std::vector<std::pair<int, int64_t>>& col,
+                          int64_t p, int64_t in, int64_t M, uint16_t exp_mask) {
+    const int64_t n = std::min<int64_t>(NR, M - p * NR);
+    const uint8_t* src[NR];
+    int64_t step[NR]; // column jj's value k is 2 bytes at src[jj] + 2 * k * step[jj]
+    for (int64_t jj = 0; jj < n; jj++) {
+        const matrix_part& part = parts[(size_t)col[(size_t)(p * NR + jj)].first];
+        const int64_t c = col[(size_t)(p * NR + jj)].second;
+        src[jj] = part.data + (size_t)(2 * (part.out_major ? c * in : c));
+        step[jj] = part.out_major ? 1 : part.out;
+    }
+    constexpr int64_t KB = 256; // values along in per block: the block written is 256 x NR x 2 bytes (24 KB, in L1)
+    for (int64_t k0 = 0; k0 < in; k0 += KB) {
+        const int64_t k1 = std::min<int64_t>(in, k0 + KB);
+        for (int64_t jj = 0; jj < n; jj++) {
+            const uint8_t* s = src[jj];
+            const int64_t st = 2 * step[jj];
+            // the reads jump from column to column (NR streams a page apart, too many for the hardware prefetcher:
+            // the loads waited on memory): ask for this column's next block while this one is copied
+            if (st == 2)
+                for (int64_t k = k1; k < std::min<int64_t>(in, k1 + KB); k += 32) __builtin_prefetch(s + 2 * k);
+            for (int64_t k = k0; k < k1; k++) std::memcpy(&dst[k * NR + jj], s + k * st, 2); // (the file's data may be unaligned)
+        }
+    }
+    int bad = 0;
+    for (int64_t i = 0; i < in * NR; i++) bad |= (dst[i] & exp_mask) == exp_mask;
+    return !bad;
+}
+
 weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored) {
     int64_t M = 0;
     for (const matrix_part& p : parts) {
@@ -346,7 +380,9 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
     m.in = (int)in;
     m.out = (int)M;
     m.type = type;
-    for (const matrix_part& p : parts) m.finite &= stored_finite(p.data, type, in * p.out);
+    const bool two_bytes = type == GGML_F16 || type == GGML_BF16; // checked panel by panel as they are packed
+    if (!two_bytes)
+        for (const matrix_part& p : parts) m.finite &= stored_finite(p.data, type, in * p.out);
     const int64_t panels = (M + NR - 1) / NR, esize = (int64_t)stored_value_bytes(type);
     if (raw_blocks(type)) m.stored.assign((size_t)(panels * (in / block_values) * NR * block_bytes), 0);
     else m.stored.assign((size_t)(panels * in * NR * esize), 0);
@@ -357,8 +393,14 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
         while (c >= parts[(size_t)pi].out) pi++, c = 0;
         col[(size_t)j] = {(int)pi, c};
     }
-#pragma omp parallel for schedule(dynamic, 4)
+    int not_finite = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(| : not_finite)
     for (int64_t p = 0; p < panels; p++) {
+        if (two_bytes) {
+            not_finite |= !pack_panel_16((uint16_t*)m.stored.data() + (size_t)(p * in * NR), parts, col, p, in, M,
+                                         type == GGML_F16 ? 0x7c00 : 0x7f80);
+            continue;
+        }
         for (int64_t jj = 0; jj < NR && p * NR + jj < M; jj++) {
             const matrix_part& part = parts[(size_t)col[(size_t)(p * NR + jj)].first];
             const int64_t c = col[(size_t)(p * NR + jj)].second;
@@ -383,15 +425,11 @@ weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool
                     for (int i = 0; i < 32; i++) q[(b * 32 + i) * NR] = (int8_t)src[2 + i];
                 }
             } else {
-                uint16_t* dst = (uint16_t*)m.stored.data() + (size_t)(p * in * NR + jj);
-                const uint16_t* src = (const uint16_t*)part.data;
-                if (part.out_major)
-                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[c * in + k], 2);
-                else
-                    for (int64_t k = 0; k < in; k++) std::memcpy(&dst[k * NR], &src[k * part.out + c], 2);
+                throw error("internal: pack_parts of " + std::string(ggml_type_name(type))); // (kept_as_stored)
             }
         }
     }
+    if (not_finite) m.finite = false;
     m.int8 = type == GGML_Q4_K && matmul_kind_now() == MATMUL_INT8; // chosen at load, as the AMX digits are
     return m;
 }
