@@ -7,7 +7,6 @@
 
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
-#include "analysis/circuit.h"
 #include "analysis/feature_index.h"
 #include "analysis/features.h"
 #include "analysis/head_scores.h"
@@ -104,18 +103,6 @@ struct patch_output {
     gb::patch_result difference;                   // exact with an estimate: res with estimate - exact in its
                                                    // normalized maps (the "estimate - exact" view; made once)
 };
-// The Circuit tab: the graph of the Patching tab's prompts, target and contrast (core/analysis/circuit.h), and
-// the faithfulness of the circuit of every size the slider offers.
-struct circuit_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::vector<int> clean_ids, corrupt_ids;       // [T] each
-    gb::ablation ab;                               // in force in its runs
-    std::shared_ptr<const gb::circuit_result> res; // nodes, every edge by |score|, the corrupted outputs
-    int max_edges = 0;                             // the slider's range: 1 .. max_edges
-    std::vector<float> faithfulness;               // [max_edges + 1] of the top-N circuit (NaN when clean == corrupt)
-    double ms = 0;
-};
 // Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
 // residual point, attention and MLP output restored in turn.
 struct trace_output {
@@ -153,16 +140,5 @@ struct features_output {
     std::string corpus, index_note;               // the index: its corpus file, built/read from where
     std::string trained, train_note;              // training: the folder written, and how it went (one line)
     double ms = 0;
-};
-// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
-// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
-struct circuit_patch {
-    std::shared_ptr<const gb::circuit_result> res;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    int n_edges = 0, n_nodes = 0;
-    std::vector<gb::intervention> interventions;   // point into res
-    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
 };
 } // namespace gbui

@@ -2,6 +2,7 @@
 #include "analysis_table.h"
 
 #include "analysis_worker.h"
+#include "circuit_analysis.h"
 #include "feature_analysis.h"
 #include "graph_analysis.h"
 #include "patching_inputs.h"
@@ -14,23 +15,35 @@ namespace gbui {
 
 using gb::FEATURE_RUN;
 
+// What a click on a Next-token row picks while the tab is open
+static int* lens_pick(app_state& s) { return &inputs_of<lens_inputs>(s, TAB_LENS).target; }
+static int* attribution_pick(app_state& s) { return &inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION).target; }
+static int* patching_pick(app_state& s) { return &inputs_of<patching_inputs>(s, TAB_PATCHING).target; }
+
 static const tab_entry tabs[TAB_COUNT] = {
+    // tab, name, label, feature, panel, pick, make_inputs, inputs, picks, model_only
     {TAB_HEAD, "head", "Head", gb::FEATURE_HEAD_SCORES, panel_head, "", nullptr, nullptr},
-    {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", make_inputs<lens_inputs>, &typeid(lens_inputs)},
-    {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", make_inputs<attribution_inputs>, &typeid(attribution_inputs)},
-    {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", make_inputs<patching_inputs>, &typeid(patching_inputs)},
+    {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", make_inputs<lens_inputs>, &typeid(lens_inputs), lens_pick},
+    {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", make_inputs<attribution_inputs>, &typeid(attribution_inputs), attribution_pick},
+    {TAB_PATCHING, "patching", "Patching", gb::FEATURE_PATCHING, panel_patching, "the patching target", make_inputs<patching_inputs>, &typeid(patching_inputs), patching_pick},
     {TAB_LEARN, "learn", "Learn", gb::FEATURE_LEARN, panel_learn, "", make_inputs<learn_inputs>, &typeid(learn_inputs)},
     {TAB_SAMPLING, "sampling", "Sampling", gb::FEATURE_TEMPERATURES, panel_sampling, "", make_inputs<sampling_inputs>, &typeid(sampling_inputs)},
-    {TAB_EXPERTS, "experts", "Experts", gb::FEATURE_EXPERTS, panel_experts, "", nullptr, nullptr},
-    {TAB_IMAGE, "image", "Image", gb::FEATURE_IMAGE, panel_image, "", make_inputs<image_inputs>, &typeid(image_inputs)},
-    {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", make_inputs<cross_inputs>, &typeid(cross_inputs)},
-    {TAB_CIRCUIT, "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target", make_inputs<circuit_inputs>, &typeid(circuit_inputs)}, // of patching's prompts
+    {TAB_EXPERTS, "experts", "Experts", gb::FEATURE_EXPERTS, panel_experts, "", nullptr, nullptr, nullptr, true},
+    {TAB_IMAGE, "image", "Image", gb::FEATURE_IMAGE, panel_image, "", make_inputs<image_inputs>, &typeid(image_inputs), nullptr, true},
+    {TAB_CROSS, "cross", "Cross-attention", gb::FEATURE_CROSS, panel_cross, "", make_inputs<cross_inputs>, &typeid(cross_inputs), nullptr, true},
+    // of patching's prompts: a click picks patching's target
+    {(analysis_tab)(TAB_CROSS + 1), "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target",
+     make_inputs<circuit_inputs>, &typeid(circuit_inputs), patching_pick, true},
     {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
     {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
     {TAB_GRAPH, "graph", "Graph", gb::FEATURE_SAE, panel_graph, "", make_inputs<graph_inputs>, &typeid(graph_inputs)}, // transcoders: SAE's kinds
 };
 
-const tab_entry& tab_info(analysis_tab t) { return tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD]; }
+const tab_entry& tab_info(analysis_tab t) {
+    const tab_entry& e = tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD];
+    if (e.tab != (t >= 0 && t < TAB_COUNT ? t : TAB_HEAD)) throw gb::error("tab table: no row for tab " + std::to_string(t));
+    return e;
+}
 
 app_state::app_state() {
     for (const tab_entry& e : tabs)
@@ -38,7 +51,7 @@ app_state::app_state() {
 }
 
 static const analysis_entry table[ANALYSIS_COUNT] = {
-    // kind, name, tab, lane, needs, compute, output, write
+    // kind, name, tab, lane, needs, compute, output, write, schedule, print
     {ANALYSIS_LENS, "lens", TAB_LENS, 0, {gb::FEATURE_LENS, FEATURE_RUN},
      compute_lens, &typeid(lens_output), export_lens},
     // direct logit attribution or the token saliency, whichever the kind offers (tab_available decides)
@@ -57,8 +70,9 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
     {ANALYSIS_SAMPLING, "sampling", TAB_SAMPLING, 0, {gb::FEATURE_TEMPERATURES, FEATURE_RUN},
      compute_sampling, &typeid(sampling_output), export_sampling},
     // of patching's prompts, target and contrast: a forward per node and edge set, and the gradients
-    {ANALYSIS_CIRCUIT, "circuit", TAB_CIRCUIT, 1, {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS},
-     compute_circuit, &typeid(circuit_output), nullptr},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 1), "circuit", (analysis_tab)(TAB_CROSS + 1), 1,
+     {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(circuit_output), nullptr, schedule_circuit,
+     print_circuit},
     // causal tracing: the Patching tab's other mode
     {ANALYSIS_TRACE, "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
      compute_trace, &typeid(trace_output), nullptr},
@@ -91,6 +105,18 @@ analysis_kind analysis_named(const std::string& name) {
     for (const analysis_entry& e : table)
         if (name == e.name) return e.kind;
     return ANALYSIS_COUNT;
+}
+
+analysis_kind analysis_id(const char* name) {
+    const analysis_kind k = analysis_named(name);
+    if (k == ANALYSIS_COUNT) throw gb::error(std::string("analysis table: no row named ") + name);
+    return k;
+}
+
+analysis_tab tab_id(const char* name) {
+    for (const tab_entry& e : tabs)
+        if (std::string(name) == e.name) return e.tab;
+    throw gb::error(std::string("tab table: no tab named ") + name);
 }
 
 bool analysis_offered(analysis_kind k, const gb::model* m) {

@@ -310,9 +310,9 @@ static void add_features(nlohmann::json& j, const app_state& s) {
     }
 }
 
-// Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
+// Each analysis's status, the outputs of the lens, the attribution, the induction test and patching, and those of
+// the rows that print themselves.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
-    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     add_steer(j, s);
     add_features(j, s);
@@ -379,21 +379,6 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
-    if (const circuit_output* co_ = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get(); co_ && co_->res) {
-        const circuit_output& co = *co_;
-        const gb::circuit_result& c = *co.res;
-        const int n = std::min(cin.edges, co.max_edges);
-        const std::vector<unsigned char> in = gb::circuit_members(c, n);
-        auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
-        j["circuit"] = {{"nodes", c.nodes.size()}, {"edges_total", c.edges.size()}, {"edges", n},
-                        {"circuit_nodes", std::count(in.begin(), in.end(), 1)}, {"clean", c.clean}, {"corrupt", c.corrupt},
-                        {"faithfulness", num(co.faithfulness[n])}, {"max_edges", co.max_edges},
-                        {"top_edge", c.edges.empty() ? "" : c.nodes[c.edges[0].from].id + " -> " + c.nodes[c.edges[0].to].id},
-                        {"current", co.key == s.analysis_want[ANALYSIS_CIRCUIT]}, {"ms", co.ms}};
-    }
-    j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
-    j["circuit_in_force"] = circuit_in_force(s) != nullptr;
-    if (s.result) j["run_circuit"] = (bool)s.result->circuit;
     if (const trace_output* to = output_of<trace_output>(s, ANALYSIS_TRACE).get()) { // causal tracing: the whole maps, for the tests to compare with the core's
         const trace_output& o = *to;
         const gb::trace_result& t = o.res;
@@ -404,6 +389,8 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                       {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
     }
     j["patch_mode"] = pin.show_trace ? "trace" : "patching";
+    for (int k = 0; k < ANALYSIS_COUNT; k++)
+        if (const analysis_entry& e = analysis_info((analysis_kind)k); e.print) e.print(j, s, e);
 }
 
 // model B and the comparison of the shown run (null when there is none)

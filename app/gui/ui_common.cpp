@@ -253,7 +253,7 @@ int query_token(const app_state& s, int n_tokens) {
 const char* tab_name(analysis_tab t) { return tab_info(t).name; }
 gb::feature tab_feature(analysis_tab t) { return tab_info(t).feature; }
 bool tab_available(analysis_tab t, const gb::model* m) {
-    if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
+    if (!m) return !tab_info(t).model_only; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
     if (t == TAB_FEATURES) return true; // a kind without SAEs: the tab says why in one line
     if (t == TAB_ATTRIBUTION) // the token saliency where direct logit attribution is not offered
@@ -696,7 +696,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
-    s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
+    s.patch.reset(); // made on the previous model: its interventions name that model's nodes
     fin.saes.clear(), s.feature_edits.clear(), fin.queue_edits.clear(); // bound to the previous model
     fin.sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
