@@ -1,6 +1,6 @@
 // What each analysis of the table (analysis_table.h) computes, on an analysis thread: the logit lens, direct logit
 // attribution with the token saliency, Learn's walk, Break it, the Sampling tab's continuations, the induction
-// test, activation patching and causal tracing. `run.go` returns false once the request is stopped.
+// test and activation patching. `run.go` returns false once the request is stopped.
 #include <algorithm>
 #include <chrono>
 
@@ -245,25 +245,4 @@ std::shared_ptr<const void> compute_patching(const analysis_request& q, const an
     }
     return out->res.complete ? out : nullptr;
 }
-
-// Causal tracing of the shown run's tokens under its ablation, with the CLI's defaults (noise 3, 10 samples, seed 0)
-std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run) {
-    const keep_going& go = run.go;
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    auto out = std::make_shared<trace_output>();
-    out->key = q.key;
-    out->model = r.model;
-    out->subject = q.subject;
-    out->ids = r.cap().tokens;
-    int first = 0, end = 0;
-    gb::subject_span(first, end, m.tok, out->ids, q.subject);
-    gb::trace_options o;
-    o.ab = r.ablation;
-    out->res = gb::causal_trace(m, out->ids, first, end, o, go);
-    out->ms = ms_since(t0);
-    return out->res.complete ? out : nullptr;
-}
-
 } // namespace gbui

@@ -14,7 +14,6 @@
 #include "analysis/lens.h"
 #include "analysis/patching.h"
 #include "analysis/steer.h"
-#include "analysis/trace.h"
 #include "app_state.h"
 #include "run/generate.h"
 
@@ -102,16 +101,6 @@ struct patch_output {
     double estimate_ms = 0;
     gb::patch_result difference;                   // exact with an estimate: res with estimate - exact in its
                                                    // normalized maps (the "estimate - exact" view; made once)
-};
-// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
-// residual point, attention and MLP output restored in turn.
-struct trace_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::string subject;                           // as typed
-    std::vector<int> ids;                          // [T] the prompt's tokens
-    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
-    double ms = 0;
 };
 // The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
 // without it side by side, and the cost sweep over scale x layer on its reference text.

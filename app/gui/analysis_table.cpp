@@ -9,6 +9,7 @@
 #include "sampling_inputs.h"
 #include "steer_analysis.h"
 #include "tab_inputs.h"
+#include "trace_analysis.h"
 #include "ui.h"
 
 namespace gbui {
@@ -74,8 +75,8 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
      {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(circuit_output), nullptr, schedule_circuit,
      print_circuit},
     // causal tracing: the Patching tab's other mode
-    {ANALYSIS_TRACE, "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
-     compute_trace, &typeid(trace_output), nullptr},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 2), "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
+     compute_trace, &typeid(trace_output), nullptr, schedule_trace, print_trace},
     // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
     {ANALYSIS_STEER_BUILD, "steer_build", TAB_STEER, 0, {gb::FEATURE_STEERING, FEATURE_RUN},
      compute_steer, &typeid(steer_output), nullptr},

@@ -116,7 +116,6 @@ void patch_inputs(patch_output* out, const analysis_request& q, int& target, int
 std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
-std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp

@@ -113,12 +113,12 @@ enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 // A row of the analysis table (analysis_table.h), by its place. Shared code names the rows it reads by these; a
-// row whose analysis lives in files of its own (circuit_analysis.cpp) has no name here, only its place (the gaps
+// row whose analysis lives in files of its own (circuit_analysis.cpp, trace_analysis.cpp) has no name here, only its place (the gaps
 // keep the table's order, which is the lanes' order of precedence): its files find it by name (analysis_id).
 enum analysis_kind : int { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                            ANALYSIS_BREAK, ANALYSIS_SAMPLING,
-                           ANALYSIS_TRACE = ANALYSIS_SAMPLING + 2, // 7: the circuit
-                           ANALYSIS_STEER_BUILD, ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES,
+                           ANALYSIS_STEER_BUILD = ANALYSIS_SAMPLING + 3, // 7, 8: the circuit, causal tracing
+                           ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES,
                            ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_GRAPH, ANALYSIS_COUNT };
 // The tabs under the attention grid, in the tab bar's order (Experts only for MoE models); as analysis_kind, a tab
 // whose analysis has files of its own is found by name (tab_id).

@@ -140,19 +140,7 @@ static void schedule_patching(app_state& s, ui_context& ui) {
     // the fast mode (an estimate first) where the kind offers gradients
     q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule_analysis(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-                      s.tab == TAB_PATCHING && !pin.show_trace, quiet && result_is_current(s), q);
-}
-
-// causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
-static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, const std::string& id) {
-    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    analysis_request q;
-    q.from = s.result;
-    q.subject = pin.subject;
-    std::string inputs;
-    if (r && !pin.subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + pin.subject;
-    const bool quiet = inputs_settled(ui, ANALYSIS_TRACE, inputs);
-    schedule_analysis(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && pin.show_trace, quiet && result_is_current(s), q);
+                      s.tab == TAB_PATCHING && pin.shown == ANALYSIS_PATCHING, quiet && result_is_current(s), q);
 }
 
 // The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
@@ -321,7 +309,6 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui);
-    schedule_trace(s, ui, r, id);
     // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
     // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
     // first request only chooses its prompt among candidates. One forward per row and per head: on a large model

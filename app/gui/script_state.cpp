@@ -379,16 +379,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
-    if (const trace_output* to = output_of<trace_output>(s, ANALYSIS_TRACE).get()) { // causal tracing: the whole maps, for the tests to compare with the core's
-        const trace_output& o = *to;
-        const gb::trace_result& t = o.res;
-        j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
-                      {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},
-                      {"corrupt_prob", t.corrupt_prob}, {"resid", t.resid}, {"attn", t.attn}, {"mlp", t.mlp},
-                      {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
-                      {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
-    }
-    j["patch_mode"] = pin.show_trace ? "trace" : "patching";
+    j["patch_mode"] = analysis_name(pin.shown);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (const analysis_entry& e = analysis_info((analysis_kind)k); e.print) e.print(j, s, e);
 }
