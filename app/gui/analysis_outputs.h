@@ -13,7 +13,6 @@
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "analysis/steer.h"
 #include "app_state.h"
 #include "run/generate.h"
 
@@ -101,17 +100,6 @@ struct patch_output {
     double estimate_ms = 0;
     gb::patch_result difference;                   // exact with an estimate: res with estimate - exact in its
                                                    // normalized maps (the "estimate - exact" view; made once)
-};
-// The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
-// without it side by side, and the cost sweep over scale x layer on its reference text.
-struct steer_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
-    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
-    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
-    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
-    double ms = 0;
 };
 // The Features tab's two analyses: the shown SAE's features of the prompt (under the ablation, before the feature
 // edits) with the selected feature's logit effect; and the selected SAE's index of a corpus file (top contexts).

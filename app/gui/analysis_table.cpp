@@ -35,7 +35,8 @@ static const tab_entry tabs[TAB_COUNT] = {
     // of patching's prompts: a click picks patching's target
     {(analysis_tab)(TAB_CROSS + 1), "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target",
      make_inputs<circuit_inputs>, &typeid(circuit_inputs), patching_pick, true},
-    {TAB_STEER, "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>, &typeid(steer_inputs)},
+    {(analysis_tab)(TAB_CROSS + 2), "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>,
+     &typeid(steer_inputs)},
     {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs)},
     {TAB_GRAPH, "graph", "Graph", gb::FEATURE_SAE, panel_graph, "", make_inputs<graph_inputs>, &typeid(graph_inputs)}, // transcoders: SAE's kinds
 };
@@ -78,12 +79,15 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
     {(analysis_kind)(ANALYSIS_SAMPLING + 2), "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
      compute_trace, &typeid(trace_output), nullptr, schedule_trace, print_trace},
     // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
-    {ANALYSIS_STEER_BUILD, "steer_build", TAB_STEER, 0, {gb::FEATURE_STEERING, FEATURE_RUN},
-     compute_steer, &typeid(steer_output), nullptr},
-    {ANALYSIS_STEER_COMPARE, "steer_compare", TAB_STEER, 0, {gb::FEATURE_STEERING, FEATURE_RUN},
-     compute_steer, &typeid(steer_output), nullptr},
-    {ANALYSIS_STEER_SWEEP, "steer_sweep", TAB_STEER, 1, {gb::FEATURE_STEERING, FEATURE_RUN},
-     compute_steer, &typeid(steer_output), nullptr},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 3), "steer_build", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_build, &typeid(steer_output), nullptr, schedule_steer_build,
+     print_steer_build},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 4), "steer_compare", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_compare, &typeid(steer_output), nullptr,
+     schedule_steer_compare, print_steer_compare},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 5), "steer_sweep", (analysis_tab)(TAB_CROSS + 2), 1,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_sweep, &typeid(steer_output), nullptr, schedule_steer_sweep,
+     print_steer_sweep},
     // the Features tab: the prompt's features, a corpus index, training an SAE
     {ANALYSIS_FEATURES, "features", TAB_FEATURES, 0, {gb::FEATURE_SAE, FEATURE_RUN},
      compute_features, &typeid(features_output), nullptr},

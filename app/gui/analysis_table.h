@@ -103,8 +103,8 @@ template <class T> std::shared_ptr<const T> output_of(const app_state& s, analys
     return std::static_pointer_cast<const T>(s.output[k]);
 }
 
-// The compute functions the rows name (analysis_compute.cpp; the Steer tab's in steer_analysis.cpp, the Features
-// tab's in feature_analysis.cpp; an analysis with files of its own declares its own).
+// The compute functions the rows name (analysis_compute.cpp; the Features tab's in feature_analysis.cpp; an
+// analysis with files of its own declares its own).
 std::shared_ptr<const void> compute_lens(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_attribution(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_induction(const analysis_request& q, const analysis_run& run);
@@ -116,7 +116,6 @@ void patch_inputs(patch_output* out, const analysis_request& q, int& target, int
 std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
-std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
 // The writers of Export (analysis_export.cpp)

@@ -113,19 +113,19 @@ enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
 // A row of the analysis table (analysis_table.h), by its place. Shared code names the rows it reads by these; a
-// row whose analysis lives in files of its own (circuit_analysis.cpp, trace_analysis.cpp) has no name here, only its place (the gaps
+// row whose analysis lives in files of its own (circuit_analysis.cpp, trace_analysis.cpp, steer_analysis.cpp) has no name here, only its place (the gaps
 // keep the table's order, which is the lanes' order of precedence): its files find it by name (analysis_id).
 enum analysis_kind : int { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
                            ANALYSIS_BREAK, ANALYSIS_SAMPLING,
-                           ANALYSIS_STEER_BUILD = ANALYSIS_SAMPLING + 3, // 7, 8: the circuit, causal tracing
-                           ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES,
-                           ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_GRAPH, ANALYSIS_COUNT };
+                           // 7-11: the circuit, causal tracing, the Steer tab's three
+                           ANALYSIS_FEATURES = ANALYSIS_SAMPLING + 6, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN,
+                           ANALYSIS_GRAPH, ANALYSIS_COUNT };
 // The tabs under the attention grid, in the tab bar's order (Experts only for MoE models); as analysis_kind, a tab
 // whose analysis has files of its own is found by name (tab_id).
 enum analysis_tab : int { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS,
                           TAB_IMAGE, TAB_CROSS,
-                          TAB_STEER = TAB_CROSS + 2, // 9: the circuit's
-                          TAB_FEATURES, TAB_GRAPH, TAB_COUNT };
+                          TAB_FEATURES = TAB_CROSS + 3, // 9, 10: the circuit's, the Steer tab
+                          TAB_GRAPH, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
                                              // "image", "cross", ... (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).

@@ -8,7 +8,6 @@
 #include "io/loader.h"
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
-#include "steer_analysis.h"
 #include "tab_inputs.h"
 #include "ui.h"
 
@@ -141,61 +140,6 @@ static void schedule_patching(app_state& s, ui_context& ui) {
     q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
     schedule_analysis(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
                       s.tab == TAB_PATCHING && pin.shown == ANALYSIS_PATCHING, quiet && result_is_current(s), q);
-}
-
-// The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
-// continuations and the sweep of the tab's vector while the tab shows
-static void schedule_steer(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
-    const bool shown = s.tab == TAB_STEER && analysis_offered(ANALYSIS_STEER_BUILD, s.model.get());
-    const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.positive = in.positive, q.negative = in.negative, q.where = in.where;
-        const std::string inputs = in.build > 0 && s.model ? model + std::to_string(in.where) + "|" + in.positive +
-                                                                     "\x1f" + in.negative + "|" + std::to_string(in.build)
-                                                                : "";
-        schedule_analysis(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
-    }
-    // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
-    const steer_output* built = output_of<steer_output>(s, ANALYSIS_STEER_BUILD).get();
-    if (built && built->model == s.model && built->vec && built->key != ui.steer_adopted) {
-        ui.steer_adopted = built->key;
-        in.vec = built->vec;
-        in.note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
-    }
-    const gb::steering st = tab_steering(s);
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = in.tokens;
-        q.scales.assign(in.scales, in.scales + 3);
-        q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
-        std::string inputs;
-        if (st.vec && !st.layers.empty()) {
-            char b[160];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", in.scales[0], in.scales[1], in.scales[2],
-                     in.tokens, sampling_key(s.gen).c_str());
-            inputs = model + steering_key(st) + "|" + b + s.prompt;
-        }
-        schedule_analysis(s, ui, ANALYSIS_STEER_COMPARE, inputs, shown, true, q);
-    }
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = in.reference;
-        q.scales.assign(in.sweep_scales, in.sweep_scales + 5);
-        std::string inputs;
-        if (st.vec) {
-            // every layer with a direction (a vector of one direction: that one at every layer)
-            const std::vector<int> have = st.vec->layers();
-            for (int l = 0; l < s.model->config.n_layer; l++)
-                if (st.vec->has(l) || have.size() == 1) q.layers.push_back(l);
-            char b[128];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g,%.9g,%.9g|%d|", q.scales[0], q.scales[1], q.scales[2], q.scales[3],
-                     q.scales[4], st.from);
-            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + in.reference + "\x1f" + s.prompt;
-        }
-        schedule_analysis(s, ui, ANALYSIS_STEER_SWEEP, inputs, shown, true, q);
-    }
 }
 
 // The Features tab: the shown SAE's features of the prompt as typed (under the ablation) and the selected feature's
@@ -351,7 +295,6 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         schedule_analysis(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
     }
-    schedule_steer(s, ui);
     schedule_features(s, ui);
     for (int k = 0; k < ANALYSIS_COUNT; k++) // the rows that say themselves when they are sent
         if (const analysis_entry& e = analysis_info((analysis_kind)k); e.schedule) e.schedule(s, ui, e);

@@ -15,7 +15,6 @@
 #include "run/predict.h"
 #include "sampling_inputs.h"
 #include "script.h"
-#include "steer_analysis.h"
 #include "tab_inputs.h"
 #include "text_scale.h"
 #include "file_dialog.h"
@@ -237,28 +236,6 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     }
 }
 
-// The Steer tab: the vector, what is applied, the side-by-side continuations and the sweep
-static void add_steer(nlohmann::json& j, const app_state& s) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
-    nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
-    if (in.vec) st["vector"] = {{"name", in.vec->name}, {"d_model", in.vec->d_model}, {"layers", in.vec->layers()}};
-    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get()) {
-        const gb::steer_compare& c = so->compare;
-        nlohmann::json runs = nlohmann::json::array();
-        for (const gb::steered_continuation& r : c.runs)
-            runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},
-                            {"p_base", r.p_base}});
-        st["compare"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
-                         {"baseline", c.baseline.text}, {"runs", runs}};
-    }
-    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get()) {
-        const gb::steer_sweep_result& r = so->sweep;
-        st["sweep"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
-                       {"layers", r.layers}, {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
-    }
-    j["steer"] = st;
-}
-
 // The Features tab: the SAEs, the selected feature, the edits, the shown SAE's top features of the last token and
 // the reconstruction error, the selected feature's logit effect and top contexts
 static void add_features(nlohmann::json& j, const app_state& s) {
@@ -314,7 +291,6 @@ static void add_features(nlohmann::json& j, const app_state& s) {
 // the rows that print themselves.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    add_steer(j, s);
     add_features(j, s);
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];

@@ -1,13 +1,25 @@
-// The Steer tab's own inputs (its row in the tab table makes them; inputs_of reads them): the contrast prompts
+// The Steer tab: its own inputs (its row in the tab table makes them; inputs_of reads them): the contrast prompts
 // (one a line), where each prompt's stream is read, the vector (built or opened), and how it is applied (the
-// ablation's steer holds what is applied: the live run recomputes with it). Its analyses: steer_analysis.cpp.
+// ablation's steer holds what is applied: the live run recomputes with it); its three analyses (the vector built,
+// the continuations side by side, the sweep over scale x layer: steer_analysis.cpp) and its panel
+// (panels/panel_steer.cpp). Its rows in analysis_table.cpp are found by name ("steer_build", "steer_compare",
+// "steer_sweep"; the tab "steer").
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "analysis/steer.h"
+#include "app_state.h"
 
 namespace gbui {
+
+struct analysis_entry;   // analysis_table.h
+struct analysis_request; // analysis_worker.h
+struct analysis_run;     // analysis_table.h
+struct ui_context;       // ui.h
 
 struct steer_inputs {
     std::string positive = "I love this, it is wonderful.\nWhat a happy day, everyone is smiling.\nThe food was "
@@ -28,6 +40,51 @@ struct steer_inputs {
                             "woods. Every day she walked to school with her friend.";
     std::string path = "steer.gguf"; // Open and Save
     std::string note;          // the last Open/Save/Build outcome, one line
+    std::string adopted;       // the build output whose vector the tab took (once: a later Open replaces it)
 };
+
+// What the rows' requests carry beside the shared fields (analysis_request::own): build from the positive and
+// negative prompts (one a line) at `where`; compare the prompt under `steering` at `scales`; sweep `steering.vec`
+// at `scales` x `layers` on `reference` from `steering.from`.
+struct steer_request {
+    std::string positive, negative;
+    int where = 0;
+    gb::steering steering;
+    std::vector<float> scales;
+    std::vector<int> layers;
+    std::string reference;
+};
+
+// The output of each of the three rows (the fields of its row filled).
+struct steer_output {
+    std::string key;
+    std::shared_ptr<const gb::model> model;
+    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
+    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
+    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
+    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
+    double ms = 0;
+};
+
+// The rows' hooks (analysis_table.h). Build runs when Build was pressed (its prompts as they were then) and the
+// vector it made becomes the tab's; the continuations and the sweep of the tab's vector while the tab shows. Each
+// prints its part of `print`'s "steer".
+std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const analysis_run& run);
+void schedule_steer_build(app_state& s, ui_context& ui, const analysis_entry& row);
+void schedule_steer_compare(app_state& s, ui_context& ui, const analysis_entry& row);
+void schedule_steer_sweep(app_state& s, ui_context& ui, const analysis_entry& row);
+void print_steer_build(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+void print_steer_compare(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+void print_steer_sweep(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+
+// The panel: build or open, apply, side by side, the cost sweep.
+void panel_steer(app_state& s, ui_context& ui);
+// The steering the tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
+// from-position); vec null when there is no vector yet.
+gb::steering tab_steering(const app_state& s);
+// "ptr|name|scale|layers|from": names a steering in analysis keys
+std::string steering_key(const gb::steering& st);
 
 } // namespace gbui

@@ -65,7 +65,6 @@ struct ui_context {
     model_picker* picker = nullptr;         // the model picker (Ctrl+O, the File menu; model_picker.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
-    std::string steer_adopted;              // the Steer tab: the build output whose vector it took
     std::string sae_train_adopted;          // the Features tab: the training whose SAE it opened
     int analysis_waiting = -1;              // the first analysis the last frame still awaited (-1: none)
     struct sae_job {                        // the Features tab: an SAE being opened off the UI thread
@@ -222,18 +221,12 @@ void panel_learn(app_state& s, ui_context& ui);
 // Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
 // distribution its first token is drawn from.
 void panel_sampling(app_state& s, ui_context& ui);
-void panel_steer(app_state& s, ui_context& ui); // steering vectors: build or open, apply, side by side, the cost sweep
-// The steering the Steer tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
-// from-position); vec null when there is no vector yet.
-gb::steering tab_steering(const app_state& s);
 // Features: the opened SAEs' features of the prompt as chips, the reconstruction error, the selected feature's
 // page (activation, logit effect, top contexts) and its edits, applied live (feature_analysis.cpp opens SAEs).
 void panel_features(app_state& s, ui_context& ui);
 void panel_graph(app_state& s, ui_context& ui); // an attribution graph over transcoder features
 // Every frame: starts opening the paths open_sae_file queued, and adopts those opened (or says their error).
 void poll_saes(app_state& s, ui_context& ui);
-// "ptr|name|scale|layers|from": names a steering in analysis keys
-std::string steering_key(const gb::steering& st);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
 ImU32 expert_colour(int e);
 
