@@ -41,7 +41,7 @@ std::shared_ptr<const void> compute_lens(const analysis_request& q, const analys
 static void compute_saliency(attribution_output& out, const run_result& r, const gb::metric_spec& ms, int steps) {
     const gb::model& m = *r.model;
     gb::saliency_result sr;
-    if (r.decoder) {
+    if (run_kind(r).input == gb::INPUT_SOURCE_TARGET) {
         sr = gb::saliency_seq2seq(m, r.encoder->tokens, r.decoder->tokens, ms, steps, r.ablation);
     } else {
         gb::forward_options base;
@@ -49,7 +49,7 @@ static void compute_saliency(attribution_output& out, const run_result& r, const
         if (r.view) px = gb::view_pixels(m, *r.view), base.pixels = px.data();
         sr = gb::saliency(m, r.cap().tokens, ms, steps, r.ablation, base);
     }
-    const bool source = r.decoder && r.stack == 0;
+    const bool source = source_shown(r);
     out.saliency = steps > 0 ? (source ? sr.source_integrated : sr.integrated)
                              : (source ? sr.source_grad_x_input : sr.grad_x_input);
     out.steps = steps;
@@ -93,7 +93,7 @@ std::shared_ptr<const void> compute_learn(const analysis_request& q, const analy
     out->from = q.from;
     gb::forward_options o;
     o.keep = gb::learn_keep(m.config.n_layer, q.layer);
-    if (r.decoder) { // an encoder–decoder: its decoder, reading the same source
+    if (run_kind(r).input == gb::INPUT_SOURCE_TARGET) { // its decoder, reading the same source
         gb::seq2seq_record rec;
         gb::run_seq2seq(rec, m, r.encoder->tokens, r.decoder->tokens, r.ablation, o);
         out->walk = gb::walk_through(m, rec.decoder, q.position, q.layer, q.head);

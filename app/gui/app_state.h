@@ -108,6 +108,12 @@ struct run_result {
     std::string notice;                     // e.g. truncation
 };
 
+// What r's model reads and predicts, from the kind table (core/model/kind.h): the front end asks it, not which
+// records r happens to hold.
+inline const gb::kind_info& run_kind(const run_result& r) { return gb::kind_info_of(r.model->config); }
+// An encoder–decoder's run that shows its encoder: the chips are the source's while the LM head reads the target.
+inline bool source_shown(const run_result& r) { return run_kind(r).input == gb::INPUT_SOURCE_TARGET && r.stack == 0; }
+
 enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----

@@ -88,8 +88,8 @@ void attribution_tokens(const app_state& s, int* target, int* contrast) {
 
 int attribution_position(const app_state& s) {
     const run_result& r = *s.result;
-    if (r.pred.output == gb::OUTPUT_CLASSES) return 0;
-    if (r.decoder && r.stack == 0) return r.decoder->n_tokens - 1;
+    if (run_kind(r).output == gb::OUTPUT_CLASSES) return 0;
+    if (source_shown(r)) return r.lm_record().n_tokens - 1;
     return query_token(s, r.cap().n_tokens);
 }
 
@@ -230,8 +230,8 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs;
         if (r && gb::offers(r->model->config, gb::FEATURE_LEARN)) { // (other kinds: the picture alone)
             // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
-            const gb::record& c = r->decoder ? *r->decoder : r->cap();
-            q.position = r->decoder && r->stack == 0 ? c.n_tokens - 1 : query_token(s, c.n_tokens);
+            const gb::record& c = r->lm_record();
+            q.position = source_shown(*r) ? c.n_tokens - 1 : query_token(s, c.n_tokens);
             q.layer = std::max(0, std::min(s.sel_layer, c.n_layer - 1));
             q.head = std::max(0, std::min(s.sel_head, c.n_head - 1));
             inputs = id + "|" + std::to_string(q.position) + "|" + std::to_string(q.layer) + "|" + std::to_string(q.head);

@@ -34,12 +34,12 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
         j["top1"] = s.result->pred.top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->pred.top[0].id);
-        const gb::kind_output out = s.result->pred.output;
+        const gb::kind_output out = run_kind(*s.result).output;
         if (out == gb::OUTPUT_FILL_MASK || out == gb::OUTPUT_CLASSES) { // where top1 is predicted, and every mask's fillers
             j["fill_position"] = s.result->pred.position;
             j["fills"] = gb::fill_mask_json(s.result->pred.fills, s.result->cap(), s.result->model->tok);
         }
-        if (s.result->decoder) { // an encoder–decoder: the translation shown and how it was made
+        if (run_kind(*s.result).input == gb::INPUT_SOURCE_TARGET) { // an encoder–decoder: the translation shown and how it was made
             j["translation"] = s.result->translation;
             j["translation_sampling"] = sampling_key(s.result->target_sampling);
         }

@@ -288,7 +288,7 @@ void worker::surprisal_strip(run_result& r, const std::string& inputs) {
     derived_.scored = nullptr, derived_.surprisal = nullptr;
     r.surprisal_why = gb::kind_info_of(m.config).why_not[gb::FEATURE_SURPRISAL] ? gb::refusal(m, gb::FEATURE_SURPRISAL) : "";
     if (!r.surprisal_why.empty()) return;
-    if (r.decoder && r.stack == 0) { // the chips are the source's: the decoder scores the target
+    if (source_shown(r)) { // the chips are the source's: the decoder scores the target
         r.surprisal_why = "the strip scores the decoder's target tokens: show the decoder";
         return;
     }

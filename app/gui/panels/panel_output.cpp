@@ -182,7 +182,7 @@ static void generation_controls(app_state& s, ui_context& ui) {
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
-    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
+    const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
     const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
     // beside the fields when it has room (a short panel keeps the button in view)
     if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item())
@@ -311,8 +311,8 @@ void panel_output(app_state& s, ui_context& ui) {
     // a click on a row picks the target of the open analysis tab (the hint says which)
     int* pick = tab_info(s.tab).picks ? tab_info(s.tab).picks(s) : nullptr;
     const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation, steering or edit";
-    const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
-    const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
+    const bool vision = s.result && run_kind(*s.result).output == gb::OUTPUT_CLASSES;
+    const bool encoder = s.result && (run_kind(*s.result).output == gb::OUTPUT_FILL_MASK || vision); // reads one position
     panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
