@@ -118,4 +118,10 @@ struct features_output {
     std::string trained, train_note;              // training: the folder written, and how it went (one line)
     double ms = 0;
 };
+// The Model panel's Export: where it wrote, and what ("" when none yet).
+struct export_output {
+    std::string key;
+    std::string dir;
+    std::string wrote;                            // ".npy, capture.json, head_scores, lens, ..."
+};
 } // namespace gbui

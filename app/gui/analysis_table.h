@@ -118,6 +118,10 @@ std::shared_ptr<const void> compute_break(const analysis_request& q, const analy
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
+// Export itself (analysis_export.cpp): the request's own field is a snapshot of the state (the shown run and the
+// outputs, as they were when Export was pressed) and the folder; once written, the status line and the window's PNG
+std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run& run);
+void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row);
 // The writers of Export (analysis_export.cpp)
 std::string export_lens(const app_state& s, const void* out, const std::string& dir);
 std::string export_attribution(const app_state& s, const void* out, const std::string& dir);

@@ -125,7 +125,8 @@ enum analysis_kind : int { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTI
                            ANALYSIS_BREAK, ANALYSIS_SAMPLING,
                            // 7-11: the circuit, causal tracing, the Steer tab's three
                            ANALYSIS_FEATURES = ANALYSIS_SAMPLING + 6, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN,
-                           ANALYSIS_GRAPH, ANALYSIS_COUNT };
+                           ANALYSIS_GRAPH, ANALYSIS_EXPORT,
+                           ANALYSIS_COUNT = ANALYSIS_EXPORT + 3 }; // 17, 18: the Steer tab's Open and Save
 // The tabs under the attention grid, in the tab bar's order (Experts only for MoE models); as analysis_kind, a tab
 // whose analysis has files of its own is found by name (tab_id).
 enum analysis_tab : int { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS,
@@ -182,6 +183,7 @@ struct app_state {
     std::string model_path_input;
     std::vector<std::string> recent_models;   // "Open recent": most recent first, those that existed at start
     std::string export_dir = "glassbox-export";
+    int export_asked = 0;            // bumped by Export: the export row writes the shown run into export_dir
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,

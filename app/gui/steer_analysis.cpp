@@ -10,6 +10,7 @@
 
 #include "analysis_table.h"
 #include "analysis_worker.h"
+#include "io/control_vector.h"
 #include "tokenizer/tokenizer.h"
 #include "ui.h"
 #include "util/error.h"
@@ -89,6 +90,29 @@ std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const
     return out;
 }
 
+std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const analysis_run&) {
+    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    auto out = std::make_shared<steer_output>();
+    out->key = q.key;
+    out->model = q.model;
+    out->vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.npy_layer));
+    out->note = "opened " + in.path;
+    return out;
+}
+
+std::shared_ptr<const void> compute_steer_save(const analysis_request& q, const analysis_run&) {
+    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    auto out = std::make_shared<steer_output>();
+    out->key = q.key;
+    out->model = q.model;
+    gb::steer_vector v = *in.steering.vec;
+    // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
+    if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0) v.dirs[0].clear();
+    gb::write_steer_vector(in.path, v);
+    out->note = "saved " + in.path + (v.has(0) || !in.steering.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
+    return out;
+}
+
 // The model and BOS part of the rows' inputs keys
 static std::string model_key(const app_state& s) {
     return s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
@@ -107,8 +131,8 @@ void schedule_steer_build(app_state& s, ui_context& ui, const analysis_entry& ro
                                                        : "";
     schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, q);
     const steer_output* built = output_of<steer_output>(s, row.kind).get();
-    if (built && built->model == s.model && built->vec && built->key != in.adopted) {
-        in.adopted = built->key;
+    if (built && built->model == s.model && built->vec && built->key != in.adopted[0]) {
+        in.adopted[0] = built->key;
         in.vec = built->vec;
         in.note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
     }
@@ -154,6 +178,48 @@ void schedule_steer_sweep(app_state& s, ui_context& ui, const analysis_entry& ro
     analysis_request q;
     q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.own = r;
     schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, q);
+}
+
+// The tab's note from a row's newest output or error, once each (slot: the row's place in steer_inputs::adopted);
+// returns the output when it is new.
+static const steer_output* take(app_state& s, const analysis_entry& row, int slot) {
+    auto& in = inputs_of<steer_inputs>(s, row.tab);
+    const analysis_status& st = s.analysis[row.kind];
+    if (!st.error.empty() && st.error_key != in.adopted[slot]) {
+        in.adopted[slot] = st.error_key;
+        in.note = st.error;
+        return nullptr;
+    }
+    const steer_output* o = output_of<steer_output>(s, row.kind).get();
+    if (!o || o->key == in.adopted[slot]) return nullptr;
+    in.adopted[slot] = o->key;
+    in.note = o->note;
+    return o;
+}
+
+// The file in the path box when Open was pressed (the layer range's first layer for a .npy); the vector read
+// becomes the tab's
+void schedule_steer_open(app_state& s, ui_context& ui, const analysis_entry& row) {
+    auto& in = inputs_of<steer_inputs>(s, row.tab);
+    steer_request r;
+    r.path = in.path, r.npy_layer = in.lo;
+    analysis_request q;
+    q.model = s.model, q.own = r;
+    const std::string inputs = in.open > 0 ? std::to_string(in.open) + "|" + std::to_string(in.lo) + "|" + in.path : "";
+    schedule_analysis(s, ui, row.kind, inputs, true, true, q);
+    if (const steer_output* o = take(s, row, 1)) in.vec = o->vec;
+}
+
+// The tab's vector to the path box's file when Save was pressed
+void schedule_steer_save(app_state& s, ui_context& ui, const analysis_entry& row) {
+    auto& in = inputs_of<steer_inputs>(s, row.tab);
+    steer_request r;
+    r.path = in.path, r.steering.vec = in.vec;
+    analysis_request q;
+    q.model = s.model, q.own = r;
+    const std::string inputs = in.save > 0 && in.vec ? std::to_string(in.save) + "|" + in.path : "";
+    schedule_analysis(s, ui, row.kind, inputs, true, true, q);
+    take(s, row, 2);
 }
 
 // `print`'s "steer": what is applied and the tab's vector

@@ -39,14 +39,19 @@ struct steer_inputs {
                             "ball. Once upon a time there was a little girl who lived in a small house near the "
                             "woods. Every day she walked to school with her friend.";
     std::string path = "steer.gguf"; // Open and Save
+    int open = 0, save = 0;    // bumped by Open and Save: their requests' inputs (the file is read and written on
+                               // an analysis thread)
     std::string note;          // the last Open/Save/Build outcome, one line
-    std::string adopted;       // the build output whose vector the tab took (once: a later Open replaces it)
+    std::string adopted[3];    // the build, open and save outputs (or errors) the tab took: each is taken once
 };
 
 // What the rows' requests carry beside the shared fields (analysis_request::own): build from the positive and
 // negative prompts (one a line) at `where`; compare the prompt under `steering` at `scales`; sweep `steering.vec`
-// at `scales` x `layers` on `reference` from `steering.from`.
+// at `scales` x `layers` on `reference` from `steering.from`; open the file at `path` (a .npy's direction at
+// `npy_layer`); save `steering.vec` to `path`.
 struct steer_request {
+    std::string path;
+    int npy_layer = -1;
     std::string positive, negative;
     int where = 0;
     gb::steering steering;
@@ -63,18 +68,23 @@ struct steer_output {
     gb::steer_compare compare;                   // compare: baseline and one continuation per scale
     std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
     gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
+    std::string note;                            // open, save: what was done, one line
     double ms = 0;
 };
 
 // The rows' hooks (analysis_table.h). Build runs when Build was pressed (its prompts as they were then) and the
-// vector it made becomes the tab's; the continuations and the sweep of the tab's vector while the tab shows. Each
-// prints its part of `print`'s "steer".
+// vector it made becomes the tab's; Open and Save when pressed, and the vector opened becomes the tab's; the
+// continuations and the sweep of the tab's vector while the tab shows. Each prints its part of `print`'s "steer".
 std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const analysis_run& run);
+std::shared_ptr<const void> compute_steer_save(const analysis_request& q, const analysis_run& run);
 void schedule_steer_build(app_state& s, ui_context& ui, const analysis_entry& row);
 void schedule_steer_compare(app_state& s, ui_context& ui, const analysis_entry& row);
 void schedule_steer_sweep(app_state& s, ui_context& ui, const analysis_entry& row);
+void schedule_steer_open(app_state& s, ui_context& ui, const analysis_entry& row);
+void schedule_steer_save(app_state& s, ui_context& ui, const analysis_entry& row);
 void print_steer_build(nlohmann::json& j, const app_state& s, const analysis_entry& row);
 void print_steer_compare(nlohmann::json& j, const app_state& s, const analysis_entry& row);
 void print_steer_sweep(nlohmann::json& j, const app_state& s, const analysis_entry& row);

@@ -66,6 +66,7 @@ struct ui_context {
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
     std::string sae_train_adopted;          // the Features tab: the training whose SAE it opened
+    std::string export_shown;               // the export (or its error) the status line last said
     int analysis_waiting = -1;              // the first analysis the last frame still awaited (-1: none)
     struct sae_job {                        // the Features tab: an SAE being opened off the UI thread
         std::string path;

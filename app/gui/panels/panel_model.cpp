@@ -351,15 +351,9 @@ static void file_rows(app_state& s, ui_context& ui) {
     }
     path_box(ui, "export folder", s.export_dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
-    if (ImGui::SmallButton("Export")) {
-        try {
-            std::string wrote = export_capture(s, s.export_dir);
-            ui.screenshot_path = s.export_dir + "/window.png";
-            ui.request_screenshot = true;
-            s.status = "exported " + wrote + " and window.png to " + s.export_dir;
-        } catch (const std::exception& e) {
-            s.error = e.what();
-        }
+    if (ImGui::SmallButton("Export")) { // written on an analysis thread (the export row, analysis_export.cpp)
+        s.export_asked++;
+        s.status = "exporting to " + s.export_dir + "...";
     }
     remember_item(ui, "Export");
     ImGui::PushTextWrapPos(0.0f);

@@ -8,7 +8,6 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "io/control_vector.h"
 #include "steer_analysis.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -70,28 +69,10 @@ void vector_inputs(app_state& s, ui_context& ui) {
     path_box(ui, "steer path", in.path, BROWSE_CONTROL_VECTOR, "a .gguf (llama.cpp's control vector) or .npy",
              std::max(px(200), ImGui::GetContentRegionAvail().x - px(110)));
     ImGui::SameLine();
-    if (ImGui::Button("Open")) {
-        try {
-            in.vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.lo));
-            in.note = "opened " + in.path;
-        } catch (const std::exception& e) {
-            in.note = e.what();
-        }
-    }
+    if (ImGui::Button("Open")) in.open++;
     remember_item(ui, "steer open");
     ImGui::SameLine();
-    if (ImGui::Button("Save") && in.vec) {
-        try {
-            gb::steer_vector v = *in.vec;
-            // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
-            if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0)
-                v.dirs[0].clear();
-            gb::write_steer_vector(in.path, v);
-            in.note = "saved " + in.path + (v.has(0) || !in.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
-        } catch (const std::exception& e) {
-            in.note = e.what();
-        }
-    }
+    if (ImGui::Button("Save") && in.vec) in.save++;
     remember_item(ui, "steer save");
 }
 
