@@ -22,7 +22,7 @@ static int* attribution_pick(app_state& s) { return &inputs_of<attribution_input
 static int* patching_pick(app_state& s) { return &inputs_of<patching_inputs>(s, TAB_PATCHING).target; }
 
 static const tab_entry tabs[TAB_COUNT] = {
-    // tab, name, label, feature, panel, pick, make_inputs, inputs, picks, model_only
+    // tab, name, label, feature, panel, pick, make_inputs, inputs, picks, model_only, applied (its line, save, read)
     {TAB_HEAD, "head", "Head", gb::FEATURE_HEAD_SCORES, panel_head, "", nullptr, nullptr, nullptr},
     {TAB_LENS, "lens", "Logit lens", gb::FEATURE_LENS, panel_lens, "the logit lens follows that token", make_inputs<lens_inputs>, &typeid(lens_inputs), lens_pick},
     {TAB_ATTRIBUTION, "attribution", "Attribution", gb::FEATURE_ATTRIBUTION, panel_attribution, "the attribution's target", make_inputs<attribution_inputs>, &typeid(attribution_inputs), attribution_pick},
@@ -36,7 +36,7 @@ static const tab_entry tabs[TAB_COUNT] = {
     {(analysis_tab)(TAB_CROSS + 1), "circuit", "Circuit", gb::FEATURE_PATCHING, panel_circuit, "the circuit's target",
      make_inputs<circuit_inputs>, &typeid(circuit_inputs), patching_pick, true},
     {(analysis_tab)(TAB_CROSS + 2), "steer", "Steer", gb::FEATURE_STEERING, panel_steer, "", make_inputs<steer_inputs>,
-     &typeid(steer_inputs), nullptr},
+     &typeid(steer_inputs), nullptr, false, steer_applied, save_steer_applied, read_steer_applied},
     {TAB_FEATURES, "features", "Features", gb::FEATURE_SAE, panel_features, "", make_inputs<features_inputs>, &typeid(features_inputs), nullptr},
     {TAB_GRAPH, "graph", "Graph", gb::FEATURE_SAE, panel_graph, "", make_inputs<graph_inputs>, &typeid(graph_inputs), nullptr}, // transcoders: SAE's kinds
 };

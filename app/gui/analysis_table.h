@@ -38,6 +38,11 @@ struct tab_entry {
     int* (*picks)(app_state& s);            // the token id a click on a Next-token row sets (null: none; `pick` says
                                             // what it is)
     bool model_only = false;                // hidden while no model is loaded (the text tabs show, empty)
+    // What the tab applies to the main run through the ablation beyond its own lists (the Steer tab's steering): its
+    // line in the Ablations panel with a remove button, and its part of a session's "ablation" (null: nothing)
+    void (*applied)(app_state& s, ui_context& ui) = nullptr;
+    void (*save_applied)(nlohmann::json& ablation, const app_state& s) = nullptr;
+    void (*read_applied)(const nlohmann::json& ablation, gb::ablation& ab) = nullptr; // throws gb::error
 };
 template <class T> std::shared_ptr<void> make_inputs() { return std::make_shared<T>(); }
 // The row of t (t < TAB_COUNT).

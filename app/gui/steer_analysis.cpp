@@ -253,4 +253,33 @@ void print_steer_sweep(nlohmann::json& j, const app_state& s, const analysis_ent
                            {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
 }
 
+void save_steer_applied(nlohmann::json& ablation, const app_state& s) {
+    const gb::steering& st = s.ablation.steer;
+    nlohmann::json out = nullptr;
+    if (st.any()) {
+        nlohmann::json dirs = nlohmann::json::object();
+        for (int l : st.vec->layers()) dirs[std::to_string(l)] = st.vec->dirs[l];
+        out = {{"scale", st.scale}, {"layers", st.layers}, {"from", st.from}, {"name", st.vec->name},
+               {"d_model", st.vec->d_model}, {"directions", dirs}};
+    }
+    ablation["steering"] = out;
+}
+
+void read_steer_applied(const nlohmann::json& ablation, gb::ablation& ab) {
+    if (!ablation.contains("steering") || ablation.at("steering").is_null()) return;
+    const nlohmann::json& st = ablation.at("steering");
+    auto v = std::make_shared<gb::steer_vector>();
+    v->d_model = st.at("d_model").get<int>();
+    v->name = st.value("name", "session");
+    for (const auto& [l, d] : st.at("directions").items()) {
+        std::vector<float> dir = d.get<std::vector<float>>();
+        if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
+        v->set(std::stoi(l), std::move(dir));
+    }
+    ab.steer.vec = v;
+    ab.steer.scale = st.at("scale").get<float>();
+    ab.steer.layers = st.at("layers").get<std::vector<int>>();
+    ab.steer.from = st.value("from", 0);
+}
+
 } // namespace gbui

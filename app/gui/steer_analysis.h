@@ -91,6 +91,12 @@ void print_steer_sweep(nlohmann::json& j, const app_state& s, const analysis_ent
 
 // The panel: build or open, apply, side by side, the cost sweep.
 void panel_steer(app_state& s, ui_context& ui);
+// The tab's row in the tab table: the applied steering's line in the Ablations panel, with its remove button
+// (panel_steer.cpp); the steering with its vector's directions in a session's "ablation" (null when none: a built
+// vector has no file; absent in sessions saved before steering)
+void steer_applied(app_state& s, ui_context& ui);
+void save_steer_applied(nlohmann::json& ablation, const app_state& s);
+void read_steer_applied(const nlohmann::json& ablation, gb::ablation& ab);
 // The steering the tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
 // from-position); vec null when there is no vector yet.
 gb::steering tab_steering(const app_state& s);

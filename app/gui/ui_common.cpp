@@ -372,14 +372,6 @@ void save_session(const app_state& s, const std::string& path) {
     for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
     nlohmann::json knockouts = nlohmann::json::array(); // as the CLI spells them: "0.1:3-2"
     for (const auto& k : s.ablation.knockouts) knockouts.push_back(k.describe());
-    nlohmann::json steering = nullptr; // the applied steering with its vector's directions (a built one has no file)
-    if (s.ablation.steer.any()) {
-        const gb::steering& st = s.ablation.steer;
-        nlohmann::json dirs = nlohmann::json::object();
-        for (int l : st.vec->layers()) dirs[std::to_string(l)] = st.vec->dirs[l];
-        steering = {{"scale", st.scale}, {"layers", st.layers}, {"from", st.from}, {"name", st.vec->name},
-                    {"d_model", st.vec->d_model}, {"directions", dirs}};
-    }
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -391,8 +383,7 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads},
                           {"experts", experts},
-                          {"knockouts", knockouts},
-                          {"steering", steering}}},
+                          {"knockouts", knockouts}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -418,6 +409,8 @@ void save_session(const app_state& s, const std::string& path) {
                           {"stack", s.stack == 0 ? "encoder" : "decoder"},
                           {"cross_average", xin.average}}},
                         {"features", features_session_json(s)}};
+    for (int t = 0; t < TAB_COUNT; t++) // what a tab applies through the ablation (the Steer tab's steering)
+        if (const tab_entry& e = tab_info((analysis_tab)t); e.save_applied) e.save_applied(j["ablation"], s);
     gb::write_json(path, j);
 }
 
@@ -435,24 +428,6 @@ static saved_token token_from(const nlohmann::json& j, const char* key) {
     if (t.id < 0) throw gb::error(std::string(key) + ": a token id must be >= 0");
     if (v.contains("text")) t.text = v.at("text").get<std::string>(), t.has_text = true;
     return t;
-}
-
-// The applied steering of a session, its vector's directions included (absent in sessions saved before steering)
-static gb::steering steering_from(const nlohmann::json& st) {
-    auto v = std::make_shared<gb::steer_vector>();
-    v->d_model = st.at("d_model").get<int>();
-    v->name = st.value("name", "session");
-    for (const auto& [l, d] : st.at("directions").items()) {
-        std::vector<float> dir = d.get<std::vector<float>>();
-        if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
-        v->set(std::stoi(l), std::move(dir));
-    }
-    gb::steering out;
-    out.vec = v;
-    out.scale = st.at("scale").get<float>();
-    out.layers = st.at("layers").get<std::vector<int>>();
-    out.from = st.value("from", 0);
-    return out;
 }
 
 session_file read_session(const std::string& path) {
@@ -481,7 +456,8 @@ session_file read_session(const std::string& path) {
                 const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
                 p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
             }
-        if (a.contains("steering") && !a.at("steering").is_null()) p.ablation.steer = steering_from(a.at("steering"));
+        for (int t = 0; t < TAB_COUNT; t++) // what a tab applies through the ablation (the Steer tab's steering)
+            if (const tab_entry& e = tab_info((analysis_tab)t); e.read_applied) e.read_applied(a, p.ablation);
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);

@@ -177,16 +177,8 @@ void panel_ablations(app_state& s, ui_context& ui) {
             }
         }
     }
-    if (ab.steer.any()) { // applied in the Steer tab; listed here with the rest of what changes the run
-        ImGui::TextUnformatted("Steering:");
-        ImGui::SameLine();
-        if (ImGui::SmallButton("x##steer")) ab.steer = gb::steering{};
-        remember_item(ui, "remove steering");
-        ImGui::SameLine();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", ab.steer.describe().c_str());
-        ImGui::PopTextWrapPos();
-    }
+    for (int t = 0; t < TAB_COUNT; t++) // what a tab applies (the Steer tab's steering), listed with the rest
+        if (const tab_entry& e = tab_info((analysis_tab)t); e.applied) e.applied(s, ui);
 }
 
 } // namespace gbui

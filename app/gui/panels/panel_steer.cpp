@@ -296,4 +296,17 @@ void panel_steer(app_state& s, ui_context& ui) {
     }
 }
 
+void steer_applied(app_state& s, ui_context& ui) {
+    gb::ablation& ab = s.ablation;
+    if (!ab.steer.any()) return;
+    ImGui::TextUnformatted("Steering:");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("x##steer")) ab.steer = gb::steering{};
+    remember_item(ui, "remove steering");
+    ImGui::SameLine();
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", ab.steer.describe().c_str());
+    ImGui::PopTextWrapPos();
+}
+
 } // namespace gbui
