@@ -352,8 +352,8 @@ static void file_rows(app_state& s, ui_context& ui) {
     path_box(ui, "export folder", s.export_dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
     if (ImGui::SmallButton("Export")) { // written on an analysis thread (the export row, analysis_export.cpp)
-        s.export_asked++;
-        s.status = "exporting to " + s.export_dir + "...";
+        if (!s.result) s.error = "nothing to export yet";
+        else s.export_asked++, s.status = "exporting to " + s.export_dir + "...";
     }
     remember_item(ui, "Export");
     ImGui::PushTextWrapPos(0.0f);
