@@ -182,6 +182,32 @@ static void schedule_features(app_state& s, ui_context& ui) {
     }
 }
 
+// Break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
+// (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
+// first request only chooses its prompt among candidates. One forward per row and per head: on a large model
+// minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
+static void schedule_break(app_state& s, ui_context& ui) {
+    analysis_request q;
+    q.model = s.model;
+    q.bos = s.bos;
+    q.prompt = s.prompt;
+    q.candidates = s.demo_candidates;
+    std::string inputs;
+    if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
+        inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
+        if (q.candidates.empty()) inputs += s.prompt;
+        else
+            for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
+    }
+    const bool quiet = inputs_settled(ui, ANALYSIS_BREAK, inputs);
+    const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
+    if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
+        ui.analysis->cancel(ANALYSIS_BREAK);
+        ui.asked[ANALYSIS_BREAK].clear();
+    }
+    schedule_analysis(s, ui, ANALYSIS_BREAK, inputs, shown, quiet, q);
+}
+
 bool schedule_analyses(app_state& s, ui_context& ui) {
     auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
@@ -253,31 +279,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui);
-    // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
-    // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
-    // first request only chooses its prompt among candidates. One forward per row and per head: on a large model
-    // minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
-    {
-        analysis_request q;
-        q.model = s.model;
-        q.bos = s.bos;
-        q.prompt = s.prompt;
-        q.candidates = s.demo_candidates;
-        std::string inputs;
-        if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
-            inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
-            if (q.candidates.empty()) inputs += s.prompt;
-            else
-                for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
-        }
-        const bool quiet = inputs_settled(ui, ANALYSIS_BREAK, inputs);
-        const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
-        if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
-            ui.analysis->cancel(ANALYSIS_BREAK);
-            ui.asked[ANALYSIS_BREAK].clear();
-        }
-        schedule_analysis(s, ui, ANALYSIS_BREAK, inputs, shown, quiet, q);
-    }
+    schedule_break(s, ui);
     // sampling: the shown run continued at the three temperatures
     {
         analysis_request q;
