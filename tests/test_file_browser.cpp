@@ -55,7 +55,7 @@ TEST(FileBrowser, ListsWhatEachKindTakesFoldersFirst) {
               (std::vector<std::string>{"alpha/", "gpt2/", "sae-l2/", "Zeta/", "tc"}));
     EXPECT_EQ(names(list_folder(root, gbui::BROWSE_IMAGE)),
               (std::vector<std::string>{"alpha/", "gpt2/", "sae-l2/", "tc/", "Zeta/", "Picture.PNG"}));
-    EXPECT_EQ(names(list_folder(root, gbui::BROWSE_STEER)),
+    EXPECT_EQ(names(list_folder(root, gbui::BROWSE_CONTROL_VECTOR)),
               (std::vector<std::string>{"alpha/", "gpt2/", "sae-l2/", "tc/", "Zeta/", "model.gguf", "vec.npy"}));
     // a corpus may be any file; a folder box lists only folders
     EXPECT_EQ(list_folder(root, gbui::BROWSE_TEXT).entries.size(), 5u + 6u);

@@ -450,6 +450,26 @@ TEST(GuiAnalyses, ExportWritesTheComputedAnalyses) {
     EXPECT_EQ(sm["sampling"]["top_k"], states[0]["sampling"]["top_k"]);
 }
 
+// The Model panel's Export button writes on an analysis thread (the export row): once `wait` returns, the files and
+// window.png are in the folder typed into its box (the status line's last word is the PNG's, written after them).
+TEST(GuiAnalyses, ExportButtonWritesOffTheUiThread) {
+    ASSERT_TRUE(have_app());
+    std::string dir = test_temp_dir("gui_export_button");
+    int rc = -1;
+    auto states = run_script("--model " + sq(gui_model().dir) + " --prompt " + sq(clean_prompt),
+                             "wait\nclick export folder\nkey end\n" + backspaces(40) + "type " + dir + "/out\n"
+                             "click Export\nwait\nprint\n",
+                             &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 1u);
+    EXPECT_FALSE(states[0]["analysis"]["export"]["busy"].get<bool>());
+    EXPECT_EQ(states[0]["analysis"]["export"]["error"], "");
+    const std::string status = states[0]["status"];
+    EXPECT_NE(status.find("window.png"), std::string::npos) << status;
+    for (const char* f : {"capture.json", "attention.npy", "head_scores.npy", "head_scores.json", "window.png"})
+        EXPECT_TRUE(std::ifstream(dir + "/out/" + f).good()) << f;
+}
+
 // Causal tracing in the Patching tab: the maps the app computed on its analysis thread equal the core's trace of the
 // same tokens (the CLI's defaults: noise 3, 10 samples, seed 0); a subject that is not in the prompt is one line.
 TEST(GuiAnalyses, CausalTracingEqualsTheCoreTrace) {

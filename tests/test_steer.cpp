@@ -502,3 +502,31 @@ TEST(Steer, AppSteerTabBuildsAppliesAndSweeps) {
     EXPECT_EQ(again[0]["ablation"], st[2]["ablation"]);
     EXPECT_EQ(again[0]["top1"], st[2]["top1"]);
 }
+
+// The Steer tab's Save and Open write and read the file on an analysis thread (the steer_save and steer_open rows):
+// once `wait` returns the file is written, and opened again it is the tab's vector; saved as a .gguf, the built
+// vector loses layer 0 (llama.cpp's format has none).
+TEST(Steer, AppSavesAndOpensTheVectorOffTheUiThread) {
+    if (!have_app()) GTEST_SKIP() << "no app built";
+    const std::string path = test_temp_dir("steer_app_files") + "/v.gguf";
+    std::string erase; // the path box's default text, erased
+    for (int i = 0; i < 40; i++) erase += "key backspace\n";
+    int rc = 0;
+    const std::vector<nlohmann::json> st = run_script("--prompt 'Today I feel'",
+                                                      "tab steer\nwait\nclick steer build\nwait\nprint\n"
+                                                      "click steer path\nkey end\n" + erase + "type " + path + "\n"
+                                                      "click steer save\nwait\nprint\nclick steer open\nwait\nprint\n",
+                                                      &rc, "", "1280x720");
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 3u);
+    ASSERT_FALSE(st[0]["steer"]["vector"].is_null());
+    EXPECT_EQ(st[1]["analysis"]["steer_save"]["error"], "");
+    EXPECT_TRUE(std::ifstream(path).good()) << path;
+    const nlohmann::json& opened = st[2]["steer"]["vector"];
+    ASSERT_FALSE(opened.is_null());
+    EXPECT_EQ(opened["name"], "v.gguf");
+    std::vector<int> layers = st[0]["steer"]["vector"]["layers"].get<std::vector<int>>();
+    layers.erase(layers.begin()); // layer 0 left out
+    EXPECT_EQ(opened["layers"], nlohmann::json(layers));
+    EXPECT_EQ(opened["d_model"], st[0]["steer"]["vector"]["d_model"]);
+}

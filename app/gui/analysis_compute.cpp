@@ -1,6 +1,6 @@
 // What each analysis of the table (analysis_table.h) computes, on an analysis thread: the logit lens, direct logit
 // attribution with the token saliency, Learn's walk, Break it, the Sampling tab's continuations, the induction
-// test, activation patching, the circuit and causal tracing. `run.go` returns false once the request is stopped.
+// test and activation patching. `run.go` returns false once the request is stopped.
 #include <algorithm>
 #include <chrono>
 
@@ -41,7 +41,7 @@ std::shared_ptr<const void> compute_lens(const analysis_request& q, const analys
 static void compute_saliency(attribution_output& out, const run_result& r, const gb::metric_spec& ms, int steps) {
     const gb::model& m = *r.model;
     gb::saliency_result sr;
-    if (r.decoder) {
+    if (run_kind(r).input == gb::INPUT_SOURCE_TARGET) {
         sr = gb::saliency_seq2seq(m, r.encoder->tokens, r.decoder->tokens, ms, steps, r.ablation);
     } else {
         gb::forward_options base;
@@ -49,7 +49,7 @@ static void compute_saliency(attribution_output& out, const run_result& r, const
         if (r.view) px = gb::view_pixels(m, *r.view), base.pixels = px.data();
         sr = gb::saliency(m, r.cap().tokens, ms, steps, r.ablation, base);
     }
-    const bool source = r.decoder && r.stack == 0;
+    const bool source = source_shown(r);
     out.saliency = steps > 0 ? (source ? sr.source_integrated : sr.integrated)
                              : (source ? sr.source_grad_x_input : sr.grad_x_input);
     out.steps = steps;
@@ -93,7 +93,7 @@ std::shared_ptr<const void> compute_learn(const analysis_request& q, const analy
     out->from = q.from;
     gb::forward_options o;
     o.keep = gb::learn_keep(m.config.n_layer, q.layer);
-    if (r.decoder) { // an encoder–decoder: its decoder, reading the same source
+    if (run_kind(r).input == gb::INPUT_SOURCE_TARGET) { // its decoder, reading the same source
         gb::seq2seq_record rec;
         gb::run_seq2seq(rec, m, r.encoder->tokens, r.decoder->tokens, r.ablation, o);
         out->walk = gb::walk_through(m, rec.decoder, q.position, q.layer, q.head);
@@ -187,10 +187,7 @@ std::shared_ptr<const void> compute_induction(const analysis_request& q, const a
     return out;
 }
 
-// The clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the chosen
-// ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target), into
-// out; shared by patching and the circuit.
-static void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast) {
+void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast) {
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     const int V = m.config.vocab_size;
@@ -248,61 +245,4 @@ std::shared_ptr<const void> compute_patching(const analysis_request& q, const an
     }
     return out->res.complete ? out : nullptr;
 }
-
-// The circuit of the patching inputs, and the faithfulness of every circuit size the slider offers (one forward
-// per distinct set of nodes).
-std::shared_ptr<const void> compute_circuit(const analysis_request& q, const analysis_run& run) {
-    const keep_going& go = run.go;
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    patch_output in;
-    int target = 0, contrast = -1;
-    patch_inputs(&in, q, target, contrast);
-    auto out = std::make_shared<circuit_output>();
-    out->key = q.key;
-    out->model = r.model;
-    out->clean_ids = in.clean_ids;
-    out->corrupt_ids = in.corrupt_ids;
-    out->ab = r.ablation;
-    auto res = std::make_shared<gb::circuit_result>(
-        gb::circuit_scores(m, in.clean_ids, in.corrupt_ids, target, contrast, r.ablation));
-    out->max_edges = std::min((int)res->edges.size(), 300);
-    out->faithfulness.assign(out->max_edges + 1, 0.0f);
-    std::vector<unsigned char> last;
-    float value = 0;
-    for (int n = 0; n <= out->max_edges; n++) {
-        const std::vector<unsigned char> members = gb::circuit_members(*res, n);
-        if (members != last) {
-            if (!go((float)n / (out->max_edges + 1))) return nullptr;
-            value = (float)gb::circuit_faithfulness(*res, gb::circuit_metric(m, *res, in.clean_ids, members, r.ablation));
-            last = members;
-        }
-        out->faithfulness[n] = value;
-    }
-    out->res = res;
-    out->ms = ms_since(t0);
-    return out;
-}
-
-// Causal tracing of the shown run's tokens under its ablation, with the CLI's defaults (noise 3, 10 samples, seed 0)
-std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run) {
-    const keep_going& go = run.go;
-    auto t0 = clock_type::now();
-    const run_result& r = *q.from;
-    const gb::model& m = *r.model;
-    auto out = std::make_shared<trace_output>();
-    out->key = q.key;
-    out->model = r.model;
-    out->subject = q.subject;
-    out->ids = r.cap().tokens;
-    int first = 0, end = 0;
-    gb::subject_span(first, end, m.tok, out->ids, q.subject);
-    gb::trace_options o;
-    o.ab = r.ablation;
-    out->res = gb::causal_trace(m, out->ids, first, end, o, go);
-    out->ms = ms_since(t0);
-    return out->res.complete ? out : nullptr;
-}
-
 } // namespace gbui

@@ -1,5 +1,6 @@
-// Export (the Model panel's Export, the script's export): the shown run's capture, then each analysis of the table
-// whose output is of that run, in the CLI's formats. Each analysis's writer is named by its row (analysis_table.h).
+// Export (the Model panel's Export, as the export row on the quick analysis lane; the script's export, at once): the
+// shown run's capture, then each analysis of the table whose output is of that run, in the CLI's formats. Each
+// analysis's writer is named by its row (analysis_table.h).
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_json.h"
@@ -85,6 +86,49 @@ std::string export_capture(const app_state& s, const std::string& dir) {
         if (!what.empty()) wrote += ", " + what;
     }
     return wrote;
+}
+
+// What an export request carries (analysis_request::own)
+struct export_request {
+    std::shared_ptr<const app_state> state; // the shown run, top_k and the outputs (shared, immutable)
+    std::string dir;
+};
+
+std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run&) {
+    const export_request& in = std::any_cast<const export_request&>(q.own);
+    auto out = std::make_shared<export_output>();
+    out->key = q.key;
+    out->dir = in.dir;
+    out->wrote = export_capture(*in.state, in.dir);
+    return out;
+}
+
+// Once per press of Export: a snapshot of what it writes goes to the quick lane; the export written, the status line
+// says so and the window's PNG joins it (the folder exists by then); a failure becomes the window's error line
+void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row) {
+    const std::string inputs = s.export_asked > 0 ? std::to_string(s.export_asked) + "|" + s.export_dir : "";
+    analysis_request q;
+    if (!inputs.empty() && inputs != ui.asked[row.kind]) { // about to be sent: the snapshot
+        auto snap = std::make_shared<app_state>();
+        snap->result = s.result;
+        snap->top_k = s.top_k;
+        for (int k = 0; k < ANALYSIS_COUNT; k++) snap->output[k] = s.output[k];
+        q.own = export_request{snap, s.export_dir};
+    }
+    schedule_analysis(s, ui, row.kind, inputs, true, true, q);
+    const analysis_status& st = s.analysis[row.kind];
+    if (!st.error.empty() && st.error_key != ui.export_shown) {
+        ui.export_shown = st.error_key;
+        s.error = st.error;
+        s.status.clear();
+    }
+    const auto o = output_of<export_output>(s, row.kind);
+    if (o && o->key != ui.export_shown) {
+        ui.export_shown = o->key;
+        ui.screenshot_path = o->dir + "/window.png";
+        ui.request_screenshot = true;
+        s.status = "exported " + o->wrote + " and window.png to " + o->dir;
+    }
 }
 
 } // namespace gbui

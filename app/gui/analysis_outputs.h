@@ -7,15 +7,12 @@
 
 #include "analysis/attribution.h"
 #include "analysis/break_it.h"
-#include "analysis/circuit.h"
 #include "analysis/feature_index.h"
 #include "analysis/features.h"
 #include "analysis/head_scores.h"
 #include "analysis/learn.h"
 #include "analysis/lens.h"
 #include "analysis/patching.h"
-#include "analysis/steer.h"
-#include "analysis/trace.h"
 #include "app_state.h"
 #include "run/generate.h"
 
@@ -104,39 +101,6 @@ struct patch_output {
     gb::patch_result difference;                   // exact with an estimate: res with estimate - exact in its
                                                    // normalized maps (the "estimate - exact" view; made once)
 };
-// The Circuit tab: the graph of the Patching tab's prompts, target and contrast (core/analysis/circuit.h), and
-// the faithfulness of the circuit of every size the slider offers.
-struct circuit_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::vector<int> clean_ids, corrupt_ids;       // [T] each
-    gb::ablation ab;                               // in force in its runs
-    std::shared_ptr<const gb::circuit_result> res; // nodes, every edge by |score|, the corrupted outputs
-    int max_edges = 0;                             // the slider's range: 1 .. max_edges
-    std::vector<float> faithfulness;               // [max_edges + 1] of the top-N circuit (NaN when clean == corrupt)
-    double ms = 0;
-};
-// Causal tracing of the shown run's tokens (the Patching tab's "causal tracing" mode): the subject noised, each
-// residual point, attention and MLP output restored in turn.
-struct trace_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::string subject;                           // as typed
-    std::vector<int> ids;                          // [T] the prompt's tokens
-    gb::trace_result res;                          // resid [2L+1][T], attn and mlp [L][T], probabilities
-    double ms = 0;
-};
-// The Steer tab's three analyses: the contrastive vector built from its prompt boxes, the continuations with and
-// without it side by side, and the cost sweep over scale x layer on its reference text.
-struct steer_output {
-    std::string key;
-    std::shared_ptr<const gb::model> model;
-    std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
-    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
-    std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
-    gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
-    double ms = 0;
-};
 // The Features tab's two analyses: the shown SAE's features of the prompt (under the ablation, before the feature
 // edits) with the selected feature's logit effect; and the selected SAE's index of a corpus file (top contexts).
 struct features_output {
@@ -154,15 +118,10 @@ struct features_output {
     std::string trained, train_note;              // training: the folder written, and how it went (one line)
     double ms = 0;
 };
-// "Keep only this circuit": every node outside the circuit set to its corrupted output in the app's runs (SET
-// interventions recomputed live like the ablations), while the prompt and model are the ones it was found on.
-struct circuit_patch {
-    std::shared_ptr<const gb::circuit_result> res;
-    std::shared_ptr<const gb::model> model;
-    std::string prompt;
-    bool bos = false;
-    int n_edges = 0, n_nodes = 0;
-    std::vector<gb::intervention> interventions;   // point into res
-    std::string describe() const { return "circuit of " + std::to_string(n_edges) + " edges (" + std::to_string(n_nodes) + " nodes)"; }
+// The Model panel's Export: where it wrote, and what ("" when none yet).
+struct export_output {
+    std::string key;
+    std::string dir;
+    std::string wrote;                            // ".npy, capture.json, head_scores, lens, ..."
 };
 } // namespace gbui

@@ -5,12 +5,15 @@
 // The worker (analysis_worker.h) dispatches through it and keeps one output slot per row; app_state holds one
 // published output per row (app_state::output), read with output_of.
 //
-// Adding an analysis: a kind in analysis_kind, its request fields, its compute function (declared below), one row
-// in analysis_table.cpp, and the panel that draws its output (docs/development.md, "How to add an analysis").
+// Adding an analysis: its files (<name>_analysis.{h,cpp}: inputs, output, compute, schedule and print hooks), its
+// request fields, one row in analysis_table.cpp, and the panel that draws its output (docs/development.md, "How to
+// add an analysis").
 #pragma once
 #include <functional>
 #include <memory>
 #include <typeinfo>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "analysis_outputs.h"
 #include "app_state.h"
@@ -32,6 +35,14 @@ struct tab_entry {
     const char* pick;  // what a click on a Next-token row picks while the tab is open ("": nothing)
     std::shared_ptr<void> (*make_inputs)(); // the tab's own inputs (app_state::inputs), made with the state
     const std::type_info* inputs;           // their type (null: none)
+    int* (*picks)(app_state& s);            // the token id a click on a Next-token row sets (null: none; `pick` says
+                                            // what it is)
+    bool model_only = false;                // hidden while no model is loaded (the text tabs show, empty)
+    // What the tab applies to the main run through the ablation beyond its own lists (the Steer tab's steering): its
+    // line in the Ablations panel with a remove button, and its part of a session's "ablation" (null: nothing)
+    void (*applied)(app_state& s, ui_context& ui) = nullptr;
+    void (*save_applied)(nlohmann::json& ablation, const app_state& s) = nullptr;
+    void (*read_applied)(const nlohmann::json& ablation, gb::ablation& ab) = nullptr; // throws gb::error
 };
 template <class T> std::shared_ptr<void> make_inputs() { return std::make_shared<T>(); }
 // The row of t (t < TAB_COUNT).
@@ -51,6 +62,12 @@ using analysis_compute = std::shared_ptr<const void> (*)(const analysis_request&
 // for the status line ("lens"), "" when the output is of another run.
 using analysis_write = std::string (*)(const app_state& s, const void* out, const std::string& dir);
 
+struct analysis_entry;
+// Sends the row's request when its inputs changed, through schedule_analysis (ui.h); called every frame.
+using analysis_schedule = void (*)(app_state& s, ui_context& ui, const analysis_entry& row);
+// Adds the row's output (and the state it owns) to the script's `print` (script_state.cpp), for the GUI tests.
+using analysis_print = void (*)(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+
 struct analysis_entry {
     analysis_kind kind;
     const char* name;            // in scripts' JSON, their wait-running command and messages ("lens", "sae_train")
@@ -62,6 +79,8 @@ struct analysis_entry {
     analysis_compute compute;
     const std::type_info* output; // the type of its output: what output_of reads from its slot
     analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
+    analysis_schedule schedule;  // when it is sent (null: scheduler.cpp's schedule_analyses sends it)
+    analysis_print print;        // its part of `print` (null: script_state.cpp prints it)
 };
 // The inputs tab t keeps of its own, as the type its row names.
 template <class T> T& inputs_of(app_state& s, analysis_tab t) {
@@ -76,6 +95,10 @@ const analysis_entry& analysis_info(analysis_kind k);
 const char* analysis_name(analysis_kind k);
 // The kind named `name` in the table, or ANALYSIS_COUNT.
 analysis_kind analysis_named(const std::string& name);
+// The row named `name`, for the files of an analysis that analysis_kind / analysis_tab do not name; throws
+// gb::error when the table has none.
+analysis_kind analysis_id(const char* name);
+analysis_tab tab_id(const char* name);
 // Whether m's kind offers what k needs (false without a model).
 bool analysis_offered(analysis_kind k, const gb::model* m);
 
@@ -85,20 +108,25 @@ template <class T> std::shared_ptr<const T> output_of(const app_state& s, analys
     return std::static_pointer_cast<const T>(s.output[k]);
 }
 
-// The compute functions the rows name (analysis_compute.cpp; the Steer tab's in steer_analysis.cpp, the Features
-// tab's in feature_analysis.cpp).
+// The compute functions the rows name (analysis_compute.cpp; the Features tab's in feature_analysis.cpp; an
+// analysis with files of its own declares its own).
 std::shared_ptr<const void> compute_lens(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_attribution(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_induction(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_patching(const analysis_request& q, const analysis_run& run);
+// Patching's clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the
+// chosen ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target),
+// into out; the analyses of patching's inputs share it.
+void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast);
 std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
-std::shared_ptr<const void> compute_circuit(const analysis_request& q, const analysis_run& run);
-std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run);
-std::shared_ptr<const void> compute_steer(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
+// Export itself (analysis_export.cpp): the request's own field is a snapshot of the state (the shown run and the
+// outputs, as they were when Export was pressed) and the folder; once written, the status line and the window's PNG
+std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run& run);
+void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row);
 // The writers of Export (analysis_export.cpp)
 std::string export_lens(const app_state& s, const void* out, const std::string& dir);
 std::string export_attribution(const app_state& s, const void* out, const std::string& dir);

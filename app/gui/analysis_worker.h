@@ -5,6 +5,7 @@
 // one replaces a waiting one and stops a running one with other inputs (the core's progress callbacks return
 // false); a stopped run publishes nothing, so the panels keep the previous complete result.
 #pragma once
+#include <any>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -47,14 +48,9 @@ struct analysis_request {
     int n = 50;
     uint64_t seed = 1;
     bool bos = false;
-    // steer: build from positive/negative prompts (one a line) at `where`; compare `prompt` under `steering` at
-    // `scales` (gen_tokens each); sweep `steering.vec` at `scales` x `layers` on `reference` from `steering.from`
-    std::string positive, negative;
-    int where = 0;
-    gb::steering steering;
-    std::vector<float> scales;
-    std::vector<int> layers;
-    std::string reference;
+    // an analysis with files of its own: what its request carries beside the fields above, of the type it names
+    // (read with std::any_cast; e.g. steer_analysis.h's steer_request)
+    std::any own;
     // features: the prompt's features on `sae` under ab, with feature `target`'s logit effect; the index of `corpus`
     std::shared_ptr<const gb::bound_sae> sae;
     std::string corpus;

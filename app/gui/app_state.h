@@ -26,7 +26,6 @@
 
 namespace gbui {
 
-struct circuit_patch; // analysis_outputs.h: "keep only this circuit"
 struct heat_pixels;   // heat_pixels.h
 struct generation_result; // worker.h
 
@@ -49,6 +48,20 @@ void add_feature_interventions(std::vector<gb::intervention>& iv, std::vector<st
                                const gb::model& m, const std::vector<int>& ids, const gb::ablation& ab,
                                const std::vector<app_feature_edit>& edits);
 
+// A component patch one tab installs on the app's main run (the Circuit tab's "keep only this circuit": every node
+// outside the circuit set to its corrupted output): SET interventions after the ablation's, recomputed live like
+// the ablations, in force while the model, prompt and BOS are the ones it was made for (patch_in_force).
+struct run_patch {
+    std::shared_ptr<const void> owner;     // what the interventions point into, kept alive with them
+    std::vector<gb::intervention> interventions;
+    std::shared_ptr<const gb::model> model;
+    std::string prompt;
+    bool bos = false;
+    std::string by;                        // the tab that made it ("circuit"): it names the remove button for scripts
+    std::string what;                      // one line: "circuit of 20 edges (12 nodes)" (the Ablations panel, print)
+    std::string effect;                    // what it does to the runs, one line (the Ablations panel)
+};
+
 // One finished run (plus its baseline) for one set of inputs; immutable once published. The records come from
 // the worker's live state (core/run/live.h) and are shared with it: a later run reuses their unchanged layers.
 struct run_result {
@@ -58,7 +71,7 @@ struct run_result {
     std::string prompt;
     bool bos = false;
     gb::ablation ablation;
-    std::shared_ptr<const circuit_patch> circuit; // the kept circuit it ran with (null: none)
+    std::shared_ptr<const run_patch> patch; // the component patch it ran with (null: none)
     std::vector<app_feature_edit> features; // the Features tab's edits it ran with
     std::shared_ptr<const gb::record> run;  // with ablation: attention [L][H][T][T], z, mlp_out, the residual
                                             // stream [2L+1][T][d] (what lens and attribution read), norms, last logits
@@ -95,19 +108,33 @@ struct run_result {
     std::string notice;                     // e.g. truncation
 };
 
+// What r's model reads and predicts, from the kind table (core/model/kind.h): the front end asks it, not which
+// records r happens to hold.
+inline const gb::kind_info& run_kind(const run_result& r) { return gb::kind_info_of(r.model->config); }
+// An encoder–decoder's run that shows its encoder: the chips are the source's while the LM head reads the target.
+inline bool source_shown(const run_result& r) { return run_kind(r).input == gb::INPUT_SOURCE_TARGET && r.stack == 0; }
+
 enum scale_mode { SCALE_LINEAR, SCALE_LOG, SCALE_ROW_MAX };
 
 // ---- analyses (lens, attribution, induction test, patching, learn, break it, sampling): on the analysis threads ----
 
-enum analysis_kind { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
-                     ANALYSIS_BREAK, ANALYSIS_SAMPLING, ANALYSIS_CIRCUIT, ANALYSIS_TRACE, ANALYSIS_STEER_BUILD,
-                     ANALYSIS_STEER_COMPARE, ANALYSIS_STEER_SWEEP, ANALYSIS_FEATURES, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN, ANALYSIS_GRAPH,
-                     ANALYSIS_COUNT };
-// The tabs under the attention grid (Experts only for MoE models).
-enum analysis_tab { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS, TAB_IMAGE,
-                    TAB_CROSS, TAB_CIRCUIT, TAB_STEER, TAB_FEATURES, TAB_GRAPH, TAB_COUNT };
+// A row of the analysis table (analysis_table.h), by its place. Shared code names the rows it reads by these; a
+// row whose analysis lives in files of its own (circuit_analysis.cpp, trace_analysis.cpp, steer_analysis.cpp) has no name here, only its place (the gaps
+// keep the table's order, which is the lanes' order of precedence): its files find it by name (analysis_id).
+enum analysis_kind : int { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTION, ANALYSIS_PATCHING, ANALYSIS_LEARN,
+                           ANALYSIS_BREAK, ANALYSIS_SAMPLING,
+                           // 7-11: the circuit, causal tracing, the Steer tab's three
+                           ANALYSIS_FEATURES = ANALYSIS_SAMPLING + 6, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN,
+                           ANALYSIS_GRAPH, ANALYSIS_EXPORT,
+                           ANALYSIS_COUNT = ANALYSIS_EXPORT + 3 }; // 17, 18: the Steer tab's Open and Save
+// The tabs under the attention grid, in the tab bar's order (Experts only for MoE models); as analysis_kind, a tab
+// whose analysis has files of its own is found by name (tab_id).
+enum analysis_tab : int { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS,
+                          TAB_IMAGE, TAB_CROSS,
+                          TAB_FEATURES = TAB_CROSS + 3, // 9, 10: the circuit's, the Steer tab
+                          TAB_GRAPH, TAB_COUNT };
 const char* tab_name(analysis_tab t);        // "head", "lens", "attribution", "patching", "learn", "sampling", "experts",
-                                             // "image", "cross", "circuit" (sessions, scripts)
+                                             // "image", "cross", ... (sessions, scripts)
 // The feature a tab shows; the tab bar shows it when the model's kind offers it (core/model/kind.h).
 gb::feature tab_feature(analysis_tab t);
 bool tab_available(analysis_tab t, const gb::model* m);
@@ -156,13 +183,14 @@ struct app_state {
     std::string model_path_input;
     std::vector<std::string> recent_models;   // "Open recent": most recent first, those that existed at start
     std::string export_dir = "glassbox-export";
+    int export_asked = 0;            // bumped by Export: the export row writes the shown run into export_dir
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
                                      // layers around the selected one)
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
-    std::shared_ptr<const circuit_patch> circuit_kept; // "keep only this circuit" (null: none)
+    std::shared_ptr<const run_patch> patch; // a tab's component patch on the main run (null: none)
     bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
     int induction_n = 50;            // random tokens (each repeated once)
     uint64_t induction_seed = 1;
@@ -221,8 +249,8 @@ struct app_state {
 
 // The result is of the inputs as they are now (model, prompt, BOS, ablation, replayed step): analyses may read it.
 bool result_is_current(const app_state& s);
-// The kept circuit when it applies to the inputs as they are now (its model, prompt and BOS), else null.
-const circuit_patch* circuit_in_force(const app_state& s);
+// s.patch when it applies to the inputs as they are now (its model, prompt and BOS, no replayed step), else null.
+const run_patch* patch_in_force(const app_state& s);
 // Generated tokens the step slider can replay: those of s.generated when it continues the prompt as it is now
 // (same model, text and BOS), else 0.
 int replay_steps(const app_state& s);

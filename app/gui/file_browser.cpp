@@ -57,7 +57,7 @@ static bool file_is_choice(const fs::path& file, browse_kind kind) {
     case BROWSE_MODEL: return e == ".gguf" || e == ".bin" || e == ".safetensors";
     case BROWSE_SAE: return e == ".npz" || e == ".safetensors";
     case BROWSE_TEXT: return true;
-    case BROWSE_STEER: return e == ".gguf" || e == ".npy";
+    case BROWSE_CONTROL_VECTOR: return e == ".gguf" || e == ".npy";
     case BROWSE_SESSION: return e == ".json";
     case BROWSE_IMAGE: return e == ".png" || e == ".jpg" || e == ".jpeg";
     default: return false;

@@ -15,7 +15,7 @@ enum browse_kind {
     BROWSE_SAE,         // an SAE folder (cfg.json), .npz, .safetensors
     BROWSE_TRANSCODERS, // a transcoder set: a folder of layer_*.safetensors or W_enc_*.safetensors
     BROWSE_TEXT,        // a corpus: .txt, .md, or any file
-    BROWSE_STEER,       // a steering vector: .gguf (llama.cpp's control vector) or .npy
+    BROWSE_CONTROL_VECTOR, // a steering vector: .gguf (llama.cpp's control vector) or .npy
     BROWSE_SESSION,     // a session: .json
     BROWSE_IMAGE,       // .png, .jpg, .jpeg
     BROWSE_FOLDER,      // a folder (to write exports or a trained SAE into)

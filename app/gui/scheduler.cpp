@@ -8,7 +8,6 @@
 #include "io/loader.h"
 #include "patching_inputs.h"
 #include "sampling_inputs.h"
-#include "steer_analysis.h"
 #include "tab_inputs.h"
 #include "ui.h"
 
@@ -26,13 +25,13 @@ bool result_is_current(const app_state& s) {
                                     : r && r->gen_id == 0;
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
-           r->ablation.describe() == s.ablation.describe() && r->circuit.get() == circuit_in_force(s) && same_step &&
+           r->ablation.describe() == s.ablation.describe() && r->patch.get() == patch_in_force(s) && same_step &&
            r->features == s.feature_edits &&
            !s.next_result;
 }
 
-const circuit_patch* circuit_in_force(const app_state& s) {
-    const circuit_patch* c = s.circuit_kept.get();
+const run_patch* patch_in_force(const app_state& s) {
+    const run_patch* c = s.patch.get();
     return c && c->model == s.model && c->prompt == s.prompt && c->bos == s.bos && std::min(s.gen_step, replay_steps(s)) == 0
                ? c : nullptr;
 }
@@ -47,7 +46,7 @@ run_request current_run_request(const app_state& s) {
     q.stack = s.stack;
     q.bos = s.bos;
     q.ablation = s.ablation;
-    if (circuit_in_force(s)) q.circuit = s.circuit_kept;
+    if (patch_in_force(s)) q.patch = s.patch;
     q.features = s.feature_edits;
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
@@ -70,8 +69,7 @@ std::string current_run_key(const app_state& s) {
     return run_key(current_run_request(s), s.result && !s.result->cap().budget_note.empty());
 }
 
-// A chosen token id, or -1 when none is chosen or it is outside this model's vocabulary.
-static int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap().vocab ? id : -1; }
+int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap().vocab ? id : -1; }
 
 // The attribution's target and contrast: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast) {
@@ -90,15 +88,13 @@ void attribution_tokens(const app_state& s, int* target, int* contrast) {
 
 int attribution_position(const app_state& s) {
     const run_result& r = *s.result;
-    if (r.pred.output == gb::OUTPUT_CLASSES) return 0;
-    if (r.decoder && r.stack == 0) return r.decoder->n_tokens - 1;
+    if (run_kind(r).output == gb::OUTPUT_CLASSES) return 0;
+    if (source_shown(r)) return r.lm_record().n_tokens - 1;
     return query_token(s, r.cap().n_tokens);
 }
 
-// One kind: stop its run when the inputs changed; send the new inputs when visible, offered by the model's kind (its
-// row's needs) and ready.
-static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
-                     const analysis_request& q) {
+void schedule_analysis(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
+                       const analysis_request& q) {
     visible = visible && analysis_offered(k, s.model.get());
     if (!ui.asked[k].empty() && inputs != ui.asked[k]) {
         ui.analysis->cancel(k); // a no-op when it is not running
@@ -114,100 +110,36 @@ static void schedule(app_state& s, ui_context& ui, analysis_kind k, const std::s
     }
 }
 
-// Patching and the circuit: of the prompt as typed (its run must be the shown one), debounced like the main run;
-// the circuit reads the same prompts, target and contrast while the Circuit tab shows it.
-static void schedule_patching(app_state& s, ui_context& ui, const run_result* r) {
+bool inputs_settled(ui_context& ui, analysis_kind k, const std::string& inputs) {
+    const auto now = std::chrono::steady_clock::now();
+    if (inputs != ui.settling[k]) ui.settling[k] = inputs, ui.settling_since[k] = now;
+    return ui.headless || now - ui.settling_since[k] > std::chrono::milliseconds(150);
+}
+
+std::string patching_request(const app_state& s, analysis_request& q) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    analysis_request q;
+    const run_result* r = s.result.get();
     q.from = s.result;
     q.corrupt = pin.corrupt;
-    std::string inputs;
-    if (s.model && !pin.corrupt.empty()) {
-        int t = r ? token_or_default(pin.target, *r) : pin.target;
-        int c = r ? token_or_default(pin.contrast, *r) : pin.contrast;
-        q.target = t, q.contrast = c;
-        inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
-                 std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt +
-                 "\x1f" + pin.corrupt;
-    }
-    if (inputs != ui.patch_seen) ui.patch_seen = inputs, ui.patch_changed_at = std::chrono::steady_clock::now();
-    const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.patch_changed_at > std::chrono::milliseconds(150);
-    // the fast mode (an estimate first) where the kind offers gradients
-    q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
-    schedule(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
-             s.tab == TAB_PATCHING && !pin.show_trace, quiet && result_is_current(s), q);
-    // the circuit: of the same prompts, target and contrast, while the Circuit tab shows it
-    q.kind = ANALYSIS_CIRCUIT;
-    const bool offered = analysis_offered(ANALYSIS_CIRCUIT, s.model.get());
-    schedule(s, ui, ANALYSIS_CIRCUIT, offered ? inputs : "", s.tab == TAB_CIRCUIT, quiet && result_is_current(s), q);
+    if (!s.model || pin.corrupt.empty()) return "";
+    const int t = r ? token_or_default(pin.target, *r) : pin.target;
+    const int c = r ? token_or_default(pin.contrast, *r) : pin.contrast;
+    q.target = t, q.contrast = c;
+    return std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") + s.ablation.describe() + "|" +
+           std::to_string(t) + "|" + std::to_string(c) + "|" + std::to_string(s.gen_step) + "|" + s.prompt + "\x1f" +
+           pin.corrupt;
 }
 
-// causal tracing: of the shown run (its tokens and ablation), while the Patching tab shows it, debounced too
-static void schedule_trace(app_state& s, ui_context& ui, const run_result* r, const std::string& id) {
+// Patching: of the prompt as typed (its run must be the shown one), debounced like the main run
+static void schedule_patching(app_state& s, ui_context& ui) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     analysis_request q;
-    q.from = s.result;
-    q.subject = pin.subject;
-    std::string inputs;
-    if (r && !pin.subject.empty() && gb::offers(r->model->config, gb::FEATURE_TRACE)) inputs = id + "\x1f" + pin.subject;
-    if (inputs != ui.trace_seen) ui.trace_seen = inputs, ui.trace_changed_at = std::chrono::steady_clock::now();
-    const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.trace_changed_at > std::chrono::milliseconds(150);
-    schedule(s, ui, ANALYSIS_TRACE, inputs, s.tab == TAB_PATCHING && pin.show_trace, quiet && result_is_current(s), q);
-}
-
-// The Steer tab: the vector when Build was pressed (its prompts as they were then), the side-by-side
-// continuations and the sweep of the tab's vector while the tab shows
-static void schedule_steer(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
-    const bool shown = s.tab == TAB_STEER && analysis_offered(ANALYSIS_STEER_BUILD, s.model.get());
-    const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.positive = in.positive, q.negative = in.negative, q.where = in.where;
-        const std::string inputs = in.build > 0 && s.model ? model + std::to_string(in.where) + "|" + in.positive +
-                                                                     "\x1f" + in.negative + "|" + std::to_string(in.build)
-                                                                : "";
-        schedule(s, ui, ANALYSIS_STEER_BUILD, inputs, shown, true, q);
-    }
-    // a vector just built becomes the tab's (once: a later Open replaces it), before its analyses are asked for
-    const steer_output* built = output_of<steer_output>(s, ANALYSIS_STEER_BUILD).get();
-    if (built && built->model == s.model && built->vec && built->key != ui.steer_adopted) {
-        ui.steer_adopted = built->key;
-        in.vec = built->vec;
-        in.note = "built from the prompts in " + std::to_string((int)built->ms) + " ms";
-    }
-    const gb::steering st = tab_steering(s);
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.gen_tokens = in.tokens;
-        q.scales.assign(in.scales, in.scales + 3);
-        q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
-        std::string inputs;
-        if (st.vec && !st.layers.empty()) {
-            char b[160];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g|%d|%s|", in.scales[0], in.scales[1], in.scales[2],
-                     in.tokens, sampling_key(s.gen).c_str());
-            inputs = model + steering_key(st) + "|" + b + s.prompt;
-        }
-        schedule(s, ui, ANALYSIS_STEER_COMPARE, inputs, shown, true, q);
-    }
-    {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.steering = st, q.reference = in.reference;
-        q.scales.assign(in.sweep_scales, in.sweep_scales + 5);
-        std::string inputs;
-        if (st.vec) {
-            // every layer with a direction (a vector of one direction: that one at every layer)
-            const std::vector<int> have = st.vec->layers();
-            for (int l = 0; l < s.model->config.n_layer; l++)
-                if (st.vec->has(l) || have.size() == 1) q.layers.push_back(l);
-            char b[128];
-            snprintf(b, sizeof b, "%.9g,%.9g,%.9g,%.9g,%.9g|%d|", q.scales[0], q.scales[1], q.scales[2], q.scales[3],
-                     q.scales[4], st.from);
-            inputs = model + std::to_string((uintptr_t)st.vec.get()) + "|" + b + in.reference + "\x1f" + s.prompt;
-        }
-        schedule(s, ui, ANALYSIS_STEER_SWEEP, inputs, shown, true, q);
-    }
+    const std::string inputs = patching_request(s, q);
+    const bool quiet = inputs_settled(ui, ANALYSIS_PATCHING, inputs);
+    // the fast mode (an estimate first) where the kind offers gradients
+    q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
+    schedule_analysis(s, ui, ANALYSIS_PATCHING, inputs.empty() ? inputs : inputs + (q.fast ? "|fast" : ""),
+                      s.tab == TAB_PATCHING && pin.shown == ANALYSIS_PATCHING, quiet && result_is_current(s), q);
 }
 
 // The Features tab: the shown SAE's features of the prompt as typed (under the ablation) and the selected feature's
@@ -224,7 +156,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
         const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(fin.sel) + "|" +
                                                s.ablation.describe() + "|" + s.prompt
                                          : "";
-        schedule(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
+        schedule_analysis(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
     }
     {
         analysis_request q;
@@ -232,7 +164,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
         const std::string inputs = shown && fin.index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
                                                                            std::to_string(fin.index_build) + "|" + q.corpus
                                                                      : "";
-        schedule(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
+        schedule_analysis(s, ui, ANALYSIS_FEATURE_INDEX, inputs, shown, true, q);
     }
     { // training, once Train was pressed: whatever tab shows (it runs on until done, a new model or Train again)
         const features_inputs::train_fields& f = fin.train_asked;
@@ -246,8 +178,34 @@ static void schedule_features(app_state& s, ui_context& ui) {
                                              std::to_string(f.point) + "|" + std::to_string(f.layer) + "|" +
                                              std::to_string(f.features) + "|" + std::to_string(f.k) + "|" + std::to_string(f.steps)
                                        : "";
-        schedule(s, ui, ANALYSIS_SAE_TRAIN, inputs, true, true, q);
+        schedule_analysis(s, ui, ANALYSIS_SAE_TRAIN, inputs, true, true, q);
     }
+}
+
+// Break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
+// (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
+// first request only chooses its prompt among candidates. One forward per row and per head: on a large model
+// minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
+static void schedule_break(app_state& s, ui_context& ui) {
+    analysis_request q;
+    q.model = s.model;
+    q.bos = s.bos;
+    q.prompt = s.prompt;
+    q.candidates = s.demo_candidates;
+    std::string inputs;
+    if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
+        inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
+        if (q.candidates.empty()) inputs += s.prompt;
+        else
+            for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
+    }
+    const bool quiet = inputs_settled(ui, ANALYSIS_BREAK, inputs);
+    const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
+    if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
+        ui.analysis->cancel(ANALYSIS_BREAK);
+        ui.asked[ANALYSIS_BREAK].clear();
+    }
+    schedule_analysis(s, ui, ANALYSIS_BREAK, inputs, shown, quiet, q);
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
@@ -262,7 +220,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.from = s.result;
         q.lens = output_of<lens_output>(s, ANALYSIS_LENS);
         q.target = r ? token_or_default(lin.target, *r) : -1;
-        schedule(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
+        schedule_analysis(s, ui, ANALYSIS_LENS, r ? id + "|" + std::to_string(q.target) : "", s.tab == TAB_LENS, r != nullptr, q);
     }
     // attribution: of the shown run, at the selected token
     {
@@ -276,7 +234,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
             inputs = id + "|" + std::to_string(q.target) + "|" + std::to_string(q.contrast) + "|" +
                      std::to_string(q.position) + "|" + std::to_string(q.steps);
         }
-        schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
+        schedule_analysis(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
     }
     // graph: of the shown run, over the tab's transcoder set (the default model's own when none is chosen), at
     // its prune thresholds
@@ -289,7 +247,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         q.node_threshold = gin.node_threshold, q.edge_threshold = gin.edge_threshold;
         char th[48];
         std::snprintf(th, sizeof th, "|%.3f|%.3f", gin.node_threshold, gin.edge_threshold);
-        schedule(s, ui, ANALYSIS_GRAPH, r ? id + "|" + q.transcoders + th : "", s.tab == TAB_GRAPH, r != nullptr, q);
+        schedule_analysis(s, ui, ANALYSIS_GRAPH, r ? id + "|" + q.transcoders + th : "", s.tab == TAB_GRAPH, r != nullptr, q);
     }
     // learn: the walk for the selected token, layer and head of the shown run
     {
@@ -298,13 +256,13 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         std::string inputs;
         if (r && gb::offers(r->model->config, gb::FEATURE_LEARN)) { // (other kinds: the picture alone)
             // an encoder–decoder walks its decoder: the selected token is a target token only while it shows
-            const gb::record& c = r->decoder ? *r->decoder : r->cap();
-            q.position = r->decoder && r->stack == 0 ? c.n_tokens - 1 : query_token(s, c.n_tokens);
+            const gb::record& c = r->lm_record();
+            q.position = source_shown(*r) ? c.n_tokens - 1 : query_token(s, c.n_tokens);
             q.layer = std::max(0, std::min(s.sel_layer, c.n_layer - 1));
             q.head = std::max(0, std::min(s.sel_head, c.n_head - 1));
             inputs = id + "|" + std::to_string(q.position) + "|" + std::to_string(q.layer) + "|" + std::to_string(q.head);
         }
-        schedule(s, ui, ANALYSIS_LEARN, inputs, s.tab == TAB_LEARN, r != nullptr, q);
+        schedule_analysis(s, ui, ANALYSIS_LEARN, inputs, s.tab == TAB_LEARN, r != nullptr, q);
     }
     // induction test: while the grid shows the test's scores
     {
@@ -318,36 +276,10 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
                                            std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
         const bool offered = analysis_offered(ANALYSIS_INDUCTION, s.model.get());
-        schedule(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
+        schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
-    schedule_patching(s, ui, r);
-    schedule_trace(s, ui, r, id);
-    // break it: of the prompt as typed, not of the shown run, whose ablation the Break-it demo changes row by row
-    // (that must not start it again); while the Learn tab or the demo shows it, debounced like patching. The demo's
-    // first request only chooses its prompt among candidates. One forward per row and per head: on a large model
-    // minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
-    {
-        analysis_request q;
-        q.model = s.model;
-        q.bos = s.bos;
-        q.prompt = s.prompt;
-        q.candidates = s.demo_candidates;
-        std::string inputs;
-        if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
-            inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
-            if (q.candidates.empty()) inputs += s.prompt;
-            else
-                for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
-        }
-        if (inputs != ui.break_seen) ui.break_seen = inputs, ui.break_changed_at = std::chrono::steady_clock::now();
-        const bool quiet = ui.headless || std::chrono::steady_clock::now() - ui.break_changed_at > std::chrono::milliseconds(150);
-        const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
-        if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
-            ui.analysis->cancel(ANALYSIS_BREAK);
-            ui.asked[ANALYSIS_BREAK].clear();
-        }
-        schedule(s, ui, ANALYSIS_BREAK, inputs, shown, quiet, q);
-    }
+    schedule_patching(s, ui);
+    schedule_break(s, ui);
     // sampling: the shown run continued at the three temperatures
     {
         analysis_request q;
@@ -363,10 +295,11 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
                      smp.top_k, smp.tokens, (unsigned long long)smp.seed);
             inputs = id + b;
         }
-        schedule(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
+        schedule_analysis(s, ui, ANALYSIS_SAMPLING, inputs, s.tab == TAB_SAMPLING, r != nullptr, q);
     }
-    schedule_steer(s, ui);
     schedule_features(s, ui);
+    for (int k = 0; k < ANALYSIS_COUNT; k++) // the rows that say themselves when they are sent
+        if (const analysis_entry& e = analysis_info((analysis_kind)k); e.schedule) e.schedule(s, ui, e);
     for (int k = 0; k < ANALYSIS_COUNT; k++)
         if (!s.analysis_want[k].empty() && (ui.asked[k] != s.analysis_want[k] || ui.analysis->pending((analysis_kind)k))) {
             ui.analysis_waiting = k;

@@ -318,7 +318,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
     }
     if (cmd == "patch-mode") { // patching | trace, as the Patching tab's radio buttons
         if (arg != "patching" && arg != "trace") throw gb::error("script: patch-mode patching|trace, not " + arg);
-        pin.show_trace = arg == "trace";
+        pin.shown = analysis_id(arg.c_str());
         return true;
     }
     if (cmd == "subject") { // as typing into the causal-tracing Subject box

@@ -15,7 +15,6 @@
 #include "run/predict.h"
 #include "sampling_inputs.h"
 #include "script.h"
-#include "steer_analysis.h"
 #include "tab_inputs.h"
 #include "text_scale.h"
 #include "file_dialog.h"
@@ -35,12 +34,12 @@ static void add_result(nlohmann::json& j, const app_state& s) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
         j["top1"] = s.result->pred.top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->pred.top[0].id);
-        const gb::kind_output out = s.result->pred.output;
+        const gb::kind_output out = run_kind(*s.result).output;
         if (out == gb::OUTPUT_FILL_MASK || out == gb::OUTPUT_CLASSES) { // where top1 is predicted, and every mask's fillers
             j["fill_position"] = s.result->pred.position;
             j["fills"] = gb::fill_mask_json(s.result->pred.fills, s.result->cap(), s.result->model->tok);
         }
-        if (s.result->decoder) { // an encoder–decoder: the translation shown and how it was made
+        if (run_kind(*s.result).input == gb::INPUT_SOURCE_TARGET) { // an encoder–decoder: the translation shown and how it was made
             j["translation"] = s.result->translation;
             j["translation_sampling"] = sampling_key(s.result->target_sampling);
         }
@@ -237,28 +236,6 @@ static void add_tab_outputs(nlohmann::json& j, const app_state& s) {
     }
 }
 
-// The Steer tab: the vector, what is applied, the side-by-side continuations and the sweep
-static void add_steer(nlohmann::json& j, const app_state& s) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
-    nlohmann::json st = {{"applied", s.ablation.steer.describe()}, {"vector", nullptr}};
-    if (in.vec) st["vector"] = {{"name", in.vec->name}, {"d_model", in.vec->d_model}, {"layers", in.vec->layers()}};
-    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get()) {
-        const gb::steer_compare& c = so->compare;
-        nlohmann::json runs = nlohmann::json::array();
-        for (const gb::steered_continuation& r : c.runs)
-            runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},
-                            {"p_base", r.p_base}});
-        st["compare"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_COMPARE]},
-                         {"baseline", c.baseline.text}, {"runs", runs}};
-    }
-    if (const steer_output* so = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get()) {
-        const gb::steer_sweep_result& r = so->sweep;
-        st["sweep"] = {{"current", so->key == s.analysis_want[ANALYSIS_STEER_SWEEP]}, {"scales", r.scales},
-                       {"layers", r.layers}, {"kl", r.kl}, {"loss", r.loss}, {"base_loss", r.base_loss}, {"grid_ms", r.grid_ms}};
-    }
-    j["steer"] = st;
-}
-
 // The Features tab: the SAEs, the selected feature, the edits, the shown SAE's top features of the last token and
 // the reconstruction error, the selected feature's logit effect and top contexts
 static void add_features(nlohmann::json& j, const app_state& s) {
@@ -310,11 +287,10 @@ static void add_features(nlohmann::json& j, const app_state& s) {
     }
 }
 
-// Each analysis's status, and the outputs of the lens, the attribution, the induction test and patching.
+// Each analysis's status, the outputs of the lens, the attribution, the induction test and patching, and those of
+// the rows that print themselves.
 static void add_analyses(nlohmann::json& j, const app_state& s) {
-    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    add_steer(j, s);
     add_features(j, s);
     for (int k = 0; k < ANALYSIS_COUNT; k++) {
         const analysis_status& st = s.analysis[k];
@@ -379,31 +355,9 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
                          {"corrupt_prompt", po.corrupt}, {"corrupt_prompt_tokens", po.corrupt_ids.size()}, {"ms", po.ms},
                          {"note", po.note}, {"exact", po.exact}, {"has_estimate", !po.estimate.resid.empty()}};
     }
-    if (const circuit_output* co_ = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get(); co_ && co_->res) {
-        const circuit_output& co = *co_;
-        const gb::circuit_result& c = *co.res;
-        const int n = std::min(cin.edges, co.max_edges);
-        const std::vector<unsigned char> in = gb::circuit_members(c, n);
-        auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
-        j["circuit"] = {{"nodes", c.nodes.size()}, {"edges_total", c.edges.size()}, {"edges", n},
-                        {"circuit_nodes", std::count(in.begin(), in.end(), 1)}, {"clean", c.clean}, {"corrupt", c.corrupt},
-                        {"faithfulness", num(co.faithfulness[n])}, {"max_edges", co.max_edges},
-                        {"top_edge", c.edges.empty() ? "" : c.nodes[c.edges[0].from].id + " -> " + c.nodes[c.edges[0].to].id},
-                        {"current", co.key == s.analysis_want[ANALYSIS_CIRCUIT]}, {"ms", co.ms}};
-    }
-    j["circuit_kept"] = s.circuit_kept ? nlohmann::json(s.circuit_kept->describe()) : nlohmann::json();
-    j["circuit_in_force"] = circuit_in_force(s) != nullptr;
-    if (s.result) j["run_circuit"] = (bool)s.result->circuit;
-    if (const trace_output* to = output_of<trace_output>(s, ANALYSIS_TRACE).get()) { // causal tracing: the whole maps, for the tests to compare with the core's
-        const trace_output& o = *to;
-        const gb::trace_result& t = o.res;
-        j["trace"] = {{"subject", o.subject}, {"first", t.subject_first}, {"end", t.subject_end},
-                      {"target", gb::token_text(o.model->tok, t.target)}, {"clean_prob", t.clean_prob},
-                      {"corrupt_prob", t.corrupt_prob}, {"resid", t.resid}, {"attn", t.attn}, {"mlp", t.mlp},
-                      {"ids", o.ids}, {"runs", t.runs}, {"ms", o.ms},
-                      {"current", o.key == s.analysis_want[ANALYSIS_TRACE]}};
-    }
-    j["patch_mode"] = pin.show_trace ? "trace" : "patching";
+    j["patch_mode"] = analysis_name(pin.shown);
+    for (int k = 0; k < ANALYSIS_COUNT; k++)
+        if (const analysis_entry& e = analysis_info((analysis_kind)k); e.print) e.print(j, s, e);
 }
 
 // model B and the comparison of the shown run (null when there is none)

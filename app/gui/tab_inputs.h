@@ -1,5 +1,6 @@
 // The small inputs some tabs own (each one struct; its row in the tab table makes it, inputs_of reads it). The
-// larger ones have files of their own: patching_inputs.h, sampling_inputs.h, steer_analysis.h, feature_analysis.h.
+// larger ones have files of their own (patching_inputs.h, sampling_inputs.h), and an analysis with files of its own
+// keeps its tab's in its header (steer_analysis.h, feature_analysis.h, circuit_analysis.h, ...).
 #pragma once
 
 namespace gbui {
@@ -24,10 +25,6 @@ struct cross_inputs {            // the Cross-attention tab
 
 struct image_inputs {            // the Image tab
     bool rollout = false;        // overlay the attention rollout instead of one head
-};
-
-struct circuit_inputs {          // the Circuit tab
-    int edges = 20;              // N: the top N edges
 };
 
 } // namespace gbui

@@ -65,9 +65,8 @@ struct ui_context {
     model_picker* picker = nullptr;         // the model picker (Ctrl+O, the File menu; model_picker.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
-    std::string patch_seen;                 // patching's inputs last frame, and when they last changed (debounce)
-    std::string steer_adopted;              // the Steer tab: the build output whose vector it took
     std::string sae_train_adopted;          // the Features tab: the training whose SAE it opened
+    std::string export_shown;               // the export (or its error) the status line last said
     int analysis_waiting = -1;              // the first analysis the last frame still awaited (-1: none)
     struct sae_job {                        // the Features tab: an SAE being opened off the UI thread
         std::string path;
@@ -75,11 +74,8 @@ struct ui_context {
         std::future<std::shared_ptr<const gb::bound_sae>> done;
     };
     std::vector<sae_job> sae_jobs;
-    std::chrono::steady_clock::time_point patch_changed_at;
-    std::string trace_seen;                 // causal tracing's, the same way
-    std::chrono::steady_clock::time_point trace_changed_at;
-    std::string break_seen;                 // the same for Break it
-    std::chrono::steady_clock::time_point break_changed_at;
+    std::string settling[ANALYSIS_COUNT];   // each analysis's inputs last frame, and since when (inputs_settled)
+    std::chrono::steady_clock::time_point settling_since[ANALYSIS_COUNT];
     learn_view learn_drawn;                 // what the Learn tab's picture drew last (the script's print)
     bool learn_full = false;                // the Learn tab's Present: its picture over the window
     float learn_scale = 1.3f;               // Present's text scale, fitted to the window frame by frame
@@ -227,7 +223,6 @@ void open_model(app_state& s, worker& w, const std::string& path);
 void panel_lens(app_state& s, ui_context& ui);
 void panel_attribution(app_state& s, ui_context& ui);
 void panel_patching(app_state& s, ui_context& ui);
-void panel_circuit(app_state& s, ui_context& ui);
 // MoE models: a layer x token grid of the experts the router chose (bars by weight, colour = expert); right-click
 // (or ctrl+click) an expert's bar to ablate it at that layer.
 void panel_experts(app_state& s, ui_context& ui);
@@ -240,18 +235,12 @@ void panel_learn(app_state& s, ui_context& ui);
 // Sampling: the prompt continued at three temperatures from one seed and top-k, side by side, each under the
 // distribution its first token is drawn from.
 void panel_sampling(app_state& s, ui_context& ui);
-void panel_steer(app_state& s, ui_context& ui); // steering vectors: build or open, apply, side by side, the cost sweep
-// The steering the Steer tab's inputs describe (its vector, alpha, the layers in its range that have a direction,
-// from-position); vec null when there is no vector yet.
-gb::steering tab_steering(const app_state& s);
 // Features: the opened SAEs' features of the prompt as chips, the reconstruction error, the selected feature's
 // page (activation, logit effect, top contexts) and its edits, applied live (feature_analysis.cpp opens SAEs).
 void panel_features(app_state& s, ui_context& ui);
 void panel_graph(app_state& s, ui_context& ui); // an attribution graph over transcoder features
 // Every frame: starts opening the paths open_sae_file queued, and adopts those opened (or says their error).
 void poll_saes(app_state& s, ui_context& ui);
-// "ptr|name|scale|layers|from": names a steering in analysis keys
-std::string steering_key(const gb::steering& st);
 // A distinct colour per expert (a 20-colour categorical palette, then golden-angle hues).
 ImU32 expert_colour(int e);
 
@@ -263,6 +252,18 @@ std::string current_run_key(const app_state& s);
 // Sends the analyses that the open tab / grid mode shows when their inputs changed (newest wins; a run whose
 // inputs changed is stopped at once). Sets s.analysis_want. Returns true when everything wanted is done.
 bool schedule_analyses(app_state& s, ui_context& ui);
+// One analysis: stops its run when its inputs changed; sends the new inputs when visible, offered by the model's
+// kind (its row's needs) and ready. The scheduler's own code and the rows' schedule hooks call it.
+void schedule_analysis(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible,
+                       bool ready, const analysis_request& q);
+// Whether k's inputs have stayed as they are for 150 ms (at once in scripted runs): typed inputs are debounced like
+// the main run.
+bool inputs_settled(ui_context& ui, analysis_kind k, const std::string& inputs);
+// A chosen token id, or -1 when none is chosen or it is outside this model's vocabulary.
+int token_or_default(int id, const run_result& r);
+// The Patching tab's inputs (the prompt as typed and the corrupted one, target, contrast) into q, with their key
+// ("" while there is no model or corrupted prompt); the analyses of the same prompts read them too.
+std::string patching_request(const app_state& s, analysis_request& q);
 // The attribution's target and contrast ids: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast);
 // The position the Attribution tab's difference is read at: the selected token (an encoder's [MASK] by default);

@@ -253,7 +253,7 @@ int query_token(const app_state& s, int n_tokens) {
 const char* tab_name(analysis_tab t) { return tab_info(t).name; }
 gb::feature tab_feature(analysis_tab t) { return tab_info(t).feature; }
 bool tab_available(analysis_tab t, const gb::model* m) {
-    if (!m) return t != TAB_EXPERTS && t != TAB_IMAGE && t != TAB_CROSS && t != TAB_CIRCUIT; // no model: the text tabs, empty
+    if (!m) return !tab_info(t).model_only; // no model: the text tabs, empty
     if (t == TAB_LEARN) return true; // every kind gets the picture; the walk's numbers where FEATURE_LEARN is offered
     if (t == TAB_FEATURES) return true; // a kind without SAEs: the tab says why in one line
     if (t == TAB_ATTRIBUTION) // the token saliency where direct logit attribution is not offered
@@ -387,14 +387,6 @@ void save_session(const app_state& s, const std::string& path) {
     for (const auto& e : s.ablation.experts) experts.push_back({e.layer, e.head});
     nlohmann::json knockouts = nlohmann::json::array(); // as the CLI spells them: "0.1:3-2"
     for (const auto& k : s.ablation.knockouts) knockouts.push_back(k.describe());
-    nlohmann::json steering = nullptr; // the applied steering with its vector's directions (a built one has no file)
-    if (s.ablation.steer.any()) {
-        const gb::steering& st = s.ablation.steer;
-        nlohmann::json dirs = nlohmann::json::object();
-        for (int l : st.vec->layers()) dirs[std::to_string(l)] = st.vec->dirs[l];
-        steering = {{"scale", st.scale}, {"layers", st.layers}, {"from", st.from}, {"name", st.vec->name},
-                    {"d_model", st.vec->d_model}, {"directions", dirs}};
-    }
     nlohmann::json j = {{"glassbox_session", 1},
                         {"model", s.model ? s.model->path : ""},
                         {"prompt", s.prompt},
@@ -406,8 +398,7 @@ void save_session(const app_state& s, const std::string& path) {
                           {"no_attention", layer_set_json(s.ablation.no_attention)},
                           {"heads", heads},
                           {"experts", experts},
-                          {"knockouts", knockouts},
-                          {"steering", steering}}},
+                          {"knockouts", knockouts}}},
                         {"selected_head", {s.sel_layer, s.sel_head}},
                         {"selected_token", s.sel_token},
                         {"tab", tab_name(s.tab)},
@@ -433,6 +424,8 @@ void save_session(const app_state& s, const std::string& path) {
                           {"stack", s.stack == 0 ? "encoder" : "decoder"},
                           {"cross_average", xin.average}}},
                         {"features", features_session_json(s)}};
+    for (int t = 0; t < TAB_COUNT; t++) // what a tab applies through the ablation (the Steer tab's steering)
+        if (const tab_entry& e = tab_info((analysis_tab)t); e.save_applied) e.save_applied(j["ablation"], s);
     gb::write_json(path, j);
 }
 
@@ -450,24 +443,6 @@ static saved_token token_from(const nlohmann::json& j, const char* key) {
     if (t.id < 0) throw gb::error(std::string(key) + ": a token id must be >= 0");
     if (v.contains("text")) t.text = v.at("text").get<std::string>(), t.has_text = true;
     return t;
-}
-
-// The applied steering of a session, its vector's directions included (absent in sessions saved before steering)
-static gb::steering steering_from(const nlohmann::json& st) {
-    auto v = std::make_shared<gb::steer_vector>();
-    v->d_model = st.at("d_model").get<int>();
-    v->name = st.value("name", "session");
-    for (const auto& [l, d] : st.at("directions").items()) {
-        std::vector<float> dir = d.get<std::vector<float>>();
-        if ((int)dir.size() != v->d_model) throw gb::error("steering direction " + l + " is not d_model wide");
-        v->set(std::stoi(l), std::move(dir));
-    }
-    gb::steering out;
-    out.vec = v;
-    out.scale = st.at("scale").get<float>();
-    out.layers = st.at("layers").get<std::vector<int>>();
-    out.from = st.value("from", 0);
-    return out;
 }
 
 session_file read_session(const std::string& path) {
@@ -496,7 +471,8 @@ session_file read_session(const std::string& path) {
                 const std::vector<gb::knockout> one = gb::parse_knockouts(k.get<std::string>());
                 p.ablation.knockouts.insert(p.ablation.knockouts.end(), one.begin(), one.end());
             }
-        if (a.contains("steering") && !a.at("steering").is_null()) p.ablation.steer = steering_from(a.at("steering"));
+        for (int t = 0; t < TAB_COUNT; t++) // what a tab applies through the ablation (the Steer tab's steering)
+            if (const tab_entry& e = tab_info((analysis_tab)t); e.read_applied) e.read_applied(a, p.ablation);
         p.sel_layer = j.at("selected_head").at(0);
         p.sel_head = j.at("selected_head").at(1);
         p.sel_token = j.value("selected_token", -1);
@@ -711,7 +687,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
-    s.circuit_kept.reset(); // found on the previous model: its patches name that model's nodes
+    s.patch.reset(); // made on the previous model: its interventions name that model's nodes
     fin.saes.clear(), s.feature_edits.clear(), fin.queue_edits.clear(); // bound to the previous model
     fin.sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame

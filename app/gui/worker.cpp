@@ -86,7 +86,7 @@ std::string run_key(const run_request& q, bool partial) {
     std::string k = std::to_string((uintptr_t)q.model.get()) + (q.bos ? "|B|" : "|-|") + (q.use_gl ? "G|" : "C|") +
                     (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
-    if (q.circuit) k += "circuit" + std::to_string((uintptr_t)q.circuit.get()) + "|";
+    if (q.patch) k += "patch" + std::to_string((uintptr_t)q.patch.get()) + "|";
     if (!q.features.empty()) {
         k += "features " + describe_feature_edits(q.features) + "|";
         for (const app_feature_edit& f : q.features) k += std::to_string((uintptr_t)f.sae.get()) + ",";
@@ -259,7 +259,7 @@ void worker::run_session(gb::session_result& out, const run_request& q, const st
     case gb::INPUT_TEXT: break;
     }
     rq.ab = q.ablation;
-    if (q.circuit) rq.interventions = q.circuit->interventions;
+    if (q.patch) rq.interventions = q.patch->interventions;
     std::vector<std::vector<float>> feature_values; // the feature edits' SET values (the session copies them)
     if (!q.features.empty() && gb::offers(m.config, gb::FEATURE_SAE))
         add_feature_interventions(rq.interventions, feature_values, m, ids, q.ablation, q.features);
@@ -288,7 +288,7 @@ void worker::surprisal_strip(run_result& r, const std::string& inputs) {
     derived_.scored = nullptr, derived_.surprisal = nullptr;
     r.surprisal_why = gb::kind_info_of(m.config).why_not[gb::FEATURE_SURPRISAL] ? gb::refusal(m, gb::FEATURE_SURPRISAL) : "";
     if (!r.surprisal_why.empty()) return;
-    if (r.decoder && r.stack == 0) { // the chips are the source's: the decoder scores the target
+    if (source_shown(r)) { // the chips are the source's: the decoder scores the target
         r.surprisal_why = "the strip scores the decoder's target tokens: show the decoder";
         return;
     }
@@ -323,7 +323,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->image_path = q.image_path;
     r->bos = q.bos;
     r->ablation = q.ablation;
-    r->circuit = q.circuit;
+    r->patch = q.patch;
     r->features = q.features;
     r->budget_bytes = q.budget_bytes;
     const bool shows_encoder = out.encoder && q.stack == 0;

@@ -53,8 +53,8 @@ struct run_request {
     std::vector<int> ids;                 // empty: encode prompt
     int n_prompt = 0;                     // with ids: how many of them are the prompt's
     uint64_t gen_id = 0;                  // with ids: the generation they come from
-    std::shared_ptr<const circuit_patch> circuit; // "keep only this circuit" in force: its patches after the ablation's
-    std::vector<app_feature_edit> features; // the Features tab's edits: SET interventions after the circuit's
+    std::shared_ptr<const run_patch> patch; // a tab's component patch in force: its interventions after the ablation's
+    std::vector<app_feature_edit> features; // the Features tab's edits: SET interventions after the patch's
 };
 
 // "greedy", or the temperature, top-k, top-p and seed a sampled translation is drawn with (part of run keys).

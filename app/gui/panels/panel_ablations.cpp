@@ -155,19 +155,18 @@ void panel_ablations(app_state& s, ui_context& ui) {
     // only when there are some: the column's height decides whether Ablations and Model both fit (layout.cpp), and
     // the Head view's tooltip says how to make one
     if (!ab.knockouts.empty()) knockouts_list(ab, ui);
-    if (s.circuit_kept) { // the Circuit tab's "keep only this circuit", until removed
+    if (s.patch) { // a tab's component patch (the Circuit tab's "keep only this circuit"), until removed
         ImGui::Separator();
-        if (ImGui::SmallButton("x##circuit")) {
-            s.circuit_kept.reset();
+        if (ImGui::SmallButton("x##patch")) {
+            s.patch.reset();
             return;
         }
-        remember_item(ui, "remove circuit");
+        remember_item(ui, "remove " + s.patch->by);
         ImGui::SameLine();
-        ImGui::Text("Kept: %s", s.circuit_kept->describe().c_str());
+        ImGui::Text("Kept: %s", s.patch->what.c_str());
         ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled(circuit_in_force(s) ? "every other head, MLP (and the embeddings, when out) patched to the "
-                                                  "corrupted prompt's output"
-                                                : "not applied: the prompt or model is not the one it was found on");
+        ImGui::TextDisabled("%s", patch_in_force(s) ? s.patch->effect.c_str()
+                                                    : "not applied: the prompt or model is not the one it was found on");
         ImGui::PopTextWrapPos();
     }
     if (!s.feature_edits.empty()) { // the Features tab's edits, each with its remove button
@@ -185,16 +184,8 @@ void panel_ablations(app_state& s, ui_context& ui) {
             }
         }
     }
-    if (ab.steer.any()) { // applied in the Steer tab; listed here with the rest of what changes the run
-        ImGui::TextUnformatted("Steering:");
-        ImGui::SameLine();
-        if (ImGui::SmallButton("x##steer")) ab.steer = gb::steering{};
-        remember_item(ui, "remove steering");
-        ImGui::SameLine();
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", ab.steer.describe().c_str());
-        ImGui::PopTextWrapPos();
-    }
+    for (int t = 0; t < TAB_COUNT; t++) // what a tab applies (the Steer tab's steering), listed with the rest
+        if (const tab_entry& e = tab_info((analysis_tab)t); e.applied) e.applied(s, ui);
 }
 
 } // namespace gbui

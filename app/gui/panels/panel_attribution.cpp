@@ -84,7 +84,7 @@ static void saliency_only(app_state& s, ui_context& ui, const attribution_output
         return;
     }
     ImGui::PushTextWrapPos(0);
-    ImGui::TextDisabled(r.decoder ? (r.stack == 0 ? "The source's chips are shaded by each source token's share (show the "
+    ImGui::TextDisabled(run_kind(r).input == gb::INPUT_SOURCE_TARGET ? (r.stack == 0 ? "The source's chips are shaded by each source token's share (show the "
                                                     "decoder for the target's own)."
                                                   : "The target's chips are shaded by each target token's share (show the "
                                                     "encoder for the source's).")
@@ -219,11 +219,11 @@ void panel_attribution(app_state& s, ui_context& ui) {
     attribution_tokens(s, &target, &contrast);
     pickers(s, ui, target, contrast);
     const int pos = attribution_position(s);
-    const gb::record& at = r.decoder ? *r.decoder : r.cap(); // the record whose logits the difference reads
+    const gb::record& at = r.lm_record(); // the record whose logits the difference reads
     ImGui::Text("at %s %d %s", r.view ? "position" : "token", pos, at.pieces[pos].c_str());
     ImGui::SameLine();
     ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
-                        : r.decoder && r.stack == 0 ? "(the decoder's last target token; show the decoder to pick another)"
+                        : source_shown(r) ? "(the decoder's last target token; show the decoder to pick another)"
                                                     : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
     if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get());
 

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "circuit_analysis.h"
 #include "patching_inputs.h"
-#include "tab_inputs.h"
 #include "ui.h"
 
 namespace gbui {
@@ -179,7 +179,7 @@ static void tooltip(const circuit_output& co, int n_edges, const std::vector<uns
 // ---------------------------------------------------------------------------------------------
 // The slider, the faithfulness and "keep only this circuit"
 static void controls(app_state& s, ui_context& ui, const circuit_output& co, int n, const std::vector<unsigned char>& in) {
-    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
+    auto& cin = inputs_of<circuit_inputs>(s, tab_id("circuit"));
     const gb::circuit_result& c = *co.res;
     const gb::tokenizer& tok = co.model->tok;
     ImGui::Text("metric logit(%s) \u2212 logit(%s):  clean %.3f   corrupted %.3f", quoted(tok, c.target).c_str(),
@@ -201,23 +201,24 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
     const float keep_w = ImGui::CalcTextSize("keep only this circuit").x + 24;
     if (room_right_of_item() > keep_w) ImGui::SameLine(0, 20);
     const bool same = co.clean_ids == s.result->cap().tokens && co.model == s.model;
-    const circuit_patch* kept = circuit_in_force(s);
+    const run_patch* kept = patch_in_force(s);
     if (kept) {
-        ImGui::TextDisabled("kept: %s", kept->describe().c_str());
+        ImGui::TextDisabled("kept: %s", kept->what.c_str());
         ImGui::SameLine();
-        if (ImGui::SmallButton("restore the model")) s.circuit_kept.reset();
+        if (ImGui::SmallButton("restore the model")) s.patch.reset();
         remember_item(ui, "circuit restore");
     } else if (same) {
         if (ImGui::SmallButton("keep only this circuit")) {
-            auto p = std::make_shared<circuit_patch>();
-            p->res = co.res;
+            auto p = std::make_shared<run_patch>();
+            p->owner = co.res; // the interventions point into it
+            p->interventions = gb::circuit_interventions(*co.res, in);
             p->model = co.model;
             p->prompt = s.prompt;
             p->bos = s.bos;
-            p->n_edges = n;
-            p->n_nodes = nodes;
-            p->interventions = gb::circuit_interventions(*co.res, in);
-            s.circuit_kept = p;
+            p->by = "circuit";
+            p->what = "circuit of " + std::to_string(n) + " edges (" + std::to_string(nodes) + " nodes)";
+            p->effect = "every other head, MLP (and the embeddings, when out) patched to the corrupted prompt's output";
+            s.patch = p;
         }
         remember_item(ui, "circuit keep");
         if (ImGui::IsItemHovered())
@@ -227,13 +228,14 @@ static void controls(app_state& s, ui_context& ui, const circuit_output& co, int
 }
 
 void panel_circuit(app_state& s, ui_context& ui) {
-    auto& cin = inputs_of<circuit_inputs>(s, TAB_CIRCUIT);
+    auto& cin = inputs_of<circuit_inputs>(s, tab_id("circuit"));
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     tab_hint("Which components carry the answer, through which paths? Edges scored by edge attribution patching between "
              "the Patching tab's prompts.");
     if (!s.result) return;
-    const analysis_status& st = s.analysis[ANALYSIS_CIRCUIT];
-    const std::string& want = s.analysis_want[ANALYSIS_CIRCUIT];
+    const analysis_kind kind = analysis_id("circuit");
+    const analysis_status& st = s.analysis[kind];
+    const std::string& want = s.analysis_want[kind];
     if (pin.corrupt.empty()) {
         ImGui::TextDisabled("type a corrupted prompt in the Patching tab (the same number of tokens): the circuit is "
                             "found between the two");
@@ -245,7 +247,7 @@ void panel_circuit(app_state& s, ui_context& ui) {
         ImGui::PopTextWrapPos();
         return;
     }
-    const circuit_output* co = output_of<circuit_output>(s, ANALYSIS_CIRCUIT).get();
+    const circuit_output* co = output_of<circuit_output>(s, kind).get();
     if (!co || co->key != want) {
         analysis_progress(ui, st, "finding the circuit... %.0f%%", "circuit progress");
     }

@@ -15,7 +15,7 @@ void panel_cross(app_state& s, ui_context& ui) {
     auto& xin = inputs_of<cross_inputs>(s, TAB_CROSS);
     panel_title("Cross-attention", "target rows read source columns: where the decoder looks in the encoder's output "
                                    "while it writes each target token");
-    if (!s.result || !s.result->decoder) {
+    if (!s.result || run_kind(*s.result).input != gb::INPUT_SOURCE_TARGET) {
         ImGui::TextDisabled("type a source text above: the decoder's cross-attention shows here");
         return;
     }

@@ -157,7 +157,7 @@ void check_glyphs(const learn_now& n, learn_view& v) {
 // What a model the walk does not follow gets: the picture, without numbers.
 void kind_note(gb::model_kind k) {
     ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("%s", k == gb::KIND_VISION
+    ImGui::TextDisabled("%s", gb::kind_table(k).input == gb::INPUT_IMAGE
                                   ? "The parts of this image classifier with their live shapes and formulas. No numbers "
                                     "here: the walk follows a language model's next-token prediction."
                                   : "The parts of this encoder with their live shapes and formulas. No numbers here: the "
@@ -454,7 +454,7 @@ void break_section(app_state& s, ui_context& ui) {
 // For a Pre-LN decoder: what the original Transformer did differently, and which model to open to walk it.
 void other_designs(const gb::model& m) {
     const gb::arch_info& a = gb::arch_table(m.config.arch);
-    if (a.post_ln || gb::kind_of(m.config) == gb::KIND_SEQ2SEQ) return;
+    if (a.post_ln || gb::kind_info_of(m.config).input == gb::INPUT_SOURCE_TARGET) return;
     if (!ImGui::CollapsingHeader("Post-LN and sinusoidal positions: the original Transformer")) return;
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled(
@@ -492,7 +492,7 @@ void panel_learn(app_state& s, ui_context& ui) {
         present(s, ui, lo);
     } else {
         learn_picture_and_step(s, ui, lo, false, ImGui::GetContentRegionAvail().x >= 1000);
-        if (r && r->decoder && r->stack == 0)
+        if (r && source_shown(*r))
             ImGui::TextDisabled("The grid shows the encoder now: Show decoder picks the target's tokens; until then the "
                                 "walk follows the last one.");
         other_designs(*s.model);

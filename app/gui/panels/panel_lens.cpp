@@ -156,15 +156,15 @@ void panel_lens(app_state& s, ui_context& ui) {
         return;
     }
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
-    const gb::model_kind k = s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER;
-    tab_hint(k == gb::KIND_SEQ2SEQ ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "
+    const gb::kind_info& k = gb::kind_table(s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER);
+    tab_hint(k.input == gb::INPUT_SOURCE_TARGET ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "
                              "target token. \"self-attn\" is after the masked self-attention; \"cross+mlp\" adds the "
                              "cross-attention (the source) and the MLP. Click a cell, or a row of Next token, to colour "
                              "every cell by that token."
-             : k == gb::KIND_VISION ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
+             : k.output == gb::OUTPUT_CLASSES ? "Which class the stream at each point (rows) and position (columns) reads as, through the final "
                               "norm and the classifier ([CLS]'s column is the prediction). Click a cell, or a row of Image "
                               "classes, to colour every cell by that class."
-             : k == gb::KIND_ENCODER ? "What the masked-LM head reads at each point (rows) and position (columns). Click a cell, "
+             : k.output == gb::OUTPUT_FILL_MASK ? "What the masked-LM head reads at each point (rows) and position (columns). Click a cell, "
                                        "or a row of Fill mask, to colour every cell by that token."
                                      : "What the stream at each point (rows) and token (columns) predicts next. Click a cell, or "
                                        "a row of Next token, to colour every cell by that token.");
@@ -217,7 +217,7 @@ void panel_lens(app_state& s, ui_context& ui) {
     const grid_view g = begin_grid("##lens_grid", ImVec2(avail.x, grid_h), label_w, header_h, cw, ch, P, T,
                                    tall ? ImGuiWindowFlags_AlwaysVerticalScrollbar : 0);
     // an encoder–decoder showing its encoder selects a source token: the lens (of the decoder) marks its last row
-    const bool other_stack = lo->from->decoder && lo->from->stack == 0;
+    const bool other_stack = source_shown(*lo->from);
     const int sel_t = other_stack ? T - 1 : query_token(s, T);
     draw_cells(g, lo, fs, ui);
     draw_labels(g, lo, sel_t, ui);

@@ -145,7 +145,7 @@ static void architecture_lines(const gb::model& m) {
     ImGui::TextUnformatted(shown.c_str());
     if (shown != m.path && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", m.path.c_str());
     const gb::model_kind kind = gb::kind_of(c);
-    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    const bool s2s = gb::kind_table(kind).input == gb::INPUT_SOURCE_TARGET;
     const char* mlp = a.mlp == gb::MLP_GELU || a.mlp == gb::MLP_GELU_ERF ? "GELU"
                       : a.mlp == gb::MLP_GEGLU                           ? "GeGLU"
                       : a.mlp == gb::MLP_SILU                            ? "swish"
@@ -157,14 +157,15 @@ static void architecture_lines(const gb::model& m) {
     const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
                                    : std::to_string(c.n_layer);
     ImGui::TextWrapped("L %s   H %d   d_model %d   d_ff %d   %s %d   %s %d", layers.c_str(), c.n_head, c.d_model, c.d_ff,
-                       kind == gb::KIND_VISION ? "classes" : "vocab", c.vocab_size, kind == gb::KIND_VISION ? "positions" : "context", c.n_ctx);
+                       gb::kind_table(kind).output == gb::OUTPUT_CLASSES ? "classes" : "vocab", c.vocab_size,
+                       gb::kind_table(kind).input == gb::INPUT_IMAGE ? "positions" : "context", c.n_ctx);
 }
 
 // Parameters by component, beside the textbook count and where the difference comes from.
 static void parameter_table(const gb::model& m) {
     const gb::model_config& c = m.config;
     const gb::model_kind kind = gb::kind_of(c);
-    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    const bool s2s = gb::kind_table(kind).input == gb::INPUT_SOURCE_TARGET;
     gb::param_counts p = gb::count_params(m);
     const double textbook = (double)gb::textbook_params(m); // Learn's derivation starts from the same count
     // parameters by component, two per row, in millions (the textbook count sits beside the real total)
@@ -190,7 +191,7 @@ static void parameter_table(const gb::model& m) {
                         c.arch == gb::ARCH_GPT2 ? "positions, biases, norms"
                         : s2s                   ? "positions, biases, norms, final_logits_bias"
                         : kind == gb::KIND_ENCODER ? "positions, token types, biases, norms, the masked-LM head"
-                        : kind == gb::KIND_VISION ? "V is the classes: the patch embedding, positions, biases, norms"
+                        : gb::kind_table(kind).output == gb::OUTPUT_CLASSES ? "V is the classes: the patch embedding, positions, biases, norms"
                         : kind == gb::KIND_MOE    ? "experts, smaller K/V (GQA), no positions"
                                                 : "gated MLP's 3 matrices, smaller K/V (GQA), no positions");
     ImGui::PopTextWrapPos();
@@ -234,10 +235,10 @@ static void differences_from_gpt2(const gb::model& m) {
     const gb::model_config& c = m.config;
     const gb::arch_info& a = gb::arch_table(c.arch);
     const gb::model_kind kind = gb::kind_of(c);
-    const bool s2s = kind == gb::KIND_SEQ2SEQ;
+    const bool s2s = gb::kind_table(kind).input == gb::INPUT_SOURCE_TARGET;
     if (a.norm == gb::NORM_RMSNORM) bullet("RMSNorm (scale only, no mean, no bias) instead of LayerNorm");
     if (a.gain_plus_one) bullet("norm gains stored as w, applied as 1 + w");
-    if (kind == gb::KIND_VISION) {
+    if (gb::kind_table(kind).input == gb::INPUT_IMAGE) {
         bullet("a Vision Transformer: the image is cut into %dx%d patches of %d px; each patch's pixels "
                "times a matrix is its embedding, after a learned [CLS]%s", c.grid(), c.grid(), c.patch_size,
                c.n_prefix > 1 ? " and DeiT's distillation token [DIST]" : "");
@@ -297,7 +298,7 @@ static void differences_from_gpt2(const gb::model& m) {
                c.window_every == 2 ? " (every other layer; the rest see all)" : "");
     if (c.attn_softcap > 0) bullet("attention scores soft-capped at %.0f (cap * tanh(s / cap))", c.attn_softcap);
     if (c.final_softcap > 0) bullet("logits soft-capped at %.0f", c.final_softcap);
-    if (kind == gb::KIND_VISION)
+    if (gb::kind_table(kind).input == gb::INPUT_IMAGE)
         bullet("no tokenizer: %d classes named by config.json's id2label", c.vocab_size);
     else
         bullet("%s, vocabulary %d",
@@ -350,15 +351,9 @@ static void file_rows(app_state& s, ui_context& ui) {
     }
     path_box(ui, "export folder", s.export_dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
-    if (ImGui::SmallButton("Export")) {
-        try {
-            std::string wrote = export_capture(s, s.export_dir);
-            ui.screenshot_path = s.export_dir + "/window.png";
-            ui.request_screenshot = true;
-            s.status = "exported " + wrote + " and window.png to " + s.export_dir;
-        } catch (const std::exception& e) {
-            s.error = e.what();
-        }
+    if (ImGui::SmallButton("Export")) { // written on an analysis thread (the export row, analysis_export.cpp)
+        if (!s.result) s.error = "nothing to export yet";
+        else s.export_asked++, s.status = "exporting to " + s.export_dir + "...";
     }
     remember_item(ui, "Export");
     ImGui::PushTextWrapPos(0.0f);

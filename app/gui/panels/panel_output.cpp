@@ -52,7 +52,7 @@ static void fill_mask_lines(const run_result& r, const gb::model& m) {
 static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_what) {
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
-    bool ablated = r.ablation.any() || r.circuit || !r.features.empty(); // the Features tab's edits too
+    bool ablated = r.ablation.any() || r.patch || !r.features.empty(); // the Features tab's edits too
     // rows: the union of both top-k lists, ordered by current probability
     std::vector<int> ids;
     for (const auto& t : r.pred.top) ids.push_back(t.id);
@@ -183,7 +183,7 @@ static void generation_controls(app_state& s, ui_context& ui) {
     if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
-    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
+    const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
     const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
     // beside the fields when it has room (a short panel keeps the button in view)
     if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item())
@@ -309,20 +309,16 @@ static void generated_text(app_state& s, ui_context& ui) {
 }
 
 void panel_output(app_state& s, ui_context& ui) {
-    auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
-    auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
-    auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     // a click on a row picks the target of the open analysis tab (the hint says which)
-    int* pick = s.tab == TAB_LENS ? &lin.target : s.tab == TAB_ATTRIBUTION ? &ain.target
-              : s.tab == TAB_PATCHING || s.tab == TAB_CIRCUIT ? &pin.target : nullptr;
+    int* pick = tab_info(s.tab).picks ? tab_info(s.tab).picks(s) : nullptr;
     const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation, steering or edit";
-    const bool vision = s.result && s.result->pred.output == gb::OUTPUT_CLASSES;
-    const bool encoder = s.result && (s.result->pred.output == gb::OUTPUT_FILL_MASK || vision); // reads one position
+    const bool vision = s.result && run_kind(*s.result).output == gb::OUTPUT_CLASSES;
+    const bool encoder = s.result && (run_kind(*s.result).output == gb::OUTPUT_FILL_MASK || vision); // reads one position
     panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
-    bool ablated = r.ablation.any() || r.circuit || !r.features.empty();
+    bool ablated = r.ablation.any() || r.patch || !r.features.empty();
     if (encoder && !vision) fill_mask_lines(r, m);
     ImGui::Text(vision ? "class: " : encoder ? "filler: " : "prediction: ");
     ImGui::SameLine();

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "patching_inputs.h"
+#include "trace_analysis.h"
 #include "ui.h"
 
 namespace gbui {
@@ -268,7 +269,7 @@ static void trace_maps(ui_context& ui, const trace_output& o) {
     ImGui::EndTooltip();
 }
 
-static void panel_trace(app_state& s, ui_context& ui) {
+static void panel_causal(app_state& s, ui_context& ui) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     const float label_w = ImGui::CalcTextSize("corrupted").x + 12;
     ImGui::AlignTextToFramePadding();
@@ -277,8 +278,9 @@ static void panel_trace(app_state& s, ui_context& ui) {
     ImGui::SetNextItemWidth(std::min(ImGui::GetContentRegionAvail().x, 480.0f));
     ImGui::InputTextWithHint("##subject", "words of the prompt, e.g. Eiffel Tower", &pin.subject);
     remember_item(ui, "trace subject");
-    const analysis_status& st = s.analysis[ANALYSIS_TRACE];
-    const std::string& want = s.analysis_want[ANALYSIS_TRACE];
+    const analysis_kind kind = analysis_id("trace");
+    const analysis_status& st = s.analysis[kind];
+    const std::string& want = s.analysis_want[kind];
     if (pin.subject.empty()) {
         ImGui::TextDisabled("type the subject: its tokens' embeddings get Gaussian noise (3 x the embeddings' standard "
                             "deviation, 10 samples), then each activation is restored from the clean run in turn");
@@ -289,7 +291,7 @@ static void panel_trace(app_state& s, ui_context& ui) {
         note_text(ui, "trace error", st.error);
         return;
     }
-    const trace_output* o = output_of<trace_output>(s, ANALYSIS_TRACE).get();
+    const trace_output* o = output_of<trace_output>(s, kind).get();
     if (!o || o->key != want) {
         analysis_progress(ui, st, "tracing... %.0f%%", "trace progress");
     }
@@ -304,19 +306,20 @@ static void panel_trace(app_state& s, ui_context& ui) {
 
 void panel_patching(app_state& s, ui_context& ui) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    tab_hint(pin.show_trace ? "Causal tracing: noise the subject's embeddings, restore one activation from the clean run: "
+    const bool patching = pin.shown == ANALYSIS_PATCHING;
+    tab_hint(!patching ? "Causal tracing: noise the subject's embeddings, restore one activation from the clean run: "
                              "where does the answer come back?"
                            : "Run the corrupted prompt, restore one activation from the clean prompt (yours): how much "
                              "of the clean answer returns?");
     if (!s.result) return;
-    if (ImGui::RadioButton("activation patching", !pin.show_trace)) pin.show_trace = false;
+    if (ImGui::RadioButton("activation patching", patching)) pin.shown = ANALYSIS_PATCHING;
     remember_item(ui, "patch mode patching");
     ImGui::SameLine();
-    if (ImGui::RadioButton("causal tracing", pin.show_trace)) pin.show_trace = true;
+    if (ImGui::RadioButton("causal tracing", !patching)) pin.shown = analysis_id("trace");
     remember_item(ui, "patch mode trace");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Meng et al.'s causal tracing: the prompt against itself with the subject's embeddings noised");
-    if (pin.show_trace) return panel_trace(s, ui);
+    if (!patching) return panel_causal(s, ui);
     const patch_output* po = output_of<patch_output>(s, ANALYSIS_PATCHING).get();
     inputs(s, ui, po);
 

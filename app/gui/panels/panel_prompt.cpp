@@ -257,7 +257,7 @@ static void target_row(app_state& s, ui_context& ui) {
     ImGui::TextUnformatted("Target");
     ImGui::SameLine();
     if (!ui.target_editing) ui.target_input = s.target_text;
-    const std::string hint = !(s.result && s.result->decoder) ? "empty: the model translates the source"
+    const std::string hint = !(s.result && run_kind(*s.result).input == gb::INPUT_SOURCE_TARGET) ? "empty: the model translates the source"
                              : s.result->translation + (s.result->target_sampling.temperature > 0
                                                             ? "   (a sampled translation: type to set your own)"
                                                             : "   (the model's translation: type to set your own)");
@@ -307,7 +307,8 @@ static void prompt_side(app_state& s, ui_context& ui, float side_w, bool s2s) {
     if (s.busy) snprintf(count, sizeof count, "%s", s.generating ? "generating..." : "running...");
     else if (s.result && s.result->cap().n_tokens > s.result->n_prompt)
         snprintf(count, sizeof count, "%d tokens (%d generated)", s.result->cap().n_tokens, s.result->cap().n_tokens - s.result->n_prompt);
-    else if (s.result && s2s && s.result->decoder) snprintf(count, sizeof count, "%d target tokens", s.result->decoder->n_tokens);
+    else if (s.result && s2s && run_kind(*s.result).input == gb::INPUT_SOURCE_TARGET)
+        snprintf(count, sizeof count, "%d target tokens", s.result->lm_record().n_tokens);
     else if (s.result) snprintf(count, sizeof count, "%d tokens", s.result->cap().n_tokens);
     if (*count) {
         if (ImGui::CalcTextSize(count).x + px(8) < side_w - ImGui::GetItemRectSize().x - st.ItemSpacing.x) ImGui::SameLine();
@@ -337,7 +338,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
-    const bool s2s = s.model && gb::kind_of(s.model->config) == gb::KIND_SEQ2SEQ;
+    const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
     prompt_side(s, ui, side_w, s2s);
     if (!status_on_title && !s.presenting) computed_line(s, ui, -1);
     demo_caption(s, ui);

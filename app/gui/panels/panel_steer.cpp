@@ -8,7 +8,6 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "io/control_vector.h"
 #include "steer_analysis.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -17,7 +16,7 @@
 namespace gbui {
 
 gb::steering tab_steering(const app_state& s) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     gb::steering st;
     st.vec = in.vec;
     st.scale = in.scale;
@@ -41,7 +40,7 @@ const ImVec4 red(1, 0.45f, 0.45f, 1), blue(0.55f, 0.78f, 1.0f, 1), amber(1, 0.85
 
 // The vector: its contrast prompts and Build, or a file to Open; Save writes it.
 void vector_inputs(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     const float half = (ImGui::GetContentRegionAvail().x - px(8)) / 2, h = ImGui::GetTextLineHeight() * 3.6f;
     ImGui::TextColored(blue, "positive prompts (one a line)");
     ImGui::SameLine(half + px(8));
@@ -67,37 +66,19 @@ void vector_inputs(app_state& s, ui_context& ui) {
         ImGui::SetTooltip("v[l] = mean resid_post of layer l over the positive prompts minus over the negative ones, "
                           "at every layer");
     ImGui::SameLine();
-    path_box(ui, "steer path", in.path, BROWSE_STEER, "a .gguf (llama.cpp's control vector) or .npy",
+    path_box(ui, "steer path", in.path, BROWSE_CONTROL_VECTOR, "a .gguf (llama.cpp's control vector) or .npy",
              std::max(px(200), ImGui::GetContentRegionAvail().x - px(110)));
     ImGui::SameLine();
-    if (ImGui::Button("Open")) {
-        try {
-            in.vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.lo));
-            in.note = "opened " + in.path;
-        } catch (const std::exception& e) {
-            in.note = e.what();
-        }
-    }
+    if (ImGui::Button("Open")) in.open++;
     remember_item(ui, "steer open");
     ImGui::SameLine();
-    if (ImGui::Button("Save") && in.vec) {
-        try {
-            gb::steer_vector v = *in.vec;
-            // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
-            if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0)
-                v.dirs[0].clear();
-            gb::write_steer_vector(in.path, v);
-            in.note = "saved " + in.path + (v.has(0) || !in.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
-        } catch (const std::exception& e) {
-            in.note = e.what();
-        }
-    }
+    if (ImGui::Button("Save") && in.vec) in.save++;
     remember_item(ui, "steer save");
 }
 
 // alpha, the layer range, the from-position, and Apply (the live run recomputes with it)
 void apply_inputs(app_state& s, ui_context& ui, const gb::model& m) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     const int L = m.config.n_layer;
     char t[48];
     snprintf(t, sizeof t, "\u03b1 %.2f", in.scale);
@@ -158,7 +139,7 @@ void continuation_row(const char* label, const gb::steered_continuation& c, bool
 }
 
 void side_by_side(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     for (int i = 0; i < 3; i++) {
         char t[32];
         snprintf(t, sizeof t, "\u03b1%d %.1f", i + 1, in.scales[i]);
@@ -167,12 +148,13 @@ void side_by_side(app_state& s, ui_context& ui) {
         ImGui::SameLine();
     }
     slider_int_beside(ui, "steer tokens", &in.tokens, 1, 64, std::to_string(in.tokens) + " tokens", px(56));
-    const analysis_status& st = s.analysis[ANALYSIS_STEER_COMPARE];
-    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_COMPARE]) {
+    const analysis_kind kind = analysis_id("steer_compare");
+    const analysis_status& st = s.analysis[kind];
+    if (!st.error.empty() && st.error_key == s.analysis_want[kind]) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_COMPARE).get();
+    const steer_output* o = output_of<steer_output>(s, kind).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "generating..." : "build or open a vector to compare");
         return;
@@ -180,7 +162,7 @@ void side_by_side(app_state& s, ui_context& ui) {
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextDisabled("from one seed (the Continuation's sampling); amber: where it parts from the baseline; "
                         "underline: how much the steering moved that token's probability (hover: the numbers)%s",
-                        o->key != s.analysis_want[ANALYSIS_STEER_COMPARE] ? "  (updating...)" : "");
+                        o->key != s.analysis_want[kind] ? "  (updating...)" : "");
     ImGui::PopTextWrapPos();
     continuation_row("baseline ", o->compare.baseline, true, ui, 0);
     for (size_t i = 0; i < o->compare.runs.size(); i++) {
@@ -193,7 +175,7 @@ void side_by_side(app_state& s, ui_context& ui) {
 // One grid of the sweep: rows the scales, columns the layers, each cell coloured by its value (KL: from 0 to the
 // largest; loss: its change from the baseline's, diverging), the number on it, the continuation on hover.
 void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, float w) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     const gb::steer_sweep_result& r = o.sweep;
     const int S = (int)r.scales.size(), Ly = (int)r.layers.size();
     const std::vector<double>& x = kl ? r.kl : r.loss;
@@ -243,24 +225,25 @@ void sweep_grid(app_state& s, ui_context& ui, const steer_output& o, bool kl, fl
 }
 
 void sweep(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
-    const analysis_status& st = s.analysis[ANALYSIS_STEER_SWEEP];
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
+    const analysis_kind kind = analysis_id("steer_sweep");
+    const analysis_status& st = s.analysis[kind];
     ImGui::TextColored(blue, "reference text");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x);
     ImGui::InputText("##steer reference", &in.reference);
     remember_item(ui, "steer reference");
-    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_STEER_SWEEP]) {
+    if (!st.error.empty() && st.error_key == s.analysis_want[kind]) {
         ImGui::TextColored(red, "%s", st.error.c_str());
         return;
     }
-    const steer_output* o = output_of<steer_output>(s, ANALYSIS_STEER_SWEEP).get();
+    const steer_output* o = output_of<steer_output>(s, kind).get();
     if (!o) {
         ImGui::TextDisabled(st.busy ? "sweeping..." : "the cost sweep shows once there is a vector");
         return;
     }
     ImGui::TextDisabled("%d reference tokens, %zu x %zu cells in %.0f ms%s", o->sweep.ref_tokens, o->sweep.scales.size(),
-                        o->sweep.layers.size(), o->sweep.grid_ms, o->key != s.analysis_want[ANALYSIS_STEER_SWEEP] ? "  (updating...)" : "");
+                        o->sweep.layers.size(), o->sweep.grid_ms, o->key != s.analysis_want[kind] ? "  (updating...)" : "");
     const float w = ImGui::GetContentRegionAvail().x;
     if (w > px(520)) {
         sweep_grid(s, ui, *o, true, w / 2 - px(8));
@@ -275,7 +258,7 @@ void sweep(app_state& s, ui_context& ui) {
 } // namespace
 
 void panel_steer(app_state& s, ui_context& ui) {
-    auto& in = inputs_of<steer_inputs>(s, TAB_STEER);
+    auto& in = inputs_of<steer_inputs>(s, tab_id("steer"));
     if (!s.model) return;
     const gb::model& m = *s.model;
     if (in.vec && in.vec->d_model != m.config.d_model) in.vec.reset(); // another model's
@@ -288,8 +271,9 @@ void panel_steer(app_state& s, ui_context& ui) {
     tab_hint("Activation addition: \u03b1 \u00b7 v[l] added to the stream after layer l (resid_post; llama.cpp's direction.l), "
              "v built from contrast prompts or opened from a control vector.");
     if (ImGui::CollapsingHeader("Vector", ImGuiTreeNodeFlags_DefaultOpen)) vector_inputs(s, ui);
-    const analysis_status& bs = s.analysis[ANALYSIS_STEER_BUILD];
-    if (!bs.error.empty() && bs.error_key == s.analysis_want[ANALYSIS_STEER_BUILD]) ImGui::TextColored(red, "%s", bs.error.c_str());
+    const analysis_kind build = analysis_id("steer_build");
+    const analysis_status& bs = s.analysis[build];
+    if (!bs.error.empty() && bs.error_key == s.analysis_want[build]) ImGui::TextColored(red, "%s", bs.error.c_str());
     else if (bs.busy) ImGui::TextDisabled("building...");
     if (in.vec) {
         std::string ls;
@@ -310,6 +294,19 @@ void panel_steer(app_state& s, ui_context& ui) {
         sweep(s, ui);
         ImGui::EndTable();
     }
+}
+
+void steer_applied(app_state& s, ui_context& ui) {
+    gb::ablation& ab = s.ablation;
+    if (!ab.steer.any()) return;
+    ImGui::TextUnformatted("Steering:");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("x##steer")) ab.steer = gb::steering{};
+    remember_item(ui, "remove steering");
+    ImGui::SameLine();
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", ab.steer.describe().c_str());
+    ImGui::PopTextWrapPos();
 }
 
 } // namespace gbui
