@@ -11,6 +11,7 @@
 
 #include "analysis_table.h"
 #include "analysis_worker.h"
+#include "io/loader.h"
 #include "io/transcoders.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -47,10 +48,47 @@ static std::vector<std::string> node_labels(const gb::attribution_graph& g, cons
     return out;
 }
 
+std::string graph_request(const app_state& s, analysis_request& q) {
+    const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const run_result* r = s.result.get();
+    q.from = s.result;
+    q.graph = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    q.transcoders = !gin.transcoders.empty() || !r ? gin.transcoders : gb::default_transcoders_path(*r->model);
+    q.node_threshold = gin.node_threshold, q.edge_threshold = gin.edge_threshold;
+    if (!r) return "";
+    char th[48];
+    std::snprintf(th, sizeof th, "|%.3f|%.3f", gin.node_threshold, gin.edge_threshold);
+    return std::to_string(r->request_id) + "|" + q.transcoders + th;
+}
+
+// The graph itself (or the one on screen when only the thresholds moved)
+static bool build_or_reuse(graph_output& out, const analysis_request& q, const analysis_run& run) {
+    const run_result& r = *q.from;
+    const gb::model& m = *r.model;
+    if (q.graph && q.graph->from == q.from && q.graph->transcoders == q.transcoders) {
+        out.g = q.graph->g, out.rep = q.graph->rep, out.set = q.graph->set;
+        out.node_label = q.graph->node_label;
+        return true;
+    }
+    out.set = transcoders_at(q.transcoders);
+    const std::vector<int>& tokens = r.cap().tokens;
+    gb::graph_options opt;
+    opt.bos = r.bos && !tokens.empty() && tokens[0] == m.tok.bos_id;
+    opt.progress = [&run](const std::string&, int done, int total) { run.go(total > 0 ? (float)done / total : 0.0f); };
+    opt.cancelled = [&run] { return run.stopped(); };
+    try {
+        out.rep = std::make_shared<const gb::replacement>(gb::build_replacement(m, *out.set, tokens, opt.bos));
+        out.g = std::make_shared<const gb::attribution_graph>(gb::build_graph(m, *out.set, *out.rep, opt));
+    } catch (const gb::cancelled&) {
+        return false;
+    }
+    out.node_label = node_labels(*out.g, r);
+    return true;
+}
+
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run) {
     const auto t0 = std::chrono::steady_clock::now();
     const run_result& r = *q.from;
-    const gb::model& m = *r.model;
     auto out = std::make_shared<graph_output>();
     out->key = q.key, out->from = q.from;
     out->transcoders = q.transcoders;
@@ -58,23 +96,7 @@ std::shared_ptr<const void> compute_graph(const analysis_request& q, const analy
     if (q.transcoders.empty())
         throw gb::error("no transcoder set: choose one with Browse... (the default model ships its own; other models "
                         "need one trained for them, glassbox-cli train-transcoder)");
-    if (q.graph && q.graph->from == q.from && q.graph->transcoders == q.transcoders) { // only the thresholds moved
-        out->g = q.graph->g;
-        out->node_label = q.graph->node_label;
-    } else {
-        const std::shared_ptr<const gb::transcoder_set> t = transcoders_at(q.transcoders);
-        const std::vector<int>& tokens = r.cap().tokens;
-        gb::graph_options opt;
-        opt.bos = r.bos && !tokens.empty() && tokens[0] == m.tok.bos_id;
-        opt.progress = [&run](const std::string&, int done, int total) { run.go(total > 0 ? (float)done / total : 0.0f); };
-        opt.cancelled = [&run] { return run.stopped(); };
-        try {
-            out->g = std::make_shared<const gb::attribution_graph>(gb::build_graph(m, *t, tokens, opt));
-        } catch (const gb::cancelled&) {
-            return nullptr;
-        }
-        out->node_label = node_labels(*out->g, r);
-    }
+    if (!build_or_reuse(*out, q, run)) return nullptr;
     const gb::attribution_graph& g = *out->g;
     gb::graph_layout lay;
     lay.n_features = g.n_features(), lay.n_errors = g.n_errors(), lay.n_tokens = g.n_tokens(), lay.n_logits = g.n_logits();
@@ -89,6 +111,7 @@ std::shared_ptr<const void> compute_graph(const analysis_request& q, const analy
     std::sort(out->edges.begin(), out->edges.end(), [&g](const auto& a, const auto& b) {
         return std::fabs(g.edge(a.first, a.second)) < std::fabs(g.edge(b.first, b.second));
     });
+    out->view = view_of_graph(g, out->pruned, r.cap().pieces, out->node_label);
     out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }

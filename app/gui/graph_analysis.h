@@ -7,29 +7,40 @@
 
 #include "analysis/attribution_graph.h"
 #include "analysis/graph_prune.h"
+#include "graph_view.h"
 
 namespace gbui {
 
 struct run_result; // app_state.h
+struct app_state;
+struct analysis_request; // analysis_worker.h
 
 struct graph_inputs {
     std::string transcoders;     // the set's folder ("" : the default model's shipped set)
     float node_threshold = 0.8f; // the prune sliders (circuit-tracer's defaults)
     float edge_threshold = 0.98f;
-    int hovered = -1;            // the node under the mouse (the panel's), -1: none
+    int hovered = -1;            // the view's node under the mouse (the panel's), -1: none
+    int hovered_link = -1;       // the view's link under the mouse, -1: none
+    std::string error;                       // the tab's one-line error
 };
 
 struct graph_output {
     std::string key;
     std::shared_ptr<const run_result> from;          // the run it is of (tokens, model)
     std::string transcoders;                         // the set's folder it used
+    std::shared_ptr<const gb::transcoder_set> set;   // that set (head loadings, dashboards)
+    std::shared_ptr<const gb::replacement> rep;      // the frozen replacement model g was built from
     std::shared_ptr<const gb::attribution_graph> g;  // shared between outputs that only re-prune
     gb::prune_result pruned;                         // at the thresholds below
     float node_threshold = 0, edge_threshold = 0;
     std::vector<std::string> node_label;             // [N] "L3 #438 @5", "err L2 @4", "tok 'cat'", "logit ' Paris'"
-    std::vector<std::pair<int, int>> edges;          // the kept edges (target, source), weakest first (drawn so)
+    std::vector<std::pair<int, int>> edges;          // the kept edges (target, source), weakest first
     float max_edge = 0;                              // the largest kept |weight|
+    graph_view view;                                 // what the tab draws: the kept nodes and links
     double ms = 0;
 };
+
+// The Graph request of the shown run (the scheduler's): fills q and returns its key ("" : nothing to ask).
+std::string graph_request(const app_state& s, analysis_request& q);
 
 } // namespace gbui

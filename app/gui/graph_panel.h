@@ -1,0 +1,31 @@
+// The Graph tab's pieces shared by its panel files (panels/panel_graph.cpp: the controls; panels/graph_canvas.cpp:
+// the picture, its hovers, clicks and menu) and its script commands (graph_script.cpp).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "graph_analysis.h"
+#include "graph_view.h"
+#include "ui.h"
+
+namespace gbui {
+
+// The picture of v in the rest of the panel: nodes, links, hover tooltips (a feature's
+// dashboard, an edge's head loadings). go: the shown run's
+// graph (its view is v).
+void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go);
+
+// The view the tab shows: the run's graph (null: none yet).
+const graph_view* shown_graph_view(const app_state& s);
+
+// The Graph tab's script commands (script.h lists them): graph-wait (until the graph and its hover jobs are
+// done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not
+// one of them, else whether it is done.
+struct script_runner;
+std::optional<bool> graph_command(script_runner& sc, const app_state& s, const std::string& cmd);
+
+// The top contexts' corpus: the text the Features tab starts with (the default model's README), "" without one.
+const std::string& graph_corpus();
+
+} // namespace gbui

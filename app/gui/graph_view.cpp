@@ -1,0 +1,118 @@
+// The Graph tab's picture as data (graph_view.h): built from the shown run's pruned graph or from a Neuronpedia
+// JSON file, placed in rows and columns.
+#include "graph_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace gbui {
+
+int graph_view::find(const std::string& id) const {
+    for (size_t i = 0; i < nodes.size(); i++)
+        if (nodes[i].id == id) return (int)i;
+    return -1;
+}
+
+// ---- from the shown run's graph ----
+
+// A node's Neuronpedia id (graph_json.h's numbering)
+static std::string node_id(const gb::attribution_graph& g, int i) {
+    const int nf = g.n_features(), ne = g.n_errors(), T = g.n_tokens();
+    if (i < nf) {
+        const gb::active_feature& f = g.features[i];
+        return std::to_string(f.layer) + "_" + std::to_string(f.index) + "_" + std::to_string(f.pos);
+    }
+    if (i < nf + ne) {
+        const int per = T - g.first_pos;
+        return std::to_string((i - nf) / per) + "_-1_" + std::to_string((i - nf) % per + g.first_pos);
+    }
+    if (i < nf + ne + T) return "E_" + std::to_string(g.tokens[i - nf - ne]) + "_" + std::to_string(i - nf - ne);
+    return std::to_string(g.n_layer + 1) + "_" + std::to_string(g.logit_tokens[i - nf - ne - T]) + "_" + std::to_string(T - 1);
+}
+
+graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result& p, const std::vector<std::string>& pieces,
+                         const std::vector<std::string>& labels) {
+    const int N = g.n_nodes(), nf = g.n_features(), ne = g.n_errors(), T = g.n_tokens();
+    graph_view v;
+    v.n_layer = g.n_layer;
+    v.tokens = pieces;
+    v.tokens.resize(T, "?");
+    // kept nodes with a kept edge between kept nodes, and every token and logit (as neuronpedia_json writes them)
+    std::vector<uint8_t> used(N, 0);
+    for (int t = 0; t < N; t++)
+        for (int s = 0; s < N; s++)
+            if (p.edge_mask[(size_t)t * N + s] && p.node_mask[t] && p.node_mask[s]) used[t] = used[s] = 1;
+    double top = 0;
+    for (int i = 0; i < nf; i++) top = std::max(top, p.node_influence[i]);
+    std::vector<int> at(N, -1);
+    for (int i = 0; i < N; i++) {
+        if (!p.node_mask[i] || (!used[i] && i < nf + ne)) continue;
+        graph_node n;
+        n.id = node_id(g, i), n.index = i, n.label = labels[i];
+        if (i < nf) {
+            const gb::active_feature& f = g.features[i];
+            n.kind = GNODE_FEATURE, n.layer = f.layer, n.pos = f.pos, n.feature = f.index, n.activation = f.act;
+            n.size = top > 0 ? (float)(p.node_influence[i] / top) : 0;
+        } else if (i < nf + ne) {
+            const int per = T - g.first_pos;
+            n.kind = GNODE_ERROR, n.layer = (i - nf) / per, n.pos = (i - nf) % per + g.first_pos;
+        } else if (i < nf + ne + T) {
+            n.kind = GNODE_TOKEN, n.layer = -1, n.pos = i - nf - ne, n.feature = g.tokens[n.pos];
+        } else {
+            const int k = i - nf - ne - T;
+            n.kind = GNODE_LOGIT, n.layer = g.n_layer, n.pos = T - 1, n.feature = g.logit_tokens[k];
+            n.prob = g.logit_probs[k];
+        }
+        at[i] = (int)v.nodes.size();
+        v.nodes.push_back(std::move(n));
+    }
+    for (int t = 0; t < N; t++)
+        for (int s = 0; s < N; s++)
+            if (p.edge_mask[(size_t)t * N + s] && at[t] >= 0 && at[s] >= 0) {
+                v.links.push_back({at[t], at[s], g.edge(t, s)});
+            }
+    std::sort(v.links.begin(), v.links.end(), [](const graph_link& a, const graph_link& b) { return std::fabs(a.weight) < std::fabs(b.weight); });
+    for (const graph_link& l : v.links) v.max_weight = std::max(v.max_weight, std::fabs(l.weight));
+    return v;
+}
+
+// ---- placing ----
+
+graph_place place_view(const graph_view& v, float w, float h, float unit) {
+    const int T = std::max(1, (int)v.tokens.size()), L = v.n_layer, n = (int)v.nodes.size();
+    graph_place pl;
+    pl.col_w = w / T, pl.row_h = h / (L + 2);
+    pl.x.assign(n, 0), pl.y.assign(n, 0), pl.r.assign(n, 0);
+    std::map<std::pair<int, int>, std::vector<int>> cell; // (layer, pos) -> its features, then its error
+    int n_logits = 0;
+    for (int i = 0; i < n; i++)
+        if (v.nodes[i].kind == GNODE_FEATURE) cell[{v.nodes[i].layer, v.nodes[i].pos}].push_back(i);
+    for (int i = 0; i < n; i++) {
+        const graph_node& x = v.nodes[i];
+        if (x.kind == GNODE_ERROR) cell[{x.layer, x.pos}].push_back(i);
+        if (x.kind == GNODE_LOGIT) n_logits++;
+    }
+    for (const auto& [lp, ids] : cell)
+        for (size_t k = 0; k < ids.size(); k++) {
+            const int i = ids[k];
+            pl.x[i] = (lp.second + (k + 0.5f) / ids.size()) * pl.col_w;
+            pl.y[i] = (L - lp.first + 0.5f) * pl.row_h;
+            pl.r[i] = v.nodes[i].kind == GNODE_FEATURE
+                          ? std::max(2.5f * unit, std::sqrt(v.nodes[i].size) * std::min(pl.col_w, pl.row_h) * 0.3f)
+                          : 3 * unit;
+        }
+    const float lw = w / std::max(4, n_logits); // the logits on the top row, the most probable leftmost of the right
+    int k = 0;                                  // end's, each with room for its word
+    for (int i = 0; i < n; i++) {
+        const graph_node& x = v.nodes[i];
+        if (x.kind == GNODE_TOKEN) pl.x[i] = (x.pos + 0.5f) * pl.col_w, pl.y[i] = (L + 1.5f) * pl.row_h, pl.r[i] = 4 * unit;
+        if (x.kind == GNODE_LOGIT) pl.x[i] = w - (n_logits - k++) * lw + 6 * unit, pl.y[i] = 0.5f * pl.row_h, pl.r[i] = 5 * unit;
+    }
+    return pl;
+}
+
+} // namespace gbui

@@ -1,0 +1,148 @@
+// The Graph tab's picture (graph_panel.h): layers as rows over the tokens, the logits on top; each kept feature a
+// circle sized by its influence, each error node a grey square, each kept edge a line, orange where it raises its
+// target and blue where it lowers it, as opaque as it is strong. Hover a feature for its top contexts and logit
+// effects, an edge for its weight.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "graph_panel.h"
+#include "graph_tasks.h"
+#include "text_scale.h"
+
+namespace gbui {
+
+namespace {
+
+float segment_distance(ImVec2 p, ImVec2 a, ImVec2 b) {
+    const float dx = b.x - a.x, dy = b.y - a.y, len2 = dx * dx + dy * dy;
+    const float t = len2 > 0 ? std::clamp(((p.x - a.x) * dx + (p.y - a.y) * dy) / len2, 0.0f, 1.0f) : 0.0f;
+    const float ex = a.x + t * dx - p.x, ey = a.y + t * dy - p.y;
+    return std::sqrt(ex * ex + ey * ey);
+}
+
+struct canvas {
+    ImDrawList* dl = nullptr;
+    ImVec2 o;          // the picture's corner (right of the row labels)
+    ImVec2 size;
+    graph_place pl;
+    ImVec2 at(int i) const { return ImVec2(o.x + pl.x[i], o.y + pl.y[i]); }
+};
+
+void draw_rows(const canvas& c, const graph_view& v, float label_w) {
+    const float th = ImGui::GetTextLineHeight();
+    for (int l = 0; l < v.n_layer; l++) { // row labels and faint row lines
+        const float y = c.o.y + (v.n_layer - l + 0.5f) * c.pl.row_h;
+        c.dl->AddText(ImVec2(c.o.x - label_w, y - th / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), ("L" + std::to_string(l)).c_str());
+        c.dl->AddLine(ImVec2(c.o.x, y), ImVec2(c.o.x + c.size.x, y), IM_COL32(255, 255, 255, 18));
+    }
+    c.dl->AddText(ImVec2(c.o.x - label_w, c.o.y + 0.5f * c.pl.row_h - th / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), "out");
+}
+
+void draw_links(const canvas& c, const graph_view& v, const graph_inputs& gin) {
+    for (size_t k = 0; k < v.links.size(); k++) {
+        const graph_link& l = v.links[k];
+        const float a = v.max_weight > 0 ? std::sqrt(std::fabs(l.weight) / v.max_weight) : 0;
+        const bool lit = gin.hovered >= 0 ? l.target == gin.hovered || l.source == gin.hovered
+                         : gin.hovered_link >= 0 ? (int)k == gin.hovered_link
+                                                 : true;
+        const int alpha = std::min(255, (int)(lit ? 12 + 220 * a * a : 6 + 24 * a * a));
+        const ImU32 col = l.weight > 0 ? IM_COL32(255, 150, 40, alpha) : IM_COL32(80, 150, 255, alpha);
+        const float wid = std::max(1.0f, px(2.5f) * a) * ((int)k == gin.hovered_link ? 2.0f : 1.0f);
+        c.dl->AddLine(c.at(l.source), c.at(l.target), col, wid);
+    }
+}
+
+void draw_nodes(const canvas& c, const graph_view& v) {
+    for (size_t i = 0; i < v.nodes.size(); i++) {
+        const graph_node& n = v.nodes[i];
+        const ImVec2 p = c.at((int)i);
+        const float r = c.pl.r[i];
+        if (n.kind == GNODE_ERROR) {
+            c.dl->AddRectFilled(ImVec2(p.x - r, p.y - r), ImVec2(p.x + r, p.y + r), IM_COL32(150, 150, 150, 255));
+        } else if (n.kind == GNODE_FEATURE) {
+            c.dl->AddCircleFilled(p, r, IM_COL32(245, 225, 120, 255));
+        } else {
+            c.dl->AddCircleFilled(p, r, n.kind == GNODE_TOKEN ? IM_COL32(120, 220, 140, 255) : IM_COL32(120, 220, 140, 255));
+        }
+    }
+}
+
+void draw_words(const canvas& c, const graph_view& v) {
+    const int T = (int)v.tokens.size();
+    for (int t = 0; t < T; t++) { // tokens under their columns
+        const float w = ImGui::CalcTextSize(v.tokens[t].c_str()).x;
+        if (w < c.pl.col_w * 1.6f || T < 12)
+            c.dl->AddText(ImVec2(c.o.x + (t + 0.5f) * c.pl.col_w - w / 2, c.o.y + c.size.y + 2), ImGui::GetColorU32(ImGuiCol_Text), v.tokens[t].c_str());
+    }
+    for (size_t i = 0; i < v.nodes.size(); i++) { // each logit's word right of its node, with its probability
+        const graph_node& n = v.nodes[i];
+        if (n.kind != GNODE_LOGIT) continue;
+        char prob[48];
+        std::snprintf(prob, sizeof prob, " %.2f", n.prob);
+        const std::string lab = (n.label.rfind("logit ", 0) == 0 ? n.label.substr(6) : n.label) + prob;
+        const ImVec2 p = c.at((int)i);
+        c.dl->AddText(ImVec2(p.x + c.pl.r[i] + px(3), p.y - ImGui::GetTextLineHeight() / 2), ImGui::GetColorU32(ImGuiCol_Text), lab.c_str());
+    }
+}
+
+// The node, else the link, under the mouse (-1 each when none)
+void find_hover(const canvas& c, const graph_view& v, ImVec2 mouse, int& node, int& link) {
+    node = link = -1;
+    float best = 1e9f;
+    for (size_t i = 0; i < v.nodes.size(); i++) {
+        const ImVec2 p = c.at((int)i);
+        const float dx = mouse.x - p.x, dy = mouse.y - p.y, d2 = dx * dx + dy * dy, r = c.pl.r[i] + px(3);
+        if (d2 <= r * r && d2 < best) best = d2, node = (int)i;
+    }
+    if (node >= 0) return;
+    for (size_t k = 0; k < v.links.size(); k++) // of the lines under the mouse the strongest (drawn last, on top)
+        if (segment_distance(mouse, c.at(v.links[k].source), c.at(v.links[k].target)) <= px(3.5f)) link = (int)k;
+}
+
+// Widgets the scripts can hover and click: every node, and the midpoints of the 300 strongest links
+void remember_spots(ui_context& ui, const canvas& c, const graph_view& v) {
+    const int frame = ImGui::GetFrameCount();
+    auto note = [&](const std::string& name, ImVec2 p, float r) {
+        ui.widgets[name] = ImVec4(p.x - r, p.y - r, p.x + r, p.y + r);
+        ui.widget_frame[name] = frame;
+    };
+    for (size_t i = 0; i < v.nodes.size(); i++) note("graph node " + v.nodes[i].id, c.at((int)i), 1);
+    for (size_t k = v.links.size() > 300 ? v.links.size() - 300 : 0; k < v.links.size(); k++) {
+        const ImVec2 a = c.at(v.links[k].source), b = c.at(v.links[k].target);
+        note("graph link " + v.nodes[v.links[k].target].id + " " + v.nodes[v.links[k].source].id, ImVec2((a.x + b.x) / 2, (a.y + b.y) / 2), 0.5f);
+    }
+}
+
+} // namespace
+
+// tooltips: panels/graph_tooltips.cpp
+void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const graph_output* go);
+void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>& go);
+
+void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float label_w = px(34), token_h = ImGui::GetTextLineHeightWithSpacing();
+    canvas c;
+    c.dl = ImGui::GetWindowDrawList();
+    c.size = ImVec2(std::max(px(100), avail.x - label_w), std::max(px(80), avail.y - token_h));
+    c.o = ImVec2(o.x + label_w, o.y);
+    ImGui::InvisibleButton("##graph canvas", ImVec2(label_w + c.size.x, c.size.y + token_h));
+    remember_item(ui, "graph canvas");
+    const bool hovered = ImGui::IsItemHovered();
+    c.pl = place_view(v, c.size.x, c.size.y, px(1));
+    int node = -1, link = -1;
+    if (hovered) find_hover(c, v, ImGui::GetIO().MousePos, node, link);
+    gin.hovered = node, gin.hovered_link = link;
+    draw_rows(c, v, label_w);
+    draw_links(c, v, gin);
+    draw_nodes(c, v);
+    draw_words(c, v);
+    remember_spots(ui, c, v);
+    if (node >= 0) graph_node_tooltip(s, v, node, go.get());
+    if (link >= 0) graph_link_tooltip(v, link, go);
+}
+
+} // namespace gbui

@@ -1,0 +1,61 @@
+// The Graph tab's hovers (graph_canvas.cpp draws the picture): a node's tooltip with a
+// feature's top contexts and logit effects, an edge's with its weight (the
+// dashboard from the tab's job thread, graph_tasks.h; "computing..." until it comes).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "graph_panel.h"
+#include "graph_tasks.h"
+#include "text_scale.h"
+
+namespace gbui {
+
+void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const graph_output* go) {
+    (void)s;
+    const graph_node& n = v.nodes[node];
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(n.label.c_str());
+    if (n.kind == GNODE_FEATURE) {
+        ImGui::Text("activation %.3f", n.activation);
+    }
+    if (n.kind == GNODE_LOGIT) ImGui::Text("probability %.3f", n.prob);
+    if (go && n.index >= 0 && n.kind != GNODE_LOGIT && n.kind != GNODE_TOKEN)
+        ImGui::Text("influence %.4f (cumulative %.2f)", go->pruned.node_influence[n.index], go->pruned.cumulative_scores[n.index]);
+    if (go && n.kind == GNODE_FEATURE) {
+        const graph_job j = dashboard_job(*go, n.layer, (int)n.feature, graph_corpus());
+        ImGui::Separator();
+        if (!j.done) {
+            ImGui::TextDisabled("top contexts and logit effects: computing...");
+        } else if (!j.error.empty()) {
+            ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", j.error.c_str());
+        } else {
+            const auto& d = *std::static_pointer_cast<const graph_dashboard>(j.result);
+            const gb::tokenizer& tok = go->from->model->tok;
+            if (d.corpus.empty()) ImGui::TextDisabled("top contexts: no corpus (the default model's README is the default)");
+            else ImGui::TextDisabled("top contexts in %s:", d.corpus.substr(d.corpus.find_last_of('/') + 1).c_str());
+            ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + px(520));
+            for (size_t i = 0; i < d.contexts.size() && i < 5; i++)
+                ImGui::Text("%.2f  %s", d.contexts[i].first, d.contexts[i].second.c_str());
+            if (!d.corpus.empty() && d.contexts.empty()) ImGui::TextDisabled("(it never fires there)");
+            ImGui::PopTextWrapPos();
+            std::string up, down;
+            for (const gb::token_effect& e : d.promotes) up += quoted(tok, e.id) + " ";
+            for (const gb::token_effect& e : d.suppresses) down += quoted(tok, e.id) + " ";
+            ImGui::Text("promotes %s", up.c_str());
+            ImGui::Text("suppresses %s", down.c_str());
+        }
+    }
+    ImGui::EndTooltip();
+}
+
+void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>&) {
+    const graph_link& l = v.links[link];
+    const graph_node &src = v.nodes[l.source], &dst = v.nodes[l.target];
+    ImGui::BeginTooltip();
+    ImGui::Text("%s -> %s", src.label.c_str(), dst.label.c_str());
+    ImGui::Text("direct effect %+.4f", l.weight);
+    ImGui::EndTooltip();
+}
+
+} // namespace gbui

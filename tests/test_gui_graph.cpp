@@ -1,0 +1,102 @@
+// The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
+// user drives it (hover and click on the nodes and links it names, typing into its boxes) and read with
+// the graph-print script command: a feature's top contexts
+// and logit effect against its decoder row read from the set.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app_script.h"
+#include "io/loader.h"
+#include "io/transcoders.h"
+#include "model/quant.h"
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace {
+
+const std::string prompt = "The Eiffel Tower is in the city of";
+
+// The graph-print line of a run's output (the last one when several)
+std::vector<nlohmann::json> graph_lines(const std::vector<nlohmann::json>& st) {
+    std::vector<nlohmann::json> out;
+    for (const nlohmann::json& j : st)
+        if (j.contains("graph_tab")) out.push_back(j["graph_tab"]);
+    return out;
+}
+
+// The CLI's Neuronpedia JSON of the prompt (written once per test binary)
+const nlohmann::json& cli_graph() {
+    static const nlohmann::json j = [] {
+        const std::string path = test_temp_dir("gui_graph2") + "/cli.json";
+        const command_result c = run_cli("graph --prompt " + sq(prompt) + " --neuronpedia " + path);
+        EXPECT_EQ(c.code, 0) << c.err;
+        return nlohmann::json::parse(read_file(path));
+    }();
+    return j;
+}
+
+// The id of the strongest link of the CLI's graph from a feature into the target logit: its (target, source)
+std::pair<std::string, std::string> strongest_into_logit(const nlohmann::json& g) {
+    std::string logit;
+    for (const auto& n : g["nodes"])
+        if (n["is_target_logit"].get<bool>()) logit = n["node_id"];
+    std::set<std::string> features;
+    for (const auto& n : g["nodes"])
+        if (n["feature_type"] == "cross layer transcoder") features.insert(n["node_id"].get<std::string>());
+    double best = 0;
+    std::pair<std::string, std::string> out;
+    for (const auto& l : g["links"])
+        if (l["target"] == logit && features.count(l["source"].get<std::string>()) && std::fabs(l["weight"].get<double>()) > best)
+            best = std::fabs(l["weight"].get<double>()), out = {logit, l["source"].get<std::string>()};
+    return out;
+}
+
+} // namespace
+
+TEST(GuiGraphTab, AFeaturesTooltipShowsItsTopContextsAndLogitEffect) {
+    ASSERT_TRUE(have_app());
+    const std::string feature = strongest_into_logit(cli_graph()).second;
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt), "tab graph\ngraph-wait\nhover graph node " + feature +
+                                                       "\nframes 3\ngraph-wait\ngraph-print\n", &rc);
+    ASSERT_EQ(rc, 0);
+    const std::vector<nlohmann::json> g = graph_lines(st);
+    ASSERT_EQ(g.size(), 1u);
+    const nlohmann::json& h = g[0]["hovered"];
+    ASSERT_TRUE(h.contains("promotes")) << h.dump();
+    EXPECT_EQ(h["error"], "");
+    ASSERT_FALSE(h["contexts"].empty()) << h.dump();
+    for (size_t i = 0; i < h["contexts"].size(); i++) {
+        EXPECT_NE(h["contexts"][i]["text"].get<std::string>().find("[["), std::string::npos);
+        if (i > 0) {
+            EXPECT_LE(h["contexts"][i]["act"].get<double>(), h["contexts"][i - 1]["act"].get<double>());
+        }
+    }
+    // the top promoted token: the decoder row through the final norm's gain and the unembedding, computed here
+    const gb::model m = gb::load_model(gb::default_model_path());
+    const gb::transcoder_set t = gb::read_transcoders(gb::default_transcoders_path(m));
+    const int layer = std::stoi(feature.substr(0, feature.find('_')));
+    const int index = std::stoi(feature.substr(feature.find('_') + 1, feature.rfind('_') - feature.find('_') - 1));
+    const int d = m.config.d_model;
+    const float* dec = t.dec(layer, index, layer);
+    const gb::row_table& U = m.weights.unembedding();
+    std::vector<float> row(d);
+    int best = -1;
+    double top = -1e30;
+    for (int64_t v = 0; v < U.rows; v++) {
+        gb::table_row(row.data(), U, v);
+        double e = 0;
+        for (int j = 0; j < d; j++) e += (double)dec[j] * (m.weights.normf_g.empty() ? 1.0f : m.weights.normf_g[j]) * row[j];
+        if (e > top) top = e, best = (int)v;
+    }
+    EXPECT_EQ(h["promotes"][0]["id"], best);
+    EXPECT_NEAR(h["promotes"][0]["effect"].get<double>(), top, 1e-3 * std::max(1.0, std::fabs(top)));
+}
