@@ -1,6 +1,6 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
 // user drives it (hover and click on the nodes and links it names, typing into its boxes) and read with
-// the graph-print script command: a feature's top contexts
+// the graph-print script command: pins grouped into a supernode; a feature's top contexts
 // and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
 
@@ -60,6 +60,28 @@ std::pair<std::string, std::string> strongest_into_logit(const nlohmann::json& g
 }
 
 } // namespace
+
+TEST(GuiGraphTab, PinsGroupIntoASupernode) {
+    ASSERT_TRUE(have_app());
+    const auto [logit, a] = strongest_into_logit(cli_graph());
+    std::string b; // another kept feature at the same position
+    for (const auto& n : cli_graph()["nodes"])
+        if (n["feature_type"] == "cross layer transcoder" && n["node_id"] != a && b.empty()) b = n["node_id"];
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt),
+                         "tab graph\ngraph-wait\nclick graph node " + a + "\nclick graph node " + b + "\nframes 2\ngraph-print\n"
+                         "click graph group name\ntype city\nclick graph group\nframes 2\ngraph-print\n"
+                         ,
+                         &rc);
+    ASSERT_EQ(rc, 0);
+    const std::vector<nlohmann::json> g = graph_lines(st);
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_EQ(g[0]["pinned"], nlohmann::json({a, b}));
+    ASSERT_EQ(g[1]["supernodes"].size(), 1u);
+    EXPECT_EQ(g[1]["supernodes"][0]["name"], "city");
+    EXPECT_EQ(g[1]["supernodes"][0]["members"], nlohmann::json({a, b}));
+    EXPECT_TRUE(g[1]["pinned"].empty());
+}
 
 TEST(GuiGraphTab, AFeaturesTooltipShowsItsTopContextsAndLogitEffect) {
     ASSERT_TRUE(have_app());

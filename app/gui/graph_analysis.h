@@ -21,6 +21,9 @@ struct graph_inputs {
     float edge_threshold = 0.98f;
     int hovered = -1;            // the view's node under the mouse (the panel's), -1: none
     int hovered_link = -1;       // the view's link under the mouse, -1: none
+    std::vector<std::string> pinned;         // node ids (a click pins or unpins)
+    std::vector<graph_supernode> supernodes; // named groups of pinned nodes
+    std::string group_name;                  // the name box beside Group
     std::string error;                       // the tab's one-line error
 };
 

@@ -11,14 +11,19 @@
 
 namespace gbui {
 
-// The picture of v in the rest of the panel: nodes, links, hover tooltips (a feature's
-// dashboard, an edge's head loadings). go: the shown run's
+// The picture of v in the rest of the panel: nodes, links, pins, supernodes, hover tooltips (a feature's
+// dashboard, an edge's head loadings), clicks (pin). go: the shown run's
 // graph (its view is v).
 void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go);
 
 // The view the tab shows: the run's graph (null: none yet).
 const graph_view* shown_graph_view(const app_state& s);
 
+// Pins or unpins the node id.
+void toggle_graph_pin(graph_inputs& gin, const std::string& id);
+// The pinned nodes into a supernode named gin.group_name (false, with gin.error, when there is no name or fewer than
+// two pinned nodes); they leave the pins.
+bool group_graph_pins(graph_inputs& gin);
 // The Graph tab's script commands (script.h lists them): graph-wait (until the graph and its hover jobs are
 // done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not
 // one of them, else whether it is done.

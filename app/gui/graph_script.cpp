@@ -44,7 +44,10 @@ void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
 
 void print_graph_tab(const app_state& s) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
-    nlohmann::json j = {{"error", gin.error}};
+    nlohmann::json j = {{"error", gin.error}, {"pinned", gin.pinned}};
+    nlohmann::json sn = nlohmann::json::array();
+    for (const graph_supernode& g : gin.supernodes) sn.push_back({{"name", g.name}, {"members", g.members}});
+    j["supernodes"] = sn;
     const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
     if (go && go->g) {
         nlohmann::json top = nlohmann::json::array(); // the kept features by influence, strongest first

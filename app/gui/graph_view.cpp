@@ -1,5 +1,5 @@
 // The Graph tab's picture as data (graph_view.h): built from the shown run's pruned graph or from a Neuronpedia
-// JSON file, placed in rows and columns.
+// JSON file, placed in rows and columns, and the paths through pinned nodes.
 #include "graph_view.h"
 
 #include <algorithm>
@@ -80,7 +80,7 @@ graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result&
     return v;
 }
 
-// ---- placing ----
+// ---- placing and paths ----
 
 graph_place place_view(const graph_view& v, float w, float h, float unit) {
     const int T = std::max(1, (int)v.tokens.size()), L = v.n_layer, n = (int)v.nodes.size();
@@ -113,6 +113,33 @@ graph_place place_view(const graph_view& v, float w, float h, float unit) {
         if (x.kind == GNODE_LOGIT) pl.x[i] = w - (n_logits - k++) * lw + 6 * unit, pl.y[i] = 0.5f * pl.row_h, pl.r[i] = 5 * unit;
     }
     return pl;
+}
+
+std::vector<uint8_t> pinned_paths(const graph_view& v, const std::vector<std::string>& pinned) {
+    const int n = (int)v.nodes.size();
+    std::vector<uint8_t> down(n, 0), up(n, 0), lit(v.links.size(), 0);
+    std::vector<int> stack;
+    for (const std::string& id : pinned)
+        if (const int i = v.find(id); i >= 0) down[i] = up[i] = 1, stack.push_back(i);
+    if (stack.empty()) return lit;
+    std::vector<std::vector<int>> out(n), in(n); // link indices by source and by target
+    for (size_t k = 0; k < v.links.size(); k++) out[v.links[k].source].push_back((int)k), in[v.links[k].target].push_back((int)k);
+    std::vector<int> st = stack;
+    while (!st.empty()) { // everything a pinned node reaches
+        const int i = st.back();
+        st.pop_back();
+        for (int k : out[i])
+            if (!down[v.links[k].target]) down[v.links[k].target] = 1, st.push_back(v.links[k].target);
+    }
+    st = stack;
+    while (!st.empty()) { // everything that reaches a pinned node
+        const int i = st.back();
+        st.pop_back();
+        for (int k : in[i])
+            if (!up[v.links[k].source]) up[v.links[k].source] = 1, st.push_back(v.links[k].source);
+    }
+    for (size_t k = 0; k < v.links.size(); k++) lit[k] = down[v.links[k].source] || up[v.links[k].target];
+    return lit;
 }
 
 } // namespace gbui

@@ -1,6 +1,7 @@
 // The Graph tab's picture as data (graph_view.cpp): the kept nodes and links of an attribution graph, from the
 // shown run's graph (graph_analysis.h) or from a Neuronpedia JSON file (core/analysis/graph_json.h), so that both
-// are drawn the same way; where each node sits.
+// are drawn, pinned, grouped and exported the same way; where each node sits; the paths through pinned nodes; the
+// picture as SVG.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct graph_link {
     float weight = 0;            // the direct effect
 };
 
+struct graph_supernode {
+    std::string name;
+    std::vector<std::string> members; // node ids
+};
+
 struct graph_view {
     int n_layer = 0;
     std::vector<std::string> tokens;     // [T] the prompt's pieces as the columns name them
@@ -51,5 +57,8 @@ struct graph_place {
     float row_h = 0, col_w = 0;
 };
 graph_place place_view(const graph_view& v, float w, float h, float unit);
+
+// The links on a path through any pinned node (upstream into it or downstream from it): [links] 0/1.
+std::vector<uint8_t> pinned_paths(const graph_view& v, const std::vector<std::string>& pinned);
 
 } // namespace gbui

@@ -1,7 +1,8 @@
 // The Graph tab's picture (graph_panel.h): layers as rows over the tokens, the logits on top; each kept feature a
 // circle sized by its influence, each error node a grey square, each kept edge a line, orange where it raises its
-// target and blue where it lowers it, as opaque as it is strong. Hover a feature for its top contexts and logit
-// effects, an edge for its weight.
+// target and blue where it lowers it, as opaque as it is strong. Pinned nodes are ringed and the paths through them
+// lit; supernodes are named boxes around their members. Hover a feature for its top contexts and logit effects, an
+// edge for its weight; click a node to pin it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,16 @@
 namespace gbui {
 
 namespace {
+
+// The links on pinned paths, remade only when the view or the pins change
+const std::vector<uint8_t>& lit_by_pins(const graph_view& v, const std::vector<std::string>& pinned) {
+    static const graph_view* for_view = nullptr;
+    static std::vector<std::string> for_pins;
+    static std::vector<uint8_t> lit;
+    if (for_view != &v || for_pins != pinned || lit.size() != v.links.size())
+        for_view = &v, for_pins = pinned, lit = pinned_paths(v, pinned);
+    return lit;
+}
 
 float segment_distance(ImVec2 p, ImVec2 a, ImVec2 b) {
     const float dx = b.x - a.x, dy = b.y - a.y, len2 = dx * dx + dy * dy;
@@ -39,21 +50,41 @@ void draw_rows(const canvas& c, const graph_view& v, float label_w) {
     c.dl->AddText(ImVec2(c.o.x - label_w, c.o.y + 0.5f * c.pl.row_h - th / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), "out");
 }
 
+// Each supernode a named box around its members (drawn under the links and nodes)
+void draw_supernodes(const canvas& c, const graph_view& v, const std::vector<graph_supernode>& groups) {
+    for (const graph_supernode& g : groups) {
+        ImVec2 lo(1e9f, 1e9f), hi(-1e9f, -1e9f);
+        for (const std::string& id : g.members)
+            if (const int i = v.find(id); i >= 0) {
+                const ImVec2 p = c.at(i);
+                const float r = c.pl.r[i] + px(4);
+                lo = ImVec2(std::min(lo.x, p.x - r), std::min(lo.y, p.y - r)), hi = ImVec2(std::max(hi.x, p.x + r), std::max(hi.y, p.y + r));
+            }
+        if (lo.x > hi.x) continue;
+        c.dl->AddRectFilled(lo, hi, IM_COL32(190, 140, 255, 40), px(4));
+        c.dl->AddRect(lo, hi, IM_COL32(190, 140, 255, 220), px(4), 0, px(1.5f));
+        c.dl->AddText(ImVec2(lo.x, lo.y - ImGui::GetTextLineHeight()), IM_COL32(215, 185, 255, 255), g.name.c_str());
+    }
+}
+
 void draw_links(const canvas& c, const graph_view& v, const graph_inputs& gin) {
+    const std::vector<uint8_t>& pinned = lit_by_pins(v, gin.pinned);
+    const bool any_pin = std::find(pinned.begin(), pinned.end(), 1) != pinned.end();
     for (size_t k = 0; k < v.links.size(); k++) {
         const graph_link& l = v.links[k];
         const float a = v.max_weight > 0 ? std::sqrt(std::fabs(l.weight) / v.max_weight) : 0;
         const bool lit = gin.hovered >= 0 ? l.target == gin.hovered || l.source == gin.hovered
                          : gin.hovered_link >= 0 ? (int)k == gin.hovered_link
-                                                 : true;
-        const int alpha = std::min(255, (int)(lit ? 12 + 220 * a * a : 6 + 24 * a * a));
+                         : any_pin ? pinned[k] != 0
+                                   : true;
+        const int alpha = std::min(255, (int)(lit ? 12 + 220 * a * a + (any_pin && gin.hovered < 0 ? 40 : 0) : 6 + 24 * a * a));
         const ImU32 col = l.weight > 0 ? IM_COL32(255, 150, 40, alpha) : IM_COL32(80, 150, 255, alpha);
         const float wid = std::max(1.0f, px(2.5f) * a) * ((int)k == gin.hovered_link ? 2.0f : 1.0f);
         c.dl->AddLine(c.at(l.source), c.at(l.target), col, wid);
     }
 }
 
-void draw_nodes(const canvas& c, const graph_view& v) {
+void draw_nodes(const canvas& c, const graph_view& v, const graph_inputs& gin) {
     for (size_t i = 0; i < v.nodes.size(); i++) {
         const graph_node& n = v.nodes[i];
         const ImVec2 p = c.at((int)i);
@@ -65,6 +96,8 @@ void draw_nodes(const canvas& c, const graph_view& v) {
         } else {
             c.dl->AddCircleFilled(p, r, n.kind == GNODE_TOKEN ? IM_COL32(120, 220, 140, 255) : IM_COL32(120, 220, 140, 255));
         }
+        if (std::find(gin.pinned.begin(), gin.pinned.end(), n.id) != gin.pinned.end())
+            c.dl->AddCircle(p, r + px(3.5f), IM_COL32(255, 255, 255, 255), 0, px(2));
     }
 }
 
@@ -131,16 +164,18 @@ void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const 
     c.o = ImVec2(o.x + label_w, o.y);
     ImGui::InvisibleButton("##graph canvas", ImVec2(label_w + c.size.x, c.size.y + token_h));
     remember_item(ui, "graph canvas");
-    const bool hovered = ImGui::IsItemHovered();
+    const bool hovered = ImGui::IsItemHovered(), clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
     c.pl = place_view(v, c.size.x, c.size.y, px(1));
     int node = -1, link = -1;
     if (hovered) find_hover(c, v, ImGui::GetIO().MousePos, node, link);
     gin.hovered = node, gin.hovered_link = link;
     draw_rows(c, v, label_w);
+    draw_supernodes(c, v, gin.supernodes);
     draw_links(c, v, gin);
-    draw_nodes(c, v);
+    draw_nodes(c, v, gin);
     draw_words(c, v);
     remember_spots(ui, c, v);
+    if (clicked && node >= 0) toggle_graph_pin(gin, v.nodes[node].id);
     if (node >= 0) graph_node_tooltip(s, v, node, go.get());
     if (link >= 0) graph_link_tooltip(v, link, go);
 }

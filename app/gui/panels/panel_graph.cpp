@@ -1,6 +1,6 @@
-// The Graph tab: the shown run's attribution graph over transcoder features (graph_analysis.h, docs/graphs.md).
-// Above the picture (graph_canvas.cpp): the transcoder set and the two prune sliders (the graph is built once per
-// run and set; a threshold re-prunes it); then the scores.
+// The Graph tab: the shown run's attribution graph over transcoder features (graph_analysis.h, docs/graphs.md). Above
+// the picture (graph_canvas.cpp): the transcoder set and the two prune sliders (the graph is built once per run and
+// set; a threshold re-prunes it), the pins with the supernode name box and Group; then the scores.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,8 @@
 
 #include "feature_analysis.h"
 #include "file_dialog.h"
-#include "graph_panel.h"
+#include "graph_panel.h" // (imgui.h, before imgui_stdlib.h)
+#include <imgui_stdlib.h>
 #include "text_scale.h"
 
 namespace gbui {
@@ -23,7 +24,61 @@ const graph_view* shown_graph_view(const app_state& s) {
     return go && go->g ? &go->view : nullptr;
 }
 
+void toggle_graph_pin(graph_inputs& gin, const std::string& id) {
+    auto it = std::find(gin.pinned.begin(), gin.pinned.end(), id);
+    if (it == gin.pinned.end()) gin.pinned.push_back(id);
+    else gin.pinned.erase(it);
+    gin.error.clear();
+}
+
+bool group_graph_pins(graph_inputs& gin) {
+    if (gin.group_name.empty()) {
+        gin.error = "a supernode needs a name: type one in the box beside Group";
+        return false;
+    }
+    if (gin.pinned.size() < 2) {
+        gin.error = "a supernode groups pinned nodes: click at least two nodes to pin them first";
+        return false;
+    }
+    gin.supernodes.push_back({gin.group_name, gin.pinned});
+    gin.pinned.clear(), gin.group_name.clear(), gin.error.clear();
+    return true;
+}
+
 namespace {
+
+// The pins and supernodes, once a node is pinned (before that the tab's hint says how)
+void pins_row(app_state& s, ui_context& ui) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    if (gin.pinned.empty() && gin.supernodes.empty()) return;
+    ImGui::AlignTextToFramePadding();
+    if (gin.pinned.empty()) ImGui::TextDisabled("pin nodes to group them:");
+    else ImGui::Text("%zu pinned", gin.pinned.size());
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(px(140));
+    ImGui::InputTextWithHint("##graph group name", "supernode name", &gin.group_name);
+    remember_item(ui, "graph group name");
+    ImGui::SameLine();
+    if (ImGui::Button("Group")) group_graph_pins(gin);
+    remember_item(ui, "graph group");
+    if (!gin.pinned.empty()) {
+        ImGui::SameLine();
+        if (ImGui::Button("Unpin all")) gin.pinned.clear();
+        remember_item(ui, "graph unpin");
+    }
+    for (size_t i = 0; i < gin.supernodes.size(); i++) {
+        ImGui::SameLine();
+        ImGui::PushID((int)i);
+        const std::string lab = gin.supernodes[i].name + " (" + std::to_string(gin.supernodes[i].members.size()) + ") x";
+        if (ImGui::SmallButton(lab.c_str())) {
+            gin.supernodes.erase(gin.supernodes.begin() + i);
+            ImGui::PopID();
+            break;
+        }
+        remember_item(ui, "graph ungroup " + gin.supernodes[i].name);
+        ImGui::PopID();
+    }
+}
 
 } // namespace
 
@@ -31,13 +86,14 @@ void panel_graph(app_state& s, ui_context& ui) {
     auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     tab_hint("Which transcoder features, through which paths, make the prediction (the model without its ablations). "
              "Circles: features (size: influence); grey squares: what the transcoders miss; lines: direct effects, "
-             "orange up, blue down. Hover for more.");
+             "orange up, blue down. Hover for more; click nodes to pin them (and group them into a supernode).");
     path_box(ui, "graph transcoders", gin.transcoders, BROWSE_TRANSCODERS, "the default model's own set (or Browse...)",
              std::max(px(200), ImGui::GetContentRegionAvail().x * 0.3f));
     if (room_right_of_item() > px(470)) ImGui::SameLine(); // the sliders beside the box where they fit
     slider_float_beside(ui, "graph nodes", &gin.node_threshold, 0.1f, 1.0f, "nodes " + std::to_string((int)std::lround(gin.node_threshold * 100)) + "%", px(110));
     ImGui::SameLine();
     slider_float_beside(ui, "graph edges", &gin.edge_threshold, 0.1f, 1.0f, "edges " + std::to_string((int)std::lround(gin.edge_threshold * 100)) + "%", px(110));
+    pins_row(s, ui);
     const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
     const analysis_status& st = s.analysis[ANALYSIS_GRAPH];
     ImGui::PushTextWrapPos(0);
