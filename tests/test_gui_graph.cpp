@@ -1,6 +1,7 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
-// user drives it (hover and click on the nodes and links it names, typing into its boxes) and read with
-// the graph-print script command: pins grouped into a supernode; a feature's top contexts
+// user drives it (hover, click and right-click on the nodes and links it names, typing into its boxes) and read with
+// the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`; a
+// right-click on a token node (one error, nothing edited); pins grouped into a supernode; a feature's top contexts
 // and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
 
@@ -60,6 +61,50 @@ std::pair<std::string, std::string> strongest_into_logit(const nlohmann::json& g
 }
 
 } // namespace
+
+TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
+    ASSERT_TRUE(have_app());
+    const std::string feature = strongest_into_logit(cli_graph()).second; // "3_438_7": layer, index, position
+    ASSERT_FALSE(feature.empty());
+    const size_t u1 = feature.find('_'), u2 = feature.find('_', u1 + 1);
+    const std::string layer = feature.substr(0, u1), index = feature.substr(u1 + 1, u2 - u1 - 1), pos = feature.substr(u2 + 1);
+    const std::string dir = test_temp_dir("gui_graph2");
+    const command_result c = run_cli("intervene --prompt " + sq(prompt) + " --ablate " + layer + ":" + pos + ":" + index +
+                                     " --top-k 10 --json " + dir + "/iv.json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json want = nlohmann::json::parse(read_file(dir + "/iv.json"));
+    std::string token_node; // a token node: its right-click is an error
+    for (const auto& n : cli_graph()["nodes"])
+        if (n["feature_type"] == "embedding" && n["ctx_idx"] == 1) token_node = n["node_id"];
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt),
+                         "tab graph\ngraph-wait\nrclick graph node " + token_node + "\nframes 3\ngraph-print\n"
+                         "rclick graph node " + feature + "\nframes 3\nclick graph ablate\ngraph-wait\nframes 3\n"
+                         "hover graph node " + feature + "\nframes 3\ngraph-print\n",
+                         &rc);
+    ASSERT_EQ(rc, 0);
+    const std::vector<nlohmann::json> g = graph_lines(st);
+    ASSERT_EQ(g.size(), 2u);
+    const std::string why = g[0]["error"];
+    EXPECT_NE(why.find("no feature"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    EXPECT_TRUE(g[0]["edits"].empty());
+    EXPECT_EQ(g[0]["run"]["nodes"], g[1]["run"]["nodes"]); // the graph stayed
+    ASSERT_EQ(g[1]["edits"].size(), 1u);
+    EXPECT_EQ(g[1]["edits"][0]["value"], 0.0);
+    const nlohmann::json& after = g[1]["run"]["top_after"];
+    ASSERT_EQ(after.size(), want["after"].size());
+    for (size_t i = 0; i < after.size(); i++) { // the same tokens in the same order, the same probabilities
+        EXPECT_EQ(after[i]["id"], want["after"][i]["id"]) << i;
+        EXPECT_NEAR(after[i]["after"].get<double>(), want["after"][i]["prob"].get<double>(), 1e-5) << i;
+        EXPECT_NEAR(after[i]["before"].get<double>(), want["after"][i]["prob_before"].get<double>(), 1e-5) << i;
+    }
+    // the answer moved, and the ablated node shows it is off
+    EXPECT_GT(std::fabs(want["before"][0]["prob_after"].get<double>() - want["before"][0]["prob"].get<double>()), 1e-3);
+    EXPECT_EQ(g[1]["hovered"]["id"], feature);
+    EXPECT_EQ(g[1]["hovered"]["act_after"], 0.0);
+    EXPECT_GT(g[1]["hovered"]["activation"].get<double>(), 0.0);
+}
 
 TEST(GuiGraphTab, PinsGroupIntoASupernode) {
     ASSERT_TRUE(have_app());

@@ -12,7 +12,7 @@
 namespace gbui {
 
 // The picture of v in the rest of the panel: nodes, links, pins, supernodes, hover tooltips (a feature's
-// dashboard, an edge's head loadings), clicks (pin). go: the shown run's
+// dashboard, an edge's head loadings), clicks (pin) and the right-click menu (ablate, clamp). go: the shown run's
 // graph (its view is v).
 void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go);
 
@@ -24,6 +24,10 @@ void toggle_graph_pin(graph_inputs& gin, const std::string& id);
 // The pinned nodes into a supernode named gin.group_name (false, with gin.error, when there is no name or fewer than
 // two pinned nodes); they leave the pins.
 bool group_graph_pins(graph_inputs& gin);
+// Feature n held at value in the replacement model (replacing an edit of the same feature and position); a node
+// that is no feature sets gin.error instead.
+void set_graph_edit(graph_inputs& gin, const graph_node& n, float value);
+
 // The Graph tab's script commands (script.h lists them): graph-wait (until the graph and its hover jobs are
 // done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not
 // one of them, else whether it is done.

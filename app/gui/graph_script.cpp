@@ -1,5 +1,5 @@
 // The Graph tab's script commands (graph_panel.h): graph-wait and graph-print, what the GUI tests read of the tab
-// (tests/test_gui_graph.cpp). The tab itself is driven as a user drives it: hover and click on the nodes
+// (tests/test_gui_graph.cpp). The tab itself is driven as a user drives it: hover, click and rclick on the nodes
 // ("graph node ID") and links ("graph link TARGET SOURCE") it names for scripts, type into its boxes.
 #include <algorithm>
 #include <cstdio>
@@ -15,13 +15,19 @@ namespace gbui {
 
 namespace {
 
+nlohmann::json changes_json(const std::vector<graph_logit_change>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const graph_logit_change& c : v) a.push_back({{"id", c.id}, {"text", c.text}, {"before", c.before}, {"after", c.after}});
+    return a;
+}
+
 // What the hovered node's or link's tooltip shows, once its job is done
 void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
     if (gin.hovered >= 0 && gin.hovered < (int)v.nodes.size()) {
         const graph_node& n = v.nodes[gin.hovered];
-        nlohmann::json h = {{"id", n.id}, {"label", n.label}, {"activation", n.activation}};
+        nlohmann::json h = {{"id", n.id}, {"label", n.label}, {"activation", n.activation}, {"act_after", n.act_after}};
         if (go && n.kind == GNODE_FEATURE) {
             const graph_job d = dashboard_job(*go, n.layer, (int)n.feature, graph_corpus());
             if (d.done && d.result) {
@@ -45,9 +51,10 @@ void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
 void print_graph_tab(const app_state& s) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     nlohmann::json j = {{"error", gin.error}, {"pinned", gin.pinned}};
-    nlohmann::json sn = nlohmann::json::array();
+    nlohmann::json sn = nlohmann::json::array(), ed = nlohmann::json::array();
     for (const graph_supernode& g : gin.supernodes) sn.push_back({{"name", g.name}, {"members", g.members}});
-    j["supernodes"] = sn;
+    for (const gb::graph_edit& e : gin.edits) ed.push_back({{"layer", e.layer}, {"pos", e.pos}, {"feature", e.index}, {"value", e.value}});
+    j["supernodes"] = sn, j["edits"] = ed;
     const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
     if (go && go->g) {
         nlohmann::json top = nlohmann::json::array(); // the kept features by influence, strongest first
@@ -57,7 +64,8 @@ void print_graph_tab(const app_state& s) {
         std::sort(f.begin(), f.end(), [&](int a, int b) { return go->view.nodes[a].size > go->view.nodes[b].size; });
         for (size_t i = 0; i < f.size() && i < 10; i++) top.push_back(go->view.nodes[f[i]].id);
         j["run"] = {{"current", go->key == s.analysis_want[ANALYSIS_GRAPH]}, {"nodes", go->view.nodes.size()},
-                    {"links", go->view.links.size()}, {"top_features", top}};
+                    {"links", go->view.links.size()}, {"top_features", top},
+                    {"edits", go->edits.size()}, {"top_before", changes_json(go->top_before)}, {"top_after", changes_json(go->top_after)}};
     }
     if (const graph_view* v = shown_graph_view(s)) add_hover(j, s, *v);
     std::printf("%s\n", nlohmann::json({{"graph_tab", j}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -35,7 +35,8 @@ static std::string node_id(const gb::attribution_graph& g, int i) {
 }
 
 graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result& p, const std::vector<std::string>& pieces,
-                         const std::vector<std::string>& labels) {
+                         const std::vector<std::string>& labels, const std::vector<float>& acts_after,
+                         const std::vector<float>& probs_after) {
     const int N = g.n_nodes(), nf = g.n_features(), ne = g.n_errors(), T = g.n_tokens();
     graph_view v;
     v.n_layer = g.n_layer;
@@ -56,6 +57,7 @@ graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result&
         if (i < nf) {
             const gb::active_feature& f = g.features[i];
             n.kind = GNODE_FEATURE, n.layer = f.layer, n.pos = f.pos, n.feature = f.index, n.activation = f.act;
+            n.act_after = acts_after.empty() ? f.act : acts_after[i];
             n.size = top > 0 ? (float)(p.node_influence[i] / top) : 0;
         } else if (i < nf + ne) {
             const int per = T - g.first_pos;
@@ -65,7 +67,7 @@ graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result&
         } else {
             const int k = i - nf - ne - T;
             n.kind = GNODE_LOGIT, n.layer = g.n_layer, n.pos = T - 1, n.feature = g.logit_tokens[k];
-            n.prob = g.logit_probs[k];
+            n.prob = g.logit_probs[k], n.prob_after = probs_after.empty() ? n.prob : probs_after[k];
         }
         at[i] = (int)v.nodes.size();
         v.nodes.push_back(std::move(n));
@@ -73,7 +75,11 @@ graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result&
     for (int t = 0; t < N; t++)
         for (int s = 0; s < N; s++)
             if (p.edge_mask[(size_t)t * N + s] && at[t] >= 0 && at[s] >= 0) {
-                v.links.push_back({at[t], at[s], g.edge(t, s)});
+                float w = g.edge(t, s);
+                // a feature's direct effects are its activation times fixed vectors in the frozen model: under an
+                // edit they scale with its new activation
+                if (s < nf && !acts_after.empty() && g.features[s].act != 0) w *= acts_after[s] / g.features[s].act;
+                v.links.push_back({at[t], at[s], w});
             }
     std::sort(v.links.begin(), v.links.end(), [](const graph_link& a, const graph_link& b) { return std::fabs(a.weight) < std::fabs(b.weight); });
     for (const graph_link& l : v.links) v.max_weight = std::max(v.max_weight, std::fabs(l.weight));

@@ -19,16 +19,17 @@ struct graph_node {
     graph_node_kind kind = GNODE_FEATURE;
     int layer = 0, pos = 0;      // a logit: layer n_layer (the top row), pos the last
     long long feature = -1;      // a feature's index; a token's or a logit's token id
-    float activation = 0;        // a feature's
+    float activation = 0;        // a feature's (in the unedited run)
+    float act_after = 0;         // a feature's in the edited run (activation when nothing is edited)
     float size = 0;              // in [0, 1]: the node's influence over the largest feature's (drawn as sqrt)
-    float prob = 0;              // a logit's probability
+    float prob = 0, prob_after = 0; // a logit's probability, and in the edited run
     std::string label;           // "L3 #438 @7 'of'", "error L2 @4 'Tower'", "token ' Eiffel' @1", "logit ' Paris'"
     int index = -1;              // its index in the built graph's adjacency; -1: opened from a file
 };
 
 struct graph_link {
     int target = 0, source = 0;  // indices into graph_view::nodes
-    float weight = 0;            // the direct effect
+    float weight = 0;            // the direct effect (scaled by the source's activation change under edits)
 };
 
 struct graph_supernode {
@@ -46,9 +47,11 @@ struct graph_view {
 };
 
 // The kept nodes of g (those with a kept link, and every token and logit) and its kept edges, as
-// neuronpedia_json writes them. pieces: the tokens' text; labels [N] as graph_analysis names them.
+// neuronpedia_json writes them. pieces: the tokens' text; labels [N] as graph_analysis names them; acts_after
+// [n_features of g] (empty: no edit) and probs_after [n_logits] (empty: none) the edited run's.
 graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result& p,
-                         const std::vector<std::string>& pieces, const std::vector<std::string>& labels);
+                         const std::vector<std::string>& pieces, const std::vector<std::string>& labels,
+                         const std::vector<float>& acts_after, const std::vector<float>& probs_after);
 
 // Where each node is drawn in a w x h picture: rows from the top, the logits, layers L-1 .. 0, the tokens; a
 // cell's features and error side by side. at [nodes] (x, y) pairs; r [nodes] radii; unit: the smallest radius.

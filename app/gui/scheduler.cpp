@@ -278,7 +278,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         schedule(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
     }
-    // graph: of the shown run, over the tab's transcoder set, at its prune thresholds
+    // graph: of the shown run, over the tab's transcoder set, at its prune thresholds, with its edits
     {
         analysis_request q;
         const std::string inputs = graph_request(s, q);

@@ -2,7 +2,8 @@
 // circle sized by its influence, each error node a grey square, each kept edge a line, orange where it raises its
 // target and blue where it lowers it, as opaque as it is strong. Pinned nodes are ringed and the paths through them
 // lit; supernodes are named boxes around their members. Hover a feature for its top contexts and logit effects, an
-// edge for its weight; click a node to pin it.
+// edge for its weight; click a node to pin it;
+// right-click a feature to ablate or clamp it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -84,6 +85,8 @@ void draw_links(const canvas& c, const graph_view& v, const graph_inputs& gin) {
     }
 }
 
+// A feature's fill shows its activation in the edited run: faded by the share it kept, ringed orange when it grew,
+// an empty circle crossed when it is off
 void draw_nodes(const canvas& c, const graph_view& v, const graph_inputs& gin) {
     for (size_t i = 0; i < v.nodes.size(); i++) {
         const graph_node& n = v.nodes[i];
@@ -92,7 +95,14 @@ void draw_nodes(const canvas& c, const graph_view& v, const graph_inputs& gin) {
         if (n.kind == GNODE_ERROR) {
             c.dl->AddRectFilled(ImVec2(p.x - r, p.y - r), ImVec2(p.x + r, p.y + r), IM_COL32(150, 150, 150, 255));
         } else if (n.kind == GNODE_FEATURE) {
-            c.dl->AddCircleFilled(p, r, IM_COL32(245, 225, 120, 255));
+            const float share = n.activation > 0 ? n.act_after / n.activation : 1.0f;
+            if (n.act_after == 0 && n.activation != 0) {
+                c.dl->AddCircle(p, r, IM_COL32(245, 225, 120, 200), 0, px(1.2f));
+                c.dl->AddLine(ImVec2(p.x - r * 0.7f, p.y - r * 0.7f), ImVec2(p.x + r * 0.7f, p.y + r * 0.7f), IM_COL32(255, 90, 90, 255), px(1.5f));
+            } else {
+                c.dl->AddCircleFilled(p, r, IM_COL32(245, 225, 120, (int)(255 * std::clamp(0.2f + 0.8f * share, 0.2f, 1.0f))));
+                if (share > 1.05f) c.dl->AddCircle(p, r + px(2), IM_COL32(255, 150, 40, 255), 0, px(1.5f));
+            }
         } else {
             c.dl->AddCircleFilled(p, r, n.kind == GNODE_TOKEN ? IM_COL32(120, 220, 140, 255) : IM_COL32(120, 220, 140, 255));
         }
@@ -111,8 +121,8 @@ void draw_words(const canvas& c, const graph_view& v) {
     for (size_t i = 0; i < v.nodes.size(); i++) { // each logit's word right of its node, with its probability
         const graph_node& n = v.nodes[i];
         if (n.kind != GNODE_LOGIT) continue;
-        char prob[48];
-        std::snprintf(prob, sizeof prob, " %.2f", n.prob);
+        char prob[48]; // in the edited run (the table beside the picture has both)
+        std::snprintf(prob, sizeof prob, " %.2f", n.prob_after);
         const std::string lab = (n.label.rfind("logit ", 0) == 0 ? n.label.substr(6) : n.label) + prob;
         const ImVec2 p = c.at((int)i);
         c.dl->AddText(ImVec2(p.x + c.pl.r[i] + px(3), p.y - ImGui::GetTextLineHeight() / 2), ImGui::GetColorU32(ImGuiCol_Text), lab.c_str());
@@ -149,22 +159,26 @@ void remember_spots(ui_context& ui, const canvas& c, const graph_view& v) {
 
 } // namespace
 
-// tooltips: panels/graph_tooltips.cpp
+// tooltips and the right-click menu: panels/graph_tooltips.cpp
 void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const graph_output* go);
 void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>& go);
+void graph_node_menu(app_state& s, ui_context& ui, const graph_view& v);
 
 void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go) {
     auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float label_w = px(34), token_h = ImGui::GetTextLineHeightWithSpacing();
+    const bool edited = go && !go->edits.empty();
+    const float side_w = edited ? px(300) : 0; // the before/after table beside the picture
     canvas c;
     c.dl = ImGui::GetWindowDrawList();
-    c.size = ImVec2(std::max(px(100), avail.x - label_w), std::max(px(80), avail.y - token_h));
+    c.size = ImVec2(std::max(px(100), avail.x - label_w - side_w), std::max(px(80), avail.y - token_h));
     c.o = ImVec2(o.x + label_w, o.y);
     ImGui::InvisibleButton("##graph canvas", ImVec2(label_w + c.size.x, c.size.y + token_h));
     remember_item(ui, "graph canvas");
     const bool hovered = ImGui::IsItemHovered(), clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+    const bool rclicked = hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right);
     c.pl = place_view(v, c.size.x, c.size.y, px(1));
     int node = -1, link = -1;
     if (hovered) find_hover(c, v, ImGui::GetIO().MousePos, node, link);
@@ -176,8 +190,38 @@ void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const 
     draw_words(c, v);
     remember_spots(ui, c, v);
     if (clicked && node >= 0) toggle_graph_pin(gin, v.nodes[node].id);
-    if (node >= 0) graph_node_tooltip(s, v, node, go.get());
-    if (link >= 0) graph_link_tooltip(v, link, go);
+    if (rclicked && node >= 0) {
+        if (v.nodes[node].kind != GNODE_FEATURE) {
+            gin.error = "right-click a feature to ablate or clamp it; " + v.nodes[node].label + " is no feature";
+        } else if (!go) {
+            gin.error = "no graph to edit yet";
+        } else {
+            gin.menu_node = node, gin.clamp_value = 2 * v.nodes[node].activation;
+            ImGui::OpenPopup("graph node menu");
+        }
+    }
+    graph_node_menu(s, ui, v);
+    if (node >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_node_tooltip(s, v, node, go.get());
+    if (link >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_link_tooltip(v, link, go);
+    if (edited) {
+        ImGui::SameLine();
+        ImGui::BeginGroup();
+        ImGui::TextUnformatted("top tokens: before | after");
+        if (ImGui::BeginTable("##graph before after", 3, ImGuiTableFlags_SizingFixedFit)) {
+            for (size_t i = 0; i < go->top_before.size() && i < go->top_after.size(); i++) {
+                const graph_logit_change& b = go->top_before[i], &a = go->top_after[i];
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::Text("%s %.3f", quoted(go->from->model->tok, b.id).c_str(), b.before);
+                ImGui::TableNextColumn();
+                ImGui::TextDisabled("|");
+                ImGui::TableNextColumn();
+                ImGui::Text("%s %.3f", quoted(go->from->model->tok, a.id).c_str(), a.after);
+            }
+            ImGui::EndTable();
+        }
+        ImGui::EndGroup();
+    }
 }
 
 } // namespace gbui

@@ -1,6 +1,7 @@
-// The Graph tab's hovers (graph_canvas.cpp draws the picture): a node's tooltip with a
-// feature's top contexts and logit effects, an edge's with its weight (the
-// dashboard from the tab's job thread, graph_tasks.h; "computing..." until it comes).
+// The Graph tab's hovers and right-click menu (graph_canvas.cpp draws the picture): a node's tooltip with a feature's
+// top contexts and logit effects, an edge's with its weight (the dashboard from the tab's job thread, graph_tasks.h;
+// "computing..." until it comes), and a feature's menu: ablate, clamp at twice its activation or at a typed value,
+// clear the edits.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,7 +18,8 @@ void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(n.label.c_str());
     if (n.kind == GNODE_FEATURE) {
-        ImGui::Text("activation %.3f", n.activation);
+        if (n.act_after != n.activation) ImGui::Text("activation %.3f, %.3f with the edits", n.activation, n.act_after);
+        else ImGui::Text("activation %.3f", n.activation);
     }
     if (n.kind == GNODE_LOGIT) ImGui::Text("probability %.3f", n.prob);
     if (go && n.index >= 0 && n.kind != GNODE_LOGIT && n.kind != GNODE_TOKEN)
@@ -49,13 +51,44 @@ void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const
     ImGui::EndTooltip();
 }
 
-void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>&) {
+void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>& go) {
     const graph_link& l = v.links[link];
     const graph_node &src = v.nodes[l.source], &dst = v.nodes[l.target];
     ImGui::BeginTooltip();
     ImGui::Text("%s -> %s", src.label.c_str(), dst.label.c_str());
-    ImGui::Text("direct effect %+.4f", l.weight);
+    const bool edited = go && src.index >= 0 && dst.index >= 0 && go->g->edge(dst.index, src.index) != l.weight;
+    if (edited) ImGui::Text("direct effect %+.4f, %+.4f with the edits", go->g->edge(dst.index, src.index), l.weight);
+    else ImGui::Text("direct effect %+.4f", l.weight);
     ImGui::EndTooltip();
+}
+
+void graph_node_menu(app_state& s, ui_context& ui, const graph_view& v) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    if (!ImGui::BeginPopup("graph node menu")) return;
+    if (gin.menu_node < 0 || gin.menu_node >= (int)v.nodes.size() || v.nodes[gin.menu_node].kind != GNODE_FEATURE) {
+        ImGui::CloseCurrentPopup(); // the graph changed under the menu
+        ImGui::EndPopup();
+        return;
+    }
+    const graph_node& n = v.nodes[gin.menu_node];
+    ImGui::TextDisabled("%s, activation %.3f", n.label.c_str(), n.activation);
+    if (ImGui::MenuItem("Ablate (hold at 0)")) set_graph_edit(gin, n, 0);
+    remember_item(ui, "graph ablate");
+    char twice[64];
+    std::snprintf(twice, sizeof twice, "Clamp at x2 (%.3f)", 2 * n.activation);
+    if (ImGui::MenuItem(twice)) set_graph_edit(gin, n, 2 * n.activation);
+    remember_item(ui, "graph clamp x2");
+    ImGui::SetNextItemWidth(px(90));
+    ImGui::InputFloat("##graph clamp value", &gin.clamp_value, 0, 0, "%.3f");
+    remember_item(ui, "graph clamp value");
+    ImGui::SameLine();
+    if (ImGui::Button("Clamp")) {
+        set_graph_edit(gin, n, gin.clamp_value);
+        ImGui::CloseCurrentPopup();
+    }
+    remember_item(ui, "graph clamp");
+    if (!gin.edits.empty() && ImGui::MenuItem("Clear the edits")) gin.edits.clear();
+    ImGui::EndPopup();
 }
 
 } // namespace gbui
