@@ -1,8 +1,8 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
 // user drives it (hover, click and right-click on the nodes and links it names, typing into its boxes) and read with
 // the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`; a
-// right-click on a token node (one error, nothing edited); pins grouped into a supernode; a feature's top contexts
-// and logit effect against its decoder row read from the set.
+// right-click on a token node (one error, nothing edited); pins grouped into a supernode; an edge's head loadings in
+// its tooltip summing to the edge; a feature's top contexts and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -126,6 +126,45 @@ TEST(GuiGraphTab, PinsGroupIntoASupernode) {
     EXPECT_EQ(g[1]["supernodes"][0]["name"], "city");
     EXPECT_EQ(g[1]["supernodes"][0]["members"], nlohmann::json({a, b}));
     EXPECT_TRUE(g[1]["pinned"].empty());
+}
+
+TEST(GuiGraphTab, AnEdgesHeadLoadingsInItsTooltipSumToTheEdge) {
+    ASSERT_TRUE(have_app());
+    const auto [target, source] = strongest_into_logit(cli_graph());
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt), "tab graph\ngraph-wait\nhover graph link " + target + " " + source +
+                                                       "\nframes 3\ngraph-wait\ngraph-print\n", &rc);
+    ASSERT_EQ(rc, 0);
+    const std::vector<nlohmann::json> g = graph_lines(st);
+    ASSERT_EQ(g.size(), 1u);
+    ASSERT_TRUE(g[0].contains("hovered_link")) << g[0].dump();
+    // the link under the mouse (another may cross the one asked for at its midpoint): one of the CLI's, same weight
+    const nlohmann::json& h = g[0]["hovered_link"];
+    bool found = false;
+    for (const auto& l : cli_graph()["links"])
+        if (l["target"] == h["target"] && l["source"] == h["source"]) {
+            found = true;
+            EXPECT_NEAR(h["weight"].get<double>(), l["weight"].get<double>(), 1e-6);
+        }
+    EXPECT_TRUE(found) << h.dump();
+    ASSERT_TRUE(h.contains("loadings")) << h.dump();
+    const std::vector<double> ld = h["loadings"];
+    const double w = h["weight"];
+    const gb::model m = gb::load_model(gb::default_model_path());
+    const int L = m.config.n_layer, H = m.config.n_head;
+    ASSERT_EQ(ld.size(), (size_t)L * (H + 1));
+    // every attention layer below the target's read has a row whose parts sum to the edge; the layers at and above
+    // it are zero rows (a logit reads after the last layer: every layer has one)
+    const bool logit = h["target"].get<std::string>().rfind(std::to_string(L + 1) + "_", 0) == 0;
+    int rows = 0;
+    for (int l = 0; l < L; l++) {
+        double sum = 0, size = 0;
+        for (int c = 0; c <= H; c++) sum += ld[(size_t)l * (H + 1) + c], size += std::fabs(ld[(size_t)l * (H + 1) + c]);
+        if (size == 0 && !logit) continue;
+        rows++;
+        EXPECT_NEAR(sum, w, 1e-4 * std::max(1.0, std::fabs(w))) << "layer " << l;
+    }
+    EXPECT_GE(rows, 1);
 }
 
 TEST(GuiGraphTab, AFeaturesTooltipShowsItsTopContextsAndLogitEffect) {

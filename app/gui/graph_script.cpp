@@ -44,6 +44,11 @@ void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
     if (gin.hovered_link >= 0 && gin.hovered_link < (int)v.links.size()) {
         const graph_link& l = v.links[gin.hovered_link];
         nlohmann::json h = {{"target", v.nodes[l.target].id}, {"source", v.nodes[l.source].id}, {"weight", l.weight}};
+        if (go && v.nodes[l.target].index >= 0 && v.nodes[l.source].index >= 0) {
+            const graph_job d = loadings_job(go, v.nodes[l.target].index, v.nodes[l.source].index);
+            if (d.done && d.result) h["loadings"] = *std::static_pointer_cast<const std::vector<double>>(d.result);
+            if (d.done) h["error"] = d.error;
+        }
         j["hovered_link"] = h;
     }
 }

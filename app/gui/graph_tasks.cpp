@@ -176,4 +176,13 @@ graph_job dashboard_job(const graph_output& go, int layer, int index, const std:
     });
 }
 
+graph_job loadings_job(const std::shared_ptr<const graph_output>& go, int target, int source) {
+    const std::string key = "load|" + std::to_string((uintptr_t)go->g.get()) + "|" + std::to_string(target) + "|" + std::to_string(source);
+    return graph_job_at(key, [go, target, source] {
+        auto h = std::make_shared<std::vector<double>>(
+            gb::edge_head_loadings(*go->from->model, *go->set, *go->rep, *go->g, target, source));
+        return std::static_pointer_cast<const void>(h);
+    });
+}
+
 } // namespace gbui

@@ -1,5 +1,5 @@
 // The Graph tab's work beside its analysis (graph_tasks.cpp), on a thread of its own so that the UI never waits:
-// a hovered feature's top contexts and logit effects.
+// a hovered feature's top contexts and logit effects, a hovered edge's head loadings.
 // Each job runs once per key and its answer stays (a hover that comes back finds it done).
 #pragma once
 #include <functional>
@@ -35,5 +35,9 @@ struct graph_dashboard {
 // The dashboard job of feature `index` of `layer` of go's set over the corpus file (the Features tab's default:
 // the default model's README).
 graph_job dashboard_job(const graph_output& go, int layer, int index, const std::string& corpus);
+
+// The head loadings job of go's edge (target, source) (indices in go's graph): [L][H + 1] as core's
+// edge_head_loadings gives them.
+graph_job loadings_job(const std::shared_ptr<const graph_output>& go, int target, int source);
 
 } // namespace gbui

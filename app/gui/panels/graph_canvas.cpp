@@ -2,7 +2,7 @@
 // circle sized by its influence, each error node a grey square, each kept edge a line, orange where it raises its
 // target and blue where it lowers it, as opaque as it is strong. Pinned nodes are ringed and the paths through them
 // lit; supernodes are named boxes around their members. Hover a feature for its top contexts and logit effects, an
-// edge for its weight; click a node to pin it;
+// edge for its head loadings (both computed on the tab's job thread, graph_tasks.h); click a node to pin it;
 // right-click a feature to ablate or clamp it.
 #include <algorithm>
 #include <cmath>

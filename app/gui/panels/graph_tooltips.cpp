@@ -1,7 +1,7 @@
-// The Graph tab's hovers and right-click menu (graph_canvas.cpp draws the picture): a node's tooltip with a feature's
-// top contexts and logit effects, an edge's with its weight (the dashboard from the tab's job thread, graph_tasks.h;
-// "computing..." until it comes), and a feature's menu: ablate, clamp at twice its activation or at a typed value,
-// clear the edits.
+// The Graph tab's hovers and right-click menu (graph_canvas.cpp draws the picture): a node's tooltip with a
+// feature's top contexts and logit effects, an edge's with its head loadings as a small heatmap (both from the
+// tab's job thread, graph_tasks.h; "computing..." until they come), and a feature's menu: ablate, clamp at twice
+// its activation or at a typed value, clear the edits.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +51,45 @@ void graph_node_tooltip(const app_state& s, const graph_view& v, int node, const
     ImGui::EndTooltip();
 }
 
+// The head loadings [L][H + 1] as a heatmap: a row per attention layer below the read, each head's part and the
+// part bypassing attention, coloured by sign and size, with the row's sum (the edge, at every row)
+static void loadings_table(const std::vector<double>& h, int L) {
+    const int H = L > 0 ? (int)h.size() / L - 1 : 0;
+    double mx = 0;
+    for (double x : h) mx = std::max(mx, std::fabs(x));
+    const float cw = px(46), ch = ImGui::GetTextLineHeightWithSpacing();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float lw = px(28);
+    char b[32];
+    auto col_x = [&](int c) { return o.x + lw + c * cw + (c > H ? px(14) : 0); }; // the bypass column is wider
+    for (int c = 0; c <= H + 1; c++) {
+        const char* name = c < H ? nullptr : c == H ? "bypass" : "sum";
+        if (c < H) std::snprintf(b, sizeof b, "h%d", c);
+        dl->AddText(ImVec2(col_x(c) + px(2), o.y), ImGui::GetColorU32(ImGuiCol_TextDisabled), name ? name : b);
+    }
+    int rows = 0;
+    for (int l = 0; l < L; l++) {
+        double sum = 0;
+        bool any = false;
+        for (int c = 0; c <= H; c++) sum += h[(size_t)l * (H + 1) + c], any = any || h[(size_t)l * (H + 1) + c] != 0;
+        if (!any) continue; // the layers at and above the read carry nothing
+        const float y = o.y + (rows + 1) * ch;
+        std::snprintf(b, sizeof b, "L%d", l);
+        dl->AddText(ImVec2(o.x, y), ImGui::GetColorU32(ImGuiCol_TextDisabled), b);
+        for (int c = 0; c <= H + 1; c++) {
+            const double x = c <= H ? h[(size_t)l * (H + 1) + c] : sum;
+            const ImVec2 a(col_x(c), y), z(a.x + cw - px(2) + (c == H ? px(14) : 0), y + ch - px(2));
+            const ImU32 col = c <= H ? diverging_u32(mx > 0 ? (float)(x / mx) : 0) : IM_COL32(60, 60, 60, 255);
+            dl->AddRectFilled(a, z, col);
+            std::snprintf(b, sizeof b, "%+.2f", x);
+            dl->AddText(ImVec2(a.x + px(2), a.y), c <= H ? text_on(col) : IM_COL32(255, 255, 255, 255), b);
+        }
+        rows++;
+    }
+    ImGui::Dummy(ImVec2(lw + (H + 2) * cw + px(14), (rows + 1) * ch));
+}
+
 void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<const graph_output>& go) {
     const graph_link& l = v.links[link];
     const graph_node &src = v.nodes[l.source], &dst = v.nodes[l.target];
@@ -59,6 +98,16 @@ void graph_link_tooltip(const graph_view& v, int link, const std::shared_ptr<con
     const bool edited = go && src.index >= 0 && dst.index >= 0 && go->g->edge(dst.index, src.index) != l.weight;
     if (edited) ImGui::Text("direct effect %+.4f, %+.4f with the edits", go->g->edge(dst.index, src.index), l.weight);
     else ImGui::Text("direct effect %+.4f", l.weight);
+    if (go && src.index >= 0 && dst.index >= 0 && dst.kind != GNODE_ERROR && dst.kind != GNODE_TOKEN) {
+        const graph_job j = loadings_job(go, dst.index, src.index);
+        if (!j.done) ImGui::TextDisabled("head loadings: computing...");
+        else if (!j.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", j.error.c_str());
+        else {
+            ImGui::TextDisabled("head loadings%s: at each attention layer, its heads and what bypasses them sum to the edge",
+                                edited ? " (of the unedited edge)" : "");
+            loadings_table(*std::static_pointer_cast<const std::vector<double>>(j.result), v.n_layer);
+        }
+    }
     ImGui::EndTooltip();
 }
 
