@@ -1,8 +1,10 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
 // user drives it (hover, click and right-click on the nodes and links it names, typing into its boxes) and read with
 // the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`; a
-// right-click on a token node (one error, nothing edited); pins grouped into a supernode; an edge's head loadings in
-// its tooltip summing to the edge; a feature's top contexts and logit effect against its decoder row read from the set.
+// right-click on a token node (one error, nothing edited); pins grouped into a supernode, saved as Neuronpedia JSON
+// and opened again against `glassbox-cli graph --open`; a broken file and a graph of another model
+// (one error, the graph kept); an edge's head loadings in its tooltip summing to the edge; a feature's top contexts
+// and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,8 +108,10 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
     EXPECT_GT(g[1]["hovered"]["activation"].get<double>(), 0.0);
 }
 
-TEST(GuiGraphTab, PinsGroupIntoASupernode) {
+TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
     ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_graph2"), saved = dir + "/saved.json";
+    std::filesystem::remove(saved);
     const auto [logit, a] = strongest_into_logit(cli_graph());
     std::string b; // another kept feature at the same position
     for (const auto& n : cli_graph()["nodes"])
@@ -116,16 +120,63 @@ TEST(GuiGraphTab, PinsGroupIntoASupernode) {
     auto st = run_script("--prompt " + sq(prompt),
                          "tab graph\ngraph-wait\nclick graph node " + a + "\nclick graph node " + b + "\nframes 2\ngraph-print\n"
                          "click graph group name\ntype city\nclick graph group\nframes 2\ngraph-print\n"
-                         ,
+                         "click graph file\ntype " + saved + "\nclick graph save\ngraph-wait\ngraph-print\n"
+                         "click graph open\ngraph-wait\nframes 2\ngraph-print\n",
                          &rc);
     ASSERT_EQ(rc, 0);
     const std::vector<nlohmann::json> g = graph_lines(st);
-    ASSERT_EQ(g.size(), 2u);
+    ASSERT_EQ(g.size(), 4u);
     EXPECT_EQ(g[0]["pinned"], nlohmann::json({a, b}));
     ASSERT_EQ(g[1]["supernodes"].size(), 1u);
     EXPECT_EQ(g[1]["supernodes"][0]["name"], "city");
     EXPECT_EQ(g[1]["supernodes"][0]["members"], nlohmann::json({a, b}));
     EXPECT_TRUE(g[1]["pinned"].empty());
+    EXPECT_NE(g[2]["note"].get<std::string>().find("saved"), std::string::npos) << g[2].dump();
+    // the saved file is the CLI's graph (with the supernode in qParams), and opening it shows all of it
+    const command_result c = run_cli("graph --open " + saved + " --json " + dir + "/open.json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json opened = nlohmann::json::parse(read_file(dir + "/open.json"));
+    EXPECT_EQ(opened["n_nodes"], cli_graph()["nodes"].size());
+    EXPECT_EQ(opened["n_links"], cli_graph()["links"].size());
+    const nlohmann::json file = nlohmann::json::parse(read_file(saved));
+    EXPECT_EQ(file["qParams"]["supernodes"], nlohmann::json::array({nlohmann::json({"city", a, b})}));
+    ASSERT_TRUE(g[3].contains("opened")) << g[3].dump();
+    EXPECT_EQ(g[3]["opened"]["nodes"], opened["n_nodes"]);
+    EXPECT_EQ(g[3]["opened"]["links"], opened["n_links"]);
+    EXPECT_EQ(g[3]["opened"]["tokens"].size(), 8u);
+    EXPECT_EQ(g[3]["supernodes"], g[1]["supernodes"]); // the file's qParams come back
+    EXPECT_EQ(g[3]["error"], "");
+}
+
+TEST(GuiGraphTab, ABrokenFileOrAnotherModelsGraphIsOneErrorAndTheGraphStays) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_graph2");
+    { std::ofstream(dir + "/broken.json") << "{\"metadata\": {\"prompt_tokens\": [\"a\""; }
+    nlohmann::json other = cli_graph(); // a feature at a layer this model does not have
+    for (auto& n : other["nodes"])
+        if (n["feature_type"] == "cross layer transcoder") {
+            const std::string id = n["node_id"], moved = "9" + id.substr(id.find('_'));
+            n["node_id"] = moved, n["layer"] = "9";
+            for (auto& l : other["links"]) {
+                if (l["source"] == id) l["source"] = moved;
+                if (l["target"] == id) l["target"] = moved;
+            }
+            break;
+        }
+    { std::ofstream(dir + "/other.json") << other.dump(); }
+    for (const std::string file : {"broken.json", "other.json"}) {
+        int rc = -1;
+        auto st = run_script("--prompt " + sq(prompt), "tab graph\ngraph-wait\nclick graph file\ntype " + dir + "/" + file +
+                                                           "\nclick graph open\ngraph-wait\nframes 2\ngraph-print\n", &rc);
+        ASSERT_EQ(rc, 0);
+        const std::vector<nlohmann::json> g = graph_lines(st);
+        ASSERT_EQ(g.size(), 1u);
+        const std::string why = g[0]["error"];
+        EXPECT_NE(why.find(file == "broken.json" ? "not JSON" : "layer 9"), std::string::npos) << why;
+        EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+        EXPECT_FALSE(g[0].contains("opened"));
+        EXPECT_EQ(g[0]["run"]["nodes"], cli_graph()["nodes"].size()); // the run's graph is still shown
+    }
 }
 
 TEST(GuiGraphTab, AnEdgesHeadLoadingsInItsTooltipSumToTheEdge) {

@@ -31,6 +31,11 @@ struct graph_inputs {
     float clamp_value = 0;                   // the right-click menu's typed value
     int menu_node = -1;                      // the node whose right-click menu is open (a view index)
     std::string error;                       // the tab's one-line error (bad file, a right-click on no feature)
+    std::string note;                        // what the last file action did ("saved g.json: 202 nodes")
+    std::string file;                        // the JSON file box (Open, Save)
+    std::string file_job;                    // the open, save or export job waiting (graph_tasks.h), "" none
+    int file_jobs = 0;                       // jobs started (each press is a job of its own)
+    std::shared_ptr<const graph_view> opened; // a graph read from a file, shown instead of the run's while set
 };
 
 // The top tokens before and after the edits: what the tab shows beside the graph.

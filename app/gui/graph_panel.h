@@ -13,10 +13,10 @@ namespace gbui {
 
 // The picture of v in the rest of the panel: nodes, links, pins, supernodes, hover tooltips (a feature's
 // dashboard, an edge's head loadings), clicks (pin) and the right-click menu (ablate, clamp). go: the shown run's
-// graph (its view is v).
+// graph when v is its view (null for a file's graph: no edits, loadings or dashboards).
 void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const std::shared_ptr<const graph_output>& go);
 
-// The view the tab shows: the run's graph (null: none yet).
+// The view the tab shows: a file's while one is open, else the run's graph (null: none yet).
 const graph_view* shown_graph_view(const app_state& s);
 
 // Pins or unpins the node id.
@@ -28,8 +28,8 @@ bool group_graph_pins(graph_inputs& gin);
 // that is no feature sets gin.error instead.
 void set_graph_edit(graph_inputs& gin, const graph_node& n, float value);
 
-// The Graph tab's script commands (script.h lists them): graph-wait (until the graph and its hover jobs are
-// done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not
+// The Graph tab's script commands (script.h lists them): graph-wait (until the graph, its file job and its hover
+// jobs are done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not
 // one of them, else whether it is done.
 struct script_runner;
 std::optional<bool> graph_command(script_runner& sc, const app_state& s, const std::string& cmd);

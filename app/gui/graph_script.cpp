@@ -24,7 +24,7 @@ nlohmann::json changes_json(const std::vector<graph_logit_change>& v) {
 // What the hovered node's or link's tooltip shows, once its job is done
 void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
-    const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    const std::shared_ptr<const graph_output> go = gin.opened ? nullptr : output_of<graph_output>(s, ANALYSIS_GRAPH);
     if (gin.hovered >= 0 && gin.hovered < (int)v.nodes.size()) {
         const graph_node& n = v.nodes[gin.hovered];
         nlohmann::json h = {{"id", n.id}, {"label", n.label}, {"activation", n.activation}, {"act_after", n.act_after}};
@@ -55,7 +55,7 @@ void add_hover(nlohmann::json& j, const app_state& s, const graph_view& v) {
 
 void print_graph_tab(const app_state& s) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
-    nlohmann::json j = {{"error", gin.error}, {"pinned", gin.pinned}};
+    nlohmann::json j = {{"error", gin.error}, {"note", gin.note}, {"pinned", gin.pinned}};
     nlohmann::json sn = nlohmann::json::array(), ed = nlohmann::json::array();
     for (const graph_supernode& g : gin.supernodes) sn.push_back({{"name", g.name}, {"members", g.members}});
     for (const gb::graph_edit& e : gin.edits) ed.push_back({{"layer", e.layer}, {"pos", e.pos}, {"feature", e.index}, {"value", e.value}});
@@ -72,6 +72,8 @@ void print_graph_tab(const app_state& s) {
                     {"links", go->view.links.size()}, {"top_features", top},
                     {"edits", go->edits.size()}, {"top_before", changes_json(go->top_before)}, {"top_after", changes_json(go->top_after)}};
     }
+    if (gin.opened) j["opened"] = {{"file", gin.opened->file}, {"nodes", gin.opened->nodes.size()}, {"links", gin.opened->links.size()},
+                                   {"tokens", gin.opened->tokens}};
     if (const graph_view* v = shown_graph_view(s)) add_hover(j, s, *v);
     std::printf("%s\n", nlohmann::json({{"graph_tab", j}}).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     std::fflush(stdout);
@@ -81,11 +83,12 @@ void print_graph_tab(const app_state& s) {
 
 std::optional<bool> graph_command(script_runner& sc, const app_state& s, const std::string& cmd) {
     if (cmd == "graph-wait") { // at least 3 frames (a hover's job starts when its tooltip is drawn), then until done
+        const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
         const analysis_status& st = s.analysis[ANALYSIS_GRAPH];
         const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
         const std::string& want = s.analysis_want[ANALYSIS_GRAPH]; // (empty: the tab is not shown)
         const bool current = !want.empty() && !st.busy && ((go && go->key == want) || (!st.error.empty() && st.error_key == want));
-        if (++sc.phase < 3 || !current || !graph_jobs_idle()) {
+        if (++sc.phase < 3 || !current || !gin.file_job.empty() || !graph_jobs_idle()) {
             if (sc.phase > 60 * 600) throw gb::error("script: graph-wait waited 10 minutes");
             return false;
         }

@@ -1,6 +1,6 @@
 // The Graph tab's work beside its analysis (graph_tasks.cpp), on a thread of its own so that the UI never waits:
-// a hovered feature's top contexts and logit effects, a hovered edge's head loadings.
-// Each job runs once per key and its answer stays (a hover that comes back finds it done).
+// a hovered feature's top contexts and logit effects, a hovered edge's head loadings, reading and writing graph
+// files. Each job runs once per key and its answer stays (a hover that comes back finds it done).
 #pragma once
 #include <functional>
 #include <memory>

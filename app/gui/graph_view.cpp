@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/graph_json.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -84,6 +88,114 @@ graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result&
     std::sort(v.links.begin(), v.links.end(), [](const graph_link& a, const graph_link& b) { return std::fabs(a.weight) < std::fabs(b.weight); });
     for (const graph_link& l : v.links) v.max_weight = std::max(v.max_weight, std::fabs(l.weight));
     return v;
+}
+
+// ---- from a file ----
+
+// "a_b_c" into its three parts; false when it has another shape
+static bool split_id(const std::string& id, std::string& a, std::string& b, std::string& c) {
+    const size_t u1 = id.find('_'), u2 = u1 == std::string::npos ? u1 : id.find('_', u1 + 1);
+    if (u2 == std::string::npos || id.find('_', u2 + 1) != std::string::npos) return false;
+    a = id.substr(0, u1), b = id.substr(u1 + 1, u2 - u1 - 1), c = id.substr(u2 + 1);
+    return true;
+}
+
+static long long id_number(const std::string& s, const std::string& what) {
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end) throw gb::error(what);
+    return v;
+}
+
+// One node of a file, checked against the model (L layers, V tokens) and the prompt's T positions.
+static graph_node file_node(const gb::np_node& x, const std::string& path, const gb::model& m, int T) {
+    const int L = m.config.n_layer, V = m.config.vocab_size;
+    const std::string where = path + ": node " + x.node_id;
+    std::string a, b, c;
+    if (!split_id(x.node_id, a, b, c)) throw gb::error(where + ": not an id of the form LAYER_INDEX_POSITION");
+    graph_node n;
+    n.id = x.node_id;
+    n.pos = x.ctx_idx;
+    if (n.pos < 0 || n.pos >= T) throw gb::error(where + ": position " + std::to_string(n.pos) + " is outside the prompt's " + std::to_string(T) + " tokens");
+    const std::string bad = where + ": not a number in its id";
+    if (x.feature_type == "embedding") {
+        n.kind = GNODE_TOKEN, n.layer = -1, n.feature = id_number(b, bad);
+    } else if (x.feature_type == "logit") {
+        n.kind = GNODE_LOGIT, n.layer = L, n.feature = id_number(b, bad), n.prob = n.prob_after = (float)x.token_prob;
+        if (id_number(a, bad) != L + 1)
+            throw gb::error(path + ": its logits sit at layer " + a + ", a model of " + std::to_string(id_number(a, bad) - 1) +
+                            " layers; this one has " + std::to_string(L));
+    } else if (x.feature_type == "mlp reconstruction error") {
+        n.kind = GNODE_ERROR, n.layer = (int)id_number(a, bad);
+    } else if (x.feature_type.find("transcoder") != std::string::npos) {
+        n.kind = GNODE_FEATURE, n.layer = (int)id_number(a, bad), n.feature = id_number(b, bad);
+        n.activation = n.act_after = (float)x.activation;
+        n.size = x.has_influence ? (float)std::clamp(1.0 - x.influence, 0.0, 1.0) : 0.5f;
+    } else {
+        throw gb::error(where + ": feature_type \"" + x.feature_type + "\" is not one we draw");
+    }
+    if ((n.kind == GNODE_FEATURE || n.kind == GNODE_ERROR) && (n.layer < 0 || n.layer >= L))
+        throw gb::error(where + ": layer " + std::to_string(n.layer) + ", this model has layers 0.." + std::to_string(L - 1));
+    if ((n.kind == GNODE_TOKEN || n.kind == GNODE_LOGIT) && (n.feature < 0 || n.feature >= V))
+        throw gb::error(where + ": token " + std::to_string(n.feature) + " is outside this model's vocabulary of " + std::to_string(V));
+    return n;
+}
+
+graph_view view_of_file(const nlohmann::json& j, const std::string& path, const gb::model& m) {
+    const gb::np_graph f = gb::parse_neuronpedia(j, path);
+    graph_view v;
+    v.n_layer = m.config.n_layer, v.tokens = f.prompt_tokens, v.file = path, v.prompt = f.prompt, v.scan = f.scan;
+    const int T = (int)v.tokens.size();
+    if (T == 0) throw gb::error(path + ": metadata's \"prompt_tokens\" is empty");
+    std::map<std::string, int> at;
+    for (const gb::np_node& x : f.nodes) {
+        graph_node n = file_node(x, path, m, T);
+        const std::string piece = "'" + v.tokens[n.pos] + "'";
+        switch (n.kind) {
+        case GNODE_FEATURE: n.label = "L" + std::to_string(n.layer) + " #" + std::to_string(n.feature) + " @" + std::to_string(n.pos) + " " + piece; break;
+        case GNODE_ERROR: n.label = "error L" + std::to_string(n.layer) + " @" + std::to_string(n.pos) + " " + piece; break;
+        case GNODE_TOKEN: n.label = "token " + piece + " @" + std::to_string(n.pos); break;
+        case GNODE_LOGIT: n.label = "logit '" + gb::decode(m.tok, {(int)n.feature}) + "'"; break;
+        }
+        if (at.count(n.id)) throw gb::error(path + ": node " + n.id + " appears twice");
+        at[n.id] = (int)v.nodes.size();
+        v.nodes.push_back(std::move(n));
+    }
+    // sizes relative to the largest, as the run's graph draws them
+    float top = 0;
+    for (const graph_node& n : v.nodes) top = std::max(top, n.kind == GNODE_FEATURE ? n.size : 0.0f);
+    for (graph_node& n : v.nodes)
+        if (n.kind == GNODE_FEATURE && top > 0) n.size /= top;
+    for (const gb::np_link& l : f.links) v.links.push_back({at[l.target], at[l.source], (float)l.weight});
+    std::sort(v.links.begin(), v.links.end(), [](const graph_link& a, const graph_link& b) { return std::fabs(a.weight) < std::fabs(b.weight); });
+    for (const graph_link& l : v.links) v.max_weight = std::max(v.max_weight, std::fabs(l.weight));
+    // the pins and supernodes a file keeps (Neuronpedia's qParams: supernodes as [name, id, id, ...])
+    if (j.contains("qParams") && j["qParams"].is_object()) {
+        const nlohmann::json& q = j["qParams"];
+        if (q.contains("pinnedIds") && q["pinnedIds"].is_array())
+            for (const auto& id : q["pinnedIds"])
+                if (id.is_string() && at.count(id.get<std::string>())) v.pinned.push_back(id.get<std::string>());
+        if (q.contains("supernodes") && q["supernodes"].is_array())
+            for (const auto& sn : q["supernodes"]) {
+                if (!sn.is_array() || sn.empty() || !sn[0].is_string()) continue;
+                graph_supernode g{sn[0].get<std::string>(), {}};
+                for (size_t i = 1; i < sn.size(); i++)
+                    if (sn[i].is_string() && at.count(sn[i].get<std::string>())) g.members.push_back(sn[i].get<std::string>());
+                if (!g.members.empty()) v.supernodes.push_back(std::move(g));
+            }
+    }
+    return v;
+}
+
+void add_qparams(nlohmann::json& j, const std::vector<std::string>& pinned, const std::vector<graph_supernode>& groups) {
+    nlohmann::json sn = nlohmann::json::array();
+    for (const graph_supernode& g : groups) {
+        nlohmann::json one = nlohmann::json::array({g.name});
+        for (const std::string& id : g.members) one.push_back(id);
+        sn.push_back(one);
+    }
+    j["qParams"]["pinnedIds"] = pinned;
+    j["qParams"]["supernodes"] = sn;
 }
 
 // ---- placing and paths ----

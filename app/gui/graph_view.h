@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "analysis/attribution_graph.h"
 #include "analysis/graph_prune.h"
 #include "model/model.h"
@@ -43,6 +45,10 @@ struct graph_view {
     std::vector<graph_node> nodes;       // features (by layer, pos), errors, tokens, logits
     std::vector<graph_link> links;       // weakest first (drawn so: the strong ones on top)
     float max_weight = 0;                // the largest |weight|
+    std::string file;                    // "" : the shown run's graph; else the file it was read from
+    std::string prompt, scan;            // a file's metadata
+    std::vector<std::string> pinned;     // a file's qParams.pinnedIds
+    std::vector<graph_supernode> supernodes; // a file's qParams.supernodes
     int find(const std::string& id) const; // the node with that id, -1: none
 };
 
@@ -52,6 +58,16 @@ struct graph_view {
 graph_view view_of_graph(const gb::attribution_graph& g, const gb::prune_result& p,
                          const std::vector<std::string>& pieces, const std::vector<std::string>& labels,
                          const std::vector<float>& acts_after, const std::vector<float>& probs_after);
+
+// A graph read from Neuronpedia's JSON (ours, circuit-tracer's, Neuronpedia's), checked against the model it is to
+// be shown over: throws gb::error (one line naming the file) for a node of a layer the model does not have, a token
+// outside its vocabulary, a position outside the prompt, or an id we cannot read. Features are sized by
+// 1 - their cumulative influence (what the file keeps); qParams' pins and supernodes are kept.
+graph_view view_of_file(const nlohmann::json& j, const std::string& path, const gb::model& m);
+
+// The tab's pins and supernodes into Neuronpedia's qParams (pinnedIds; supernodes as [name, id, id, ...]) of j,
+// a graph core's neuronpedia_json wrote.
+void add_qparams(nlohmann::json& j, const std::vector<std::string>& pinned, const std::vector<graph_supernode>& groups);
 
 // Where each node is drawn in a w x h picture: rows from the top, the logits, layers L-1 .. 0, the tokens; a
 // cell's features and error side by side. at [nodes] (x, y) pairs; r [nodes] radii; unit: the smallest radius.

@@ -169,7 +169,7 @@ void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const 
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float label_w = px(34), token_h = ImGui::GetTextLineHeightWithSpacing();
-    const bool edited = go && !go->edits.empty();
+    const bool edited = go && !go->edits.empty() && !gin.opened;
     const float side_w = edited ? px(300) : 0; // the before/after table beside the picture
     canvas c;
     c.dl = ImGui::GetWindowDrawList();
@@ -193,16 +193,16 @@ void draw_graph_canvas(app_state& s, ui_context& ui, const graph_view& v, const 
     if (rclicked && node >= 0) {
         if (v.nodes[node].kind != GNODE_FEATURE) {
             gin.error = "right-click a feature to ablate or clamp it; " + v.nodes[node].label + " is no feature";
-        } else if (!go) {
-            gin.error = "no graph to edit yet";
+        } else if (!go || gin.opened) {
+            gin.error = "ablating and clamping act on the shown run's graph, not on a graph opened from a file";
         } else {
             gin.menu_node = node, gin.clamp_value = 2 * v.nodes[node].activation;
             ImGui::OpenPopup("graph node menu");
         }
     }
     graph_node_menu(s, ui, v);
-    if (node >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_node_tooltip(s, v, node, go.get());
-    if (link >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_link_tooltip(v, link, go);
+    if (node >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_node_tooltip(s, v, node, gin.opened ? nullptr : go.get());
+    if (link >= 0 && !ImGui::IsPopupOpen("graph node menu")) graph_link_tooltip(v, link, gin.opened ? nullptr : go);
     if (edited) {
         ImGui::SameLine();
         ImGui::BeginGroup();
