@@ -1,8 +1,8 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
 // user drives it (hover, click and right-click on the nodes and links it names, typing into its boxes) and read with
 // the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`; a
-// right-click on a token node (one error, nothing edited); pins grouped into a supernode, saved as Neuronpedia JSON
-// and opened again against `glassbox-cli graph --open`; a broken file and a graph of another model
+// right-click on a token node (one error, nothing edited); pins grouped into a supernode, saved as Neuronpedia JSON,
+// exported as SVG and opened again against `glassbox-cli graph --open`; a broken file and a graph of another model
 // (one error, the graph kept); an edge's head loadings in its tooltip summing to the edge; a feature's top contexts
 // and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
@@ -121,11 +121,11 @@ TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
                          "tab graph\ngraph-wait\nclick graph node " + a + "\nclick graph node " + b + "\nframes 2\ngraph-print\n"
                          "click graph group name\ntype city\nclick graph group\nframes 2\ngraph-print\n"
                          "click graph file\ntype " + saved + "\nclick graph save\ngraph-wait\ngraph-print\n"
-                         "click graph open\ngraph-wait\nframes 2\ngraph-print\n",
+                         "click graph svg\ngraph-wait\ngraph-print\nclick graph open\ngraph-wait\nframes 2\ngraph-print\n",
                          &rc);
     ASSERT_EQ(rc, 0);
     const std::vector<nlohmann::json> g = graph_lines(st);
-    ASSERT_EQ(g.size(), 4u);
+    ASSERT_EQ(g.size(), 5u);
     EXPECT_EQ(g[0]["pinned"], nlohmann::json({a, b}));
     ASSERT_EQ(g[1]["supernodes"].size(), 1u);
     EXPECT_EQ(g[1]["supernodes"][0]["name"], "city");
@@ -140,12 +140,19 @@ TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
     EXPECT_EQ(opened["n_links"], cli_graph()["links"].size());
     const nlohmann::json file = nlohmann::json::parse(read_file(saved));
     EXPECT_EQ(file["qParams"]["supernodes"], nlohmann::json::array({nlohmann::json({"city", a, b})}));
-    ASSERT_TRUE(g[3].contains("opened")) << g[3].dump();
-    EXPECT_EQ(g[3]["opened"]["nodes"], opened["n_nodes"]);
-    EXPECT_EQ(g[3]["opened"]["links"], opened["n_links"]);
-    EXPECT_EQ(g[3]["opened"]["tokens"].size(), 8u);
-    EXPECT_EQ(g[3]["supernodes"], g[1]["supernodes"]); // the file's qParams come back
-    EXPECT_EQ(g[3]["error"], "");
+    // the picture as SVG beside it: a titled node per node of the graph, the supernode's name
+    EXPECT_NE(g[3]["note"].get<std::string>().find("saved.svg"), std::string::npos) << g[3].dump();
+    const std::string svg = read_file(dir + "/saved.svg");
+    size_t titled = 0;
+    for (size_t at = 0; (at = svg.find("<g><title>", at)) != std::string::npos; at++) titled++;
+    EXPECT_EQ(titled, cli_graph()["nodes"].size());
+    EXPECT_NE(svg.find(">city</text>"), std::string::npos);
+    ASSERT_TRUE(g[4].contains("opened")) << g[4].dump();
+    EXPECT_EQ(g[4]["opened"]["nodes"], opened["n_nodes"]);
+    EXPECT_EQ(g[4]["opened"]["links"], opened["n_links"]);
+    EXPECT_EQ(g[4]["opened"]["tokens"].size(), 8u);
+    EXPECT_EQ(g[4]["supernodes"], g[1]["supernodes"]); // the file's qParams come back
+    EXPECT_EQ(g[4]["error"], "");
 }
 
 TEST(GuiGraphTab, ABrokenFileOrAnotherModelsGraphIsOneErrorAndTheGraphStays) {

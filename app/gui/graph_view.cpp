@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -258,6 +259,85 @@ std::vector<uint8_t> pinned_paths(const graph_view& v, const std::vector<std::st
     }
     for (size_t k = 0; k < v.links.size(); k++) lit[k] = down[v.links[k].source] || up[v.links[k].target];
     return lit;
+}
+
+// ---- SVG ----
+
+namespace {
+
+std::string xml_escaped(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        if (ch == '&') out += "&amp;";
+        else if (ch == '<') out += "&lt;";
+        else if (ch == '>') out += "&gt;";
+        else if (ch == '"') out += "&quot;";
+        else out += ch;
+    }
+    return out;
+}
+
+std::string num(float v, int digits = 1) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.*f", digits, v);
+    return b;
+}
+
+} // namespace
+
+std::string view_svg(const graph_view& v, const std::vector<std::string>& pinned, const std::vector<graph_supernode>& groups,
+                     float w, float h) {
+    const float lw = 40, th = 24, ox = lw, oy = 18; // row labels on the left, tokens below, supernode names above
+    const graph_place pl = place_view(v, w, h, 1.5f);
+    auto X = [&](int i) { return num(ox + pl.x[i]); };
+    auto Y = [&](int i) { return num(oy + pl.y[i]); };
+    std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(w + lw + 120) + "\" height=\"" + num(h + th + oy) +
+                    "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"#15161a\"/>\n";
+    for (int l = 0; l < v.n_layer; l++) {
+        const std::string y = num(oy + (v.n_layer - l + 0.5f) * pl.row_h);
+        s += "<line x1=\"" + num(ox) + "\" y1=\"" + y + "\" x2=\"" + num(ox + w) + "\" y2=\"" + y + "\" stroke=\"#ffffff\" stroke-opacity=\"0.07\"/>\n";
+        s += "<text x=\"4\" y=\"" + y + "\" dy=\"4\" fill=\"#888\">L" + std::to_string(l) + "</text>\n";
+    }
+    for (const graph_supernode& g : groups) { // named boxes under everything
+        float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+        for (const std::string& id : g.members)
+            if (const int i = v.find(id); i >= 0) {
+                const float r = pl.r[i] + 6;
+                x0 = std::min(x0, ox + pl.x[i] - r), y0 = std::min(y0, oy + pl.y[i] - r);
+                x1 = std::max(x1, ox + pl.x[i] + r), y1 = std::max(y1, oy + pl.y[i] + r);
+            }
+        if (x0 > x1) continue;
+        s += "<rect x=\"" + num(x0) + "\" y=\"" + num(y0) + "\" width=\"" + num(x1 - x0) + "\" height=\"" + num(y1 - y0) +
+             "\" rx=\"4\" fill=\"#be8cff\" fill-opacity=\"0.16\" stroke=\"#be8cff\"/>\n<text x=\"" + num(x0) + "\" y=\"" + num(y0 - 3) +
+             "\" fill=\"#d7b9ff\">" + xml_escaped(g.name) + "</text>\n";
+    }
+    for (const graph_link& l : v.links) {
+        const float a = v.max_weight > 0 ? std::sqrt(std::fabs(l.weight) / v.max_weight) : 0;
+        s += "<line x1=\"" + X(l.source) + "\" y1=\"" + Y(l.source) + "\" x2=\"" + X(l.target) + "\" y2=\"" + Y(l.target) +
+             "\" stroke=\"" + (l.weight > 0 ? "#ff9628" : "#5096ff") + "\" stroke-opacity=\"" + num(0.05f + 0.86f * a * a, 3) +
+             "\" stroke-width=\"" + num(std::max(1.0f, 2.5f * a)) + "\"/>\n";
+    }
+    for (size_t k = 0; k < v.nodes.size(); k++) {
+        const graph_node& n = v.nodes[k];
+        const int i = (int)k;
+        const std::string r = num(pl.r[i]);
+        s += "<g><title>" + xml_escaped(n.label) + "</title>";
+        if (n.kind == GNODE_ERROR)
+            s += "<rect x=\"" + num(ox + pl.x[i] - pl.r[i]) + "\" y=\"" + num(oy + pl.y[i] - pl.r[i]) + "\" width=\"" + num(2 * pl.r[i]) +
+                 "\" height=\"" + num(2 * pl.r[i]) + "\" fill=\"#969696\"/>";
+        else
+            s += "<circle cx=\"" + X(i) + "\" cy=\"" + Y(i) + "\" r=\"" + r + "\" fill=\"" + (n.kind == GNODE_FEATURE ? "#f5e178" : "#78dc8c") + "\"/>";
+        if (std::find(pinned.begin(), pinned.end(), n.id) != pinned.end())
+            s += "<circle cx=\"" + X(i) + "\" cy=\"" + Y(i) + "\" r=\"" + num(pl.r[i] + 4) + "\" fill=\"none\" stroke=\"#fff\" stroke-width=\"2\"/>";
+        s += "</g>\n";
+        if (n.kind == GNODE_LOGIT)
+            s += "<text x=\"" + num(ox + pl.x[i] + pl.r[i] + 4) + "\" y=\"" + Y(i) + "\" dy=\"4\" fill=\"#ddd\">" +
+                 xml_escaped((n.label.rfind("logit ", 0) == 0 ? n.label.substr(6) : n.label) + " " + num(n.prob_after, 2)) + "</text>\n";
+    }
+    for (size_t t = 0; t < v.tokens.size(); t++)
+        s += "<text x=\"" + num(ox + (t + 0.5f) * pl.col_w) + "\" y=\"" + num(oy + h + 16) + "\" text-anchor=\"middle\" fill=\"#ddd\">" +
+             xml_escaped(v.tokens[t]) + "</text>\n";
+    return s + "</svg>\n";
 }
 
 } // namespace gbui

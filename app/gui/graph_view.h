@@ -80,4 +80,9 @@ graph_place place_view(const graph_view& v, float w, float h, float unit);
 // The links on a path through any pinned node (upstream into it or downstream from it): [links] 0/1.
 std::vector<uint8_t> pinned_paths(const graph_view& v, const std::vector<std::string>& pinned);
 
+// The picture as SVG, w x h plus margins for the row labels, the tokens and the logits' words: as the tab draws it
+// (without the edits' marks), pinned nodes ringed, supernodes boxed and named, each node's label its tooltip.
+std::string view_svg(const graph_view& v, const std::vector<std::string>& pinned,
+                     const std::vector<graph_supernode>& groups, float w, float h);
+
 } // namespace gbui

@@ -116,6 +116,31 @@ void start_file_job(app_state& s, bool save) {
     });
 }
 
+// Export SVG: the shown view with its pins and supernodes, written beside the JSON box's name
+void start_svg_job(app_state& s) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const graph_view* v = shown_graph_view(s);
+    if (!v) {
+        gin.error = "no graph to export yet";
+        return;
+    }
+    std::string path = gin.file.empty() ? "glassbox-graph.json" : gin.file;
+    const size_t dot = path.rfind('.');
+    path = (dot != std::string::npos && dot > path.find_last_of('/') + 1 ? path.substr(0, dot) : path) + ".svg";
+    gin.file_job = "svg|" + std::to_string(++gin.file_jobs) + "|" + path;
+    const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    const std::shared_ptr<const graph_view> opened = gin.opened; // (the view lives as long as they do)
+    const std::vector<std::string> pins = gin.pinned;
+    const std::vector<graph_supernode> groups = gin.supernodes;
+    graph_job_at(gin.file_job, [go, opened, v, path, pins, groups] {
+        const std::string svg = view_svg(*v, pins, groups, 1200, 640);
+        std::ofstream f(path);
+        if (!f || !(f << svg)) throw gb::error("cannot write " + path);
+        return std::static_pointer_cast<const void>(std::make_shared<const std::string>(
+            "wrote " + path + ": " + std::to_string(v->nodes.size()) + " nodes, " + std::to_string(v->links.size()) + " links"));
+    });
+}
+
 // A file job's answer, once it comes: an opened graph is shown (its pins and supernodes with it), a saved one
 // noted; an error is the tab's line and the tab stays as it was
 void poll_file_job(app_state& s) {
@@ -137,7 +162,7 @@ void poll_file_job(app_state& s) {
         gin.note = "opened " + gin.opened->file + ": " + std::to_string(gin.opened->nodes.size()) + " nodes, " +
                    std::to_string(gin.opened->links.size()) + " links";
     } else {
-        gin.note = *std::static_pointer_cast<const std::string>(j.result); // saved
+        gin.note = *std::static_pointer_cast<const std::string>(j.result); // saved, or the picture written
     }
 }
 
@@ -156,6 +181,12 @@ void file_row(app_state& s, ui_context& ui) {
         if (ImGui::Button("Back to the run's graph")) gin.opened.reset(), gin.note.clear();
         remember_item(ui, "graph back");
     }
+    ImGui::SameLine();
+    if (ImGui::Button("Export SVG")) start_svg_job(s);
+    remember_item(ui, "graph svg");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the picture as it shows (pins and supernodes too) into the JSON box's name with .svg, "
+                          "or glassbox-graph.svg; the View menu's export writes the whole panel as SVG and PNG");
     ImGui::EndDisabled();
 }
 
