@@ -35,10 +35,16 @@ std::vector<nlohmann::json> graph_lines(const std::vector<nlohmann::json>& st) {
     return out;
 }
 
+// The tests' folder, made once per process (test_temp_dir empties it at every call)
+const std::string& work_dir() {
+    static const std::string dir = test_temp_dir("gui_graph_tab");
+    return dir;
+}
+
 // The CLI's Neuronpedia JSON of the prompt (written once per test binary)
 const nlohmann::json& cli_graph() {
     static const nlohmann::json j = [] {
-        const std::string path = test_temp_dir("gui_graph2") + "/cli.json";
+        const std::string path = work_dir() + "/cli.json";
         const command_result c = run_cli("graph --prompt " + sq(prompt) + " --neuronpedia " + path);
         EXPECT_EQ(c.code, 0) << c.err;
         return nlohmann::json::parse(read_file(path));
@@ -70,7 +76,7 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
     ASSERT_FALSE(feature.empty());
     const size_t u1 = feature.find('_'), u2 = feature.find('_', u1 + 1);
     const std::string layer = feature.substr(0, u1), index = feature.substr(u1 + 1, u2 - u1 - 1), pos = feature.substr(u2 + 1);
-    const std::string dir = test_temp_dir("gui_graph2");
+    const std::string dir = work_dir();
     const command_result c = run_cli("intervene --prompt " + sq(prompt) + " --ablate " + layer + ":" + pos + ":" + index +
                                      " --top-k 10 --json " + dir + "/iv.json");
     ASSERT_EQ(c.code, 0) << c.err;
@@ -110,7 +116,7 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
 
 TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
     ASSERT_TRUE(have_app());
-    const std::string dir = test_temp_dir("gui_graph2"), saved = dir + "/saved.json";
+    const std::string dir = work_dir(), saved = dir + "/saved.json";
     std::filesystem::remove(saved);
     const auto [logit, a] = strongest_into_logit(cli_graph());
     std::string b; // another kept feature at the same position
@@ -157,7 +163,7 @@ TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
 
 TEST(GuiGraphTab, ABrokenFileOrAnotherModelsGraphIsOneErrorAndTheGraphStays) {
     ASSERT_TRUE(have_app());
-    const std::string dir = test_temp_dir("gui_graph2");
+    const std::string dir = work_dir();
     { std::ofstream(dir + "/broken.json") << "{\"metadata\": {\"prompt_tokens\": [\"a\""; }
     nlohmann::json other = cli_graph(); // a feature at a layer this model does not have
     for (auto& n : other["nodes"])
