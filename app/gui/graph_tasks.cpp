@@ -78,8 +78,11 @@ graph_job graph_job_at(const std::string& key, std::function<std::shared_ptr<con
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.jobs.find(key);
     if (it != r.jobs.end()) return it->second.state;
-    if (r.jobs.size() > 2000) // hovers over many edges: forget the finished ones
-        for (auto j = r.jobs.begin(); j != r.jobs.end();) j = j->second.state.done ? r.jobs.erase(j) : std::next(j);
+    if (r.jobs.size() > 2000) // hovers over many edges: forget their finished ones (not a file job's, still to be read)
+        for (auto j = r.jobs.begin(); j != r.jobs.end();) {
+            const bool hover = j->first.rfind("dash|", 0) == 0 || j->first.rfind("load|", 0) == 0;
+            j = hover && j->second.state.done ? r.jobs.erase(j) : std::next(j);
+        }
     r.jobs[key].fn = std::move(fn);
     r.queue.push_front(key);
     r.cv.notify_one();

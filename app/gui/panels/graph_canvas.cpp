@@ -16,14 +16,10 @@ namespace gbui {
 
 namespace {
 
-// The links on pinned paths, remade only when the view or the pins change
-const std::vector<uint8_t>& lit_by_pins(const graph_view& v, const std::vector<std::string>& pinned) {
-    static const graph_view* for_view = nullptr;
-    static std::vector<std::string> for_pins;
-    static std::vector<uint8_t> lit;
-    if (for_view != &v || for_pins != pinned || lit.size() != v.links.size())
-        for_view = &v, for_pins = pinned, lit = pinned_paths(v, pinned);
-    return lit;
+// The links on pinned paths: two walks over the links (6,500 on the Eiffel prompt: microseconds), so redone each
+// frame rather than cached against a view that a new output may replace at the same address
+std::vector<uint8_t> lit_by_pins(const graph_view& v, const std::vector<std::string>& pinned) {
+    return pinned.empty() ? std::vector<uint8_t>(v.links.size(), 0) : pinned_paths(v, pinned);
 }
 
 float segment_distance(ImVec2 p, ImVec2 a, ImVec2 b) {
@@ -69,7 +65,7 @@ void draw_supernodes(const canvas& c, const graph_view& v, const std::vector<gra
 }
 
 void draw_links(const canvas& c, const graph_view& v, const graph_inputs& gin) {
-    const std::vector<uint8_t>& pinned = lit_by_pins(v, gin.pinned);
+    const std::vector<uint8_t> pinned = lit_by_pins(v, gin.pinned);
     const bool any_pin = std::find(pinned.begin(), pinned.end(), 1) != pinned.end();
     for (size_t k = 0; k < v.links.size(); k++) {
         const graph_link& l = v.links[k];

@@ -151,8 +151,8 @@ void poll_file_job(app_state& s) {
     const bool open = gin.file_job.rfind("open|", 0) == 0;
     graph_job_forget(gin.file_job);
     gin.file_job.clear();
-    if (!j.error.empty()) {
-        gin.error = j.error, gin.note.clear();
+    if (!j.error.empty() || !j.result) {
+        gin.error = j.error.empty() ? "the file job gave no answer" : j.error, gin.note.clear();
         return;
     }
     gin.error.clear();
