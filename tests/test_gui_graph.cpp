@@ -1,10 +1,10 @@
 // The app's Graph tab on the default model and its shipped transcoder set (docs/graphs.md "In the app"), driven as a
 // user drives it (hover, click and right-click on the nodes and links it names, typing into its boxes) and read with
-// the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`; a
-// right-click on a token node (one error, nothing edited); pins grouped into a supernode, saved as Neuronpedia JSON,
-// exported as SVG and opened again against `glassbox-cli graph --open`; a broken file and a graph of another model
-// (one error, the graph kept); an edge's head loadings in its tooltip summing to the edge; a feature's top contexts
-// and logit effect against its decoder row read from the set.
+// the graph-print script command: a feature ablated from its right-click menu against `glassbox-cli intervene`, at its
+// position and at every one; a right-click on a token node (one error, nothing edited); pins grouped into a supernode,
+// saved as Neuronpedia JSON, exported as SVG and opened again against `glassbox-cli graph --open`; a broken file and a
+// graph of another model (one error, the graph kept); an edge's head loadings in its tooltip summing to the edge; a
+// feature's top contexts and logit effect against its decoder row read from the set.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +112,31 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
     EXPECT_EQ(g[1]["hovered"]["id"], feature);
     EXPECT_EQ(g[1]["hovered"]["act_after"], 0.0);
     EXPECT_GT(g[1]["hovered"]["activation"].get<double>(), 0.0);
+}
+
+TEST(GuiGraphTab, AblatingAFeatureAtEveryPositionIsTheClisStar) {
+    ASSERT_TRUE(have_app());
+    const std::string feature = strongest_into_logit(cli_graph()).second;
+    const size_t u1 = feature.find('_'), u2 = feature.find('_', u1 + 1);
+    const std::string layer = feature.substr(0, u1), index = feature.substr(u1 + 1, u2 - u1 - 1);
+    const command_result c = run_cli("intervene --prompt " + sq(prompt) + " --ablate " + layer + ":*:" + index +
+                                     " --top-k 10 --json " + work_dir() + "/iv_star.json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const nlohmann::json want = nlohmann::json::parse(read_file(work_dir() + "/iv_star.json"));
+    int rc = -1;
+    auto st = run_script("--prompt " + sq(prompt), "tab graph\ngraph-wait\nrclick graph node " + feature +
+                                                       "\nframes 3\nclick graph ablate everywhere\ngraph-wait\ngraph-print\n", &rc);
+    ASSERT_EQ(rc, 0);
+    const std::vector<nlohmann::json> g = graph_lines(st);
+    ASSERT_EQ(g.size(), 1u);
+    ASSERT_EQ(g[0]["edits"].size(), 1u);
+    EXPECT_EQ(g[0]["edits"][0]["pos"], -1);
+    const nlohmann::json& after = g[0]["run"]["top_after"];
+    ASSERT_EQ(after.size(), want["after"].size());
+    for (size_t i = 0; i < after.size(); i++) {
+        EXPECT_EQ(after[i]["id"], want["after"][i]["id"]) << i;
+        EXPECT_NEAR(after[i]["after"].get<double>(), want["after"][i]["prob"].get<double>(), 1e-5) << i;
+    }
 }
 
 TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {

@@ -24,9 +24,9 @@ void toggle_graph_pin(graph_inputs& gin, const std::string& id);
 // The pinned nodes into a supernode named gin.group_name (false, with gin.error, when there is no name or fewer than
 // two pinned nodes); they leave the pins.
 bool group_graph_pins(graph_inputs& gin);
-// Feature n held at value in the replacement model (replacing an edit of the same feature and position); a node
-// that is no feature sets gin.error instead.
-void set_graph_edit(graph_inputs& gin, const graph_node& n, float value);
+// Feature n held at value in the replacement model at its position, or at every position (the CLI's L:*:I), replacing
+// an edit of the same feature and position; a node that is no feature sets gin.error instead.
+void set_graph_edit(graph_inputs& gin, const graph_node& n, float value, bool every_position = false);
 
 // The Graph tab's script commands (script.h lists them): graph-wait (until the graph, its file job and its hover
 // jobs are done) and graph-print (the tab's state as one JSON line {"graph_tab": ...}). Nothing when cmd is not

@@ -1,7 +1,7 @@
 // The Graph tab's hovers and right-click menu (graph_canvas.cpp draws the picture): a node's tooltip with a
 // feature's top contexts and logit effects, an edge's with its head loadings as a small heatmap (both from the
 // tab's job thread, graph_tasks.h; "computing..." until they come), and a feature's menu: ablate, clamp at twice
-// its activation or at a typed value, clear the edits.
+// its activation or at a typed value (at its position or every one), clear the edits.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -123,6 +123,8 @@ void graph_node_menu(app_state& s, ui_context& ui, const graph_view& v) {
     ImGui::TextDisabled("%s, activation %.3f", n.label.c_str(), n.activation);
     if (ImGui::MenuItem("Ablate (hold at 0)")) set_graph_edit(gin, n, 0);
     remember_item(ui, "graph ablate");
+    if (ImGui::MenuItem("Ablate at every position")) set_graph_edit(gin, n, 0, true);
+    remember_item(ui, "graph ablate everywhere");
     char twice[64];
     std::snprintf(twice, sizeof twice, "Clamp at x2 (%.3f)", 2 * n.activation);
     if (ImGui::MenuItem(twice)) set_graph_edit(gin, n, 2 * n.activation);
@@ -136,6 +138,12 @@ void graph_node_menu(app_state& s, ui_context& ui, const graph_view& v) {
         ImGui::CloseCurrentPopup();
     }
     remember_item(ui, "graph clamp");
+    ImGui::SameLine();
+    if (ImGui::Button("at every position")) { // a clamp, as the CLI's --set L:*:I=V
+        set_graph_edit(gin, n, gin.clamp_value, true);
+        ImGui::CloseCurrentPopup();
+    }
+    remember_item(ui, "graph clamp everywhere");
     if (!gin.edits.empty() && ImGui::MenuItem("Clear the edits")) gin.edits.clear();
     ImGui::EndPopup();
 }

@@ -53,15 +53,16 @@ bool group_graph_pins(graph_inputs& gin) {
     return true;
 }
 
-void set_graph_edit(graph_inputs& gin, const graph_node& n, float value) {
+void set_graph_edit(graph_inputs& gin, const graph_node& n, float value, bool every_position) {
     if (n.kind != GNODE_FEATURE) {
         gin.error = "right-click a feature to ablate or clamp it; " + n.label + " is no feature";
         return;
     }
-    auto same = [&](const gb::graph_edit& e) { return e.layer == n.layer && e.pos == n.pos && e.index == (int)n.feature; };
+    const int pos = every_position ? -1 : n.pos;
+    auto same = [&](const gb::graph_edit& e) { return e.layer == n.layer && e.pos == pos && e.index == (int)n.feature; };
     gin.edits.erase(std::remove_if(gin.edits.begin(), gin.edits.end(), same), gin.edits.end());
     gb::graph_edit e;
-    e.layer = n.layer, e.pos = n.pos, e.index = (int)n.feature, e.value = value;
+    e.layer = n.layer, e.pos = pos, e.index = (int)n.feature, e.value = value;
     gin.edits.push_back(e);
     gin.error.clear();
 }
@@ -234,7 +235,8 @@ void edits_row(app_state& s, ui_context& ui) {
     for (size_t i = 0; i < gin.edits.size(); i++) {
         const gb::graph_edit& e = gin.edits[i];
         char b[80];
-        std::snprintf(b, sizeof b, "L%d #%d @%d = %.3g x##edit%zu", e.layer, e.index, e.pos, e.value, i);
+        const std::string at = e.pos < 0 ? "*" : std::to_string(e.pos); // *: every position
+        std::snprintf(b, sizeof b, "L%d #%d @%s = %.3g x##edit%zu", e.layer, e.index, at.c_str(), e.value, i);
         ImGui::SameLine();
         if (ImGui::SmallButton(b)) {
             gin.edits.erase(gin.edits.begin() + i);
