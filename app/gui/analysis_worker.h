@@ -59,8 +59,10 @@ struct analysis_request {
     gb::hook_point point = gb::HOOK_RESID_POST;
     std::string out_dir;
     // graph: `from`'s tokens over the transcoder set at `transcoders`, pruned at the thresholds; `graph` the one on
-    // screen (of the same run and set, only the pruning is redone)
+    // screen (of the same run and set, only the pruning and the edits are redone); edits: features held in the
+    // replacement model
     std::string transcoders;
+    std::vector<gb::graph_edit> edits;
     float node_threshold = 0.8f, edge_threshold = 0.98f;
     std::shared_ptr<const graph_output> graph;
 };

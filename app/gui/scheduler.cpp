@@ -236,18 +236,11 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         }
         schedule_analysis(s, ui, ANALYSIS_ATTRIBUTION, inputs, s.tab == TAB_ATTRIBUTION, r != nullptr, q);
     }
-    // graph: of the shown run, over the tab's transcoder set (the default model's own when none is chosen), at
-    // its prune thresholds
+    // graph: of the shown run, over the tab's transcoder set, at its prune thresholds, with its edits
     {
-        const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
         analysis_request q;
-        q.from = s.result;
-        q.graph = output_of<graph_output>(s, ANALYSIS_GRAPH);
-        q.transcoders = !gin.transcoders.empty() || !r ? gin.transcoders : gb::default_transcoders_path(*r->model);
-        q.node_threshold = gin.node_threshold, q.edge_threshold = gin.edge_threshold;
-        char th[48];
-        std::snprintf(th, sizeof th, "|%.3f|%.3f", gin.node_threshold, gin.edge_threshold);
-        schedule_analysis(s, ui, ANALYSIS_GRAPH, r ? id + "|" + q.transcoders + th : "", s.tab == TAB_GRAPH, r != nullptr, q);
+        const std::string inputs = graph_request(s, q);
+        schedule_analysis(s, ui, ANALYSIS_GRAPH, inputs, s.tab == TAB_GRAPH, r != nullptr, q);
     }
     // learn: the walk for the selected token, layer and head of the shown run
     {

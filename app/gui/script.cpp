@@ -18,6 +18,7 @@
 
 #include "demos.h"
 #include "feature_analysis.h"
+#include "graph_panel.h"
 #include "model_picker.h"
 #include "patching_inputs.h"
 #include "tab_inputs.h"
@@ -531,6 +532,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (!done) done = waiting_command(sc, s, cmd, arg);
     if (!done) done = mouse_command(sc, ui, cmd, arg);
     if (!done && ui.picker) done = picker_command(s, ui, cmd, arg);
+    if (!done) done = graph_command(sc, s, cmd); // graph-wait | graph-print (graph_panel.h)
     if (!done) throw gb::error("script: unknown command '" + cmd + "'");
     return *done;
 }

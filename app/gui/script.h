@@ -12,6 +12,7 @@
 //   mouse:      wheel N | hover LABEL | click LABEL | rclick LABEL | dclick LABEL
 //   picker:     picker machine|hf|file|close | picker-filter TEXT | picker-repo ID | picker-gguf FILE |
 //               picker-path TEXT | picker-wait [downloading]   (model_picker.h)
+//   graph:      graph-wait | graph-print   (graph_panel.h)
 #pragma once
 #include <imgui.h>
 

@@ -52,7 +52,8 @@ void parse_graph_edits(std::vector<graph_edit>& edits, const std::string& list, 
 }
 
 std::vector<float> intervene_logits(const model& m, const transcoder_set& t, const replacement& r,
-                                    const std::vector<graph_edit>& edits, bool freeze_attention) {
+                                    const std::vector<graph_edit>& edits, bool freeze_attention,
+                                    std::vector<float>* acts_out) {
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model, H = r.n_head;
     for (const graph_edit& e : edits)
         if (e.pos >= 0 && e.pos < r.first_pos)
@@ -105,6 +106,10 @@ std::vector<float> intervene_logits(const model& m, const transcoder_set& t, con
     }
     record rec;
     run_forward(rec, m, r.tokens, {}, opt);
+    if (acts_out) {
+        acts_out->assign((size_t)L * T * t.d_tc, 0.0f);
+        for (int l = 0; l < L; l++) std::copy(acts[l].begin(), acts[l].end(), acts_out->begin() + (size_t)l * T * t.d_tc);
+    }
     return std::vector<float>(rec.logits.end() - rec.vocab, rec.logits.end());
 }
 

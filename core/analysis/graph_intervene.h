@@ -27,8 +27,11 @@ void parse_graph_edits(std::vector<graph_edit>& edits, const std::string& list, 
                        const transcoder_set& t, int T);
 
 // The replacement model's logits at the last position [V] on r's prompt with edits. Throws gb::error for an edit
-// at a position before r.first_pos (a BOS carries no feature).
+// at a position before r.first_pos (a BOS carries no feature). acts (may be null) gets every layer's feature
+// activations in that run, [L][T][d_tc], the edited ones at their values (the app redraws the graph's nodes with
+// them).
 std::vector<float> intervene_logits(const model& m, const transcoder_set& t, const replacement& r,
-                                    const std::vector<graph_edit>& edits, bool freeze_attention);
+                                    const std::vector<graph_edit>& edits, bool freeze_attention,
+                                    std::vector<float>* acts = nullptr);
 
 } // namespace gb

@@ -1,129 +1,251 @@
-// The Graph tab: the shown run's attribution graph over transcoder features (graph_analysis.h, docs/graphs.md).
-// Rows are layers (tokens below, the logits above), columns the prompt's positions; a kept feature is a circle in
-// its (layer, position) cell sized by its influence, an error node a grey square; a kept edge a line, orange where
-// it pushes its target up, blue where down, as opaque as it is strong. The two sliders prune live (the graph is
-// built once per run and set; a threshold re-prunes it). Hover a node for what it is.
+// The Graph tab: the shown run's attribution graph over transcoder features (graph_analysis.h, docs/graphs.md),
+// or one opened from a Neuronpedia JSON file. Above the picture (graph_canvas.cpp): the transcoder set and the two
+// prune sliders (the graph is built once per run and set; a threshold re-prunes it), the file box with Open and
+// Save, the pins with the supernode name box and Group, the edits in force; then the scores.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <fstream>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/graph_json.h"
+#include "feature_analysis.h"
 #include "file_dialog.h"
-#include "graph_analysis.h"
+#include "graph_panel.h" // (imgui.h, before imgui_stdlib.h)
+#include <imgui_stdlib.h>
+#include "graph_tasks.h"
 #include "text_scale.h"
-#include "ui.h"
+#include "util/error.h"
 
 namespace gbui {
 
-namespace {
-
-struct node_spot {
-    ImVec2 at;
-    float r = 0;
-    int node = -1;
-};
-
-// Where each kept node is drawn in the canvas [o, o + size]: rows from the top, the logits, layers L-1 .. 0, the
-// tokens; a cell's features side by side.
-std::vector<node_spot> place_nodes(const graph_output& go, ImVec2 o, ImVec2 size) {
-    const gb::attribution_graph& g = *go.g;
-    const gb::prune_result& p = go.pruned;
-    const int T = g.n_tokens(), L = g.n_layer, N = g.n_nodes();
-    const float cw = size.x / std::max(1, T), rh = size.y / (L + 2);
-    double top = 0;
-    for (int i = 0; i < g.n_features(); i++) top = std::max(top, p.node_influence[i]);
-    std::map<std::pair<int, int>, std::vector<int>> cell; // (layer, pos) -> its kept features and error
-    for (int i = 0; i < g.n_features(); i++)
-        if (p.node_mask[i]) cell[{g.features[i].layer, g.features[i].pos}].push_back(i);
-    for (int l = 0; l < L; l++)
-        for (int t = g.first_pos; t < T; t++)
-            if (p.node_mask[g.error_index(l, t)]) cell[{l, t}].push_back(g.error_index(l, t));
-    std::vector<node_spot> spots;
-    for (const auto& [lp, nodes] : cell) {
-        const float y = o.y + (L - lp.first + 0.5f) * rh;
-        for (size_t k = 0; k < nodes.size(); k++) {
-            const float x = o.x + (lp.second + (k + 0.5f) / nodes.size()) * cw;
-            const int n = nodes[k];
-            const float r = n < g.n_features() && top > 0 ? std::max(px(2.5f), (float)std::sqrt(p.node_influence[n] / top) * std::min(cw, rh) * 0.3f)
-                                                           : px(3);
-            spots.push_back({ImVec2(x, y), r, n});
-        }
-    }
-    for (int t = 0; t < T; t++) spots.push_back({ImVec2(o.x + (t + 0.5f) * cw, o.y + (L + 1.5f) * rh), px(4), g.token_index(t)});
-    const float lw = size.x / std::max(4, g.n_logits()); // the logits on the top row, the most probable leftmost
-    for (int i = 0; i < g.n_logits(); i++)                   // of the right end's, each with room for its word
-        spots.push_back({ImVec2(o.x + size.x - (g.n_logits() - i) * lw + px(6), o.y + 0.5f * rh), px(5), g.logit_index(i)});
-    (void)N;
-    return spots;
+const std::string& graph_corpus() {
+    static const std::string corpus = shipped_text();
+    return corpus;
 }
 
-void draw_graph(app_state& s, ui_context& ui, const graph_output& go) {
-    const gb::attribution_graph& g = *go.g;
-    const gb::prune_result& p = go.pruned;
-    const int N = g.n_nodes(), T = g.n_tokens(), L = g.n_layer;
-    const ImVec2 o = ImGui::GetCursorScreenPos();
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float label_w = px(34), token_h = ImGui::GetTextLineHeightWithSpacing();
-    const ImVec2 size(std::max(px(100), avail.x - label_w), std::max(px(80), avail.y - token_h));
-    const ImVec2 c0(o.x + label_w, o.y);
-    ImGui::InvisibleButton("##graph canvas", ImVec2(label_w + size.x, size.y + token_h));
-    remember_item(ui, "graph canvas");
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const float rh = size.y / (L + 2), cw = size.x / std::max(1, T);
-    for (int l = 0; l < L; l++) { // row labels and faint row lines
-        const float y = c0.y + (L - l + 0.5f) * rh;
-        dl->AddText(ImVec2(o.x, y - ImGui::GetTextLineHeight() / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), ("L" + std::to_string(l)).c_str());
-        dl->AddLine(ImVec2(c0.x, y), ImVec2(c0.x + size.x, y), IM_COL32(255, 255, 255, 18));
+const graph_view* shown_graph_view(const app_state& s) {
+    const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    if (gin.opened) return gin.opened.get();
+    const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    return go && go->g ? &go->view : nullptr;
+}
+
+void toggle_graph_pin(graph_inputs& gin, const std::string& id) {
+    auto it = std::find(gin.pinned.begin(), gin.pinned.end(), id);
+    if (it == gin.pinned.end()) gin.pinned.push_back(id);
+    else gin.pinned.erase(it);
+    gin.error.clear();
+}
+
+bool group_graph_pins(graph_inputs& gin) {
+    if (gin.group_name.empty()) {
+        gin.error = "a supernode needs a name: type one in the box beside Group";
+        return false;
     }
-    dl->AddText(ImVec2(o.x, c0.y + 0.5f * rh - ImGui::GetTextLineHeight() / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), "out");
-    const std::vector<node_spot> spots = place_nodes(go, c0, size);
-    std::vector<int> spot_of(N, -1);
-    for (size_t i = 0; i < spots.size(); i++) spot_of[spots[i].node] = (int)i;
-    // edges, strongest drawn last (the output keeps them in that order)
-    const int hovered = inputs_of<graph_inputs>(s, TAB_GRAPH).hovered;
-    for (const auto& tf : go.edges) {
-        if (spot_of[tf.first] < 0 || spot_of[tf.second] < 0) continue;
-        const float w = g.edge(tf.first, tf.second);
-        const float a = go.max_edge > 0 ? std::sqrt(std::fabs(w) / go.max_edge) : 0;
-        const bool lit = hovered < 0 || tf.first == hovered || tf.second == hovered;
-        const int alpha = (int)(lit ? 12 + 220 * a * a : 6 + 24 * a * a); // the strong paths stand out of the many
-        const ImU32 col = w > 0 ? IM_COL32(255, 150, 40, alpha) : IM_COL32(80, 150, 255, alpha);
-        dl->AddLine(spots[spot_of[tf.second]].at, spots[spot_of[tf.first]].at, col, std::max(1.0f, px(2.5f) * a));
+    if (gin.pinned.size() < 2) {
+        gin.error = "a supernode groups pinned nodes: click at least two nodes to pin them first";
+        return false;
     }
-    // nodes
-    int hover = -1;
-    const ImVec2 mouse = ImGui::GetIO().MousePos;
-    for (const node_spot& sp : spots) {
-        const bool feature = sp.node < g.n_features(), error = !feature && sp.node < g.token_index(0);
-        const ImU32 col = feature ? IM_COL32(245, 225, 120, 255) : error ? IM_COL32(150, 150, 150, 255) : IM_COL32(120, 220, 140, 255);
-        if (error) dl->AddRectFilled(ImVec2(sp.at.x - sp.r, sp.at.y - sp.r), ImVec2(sp.at.x + sp.r, sp.at.y + sp.r), col);
-        else dl->AddCircleFilled(sp.at, sp.r, col);
-        const float dx = mouse.x - sp.at.x, dy = mouse.y - sp.at.y;
-        if (ImGui::IsItemHovered() && dx * dx + dy * dy <= (sp.r + px(3)) * (sp.r + px(3))) hover = sp.node;
+    gin.supernodes.push_back({gin.group_name, gin.pinned});
+    gin.pinned.clear(), gin.group_name.clear(), gin.error.clear();
+    return true;
+}
+
+void set_graph_edit(graph_inputs& gin, const graph_node& n, float value, bool every_position) {
+    if (n.kind != GNODE_FEATURE) {
+        gin.error = "right-click a feature to ablate or clamp it; " + n.label + " is no feature";
+        return;
     }
-    // tokens under their columns, logits' text above theirs
-    const std::vector<std::string>& pieces = go.from->cap().pieces;
-    for (int t = 0; t < T && t < (int)pieces.size(); t++) {
-        const std::string txt = pieces[t];
-        const float w = ImGui::CalcTextSize(txt.c_str()).x;
-        if (w < cw * 1.6f || T < 12)
-            dl->AddText(ImVec2(c0.x + (t + 0.5f) * cw - w / 2, c0.y + size.y + 2), ImGui::GetColorU32(ImGuiCol_Text), txt.c_str());
+    const int pos = every_position ? -1 : n.pos;
+    auto same = [&](const gb::graph_edit& e) { return e.layer == n.layer && e.pos == pos && e.index == (int)n.feature; };
+    gin.edits.erase(std::remove_if(gin.edits.begin(), gin.edits.end(), same), gin.edits.end());
+    gb::graph_edit e;
+    e.layer = n.layer, e.pos = pos, e.index = (int)n.feature, e.value = value;
+    gin.edits.push_back(e);
+    gin.error.clear();
+}
+
+namespace {
+
+// ---- files: read and written on the tab's job thread ----
+
+// Starts the job of the press (open or save), named so that its answer is picked up by poll_file_job
+void start_file_job(app_state& s, bool save) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const std::string path = gin.file;
+    if (path.empty()) {
+        gin.error = std::string("type or Browse... a JSON file to ") + (save ? "save the graph to" : "open");
+        return;
     }
-    for (int i = 0; i < g.n_logits(); i++) { // each logit's word right of its node, with its probability
-        const node_spot& sp = spots[spot_of[g.logit_index(i)]];
-        char prob[16];
-        std::snprintf(prob, sizeof prob, " %.2f", g.logit_probs[i]);
-        const std::string lab = go.node_label[g.logit_index(i)].substr(6) + prob; // without "logit "
-        dl->AddText(ImVec2(sp.at.x + sp.r + px(3), sp.at.y - ImGui::GetTextLineHeight() / 2), ImGui::GetColorU32(ImGuiCol_Text), lab.c_str());
+    gin.file_job = (save ? "save|" : "open|") + std::to_string(++gin.file_jobs) + "|" + path;
+    if (!save) {
+        std::shared_ptr<const gb::model> m = s.model;
+        graph_job_at(gin.file_job, [m, path] {
+            if (!m) throw gb::error("open a model before a graph");
+            std::ifstream f(path);
+            if (!f) throw gb::error("cannot open " + path);
+            nlohmann::json j;
+            try {
+                j = nlohmann::json::parse(f);
+            } catch (const nlohmann::json::exception& e) {
+                throw gb::error(path + ": not JSON (" + std::string(e.what()) + ")");
+            }
+            return std::static_pointer_cast<const void>(std::make_shared<const graph_view>(view_of_file(j, path, *m)));
+        });
+        return;
     }
-    inputs_of<graph_inputs>(s, TAB_GRAPH).hovered = hover;
-    if (hover >= 0) {
-        ImGui::BeginTooltip();
-        ImGui::TextUnformatted(go.node_label[hover].c_str());
-        if (hover < g.n_features()) ImGui::Text("activation %.3f", g.features[hover].act);
-        ImGui::Text("influence %.4f (cumulative %.2f)", p.node_influence[hover], p.cumulative_scores[hover]);
-        ImGui::EndTooltip();
+    const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    if (!go || !go->g || gin.opened) {
+        gin.error = gin.opened ? "Save writes the shown run's graph: go back to it first" : "no graph to save yet";
+        gin.file_job.clear();
+        return;
     }
+    const std::vector<std::string> pins = gin.pinned;
+    const std::vector<graph_supernode> groups = gin.supernodes;
+    graph_job_at(gin.file_job, [go, path, pins, groups] {
+        std::string slug = path.substr(path.find_last_of('/') + 1);
+        slug = slug.substr(0, slug.rfind('.'));
+        const std::string scan = go->set->model_name.empty() ? "glassbox" : go->set->model_name;
+        nlohmann::json j = gb::neuronpedia_json(*go->g, go->pruned, go->from->model->tok, go->from->prompt, slug, scan, go->node_threshold);
+        add_qparams(j, pins, groups);
+        std::ofstream f(path);
+        if (!f || !(f << j.dump(1) << "\n")) throw gb::error("cannot write " + path);
+        return std::static_pointer_cast<const void>(std::make_shared<const std::string>(
+            "saved " + path + ": " + std::to_string(j["nodes"].size()) + " nodes, " + std::to_string(j["links"].size()) + " links"));
+    });
+}
+
+// Export SVG: the shown view with its pins and supernodes, written beside the JSON box's name
+void start_svg_job(app_state& s) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const graph_view* v = shown_graph_view(s);
+    if (!v) {
+        gin.error = "no graph to export yet";
+        return;
+    }
+    std::string path = gin.file.empty() ? "glassbox-graph.json" : gin.file;
+    const size_t dot = path.rfind('.');
+    path = (dot != std::string::npos && dot > path.find_last_of('/') + 1 ? path.substr(0, dot) : path) + ".svg";
+    gin.file_job = "svg|" + std::to_string(++gin.file_jobs) + "|" + path;
+    const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
+    const std::shared_ptr<const graph_view> opened = gin.opened; // (the view lives as long as they do)
+    const std::vector<std::string> pins = gin.pinned;
+    const std::vector<graph_supernode> groups = gin.supernodes;
+    graph_job_at(gin.file_job, [go, opened, v, path, pins, groups] {
+        const std::string svg = view_svg(*v, pins, groups, 1200, 640);
+        std::ofstream f(path);
+        if (!f || !(f << svg)) throw gb::error("cannot write " + path);
+        return std::static_pointer_cast<const void>(std::make_shared<const std::string>(
+            "wrote " + path + ": " + std::to_string(v->nodes.size()) + " nodes, " + std::to_string(v->links.size()) + " links"));
+    });
+}
+
+// A file job's answer, once it comes: an opened graph is shown (its pins and supernodes with it), a saved one
+// noted; an error is the tab's line and the tab stays as it was
+void poll_file_job(app_state& s) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    if (gin.file_job.empty()) return;
+    const graph_job j = graph_job_at(gin.file_job, [] { return std::shared_ptr<const void>(); });
+    if (!j.done) return;
+    const bool open = gin.file_job.rfind("open|", 0) == 0;
+    graph_job_forget(gin.file_job);
+    gin.file_job.clear();
+    if (!j.error.empty() || !j.result) {
+        gin.error = j.error.empty() ? "the file job gave no answer" : j.error, gin.note.clear();
+        return;
+    }
+    gin.error.clear();
+    if (open) {
+        gin.opened = std::static_pointer_cast<const graph_view>(j.result);
+        gin.pinned = gin.opened->pinned, gin.supernodes = gin.opened->supernodes;
+        gin.note = "opened " + gin.opened->file + ": " + std::to_string(gin.opened->nodes.size()) + " nodes, " +
+                   std::to_string(gin.opened->links.size()) + " links";
+    } else {
+        gin.note = *std::static_pointer_cast<const std::string>(j.result); // saved, or the picture written
+    }
+}
+
+void file_row(app_state& s, ui_context& ui) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    path_box(ui, "graph file", gin.file, BROWSE_SESSION, "a graph's JSON file (Neuronpedia's)", std::max(px(200), ImGui::GetContentRegionAvail().x * 0.3f));
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!gin.file_job.empty());
+    if (ImGui::Button("Open")) start_file_job(s, false);
+    remember_item(ui, "graph open");
+    ImGui::SameLine();
+    if (!gin.opened) {
+        if (ImGui::Button("Save")) start_file_job(s, true);
+        remember_item(ui, "graph save");
+    } else {
+        if (ImGui::Button("Back to the run's graph")) gin.opened.reset(), gin.note.clear();
+        remember_item(ui, "graph back");
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Export SVG")) start_svg_job(s);
+    remember_item(ui, "graph svg");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the picture as it shows (pins and supernodes too) into the JSON box's name with .svg, "
+                          "or glassbox-graph.svg; the View menu's export writes the whole panel as SVG and PNG");
+    ImGui::EndDisabled();
+}
+
+// The pins and supernodes, once a node is pinned (before that the tab's hint says how)
+void pins_row(app_state& s, ui_context& ui) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    if (gin.pinned.empty() && gin.supernodes.empty()) return;
+    ImGui::AlignTextToFramePadding();
+    if (gin.pinned.empty()) ImGui::TextDisabled("pin nodes to group them:");
+    else ImGui::Text("%zu pinned", gin.pinned.size());
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(px(140));
+    ImGui::InputTextWithHint("##graph group name", "supernode name", &gin.group_name);
+    remember_item(ui, "graph group name");
+    ImGui::SameLine();
+    if (ImGui::Button("Group")) group_graph_pins(gin);
+    remember_item(ui, "graph group");
+    if (!gin.pinned.empty()) {
+        ImGui::SameLine();
+        if (ImGui::Button("Unpin all")) gin.pinned.clear();
+        remember_item(ui, "graph unpin");
+    }
+    for (size_t i = 0; i < gin.supernodes.size(); i++) {
+        ImGui::SameLine();
+        ImGui::PushID((int)i);
+        const std::string lab = gin.supernodes[i].name + " (" + std::to_string(gin.supernodes[i].members.size()) + ") x";
+        if (ImGui::SmallButton(lab.c_str())) {
+            gin.supernodes.erase(gin.supernodes.begin() + i);
+            ImGui::PopID();
+            break;
+        }
+        remember_item(ui, "graph ungroup " + gin.supernodes[i].name);
+        ImGui::PopID();
+    }
+}
+
+void edits_row(app_state& s, ui_context& ui) {
+    auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
+    const std::vector<int>& tokens = s.result->cap().tokens;
+    if (!gin.edits.empty() && gin.edits_tokens != tokens) gin.edits.clear(); // made on another prompt
+    gin.edits_tokens = tokens;
+    if (gin.edits.empty()) return;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("edits:");
+    for (size_t i = 0; i < gin.edits.size(); i++) {
+        const gb::graph_edit& e = gin.edits[i];
+        char b[80];
+        const std::string at = e.pos < 0 ? "*" : std::to_string(e.pos); // *: every position
+        std::snprintf(b, sizeof b, "L%d #%d @%s = %.3g x##edit%zu", e.layer, e.index, at.c_str(), e.value, i);
+        ImGui::SameLine();
+        if (ImGui::SmallButton(b)) {
+            gin.edits.erase(gin.edits.begin() + i);
+            break;
+        }
+    }
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Clear the edits")) gin.edits.clear();
+    remember_item(ui, "graph clear edits");
 }
 
 } // namespace
@@ -132,26 +254,39 @@ void panel_graph(app_state& s, ui_context& ui) {
     auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     tab_hint("Which transcoder features, through which paths, make the prediction (the model without its ablations). "
              "Circles: features (size: influence); grey squares: what the transcoders miss; lines: direct effects, "
-             "orange up, blue down.");
+             "orange up, blue down. Hover for more; click nodes to pin them (and group them into a supernode); "
+             "right-click a feature to ablate or clamp it.");
+    poll_file_job(s);
     path_box(ui, "graph transcoders", gin.transcoders, BROWSE_TRANSCODERS, "the default model's own set (or Browse...)",
-             std::max(px(220), ImGui::GetContentRegionAvail().x * 0.45f));
+             std::max(px(200), ImGui::GetContentRegionAvail().x * 0.3f));
+    if (room_right_of_item() > px(470)) ImGui::SameLine(); // the sliders beside the box where they fit
     slider_float_beside(ui, "graph nodes", &gin.node_threshold, 0.1f, 1.0f, "nodes " + std::to_string((int)std::lround(gin.node_threshold * 100)) + "%", px(110));
     ImGui::SameLine();
     slider_float_beside(ui, "graph edges", &gin.edge_threshold, 0.1f, 1.0f, "edges " + std::to_string((int)std::lround(gin.edge_threshold * 100)) + "%", px(110));
+    file_row(s, ui);
+    pins_row(s, ui);
+    if (s.result) edits_row(s, ui);
     const std::shared_ptr<const graph_output> go = output_of<graph_output>(s, ANALYSIS_GRAPH);
     const analysis_status& st = s.analysis[ANALYSIS_GRAPH];
-    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_GRAPH]) {
-        ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
-        ImGui::PopTextWrapPos();
-    } else if (st.busy || (go && go->key != s.analysis_want[ANALYSIS_GRAPH])) {
-        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "building the graph... %.0f%%", st.progress * 100);
+    ImGui::PushTextWrapPos(0);
+    if (!gin.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", gin.error.c_str());
+    else if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_GRAPH]) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+    else if (!gin.file_job.empty()) ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s...", gin.file_job.rfind("open|", 0) == 0 ? "reading the file" : "writing the file");
+    else if (!gin.opened && (st.busy || (go && go->key != s.analysis_want[ANALYSIS_GRAPH])))
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "%s... %.0f%%", go && go->g && go->from == s.result ? "updating the graph" : "building the graph", st.progress * 100);
+    else if (!gin.note.empty()) ImGui::TextDisabled("%s", gin.note.c_str());
+    ImGui::PopTextWrapPos();
+    if (gin.opened) {
+        const graph_view& v = *gin.opened;
+        ImGui::TextDisabled("from %s%s%s: %zu nodes, %zu links", v.file.c_str(), v.scan.empty() ? "" : ", scan ", v.scan.c_str(), v.nodes.size(), v.links.size());
+        draw_graph_canvas(s, ui, v, nullptr);
+        return;
     }
     if (!go || !go->g) return;
     const int kept = (int)std::count(go->pruned.node_mask.begin(), go->pruned.node_mask.end(), 1);
     ImGui::TextDisabled("replacement %.2f, completeness %.2f; %d of %d nodes, %zu edges kept; %.0f ms", go->pruned.replacement_score,
                         go->pruned.completeness_score, kept, go->g->n_nodes(), go->edges.size(), go->ms);
-    draw_graph(s, ui, *go);
+    draw_graph_canvas(s, ui, go->view, go);
 }
 
 } // namespace gbui
