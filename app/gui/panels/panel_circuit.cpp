@@ -237,8 +237,10 @@ void panel_circuit(app_state& s, ui_context& ui) {
     const analysis_status& st = s.analysis[kind];
     const std::string& want = s.analysis_want[kind];
     if (pin.corrupt.empty()) {
+        ImGui::PushTextWrapPos(0); // (one line was cut at the panel's edge at 1280 x 720)
         ImGui::TextDisabled("type a corrupted prompt in the Patching tab (the same number of tokens): the circuit is "
                             "found between the two");
+        ImGui::PopTextWrapPos();
         return;
     }
     if (!st.error.empty() && st.error_key == want) {
