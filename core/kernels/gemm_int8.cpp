@@ -48,8 +48,8 @@ bool detect(std::string& why) {
 }
 
 // One row x [K] -> q [K] (int8), scale [K/256] (s; NaN for a block holding NaN or Inf, whose q are 0) and
-// sums [K/32] (each 32 q's sum, int16)
-static void quantize_row(int8_t* q, float* scale, int16_t* sums, const float* x, int K) {
+// sums [K/32] (each 32 q's sum, int16) (used only by the AVX-512 kernel)
+[[maybe_unused]] static void quantize_row(int8_t* q, float* scale, int16_t* sums, const float* x, int K) {
     for (int b = 0; b < K / 256; b++) {
         const float* xb = x + b * 256;
         int8_t* qb = q + b * 256;
