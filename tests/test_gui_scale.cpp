@@ -303,6 +303,13 @@ TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
         EXPECT_LE(r[3].get<float>(), shown.y1) << w << " is below the panel's bottom";
         EXPECT_GE(r[1].get<float>(), shown.y0) << w;
     }
+    // Break it's steps stay in the prompt strip's view above a long caption
+    st = run_at(1280, 720, "wait\ndemo break-it\nwait\nframes 5\npresent on\nframes 5\nwait\nframes 5\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 1u);
+    ASSERT_TRUE(st[0]["widgets"].contains("break next"));
+    const box strip = rect_of(st[0], "panel Prompt");
+    EXPECT_LE(st[0]["widgets"]["break next"][3].get<float>(), strip.y1) << "Next is in the strip's view";
 }
 
 TEST(GuiScale, APanelExportsAsVectorSvgAndAs2xPng) {

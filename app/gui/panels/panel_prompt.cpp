@@ -159,8 +159,9 @@ static void bos_checkbox(app_state& s, ui_context& ui) {
     }
 }
 
-// Break it: step through the rows (each applies its ablation to the whole app) or restore the model.
-static void break_buttons(app_state& s, ui_context& ui) {
+// Break it: step through the rows (each applies its ablation to the whole app) or restore the model; with_row:
+// which row is applied, beside them.
+static void break_buttons(app_state& s, ui_context& ui, bool with_row) {
     const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
     const bool ready = break_is_current(b, s.model, s.prompt, s.bos) && !s.demo_waiting;
     const int n = ready ? (int)b->res.rows.size() : 0;
@@ -174,7 +175,7 @@ static void break_buttons(app_state& s, ui_context& ui) {
     if (ImGui::SmallButton("Restore")) break_step(s, -1);
     remember_item(ui, "break restore");
     if (!ready) ImGui::EndDisabled();
-    if (ready) {
+    if (ready && with_row) {
         ImGui::SameLine();
         if (s.break_row >= 0) ImGui::TextDisabled("row %d of %d: %s (every row is in the Learn tab)", s.break_row + 1, n,
                                                   b->res.rows[s.break_row].label.c_str());
@@ -185,6 +186,9 @@ static void break_buttons(app_state& s, ui_context& ui) {
 // The active demo's caption (what to look at), with a button to end it.
 static void demo_caption(app_state& s, ui_context& ui) {
     if (s.demo == DEMO_NONE) return;
+    // presenting, the steps come first: the prompt strip is at most a quarter of the height, and a long caption
+    // would push them out of view (the caption says which row it is)
+    if (s.demo == DEMO_BREAK && s.presenting) break_buttons(s, ui, false);
     const std::string text = std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption;
     const float w = ImGui::GetWindowContentRegionMax().x - px(60) - ImGui::GetCursorPosX();
     // presentation mode: the caption is what the class reads, in the larger font when it fits on two lines there
@@ -199,7 +203,7 @@ static void demo_caption(app_state& s, ui_context& ui) {
     ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - px(50));
     if (ImGui::SmallButton("end##demo")) end_demo(s);
     remember_item(ui, "end demo");
-    if (s.demo == DEMO_BREAK) break_buttons(s, ui);
+    if (s.demo == DEMO_BREAK && !s.presenting) break_buttons(s, ui, true);
 }
 
 // A vision model reads an image: its path (applied on Enter or when the box loses focus), and what the model
