@@ -315,4 +315,14 @@ TEST(GuiPicker, InAppFileBrowserOpensAModelAndAnSae) {
     ASSERT_EQ(st[4]["features"]["saes"].size(), 1u) << st[4]["error"];
     EXPECT_EQ(st[4]["features"]["saes"][0]["path"], home + "/saes/sae-l1");
     EXPECT_EQ(st[4]["error"], "");
+    // model B's box in its popup has Browse... too: the in-app browser closes the popup, its answer still opens B
+    st = run_script("--model " + sq(start) + " --prompt 'the cat sat'",
+                    "wait\nclick Model B\nframes 2\nclick browse model B path\nframes 3\nprint\n"
+                    "type ~/models/second\nkey enter\nwait\nframes 5\nwait\nprint\n",
+                    &rc, home_env(home, "GLASSBOX_FILE_DIALOG=app"));
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["file_dialog"]["owner"], "model B path");
+    EXPECT_FALSE(st[1]["file_dialog"]["open"]);
+    EXPECT_EQ(st[1]["model_b"], second) << st[1]["error"];
 }

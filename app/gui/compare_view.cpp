@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "file_dialog.h"
 #include "io/loader.h"
 #include "number_format.h"
 #include "text_scale.h"
@@ -174,6 +175,11 @@ void compare_switch(app_state& s, ui_context& ui) {
 }
 
 void model_b_button(app_state& s, ui_context& ui) {
+    // a file chosen with Browse... (the in-app browser, a modal at the frame's root, closed this popup on opening)
+    if (take_dialog_answer("model B path", s.cmp.path_input) && !s.cmp.path_input.empty()) {
+        ui.compare->load(s.cmp.path_input, true);
+        s.cmp.loading = true;
+    }
     if (ImGui::Button(s.cmp.loading ? "B..*" : "B...")) ImGui::OpenPopup("##model_b");
     remember_item(ui, "Model B");
     if (ImGui::IsItemHovered() && !ImGui::IsPopupOpen("##model_b"))
@@ -181,11 +187,9 @@ void model_b_button(app_state& s, ui_context& ui) {
                           "of the same shape, to compare with)", s.cmp.model ? s.cmp.model->path.c_str() : "");
     if (!ImGui::BeginPopup("##model_b")) return;
     ImGui::TextDisabled("Open model B... (the same shape and tokenizer as the model shown)");
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 24);
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-    const bool enter = ImGui::InputTextWithHint("##model_b_path", "model folder, .gguf or .bin", &s.cmp.path_input,
-                                                ImGuiInputTextFlags_EnterReturnsTrue);
-    remember_item(ui, "model B path");
+    const bool enter = path_box(ui, "model B path", s.cmp.path_input, BROWSE_MODEL, "model folder, .gguf or .bin",
+                                ImGui::GetFontSize() * 30);
     ImGui::SameLine();
     if ((ImGui::Button("Open model B") || enter) && !s.cmp.path_input.empty()) {
         ui.compare->load(s.cmp.path_input, true);

@@ -287,6 +287,14 @@ void file_dialog_frame(ui_context& ui) {
 // ---------------------------------------------------------------------------------------------
 // path_box
 // ---------------------------------------------------------------------------------------------
+bool take_dialog_answer(const char* id, std::string& path) {
+    dialog_state& d = dlg();
+    if (!d.answered || d.owner != id) return false;
+    path = d.chosen;
+    d.answered = false;
+    return true;
+}
+
 bool path_box(ui_context& ui, const char* id, std::string& path, browse_kind kind, const char* hint, float width,
               path_box_use* use) {
     dialog_state& d = dlg();

@@ -27,6 +27,9 @@ struct path_box_use {
 // chose a path in a dialog or pressed Enter in the box: path then holds it.
 bool path_box(ui_context& ui, const char* id, std::string& path, browse_kind kind, const char* hint, float width,
               path_box_use* use = nullptr);
+// The answer a dialog started by the box `id` has for it, taken where the box is not drawn this frame (a popup the
+// dialog closed: the model B box); true once, with path set.
+bool take_dialog_answer(const char* id, std::string& path);
 // The open dialog's window, once per frame at the frame's root (main's frame loop): the in-app browser, or a wait
 // for the desktop's dialog (its thread).
 void file_dialog_frame(ui_context& ui);
