@@ -325,4 +325,13 @@ TEST(GuiPicker, InAppFileBrowserOpensAModelAndAnSae) {
     EXPECT_EQ(st[0]["file_dialog"]["owner"], "model B path");
     EXPECT_FALSE(st[1]["file_dialog"]["open"]);
     EXPECT_EQ(st[1]["model_b"], second) << st[1]["error"];
+    // and the picker's File tab: the browser replaces the picker, its answer opens the model
+    st = run_script("--model " + sq(start) + " --prompt 'the cat sat'",
+                    "wait\npicker file\nframes 3\nclick browse picker path\nframes 3\nprint\n"
+                    "type ~/models/second\nkey enter\nwait\nframes 5\nwait\nprint\n",
+                    &rc, home_env(home, "GLASSBOX_FILE_DIALOG=app"));
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0]["file_dialog"]["owner"], "picker path");
+    EXPECT_EQ(st[1]["model"], second) << st[1]["error"];
 }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "file_dialog.h"
 #include "model_picker.h"
 #include "number_format.h"
 #include "settings.h"
@@ -266,11 +267,11 @@ void hf_tab(model_picker& p, ui_context& ui, float footer_h) {
 // "File...": a typed path or name, and the recent models (Up/Down, Enter or a click opens).
 void file_tab(model_picker& p, app_state& s, ui_context& ui) {
     take_focus(p, PICKER_FILE);
-    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 5);
-    ImGui::InputTextWithHint("##path", "model folder, .gguf, .bin, hf:ORG/NAME or ollama:NAME", &p.path_input);
-    remember_item(ui, "picker path");
+    const bool entered = path_box(ui, "picker path", p.path_input, BROWSE_MODEL,
+                                  "model folder, .gguf, .bin, hf:ORG/NAME or ollama:NAME",
+                                  ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 4);
     ImGui::SameLine();
-    const bool go = ImGui::Button("Open") || (enter_pressed() && p.opening.empty());
+    const bool go = ImGui::Button("Open") || entered || (enter_pressed() && p.opening.empty());
     remember_item(ui, "picker open path");
     ImGui::TextDisabled("or drop a model's folder or file on the window");
     ImGui::Separator();
@@ -305,6 +306,8 @@ void draw_model_picker(app_state& s, ui_context& ui) {
     if (!ui.picker) return;
     model_picker& p = *ui.picker;
     picker_poll(p, s, *ui.work);
+    // a file chosen with the File tab's Browse... (the in-app browser, a modal at the frame's root, closed this one)
+    if (take_dialog_answer("picker path", p.path_input) && !p.path_input.empty()) picker_open_model(p, s, *ui.work, p.path_input);
     const char* id = "Open a model###model_picker";
     if (p.want_open) { // a scan each time it opens: models come and go
         ImGui::OpenPopup(id);
