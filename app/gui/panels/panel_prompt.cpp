@@ -31,8 +31,17 @@ static int cursor_to_end(ImGuiInputTextCallbackData* d) {
 static std::string cut_to_width(const std::string& text, float w) {
     std::string line = text.substr(0, std::min(text.find('\n'), (size_t)512)); // (no screen shows more in a line)
     if (line.size() == text.size() && ImGui::CalcTextSize(line.c_str()).x <= w) return line;
-    while (!line.empty() && ImGui::CalcTextSize((line + "\u2026").c_str()).x > w) pop_utf8_char(line);
-    return line + "\u2026";
+    // the longest prefix that fits with the ellipsis, by bisection (drawn every frame while presenting: a few
+    // measurements, not one per character)
+    size_t lo = 0, hi = line.size();
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2;
+        while (mid > lo && ((unsigned char)line[mid] & 0xC0) == 0x80) mid--; // a character's first byte
+        if (mid == lo) break;
+        if (ImGui::CalcTextSize((line.substr(0, mid) + "\u2026").c_str()).x <= w) lo = mid;
+        else hi = mid - 1;
+    }
+    return line.substr(0, lo) + "\u2026";
 }
 
 // The prompt box: the text wrapped to the box's width (ImGui 1.86's multi-line editor cannot wrap), and the
