@@ -43,13 +43,19 @@ static double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The output each of the Steer tab's analyses fills: its request's key and model.
+static std::shared_ptr<steer_output> steer_output_of(const analysis_request& q) {
+    auto out = std::make_shared<steer_output>();
+    out->key = q.key;
+    out->model = q.model;
+    return out;
+}
+
 std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const analysis_run& run) {
     const steer_request& in = std::any_cast<const steer_request&>(q.own);
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
-    auto out = std::make_shared<steer_output>();
-    out->key = q.key;
-    out->model = q.model;
+    auto out = steer_output_of(q);
     std::vector<int> layers;
     for (int l = 0; l < m.config.n_layer; l++) layers.push_back(l);
     auto v = std::make_shared<gb::steer_vector>(gb::contrastive_vector(
@@ -65,9 +71,7 @@ std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, con
     const steer_request& in = std::any_cast<const steer_request&>(q.own);
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
-    auto out = std::make_shared<steer_output>();
-    out->key = q.key;
-    out->model = q.model;
+    auto out = steer_output_of(q);
     const std::vector<int> ids = prompt_ids(m, q.prompt, q.bos, q.gen_tokens);
     for (int id : ids) out->prompt_pieces.push_back(gb::token_text(m.tok, id));
     gb::compare_steering(out->compare, m, ids, in.steering, in.scales, q.gen_tokens, q.sampling, run.stopped);
@@ -79,9 +83,7 @@ std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const
     const steer_request& in = std::any_cast<const steer_request&>(q.own);
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
-    auto out = std::make_shared<steer_output>();
-    out->key = q.key;
-    out->model = q.model;
+    auto out = steer_output_of(q);
     const std::vector<int> ref = prompt_ids(m, in.reference, q.bos, 0);
     const std::vector<int> ids = prompt_ids(m, q.prompt, q.bos, 8);
     const int from = std::min(in.steering.from, (int)ref.size() - 1);
@@ -92,9 +94,7 @@ std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const
 
 std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const analysis_run&) {
     const steer_request& in = std::any_cast<const steer_request&>(q.own);
-    auto out = std::make_shared<steer_output>();
-    out->key = q.key;
-    out->model = q.model;
+    auto out = steer_output_of(q);
     out->vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.npy_layer));
     out->note = "opened " + in.path;
     return out;
@@ -102,9 +102,7 @@ std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const 
 
 std::shared_ptr<const void> compute_steer_save(const analysis_request& q, const analysis_run&) {
     const steer_request& in = std::any_cast<const steer_request&>(q.own);
-    auto out = std::make_shared<steer_output>();
-    out->key = q.key;
-    out->model = q.model;
+    auto out = steer_output_of(q);
     gb::steer_vector v = *in.steering.vec;
     // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
     if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0) v.dirs[0].clear();
