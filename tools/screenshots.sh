@@ -40,21 +40,24 @@ shot screenshot-lens "$induction" "$prompt" "tab lens"
 shot screenshot-attribution "$induction" "$prompt" "tab attribution"
 shot screenshot-patching "$induction" "$ioi" "tab patching" "corrupt $ioi_swap"
 shot screenshot-head-scores "$prev" "$prompt" "colour-by prev_token"
-# the demos as a class sees them: 1280 x 720 at 100 % and 1920 x 1080 at 150 % (NAME-1080p.png)
-for size in 1280x720:1 1920x1080:1.5; do
-    SIZE=${size%:*} SCALE=${size#*:}
+# the demos as a class sees them: 1280 x 720 at 100 % (NAME.png), 1920 x 1080 at 150 % (NAME-1080p.png) and
+# 1280 x 720 presenting (NAME-present.png)
+for size in 1280x720:1: 1920x1080:1.5: 1280x720:1:present; do
+    SIZE=${size%%:*} rest=${size#*:} SCALE=${rest%%:*} mode=${rest#*:}
     sfx=$([ "$SIZE" = 1280x720 ] && echo "" || echo "-1080p")
+    pre="frames 1" # (a script line that changes nothing)
+    if [ "$mode" = present ]; then sfx="-present" pre="present on"; fi
     export SIZE SCALE
     for d in induction prev-token lens ioi; do
-        shot "screenshot-demo-$d$sfx" "$induction" "$prompt" "wait" "demo $d"
+        shot "screenshot-demo-$d$sfx" "$induction" "$prompt" "wait" "$pre" "demo $d"
     done
     # Break it on its third row (no residual), the caption's numbers in view
-    shot "screenshot-demo-break$sfx" "$induction" "$prompt" "wait" "demo break-it" "wait" "click break next" "wait" \
+    shot "screenshot-demo-break$sfx" "$induction" "$prompt" "wait" "$pre" "demo break-it" "wait" "click break next" "wait" \
         "click break next" "wait" "hover demo caption"
-    shot "screenshot-demo-temperature$sfx" "$induction" "$prompt" "wait" "demo temperature" "wait" "hover demo caption"
+    shot "screenshot-demo-temperature$sfx" "$induction" "$prompt" "wait" "$pre" "demo temperature" "wait" "hover demo caption"
     # Learn's picture, stepped to the head's causal mask
-    shot "screenshot-learn$sfx" "$induction" "$prompt" "tab learn" "wait" "frames 5" "key right" "key right" \
-        "key right" "key right" "key right"
+    [ "$mode" = present ] || shot "screenshot-learn$sfx" "$induction" "$prompt" "tab learn" "wait" "frames 5" "key right" \
+        "key right" "key right" "key right" "key right"
 done
 
 # The research views at 1280 x 720, the Analysis panel filling the window (as docs/interpretability.md,

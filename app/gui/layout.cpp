@@ -67,10 +67,12 @@ static void left_tabs(app_state& s, ui_context& ui) {
 
 // Presentation mode's right column, under the attention grid: the prediction, the residual stream and the
 // ablations as tabs, one at a time at a size the class can read (the teacher switches; a knock-out stays at hand).
+// With a demo's caption above them, the attention grid is one of the tabs.
 static void side_tabs(app_state& s, ui_context& ui) {
     if (ImGui::BeginTabBar("##side", ImGuiTabBarFlags_FittingPolicyScroll)) {
-        for (auto [name, draw] : {std::pair{"Next token", panel_output}, std::pair{"Residual", panel_residual},
-                                  std::pair{"Ablations", panel_ablations}}) {
+        for (auto [name, draw] : {std::pair{"Next token", panel_output}, std::pair{"Heads", panel_overview},
+                                  std::pair{"Residual", panel_residual}, std::pair{"Ablations", panel_ablations}}) {
+            if (draw == panel_overview && s.demo == DEMO_NONE) continue; // (the grid has its own panel above)
             const bool open = ImGui::BeginTabItem(name);
             remember_item(ui, std::string("side tab ") + name);
             if (open) {
@@ -112,7 +114,7 @@ static void (*panel_draw(const std::string& id))(app_state&, ui_context&) {
     static const std::pair<const char*, void (*)(app_state&, ui_context&)> table[] = {
         {"Prompt", panel_prompt},     {"Ablations", panel_ablations}, {"Model", panel_model},   {"Left", left_tabs},
         {"Overview", panel_overview}, {"Analysis", analysis_tabs},    {"Output", panel_output}, {"Residual", panel_residual},
-        {"Side", side_tabs}};
+        {"Side", side_tabs},          {"Demo", panel_demo}};
     for (const auto& [name, draw] : table)
         if (id == name) return draw;
     return nullptr;
@@ -158,7 +160,11 @@ static float wanted_grid_height(const app_state& s, const ui_context& ui, float 
 // The Overview's height: its grid's square thumbnails as large as the middle column's width allows, within 30 %
 // and 42 % of the body (50 % on tall windows, where the analyses below have room to spare).
 static float overview_height(const app_state& s, const ui_context& ui, float mid_w, float body_h) {
-    const float lo = body_h * 0.3f, hi = body_h * (body_h > px(760) ? 0.5f : 0.42f);
+    // (tall: in pixels as the text scale counts them, or a window 1000 px high whatever its text scale: at 1920x1080
+    // with 150 % text the 6 x 8 grid's thumbnails are then 40 px and more)
+    // (a demo's picture is in the tabs below: the grid takes its least, 30 to 36 %)
+    const bool tall = body_h > px(760) || ImGui::GetIO().DisplaySize.y >= 1000;
+    const float lo = body_h * 0.3f, hi = body_h * (s.demo != DEMO_NONE ? 0.36f : tall ? 0.5f : 0.42f);
     return wanted_grid_height(s, ui, mid_w, lo, hi);
 }
 
@@ -174,19 +180,27 @@ static float wanted_grid_height(const app_state& s, const ui_context& ui, float 
     return std::max(lo, std::min(hi, want));
 }
 
-// Presentation mode: the pictures get the room. The prompt strip (its box, the demo's caption, a row of tokens) takes
-// at most a quarter of the height; the analysis tab the demo opened (or the one chosen) fills the left 62 %; the
-// attention grid and, as tabs, the prediction, the residual stream and the ablations share the right. The model's
-// panel is left out (the class sees the model, not the controls); double-click a title to fill the screen.
+// Presentation mode: the pictures get the room. The prompt strip (one row: the box, BOS and the demos; then the
+// tokens, two rows at most) takes at most a fifth of the height; the analysis tab the demo opened (or the one
+// chosen) fills the left 68 % of the rest from top to bottom; on the right, the attention grid over Next token,
+// Residual and Ablations as tabs, or with a demo its caption beside its picture over those tabs and the grid's.
 static void presentation_layout(app_state& s, ui_context& ui, float W, float H, float g, float status_h) {
-    const float prompt_h = std::min(H * 0.25f, std::max(px(90), ui.prompt_wanted_h));
+    const float prompt_h = std::round(std::min(H * 0.2f, std::max(px(60), ui.prompt_wanted_h)));
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
     const float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
-    const float right_w = std::round(W * 0.36f), main_w = W - right_w - 3 * g, right_x = 2 * g + main_w;
+    const float right_w = std::round(W * 0.32f), main_w = W - right_w - 3 * g, right_x = 2 * g + main_w;
     panel_window("Analysis", ImVec2(g, body_y), ImVec2(main_w, body_h), analysis_tabs, s, ui);
-    const float over_h = std::round(wanted_grid_height(s, ui, right_w, body_h * 0.4f, body_h * 0.62f));
-    panel_window("Overview", ImVec2(right_x, body_y), ImVec2(right_w, over_h - g), panel_overview, s, ui);
-    panel_window("Side", ImVec2(right_x, body_y + over_h), ImVec2(right_w, body_h - over_h), side_tabs, s, ui);
+    if (s.demo != DEMO_NONE) { // the caption as tall as its text, up to 62 % (then it scrolls); the grid becomes a tab
+        const float pad = 2 * ImGui::GetStyle().WindowPadding.y + px(4);
+        const float cap_h = std::round(std::clamp(ui.content_h["Demo"] + pad, px(60), body_h * 0.62f));
+        panel_window("Demo", ImVec2(right_x, body_y), ImVec2(right_w, cap_h - g), panel_demo, s, ui);
+        panel_window("Side", ImVec2(right_x, body_y + cap_h), ImVec2(right_w, body_h - cap_h), side_tabs, s, ui);
+    } else {
+        // (at most half: Next token's rows and Generate below it stay in view at 1280 x 720)
+        const float over_h = std::round(wanted_grid_height(s, ui, right_w, body_h * 0.36f, body_h * 0.5f));
+        panel_window("Overview", ImVec2(right_x, body_y), ImVec2(right_w, over_h - g), panel_overview, s, ui);
+        panel_window("Side", ImVec2(right_x, body_y + over_h), ImVec2(right_w, body_h - over_h), side_tabs, s, ui);
+    }
     status_bar(s, ui, ImVec2(g, H - status_h), ImVec2(W - 2 * g, status_h - g));
 }
 
@@ -227,6 +241,7 @@ static void splitter(app_state& s, ui_context& ui, split_kind k, ImVec2 a, ImVec
 
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     fold_explanations(s.presenting || !ui.explain_full);
+    hide_tab_hints(s.presenting && s.demo != DEMO_NONE);
     ui.drawn.clear();
     ui.texts.clear();
     ui.next_rows.clear();

@@ -33,6 +33,7 @@ static void add_result(nlohmann::json& j, const app_state& s) {
     if (s.result) {
         std::vector<std::string> toks(s.result->cap().pieces.begin(), s.result->cap().pieces.end());
         j["tokens"] = toks;
+        j["n_layer"] = s.result->cap().n_layer, j["n_head"] = s.result->cap().n_head; // the grid's shape
         j["top1"] = s.result->pred.top.empty() ? "" : gb::token_text(s.result->model->tok, s.result->pred.top[0].id);
         const gb::kind_output out = run_kind(*s.result).output;
         if (out == gb::OUTPUT_FILL_MASK || out == gb::OUTPUT_CLASSES) { // where top1 is predicted, and every mask's fillers
@@ -137,7 +138,7 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
                             {"top_k", smp.top_k}, {"tokens", smp.tokens}, {"seed", smp.seed}};
     // widgets the tests check are on screen: name -> [x0, y0, x1, y1]
     for (const char* w : {"sampling column 0", "sampling column 1", "sampling column 2", "sampling text 0",
-                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it"})
+                          "sampling text 1", "sampling text 2", "demo caption", "break next", "break it", "Generate"})
         if (auto it = ui.widgets.find(w); it != ui.widgets.end())
             j["widgets"][w] = {it->second.x, it->second.y, it->second.z, it->second.w};
     // the view: the text scale chosen and drawn at, the font's pixel size, presentation mode, the panel filling the

@@ -190,12 +190,15 @@ void text_wrapped_at_spaces(const ImVec4& col, const std::string& text, float wi
 bool head_ablated(const gb::ablation& ab, int layer, int head);
 void toggle_head(gb::ablation& ab, int layer, int head);
 // A heading line for a panel, with a one-line hint.
-void panel_title(const char* title, const char* hint = nullptr);
+// (line_open: no separator under it; the caller goes on on the same line)
+void panel_title(const char* title, const char* hint = nullptr, bool line_open = false);
 // A Learn step's "see: PANEL" link (gb::learn_step::panel): opens the tab it names (Head, Logit lens,
 // Attribution, Experts) and outlines the window that shows it for 1.5 s.
 void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel);
 // The one-line hint of a tab's panel (the tab names it), wrapped when long.
 void tab_hint(const char* hint);
+// Whether tab_hint draws nothing this frame (presenting a demo: its caption explains; the layout sets it each frame).
+void hide_tab_hints(bool hidden);
 // Whether explanations are folded behind "(?)" this frame: the View menu's choice, and always when presenting (the
 // layout sets it at the start of every frame; tab_hint and the panels ask).
 void fold_explanations(bool folded);
@@ -204,6 +207,10 @@ bool explanations_folded();
 void folded_explanation(const std::string& text);
 
 void panel_prompt(app_state& s, ui_context& ui);
+// The active demo's caption with its End button and Break it's steps (panels/panel_demo.cpp): in the Prompt panel
+// (own_panel false), or presenting as the Demo panel beside the picture.
+void demo_caption(app_state& s, ui_context& ui, bool own_panel);
+void panel_demo(app_state& s, ui_context& ui);
 // The surprisal strip under the prompt's chips (panels/surprisal_strip.cpp): whether the shown result has one;
 // the line above the chips (the mean per token and per byte, the colour legend; or, where the kind or the memory
 // budget gives none, a one-line reason on hover); the bar from a to b under chip t, with its tooltip.

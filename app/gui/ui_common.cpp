@@ -289,7 +289,7 @@ static void whole_on_hover(const char* text) {
     ImGui::EndTooltip();
 }
 
-void panel_title(const char* title, const char* hint) {
+void panel_title(const char* title, const char* hint, bool line_open) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.8f, 1.0f, 1.0f));
     ImGui::TextUnformatted(title);
     ImGui::PopStyleColor();
@@ -302,7 +302,7 @@ void panel_title(const char* title, const char* hint) {
             whole_on_hover(hint);
         }
     }
-    ImGui::Separator();
+    if (!line_open) ImGui::Separator();
 }
 
 void follow_panel_link(app_state& s, ui_context& ui, const std::string& panel) {
@@ -343,7 +343,12 @@ void folded_explanation(const std::string& text) {
     whole_on_hover(text.c_str());
 }
 
+// presenting a demo, its caption beside the picture is the explanation: the tabs' hints give it their line
+static bool hints_hidden = false;
+void hide_tab_hints(bool hidden) { hints_hidden = hidden; }
+
 void tab_hint(const char* hint) {
+    if (hints_hidden) return;
     const float w = ImGui::GetContentRegionAvail().x;
     if (!folded_now && (ImGui::GetContentRegionAvail().y >= px(320) || ImGui::CalcTextSize(hint).x <= w)) {
         ImGui::PushTextWrapPos(0.0f);

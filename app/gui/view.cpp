@@ -25,7 +25,8 @@ static const struct {
               {"model", "Model", "Model"},             {"left", "Left", "Ablations and Model"},
               {"overview", "Overview", "Attention heads"}, {"analysis", "Analysis", "Analysis tabs"},
               {"output", "Output", "Next token"},      {"residual", "Residual", "Residual stream"},
-              {"side", "Side", "Next token, residual stream and ablations"}};
+              {"side", "Side", "Next token, residual stream and ablations"},
+              {"demo", "Demo", "Demo caption"}};
 
 std::string panel_window_id(const std::string& name) {
     for (const auto& p : panels)

@@ -96,7 +96,8 @@ static void saliency_only(app_state& s, ui_context& ui, const attribution_output
 // ---------------------------------------------------------------------------------------------
 // Head heatmap: L x H cells, blue (lowers the difference) - white (0) - red (raises it); click opens the head
 // ---------------------------------------------------------------------------------------------
-static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a, ImVec2 size) {
+// (fill: presenting, cells as wide and as tall as fill size, up to twice as wide as tall; else square)
+static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a, ImVec2 size, bool fill) {
     const int L = a.n_layer, H = a.n_head;
     double vmax = 0;
     for (double v : a.heads) vmax = std::max(vmax, std::fabs(v));
@@ -105,33 +106,36 @@ static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a,
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const float label_w = ImGui::CalcTextSize("L00").x + 8, head_h = ImGui::GetTextLineHeight() + 2;
     const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + 6;
-    const float cell = std::max(6.0f, std::min(64.0f, std::min((size.x - label_w) / H, (size.y - head_h - legend_h) / L)));
+    float cw = std::max(6.0f, std::min(px(fill ? 160 : 64), (size.x - label_w) / H));
+    float ch = std::max(6.0f, std::min(px(fill ? 160 : 64), (size.y - head_h - legend_h) / L));
+    if (!fill) cw = ch = std::min(cw, ch);
+    else cw = std::min(cw, 2 * ch), ch = std::min(ch, 1.2f * cw);
     char b[32];
     const ImU32 lc = IM_COL32(170, 170, 180, 255);
     snprintf(b, sizeof b, "H%d", H - 1);
-    const bool with_h = ImGui::CalcTextSize(b).x + 2 <= cell;
+    const bool with_h = ImGui::CalcTextSize(b).x + 2 <= cw;
     snprintf(b, sizeof b, "%d", H - 1);
-    const int hk = with_h ? 1 : label_step(H, cell, ImGui::CalcTextSize(b).x + 4);
+    const int hk = with_h ? 1 : label_step(H, cw, ImGui::CalcTextSize(b).x + 4);
     for (int h = 0; h < H; h += hk) {
         snprintf(b, sizeof b, with_h ? "H%d" : "%d", h);
-        dl->AddText(ImVec2(o.x + label_w + h * cell + (cell - ImGui::CalcTextSize(b).x) / 2, o.y), lc, b);
+        dl->AddText(ImVec2(o.x + label_w + h * cw + (cw - ImGui::CalcTextSize(b).x) / 2, o.y), lc, b);
     }
-    const int lk = label_step(L, cell, ImGui::GetTextLineHeight());
+    const int lk = label_step(L, ch, ImGui::GetTextLineHeight());
     int hover_l = -1, hover_h = -1;
     for (int l = 0; l < L; l++) {
         if (l % lk == 0) {
             snprintf(b, sizeof b, "L%d", l);
-            dl->AddText(ImVec2(o.x, o.y + head_h + l * cell + (cell - ImGui::GetTextLineHeight()) / 2), lc, b);
+            dl->AddText(ImVec2(o.x, o.y + head_h + l * ch + (ch - ImGui::GetTextLineHeight()) / 2), lc, b);
         }
         for (int h = 0; h < H; h++) {
             const double v = a.heads[(size_t)l * H + h];
-            ImVec2 p0(o.x + label_w + h * cell, o.y + head_h + l * cell), p1(p0.x + cell - 2, p0.y + cell - 2);
+            ImVec2 p0(o.x + label_w + h * cw, o.y + head_h + l * ch), p1(p0.x + cw - 2, p0.y + ch - 2);
             ImU32 c = diverging_u32((float)(v / vmax));
             dl->AddRectFilled(p0, p1, c);
             snprintf(b, sizeof b, "%.2f", std::fabs(v) < 0.005 ? 0.0 : v); // no "-0.00"
-            if (ImGui::CalcTextSize(b).x + 4 <= cell - 2 && cell >= ImGui::GetTextLineHeight() + 4)
-                dl->AddText(ImVec2(p0.x + (cell - 2 - ImGui::CalcTextSize(b).x) / 2,
-                                   p0.y + (cell - 2 - ImGui::GetTextLineHeight()) / 2), text_on(c), b);
+            if (ImGui::CalcTextSize(b).x + 4 <= cw - 2 && ch >= ImGui::GetTextLineHeight() + 4)
+                dl->AddText(ImVec2(p0.x + (cw - 2 - ImGui::CalcTextSize(b).x) / 2,
+                                   p0.y + (ch - 2 - ImGui::GetTextLineHeight()) / 2), text_on(c), b);
             if (l == s.sel_layer && h == s.sel_head)
                 dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), IM_COL32(255, 190, 60, 255), 0, 0, 2.0f);
             ui.widgets["attribution head " + std::to_string(l) + "." + std::to_string(h)] = ImVec4(p0.x, p0.y, p1.x, p1.y);
@@ -148,10 +152,10 @@ static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a,
     char lo[32], hi[32];
     snprintf(lo, sizeof lo, "%+.3g", -vmax);
     snprintf(hi, sizeof hi, "%+.3g", vmax);
-    const float grid_w = label_w + H * cell;
-    colour_bar(dl, ImVec2(o.x + label_w, o.y + head_h + L * cell + 6), std::max(140.0f, std::min(grid_w - label_w, 260.0f)), true,
+    const float grid_w = label_w + H * cw;
+    colour_bar(dl, ImVec2(o.x + label_w, o.y + head_h + L * ch + 6), std::max(140.0f, std::min(grid_w - label_w, 260.0f)), true,
                lo, "0", hi);
-    ImGui::Dummy(ImVec2(std::max(grid_w, label_w + 140), head_h + L * cell + legend_h));
+    ImGui::Dummy(ImVec2(std::max(grid_w, label_w + 140), head_h + L * ch + legend_h));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,13 +168,20 @@ struct bar_row {
     bool bold;  // the totals
 };
 
-static void component_bars(const gb::attribution& a) {
+// (fit_h > 0: rows as tall as share fit_h, down to a line's height, so that every row is in view)
+// (presenting, fit_h > 0, a layer's heads and attention bias are one row, its attention: the map beside gives the heads)
+static void component_bars(const gb::attribution& a, float fit_h) {
     const int L = a.n_layer, H = a.n_head;
     std::vector<bar_row> rows;
     rows.push_back({"embeddings", a.embed, false, false});
     for (int l = 0; l < L; l++) {
         double heads = 0;
         for (int h = 0; h < H; h++) heads += a.heads[(size_t)l * H + h];
+        if (fit_h > 0) {
+            rows.push_back({"L" + std::to_string(l) + " attention", heads + (a.has_attn_bias ? a.attn_bias[l] : 0.0), false, false});
+            rows.push_back({"L" + std::to_string(l) + " MLP", a.mlp[l], false, false});
+            continue;
+        }
         rows.push_back({"L" + std::to_string(l) + " heads (sum)", heads, true, false});
         if (a.has_attn_bias) rows.push_back({"L" + std::to_string(l) + " attn bias", a.attn_bias[l], false, false});
         rows.push_back({"L" + std::to_string(l) + " MLP", a.mlp[l], false, false});
@@ -181,7 +192,8 @@ static void component_bars(const gb::attribution& a) {
     double vmax = 0;
     for (const bar_row& r : rows) vmax = std::max(vmax, std::fabs(r.v));
     if (vmax == 0) vmax = 1;
-    const float row_h = ImGui::GetTextLineHeight() + 3;
+    float row_h = ImGui::GetTextLineHeight() + 3;
+    if (fit_h > 0) row_h = std::max(ImGui::GetTextLineHeight(), std::min(row_h, fit_h / rows.size()));
     const float label_w = ImGui::CalcTextSize("L00 heads (sum)").x + 10, value_w = ImGui::CalcTextSize("-00.000").x + 8;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
@@ -220,12 +232,16 @@ void panel_attribution(app_state& s, ui_context& ui) {
     pickers(s, ui, target, contrast);
     const int pos = attribution_position(s);
     const gb::record& at = r.lm_record(); // the record whose logits the difference reads
-    ImGui::Text("at %s %d %s", r.view ? "position" : "token", pos, at.pieces[pos].c_str());
-    ImGui::SameLine();
-    ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
-                        : source_shown(r) ? "(the decoder's last target token; show the decoder to pick another)"
-                                                    : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
-    if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS)) saliency_controls(s, ui, output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get());
+    // presenting, the pickers and the sum are the controls: the rest of the height is the picture's
+    if (!s.presenting) {
+        ImGui::Text("at %s %d %s", r.view ? "position" : "token", pos, at.pieces[pos].c_str());
+        ImGui::SameLine();
+        ImGui::TextDisabled(r.view ? "(the classifier reads [CLS])"
+                            : source_shown(r) ? "(the decoder's last target token; show the decoder to pick another)"
+                                              : "(click a token chip in the Prompt to move; the prediction is for the token after it)");
+        if (gb::offers(r.model->config, gb::FEATURE_GRADIENTS))
+            saliency_controls(s, ui, output_of<attribution_output>(s, ANALYSIS_ATTRIBUTION).get());
+    }
 
     const analysis_status& st = s.analysis[ANALYSIS_ATTRIBUTION];
     const std::string& want = s.analysis_want[ANALYSIS_ATTRIBUTION];
@@ -260,17 +276,24 @@ void panel_attribution(app_state& s, ui_context& ui) {
     }
 
     // heatmap on the left, bars on the right (the bars scroll when the model has many layers)
+    // (presenting: the map takes 64 % of the width, and the bars' rows share the height, so that both are whole)
     ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float left_w = std::min(avail.x * 0.55f, std::max(avail.x * 0.45f, 60.0f * a.n_head + 40));
+    const ImVec2 from = ImGui::GetCursorScreenPos();
+    const float left_w = s.presenting ? avail.x * 0.64f : std::min(avail.x * 0.55f, std::max(avail.x * 0.45f, 60.0f * a.n_head + 40));
     ImGui::BeginChild("##attr_heads", ImVec2(left_w, avail.y), false, ImGuiWindowFlags_NoScrollbar);
     ImGui::TextDisabled("heads (rows = layers); click one to open it");
-    head_heatmap(s, ui, a, ImGui::GetContentRegionAvail());
+    head_heatmap(s, ui, a, ImGui::GetContentRegionAvail(), s.presenting);
+    const ImVec2 map_end = ImGui::GetItemRectMax();
     ImGui::EndChild();
     ImGui::SameLine();
     ImGui::BeginChild("##attr_bars", ImVec2(0, avail.y));
     ImGui::TextDisabled("each part of the stream");
-    component_bars(a);
+    component_bars(a, s.presenting ? ImGui::GetContentRegionAvail().y - px(4) : 0.0f);
+    const ImVec2 bars_end = ImGui::GetItemRectMax();
+    const bool bars_whole = ImGui::GetScrollMaxY() <= 0;
     ImGui::EndChild();
+    // the picture: the map, and the bars beside it when they are whole
+    note_drawn(ui, "picture", from, bars_whole ? ImVec2(bars_end.x, std::max(map_end.y, bars_end.y)) : map_end);
 }
 
 } // namespace gbui

@@ -102,8 +102,10 @@ void panel_head(app_state& s, ui_context& ui) {
     const int sel_l = std::min(s.sel_layer, c.n_layer - 1), sel_h = std::min(s.sel_head, c.n_head - 1);
     char title[64];
     snprintf(title, sizeof title, "Head L%d H%d", sel_l, sel_h);
-    panel_title(title, "rows = queries, columns = keys; arrows move between heads");
+    // presenting, the scale's buttons share the title's line: the height goes to the picture
+    panel_title(title, s.presenting ? nullptr : "rows = queries, columns = keys; arrows move between heads", s.presenting);
     int mode = s.scale;
+    if (s.presenting) ImGui::SameLine(0, px(24));
     ImGui::RadioButton("linear", &mode, SCALE_LINEAR);
     ImGui::SameLine();
     ImGui::RadioButton("log", &mode, SCALE_LOG);
@@ -204,6 +206,9 @@ void panel_head(app_state& s, ui_context& ui) {
     ImGui::BeginChild("##query_row", ImVec2(right ? lw : rest.x, std::max(px(40), right ? z.y - la.y - used : rest.y)));
     query_row(c, sel_l, p, sel_q, s.scale);
     ImGui::EndChild();
+    // the picture: the heatmap with its labels, the legend and the query's row
+    const ImVec2 end = ImGui::GetItemRectMax();
+    note_drawn(ui, "picture", o, ImVec2(std::max(z.x, end.x), std::max(z.y, end.y)));
 }
 
 } // namespace gbui

@@ -362,20 +362,34 @@ void break_section(app_state& s, ui_context& ui) {
     const gb::tokenizer& tok = b->model->tok;
     const bool current = break_is_current(b, s.model, s.prompt, s.bos);
     const std::string base = quoted(tok, res.base_top_id);
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextDisabled("Each row removes one part of the model and runs \u201c%s\u201d again: the prediction, what %s "
-                        "keeps, KL(baseline \u2016 ablated), and the last token's \u2016x\u2016 after the last layer. Click a "
-                        "row to apply it to the whole app; hover it for what changed.%s",
-                        display_text(b->prompt).c_str(), base.c_str(),
-                        current ? "" : st.busy ? "  (updating...)" : "  (of an earlier prompt)");
-    ImGui::PopTextWrapPos();
+    const bool big = s.presenting && stepping; // the demo's picture: the table fills the tab
+    if (!big) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("Each row removes one part of the model and runs \u201c%s\u201d again: the prediction, what %s "
+                            "keeps, KL(baseline \u2016 ablated), and the last token's \u2016x\u2016 after the last layer. Click a "
+                            "row to apply it to the whole app; hover it for what changed.%s",
+                            display_text(b->prompt).c_str(), base.c_str(),
+                            current ? "" : st.busy ? "  (updating...)" : "  (of an earlier prompt)");
+        ImGui::PopTextWrapPos();
+    }
     double max_kl = 0;
     for (const gb::break_row& r : res.rows)
         if (std::isfinite(r.kl)) max_kl = std::max(max_kl, r.kl);
     const std::string keeps = "p(" + base + ")";
-    if (ImGui::BeginTable("##break_it", 6, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    // presenting: rows as tall as share the height (up to twice a line), columns stretched over the width
+    const float line = ImGui::GetTextLineHeight(), rows_h = ImGui::GetContentRegionAvail().y - px(8);
+    const float pad_y = big ? std::clamp((rows_h / (res.rows.size() + 2) - line) / 2, ImGui::GetStyle().CellPadding.y, line / 2)
+                            : ImGui::GetStyle().CellPadding.y;
+    ImGui::PushStyleVar(ImGuiStyleVar_CellPadding, ImVec2(ImGui::GetStyle().CellPadding.x, pad_y));
+    const ImVec2 table_at = ImGui::GetCursorScreenPos();
+    const bool table = ImGui::BeginTable("##break_it", big ? 5 : 6, (big ? ImGuiTableFlags_SizingStretchProp : ImGuiTableFlags_SizingFixedFit) |
+                                                                       ImGuiTableFlags_RowBg);
+    ImGui::PopStyleVar();
+    if (table) {
         // the headers drawn whole: p(‘##’) names a token (a TableSetupColumn name would be cut at "##")
-        const std::vector<std::string> heads = {"removed", "top-1", "p", keeps, "KL (nats)", "\u2016x\u2016 last"};
+        // (presenting, the top-1's probability shares its column: the table fits the width at the larger text)
+        std::vector<std::string> heads = {"removed", "top-1", "p", keeps, "KL (nats)", "\u2016x\u2016 last"};
+        if (big) heads.erase(heads.begin() + 2);
         for (const std::string& h : heads)
             ImGui::TableSetupColumn(("##" + h).c_str(), h == "KL (nats)" ? ImGuiTableColumnFlags_WidthFixed : 0,
                                     h == "KL (nats)" ? px(100) : 0.0f);
@@ -390,9 +404,13 @@ void break_section(app_state& s, ui_context& ui) {
         remember_item(ui, "break row none");
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: the model as it is, nothing ablated");
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(base.c_str());
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(percent(res.base_top_prob).c_str());
+        if (big) {
+            ImGui::Text("%s %s", base.c_str(), percent(res.base_top_prob).c_str());
+        } else {
+            ImGui::TextUnformatted(base.c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(percent(res.base_top_prob).c_str());
+        }
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(percent(res.base_top_prob).c_str());
         ImGui::TableNextColumn();
@@ -420,7 +438,8 @@ void break_section(app_state& s, ui_context& ui) {
             ImGui::TableNextColumn();
             const bool moved = r.top_id != res.base_top_id;
             ImGui::TextColored(moved ? ImVec4(1, 0.55f, 0.45f, 1) : ImVec4(0.85f, 0.85f, 0.88f, 1), "%s", quoted(tok, r.top_id).c_str());
-            ImGui::TableNextColumn();
+            if (big) ImGui::SameLine();
+            else ImGui::TableNextColumn();
             ImGui::TextUnformatted(percent(r.top_prob).c_str());
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(percent(r.base_top_prob).c_str());
@@ -438,6 +457,7 @@ void break_section(app_state& s, ui_context& ui) {
             note_text(ui, "break norm " + std::to_string(i), norm);
         }
         ImGui::EndTable();
+        if (big) note_drawn(ui, "picture", table_at, ImGui::GetItemRectMax());
     }
     if (!res.note.empty()) {
         ImGui::PushTextWrapPos(0.0f);
@@ -447,7 +467,7 @@ void break_section(app_state& s, ui_context& ui) {
     // while the demo steps, room below the table so that its title can scroll to the top of the view (the walk's end
     // above it is not what the class should be reading)
     const float section_h = ImGui::GetCursorPosY() - title_y, view_h = ImGui::GetWindowHeight(); // (a child without padding)
-    if (stepping && section_h < view_h) ImGui::Dummy(ImVec2(1, view_h - section_h));
+    if (stepping && !big && section_h < view_h) ImGui::Dummy(ImVec2(1, view_h - section_h));
     ui.break_row_shown = stepping ? s.break_row : -2;
 }
 
@@ -486,6 +506,8 @@ void panel_learn(app_state& s, ui_context& ui) {
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
     if (!s.model) {
         ImGui::TextDisabled(s.loading ? "loading the model..." : "no model yet");
+    } else if (s.presenting && s.demo == DEMO_BREAK) {
+        // Break it in front of a class: its table alone, at the top (the Demo panel beside it says what to look at)
     } else if (ui.learn_full) {
         ImGui::TextDisabled("The picture is shown over the window (Present): Esc or its button brings it back here.");
         if (ImGui::Button("Back to the tab")) ui.learn_full = false;

@@ -202,7 +202,10 @@ void panel_lens(app_state& s, ui_context& ui) {
     const float grid_h = std::max(px(60), avail.y - legend_h);
     const float scroll_room = ImGui::GetStyle().ScrollbarSize; // a scrollbar may take this much
     const float cw = std::max(px(50), std::min(px(120), (avail.x - label_w - scroll_room) / T));
-    const float ch = std::max(px(20), std::min(px(34), (grid_h - header_h - scroll_room) / P));
+    const bool wide = label_w + T * cw > avail.x - scroll_room; // a horizontal scroll bar takes room under the rows
+    // rows down to the text's height (and a little) so that every point is in view, the model's own (the last)
+    // included; a deep model's rows scroll
+    const float ch = std::max(std::min(px(20), font + px(3)), std::min(px(34), (grid_h - header_h - (wide ? scroll_room : 0.0f)) / P));
     const float fs = std::min(font, std::max(px(12), ch - px(6)));
 
     // the grid opens (the tab, or a new lens) scrolled to its end both ways: the last position's last row, the
@@ -224,6 +227,9 @@ void panel_lens(app_state& s, ui_context& ui) {
     cell_tooltip(s, lo, g.hover_r, g.hover_c);
     end_grid(g);
     legend(lo);
+    // the picture: the grid as far as its cells reach (a narrow one leaves the panel's right empty), and the legend
+    const float pic_w = std::min(g.ws.x, label_w + T * cw + (tall ? scroll_room : 0.0f));
+    note_drawn(ui, "picture", g.wp, ImVec2(g.wp.x + pic_w, ImGui::GetItemRectMax().y));
 }
 
 } // namespace gbui

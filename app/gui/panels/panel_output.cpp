@@ -157,37 +157,12 @@ static void top_rows(app_state& s, ui_context& ui, int* pick, const char* pick_w
     }
 }
 
-// The continuation's settings (tokens, temperature, top-k, seed) and its Generate (an encoder–decoder's Translate,
-// sampled) and Append to prompt buttons.
-static void generation_controls(app_state& s, ui_context& ui) {
-    // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
-    const ImGuiStyle& st = ImGui::GetStyle();
-    auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
-    // the sliders' values are written beside them (on the track the handle covers them)
-    char tokens[32], temp[48];
-    snprintf(tokens, sizeof tokens, "%d tokens", s.gen_tokens);
-    if (s.gen.temperature == 0) snprintf(temp, sizeof temp, "greedy (T 0)");
-    else snprintf(temp, sizeof temp, "temperature %.2f", s.gen.temperature);
-    const bool one_row = field_w("200 tokens", px(70)) + field_w("temperature 0.00", px(70)) + field_w("top-k", px(60)) +
-                             field_w("seed", px(70)) <= ImGui::GetContentRegionAvail().x;
-    slider_int_beside(ui, "tokens", &s.gen_tokens, 1, 200, tokens, px(70));
-    ImGui::SameLine();
-    slider_float_beside(ui, "temperature", &s.gen.temperature, 0.0f, 2.0f, temp, px(70));
-    if (one_row) ImGui::SameLine();
-    ImGui::SetNextItemWidth(px(60));
-    ImGui::InputInt("top-k", &s.gen.top_k, 0);
-    s.gen.top_k = std::max(0, s.gen.top_k);
-    ImGui::SameLine();
-    int seed = (int)s.gen.seed;
-    ImGui::SetNextItemWidth(px(70));
-    if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
+// Generate (an encoder–decoder's Translate, sampled) and, once there is a continuation, Append to prompt.
+static void generate_button(app_state& s, ui_context& ui) {
     // an encoder–decoder's target is a translation of the source, not a continuation: the button makes the target
     // the translation sampled with these settings (the prompt panel's Translate is the greedy one)
     const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
     const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
-    // beside the fields when it has room (a short panel keeps the button in view)
-    if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item())
-        ImGui::SameLine();
     const bool gen_clicked = ImGui::Button(gen_label);
     if (s2s) remember_item(ui, "Translate, sampled");
     if (s2s && ImGui::IsItemHovered())
@@ -213,6 +188,41 @@ static void generation_controls(app_state& s, ui_context& ui) {
             s.gen_step = 0, s.gen_follow = false;
         }
         remember_item(ui, "Append to prompt");
+    }
+}
+
+// The continuation's settings (tokens, temperature, top-k, seed) and its Generate (an encoder–decoder's Translate,
+// sampled) and Append to prompt buttons.
+static void generation_controls(app_state& s, ui_context& ui) {
+    // four labelled fields: one row when the panel is wide enough, else two (labels are never clipped)
+    const ImGuiStyle& st = ImGui::GetStyle();
+    auto field_w = [&](const char* label, float w) { return w + st.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x + st.ItemSpacing.x; };
+    // the sliders' values are written beside them (on the track the handle covers them)
+    char tokens[32], temp[48];
+    snprintf(tokens, sizeof tokens, "%d tokens", s.gen_tokens);
+    if (s.gen.temperature == 0) snprintf(temp, sizeof temp, "greedy (T 0)");
+    else snprintf(temp, sizeof temp, "temperature %.2f", s.gen.temperature);
+    const bool one_row = field_w("200 tokens", px(70)) + field_w("temperature 0.00", px(70)) + field_w("top-k", px(60)) +
+                             field_w("seed", px(70)) <= ImGui::GetContentRegionAvail().x;
+    slider_int_beside(ui, "tokens", &s.gen_tokens, 1, 200, tokens, px(70));
+    // presenting (a narrow side tab), Generate follows the length: in view above the sampling settings
+    ImGui::SameLine();
+    if (s.presenting) generate_button(s, ui); // (the settings go on on the next line)
+    slider_float_beside(ui, "temperature", &s.gen.temperature, 0.0f, 2.0f, temp, px(70));
+    if (one_row) ImGui::SameLine();
+    ImGui::SetNextItemWidth(px(60));
+    ImGui::InputInt("top-k", &s.gen.top_k, 0);
+    s.gen.top_k = std::max(0, s.gen.top_k);
+    ImGui::SameLine();
+    int seed = (int)s.gen.seed;
+    ImGui::SetNextItemWidth(px(70));
+    if (ImGui::InputInt("seed", &seed, 0)) s.gen.seed = (uint64_t)std::max(0, seed);
+    // beside the fields when it has room (a short panel keeps the button in view); presenting, it came first
+    if (!s.presenting) {
+        const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
+        const char* gen_label = s2s ? "Translate, sampled" : s.generating ? "Generating..." : "Generate";
+        if (ImGui::CalcTextSize(gen_label).x + 2 * st.FramePadding.x + st.ItemSpacing.x < room_right_of_item()) ImGui::SameLine();
+        generate_button(s, ui);
     }
 }
 
@@ -314,7 +324,8 @@ void panel_output(app_state& s, ui_context& ui) {
     const std::string hint = pick ? std::string("click a row: ") + tab_info(s.tab).pick : "baseline = no ablation, steering or edit";
     const bool vision = s.result && run_kind(*s.result).output == gb::OUTPUT_CLASSES;
     const bool encoder = s.result && (run_kind(*s.result).output == gb::OUTPUT_FILL_MASK || vision); // reads one position
-    panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
+    // presenting, the side tab's name is the title, and the continuation's controls have the line it would take
+    if (!s.presenting) panel_title(vision ? "Image classes" : encoder ? "Fill mask" : "Next token", hint.c_str());
     if (!s.result) return;
     const run_result& r = *s.result;
     const gb::model& m = *r.model;
@@ -347,7 +358,8 @@ void panel_output(app_state& s, ui_context& ui) {
         return;
     }
     ImGui::Spacing();
-    panel_title("Continuation", "generated with the current ablations");
+    if (s.presenting) ImGui::Separator();
+    else panel_title("Continuation", "generated with the current ablations");
     if (encoder) {
         ImGui::PushTextWrapPos(0);
         ImGui::TextDisabled("%s is an encoder: every token sees the whole prompt, and its head fills masked tokens; "

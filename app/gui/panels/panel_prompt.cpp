@@ -10,7 +10,6 @@
 
 #include "demos.h"
 #include "file_dialog.h"
-#include "fonts.h"
 #include "tab_inputs.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -168,53 +167,6 @@ static void bos_checkbox(app_state& s, ui_context& ui) {
     }
 }
 
-// Break it: step through the rows (each applies its ablation to the whole app) or restore the model; with_row:
-// which row is applied, beside them.
-static void break_buttons(app_state& s, ui_context& ui, bool with_row) {
-    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
-    const bool ready = break_is_current(b, s.model, s.prompt, s.bos) && !s.demo_waiting;
-    const int n = ready ? (int)b->res.rows.size() : 0;
-    if (!ready) ImGui::BeginDisabled();
-    if (ImGui::SmallButton("\u25c0 Previous") && s.break_row > -1) break_step(s, s.break_row - 1);
-    remember_item(ui, "break previous");
-    ImGui::SameLine();
-    if (ImGui::SmallButton("Next \u25b6") && s.break_row + 1 < n) break_step(s, s.break_row + 1);
-    remember_item(ui, "break next");
-    ImGui::SameLine();
-    if (ImGui::SmallButton("Restore")) break_step(s, -1);
-    remember_item(ui, "break restore");
-    if (!ready) ImGui::EndDisabled();
-    if (ready && with_row) {
-        ImGui::SameLine();
-        if (s.break_row >= 0) ImGui::TextDisabled("row %d of %d: %s (every row is in the Learn tab)", s.break_row + 1, n,
-                                                  b->res.rows[s.break_row].label.c_str());
-        else ImGui::TextDisabled("nothing removed: the model as it is (%d rows in the Learn tab)", n);
-    }
-}
-
-// The active demo's caption (what to look at), with a button to end it.
-static void demo_caption(app_state& s, ui_context& ui) {
-    if (s.demo == DEMO_NONE) return;
-    // presenting, the steps come first: the prompt strip is at most a quarter of the height, and a long caption
-    // would push them out of view (the caption says which row it is)
-    if (s.demo == DEMO_BREAK && s.presenting) break_buttons(s, ui, false);
-    const std::string text = std::string("Demo, ") + demo_label(s.demo) + ": " + s.demo_caption;
-    const float w = ImGui::GetWindowContentRegionMax().x - px(60) - ImGui::GetCursorPosX();
-    // presentation mode: the caption is what the class reads, in the larger font when it fits on two lines there
-    // (else the pictures below would lose the room; the presenting font is already 1.5 times the chosen one)
-    ImFont* large = s.presenting ? large_font() : nullptr;
-    if (large && large->CalcTextSizeA(large->FontSize, FLT_MAX, w, text.c_str()).y > 2.2f * large->FontSize) large = nullptr;
-    if (large) ImGui::PushFont(large);
-    text_wrapped_at_spaces(ImVec4(0.55f, 0.8f, 1.0f, 1), text, w);
-    if (large) ImGui::PopFont();
-    remember_item(ui, "demo caption");
-    note_drawn(ui, "demo caption", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
-    ImGui::SameLine(ImGui::GetWindowContentRegionMax().x - px(50));
-    if (ImGui::SmallButton("end##demo")) end_demo(s);
-    remember_item(ui, "end demo");
-    if (s.demo == DEMO_BREAK && !s.presenting) break_buttons(s, ui, true);
-}
-
 // A vision model reads an image: its path (applied on Enter or when the box loses focus), and what the model
 // makes of it (its size, the patch grid, the positions).
 static void image_prompt(app_state& s, ui_context& ui) {
@@ -315,6 +267,12 @@ static void prompt_side(app_state& s, ui_context& ui, float side_w, bool s2s) {
         ImGui::TextDisabled("%s", frame.c_str());
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", gb::kind_info_of(s.model->config).why_not[gb::FEATURE_BOS]);
     }
+    if (s.presenting) { // one row: the demos beside the checkbox (the chips below show the tokens)
+        ImGui::SameLine();
+        demo_combo(s, ui, std::max(px(120), side_w - ImGui::GetItemRectSize().x - 2 * st.ItemSpacing.x));
+        ImGui::EndGroup();
+        return;
+    }
     // how many tokens: beside the checkbox when it fits there (the group stays two lines, as tall as the box)
     char count[64] = "";
     if (s.busy) snprintf(count, sizeof count, "%s", s.generating ? "generating..." : "running...");
@@ -348,14 +306,17 @@ void panel_prompt(app_state& s, ui_context& ui) {
         computed_line(s, ui, top);
         ImGui::SetCursorPos(below_title);
     }
-    const float side_w = px(250), w = ImGui::GetContentRegionAvail().x;
+    // presenting, the box, the checkbox and the demos share one row
+    const float side_w = px(250) + (s.presenting ? ImGui::CalcTextSize("prepend BOS").x + ImGui::GetFrameHeight() + px(16) : 0.0f);
+    const float w = ImGui::GetContentRegionAvail().x;
     float box_h = prompt_box(s, ui, w - side_w);
     ImGui::SameLine();
     const bool s2s = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_SOURCE_TARGET;
     prompt_side(s, ui, side_w, s2s);
     if (!status_on_title && !s.presenting) computed_line(s, ui, -1);
-    demo_caption(s, ui);
-    ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + ImGui::GetFrameHeightWithSpacing() + box_h));
+    if (!s.presenting) demo_caption(s, ui, false);
+    // (under the title's row; presenting, right under the box: there is no title)
+    ImGui::SetCursorPosY(std::max(ImGui::GetCursorPosY(), top + (s.presenting ? st.ItemSpacing.y : ImGui::GetFrameHeightWithSpacing()) + box_h));
     if (s2s) target_row(s, ui);
     float fixed_h = ImGui::GetCursorPosY() - top;
     if (!s.result) {

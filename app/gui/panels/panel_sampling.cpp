@@ -87,9 +87,11 @@ void panel_sampling(app_state& s, ui_context& ui) {
     }
     const gb::tokenizer& tok = o->from->model->tok;
     const bool stale = o->key != s.analysis_want[ANALYSIS_SAMPLING];
-    ImGui::TextDisabled("seed %llu, %s, %d tokens each%s", (unsigned long long)o->seed,
-                        o->top_k > 0 ? ("top-k " + std::to_string(o->top_k)).c_str() : "every token", o->n_tokens,
-                        stale ? "  (updating...)" : "");
+    // (presenting, the controls above say as much: the line goes to the picture, unless it is updating)
+    if (!s.presenting || stale)
+        ImGui::TextDisabled("seed %llu, %s, %d tokens each%s", (unsigned long long)o->seed,
+                            o->top_k > 0 ? ("top-k " + std::to_string(o->top_k)).c_str() : "every token", o->n_tokens,
+                            stale ? "  (updating...)" : "");
     // as many rows of each distribution as leave every sampled text in view (they are the point: the same prompt
     // and seed, three temperatures), from 3 to 8
     const ImGuiStyle& sty = ImGui::GetStyle();
@@ -117,6 +119,7 @@ void panel_sampling(app_state& s, ui_context& ui) {
             if (c.hit_eos) ImGui::TextDisabled("(end of text)");
         }
         ImGui::EndTable();
+        note_drawn(ui, "picture", ImGui::GetItemRectMin(), ImGui::GetItemRectMax()); // the three columns
     }
 }
 
