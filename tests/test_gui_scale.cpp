@@ -277,7 +277,7 @@ TEST(GuiScale, ExplanationsFoldOnceSeenAndWhenPresenting) {
 }
 
 // F5 gives the pictures the room: the prompt strip at most a quarter of the height, the demo's tab most of the
-// width, the grid and the side tabs beside it; the Temperature demo's sampled texts stay in view.
+// width, the demo's caption and the side tabs beside it; the Temperature demo's sampled texts stay in view.
 TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
     ASSERT_TRUE(have_app());
     int rc = 0;
@@ -294,7 +294,8 @@ TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
         << "at least twice the area of the tiled layout's";
     EXPECT_FALSE(st[1]["drawn"].contains("panel Model")) << "the controls leave the screen to the pictures";
     EXPECT_FALSE(st[1]["drawn"].contains("panel Ablations")) << "(they are a tab of the side panel)";
-    EXPECT_TRUE(st[1]["drawn"].contains("panel Overview"));
+    EXPECT_FALSE(st[1]["drawn"].contains("panel Overview")) << "with a demo the grid is a tab beside Next token";
+    EXPECT_TRUE(st[1]["drawn"].contains("panel Demo")) << "the caption beside the picture";
     EXPECT_TRUE(st[1]["drawn"].contains("panel Side"));
     for (int i = 0; i < 3; i++) { // the sampled texts, the demo's point, are in the panel's view
         const std::string w = "sampling text " + std::to_string(i);
@@ -303,13 +304,14 @@ TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
         EXPECT_LE(r[3].get<float>(), shown.y1) << w << " is below the panel's bottom";
         EXPECT_GE(r[1].get<float>(), shown.y0) << w;
     }
-    // Break it's steps stay in the prompt strip's view above a long caption
+    // Break it's steps stay in view above its long caption
     st = run_at(1280, 720, "wait\ndemo break-it\nwait\nframes 5\npresent on\nframes 5\nwait\nframes 5\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     ASSERT_TRUE(st[0]["widgets"].contains("break next"));
-    const box strip = rect_of(st[0], "panel Prompt");
-    EXPECT_LE(st[0]["widgets"]["break next"][3].get<float>(), strip.y1) << "Next is in the strip's view";
+    const box caption = rect_of(st[0], "panel Demo");
+    EXPECT_LE(st[0]["widgets"]["break next"][3].get<float>(), caption.y1) << "Next is in the caption panel's view";
+    EXPECT_GE(st[0]["widgets"]["break next"][1].get<float>(), caption.y0);
 }
 
 TEST(GuiScale, APanelExportsAsVectorSvgAndAs2xPng) {
