@@ -22,7 +22,11 @@ static void pickers(app_state& s, ui_context& ui, int target, int contrast) {
     const run_result& r = *s.result;
     const gb::tokenizer& tok = r.model->tok;
     const int V = r.cap().vocab;
-    const float combo_w = 130, one_w = token_picker_w("contrast", combo_w) + 24;
+    // the combos as wide as their tokens need at this text size (at least the 130 px they had at 100 %)
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float tw = std::max(ImGui::CalcTextSize(quoted(tok, ain.target >= 0 ? ain.target : target).c_str()).x,
+                              ImGui::CalcTextSize(quoted(tok, ain.contrast >= 0 ? ain.contrast : contrast).c_str()).x);
+    const float combo_w = std::clamp(tw + ImGui::GetFrameHeight() + 2 * st.FramePadding.x + px(4), 130.0f, px(220)), one_w = token_picker_w("contrast", combo_w) + 24;
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("target  ");
     ImGui::SameLine();
@@ -105,7 +109,7 @@ static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a,
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const float label_w = ImGui::CalcTextSize("L00").x + 8, head_h = ImGui::GetTextLineHeight() + 2;
-    const float legend_h = 12 + 4 + ImGui::GetTextLineHeight() + 6;
+    const float legend_h = px(6) + px(12) + px(4) + ImGui::GetTextLineHeight(); // the colour bar below (colour_bar's height)
     float cw = std::max(6.0f, std::min(px(fill ? 160 : 64), (size.x - label_w) / H));
     float ch = std::max(6.0f, std::min(px(fill ? 160 : 64), (size.y - head_h - legend_h) / L));
     if (!fill) cw = ch = std::min(cw, ch);
@@ -153,9 +157,9 @@ static void head_heatmap(app_state& s, ui_context& ui, const gb::attribution& a,
     snprintf(lo, sizeof lo, "%+.3g", -vmax);
     snprintf(hi, sizeof hi, "%+.3g", vmax);
     const float grid_w = label_w + H * cw;
-    colour_bar(dl, ImVec2(o.x + label_w, o.y + head_h + L * ch + 6), std::max(140.0f, std::min(grid_w - label_w, 260.0f)), true,
+    colour_bar(dl, ImVec2(o.x + label_w, o.y + head_h + L * ch + px(6)), std::max(px(140), std::min(grid_w - label_w, px(260))), true,
                lo, "0", hi);
-    ImGui::Dummy(ImVec2(std::max(grid_w, label_w + 140), head_h + L * ch + legend_h));
+    ImGui::Dummy(ImVec2(std::max(grid_w, label_w + px(140)), head_h + L * ch + legend_h));
 }
 
 // ---------------------------------------------------------------------------------------------
