@@ -185,7 +185,11 @@ static float wanted_grid_height(const app_state& s, const ui_context& ui, float 
 // chosen) fills the left 68 % of the rest from top to bottom; on the right, the attention grid over Next token,
 // Residual and Ablations as tabs, or with a demo its caption beside its picture over those tabs and the grid's.
 static void presentation_layout(app_state& s, ui_context& ui, float W, float H, float g, float status_h) {
-    const float prompt_h = std::round(std::min(H * 0.2f, std::max(px(60), ui.prompt_wanted_h)));
+    float prompt_h = std::min(H * 0.2f, std::max(px(60), ui.prompt_wanted_h));
+    const float least = ui.content_h["Prompt least"], row = ui.content_h["Prompt row"];
+    if (prompt_h < ui.prompt_wanted_h && row > 0 && least <= prompt_h) // whole rows of tokens, no empty band below them
+        prompt_h = least + std::floor((prompt_h - least) / row) * row;
+    prompt_h = std::round(prompt_h);
     panel_window("Prompt", ImVec2(g, g), ImVec2(W - 2 * g, prompt_h - g), panel_prompt, s, ui);
     const float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
     const float right_w = std::round(W * 0.32f), main_w = W - right_w - 3 * g, right_x = 2 * g + main_w;

@@ -353,6 +353,7 @@ void panel_prompt(app_state& s, ui_context& ui) {
     ui.prompt_wanted_h = fixed_h + strip_h + 2 * st.WindowPadding.y + st.ItemSpacing.y;
     // the least the panel may have: its first row of chips in view whatever is above it (a demo's caption)
     ui.content_h["Prompt least"] = fixed_h + row_h + px(4) + 2 * st.WindowPadding.y + st.ItemSpacing.y;
+    ui.content_h["Prompt row"] = row_h; // (presenting, the strip is cut to whole rows)
     // whole rows in view, never half a chip at the bottom (the rest scroll)
     const float room = ImGui::GetContentRegionAvail().y;
     ImGui::BeginChild("##chips", ImVec2(0, room >= strip_h ? 0.0f : std::max(row_h, std::floor(room / row_h) * row_h)), false);
