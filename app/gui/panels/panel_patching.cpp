@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "patching_inputs.h"
+#include "text_scale.h"
 #include "trace_analysis.h"
 #include "ui.h"
 
@@ -39,13 +40,17 @@ static bool norm_grid(ui_context& ui, const char* name, const std::vector<float>
     for (const std::string& c : g.cols) col_h = std::max(col_h, ImGui::CalcTextSize(c.c_str()).x);
     row_w += 8;
     col_h = g.vertical_cols ? col_h + 8 : ImGui::GetTextLineHeight() + 2;
-    const float cw = std::max(2.0f, std::min(56.0f, (size.x - row_w) / C));
-    const float ch = std::max(8.0f, std::min(40.0f, (size.y - col_h) / R)); // the panel scrolls below 8 px
+    const float cw = std::max(2.0f, std::min(px(56), (size.x - row_w) / C));
+    const float ch = std::max(8.0f, std::min(px(40), (size.y - col_h) / R)); // the panel scrolls below 8 px
     const ImVec2 a(o.x + row_w, o.y + col_h);
     const ImU32 lc = IM_COL32(175, 175, 185, 255);
-    const int rk = label_step(R, ch, ImGui::GetTextLineHeight());
+    // row labels a little smaller than the text when the rows are (down to 10 px at 100 %), so that each row keeps
+    // its label before every other one is dropped
+    const float fs = std::min(font, std::max(px(10), ch - 1));
+    const int rk = label_step(R, ch, fs);
     for (int r = 0; r < R; r += rk)
-        dl->AddText(ImVec2(o.x, a.y + r * ch + (ch - ImGui::GetTextLineHeight()) / 2), lc, g.rows[r].c_str());
+        dl->AddText(ImGui::GetFont(), fs, ImVec2(o.x + row_w - 8 - ImGui::CalcTextSize(g.rows[r].c_str()).x * fs / font,
+                                                 a.y + r * ch + (ch - fs) / 2), lc, g.rows[r].c_str());
     float need = g.vertical_cols ? font + 1 : 0;
     if (!g.vertical_cols)
         for (const std::string& c : g.cols) need = std::max(need, ImGui::CalcTextSize(c.c_str()).x + 6);
