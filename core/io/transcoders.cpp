@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <random>
 
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -212,31 +213,78 @@ void write_transcoders(const std::string& dir, const transcoder_set& t) {
     }
 }
 
+void write_random_transcoders(const std::string& dir, int n_layer, int d, int d_tc, float bias, bool skip,
+                              const std::string& dtype, uint64_t seed) {
+    const st_dtype dt = dtype == "F32" ? ST_F32 : dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw error("random transcoders: dtype " + dtype + " (F32, F16 or BF16)");
+    fs::create_directories(dir);
+    {
+        std::ofstream c(dir + "/config.yaml");
+        if (!c) throw error("cannot write " + dir + "/config.yaml");
+        c << "model_kind: transcoder_set\nmodel_name: random\nfeature_input_hook: mlp.hook_in\n"
+             "feature_output_hook: mlp.hook_out\n";
+    }
+    const float enc = 1.0f / std::sqrt((float)d), dec = 0.5f / std::sqrt((float)d), sk = 0.3f / std::sqrt((float)d);
+    for (int l = 0; l < n_layer; l++) {
+        std::mt19937_64 rng(seed * 1000003 + l);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        auto draw = [&](size_t n, float scale, float mean) {
+            std::vector<float> v(n);
+            for (float& x : v) x = mean + scale * nd(rng);
+            return v;
+        };
+        std::vector<st_out> ts;
+        ts.push_back({"W_enc", {d_tc, d}, draw((size_t)d_tc * d, enc, 0), dt});
+        ts.push_back({"W_dec", {d_tc, d}, draw((size_t)d_tc * d, dec, 0), dt});
+        ts.push_back({"b_enc", {d_tc}, draw(d_tc, 0.1f, bias), ST_F32});
+        ts.push_back({"b_dec", {d}, draw(d, 0.05f, 0), ST_F32});
+        if (skip) ts.push_back({"W_skip", {d, d}, draw((size_t)d * d, sk, 0), dt});
+        write_safetensors(dir + "/layer_" + std::to_string(l) + ".safetensors", ts);
+    }
+}
+
 void transcoder_encode(std::vector<float>& acts, const transcoder_set& t, int layer, const float* x, int n) {
     const int d = t.d_model, m = t.d_tc;
     const transcoder_layer& l = t.layers[layer];
     acts.assign((size_t)n * m, 0.0f);
-    std::vector<double> pre(m);
-    for (int r = 0; r < n; r++) {
-        const float* xr = x + (size_t)r * d;
+    // pre [n][m] in double, each element summed over i in order (b + w0 x0 + w1 x1 + ...), as a plain loop would;
+    // R rows at a time, x transposed to xt [d][R] so that the rows are the vector lanes, threads over features
+    constexpr int R = 16;
+    std::vector<double> pre((size_t)n * m);
+    for (int r0 = 0; r0 < n; r0 += R) {
+        const int nr = std::min(R, n - r0);
+        std::vector<double> xt((size_t)d * R, 0.0);
+        for (int r = 0; r < nr; r++)
+            for (int i = 0; i < d; i++) xt[(size_t)i * R + r] = x[(size_t)(r0 + r) * d + i];
+#pragma omp parallel for schedule(static)
         for (int f = 0; f < m; f++) {
             const float* w = l.W_enc.data() + (size_t)f * d;
-            double s = l.b_enc[f];
-            for (int i = 0; i < d; i++) s += (double)w[i] * xr[i];
-            pre[f] = s;
+            double acc[R];
+            for (int r = 0; r < R; r++) acc[r] = l.b_enc[f];
+            for (int i = 0; i < d; i++) {
+                const double wi = w[i];
+                const double* xi = xt.data() + (size_t)i * R;
+                for (int r = 0; r < R; r++) acc[r] += wi * xi[r];
+            }
+            for (int r = 0; r < nr; r++) pre[(size_t)(r0 + r) * m + f] = acc[r];
         }
+    }
+    std::vector<int> ids;
+    for (int r = 0; r < n; r++) {
+        const double* p = pre.data() + (size_t)r * m;
         float* a = acts.data() + (size_t)r * m;
         if (t.arch == SAE_TOPK) {
-            std::vector<int> ids(m);
+            ids.resize(m);
             std::iota(ids.begin(), ids.end(), 0);
             const int k = std::min(t.k, m);
             std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                              [&](int p, int q) { return pre[p] > pre[q] || (pre[p] == pre[q] && p < q); });
-            for (int j = 0; j < k; j++) a[ids[j]] = (float)std::max(0.0, pre[ids[j]]);
+                              [&](int u, int v) { return p[u] > p[v] || (p[u] == p[v] && u < v); });
+            for (int j = 0; j < k; j++) a[ids[j]] = (float)std::max(0.0, p[ids[j]]);
         } else if (t.arch == SAE_JUMPRELU) {
-            for (int f = 0; f < m; f++) a[f] = pre[f] > l.threshold[f] && pre[f] > 0 ? (float)pre[f] : 0.0f;
+            for (int f = 0; f < m; f++) a[f] = p[f] > l.threshold[f] && p[f] > 0 ? (float)p[f] : 0.0f;
         } else {
-            for (int f = 0; f < m; f++) a[f] = (float)std::max(0.0, pre[f]);
+            for (int f = 0; f < m; f++) a[f] = (float)std::max(0.0, p[f]);
         }
     }
 }

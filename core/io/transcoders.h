@@ -51,6 +51,13 @@ transcoder_set read_transcoders(const std::string& dir);
 // Writes t into dir in circuit-tracer's layout (config.yaml too), F32. The tests' sets and train-transcoder's.
 void write_transcoders(const std::string& dir, const transcoder_set& t);
 
+// A random per-layer ReLU set of n_layer x d_tc features for a model of width d, written into dir layer by layer
+// (memory: one layer as floats) in circuit-tracer's layout, its matrices stored as dtype ("F32", "F16", "BF16"):
+// W_enc N(0, 1/d) so that a pre-activation on an input of norm sqrt(d) is about N(bias, 1), b_enc bias + N(0, 0.1),
+// W_dec N(0, 0.25/d), b_dec N(0, 0.05^2), with skip a W_skip N(0, 0.09/d). For benchmarks (make-random --transcoders).
+void write_random_transcoders(const std::string& dir, int n_layer, int d, int d_tc, float bias, bool skip,
+                              const std::string& dtype, uint64_t seed);
+
 // acts [n][d_tc] of `layer`'s features from x [n][d] (its input), in double inside: ReLU, JumpReLU (pre where
 // pre > threshold), TopK (the k largest pre-activations through ReLU).
 void transcoder_encode(std::vector<float>& acts, const transcoder_set& t, int layer, const float* x, int n);
