@@ -1,6 +1,6 @@
 // Attribution graphs (core/analysis/attribution_graph.h, replacement.h, graph_prune.h, graph_json.h,
-// core/io/transcoders.h): on tiny random GPT-2 (LayerNorm), Llama (RMSNorm, grouped-query attention) and GPT-NeoX
-// (parallel blocks) models with random transcoder sets the tests write in circuit-tracer's layout (per-layer ReLU,
+// core/io/transcoders.h): on tiny random GPT-2 (LayerNorm), Llama (RMSNorm, grouped-query attention), GPT-NeoX
+// (parallel blocks), Gemma 2 (pre- and post-norms) and OLMo 2 (post-norms only) models with random transcoder sets the tests write in circuit-tracer's layout (per-layer ReLU,
 // JumpReLU and TopK, with and without a skip; cross-layer ReLU and JumpReLU with a skip), against the double
 // reference of tests/support/ref_graph.h: the features, the frozen replacement model reproducing the model's own
 // reads, the adjacency column by column as the removal of each source's write, influence, masks, cut-offs and
@@ -50,10 +50,13 @@ const std::vector<family_case>& families() {
         g.n_layer = 3, g.n_head = 2, g.d_model = 16;
         const tiny_model tm = write_tiny_gpt2(test_temp_dir("graph-gpt2"), g);
         f.push_back({"gpt2", tm.dir, 3, 16, tm.config.vocab_size});
-        for (const char* fam : {"llama", "gpt_neox"}) {
+        // gemma2 and olmo2: post-norms on the sublayers' outputs (OLMo 2 without pre-norms); Gemma 2's attention
+        // soft-capped (the patterns are frozen), its logits not (a logit node reads the logit before any cap)
+        for (const char* fam : {"llama", "gpt_neox", "gemma2", "olmo2"}) {
             family_spec s;
             s.family = fam;
             s.n_layer = 3, s.d_model = 16, s.n_head = 4, s.n_kv_head = 2, s.d_ff = 24, s.vocab = 300;
+            if (s.family == "gemma2") s.attn_softcap = 20;
             const tiny_family tf = write_tiny_family(test_temp_dir(std::string("graph-") + fam), s);
             f.push_back({fam, tf.hf_dir, 3, 16, 300});
         }
@@ -458,11 +461,38 @@ TEST(AttributionGraph, Interventions) {
             gb::record rec;
             gb::forward_options opt;
             opt.keep.resid_stream = true;
+            opt.keep.points = gb::hook_bit(gb::HOOK_MLP_POST);
             gb::run_forward(rec, m, tokens, {}, opt);
             std::vector<double> x(d);
             const float* dec = t.dec(f->layer, f->index, L - 1);
-            for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L)[(size_t)(T - 1) * d + i] - (double)f->act * dec[i];
             const bool ln = gb::arch_table(m.config.arch).norm == gb::NORM_LAYERNORM;
+            // x [d] -> its norm's (x - mean) s, the scale recomputed
+            auto normed = [&](std::vector<double>& v) {
+                double mu = 0, var = 0;
+                if (ln) {
+                    for (double e : v) mu += e;
+                    mu /= d;
+                }
+                for (double e : v) var += (e - mu) * (e - mu);
+                const double sc = 1 / std::sqrt(var / d + m.config.norm_eps);
+                for (double& e : v) e = (e - mu) * sc;
+            };
+            if (gb::arch_table(m.config.arch).post_norm) {
+                // Gemma 2, OLMo 2: the write leaves the MLP's output before its post-norm, recomputed after
+                const gb::layer_weights& lw = m.weights.layers[L - 1];
+                const std::vector<float> wd = gb::unpack_matrix(lw.w_down);
+                const float* h = rec.get(gb::HOOK_MLP_POST, L - 1) + (size_t)(T - 1) * m.config.d_ff;
+                std::vector<double> y(d);
+                for (int j = 0; j < d; j++) {
+                    double v = lw.b_down.empty() ? 0.0 : lw.b_down[j];
+                    for (int k = 0; k < m.config.d_ff; k++) v += (double)h[k] * wd[(size_t)k * d + j];
+                    y[j] = v - (double)f->act * dec[j];
+                }
+                normed(y);
+                for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L - 1)[(size_t)(T - 1) * d + i] + lw.post_mlp_norm[i] * y[i];
+            } else {
+                for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L)[(size_t)(T - 1) * d + i] - (double)f->act * dec[i];
+            }
             double mu = 0, var = 0;
             if (ln) {
                 for (double v : x) mu += v;
