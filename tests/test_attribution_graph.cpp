@@ -404,6 +404,71 @@ TEST(AttributionGraph, CliGraphAndOpen) {
     EXPECT_NE(bad.err.find("transcoders"), std::string::npos) << bad.err;
 }
 
+// The command reads only the features that fire on the prompt (read_active_transcoders): its graph is the whole
+// set's, feature for feature and bit for bit.
+TEST(AttributionGraph, ActiveFeaturesAloneGiveTheSameGraph) {
+    uint32_t seed = 90;
+    for (const family_case& fc : families()) {
+        const gb::model m = gb::load_model(fc.dir);
+        for (const tc_case& tc : {tc_cases[0], tc_cases[3], tc_cases[4], tc_cases[6]}) {
+            SCOPED_TRACE(fc.name + " " + tc.name);
+            // wider and sparser than written_set's, so that some features fire nowhere in the prompt
+            tc_spec ts;
+            ts.n_layer = fc.n_layer, ts.d_model = fc.d_model, ts.d_tc = 48, ts.bias = -1.0f;
+            ts.cross = tc.cross, ts.skip = tc.skip, ts.arch = tc.arch, ts.seed = seed++;
+            const std::string dir = test_temp_dir("tc-active-" + fc.name + "-" + tc.name);
+            gb::write_transcoders(dir, random_transcoders(ts));
+            const gb::transcoder_set full = gb::read_transcoders(dir);
+            const std::vector<int> tokens = random_tokens(7, fc.vocab, seed++);
+            const int L = fc.n_layer, T = (int)tokens.size(), d = fc.d_model;
+            gb::record rec;
+            gb::forward_options fo;
+            fo.keep.resid_stream = true;
+            fo.keep.points = gb::hook_bit(gb::HOOK_MLP_IN);
+            gb::run_forward(rec, m, tokens, {}, fo);
+            std::vector<float> in, mid;
+            for (int l = 0; l < L; l++) {
+                in.insert(in.end(), rec.get(gb::HOOK_MLP_IN, l), rec.get(gb::HOOK_MLP_IN, l) + (size_t)T * d);
+                mid.insert(mid.end(), rec.resid(2 * l + 1), rec.resid(2 * l + 1) + (size_t)T * d);
+            }
+            std::vector<std::vector<int>> kept;
+            int full_d_tc = 0;
+            const gb::transcoder_set t = gb::read_active_transcoders(full.path, in, mid, T, L, d, kept, full_d_tc);
+            EXPECT_EQ(full_d_tc, full.d_tc);
+            EXPECT_LT(t.d_tc, full.d_tc);
+            for (bool bos : {false, true}) {
+                gb::graph_options opt;
+                opt.bos = bos;
+                opt.max_feature_nodes = bos ? 10 : 8192; // the choice by influence too
+                // gemm_backward's first two products by a matrix run another kernel than its later ones
+                // (kernels/gemm.h): a first graph leaves every matrix on its later one for both
+                gb::build_graph(m, full, tokens, opt);
+                const gb::attribution_graph a = gb::build_graph(m, full, tokens, opt);
+                const gb::attribution_graph b = gb::build_graph(m, t, tokens, opt);
+                EXPECT_EQ(a.n_active, b.n_active);
+                ASSERT_EQ(a.n_features(), b.n_features());
+                for (int i = 0; i < a.n_features(); i++) {
+                    const gb::active_feature &x = a.features[i], &y = b.features[i];
+                    EXPECT_EQ(x.layer, y.layer);
+                    EXPECT_EQ(x.pos, y.pos);
+                    EXPECT_EQ(x.index, kept[y.layer][y.index]);
+                    EXPECT_EQ(x.act, y.act);
+                }
+                EXPECT_EQ(a.logit_tokens, b.logit_tokens);
+                EXPECT_EQ(a.adjacency, b.adjacency);
+            }
+        }
+    }
+    // a set of another shape is refused as read_transcoders' graphs refuse it
+    const family_case& fc = families()[0];
+    std::vector<std::vector<int>> kept;
+    int w = 0;
+    const gb::transcoder_set t = written_set(fc, tc_cases[0], 3);
+    const std::vector<float> x((size_t)(fc.n_layer + 1) * 2 * fc.d_model, 0.5f);
+    expect_gb_error([&] { gb::read_active_transcoders(t.path, x, x, 2, fc.n_layer + 1, fc.d_model, kept, w); }, "layers");
+    expect_gb_error([&] { gb::read_active_transcoders(t.path, x, x, 2, fc.n_layer, fc.d_model - 1, kept, w); }, "d_model");
+}
+
 // Not asserted: the time of a graph on the default model at 16 tokens with a random transcoder set.
 TEST(AttributionGraph, DefaultModelTime) {
     const std::string path = std::string(GLASSBOX_SOURCE_DIR) + "/assets/models/glassbox-tiny-en";
