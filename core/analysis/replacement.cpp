@@ -76,7 +76,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
 
     r.s_attn.resize((size_t)L * T), r.s_mlp.resize((size_t)L * T), r.s_final.resize(T);
     r.pattern.resize((size_t)L * H * T * T);
-    r.w_v.resize(L), r.skip.resize(L);
+    r.w_vT.resize(L), r.w_oT.resize(L), r.skip_t.resize(L);
     r.mlp_input.resize((size_t)L * T * d), r.error.resize((size_t)L * T * d), r.recon.assign((size_t)L * T * d, 0.0f);
     // post_norm: each sublayer's output before its norm (the model's own products), and that norm's frozen scale
     std::vector<float> mlp_out((size_t)L * T * d);
@@ -111,11 +111,22 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
         const layer_weights& lw = m.weights.layers[l];
         const std::vector<float> qkv = unpack_matrix(lw.w_qkv);
         const int cols = (H + 2 * KV) * dh;
-        std::vector<float> v((size_t)d * KV * dh);
+        std::vector<float> vt((size_t)KV * dh * d); // [KV*dh][d]
         for (int i = 0; i < d; i++)
-            std::copy_n(qkv.begin() + (size_t)i * cols + (size_t)(H + KV) * dh, KV * dh, v.begin() + (size_t)i * KV * dh);
-        r.w_v[l] = pack_matrix(v, d, KV * dh, true);
-        if (!t.layers[l].skip.empty()) r.skip[l] = pack_matrix(t.layers[l].skip, d, d, true);
+            for (int j = 0; j < KV * dh; j++) vt[(size_t)j * d + i] = qkv[(size_t)i * cols + (size_t)(H + KV) * dh + j];
+        r.w_vT[l] = pack_matrix(vt, KV * dh, d, true);
+        const std::vector<float> wo = unpack_matrix(lw.w_o); // [H*dh][d]
+        std::vector<float> ot((size_t)d * H * dh);
+        for (int i = 0; i < H * dh; i++)
+            for (int j = 0; j < d; j++) ot[(size_t)j * H * dh + i] = wo[(size_t)i * d + j];
+        r.w_oT[l] = pack_matrix(ot, d, H * dh, true);
+        if (!t.layers[l].skip.empty()) {
+            const std::vector<float>& sk = t.layers[l].skip; // [in][out]
+            std::vector<float> st((size_t)d * d);
+            for (int i = 0; i < d; i++)
+                for (int j = 0; j < d; j++) st[(size_t)j * d + i] = sk[(size_t)i * d + j];
+            r.skip_t[l] = pack_matrix(st, d, d, true);
+        }
         std::copy_n(t.input_normed ? in : mid, (size_t)T * d, r.mlp_input.begin() + (size_t)l * T * d);
     }
     norm_scales(r.s_final.data(), rec.resid(2 * L), T, d, r.layernorm, c.norm_eps);
@@ -257,8 +268,9 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
     const layer_weights& lw = m.weights.layers[l];
     G = post_back(G, B * Tb, Tb, r, lw.post_attn_norm, r.s_post_attn, l, s);
     s.dz.resize((size_t)B * Tb * H * dh);
-    gemm_backward(s.dz.data(), G, lw.w_o, B * Tb, s.gs);
+    gemm(s.dz.data(), G, r.w_oT[l], {}, B * Tb, s.gs);
     s.dv.assign((size_t)B * Tb * KV * dh, 0.0f);
+#pragma omp parallel for schedule(static) if (B > 1)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             if (only_head >= 0 && h != only_head) continue;
@@ -275,7 +287,7 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
             }
         }
     s.tmp.resize((size_t)B * Tb * d);
-    gemm_backward(s.tmp.data(), s.dv.data(), r.w_v[l], B * Tb, s.gs);
+    gemm(s.tmp.data(), s.dv.data(), r.w_vT[l], {}, B * Tb, s.gs);
     if (r.pre_norm)
         norm_back(s.tmp.data(), B * Tb, Tb, d, lw.norm1_g.data(), r.s_attn.data() + (size_t)l * T, r.layernorm);
     for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
@@ -284,10 +296,10 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
 // out += the skip of layer l's transpose applied to G (nothing without a skip); G: at the MLP's output (before a
 // post-norm).
 void skip_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s) {
-    if (r.skip[l].empty()) return;
+    if (r.skip_t[l].empty()) return;
     const int T = r.n_tokens, d = r.d_model;
     s.tmp.resize((size_t)B * Tb * d);
-    gemm_backward(s.tmp.data(), G, r.skip[l], B * Tb, s.gs);
+    gemm(s.tmp.data(), G, r.skip_t[l], {}, B * Tb, s.gs);
     if (r.input_normed && r.pre_norm)
         norm_back(s.tmp.data(), B * Tb, Tb, d, m.weights.layers[l].norm2_g.data(), r.s_mlp.data() + (size_t)l * T, r.layernorm);
     for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
@@ -372,7 +384,11 @@ void read_rows(float* rows, const model& m, const replacement& r, const source_w
     for (size_t i = 0; i < order.size();) {
         size_t j = i;
         batch.clear();
-        while (j < order.size() && reads[order[j]].layer == reads[order[i]].layer && (int)batch.size() < max_batch)
+        // one layer, and positions close enough that the rows after each read's own position (zero, but sent
+        // back with the batch's) stay within an eighth of the batch's
+        const graph_read& first = reads[order[i]];
+        while (j < order.size() && reads[order[j]].layer == first.layer && (int)batch.size() < max_batch &&
+               (reads[order[j]].pos - first.pos) * 8 <= reads[order[j]].pos + 1)
             batch.push_back(reads[order[j++]]);
         out.assign(batch.size() * (size_t)w.n_src, 0.0f);
         batch_rows(out.data(), m, r, w, batch.data(), (int)batch.size(), batch[0].layer, s);

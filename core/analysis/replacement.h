@@ -38,8 +38,11 @@ struct replacement {
     std::vector<float> s_final;       // [T] the final norm's
     std::vector<float> s_post_attn, s_post_mlp; // [L][T] post_norm: the frozen scales of the sublayers' output norms
     std::vector<float> pattern;       // [L][H][T][T] frozen attention patterns
-    std::vector<weight_matrix> w_v;   // [L] [d][KV*dh] the value columns of W_qkv
-    std::vector<weight_matrix> skip;  // [L] [d][d] the transcoders' skip (empty without)
+    // the backward's matrices, transposed and packed in fp32 (the same kernel for every product, whatever the
+    // model's: a read's row does not depend on which reads went before)
+    std::vector<weight_matrix> w_vT;  // [L] [KV*dh][d] the value columns of W_qkv, transposed
+    std::vector<weight_matrix> w_oT;  // [L] [d][H*dh] W_o transposed
+    std::vector<weight_matrix> skip_t; // [L] [d][d] the transcoders' skip transposed (empty without)
     std::vector<float> mlp_input;     // [L][T][d] what the transcoders read
     std::vector<float> error;         // [L][T][d] true MLP out (before a post-norm) - reconstruction
     std::vector<float> recon;         // [L][T][d] the reconstruction, b_dec and skip included
