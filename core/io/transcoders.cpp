@@ -242,12 +242,11 @@ transcoder_set read_active_transcoders(const std::string& dir, const std::vector
     t.d_tc = width;
     for (int i = 0; i < t.n_layer; i++) {
         transcoder_layer& l = t.layers[i];
-        const int have = (int)kept[i].size(), n_out = t.n_out(i);
+        const int n_out = t.n_out(i);
         l.W_enc.resize((size_t)width * d, 0.0f);
         l.b_enc.resize(width, -1.0f);
         if (!l.threshold.empty()) l.threshold.resize(width, 0.0f);
         l.W_dec.resize((size_t)width * n_out * d, 0.0f);
-        (void)have;
     }
     return t;
 }
@@ -290,9 +289,9 @@ void write_transcoders(const std::string& dir, const transcoder_set& t) {
 
 void write_random_transcoders(const std::string& dir, int n_layer, int d, int d_tc, float bias, bool skip,
                               const std::string& dtype, uint64_t seed) {
-    const st_dtype dt = dtype == "F32" ? ST_F32 : dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
     if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
         throw error("random transcoders: dtype " + dtype + " (F32, F16 or BF16)");
+    const st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
     fs::create_directories(dir);
     {
         std::ofstream c(dir + "/config.yaml");
