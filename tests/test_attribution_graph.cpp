@@ -1,6 +1,6 @@
 // Attribution graphs (core/analysis/attribution_graph.h, replacement.h, graph_prune.h, graph_json.h,
-// core/io/transcoders.h): on tiny random GPT-2 (LayerNorm), Llama (RMSNorm, grouped-query attention) and GPT-NeoX
-// (parallel blocks) models with random transcoder sets the tests write in circuit-tracer's layout (per-layer ReLU,
+// core/io/transcoders.h): on tiny random GPT-2 (LayerNorm), Llama (RMSNorm, grouped-query attention), GPT-NeoX
+// (parallel blocks), Gemma 2 (pre- and post-norms) and OLMo 2 (post-norms only) models with random transcoder sets the tests write in circuit-tracer's layout (per-layer ReLU,
 // JumpReLU and TopK, with and without a skip; cross-layer ReLU and JumpReLU with a skip), against the double
 // reference of tests/support/ref_graph.h: the features, the frozen replacement model reproducing the model's own
 // reads, the adjacency column by column as the removal of each source's write, influence, masks, cut-offs and
@@ -50,10 +50,13 @@ const std::vector<family_case>& families() {
         g.n_layer = 3, g.n_head = 2, g.d_model = 16;
         const tiny_model tm = write_tiny_gpt2(test_temp_dir("graph-gpt2"), g);
         f.push_back({"gpt2", tm.dir, 3, 16, tm.config.vocab_size});
-        for (const char* fam : {"llama", "gpt_neox"}) {
+        // gemma2 and olmo2: post-norms on the sublayers' outputs (OLMo 2 without pre-norms); Gemma 2's attention
+        // soft-capped (the patterns are frozen), its logits not (a logit node reads the logit before any cap)
+        for (const char* fam : {"llama", "gpt_neox", "gemma2", "olmo2"}) {
             family_spec s;
             s.family = fam;
             s.n_layer = 3, s.d_model = 16, s.n_head = 4, s.n_kv_head = 2, s.d_ff = 24, s.vocab = 300;
+            if (s.family == "gemma2") s.attn_softcap = 20;
             const tiny_family tf = write_tiny_family(test_temp_dir(std::string("graph-") + fam), s);
             f.push_back({fam, tf.hf_dir, 3, 16, 300});
         }
@@ -401,6 +404,68 @@ TEST(AttributionGraph, CliGraphAndOpen) {
     EXPECT_NE(bad.err.find("transcoders"), std::string::npos) << bad.err;
 }
 
+// The command reads only the features that fire on the prompt (read_active_transcoders): its graph is the whole
+// set's, feature for feature and bit for bit.
+TEST(AttributionGraph, ActiveFeaturesAloneGiveTheSameGraph) {
+    uint32_t seed = 90;
+    for (const family_case& fc : families()) {
+        const gb::model m = gb::load_model(fc.dir);
+        for (const tc_case& tc : {tc_cases[0], tc_cases[3], tc_cases[4], tc_cases[6]}) {
+            SCOPED_TRACE(fc.name + " " + tc.name);
+            // wider and sparser than written_set's, so that some features fire nowhere in the prompt
+            tc_spec ts;
+            ts.n_layer = fc.n_layer, ts.d_model = fc.d_model, ts.d_tc = 48, ts.bias = -1.0f;
+            ts.cross = tc.cross, ts.skip = tc.skip, ts.arch = tc.arch, ts.seed = seed++;
+            const std::string dir = test_temp_dir("tc-active-" + fc.name + "-" + tc.name);
+            gb::write_transcoders(dir, random_transcoders(ts));
+            const gb::transcoder_set full = gb::read_transcoders(dir);
+            const std::vector<int> tokens = random_tokens(7, fc.vocab, seed++);
+            const int L = fc.n_layer, T = (int)tokens.size(), d = fc.d_model;
+            gb::record rec;
+            gb::forward_options fo;
+            fo.keep.resid_stream = true;
+            fo.keep.points = gb::hook_bit(gb::HOOK_MLP_IN);
+            gb::run_forward(rec, m, tokens, {}, fo);
+            std::vector<float> in, mid;
+            for (int l = 0; l < L; l++) {
+                in.insert(in.end(), rec.get(gb::HOOK_MLP_IN, l), rec.get(gb::HOOK_MLP_IN, l) + (size_t)T * d);
+                mid.insert(mid.end(), rec.resid(2 * l + 1), rec.resid(2 * l + 1) + (size_t)T * d);
+            }
+            std::vector<std::vector<int>> kept;
+            int full_d_tc = 0;
+            const gb::transcoder_set t = gb::read_active_transcoders(full.path, in, mid, T, L, d, kept, full_d_tc);
+            EXPECT_EQ(full_d_tc, full.d_tc);
+            EXPECT_LT(t.d_tc, full.d_tc);
+            for (bool bos : {false, true}) {
+                gb::graph_options opt;
+                opt.bos = bos;
+                opt.max_feature_nodes = bos ? 10 : 8192; // the choice by influence too
+                const gb::attribution_graph a = gb::build_graph(m, full, tokens, opt);
+                const gb::attribution_graph b = gb::build_graph(m, t, tokens, opt);
+                EXPECT_EQ(a.n_active, b.n_active);
+                ASSERT_EQ(a.n_features(), b.n_features());
+                for (int i = 0; i < a.n_features(); i++) {
+                    const gb::active_feature &x = a.features[i], &y = b.features[i];
+                    EXPECT_EQ(x.layer, y.layer);
+                    EXPECT_EQ(x.pos, y.pos);
+                    EXPECT_EQ(x.index, kept[y.layer][y.index]);
+                    EXPECT_EQ(x.act, y.act);
+                }
+                EXPECT_EQ(a.logit_tokens, b.logit_tokens);
+                EXPECT_EQ(a.adjacency, b.adjacency);
+            }
+        }
+    }
+    // a set of another shape is refused as read_transcoders' graphs refuse it
+    const family_case& fc = families()[0];
+    std::vector<std::vector<int>> kept;
+    int w = 0;
+    const gb::transcoder_set t = written_set(fc, tc_cases[0], 3);
+    const std::vector<float> x((size_t)(fc.n_layer + 1) * 2 * fc.d_model, 0.5f);
+    expect_gb_error([&] { gb::read_active_transcoders(t.path, x, x, 2, fc.n_layer + 1, fc.d_model, kept, w); }, "layers");
+    expect_gb_error([&] { gb::read_active_transcoders(t.path, x, x, 2, fc.n_layer, fc.d_model - 1, kept, w); }, "d_model");
+}
+
 // Not asserted: the time of a graph on the default model at 16 tokens with a random transcoder set.
 TEST(AttributionGraph, DefaultModelTime) {
     const std::string path = std::string(GLASSBOX_SOURCE_DIR) + "/assets/models/glassbox-tiny-en";
@@ -458,11 +523,38 @@ TEST(AttributionGraph, Interventions) {
             gb::record rec;
             gb::forward_options opt;
             opt.keep.resid_stream = true;
+            opt.keep.points = gb::hook_bit(gb::HOOK_MLP_POST);
             gb::run_forward(rec, m, tokens, {}, opt);
             std::vector<double> x(d);
             const float* dec = t.dec(f->layer, f->index, L - 1);
-            for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L)[(size_t)(T - 1) * d + i] - (double)f->act * dec[i];
             const bool ln = gb::arch_table(m.config.arch).norm == gb::NORM_LAYERNORM;
+            // x [d] -> its norm's (x - mean) s, the scale recomputed
+            auto normed = [&](std::vector<double>& v) {
+                double mu = 0, var = 0;
+                if (ln) {
+                    for (double e : v) mu += e;
+                    mu /= d;
+                }
+                for (double e : v) var += (e - mu) * (e - mu);
+                const double sc = 1 / std::sqrt(var / d + m.config.norm_eps);
+                for (double& e : v) e = (e - mu) * sc;
+            };
+            if (gb::arch_table(m.config.arch).post_norm) {
+                // Gemma 2, OLMo 2: the write leaves the MLP's output before its post-norm, recomputed after
+                const gb::layer_weights& lw = m.weights.layers[L - 1];
+                const std::vector<float> wd = gb::unpack_matrix(lw.w_down);
+                const float* h = rec.get(gb::HOOK_MLP_POST, L - 1) + (size_t)(T - 1) * m.config.d_ff;
+                std::vector<double> y(d);
+                for (int j = 0; j < d; j++) {
+                    double v = lw.b_down.empty() ? 0.0 : lw.b_down[j];
+                    for (int k = 0; k < m.config.d_ff; k++) v += (double)h[k] * wd[(size_t)k * d + j];
+                    y[j] = v - (double)f->act * dec[j];
+                }
+                normed(y);
+                for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L - 1)[(size_t)(T - 1) * d + i] + lw.post_mlp_norm[i] * y[i];
+            } else {
+                for (int i = 0; i < d; i++) x[i] = rec.resid(2 * L)[(size_t)(T - 1) * d + i] - (double)f->act * dec[i];
+            }
             double mu = 0, var = 0;
             if (ln) {
                 for (double v : x) mu += v;

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "input.h"
 #include "io/transcoders.h"
+#include "run/record.h"
 #include "util/npy.h"
 
 namespace cli {
@@ -86,10 +87,30 @@ int cmd_graph(const args& a) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     gb::model m = open_model(a);
-    const gb::transcoder_set t = gb::read_transcoders(transcoders_arg(a, m));
     const std::string prompt = a.need("prompt");
     const bool bos = a.has("bos");
     const std::vector<int> tokens = prompt_ids(m, prompt, bos);
+    // only the features that fire on this prompt are read (a layer of the file at a time): the model's run gives
+    // each layer's MLP input; kept maps the set's feature numbers back to the file's
+    const std::string tc_dir = transcoders_arg(a, m);
+    std::vector<std::vector<int>> kept;
+    int full_d_tc = 0;
+    const gb::transcoder_set t = [&] {
+        gb::record rec;
+        gb::forward_options fo;
+        fo.keep.resid_stream = true;
+        fo.keep.points = gb::hook_bit(gb::HOOK_MLP_IN);
+        gb::run_forward(rec, m, tokens, {}, fo);
+        const int L = m.config.n_layer, T = (int)tokens.size(), d = m.config.d_model;
+        std::vector<float> in((size_t)L * T * d), mid((size_t)L * T * d);
+        for (int l = 0; l < L; l++) {
+            if (!rec.get(gb::HOOK_MLP_IN, l) || !rec.resid(2 * l + 1))
+                throw gb::error("graph: the model's run did not keep layer " + std::to_string(l));
+            std::copy_n(rec.get(gb::HOOK_MLP_IN, l), (size_t)T * d, in.begin() + (size_t)l * T * d);
+            std::copy_n(rec.resid(2 * l + 1), (size_t)T * d, mid.begin() + (size_t)l * T * d);
+        }
+        return gb::read_active_transcoders(tc_dir, in, mid, T, L, d, kept, full_d_tc);
+    }();
     gb::graph_options opt;
     opt.bos = (bos || m.tok.add_bos) && !tokens.empty() && m.tok.bos_id >= 0 && tokens[0] == m.tok.bos_id;
     opt.max_logits = (int)parse_int(a.get("max-logits", "10"), "--max-logits", 1, m.config.vocab_size);
@@ -105,6 +126,8 @@ int cmd_graph(const args& a) {
     const double forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     gb::attribution_graph g = gb::build_graph(m, t, r, opt);
     g.seconds_forward = forward_s;
+    std::vector<gb::active_feature> read_numbers = g.features; // as t numbers them (head loadings)
+    for (gb::active_feature& f : g.features) f.index = kept[f.layer][f.index];
     const auto t1 = std::chrono::steady_clock::now();
     const gb::graph_layout lay{g.n_features(), g.n_errors(), g.n_tokens(), g.n_logits()};
     const gb::prune_result p = gb::prune_graph(g.adjacency.data(), lay, g.logit_probs, node_th, edge_th);
@@ -118,7 +141,7 @@ int cmd_graph(const args& a) {
 
     std::printf("transcoders %s: %s, %s%s, %d layers x %d features\n", t.path.c_str(),
                 t.cross_layer ? "cross-layer" : "per-layer", gb::sae_arch_name(t.arch), t.has_skip() ? " + skip" : "",
-                t.n_layer, t.d_tc);
+                t.n_layer, full_d_tc);
     std::printf("%d tokens, %d active features (%d as nodes), %d error nodes, %d logits:", g.n_tokens(), g.n_active,
                 g.n_features(), g.n_errors(), g.n_logits());
     for (int i = 0; i < g.n_logits(); i++)
@@ -139,7 +162,12 @@ int cmd_graph(const args& a) {
                     quoted(m, g.tokens[f.pos]).c_str(), f.act, p.node_influence[order[k]]);
     }
 
-    const nlohmann::json loadings = a.has("head-loadings") ? head_loadings_json(a, m, t, r, g) : nlohmann::json();
+    nlohmann::json loadings;
+    if (a.has("head-loadings")) {
+        std::swap(g.features, read_numbers);
+        loadings = head_loadings_json(a, m, t, r, g);
+        std::swap(g.features, read_numbers);
+    }
     if (a.has("neuronpedia")) {
         const std::string path = a.get("neuronpedia");
         std::ofstream f(path);

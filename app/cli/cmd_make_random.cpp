@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "io/gguf_writer.h"
+#include "io/transcoders.h"
 #include "io/writers.h"
 #include "model/arch.h"
 #include "model/kind.h"
@@ -119,6 +120,23 @@ int make_gguf(const args& a, const std::string& arch, const std::string& dtype, 
     return 0;
 }
 
+// --transcoders: a random per-layer transcoder set for a model of the shape --layers-n x --d-model
+int make_transcoders(const args& a, const std::string& dtype, uint64_t seed, const std::string& out) {
+    for (const char* k : {"arch", "heads-n", "kv-heads-n", "ff", "vocab", "ctx", "tied", "rope-theta", "std", "dequantised",
+                          "experts-n", "experts-used-n", "encoder-layers-n"})
+        if (a.has(k)) throw usage_error(std::string("--") + k + " does not go with --transcoders");
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw usage_error("--dtype: expected F32, F16 or BF16 for transcoders, got '" + dtype + "'");
+    const int L = (int)parse_int(a.get("layers-n", "12"), "--layers-n", 1, 256);
+    const int d = (int)parse_int(a.get("d-model", "768"), "--d-model", 1, 16384);
+    const int n = (int)parse_int(a.get("features", "24576"), "--features", 1, 1 << 20);
+    const float bias = (float)parse_float(a.get("bias", "-3"), "--bias", -100, 100);
+    gb::write_random_transcoders(out, L, d, n, bias, a.has("skip"), dtype, seed);
+    std::printf("wrote a random transcoder set (%d layers, d %d, %d features a layer, b_enc about %g%s, %s) to %s\n", L,
+                d, n, bias, a.has("skip") ? ", a skip" : "", dtype.c_str(), out.c_str());
+    return 0;
+}
+
 } // namespace
 
 // A random model for benchmarks: GPT-2 built in memory and saved; Llama, Marian and the GGUF families drawn while
@@ -128,6 +146,9 @@ int cmd_make_random(const args& a) {
     const std::string dtype = a.get("dtype", "F32");
     const uint64_t seed = (uint64_t)parse_int(a.get("seed", "1"), "--seed", 0, std::numeric_limits<long>::max());
     const std::string out = a.need("out");
+    if (a.has("transcoders")) return make_transcoders(a, dtype, seed, out);
+    for (const char* k : {"features", "bias", "skip"})
+        if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --transcoders");
     if (ends_with(out, ".gguf")) return make_gguf(a, arch, dtype, seed, out);
     if (arch != "gpt2" && arch != "llama" && arch != "marian")
         throw usage_error("--arch: expected gpt2, llama or marian for a folder (a .gguf: " + gguf_families() + "), got '" +

@@ -337,7 +337,8 @@ const std::vector<command> table = {
      "write a random GPT-2, Llama or Marian model folder, or a GGUF file of any decoder family llama.cpp runs, "
      "for benchmarks and tests",
      {"--out DIR [options]", "--arch FAMILY --out FILE.gguf [--dtype TYPE] [options]",
-      "--arch marian --out DIR [--encoder-layers-n N] [options]"},
+      "--arch marian --out DIR [--encoder-layers-n N] [options]",
+      "--transcoders --out DIR [--layers-n N] [--d-model D] [--features N] [--bias B] [--skip] [--dtype TYPE]"},
      {{"out", "DIR", "the folder to write; a path ending in .gguf writes one GGUF file"},
       {"arch", "FAMILY", "the architecture (default gpt2): gpt2, llama or marian (an encoder–decoder, opus-mt's "
                          "shape by default) for a folder; for a .gguf gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, "
@@ -361,7 +362,14 @@ const std::vector<command> table = {
       {"dequantised", "", ".gguf only: write the matrices as F32 holding what --dtype keeps of them (the same model "
                           "for a reader that computes in f32, as a reference for the quantised file)"},
       {"experts-n", "E", ".gguf of a MoE family: experts per layer (default 4)"},
-      {"experts-used-n", "K", ".gguf of a MoE family: experts each token is routed to (default 2)"}}},
+      {"experts-used-n", "K", ".gguf of a MoE family: experts each token is routed to (default 2)"},
+      {"transcoders", "", "write a random per-layer ReLU transcoder set (circuit-tracer's layout) for a model of "
+                          "--layers-n layers of width --d-model, for graph benchmarks, instead of a model; --dtype "
+                          "F32, F16 or BF16"},
+      {"features", "N", "--transcoders: features a layer (default 24576)"},
+      {"bias", "B", "--transcoders: b_enc's mean (default -3; a pre-activation is about N(B, 1) on an input of norm "
+                    "sqrt(d), so -3 leaves about 0.1% of the features active)"},
+      {"skip", "", "--transcoders: with a random skip W_skip"}}},
     {"info", cmd_info, gb::FEATURE_RUN,
      "the model as JSON: architecture, sizes, parameters by component, the matmul kernel",
      {"[--model PATH] [--matmul K]"},

@@ -42,33 +42,27 @@ void pick_logits(std::vector<int>& ids, std::vector<float>& probs, const float* 
 namespace {
 
 // Influence of every column estimated from the rows computed so far (circuit-tracer's partial influences): the
-// row-normalised |rows|, walked from the logits' probabilities through the rows' nodes. rows [n][n_col];
-// row_node [n]: the column each row belongs to.
+// row-normalised |rows|, walked from the logits' probabilities through the rows' nodes, w Â + w Â² + ... rows
+// [n][n_col]; row_node [n]: the column each row belongs to (logits: logit_col0 + i); row_layer [n]: its read's layer
+// (logits: n_layer). A feature reads only writes from layers below its own, so walking the rows from the logits
+// down by layer gives each row its node's whole influence before the row passes it on: one pass, not a power
+// series of as many products as the graph is deep.
 std::vector<double> partial_influence(const std::vector<float>& rows, int n, int n_col, const std::vector<int>& row_node,
-                                      const std::vector<float>& logit_probs, int logit_col0) {
-    std::vector<double> norm(n);
-    for (int r = 0; r < n; r++) {
+                                      const std::vector<int>& row_layer, const std::vector<float>& logit_probs,
+                                      int logit_col0) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return row_layer[a] > row_layer[b]; });
+    std::vector<double> infl(n_col + logit_probs.size(), 0.0);
+    for (int r : order) {
+        const int node = row_node[r];
+        const double coef = infl[node] + (node >= logit_col0 ? (double)logit_probs[node - logit_col0] : 0.0);
+        if (coef == 0) continue;
+        const float* row = rows.data() + (size_t)r * n_col;
         double s = 0;
-        for (int c = 0; c < n_col; c++) s += std::fabs(rows[(size_t)r * n_col + c]);
-        norm[r] = 1.0 / std::max(s, 1e-8);
-    }
-    std::vector<double> prod(n_col + logit_probs.size(), 0.0), next(prod.size()), infl(prod.size(), 0.0);
-    for (size_t i = 0; i < logit_probs.size(); i++) prod[logit_col0 + i] = logit_probs[i];
-    for (int it = 0; it < 128; it++) {
-        std::fill(next.begin(), next.end(), 0.0);
-        bool any = false;
-        for (int r = 0; r < n; r++) {
-            const double w = prod[row_node[r]] * norm[r];
-            if (w == 0) continue;
-            const float* row = rows.data() + (size_t)r * n_col;
-            for (int c = 0; c < n_col; c++) next[c] += w * std::fabs(row[c]);
-        }
-        for (size_t c = 0; c < next.size(); c++) {
-            any |= next[c] != 0;
-            infl[c] += next[c];
-        }
-        prod.swap(next);
-        if (!any) break;
+        for (int c = 0; c < n_col; c++) s += std::fabs(row[c]);
+        const double w = coef / std::max(s, 1e-8);
+        for (int c = 0; c < n_col; c++) infl[c] += w * std::fabs(row[c]);
     }
     return infl;
 }
@@ -114,13 +108,17 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         for (int j = 0; j < d; j++) logit_vecs[(size_t)i * d + j] = (float)(row[j] - r.unembed_mean[j]);
     }
     const int n_sel_max = std::min(std::max(opt.max_feature_nodes, 0), n_act);
-    std::vector<float> rows((size_t)(n_l + n_sel_max) * n_src, 0.0f);
+    // rows [n_l + n_sel_max][n_src], later the adjacency [N][N] in the same memory (N <= n_max)
+    const size_t n_max = (size_t)n_sel_max + n_err + T + n_l;
+    std::vector<float> rows(std::max((size_t)(n_l + n_sel_max) * n_src, n_max * n_max), 0.0f);
     g.bytes_rows = rows.size() * sizeof(float);
-    std::vector<int> row_node; // per row: its column (features: active index; logits: n_src + i)
+    std::vector<int> row_node;  // per row: its column (features: active index; logits: n_src + i)
+    std::vector<int> row_layer; // per row: its read's layer (logits: L)
     std::vector<graph_read> reads;
     for (int i = 0; i < n_l; i++) {
         reads.push_back({L, T - 1, logit_vecs.data() + (size_t)i * d});
         row_node.push_back(n_src + i);
+        row_layer.push_back(L);
     }
     read_rows(rows.data(), m, r, w, reads, opt.batch);
     auto check_cancel = [&] {
@@ -138,6 +136,7 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
                 const active_feature& a = r.active[ids[j]];
                 reads.push_back({a.layer, a.pos, t.layers[a.layer].W_enc.data() + (size_t)a.index * d});
                 row_node.push_back(ids[j]);
+                row_layer.push_back(a.layer);
                 visited[ids[j]] = 1;
             }
             read_rows(rows.data() + (size_t)n_rows * n_src, m, r, w, reads, opt.batch);
@@ -151,7 +150,7 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         run_features(all);
     } else {
         while (n_rows - n_l < n_sel_max) {
-            const std::vector<double> infl = partial_influence(rows, n_rows, n_src, row_node, g.logit_probs, n_src);
+            const std::vector<double> infl = partial_influence(rows, n_rows, n_src, row_node, row_layer, g.logit_probs, n_src);
             std::vector<int> rank(n_act);
             std::iota(rank.begin(), rank.end(), 0);
             std::stable_sort(rank.begin(), rank.end(), [&](int a, int b) { return infl[a] > infl[b]; });
@@ -166,7 +165,8 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         }
     }
 
-    // the adjacency over the selected features: rows and columns renumbered
+    // the adjacency over the selected features, in the rows' memory: each row's columns renumbered (every column
+    // of the row is a selected feature's, an error's or a token's), then the rows moved to their targets' places
     std::vector<int> sel_rank(n_act, -1);
     for (int j = 0; j < n_act; j++)
         if (visited[j]) {
@@ -177,15 +177,49 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
     std::vector<int> col_map(n_src);
     for (int j = 0; j < n_act; j++) col_map[j] = sel_rank[j];
     for (int c = n_act; c < n_src; c++) col_map[c] = c - n_act + n_sel;
-    g.adjacency.assign((size_t)N * N, 0.0f);
-    for (int rr = 0; rr < n_rows; rr++) {
-        const int node = row_node[rr];
-        const int target = node >= n_src ? g.logit_index(node - n_src) : sel_rank[node];
-        float* dst = g.adjacency.data() + (size_t)target * N;
+    // row rr moves from rr * n_src to rr * N: forwards when N <= n_src, else backwards, so that no row is
+    // overwritten before it is read
+    std::vector<float> one(N);
+    for (int i = 0; i < n_rows; i++) {
+        const int rr = N <= n_src ? i : n_rows - 1 - i;
         const float* src = rows.data() + (size_t)rr * n_src;
         for (int c = 0; c < n_src; c++)
-            if (col_map[c] >= 0) dst[col_map[c]] = src[c];
+            if (col_map[c] >= 0) one[col_map[c]] = src[c];
+        std::copy(one.begin(), one.end(), rows.begin() + (size_t)rr * N);
     }
+    std::vector<int> target(n_rows);
+    for (int rr = 0; rr < n_rows; rr++)
+        target[rr] = row_node[rr] >= n_src ? g.logit_index(row_node[rr] - n_src) : sel_rank[row_node[rr]];
+    std::vector<uint8_t> original(n_rows, 1), filled(N, 0); // slot rr still holds row rr; slot holds its final row
+    std::vector<float> carry(N), next(N);
+    auto slot = [&](int i) { return rows.data() + (size_t)i * N; };
+    for (int start = 0; start < n_rows; start++) {
+        if (!original[start]) continue;
+        original[start] = 0;
+        if (target[start] == start) {
+            filled[start] = 1;
+            continue;
+        }
+        std::copy_n(slot(start), N, carry.begin());
+        for (int from = start;;) { // carry holds row `from`
+            const int to = target[from];
+            filled[to] = 1;
+            if (to < n_rows && original[to]) {
+                original[to] = 0;
+                std::copy_n(slot(to), N, next.begin());
+                std::copy_n(carry.begin(), N, slot(to));
+                carry.swap(next);
+                from = to;
+            } else {
+                std::copy_n(carry.begin(), N, slot(to));
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < N; i++)
+        if (!filled[i]) std::fill_n(slot(i), N, 0.0f);
+    rows.resize((size_t)N * N);
+    g.adjacency = std::move(rows);
     g.seconds_rows = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return g;
 }

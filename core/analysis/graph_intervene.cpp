@@ -2,6 +2,7 @@
 #include "analysis/graph_intervene.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "run/forward.h"
@@ -90,6 +91,17 @@ std::vector<float> intervene_logits(const model& m, const transcoder_set& t, con
                                              const float* dec = t.dec(i, f, l);
                                              for (int j = 0; j < d; j++) o[j] += (double)a * dec[j];
                                          }
+                                     }
+                                     if (r.post_norm) { // the MLP's post-norm, its scale recomputed
+                                         const std::vector<float>& g = m.weights.layers[l].post_mlp_norm;
+                                         double mean = 0, v = 0;
+                                         if (r.layernorm) {
+                                             for (int j = 0; j < d; j++) mean += o[j];
+                                             mean /= d;
+                                         }
+                                         for (int j = 0; j < d; j++) v += (o[j] - mean) * (o[j] - mean);
+                                         const double sc = 1.0 / std::sqrt(v / d + m.config.norm_eps);
+                                         for (int j = 0; j < d; j++) o[j] = (o[j] - mean) * sc * g[j];
                                      }
                                      for (int j = 0; j < d; j++) out[j] = (float)o[j];
                                  }

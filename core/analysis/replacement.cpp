@@ -33,8 +33,9 @@ void check_family(const model& m, const transcoder_set& t) {
     const arch_info& a = arch_table(c.arch);
     if (a.bidirectional || a.cross || a.post_ln || a.mlm_head || a.no_head || c.patch_size > 0)
         throw error(std::string("attribution graphs need a causal decoder; ") + a.name + " is not one");
-    if (a.post_norm || !a.pre_norm)
-        throw error(std::string("attribution graphs: ") + a.name + "'s post-norms are not handled yet");
+    if (a.post_norm && (c.parallel || a.kind == KIND_MOE))
+        throw error(std::string("attribution graphs: ") + a.name + ": post-norms on parallel blocks or MoE layers are "
+                    "not handled");
     if (t.n_layer != c.n_layer)
         throw error("transcoders " + t.path + ": " + std::to_string(t.n_layer) + " layers, the model has " +
                     std::to_string(c.n_layer));
@@ -56,6 +57,8 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
     r.n_layer = L, r.n_tokens = T, r.d_model = d, r.n_head = H, r.n_kv_head = KV, r.d_head = dh, r.d_tc = t.d_tc;
     r.parallel = c.parallel;
     r.layernorm = arch_table(c.arch).norm == NORM_LAYERNORM;
+    r.pre_norm = arch_table(c.arch).pre_norm;
+    r.post_norm = arch_table(c.arch).post_norm;
     r.input_normed = t.input_normed;
     r.first_pos = bos ? 1 : 0;
     r.tokens = tokens;
@@ -64,6 +67,8 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
     opt.keep.resid_stream = true;
     opt.keep.points = hook_bit(HOOK_PATTERN) | hook_bit(HOOK_MLP_IN) | hook_bit(HOOK_MLP_OUT) | hook_bit(HOOK_RESID_PRE) |
                       hook_bit(HOOK_RESID_MID) | hook_bit(HOOK_RESID_POST);
+    if (r.post_norm) opt.keep.points |= hook_bit(HOOK_Z) | hook_bit(HOOK_MLP_POST); // the sublayers' outputs before
+                                                                                    // their post-norms
     record rec;
     run_forward(rec, m, tokens, {}, opt);
     if (rec.nonfinite_layer >= 0) throw error("the model's run holds NaN or Inf at " + rec.nonfinite_where);
@@ -71,13 +76,33 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
 
     r.s_attn.resize((size_t)L * T), r.s_mlp.resize((size_t)L * T), r.s_final.resize(T);
     r.pattern.resize((size_t)L * H * T * T);
-    r.w_v.resize(L), r.skip.resize(L);
+    r.w_vT.resize(L), r.w_oT.resize(L), r.skip_t.resize(L);
     r.mlp_input.resize((size_t)L * T * d), r.error.resize((size_t)L * T * d), r.recon.assign((size_t)L * T * d, 0.0f);
+    // post_norm: each sublayer's output before its norm (the model's own products), and that norm's frozen scale
+    std::vector<float> mlp_out((size_t)L * T * d);
+    if (r.post_norm) r.s_post_attn.resize((size_t)L * T), r.s_post_mlp.resize((size_t)L * T);
+    for (int l = 0; l < L; l++) {
+        if (!r.post_norm) {
+            if (!rec.has(HOOK_MLP_OUT, l)) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+            std::copy_n(rec.get(HOOK_MLP_OUT, l), (size_t)T * d, mlp_out.begin() + (size_t)l * T * d);
+            continue;
+        }
+        const float* z = rec.get(HOOK_Z, l);
+        const float* h = rec.get(HOOK_MLP_POST, l);
+        if (!z || !h) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+        const layer_weights& lw = m.weights.layers[l];
+        gemm_scratch gs;
+        std::vector<float> attn((size_t)T * d);
+        gemm(attn.data(), z, lw.w_o, lw.b_o, T, gs);
+        norm_scales(r.s_post_attn.data() + (size_t)l * T, attn.data(), T, d, r.layernorm, c.norm_eps);
+        gemm(mlp_out.data() + (size_t)l * T * d, h, lw.w_down, lw.b_down, T, gs);
+        norm_scales(r.s_post_mlp.data() + (size_t)l * T, mlp_out.data() + (size_t)l * T * d, T, d, r.layernorm, c.norm_eps);
+    }
     for (int l = 0; l < L; l++) {
         const float* pre = rec.resid(2 * l);
         const float* mid = rec.resid(2 * l + 1);
         const float* in = rec.get(HOOK_MLP_IN, l);
-        if (!pre || !mid || !in || !rec.has(HOOK_PATTERN, l) || !rec.has(HOOK_MLP_OUT, l))
+        if (!pre || !mid || !in || !rec.has(HOOK_PATTERN, l))
             throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
         norm_scales(r.s_attn.data() + (size_t)l * T, pre, T, d, r.layernorm, c.norm_eps);
         norm_scales(r.s_mlp.data() + (size_t)l * T, c.parallel ? pre : mid, T, d, r.layernorm, c.norm_eps);
@@ -86,11 +111,22 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
         const layer_weights& lw = m.weights.layers[l];
         const std::vector<float> qkv = unpack_matrix(lw.w_qkv);
         const int cols = (H + 2 * KV) * dh;
-        std::vector<float> v((size_t)d * KV * dh);
+        std::vector<float> vt((size_t)KV * dh * d); // [KV*dh][d]
         for (int i = 0; i < d; i++)
-            std::copy_n(qkv.begin() + (size_t)i * cols + (size_t)(H + KV) * dh, KV * dh, v.begin() + (size_t)i * KV * dh);
-        r.w_v[l] = pack_matrix(v, d, KV * dh, true);
-        if (!t.layers[l].skip.empty()) r.skip[l] = pack_matrix(t.layers[l].skip, d, d, true);
+            for (int j = 0; j < KV * dh; j++) vt[(size_t)j * d + i] = qkv[(size_t)i * cols + (size_t)(H + KV) * dh + j];
+        r.w_vT[l] = pack_matrix(vt, KV * dh, d, true);
+        const std::vector<float> wo = unpack_matrix(lw.w_o); // [H*dh][d]
+        std::vector<float> ot((size_t)d * H * dh);
+        for (int i = 0; i < H * dh; i++)
+            for (int j = 0; j < d; j++) ot[(size_t)j * H * dh + i] = wo[(size_t)i * d + j];
+        r.w_oT[l] = pack_matrix(ot, d, H * dh, true);
+        if (!t.layers[l].skip.empty()) {
+            const std::vector<float>& sk = t.layers[l].skip; // [in][out]
+            std::vector<float> st((size_t)d * d);
+            for (int i = 0; i < d; i++)
+                for (int j = 0; j < d; j++) st[(size_t)j * d + i] = sk[(size_t)i * d + j];
+            r.skip_t[l] = pack_matrix(st, d, d, true);
+        }
         std::copy_n(t.input_normed ? in : mid, (size_t)T * d, r.mlp_input.begin() + (size_t)l * T * d);
     }
     norm_scales(r.s_final.data(), rec.resid(2 * L), T, d, r.layernorm, c.norm_eps);
@@ -123,7 +159,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
             for (int i = 0; i < d; i++) out[i] += a.act * dec[i];
         }
     for (int l = 0; l < L; l++) {
-        const float* mo = rec.get(HOOK_MLP_OUT, l);
+        const float* mo = mlp_out.data() + (size_t)l * T * d;
         for (size_t i = 0; i < (size_t)T * d; i++) r.error[(size_t)l * T * d + i] = mo[i] - r.recon[(size_t)l * T * d + i];
     }
 
@@ -209,9 +245,20 @@ void norm_back(float* y, int rows, int T, int d, const float* gain, const float*
 }
 
 struct backward_scratch {
-    std::vector<float> dz, dv, tmp;
+    std::vector<float> dz, dv, tmp, post;
     gemm_scratch gs;
 };
+
+// G [B*Tb][d] through a sublayer's frozen post-norm (gain, scales [T] of that layer), transposed, into s.post;
+// without post-norms G itself.
+const float* post_back(const float* G, int rows, int Tb, const replacement& r, const std::vector<float>& gain,
+                       const std::vector<float>& scales, int l, backward_scratch& s) {
+    if (!r.post_norm) return G;
+    const int d = r.d_model;
+    s.post.assign(G, G + (size_t)rows * d);
+    norm_back(s.post.data(), rows, Tb, d, gain.data(), scales.data() + (size_t)l * r.n_tokens, r.layernorm);
+    return s.post.data();
+}
 
 // out [B][T][d] += attention l's transpose (frozen) applied to G [B][T][d].
 // only_head >= 0: that head's part alone.
@@ -219,9 +266,11 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
                int only_head = -1) {
     const int T = r.n_tokens, d = r.d_model, H = r.n_head, KV = r.n_kv_head, dh = r.d_head, group = H / KV;
     const layer_weights& lw = m.weights.layers[l];
+    G = post_back(G, B * Tb, Tb, r, lw.post_attn_norm, r.s_post_attn, l, s);
     s.dz.resize((size_t)B * Tb * H * dh);
-    gemm_backward(s.dz.data(), G, lw.w_o, B * Tb, s.gs);
+    gemm(s.dz.data(), G, r.w_oT[l], {}, B * Tb, s.gs);
     s.dv.assign((size_t)B * Tb * KV * dh, 0.0f);
+#pragma omp parallel for schedule(static) if (B > 1)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             if (only_head >= 0 && h != only_head) continue;
@@ -238,18 +287,20 @@ void attn_back(float* out, const float* G, int B, int Tb, const model& m, const 
             }
         }
     s.tmp.resize((size_t)B * Tb * d);
-    gemm_backward(s.tmp.data(), s.dv.data(), r.w_v[l], B * Tb, s.gs);
-    norm_back(s.tmp.data(), B * Tb, Tb, d, lw.norm1_g.data(), r.s_attn.data() + (size_t)l * T, r.layernorm);
+    gemm(s.tmp.data(), s.dv.data(), r.w_vT[l], {}, B * Tb, s.gs);
+    if (r.pre_norm)
+        norm_back(s.tmp.data(), B * Tb, Tb, d, lw.norm1_g.data(), r.s_attn.data() + (size_t)l * T, r.layernorm);
     for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
 }
 
-// out += the skip of layer l's transpose applied to G (nothing without a skip).
+// out += the skip of layer l's transpose applied to G (nothing without a skip); G: at the MLP's output (before a
+// post-norm).
 void skip_back(float* out, const float* G, int B, int Tb, const model& m, const replacement& r, int l, backward_scratch& s) {
-    if (r.skip[l].empty()) return;
+    if (r.skip_t[l].empty()) return;
     const int T = r.n_tokens, d = r.d_model;
     s.tmp.resize((size_t)B * Tb * d);
-    gemm_backward(s.tmp.data(), G, r.skip[l], B * Tb, s.gs);
-    if (r.input_normed)
+    gemm(s.tmp.data(), G, r.skip_t[l], {}, B * Tb, s.gs);
+    if (r.input_normed && r.pre_norm)
         norm_back(s.tmp.data(), B * Tb, Tb, d, m.weights.layers[l].norm2_g.data(), r.s_mlp.data() + (size_t)l * T, r.layernorm);
     for (size_t i = 0; i < (size_t)B * Tb * d; i++) out[i] += s.tmp[i];
 }
@@ -265,6 +316,35 @@ void take_edges(float* rows, int n_src, const float* G, int B, int T, int d, int
         for (size_t c = 0; c < ids.size(); c++) rows[(size_t)b * n_src + ids[c]] += y[(size_t)b * ids.size() + c];
 }
 
+// The step down through layer k's MLP and attention of the gradients G [B][Tb][d] at resid_post(k), the writes into
+// MLP output k taken on the way into rows; G ends at resid_pre(k). split(G at resid_mid, or after a parallel block's
+// attention): called where head loadings split the edge (may be empty).
+template <class F>
+void layer_back(std::vector<float>& G, float* rows, int n_src, int B, int Tb, const model& m, const replacement& r,
+                const source_writes& w, int k, backward_scratch& s, F&& split) {
+    const int T = r.n_tokens, d = r.d_model;
+    const layer_weights& lw = m.weights.layers[k];
+    // at the MLP's output: through its post-norm where there is one
+    std::vector<float> Gm(G.begin(), G.end());
+    if (r.post_norm) {
+        const float* p = post_back(G.data(), B * Tb, Tb, r, lw.post_mlp_norm, r.s_post_mlp, k, s);
+        std::copy_n(p, Gm.size(), Gm.begin());
+    }
+    for (int p = 0; p < Tb; p++)
+        take_edges(rows, n_src, Gm.data(), B, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
+    std::vector<float> G2 = G;
+    if (r.parallel) {
+        split(G2);
+        attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
+        skip_back(G.data(), Gm.data(), B, Tb, m, r, k, s);
+    } else {
+        skip_back(G.data(), Gm.data(), B, Tb, m, r, k, s); // G: at resid_mid(k)
+        split(G);
+        G2 = G;
+        attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
+    }
+}
+
 // One batch of reads, all at the same layer l (n_layer: logits).
 void batch_rows(float* rows, const model& m, const replacement& r, const source_writes& w, const graph_read* reads,
                 int B, int l, backward_scratch& s) {
@@ -276,7 +356,7 @@ void batch_rows(float* rows, const model& m, const replacement& r, const source_
         float* g = G.data() + ((size_t)b * Tb + reads[b].pos) * d;
         std::copy_n(reads[b].vec, d, g);
         if (l == L) norm_back(g, 1, 1, d, m.weights.normf_g.data(), r.s_final.data() + reads[b].pos, r.layernorm);
-        else if (r.input_normed)
+        else if (r.input_normed && r.pre_norm)
             norm_back(g, 1, 1, d, m.weights.layers[l].norm2_g.data(), r.s_mlp.data() + (size_t)l * T + reads[b].pos,
                       r.layernorm);
     }
@@ -284,19 +364,8 @@ void batch_rows(float* rows, const model& m, const replacement& r, const source_
         G2 = G;
         attn_back(G.data(), G2.data(), B, Tb, m, r, l, s);
     }
-    for (int k = l - 1; k >= 0; k--) { // G: at resid_post(k), where MLP k's writes enter
-        for (int p = 0; p < Tb; p++)
-            take_edges(rows, w.n_src, G.data(), B, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
-        G2 = G;
-        if (r.parallel) {
-            attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
-            skip_back(G.data(), G2.data(), B, Tb, m, r, k, s);
-        } else {
-            skip_back(G.data(), G2.data(), B, Tb, m, r, k, s); // G: at resid_mid(k)
-            G2 = G;
-            attn_back(G.data(), G2.data(), B, Tb, m, r, k, s);
-        }
-    }
+    for (int k = l - 1; k >= 0; k--) // G: at resid_post(k), where MLP k's writes enter
+        layer_back(G, rows, w.n_src, B, Tb, m, r, w, k, s, [](const std::vector<float>&) {});
     for (int p = 0; p < Tb; p++) take_edges(rows, w.n_src, G.data(), B, Tb, d, p, w.embed[p], w.embed_ids[p], s);
 }
 
@@ -315,7 +384,11 @@ void read_rows(float* rows, const model& m, const replacement& r, const source_w
     for (size_t i = 0; i < order.size();) {
         size_t j = i;
         batch.clear();
-        while (j < order.size() && reads[order[j]].layer == reads[order[i]].layer && (int)batch.size() < max_batch)
+        // one layer, and positions close enough that the rows after each read's own position (zero, but sent
+        // back with the batch's) stay within an eighth of the batch's
+        const graph_read& first = reads[order[i]];
+        while (j < order.size() && reads[order[j]].layer == first.layer && (int)batch.size() < max_batch &&
+               (reads[order[j]].pos - first.pos) * 8 <= reads[order[j]].pos + 1)
             batch.push_back(reads[order[j++]]);
         out.assign(batch.size() * (size_t)w.n_src, 0.0f);
         batch_rows(out.data(), m, r, w, batch.data(), (int)batch.size(), batch[0].layer, s);
@@ -334,21 +407,9 @@ namespace {
 // the rest of the backward, as batch_rows goes on from there.
 double edge_from(std::vector<float> G, int k0, int Tb, const model& m, const replacement& r, const source_writes& w,
                  int src, backward_scratch& s) {
-    const int T = r.n_tokens, d = r.d_model;
-    std::vector<float> row(w.n_src, 0.0f), G2;
-    for (int k = k0; k >= 0; k--) {
-        for (int p = 0; p < Tb; p++)
-            take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
-        G2 = G;
-        if (r.parallel) {
-            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-        } else {
-            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-            G2 = G;
-            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-        }
-    }
+    const int d = r.d_model;
+    std::vector<float> row(w.n_src, 0.0f);
+    for (int k = k0; k >= 0; k--) layer_back(G, row.data(), w.n_src, 1, Tb, m, r, w, k, s, [](const std::vector<float>&) {});
     for (int p = 0; p < Tb; p++) take_edges(row.data(), w.n_src, G.data(), 1, Tb, d, p, w.embed[p], w.embed_ids[p], s);
     return row[src];
 }
@@ -364,43 +425,30 @@ std::vector<double> head_loadings(const model& m, const replacement& r, const so
     float* g = G.data() + (size_t)read.pos * d;
     std::copy_n(read.vec, d, g);
     if (l0 == L) norm_back(g, 1, 1, d, m.weights.normf_g.data(), r.s_final.data() + read.pos, r.layernorm);
-    else if (r.input_normed)
+    else if (r.input_normed && r.pre_norm)
         norm_back(g, 1, 1, d, m.weights.layers[l0].norm2_g.data(), r.s_mlp.data() + (size_t)l0 * T + read.pos, r.layernorm);
     // above: the edge through the writes entering after the attention layer being split (a cross-layer feature
     // writes into several layers), which bypass it
     std::vector<float> above(w.n_src, 0.0f);
-    // G stands after attention l (resid_mid, or resid_post of a parallel block): each head's part and the rest,
-    // each sent on down to the source
-    auto split = [&](int l) {
-        part = G;
-        if (r.parallel) skip_back(part.data(), G.data(), 1, Tb, m, r, l, s);
+    // Gs stands after attention l (resid_mid, or resid_post of a parallel block, which has no post-norm): each
+    // head's part and the rest, each sent on down to the source
+    auto split = [&](int l, const std::vector<float>& Gs) {
+        part = Gs;
+        if (r.parallel) skip_back(part.data(), Gs.data(), 1, Tb, m, r, l, s);
         out[(size_t)l * (H + 1) + H] = edge_from(part, l - 1, Tb, m, r, w, src, s) + above[src];
         for (int h = 0; h < H; h++) {
-            part.assign(G.size(), 0.0f);
-            attn_back(part.data(), G.data(), 1, Tb, m, r, l, s, h);
+            part.assign(Gs.size(), 0.0f);
+            attn_back(part.data(), Gs.data(), 1, Tb, m, r, l, s, h);
             out[(size_t)l * (H + 1) + h] = edge_from(part, l - 1, Tb, m, r, w, src, s);
         }
     };
     if (l0 < L && !r.parallel) {
-        split(l0);
+        split(l0, G);
         G2 = G;
         attn_back(G.data(), G2.data(), 1, Tb, m, r, l0, s);
     }
-    for (int k = l0 - 1; k >= 0; k--) {
-        for (int p = 0; p < Tb; p++)
-            take_edges(above.data(), w.n_src, G.data(), 1, Tb, d, p, w.mlp[(size_t)k * T + p], w.mlp_ids[(size_t)k * T + p], s);
-        G2 = G;
-        if (r.parallel) {
-            split(k);
-            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-        } else {
-            skip_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-            split(k);
-            G2 = G;
-            attn_back(G.data(), G2.data(), 1, Tb, m, r, k, s);
-        }
-    }
+    for (int k = l0 - 1; k >= 0; k--)
+        layer_back(G, above.data(), w.n_src, 1, Tb, m, r, w, k, s, [&](const std::vector<float>& Gs) { split(k, Gs); });
     return out;
 }
 

@@ -4,8 +4,10 @@
 // What is left is linear in the writes of the nodes (features, errors, token embeddings), so the direct effect of
 // each source on a target's read is one backward of that read through the frozen model, dotted with each write.
 //
-// Families: causal pre-norm decoders (GPT-2, Llama and its kin, GPT-NeoX's parallel blocks, MoE layers, whose MLP
-// the transcoders replace); post-norm layers (Gemma 2, OLMo 2), encoders and encoder–decoders are refused.
+// Families: causal decoders: pre-norm (GPT-2, Llama and its kin, GPT-NeoX's parallel blocks, MoE layers, whose MLP
+// the transcoders replace) and with post-norms on the sublayers' outputs (Gemma 2; OLMo 2, which has no pre-norms):
+// there the transcoders read the MLP's input (after its pre-norm, where there is one) and write the MLP's output
+// before its post-norm, whose scale is frozen like the others'. Encoders and encoder–decoders are refused.
 #pragma once
 #include <functional>
 #include <string>
@@ -26,17 +28,23 @@ struct replacement {
     int n_layer = 0, n_tokens = 0, d_model = 0, n_head = 0, n_kv_head = 0, d_head = 0, d_tc = 0;
     bool parallel = false;     // the MLP reads the layer's input, beside attention (GPT-NeoX)
     bool layernorm = true;     // LayerNorm (centres) or RMSNorm
+    bool pre_norm = true;      // a norm before each sublayer (all but OLMo 2)
+    bool post_norm = false;    // a norm on each sublayer's output before the residual add (Gemma 2, OLMo 2)
     bool input_normed = true;  // the transcoders read mlp_in (after the norm); false: resid_mid
     int first_pos = 0;         // 1 with a BOS: position 0 carries no feature or error node
     std::vector<int> tokens;   // [T]
     std::vector<float> logits; // [V] the model's logits at the last position
     std::vector<float> s_attn, s_mlp; // [L][T] the frozen scales of attention's and the MLP's norm
     std::vector<float> s_final;       // [T] the final norm's
+    std::vector<float> s_post_attn, s_post_mlp; // [L][T] post_norm: the frozen scales of the sublayers' output norms
     std::vector<float> pattern;       // [L][H][T][T] frozen attention patterns
-    std::vector<weight_matrix> w_v;   // [L] [d][KV*dh] the value columns of W_qkv
-    std::vector<weight_matrix> skip;  // [L] [d][d] the transcoders' skip (empty without)
+    // the backward's matrices, transposed and packed in fp32 (the same kernel for every product, whatever the
+    // model's: a read's row does not depend on which reads went before)
+    std::vector<weight_matrix> w_vT;  // [L] [KV*dh][d] the value columns of W_qkv, transposed
+    std::vector<weight_matrix> w_oT;  // [L] [d][H*dh] W_o transposed
+    std::vector<weight_matrix> skip_t; // [L] [d][d] the transcoders' skip transposed (empty without)
     std::vector<float> mlp_input;     // [L][T][d] what the transcoders read
-    std::vector<float> error;         // [L][T][d] true MLP out - reconstruction (zero rows before first_pos)
+    std::vector<float> error;         // [L][T][d] true MLP out (before a post-norm) - reconstruction
     std::vector<float> recon;         // [L][T][d] the reconstruction, b_dec and skip included
     std::vector<float> tok_write;     // [T][d] each token's embedding (scaled as the model scales it)
     std::vector<double> unembed_mean; // [d] the unembedding's mean row

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <random>
 
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -112,14 +113,16 @@ void check_layer(const transcoder_set& t, const transcoder_layer& l, const std::
 
 } // namespace
 
-transcoder_set read_transcoders(const std::string& dir) {
+namespace {
+
+// The set's description from dir (config.yaml and the files present), its layers not read yet.
+transcoder_set open_set(const std::string& dir, sae_arch& config_arch) {
     transcoder_set t;
     t.path = dir;
     if (!fs::is_directory(dir)) throw error("transcoders " + dir + ": not a folder");
     bool cross = false, kind_given = false;
-    const std::string config_arch_path = dir + "/config.yaml";
     read_config(t, dir, cross, kind_given);
-    const sae_arch config_arch = t.arch;
+    config_arch = t.arch;
     const bool per_layer_files = fs::exists(dir + "/layer_0.safetensors");
     const bool cross_files = fs::exists(dir + "/W_enc_0.safetensors");
     if (!per_layer_files && !cross_files)
@@ -134,45 +137,117 @@ transcoder_set read_transcoders(const std::string& dir) {
                     " but " + (cross ? "W_enc_0.safetensors" : "layer_0.safetensors") + " is not there");
     t.n_layer = L;
     t.layers.resize(L);
-    for (int i = 0; i < L; i++) {
-        const std::string si = std::to_string(i);
-        transcoder_layer& l = t.layers[i];
-        const std::string file = dir + (cross ? "/W_enc_" + si : "/layer_" + si) + ".safetensors";
-        reader r(file);
-        const std::string enc = cross ? "W_enc_" + si : "W_enc";
-        const std::vector<int64_t> es = r.shape(enc);
-        if (es.size() != 2) throw error(file + ": " + enc + " has shape " + shape_str(es) + ", expected [d_tc, d_model]");
-        if (i == 0) {
-            t.d_tc = (int)es[0];
-            t.d_model = (int)es[1];
-        }
-        const int n = t.d_tc, d = t.d_model;
-        l.W_enc = r.get(enc, {n, d});
-        l.b_enc = r.get(cross ? "b_enc_" + si : "b_enc", {n});
-        l.b_dec = r.get(cross ? "b_dec_" + si : "b_dec", {d});
-        const std::string thr = cross ? "threshold_" + si : "activation_function.threshold";
-        if (r.has(thr)) {
-            l.threshold = r.get(thr, {n});
-            if (t.arch == SAE_RELU) t.arch = SAE_JUMPRELU;
-        }
-        const std::string skip = cross ? "W_skip_" + si : "W_skip";
-        if (r.has(skip)) {
-            const std::vector<float> w = r.get(skip, {d, d});
-            l.skip = cross ? w : transposed(w, d, d); // per-layer: out = x W_skip^T; cross-layer: out = x W_skip
-        }
-        if (cross) {
-            const std::string dfile = dir + "/W_dec_" + si + ".safetensors";
-            if (!fs::exists(dfile)) throw error("transcoders " + dir + ": W_dec_" + si + ".safetensors is missing");
-            reader rd(dfile);
-            l.W_dec = rd.get("W_dec_" + si, {n, L - i, d});
-        } else {
-            l.W_dec = r.get("W_dec", {n, d});
-        }
-        if ((int)l.skip.empty() != (int)t.layers[0].skip.empty())
-            throw error(file + ": some layers have a skip connection and some do not");
-        check_layer(t, l, file);
+    return t;
+}
+
+// Layer i of t read into t.layers[i] (layer 0 sets d_tc and d_model), checked.
+void read_layer(transcoder_set& t, int i) {
+    const std::string& dir = t.path;
+    const bool cross = t.cross_layer;
+    const int L = t.n_layer;
+    const std::string si = std::to_string(i);
+    transcoder_layer& l = t.layers[i];
+    const std::string file = dir + (cross ? "/W_enc_" + si : "/layer_" + si) + ".safetensors";
+    reader r(file);
+    const std::string enc = cross ? "W_enc_" + si : "W_enc";
+    const std::vector<int64_t> es = r.shape(enc);
+    if (es.size() != 2) throw error(file + ": " + enc + " has shape " + shape_str(es) + ", expected [d_tc, d_model]");
+    if (i == 0) {
+        t.d_tc = (int)es[0];
+        t.d_model = (int)es[1];
     }
-    if (config_arch == SAE_TOPK && t.k <= 0) throw error(config_arch_path + ": activation_function topk needs top_k > 0");
+    const int n = t.d_tc, d = t.d_model;
+    l.W_enc = r.get(enc, {n, d});
+    l.b_enc = r.get(cross ? "b_enc_" + si : "b_enc", {n});
+    l.b_dec = r.get(cross ? "b_dec_" + si : "b_dec", {d});
+    const std::string thr = cross ? "threshold_" + si : "activation_function.threshold";
+    if (r.has(thr)) {
+        l.threshold = r.get(thr, {n});
+        if (t.arch == SAE_RELU) t.arch = SAE_JUMPRELU;
+    }
+    const std::string skip = cross ? "W_skip_" + si : "W_skip";
+    if (r.has(skip)) {
+        const std::vector<float> w = r.get(skip, {d, d});
+        l.skip = cross ? w : transposed(w, d, d); // per-layer: out = x W_skip^T; cross-layer: out = x W_skip
+    }
+    if (cross) {
+        const std::string dfile = dir + "/W_dec_" + si + ".safetensors";
+        if (!fs::exists(dfile)) throw error("transcoders " + dir + ": W_dec_" + si + ".safetensors is missing");
+        reader rd(dfile);
+        l.W_dec = rd.get("W_dec_" + si, {n, L - i, d});
+    } else {
+        l.W_dec = r.get("W_dec", {n, d});
+    }
+    if ((int)l.skip.empty() != (int)t.layers[0].skip.empty())
+        throw error(file + ": some layers have a skip connection and some do not");
+    check_layer(t, l, file);
+}
+
+void check_topk(const transcoder_set& t, sae_arch config_arch) {
+    if (config_arch == SAE_TOPK && t.k <= 0) throw error(t.path + "/config.yaml: activation_function topk needs top_k > 0");
+}
+
+} // namespace
+
+transcoder_set read_transcoders(const std::string& dir) {
+    sae_arch config_arch;
+    transcoder_set t = open_set(dir, config_arch);
+    check_topk(t, config_arch);
+    for (int i = 0; i < t.n_layer; i++) read_layer(t, i);
+    return t;
+}
+
+transcoder_set read_active_transcoders(const std::string& dir, const std::vector<float>& mlp_in,
+                                       const std::vector<float>& resid_mid, int n, int n_layer, int d,
+                                       std::vector<std::vector<int>>& kept, int& full_d_tc) {
+    sae_arch config_arch;
+    transcoder_set t = open_set(dir, config_arch);
+    check_topk(t, config_arch);
+    if (t.n_layer != n_layer)
+        throw error("transcoders " + dir + ": " + std::to_string(t.n_layer) + " layers, the model has " +
+                    std::to_string(n_layer));
+    kept.assign(t.n_layer, {});
+    std::vector<float> acts;
+    int width = 1;
+    for (int i = 0; i < t.n_layer; i++) {
+        read_layer(t, i);
+        if (t.d_model != d)
+            throw error("transcoders " + dir + ": d_model " + std::to_string(t.d_model) + ", the model's is " +
+                        std::to_string(d));
+        const std::vector<float>& x = t.input_normed ? mlp_in : resid_mid;
+        transcoder_encode(acts, t, i, x.data() + (size_t)i * n * d, n);
+        const int m = t.d_tc, n_out = t.n_out(i);
+        for (int f = 0; f < m; f++)
+            for (int r = 0; r < n; r++)
+                if (acts[(size_t)r * m + f] != 0) {
+                    kept[i].push_back(f);
+                    break;
+                }
+        // the kept rows alone
+        transcoder_layer& l = t.layers[i];
+        transcoder_layer c;
+        for (int f : kept[i]) {
+            c.W_enc.insert(c.W_enc.end(), l.W_enc.begin() + (size_t)f * d, l.W_enc.begin() + (size_t)(f + 1) * d);
+            c.b_enc.push_back(l.b_enc[f]);
+            if (!l.threshold.empty()) c.threshold.push_back(l.threshold[f]);
+            c.W_dec.insert(c.W_dec.end(), l.W_dec.begin() + (size_t)f * n_out * d, l.W_dec.begin() + (size_t)(f + 1) * n_out * d);
+        }
+        c.b_dec = std::move(l.b_dec);
+        c.skip = std::move(l.skip);
+        l = std::move(c);
+        width = std::max(width, (int)kept[i].size());
+    }
+    // every layer `width` wide: the padding features never fire (W_enc 0, b_enc -1: pre-activation -1)
+    full_d_tc = t.d_tc;
+    t.d_tc = width;
+    for (int i = 0; i < t.n_layer; i++) {
+        transcoder_layer& l = t.layers[i];
+        const int n_out = t.n_out(i);
+        l.W_enc.resize((size_t)width * d, 0.0f);
+        l.b_enc.resize(width, -1.0f);
+        if (!l.threshold.empty()) l.threshold.resize(width, 0.0f);
+        l.W_dec.resize((size_t)width * n_out * d, 0.0f);
+    }
     return t;
 }
 
@@ -212,31 +287,78 @@ void write_transcoders(const std::string& dir, const transcoder_set& t) {
     }
 }
 
+void write_random_transcoders(const std::string& dir, int n_layer, int d, int d_tc, float bias, bool skip,
+                              const std::string& dtype, uint64_t seed) {
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16")
+        throw error("random transcoders: dtype " + dtype + " (F32, F16 or BF16)");
+    const st_dtype dt = dtype == "F16" ? ST_F16 : dtype == "BF16" ? ST_BF16 : ST_F32;
+    fs::create_directories(dir);
+    {
+        std::ofstream c(dir + "/config.yaml");
+        if (!c) throw error("cannot write " + dir + "/config.yaml");
+        c << "model_kind: transcoder_set\nmodel_name: random\nfeature_input_hook: mlp.hook_in\n"
+             "feature_output_hook: mlp.hook_out\n";
+    }
+    const float enc = 1.0f / std::sqrt((float)d), dec = 0.5f / std::sqrt((float)d), sk = 0.3f / std::sqrt((float)d);
+    for (int l = 0; l < n_layer; l++) {
+        std::mt19937_64 rng(seed * 1000003 + l);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        auto draw = [&](size_t n, float scale, float mean) {
+            std::vector<float> v(n);
+            for (float& x : v) x = mean + scale * nd(rng);
+            return v;
+        };
+        std::vector<st_out> ts;
+        ts.push_back({"W_enc", {d_tc, d}, draw((size_t)d_tc * d, enc, 0), dt});
+        ts.push_back({"W_dec", {d_tc, d}, draw((size_t)d_tc * d, dec, 0), dt});
+        ts.push_back({"b_enc", {d_tc}, draw(d_tc, 0.1f, bias), ST_F32});
+        ts.push_back({"b_dec", {d}, draw(d, 0.05f, 0), ST_F32});
+        if (skip) ts.push_back({"W_skip", {d, d}, draw((size_t)d * d, sk, 0), dt});
+        write_safetensors(dir + "/layer_" + std::to_string(l) + ".safetensors", ts);
+    }
+}
+
 void transcoder_encode(std::vector<float>& acts, const transcoder_set& t, int layer, const float* x, int n) {
     const int d = t.d_model, m = t.d_tc;
     const transcoder_layer& l = t.layers[layer];
     acts.assign((size_t)n * m, 0.0f);
-    std::vector<double> pre(m);
-    for (int r = 0; r < n; r++) {
-        const float* xr = x + (size_t)r * d;
+    // pre [n][m] in double, each element summed over i in order (b + w0 x0 + w1 x1 + ...), as a plain loop would;
+    // R rows at a time, x transposed to xt [d][R] so that the rows are the vector lanes, threads over features
+    constexpr int R = 16;
+    std::vector<double> pre((size_t)n * m);
+    for (int r0 = 0; r0 < n; r0 += R) {
+        const int nr = std::min(R, n - r0);
+        std::vector<double> xt((size_t)d * R, 0.0);
+        for (int r = 0; r < nr; r++)
+            for (int i = 0; i < d; i++) xt[(size_t)i * R + r] = x[(size_t)(r0 + r) * d + i];
+#pragma omp parallel for schedule(static)
         for (int f = 0; f < m; f++) {
             const float* w = l.W_enc.data() + (size_t)f * d;
-            double s = l.b_enc[f];
-            for (int i = 0; i < d; i++) s += (double)w[i] * xr[i];
-            pre[f] = s;
+            double acc[R];
+            for (int r = 0; r < R; r++) acc[r] = l.b_enc[f];
+            for (int i = 0; i < d; i++) {
+                const double wi = w[i];
+                const double* xi = xt.data() + (size_t)i * R;
+                for (int r = 0; r < R; r++) acc[r] += wi * xi[r];
+            }
+            for (int r = 0; r < nr; r++) pre[(size_t)(r0 + r) * m + f] = acc[r];
         }
+    }
+    std::vector<int> ids;
+    for (int r = 0; r < n; r++) {
+        const double* p = pre.data() + (size_t)r * m;
         float* a = acts.data() + (size_t)r * m;
         if (t.arch == SAE_TOPK) {
-            std::vector<int> ids(m);
+            ids.resize(m);
             std::iota(ids.begin(), ids.end(), 0);
             const int k = std::min(t.k, m);
             std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                              [&](int p, int q) { return pre[p] > pre[q] || (pre[p] == pre[q] && p < q); });
-            for (int j = 0; j < k; j++) a[ids[j]] = (float)std::max(0.0, pre[ids[j]]);
+                              [&](int u, int v) { return p[u] > p[v] || (p[u] == p[v] && u < v); });
+            for (int j = 0; j < k; j++) a[ids[j]] = (float)std::max(0.0, p[ids[j]]);
         } else if (t.arch == SAE_JUMPRELU) {
-            for (int f = 0; f < m; f++) a[f] = pre[f] > l.threshold[f] && pre[f] > 0 ? (float)pre[f] : 0.0f;
+            for (int f = 0; f < m; f++) a[f] = p[f] > l.threshold[f] && p[f] > 0 ? (float)p[f] : 0.0f;
         } else {
-            for (int f = 0; f < m; f++) a[f] = (float)std::max(0.0, pre[f]);
+            for (int f = 0; f < m; f++) a[f] = (float)std::max(0.0, p[f]);
         }
     }
 }

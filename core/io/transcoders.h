@@ -48,8 +48,25 @@ struct transcoder_set {
 // no layer files, a layer missing, a tensor missing or of the wrong shape, a non-finite weight, a config.yaml value
 // we do not implement (another model_kind, input or output hook, activation function).
 transcoder_set read_transcoders(const std::string& dir);
+// The set in dir with only the features that fire on some row of the inputs, read and encoded a layer at a time
+// (memory: one layer's matrices as floats, then the kept rows): mlp_in and resid_mid [n_layer][n][d] are each
+// layer's MLP input after its norm and the stream before it (the set's feature_input_hook picks one). Layer l's
+// feature j is the file's feature kept[l][j] (increasing); every layer is as wide as the widest, the rest padded
+// with features that never fire (W_enc 0, b_enc -1, W_dec 0). full_d_tc: the file's width. Encoding these inputs
+// with it gives the activations of the whole set, bit for bit (attribution graphs: cmd_graph). Throws as
+// read_transcoders does, and for a layer count or width that is not n_layer or d.
+transcoder_set read_active_transcoders(const std::string& dir, const std::vector<float>& mlp_in,
+                                       const std::vector<float>& resid_mid, int n, int n_layer, int d,
+                                       std::vector<std::vector<int>>& kept, int& full_d_tc);
 // Writes t into dir in circuit-tracer's layout (config.yaml too), F32. The tests' sets and train-transcoder's.
 void write_transcoders(const std::string& dir, const transcoder_set& t);
+
+// A random per-layer ReLU set of n_layer x d_tc features for a model of width d, written into dir layer by layer
+// (memory: one layer as floats) in circuit-tracer's layout, its matrices stored as dtype ("F32", "F16", "BF16"):
+// W_enc N(0, 1/d) so that a pre-activation on an input of norm sqrt(d) is about N(bias, 1), b_enc bias + N(0, 0.1),
+// W_dec N(0, 0.25/d), b_dec N(0, 0.05^2), with skip a W_skip N(0, 0.09/d). For benchmarks (make-random --transcoders).
+void write_random_transcoders(const std::string& dir, int n_layer, int d, int d_tc, float bias, bool skip,
+                              const std::string& dtype, uint64_t seed);
 
 // acts [n][d_tc] of `layer`'s features from x [n][d] (its input), in double inside: ReLU, JumpReLU (pre where
 // pre > threshold), TopK (the k largest pre-activations through ReLU).

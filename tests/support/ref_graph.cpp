@@ -54,12 +54,14 @@ namespace {
 
 struct ref_model {
     int L, T, d, H, KV, dh, V;
-    bool ln, parallel, normed;
+    bool ln, parallel, normed, pre, post; // pre: norms before the sublayers; post: on their outputs (Gemma 2, OLMo 2)
     std::vector<double> s1, s2, sF;      // frozen scales
+    std::vector<double> sPA, sPM;        // [L][T] post: the frozen scales of the attention's and the MLP's output
+    std::vector<std::vector<double>> gPA, gPM; // [L][d] post: their gains
     std::vector<double> P;               // [L][H][T][T]
     std::vector<std::vector<double>> Wv, bv, Wo, bo, g1, b1, g2, b2;
     std::vector<double> gF, bF, pos;     // pos [T][d] (empty for RoPE)
-    double scale(const float* x, bool layernorm, double eps, int dd) const {
+    template <class X> double scale(const X* x, bool layernorm, double eps, int dd) const {
         double mu = 0, v = 0;
         if (layernorm) {
             for (int i = 0; i < dd; i++) mu += x[i];
@@ -94,6 +96,7 @@ struct ref_ctx {
     ref_model R;
     gb::record rec;
     std::vector<double> xin, acts, err, umean; // [L][T][d], [L][T][d_tc], [L][T][d], [d]
+    std::vector<double> mlp_raw;               // [L][T][d] post-norm families: the MLP's output before its norm
     ref_ctx(const gb::model& m_, const gb::transcoder_set& t_, const gb::attribution_graph& g_, const std::vector<int>& tk)
         : m(m_), t(t_), g(g_), tokens(tk) {}
     const float* dec(int layer, int f, int target) const {
@@ -122,11 +125,14 @@ void ref_frozen(ref_ctx& x) {
     R.ln = gb::arch_table(c.arch).norm == gb::NORM_LAYERNORM;
     R.parallel = c.parallel;
     R.normed = x.t.input_normed;
+    R.pre = gb::arch_table(c.arch).pre_norm;
+    R.post = gb::arch_table(c.arch).post_norm;
     const int L = R.L, T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh;
     gb::forward_options opt;
     opt.keep.resid_stream = true;
     opt.keep.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_MLP_IN) | gb::hook_bit(gb::HOOK_MLP_OUT) |
-                      gb::hook_bit(gb::HOOK_RESID_PRE) | gb::hook_bit(gb::HOOK_RESID_MID) | gb::hook_bit(gb::HOOK_RESID_POST);
+                      gb::hook_bit(gb::HOOK_RESID_PRE) | gb::hook_bit(gb::HOOK_RESID_MID) | gb::hook_bit(gb::HOOK_RESID_POST) |
+                      gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_POST);
     gb::run_forward(x.rec, m, x.tokens, {}, opt);
     const gb::record& rec = x.rec;
     R.s1.resize((size_t)L * T), R.s2.resize((size_t)L * T), R.sF.resize(T), R.P.resize((size_t)L * H * T * T);
@@ -150,6 +156,25 @@ void ref_frozen(ref_ctx& x) {
         R.bo.push_back(lw.b_o.empty() ? std::vector<double>(d, 0.0) : to_double(lw.b_o));
         R.g1.push_back(to_double(lw.norm1_g)), R.b1.push_back(to_double(lw.norm1_b));
         R.g2.push_back(to_double(lw.norm2_g)), R.b2.push_back(to_double(lw.norm2_b));
+        if (!R.post) continue;
+        // the sublayers' outputs before their post-norms, in double from the run's z and MLP activations
+        R.gPA.push_back(to_double(lw.post_attn_norm)), R.gPM.push_back(to_double(lw.post_mlp_norm));
+        const std::vector<float> wo = gb::unpack_matrix(lw.w_o), wd = gb::unpack_matrix(lw.w_down);
+        const int ff = c.d_ff;
+        for (int p = 0; p < T; p++) {
+            std::vector<double> a(d), o(d);
+            const float* z = rec.get(gb::HOOK_Z, l) + (size_t)p * H * dh;
+            const float* hm = rec.get(gb::HOOK_MLP_POST, l) + (size_t)p * ff;
+            for (int j = 0; j < d; j++) {
+                double sa = lw.b_o.empty() ? 0.0 : lw.b_o[j], sm = lw.b_down.empty() ? 0.0 : lw.b_down[j];
+                for (int k = 0; k < H * dh; k++) sa += (double)z[k] * wo[(size_t)k * d + j];
+                for (int k = 0; k < ff; k++) sm += (double)hm[k] * wd[(size_t)k * d + j];
+                a[j] = sa, o[j] = sm;
+            }
+            R.sPA.push_back(R.scale(a.data(), R.ln, c.norm_eps, d));
+            R.sPM.push_back(R.scale(o.data(), R.ln, c.norm_eps, d));
+            x.mlp_raw.insert(x.mlp_raw.end(), o.begin(), o.end());
+        }
     }
     for (int p = 0; p < T; p++) R.sF[p] = R.scale(rec.resid(2 * L) + (size_t)p * d, R.ln, c.norm_eps, d);
     R.gF = to_double(m.weights.normf_g), R.bF = to_double(m.weights.normf_b);
@@ -211,7 +236,8 @@ void ref_transcode(ref_ctx& x, std::vector<active_feature>& active) {
                 }
             }
             const float* mo = x.rec.get(gb::HOOK_MLP_OUT, k) + (size_t)p * d;
-            for (int j = 0; j < d; j++) x.err[((size_t)k * T + p) * d + j] = mo[j] - rc[j];
+            for (int j = 0; j < d; j++)
+                x.err[((size_t)k * T + p) * d + j] = (x.R.post ? x.mlp_raw[((size_t)k * T + p) * d + j] : mo[j]) - rc[j];
         }
 }
 
@@ -220,7 +246,8 @@ std::vector<double> ref_attention(const ref_model& R, int l, const std::vector<d
     const int T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh;
     std::vector<double> v((size_t)T * KV * dh), attn((size_t)T * d);
     for (int p = 0; p < T; p++) {
-        const std::vector<double> a = R.norm(x.data() + (size_t)p * d, R.s1[(size_t)l * T + p], R.g1[l], R.b1[l]);
+        const std::vector<double> a = R.pre ? R.norm(x.data() + (size_t)p * d, R.s1[(size_t)l * T + p], R.g1[l], R.b1[l])
+                                            : std::vector<double>(x.begin() + (size_t)p * d, x.begin() + (size_t)(p + 1) * d);
         for (int j = 0; j < KV * dh; j++) {
             double s = R.bv[l][j];
             for (int i = 0; i < d; i++) s += a[i] * R.Wv[l][(size_t)i * KV * dh + j];
@@ -238,6 +265,10 @@ std::vector<double> ref_attention(const ref_model& R, int l, const std::vector<d
             double s = R.bo[l][o];
             for (int k = 0; k < H * dh; k++) s += z[k] * R.Wo[l][(size_t)k * d + o];
             attn[(size_t)i * d + o] = s;
+        }
+        if (R.post) {
+            const std::vector<double> y = R.norm(attn.data() + (size_t)i * d, R.sPA[(size_t)l * T + i], R.gPA[l], {});
+            std::copy(y.begin(), y.end(), attn.begin() + (size_t)i * d);
         }
     }
     return attn;
@@ -267,7 +298,7 @@ std::vector<double> ref_forward(const ref_ctx& c, int skip_node) {
         const std::vector<double>& base = R.parallel ? x : mid;
         for (int p = 0; p < T; p++) {
             std::vector<double> in(base.begin() + (size_t)p * d, base.begin() + (size_t)(p + 1) * d);
-            if (R.normed) in = R.norm(in.data(), R.s2[(size_t)l * T + p], R.g2[l], R.b2[l]);
+            if (R.normed && R.pre) in = R.norm(in.data(), R.s2[(size_t)l * T + p], R.g2[l], R.b2[l]);
             for (int i = 0; i < nf; i++) { // the feature nodes of layer l read here
                 const active_feature& f = g.features[i];
                 if (f.layer != l || f.pos != p) continue;
@@ -288,6 +319,7 @@ std::vector<double> ref_forward(const ref_ctx& c, int skip_node) {
             }
             if (p < c.fp || g.error_index(l, p) != skip_node)
                 for (int j = 0; j < d; j++) mlp[j] += c.err[((size_t)l * T + p) * d + j];
+            if (R.post) mlp = R.norm(mlp.data(), R.sPM[(size_t)l * T + p], R.gPM[l], {});
             for (int j = 0; j < d; j++) x[(size_t)p * d + j] = mid[(size_t)p * d + j] + mlp[j];
         }
     }
