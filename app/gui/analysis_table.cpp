@@ -3,6 +3,7 @@
 
 #include "analysis_worker.h"
 #include "circuit_analysis.h"
+#include "compare_analysis.h"
 #include "feature_analysis.h"
 #include "graph_analysis.h"
 #include "patching_inputs.h"
@@ -45,11 +46,6 @@ const tab_entry& tab_info(analysis_tab t) {
     const tab_entry& e = tabs[t >= 0 && t < TAB_COUNT ? t : TAB_HEAD];
     if (e.tab != (t >= 0 && t < TAB_COUNT ? t : TAB_HEAD)) throw gb::error("tab table: no row for tab " + std::to_string(t));
     return e;
-}
-
-app_state::app_state() {
-    for (const tab_entry& e : tabs)
-        if (e.make_inputs) inputs[e.tab] = e.make_inputs();
 }
 
 static const analysis_entry table[ANALYSIS_COUNT] = {
@@ -105,7 +101,22 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
      {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_output), nullptr, schedule_steer_open, nullptr},
     {(analysis_kind)(ANALYSIS_EXPORT + 2), "steer_save", (analysis_tab)(TAB_CROSS + 2), 0,
      {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_save, &typeid(steer_output), nullptr, schedule_steer_save, nullptr},
+    // model B and the comparison with it: a lane of their own (a load first: the comparison waits for B); the
+    // comparison keeps model B and the views, draws in the Model, grid, residual and lens panels, and has the
+    // script's open-b and compare-view
+    {(analysis_kind)(ANALYSIS_EXPORT + 3), "model_b", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_model_b,
+     &typeid(model_b_output), nullptr, schedule_model_b, nullptr},
+    {(analysis_kind)(ANALYSIS_EXPORT + 4), "compare", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_compare,
+     &typeid(compare_output), nullptr, schedule_compare, print_compare, make_inputs<compare_state>,
+     &typeid(compare_state), compare_parts, compare_script},
 };
+
+app_state::app_state() {
+    for (const tab_entry& e : tabs)
+        if (e.make_inputs) inputs[e.tab] = e.make_inputs();
+    for (const analysis_entry& e : table)
+        if (e.make_state) own[e.kind] = e.make_state();
+}
 
 const analysis_entry& analysis_info(analysis_kind k) {
     if (k < 0 || k >= ANALYSIS_COUNT || table[k].kind != k) throw gb::error("analysis table: no row for kind " + std::to_string(k));
@@ -130,6 +141,18 @@ analysis_tab tab_id(const char* name) {
     for (const tab_entry& e : tabs)
         if (std::string(name) == e.name) return e.tab;
     throw gb::error(std::string("tab table: no tab named ") + name);
+}
+
+bool draw_parts(app_state& s, ui_context& ui, panel_part p) {
+    for (const analysis_entry& e : table)
+        if (e.draw_part && e.draw_part(s, ui, p)) return true;
+    return false;
+}
+
+bool analysis_script_command(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg) {
+    for (const analysis_entry& e : table)
+        if (e.script && e.script(s, ui, cmd, arg)) return true;
+    return false;
 }
 
 bool analysis_offered(analysis_kind k, const gb::model* m) {

@@ -67,13 +67,21 @@ struct analysis_entry;
 using analysis_schedule = void (*)(app_state& s, ui_context& ui, const analysis_entry& row);
 // Adds the row's output (and the state it owns) to the script's `print` (script_state.cpp), for the GUI tests.
 using analysis_print = void (*)(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+// The panels a row may draw a part of beyond its tab's panel (model B: its button in the Model panel, its views of
+// the grid, the residual stream and the lens).
+enum panel_part : int { PART_MODEL, PART_GRID, PART_RESIDUAL, PART_LENS };
+// Draws the row's part of panel p; true when it drew in place of the panel's own content (the panel then stops).
+using analysis_draw_part = bool (*)(app_state& s, ui_context& ui, panel_part p);
+// Runs the script command `cmd arg` when it is the row's (script.cpp); false when it is not.
+using analysis_script = bool (*)(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg);
 
 struct analysis_entry {
     analysis_kind kind;
     const char* name;            // in scripts' JSON, their wait-running command and messages ("lens", "sae_train")
     analysis_tab tab;            // the tab whose panel draws the output (tab_info)
     int lane;                    // 0: the quick analyses; 1: the long ones (a forward per head, node or row), so
-                                 // that a long one never delays a quick one
+                                 // that a long one never delays a quick one; 2: model B's (a second model's load
+                                 // and runs wait for neither)
     gb::feature needs[2];        // what the model's kind must offer (FEATURE_RUN: nothing beyond a run); the
                                  // scheduler asks for it only then
     analysis_compute compute;
@@ -81,6 +89,12 @@ struct analysis_entry {
     analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
     analysis_schedule schedule;  // when it is sent (null: scheduler.cpp's schedule_analyses sends it)
     analysis_print print;        // its part of `print` (null: script_state.cpp prints it)
+    // What the analysis keeps of its own beyond a tab's inputs (app_state::own, read with state_of; null: nothing),
+    // made with the state, and its type
+    std::shared_ptr<void> (*make_state)() = nullptr;
+    const std::type_info* state = nullptr;
+    analysis_draw_part draw_part = nullptr; // its parts of other panels (null: none)
+    analysis_script script = nullptr;       // its script commands (null: none)
 };
 // The inputs tab t keeps of its own, as the type its row names.
 template <class T> T& inputs_of(app_state& s, analysis_tab t) {
@@ -91,6 +105,16 @@ template <class T> const T& inputs_of(const app_state& s, analysis_tab t) { retu
 
 // The row of k (k < ANALYSIS_COUNT).
 const analysis_entry& analysis_info(analysis_kind k);
+// What row k keeps of its own, as the type its row names.
+template <class T> T& state_of(app_state& s, analysis_kind k) {
+    if (!analysis_info(k).state || *analysis_info(k).state != typeid(T)) throw gb::error(std::string("state_of: wrong type for ") + analysis_info(k).name);
+    return *static_cast<T*>(s.own[k].get());
+}
+template <class T> const T& state_of(const app_state& s, analysis_kind k) { return state_of<T>(const_cast<app_state&>(s), k); }
+// Each row's part of panel p, in the table's order; true when one drew in place of the panel's own content.
+bool draw_parts(app_state& s, ui_context& ui, panel_part p);
+// The script command `cmd arg` run by the row that has it; false when no row has it.
+bool analysis_script_command(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg);
 // The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...); "?" outside the table.
 const char* analysis_name(analysis_kind k);
 // The kind named `name` in the table, or ANALYSIS_COUNT.

@@ -8,6 +8,7 @@
 #include <any>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -79,6 +80,8 @@ public:
     void poll(app_state& s);
     bool idle() const; // nothing waiting, running, or finished but not yet polled
     bool pending(analysis_kind k) const; // the same for one kind
+    std::function<void()> wake;          // called when a run finished or failed (the frame loop wakes; set before
+                                         // the first submit)
 
 private:
     void loop(int lane); // runs the rows of one lane (analysis_table.h)
@@ -94,7 +97,7 @@ private:
     bool failed_[ANALYSIS_COUNT] = {};
     std::string error_[ANALYSIS_COUNT], error_key_[ANALYSIS_COUNT];
     bool stop_ = false;
-    std::thread threads_[2];
+    std::thread threads_[3]; // one per lane (analysis_table.h)
 };
 
 } // namespace gbui

@@ -360,27 +360,6 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         if (const analysis_entry& e = analysis_info((analysis_kind)k); e.print) e.print(j, s, e);
 }
 
-// model B and the comparison of the shown run (null when there is none)
-static void add_compare(nlohmann::json& j, const app_state& s) {
-    static const char* views[] = {"a", "b", "avsb"};
-    j["model_b"] = s.cmp.model ? nlohmann::json(s.cmp.model->path) : nlohmann::json();
-    j["compare_view"] = views[s.cmp.shown];
-    const compare_output* c = current_compare(s);
-    if (!c) {
-        j["compare"] = nullptr;
-        return;
-    }
-    const gb::compare_result& r = c->res;
-    float js_max = 0;
-    for (float v : r.head_js) js_max = std::max(js_max, v);
-    float cos_min = 1;
-    for (float v : r.cosine) cos_min = std::min(cos_min, v);
-    j["compare"] = {{"tokens", r.n_tokens}, {"mean_kl", r.mean_kl}, {"top_agree", r.top_agree_count}, {"js_max", js_max},
-                    {"cos_min", cos_min}, {"first_disagree", r.first_disagree},
-                    {"surprisal_mean_a", r.surprisal_a.mean_nats}, {"surprisal_mean_b", r.surprisal_b.mean_nats},
-                    {"ms", c->ms}};
-}
-
 void print_state(const app_state& s, const ui_context& ui) {
     nlohmann::json j; // keys sorted (std::map): the order they are added in does not show
     add_result(j, s);
@@ -388,7 +367,6 @@ void print_state(const app_state& s, const ui_context& ui) {
     add_tab_outputs(j, s);
     add_learn_picture(j, ui);
     add_analyses(j, s);
-    add_compare(j, s);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str()); // (a path need not be UTF-8)
     std::fflush(stdout);
 }

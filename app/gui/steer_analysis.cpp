@@ -74,7 +74,7 @@ std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, con
     auto out = steer_output_of(q);
     const std::vector<int> ids = prompt_ids(m, q.prompt, q.bos, q.gen_tokens);
     for (int id : ids) out->prompt_pieces.push_back(gb::token_text(m.tok, id));
-    gb::compare_steering(out->compare, m, ids, in.steering, in.scales, q.gen_tokens, q.sampling, run.stopped);
+    gb::compare_steering(out->side_by_side, m, ids, in.steering, in.scales, q.gen_tokens, q.sampling, run.stopped);
     out->ms = ms_since(t0);
     return out;
 }
@@ -105,7 +105,7 @@ std::shared_ptr<const void> compute_steer_save(const analysis_request& q, const 
     auto out = steer_output_of(q);
     gb::steer_vector v = *in.steering.vec;
     // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
-    if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0) v.dirs[0].clear();
+    if (v.has(0) && in.path.size() > 5 && in.path.substr(in.path.size() - 5) == ".gguf") v.dirs[0].clear();
     gb::write_steer_vector(in.path, v);
     out->note = "saved " + in.path + (v.has(0) || !in.steering.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
     return out;
@@ -233,7 +233,7 @@ void print_steer_build(nlohmann::json& j, const app_state& s, const analysis_ent
 void print_steer_compare(nlohmann::json& j, const app_state& s, const analysis_entry& row) {
     const auto so = output_of<steer_output>(s, row.kind);
     if (!so) return;
-    const gb::steer_compare& c = so->compare;
+    const gb::steer_compare& c = so->side_by_side;
     nlohmann::json runs = nlohmann::json::array();
     for (const gb::steered_continuation& r : c.runs)
         runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},

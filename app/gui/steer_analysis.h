@@ -65,7 +65,7 @@ struct steer_output {
     std::string key;
     std::shared_ptr<const gb::model> model;
     std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
-    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
+    gb::steer_compare side_by_side;              // compare: baseline and one continuation per scale
     std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
     gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
     std::string note;                            // open, save: what was done, one line

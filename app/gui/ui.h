@@ -61,7 +61,6 @@ struct ui_context {
                                             // generation, which publishes the prompt's result first)
     // analyses
     analysis_worker* analysis = nullptr;
-    compare_worker* compare = nullptr;      // model B's loads and the comparisons (compare_view.h)
     model_picker* picker = nullptr;         // the model picker (Ctrl+O, the File menu; model_picker.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)

@@ -327,7 +327,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     recent_menu(s, ui);
     ImGui::SameLine();
-    model_b_button(s, ui); // a second model to compare with
+    draw_parts(s, ui, PART_MODEL); // e.g. a second model to compare with
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
     path_box(ui, "session path", s.session_path, BROWSE_SESSION, "session .json", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();

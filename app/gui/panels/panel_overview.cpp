@@ -128,11 +128,7 @@ void panel_overview(app_state& s, ui_context& ui) {
         ImGui::TextDisabled("no result yet");
         return;
     }
-    compare_switch(s, ui); // with a model B: A, B or A vs B
-    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) {
-        compare_grid(s, ui);
-        return;
-    }
+    if (draw_parts(s, ui, PART_GRID)) return; // e.g. model B's patterns in place of A's
     score_controls(s, ui);
     const gb::record& c = s.result->cap();
     const int L = c.n_layer, H = c.n_head;
