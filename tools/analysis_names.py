@@ -11,7 +11,9 @@ analysis").
 
 An identifier that holds the word inside another analysis's name counts for that one only: the Steer tab's
 side-by-side continuations (its row "steer_compare", the core's gb::steer_compare and gb::compare_steering) are
-steer's, not the comparison of two models. Those names are listed in OTHERS.
+steer's, not the comparison of two models; the Features tab's edit that adds a feature's decoder direction
+(gb::FEATURE_STEER, beside FEATURE_ABLATE and FEATURE_CLAMP) is the Features tab's, not the Steer tab's. Those
+names are listed in OTHERS.
 """
 import collections
 import os
@@ -27,7 +29,7 @@ def strip(s):
 
 
 # word -> the names holding it that belong to another analysis (an identifier containing one is not counted)
-OTHERS = {'compare': ('steer_compare', 'compare_steering')}
+OTHERS = {'compare': ('steer_compare', 'compare_steering'), 'steer': ('feature_steer',)}
 
 words = sys.argv[1:] or ['circuit', 'steer', 'trace', 'compare']
 for w in words:
