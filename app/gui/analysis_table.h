@@ -16,12 +16,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analysis_outputs.h"
+#include "analysis_requests.h"
+#include "analysis_worker.h"
 #include "app_state.h"
 #include "util/error.h"
 
 namespace gbui {
 
-struct analysis_request; // analysis_worker.h
 struct ui_context;       // ui.h
 
 // The tabs under the attention grid, one row each: the name sessions and scripts use, the label, the feature the
@@ -85,6 +86,7 @@ struct analysis_entry {
     gb::feature needs[2];        // what the model's kind must offer (FEATURE_RUN: nothing beyond a run); the
                                  // scheduler asks for it only then
     analysis_compute compute;
+    const std::type_info* request; // the type of its request's inputs (analysis_request::inputs; request_of)
     const std::type_info* output; // the type of its output: what output_of reads from its slot
     analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
     analysis_schedule schedule;  // when it is sent (null: scheduler.cpp's schedule_analyses sends it)
@@ -126,6 +128,12 @@ analysis_tab tab_id(const char* name);
 // Whether m's kind offers what k needs (false without a model).
 bool analysis_offered(analysis_kind k, const gb::model* m);
 
+// What request q carries for its row's compute function, as the type its row names.
+template <class T> const T& request_of(const analysis_request& q) {
+    if (*analysis_info(q.kind).request != typeid(T)) throw gb::error(std::string("request_of: wrong type for ") + analysis_name(q.kind));
+    return *std::any_cast<T>(&q.inputs);
+}
+
 // The newest published output of k (null: none yet), as the type its row names.
 template <class T> std::shared_ptr<const T> output_of(const app_state& s, analysis_kind k) {
     if (*analysis_info(k).output != typeid(T)) throw gb::error(std::string("output_of: wrong type for ") + analysis_name(k));
@@ -141,14 +149,14 @@ std::shared_ptr<const void> compute_patching(const analysis_request& q, const an
 // Patching's clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the
 // chosen ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target),
 // into out; the analyses of patching's inputs share it.
-void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast);
+void patch_inputs(patch_output* out, const std::string& key, const patch_request& q, int& target, int& contrast);
 std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
-// Export itself (analysis_export.cpp): the request's own field is a snapshot of the state (the shown run and the
-// outputs, as they were when Export was pressed) and the folder; once written, the status line and the window's PNG
+// Export itself (analysis_export.cpp): the request is a snapshot of the state (the shown run and the outputs, as they
+// were when Export was pressed) and the folder; once written, the status line and the window's PNG
 std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run& run);
 void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row);
 // The writers of Export (analysis_export.cpp)

@@ -23,7 +23,7 @@ const compare_state& compare_of(const app_state& s) { return state_of<compare_st
 // Compute (the model-B lane)
 // ---------------------------------------------------------------------------------------------
 std::shared_ptr<const void> compute_model_b(const analysis_request& q, const analysis_run&) {
-    const compare_request& in = std::any_cast<const compare_request&>(q.own);
+    const compare_request& in = request_of<compare_request>(q);
     gb::load_options lo;
     lo.keep_stored = in.keep_stored;
     auto out = std::make_shared<model_b_output>();
@@ -33,7 +33,7 @@ std::shared_ptr<const void> compute_model_b(const analysis_request& q, const ana
 }
 
 std::shared_ptr<const void> compute_compare(const analysis_request& q, const analysis_run& run) {
-    const compare_request& in = std::any_cast<const compare_request&>(q.own);
+    const compare_request& in = request_of<compare_request>(q);
     const auto t0 = std::chrono::steady_clock::now();
     auto rb = std::make_shared<gb::record>();
     auto out = std::make_shared<compare_output>();
@@ -92,12 +92,10 @@ const compare_output* current_compare(const app_state& s) {
 // A, and is then dropped from the row's slot (a closed B frees its memory)
 void schedule_model_b(app_state& s, ui_context& ui, const analysis_entry& row) {
     compare_state& c = compare_of(s);
-    analysis_request q;
     compare_request r;
     r.path = c.load_path, r.keep_stored = ui.work->keep_stored; // as A's weights are kept
-    q.own = r;
     const std::string key = c.loads > 0 ? std::to_string(c.loads) + "|" + c.load_path : "";
-    schedule_analysis(s, ui, row.kind, key, true, true, q);
+    schedule_analysis(s, ui, row.kind, key, true, true, r);
     const analysis_status& st = s.analysis[row.kind];
     if (!st.error.empty() && st.error_key != c.taken[0]) { // one line, the app goes on
         c.taken[0] = st.error_key;
@@ -122,11 +120,9 @@ void schedule_model_b(app_state& s, ui_context& ui, const analysis_entry& row) {
 void schedule_compare(app_state& s, ui_context& ui, const analysis_entry& row) {
     compare_state& c = compare_of(s);
     const std::string key = compare_key(s);
-    analysis_request q;
     compare_request r;
     if (!key.empty()) r.a = s.model, r.b = c.model, r.tokens = s.result->cap().tokens;
-    q.own = r;
-    schedule_analysis(s, ui, row.kind, key, true, true, q);
+    schedule_analysis(s, ui, row.kind, key, true, true, r);
     const analysis_status& st = s.analysis[row.kind];
     if (!st.error.empty() && st.error_key != c.taken[1]) {
         c.taken[1] = st.error_key;

@@ -22,7 +22,7 @@ struct analysis_run;     // analysis_table.h
 struct ui_context;       // ui.h
 enum panel_part : int;   // analysis_table.h
 
-// What the two rows' requests carry (analysis_request::own): the load reads `path` (keeping the weights stored
+// What the two rows' requests carry (analysis_request::inputs): the load reads `path` (keeping the weights stored
 // as A's are, or widened); the comparison runs `a` and `b` on `tokens`.
 struct compare_request {
     std::string path;

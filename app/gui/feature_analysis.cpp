@@ -83,7 +83,7 @@ const int chip_features = 3; // the top features each token's chips show
 
 // Training an SAE as `glassbox-cli train-sae` does (the same activations, options and files, so the same SAE), with
 // progress: a tenth for the activations, the rest for the steps; resumable from the state file in the folder.
-static void train_in_app(features_output& out, const gb::model& m, const analysis_request& q, const keep_going& go) {
+static void train_in_app(features_output& out, const gb::model& m, const features_request& q, const keep_going& go) {
     std::ifstream f(q.corpus, std::ios::binary);
     if (!f) throw gb::error("train an SAE: cannot read the corpus " + q.corpus);
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -111,15 +111,16 @@ static void train_in_app(features_output& out, const gb::model& m, const analysi
     out.trained = q.out_dir, out.train_note = note;
 }
 
-std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_features(const analysis_request& rq, const analysis_run& run) {
+    const features_request& q = request_of<features_request>(rq);
     const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<features_output>();
-    out->key = q.key, out->model = q.model, out->sae = q.sae;
-    if (q.kind == ANALYSIS_SAE_TRAIN) {
+    out->key = rq.key, out->model = q.model, out->sae = q.sae;
+    if (rq.kind == ANALYSIS_SAE_TRAIN) {
         train_in_app(*out, m, q, go);
-    } else if (q.kind == ANALYSIS_FEATURE_INDEX) {
+    } else if (rq.kind == ANALYSIS_FEATURE_INDEX) {
         bool built = false;
         std::string path, note;
         out->index = std::make_shared<const gb::feature_index>(gb::cached_feature_index(
@@ -155,10 +156,10 @@ std::shared_ptr<const void> compute_features(const analysis_request& q, const an
                 gb::feature_logit_effect(out->chip_tokens.back(), sup, m, *q.sae, id, 3);
                 if (!go(0.5f)) throw gb::cancelled();
             }
-            if (q.target >= 0 && q.target < d_sae)
-                gb::feature_logit_effect(out->promotes, out->suppresses, m, *q.sae, q.target, 10);
+            if (q.feature >= 0 && q.feature < d_sae)
+                gb::feature_logit_effect(out->promotes, out->suppresses, m, *q.sae, q.feature, 10);
         }
-        out->feature = q.target;
+        out->feature = q.feature;
     }
     out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analysis/sae_train.h"
 #include "app_state.h"
 
 namespace gbui {
@@ -37,6 +38,23 @@ struct features_inputs {
     } train, train_asked;
     int train_build = 0;
     const gb::model* train_for = nullptr; // the model Train was pressed for (another one does not train)
+};
+
+// What the Features tab's three rows' requests carry (analysis_request::inputs), each of `model` (with bos): the
+// features of `prompt` on `sae` under ab, with `feature`'s logit effect (-1: none selected); the index of `corpus`
+// on `sae`; training an SAE on `corpus` at `point` of `layer` with `train`, written to out_dir.
+struct features_request {
+    std::shared_ptr<const gb::model> model;
+    bool bos = false;
+    std::string prompt;
+    gb::ablation ab;
+    std::shared_ptr<const gb::bound_sae> sae;
+    int feature = -1;
+    std::string corpus;
+    gb::sae_train_options train;
+    gb::hook_point point = gb::HOOK_RESID_POST;
+    int layer = 0;
+    std::string out_dir;
 };
 
 // The SAE the Features tab shows (null: none opened)
