@@ -100,14 +100,15 @@ std::shared_ptr<const void> compute_export(const analysis_request& q, const anal
 // Once per press of Export: a snapshot of what it writes goes to the quick lane; the export written, the status line
 // says so and the window's PNG joins it (the folder exists by then); a failure becomes the window's error line
 void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row) {
-    const std::string inputs = s.export_asked > 0 ? std::to_string(s.export_asked) + "|" + s.export_dir : "";
+    const auto& in = state_of<export_inputs>(s, ANALYSIS_EXPORT);
+    const std::string inputs = in.asked > 0 ? std::to_string(in.asked) + "|" + in.dir : "";
     export_request q;
     if (!inputs.empty() && inputs != ui.asked[row.kind]) { // about to be sent: the snapshot
         auto snap = std::make_shared<app_state>();
         snap->result = s.result;
         snap->top_k = s.top_k;
         for (int k = 0; k < ANALYSIS_COUNT; k++) snap->output[k] = s.output[k];
-        q = export_request{snap, s.export_dir};
+        q = export_request{snap, in.dir};
     }
     schedule_analysis(s, ui, row.kind, inputs, true, true, q);
     const analysis_status& st = s.analysis[row.kind];

@@ -75,6 +75,19 @@ struct patch_request {
     bool fast = false;
 };
 
+// What the rows without a tab of their own keep (their row's state: state_of), the induction test's and Export's:
+// whether the grid shows the test's scores, its random tokens (each repeated once) and seed; the folder Export
+// writes into, and its presses (each bumps `asked`: the export row writes the shown run once).
+struct induction_inputs {
+    bool shown = false;
+    int n = 50;
+    uint64_t seed = 1;
+};
+struct export_inputs {
+    std::string dir = "glassbox-export";
+    int asked = 0;
+};
+
 // Export: a snapshot of the state (the shown run, top_k and the outputs, shared and immutable, as they were when
 // Export was pressed) and the folder.
 struct export_request {

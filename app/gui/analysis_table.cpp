@@ -58,7 +58,8 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
      compute_attribution, &typeid(attribution_request), &typeid(attribution_output), export_attribution, nullptr, nullptr},
     // the repeated-random-tokens test: the grid's scores (no tab of its own)
     {ANALYSIS_INDUCTION, "induction", TAB_HEAD, 0, {gb::FEATURE_INDUCTION_TEST, FEATURE_RUN},
-     compute_induction, &typeid(induction_request), &typeid(induction_output), export_induction, nullptr, nullptr},
+     compute_induction, &typeid(induction_request), &typeid(induction_output), export_induction, nullptr, nullptr,
+     make_inputs<induction_inputs>, &typeid(induction_inputs)},
     {ANALYSIS_PATCHING, "patching", TAB_PATCHING, 1, {gb::FEATURE_PATCHING, FEATURE_RUN},
      compute_patching, &typeid(patch_request), &typeid(patch_output), export_patching, nullptr, nullptr},
     {ANALYSIS_LEARN, "learn", TAB_LEARN, 0, {gb::FEATURE_LEARN, FEATURE_RUN},
@@ -95,8 +96,8 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
     // the Graph tab: the attribution graph over a transcoder set (long: a backward per batch of nodes)
     {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_request), &typeid(graph_output), nullptr, nullptr, nullptr},
     // the Model panel's Export: the shown run's capture and the analyses of it, as they were when it was pressed
-    {ANALYSIS_EXPORT, "export", TAB_HEAD, 0, {FEATURE_RUN, FEATURE_RUN}, compute_export, &typeid(export_request), &typeid(export_output), nullptr,
-     schedule_export, nullptr},
+    {ANALYSIS_EXPORT, "export", TAB_HEAD, 0, {FEATURE_RUN, FEATURE_RUN}, compute_export, &typeid(export_request),
+     &typeid(export_output), nullptr, schedule_export, nullptr, make_inputs<export_inputs>, &typeid(export_inputs)},
     // the Steer tab's Open and Save of a vector file
     {(analysis_kind)(ANALYSIS_EXPORT + 1), "steer_open", (analysis_tab)(TAB_CROSS + 2), 0,
      {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_request), &typeid(steer_output), nullptr, schedule_steer_open, nullptr},

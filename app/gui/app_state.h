@@ -99,8 +99,6 @@ struct app_state {
     bool gen_follow = false;         // gen_step follows a running generation (until the slider is moved)
     std::string model_path_input;
     std::vector<std::string> recent_models;   // "Open recent": most recent first, those that existed at start
-    std::string export_dir = "glassbox-export";
-    int export_asked = 0;            // bumped by Export: the export row writes the shown run into export_dir
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
@@ -108,9 +106,6 @@ struct app_state {
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
     std::shared_ptr<const run_patch> patch; // a tab's component patch on the main run (null: none)
-    bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
-    int induction_n = 50;            // random tokens (each repeated once)
-    uint64_t induction_seed = 1;
     // the demonstration shown (demos.h): its prompt, and the caption saying what to look at
     demo_kind demo = DEMO_NONE;
     bool demo_waiting = false;       // its run has not arrived yet: the head and caption come with it
@@ -128,7 +123,6 @@ struct app_state {
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;
     bool presenting = false;
-    std::vector<app_feature_edit> feature_edits; // the Features tab's edits, applied to the live run
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one

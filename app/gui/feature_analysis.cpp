@@ -196,9 +196,9 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
         if (fin.saes[i]->in == b->in && fin.saes[i]->out == b->out && fin.saes[i]->layer == b->layer) at = (int)i;
     if (at >= 0) {
         const gb::bound_sae* old = fin.saes[at].get();
-        s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(),
+        fin.edits.erase(std::remove_if(fin.edits.begin(), fin.edits.end(),
                                              [&](const app_feature_edit& f) { return f.sae.get() == old; }),
-                              s.feature_edits.end());
+                              fin.edits.end());
         fin.saes[at] = b;
     } else {
         at = (int)fin.saes.size();
@@ -208,7 +208,7 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
     if (fin.sel >= b->s->d_sae) fin.sel = -1;
     for (auto it = fin.queue_edits.begin(); it != fin.queue_edits.end();)
         if (it->path == path) {
-            if (it->e.id >= 0 && it->e.id < b->s->d_sae) s.feature_edits.push_back({b, it->e});
+            if (it->e.id >= 0 && it->e.id < b->s->d_sae) fin.edits.push_back({b, it->e});
             it = fin.queue_edits.erase(it);
         } else ++it;
     std::string w;
@@ -297,7 +297,7 @@ nlohmann::json features_session_json(const app_state& s) {
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     nlohmann::json saes = nlohmann::json::array(), edits = nlohmann::json::array();
     for (const auto& b : fin.saes) saes.push_back(b->s->path);
-    for (const app_feature_edit& f : s.feature_edits)
+    for (const app_feature_edit& f : fin.edits)
         edits.push_back({{"sae", f.sae->s->path}, {"kind", edit_kind_name(f.e.kind)}, {"id", f.e.id}, {"value", f.e.value}});
     return {{"saes", saes}, {"edits", edits}, {"selected", fin.sel}};
 }
@@ -321,7 +321,7 @@ void read_features_session(pending_settings& p, const nlohmann::json& j) {
 
 void apply_features_session(app_state& s, const pending_settings& p) {
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
-    fin.saes.clear(), s.feature_edits.clear();
+    fin.saes.clear(), fin.edits.clear();
     s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     fin.queue = p.sae_paths;
     fin.queue_edits = p.feature_edits;

@@ -18,9 +18,11 @@ std::string shipped_text();
 
 // The Features tab's own inputs (its row in the tab table makes them; inputs_of reads them): the opened SAEs (one
 // per hook point; opened off the UI thread from queue), the one shown, the selected feature, the corpus its top
-// contexts come from, and the fields of "Train an SAE". (The edits applied to the live run are app_state's.)
+// contexts come from, the fields of "Train an SAE", and the edits applied to the live run (the main run's request
+// carries them: current_run_request).
 struct features_inputs {
     std::vector<std::shared_ptr<const gb::bound_sae>> saes;
+    std::vector<app_feature_edit> edits;                 // applied to the live run, listed in the Ablations panel
     std::vector<std::string> queue;                      // paths waiting to be opened (open_sae_file)
     std::vector<pending_settings::saved_edit> queue_edits; // a session's edits, applied when their SAE opens
     int shown = 0;

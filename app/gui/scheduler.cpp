@@ -26,7 +26,7 @@ bool result_is_current(const app_state& s) {
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
            r->ablation.describe() == s.ablation.describe() && r->patch.get() == patch_in_force(s) && same_step &&
-           r->features == s.feature_edits &&
+           r->features == inputs_of<features_inputs>(s, TAB_FEATURES).edits &&
            !s.next_result;
 }
 
@@ -47,7 +47,7 @@ run_request current_run_request(const app_state& s) {
     q.bos = s.bos;
     q.ablation = s.ablation;
     if (patch_in_force(s)) q.patch = s.patch;
-    q.features = s.feature_edits;
+    q.features = inputs_of<features_inputs>(s, TAB_FEATURES).edits;
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
     q.focus_layer = s.sel_layer;
@@ -213,6 +213,7 @@ static void schedule_break(app_state& s, ui_context& ui) {
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
+    const auto& test = state_of<induction_inputs>(s, ANALYSIS_INDUCTION);
     auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
@@ -266,14 +267,14 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
         induction_request q;
         q.model = s.model;
         q.ab = s.ablation;
-        q.n = s.induction_n;
-        q.seed = s.induction_seed;
+        q.n = test.n;
+        q.seed = test.seed;
         q.bos = s.bos;
-        std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
-                                           std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
+        std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(test.n) + "|" +
+                                           std::to_string(test.seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
         const bool offered = analysis_offered(ANALYSIS_INDUCTION, s.model.get());
-        schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
+        schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, test.shown && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui);
     schedule_break(s, ui);

@@ -297,7 +297,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         for (int m = 0; m < COLOUR_COUNT; m++)
             if (arg == colour_name((colour_mode)m)) {
                 s.colour_by = (colour_mode)m;
-                if (m == COLOUR_PATTERN) s.induction_test = false;
+                if (m == COLOUR_PATTERN) state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown = false;
                 return true;
             }
         throw gb::error("script: unknown colour-by " + arg);

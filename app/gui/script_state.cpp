@@ -245,7 +245,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
         saes.push_back({{"path", b->s->path}, {"hook", gb::hook_name(b->out)}, {"layer", b->layer}, {"d_sae", b->s->d_sae},
                         {"warnings", b->warnings}});
     nlohmann::json edits = nlohmann::json::array();
-    for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
+    for (const app_feature_edit& f : fin.edits) edits.push_back(describe_feature_edit(f));
     nlohmann::json fj = {{"saes", saes}, {"shown", fin.shown}, {"selected", fin.sel}, {"edits", edits},
                          {"value", fin.value}};
     if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get()) {
@@ -337,7 +337,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         const gb::head_scores& sc = io->scores;
         float best = 0;
         for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
-        j["induction_test"] = {{"shown", s.induction_test}, {"n", io->n}, {"seed", io->seed},
+        j["induction_test"] = {{"shown", state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown}, {"n", io->n}, {"seed", io->seed},
                                {"tokens", io->ids.size()}, {"positions", sc.n_induction_positions},
                                {"max_induction", best}, {"ms", io->ms}};
     }
