@@ -54,8 +54,8 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
     {ANALYSIS_LENS, "lens", TAB_LENS, 0, {gb::FEATURE_LENS, FEATURE_RUN},
      compute_lens, &typeid(lens_request), &typeid(lens_output), export_lens, nullptr, nullptr},
     // direct logit attribution or the token saliency, whichever the kind offers (tab_available decides)
-    {ANALYSIS_ATTRIBUTION, "attribution", TAB_ATTRIBUTION, 0, {FEATURE_RUN, FEATURE_RUN},
-     compute_attribution, &typeid(attribution_request), &typeid(attribution_output), export_attribution, nullptr, nullptr},
+    {ANALYSIS_ATTRIBUTION, "attribution", TAB_ATTRIBUTION, 0, {FEATURE_RUN, FEATURE_RUN}, compute_attribution,
+     &typeid(attribution_request), &typeid(attribution_output), export_attribution, nullptr, nullptr},
     // the repeated-random-tokens test: the grid's scores (no tab of its own)
     {ANALYSIS_INDUCTION, "induction", TAB_HEAD, 0, {gb::FEATURE_INDUCTION_TEST, FEATURE_RUN},
      compute_induction, &typeid(induction_request), &typeid(induction_output), export_induction, nullptr, nullptr,
@@ -71,21 +71,21 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
      compute_sampling, &typeid(sampling_request), &typeid(sampling_output), export_sampling, nullptr, nullptr},
     // of patching's prompts, target and contrast: a forward per node and edge set, and the gradients
     {(analysis_kind)(ANALYSIS_SAMPLING + 1), "circuit", (analysis_tab)(TAB_CROSS + 1), 1,
-     {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(patch_request), &typeid(circuit_output), nullptr, schedule_circuit,
-     print_circuit},
+     {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(patch_request), &typeid(circuit_output),
+     nullptr, schedule_circuit, print_circuit},
     // causal tracing: the Patching tab's other mode
     {(analysis_kind)(ANALYSIS_SAMPLING + 2), "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
      compute_trace, &typeid(trace_request), &typeid(trace_output), nullptr, schedule_trace, print_trace},
     // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
     {(analysis_kind)(ANALYSIS_SAMPLING + 3), "steer_build", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_build, &typeid(steer_request), &typeid(steer_output), nullptr, schedule_steer_build,
-     print_steer_build},
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_build, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_build, print_steer_build},
     {(analysis_kind)(ANALYSIS_SAMPLING + 4), "steer_compare", (analysis_tab)(TAB_CROSS + 2), 0,
      {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_compare, &typeid(steer_request), &typeid(steer_output), nullptr,
      schedule_steer_compare, print_steer_compare},
     {(analysis_kind)(ANALYSIS_SAMPLING + 5), "steer_sweep", (analysis_tab)(TAB_CROSS + 2), 1,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_sweep, &typeid(steer_request), &typeid(steer_output), nullptr, schedule_steer_sweep,
-     print_steer_sweep},
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_sweep, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_sweep, print_steer_sweep},
     // the Features tab: the prompt's features, a corpus index, training an SAE
     {ANALYSIS_FEATURES, "features", TAB_FEATURES, 0, {gb::FEATURE_SAE, FEATURE_RUN},
      compute_features, &typeid(features_request), &typeid(features_output), nullptr, nullptr, nullptr},
@@ -94,23 +94,26 @@ static const analysis_entry table[ANALYSIS_COUNT] = {
     {ANALYSIS_SAE_TRAIN, "sae_train", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
      compute_features, &typeid(features_request), &typeid(features_output), nullptr, nullptr, nullptr},
     // the Graph tab: the attribution graph over a transcoder set (long: a backward per batch of nodes)
-    {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_request), &typeid(graph_output), nullptr, nullptr, nullptr},
+    {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_request),
+     &typeid(graph_output), nullptr, nullptr, nullptr},
     // the Model panel's Export: the shown run's capture and the analyses of it, as they were when it was pressed
     {ANALYSIS_EXPORT, "export", TAB_HEAD, 0, {FEATURE_RUN, FEATURE_RUN}, compute_export, &typeid(export_request),
      &typeid(export_output), nullptr, schedule_export, nullptr, make_inputs<export_inputs>, &typeid(export_inputs)},
     // the Steer tab's Open and Save of a vector file
     {(analysis_kind)(ANALYSIS_EXPORT + 1), "steer_open", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_request), &typeid(steer_output), nullptr, schedule_steer_open, nullptr},
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_open, nullptr},
     {(analysis_kind)(ANALYSIS_EXPORT + 2), "steer_save", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_save, &typeid(steer_request), &typeid(steer_output), nullptr, schedule_steer_save, nullptr},
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_save, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_save, nullptr},
     // model B and the comparison with it: a lane of their own (a load first: the comparison waits for B); the
     // comparison keeps model B and the views, draws in the Model, grid, residual and lens panels, and has the
     // script's open-b and compare-view
     {(analysis_kind)(ANALYSIS_EXPORT + 3), "model_b", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_model_b,
      &typeid(compare_request), &typeid(model_b_output), nullptr, schedule_model_b, nullptr},
     {(analysis_kind)(ANALYSIS_EXPORT + 4), "compare", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_compare,
-     &typeid(compare_request), &typeid(compare_output), nullptr, schedule_compare, print_compare, make_inputs<compare_state>,
-     &typeid(compare_state), compare_parts, compare_script},
+     &typeid(compare_request), &typeid(compare_output), nullptr, schedule_compare, print_compare,
+     make_inputs<compare_state>, &typeid(compare_state), compare_parts, compare_script},
 };
 
 app_state::app_state() {

@@ -177,7 +177,8 @@ bool compare_script(app_state& s, ui_context&, const std::string& cmd, const std
         return true;
     }
     if (cmd == "compare-view") { // a | b | avsb, as the grid's switch
-        if (arg != "a" && arg != "b" && arg != "avsb") throw gb::error("script: compare-view takes a, b or avsb, got '" + arg + "'");
+        if (arg != "a" && arg != "b" && arg != "avsb")
+            throw gb::error("script: compare-view takes a, b or avsb, got '" + arg + "'");
         c.shown = arg == "a" ? compare_state::VIEW_A : arg == "b" ? compare_state::VIEW_B : compare_state::VIEW_AVB;
         return true;
     }
