@@ -18,12 +18,13 @@ static double ms_since(clock_type::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
-std::shared_ptr<const void> compute_lens(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_lens(const analysis_request& rq, const analysis_run& run) {
+    const lens_request& q = request_of<lens_request>(rq);
     const keep_going& go = run.go;
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
     auto out = std::make_shared<lens_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->from = q.from;
     out->target = q.target;
     if (q.lens && q.lens->from == q.from && q.lens->lens.complete) { // another target on the same run: instant
@@ -58,11 +59,12 @@ static void compute_saliency(attribution_output& out, const run_result& r, const
     out.gap = steps > 0 ? sr.completeness_gap() : 0;
 }
 
-std::shared_ptr<const void> compute_attribution(const analysis_request& q, const analysis_run&) {
+std::shared_ptr<const void> compute_attribution(const analysis_request& rq, const analysis_run&) {
+    const attribution_request& q = request_of<attribution_request>(rq);
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
     auto out = std::make_shared<attribution_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->from = q.from;
     out->dla = gb::offers(r.model->config, gb::FEATURE_ATTRIBUTION);
     if (out->dla) {
@@ -84,12 +86,13 @@ std::shared_ptr<const void> compute_attribution(const analysis_request& q, const
 
 // The walk reruns the shown run's tokens (and ablation) keeping every point of one layer: the app's live record
 // keeps only what its panels read.
-std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run&) {
+std::shared_ptr<const void> compute_learn(const analysis_request& rq, const analysis_run&) {
+    const learn_request& q = request_of<learn_request>(rq);
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     auto out = std::make_shared<learn_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->from = q.from;
     gb::forward_options o;
     o.keep = gb::learn_keep(m.config.n_layer, q.layer);
@@ -109,13 +112,14 @@ std::shared_ptr<const void> compute_learn(const analysis_request& q, const analy
 
 // The prompt run with each ablation in turn; or, for the demo's first request, only the choice of its prompt
 // (the demo then sets it, and the rows of that prompt are asked for as any other's).
-std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_break(const analysis_request& rq, const analysis_run& run) {
+    const break_request& q = request_of<break_request>(rq);
     const keep_going& go = run.go;
     const std::function<bool()>& stopped = run.stopped;
     auto t0 = clock_type::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<break_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->model = q.model;
     out->bos = q.bos;
     if (!q.candidates.empty()) {
@@ -138,7 +142,8 @@ std::shared_ptr<const void> compute_break(const analysis_request& q, const analy
 
 // The shown run's tokens continued at each temperature (one seed, one top-k), through the KV cache as the CLI's
 // generate does, with the run's ablation; the distributions are of the run's last logits.
-std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_sampling(const analysis_request& rq, const analysis_run& run) {
+    const sampling_request& q = request_of<sampling_request>(rq);
     const keep_going& go = run.go;
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
@@ -146,7 +151,7 @@ std::shared_ptr<const void> compute_sampling(const analysis_request& q, const an
     const gb::record& c = r.cap();
     if (!c.logit_ids.empty()) throw gb::error("sampling: the run kept only some logits");
     auto out = std::make_shared<sampling_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->from = q.from;
     out->top_k = q.sampling.top_k;
     out->n_tokens = q.gen_tokens;
@@ -167,11 +172,12 @@ std::shared_ptr<const void> compute_sampling(const analysis_request& q, const an
     return out;
 }
 
-std::shared_ptr<const void> compute_induction(const analysis_request& q, const analysis_run&) {
+std::shared_ptr<const void> compute_induction(const analysis_request& rq, const analysis_run&) {
+    const induction_request& q = request_of<induction_request>(rq);
     auto t0 = clock_type::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<induction_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->model = q.model;
     out->n = q.n;
     out->seed = q.seed;
@@ -187,11 +193,11 @@ std::shared_ptr<const void> compute_induction(const analysis_request& q, const a
     return out;
 }
 
-void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast) {
+void patch_inputs(patch_output* out, const std::string& key, const patch_request& q, int& target, int& contrast) {
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     const int V = m.config.vocab_size;
-    out->key = q.key;
+    out->key = key;
     out->model = r.model;
     out->corrupt = q.corrupt;
     out->clean_ids = r.cap().tokens;
@@ -214,14 +220,15 @@ void patch_inputs(patch_output* out, const analysis_request& q, int& target, int
 
 // Exact patching; in the fast mode attribution patching's estimate first, published at once (exact false), then
 // kept beside the exact maps.
-std::shared_ptr<const void> compute_patching(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_patching(const analysis_request& rq, const analysis_run& run) {
+    const patch_request& q = request_of<patch_request>(rq);
     const keep_going& go = run.go;
     auto t0 = clock_type::now();
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     auto out = std::make_shared<patch_output>();
     int target = 0, contrast = -1;
-    patch_inputs(out.get(), q, target, contrast);
+    patch_inputs(out.get(), rq.key, q, target, contrast);
     gb::patch_options po;
     po.ab = r.ablation;
     if (q.fast) {

@@ -88,14 +88,8 @@ std::string export_capture(const app_state& s, const std::string& dir) {
     return wrote;
 }
 
-// What an export request carries (analysis_request::own)
-struct export_request {
-    std::shared_ptr<const app_state> state; // the shown run, top_k and the outputs (shared, immutable)
-    std::string dir;
-};
-
 std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run&) {
-    const export_request& in = std::any_cast<const export_request&>(q.own);
+    const export_request& in = request_of<export_request>(q);
     auto out = std::make_shared<export_output>();
     out->key = q.key;
     out->dir = in.dir;
@@ -106,14 +100,15 @@ std::shared_ptr<const void> compute_export(const analysis_request& q, const anal
 // Once per press of Export: a snapshot of what it writes goes to the quick lane; the export written, the status line
 // says so and the window's PNG joins it (the folder exists by then); a failure becomes the window's error line
 void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row) {
-    const std::string inputs = s.export_asked > 0 ? std::to_string(s.export_asked) + "|" + s.export_dir : "";
-    analysis_request q;
+    const auto& in = state_of<export_inputs>(s, ANALYSIS_EXPORT);
+    const std::string inputs = in.asked > 0 ? std::to_string(in.asked) + "|" + in.dir : "";
+    export_request q;
     if (!inputs.empty() && inputs != ui.asked[row.kind]) { // about to be sent: the snapshot
         auto snap = std::make_shared<app_state>();
         snap->result = s.result;
         snap->top_k = s.top_k;
         for (int k = 0; k < ANALYSIS_COUNT; k++) snap->output[k] = s.output[k];
-        q.own = export_request{snap, s.export_dir};
+        q = export_request{snap, in.dir};
     }
     schedule_analysis(s, ui, row.kind, inputs, true, true, q);
     const analysis_status& st = s.analysis[row.kind];

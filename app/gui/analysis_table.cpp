@@ -3,6 +3,7 @@
 
 #include "analysis_worker.h"
 #include "circuit_analysis.h"
+#include "compare_analysis.h"
 #include "feature_analysis.h"
 #include "graph_analysis.h"
 #include "patching_inputs.h"
@@ -47,65 +48,80 @@ const tab_entry& tab_info(analysis_tab t) {
     return e;
 }
 
+static const analysis_entry table[ANALYSIS_COUNT] = {
+    // kind, name, tab, lane, needs, compute, request, output, write, schedule, print (then, where a row has them,
+    // its own state, its parts of other panels and its script commands)
+    {ANALYSIS_LENS, "lens", TAB_LENS, 0, {gb::FEATURE_LENS, FEATURE_RUN},
+     compute_lens, &typeid(lens_request), &typeid(lens_output), export_lens, nullptr, nullptr},
+    // direct logit attribution or the token saliency, whichever the kind offers (tab_available decides)
+    {ANALYSIS_ATTRIBUTION, "attribution", TAB_ATTRIBUTION, 0, {FEATURE_RUN, FEATURE_RUN}, compute_attribution,
+     &typeid(attribution_request), &typeid(attribution_output), export_attribution, nullptr, nullptr},
+    // the repeated-random-tokens test: the grid's scores (no tab of its own)
+    {ANALYSIS_INDUCTION, "induction", TAB_HEAD, 0, {gb::FEATURE_INDUCTION_TEST, FEATURE_RUN},
+     compute_induction, &typeid(induction_request), &typeid(induction_output), export_induction, nullptr, nullptr,
+     make_inputs<induction_inputs>, &typeid(induction_inputs)},
+    {ANALYSIS_PATCHING, "patching", TAB_PATCHING, 1, {gb::FEATURE_PATCHING, FEATURE_RUN},
+     compute_patching, &typeid(patch_request), &typeid(patch_output), export_patching, nullptr, nullptr},
+    {ANALYSIS_LEARN, "learn", TAB_LEARN, 0, {gb::FEATURE_LEARN, FEATURE_RUN},
+     compute_learn, &typeid(learn_request), &typeid(learn_output), nullptr, nullptr, nullptr},
+    // Break it: the Learn tab's rows and the demo's
+    {ANALYSIS_BREAK, "break", TAB_LEARN, 1, {gb::FEATURE_BREAK_IT, FEATURE_RUN},
+     compute_break, &typeid(break_request), &typeid(break_output), export_break, nullptr, nullptr},
+    {ANALYSIS_SAMPLING, "sampling", TAB_SAMPLING, 0, {gb::FEATURE_TEMPERATURES, FEATURE_RUN},
+     compute_sampling, &typeid(sampling_request), &typeid(sampling_output), export_sampling, nullptr, nullptr},
+    // of patching's prompts, target and contrast: a forward per node and edge set, and the gradients
+    {(analysis_kind)(ANALYSIS_SAMPLING + 1), "circuit", (analysis_tab)(TAB_CROSS + 1), 1,
+     {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(patch_request), &typeid(circuit_output),
+     nullptr, schedule_circuit, print_circuit},
+    // causal tracing: the Patching tab's other mode
+    {(analysis_kind)(ANALYSIS_SAMPLING + 2), "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
+     compute_trace, &typeid(trace_request), &typeid(trace_output), nullptr, schedule_trace, print_trace},
+    // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
+    {(analysis_kind)(ANALYSIS_SAMPLING + 3), "steer_build", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_build, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_build, print_steer_build},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 4), "steer_compare", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_compare, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_compare, print_steer_compare},
+    {(analysis_kind)(ANALYSIS_SAMPLING + 5), "steer_sweep", (analysis_tab)(TAB_CROSS + 2), 1,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_sweep, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_sweep, print_steer_sweep},
+    // the Features tab: the prompt's features, a corpus index, training an SAE
+    {ANALYSIS_FEATURES, "features", TAB_FEATURES, 0, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_request), &typeid(features_output), nullptr, nullptr, nullptr},
+    {ANALYSIS_FEATURE_INDEX, "feature_index", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_request), &typeid(features_output), nullptr, nullptr, nullptr},
+    {ANALYSIS_SAE_TRAIN, "sae_train", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
+     compute_features, &typeid(features_request), &typeid(features_output), nullptr, nullptr, nullptr},
+    // the Graph tab: the attribution graph over a transcoder set (long: a backward per batch of nodes)
+    {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_request),
+     &typeid(graph_output), nullptr, nullptr, nullptr},
+    // the Model panel's Export: the shown run's capture and the analyses of it, as they were when it was pressed
+    {ANALYSIS_EXPORT, "export", TAB_HEAD, 0, {FEATURE_RUN, FEATURE_RUN}, compute_export, &typeid(export_request),
+     &typeid(export_output), nullptr, schedule_export, nullptr, make_inputs<export_inputs>, &typeid(export_inputs)},
+    // the Steer tab's Open and Save of a vector file
+    {(analysis_kind)(ANALYSIS_EXPORT + 1), "steer_open", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_open, nullptr},
+    {(analysis_kind)(ANALYSIS_EXPORT + 2), "steer_save", (analysis_tab)(TAB_CROSS + 2), 0,
+     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_save, &typeid(steer_request), &typeid(steer_output), nullptr,
+     schedule_steer_save, nullptr},
+    // model B and the comparison with it: a lane of their own (a load first: the comparison waits for B); the
+    // comparison keeps model B and the views, draws in the Model, grid, residual and lens panels, and has the
+    // script's open-b and compare-view
+    {(analysis_kind)(ANALYSIS_EXPORT + 3), "model_b", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_model_b,
+     &typeid(compare_request), &typeid(model_b_output), nullptr, schedule_model_b, nullptr},
+    {(analysis_kind)(ANALYSIS_EXPORT + 4), "compare", TAB_HEAD, 2, {FEATURE_RUN, FEATURE_RUN}, compute_compare,
+     &typeid(compare_request), &typeid(compare_output), nullptr, schedule_compare, print_compare,
+     make_inputs<compare_state>, &typeid(compare_state), compare_parts, compare_script},
+};
+
 app_state::app_state() {
     for (const tab_entry& e : tabs)
         if (e.make_inputs) inputs[e.tab] = e.make_inputs();
+    for (const analysis_entry& e : table)
+        if (e.make_state) own[e.kind] = e.make_state();
 }
-
-static const analysis_entry table[ANALYSIS_COUNT] = {
-    // kind, name, tab, lane, needs, compute, output, write, schedule, print
-    {ANALYSIS_LENS, "lens", TAB_LENS, 0, {gb::FEATURE_LENS, FEATURE_RUN},
-     compute_lens, &typeid(lens_output), export_lens, nullptr, nullptr},
-    // direct logit attribution or the token saliency, whichever the kind offers (tab_available decides)
-    {ANALYSIS_ATTRIBUTION, "attribution", TAB_ATTRIBUTION, 0, {FEATURE_RUN, FEATURE_RUN},
-     compute_attribution, &typeid(attribution_output), export_attribution, nullptr, nullptr},
-    // the repeated-random-tokens test: the grid's scores (no tab of its own)
-    {ANALYSIS_INDUCTION, "induction", TAB_HEAD, 0, {gb::FEATURE_INDUCTION_TEST, FEATURE_RUN},
-     compute_induction, &typeid(induction_output), export_induction, nullptr, nullptr},
-    {ANALYSIS_PATCHING, "patching", TAB_PATCHING, 1, {gb::FEATURE_PATCHING, FEATURE_RUN},
-     compute_patching, &typeid(patch_output), export_patching, nullptr, nullptr},
-    {ANALYSIS_LEARN, "learn", TAB_LEARN, 0, {gb::FEATURE_LEARN, FEATURE_RUN},
-     compute_learn, &typeid(learn_output), nullptr, nullptr, nullptr},
-    // Break it: the Learn tab's rows and the demo's
-    {ANALYSIS_BREAK, "break", TAB_LEARN, 1, {gb::FEATURE_BREAK_IT, FEATURE_RUN},
-     compute_break, &typeid(break_output), export_break, nullptr, nullptr},
-    {ANALYSIS_SAMPLING, "sampling", TAB_SAMPLING, 0, {gb::FEATURE_TEMPERATURES, FEATURE_RUN},
-     compute_sampling, &typeid(sampling_output), export_sampling, nullptr, nullptr},
-    // of patching's prompts, target and contrast: a forward per node and edge set, and the gradients
-    {(analysis_kind)(ANALYSIS_SAMPLING + 1), "circuit", (analysis_tab)(TAB_CROSS + 1), 1,
-     {gb::FEATURE_PATCHING, gb::FEATURE_GRADIENTS}, compute_circuit, &typeid(circuit_output), nullptr, schedule_circuit,
-     print_circuit},
-    // causal tracing: the Patching tab's other mode
-    {(analysis_kind)(ANALYSIS_SAMPLING + 2), "trace", TAB_PATCHING, 1, {gb::FEATURE_TRACE, FEATURE_RUN},
-     compute_trace, &typeid(trace_output), nullptr, schedule_trace, print_trace},
-    // the Steer tab: the vector built, the continuations side by side, the sweep over scale x layer
-    {(analysis_kind)(ANALYSIS_SAMPLING + 3), "steer_build", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_build, &typeid(steer_output), nullptr, schedule_steer_build,
-     print_steer_build},
-    {(analysis_kind)(ANALYSIS_SAMPLING + 4), "steer_compare", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_compare, &typeid(steer_output), nullptr,
-     schedule_steer_compare, print_steer_compare},
-    {(analysis_kind)(ANALYSIS_SAMPLING + 5), "steer_sweep", (analysis_tab)(TAB_CROSS + 2), 1,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_sweep, &typeid(steer_output), nullptr, schedule_steer_sweep,
-     print_steer_sweep},
-    // the Features tab: the prompt's features, a corpus index, training an SAE
-    {ANALYSIS_FEATURES, "features", TAB_FEATURES, 0, {gb::FEATURE_SAE, FEATURE_RUN},
-     compute_features, &typeid(features_output), nullptr, nullptr, nullptr},
-    {ANALYSIS_FEATURE_INDEX, "feature_index", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
-     compute_features, &typeid(features_output), nullptr, nullptr, nullptr},
-    {ANALYSIS_SAE_TRAIN, "sae_train", TAB_FEATURES, 1, {gb::FEATURE_SAE, FEATURE_RUN},
-     compute_features, &typeid(features_output), nullptr, nullptr, nullptr},
-    // the Graph tab: the attribution graph over a transcoder set (long: a backward per batch of nodes)
-    {ANALYSIS_GRAPH, "graph", TAB_GRAPH, 1, {gb::FEATURE_SAE, FEATURE_RUN}, compute_graph, &typeid(graph_output), nullptr, nullptr, nullptr},
-    // the Model panel's Export: the shown run's capture and the analyses of it, as they were when it was pressed
-    {ANALYSIS_EXPORT, "export", TAB_HEAD, 0, {FEATURE_RUN, FEATURE_RUN}, compute_export, &typeid(export_output), nullptr,
-     schedule_export, nullptr},
-    // the Steer tab's Open and Save of a vector file
-    {(analysis_kind)(ANALYSIS_EXPORT + 1), "steer_open", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_open, &typeid(steer_output), nullptr, schedule_steer_open, nullptr},
-    {(analysis_kind)(ANALYSIS_EXPORT + 2), "steer_save", (analysis_tab)(TAB_CROSS + 2), 0,
-     {gb::FEATURE_STEERING, FEATURE_RUN}, compute_steer_save, &typeid(steer_output), nullptr, schedule_steer_save, nullptr},
-};
 
 const analysis_entry& analysis_info(analysis_kind k) {
     if (k < 0 || k >= ANALYSIS_COUNT || table[k].kind != k) throw gb::error("analysis table: no row for kind " + std::to_string(k));
@@ -130,6 +146,18 @@ analysis_tab tab_id(const char* name) {
     for (const tab_entry& e : tabs)
         if (std::string(name) == e.name) return e.tab;
     throw gb::error(std::string("tab table: no tab named ") + name);
+}
+
+bool draw_parts(app_state& s, ui_context& ui, panel_part p) {
+    for (const analysis_entry& e : table)
+        if (e.draw_part && e.draw_part(s, ui, p)) return true;
+    return false;
+}
+
+bool analysis_script_command(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg) {
+    for (const analysis_entry& e : table)
+        if (e.script && e.script(s, ui, cmd, arg)) return true;
+    return false;
 }
 
 bool analysis_offered(analysis_kind k, const gb::model* m) {

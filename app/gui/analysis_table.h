@@ -16,12 +16,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analysis_outputs.h"
+#include "analysis_requests.h"
+#include "analysis_worker.h"
 #include "app_state.h"
 #include "util/error.h"
 
 namespace gbui {
 
-struct analysis_request; // analysis_worker.h
 struct ui_context;       // ui.h
 
 // The tabs under the attention grid, one row each: the name sessions and scripts use, the label, the feature the
@@ -67,20 +68,35 @@ struct analysis_entry;
 using analysis_schedule = void (*)(app_state& s, ui_context& ui, const analysis_entry& row);
 // Adds the row's output (and the state it owns) to the script's `print` (script_state.cpp), for the GUI tests.
 using analysis_print = void (*)(nlohmann::json& j, const app_state& s, const analysis_entry& row);
+// The panels a row may draw a part of beyond its tab's panel (model B: its button in the Model panel, its views of
+// the grid, the residual stream and the lens).
+enum panel_part : int { PART_MODEL, PART_GRID, PART_RESIDUAL, PART_LENS };
+// Draws the row's part of panel p; true when it drew in place of the panel's own content (the panel then stops).
+using analysis_draw_part = bool (*)(app_state& s, ui_context& ui, panel_part p);
+// Runs the script command `cmd arg` when it is the row's (script.cpp); false when it is not.
+using analysis_script = bool (*)(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg);
 
 struct analysis_entry {
     analysis_kind kind;
     const char* name;            // in scripts' JSON, their wait-running command and messages ("lens", "sae_train")
     analysis_tab tab;            // the tab whose panel draws the output (tab_info)
     int lane;                    // 0: the quick analyses; 1: the long ones (a forward per head, node or row), so
-                                 // that a long one never delays a quick one
+                                 // that a long one never delays a quick one; 2: model B's (a second model's load
+                                 // and runs wait for neither)
     gb::feature needs[2];        // what the model's kind must offer (FEATURE_RUN: nothing beyond a run); the
                                  // scheduler asks for it only then
     analysis_compute compute;
+    const std::type_info* request; // the type of its request's inputs (analysis_request::inputs; request_of)
     const std::type_info* output; // the type of its output: what output_of reads from its slot
     analysis_write write;        // Export: writes the output when it is of the shown run (null: not exported)
     analysis_schedule schedule;  // when it is sent (null: scheduler.cpp's schedule_analyses sends it)
     analysis_print print;        // its part of `print` (null: script_state.cpp prints it)
+    // What the analysis keeps of its own beyond a tab's inputs (app_state::own, read with state_of; null: nothing),
+    // made with the state, and its type
+    std::shared_ptr<void> (*make_state)() = nullptr;
+    const std::type_info* state = nullptr;
+    analysis_draw_part draw_part = nullptr; // its parts of other panels (null: none)
+    analysis_script script = nullptr;       // its script commands (null: none)
 };
 // The inputs tab t keeps of its own, as the type its row names.
 template <class T> T& inputs_of(app_state& s, analysis_tab t) {
@@ -91,6 +107,16 @@ template <class T> const T& inputs_of(const app_state& s, analysis_tab t) { retu
 
 // The row of k (k < ANALYSIS_COUNT).
 const analysis_entry& analysis_info(analysis_kind k);
+// What row k keeps of its own, as the type its row names.
+template <class T> T& state_of(app_state& s, analysis_kind k) {
+    if (!analysis_info(k).state || *analysis_info(k).state != typeid(T)) throw gb::error(std::string("state_of: wrong type for ") + analysis_info(k).name);
+    return *static_cast<T*>(s.own[k].get());
+}
+template <class T> const T& state_of(const app_state& s, analysis_kind k) { return state_of<T>(const_cast<app_state&>(s), k); }
+// Each row's part of panel p, in the table's order; true when one drew in place of the panel's own content.
+bool draw_parts(app_state& s, ui_context& ui, panel_part p);
+// The script command `cmd arg` run by the row that has it; false when no row has it.
+bool analysis_script_command(app_state& s, ui_context& ui, const std::string& cmd, const std::string& arg);
 // The analysis's name in scripts' JSON and messages ("lens", "break", "sae_train", ...); "?" outside the table.
 const char* analysis_name(analysis_kind k);
 // The kind named `name` in the table, or ANALYSIS_COUNT.
@@ -101,6 +127,12 @@ analysis_kind analysis_id(const char* name);
 analysis_tab tab_id(const char* name);
 // Whether m's kind offers what k needs (false without a model).
 bool analysis_offered(analysis_kind k, const gb::model* m);
+
+// What request q carries for its row's compute function, as the type its row names.
+template <class T> const T& request_of(const analysis_request& q) {
+    if (*analysis_info(q.kind).request != typeid(T)) throw gb::error(std::string("request_of: wrong type for ") + analysis_name(q.kind));
+    return *std::any_cast<T>(&q.inputs);
+}
 
 // The newest published output of k (null: none yet), as the type its row names.
 template <class T> std::shared_ptr<const T> output_of(const app_state& s, analysis_kind k) {
@@ -117,14 +149,14 @@ std::shared_ptr<const void> compute_patching(const analysis_request& q, const an
 // Patching's clean and corrupted prompts' ids, the corrupted run's top tokens, and the target and contrast (the
 // chosen ones, else the clean top-1 against the corrupted top-1, or the clean top-2 when both predict the target),
 // into out; the analyses of patching's inputs share it.
-void patch_inputs(patch_output* out, const analysis_request& q, int& target, int& contrast);
+void patch_inputs(patch_output* out, const std::string& key, const patch_request& q, int& target, int& contrast);
 std::shared_ptr<const void> compute_learn(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_break(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_sampling(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run);
 std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run); // graph_analysis.cpp
-// Export itself (analysis_export.cpp): the request's own field is a snapshot of the state (the shown run and the
-// outputs, as they were when Export was pressed) and the folder; once written, the status line and the window's PNG
+// Export itself (analysis_export.cpp): the request is a snapshot of the state (the shown run and the outputs, as they
+// were when Export was pressed) and the folder; once written, the status line and the window's PNG
 std::shared_ptr<const void> compute_export(const analysis_request& q, const analysis_run& run);
 void schedule_export(app_state& s, ui_context& ui, const analysis_entry& row);
 // The writers of Export (analysis_export.cpp)

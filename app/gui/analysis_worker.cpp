@@ -13,8 +13,7 @@ namespace gbui {
 // ---------------------------------------------------------------------------------------------
 analysis_worker::analysis_worker() {
     for (int k = 0; k < ANALYSIS_COUNT; k++) stop_kind_[k] = false, progress_[k] = 0;
-    threads_[0] = std::thread([this] { loop(0); });
-    threads_[1] = std::thread([this] { loop(1); });
+    for (int lane = 0; lane < 3; lane++) threads_[lane] = std::thread([this, lane] { loop(lane); });
 }
 
 analysis_worker::~analysis_worker() {
@@ -93,17 +92,15 @@ void analysis_worker::loop(int lane) {
         } catch (const std::exception& e) {
             error = e.what();
         }
-        std::lock_guard<std::mutex> l(mu_);
-        running_[k] = false;
-        if (stop_kind_[k]) continue; // stopped, or replaced: publish nothing
-        if (!error.empty()) {
-            failed_[k] = true;
-            error_[k] = error;
-            error_key_[k] = q.key;
-            continue;
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            running_[k] = false;
+            if (stop_kind_[k]) continue; // stopped, or replaced: publish nothing
+            failed_[k] = !error.empty();
+            if (failed_[k]) error_[k] = error, error_key_[k] = q.key;
+            else if (out) out_[k] = std::move(out);
         }
-        failed_[k] = false;
-        if (out) out_[k] = std::move(out);
+        if (wake) wake();
     }
 }
 

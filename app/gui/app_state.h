@@ -13,7 +13,6 @@
 #include "analysis/features.h"
 #include "analysis/head_scores.h"
 #include "analysis/surprisal.h"
-#include "compare_view.h"
 #include "kernels/gemm.h"
 #include "kernels/moe.h"
 #include "kernels/softmax.h"
@@ -43,7 +42,8 @@ enum analysis_kind : int { ANALYSIS_LENS, ANALYSIS_ATTRIBUTION, ANALYSIS_INDUCTI
                            // 7-11: the circuit, causal tracing, the Steer tab's three
                            ANALYSIS_FEATURES = ANALYSIS_SAMPLING + 6, ANALYSIS_FEATURE_INDEX, ANALYSIS_SAE_TRAIN,
                            ANALYSIS_GRAPH, ANALYSIS_EXPORT,
-                           ANALYSIS_COUNT = ANALYSIS_EXPORT + 3 }; // 17, 18: the Steer tab's Open and Save
+                           // 17, 18: the Steer tab's Open and Save; 19, 20: model B's load and the comparison
+                           ANALYSIS_COUNT = ANALYSIS_EXPORT + 5 };
 // The tabs under the attention grid, in the tab bar's order (Experts only for MoE models); as analysis_kind, a tab
 // whose analysis has files of its own is found by name (tab_id).
 enum analysis_tab : int { TAB_HEAD, TAB_LENS, TAB_ATTRIBUTION, TAB_PATCHING, TAB_LEARN, TAB_SAMPLING, TAB_EXPERTS,
@@ -74,7 +74,7 @@ struct analysis_status {
 };
 
 struct app_state {
-    app_state(); // makes each tab's own inputs (analysis_table.cpp)
+    app_state(); // makes each tab's own inputs and each analysis's own state (analysis_table.cpp)
     // ---- inputs (owned by the UI thread) ----
     std::shared_ptr<void> inputs[TAB_COUNT]; // each tab's own inputs, of the type its row names (inputs_of,
                                              // analysis_table.h); null: the tab keeps none of its own
@@ -99,8 +99,6 @@ struct app_state {
     bool gen_follow = false;         // gen_step follows a running generation (until the slider is moved)
     std::string model_path_input;
     std::vector<std::string> recent_models;   // "Open recent": most recent first, those that existed at start
-    std::string export_dir = "glassbox-export";
-    int export_asked = 0;            // bumped by Export: the export row writes the shown run into export_dir
     std::string session_path = "glassbox-session.json";
     bool use_gl = false;             // attention on the GPU (OpenGL compute shaders) when available
     size_t budget_mb = 512;          // capture budget: patterns, z, MLP outputs, residual stream (beyond it,
@@ -108,9 +106,6 @@ struct app_state {
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
     std::shared_ptr<const run_patch> patch; // a tab's component patch on the main run (null: none)
-    bool induction_test = false;     // the grid's scores come from the repeated-random-tokens test
-    int induction_n = 50;            // random tokens (each repeated once)
-    uint64_t induction_seed = 1;
     // the demonstration shown (demos.h): its prompt, and the caption saying what to look at
     demo_kind demo = DEMO_NONE;
     bool demo_waiting = false;       // its run has not arrived yet: the head and caption come with it
@@ -128,7 +123,6 @@ struct app_state {
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;
     bool presenting = false;
-    std::vector<app_feature_edit> feature_edits; // the Features tab's edits, applied to the live run
 
     std::optional<pending_settings> pending; // applied when the next model has loaded
     bool selection_pinned = false;           // the selected head was asked for: do not pick a default one
@@ -161,7 +155,8 @@ struct app_state {
                                                    // analysis_table.h); null: none yet
     analysis_status analysis[ANALYSIS_COUNT];
     std::string analysis_want[ANALYSIS_COUNT];     // inputs the visible analyses need now ("" = none wanted)
-    compare_slot cmp;                              // model B and the comparison with it (compare_view.h)
+    std::shared_ptr<void> own[ANALYSIS_COUNT];     // what an analysis keeps of its own beyond a tab's inputs (model
+                                                   // B), of the type its row names (state_of, analysis_table.h)
 };
 
 // The result is of the inputs as they are now (model, prompt, BOS, ablation, replayed step): analyses may read it.

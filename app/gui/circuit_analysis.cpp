@@ -16,16 +16,17 @@ namespace gbui {
 
 // The circuit of the patching inputs, and the faithfulness of every circuit size the slider offers (one forward
 // per distinct set of nodes).
-std::shared_ptr<const void> compute_circuit(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_circuit(const analysis_request& rq, const analysis_run& run) {
+    const patch_request& q = request_of<patch_request>(rq);
     const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     patch_output in;
     int target = 0, contrast = -1;
-    patch_inputs(&in, q, target, contrast);
+    patch_inputs(&in, rq.key, q, target, contrast);
     auto out = std::make_shared<circuit_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->model = r.model;
     out->clean_ids = in.clean_ids;
     out->corrupt_ids = in.corrupt_ids;
@@ -52,8 +53,8 @@ std::shared_ptr<const void> compute_circuit(const analysis_request& q, const ana
 
 // Of patching's inputs as typed, while the tab shows and the shown run is of them (the circuit reads it)
 void schedule_circuit(app_state& s, ui_context& ui, const analysis_entry& row) {
-    analysis_request q;
-    const std::string inputs = analysis_offered(row.kind, s.model.get()) ? patching_request(s, q) : "";
+    patch_request q;
+    const std::string inputs = analysis_offered(row.kind, s.model.get()) ? patching_key(s, q) : "";
     const bool settled = inputs_settled(ui, row.kind, inputs);
     schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, settled && result_is_current(s), q);
 }

@@ -60,6 +60,7 @@ bool demo_offered(const gb::model& m, demo_kind d) {
 }
 
 void start_demo(app_state& s, demo_kind d) {
+    auto& test = state_of<induction_inputs>(s, ANALYSIS_INDUCTION);
     auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
@@ -70,7 +71,7 @@ void start_demo(app_state& s, demo_kind d) {
     s.demo_caption = "running the demo...";
     s.sel_token = -1;
     s.gen_step = 0, s.gen_follow = false;
-    s.induction_test = false; // the grid's scores are the demo prompt's
+    test.shown = false; // the grid's scores are the demo prompt's
     s.colour_by = COLOUR_PATTERN;
     s.tab = TAB_HEAD;
     switch (d) {
@@ -78,7 +79,7 @@ void start_demo(app_state& s, demo_kind d) {
         // the induction test's prompt as text: random tokens, then the same tokens again
         // (tokens that are whole UTF-8 text without control characters, so that the prompt is text one can read and edit)
         const int n = std::max(2, std::min(induction_demo_n, m.config.n_ctx / 2 - 1));
-        std::vector<int> pool = gb::repeated_random_tokens(m.tok, m.config.vocab_size, 8 * n, s.induction_seed, false);
+        std::vector<int> pool = gb::repeated_random_tokens(m.tok, m.config.vocab_size, 8 * n, test.seed, false);
         std::vector<int> ids;
         for (int i = 0; i < 8 * n && (int)ids.size() < n; i++) {
             const std::string b = gb::token_bytes(m.tok, pool[i]);

@@ -83,7 +83,7 @@ const int chip_features = 3; // the top features each token's chips show
 
 // Training an SAE as `glassbox-cli train-sae` does (the same activations, options and files, so the same SAE), with
 // progress: a tenth for the activations, the rest for the steps; resumable from the state file in the folder.
-static void train_in_app(features_output& out, const gb::model& m, const analysis_request& q, const keep_going& go) {
+static void train_in_app(features_output& out, const gb::model& m, const features_request& q, const keep_going& go) {
     std::ifstream f(q.corpus, std::ios::binary);
     if (!f) throw gb::error("train an SAE: cannot read the corpus " + q.corpus);
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -111,15 +111,16 @@ static void train_in_app(features_output& out, const gb::model& m, const analysi
     out.trained = q.out_dir, out.train_note = note;
 }
 
-std::shared_ptr<const void> compute_features(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_features(const analysis_request& rq, const analysis_run& run) {
+    const features_request& q = request_of<features_request>(rq);
     const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const gb::model& m = *q.model;
     auto out = std::make_shared<features_output>();
-    out->key = q.key, out->model = q.model, out->sae = q.sae;
-    if (q.kind == ANALYSIS_SAE_TRAIN) {
+    out->key = rq.key, out->model = q.model, out->sae = q.sae;
+    if (rq.kind == ANALYSIS_SAE_TRAIN) {
         train_in_app(*out, m, q, go);
-    } else if (q.kind == ANALYSIS_FEATURE_INDEX) {
+    } else if (rq.kind == ANALYSIS_FEATURE_INDEX) {
         bool built = false;
         std::string path, note;
         out->index = std::make_shared<const gb::feature_index>(gb::cached_feature_index(
@@ -155,10 +156,10 @@ std::shared_ptr<const void> compute_features(const analysis_request& q, const an
                 gb::feature_logit_effect(out->chip_tokens.back(), sup, m, *q.sae, id, 3);
                 if (!go(0.5f)) throw gb::cancelled();
             }
-            if (q.target >= 0 && q.target < d_sae)
-                gb::feature_logit_effect(out->promotes, out->suppresses, m, *q.sae, q.target, 10);
+            if (q.feature >= 0 && q.feature < d_sae)
+                gb::feature_logit_effect(out->promotes, out->suppresses, m, *q.sae, q.feature, 10);
         }
-        out->feature = q.target;
+        out->feature = q.feature;
     }
     out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;
@@ -195,9 +196,9 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
         if (fin.saes[i]->in == b->in && fin.saes[i]->out == b->out && fin.saes[i]->layer == b->layer) at = (int)i;
     if (at >= 0) {
         const gb::bound_sae* old = fin.saes[at].get();
-        s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(),
+        fin.edits.erase(std::remove_if(fin.edits.begin(), fin.edits.end(),
                                              [&](const app_feature_edit& f) { return f.sae.get() == old; }),
-                              s.feature_edits.end());
+                              fin.edits.end());
         fin.saes[at] = b;
     } else {
         at = (int)fin.saes.size();
@@ -207,7 +208,7 @@ static void adopt_sae(app_state& s, std::shared_ptr<const gb::bound_sae> b, cons
     if (fin.sel >= b->s->d_sae) fin.sel = -1;
     for (auto it = fin.queue_edits.begin(); it != fin.queue_edits.end();)
         if (it->path == path) {
-            if (it->e.id >= 0 && it->e.id < b->s->d_sae) s.feature_edits.push_back({b, it->e});
+            if (it->e.id >= 0 && it->e.id < b->s->d_sae) fin.edits.push_back({b, it->e});
             it = fin.queue_edits.erase(it);
         } else ++it;
     std::string w;
@@ -296,7 +297,7 @@ nlohmann::json features_session_json(const app_state& s) {
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     nlohmann::json saes = nlohmann::json::array(), edits = nlohmann::json::array();
     for (const auto& b : fin.saes) saes.push_back(b->s->path);
-    for (const app_feature_edit& f : s.feature_edits)
+    for (const app_feature_edit& f : fin.edits)
         edits.push_back({{"sae", f.sae->s->path}, {"kind", edit_kind_name(f.e.kind)}, {"id", f.e.id}, {"value", f.e.value}});
     return {{"saes", saes}, {"edits", edits}, {"selected", fin.sel}};
 }
@@ -320,7 +321,7 @@ void read_features_session(pending_settings& p, const nlohmann::json& j) {
 
 void apply_features_session(app_state& s, const pending_settings& p) {
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
-    fin.saes.clear(), s.feature_edits.clear();
+    fin.saes.clear(), fin.edits.clear();
     s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     fin.queue = p.sae_paths;
     fin.queue_edits = p.feature_edits;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analysis/sae_train.h"
 #include "app_state.h"
 
 namespace gbui {
@@ -17,9 +18,11 @@ std::string shipped_text();
 
 // The Features tab's own inputs (its row in the tab table makes them; inputs_of reads them): the opened SAEs (one
 // per hook point; opened off the UI thread from queue), the one shown, the selected feature, the corpus its top
-// contexts come from, and the fields of "Train an SAE". (The edits applied to the live run are app_state's.)
+// contexts come from, the fields of "Train an SAE", and the edits applied to the live run (the main run's request
+// carries them: current_run_request).
 struct features_inputs {
     std::vector<std::shared_ptr<const gb::bound_sae>> saes;
+    std::vector<app_feature_edit> edits;                 // applied to the live run, listed in the Ablations panel
     std::vector<std::string> queue;                      // paths waiting to be opened (open_sae_file)
     std::vector<pending_settings::saved_edit> queue_edits; // a session's edits, applied when their SAE opens
     int shown = 0;
@@ -37,6 +40,23 @@ struct features_inputs {
     } train, train_asked;
     int train_build = 0;
     const gb::model* train_for = nullptr; // the model Train was pressed for (another one does not train)
+};
+
+// What the Features tab's three rows' requests carry (analysis_request::inputs), each of `model` (with bos): the
+// features of `prompt` on `sae` under ab, with `feature`'s logit effect (-1: none selected); the index of `corpus`
+// on `sae`; training an SAE on `corpus` at `point` of `layer` with `train`, written to out_dir.
+struct features_request {
+    std::shared_ptr<const gb::model> model;
+    bool bos = false;
+    std::string prompt;
+    gb::ablation ab;
+    std::shared_ptr<const gb::bound_sae> sae;
+    int feature = -1;
+    std::string corpus;
+    gb::sae_train_options train;
+    gb::hook_point point = gb::HOOK_RESID_POST;
+    int layer = 0;
+    std::string out_dir;
 };
 
 // The SAE the Features tab shows (null: none opened)

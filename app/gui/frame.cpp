@@ -43,7 +43,7 @@ void wait_for_events(const app_state& s, const ui_context& ui, const frame_state
             : key_now != f.pending
                 ? debounce
                 : std::max(0.0, debounce - std::chrono::duration<double>(clock_type::now() - f.changed_at).count());
-        const bool working = s.busy || !ui.analysis->idle() || !ui.compare->idle(); // progress bars move, results come
+        const bool working = s.busy || !ui.analysis->idle(); // progress bars move, results come
         glfwWaitEventsTimeout(std::max(0.001, std::min({working ? 0.1 : 0.5, debounce_left})));
     } else {
         glfwPollEvents();
@@ -54,7 +54,6 @@ void wait_for_events(const app_state& s, const ui_context& ui, const frame_state
 static void take_results(app_state& s, ui_context& ui, frame_state& f) {
     ui.work->poll(s);
     ui.analysis->poll(s);
-    ui.compare->poll(s);
     if (!f.restoring.empty() && !s.loading) { // the last model loaded, or failed to: then the default, once
         if (!s.model && !s.error.empty()) {
             add_note(s, "could not reopen the last model (" + s.error + "): opened the default model");
@@ -158,8 +157,7 @@ int first_head(const gb::head_scores& sc) {
 
 // The shown result is of the inputs as they are now (key), with everything it shows computed and uploaded: ""; else
 // what is still awaited (a headless run that times out names it).
-static const char* unsettled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done,
-                             bool compared) {
+static const char* unsettled(const app_state& s, const ui_context& ui, const std::string& key, bool analyses_done) {
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     // (the tab bar shows the chosen tab only while the Analysis panel is drawn: not while another fills the window)
     const bool tab_shown = s.tab == ui.tab_shown || (!ui.maximised.empty() && ui.maximised != "Analysis");
@@ -167,7 +165,6 @@ static const char* unsettled(const app_state& s, const ui_context& ui, const std
     if (!s.result || s.busy || !ui.work->idle() || key != ui.run_requested) return "the run";
     if (s.next_pixels || !s.pixels || s.pixels->scale != s.scale || ui.hm.shown != s.pixels) return "the heatmaps";
     if (!analyses_done) return "an analysis";
-    if (!compared) return "the comparison with model B";
     if (!tab_shown) return "the tab bar";
     if (s.demo_waiting) return "the demo";
     if (!fin.queue.empty() || !ui.sae_jobs.empty()) return "an SAE being opened";
@@ -189,8 +186,7 @@ bool update_state(app_state& s, ui_context& ui, frame_state& f, double* upload_m
     if (s.model) key = current_run_key(s); // the demo may have changed the inputs (Break it applies a row)
     // the analyses the open tab and the grid's mode show, when their inputs changed (analysis threads)
     const bool analyses_done = schedule_analyses(s, ui);
-    const bool compared = schedule_compare(s, ui); // model B's run of these tokens
-    const char* waiting = unsettled(s, ui, key, analyses_done, compared && ui.compare->idle());
+    const char* waiting = unsettled(s, ui, key, analyses_done);
     if (*waiting) f.waiting_for = waiting;
     if (*waiting && !analyses_done && ui.analysis_waiting >= 0) f.waiting_for += std::string(" (") + analysis_name((analysis_kind)ui.analysis_waiting) + ")";
     return !*waiting;

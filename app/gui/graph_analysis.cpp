@@ -62,7 +62,7 @@ static std::string edits_key(const std::vector<gb::graph_edit>& edits) {
     return k;
 }
 
-std::string graph_request(const app_state& s, analysis_request& q) {
+std::string graph_key(const app_state& s, graph_request& q) {
     const auto& gin = inputs_of<graph_inputs>(s, TAB_GRAPH);
     const run_result* r = s.result.get();
     q.from = s.result;
@@ -112,7 +112,7 @@ static void run_edits(graph_output& out, const gb::model& m, std::vector<float>&
 }
 
 // The graph itself (or the one on screen when only the thresholds or edits moved)
-static bool build_or_reuse(graph_output& out, const analysis_request& q, const analysis_run& run) {
+static bool build_or_reuse(graph_output& out, const graph_request& q, const analysis_run& run) {
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     if (q.graph && q.graph->from == q.from && q.graph->transcoders == q.transcoders) {
@@ -136,12 +136,13 @@ static bool build_or_reuse(graph_output& out, const analysis_request& q, const a
     return true;
 }
 
-std::shared_ptr<const void> compute_graph(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_graph(const analysis_request& rq, const analysis_run& run) {
+    const graph_request& q = request_of<graph_request>(rq);
     const auto t0 = std::chrono::steady_clock::now();
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     auto out = std::make_shared<graph_output>();
-    out->key = q.key, out->from = q.from;
+    out->key = rq.key, out->from = q.from;
     out->transcoders = q.transcoders;
     out->node_threshold = q.node_threshold, out->edge_threshold = q.edge_threshold;
     if (q.transcoders.empty())

@@ -63,7 +63,18 @@ struct graph_output {
     double ms = 0;
 };
 
+// What its request carries (analysis_request::inputs): `from`'s tokens over the transcoder set at `transcoders`,
+// pruned at the thresholds; `graph` the one on screen (of the same run and set, only the pruning and the edits are
+// redone); edits: features held in the replacement model.
+struct graph_request {
+    std::shared_ptr<const run_result> from;
+    std::shared_ptr<const graph_output> graph;
+    std::string transcoders;
+    std::vector<gb::graph_edit> edits;
+    float node_threshold = 0.8f, edge_threshold = 0.98f;
+};
+
 // The Graph request of the shown run (the scheduler's): fills q and returns its key ("" : nothing to ask).
-std::string graph_request(const app_state& s, analysis_request& q);
+std::string graph_key(const app_state& s, graph_request& q);
 
 } // namespace gbui

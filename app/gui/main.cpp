@@ -152,13 +152,11 @@ int main(int argc, char** argv) {
         ui_context ui;
         ui.work = &work;
         ui.analysis = &analyses;
-        compare_worker comparing;
-        ui.compare = &comparing;
-        comparing.wake = [] { glfwPostEmptyEvent(); };
+        analyses.wake = [] { glfwPostEmptyEvent(); };
         model_picker picker; // (destroyed first: its jobs' threads are waited for while GLFW still runs)
         picker.wake = [] { glfwPostEmptyEvent(); };
         ui.picker = &picker;
-        if (!opt.compare.empty()) comparing.load(opt.compare, opt.keep_stored), s.cmp.loading = true;
+        if (!opt.model_b.empty()) analysis_script_command(s, ui, "open-b", opt.model_b); // as the script's
         ui.headless = headless_job;
         start_ui_scale(s, ui, win, opt, saved);
         std::copy(saved.split, saved.split + SPLIT_COUNT, ui.split); // the splitters where the user left them

@@ -71,7 +71,7 @@ options parse_options(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--model") o.model = value();
-        else if (a == "--compare") o.compare = value();
+        else if (a == "--compare") o.model_b = value();
         else if (a == "--prompt") o.prompt = value(), o.prompt_given = true;
         else if (a == "--image") o.image = value(); // for a ViT / DeiT model
         else if (a == "--bos") o.bos = true;

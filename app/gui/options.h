@@ -5,7 +5,7 @@
 namespace gbui {
 
 struct options {
-    std::string compare; // --compare M2: model B, compared with the model shown
+    std::string model_b; // --compare M2: model B, compared with the model shown
     std::string model, prompt, image, ablate, layers, heads, experts, screenshot, script, session;
     int sel_layer = -1, sel_head = -1, sel_token = -1;
     int width = 1600, height = 1000;

@@ -26,7 +26,7 @@ bool result_is_current(const app_state& s) {
     return r && s.model && r->model == s.model && r->prompt == s.prompt && r->bos == s.bos && r->image_path == s.image_path &&
            r->target == s.target_text && sampling_key(r->target_sampling) == sampling_key(s.target_sampling) && r->stack == s.stack &&
            r->ablation.describe() == s.ablation.describe() && r->patch.get() == patch_in_force(s) && same_step &&
-           r->features == s.feature_edits &&
+           r->features == inputs_of<features_inputs>(s, TAB_FEATURES).edits &&
            !s.next_result;
 }
 
@@ -47,7 +47,7 @@ run_request current_run_request(const app_state& s) {
     q.bos = s.bos;
     q.ablation = s.ablation;
     if (patch_in_force(s)) q.patch = s.patch;
-    q.features = s.feature_edits;
+    q.features = inputs_of<features_inputs>(s, TAB_FEATURES).edits;
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
     q.focus_layer = s.sel_layer;
@@ -94,7 +94,10 @@ int attribution_position(const app_state& s) {
 }
 
 void schedule_analysis(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible, bool ready,
-                       const analysis_request& q) {
+                       std::any request) {
+    if (request.type() != *analysis_info(k).request)
+        throw gb::error(std::string("schedule_analysis: ") + analysis_name(k) + "'s request is a " + request.type().name() +
+                        ", its row names " + analysis_info(k).request->name());
     visible = visible && analysis_offered(k, s.model.get());
     if (!ui.asked[k].empty() && inputs != ui.asked[k]) {
         ui.analysis->cancel(k); // a no-op when it is not running
@@ -102,10 +105,11 @@ void schedule_analysis(app_state& s, ui_context& ui, analysis_kind k, const std:
     }
     s.analysis_want[k] = visible ? inputs : "";
     if (visible && ready && !inputs.empty() && inputs != ui.asked[k]) {
-        analysis_request r = q;
-        r.kind = k;
-        r.key = inputs;
-        ui.analysis->submit(r);
+        analysis_request q;
+        q.kind = k;
+        q.key = inputs;
+        q.inputs = std::move(request);
+        ui.analysis->submit(std::move(q));
         ui.asked[k] = inputs;
     }
 }
@@ -116,7 +120,7 @@ bool inputs_settled(ui_context& ui, analysis_kind k, const std::string& inputs) 
     return ui.headless || now - ui.settling_since[k] > std::chrono::milliseconds(150);
 }
 
-std::string patching_request(const app_state& s, analysis_request& q) {
+std::string patching_key(const app_state& s, patch_request& q) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
     const run_result* r = s.result.get();
     q.from = s.result;
@@ -133,8 +137,8 @@ std::string patching_request(const app_state& s, analysis_request& q) {
 // Patching: of the prompt as typed (its run must be the shown one), debounced like the main run
 static void schedule_patching(app_state& s, ui_context& ui) {
     auto& pin = inputs_of<patching_inputs>(s, TAB_PATCHING);
-    analysis_request q;
-    const std::string inputs = patching_request(s, q);
+    patch_request q;
+    const std::string inputs = patching_key(s, q);
     const bool quiet = inputs_settled(ui, ANALYSIS_PATCHING, inputs);
     // the fast mode (an estimate first) where the kind offers gradients
     q.fast = pin.fast && s.model && gb::offers(s.model->config, gb::FEATURE_GRADIENTS);
@@ -151,15 +155,15 @@ static void schedule_features(app_state& s, ui_context& ui) {
     const std::string model = s.model ? std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|") : "";
     std::shared_ptr<const gb::bound_sae> sae = b ? fin.saes[std::clamp(fin.shown, 0, (int)fin.saes.size() - 1)] : nullptr;
     {
-        analysis_request q;
-        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.target = fin.sel;
+        features_request q;
+        q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.ab = s.ablation, q.sae = sae, q.feature = fin.sel;
         const std::string inputs = shown ? model + std::to_string((uintptr_t)b) + "|" + std::to_string(fin.sel) + "|" +
                                                s.ablation.describe() + "|" + s.prompt
                                          : "";
         schedule_analysis(s, ui, ANALYSIS_FEATURES, inputs, shown, true, q);
     }
     {
-        analysis_request q;
+        features_request q;
         q.model = s.model, q.bos = s.bos, q.sae = sae, q.corpus = fin.index_path;
         const std::string inputs = shown && fin.index_build > 0 ? model + std::to_string((uintptr_t)b) + "|" +
                                                                            std::to_string(fin.index_build) + "|" + q.corpus
@@ -168,7 +172,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
     }
     { // training, once Train was pressed: whatever tab shows (it runs on until done, a new model or Train again)
         const features_inputs::train_fields& f = fin.train_asked;
-        analysis_request q;
+        features_request q;
         q.model = s.model, q.bos = s.bos, q.corpus = f.corpus, q.out_dir = f.out, q.layer = f.layer;
         q.point = sae_train_points()[std::clamp(f.point, 0, (int)sae_train_points().size() - 1)];
         q.train.d_sae = f.features, q.train.k = f.k, q.train.steps = f.steps;
@@ -187,7 +191,7 @@ static void schedule_features(app_state& s, ui_context& ui) {
 // first request only chooses its prompt among candidates. One forward per row and per head: on a large model
 // minutes, so a run nobody shows any more stops (and starts again when shown), leaving its thread to patching.
 static void schedule_break(app_state& s, ui_context& ui) {
-    analysis_request q;
+    break_request q;
     q.model = s.model;
     q.bos = s.bos;
     q.prompt = s.prompt;
@@ -209,6 +213,7 @@ static void schedule_break(app_state& s, ui_context& ui) {
 }
 
 bool schedule_analyses(app_state& s, ui_context& ui) {
+    const auto& test = state_of<induction_inputs>(s, ANALYSIS_INDUCTION);
     auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
     auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
@@ -216,7 +221,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     const std::string id = r ? std::to_string(r->request_id) : "";
     // logit lens: of the shown run, with the chosen target
     {
-        analysis_request q;
+        lens_request q;
         q.from = s.result;
         q.lens = output_of<lens_output>(s, ANALYSIS_LENS);
         q.target = r ? token_or_default(lin.target, *r) : -1;
@@ -224,7 +229,7 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     }
     // attribution: of the shown run, at the selected token
     {
-        analysis_request q;
+        attribution_request q;
         q.from = s.result;
         std::string inputs;
         if (r) {
@@ -238,13 +243,13 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     }
     // graph: of the shown run, over the tab's transcoder set, at its prune thresholds, with its edits
     {
-        analysis_request q;
-        const std::string inputs = graph_request(s, q);
+        graph_request q;
+        const std::string inputs = graph_key(s, q);
         schedule_analysis(s, ui, ANALYSIS_GRAPH, inputs, s.tab == TAB_GRAPH, r != nullptr, q);
     }
     // learn: the walk for the selected token, layer and head of the shown run
     {
-        analysis_request q;
+        learn_request q;
         q.from = s.result;
         std::string inputs;
         if (r && gb::offers(r->model->config, gb::FEATURE_LEARN)) { // (other kinds: the picture alone)
@@ -259,23 +264,23 @@ bool schedule_analyses(app_state& s, ui_context& ui) {
     }
     // induction test: while the grid shows the test's scores
     {
-        analysis_request q;
+        induction_request q;
         q.model = s.model;
         q.ab = s.ablation;
-        q.n = s.induction_n;
-        q.seed = s.induction_seed;
+        q.n = test.n;
+        q.seed = test.seed;
         q.bos = s.bos;
-        std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(s.induction_n) + "|" +
-                                           std::to_string(s.induction_seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
+        std::string inputs = s.model ? std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string(test.n) + "|" +
+                                           std::to_string(test.seed) + (s.bos ? "|B|" : "|-|") + s.ablation.describe()
                                      : "";
         const bool offered = analysis_offered(ANALYSIS_INDUCTION, s.model.get());
-        schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, s.induction_test && offered && s.colour_by != COLOUR_PATTERN, true, q);
+        schedule_analysis(s, ui, ANALYSIS_INDUCTION, inputs, test.shown && offered && s.colour_by != COLOUR_PATTERN, true, q);
     }
     schedule_patching(s, ui);
     schedule_break(s, ui);
     // sampling: the shown run continued at the three temperatures
     {
-        analysis_request q;
+        sampling_request q;
         q.from = s.result;
         q.temperatures.assign(smp.temps, smp.temps + 3);
         q.sampling.top_k = smp.top_k;

@@ -203,17 +203,6 @@ static std::optional<bool> file_command(app_state& s, ui_context& ui, const std:
         open_model(s, *ui.work, arg);
         return true;
     }
-    if (cmd == "open-b") { // as the Model panel's "Open model B..." with PATH in its box
-        s.cmp.path_input = arg;
-        ui.compare->load(arg, true);
-        s.cmp.loading = true;
-        return true;
-    }
-    if (cmd == "compare-view") { // a | b | avsb, as the grid's switch
-        if (arg != "a" && arg != "b" && arg != "avsb") throw gb::error("script: compare-view takes a, b or avsb, got '" + arg + "'");
-        s.cmp.shown = arg == "a" ? compare_slot::VIEW_A : arg == "b" ? compare_slot::VIEW_B : compare_slot::VIEW_AVB;
-        return true;
-    }
     if (cmd == "session") { // as the Model panel's session Load button: a bad file's error shows in the window
         try {
             open_session(s, *ui.work, arg);
@@ -308,7 +297,7 @@ static std::optional<bool> view_command(script_runner& sc, app_state& s, const s
         for (int m = 0; m < COLOUR_COUNT; m++)
             if (arg == colour_name((colour_mode)m)) {
                 s.colour_by = (colour_mode)m;
-                if (m == COLOUR_PATTERN) s.induction_test = false;
+                if (m == COLOUR_PATTERN) state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown = false;
                 return true;
             }
         throw gb::error("script: unknown colour-by " + arg);
@@ -527,6 +516,7 @@ static bool script_step(script_runner& sc, app_state& s, ui_context& ui, bool se
     if (!done) done = keyboard_command(sc, s, cmd, arg, settled);
     if (!done) done = generation_command(sc, s, ui, cmd, arg);
     if (!done) done = file_command(s, ui, cmd, arg);
+    if (!done && analysis_script_command(s, ui, cmd, arg)) done = true; // the analyses' own (model B's open-b, ...)
     if (!done) done = view_command(sc, s, cmd, arg);
     if (!done) done = layout_command(sc, s, ui, cmd, arg);
     if (!done) done = waiting_command(sc, s, cmd, arg);

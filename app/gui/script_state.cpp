@@ -246,7 +246,7 @@ static void add_features(nlohmann::json& j, const app_state& s) {
         saes.push_back({{"path", b->s->path}, {"hook", gb::hook_name(b->out)}, {"layer", b->layer}, {"d_sae", b->s->d_sae},
                         {"warnings", b->warnings}});
     nlohmann::json edits = nlohmann::json::array();
-    for (const app_feature_edit& f : s.feature_edits) edits.push_back(describe_feature_edit(f));
+    for (const app_feature_edit& f : fin.edits) edits.push_back(describe_feature_edit(f));
     nlohmann::json fj = {{"saes", saes}, {"shown", fin.shown}, {"selected", fin.sel}, {"edits", edits},
                          {"value", fin.value}};
     if (const features_output* o = output_of<features_output>(s, ANALYSIS_FEATURES).get()) {
@@ -338,7 +338,7 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         const gb::head_scores& sc = io->scores;
         float best = 0;
         for (float v : sc.score[gb::SCORE_INDUCTION]) if (std::isfinite(v)) best = std::max(best, v);
-        j["induction_test"] = {{"shown", s.induction_test}, {"n", io->n}, {"seed", io->seed},
+        j["induction_test"] = {{"shown", state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown}, {"n", io->n}, {"seed", io->seed},
                                {"tokens", io->ids.size()}, {"positions", sc.n_induction_positions},
                                {"max_induction", best}, {"ms", io->ms}};
     }
@@ -361,27 +361,6 @@ static void add_analyses(nlohmann::json& j, const app_state& s) {
         if (const analysis_entry& e = analysis_info((analysis_kind)k); e.print) e.print(j, s, e);
 }
 
-// model B and the comparison of the shown run (null when there is none)
-static void add_compare(nlohmann::json& j, const app_state& s) {
-    static const char* views[] = {"a", "b", "avsb"};
-    j["model_b"] = s.cmp.model ? nlohmann::json(s.cmp.model->path) : nlohmann::json();
-    j["compare_view"] = views[s.cmp.shown];
-    const compare_output* c = current_compare(s);
-    if (!c) {
-        j["compare"] = nullptr;
-        return;
-    }
-    const gb::compare_result& r = c->res;
-    float js_max = 0;
-    for (float v : r.head_js) js_max = std::max(js_max, v);
-    float cos_min = 1;
-    for (float v : r.cosine) cos_min = std::min(cos_min, v);
-    j["compare"] = {{"tokens", r.n_tokens}, {"mean_kl", r.mean_kl}, {"top_agree", r.top_agree_count}, {"js_max", js_max},
-                    {"cos_min", cos_min}, {"first_disagree", r.first_disagree},
-                    {"surprisal_mean_a", r.surprisal_a.mean_nats}, {"surprisal_mean_b", r.surprisal_b.mean_nats},
-                    {"ms", c->ms}};
-}
-
 void print_state(const app_state& s, const ui_context& ui) {
     nlohmann::json j; // keys sorted (std::map): the order they are added in does not show
     add_result(j, s);
@@ -389,7 +368,6 @@ void print_state(const app_state& s, const ui_context& ui) {
     add_tab_outputs(j, s);
     add_learn_picture(j, ui);
     add_analyses(j, s);
-    add_compare(j, s);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str()); // (a path need not be UTF-8)
     std::fflush(stdout);
 }

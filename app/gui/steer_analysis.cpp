@@ -47,19 +47,19 @@ static double ms_since(std::chrono::steady_clock::time_point t0) {
 static std::shared_ptr<steer_output> steer_output_of(const analysis_request& q) {
     auto out = std::make_shared<steer_output>();
     out->key = q.key;
-    out->model = q.model;
+    out->model = request_of<steer_request>(q).model;
     return out;
 }
 
 std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const analysis_run& run) {
-    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    const steer_request& in = request_of<steer_request>(q);
     const auto t0 = std::chrono::steady_clock::now();
-    const gb::model& m = *q.model;
+    const gb::model& m = *in.model;
     auto out = steer_output_of(q);
     std::vector<int> layers;
     for (int l = 0; l < m.config.n_layer; l++) layers.push_back(l);
     auto v = std::make_shared<gb::steer_vector>(gb::contrastive_vector(
-        m, prompt_lines(m, in.positive, q.bos, "positive"), prompt_lines(m, in.negative, q.bos, "negative"), layers,
+        m, prompt_lines(m, in.positive, in.bos, "positive"), prompt_lines(m, in.negative, in.bos, "negative"), layers,
         in.where == 1 ? gb::STEER_MEAN : gb::STEER_LAST, run.stopped));
     v->name = "contrast#" + q.key.substr(q.key.rfind('|') + 1);
     out->vec = v;
@@ -68,24 +68,24 @@ std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const
 }
 
 std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, const analysis_run& run) {
-    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    const steer_request& in = request_of<steer_request>(q);
     const auto t0 = std::chrono::steady_clock::now();
-    const gb::model& m = *q.model;
+    const gb::model& m = *in.model;
     auto out = steer_output_of(q);
-    const std::vector<int> ids = prompt_ids(m, q.prompt, q.bos, q.gen_tokens);
+    const std::vector<int> ids = prompt_ids(m, in.prompt, in.bos, in.gen_tokens);
     for (int id : ids) out->prompt_pieces.push_back(gb::token_text(m.tok, id));
-    gb::compare_steering(out->compare, m, ids, in.steering, in.scales, q.gen_tokens, q.sampling, run.stopped);
+    gb::compare_steering(out->side_by_side, m, ids, in.steering, in.scales, in.gen_tokens, in.sampling, run.stopped);
     out->ms = ms_since(t0);
     return out;
 }
 
 std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const analysis_run& run) {
-    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    const steer_request& in = request_of<steer_request>(q);
     const auto t0 = std::chrono::steady_clock::now();
-    const gb::model& m = *q.model;
+    const gb::model& m = *in.model;
     auto out = steer_output_of(q);
-    const std::vector<int> ref = prompt_ids(m, in.reference, q.bos, 0);
-    const std::vector<int> ids = prompt_ids(m, q.prompt, q.bos, 8);
+    const std::vector<int> ref = prompt_ids(m, in.reference, in.bos, 0);
+    const std::vector<int> ids = prompt_ids(m, in.prompt, in.bos, 8);
     const int from = std::min(in.steering.from, (int)ref.size() - 1);
     gb::steer_sweep(out->sweep, m, *in.steering.vec, in.scales, in.layers, ref, from, ids, 8, run.stopped);
     out->ms = ms_since(t0);
@@ -93,7 +93,7 @@ std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const
 }
 
 std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const analysis_run&) {
-    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    const steer_request& in = request_of<steer_request>(q);
     auto out = steer_output_of(q);
     out->vec = std::make_shared<const gb::steer_vector>(gb::read_steer_vector(in.path, in.npy_layer));
     out->note = "opened " + in.path;
@@ -101,11 +101,11 @@ std::shared_ptr<const void> compute_steer_open(const analysis_request& q, const 
 }
 
 std::shared_ptr<const void> compute_steer_save(const analysis_request& q, const analysis_run&) {
-    const steer_request& in = std::any_cast<const steer_request&>(q.own);
+    const steer_request& in = request_of<steer_request>(q);
     auto out = steer_output_of(q);
     gb::steer_vector v = *in.steering.vec;
     // llama.cpp's format has no direction.0: a vector with one there keeps layers 1.. in a .gguf
-    if (v.has(0) && in.path.size() > 5 && in.path.compare(in.path.size() - 5, 5, ".gguf") == 0) v.dirs[0].clear();
+    if (v.has(0) && in.path.size() > 5 && in.path.substr(in.path.size() - 5) == ".gguf") v.dirs[0].clear();
     gb::write_steer_vector(in.path, v);
     out->note = "saved " + in.path + (v.has(0) || !in.steering.vec->has(0) ? "" : " (layer 0 left out: llama.cpp has none)");
     return out;
@@ -122,12 +122,11 @@ void schedule_steer_build(app_state& s, ui_context& ui, const analysis_entry& ro
     auto& in = inputs_of<steer_inputs>(s, row.tab);
     steer_request r;
     r.positive = in.positive, r.negative = in.negative, r.where = in.where;
-    analysis_request q;
-    q.model = s.model, q.bos = s.bos, q.own = r;
+    r.model = s.model, r.bos = s.bos;
     const std::string inputs = in.build > 0 && s.model ? model_key(s) + std::to_string(in.where) + "|" + in.positive +
                                                              "\x1f" + in.negative + "|" + std::to_string(in.build)
                                                        : "";
-    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, q);
+    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, r);
     const steer_output* built = output_of<steer_output>(s, row.kind).get();
     if (built && built->model == s.model && built->vec && built->key != in.adopted[0]) {
         in.adopted[0] = built->key;
@@ -149,10 +148,9 @@ void schedule_steer_compare(app_state& s, ui_context& ui, const analysis_entry& 
                  sampling_key(s.gen).c_str());
         inputs = model_key(s) + steering_key(r.steering) + "|" + b + s.prompt;
     }
-    analysis_request q;
-    q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.gen_tokens = in.tokens, q.own = r;
-    q.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
-    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, q);
+    r.model = s.model, r.bos = s.bos, r.prompt = s.prompt, r.gen_tokens = in.tokens;
+    r.sampling = s.gen; // the Continuation's temperature, top-k and seed: one seed for every column
+    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, r);
 }
 
 // The tab's vector swept over its five scales x every layer with a direction, while the tab shows
@@ -173,9 +171,8 @@ void schedule_steer_sweep(app_state& s, ui_context& ui, const analysis_entry& ro
                  r.scales[4], r.steering.from);
         inputs = model_key(s) + std::to_string((uintptr_t)v) + "|" + b + in.reference + "\x1f" + s.prompt;
     }
-    analysis_request q;
-    q.model = s.model, q.bos = s.bos, q.prompt = s.prompt, q.own = r;
-    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, q);
+    r.model = s.model, r.bos = s.bos, r.prompt = s.prompt;
+    schedule_analysis(s, ui, row.kind, inputs, s.tab == row.tab, true, r);
 }
 
 // The tab's note from a row's newest output or error, once each (slot: the row's place in steer_inputs::adopted);
@@ -201,10 +198,9 @@ void schedule_steer_open(app_state& s, ui_context& ui, const analysis_entry& row
     auto& in = inputs_of<steer_inputs>(s, row.tab);
     steer_request r;
     r.path = in.path, r.npy_layer = in.lo;
-    analysis_request q;
-    q.model = s.model, q.own = r;
+    r.model = s.model;
     const std::string inputs = in.open > 0 ? std::to_string(in.open) + "|" + std::to_string(in.lo) + "|" + in.path : "";
-    schedule_analysis(s, ui, row.kind, inputs, true, true, q);
+    schedule_analysis(s, ui, row.kind, inputs, true, true, r);
     if (const steer_output* o = take(s, row, 1)) in.vec = o->vec;
 }
 
@@ -213,10 +209,9 @@ void schedule_steer_save(app_state& s, ui_context& ui, const analysis_entry& row
     auto& in = inputs_of<steer_inputs>(s, row.tab);
     steer_request r;
     r.path = in.path, r.steering.vec = in.vec;
-    analysis_request q;
-    q.model = s.model, q.own = r;
+    r.model = s.model;
     const std::string inputs = in.save > 0 && in.vec ? std::to_string(in.save) + "|" + in.path : "";
-    schedule_analysis(s, ui, row.kind, inputs, true, true, q);
+    schedule_analysis(s, ui, row.kind, inputs, true, true, r);
     take(s, row, 2);
 }
 
@@ -233,7 +228,7 @@ void print_steer_build(nlohmann::json& j, const app_state& s, const analysis_ent
 void print_steer_compare(nlohmann::json& j, const app_state& s, const analysis_entry& row) {
     const auto so = output_of<steer_output>(s, row.kind);
     if (!so) return;
-    const gb::steer_compare& c = so->compare;
+    const gb::steer_compare& c = so->side_by_side;
     nlohmann::json runs = nlohmann::json::array();
     for (const gb::steered_continuation& r : c.runs)
         runs.push_back({{"scale", r.scale}, {"text", r.text}, {"parts_at", r.parts_at}, {"p_steered", r.p_steered},

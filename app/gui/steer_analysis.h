@@ -45,11 +45,16 @@ struct steer_inputs {
     std::string adopted[3];    // the build, open and save outputs (or errors) the tab took: each is taken once
 };
 
-// What the rows' requests carry beside the shared fields (analysis_request::own): build from the positive and
-// negative prompts (one a line) at `where`; compare the prompt under `steering` at `scales`; sweep `steering.vec`
-// at `scales` x `layers` on `reference` from `steering.from`; open the file at `path` (a .npy's direction at
-// `npy_layer`); save `steering.vec` to `path`.
+// What the rows' requests carry (analysis_request::inputs), each of `model` (with bos): build from the positive and
+// negative prompts (one a line) at `where`; compare `prompt` under `steering` at `scales` (gen_tokens each, drawn
+// as `sampling` says); sweep `steering.vec` at `scales` x `layers` on `reference` from `steering.from`; open the
+// file at `path` (a .npy's direction at `npy_layer`); save `steering.vec` to `path`.
 struct steer_request {
+    std::shared_ptr<const gb::model> model;
+    bool bos = false;
+    std::string prompt;
+    int gen_tokens = 30;
+    gb::sampling sampling;
     std::string path;
     int npy_layer = -1;
     std::string positive, negative;
@@ -65,7 +70,7 @@ struct steer_output {
     std::string key;
     std::shared_ptr<const gb::model> model;
     std::shared_ptr<const gb::steer_vector> vec; // build: the vector made
-    gb::steer_compare compare;                   // compare: baseline and one continuation per scale
+    gb::steer_compare side_by_side;              // compare: baseline and one continuation per scale
     std::vector<std::string> prompt_pieces;      // compare: the prompt's tokens
     gb::steer_sweep_result sweep;                // sweep: KL and loss [scales][layers], a continuation per cell
     std::string note;                            // open, save: what was done, one line

@@ -12,13 +12,14 @@
 namespace gbui {
 
 // Causal tracing of the shown run's tokens under its ablation, with the CLI's defaults (noise 3, 10 samples, seed 0)
-std::shared_ptr<const void> compute_trace(const analysis_request& q, const analysis_run& run) {
+std::shared_ptr<const void> compute_trace(const analysis_request& rq, const analysis_run& run) {
+    const trace_request& q = request_of<trace_request>(rq);
     const keep_going& go = run.go;
     const auto t0 = std::chrono::steady_clock::now();
     const run_result& r = *q.from;
     const gb::model& m = *r.model;
     auto out = std::make_shared<trace_output>();
-    out->key = q.key;
+    out->key = rq.key;
     out->model = r.model;
     out->subject = q.subject;
     out->ids = r.cap().tokens;
@@ -35,7 +36,7 @@ std::shared_ptr<const void> compute_trace(const analysis_request& q, const analy
 void schedule_trace(app_state& s, ui_context& ui, const analysis_entry& row) {
     auto& pin = inputs_of<patching_inputs>(s, row.tab);
     const run_result* r = s.result.get();
-    analysis_request q;
+    trace_request q;
     q.from = s.result;
     q.subject = pin.subject;
     std::string inputs;

@@ -20,6 +20,12 @@ struct analysis_request; // analysis_worker.h
 struct analysis_run;     // analysis_table.h
 struct ui_context;       // ui.h
 
+// What its request carries (analysis_request::inputs): the run traced, and the subject (words of its prompt).
+struct trace_request {
+    std::shared_ptr<const run_result> from;
+    std::string subject;
+};
+
 struct trace_output {
     std::string key;
     std::shared_ptr<const gb::model> model;

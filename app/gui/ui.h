@@ -61,7 +61,6 @@ struct ui_context {
                                             // generation, which publishes the prompt's result first)
     // analyses
     analysis_worker* analysis = nullptr;
-    compare_worker* compare = nullptr;      // model B's loads and the comparisons (compare_view.h)
     model_picker* picker = nullptr;         // the model picker (Ctrl+O, the File menu; model_picker.h)
     bool headless = false;                  // screenshot/script runs: no debounce
     std::string asked[ANALYSIS_COUNT];      // inputs of the last request of each kind ("" = none, or cancelled)
@@ -259,10 +258,11 @@ std::string current_run_key(const app_state& s);
 // Sends the analyses that the open tab / grid mode shows when their inputs changed (newest wins; a run whose
 // inputs changed is stopped at once). Sets s.analysis_want. Returns true when everything wanted is done.
 bool schedule_analyses(app_state& s, ui_context& ui);
-// One analysis: stops its run when its inputs changed; sends the new inputs when visible, offered by the model's
-// kind (its row's needs) and ready. The scheduler's own code and the rows' schedule hooks call it.
+// One analysis: stops its run when its inputs changed; sends the new inputs (named `inputs`, carried by `request`,
+// of the type k's row names: throws gb::error when it is another) when visible, offered by the model's kind (its
+// row's needs) and ready. The scheduler's own code and the rows' schedule hooks call it.
 void schedule_analysis(app_state& s, ui_context& ui, analysis_kind k, const std::string& inputs, bool visible,
-                       bool ready, const analysis_request& q);
+                       bool ready, std::any request);
 // Whether k's inputs have stayed as they are for 150 ms (at once in scripted runs): typed inputs are debounced like
 // the main run.
 bool inputs_settled(ui_context& ui, analysis_kind k, const std::string& inputs);
@@ -270,7 +270,7 @@ bool inputs_settled(ui_context& ui, analysis_kind k, const std::string& inputs);
 int token_or_default(int id, const run_result& r);
 // The Patching tab's inputs (the prompt as typed and the corrupted one, target, contrast) into q, with their key
 // ("" while there is no model or corrupted prompt); the analyses of the same prompts read them too.
-std::string patching_request(const app_state& s, analysis_request& q);
+std::string patching_key(const app_state& s, patch_request& q);
 // The attribution's target and contrast ids: the chosen ones, else the prediction's top-1 and the best other token.
 void attribution_tokens(const app_state& s, int* target, int* contrast);
 // The position the Attribution tab's difference is read at: the selected token (an encoder's [MASK] by default);

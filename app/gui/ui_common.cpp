@@ -693,7 +693,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     const bool was_vision = s.model && gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE;
     s.model = std::move(m);
     s.patch.reset(); // made on the previous model: its interventions name that model's nodes
-    fin.saes.clear(), s.feature_edits.clear(), fin.queue_edits.clear(); // bound to the previous model
+    fin.saes.clear(), fin.edits.clear(), fin.queue_edits.clear(); // bound to the previous model
     fin.sel = -1, s.output[ANALYSIS_FEATURES].reset(), s.output[ANALYSIS_FEATURE_INDEX].reset();
     const gb::weight_types wt = gb::stored_types(*s.model); // walks every layer: once here, not every frame
     char line[256];
@@ -708,7 +708,7 @@ void adopt_model(app_state& s, std::shared_ptr<const gb::model> m, const std::st
     remember_model(s, path);
     // chosen tokens are ids of the previous vocabulary, the induction test ran on the previous model: defaults
     lin.target = ain.target = ain.contrast = pin.target = pin.contrast = -1;
-    s.induction_test = false;
+    state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown = false;
     if (gb::kind_info_of(s.model->config).input == gb::INPUT_IMAGE) { // the picture is what a vision model is about, [CLS] its reader
         s.tab = TAB_IMAGE;
         s.sel_token = 0;

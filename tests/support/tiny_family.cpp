@@ -309,14 +309,13 @@ std::vector<float> permute_rows(const std::vector<float>& w, int heads, int dh, 
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-family_gguf build_family_gguf(const tiny_family& m) {
+// The family's metadata, as convert_hf_to_gguf.py writes it, with the byte vocabulary
+void write_family_metadata(family_gguf& fg, const tiny_family& m) {
     const family_spec& s = m.spec;
     const family_traits& t = traits_of(s.family);
     const int d = s.d_model, H = s.n_head, KV = s.n_kv_head, dh = s.head_dim, ff = s.d_ff, V = s.vocab;
     const std::string A = t.gguf_arch;
-    family_gguf fg;
     gguf_out& g = fg.g;
-    // metadata, as convert_hf_to_gguf.py writes it for the family
     g.str("general.architecture", A);
     g.str("general.name", "tiny " + s.family);
     g.u32(A + ".block_count", (uint32_t)s.n_layer);
@@ -365,54 +364,72 @@ family_gguf build_family_gguf(const tiny_family& m) {
     g.strs("tokenizer.ggml.tokens", toks);
     g.u32("tokenizer.ggml.bos_token_id", (uint32_t)(V - 1));
     g.u32("tokenizer.ggml.eos_token_id", (uint32_t)(V - 1));
+}
 
-    // tensors: GGUF ne lists the fastest dimension first, so an HF [rows][cols] matrix is {cols, rows}
-    auto mat = [&](const std::string& name, int64_t rows, int64_t cols, const std::vector<float>& v) {
+// Writes tensors: GGUF ne lists the fastest dimension first, so an HF [rows][cols] matrix is {cols, rows}
+struct tensor_writer {
+    gguf_out& g;
+    bool plus_one; // Gemma's converter adds 1 to norm gains
+    void mat(const std::string& name, int64_t rows, int64_t cols, const std::vector<float>& v) {
         g.f32_tensor(name, {cols, rows}, v);
-    };
-    auto vecw = [&](const std::string& name, const std::vector<float>& v) { g.f32_tensor(name, {(int64_t)v.size()}, v); };
-    auto gain = [&](const std::string& name, const std::vector<float>& w) { // Gemma's converter adds 1 to norm gains
+    }
+    void vecw(const std::string& name, const std::vector<float>& v) { g.f32_tensor(name, {(int64_t)v.size()}, v); }
+    void gain(const std::string& name, const std::vector<float>& w) {
         std::vector<float> v = w;
-        if (t.plus_one)
+        if (plus_one)
             for (float& x : v) x += 1.0f;
         vecw(name, v);
-    };
-    auto blk = [](int l, const std::string& rest) { return "blk." + std::to_string(l) + "." + rest; };
-
-    if (s.family == "gpt_neox") {
-        const std::string p = "gpt_neox.";
-        mat("token_embd.weight", V, d, m.at(p + "embed_in.weight"));
-        for (int l = 0; l < s.n_layer; l++) {
-            auto W = [&](const std::string& r) -> const std::vector<float>& { return m.at(lname(p, l, r)); };
-            vecw(blk(l, "attn_norm.weight"), W("input_layernorm.weight"));
-            vecw(blk(l, "attn_norm.bias"), W("input_layernorm.bias"));
-            // HF rows [H][q k v][dh] -> q rows of every head, then k, then v (weight and bias alike)
-            auto regroup = [&](const std::vector<float>& x, int cols) {
-                std::vector<float> o(x.size());
-                for (int h = 0; h < H; h++)
-                    for (int part = 0; part < 3; part++)
-                        for (int e = 0; e < dh; e++)
-                            std::copy_n(&x[(((size_t)h * 3 + part) * dh + e) * cols], cols,
-                                        &o[(((size_t)part * H + h) * dh + e) * cols]);
-                return o;
-            };
-            mat(blk(l, "attn_qkv.weight"), 3 * d, d, regroup(W("attention.query_key_value.weight"), d));
-            vecw(blk(l, "attn_qkv.bias"), regroup(W("attention.query_key_value.bias"), 1));
-            mat(blk(l, "attn_output.weight"), d, d, W("attention.dense.weight"));
-            vecw(blk(l, "attn_output.bias"), W("attention.dense.bias"));
-            vecw(blk(l, "ffn_norm.weight"), W("post_attention_layernorm.weight"));
-            vecw(blk(l, "ffn_norm.bias"), W("post_attention_layernorm.bias"));
-            mat(blk(l, "ffn_up.weight"), ff, d, W("mlp.dense_h_to_4h.weight"));
-            vecw(blk(l, "ffn_up.bias"), W("mlp.dense_h_to_4h.bias"));
-            mat(blk(l, "ffn_down.weight"), d, ff, W("mlp.dense_4h_to_h.weight"));
-            vecw(blk(l, "ffn_down.bias"), W("mlp.dense_4h_to_h.bias"));
-        }
-        vecw("output_norm.weight", m.at(p + "final_layer_norm.weight"));
-        vecw("output_norm.bias", m.at(p + "final_layer_norm.bias"));
-        mat("output.weight", V, d, m.at("embed_out.weight"));
-        return fg;
     }
+};
+std::string blk(int l, const std::string& rest) { return "blk." + std::to_string(l) + "." + rest; }
 
+// GPT-NeoX's tensors: its fused qkv regrouped, its biases, its untied unembedding
+void write_neox_tensors(tensor_writer& w, const tiny_family& m) {
+    const family_spec& s = m.spec;
+    const int d = s.d_model, H = s.n_head, dh = s.head_dim, ff = s.d_ff, V = s.vocab;
+    auto mat = [&](const std::string& name, int64_t rows, int64_t cols, const std::vector<float>& v) { w.mat(name, rows, cols, v); };
+    auto vecw = [&](const std::string& name, const std::vector<float>& v) { w.vecw(name, v); };
+    const std::string p = "gpt_neox.";
+    mat("token_embd.weight", V, d, m.at(p + "embed_in.weight"));
+    for (int l = 0; l < s.n_layer; l++) {
+        auto W = [&](const std::string& r) -> const std::vector<float>& { return m.at(lname(p, l, r)); };
+        vecw(blk(l, "attn_norm.weight"), W("input_layernorm.weight"));
+        vecw(blk(l, "attn_norm.bias"), W("input_layernorm.bias"));
+        // HF rows [H][q k v][dh] -> q rows of every head, then k, then v (weight and bias alike)
+        auto regroup = [&](const std::vector<float>& x, int cols) {
+            std::vector<float> o(x.size());
+            for (int h = 0; h < H; h++)
+                for (int part = 0; part < 3; part++)
+                    for (int e = 0; e < dh; e++)
+                        std::copy_n(&x[(((size_t)h * 3 + part) * dh + e) * cols], cols,
+                                    &o[(((size_t)part * H + h) * dh + e) * cols]);
+            return o;
+        };
+        mat(blk(l, "attn_qkv.weight"), 3 * d, d, regroup(W("attention.query_key_value.weight"), d));
+        vecw(blk(l, "attn_qkv.bias"), regroup(W("attention.query_key_value.bias"), 1));
+        mat(blk(l, "attn_output.weight"), d, d, W("attention.dense.weight"));
+        vecw(blk(l, "attn_output.bias"), W("attention.dense.bias"));
+        vecw(blk(l, "ffn_norm.weight"), W("post_attention_layernorm.weight"));
+        vecw(blk(l, "ffn_norm.bias"), W("post_attention_layernorm.bias"));
+        mat(blk(l, "ffn_up.weight"), ff, d, W("mlp.dense_h_to_4h.weight"));
+        vecw(blk(l, "ffn_up.bias"), W("mlp.dense_h_to_4h.bias"));
+        mat(blk(l, "ffn_down.weight"), d, ff, W("mlp.dense_4h_to_h.weight"));
+        vecw(blk(l, "ffn_down.bias"), W("mlp.dense_4h_to_h.bias"));
+    }
+    vecw("output_norm.weight", m.at(p + "final_layer_norm.weight"));
+    vecw("output_norm.bias", m.at(p + "final_layer_norm.bias"));
+    mat("output.weight", V, d, m.at("embed_out.weight"));
+}
+
+// The other families' tensors: attention (q/k permuted as the converter does), norms, dense or expert MLPs
+void write_decoder_tensors(tensor_writer& w, const tiny_family& m) {
+    const family_spec& s = m.spec;
+    const family_traits& t = traits_of(s.family);
+    const int d = s.d_model, H = s.n_head, KV = s.n_kv_head, dh = s.head_dim, ff = s.d_ff, V = s.vocab;
+    gguf_out& g = w.g;
+    auto mat = [&](const std::string& name, int64_t rows, int64_t cols, const std::vector<float>& v) { w.mat(name, rows, cols, v); };
+    auto vecw = [&](const std::string& name, const std::vector<float>& v) { w.vecw(name, v); };
+    auto gain = [&](const std::string& name, const std::vector<float>& v) { w.gain(name, v); };
     const std::string p = "model.";
     mat("token_embd.weight", V, d, m.at(p + "embed_tokens.weight"));
     for (int l = 0; l < s.n_layer; l++) {
@@ -482,6 +499,14 @@ family_gguf build_family_gguf(const tiny_family& m) {
     }
     gain("output_norm.weight", m.at(p + "norm.weight"));
     if (!*s.tied) mat("output.weight", V, d, m.at("lm_head.weight"));
+}
+
+family_gguf build_family_gguf(const tiny_family& m) {
+    family_gguf fg;
+    write_family_metadata(fg, m);
+    tensor_writer w{fg.g, traits_of(m.spec.family).plus_one};
+    if (m.spec.family == "gpt_neox") write_neox_tensors(w, m);
+    else write_decoder_tensors(w, m);
     return fg;
 }
 

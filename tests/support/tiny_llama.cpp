@@ -114,12 +114,55 @@ double reference_rope_freq(const tiny_llama_spec& s, int pair) {
     return base;
 }
 
+namespace {
+
+using vec = std::vector<double>;
+
+// The causal softmax pattern [H][T][T] of q [T][H*dh] against k [T][KV*dh], scaled by 1/sqrt(dh); grouped-query
+// attention: query head hd reads kv head hd / (H / KV)
+vec causal_pattern(const vec& q, const vec& k, int n, int H, int KV, int dh) {
+    const int qd = H * dh, kvd = KV * dh;
+    vec pattern((size_t)H * n * n, 0.0);
+    for (int hd = 0; hd < H; hd++) {
+        int g = hd / (H / KV);
+        for (int t = 0; t < n; t++) {
+            vec sc(t + 1);
+            double mx = -1e300, sum = 0;
+            for (int j = 0; j <= t; j++) {
+                double dot = 0;
+                for (int e = 0; e < dh; e++) dot += q[(size_t)t * qd + hd * dh + e] * k[(size_t)j * kvd + g * dh + e];
+                sc[j] = dot / std::sqrt((double)dh);
+                mx = std::max(mx, sc[j]);
+            }
+            for (int j = 0; j <= t; j++) sum += (sc[j] = std::exp(sc[j] - mx));
+            for (int j = 0; j <= t; j++) pattern[((size_t)hd * n + t) * n + j] = sc[j] / sum;
+        }
+    }
+    return pattern;
+}
+
+// z [T][H*dh]: each head's pattern [H][T][T] over v [T][KV*dh]; a head ab ablates in layer l stays 0
+vec heads_z(const vec& pattern, const vec& v, int n, int H, int KV, int dh, int l, const gb::ablation& ab) {
+    const int qd = H * dh, kvd = KV * dh;
+    vec z((size_t)n * qd, 0.0);
+    for (int hd = 0; hd < H; hd++) {
+        int g = hd / (H / KV);
+        if (std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end()) continue; // z stays 0
+        for (int t = 0; t < n; t++)
+            for (int j = 0; j < n; j++) // all keys: the pattern (maybe edited) says which count
+                for (int e = 0; e < dh; e++)
+                    z[(size_t)t * qd + hd * dh + e] += pattern[((size_t)hd * n + t) * n + j] * v[(size_t)j * kvd + g * dh + e];
+    }
+    return z;
+}
+
+} // namespace
+
 llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, const gb::ablation& ab,
                           const ref_options& opt) {
     const tiny_llama_spec& s = m.spec;
     const int n = (int)tokens.size(), d = s.dim, H = s.n_head, KV = s.n_kv_head, dh = d / H, L = s.n_layer, V = s.vocab;
     const int ff = s.hidden, kvd = KV * dh;
-    using vec = std::vector<double>;
     auto W = [&](const std::string& k, int l) -> const std::vector<float>& { return m.w.at(k + "." + std::to_string(l)); };
     llama_ref r;
     ref_points at(r, opt, L, n, d, dh);
@@ -175,32 +218,9 @@ llama_ref reference_llama(const tiny_llama& m, const std::vector<int>& tokens, c
         at.at(gb::HOOK_Q, l, q);
         at.at(gb::HOOK_K, l, k);
         at.at(gb::HOOK_V, l, v);
-        vec pattern((size_t)H * n * n, 0.0); // [H][T][T]
-        for (int hd = 0; hd < H; hd++) {
-            int g = hd / (H / KV); // grouped-query attention: query head hd reads kv head g
-            for (int t = 0; t < n; t++) {
-                vec sc(t + 1);
-                double mx = -1e300, sum = 0;
-                for (int j = 0; j <= t; j++) {
-                    double dot = 0;
-                    for (int e = 0; e < dh; e++) dot += q[(size_t)t * d + hd * dh + e] * k[(size_t)j * kvd + g * dh + e];
-                    sc[j] = dot / std::sqrt((double)dh);
-                    mx = std::max(mx, sc[j]);
-                }
-                for (int j = 0; j <= t; j++) sum += (sc[j] = std::exp(sc[j] - mx));
-                for (int j = 0; j <= t; j++) pattern[((size_t)hd * n + t) * n + j] = sc[j] / sum;
-            }
-        }
+        vec pattern = causal_pattern(q, k, n, H, KV, dh); // [H][T][T]
         at.at(gb::HOOK_PATTERN, l, pattern);
-        vec z((size_t)n * d, 0.0); // [T][H*dh]
-        for (int hd = 0; hd < H; hd++) {
-            int g = hd / (H / KV);
-            if (std::find(ab.heads.begin(), ab.heads.end(), gb::head_ref{l, hd}) != ab.heads.end()) continue; // z stays 0
-            for (int t = 0; t < n; t++)
-                for (int j = 0; j < n; j++) // all keys: the pattern (maybe edited) says which count
-                    for (int e = 0; e < dh; e++)
-                        z[(size_t)t * d + hd * dh + e] += pattern[((size_t)hd * n + t) * n + j] * v[(size_t)j * kvd + g * dh + e];
-        }
+        vec z = heads_z(pattern, v, n, H, KV, dh, l, ab); // [T][H*dh]
         at.at(gb::HOOK_Z, l, z);
         // head_out [T][H*d]: head hd's z times its columns hd*dh .. of wo [d][d] ([out][in]), no bias
         const std::vector<float>& wo = W("wo", l);

@@ -238,6 +238,48 @@ std::vector<double> pattern_values(const std::vector<double>& pattern, const std
     return z;
 }
 
+// Both sequences hold 1 .. n_pos ids of the vocabulary (std::runtime_error otherwise)
+void check_ids(const seq2seq_spec& s, const std::vector<int>& source_ids, const std::vector<int>& target_ids) {
+    for (const std::vector<int>* ids : {&source_ids, &target_ids}) {
+        if (ids->empty() || (int)ids->size() > s.n_pos)
+            throw std::runtime_error("reference_seq2seq: a sequence needs 1 .. n_pos ids");
+        for (int id : *ids)
+            if (id < 0 || id >= s.vocab)
+                throw std::runtime_error("reference_seq2seq: id " + std::to_string(id) + " outside the vocabulary");
+    }
+}
+
+// The embeddings of ids [n] on `stack` ("encoder", "decoder"): [n][d], the token's row (scaled when the model scales
+// embeddings) plus the position's: learned at row t + 2 (HF's offset) then LayerNorm, or Marian's sinusoid at row t
+std::vector<double> embed_ids(const tiny_seq2seq& m, const std::vector<int>& ids, const std::string& stack, double eps) {
+    const int n = (int)ids.size(), d = m.spec.d_model;
+    const bool marian = m.spec.family == "marian";
+    const std::vector<double> sinusoid = marian ? marian_positions(m.spec.n_pos, d) : std::vector<double>();
+    const double scale = m.scale_embedding ? std::sqrt((double)d) : 1.0;
+    const std::vector<float>& E = m.at("model.shared.weight");
+    const std::vector<float>* learned = marian ? nullptr : &m.at("model." + stack + ".embed_positions.weight");
+    std::vector<double> x((size_t)n * d);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < d; i++)
+            x[(size_t)t * d + i] = E[(size_t)ids[t] * d + i] * scale +
+                                   (marian ? sinusoid[(size_t)t * d + i] : (*learned)[(size_t)(t + 2) * d + i]);
+    const std::string ln = "model." + stack + ".layernorm_embedding";
+    return marian ? x : ref_layernorm(x, m.at(ln + ".weight"), m.at(ln + ".bias"), n, d, eps, false);
+}
+
+// The decoder stream y [T][d] after layer l's cross-attention, and each row's norm, into c.resid and c.resid_norm
+void keep_cross_resid(ref_cross_trace& c, const std::vector<double>& y, int l, int T, int d) {
+    for (int t = 0; t < T; t++) {
+        double ss = 0;
+        for (int i = 0; i < d; i++) {
+            const double v = y[(size_t)t * d + i];
+            c.resid[((size_t)l * T + t) * d + i] = v;
+            ss += v * v;
+        }
+        c.resid_norm[(size_t)l * T + t] = std::sqrt(ss);
+    }
+}
+
 } // namespace
 
 ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& source_ids,
@@ -248,13 +290,7 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
     const int V = s.vocab, ff = s.d_ff, Le = s.enc_layers, Ld = s.dec_layers;
     const bool marian = s.family == "marian", pre_ln = m.pre_ln;
     const double eps = 1e-5; // nn.LayerNorm's default: none of the three configs names another
-    for (const std::vector<int>* ids : {&source_ids, &target_ids}) {
-        if (ids->empty() || (int)ids->size() > s.n_pos)
-            throw std::runtime_error("reference_seq2seq: a sequence needs 1 .. n_pos ids");
-        for (int id : *ids)
-            if (id < 0 || id >= V)
-                throw std::runtime_error("reference_seq2seq: id " + std::to_string(id) + " outside the vocabulary");
-    }
+    check_ids(s, source_ids, target_ids);
     using vec = std::vector<double>;
     auto W = [&](const std::string& name) -> const std::vector<float>& { return m.at(name); };
     auto layernorm = [&](const vec& v, const std::string& name, int n, bool off) {
@@ -270,19 +306,6 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
     auto add_sublayer = [&](vec& x, const vec& a, const std::string& ln, int n, bool no_res, bool no_norm) {
         for (size_t i = 0; i < x.size(); i++) x[i] = no_res ? a[i] : x[i] + a[i];
         if (!pre_ln) x = layernorm(x, ln, n, no_norm);
-    };
-    const vec sinusoid = marian ? marian_positions(s.n_pos, d) : vec();
-    auto embed = [&](const std::vector<int>& ids, const std::string& stack) {
-        const int n = (int)ids.size();
-        const double scale = m.scale_embedding ? std::sqrt((double)d) : 1.0;
-        const std::vector<float>& E = W("model.shared.weight");
-        const std::vector<float>* learned = marian ? nullptr : &W("model." + stack + ".embed_positions.weight");
-        vec x((size_t)n * d);
-        for (int t = 0; t < n; t++) // learned positions at row t + 2 (HF's offset), Marian's table at row t
-            for (int i = 0; i < d; i++)
-                x[(size_t)t * d + i] = E[(size_t)ids[t] * d + i] * scale +
-                                       (marian ? sinusoid[(size_t)t * d + i] : (*learned)[(size_t)(t + 2) * d + i]);
-        return marian ? x : layernorm(x, "model." + stack + ".layernorm_embedding", n, false);
     };
     // the self-attention sublayer of layer l (prefix p) on x [n][d], its points kept by at
     auto self_attention = [&](ref_points& at, const std::string& p, int l, vec& x, int n, bool causal) {
@@ -322,7 +345,7 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
     ref_seq2seq r;
     // encoder
     ref_points eat(r.encoder, opt.encoder, Le, S, d, dh);
-    vec x = embed(source_ids, "encoder");
+    vec x = embed_ids(m, source_ids, "encoder", eps);
     eat.at(gb::HOOK_RESID_PRE, 0, x);
     for (int l = 0; l < Le; l++) {
         if (l > 0) eat.at(gb::HOOK_RESID_PRE, l, x);
@@ -340,7 +363,7 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
     c.attn_in.resize(Ld), c.q.resize(Ld), c.k.resize(Ld), c.v.resize(Ld), c.z.resize(Ld), c.attn_out.resize(Ld);
     c.resid.assign((size_t)Ld * T * d, 0.0);
     c.resid_norm.assign((size_t)Ld * T, 0.0);
-    vec y = embed(target_ids, "decoder");
+    vec y = embed_ids(m, target_ids, "decoder", eps);
     dat.at(gb::HOOK_RESID_PRE, 0, y);
     for (int l = 0; l < Ld; l++) {
         const std::string p = layer_prefix("decoder", l);
@@ -363,15 +386,7 @@ ref_seq2seq reference_seq2seq(const tiny_seq2seq& m, const std::vector<int>& sou
         if (no_attn) std::fill(c.attn_out[l].begin(), c.attn_out[l].end(), 0.0);
         dat.at(gb::HOOK_CROSS_OUT, l, c.attn_out[l]);
         add_sublayer(y, c.attn_out[l], p + "encoder_attn_layer_norm", T, no_res, no_norm);
-        for (int t = 0; t < T; t++) {
-            double ss = 0;
-            for (int i = 0; i < d; i++) {
-                const double v = y[(size_t)t * d + i];
-                c.resid[((size_t)l * T + t) * d + i] = v;
-                ss += v * v;
-            }
-            c.resid_norm[(size_t)l * T + t] = std::sqrt(ss);
-        }
+        keep_cross_resid(c, y, l, T, d);
         mlp(dat, p, l, y, T);
     }
     vec f = pre_ln ? layernorm(y, "model.decoder.layer_norm", T, ab.no_layernorm.covers_all(Ld)) : y;

@@ -114,6 +114,7 @@ static void knockouts_list(gb::ablation& ab, ui_context& ui) {
 }
 
 void panel_ablations(app_state& s, ui_context& ui) {
+    auto& edits = inputs_of<features_inputs>(s, TAB_FEATURES).edits;
     panel_title("Ablations", "what breaks when a part is removed?");
     gb::ablation& ab = s.ablation;
     toggle(s, ui, "No residual", ab.no_residual,
@@ -169,17 +170,17 @@ void panel_ablations(app_state& s, ui_context& ui) {
                                                     : "not applied: the prompt or model is not the one it was found on");
         ImGui::PopTextWrapPos();
     }
-    if (!s.feature_edits.empty()) { // the Features tab's edits, each with its remove button
+    if (!edits.empty()) { // the Features tab's edits, each with its remove button
         ImGui::TextUnformatted("Features:");
-        for (size_t i = 0; i < s.feature_edits.size(); i++) {
+        for (size_t i = 0; i < edits.size(); i++) {
             ImGui::PushID((int)i);
             const bool gone = ImGui::SmallButton("x");
             remember_item(ui, "remove feature edit " + std::to_string(i));
             ImGui::SameLine();
-            ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", describe_feature_edit(s.feature_edits[i]).c_str());
+            ImGui::TextColored(ImVec4(1, 0.85f, 0.4f, 1), "%s", describe_feature_edit(edits[i]).c_str());
             ImGui::PopID();
             if (gone) {
-                s.feature_edits.erase(s.feature_edits.begin() + i);
+                edits.erase(edits.begin() + i);
                 break;
             }
         }

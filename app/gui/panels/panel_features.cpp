@@ -184,11 +184,11 @@ void edit_buttons(app_state& s, ui_context& ui, const std::shared_ptr<const gb::
     auto& fin = inputs_of<features_inputs>(s, TAB_FEATURES);
     auto add = [&](gb::feature_edit_kind k) {
         app_feature_edit f{b, {k, id, k == gb::FEATURE_ABLATE ? 0.0f : fin.value}};
-        s.feature_edits.erase(std::remove_if(s.feature_edits.begin(), s.feature_edits.end(), [&](const app_feature_edit& x) {
+        fin.edits.erase(std::remove_if(fin.edits.begin(), fin.edits.end(), [&](const app_feature_edit& x) {
                                   return x.sae == b && x.e.id == id && (x.e.kind == gb::FEATURE_STEER) == (k == gb::FEATURE_STEER);
                               }),
-                              s.feature_edits.end()); // a new ablate/clamp replaces the old one; steer likewise
-        s.feature_edits.push_back(f);
+                              fin.edits.end()); // a new ablate/clamp replaces the old one; steer likewise
+        fin.edits.push_back(f);
     };
     if (ImGui::Button("Ablate")) add(gb::FEATURE_ABLATE);
     remember_item(ui, "feature ablate");

@@ -151,10 +151,7 @@ static void legend(const lens_output* lo) {
 
 void panel_lens(app_state& s, ui_context& ui) {
     auto& lin = inputs_of<lens_inputs>(s, TAB_LENS);
-    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) { // the lens of both, where they first disagree
-        compare_lens(s, ui);
-        return;
-    }
+    if (draw_parts(s, ui, PART_LENS)) return; // e.g. the lens of models A and B, where they first disagree
     // what the readout is: the next token (decoders), the masked-LM head's filler (encoders), a class (images)
     const gb::kind_info& k = gb::kind_table(s.model ? gb::kind_of(s.model->config) : gb::KIND_DECODER);
     tab_hint(k.input == gb::INPUT_SOURCE_TARGET ? "What the decoder's stream at each point (rows) and target token (columns) predicts as the next "

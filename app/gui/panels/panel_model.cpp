@@ -313,6 +313,7 @@ static void differences_from_gpt2(const gb::model& m) {
 
 // The path box with Open and Open recent, the session box with Save and Load, the export box with Export.
 static void file_rows(app_state& s, ui_context& ui) {
+    auto& ex = state_of<export_inputs>(s, ANALYSIS_EXPORT);
     const ImVec2 top = ImGui::GetCursorScreenPos();
     // one row: path, Open, and "Open recent" (the models opened before, remembered between runs) behind an arrow
     // Open and B... with their frame padding, the square arrow, and the gaps between the four items
@@ -327,7 +328,7 @@ static void file_rows(app_state& s, ui_context& ui) {
     ImGui::SameLine();
     recent_menu(s, ui);
     ImGui::SameLine();
-    model_b_button(s, ui); // a second model to compare with
+    draw_parts(s, ui, PART_MODEL); // e.g. a second model to compare with
     if (s.loading) ImGui::ProgressBar(s.load_progress, ImVec2(-1, 0), s.load_label.c_str());
     path_box(ui, "session path", s.session_path, BROWSE_SESSION, "session .json", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
@@ -349,11 +350,11 @@ static void file_rows(app_state& s, ui_context& ui) {
             s.error = e.what();
         }
     }
-    path_box(ui, "export folder", s.export_dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
+    path_box(ui, "export folder", ex.dir, BROWSE_FOLDER, "folder to export into", ImGui::GetContentRegionAvail().x - px(110));
     ImGui::SameLine();
     if (ImGui::SmallButton("Export")) { // written on an analysis thread (the export row, analysis_export.cpp)
         if (!s.result) s.error = "nothing to export yet";
-        else s.export_asked++, s.status = "exporting to " + s.export_dir + "...";
+        else ex.asked++, s.status = "exporting to " + ex.dir + "...";
     }
     remember_item(ui, "Export");
     ImGui::PushTextWrapPos(0.0f);

@@ -17,7 +17,7 @@ namespace gbui {
 
 // The scores the grid shows: the test prompt's while the test is on (null while it runs), else the prompt's.
 static const gb::head_scores* shown_scores(const app_state& s) {
-    if (!s.induction_test) return &s.result->scores;
+    if (!state_of<induction_inputs>(s, ANALYSIS_INDUCTION).shown) return &s.result->scores;
     const induction_output* o = output_of<induction_output>(s, ANALYSIS_INDUCTION).get();
     return o && o->model == s.result->model ? &o->scores : nullptr;
 }
@@ -32,6 +32,7 @@ static float score_max(const gb::head_scores* sc, colour_mode m) {
 }
 
 static void score_controls(app_state& s, ui_context& ui) {
+    auto& test = state_of<induction_inputs>(s, ANALYSIS_INDUCTION);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("colour by");
     ImGui::SameLine();
@@ -40,7 +41,7 @@ static void score_controls(app_state& s, ui_context& ui) {
         for (int m = 0; m < COLOUR_COUNT; m++)
             if (ImGui::Selectable(colour_label((colour_mode)m), s.colour_by == m)) {
                 s.colour_by = (colour_mode)m;
-                if (m == COLOUR_PATTERN) s.induction_test = false; // patterns are always the prompt's
+                if (m == COLOUR_PATTERN) test.shown = false; // patterns are always the prompt's
             }
         ImGui::EndCombo();
     }
@@ -82,21 +83,21 @@ static void score_controls(app_state& s, ui_context& ui) {
     // the induction test: N random tokens repeated once, a fixed seed
     const int n_max = std::max(2, std::min(200, (s.model ? s.model->config.n_ctx - 1 : 64) / 2));
     if (s.model && !gb::offers(s.model->config, gb::FEATURE_INDUCTION_TEST)) { // e.g. a decoder that needs a source
-        s.induction_test = false; // (asked for on the model before)
+        test.shown = false; // (asked for on the model before)
         ImGui::TextDisabled("the scores are the shown stack's on your text; the induction test (random tokens, "
                             "no source) is for decoder-only models and encoders");
         if (sc && s.result->scores.n_induction_positions == 0 &&
             (s.colour_by == COLOUR_INDUCTION || s.colour_by == COLOUR_DUPLICATE_TOKEN))
             ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "no token repeats in this text: this score is undefined (n/a)");
-    } else if (!s.induction_test) {
-        if (ImGui::SmallButton("Run the induction test")) s.induction_test = true;
+    } else if (!test.shown) {
+        if (ImGui::SmallButton("Run the induction test")) test.shown = true;
         remember_item(ui, "induction test");
         ImGui::SameLine();
         ImGui::SetNextItemWidth(px(90));
-        ImGui::SliderInt("random tokens, repeated twice", &s.induction_n, 2, n_max);
-        s.induction_n = std::max(2, std::min(s.induction_n, n_max));
+        ImGui::SliderInt("random tokens, repeated twice", &test.n, 2, n_max);
+        test.n = std::max(2, std::min(test.n, n_max));
         ImGui::SameLine();
-        ImGui::TextDisabled("seed %llu", (unsigned long long)s.induction_seed);
+        ImGui::TextDisabled("seed %llu", (unsigned long long)test.seed);
         if (sc && s.result->scores.n_induction_positions == 0 &&
             (s.colour_by == COLOUR_INDUCTION || s.colour_by == COLOUR_DUPLICATE_TOKEN))
             ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1),
@@ -111,10 +112,10 @@ static void score_controls(app_state& s, ui_context& ui) {
         else if (!s.analysis[ANALYSIS_INDUCTION].error.empty())
             ImGui::Text("induction test: %s", s.analysis[ANALYSIS_INDUCTION].error.c_str());
         else
-            ImGui::Text("running the induction test on %d random tokens repeated twice...", s.induction_n);
+            ImGui::Text("running the induction test on %d random tokens repeated twice...", test.n);
         ImGui::PopStyleColor();
         ImGui::SameLine();
-        if (ImGui::SmallButton("back to my prompt")) s.induction_test = false;
+        if (ImGui::SmallButton("back to my prompt")) test.shown = false;
         remember_item(ui, "back to my prompt");
     }
 }
@@ -123,16 +124,13 @@ static void score_controls(app_state& s, ui_context& ui) {
 // Grid
 // ---------------------------------------------------------------------------------------------
 void panel_overview(app_state& s, ui_context& ui) {
+    auto& test = state_of<induction_inputs>(s, ANALYSIS_INDUCTION);
     panel_title("Attention heads", "rows = layers, columns = heads; right-click a head to ablate it");
     if (!s.result) {
         ImGui::TextDisabled("no result yet");
         return;
     }
-    compare_switch(s, ui); // with a model B: A, B or A vs B
-    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) {
-        compare_grid(s, ui);
-        return;
-    }
+    if (draw_parts(s, ui, PART_GRID)) return; // e.g. model B's patterns in place of A's
     score_controls(s, ui);
     const gb::record& c = s.result->cap();
     const int L = c.n_layer, H = c.n_head;
@@ -168,7 +166,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2),
                         layer_off ? IM_COL32(255, 110, 110, 255) : lc, b);
         }
-        const bool kept = c.has_layer(l) || (by_score && s.induction_test); // the test keeps every layer
+        const bool kept = c.has_layer(l) || (by_score && test.shown); // the test keeps every layer
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
             ImVec2 a(o.x + label_w, o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + H * (cell + gap) - gap, a.y + cell);
@@ -215,7 +213,7 @@ void panel_overview(app_state& s, ui_context& ui) {
                 ImGui::Separator();
                 const gb::head_scores* hs = by_score ? sc : &s.result->scores;
                 if (kept && hs) {
-                    if (by_score && s.induction_test) ImGui::TextColored(ImVec4(1, 0.72f, 0.3f, 1), "on the test prompt");
+                    if (by_score && test.shown) ImGui::TextColored(ImVec4(1, 0.72f, 0.3f, 1), "on the test prompt");
                     ImGui::Text("entropy          %.2f nats", hs->score[gb::SCORE_ENTROPY][k]);
                     ImGui::Text("previous token   %.2f", hs->score[gb::SCORE_PREV_TOKEN][k]);
                     ImGui::Text("first token      %.2f", hs->score[gb::SCORE_FIRST_TOKEN][k]);

@@ -223,10 +223,7 @@ static void norm_heatmap(app_state& s, ui_context& ui, const resid_frame& f) {
 void panel_residual(app_state& s, ui_context& ui) {
     panel_title("Residual stream norm", "\u2016x\u2016 of every token after each sublayer");
     if (!s.result) return;
-    if (s.cmp.model && s.cmp.shown != compare_slot::VIEW_A) {
-        compare_residual(s, ui);
-        return;
-    }
+    if (draw_parts(s, ui, PART_RESIDUAL)) return; // e.g. model B's stream, or A's against B's
     const run_result& r = *s.result;
     const gb::record& c = r.cap();
     const int T = c.n_tokens, P = 2 * c.n_layer + 1;

@@ -164,11 +164,11 @@ void side_by_side(app_state& s, ui_context& ui) {
                         "underline: how much the steering moved that token's probability (hover: the numbers)%s",
                         o->key != s.analysis_want[kind] ? "  (updating...)" : "");
     ImGui::PopTextWrapPos();
-    continuation_row("baseline ", o->compare.baseline, true, ui, 0);
-    for (size_t i = 0; i < o->compare.runs.size(); i++) {
+    continuation_row("baseline ", o->side_by_side.baseline, true, ui, 0);
+    for (size_t i = 0; i < o->side_by_side.runs.size(); i++) {
         char label[32];
-        snprintf(label, sizeof label, "\u03b1 = %-5g", o->compare.runs[i].scale);
-        continuation_row(label, o->compare.runs[i], false, ui, (int)i + 1);
+        snprintf(label, sizeof label, "\u03b1 = %-5g", o->side_by_side.runs[i].scale);
+        continuation_row(label, o->side_by_side.runs[i], false, ui, (int)i + 1);
     }
 }
 

@@ -1,16 +1,14 @@
-// Model B in the app: its loading and the comparison on a thread of their own, and the B and "A vs B" views of the
-// head grid, the residual stream and the lens.
-#include "compare_view.h"
+// Model B's parts of other panels (compare_analysis.h): the Model panel's "B..." button, the grid's "A | B | A vs B"
+// switch, and the B and "A vs B" views of the head grid, the residual stream and the lens.
+#include "compare_analysis.h"
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "file_dialog.h"
-#include "io/loader.h"
 #include "number_format.h"
 #include "text_scale.h"
 #include "ui.h"
@@ -19,187 +17,48 @@
 namespace gbui {
 
 // ---------------------------------------------------------------------------------------------
-// The worker
-// ---------------------------------------------------------------------------------------------
-compare_worker::compare_worker() : thread_([this] { loop(); }) {}
-
-compare_worker::~compare_worker() {
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-}
-
-void compare_worker::load(const std::string& path, bool keep_stored) {
-    std::lock_guard<std::mutex> lk(mu_);
-    job j;
-    j.load = true, j.path = path, j.keep_stored = keep_stored;
-    load_ = j;
-    cv_.notify_all();
-}
-
-void compare_worker::compare(const std::string& key, std::shared_ptr<const gb::model> a, std::shared_ptr<const gb::model> b,
-                             std::vector<int> tokens) {
-    std::lock_guard<std::mutex> lk(mu_);
-    job j;
-    j.key = key, j.a = std::move(a), j.b = std::move(b), j.tokens = std::move(tokens);
-    compare_ = j;
-    newer_ = true;
-    cv_.notify_all();
-}
-
-bool compare_worker::idle() const {
-    std::lock_guard<std::mutex> lk(mu_);
-    return !load_ && !compare_ && !running_ && !loaded_ && !done_ && !has_error_;
-}
-
-void compare_worker::loop() {
-    for (;;) {
-        job j;
-        {
-            std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return stop_ || load_ || compare_; });
-            if (stop_) return;
-            std::optional<job>& next = load_ ? load_ : compare_; // a load first: a comparison waits for B
-            j = *next;
-            next.reset();
-            running_ = true;
-            if (!j.load) newer_ = false;
-        }
-        std::shared_ptr<const gb::model> loaded;
-        std::shared_ptr<compare_output> out;
-        std::string err;
-        try {
-            if (j.load) {
-                gb::load_options lo;
-                lo.keep_stored = j.keep_stored;
-                loaded = std::make_shared<const gb::model>(gb::load_model(j.path, lo));
-            } else {
-                const auto t0 = std::chrono::steady_clock::now();
-                auto rb = std::make_shared<gb::record>();
-                out = std::make_shared<compare_output>();
-                gb::compare_options opt;
-                opt.cancelled = [this] { return newer_.load() || stop_; };
-                gb::compare_models(out->res, *j.a, *j.b, j.tokens, opt, rb.get());
-                out->key = j.key, out->a = j.a, out->b = j.b, out->tokens = j.tokens, out->run_b = rb;
-                out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            }
-        } catch (const gb::cancelled&) { // a newer comparison replaced it: nothing to publish
-            out.reset();
-        } catch (const std::exception& e) { // gb::error, and running out of memory: one line, the app goes on
-            err = std::string(j.load ? "model B: " : "compare: ") + e.what();
-            if (!j.load && err.rfind("compare: compare: ", 0) == 0) err = err.substr(9);
-        }
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            running_ = false;
-            if (loaded) loaded_ = loaded;
-            if (out) done_ = out;
-            if (!err.empty()) error_ = err, error_key_ = j.load ? "" : j.key, has_error_ = true;
-        }
-        if (wake) wake();
-    }
-}
-
-void compare_worker::poll(app_state& s) {
-    std::lock_guard<std::mutex> lk(mu_);
-    compare_slot& c = s.cmp;
-    c.loading = load_.has_value() || (running_ && c.loading);
-    if (loaded_ && s.model) { // B waits for A, whose shape it must have
-        try {
-            gb::check_comparable(*s.model, *loaded_);
-            c.model = loaded_, c.out.reset(), c.asked.clear();
-            if (c.shown == compare_slot::VIEW_A) c.shown = compare_slot::VIEW_AVB;
-            s.status = "model B: " + loaded_->path;
-        } catch (const gb::error& e) {
-            s.error = std::string("model B: ") + e.what();
-        }
-        loaded_.reset();
-        c.loading = false;
-    }
-    if (done_) c.out = done_, done_.reset();
-    if (has_error_) {
-        s.error = error_, has_error_ = false;
-        if (!error_key_.empty()) c.failed = error_key_;
-        c.loading = false;
-        if (!c.model) c.asked.clear();
-    }
-    c.busy = compare_.has_value() || (running_ && !c.loading);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Scheduling
-// ---------------------------------------------------------------------------------------------
-std::string compare_key(const app_state& s) {
-    if (!s.cmp.model || !s.model || !s.result || !result_is_current(s) || s.result->model != s.model) return "";
-    std::string k = std::to_string((uintptr_t)s.model.get()) + "|" + std::to_string((uintptr_t)s.cmp.model.get()) + "|";
-    for (int id : s.result->cap().tokens) k += std::to_string(id) + ",";
-    return k;
-}
-
-bool schedule_compare(app_state& s, ui_context& ui) {
-    const std::string key = compare_key(s);
-    if (key.empty()) return !s.cmp.loading;
-    if (key != s.cmp.asked) {
-        ui.compare->compare(key, s.model, s.cmp.model, s.result->cap().tokens);
-        s.cmp.asked = key;
-        s.cmp.busy = true;
-    }
-    // done: compared, or failed with its error shown (until the inputs change)
-    return !s.cmp.loading && ((s.cmp.out && s.cmp.out->key == key) || s.cmp.failed == key);
-}
-
-const compare_output* current_compare(const app_state& s) {
-    const std::string key = compare_key(s);
-    return !key.empty() && s.cmp.out && s.cmp.out->key == key ? s.cmp.out.get() : nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Controls
 // ---------------------------------------------------------------------------------------------
 void compare_switch(app_state& s, ui_context& ui) {
-    if (!s.cmp.model) return;
+    compare_state& c = compare_of(s);
+    if (!c.model) return;
     const char* names[] = {"A", "B", "A vs B"};
     const char* ids[] = {"view A", "view B", "view A vs B"};
     for (int v = 0; v < 3; v++) {
         if (v) ImGui::SameLine();
-        if (ImGui::RadioButton(names[v], s.cmp.shown == v)) s.cmp.shown = (compare_slot::view)v;
+        if (ImGui::RadioButton(names[v], c.shown == v)) c.shown = (compare_state::view)v;
         remember_item(ui, ids[v]);
     }
     ImGui::SameLine();
-    std::string b = s.cmp.model->path;
+    std::string b = c.model->path;
     if (b.size() > 48) b = "..." + b.substr(b.size() - 45);
-    ImGui::TextDisabled("B: %s%s", b.c_str(), s.cmp.busy ? "  (comparing...)" : "");
+    ImGui::TextDisabled("B: %s%s", b.c_str(), comparing(s) ? "  (comparing...)" : "");
 }
 
 void model_b_button(app_state& s, ui_context& ui) {
+    compare_state& c = compare_of(s);
     // a file chosen with Browse... (the in-app browser, a modal at the frame's root, closed this popup on opening)
-    if (take_dialog_answer("model B path", s.cmp.path_input) && !s.cmp.path_input.empty()) {
-        ui.compare->load(s.cmp.path_input, true);
-        s.cmp.loading = true;
-    }
-    if (ImGui::Button(s.cmp.loading ? "B..*" : "B...")) ImGui::OpenPopup("##model_b");
+    if (take_dialog_answer("model B path", c.path_input) && !c.path_input.empty()) open_model_b(s, c.path_input);
+    const bool loading = model_b_loading(s);
+    if (ImGui::Button(loading ? "B..*" : "B...")) ImGui::OpenPopup("##model_b");
     remember_item(ui, "Model B");
     if (ImGui::IsItemHovered() && !ImGui::IsPopupOpen("##model_b"))
-        ImGui::SetTooltip(s.cmp.loading ? "loading model B..." : s.cmp.model ? "model B: %s" : "Open model B... (a second model "
-                          "of the same shape, to compare with)", s.cmp.model ? s.cmp.model->path.c_str() : "");
+        ImGui::SetTooltip(loading ? "loading model B..." : c.model ? "model B: %s" : "Open model B... (a second model "
+                          "of the same shape, to compare with)", c.model ? c.model->path.c_str() : "");
     if (!ImGui::BeginPopup("##model_b")) return;
     ImGui::TextDisabled("Open model B... (the same shape and tokenizer as the model shown)");
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-    const bool enter = path_box(ui, "model B path", s.cmp.path_input, BROWSE_MODEL, "model folder, .gguf or .bin",
+    const bool enter = path_box(ui, "model B path", c.path_input, BROWSE_MODEL, "model folder, .gguf or .bin",
                                 ImGui::GetFontSize() * 30);
     ImGui::SameLine();
-    if ((ImGui::Button("Open model B") || enter) && !s.cmp.path_input.empty()) {
-        ui.compare->load(s.cmp.path_input, true);
-        s.cmp.loading = true;
+    if ((ImGui::Button("Open model B") || enter) && !c.path_input.empty()) {
+        open_model_b(s, c.path_input);
         ImGui::CloseCurrentPopup();
     }
     remember_item(ui, "Open model B");
-    if (s.cmp.model) {
-        ImGui::TextDisabled("B: %s", s.cmp.model->path.c_str());
-        if (ImGui::SmallButton("Close model B")) s.cmp = compare_slot{}, ImGui::CloseCurrentPopup();
+    if (c.model) {
+        ImGui::TextDisabled("B: %s", c.model->path.c_str());
+        if (ImGui::SmallButton("Close model B")) close_model_b(s), ImGui::CloseCurrentPopup();
         remember_item(ui, "Close model B");
     }
     ImGui::EndPopup();
@@ -212,7 +71,7 @@ namespace {
 
 bool waiting(const app_state& s, const compare_output* c) {
     if (c) return false;
-    ImGui::TextDisabled(s.cmp.busy || s.cmp.loading ? "comparing A and B..." : "no comparison yet");
+    ImGui::TextDisabled(comparing(s) || model_b_loading(s) ? "comparing A and B..." : "no comparison yet");
     return true;
 }
 
@@ -240,7 +99,7 @@ void compare_grid(app_state& s, ui_context&) {
     if (waiting(s, c)) return;
     const gb::compare_result& r = c->res;
     const int L = r.n_layer, H = r.n_head;
-    const bool avb = s.cmp.shown == compare_slot::VIEW_AVB;
+    const bool avb = compare_of(s).shown == compare_state::VIEW_AVB;
     float jmax = 1e-12f;
     for (float v : r.head_js) jmax = std::max(jmax, v);
     if (avb) {
@@ -294,19 +153,19 @@ void compare_residual(app_state& s, ui_context& ui) {
     if (waiting(s, c)) return;
     const gb::compare_result& r = c->res;
     const int P = r.n_points, T = r.n_tokens;
-    const bool avb = s.cmp.shown == compare_slot::VIEW_AVB;
+    const bool avb = compare_of(s).shown == compare_state::VIEW_AVB;
     // the value of each cell, and its colour's range
     std::vector<float> v((size_t)P * T);
     for (size_t i = 0; i < v.size(); i++)
-        v[i] = !avb ? std::log10(std::max(1e-6f, c->run_b->resid_norm[i])) : s.cmp.rel ? r.rel_diff[i] : 1.0f - r.cosine[i];
+        v[i] = !avb ? std::log10(std::max(1e-6f, c->run_b->resid_norm[i])) : compare_of(s).rel ? r.rel_diff[i] : 1.0f - r.cosine[i];
     float lo = avb ? 0.0f : 1e30f, hi = -1e30f;
     for (float x : v)
         if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
     if (avb) {
-        ImGui::Checkbox("|a - b| / |a|  (else 1 - cos)", &s.cmp.rel);
+        ImGui::Checkbox("|a - b| / |a|  (else 1 - cos)", &compare_of(s).rel);
         remember_item(ui, "compare rel");
     }
-    ImGui::TextDisabled("%s: %s (dark) .. %s (bright)", avb ? (s.cmp.rel ? "|a - b| / |a|" : "1 - cos(a, b)") : "B's log10 |x|",
+    ImGui::TextDisabled("%s: %s (dark) .. %s (bright)", avb ? (compare_of(s).rel ? "|a - b| / |a|" : "1 - cos(a, b)") : "B's log10 |x|",
                         format_number(lo).c_str(), format_number(hi).c_str());
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 avail = ImGui::GetContentRegionAvail(), o = ImGui::GetCursorScreenPos();
