@@ -42,8 +42,8 @@ bool kept_as_stored(uint32_t type);
 weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
 
 // int8: the fp32 kernel, except that products by Q4_K weights kept as stored round their activations to 8 bits a
-// block of 256 and run on AVX-512 VNNI, as llama.cpp does (core/kernels/gemm_int8.h): faster prompts, not exact.
-// Never the default.
+// block of 256 and run on AVX-512 VNNI or AMX-INT8 tiles (int8_path_now), as llama.cpp does
+// (core/kernels/gemm_int8.h): faster prompts, not exact. Never the default.
 enum matmul_kind { MATMUL_FP32, MATMUL_AMX, MATMUL_INT8 };
 const char* matmul_name(matmul_kind k); // "fp32", "amx", "int8"
 // Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
