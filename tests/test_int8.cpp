@@ -88,6 +88,20 @@ std::vector<float> reference(const float* x, int n, int K, const std::vector<uin
     return out;
 }
 
+// The int8 path for a scope (the sums on VNNI or on AMX tiles), restored after
+struct int8_path_scope {
+    gb::int8_path before = gb::int8_path_now();
+    explicit int8_path_scope(gb::int8_path p) { gb::set_int8_path(p); }
+    ~int8_path_scope() { gb::set_int8_path(before); }
+};
+// The paths this machine runs: VNNI, and AMX where the CPU and OS allow it
+std::vector<gb::int8_path> paths_here() {
+    if (gb::int8_amx_usable()) return {gb::INT8_VNNI, gb::INT8_AMX};
+    return {gb::INT8_VNNI};
+}
+// Equal bits, NaN included
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
 gb::weight_matrix pack(const std::vector<uint8_t>& q4, int M, int K) {
     gb::matrix_part p;
     p.type = gb::GGML_Q4_K, p.data = q4.data(), p.out = M, p.out_major = true;
@@ -99,6 +113,9 @@ gb::weight_matrix pack(const std::vector<uint8_t>& q4, int M, int K) {
 TEST(Int8, Q4kProductsEqualPlainLoopsBitForBitAndStayWithinTheRoundingBound) {
     if (!int8_missing().empty()) GTEST_SKIP() << int8_missing();
     matmul_scope k(gb::MATMUL_INT8);
+    for (gb::int8_path path : paths_here()) {
+    SCOPED_TRACE(std::string("path ") + gb::int8_path_name(path));
+    int8_path_scope ps(path);
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     for (int K : {256, 768})
@@ -135,6 +152,71 @@ TEST(Int8, Q4kProductsEqualPlainLoopsBitForBitAndStayWithinTheRoundingBound) {
                         ASSERT_LE(std::fabs(out[(size_t)r * M + c] - exact), bound * 1.001 + 1e-4 * std::fabs(exact) + 1e-6);
                     }
             }
+    }
+}
+
+// The AMX path's integer sums are VNNI's, so its floats are VNNI's and the plain loops' bit for bit: on prompts of
+// every row count around the 16-row tile (one token and up to 8 take VNNI rows on both paths), columns not a
+// multiple of 16 or of the panel, rows with NaN or Inf anywhere in a tile, and the largest sums the format allows.
+TEST(Int8Amx, SumsOnAmxTilesGiveVnnisBitsAndThePlainLoops) {
+    std::string why;
+    if (!gb::int8_amx_usable(&why)) GTEST_SKIP() << "no AMX-INT8 here, only the VNNI path is tested: " << why;
+    matmul_scope k(gb::MATMUL_INT8);
+    std::mt19937 rng(19);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int K : {256, 1024})
+        for (int M : {16, 37, 100, 130})
+            for (int n : {1, 8, 9, 15, 16, 17, 31, 33, 64, 70}) {
+                SCOPED_TRACE("K " + std::to_string(K) + " M " + std::to_string(M) + " n " + std::to_string(n));
+                std::vector<uint8_t> q4 = random_q4k(M, K, (uint32_t)(3 * K + M + 7 * n));
+                if (M == 37) // the largest sums: every level 15, every scale and min 63, d and dmin kept
+                    for (size_t at = 0; at < q4.size(); at += 144) std::fill(q4.begin() + at + 4, q4.begin() + at + 144, 0xFF);
+                const gb::weight_matrix w = pack(q4, M, K);
+                ASSERT_TRUE(w.int8);
+                std::vector<float> x((size_t)n * K), bias(M);
+                for (float& v : x) v = nd(rng);
+                for (float& v : bias) v = nd(rng);
+                if (M == 37)
+                    for (int r = 0; r < n; r++) // every input +-amax: each rounds to +-127
+                        for (int i = 0; i < K; i++) x[(size_t)r * K + i] = (r + i) % 3 ? 2.0f : -2.0f;
+                if (n > 3) x[(size_t)3 * K + K / 2] = NAN;                // in the first tile
+                if (n > 16) x[(size_t)(n - 1) * K + 7] = INFINITY;        // in the last, partial or whole
+                if (n > 9) std::fill_n(x.begin() + (size_t)9 * K, 256, 0.0f); // a block of zeros
+                const std::vector<float> want = reference(x.data(), n, K, q4, M, bias.data());
+                std::vector<float> vnni((size_t)n * M, -1.0f), amx((size_t)n * M, -2.0f);
+                gb::gemm_scratch s;
+                {
+                    int8_path_scope p(gb::INT8_VNNI);
+                    gb::gemm(vnni.data(), x.data(), w, bias, n, s);
+                }
+                {
+                    int8_path_scope p(gb::INT8_AMX);
+                    ASSERT_EQ(gb::int8_path_now(), gb::INT8_AMX);
+                    gb::gemm(amx.data(), x.data(), w, bias, n, s); // the same scratch: rows padded afresh
+                }
+                for (size_t i = 0; i < want.size(); i++) {
+                    ASSERT_TRUE(same_bits(amx[i], vnni[i])) << "at " << i << ": amx " << amx[i] << " vnni " << vnni[i];
+                    ASSERT_TRUE(same_bits(amx[i], want[i]) || (std::isnan(amx[i]) && std::isnan(want[i])))
+                        << "at " << i << ": amx " << amx[i] << " plain " << want[i];
+                }
+                if (n > 3)
+                    for (int c = 0; c < M; c++) ASSERT_TRUE(std::isnan(amx[(size_t)3 * M + c]));
+            }
+}
+
+TEST(Int8Amx, ThePathNamesItselfAndAmxIsRefusedWhereItCannotRun) {
+    EXPECT_STREQ(gb::int8_path_name(gb::INT8_VNNI), "vnni");
+    EXPECT_STREQ(gb::int8_path_name(gb::INT8_AMX), "amx");
+    std::string why;
+    if (gb::int8_amx_usable(&why)) {
+        int8_path_scope p(gb::INT8_AMX);
+        EXPECT_EQ(gb::int8_path_now(), gb::INT8_AMX);
+    } else {
+        EXPECT_FALSE(why.empty());
+        expect_gb_error([] { gb::set_int8_path(gb::INT8_AMX); }, "the int8 kernel's AMX path cannot run here");
+    }
+    int8_path_scope p(gb::INT8_VNNI); // VNNI can always be asked for: the int8 kernel's own check decides
+    EXPECT_EQ(gb::int8_path_now(), gb::INT8_VNNI);
 }
 
 TEST(Int8, ARowWithNanGivesNanAndLeavesTheOthersAlone) {

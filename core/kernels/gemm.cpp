@@ -81,6 +81,40 @@ static bool checked_once(std::string* why) {
 bool amx_usable(std::string* why) { return checked_once<detect_amx>(why); }
 bool int8_usable(std::string* why) { return checked_once<int8::detect>(why); }
 
+const char* int8_path_name(int8_path p) { return p == INT8_AMX ? "amx" : "vnni"; }
+
+bool int8_amx_usable(std::string* why) {
+    std::string because;
+    const bool ok = int8_usable(&because) && amx_usable(&because);
+    if (why) *why = ok ? "" : because;
+    return ok;
+}
+
+static std::atomic<int> chosen_int8_path{-1}; // -1: not chosen yet
+
+void set_int8_path(int8_path p) {
+    std::string why;
+    if (p == INT8_AMX && !int8_amx_usable(&why)) throw error("the int8 kernel's AMX path cannot run here: " + why);
+    chosen_int8_path = p;
+}
+
+int8_path int8_path_now() {
+    int p = chosen_int8_path;
+    if (p < 0) {
+        int8_path want = int8_amx_usable() ? INT8_AMX : INT8_VNNI;
+        if (const char* env = std::getenv("GLASSBOX_INT8"); env && *env) {
+            const std::string name = env;
+            if (name == "vnni") want = INT8_VNNI;
+            else if (name == "amx") want = int8_amx_usable() ? INT8_AMX : INT8_VNNI;
+            else throw error("GLASSBOX_INT8='" + name + "' is unknown (expected vnni or amx)");
+        }
+        int expected = -1;
+        chosen_int8_path.compare_exchange_strong(expected, want);
+        p = chosen_int8_path;
+    }
+    return (int8_path)p;
+}
+
 matmul_kind parse_matmul_kind(const std::string& name) {
     if (name == "fp32") return MATMUL_FP32;
     if (name == "amx") return MATMUL_AMX;

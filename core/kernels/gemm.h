@@ -42,14 +42,23 @@ bool kept_as_stored(uint32_t type);
 weight_matrix pack_parts(const std::vector<matrix_part>& parts, int64_t in, bool keep_stored = true);
 
 // int8: the fp32 kernel, except that products by Q4_K weights kept as stored round their activations to 8 bits a
-// block of 256 and run on AVX-512 VNNI, as llama.cpp does (core/kernels/gemm_int8.h): faster prompts, not exact.
-// Never the default.
+// block of 256 and run on AVX-512 VNNI or AMX-INT8 tiles (int8_path_now), as llama.cpp does
+// (core/kernels/gemm_int8.h): faster prompts, not exact. Never the default.
 enum matmul_kind { MATMUL_FP32, MATMUL_AMX, MATMUL_INT8 };
 const char* matmul_name(matmul_kind k); // "fp32", "amx", "int8"
 // Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
 bool amx_usable(std::string* why = nullptr);
 // Whether this build and CPU run the int8 kernel (AVX-512 with VNNI and VBMI); when not, why.
 bool int8_usable(std::string* why = nullptr);
+// The int8 kernel's integer sums for prompts (more than 8 rows; a single token always takes VNNI rows): on
+// AMX-INT8 tiles (TDPBSUD) where int8_usable() and amx_usable(), else on AVX-512 VNNI. The same int32 sums, so the
+// same bits (tests/test_int8.cpp). GLASSBOX_INT8=vnni|amx overrides the default (amx where it cannot run: vnni);
+// set_int8_path throws where AMX cannot run. Read at every product: it may change between calls.
+enum int8_path { INT8_VNNI, INT8_AMX };
+const char* int8_path_name(int8_path p); // "vnni", "amx"
+bool int8_amx_usable(std::string* why = nullptr);
+int8_path int8_path_now();
+void set_int8_path(int8_path p);
 // The kernel pack_matrix packs new weights for. Default: AMX where usable, else fp32; the environment
 // variable GLASSBOX_MATMUL=fp32|amx|int8 overrides it. set_matmul_kind throws where AMX or int8 is not usable.
 // Weights already packed keep their kernel: choose before loading a model.

@@ -11,6 +11,10 @@
 // layout vpdpbusd reads: for each sub-block s and group t of 4 inputs, [NR][4] nibbles, so that one 32-bit lane
 // holds a column's 4 levels. That block tile (15 KB) stays in L1 while every row block passes over it; each row's
 // 4 activations are one broadcast. The rows' running sums [n][NR] stay in a second, per-thread buffer.
+//
+// On the AMX path (more than RB rows, gemm.h int8_path_now() == INT8_AMX) the same tile's levels are the B operand
+// of TDPBSUD and the rows' rounded inputs its A operand, 16 rows at a time (gemm_int8_amx.cpp); that gives the
+// same int32 sums per row, column and block, and fold_sums then does fold_block's float operations on them.
 #include "kernels/gemm_int8.h"
 
 #include <cfloat>
@@ -22,6 +26,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/gemm_int8_amx.h"
 #include "kernels/gemm_tile.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -234,6 +239,20 @@ INT8_TARGET static void row_kernel(float* acc, const int8_t* xq, const float* xs
     fold_block<R>(acc, tot, bs.mp, bs.d, bs.dmin, xs, xsum, K, nb, jj);
 }
 
+// acc [R][NR] columns 16 jj.. += block b of R rows, from their integer sums (tot [R][16], the AMX path's)
+template <int R>
+INT8_TARGET static void fold_sums(float* acc, const int32_t* tot, const float* xs, const int16_t* xsum, int K, int nb,
+                                  const uint8_t* tile, int jj) {
+    __m512i t[R], mp[4];
+    for (int r = 0; r < R; r++) t[r] = _mm512_loadu_si512((const void*)(tot + 16 * r));
+    for (int u = 0; u < 4; u++) mp[u] = _mm512_loadu_si512((const void*)(tile + T_MP + ((size_t)u * NR + 16 * jj) * 4));
+    fold_block<R>(acc, t, mp, _mm512_loadu_ps((const float*)(tile + T_D) + 16 * jj),
+                  _mm512_loadu_ps((const float*)(tile + T_DMIN) + 16 * jj), xs, xsum, K, nb, jj);
+}
+using fold_fn = void (*)(float*, const int32_t*, const float*, const int16_t*, int, int, const uint8_t*, int);
+static constexpr fold_fn fold_kernels[] = {nullptr, fold_sums<1>, fold_sums<2>, fold_sums<3>, fold_sums<4>,
+                                           fold_sums<5>, fold_sums<6>, fold_sums<7>, fold_sums<8>};
+
 using tile_fn = void (*)(float*, const int8_t*, const float*, const int16_t*, int, int, const uint8_t*, int);
 static constexpr tile_fn tile_kernels[] = {nullptr, tile_kernel<1>, tile_kernel<2>, tile_kernel<3>, tile_kernel<4>,
                                            tile_kernel<5>, tile_kernel<6>, tile_kernel<7>, tile_kernel<8>};
@@ -245,7 +264,14 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
               gemm_scratch& scratch, epilogue epi) {
     const int K = w.in, M = w.out, nb = K / 256, panels = (M + NR - 1) / NR;
     if (w.type != GGML_Q4_K || w.stored.empty() || K % 256) throw error("internal: int8 product of a matrix that is not Q4_K");
-    if (scratch.q8.size() < (size_t)n * K) scratch.q8.resize((size_t)n * K);
+#if defined(GLASSBOX_AMX)
+    const bool on_amx = n > RB && int8_path_now() == INT8_AMX; // a single row block stays on VNNI rows
+#else
+    const bool on_amx = false;
+#endif
+    const int n16 = (n + 15) / 16 * 16; // AMX reads whole tiles of 16 rows: the rows past n are zeros
+    if (scratch.q8.size() < (size_t)n16 * K) scratch.q8.resize((size_t)n16 * K);
+    if (on_amx) std::memset(scratch.q8.data() + (size_t)n * K, 0, (size_t)(n16 - n) * K);
     if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
     if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
     int8_t* xq = scratch.q8.data();
@@ -256,8 +282,13 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
     {
         static thread_local aligned_vector<uint8_t> tile;
         static thread_local aligned_vector<float> acc;
+        static thread_local aligned_vector<int32_t> tot; // AMX: [NR/16][16][16] one row tile's integer sums
         if (tile.size() < T_BYTES) tile.resize(T_BYTES);
         if (acc.size() < (size_t)n * NR) acc.resize((size_t)n * NR);
+        if (on_amx && tot.size() < (size_t)NR * 16) tot.resize((size_t)NR * 16);
+#if defined(GLASSBOX_AMX)
+        if (on_amx) amx::begin();
+#endif
 #pragma omp for schedule(static)
         for (int r = 0; r < n; r++) quantize_row(xq + (size_t)r * K, xs + (size_t)r * nb, xsum + (size_t)r * nb * 8, x + (size_t)r * K, K);
 #pragma omp for schedule(static)
@@ -275,6 +306,21 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
                     continue;
                 }
                 build_tile(tile.data(), row, next);
+#if defined(GLASSBOX_AMX)
+                if (on_amx) {
+                    for (int r0 = 0; r0 < n; r0 += 16) {
+                        amx::block_sums(tot.data(), xq + (size_t)r0 * K + b * 256, K, tile.data(),
+                                        (const int32_t*)(tile.data() + T_SC), NR);
+                        for (int r1 = r0; r1 < std::min(n, r0 + 16); r1 += RB) {
+                            const int rows = std::min({RB, n - r1, r0 + 16 - r1});
+                            for (int jj = 0; jj < NR / 16; jj++)
+                                fold_kernels[rows](acc.data() + (size_t)r1 * NR, tot.data() + ((size_t)jj * 16 + (r1 - r0)) * 16,
+                                                   xs + (size_t)r1 * nb + b, xsum + (size_t)r1 * nb * 8 + b * 8, K, nb, tile.data(), jj);
+                        }
+                    }
+                    continue;
+                }
+#endif
                 for (int r0 = 0; r0 < n; r0 += RB) {
                     const int rows = std::min(RB, n - r0);
                     for (int jj = 0; jj < NR / 16; jj++)
@@ -291,6 +337,9 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
                 store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
             }
         }
+#if defined(GLASSBOX_AMX)
+        if (on_amx) amx::end();
+#endif
     }
 }
 

@@ -1,5 +1,6 @@
 // The int8 kernel (--matmul int8): a product by Q4_K weights kept as stored reads its activations rounded to 8 bits,
-// as llama.cpp does, and multiplies on AVX-512 VNNI. Not exact: each row's block of 256 inputs becomes
+// as llama.cpp does, and multiplies on AVX-512 VNNI, or for prompts on AMX-INT8 tiles where the CPU and OS allow
+// them (gemm.h int8_path_now; the same integer sums either way, so the same bits). Not exact: each row's block of 256 inputs becomes
 // s * q with q in -127..127 and s = max |x| / 127, so an input errs by up to s / 2 (docs/internals.md "The int8
 // kernel"). Every other product keeps the fp32 kernel. Internal to core/kernels (gemm.cpp calls it).
 #pragma once
