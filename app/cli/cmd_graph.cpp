@@ -79,6 +79,40 @@ nlohmann::json head_loadings_json(const args& a, const gb::model& m, const gb::t
 
 } // namespace
 
+// The transcoder set with only the features that fire on this prompt, read a layer of the file at a time: the
+// model's run gives each layer's MLP input [L][T][d] (and the stream before the MLP); kept maps the set's feature
+// numbers back to the file's, full_d_tc is the file's width.
+static gb::transcoder_set prompt_transcoders(const gb::model& m, const std::vector<int>& tokens, const std::string& tc_dir,
+                                             std::vector<std::vector<int>>& kept, int& full_d_tc) {
+    gb::record rec;
+    gb::forward_options fo;
+    fo.keep.resid_stream = true;
+    fo.keep.points = gb::hook_bit(gb::HOOK_MLP_IN);
+    gb::run_forward(rec, m, tokens, {}, fo);
+    const int L = m.config.n_layer, T = (int)tokens.size(), d = m.config.d_model;
+    std::vector<float> in((size_t)L * T * d), mid((size_t)L * T * d);
+    for (int l = 0; l < L; l++) {
+        if (!rec.get(gb::HOOK_MLP_IN, l) || !rec.resid(2 * l + 1))
+            throw gb::error("graph: the model's run did not keep layer " + std::to_string(l));
+        std::copy_n(rec.get(gb::HOOK_MLP_IN, l), (size_t)T * d, in.begin() + (size_t)l * T * d);
+        std::copy_n(rec.resid(2 * l + 1), (size_t)T * d, mid.begin() + (size_t)l * T * d);
+    }
+    return gb::read_active_transcoders(tc_dir, in, mid, T, L, d, kept, full_d_tc);
+}
+
+// The ten most influential kept features, a line each.
+static void print_top_features(const gb::model& m, const gb::attribution_graph& g, const gb::prune_result& p) {
+    std::vector<int> order;
+    for (int i = 0; i < g.n_features(); i++)
+        if (p.node_mask[i]) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return p.node_influence[x] > p.node_influence[y]; });
+    for (size_t k = 0; k < std::min<size_t>(order.size(), 10); k++) {
+        const gb::active_feature& f = g.features[order[k]];
+        std::printf("  feature L%d #%d at %d %s  act %.3f  influence %.4f\n", f.layer, f.index, f.pos,
+                    quoted(m, g.tokens[f.pos]).c_str(), f.act, p.node_influence[order[k]]);
+    }
+}
+
 int cmd_graph(const args& a) {
     if (a.has("open")) {
         for (const char* o : {"prompt", "transcoders", "npy-dir", "neuronpedia", "model", "head-loadings"})
@@ -95,22 +129,7 @@ int cmd_graph(const args& a) {
     const std::string tc_dir = transcoders_arg(a, m);
     std::vector<std::vector<int>> kept;
     int full_d_tc = 0;
-    const gb::transcoder_set t = [&] {
-        gb::record rec;
-        gb::forward_options fo;
-        fo.keep.resid_stream = true;
-        fo.keep.points = gb::hook_bit(gb::HOOK_MLP_IN);
-        gb::run_forward(rec, m, tokens, {}, fo);
-        const int L = m.config.n_layer, T = (int)tokens.size(), d = m.config.d_model;
-        std::vector<float> in((size_t)L * T * d), mid((size_t)L * T * d);
-        for (int l = 0; l < L; l++) {
-            if (!rec.get(gb::HOOK_MLP_IN, l) || !rec.resid(2 * l + 1))
-                throw gb::error("graph: the model's run did not keep layer " + std::to_string(l));
-            std::copy_n(rec.get(gb::HOOK_MLP_IN, l), (size_t)T * d, in.begin() + (size_t)l * T * d);
-            std::copy_n(rec.resid(2 * l + 1), (size_t)T * d, mid.begin() + (size_t)l * T * d);
-        }
-        return gb::read_active_transcoders(tc_dir, in, mid, T, L, d, kept, full_d_tc);
-    }();
+    const gb::transcoder_set t = prompt_transcoders(m, tokens, tc_dir, kept, full_d_tc);
     gb::graph_options opt;
     opt.bos = (bos || m.tok.add_bos) && !tokens.empty() && m.tok.bos_id >= 0 && tokens[0] == m.tok.bos_id;
     opt.max_logits = (int)parse_int(a.get("max-logits", "10"), "--max-logits", 1, m.config.vocab_size);
@@ -151,16 +170,7 @@ int cmd_graph(const args& a) {
     std::printf("replacement score %.4f, completeness score %.4f\n", p.replacement_score, p.completeness_score);
     std::printf("time %.3f s (forward and transcoders %.3f, adjacency %.3f, pruning %.3f); adjacency %.1f MB\n", total_s,
                 g.seconds_forward, g.seconds_rows, prune_s, (double)N * N * 4 / 1e6);
-    // the most influential kept features
-    std::vector<int> order;
-    for (int i = 0; i < g.n_features(); i++)
-        if (p.node_mask[i]) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](int x, int y) { return p.node_influence[x] > p.node_influence[y]; });
-    for (size_t k = 0; k < std::min<size_t>(order.size(), 10); k++) {
-        const gb::active_feature& f = g.features[order[k]];
-        std::printf("  feature L%d #%d at %d %s  act %.3f  influence %.4f\n", f.layer, f.index, f.pos,
-                    quoted(m, g.tokens[f.pos]).c_str(), f.act, p.node_influence[order[k]]);
-    }
+    print_top_features(m, g, p);
 
     nlohmann::json loadings;
     if (a.has("head-loadings")) {

@@ -69,6 +69,67 @@ std::vector<double> partial_influence(const std::vector<float>& rows, int n, int
 
 } // namespace
 
+// The adjacency over the selected features (visited), in the rows' memory: each of the n_rows rows (row_node: its
+// feature's active index, or n_src + i for logit i) renumbered to the graph's columns (every column of a row is a
+// selected feature's, an error's or a token's), then moved to its target's place; g.features gets the selected ones.
+static void rows_into_adjacency(attribution_graph& g, std::vector<float>& rows, const replacement& r,
+                                const std::vector<uint8_t>& visited, const std::vector<int>& row_node, int n_rows, int n_src) {
+    const int n_act = (int)r.active.size();
+    std::vector<int> sel_rank(n_act, -1);
+    for (int j = 0; j < n_act; j++)
+        if (visited[j]) {
+            sel_rank[j] = (int)g.features.size();
+            g.features.push_back(r.active[j]);
+        }
+    const int n_sel = g.n_features(), N = g.n_nodes();
+    std::vector<int> col_map(n_src);
+    for (int j = 0; j < n_act; j++) col_map[j] = sel_rank[j];
+    for (int c = n_act; c < n_src; c++) col_map[c] = c - n_act + n_sel;
+    // row rr moves from rr * n_src to rr * N: forwards when N <= n_src, else backwards, so that no row is
+    // overwritten before it is read
+    std::vector<float> one(N);
+    for (int i = 0; i < n_rows; i++) {
+        const int rr = N <= n_src ? i : n_rows - 1 - i;
+        const float* src = rows.data() + (size_t)rr * n_src;
+        for (int c = 0; c < n_src; c++)
+            if (col_map[c] >= 0) one[col_map[c]] = src[c];
+        std::copy(one.begin(), one.end(), rows.begin() + (size_t)rr * N);
+    }
+    std::vector<int> target(n_rows);
+    for (int rr = 0; rr < n_rows; rr++)
+        target[rr] = row_node[rr] >= n_src ? g.logit_index(row_node[rr] - n_src) : sel_rank[row_node[rr]];
+    std::vector<uint8_t> original(n_rows, 1), filled(N, 0); // slot rr still holds row rr; slot holds its final row
+    std::vector<float> carry(N), next(N);
+    auto slot = [&](int i) { return rows.data() + (size_t)i * N; };
+    for (int start = 0; start < n_rows; start++) {
+        if (!original[start]) continue;
+        original[start] = 0;
+        if (target[start] == start) {
+            filled[start] = 1;
+            continue;
+        }
+        std::copy_n(slot(start), N, carry.begin());
+        for (int from = start;;) { // carry holds row `from`
+            const int to = target[from];
+            filled[to] = 1;
+            if (to < n_rows && original[to]) {
+                original[to] = 0;
+                std::copy_n(slot(to), N, next.begin());
+                std::copy_n(carry.begin(), N, slot(to));
+                carry.swap(next);
+                from = to;
+            } else {
+                std::copy_n(carry.begin(), N, slot(to));
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < N; i++)
+        if (!filled[i]) std::fill_n(slot(i), N, 0.0f);
+    rows.resize((size_t)N * N);
+    g.adjacency = std::move(rows);
+}
+
 attribution_graph build_graph(const model& m, const transcoder_set& t, const std::vector<int>& tokens,
                               const graph_options& opt) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -165,61 +226,7 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         }
     }
 
-    // the adjacency over the selected features, in the rows' memory: each row's columns renumbered (every column
-    // of the row is a selected feature's, an error's or a token's), then the rows moved to their targets' places
-    std::vector<int> sel_rank(n_act, -1);
-    for (int j = 0; j < n_act; j++)
-        if (visited[j]) {
-            sel_rank[j] = (int)g.features.size();
-            g.features.push_back(r.active[j]);
-        }
-    const int n_sel = g.n_features(), N = g.n_nodes();
-    std::vector<int> col_map(n_src);
-    for (int j = 0; j < n_act; j++) col_map[j] = sel_rank[j];
-    for (int c = n_act; c < n_src; c++) col_map[c] = c - n_act + n_sel;
-    // row rr moves from rr * n_src to rr * N: forwards when N <= n_src, else backwards, so that no row is
-    // overwritten before it is read
-    std::vector<float> one(N);
-    for (int i = 0; i < n_rows; i++) {
-        const int rr = N <= n_src ? i : n_rows - 1 - i;
-        const float* src = rows.data() + (size_t)rr * n_src;
-        for (int c = 0; c < n_src; c++)
-            if (col_map[c] >= 0) one[col_map[c]] = src[c];
-        std::copy(one.begin(), one.end(), rows.begin() + (size_t)rr * N);
-    }
-    std::vector<int> target(n_rows);
-    for (int rr = 0; rr < n_rows; rr++)
-        target[rr] = row_node[rr] >= n_src ? g.logit_index(row_node[rr] - n_src) : sel_rank[row_node[rr]];
-    std::vector<uint8_t> original(n_rows, 1), filled(N, 0); // slot rr still holds row rr; slot holds its final row
-    std::vector<float> carry(N), next(N);
-    auto slot = [&](int i) { return rows.data() + (size_t)i * N; };
-    for (int start = 0; start < n_rows; start++) {
-        if (!original[start]) continue;
-        original[start] = 0;
-        if (target[start] == start) {
-            filled[start] = 1;
-            continue;
-        }
-        std::copy_n(slot(start), N, carry.begin());
-        for (int from = start;;) { // carry holds row `from`
-            const int to = target[from];
-            filled[to] = 1;
-            if (to < n_rows && original[to]) {
-                original[to] = 0;
-                std::copy_n(slot(to), N, next.begin());
-                std::copy_n(carry.begin(), N, slot(to));
-                carry.swap(next);
-                from = to;
-            } else {
-                std::copy_n(carry.begin(), N, slot(to));
-                break;
-            }
-        }
-    }
-    for (int i = 0; i < N; i++)
-        if (!filled[i]) std::fill_n(slot(i), N, 0.0f);
-    rows.resize((size_t)N * N);
-    g.adjacency = std::move(rows);
+    rows_into_adjacency(g, rows, r, visited, row_node, n_rows, n_src);
     g.seconds_rows = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return g;
 }

@@ -48,6 +48,67 @@ void check_family(const model& m, const transcoder_set& t) {
 
 } // namespace
 
+// mlp_out [L][T][d]: each layer's MLP output as the transcoders replace it; with post-norms the output before its
+// norm (the model's own products of the kept inputs), and both post-norms' frozen scales into r.
+static void mlp_outputs(std::vector<float>& mlp_out, replacement& r, const record& rec, const model& m) {
+    const model_config& c = m.config;
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
+    for (int l = 0; l < L; l++) {
+        if (!r.post_norm) {
+            if (!rec.has(HOOK_MLP_OUT, l)) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+            std::copy_n(rec.get(HOOK_MLP_OUT, l), (size_t)T * d, mlp_out.begin() + (size_t)l * T * d);
+            continue;
+        }
+        const float* z = rec.get(HOOK_Z, l);
+        const float* h = rec.get(HOOK_MLP_POST, l);
+        if (!z || !h) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+        const layer_weights& lw = m.weights.layers[l];
+        gemm_scratch gs;
+        std::vector<float> attn((size_t)T * d);
+        gemm(attn.data(), z, lw.w_o, lw.b_o, T, gs);
+        norm_scales(r.s_post_attn.data() + (size_t)l * T, attn.data(), T, d, r.layernorm, c.norm_eps);
+        gemm(mlp_out.data() + (size_t)l * T * d, h, lw.w_down, lw.b_down, T, gs);
+        norm_scales(r.s_post_mlp.data() + (size_t)l * T, mlp_out.data() + (size_t)l * T * d, T, d, r.layernorm, c.norm_eps);
+    }
+}
+
+// The active features (in order of layer, position, index), the reconstruction (b_dec, the skip, every feature's
+// write into each layer it reaches) and the errors: the true MLP output (mlp_out) minus that reconstruction.
+static void features_and_errors(replacement& r, const transcoder_set& t, const std::vector<float>& mlp_out) {
+    const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
+    std::vector<float> acts;
+    for (int l = 0; l < L; l++) {
+        const float* x = r.mlp_input.data() + (size_t)l * T * d;
+        transcoder_encode(acts, t, l, x, T);
+        for (int p = r.first_pos; p < T; p++)
+            for (int f = 0; f < t.d_tc; f++) {
+                const float a = acts[(size_t)p * t.d_tc + f];
+                if (a != 0) r.active.push_back({l, p, f, a});
+            }
+        for (int p = 0; p < T; p++) {
+            float* out = r.recon.data() + ((size_t)l * T + p) * d;
+            for (int i = 0; i < d; i++) out[i] += t.layers[l].b_dec[i];
+            if (!t.layers[l].skip.empty())
+                for (int i = 0; i < d; i++) {
+                    const float xi = x[(size_t)p * d + i];
+                    const float* srow = t.layers[l].skip.data() + (size_t)i * d;
+                    for (int o = 0; o < d; o++) out[o] += xi * srow[o];
+                }
+        }
+    }
+    for (const active_feature& a : r.active)
+        for (int k = a.layer; k < a.layer + t.n_out(a.layer); k++) {
+            const float* dec = t.dec(a.layer, a.index, k);
+            float* out = r.recon.data() + ((size_t)k * T + a.pos) * d;
+            for (int i = 0; i < d; i++) out[i] += a.act * dec[i];
+        }
+    for (int l = 0; l < L; l++) {
+        const float* mo = mlp_out.data() + (size_t)l * T * d;
+        for (size_t i = 0; i < (size_t)T * d; i++) r.error[(size_t)l * T * d + i] = mo[i] - r.recon[(size_t)l * T * d + i];
+    }
+
+}
+
 replacement build_replacement(const model& m, const transcoder_set& t, const std::vector<int>& tokens, bool bos) {
     check_family(m, t);
     const model_config& c = m.config;
@@ -81,23 +142,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
     // post_norm: each sublayer's output before its norm (the model's own products), and that norm's frozen scale
     std::vector<float> mlp_out((size_t)L * T * d);
     if (r.post_norm) r.s_post_attn.resize((size_t)L * T), r.s_post_mlp.resize((size_t)L * T);
-    for (int l = 0; l < L; l++) {
-        if (!r.post_norm) {
-            if (!rec.has(HOOK_MLP_OUT, l)) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
-            std::copy_n(rec.get(HOOK_MLP_OUT, l), (size_t)T * d, mlp_out.begin() + (size_t)l * T * d);
-            continue;
-        }
-        const float* z = rec.get(HOOK_Z, l);
-        const float* h = rec.get(HOOK_MLP_POST, l);
-        if (!z || !h) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
-        const layer_weights& lw = m.weights.layers[l];
-        gemm_scratch gs;
-        std::vector<float> attn((size_t)T * d);
-        gemm(attn.data(), z, lw.w_o, lw.b_o, T, gs);
-        norm_scales(r.s_post_attn.data() + (size_t)l * T, attn.data(), T, d, r.layernorm, c.norm_eps);
-        gemm(mlp_out.data() + (size_t)l * T * d, h, lw.w_down, lw.b_down, T, gs);
-        norm_scales(r.s_post_mlp.data() + (size_t)l * T, mlp_out.data() + (size_t)l * T * d, T, d, r.layernorm, c.norm_eps);
-    }
+    mlp_outputs(mlp_out, r, rec, m);
     for (int l = 0; l < L; l++) {
         const float* pre = rec.resid(2 * l);
         const float* mid = rec.resid(2 * l + 1);
@@ -131,37 +176,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
     }
     norm_scales(r.s_final.data(), rec.resid(2 * L), T, d, r.layernorm, c.norm_eps);
 
-    // features, reconstruction (b_dec, skip, every feature's write into each layer it reaches) and errors
-    std::vector<float> acts;
-    for (int l = 0; l < L; l++) {
-        const float* x = r.mlp_input.data() + (size_t)l * T * d;
-        transcoder_encode(acts, t, l, x, T);
-        for (int p = r.first_pos; p < T; p++)
-            for (int f = 0; f < t.d_tc; f++) {
-                const float a = acts[(size_t)p * t.d_tc + f];
-                if (a != 0) r.active.push_back({l, p, f, a});
-            }
-        for (int p = 0; p < T; p++) {
-            float* out = r.recon.data() + ((size_t)l * T + p) * d;
-            for (int i = 0; i < d; i++) out[i] += t.layers[l].b_dec[i];
-            if (!t.layers[l].skip.empty())
-                for (int i = 0; i < d; i++) {
-                    const float xi = x[(size_t)p * d + i];
-                    const float* srow = t.layers[l].skip.data() + (size_t)i * d;
-                    for (int o = 0; o < d; o++) out[o] += xi * srow[o];
-                }
-        }
-    }
-    for (const active_feature& a : r.active)
-        for (int k = a.layer; k < a.layer + t.n_out(a.layer); k++) {
-            const float* dec = t.dec(a.layer, a.index, k);
-            float* out = r.recon.data() + ((size_t)k * T + a.pos) * d;
-            for (int i = 0; i < d; i++) out[i] += a.act * dec[i];
-        }
-    for (int l = 0; l < L; l++) {
-        const float* mo = mlp_out.data() + (size_t)l * T * d;
-        for (size_t i = 0; i < (size_t)T * d; i++) r.error[(size_t)l * T * d + i] = mo[i] - r.recon[(size_t)l * T * d + i];
-    }
+    features_and_errors(r, t, mlp_out);
 
     r.tok_write.resize((size_t)T * d);
     const float scale = arch_table(c.arch).embed_scale || c.scale_embedding ? std::sqrt((float)d) : 1.0f;

@@ -340,38 +340,15 @@ std::string percent(double p) {
 // The table of Break it: a row per ablation with its numbers; the row the demo applies is highlighted; when it
 // changes the section scrolls to the top of the view (or the row to its middle, when the table is taller than
 // the view); a click applies a row; its sentence is the tooltip.
-void break_section(app_state& s, ui_context& ui) {
-    ImGui::Separator();
-    const bool stepping = s.demo == DEMO_BREAK, moved_row = stepping && ui.break_row_shown != s.break_row;
-    const float title_y = ImGui::GetCursorPosY();
-    ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "Break it, with this model's numbers");
-    if (moved_row) ImGui::SetScrollY(title_y); // the title at the top of the view
-    remember_item(ui, "break it");
-    const analysis_status& st = s.analysis[ANALYSIS_BREAK];
-    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
-    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) {
-        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
-        return;
-    }
-    if (!b || b->choice) {
-        if (st.busy) ImGui::TextDisabled("removing each part of the model in turn... %.0f %%", 100 * st.progress);
-        else ImGui::TextDisabled("no result yet");
-        return;
-    }
+// Break it's table: the model as it is, then a row per part removed (a click applies it to the whole app; big:
+// presenting the demo, stretched over the tab and noted as its picture).
+static void break_table(app_state& s, ui_context& ui, const break_output& bo, bool stepping, bool big, bool moved_row,
+                        float title_y) {
+    const break_output* b = &bo;
     const gb::break_result& res = b->res;
     const gb::tokenizer& tok = b->model->tok;
     const bool current = break_is_current(b, s.model, s.prompt, s.bos);
     const std::string base = quoted(tok, res.base_top_id);
-    const bool big = s.presenting && stepping; // the demo's picture: the table fills the tab
-    if (!big) {
-        ImGui::PushTextWrapPos(0.0f);
-        ImGui::TextDisabled("Each row removes one part of the model and runs \u201c%s\u201d again: the prediction, what %s "
-                            "keeps, KL(baseline \u2016 ablated), and the last token's \u2016x\u2016 after the last layer. Click a "
-                            "row to apply it to the whole app; hover it for what changed.%s",
-                            display_text(b->prompt).c_str(), base.c_str(),
-                            current ? "" : st.busy ? "  (updating...)" : "  (of an earlier prompt)");
-        ImGui::PopTextWrapPos();
-    }
     double max_kl = 0;
     for (const gb::break_row& r : res.rows)
         if (std::isfinite(r.kl)) max_kl = std::max(max_kl, r.kl);
@@ -459,6 +436,41 @@ void break_section(app_state& s, ui_context& ui) {
         ImGui::EndTable();
         if (big) note_drawn(ui, "picture", table_at, ImGui::GetItemRectMax());
     }
+}
+
+void break_section(app_state& s, ui_context& ui) {
+    ImGui::Separator();
+    const bool stepping = s.demo == DEMO_BREAK, moved_row = stepping && ui.break_row_shown != s.break_row;
+    const float title_y = ImGui::GetCursorPosY();
+    ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "Break it, with this model's numbers");
+    if (moved_row) ImGui::SetScrollY(title_y); // the title at the top of the view
+    remember_item(ui, "break it");
+    const analysis_status& st = s.analysis[ANALYSIS_BREAK];
+    const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
+    if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) {
+        ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", st.error.c_str());
+        return;
+    }
+    if (!b || b->choice) {
+        if (st.busy) ImGui::TextDisabled("removing each part of the model in turn... %.0f %%", 100 * st.progress);
+        else ImGui::TextDisabled("no result yet");
+        return;
+    }
+    const gb::break_result& res = b->res;
+    const gb::tokenizer& tok = b->model->tok;
+    const bool current = break_is_current(b, s.model, s.prompt, s.bos);
+    const std::string base = quoted(tok, res.base_top_id);
+    const bool big = s.presenting && stepping; // the demo's picture: the table fills the tab
+    if (!big) {
+        ImGui::PushTextWrapPos(0.0f);
+        ImGui::TextDisabled("Each row removes one part of the model and runs \u201c%s\u201d again: the prediction, what %s "
+                            "keeps, KL(baseline \u2016 ablated), and the last token's \u2016x\u2016 after the last layer. Click a "
+                            "row to apply it to the whole app; hover it for what changed.%s",
+                            display_text(b->prompt).c_str(), base.c_str(),
+                            current ? "" : st.busy ? "  (updating...)" : "  (of an earlier prompt)");
+        ImGui::PopTextWrapPos();
+    }
+    break_table(s, ui, *b, stepping, big, moved_row, title_y);
     if (!res.note.empty()) {
         ImGui::PushTextWrapPos(0.0f);
         ImGui::TextDisabled("%s", res.note.c_str());
