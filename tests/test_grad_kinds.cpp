@@ -130,8 +130,11 @@ TEST(GradientKinds, EncodersMatchFiniteDifferences) {
             ASSERT_GE(m.tok.mask_id, 0);
             const std::vector<int> tokens = {m.tok.prefix_ids.empty() ? 2 : m.tok.prefix_ids[0], 20, 31, m.tok.mask_id, 40, 27};
             const int T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size, L = m.config.n_layer;
-            for (const auto& [name, ab, ms] : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(30, 41)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(30, 41)},
                                                std::tuple{"logprob ablated", ablated, logprob(33)}}) {
+                const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
+                const gb::ablation& ab = std::get<1>(row);
+                const gb::metric_spec& ms = std::get<2>(row);
                 const std::string label = std::string(fam) + " " + name + " " + kernel();
                 gb::gradients g;
                 gb::run_gradients(g, m, tokens, ms, ab);
@@ -164,8 +167,11 @@ TEST(GradientKinds, ImageClassifiersMatchFiniteDifferences) {
             const gb::model m = gb::load_model(tv.dir);
             const std::vector<int> tokens = gb::vision_tokens(m.config);
             const int T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size, L = m.config.n_layer;
-            for (const auto& [name, ab, ms] : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(2, 5)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(2, 5)},
                                                std::tuple{"logprob ablated", ablated, logprob(4)}}) {
+                const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
+                const gb::ablation& ab = std::get<1>(row);
+                const gb::metric_spec& ms = std::get<2>(row);
                 const std::string label = std::string(fam) + " " + name + " " + kernel();
                 gb::forward_options o;
                 o.pixels = px.data();
@@ -210,8 +216,11 @@ TEST(GradientKinds, EncoderDecodersMatchFiniteDifferences) {
             ASSERT_TRUE(gb::is_seq2seq(m));
             ASSERT_TRUE(gb::offers(m.config, gb::FEATURE_GRADIENTS));
             const int S = (int)src.size(), T = (int)tgt.size(), d = m.config.d_model, V = m.config.vocab_size;
-            for (const auto& [name, ab, ms] : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(50, 61)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(50, 61)},
                                                std::tuple{"logprob ablated", ablated, logprob(52)}}) {
+                const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
+                const gb::ablation& ab = std::get<1>(row);
+                const gb::metric_spec& ms = std::get<2>(row);
                 const std::string label = std::string(fam) + " " + name + " " + kernel();
                 gb::metric_spec at = ms;
                 at.position = std::string(name) == "logit-diff" ? -1 : 2; // the default (the last), and an earlier one

@@ -199,8 +199,9 @@ TEST(Int8Amx, SumsOnAmxTilesGiveVnnisBitsAndThePlainLoops) {
                     ASSERT_TRUE(same_bits(amx[i], want[i]) || (std::isnan(amx[i]) && std::isnan(want[i])))
                         << "at " << i << ": amx " << amx[i] << " plain " << want[i];
                 }
-                if (n > 3)
+                if (n > 3) {
                     for (int c = 0; c < M; c++) ASSERT_TRUE(std::isnan(amx[(size_t)3 * M + c]));
+                }
             }
 }
 

@@ -13,7 +13,6 @@
 
 namespace gbui {
 
-static analysis_kind load_row() { return analysis_id("model_b"); }
 static analysis_kind compare_row() { return analysis_id("compare"); }
 
 compare_state& compare_of(app_state& s) { return state_of<compare_state>(s, compare_row()); }

@@ -50,7 +50,9 @@ static void panel_window(const char* id, ImVec2 pos, ImVec2 size, void (*draw)(a
 // The left column when Ablations and Model do not both fit (short windows): one panel with two tabs.
 static void left_tabs(app_state& s, ui_context& ui) {
     if (ImGui::BeginTabBar("##left")) {
-        for (auto [name, draw] : {std::pair{"Ablations", panel_ablations}, std::pair{"Model", panel_model}}) {
+        using draw_fn = void (*)(app_state&, ui_context&);
+        const std::pair<const char*, draw_fn> tabs[] = {{"Ablations", panel_ablations}, {"Model", panel_model}};
+        for (auto [name, draw] : tabs) {
             const bool model = std::string(name) == "Model";
             const bool opened = ImGui::BeginTabItem(name, nullptr, model && ui.select_model_tab ? ImGuiTabItemFlags_SetSelected : 0);
             if (model) ui.select_model_tab = false;
@@ -70,8 +72,10 @@ static void left_tabs(app_state& s, ui_context& ui) {
 // With a demo's caption above them, the attention grid is one of the tabs.
 static void side_tabs(app_state& s, ui_context& ui) {
     if (ImGui::BeginTabBar("##side", ImGuiTabBarFlags_FittingPolicyScroll)) {
-        for (auto [name, draw] : {std::pair{"Next token", panel_output}, std::pair{"Heads", panel_overview},
-                                  std::pair{"Residual", panel_residual}, std::pair{"Ablations", panel_ablations}}) {
+        using draw_fn = void (*)(app_state&, ui_context&);
+        const std::pair<const char*, draw_fn> tabs[] = {
+            {"Next token", panel_output}, {"Heads", panel_overview}, {"Residual", panel_residual}, {"Ablations", panel_ablations}};
+        for (auto [name, draw] : tabs) {
             if (draw == panel_overview && s.demo == DEMO_NONE) continue; // (the grid has its own panel above)
             const bool open = ImGui::BeginTabItem(name);
             remember_item(ui, std::string("side tab ") + name);

@@ -669,7 +669,9 @@ static void keep_what_fits(app_state& s) {
     std::string before = ab.describe();
     // (an encoder–decoder's ablation names a layer or head of either stack)
     const int L = gb::ablation_layers(*s.model), H = gb::ablation_heads(*s.model);
-    bool fits = fit_layers(ab.no_residual, L) & fit_layers(ab.no_layernorm, L) & fit_layers(ab.no_attention, L);
+    // each list is cut to the model, so all three run (no short-circuit)
+    const bool fit_residual = fit_layers(ab.no_residual, L), fit_norm = fit_layers(ab.no_layernorm, L);
+    bool fits = fit_layers(ab.no_attention, L) && fit_residual && fit_norm;
     size_t n_heads = ab.heads.size(), n_experts = ab.experts.size();
     ab.heads.erase(std::remove_if(ab.heads.begin(), ab.heads.end(),
                                   [&](const gb::head_ref& h) { return h.layer >= L || h.head >= H; }),

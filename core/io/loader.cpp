@@ -422,15 +422,18 @@ struct tensor_source : tensor_reader {
         const std::vector<int64_t> shape = t->shape.size() == 2 && t->shape[0] == 1 ? std::vector<int64_t>{1, n}
                                            : t->shape.size() == 2                  ? std::vector<int64_t>{n, 1}
                                                                                    : std::vector<int64_t>{n};
-        return tensor_f32(*f, need(name, shape, &f), shape);
+        const st_tensor& found = need(name, shape, &f); // (before *f: argument order is unspecified)
+        return tensor_f32(*f, found, shape);
     }
     std::vector<float> floats2(const std::string& name, int64_t rows, int64_t cols) const override {
         const safetensors_file* f = nullptr;
-        return tensor_f32(*f, need(name, {rows, cols}, &f), {rows, cols});
+        const st_tensor& t = need(name, {rows, cols}, &f);
+        return tensor_f32(*f, t, {rows, cols});
     }
     std::vector<float> floats_shaped(const std::string& name, const std::vector<int64_t>& shape) const override {
         const safetensors_file* f = nullptr;
-        return tensor_f32(*f, need(name, shape, &f), shape);
+        const st_tensor& t = need(name, shape, &f);
+        return tensor_f32(*f, t, shape);
     }
     // nn.Linear [out][in] (out_major), or Conv1D [in][out]
     matrix_part part(const std::string& name, int64_t in, int64_t out) const override {
