@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build, and run every test: the suite (ctest), the fuzzers (60 s
 # each), and the suite again under AddressSanitizer + UndefinedBehaviorSanitizer. GUI tests use xvfb-run.
-#   ./test.sh            everything (about 25 minutes on 2 cores)
+#   ./test.sh            everything (45-60 minutes on 2 cores; docs/development.md)
 #   FAST=1 ./test.sh     only the suite
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -136,7 +136,9 @@ struct layer_index {
 
 // The layer's SAE and its corpus index, made once per set, layer, model and corpus (on the job thread only)
 static std::shared_ptr<const layer_index> index_of(const graph_output& go, int layer, const std::string& corpus) {
-    static std::map<std::string, std::shared_ptr<const layer_index>> made; // (the job thread is the only user)
+    // (the job thread is the only user; never destroyed, as the job in hand may still run while statics are
+    // destroyed at exit: ASan saw a use after free when a timed-out script ended the app mid-hover)
+    static auto& made = *new std::map<std::string, std::shared_ptr<const layer_index>>;
     const gb::model& m = *go.from->model;
     const std::string key = std::to_string((uintptr_t)&m) + "|" + std::to_string((uintptr_t)go.set.get()) + "|" +
                             std::to_string(layer) + "|" + corpus;
