@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build, and run every test: the suite (ctest), the fuzzers (60 s
 # each), and the suite again under AddressSanitizer + UndefinedBehaviorSanitizer. GUI tests use xvfb-run.
-#   ./test.sh            everything (45-60 minutes on 2 cores; docs/development.md)
+#   ./test.sh            everything (about 40-55 minutes on 2 cores; docs/development.md)
 #   FAST=1 ./test.sh     only the suite
+# Each step ends with a line "test.sh: STEP took MmSSs"; the last one gives the total.
 set -euo pipefail
 cd "$(dirname "$0")"
-tools/setup.sh --tests
-tools/build.sh
-rm -rf build/test_tmp # scratch of earlier runs (tests write tiny models here)
-(cd build && ctest --output-on-failure -j2)
+t0=$SECONDS
+step() { # step NAME COMMAND...: runs it and says how long it took
+  local s=$SECONDS name=$1; shift
+  "$@"
+  printf 'test.sh: %s took %dm%02ds\n' "$name" $(((SECONDS - s) / 60)) $(((SECONDS - s) % 60))
+}
+suite() { rm -rf build/test_tmp && (cd build && ctest --output-on-failure -j2); } # test_tmp: earlier runs' scratch
+step setup tools/setup.sh --tests
+step build tools/build.sh
+step suite suite
 if [ -z "${FAST:-}" ]; then
-  tools/fuzz.sh "${FUZZ_SECONDS:-60}"
-  tools/sanitize.sh
+  step fuzz tools/fuzz.sh "${FUZZ_SECONDS:-60}"
+  step sanitize tools/sanitize.sh
 fi
+printf 'test.sh: everything took %dm%02ds\n' $(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60))

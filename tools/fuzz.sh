@@ -14,6 +14,7 @@ bd=${FUZZ_BUILD_DIR:-build-fuzz} # a separate build folder when several people f
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON "${CMAKE_LAUNCHER[@]}" \
   -DGLASSBOX_GUI=OFF -DGLASSBOX_TESTS=OFF -DGLASSBOX_NATIVE=OFF >/dev/null
 cmake --build "$bd" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+echo "fuzz.sh: the fuzzers' build took $((SECONDS / 60))m$((SECONDS % 60))s"
 
 work=$bd/corpus
 seed() { # seed TARGET FILE...

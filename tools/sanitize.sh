@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 . tools/ccache.sh
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_SANITIZE=ON "${CMAKE_LAUNCHER[@]}" >/dev/null
 cmake --build build-asan -j"$(nproc)" >/dev/null
+echo "sanitize.sh: the ASan build took $((SECONDS / 60))m$((SECONDS % 60))s"
 # Mesa, X and fontconfig keep allocations until exit by design; our own leaks are still reported
 export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
 # intercept_tls_get_addr=0: GCC 12's runtime records a bogus dynamic-TLS block for the main thread after Mesa's

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/unroll.h" // GB_UNROLL
 #include "util/error.h"
 #include "util/lanes.h"
 #include "util/simd_math.h"
@@ -33,6 +34,7 @@ static void attention_scores(float* p, int ld, const float* q, int q_stride, con
         for (int d = 0; d < dh; d++) {
             const avec k0 = *(const avec*)(kt + (size_t)d * kt_ld + j0);
             const avec k1 = *(const avec*)(kt + (size_t)d * kt_ld + j0 + AL);
+            GB_UNROLL
             for (int r = 0; r < R; r++) {
                 const float qr = q[(size_t)r * q_stride + d];
                 acc[r][0] += qr * k0;
@@ -40,6 +42,7 @@ static void attention_scores(float* p, int ld, const float* q, int q_stride, con
             }
         }
         const int keys = std::min(SK, n_keys - j0);
+        GB_UNROLL
         for (int r = 0; r < R; r++) {
             float* dst = p + (size_t)r * ld + j0;
             if (keys == SK) {
@@ -94,18 +97,24 @@ static void attention_values_tile(float* out, int out_stride, const float* p, in
     avec acc[R][C] = {};
     for (int j = 0; j < n_keys; j++) {
         avec vj[C];
+        GB_UNROLL
         for (int c = 0; c < C; c++) vj[c] = *(const avec*)(v + (size_t)j * v_stride + d0 + c * AL);
+        GB_UNROLL
         for (int r = 0; r < R; r++) {
             const float pr = p[(size_t)r * ld + j];
+            GB_UNROLL
             for (int c = 0; c < C; c++) acc[r][c] += pr * vj[c];
         }
     }
+    GB_UNROLL
     for (int r = 0; r < R; r++) {
         float* dst = out + (size_t)r * out_stride + d0;
         if (dims == C * AL) {
+            GB_UNROLL
             for (int c = 0; c < C; c++) *(avec*)(dst + c * AL) = acc[r][c];
         } else {
             float tile[C * AL];
+            GB_UNROLL
             for (int c = 0; c < C; c++) *(avec*)(tile + c * AL) = acc[r][c];
             for (int t = 0; t < dims; t++) dst[t] = tile[t];
         }

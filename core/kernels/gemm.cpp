@@ -594,11 +594,15 @@ template <int R>
 static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, const weight_matrix& w, int64_t p,
                           const float* bias, epilogue epi) {
     vec acc[R][NV];
+    GB_UNROLL
     for (int r = 0; r < R; r++)
+        GB_UNROLL
         for (int j = 0; j < NV; j++) acc[r][j] = vec{};
     auto step = [&](int k, const vec* bk) __attribute__((always_inline)) {
+        GB_UNROLL
         for (int r = 0; r < R; r++) {
             const float ar = x[(size_t)r * K + k];
+            GB_UNROLL
             for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
         }
     };
@@ -608,9 +612,11 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
         const float* scales = w.scale.data() + (size_t)p * (K / 32) * NR;
         for (int kb = 0; kb < K / 32; kb++) {
             vec sc[NV];
+            GB_UNROLL
             for (int j = 0; j < NV; j++) sc[j] = *(const vec*)(scales + (size_t)kb * NR + j * VL);
             for (int k = 32 * kb; k < 32 * kb + 32; k++) {
                 __builtin_prefetch(q + (size_t)k * NR + 4096, 0, 2); // 4 KB ahead on the stream, as for Q4_K
+                GB_UNROLL
                 for (int j = 0; j < NV; j++) bk[j] = q8_values(q + (size_t)k * NR + j * VL, sc[j]);
                 step(k, bk);
             }
@@ -629,11 +635,13 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
             for (int g = 0; g < 4; g++) {
                 for (int l = 0; l < 32; l++) { // sub-block 2g: the low nibbles
                     if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + l) * 32, 0, 2);
+                    GB_UNROLL
                     for (int j = 0; j < NV; j++) bk[j] = k4_value<false>(q, g, l, j, dsc, dmn);
                     step((int)(b * 256) + 64 * g + l, bk);
                 }
                 for (int l = 0; l < 32; l++) { // sub-block 2g + 1: the high nibbles of the same bytes
                     if (!(l & 1)) __builtin_prefetch(next + (size_t)(64 * g + 32 + l) * 32, 0, 2);
+                    GB_UNROLL
                     for (int j = 0; j < NV; j++) bk[j] = k4_value<true>(q, g, l, j, dsc, dmn);
                     step((int)(b * 256) + 64 * g + 32 + l, bk);
                 }
@@ -651,6 +659,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
                 for (int l = 0; l < 32; l++) {
                     const int k = 128 * h + 32 * c + l;
                     __builtin_prefetch(next + (size_t)k * 40, 0, 2);
+                    GB_UNROLL
                     for (int j = 0; j < NV; j++) bk[j] = k6_quarter<c>(row, h, l, j, ds, ds32);
                     step((int)(b * 256) + k, bk);
                 }
@@ -663,6 +672,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
         for (int k = 0; k < K; k++) {
             __builtin_prefetch(h + (size_t)k * NR + 2048, 0, 2); // 4 KB ahead: 2 NR bytes a step, two lines
             __builtin_prefetch(h + (size_t)k * NR + 2048 + 32, 0, 2);
+            GB_UNROLL
             for (int j = 0; j < NV; j++)
                 bk[j] = f16 ? f16_values(h + (size_t)k * NR + j * VL) : bf16_values(h + (size_t)k * NR + j * VL);
             step(k, bk);

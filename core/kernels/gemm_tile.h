@@ -9,6 +9,7 @@
 #endif
 
 #include "kernels/gemm.h"
+#include "kernels/unroll.h" // GB_UNROLL
 #include "util/lanes.h" // parallel_min_work
 #include "util/simd_math.h" // gelu_lanes
 
@@ -71,19 +72,26 @@ inline void transpose16(float* dst, int dst_stride, const float* src, int src_st
 template <int R>
 inline void store_tile(float* c, int ldc, int cols, vec (&acc)[R][NV], const float* bias, epilogue epi) {
     if (bias)
+        GB_UNROLL
         for (int j = 0; j < NV; j++) {
             const vec bj = *(const vec*)(bias + j * VL);
+            GB_UNROLL
             for (int r = 0; r < R; r++) acc[r][j] += bj;
         }
     if (epi == EPILOGUE_GELU)
+        GB_UNROLL
         for (int r = 0; r < R; r++)
+            GB_UNROLL
             for (int j = 0; j < NV; j++) acc[r][j] = gelu_lanes(acc[r][j]);
+    GB_UNROLL
     for (int r = 0; r < R; r++) {
         if (cols == NR) {
+            GB_UNROLL
             for (int j = 0; j < NV; j++) *(vec*)(c + (size_t)r * ldc + j * VL) = acc[r][j];
         } else {
             float row[NR];
-            for (int j = 0; j < NV; j++) std::memcpy(row + j * VL, &acc[r][j], sizeof(vec));
+            GB_UNROLL
+            for (int j = 0; j < NV; j++) *(vec*)(row + j * VL) = acc[r][j];
             std::memcpy(c + (size_t)r * ldc, row, sizeof(float) * cols);
         }
     }
@@ -97,16 +105,22 @@ inline void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
                          const char* pf, int pf_lines, bool last, const float* bias, epilogue epi) {
     vec acc[R][NV];
     if (accumulate && cols == NR) {
+        GB_UNROLL
         for (int r = 0; r < R; r++)
+            GB_UNROLL
             for (int j = 0; j < NV; j++) acc[r][j] = *(const vec*)(c + (size_t)r * ldc + j * VL);
     } else if (accumulate) { // the last, partial panel
+        GB_UNROLL
         for (int r = 0; r < R; r++) {
             float row[NR] = {};
             std::memcpy(row, c + (size_t)r * ldc, sizeof(float) * cols);
-            for (int j = 0; j < NV; j++) std::memcpy(&acc[r][j], row + j * VL, sizeof(vec));
+            GB_UNROLL
+            for (int j = 0; j < NV; j++) acc[r][j] = *(const vec*)(row + j * VL);
         }
     } else {
+        GB_UNROLL
         for (int r = 0; r < R; r++)
+            GB_UNROLL
             for (int j = 0; j < NV; j++) acc[r][j] = vec{};
     }
     // the prefetches are spread evenly over the slice: issued back to back they fill the line-fill buffers
@@ -120,9 +134,12 @@ inline void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
             pf_next += pf_every;
         }
         vec bk[NV];
+        GB_UNROLL
         for (int j = 0; j < NV; j++) bk[j] = *(const vec*)(b + (size_t)k * NR + j * VL);
+        GB_UNROLL
         for (int r = 0; r < R; r++) {
             const float ar = a[k * MR + r]; // broadcast by the scalar-vector product
+            GB_UNROLL
             for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
         }
     }
