@@ -74,7 +74,10 @@ static void start_ui_scale(app_state& s, ui_context& ui, GLFWwindow* win, const 
 static std::optional<int> one_frame(GLFWwindow* win, app_state& s, ui_context& ui, frame_state& f, script_runner& script,
                                     font_state& fonts, const options& opt, bool headless_job) {
     using clock_type = std::chrono::steady_clock;
-    wait_for_events(s, ui, f, !headless_job || script.latency_waiting());
+    // a script line waiting for a worker sleeps until the worker publishes: drawing meanwhile (Mesa's llvmpipe in
+    // the tests) took the core the worker needed, 3/5 of a Graph tab test's CPU under ASan
+    const bool script_sleeps = script.waiting_for_workers() && (s.busy || !ui.analysis->idle());
+    wait_for_events(s, ui, f, !headless_job || script.latency_waiting() || script_sleeps);
     const bool settled = update_state(s, ui, f, &script.upload_ms); // results in, runs and analyses out
     refresh_glyphs(fonts, s);
     apply_ui_scale(fonts, shown_ui_scale(s), s.presenting); // between frames: the atlas and the style

@@ -49,6 +49,12 @@ struct script_runner {
     bool done() const { return next >= lines.size(); }
     double repeat_s = 0;  // the longest "repeat-until SECONDS": a headless run may last that (and 8 min) longer
     // a `latency` line is waiting for its keystroke's result
+    // the line waits for the workers' results (wait, graph-wait): until they publish, a frame shows nothing new
+    bool waiting_for_workers() const {
+        if (done()) return false;
+        const std::string cmd = lines[next].substr(0, lines[next].find(' '));
+        return cmd == "wait" || cmd == "graph-wait";
+    }
     bool latency_waiting() const { return !done() && lines[next].rfind("latency ", 0) == 0 && phase > 0 && !arrived; }
 };
 
