@@ -21,6 +21,7 @@
 #include "run/generate.h"
 #include "run/live.h"
 #include "run/predict.h"
+#include "demo_state.h"
 #include "run_result.h"
 #include "settings.h"
 
@@ -61,8 +62,6 @@ enum colour_mode { COLOUR_PATTERN, COLOUR_PREV_TOKEN, COLOUR_FIRST_TOKEN, COLOUR
 inline gb::head_score_kind colour_score(colour_mode m) { return (gb::head_score_kind)(m - 1); } // m != PATTERN
 const char* colour_name(colour_mode m);      // "pattern", "prev_token", ... (sessions, scripts)
 const char* colour_label(colour_mode m);     // "previous-token", ... (the combo)
-// One-click demonstrations (demos.h): a prompt, a view and a selection chosen by the loaded model's own scores.
-enum demo_kind { DEMO_NONE, DEMO_INDUCTION, DEMO_PREV_TOKEN, DEMO_LENS, DEMO_IOI, DEMO_BREAK, DEMO_TEMPERATURE, DEMO_COUNT };
 
 // The newest request of one kind: running, failed, or done.
 struct analysis_status {
@@ -106,19 +105,7 @@ struct app_state {
     analysis_tab tab = TAB_HEAD;     // open tab under the attention grid
     colour_mode colour_by = COLOUR_PATTERN;
     std::shared_ptr<const run_patch> patch; // a tab's component patch on the main run (null: none)
-    // the demonstration shown (demos.h): its prompt, and the caption saying what to look at
-    demo_kind demo = DEMO_NONE;
-    bool demo_waiting = false;       // its run has not arrived yet: the head and caption come with it
-    std::string demo_prompt;         // the prompt it set (editing the prompt ends the demo)
-    const gb::model* demo_model = nullptr; // the model it was started on (another model ends the demo)
-    std::string demo_caption;
-    std::string demo_caption_key;    // Temperature: the key of the Sampling output its caption was written from
-    // Break it (demo and Learn tab): the row whose ablation is applied, -1 for none (the model restored); the
-    // ablation the demo applied (changing it by hand ends the demo); the prompts the demo chooses among while
-    // its first result is computed (empty once chosen)
-    int break_row = -1;
-    std::string demo_ablation;
-    std::vector<gb::prompt_candidate> demo_candidates;
+    demo_state demos;                // the demonstration shown and what it keeps (demo_state.h)
     // the view: the text scale chosen (1 = 100 %; text_scale.h) and presentation mode (F5: a larger scale, the
     // file and model controls hidden, the demo caption large)
     float ui_scale = 1.0f;

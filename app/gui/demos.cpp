@@ -66,9 +66,9 @@ void start_demo(app_state& s, demo_kind d) {
     auto& smp = inputs_of<sampling_inputs>(s, TAB_SAMPLING);
     const gb::model& m = *s.model;
     end_demo(s); // a Break-it row still applied is taken off first
-    s.demo = d;
-    s.demo_waiting = true;
-    s.demo_caption = "running the demo...";
+    s.demos.kind = d;
+    s.demos.waiting = true;
+    s.demos.caption = "running the demo...";
     s.sel_token = -1;
     s.gen_step = 0, s.gen_follow = false;
     test.shown = false; // the grid's scores are the demo prompt's
@@ -111,8 +111,8 @@ void start_demo(app_state& s, demo_kind d) {
         // the prompt comes from the analysis thread (the candidate this model gets right most confidently); until
         // then the current one stays, with nothing ablated
         s.ablation = {};
-        s.demo_candidates = break_candidates();
-        s.demo_caption = "choosing a prompt this model predicts well...";
+        s.demos.candidates = break_candidates();
+        s.demos.caption = "choosing a prompt this model predicts well...";
         s.tab = TAB_LEARN; // the table of every row is at the end of the Learn tab
         break;
     case DEMO_TEMPERATURE:
@@ -125,18 +125,18 @@ void start_demo(app_state& s, demo_kind d) {
         end_demo(s);
         return;
     }
-    s.demo_prompt = s.prompt;
-    s.demo_model = s.model.get();
-    s.demo_ablation = s.ablation.describe();
+    s.demos.prompt = s.prompt;
+    s.demos.model = s.model.get();
+    s.demos.ablation = s.ablation.describe();
 }
 
 void end_demo(app_state& s) {
     // a row Break it applied is taken off again (one the user set by hand is theirs: it differs)
-    if (s.demo == DEMO_BREAK && s.ablation.describe() == s.demo_ablation) s.ablation = {};
-    s.demo = DEMO_NONE, s.demo_waiting = false, s.demo_caption.clear();
-    s.demo_candidates.clear();
-    s.break_row = -1;
-    s.demo_caption_key.clear();
+    if (s.demos.kind == DEMO_BREAK && s.ablation.describe() == s.demos.ablation) s.ablation = {};
+    s.demos.kind = DEMO_NONE, s.demos.waiting = false, s.demos.caption.clear();
+    s.demos.candidates.clear();
+    s.demos.break_row = -1;
+    s.demos.caption_key.clear();
 }
 
 // The head with the largest finite score of kind k (layer -1 when none is finite).
@@ -182,21 +182,21 @@ void break_step(app_state& s, int row) {
     const gb::break_result& res = b->res;
     const int n = (int)res.rows.size();
     row = std::max(-1, std::min(row, n - 1));
-    if (s.demo != DEMO_BREAK) { // a click on a row of the Learn tab: step through from there
+    if (s.demos.kind != DEMO_BREAK) { // a click on a row of the Learn tab: step through from there
         end_demo(s);
-        s.demo = DEMO_BREAK;
-        s.demo_prompt = s.prompt;
-        s.demo_model = s.model.get();
+        s.demos.kind = DEMO_BREAK;
+        s.demos.prompt = s.prompt;
+        s.demos.model = s.model.get();
     }
-    s.demo_waiting = false;
-    s.break_row = row;
+    s.demos.waiting = false;
+    s.demos.break_row = row;
     s.ablation = row >= 0 ? res.rows[row].ab : gb::ablation{};
-    s.demo_ablation = s.ablation.describe();
+    s.demos.ablation = s.ablation.describe();
     if (row >= 0) {
-        s.demo_caption = fmt("%d of %d, %s. ", row + 1, n, res.rows[row].label.c_str()) + visible_quotes(res.rows[row].explanation);
+        s.demos.caption = fmt("%d of %d, %s. ", row + 1, n, res.rows[row].label.c_str()) + visible_quotes(res.rows[row].explanation);
     } else {
         const double n0 = res.base_resid_norm; // 312, 4.12; 1234 rather than 1.23e+03 (as the rows' sentences)
-        s.demo_caption = "Nothing removed: the model predicts " + token_pct(s.model->tok, res.base_top_id, res.base_top_prob) +
+        s.demos.caption = "Nothing removed: the model predicts " + token_pct(s.model->tok, res.base_top_id, res.base_top_prob) +
                          fmt(std::fabs(n0) >= 1000 ? " and the last token's vector is %.0f long." : " and the last token's vector is %.3g long.", n0) +
                          " Next removes one part of the model at a time.";
     }
@@ -204,42 +204,42 @@ void break_step(app_state& s, int row) {
 
 void update_demo(app_state& s) {
     auto& ain = inputs_of<attribution_inputs>(s, TAB_ATTRIBUTION);
-    if (s.demo == DEMO_NONE) return;
-    if (s.prompt != s.demo_prompt || !s.model || s.model.get() != s.demo_model ||
-        (s.demo == DEMO_BREAK && s.ablation.describe() != s.demo_ablation)) {
+    if (s.demos.kind == DEMO_NONE) return;
+    if (s.prompt != s.demos.prompt || !s.model || s.model.get() != s.demos.model ||
+        (s.demos.kind == DEMO_BREAK && s.ablation.describe() != s.demos.ablation)) {
         end_demo(s); // edited: the caption no longer describes what is shown
         return;
     }
-    if (s.demo == DEMO_BREAK) {
+    if (s.demos.kind == DEMO_BREAK) {
         const analysis_status& st = s.analysis[ANALYSIS_BREAK];
         if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_BREAK]) { // e.g. a prompt too long
-            s.demo_waiting = false;
-            s.demo_caption = "could not break it: " + st.error;
+            s.demos.waiting = false;
+            s.demos.caption = "could not break it: " + st.error;
             return;
         }
         const break_output* b = output_of<break_output>(s, ANALYSIS_BREAK).get();
-        if (!s.demo_candidates.empty()) { // choosing: the chosen prompt becomes the demo's
+        if (!s.demos.candidates.empty()) { // choosing: the chosen prompt becomes the demo's
             if (b && b->choice && b->model == s.model && b->bos == s.bos) {
-                s.prompt = s.demo_prompt = b->prompt;
-                s.demo_candidates.clear();
-                s.demo_caption = "removing each part of the model in turn...";
+                s.prompt = s.demos.prompt = b->prompt;
+                s.demos.candidates.clear();
+                s.demos.caption = "removing each part of the model in turn...";
             }
             return;
         }
-        if (s.demo_waiting && break_is_current(b, s.model, s.prompt, s.bos)) break_step(s, 0);
+        if (s.demos.waiting && break_is_current(b, s.model, s.prompt, s.bos)) break_step(s, 0);
         return;
     }
-    if (s.demo == DEMO_TEMPERATURE) { // the caption follows the columns shown (the temperatures may be changed)
+    if (s.demos.kind == DEMO_TEMPERATURE) { // the caption follows the columns shown (the temperatures may be changed)
         const analysis_status& st = s.analysis[ANALYSIS_SAMPLING];
         if (!st.error.empty() && st.error_key == s.analysis_want[ANALYSIS_SAMPLING]) {
-            s.demo_waiting = false;
-            s.demo_caption = "could not sample: " + st.error;
+            s.demos.waiting = false;
+            s.demos.caption = "could not sample: " + st.error;
             return;
         }
         const sampling_output* o = output_of<sampling_output>(s, ANALYSIS_SAMPLING).get();
-        if (!o || o->key != s.analysis_want[ANALYSIS_SAMPLING] || o->key == s.demo_caption_key || o->columns.size() != 3) return;
-        s.demo_waiting = false;
-        s.demo_caption_key = o->key;
+        if (!o || o->key != s.analysis_want[ANALYSIS_SAMPLING] || o->key == s.demos.caption_key || o->columns.size() != 3) return;
+        s.demos.waiting = false;
+        s.demos.caption_key = o->key;
         const gb::tokenizer& tok = s.model->tok;
         const int top = o->columns[0].dist.ids[0];
         std::string shares;
@@ -248,31 +248,31 @@ void update_demo(app_state& s) {
             const double p = c.dist.ids[0] == top ? c.dist.probs[0] : 0.0;
             shares += fmt("%s%.0f %% at T %.2g", i == 0 ? "" : i == 1 ? ", " : " and ", 100 * p, c.temperature);
         }
-        s.demo_caption = fmt("One prompt, one seed, %s, three temperatures: the top token %s holds ",
+        s.demos.caption = fmt("One prompt, one seed, %s, three temperatures: the top token %s holds ",
                              o->top_k > 0 ? fmt("top-k %d", o->top_k).c_str() : "every token", quoted(tok, top).c_str()) +
                          shares + ". A low temperature sharpens the distribution and repeats the safe words; a high one "
                                   "flattens it, and the text wanders.";
         return;
     }
-    if (!s.demo_waiting || !s.result || !result_is_current(s)) return;
-    s.demo_waiting = false;
+    if (!s.demos.waiting || !s.result || !result_is_current(s)) return;
+    s.demos.waiting = false;
     const gb::tokenizer& tok = s.model->tok;
-    switch (s.demo) {
+    switch (s.demos.kind) {
     case DEMO_INDUCTION:
-        s.demo_caption = head_caption(
+        s.demos.caption = head_caption(
             s, gb::SCORE_INDUCTION, 0.1f, "induction",
             "The second half repeats the first: an induction head looks from each repeated token to the one that "
             "followed its earlier copy (a stripe below the diagonal).");
         break;
     case DEMO_PREV_TOKEN:
-        s.demo_caption = head_caption(
+        s.demos.caption = head_caption(
             s, gb::SCORE_PREV_TOKEN, 0.3f, "previous-token",
             "A previous-token head sends each token's attention to the token just before it (the line under the "
             "diagonal).");
         break;
     case DEMO_LENS: {
         const std::string top = s.result->pred.top.empty() ? "?" : quoted(tok, s.result->pred.top[0].id);
-        s.demo_caption = "Each row decodes the residual stream after one layer as if it were the last. The model's "
+        s.demos.caption = "Each row decodes the residual stream after one layer as if it were the last. The model's "
                          "final guess is " + top + ": find the layer where it first becomes the top token at the last "
                          "position.";
         break;
@@ -281,11 +281,11 @@ void update_demo(app_state& s) {
         int t = -1, c = -1;
         attribution_tokens(s, &t, &c);
         if (ain.target >= 0)
-            s.demo_caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
+            s.demos.caption = "Which heads push " + quoted(tok, t) + " over " + quoted(tok, c) +
                              "? Each cell of the map is a head's direct share of that logit difference: red heads push it up "
                              "(the name movers, which copy the indirect object), blue heads push back.";
         else
-            s.demo_caption = "' Mary' or ' John' is not one token in this model, so this shows its own top-2, " +
+            s.demos.caption = "' Mary' or ' John' is not one token in this model, so this shows its own top-2, " +
                              quoted(tok, t) + " over " + quoted(tok, c) + ": each cell of the map is a head's direct share of "
                              "that logit difference.";
         break;

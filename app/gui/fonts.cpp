@@ -107,7 +107,7 @@ std::string glyph_text(const app_state& s) {
             for (int id : c.dist.ids) text += gb::token_text(tok, id);
         }
     }
-    text += pin.corrupt + s.demo_caption;
+    text += pin.corrupt + s.demos.caption;
     return text;
 }
 
@@ -116,7 +116,7 @@ void refresh_glyphs(font_state& fs, const app_state& s) {
     std::string glyph_key = std::to_string(s.result_version) + "|" + std::to_string((uintptr_t)s.generated.get());
     for (analysis_kind k : {ANALYSIS_LENS, ANALYSIS_PATCHING, ANALYSIS_BREAK, ANALYSIS_SAMPLING}) // what glyph_text reads
         glyph_key += "|" + std::to_string((uintptr_t)s.output[k].get());
-    glyph_key += "|" + s.prompt + "\x1f" + pin.corrupt + "\x1f" + s.demo_caption;
+    glyph_key += "|" + s.prompt + "\x1f" + pin.corrupt + "\x1f" + s.demos.caption;
     if (glyph_key != fs.checked_for && need_glyphs(fs, glyph_text(s))) {
         build_fonts(fs);
         ImGui_ImplOpenGL3_DestroyFontsTexture();

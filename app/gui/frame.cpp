@@ -166,7 +166,7 @@ static const char* unsettled(const app_state& s, const ui_context& ui, const std
     if (s.next_pixels || !s.pixels || s.pixels->scale != s.scale || ui.hm.shown != s.pixels) return "the heatmaps";
     if (!analyses_done) return "an analysis";
     if (!tab_shown) return "the tab bar";
-    if (s.demo_waiting) return "the demo";
+    if (s.demos.waiting) return "the demo";
     if (!fin.queue.empty() || !ui.sae_jobs.empty()) return "an SAE being opened";
     return "";
 }

@@ -76,7 +76,7 @@ static void side_tabs(app_state& s, ui_context& ui) {
         const std::pair<const char*, draw_fn> tabs[] = {
             {"Next token", panel_output}, {"Heads", panel_overview}, {"Residual", panel_residual}, {"Ablations", panel_ablations}};
         for (auto [name, draw] : tabs) {
-            if (draw == panel_overview && s.demo == DEMO_NONE) continue; // (the grid has its own panel above)
+            if (draw == panel_overview && s.demos.kind == DEMO_NONE) continue; // (the grid has its own panel above)
             const bool open = ImGui::BeginTabItem(name);
             remember_item(ui, std::string("side tab ") + name);
             if (open) {
@@ -168,7 +168,7 @@ static float overview_height(const app_state& s, const ui_context& ui, float mid
     // with 150 % text the 6 x 8 grid's thumbnails are then 40 px and more)
     // (a demo's picture is in the tabs below: the grid takes its least, 30 to 36 %)
     const bool tall = body_h > px(760) || ImGui::GetIO().DisplaySize.y >= 1000;
-    const float lo = body_h * 0.3f, hi = body_h * (s.demo != DEMO_NONE ? 0.36f : tall ? 0.5f : 0.42f);
+    const float lo = body_h * 0.3f, hi = body_h * (s.demos.kind != DEMO_NONE ? 0.36f : tall ? 0.5f : 0.42f);
     return wanted_grid_height(s, ui, mid_w, lo, hi);
 }
 
@@ -198,7 +198,7 @@ static void presentation_layout(app_state& s, ui_context& ui, float W, float H, 
     const float body_y = prompt_h + g, body_h = H - body_y - status_h - g;
     const float right_w = std::round(W * 0.32f), main_w = W - right_w - 3 * g, right_x = 2 * g + main_w;
     panel_window("Analysis", ImVec2(g, body_y), ImVec2(main_w, body_h), analysis_tabs, s, ui);
-    if (s.demo != DEMO_NONE) { // the caption as tall as its text, up to 62 % (then it scrolls); the grid becomes a tab
+    if (s.demos.kind != DEMO_NONE) { // the caption as tall as its text, up to 62 % (then it scrolls); the grid becomes a tab
         const float pad = 2 * ImGui::GetStyle().WindowPadding.y + px(4);
         const float cap_h = std::round(std::clamp(ui.content_h["Demo"] + pad, px(60), body_h * 0.62f));
         panel_window("Demo", ImVec2(right_x, body_y), ImVec2(right_w, cap_h - g), panel_demo, s, ui);
@@ -249,7 +249,7 @@ static void splitter(app_state& s, ui_context& ui, split_kind k, ImVec2 a, ImVec
 
 void draw_layout(app_state& s, ui_context& ui, float W, float H) {
     fold_explanations(s.presenting || !ui.explain_full);
-    hide_tab_hints(s.presenting && s.demo != DEMO_NONE);
+    hide_tab_hints(s.presenting && s.demos.kind != DEMO_NONE);
     ui.drawn.clear();
     ui.texts.clear();
     ui.next_rows.clear();

@@ -195,7 +195,7 @@ static void schedule_break(app_state& s, ui_context& ui) {
     q.model = s.model;
     q.bos = s.bos;
     q.prompt = s.prompt;
-    q.candidates = s.demo_candidates;
+    q.candidates = s.demos.candidates;
     std::string inputs;
     if (analysis_offered(ANALYSIS_BREAK, s.model.get())) {
         inputs = std::to_string((uintptr_t)s.model.get()) + (s.bos ? "|B|" : "|-|");
@@ -204,7 +204,7 @@ static void schedule_break(app_state& s, ui_context& ui) {
             for (const gb::prompt_candidate& c : q.candidates) inputs += "\x1e" + c.text;
     }
     const bool quiet = inputs_settled(ui, ANALYSIS_BREAK, inputs);
-    const bool shown = s.tab == TAB_LEARN || s.demo == DEMO_BREAK;
+    const bool shown = s.tab == TAB_LEARN || s.demos.kind == DEMO_BREAK;
     if (!shown && !ui.asked[ANALYSIS_BREAK].empty() && ui.analysis->pending(ANALYSIS_BREAK)) {
         ui.analysis->cancel(ANALYSIS_BREAK);
         ui.asked[ANALYSIS_BREAK].clear();

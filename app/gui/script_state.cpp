@@ -131,8 +131,8 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     for (const std::string& e : ui.typed_error)
         if (!e.empty()) j["token_errors"].push_back(e);
     j["colour_by"] = colour_name(s.colour_by);
-    j["demo"] = {{"name", demo_name(s.demo)}, {"caption", s.demo_caption}, {"waiting", s.demo_waiting},
-                 {"break_row", s.break_row}};
+    j["demo"] = {{"name", demo_name(s.demos.kind)}, {"caption", s.demos.caption}, {"waiting", s.demos.waiting},
+                 {"break_row", s.demos.break_row}};
     j["ablation_input"] = s.ablation.describe(); // what the panels ask for ("ablation" is the shown result's)
     j["sampling_inputs"] = {{"temperatures", {smp.temps[0], smp.temps[1], smp.temps[2]}},
                             {"top_k", smp.top_k}, {"tokens", smp.tokens}, {"seed", smp.seed}};

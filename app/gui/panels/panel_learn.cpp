@@ -375,7 +375,7 @@ static void break_table(app_state& s, ui_context& ui, const break_output& bo, bo
         // the model as it is, for comparison (a click restores it)
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        if (ImGui::Selectable("nothing removed##break_none", stepping && s.break_row < 0, ImGuiSelectableFlags_SpanAllColumns) &&
+        if (ImGui::Selectable("nothing removed##break_none", stepping && s.demos.break_row < 0, ImGuiSelectableFlags_SpanAllColumns) &&
             current)
             break_step(s, -1);
         remember_item(ui, "break row none");
@@ -396,7 +396,7 @@ static void break_table(app_state& s, ui_context& ui, const break_output& bo, bo
         ImGui::TextUnformatted(format_number(res.base_resid_norm).c_str());
         for (size_t i = 0; i < res.rows.size(); i++) {
             const gb::break_row& r = res.rows[i];
-            const bool on = stepping && s.break_row == (int)i;
+            const bool on = stepping && s.demos.break_row == (int)i;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
             if (on && moved_row && ImGui::GetCursorPosY() - title_y > ImGui::GetWindowHeight() - 2 * ImGui::GetTextLineHeightWithSpacing())
@@ -440,7 +440,7 @@ static void break_table(app_state& s, ui_context& ui, const break_output& bo, bo
 
 void break_section(app_state& s, ui_context& ui) {
     ImGui::Separator();
-    const bool stepping = s.demo == DEMO_BREAK, moved_row = stepping && ui.break_row_shown != s.break_row;
+    const bool stepping = s.demos.kind == DEMO_BREAK, moved_row = stepping && ui.break_row_shown != s.demos.break_row;
     const float title_y = ImGui::GetCursorPosY();
     ImGui::TextColored(ImVec4(0.55f, 0.78f, 1.0f, 1), "Break it, with this model's numbers");
     if (moved_row) ImGui::SetScrollY(title_y); // the title at the top of the view
@@ -480,7 +480,7 @@ void break_section(app_state& s, ui_context& ui) {
     // above it is not what the class should be reading)
     const float section_h = ImGui::GetCursorPosY() - title_y, view_h = ImGui::GetWindowHeight(); // (a child without padding)
     if (stepping && !big && section_h < view_h) ImGui::Dummy(ImVec2(1, view_h - section_h));
-    ui.break_row_shown = stepping ? s.break_row : -2;
+    ui.break_row_shown = stepping ? s.demos.break_row : -2;
 }
 
 // For a Pre-LN decoder: what the original Transformer did differently, and which model to open to walk it.
@@ -518,7 +518,7 @@ void panel_learn(app_state& s, ui_context& ui) {
     ImGui::BeginChild("##learn_steps", ImVec2(0, 0), false);
     if (!s.model) {
         ImGui::TextDisabled(s.loading ? "loading the model..." : "no model yet");
-    } else if (s.presenting && s.demo == DEMO_BREAK) {
+    } else if (s.presenting && s.demos.kind == DEMO_BREAK) {
         // Break it in front of a class: its table alone, at the top (the Demo panel beside it says what to look at)
     } else if (ui.learn_full) {
         ImGui::TextDisabled("The picture is shown over the window (Present): Esc or its button brings it back here.");

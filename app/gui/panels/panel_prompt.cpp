@@ -51,7 +51,7 @@ static float prompt_box(app_state& s, ui_context& ui, float box_w) {
     std::string shown = display_text(s.prompt);
     float text_h = ImGui::CalcTextSize(shown.c_str(), nullptr, false, box_w - 2 * st.FramePadding.x - px(14)).y;
     // presenting, two lines at most (one above a demo's caption): the caption and the tokens are what the class reads
-    const float most = !s.presenting ? 5.0f : s.demo != DEMO_NONE ? 1.0f : 2.0f; // (a demo's caption follows)
+    const float most = !s.presenting ? 5.0f : s.demos.kind != DEMO_NONE ? 1.0f : 2.0f; // (a demo's caption follows)
     float box_h = std::max(s.presenting ? 1.0f * lh : 2.2f * lh, std::min(text_h, most * lh)) + 2 * st.FramePadding.y + 2;
     if (ui.prompt_editing) {
         if (ui.prompt_edit_frames == 0) ImGui::SetKeyboardFocusHere(), ui.prompt_cursor_to_end = true;
@@ -125,7 +125,7 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
     if (s.model && !gb::offers(s.model->config, gb::FEATURE_DEMOS)) return;
     ImGui::SetNextItemWidth(w);
     if (!s.model) ImGui::BeginDisabled();
-    const bool open = ImGui::BeginCombo("##demos", s.demo == DEMO_NONE ? "Demos..." : demo_label(s.demo));
+    const bool open = ImGui::BeginCombo("##demos", s.demos.kind == DEMO_NONE ? "Demos..." : demo_label(s.demos.kind));
     remember_item(ui, "demos");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && !open)
         ImGui::SetTooltip("One-click demonstrations: a prompt, a view and a head chosen by this model's own scores");
@@ -136,7 +136,7 @@ static void demo_combo(app_state& s, ui_context& ui, float w) {
     if (open) {
         for (int d = DEMO_NONE + 1; d < DEMO_COUNT; d++) {
             if (!demo_offered(*s.model, (demo_kind)d)) continue;
-            if (ImGui::Selectable(demo_label((demo_kind)d), s.demo == d)) {
+            if (ImGui::Selectable(demo_label((demo_kind)d), s.demos.kind == d)) {
                 start_demo(s, (demo_kind)d);
                 ui.prompt_editing = false;
             }
