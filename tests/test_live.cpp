@@ -226,6 +226,26 @@ TEST(Live, PatchValuesAreComparedByContent) {
     }
 }
 
+// A patch at every position holds [T][d] values: after more tokens the kept run's values are the shorter ones, and
+// only they may be read (the soak's ASan run caught a read past them when a prompt grew under a patch).
+TEST(Live, PatchesOfEveryPositionAreComparedAtTheirOwnLength) {
+    for (const ref_model* rm : ref_models()) {
+        const gb::model& m = rm->m;
+        const int d = m.config.d_model;
+        live_fixture f{*rm};
+        const std::vector<int> t = rm->tokens(12, 5);
+        const std::vector<int> shorter(t.begin(), t.begin() + 7);
+        std::vector<float> few((size_t)7 * d, 0.25f), more((size_t)12 * d, 0.25f);
+        gb::intervention set{gb::INTERVENE_SET, gb::HOOK_RESID_POST, 1, -1, -1, few.data()};
+        f.run(shorter, {set}, "every position patched, 7 tokens");
+        set.values = more.data(); // the same patch over more tokens: values of the new length
+        const gb::live_report r = f.run(t, {set}, "every position patched, 12 tokens");
+        EXPECT_NE(r.what, "nothing changed");
+        set.values = few.data(); // and back (the kept run's values are now the longer ones)
+        f.run(shorter, {set}, "every position patched, 7 tokens again");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cancellation: a stopped run leaves the kept runs consistent; the next result is exact
 // ---------------------------------------------------------------------------------------------

@@ -53,21 +53,23 @@ static size_t values_size(const intervention& v, const model_config& c, int T) {
     return (size_t)slice * (v.position >= 0 ? 1 : T);
 }
 
-static bool same_intervention(const intervention& a, const intervention& b, const model_config& c, int T) {
+// a of a run of Ta tokens, b of Tb: a SET at every position holds [T][slice] values, so each side's own T sizes
+// what may be read of it
+static bool same_intervention(const intervention& a, int Ta, const intervention& b, int Tb, const model_config& c) {
     if (a.kind != b.kind || a.point != b.point || a.layer != b.layer || a.head != b.head || a.position != b.position ||
         a.key != b.key || a.from != b.from || a.scale != b.scale)
         return false;
-    const size_t n = values_size(a, c, T);
-    if (n != values_size(b, c, T)) return false;
+    const size_t n = values_size(a, c, Ta);
+    if (n != values_size(b, c, Tb)) return false;
     return n == 0 || std::memcmp(a.values, b.values, n * sizeof(float)) == 0;
 }
 
-// First residual point whose value differs between runs with interventions a and b: 2L+1 when none does, -1
-// when even the embeddings do. Lists are compared in order (at one point, order can matter).
-static int first_changed_point(const std::vector<intervention>& a, const std::vector<intervention>& b,
-                               const model_config& c, int T) {
+// First residual point whose value differs between runs with interventions a (on Ta tokens) and b (on Tb): 2L+1
+// when none does, -1 when even the embeddings do. Lists are compared in order (at one point, order can matter).
+static int first_changed_point(const std::vector<intervention>& a, int Ta, const std::vector<intervention>& b, int Tb,
+                               const model_config& c) {
     size_t i = 0;
-    while (i < a.size() && i < b.size() && same_intervention(a[i], b[i], c, T)) i++;
+    while (i < a.size() && i < b.size() && same_intervention(a[i], Ta, b[i], Tb, c)) i++;
     int q = 2 * c.n_layer + 1;
     for (size_t j = i; j < a.size(); j++) q = std::min(q, intervention_start_point(a[j], c.n_layer));
     for (size_t j = i; j < b.size(); j++) q = std::min(q, intervention_start_point(b[j], c.n_layer));
@@ -76,6 +78,7 @@ static int first_changed_point(const std::vector<intervention>& a, const std::ve
 
 static void copy_interventions(live_variant& v, const std::vector<intervention>& iv, const model_config& c, int T) {
     v.iv = iv;
+    v.iv_tokens = T;
     v.iv_values.assign(iv.size(), {});
     for (size_t i = 0; i < iv.size(); i++)
         if (size_t n = values_size(iv[i], c, T)) {
@@ -211,7 +214,7 @@ static step choose(const live_variant& src, const std::vector<int>& tokens, cons
     int common = 0;
     while (common < T && common < r.n_tokens && r.tokens[common] == tokens[common]) common++;
     if (src.stale_token >= 0) common = std::min(common, src.stale_token);
-    int q = first_changed_point(src.iv, iv, c, T);
+    int q = first_changed_point(src.iv, src.iv_tokens, iv, T, c);
     if (src.stale_point >= 0) q = std::min(q, src.stale_point);
     const bool tokens_same = common == T && r.n_tokens == T;
     if (tokens_same && q > 2 * L) return s.kind = STEP_NONE, s.cost = 0, s;

@@ -62,6 +62,7 @@ struct live_variant {
     std::shared_ptr<const record> rec;      // the last finished record (tokens, kept points); null: none
     std::vector<intervention> iv;           // what rec was run with; SET and ADD values point into iv_values
     std::vector<std::vector<float>> iv_values;
+    int iv_tokens = 0;                      // the tokens iv was copied for (a SET at every position: [T][slice])
     std::vector<float> pixels;              // vision models: the image rec was run on
     std::vector<float> source;              // encoder–decoders' decoder: the encoder output rec was run on
     // A stopped run may have half written the cache: positions >= stale_token (a token change) or layers from
