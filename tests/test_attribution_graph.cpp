@@ -68,12 +68,14 @@ struct tc_case {
     std::string name;
     bool cross, skip;
     gb::sae_arch arch;
+    bool gs2 = false; // written in Gemma Scope 2's layout, writing the MLP's output after its post-norm
 };
 const std::vector<tc_case> tc_cases = {
     {"plt-relu", false, false, gb::SAE_RELU},        {"plt-jumprelu", false, false, gb::SAE_JUMPRELU},
     {"plt-relu-skip", false, true, gb::SAE_RELU},    {"plt-jumprelu-skip", false, true, gb::SAE_JUMPRELU},
     {"plt-topk", false, false, gb::SAE_TOPK},        {"clt-relu", true, false, gb::SAE_RELU},
     {"clt-jumprelu-skip", true, true, gb::SAE_JUMPRELU},
+    {"gs2-plt-affine", false, true, gb::SAE_JUMPRELU, true}, {"gs2-clt-affine", true, true, gb::SAE_JUMPRELU, true},
 };
 
 // A random set for fc written in circuit-tracer's layout and read back.
@@ -82,8 +84,14 @@ gb::transcoder_set written_set(const family_case& fc, const tc_case& tc, uint32_
     s.n_layer = fc.n_layer, s.d_model = fc.d_model, s.d_tc = 20;
     s.cross = tc.cross, s.skip = tc.skip, s.arch = tc.arch, s.seed = seed;
     const std::string dir = test_temp_dir("tc-" + fc.name + "-" + tc.name);
-    gb::write_transcoders(dir, random_transcoders(s));
-    return gb::read_transcoders(dir);
+    if (!tc.gs2) {
+        gb::write_transcoders(dir, random_transcoders(s));
+        return gb::read_transcoders(dir);
+    }
+    gb::transcoder_set t = random_transcoders(s);
+    t.output_normed = true;
+    gb::write_gemma_scope_2(dir, t, "width_20_l0_small_affine");
+    return gb::read_transcoders(tc.cross ? dir : dir + "/layer_1_width_20_l0_small_affine");
 }
 
 double max_diff(const std::vector<float>& got, const std::vector<double>& want, double* scale = nullptr) {
@@ -127,6 +135,95 @@ TEST(AttributionGraph, TranscoderFilesRoundTrip) {
     const gb::safetensors_file f = gb::open_safetensors(dir + "/layer_0.safetensors");
     const std::vector<float> w = gb::tensor_f32(f, f.tensors.at("W_skip"), {s.d_model, s.d_model});
     EXPECT_EQ(w[(size_t)2 * s.d_model + 5], a.layers[0].skip[(size_t)5 * s.d_model + 2]);
+}
+
+// Gemma Scope 2's files (the encoder transposed, the affine skip as x A, a cross-layer decoder over every layer)
+// read back as the same set circuit-tracer's layout gives; opened from any layer's folder, its params file or the
+// folder above; one-line errors for what is not such a set.
+TEST(AttributionGraph, GemmaScope2Files) {
+    for (bool cross : {false, true}) {
+        SCOPED_TRACE(cross ? "clt" : "plt");
+        tc_spec s;
+        s.cross = cross, s.skip = true, s.arch = gb::SAE_JUMPRELU, s.n_layer = 3;
+        gb::transcoder_set a = random_transcoders(s);
+        a.output_normed = true;
+        a.model_name = "google/gemma-3-270m";
+        const std::string dir = test_temp_dir(cross ? "gs2-clt" : "gs2-plt");
+        gb::write_gemma_scope_2(dir, a, "width_24_l0_small_affine");
+        std::vector<std::string> opens = {dir};
+        if (!cross)
+            opens = {dir, dir + "/layer_0_width_24_l0_small_affine", dir + "/layer_2_width_24_l0_small_affine/",
+                     dir + "/layer_1_width_24_l0_small_affine/params.safetensors"};
+        for (const std::string& path : opens) {
+            SCOPED_TRACE(path);
+            if (!cross && path != dir) {
+                EXPECT_EQ(gb::is_transcoder_folder(path), path.find(".safetensors") == std::string::npos);
+            }
+            const gb::transcoder_set b = gb::read_transcoders(path);
+            EXPECT_EQ(b.layout, gb::TC_GEMMA_SCOPE_2);
+            EXPECT_EQ(b.cross_layer, cross);
+            EXPECT_EQ(b.arch, gb::SAE_JUMPRELU);
+            EXPECT_TRUE(b.input_normed);
+            EXPECT_TRUE(b.output_normed);
+            EXPECT_EQ(b.model_name, "google/gemma-3-270m");
+            ASSERT_EQ(b.n_layer, 3);
+            EXPECT_EQ(b.d_tc, s.d_tc);
+            EXPECT_EQ(b.d_model, s.d_model);
+            for (int l = 0; l < 3; l++) {
+                EXPECT_EQ(a.layers[l].W_enc, b.layers[l].W_enc);
+                EXPECT_EQ(a.layers[l].W_dec, b.layers[l].W_dec);
+                EXPECT_EQ(a.layers[l].skip, b.layers[l].skip);
+                EXPECT_EQ(a.layers[l].threshold, b.layers[l].threshold);
+                EXPECT_EQ(a.layers[l].b_enc, b.layers[l].b_enc);
+                EXPECT_EQ(a.layers[l].b_dec, b.layers[l].b_dec);
+            }
+        }
+        EXPECT_EQ(gb::is_transcoder_folder(dir), cross); // a per-layer set's parent is entered, not chosen
+    }
+    // the files as the release writes them: w_enc [d][d_tc] (element [i][f] is feature f's weight on input i), the
+    // affine skip multiplied as x A (element [in][out])
+    tc_spec s;
+    s.skip = true, s.n_layer = 1, s.arch = gb::SAE_JUMPRELU;
+    const gb::transcoder_set a = random_transcoders(s);
+    const std::string one = test_temp_dir("gs2-one");
+    gb::write_gemma_scope_2(one, a, "width_24_l0_big_affine");
+    const gb::safetensors_file f = gb::open_safetensors(one + "/layer_0_width_24_l0_big_affine/params.safetensors");
+    const std::vector<float> we = gb::tensor_f32(f, f.tensors.at("w_enc"), {s.d_model, s.d_tc});
+    EXPECT_EQ(we[(size_t)5 * s.d_tc + 7], a.layers[0].W_enc[(size_t)7 * s.d_model + 5]);
+    const std::vector<float> sk = gb::tensor_f32(f, f.tensors.at("affine_skip_connection"), {s.d_model, s.d_model});
+    EXPECT_EQ(sk[(size_t)5 * s.d_model + 2], a.layers[0].skip[(size_t)5 * s.d_model + 2]);
+
+    // two sets side by side: the folder above names them and asks for one
+    gb::write_gemma_scope_2(one, a, "width_24_l0_small");
+    expect_gb_error([&] { gb::read_transcoders(one); }, "2 Gemma Scope 2 sets are here (width_24_l0_big_affine, width_24_l0_small)");
+    EXPECT_EQ(gb::read_transcoders(one + "/layer_0_width_24_l0_small").n_layer, 1);
+    // config.json: an SAE, another hook, a skip it does not announce
+    const std::string cfg = one + "/layer_0_width_24_l0_small/config.json";
+    auto with_config = [&](const std::string& text) {
+        std::ofstream(cfg) << text;
+        return one + "/layer_0_width_24_l0_small";
+    };
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"type": "sae"})")); }, "an SAE (type sae), not a transcoder");
+    EXPECT_FALSE(gb::is_transcoder_folder(one + "/layer_0_width_24_l0_small"));
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"hf_hook_point_in": "model.layers.0.output"})")); },
+                    "hf_hook_point_in model.layers.0.output");
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"hf_hook_point_out": "model.layers.0.output"})")); },
+                    "hf_hook_point_out model.layers.0.output");
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"architecture": "topk"})")); }, "architecture topk");
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"width": 99})")); }, "config.json says width 99");
+    expect_gb_error([&] { gb::read_transcoders(with_config(R"({"affine_connection": false})")); },
+                    "config.json says affine_connection false");
+    expect_gb_error([&] { gb::read_transcoders(with_config("{not json")); }, "config.json");
+    // with no config.json: the release's defaults (JumpReLU, mlp_in -> the output after the post-norm)
+    std::filesystem::remove(cfg);
+    const gb::transcoder_set d = gb::read_transcoders(one + "/layer_0_width_24_l0_small");
+    EXPECT_TRUE(d.output_normed);
+    EXPECT_FALSE(d.layers[0].skip.empty());
+    // a layer folder whose layer 0 is missing
+    const std::string lone = test_temp_dir("gs2-lone") + "/layer_3_width_24_l0_small";
+    std::filesystem::create_directories(lone);
+    std::filesystem::copy_file(one + "/layer_0_width_24_l0_small/params.safetensors", lone + "/params.safetensors");
+    expect_gb_error([&] { gb::read_transcoders(lone); }, "layer_0_width_24_l0_small is not beside it");
 }
 
 TEST(AttributionGraph, AdjacencyMatchesReference) {
@@ -174,6 +271,28 @@ TEST(AttributionGraph, AdjacencyMatchesReference) {
                     for (int c = 0; c < g.n_nodes(); c++) EXPECT_EQ(g.edge(r, c), 0.0f);
             }
     }
+}
+
+// Cancel is heard inside one batch of reads, at each layer the backward goes down through: with every feature's
+// read in a single batch, a request cancelled after its first answer still stops (it used to finish the batch),
+// and each layer of the batch asks.
+TEST(AttributionGraph, CancelInsideOneBatch) {
+    const family_case& fc = families()[1];
+    const gb::model m = gb::load_model(fc.dir);
+    const gb::transcoder_set t = written_set(fc, tc_cases[0], 21);
+    const std::vector<int> tokens = random_tokens(6, fc.vocab, 22);
+    gb::graph_options opt;
+    opt.batch = 1 << 20;
+    int asked = 0;
+    opt.cancelled = [&] { return ++asked > 1; };
+    EXPECT_THROW(gb::build_graph(m, t, tokens, opt), gb::cancelled);
+    EXPECT_EQ(asked, 2);
+    // never cancelled: asked before each batch and at every layer below each batch's reads
+    asked = 0;
+    opt.cancelled = [&] { return ++asked < 0; };
+    const gb::attribution_graph g = gb::build_graph(m, t, tokens, opt);
+    EXPECT_GT(g.n_features(), 0);
+    EXPECT_GE(asked, 2 + fc.n_layer);
 }
 
 TEST(AttributionGraph, PruningMatchesReference) {
@@ -402,6 +521,21 @@ TEST(AttributionGraph, CliGraphAndOpen) {
     const command_result bad = run_cli("graph --model " + fc.dir + " --transcoders " + out + " --prompt hi");
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.err.find("transcoders"), std::string::npos) << bad.err;
+    // the same set in Gemma Scope 2's layout, opened from one layer's folder: the same graph
+    const std::string gs = test_temp_dir("tc-cli-gs2");
+    gb::write_gemma_scope_2(gs, t, "width_20_l0_small");
+    const command_result g2 = run_cli("graph --model " + fc.dir + " --transcoders " + gs + "/layer_2_width_20_l0_small" +
+                                      " --prompt 'hello world again' --max-logits 4 --json " + out + "/g2.json");
+    ASSERT_EQ(g2.code, 0) << g2.err << g2.out;
+    EXPECT_NE(g2.out.find("Gemma Scope 2, per-layer, jumprelu"), std::string::npos) << g2.out;
+    const nlohmann::json j2 = nlohmann::json::parse(read_file(out + "/g2.json"));
+    EXPECT_EQ(j2["format"], "gemma-scope-2");
+    for (const char* k : {"n_nodes", "n_features", "replacement_score", "completeness_score"}) EXPECT_EQ(j2[k], j[k]) << k;
+    // several sets in the folder above: one line naming them
+    gb::write_gemma_scope_2(gs, t, "width_20_l0_big");
+    const command_result two = run_cli("graph --model " + fc.dir + " --transcoders " + gs + " --prompt hi");
+    EXPECT_EQ(two.code, 2);
+    EXPECT_NE(two.err.find("2 Gemma Scope 2 sets are here"), std::string::npos) << two.err;
 }
 
 // The command reads only the features that fire on the prompt (read_active_transcoders): its graph is the whole
@@ -503,7 +637,7 @@ TEST(AttributionGraph, DefaultModelTime) {
 TEST(AttributionGraph, Interventions) {
     for (const family_case& fc : families()) {
         const gb::model m = gb::load_model(fc.dir);
-        for (const tc_case& tc : {tc_cases[3], tc_cases[6]}) {
+        for (const tc_case& tc : {tc_cases[3], tc_cases[6], tc_cases[8]}) {
             SCOPED_TRACE(fc.name + " " + tc.name);
             const gb::transcoder_set t = written_set(fc, tc, 61);
             const std::vector<int> tokens = random_tokens(6, fc.vocab, 62);
@@ -539,7 +673,7 @@ TEST(AttributionGraph, Interventions) {
                 const double sc = 1 / std::sqrt(var / d + m.config.norm_eps);
                 for (double& e : v) e = (e - mu) * sc;
             };
-            if (gb::arch_table(m.config.arch).post_norm) {
+            if (gb::arch_table(m.config.arch).post_norm && !t.output_normed) {
                 // Gemma 2, OLMo 2: the write leaves the MLP's output before its post-norm, recomputed after
                 const gb::layer_weights& lw = m.weights.layers[L - 1];
                 const std::vector<float> wd = gb::unpack_matrix(lw.w_down);

@@ -85,6 +85,18 @@ TEST(FileBrowser, AcceptsAndNavigates) {
     EXPECT_TRUE(gbui::browse_accepts(root + "/alpha", gbui::BROWSE_FOLDER));
     EXPECT_TRUE(gbui::browse_accepts(root + "/sae-l2", gbui::BROWSE_SAE));
     EXPECT_FALSE(gbui::browse_accepts(root + "/missing.gguf", gbui::BROWSE_MODEL));
+    // Gemma Scope 2: a transcoder's layer folder and a cross-layer folder are choices; an SAE's layer folder, named
+    // the same way, and the folder above the layer folders are not
+    const std::string gs = root + "/gemma-scope-2-270m-pt";
+    touch(gs + "/transcoder_all/layer_0_width_16k_l0_small/params.safetensors");
+    touch(gs + "/transcoder_all/layer_0_width_16k_l0_small/config.json", R"({"type": "transcoder"})");
+    touch(gs + "/resid_post/layer_0_width_16k_l0_small/params.safetensors");
+    touch(gs + "/resid_post/layer_0_width_16k_l0_small/config.json", R"({"type": "sae"})");
+    touch(gs + "/clt/width_262k_l0_medium_affine/params_layer_0.safetensors");
+    EXPECT_TRUE(gbui::browse_accepts(gs + "/transcoder_all/layer_0_width_16k_l0_small", gbui::BROWSE_TRANSCODERS));
+    EXPECT_TRUE(gbui::browse_accepts(gs + "/clt/width_262k_l0_medium_affine", gbui::BROWSE_TRANSCODERS));
+    EXPECT_FALSE(gbui::browse_accepts(gs + "/resid_post/layer_0_width_16k_l0_small", gbui::BROWSE_TRANSCODERS));
+    EXPECT_FALSE(gbui::browse_accepts(gs + "/transcoder_all", gbui::BROWSE_TRANSCODERS));
     EXPECT_EQ(gbui::parent_folder("/a/b"), "/a");
     EXPECT_EQ(gbui::parent_folder("/a"), "/");
     EXPECT_EQ(gbui::parent_folder("/"), "/");

@@ -158,9 +158,10 @@ int cmd_graph(const args& a) {
     for (int i = 0; i < N; i++) kept_nodes += p.node_mask[i], kept_features += i < g.n_features() && p.node_mask[i];
     for (uint8_t e : p.edge_mask) kept_edges += e;
 
-    std::printf("transcoders %s: %s, %s%s, %d layers x %d features\n", t.path.c_str(),
-                t.cross_layer ? "cross-layer" : "per-layer", gb::sae_arch_name(t.arch), t.has_skip() ? " + skip" : "",
-                t.n_layer, full_d_tc);
+    std::printf("transcoders %s: %s%s, %s%s, %d layers x %d features%s\n", t.path.c_str(),
+                t.layout == gb::TC_GEMMA_SCOPE_2 ? "Gemma Scope 2, " : "", t.cross_layer ? "cross-layer" : "per-layer",
+                gb::sae_arch_name(t.arch), t.has_skip() ? " + skip" : "", t.n_layer, full_d_tc,
+                t.output_normed && gb::arch_table(m.config.arch).post_norm ? ", writing after the MLP's post-norm" : "");
     std::printf("%d tokens, %d active features (%d as nodes), %d error nodes, %d logits:", g.n_tokens(), g.n_active,
                 g.n_features(), g.n_errors(), g.n_logits());
     for (int i = 0; i < g.n_logits(); i++)
@@ -191,7 +192,8 @@ int cmd_graph(const args& a) {
         logits.push_back({{"id", g.logit_tokens[i]}, {"text", gb::token_text(m.tok, g.logit_tokens[i])},
                           {"probability", g.logit_probs[i]}});
     const nlohmann::json j = {
-        {"transcoders", t.path}, {"cross_layer", t.cross_layer}, {"tokens", g.tokens}, {"bos", opt.bos},
+        {"transcoders", t.path}, {"cross_layer", t.cross_layer},
+        {"format", t.layout == gb::TC_GEMMA_SCOPE_2 ? "gemma-scope-2" : "circuit-tracer"}, {"tokens", g.tokens}, {"bos", opt.bos},
         {"replacement_score", p.replacement_score}, {"completeness_score", p.completeness_score},
         {"n_nodes", N}, {"n_features", g.n_features()}, {"n_active_features", g.n_active}, {"n_errors", g.n_errors()},
         {"n_tokens", g.n_tokens()}, {"n_logits", g.n_logits()}, {"n_kept_nodes", kept_nodes},

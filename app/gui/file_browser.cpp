@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "io/transcoders.h"
+
 namespace fs = std::filesystem;
 
 namespace gbui {
@@ -45,8 +47,7 @@ static bool folder_is_choice(const fs::path& dir, browse_kind kind) {
     switch (kind) {
     case BROWSE_MODEL: return exists_in(dir, "config.json");
     case BROWSE_SAE: return exists_in(dir, "cfg.json");
-    case BROWSE_TRANSCODERS:
-        return exists_in(dir, "layer_0.safetensors") || exists_in(dir, "W_enc_0.safetensors");
+    case BROWSE_TRANSCODERS: return gb::is_transcoder_folder(dir.string());
     default: return false;
     }
 }

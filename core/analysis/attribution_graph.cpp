@@ -181,7 +181,7 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         row_node.push_back(n_src + i);
         row_layer.push_back(L);
     }
-    read_rows(rows.data(), m, r, w, reads, opt.batch);
+    read_rows(rows.data(), m, r, w, reads, opt.batch, opt.cancelled);
     auto check_cancel = [&] {
         if (opt.cancelled && opt.cancelled()) throw cancelled();
     };
@@ -200,7 +200,7 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
                 row_layer.push_back(a.layer);
                 visited[ids[j]] = 1;
             }
-            read_rows(rows.data() + (size_t)n_rows * n_src, m, r, w, reads, opt.batch);
+            read_rows(rows.data() + (size_t)n_rows * n_src, m, r, w, reads, opt.batch, opt.cancelled);
             n_rows += (int)reads.size();
             if (opt.progress) opt.progress("feature rows", n_rows - n_l, n_sel_max);
         }

@@ -48,25 +48,37 @@ void check_family(const model& m, const transcoder_set& t) {
 
 } // namespace
 
+// The frozen scale of attention l's post-norm into r.s_post_attn, from its output before the norm (the model's own
+// product of the kept z).
+static void attn_post_scale(replacement& r, const record& rec, const model& m, int l) {
+    const int T = r.n_tokens, d = r.d_model;
+    const float* z = rec.get(HOOK_Z, l);
+    if (!z) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+    const layer_weights& lw = m.weights.layers[l];
+    gemm_scratch gs;
+    std::vector<float> attn((size_t)T * d);
+    gemm(attn.data(), z, lw.w_o, lw.b_o, T, gs);
+    norm_scales(r.s_post_attn.data() + (size_t)l * T, attn.data(), T, d, r.layernorm, m.config.norm_eps);
+}
+
 // mlp_out [L][T][d]: each layer's MLP output as the transcoders replace it; with post-norms the output before its
-// norm (the model's own products of the kept inputs), and both post-norms' frozen scales into r.
+// norm (the model's own products of the kept inputs) unless the set writes after it, and the post-norms' frozen
+// scales into r.
 static void mlp_outputs(std::vector<float>& mlp_out, replacement& r, const record& rec, const model& m) {
     const model_config& c = m.config;
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
     for (int l = 0; l < L; l++) {
-        if (!r.post_norm) {
+        if (!r.post_norm || r.output_normed) { // the MLP's output as the model adds it
+            if (r.post_norm) attn_post_scale(r, rec, m, l);
             if (!rec.has(HOOK_MLP_OUT, l)) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
             std::copy_n(rec.get(HOOK_MLP_OUT, l), (size_t)T * d, mlp_out.begin() + (size_t)l * T * d);
             continue;
         }
-        const float* z = rec.get(HOOK_Z, l);
+        attn_post_scale(r, rec, m, l);
         const float* h = rec.get(HOOK_MLP_POST, l);
-        if (!z || !h) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
+        if (!h) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
         const layer_weights& lw = m.weights.layers[l];
         gemm_scratch gs;
-        std::vector<float> attn((size_t)T * d);
-        gemm(attn.data(), z, lw.w_o, lw.b_o, T, gs);
-        norm_scales(r.s_post_attn.data() + (size_t)l * T, attn.data(), T, d, r.layernorm, c.norm_eps);
         gemm(mlp_out.data() + (size_t)l * T * d, h, lw.w_down, lw.b_down, T, gs);
         norm_scales(r.s_post_mlp.data() + (size_t)l * T, mlp_out.data() + (size_t)l * T * d, T, d, r.layernorm, c.norm_eps);
     }
@@ -121,6 +133,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
     r.pre_norm = arch_table(c.arch).pre_norm;
     r.post_norm = arch_table(c.arch).post_norm;
     r.input_normed = t.input_normed;
+    r.output_normed = r.post_norm && t.output_normed;
     r.first_pos = bos ? 1 : 0;
     r.tokens = tokens;
 
@@ -339,9 +352,9 @@ void layer_back(std::vector<float>& G, float* rows, int n_src, int B, int Tb, co
                 const source_writes& w, int k, backward_scratch& s, F&& split) {
     const int T = r.n_tokens, d = r.d_model;
     const layer_weights& lw = m.weights.layers[k];
-    // at the MLP's output: through its post-norm where there is one
+    // at the MLP's output: through its post-norm where there is one (and the writes come before it)
     std::vector<float> Gm(G.begin(), G.end());
-    if (r.post_norm) {
+    if (r.post_norm && !r.output_normed) {
         const float* p = post_back(G.data(), B * Tb, Tb, r, lw.post_mlp_norm, r.s_post_mlp, k, s);
         std::copy_n(p, Gm.size(), Gm.begin());
     }
@@ -362,7 +375,7 @@ void layer_back(std::vector<float>& G, float* rows, int n_src, int B, int Tb, co
 
 // One batch of reads, all at the same layer l (n_layer: logits).
 void batch_rows(float* rows, const model& m, const replacement& r, const source_writes& w, const graph_read* reads,
-                int B, int l, backward_scratch& s) {
+                int B, int l, backward_scratch& s, const std::function<bool()>& cancelled) {
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
     int Tb = 1; // positions the batch reaches: none after its last read (causal)
     for (int b = 0; b < B; b++) Tb = std::max(Tb, reads[b].pos + 1);
@@ -379,15 +392,17 @@ void batch_rows(float* rows, const model& m, const replacement& r, const source_
         G2 = G;
         attn_back(G.data(), G2.data(), B, Tb, m, r, l, s);
     }
-    for (int k = l - 1; k >= 0; k--) // G: at resid_post(k), where MLP k's writes enter
+    for (int k = l - 1; k >= 0; k--) { // G: at resid_post(k), where MLP k's writes enter
+        if (cancelled && cancelled()) throw gb::cancelled();
         layer_back(G, rows, w.n_src, B, Tb, m, r, w, k, s, [](const std::vector<float>&) {});
+    }
     for (int p = 0; p < Tb; p++) take_edges(rows, w.n_src, G.data(), B, Tb, d, p, w.embed[p], w.embed_ids[p], s);
 }
 
 } // namespace
 
 void read_rows(float* rows, const model& m, const replacement& r, const source_writes& w,
-               const std::vector<graph_read>& reads, int max_batch) {
+               const std::vector<graph_read>& reads, int max_batch, const std::function<bool()>& cancelled) {
     std::vector<int> order(reads.size());
     for (size_t i = 0; i < reads.size(); i++) order[i] = (int)i;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -405,8 +420,9 @@ void read_rows(float* rows, const model& m, const replacement& r, const source_w
         while (j < order.size() && reads[order[j]].layer == first.layer && (int)batch.size() < max_batch &&
                (reads[order[j]].pos - first.pos) * 8 <= reads[order[j]].pos + 1)
             batch.push_back(reads[order[j++]]);
+        if (cancelled && cancelled()) throw gb::cancelled();
         out.assign(batch.size() * (size_t)w.n_src, 0.0f);
-        batch_rows(out.data(), m, r, w, batch.data(), (int)batch.size(), batch[0].layer, s);
+        batch_rows(out.data(), m, r, w, batch.data(), (int)batch.size(), batch[0].layer, s, cancelled);
         for (size_t b = 0; b < batch.size(); b++) {
             float* dst = rows + (size_t)order[i + b] * w.n_src;
             const float* src = out.data() + b * w.n_src;

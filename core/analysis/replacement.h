@@ -7,7 +7,8 @@
 // Families: causal decoders: pre-norm (GPT-2, Llama and its kin, GPT-NeoX's parallel blocks, MoE layers, whose MLP
 // the transcoders replace) and with post-norms on the sublayers' outputs (Gemma 2; OLMo 2, which has no pre-norms):
 // there the transcoders read the MLP's input (after its pre-norm, where there is one) and write the MLP's output
-// before its post-norm, whose scale is frozen like the others'. Encoders and encoder–decoders are refused.
+// before its post-norm, whose scale is frozen like the others' (or, for sets that say so, such as Gemma Scope 2's,
+// after it: the post-norm is then inside what the transcoders replace). Encoders and encoder–decoders are refused.
 #pragma once
 #include <functional>
 #include <string>
@@ -31,6 +32,8 @@ struct replacement {
     bool pre_norm = true;      // a norm before each sublayer (all but OLMo 2)
     bool post_norm = false;    // a norm on each sublayer's output before the residual add (Gemma 2, OLMo 2)
     bool input_normed = true;  // the transcoders read mlp_in (after the norm); false: resid_mid
+    bool output_normed = false; // post_norm and the transcoders write the MLP's output after its post-norm (Gemma
+                                // Scope 2): the MLP's post-norm is then not in the replacement model
     int first_pos = 0;         // 1 with a BOS: position 0 carries no feature or error node
     std::vector<int> tokens;   // [T]
     std::vector<float> logits; // [V] the model's logits at the last position
@@ -44,7 +47,8 @@ struct replacement {
     std::vector<weight_matrix> w_oT;  // [L] [d][H*dh] W_o transposed
     std::vector<weight_matrix> skip_t; // [L] [d][d] the transcoders' skip transposed (empty without)
     std::vector<float> mlp_input;     // [L][T][d] what the transcoders read
-    std::vector<float> error;         // [L][T][d] true MLP out (before a post-norm) - reconstruction
+    std::vector<float> error;         // [L][T][d] true MLP out (before a post-norm; after it when output_normed)
+                                      // - reconstruction
     std::vector<float> recon;         // [L][T][d] the reconstruction, b_dec and skip included
     std::vector<float> tok_write;     // [T][d] each token's embedding (scaled as the model scales it)
     std::vector<double> unembed_mean; // [d] the unembedding's mean row
@@ -80,9 +84,11 @@ source_writes gather_writes(const model& m, const replacement& r, const transcod
 // rows [n][w.n_src] += the direct effect of every source on each read (reads of one layer, n of them), through
 // the frozen linear model: the read's vector sent back to the stream, through attention (values and W_o under
 // the frozen pattern and scales) and the transcoders' skips, dotted with each write where it enters.
-// max_batch bounds the reads sent back together (memory: max_batch * T * d floats, three times).
+// max_batch bounds the reads sent back together (memory: max_batch * T * d floats, three times). cancelled (may be
+// empty) is asked before each batch and at each layer a batch goes down through: true throws gb::cancelled.
 void read_rows(float* rows, const model& m, const replacement& r, const source_writes& w,
-               const std::vector<graph_read>& reads, int max_batch = 256);
+               const std::vector<graph_read>& reads, int max_batch = 256,
+               const std::function<bool()>& cancelled = {});
 
 // Head loadings of the edge from source src to one read: out [L][H + 1], row l the edge split at attention layer
 // l into each head's part (columns 0 .. H-1) and the part that bypasses that layer's attention (column H: the

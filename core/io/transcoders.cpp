@@ -7,12 +7,15 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <regex>
 
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_util.h"
 
 namespace gb {
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 std::vector<std::pair<std::string, std::string>> read_flat_yaml(const std::string& path) {
     std::ifstream f(path);
@@ -115,19 +118,140 @@ void check_layer(const transcoder_set& t, const transcoder_layer& l, const std::
 
 namespace {
 
-// The set's description from dir (config.yaml and the files present), its layers not read yet.
-transcoder_set open_set(const std::string& dir, sae_arch& config_arch) {
+// Gemma Scope 2's config.json (path): what it says of the set into t; affine: whether it says the layers have a
+// skip (-1: not said).
+void read_gs2_config(transcoder_set& t, const std::string& path, int& affine, int& width) {
+    affine = -1, width = 0;
+    if (!fs::exists(path)) return;
+    const json c = read_json_file(path);
+    if (!c.is_object()) throw error(path + ": not a JSON object");
+    auto str = [&](const char* key) {
+        return c.contains(key) && c.at(key).is_string() ? c.at(key).get<std::string>() : std::string();
+    };
+    const std::string type = str("type");
+    if (type == "sae")
+        throw error(path + ": an SAE (type sae), not a transcoder: open it as an SAE (features --sae, the Features tab)");
+    if (!type.empty() && type != "transcoder" && type != "clt")
+        throw error(path + ": type " + type + " (glassbox reads Gemma Scope 2's transcoder and clt)");
+    const std::string arch = str("architecture");
+    if (arch == "jump_relu" || arch == "jumprelu" || arch.empty()) t.arch = SAE_JUMPRELU;
+    else if (arch == "relu") t.arch = SAE_RELU;
+    else throw error(path + ": architecture " + arch + " (glassbox reads jump_relu and relu)");
+    // the module names after "layers.{i}." (or a CLT's, which may name no layer)
+    auto point = [](const std::string& hook) {
+        static const std::regex layer_re(R"(^.*layers\.(\d+|\{\w*\})\.)");
+        return std::regex_replace(hook, layer_re, "");
+    };
+    const std::string in = str("hf_hook_point_in"), out = str("hf_hook_point_out");
+    if (!in.empty()) {
+        const std::string p = point(in);
+        if (p != "pre_feedforward_layernorm.output" && p != "mlp.input")
+            throw error(path + ": hf_hook_point_in " + in + " (glassbox reads transcoders of the MLP's input after its "
+                        "norm, pre_feedforward_layernorm.output)");
+        t.input_normed = true;
+    }
+    if (!out.empty()) {
+        const std::string p = point(out);
+        if (p == "post_feedforward_layernorm.output") t.output_normed = true;
+        else if (p == "mlp.output" || p == "mlp.down_proj.output") t.output_normed = false;
+        else
+            throw error(path + ": hf_hook_point_out " + out + " (glassbox reads transcoders writing the MLP's output, "
+                        "post_feedforward_layernorm.output or mlp.output)");
+    }
+    if (c.contains("affine_connection") && c.at("affine_connection").is_boolean()) affine = c.at("affine_connection").get<bool>();
+    if (c.contains("width") && c.at("width").is_number_integer()) width = c.at("width").get<int>();
+    const std::string name = str("model_name");
+    if (!name.empty()) t.model_name = name;
+}
+
+// A Gemma Scope 2 per-layer set's folders: parent/layer_{i}_{variant} for i = 0, 1, ... while params.safetensors is
+// there.
+std::vector<std::string> gs2_layer_files(const fs::path& parent, const std::string& variant) {
+    std::vector<std::string> files;
+    for (int i = 0;; i++) {
+        const fs::path f = parent / ("layer_" + std::to_string(i) + "_" + variant) / "params.safetensors";
+        if (!fs::exists(f)) break;
+        files.push_back(f.string());
+    }
+    return files;
+}
+
+const std::regex gs2_layer_re(R"(layer_(\d+)_(.+))");
+
+// dir as a Gemma Scope 2 set: its files (empty: not one). A layer folder, the folder above one holding a single
+// set, or a cross-layer folder.
+std::vector<std::string> gs2_files(const std::string& dir, bool& cross) {
+    cross = false;
+    std::vector<std::string> files;
+    if (fs::exists(dir + "/params_layer_0.safetensors")) {
+        cross = true;
+        for (int i = 0; fs::exists(dir + "/params_layer_" + std::to_string(i) + ".safetensors"); i++)
+            files.push_back(dir + "/params_layer_" + std::to_string(i) + ".safetensors");
+        return files;
+    }
+    const fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
+    const std::string name = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
+    const fs::path folder = p.has_filename() ? p : p.parent_path();
+    std::smatch m;
+    if (fs::exists(folder / "params.safetensors") && std::regex_match(name, m, gs2_layer_re)) {
+        files = gs2_layer_files(folder.parent_path(), m[2].str());
+        if (files.empty())
+            throw error("transcoders " + dir + ": a Gemma Scope 2 layer folder, but layer_0_" + m[2].str() +
+                        " is not beside it");
+        return files;
+    }
+    std::vector<std::string> variants;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+        const std::string n = e.path().filename().string();
+        if (e.is_directory() && std::regex_match(n, m, gs2_layer_re) && m[1].str() == "0" &&
+            fs::exists(e.path() / "params.safetensors"))
+            variants.push_back(m[2].str());
+    }
+    std::sort(variants.begin(), variants.end());
+    if (variants.size() > 1) {
+        std::string list;
+        for (size_t i = 0; i < variants.size() && i < 4; i++) list += (i ? ", " : "") + variants[i];
+        if (variants.size() > 4) list += ", ...";
+        throw error("transcoders " + dir + ": " + std::to_string(variants.size()) + " Gemma Scope 2 sets are here (" +
+                    list + "): open one layer's folder of the one you want, such as layer_0_" + variants[0]);
+    }
+    if (variants.size() == 1) files = gs2_layer_files(folder, variants[0]);
+    return files;
+}
+
+// The set's description from dir (config.yaml or config.json and the files present), its layers not read yet.
+transcoder_set open_set(const std::string& dir_in, sae_arch& config_arch) {
     transcoder_set t;
-    t.path = dir;
+    t.path = dir_in;
+    std::string dir = dir_in;
+    if (fs::is_regular_file(dir) && fs::path(dir).filename() == "params.safetensors")
+        dir = fs::path(dir).parent_path().string(); // one layer's params of a Gemma Scope 2 set
     if (!fs::is_directory(dir)) throw error("transcoders " + dir + ": not a folder");
+    const bool per_layer_files = fs::exists(dir + "/layer_0.safetensors");
+    const bool cross_files = fs::exists(dir + "/W_enc_0.safetensors");
+    if (!per_layer_files && !cross_files) {
+        bool cross = false;
+        t.files = gs2_files(dir, cross);
+        if (t.files.empty())
+            throw error("transcoders " + dir + ": neither layer_0.safetensors (per-layer) nor W_enc_0.safetensors "
+                        "(cross-layer) is there, nor a Gemma Scope 2 set (layer_{i}_.../params.safetensors, "
+                        "params_layer_{i}.safetensors)");
+        t.layout = TC_GEMMA_SCOPE_2;
+        t.cross_layer = cross;
+        t.arch = SAE_JUMPRELU;
+        t.output_normed = true; // the release's transcoders write post_feedforward_layernorm.output
+        int affine = -1, width = 0;
+        read_gs2_config(t, (fs::path(t.files[0]).parent_path() / "config.json").string(), affine, width);
+        t.gs2_affine = affine, t.gs2_width = width;
+        config_arch = t.arch;
+        t.n_layer = (int)t.files.size();
+        t.layers.resize(t.n_layer);
+        return t;
+    }
     bool cross = false, kind_given = false;
     read_config(t, dir, cross, kind_given);
     config_arch = t.arch;
-    const bool per_layer_files = fs::exists(dir + "/layer_0.safetensors");
-    const bool cross_files = fs::exists(dir + "/W_enc_0.safetensors");
-    if (!per_layer_files && !cross_files)
-        throw error("transcoders " + dir + ": neither layer_0.safetensors (per-layer) nor W_enc_0.safetensors "
-                    "(cross-layer) is there");
     if (!kind_given) cross = !per_layer_files;
     t.cross_layer = cross;
     int L = 0;
@@ -137,12 +261,52 @@ transcoder_set open_set(const std::string& dir, sae_arch& config_arch) {
                     " but " + (cross ? "W_enc_0.safetensors" : "layer_0.safetensors") + " is not there");
     t.n_layer = L;
     t.layers.resize(L);
+    for (int i = 0; i < L; i++)
+        t.files.push_back(dir + (cross ? "/W_enc_" : "/layer_") + std::to_string(i) + ".safetensors");
     return t;
+}
+
+// Layer i of a Gemma Scope 2 set into t.layers[i] (layer 0 sets d_tc and d_model).
+void read_gs2_layer(transcoder_set& t, int i) {
+    const std::string& file = t.files[i];
+    transcoder_layer& l = t.layers[i];
+    reader r(file);
+    const std::vector<int64_t> es = r.shape("w_enc");
+    if (es.size() != 2) throw error(file + ": w_enc has shape " + shape_str(es) + ", expected [d_model, d_tc]");
+    if (i == 0) {
+        t.d_model = (int)es[0];
+        t.d_tc = (int)es[1];
+        if (t.gs2_width > 0 && t.gs2_width != t.d_tc)
+            throw error(file + ": w_enc has " + std::to_string(t.d_tc) + " features, config.json says width " +
+                        std::to_string(t.gs2_width));
+    }
+    const int n = t.d_tc, d = t.d_model, L = t.n_layer;
+    l.W_enc = transposed(r.get("w_enc", {d, n}), d, n); // [d][d_tc] -> [d_tc][d]
+    l.b_enc = r.get("b_enc", {n});
+    l.b_dec = r.get("b_dec", {d});
+    if (r.has("threshold")) l.threshold = r.get("threshold", {n});
+    if (r.has("affine_skip_connection")) l.skip = r.get("affine_skip_connection", {d, d}); // x A: [in][out] already
+    if (t.gs2_affine == 1 && l.skip.empty())
+        throw error(file + ": config.json says affine_connection but there is no affine_skip_connection");
+    if (t.gs2_affine == 0 && !l.skip.empty())
+        throw error(file + ": an affine_skip_connection, but config.json says affine_connection false");
+    if (t.cross_layer) {
+        const std::vector<float> w = r.get("w_dec", {n, L, d}); // every layer's, of which i .. L-1 are written
+        l.W_dec.resize((size_t)n * (L - i) * d);
+        for (int f = 0; f < n; f++)
+            std::copy_n(w.begin() + ((size_t)f * L + i) * d, (size_t)(L - i) * d, l.W_dec.begin() + (size_t)f * (L - i) * d);
+    } else {
+        l.W_dec = r.get("w_dec", {n, d});
+    }
+    if (l.skip.empty() != t.layers[0].skip.empty())
+        throw error(file + ": some layers have a skip connection and some do not");
+    check_layer(t, l, file);
 }
 
 // Layer i of t read into t.layers[i] (layer 0 sets d_tc and d_model), checked.
 void read_layer(transcoder_set& t, int i) {
-    const std::string& dir = t.path;
+    if (t.layout == TC_GEMMA_SCOPE_2) return read_gs2_layer(t, i);
+    const std::string dir = fs::path(t.files[i]).parent_path().string();
     const bool cross = t.cross_layer;
     const int L = t.n_layer;
     const std::string si = std::to_string(i);
@@ -284,6 +448,61 @@ void write_transcoders(const std::string& dir, const transcoder_set& t) {
             if (!l.skip.empty()) ts.push_back({"W_skip", {d, d}, transposed(l.skip, d, d)});
             write_safetensors(dir + "/layer_" + si + ".safetensors", ts);
         }
+    }
+}
+
+void write_gemma_scope_2(const std::string& dir, const transcoder_set& t, const std::string& variant) {
+    const int n = t.d_tc, d = t.d_model, L = t.n_layer;
+    for (int i = 0; i < L; i++) {
+        const transcoder_layer& l = t.layers[i];
+        const std::string folder = t.cross_layer ? dir : dir + "/layer_" + std::to_string(i) + "_" + variant;
+        fs::create_directories(folder);
+        std::vector<st_out> ts;
+        ts.push_back({"w_enc", {d, n}, transposed(l.W_enc, n, d)});
+        ts.push_back({"b_enc", {n}, l.b_enc});
+        ts.push_back({"b_dec", {d}, l.b_dec});
+        if (!l.threshold.empty()) ts.push_back({"threshold", {n}, l.threshold});
+        if (!l.skip.empty()) ts.push_back({"affine_skip_connection", {d, d}, l.skip});
+        if (t.cross_layer) { // [d_tc][L][d], the layers below i zero
+            std::vector<float> w((size_t)n * L * d, 0.0f);
+            for (int f = 0; f < n; f++)
+                std::copy_n(l.W_dec.begin() + (size_t)f * (L - i) * d, (size_t)(L - i) * d, w.begin() + ((size_t)f * L + i) * d);
+            ts.push_back({"w_dec", {n, L, d}, std::move(w)});
+        } else {
+            ts.push_back({"w_dec", {n, d}, l.W_dec});
+        }
+        write_safetensors(folder + (t.cross_layer ? "/params_layer_" + std::to_string(i) : std::string("/params")) +
+                              ".safetensors", ts);
+        if (t.cross_layer && i > 0) continue;
+        json c;
+        const std::string at = t.cross_layer ? "{layer}" : std::to_string(i);
+        c["hf_hook_point_in"] = "model.layers." + at + ".pre_feedforward_layernorm.output";
+        c["hf_hook_point_out"] = "model.layers." + at + (t.output_normed ? ".post_feedforward_layernorm.output" : ".mlp.output");
+        c["width"] = n;
+        c["model_name"] = t.model_name;
+        c["architecture"] = t.arch == SAE_RELU ? "relu" : "jump_relu";
+        c["affine_connection"] = !l.skip.empty();
+        c["type"] = t.cross_layer ? "clt" : "transcoder";
+        std::ofstream f(folder + "/config.json");
+        if (!(f << c.dump(2) << "\n")) throw error("cannot write " + folder + "/config.json");
+    }
+}
+
+bool is_transcoder_folder(const std::string& dir) {
+    std::error_code ec;
+    const fs::path p(dir);
+    if (!fs::is_directory(p, ec)) return false;
+    if (fs::exists(p / "layer_0.safetensors", ec) || fs::exists(p / "W_enc_0.safetensors", ec) ||
+        fs::exists(p / "params_layer_0.safetensors", ec))
+        return true;
+    const fs::path q = fs::absolute(p, ec).lexically_normal();
+    const std::string name = q.has_filename() ? q.filename().string() : q.parent_path().filename().string();
+    if (!std::regex_match(name, gs2_layer_re) || !fs::exists(p / "params.safetensors", ec)) return false;
+    try { // a Gemma Scope 2 SAE's folder is named the same way
+        const json c = read_json_file((p / "config.json").string());
+        return c.is_object() && c.contains("type") && c.at("type") == "transcoder";
+    } catch (const std::exception&) {
+        return false;
     }
 }
 

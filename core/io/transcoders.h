@@ -8,6 +8,16 @@
 // with an optional config.yaml beside them, of which the flat `key: value` lines are read: model_kind
 // (transcoder_set or cross_layer_transcoder), model_name, feature_input_hook, feature_output_hook, and ours:
 // activation_function (relu, jump_relu, topk) with top_k.
+// And Gemma Scope 2's (google/gemma-scope-2-*), JumpReLU, a config.json beside the params (type, architecture,
+// hf_hook_point_in / _out, affine_connection, model_name, width):
+// - per-layer (transcoder_all/layer_{i}_width_{W}_l0_{X}[_affine]/params.safetensors): w_enc [d][d_tc] (the
+//   encoder transposed), w_dec [d_tc][d], b_enc, b_dec, threshold, optional affine_skip_connection [d][d] (the
+//   skip x A); opened from any one layer's folder (or its params.safetensors), or from the folder above when it
+//   holds a single set;
+// - cross-layer (clt/width_{W}_l0_{X}[_affine]/params_layer_{i}.safetensors): the same names, w_dec [d_tc][L][d]
+//   of which layer i's features use the layers i .. L-1.
+// Its transcoders read the MLP's input after its norm (pre_feedforward_layernorm.output) and write the MLP's output
+// after its post-norm (post_feedforward_layernorm.output): output_normed.
 // A single SAELens transcoder (core/io/sae.h) is one layer; this is the whole stack, every layer covered.
 #pragma once
 #include <string>
@@ -27,11 +37,18 @@ struct transcoder_layer {
     std::vector<float> skip;      // [d][d] this layer's MLP output gets x skip (row-major [in][out]); empty: none
 };
 
+enum transcoder_layout { TC_CIRCUIT_TRACER, TC_GEMMA_SCOPE_2 };
+
 struct transcoder_set {
     std::string path;
-    std::string model_name;       // config.yaml's, "" without
+    transcoder_layout layout = TC_CIRCUIT_TRACER;
+    std::vector<std::string> files; // [n_layer] each layer's file (a circuit-tracer cross-layer set: its W_enc_{i})
+    std::string model_name;       // config.yaml's (config.json's), "" without
     bool cross_layer = false;
     bool input_normed = true;     // the input is the MLP's input after its norm (mlp_in); false: resid_mid
+    bool output_normed = false;   // the writes are the MLP's output after its post-norm (Gemma Scope 2); on a model
+                                  // without post-norms the same point as before one
+    int gs2_affine = -1, gs2_width = 0; // Gemma Scope 2's config.json: affine_connection (-1: unsaid), width (0)
     sae_arch arch = SAE_RELU;     // SAE_RELU, SAE_JUMPRELU or SAE_TOPK (k)
     int k = 0;
     int n_layer = 0, d_model = 0, d_tc = 0;
@@ -60,6 +77,13 @@ transcoder_set read_active_transcoders(const std::string& dir, const std::vector
                                        std::vector<std::vector<int>>& kept, int& full_d_tc);
 // Writes t into dir in circuit-tracer's layout (config.yaml too), F32. The tests' sets and train-transcoder's.
 void write_transcoders(const std::string& dir, const transcoder_set& t);
+// Writes t in Gemma Scope 2's layout, F32, config.json included: per-layer into dir/layer_{i}_{variant}/, cross-
+// layer into dir/params_layer_{i}.safetensors (variant unused). The tests' sets.
+void write_gemma_scope_2(const std::string& dir, const transcoder_set& t, const std::string& variant);
+
+// Whether dir is a transcoder set's folder that read_transcoders opens as it is (circuit-tracer's, a Gemma Scope 2
+// cross-layer folder, or one layer's folder of a Gemma Scope 2 per-layer set): the file browser's choices.
+bool is_transcoder_folder(const std::string& dir);
 
 // A random per-layer ReLU set of n_layer x d_tc features for a model of width d, written into dir layer by layer
 // (memory: one layer as floats) in circuit-tracer's layout, its matrices stored as dtype ("F32", "F16", "BF16"):

@@ -237,7 +237,7 @@ void ref_transcode(ref_ctx& x, std::vector<active_feature>& active) {
             }
             const float* mo = x.rec.get(gb::HOOK_MLP_OUT, k) + (size_t)p * d;
             for (int j = 0; j < d; j++)
-                x.err[((size_t)k * T + p) * d + j] = (x.R.post ? x.mlp_raw[((size_t)k * T + p) * d + j] : mo[j]) - rc[j];
+                x.err[((size_t)k * T + p) * d + j] = (x.R.post && !x.t.output_normed ? x.mlp_raw[((size_t)k * T + p) * d + j] : mo[j]) - rc[j];
         }
 }
 
@@ -319,7 +319,8 @@ std::vector<double> ref_forward(const ref_ctx& c, int skip_node) {
             }
             if (p < c.fp || g.error_index(l, p) != skip_node)
                 for (int j = 0; j < d; j++) mlp[j] += c.err[((size_t)l * T + p) * d + j];
-            if (R.post) mlp = R.norm(mlp.data(), R.sPM[(size_t)l * T + p], R.gPM[l], {});
+            if (R.post && !t.output_normed) // a set that writes after the post-norm replaces it too
+                mlp = R.norm(mlp.data(), R.sPM[(size_t)l * T + p], R.gPM[l], {});
             for (int j = 0; j < d; j++) x[(size_t)p * d + j] = mid[(size_t)p * d + j] + mlp[j];
         }
     }
