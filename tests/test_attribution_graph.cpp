@@ -104,6 +104,22 @@ double max_diff(const std::vector<float>& got, const std::vector<double>& want, 
     return m;
 }
 
+// b, read back from files, holds a's layers exactly (the checks of both layouts' round trips).
+void expect_same_layers(const gb::transcoder_set& a, const gb::transcoder_set& b) {
+    ASSERT_EQ(b.n_layer, a.n_layer);
+    EXPECT_EQ(b.d_tc, a.d_tc);
+    EXPECT_EQ(b.cross_layer, a.cross_layer);
+    EXPECT_EQ(b.arch, a.arch);
+    for (int l = 0; l < a.n_layer; l++) {
+        EXPECT_EQ(a.layers[l].W_enc, b.layers[l].W_enc);
+        EXPECT_EQ(a.layers[l].W_dec, b.layers[l].W_dec);
+        EXPECT_EQ(a.layers[l].skip, b.layers[l].skip);
+        EXPECT_EQ(a.layers[l].threshold, b.layers[l].threshold);
+        EXPECT_EQ(a.layers[l].b_enc, b.layers[l].b_enc);
+        EXPECT_EQ(a.layers[l].b_dec, b.layers[l].b_dec);
+    }
+}
+
 } // namespace
 
 TEST(AttributionGraph, TranscoderFilesRoundTrip) {
@@ -116,15 +132,8 @@ TEST(AttributionGraph, TranscoderFilesRoundTrip) {
         const gb::transcoder_set b = gb::read_transcoders(dir);
         EXPECT_EQ(b.cross_layer, cross);
         EXPECT_EQ(b.arch, gb::SAE_JUMPRELU);
-        ASSERT_EQ(b.n_layer, 3);
-        EXPECT_EQ(b.d_tc, s.d_tc);
-        for (int l = 0; l < 3; l++) {
-            EXPECT_EQ(a.layers[l].W_enc, b.layers[l].W_enc);
-            EXPECT_EQ(a.layers[l].W_dec, b.layers[l].W_dec);
-            EXPECT_EQ(a.layers[l].skip, b.layers[l].skip);
-            EXPECT_EQ(a.layers[l].threshold, b.layers[l].threshold);
-            EXPECT_EQ(a.layers[l].b_dec, b.layers[l].b_dec);
-        }
+        EXPECT_EQ(b.n_layer, 3);
+        expect_same_layers(a, b);
     }
     // per-layer files store W_skip as circuit-tracer multiplies by it, x W_skip^T: element [out][in]
     tc_spec s;
@@ -166,17 +175,9 @@ TEST(AttributionGraph, GemmaScope2Files) {
             EXPECT_TRUE(b.input_normed);
             EXPECT_TRUE(b.output_normed);
             EXPECT_EQ(b.model_name, "google/gemma-3-270m");
-            ASSERT_EQ(b.n_layer, 3);
-            EXPECT_EQ(b.d_tc, s.d_tc);
+            EXPECT_EQ(b.n_layer, 3);
             EXPECT_EQ(b.d_model, s.d_model);
-            for (int l = 0; l < 3; l++) {
-                EXPECT_EQ(a.layers[l].W_enc, b.layers[l].W_enc);
-                EXPECT_EQ(a.layers[l].W_dec, b.layers[l].W_dec);
-                EXPECT_EQ(a.layers[l].skip, b.layers[l].skip);
-                EXPECT_EQ(a.layers[l].threshold, b.layers[l].threshold);
-                EXPECT_EQ(a.layers[l].b_enc, b.layers[l].b_enc);
-                EXPECT_EQ(a.layers[l].b_dec, b.layers[l].b_dec);
-            }
+            expect_same_layers(a, b);
         }
         EXPECT_EQ(gb::is_transcoder_folder(dir), cross); // a per-layer set's parent is entered, not chosen
     }

@@ -161,7 +161,7 @@ int cmd_graph(const args& a) {
     std::printf("transcoders %s: %s%s, %s%s, %d layers x %d features%s\n", t.path.c_str(),
                 t.layout == gb::TC_GEMMA_SCOPE_2 ? "Gemma Scope 2, " : "", t.cross_layer ? "cross-layer" : "per-layer",
                 gb::sae_arch_name(t.arch), t.has_skip() ? " + skip" : "", t.n_layer, full_d_tc,
-                t.output_normed && gb::arch_table(m.config.arch).post_norm ? ", writing after the MLP's post-norm" : "");
+                r.output_normed ? ", writing after the MLP's post-norm" : "");
     std::printf("%d tokens, %d active features (%d as nodes), %d error nodes, %d logits:", g.n_tokens(), g.n_active,
                 g.n_features(), g.n_errors(), g.n_logits());
     for (int i = 0; i < g.n_logits(); i++)

@@ -182,15 +182,11 @@ attribution_graph build_graph(const model& m, const transcoder_set& t, const rep
         row_layer.push_back(L);
     }
     read_rows(rows.data(), m, r, w, reads, opt.batch, opt.cancelled);
-    auto check_cancel = [&] {
-        if (opt.cancelled && opt.cancelled()) throw cancelled();
-    };
 
     std::vector<uint8_t> visited(n_act, 0);
     int n_rows = n_l;
     auto run_features = [&](const std::vector<int>& ids) {
         for (size_t i = 0; i < ids.size(); i += (size_t)opt.batch * 4) {
-            check_cancel();
             reads.clear();
             const size_t e = std::min(ids.size(), i + (size_t)opt.batch * 4);
             for (size_t j = i; j < e; j++) {

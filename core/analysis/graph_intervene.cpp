@@ -92,7 +92,7 @@ std::vector<float> intervene_logits(const model& m, const transcoder_set& t, con
                                              for (int j = 0; j < d; j++) o[j] += (double)a * dec[j];
                                          }
                                      }
-                                     if (r.post_norm && !r.output_normed) { // the MLP's post-norm, its scale recomputed
+                                     if (r.mlp_post_norm()) { // the MLP's post-norm, its scale recomputed
                                          const std::vector<float>& g = m.weights.layers[l].post_mlp_norm;
                                          double mean = 0, v = 0;
                                          if (r.layernorm) {

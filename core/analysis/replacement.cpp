@@ -68,7 +68,7 @@ static void mlp_outputs(std::vector<float>& mlp_out, replacement& r, const recor
     const model_config& c = m.config;
     const int L = r.n_layer, T = r.n_tokens, d = r.d_model;
     for (int l = 0; l < L; l++) {
-        if (!r.post_norm || r.output_normed) { // the MLP's output as the model adds it
+        if (!r.mlp_post_norm()) { // the MLP's output as the model adds it
             if (r.post_norm) attn_post_scale(r, rec, m, l);
             if (!rec.has(HOOK_MLP_OUT, l)) throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
             std::copy_n(rec.get(HOOK_MLP_OUT, l), (size_t)T * d, mlp_out.begin() + (size_t)l * T * d);
@@ -354,7 +354,7 @@ void layer_back(std::vector<float>& G, float* rows, int n_src, int B, int Tb, co
     const layer_weights& lw = m.weights.layers[k];
     // at the MLP's output: through its post-norm where there is one (and the writes come before it)
     std::vector<float> Gm(G.begin(), G.end());
-    if (r.post_norm && !r.output_normed) {
+    if (r.mlp_post_norm()) {
         const float* p = post_back(G.data(), B * Tb, Tb, r, lw.post_mlp_norm, r.s_post_mlp, k, s);
         std::copy_n(p, Gm.size(), Gm.begin());
     }

@@ -34,6 +34,8 @@ struct replacement {
     bool input_normed = true;  // the transcoders read mlp_in (after the norm); false: resid_mid
     bool output_normed = false; // post_norm and the transcoders write the MLP's output after its post-norm (Gemma
                                 // Scope 2): the MLP's post-norm is then not in the replacement model
+    // whether the MLP's post-norm stands after the transcoders' writes (frozen scale s_post_mlp)
+    bool mlp_post_norm() const { return post_norm && !output_normed; }
     int first_pos = 0;         // 1 with a BOS: position 0 carries no feature or error node
     std::vector<int> tokens;   // [T]
     std::vector<float> logits; // [V] the model's logits at the last position

@@ -178,6 +178,17 @@ std::vector<std::string> gs2_layer_files(const fs::path& parent, const std::stri
 
 const std::regex gs2_layer_re(R"(layer_(\d+)_(.+))");
 
+// folder (a trailing '/' allowed) as one layer's folder of a Gemma Scope 2 per-layer set: its set's name (the
+// `width_..._l0_...` after layer_{i}_), "" when it is not one (no such name, no params.safetensors).
+std::string gs2_layer_variant(const fs::path& folder) {
+    std::error_code ec;
+    const fs::path p = fs::absolute(folder, ec).lexically_normal();
+    const std::string name = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, gs2_layer_re) || !fs::exists(folder / "params.safetensors", ec)) return "";
+    return m[2].str();
+}
+
 // dir as a Gemma Scope 2 set: its files (empty: not one). A layer folder, the folder above one holding a single
 // set, or a cross-layer folder.
 std::vector<std::string> gs2_files(const std::string& dir, bool& cross) {
@@ -190,16 +201,16 @@ std::vector<std::string> gs2_files(const std::string& dir, bool& cross) {
         return files;
     }
     const fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
-    const std::string name = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
     const fs::path folder = p.has_filename() ? p : p.parent_path();
-    std::smatch m;
-    if (fs::exists(folder / "params.safetensors") && std::regex_match(name, m, gs2_layer_re)) {
-        files = gs2_layer_files(folder.parent_path(), m[2].str());
+    const std::string variant = gs2_layer_variant(folder);
+    if (!variant.empty()) {
+        files = gs2_layer_files(folder.parent_path(), variant);
         if (files.empty())
-            throw error("transcoders " + dir + ": a Gemma Scope 2 layer folder, but layer_0_" + m[2].str() +
+            throw error("transcoders " + dir + ": a Gemma Scope 2 layer folder, but layer_0_" + variant +
                         " is not beside it");
         return files;
     }
+    std::smatch m;
     std::vector<std::string> variants;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(folder, ec)) {
@@ -495,9 +506,7 @@ bool is_transcoder_folder(const std::string& dir) {
     if (fs::exists(p / "layer_0.safetensors", ec) || fs::exists(p / "W_enc_0.safetensors", ec) ||
         fs::exists(p / "params_layer_0.safetensors", ec))
         return true;
-    const fs::path q = fs::absolute(p, ec).lexically_normal();
-    const std::string name = q.has_filename() ? q.filename().string() : q.parent_path().filename().string();
-    if (!std::regex_match(name, gs2_layer_re) || !fs::exists(p / "params.safetensors", ec)) return false;
+    if (gs2_layer_variant(p).empty()) return false;
     try { // a Gemma Scope 2 SAE's folder is named the same way
         const json c = read_json_file((p / "config.json").string());
         return c.is_object() && c.contains("type") && c.at("type") == "transcoder";
