@@ -278,7 +278,7 @@ static void k4_put(uint8_t* row, int64_t jj, const uint8_t* block) {
 static void k4_row_scales(vec dsc[8][NV], vec dmn[8][NV], const uint8_t* row) {
     for (int j = 0; j < NV; j++) {
         const vec d = f16_values((const uint16_t*)row + j * VL), dmin = f16_values((const uint16_t*)(row + 2 * NR) + j * VL);
-        u8v b[12];
+        alignas(VL) u8v b[12]; // aligned for clang, as VEC_ALIGNED
         for (int i = 0; i < 12; i++) b[i] = *(const u8v*)(row + (4 + i) * NR + j * VL);
         for (int s = 0; s < 4; s++) {
             dsc[s][j] = d * byte_values(b[s] & 63);
@@ -478,7 +478,7 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
         dequantize(tile, w.stored.data() + first * 2, w.type, (int64_t)count);
     } else if (w.type == GGML_Q4_K) { // interleaved: each row of levels is NR columns' bytes
         const int64_t nb = w.in / 256;
-        vec dsc[8][NV], dmn[8][NV];
+        VEC_ALIGNED vec dsc[8][NV], dmn[8][NV];
         for (int64_t b = k0 / 256; b < (k0 + kc) / 256; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 144);
             k4_row_scales(dsc, dmn, row);
@@ -492,7 +492,7 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
         }
     } else if (w.type == GGML_Q6_K) { // interleaved too
         const int64_t nb = w.in / 256;
-        vec ds[16][NV], ds32[16][NV];
+        VEC_ALIGNED vec ds[16][NV], ds32[16][NV];
         for (int64_t b = k0 / 256; b < (k0 + kc) / 256; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
             k6_row_scales(ds, ds32, row);
@@ -593,7 +593,7 @@ static bool converts_in_registers(uint32_t type) {
 template <int R>
 static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, const weight_matrix& w, int64_t p,
                           const float* bias, epilogue epi) {
-    vec acc[R][NV];
+    VEC_ALIGNED vec acc[R][NV];
     GB_UNROLL
     for (int r = 0; r < R; r++)
         GB_UNROLL
@@ -606,12 +606,12 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
             for (int j = 0; j < NV; j++) acc[r][j] += ar * bk[j];
         }
     };
-    vec bk[NV];
+    VEC_ALIGNED vec bk[NV];
     if (w.type == GGML_Q8_0) {
         const int8_t* q = (const int8_t*)w.stored.data() + (size_t)p * K * NR;
         const float* scales = w.scale.data() + (size_t)p * (K / 32) * NR;
         for (int kb = 0; kb < K / 32; kb++) {
-            vec sc[NV];
+            VEC_ALIGNED vec sc[NV];
             GB_UNROLL
             for (int j = 0; j < NV; j++) sc[j] = *(const vec*)(scales + (size_t)kb * NR + j * VL);
             for (int k = 32 * kb; k < 32 * kb + 32; k++) {
@@ -623,7 +623,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
         }
     } else if (w.type == GGML_Q4_K) {
         const int64_t nb = K / 256;
-        vec dsc[8][NV], dmn[8][NV];
+        VEC_ALIGNED vec dsc[8][NV], dmn[8][NV];
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 144);
             // the next block row (after a panel's last, the next panel's first: this thread's next one under the
@@ -649,7 +649,7 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
         }
     } else if (w.type == GGML_Q6_K) {
         const int64_t nb = K / 256;
-        vec ds[16][NV], ds32[16][NV];
+        VEC_ALIGNED vec ds[16][NV], ds32[16][NV];
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
             const char* next = (const char*)row + NR * 210; // as for Q4_K: the next block row, 10 KB, a line a k

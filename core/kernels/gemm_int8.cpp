@@ -332,7 +332,7 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
             float bias_tile[NR] = {};
             if (bias) std::copy_n(bias + j0, cols, bias_tile);
             for (int r = 0; r < n; r++) { // the fp32 kernel's end: bias, then the epilogue, then the valid columns
-                vec v[1][NV];
+                VEC_ALIGNED vec v[1][NV];
                 std::memcpy(v, acc.data() + (size_t)r * NR, sizeof v);
                 store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
             }

@@ -21,7 +21,7 @@ namespace gb {
 static void dot_rows(float* out, const float* x, const float* e, int n, int d, int V, int v0, int rows) {
     for (int r = 0; r < n; r++) {
         const float* xr = x + (size_t)r * d;
-        vec a[4] = {}, b[4] = {};
+        VEC_ALIGNED vec a[4] = {}, b[4] = {};
         int i = 0;
         for (; i + 2 * VL <= d; i += 2 * VL) {
             const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
@@ -77,7 +77,7 @@ static void dot_stored_rows(float* out, const float* x, const row_table& t, int 
                     auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
                         constexpr int c = decltype(cc)::value;
                         for (int l = 0; l < 32; l += 2 * VL) {
-                            vec e[2];
+                            VEC_ALIGNED vec e[2];
                             for (int v = 0; v < 2; v++) { // one scale per vector (groups of 16 >= VL)
                                 const int ll = l + v * VL;
                                 const i32v lo = widen_bytes(block + 64 * h + 32 * (c & 1) + ll);

@@ -29,6 +29,10 @@ constexpr int KC = 384; // inner-dimension slice: KC x NR floats of the panel (7
 
 // loads and stores need no alignment, and the type may alias the floats it is loaded from
 typedef float vec __attribute__((vector_size(VL * sizeof(float)), aligned(4), may_alias));
+// Local arrays of vec (register tiles, row scales) are declared VEC_ALIGNED: clang reads and writes their elements
+// with aligned vector moves whatever the typedef says, and under its ASan, which lays the stack out otherwise,
+// such an array landed on a 32-byte boundary and the 64-byte store faulted.
+#define VEC_ALIGNED alignas(VL * sizeof(float))
 
 // Weight types kept as whole blocks in their panels (not F16, BF16 or Q8_0, which are laid [k][NR] like floats).
 inline bool raw_blocks(uint32_t type) { return type != GGML_F16 && type != GGML_BF16 && type != GGML_Q8_0; }
@@ -103,7 +107,7 @@ inline void store_tile(float* c, int ldc, int cols, vec (&acc)[R][NV], const flo
 template <int R>
 inline void micro_kernel(float* c, int ldc, int cols, const float* a, const float* b, int kc, bool accumulate,
                          const char* pf, int pf_lines, bool last, const float* bias, epilogue epi) {
-    vec acc[R][NV];
+    VEC_ALIGNED vec acc[R][NV];
     if (accumulate && cols == NR) {
         GB_UNROLL
         for (int r = 0; r < R; r++)
@@ -133,7 +137,7 @@ inline void micro_kernel(float* c, int ldc, int cols, const float* a, const floa
             pf_done++;
             pf_next += pf_every;
         }
-        vec bk[NV];
+        VEC_ALIGNED vec bk[NV];
         GB_UNROLL
         for (int j = 0; j < NV; j++) bk[j] = *(const vec*)(b + (size_t)k * NR + j * VL);
         GB_UNROLL
