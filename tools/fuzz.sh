@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for N seconds (default 60), two at a time.
+# Builds the libFuzzer targets (in the clang ASan + UBSan build, build-asan/, which tools/sanitize.sh completes)
+# and runs each for N seconds (default 60), two at a time.
 # Seeds: small valid files written here plus whatever the test suite left in build/test_tmp (tiny models in
 # every format). Inputs that once crashed live in tests/fuzz/regressions/<target>/ and are replayed first.
 #   tools/fuzz.sh [SECONDS] [TARGET...]
@@ -9,10 +10,10 @@ secs=${1:-60}; shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_config fuzz_gguf fuzz_llama2c fuzz_tokenizer_json fuzz_bpe fuzz_image)
 
-bd=${FUZZ_BUILD_DIR:-build-fuzz} # a separate build folder when several people fuzz in one tree
+bd=${FUZZ_BUILD_DIR:-build-asan} # another folder when several people fuzz in one tree
 . tools/ccache.sh
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_FUZZ=ON "${CMAKE_LAUNCHER[@]}" \
-  -DGLASSBOX_GUI=OFF -DGLASSBOX_TESTS=OFF -DGLASSBOX_NATIVE=OFF >/dev/null
+. tools/asan_build.sh
+asan_configure "$bd"
 cmake --build "$bd" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 echo "fuzz.sh: the fuzzers' build took $((SECONDS / 60))m$((SECONDS % 60))s"
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs it.
+# Builds the whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang: the build
+# tools/fuzz.sh uses too) and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/ccache.sh
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLASSBOX_SANITIZE=ON "${CMAKE_LAUNCHER[@]}" >/dev/null
+. tools/asan_build.sh
+asan_configure build-asan
 cmake --build build-asan -j"$(nproc)" >/dev/null
 echo "sanitize.sh: the ASan build took $((SECONDS / 60))m$((SECONDS % 60))s"
 # Mesa, X and fontconfig keep allocations until exit by design; our own leaks are still reported
