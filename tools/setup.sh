@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# ccache: the three builds of ./test.sh (Release, fuzzers, ASan) and a developer's rebuilds reuse what an earlier
+# ccache: the two builds of ./test.sh (Release; clang's ASan, with the fuzzers) and a developer's rebuilds reuse what an earlier
 # build compiled (tools/ccache.sh); help2man writes the man pages at build time; dpkg-dev's dpkg-shlibdeps gives the .deb its Depends (cpack)
 pkgs=(build-essential cmake pkg-config git help2man dpkg-dev ccache
       libeigen3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
