@@ -13,16 +13,13 @@
 #include "model/kind.h"
 #include "model/model.h"
 #include "model/quant.h"
+#include "util/text.h"
 
 #include "args.h"
 #include "commands.h"
 
 namespace cli {
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string gguf_families() {
     std::string s;
@@ -149,7 +146,7 @@ int cmd_make_random(const args& a) {
     if (a.has("transcoders")) return make_transcoders(a, dtype, seed, out);
     for (const char* k : {"features", "bias", "skip"})
         if (a.has(k)) throw usage_error(std::string("--") + k + " goes with --transcoders");
-    if (ends_with(out, ".gguf")) return make_gguf(a, arch, dtype, seed, out);
+    if (gb::ends_with(out, ".gguf")) return make_gguf(a, arch, dtype, seed, out);
     if (arch != "gpt2" && arch != "llama" && arch != "marian")
         throw usage_error("--arch: expected gpt2, llama or marian for a folder (a .gguf: " + gguf_families() + "), got '" +
                           arch + "'");

@@ -8,6 +8,7 @@
 #include "analysis/export.h"
 #include "analysis/steer.h"
 #include "io/control_vector.h"
+#include "util/text.h"
 
 #include "args.h"
 #include "commands.h"
@@ -15,12 +16,8 @@
 namespace cli {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& e) {
-    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
-}
-
 // --layer L, a list (3,4) or all
-std::vector<int> steer_layers(const args& a, const gb::model& m) {
+std::vector<int> layers_asked(const args& a, const gb::model& m) {
     const std::string s = a.need("layer");
     std::vector<int> ls;
     if (s == "all")
@@ -44,9 +41,9 @@ std::vector<std::vector<int>> prompt_list(const args& a, const gb::model& m, con
 int cmd_steer(const args& a) {
     gb::model m = open_model(a);
     const std::string out = a.need("out");
-    if (!ends_with(out, ".gguf") && !ends_with(out, ".npy"))
+    if (!gb::ends_with(out, ".gguf") && !gb::ends_with(out, ".npy"))
         throw usage_error("--out " + out + ": write a .gguf (llama.cpp's control vector) or a .npy");
-    std::vector<int> layers = steer_layers(a, m);
+    std::vector<int> layers = layers_asked(a, m);
     const gb::steer_position where = gb::parse_steer_position(a.get("position", "last"));
     try { // llama.cpp's format has no direction.0: "all" leaves layer 0 out, an explicit --layer 0 is a usage error
         layers = gb::storable_steer_layers(out, layers, a.get("layer") == "all");
@@ -66,7 +63,7 @@ int cmd_steer(const args& a) {
         std::printf("  layer %-3d |v| = %.4f\n", l, std::sqrt(n));
         norms[std::to_string(l)] = std::sqrt(n);
     }
-    std::printf("wrote %s (%s, d = %d)\n", out.c_str(), ends_with(out, ".gguf") ? "llama.cpp control vector" : "[L][d] float32",
+    std::printf("wrote %s (%s, d = %d)\n", out.c_str(), gb::ends_with(out, ".gguf") ? "llama.cpp control vector" : "[L][d] float32",
                 v.d_model);
     if (a.has("json"))
         gb::write_json(a.get("json"), {{"out", out}, {"layers", v.layers()}, {"position", a.get("position", "last")},

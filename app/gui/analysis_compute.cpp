@@ -10,14 +10,11 @@
 #include "run/seq2seq.h"
 #include "run/vision.h"
 #include "util/error.h"
+#include "util/timing.h"
 
 namespace gbui {
 
 using clock_type = std::chrono::steady_clock;
-static double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
 std::shared_ptr<const void> compute_lens(const analysis_request& rq, const analysis_run& run) {
     const lens_request& q = request_of<lens_request>(rq);
     const keep_going& go = run.go;
@@ -33,7 +30,7 @@ std::shared_ptr<const void> compute_lens(const analysis_request& rq, const analy
     } else {
         out->lens = gb::logit_lens(r.lm_record(), *r.model, r.ablation, 5, q.target, go);
     }
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out->lens.complete ? out : nullptr;
 }
 
@@ -80,7 +77,7 @@ std::shared_ptr<const void> compute_attribution(const analysis_request& rq, cons
         ms.position = out->attr.position;
         compute_saliency(*out, r, ms, q.steps);
     }
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -106,7 +103,7 @@ std::shared_ptr<const void> compute_learn(const analysis_request& rq, const anal
         out->walk = gb::walk_through(m, rec, q.position, q.layer, q.head);
     }
     out->params = gb::param_derivation(m);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -125,7 +122,7 @@ std::shared_ptr<const void> compute_break(const analysis_request& rq, const anal
     if (!q.candidates.empty()) {
         out->choice = true;
         out->prompt = q.candidates[gb::most_confident_prompt(m, q.candidates, q.bos, stopped)].text;
-        out->ms = ms_since(t0);
+        out->ms = gb::ms_since(t0);
         return out;
     }
     out->prompt = q.prompt;
@@ -136,7 +133,7 @@ std::shared_ptr<const void> compute_break(const analysis_request& rq, const anal
     o.progress = [&](float f) { go(f); };
     o.cancelled = stopped;
     out->res = gb::break_it(m, ids, o);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -168,7 +165,7 @@ std::shared_ptr<const void> compute_sampling(const analysis_request& rq, const a
         if (stopped) return nullptr;
         out->columns.push_back(std::move(col));
     }
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -189,7 +186,7 @@ std::shared_ptr<const void> compute_induction(const analysis_request& rq, const 
     gb::forward_options fo; // patterns of every layer: the scores need them all
     gb::run_forward(rec, m, out->ids, q.ab, fo);
     out->scores = gb::score_heads(rec);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -233,7 +230,7 @@ std::shared_ptr<const void> compute_patching(const analysis_request& rq, const a
     po.ab = r.ablation;
     if (q.fast) {
         out->estimate = gb::attribution_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, r.ablation);
-        out->estimate_ms = ms_since(t0);
+        out->estimate_ms = gb::ms_since(t0);
         auto first = std::make_shared<patch_output>(*out);
         first->exact = false;
         first->res = out->estimate;
@@ -241,7 +238,7 @@ std::shared_ptr<const void> compute_patching(const analysis_request& rq, const a
         run.early(first);
     }
     out->res = gb::activation_patching(m, out->clean_ids, out->corrupt_ids, target, contrast, po, go);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     if (out->res.complete && !out->estimate.resid.empty()) { // the panel's "estimate - exact", made here once
         gb::patch_result& d = out->difference;
         d = out->res;

@@ -14,6 +14,7 @@
 #include "tokenizer/tokenizer.h"
 #include "ui.h"
 #include "util/error.h"
+#include "util/timing.h"
 
 namespace gbui {
 
@@ -39,10 +40,6 @@ std::vector<int> prompt_ids(const gb::model& m, const std::string& prompt, bool 
 
 } // namespace
 
-static double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // The output each of the Steer tab's analyses fills: its request's key and model.
 static std::shared_ptr<steer_output> steer_output_of(const analysis_request& q) {
     auto out = std::make_shared<steer_output>();
@@ -63,7 +60,7 @@ std::shared_ptr<const void> compute_steer_build(const analysis_request& q, const
         in.where == 1 ? gb::STEER_MEAN : gb::STEER_LAST, run.stopped));
     v->name = "contrast#" + q.key.substr(q.key.rfind('|') + 1);
     out->vec = v;
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -75,7 +72,7 @@ std::shared_ptr<const void> compute_steer_compare(const analysis_request& q, con
     const std::vector<int> ids = prompt_ids(m, in.prompt, in.bos, in.gen_tokens);
     for (int id : ids) out->prompt_pieces.push_back(gb::token_text(m.tok, id));
     gb::compare_steering(out->side_by_side, m, ids, in.steering, in.scales, in.gen_tokens, in.sampling, run.stopped);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 
@@ -88,7 +85,7 @@ std::shared_ptr<const void> compute_steer_sweep(const analysis_request& q, const
     const std::vector<int> ids = prompt_ids(m, in.prompt, in.bos, 8);
     const int from = std::min(in.steering.from, (int)ref.size() - 1);
     gb::steer_sweep(out->sweep, m, *in.steering.vec, in.scales, in.layers, ref, from, ids, 8, run.stopped);
-    out->ms = ms_since(t0);
+    out->ms = gb::ms_since(t0);
     return out;
 }
 

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #if __has_include("gl_attention.h")
 #include "gl_attention.h"
+#include "util/timing.h"
 #define GLASSBOX_HAVE_GL 1
 #else
 #define GLASSBOX_HAVE_GL 0
@@ -24,10 +25,6 @@
 namespace gbui {
 
 using clock_type = std::chrono::steady_clock;
-static double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
 std::string display_text(const std::string& s) {
     std::string out;
     out.reserve(s.size());
@@ -354,13 +351,13 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
         const reuse_plan reuse = plan_reuse(*r->run, derived_.rec.get(), derived_.inputs == inputs);
         auto t0 = clock_type::now();
         r->scores = gb::score_heads_resume(derived_.sums, *r->run, reuse.same_layer, reuse.same_rows);
-        r->scores_ms = ms_since(t0);
+        r->scores_ms = gb::ms_since(t0);
         t0 = clock_type::now();
         pixels = make_heat_pixels(*r, q.scale, derived_.pixels.get(), &reuse);
-        r->pixels_ms = ms_since(t0);
+        r->pixels_ms = gb::ms_since(t0);
         t0 = clock_type::now();
         surprisal_strip(*r, inputs);
-        r->surprisal_ms = ms_since(t0);
+        r->surprisal_ms = gb::ms_since(t0);
     } catch (...) {
         derived_ = derived_cache(); // the sums may be half updated
         throw;
@@ -413,7 +410,7 @@ void worker::generate_now(const gen_request& g, const gb::attention_fn& attentio
     auto snapshot = [&] { // the generation so far, as an immutable copy for the UI
         gen->text = gb::utf8_sanitize(gb::decode(m.tok, gen->ids));
         gen->n_tokens = (int)gen->ids.size();
-        gen->ms = ms_since(t_start);
+        gen->ms = gb::ms_since(t_start);
         return std::make_shared<const generation_result>(*gen);
     };
     publish(r, px, snapshot());

@@ -16,13 +16,10 @@
 #include "util/error.h"
 #include "util/lanes.h"
 #include "util/simd_math.h"
+#include "util/timing.h"
 
 namespace gb {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::string shown(const tokenizer& tok, int id) { return "\"" + token_text(tok, id) + "\" (id " + std::to_string(id) + ")"; }
 

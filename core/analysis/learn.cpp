@@ -90,9 +90,6 @@ struct walk_ctx {
     bool cross; // an encoder–decoder's decoder: the source reaches it by cross-attention
 };
 
-// The norm's name, as the steps' titles and formulas spell it
-const char* norm_name(const arch_info& arch) { return arch.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
-
 // The formula of every norm step (before a sublayer, the final one)
 std::string norm_formula(const arch_info& arch) {
     return arch.norm == NORM_RMSNORM ? "RMSNorm(x) = x / sqrt(mean(x²) + ε) ⊙ g"

@@ -18,12 +18,11 @@ diagram_box box(diagram_part p, std::string label, std::string title, dim_list d
     return b;
 }
 
-std::string norm_formula(const arch_info& a) {
+std::string box_norm_formula(const arch_info& a) {
     const char* g = a.gain_plus_one ? "(1 + g)" : "g";
     return a.norm == NORM_RMSNORM ? std::string("x / √(mean(x²) + ε) ⊙ ") + g
                                   : std::string("(x − mean(x)) / √(var(x) + ε) ⊙ ") + g + " + b";
 }
-const char* norm_name(const arch_info& a) { return a.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
 const char* norm_short(const arch_info& a) { return a.norm == NORM_RMSNORM ? "RMS" : "LN"; }
 
 std::string tokenizer_formula(const tokenizer& tok) {
@@ -68,7 +67,7 @@ void input_boxes(std::vector<diagram_box>& out, const model& m, int T, const cha
 void attention_boxes(std::vector<diagram_box>& out, const model_config& c, int T, bool causal) {
     const arch_info& a = arch_table(c.arch);
     const int d = c.d_model, H = c.n_head, KV = c.n_kv_head, dh = c.d_head;
-    if (a.pre_norm) out.push_back(box(PART_NORM_ATTN, norm_name(a), "norm before attention", {{"T", T}, {"d", d}}, norm_formula(a)));
+    if (a.pre_norm) out.push_back(box(PART_NORM_ATTN, norm_name(a), "norm before attention", {{"T", T}, {"d", d}}, box_norm_formula(a)));
     std::string qn;
     if (a.pos == POS_ROPE) qn = "RoPE rotates q and k by the position";
     if (a.qk_norm != QK_NORM_NONE) qn += std::string(qn.empty() ? "" : "; ") + "q and k are RMS-normed";
@@ -115,7 +114,7 @@ void mlp_boxes(std::vector<diagram_box>& out, const model_config& c, int T) {
     const arch_info& a = arch_table(c.arch);
     const int d = c.d_model;
     if (a.pre_norm)
-        out.push_back(box(PART_NORM_MLP, norm_name(a), "norm before the MLP", {{"T", T}, {"d", d}}, norm_formula(a),
+        out.push_back(box(PART_NORM_MLP, norm_name(a), "norm before the MLP", {{"T", T}, {"d", d}}, box_norm_formula(a),
                           c.parallel ? "a parallel block: it norms the layer's input x" : ""));
     const bool moe = kind_of(c) == KIND_MOE;
     if (moe)
@@ -160,14 +159,14 @@ void head_boxes(std::vector<diagram_box>& out, const model& m, int T) {
         return;
     }
     if (k == KIND_VISION) {
-        out.push_back(box(PART_FINAL_NORM, norm_name(a), "final norm", {{"T", T}, {"d", d}}, norm_formula(a)));
+        out.push_back(box(PART_FINAL_NORM, norm_name(a), "final norm", {{"T", T}, {"d", d}}, box_norm_formula(a)));
         out.push_back(box(PART_UNEMBED, "classifier", "the classifier at [CLS]", {{"classes", V}}, "logits = x[CLS] W_c + b",
                           "only [CLS]'s vector is read: attention gathered the patches into it"));
         out.push_back(box(PART_PREDICT, "softmax", "the class", {{"classes", V}}, "P(class = v) = softmax(logits)_v"));
         return;
     }
     if (!m.weights.normf_g.empty())
-        out.push_back(box(PART_FINAL_NORM, norm_name(a), "final norm", {{"T", T}, {"d", d}}, norm_formula(a),
+        out.push_back(box(PART_FINAL_NORM, norm_name(a), "final norm", {{"T", T}, {"d", d}}, box_norm_formula(a),
                           "after all " + std::to_string(c.n_layer) + " layers"));
     std::string f = c.tied_lm_head ? "logits = x E⊤" + b + " (E: the token embedding, tied)" : "logits = x W_U" + b;
     if (c.final_softcap > 0) f += ", then cap · tanh(logits / cap)";

@@ -11,12 +11,9 @@
 #include "run/forward.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/timing.h"
 
 namespace gb {
-
-static double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 steer_position parse_steer_position(const std::string& s) {
     if (s == "last") return STEER_LAST;

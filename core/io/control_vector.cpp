@@ -12,6 +12,7 @@
 #include "io/gguf.h"
 #include "util/error.h"
 #include "util/npy.h"
+#include "util/text.h"
 
 namespace gb {
 
@@ -28,10 +29,6 @@ std::vector<int> steer_vector::layers() const {
 void steer_vector::set(int layer, std::vector<float> dir) {
     if ((int)dirs.size() <= layer) dirs.resize((size_t)layer + 1);
     dirs[layer] = std::move(dir);
-}
-
-static bool ends_with(const std::string& s, const std::string& e) {
-    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
 // NaN or Inf anywhere, or nothing but zeros: one line naming the file

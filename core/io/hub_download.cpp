@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace fs = std::filesystem;
 
@@ -33,31 +34,26 @@ namespace gb {
 // ---------------------------------------------------------------------------------------------
 // environment (huggingface_hub's constants.py)
 // ---------------------------------------------------------------------------------------------
-static std::string env(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-}
-
 static std::string expand_home(const std::string& p) {
-    if (p.size() >= 1 && p[0] == '~' && (p.size() == 1 || p[1] == '/')) return env("HOME") + p.substr(1);
+    if (p.size() >= 1 && p[0] == '~' && (p.size() == 1 || p[1] == '/')) return env_or_empty("HOME") + p.substr(1);
     return p;
 }
 
 // $HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface
 static std::string hf_home() {
-    if (!env("HF_HOME").empty()) return expand_home(env("HF_HOME"));
-    std::string xdg = env("XDG_CACHE_HOME");
-    return (xdg.empty() ? env("HOME") + "/.cache" : expand_home(xdg)) + "/huggingface";
+    if (!env_or_empty("HF_HOME").empty()) return expand_home(env_or_empty("HF_HOME"));
+    std::string xdg = env_or_empty("XDG_CACHE_HOME");
+    return (xdg.empty() ? env_or_empty("HOME") + "/.cache" : expand_home(xdg)) + "/huggingface";
 }
 
 std::string hf_hub_cache() {
     for (const char* k : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
-        if (!env(k).empty()) return expand_home(env(k));
+        if (!env_or_empty(k).empty()) return expand_home(env_or_empty(k));
     return hf_home() + "/hub";
 }
 
 std::string hf_endpoint() {
-    std::string e = env("HF_ENDPOINT");
+    std::string e = env_or_empty("HF_ENDPOINT");
     while (!e.empty() && e.back() == '/') e.pop_back();
     return e.empty() ? "https://huggingface.co" : e;
 }
@@ -71,8 +67,8 @@ static std::string trim(std::string s) {
 
 std::string hf_token() {
     for (const char* k : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"})
-        if (!trim(env(k)).empty()) return trim(env(k));
-    std::string path = env("HF_TOKEN_PATH").empty() ? hf_home() + "/token" : expand_home(env("HF_TOKEN_PATH"));
+        if (!trim(env_or_empty(k)).empty()) return trim(env_or_empty(k));
+    std::string path = env_or_empty("HF_TOKEN_PATH").empty() ? hf_home() + "/token" : expand_home(env_or_empty("HF_TOKEN_PATH"));
     std::ifstream f(path, std::ios::binary);
     if (!f) return "";
     std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -80,7 +76,7 @@ std::string hf_token() {
 }
 
 static bool env_true(const char* name) {
-    std::string v = env(name);
+    std::string v = env_or_empty(name);
     for (char& c : v) c = (char)std::toupper((unsigned char)c);
     return v == "1" || v == "ON" || v == "YES" || v == "TRUE";
 }
@@ -287,10 +283,6 @@ static std::string quote(const std::string& s, bool keep_slash) {
     return out;
 }
 
-static bool is_commit(const std::string& s) {
-    return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit((unsigned char)c) || (c >= 'a' && c <= 'f'); });
-}
-
 // The repo's folder in the cache: models--ORG--NAME
 static fs::path repo_folder(const std::string& repo) {
     check_hf_repo_id(repo);
@@ -353,7 +345,7 @@ hub_repo_info hub_repo(const std::string& repo, const std::string& revision) {
     if (j.is_discarded() || !j.is_object() || !j.contains("sha") || !j["sha"].is_string())
         throw error(repo + "@" + rev + ": the Hub's revision answer is not the expected JSON (no sha)");
     info.commit = j["sha"].get<std::string>();
-    if (!is_commit(info.commit)) throw error(repo + "@" + rev + ": the Hub's commit '" + info.commit.substr(0, 64) + "' is not 40 hex digits");
+    if (!is_commit_hash(info.commit)) throw error(repo + "@" + rev + ": the Hub's commit '" + info.commit.substr(0, 64) + "' is not 40 hex digits");
     if (j.contains("siblings") && j["siblings"].is_array())
         for (const nlohmann::json& s : j["siblings"]) {
             if (!s.is_object() || !s.contains("rfilename") || !s["rfilename"].is_string()) continue;
@@ -372,18 +364,9 @@ hub_repo_info hub_repo(const std::string& repo, const std::string& revision) {
 // ---------------------------------------------------------------------------------------------
 // needed files
 // ---------------------------------------------------------------------------------------------
-static std::string upper(std::string s) {
-    for (char& c : s) c = (char)std::toupper((unsigned char)c);
-    return s;
-}
-
-static bool ends_with(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // Whether quant ("Q4_K_M") appears in a file name as a whole word (between non-alphanumerics)
 static bool names_quant(const std::string& file, const std::string& quant) {
-    const std::string f = upper(file.substr(file.rfind('/') + 1)), q = upper(quant);
+    const std::string f = to_upper(file.substr(file.rfind('/') + 1)), q = to_upper(quant);
     for (size_t p = f.find(q); p != std::string::npos; p = f.find(q, p + 1)) {
         bool left = p == 0 || !std::isalnum((unsigned char)f[p - 1]);
         size_t e = p + q.size();
@@ -412,10 +395,10 @@ std::vector<std::string> hub_needed_files(const hub_repo_info& r, const std::str
     };
     std::vector<std::string> ggufs;
     for (const hub_file& f : r.files)
-        if (ends_with(upper(f.path), ".GGUF")) ggufs.push_back(f.path);
+        if (ends_with(to_upper(f.path), ".GGUF")) ggufs.push_back(f.path);
     if (!file_or_quant.empty() && has(file_or_quant)) {
         check_repo_path(r.repo, file_or_quant);
-        if (!ends_with(upper(file_or_quant), ".GGUF"))
+        if (!ends_with(to_upper(file_or_quant), ".GGUF"))
             throw error(r.repo + ": " + file_or_quant + " is not a .gguf file (a file named here must be a GGUF model)");
         return {file_or_quant};
     }
@@ -642,7 +625,7 @@ static std::vector<std::string> index_shards(const std::string& repo, const fs::
 static std::string cached_snapshot(const std::string& repo, const std::string& rev, const std::vector<std::string>& files) {
     const fs::path folder = repo_folder(repo);
     std::string commit = rev;
-    if (!is_commit(rev)) {
+    if (!is_commit_hash(rev)) {
         check_repo_path(repo, rev);
         std::ifstream in(folder / "refs" / rev, std::ios::binary);
         std::getline(in, commit);
@@ -650,7 +633,7 @@ static std::string cached_snapshot(const std::string& repo, const std::string& r
     const fs::path snap = folder / "snapshots" / commit;
     std::error_code ec;
     std::vector<std::string> need = files;
-    for (size_t i = 0; is_commit(commit) && i < need.size(); ++i) {
+    for (size_t i = 0; is_commit_hash(commit) && i < need.size(); ++i) {
         if (!fs::exists(snap / need[i], ec)) break;
         if (fs::path(need[i]).filename() == "model.safetensors.index.json")
             for (const std::string& s : index_shards(repo, snap / need[i])) need.push_back((fs::path(need[i]).parent_path() / s).generic_string());

@@ -19,17 +19,13 @@
 #include "model/arch.h"
 #include "util/error.h"
 #include "util/json_util.h"
+#include "util/text.h"
 
 namespace fs = std::filesystem;
 
 namespace gb {
 
-static std::string env(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-}
-
-static std::string home() { return env("HOME"); }
+static std::string home() { return env_or_empty("HOME"); }
 
 static bool is_dir(const fs::path& p) {
     std::error_code ec;
@@ -41,12 +37,7 @@ static bool is_file(const fs::path& p) {
     return fs::is_regular_file(p, ec); // follows symlinks: a snapshot's links count when their blob is there
 }
 
-static std::string upper(std::string s) {
-    for (char& c : s) c = (char)std::toupper((unsigned char)c);
-    return s;
-}
-
-static bool has_gguf_ext(const fs::path& p) { return upper(p.extension().string()) == ".GGUF"; }
+static bool has_gguf_ext(const fs::path& p) { return to_upper(p.extension().string()) == ".GGUF"; }
 
 // ---------------------------------------------------------------------------------------------
 // describing one path
@@ -245,7 +236,7 @@ static void scan_hf(std::vector<found_model>& out) {
 
 static std::vector<fs::path> ollama_dirs() {
     std::vector<fs::path> dirs;
-    if (!env("OLLAMA_MODELS").empty()) dirs.push_back(env("OLLAMA_MODELS"));
+    if (!env_or_empty("OLLAMA_MODELS").empty()) dirs.push_back(env_or_empty("OLLAMA_MODELS"));
     else if (!home().empty()) dirs.push_back(fs::path(home()) / ".ollama/models");
     dirs.push_back("/usr/share/ollama/.ollama/models"); // the Linux service's
     return dirs;
@@ -327,7 +318,7 @@ std::vector<found_model> scan_models(const scan_options& opt) {
         scan_gguf_tree(out, "lmstudio", fs::path(home()) / ".lmstudio/models");
         scan_gguf_tree(out, "lmstudio", fs::path(home()) / ".cache/lm-studio/models"); // LM Studio before 0.3
     }
-    const std::string llama = !env("LLAMA_CACHE").empty() ? env("LLAMA_CACHE") : home().empty() ? "" : home() + "/.cache/llama.cpp";
+    const std::string llama = !env_or_empty("LLAMA_CACHE").empty() ? env_or_empty("LLAMA_CACHE") : home().empty() ? "" : home() + "/.cache/llama.cpp";
     if (!llama.empty()) scan_gguf_tree(out, "llamacpp", llama);
     std::set<std::string> listed;
     for (const found_model& f : out) listed.insert(f.path);
@@ -373,10 +364,6 @@ hf_name parse_hf_name(const std::string& spec) {
 // ---------------------------------------------------------------------------------------------
 // resolving a name
 // ---------------------------------------------------------------------------------------------
-static bool is_commit(const std::string& s) {
-    return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit((unsigned char)c) || (c >= 'a' && c <= 'f'); });
-}
-
 // The GGUF in a snapshot that file_or_quant picks, as hub_needed_files would from the file list; "" when none
 static std::string pick_cached_gguf(const fs::path& snap, const std::string& file_or_quant) {
     hub_repo_info r;
@@ -395,8 +382,8 @@ static std::string pick_cached_gguf(const fs::path& snap, const std::string& fil
 // The cached model an hf: name stands for, "" when its revision or files are not in the cache
 static std::string hf_from_cache(const hf_name& n) {
     const fs::path repo = hf_repo_folder(n.repo);
-    std::string commit = is_commit(n.revision) ? n.revision : read_small(repo / "refs" / n.revision);
-    if (!is_commit(commit)) return "";
+    std::string commit = is_commit_hash(n.revision) ? n.revision : read_small(repo / "refs" / n.revision);
+    if (!is_commit_hash(commit)) return "";
     const fs::path snap = repo / "snapshots" / commit;
     if (!is_dir(snap)) return "";
     if (n.file_or_quant.empty() && is_file(snap / "config.json")) {

@@ -11,6 +11,7 @@
 #include "io/npz.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "util/json_util.h"
 #include "util/npy.h"
 
 namespace gb {
@@ -153,16 +154,6 @@ void read_tensors(sae& s, const tensor_get& get, const std::string& file) {
     for (const auto* t : {&s.W_enc, &s.b_enc, &s.W_dec, &s.b_dec, &s.threshold})
         for (float x : *t)
             if (!std::isfinite(x)) throw error(file + ": a weight is NaN or infinite");
-}
-
-json read_json_file(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) throw error("cannot open " + path);
-    try {
-        return json::parse(f);
-    } catch (const json::exception& e) {
-        throw error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
 }
 
 // The tensors from a safetensors file (SAELens's sae_weights.safetensors, Gemma Scope's params.safetensors).

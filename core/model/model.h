@@ -60,6 +60,8 @@ struct arch_info {
                            // masked self-attention and its MLP (the encoder stacks' rows have it false)
     bool no_head;          // an encoder stack of an encoder–decoder: its output is the final norm's, no logits
 };
+// The norm's name as titles and formulas spell it: "RMSNorm" or "LayerNorm"
+inline const char* norm_name(const arch_info& a) { return a.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
 
 enum arch_id {
     ARCH_GPT2, ARCH_LLAMA, ARCH_GPT_NEOX, ARCH_GEMMA, ARCH_GEMMA2, ARCH_PHI3, ARCH_OLMO2, ARCH_QWEN3,

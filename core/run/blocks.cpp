@@ -11,10 +11,6 @@
 
 namespace gb {
 
-static void grow(std::vector<float>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-}
-
 // ---------------------------------------------------------------------------------------------
 // embeddings: the token's row (a vision model: [CLS] and the patches' products), scaled where the family scales
 // it, plus the position's row (learned or sinusoidal; RoPE adds nothing here) and BERT's type-0 row, normed by the

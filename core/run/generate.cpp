@@ -10,14 +10,11 @@
 #include "kernels/softmax.h"
 #include "run/forward.h"
 #include "util/error.h"
+#include "util/timing.h"
 
 namespace gb {
 
 using clock_type = std::chrono::steady_clock;
-static double ms_since(clock_type::time_point t0) {
-    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
 // uniform double in [0,1) from 53 random bits: identical on every platform, unlike std distributions
 static double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * (1.0 / 9007199254740992.0); }
 

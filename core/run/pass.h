@@ -10,6 +10,11 @@
 
 namespace gb {
 
+// A scratch buffer at least n long (it only grows, so a call after the first allocates nothing)
+inline void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
 // What happens at each (point, layer) of one call, worked out once so that a point with nothing to do costs one
 // byte read. Three views of one buffer kept in forward_state, so that a call (a generated token) allocates nothing.
 enum point_flag : uint8_t { PT_CHANGE = 1, PT_HOOK = 2, PT_KEEP = 4 };

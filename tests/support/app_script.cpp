@@ -29,18 +29,9 @@ std::string xvfb_app(const std::string& args, const std::string& screen) {
         return true;
     }();
     (void)hermetic;
-    // The app's own exit code, kept in a file: xvfb-run removes its temporary folder before it stops Xvfb, and
-    // that removal sometimes fails when the app exits at once (a script error); xvfb-run then exits 5 and
-    // prints "problem while cleaning up temporary directory" whatever the app returned (1 run in 5 under load).
-    // The wrapper returns the app's code and drops that one line from stderr.
-    static const std::string dir = test_temp_dir("app_rc");
-    static int n = 0;
-    const std::string rc = dir + "/rc" + std::to_string(n++), err = rc + ".err";
-    const std::string inner = sq(app_path()) + " " + args + "; echo $? > " + sq(rc);
-    const std::string outer = "xvfb-run -a -s '-screen 0 " + screen + "x24' sh -c " + sq(inner) + " 2> " + sq(err) +
-                              "; x=$?; grep -v 'xvfb-run: error: problem while cleaning up temporary directory' " +
-                              sq(err) + " >&2; r=$(cat " + sq(rc) + " 2>/dev/null); exit ${r:-$x}";
-    return "sh -c " + sq(outer);
+    // A private Xvfb per run (tests/support/on_xvfb.sh), so that app tests run side by side
+    static const std::string on_xvfb = std::string(GLASSBOX_SOURCE_DIR) + "/tests/support/on_xvfb.sh";
+    return sq(on_xvfb) + " " + screen + " sh -c " + sq(sq(app_path()) + " " + args);
 }
 
 std::vector<nlohmann::json> run_script(const std::string& args, const std::string& script, int* rc, const std::string& env,

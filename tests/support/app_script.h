@@ -11,10 +11,10 @@ const std::string& app_path();
 bool have_app();
 // s in single quotes for the shell
 std::string sq(const std::string& s);
-// The shell command running the app with args under Xvfb. Every run inherits an XDG_CONFIG_HOME inside the
-// tests' temp folder and no GLASSBOX_CONFIG_DIR (a test's own env prefix may set either).
-// screen: the Xvfb screen's size, "WxH" (at least the app's --size). The command exits with the app's own code,
-// even when xvfb-run fails to clean up after it.
+// The shell command running the app with args on an Xvfb of its own (tests/support/on_xvfb.sh: several at once
+// never share a display). Every run inherits an XDG_CONFIG_HOME inside the tests' temp folder and no
+// GLASSBOX_CONFIG_DIR (a test's own env prefix may set either). screen: the Xvfb screen's size, "WxH" (at least
+// the app's --size). The command exits with the app's own code.
 std::string xvfb_app(const std::string& args, const std::string& screen = "1600x1000");
 // Runs the app with args and the script (written to a file); returns every JSON line its `print`s wrote and
 // sets *rc to its exit code. env: "NAME=value " prefixes for the command; screen as for xvfb_app.

@@ -52,7 +52,7 @@ gb::transcoder_set random_transcoders(const tc_spec& s) {
 
 namespace {
 
-struct ref_model {
+struct frozen_model {
     int L, T, d, H, KV, dh, V;
     bool ln, parallel, normed, pre, post; // pre: norms before the sublayers; post: on their outputs (Gemma 2, OLMo 2)
     std::vector<double> s1, s2, sF;      // frozen scales
@@ -93,7 +93,7 @@ struct ref_ctx {
     const gb::attribution_graph& g;
     const std::vector<int>& tokens;
     int fp = 0;
-    ref_model R;
+    frozen_model R;
     gb::record rec;
     std::vector<double> xin, acts, err, umean; // [L][T][d], [L][T][d_tc], [L][T][d], [d]
     std::vector<double> mlp_raw;               // [L][T][d] post-norm families: the MLP's output before its norm
@@ -119,7 +119,7 @@ struct ref_ctx {
 void ref_frozen(ref_ctx& x) {
     const gb::model& m = x.m;
     const gb::model_config& c = m.config;
-    ref_model& R = x.R;
+    frozen_model& R = x.R;
     R.L = c.n_layer, R.T = (int)x.tokens.size(), R.d = c.d_model, R.H = c.n_head, R.KV = c.n_kv_head, R.dh = c.d_head;
     R.V = c.vocab_size;
     R.ln = gb::arch_table(c.arch).norm == gb::NORM_LAYERNORM;
@@ -242,7 +242,7 @@ void ref_transcode(ref_ctx& x, std::vector<active_feature>& active) {
 }
 
 // One layer's attention output [T][d] on the stream x, the pattern and the scales frozen.
-std::vector<double> ref_attention(const ref_model& R, int l, const std::vector<double>& x) {
+std::vector<double> ref_attention(const frozen_model& R, int l, const std::vector<double>& x) {
     const int T = R.T, d = R.d, H = R.H, KV = R.KV, dh = R.dh;
     std::vector<double> v((size_t)T * KV * dh), attn((size_t)T * d);
     for (int p = 0; p < T; p++) {
@@ -276,7 +276,7 @@ std::vector<double> ref_attention(const ref_model& R, int l, const std::vector<d
 
 // The replacement model forward, affine, leaving out node skip_node's write (-1: none): every target's read [N].
 std::vector<double> ref_forward(const ref_ctx& c, int skip_node) {
-    const ref_model& R = c.R;
+    const frozen_model& R = c.R;
     const gb::transcoder_set& t = c.t;
     const gb::attribution_graph& g = c.g;
     const int L = R.L, T = R.T, d = R.d, N = g.n_nodes(), nf = g.n_features();

@@ -16,12 +16,6 @@ const std::vector<float>& T(const tiny_model& tm, const std::string& name) {
     return it->second;
 }
 
-bool in_set(const gb::layer_set& s, int l) {
-    if (!s.on) return false;
-    if (s.layers.empty()) return true;
-    return std::find(s.layers.begin(), s.layers.end(), l) != s.layers.end();
-}
-
 // x [n][d] -> LayerNorm(x) (identity when off)
 vec layer_norm(const vec& x, int n, int d, const std::vector<float>& g, const std::vector<float>& b, double eps,
                bool off) {

@@ -11,6 +11,7 @@
 #include "run/ablation.h"
 #include "run/hooks.h"
 #include "util/error.h"
+#include "reference.h" // in_set
 
 namespace tiny_family_detail {
 
@@ -63,9 +64,6 @@ inline const family_traits& traits_of(const std::string& family) {
     throw std::runtime_error("tiny_family: unknown family '" + family + "'");
 }
 
-inline bool in_set(const gb::layer_set& s, int l) {
-    return s.on && (s.layers.empty() || std::find(s.layers.begin(), s.layers.end(), l) != s.layers.end());
-}
 inline bool in_all(const gb::layer_set& s, int L) {
     for (int l = 0; l < L; l++)
         if (!in_set(s, l)) return false;

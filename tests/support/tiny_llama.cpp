@@ -8,15 +8,8 @@
 #include <gtest/gtest.h>
 #include <random>
 
+#include "reference.h"
 #include "test_util.h"
-
-namespace {
-
-bool in_set(const gb::layer_set& s, int l) {
-    return s.on && (s.layers.empty() || std::find(s.layers.begin(), s.layers.end(), l) != s.layers.end());
-}
-
-} // namespace
 
 tiny_llama write_tiny_llama2c(const std::string& dir, const tiny_llama_spec& s) {
     std::filesystem::create_directories(dir);

@@ -152,7 +152,7 @@ static void architecture_lines(const gb::model& m) {
                                                                          : "SwiGLU";
     const char* pos = a.pos == gb::POS_LEARNED ? "learned" : a.pos == gb::POS_SINUSOID ? "sinusoidal" : "rotary";
     ImGui::TextWrapped("%s%s: %s%s, %s MLP, %s positions", c.model_type.c_str(), s2s ? " (encoder–decoder)" : "",
-                       a.norm == gb::NORM_LAYERNORM ? "LayerNorm" : "RMSNorm", a.post_ln ? " after each add (Post-LN)" : "",
+                       gb::norm_name(a), a.post_ln ? " after each add (Post-LN)" : "",
                        mlp, pos);
     const std::string layers = s2s ? std::to_string(m.encoder->config.n_layer) + " + " + std::to_string(c.n_layer)
                                    : std::to_string(c.n_layer);
