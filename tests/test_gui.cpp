@@ -54,7 +54,7 @@ TEST(Gui, ScreenshotModeDrawsHeatmaps) {
     std::string png = test_temp_dir("gui_shot") + "/shot.png";
     int rc = run(xvfb_app("--model '" + gui_model().dir + "' --prompt 'the cat sat on the mat' --select-head 1.2 "
                       "--screenshot '" + png + "' --size 1600x1000"));
-    ASSERT_EQ(rc, 0) << "the app failed (its stderr is above; xvfb-run comes from tools/setup.sh)";
+    ASSERT_EQ(rc, 0) << "the app failed (its stderr is above; Xvfb comes from tools/setup.sh)";
     int w, h, n;
     unsigned char* px = stbi_load(png.c_str(), &w, &h, &n, 3);
     ASSERT_NE(px, nullptr);
