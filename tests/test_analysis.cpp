@@ -25,13 +25,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-gb::layer_set on(std::vector<int> layers = {}) {
-    gb::layer_set s;
-    s.on = true;
-    s.layers = std::move(layers);
-    return s;
-}
-
 bool covers_all(const gb::ablation& ab, int L) {
     if (!ab.no_layernorm.on) return false;
     for (int l = 0; l < L; l++)
@@ -70,9 +63,9 @@ std::vector<std::pair<std::string, gb::ablation>> analysis_ablations() {
     std::vector<std::pair<std::string, gb::ablation>> c(5);
     c[0].first = "none";
     c[1].first = "heads 1.2 0.0", c[1].second.heads = {{1, 2}, {0, 0}};
-    c[2].first = "no-attention[1]", c[2].second.no_attention = on({1});
-    c[3].first = "no-layernorm[0]", c[3].second.no_layernorm = on({0});
-    c[4].first = "no-layernorm (identity final norm)", c[4].second.no_layernorm = on();
+    c[2].first = "no-attention[1]", c[2].second.no_attention = layers_on({1});
+    c[3].first = "no-layernorm[0]", c[3].second.no_layernorm = layers_on({0});
+    c[4].first = "no-layernorm (identity final norm)", c[4].second.no_layernorm = layers_on({});
     return c;
 }
 
@@ -161,7 +154,7 @@ TEST(Lens, IdentityFinalNormOnlyWhenEveryLayerHasNone) {
         const int T = 5, L = rm->m.config.n_layer;
         const auto tokens = rm->tokens(T, 3);
         gb::ablation ab;
-        ab.no_layernorm = on();
+        ab.no_layernorm = layers_on({});
         const gb::record rec = run_record(rm->m, tokens, ab);
         const ref_trace ref = rm->reference(tokens, ab, {});
         const gb::lens_result lens = gb::logit_lens(rec, rm->m, ab, 1, 11);
@@ -330,7 +323,7 @@ TEST(Attribution, RefusesWhatItCannotAttribute) {
     const int T = 5, V = rm.m.config.vocab_size;
     const auto tokens = rm.tokens(T, 2);
     gb::ablation no_res;
-    no_res.no_residual = on({1});
+    no_res.no_residual = layers_on({1});
     const gb::record rec = run_record(rm.m, tokens, no_res);
     expect_gb_error([&] { gb::attribute(rec, rm.m, no_res, 3, -1, T - 1); }, "no-residual replaces it");
     const gb::record ok = run_record(rm.m, tokens, {});
@@ -503,7 +496,7 @@ TEST(Patching, EveryPatchEqualsTheReferenceRunWithThatPatch) {
             corrupt[changed] = clean[changed] == 100 ? 101 : 100;
             for (bool ablate : {false, true}) {
                 gb::patch_options po;
-                if (ablate) po.ab.heads = {{2, 1}}, po.ab.no_layernorm = on({0});
+                if (ablate) po.ab.heads = {{2, 1}}, po.ab.no_layernorm = layers_on({0});
                 const ref_trace rc = rm->reference(clean, po.ab, {}), rx = rm->reference(corrupt, po.ab, {});
                 // target: the clean run's top token at the last position; contrast: the corrupt run's (or the runner-up)
                 const double* lc = &rc.logits[(size_t)(T - 1) * V];

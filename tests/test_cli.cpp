@@ -31,8 +31,6 @@
 
 namespace {
 
-std::string M() { return cli_test_model_arg(); }
-
 } // namespace
 
 TEST(Cli, RunPrintsTokensAndTopK) {

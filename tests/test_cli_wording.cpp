@@ -20,8 +20,6 @@
 
 namespace {
 
-std::string M() { return cli_test_model_arg(); }
-
 std::vector<std::string> lines_of(const std::string& s) {
     std::vector<std::string> out;
     std::istringstream in(s);

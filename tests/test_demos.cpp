@@ -18,7 +18,7 @@
 
 namespace {
 
-const std::string cli = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli";
+const std::string cli_binary = std::string(GLASSBOX_BINARY_DIR) + "/glassbox-cli";
 
 // The demos' window size, as the screenshots in docs/
 std::vector<nlohmann::json> run_demo(const std::string& args, const std::string& script, int* rc) {
@@ -43,7 +43,7 @@ const tiny_model& demo_model() {
 std::string cli_best_head(const std::string& model_arg, const std::string& prompt, const std::string& kind, double* best) {
     static int n = 0;
     std::string json = test_temp_dir("demo_heads") + "/heads" + std::to_string(n++) + ".json";
-    command_result r = run_command(sq(cli) + " heads " + model_arg + " --prompt " + sq(prompt) + " --json " + sq(json));
+    command_result r = run_command(sq(cli_binary) + " heads " + model_arg + " --prompt " + sq(prompt) + " --json " + sq(json));
     EXPECT_EQ(r.code, 0) << r.err;
     nlohmann::json j;
     std::ifstream(json) >> j;
@@ -240,7 +240,7 @@ void check_sampling(const nlohmann::json& st, const std::string& model_arg, cons
     const std::string json = test_temp_dir("demo_sampling") + "/t.json";
     char t[64];
     std::snprintf(t, sizeof t, "%g,%g,%g", temps[0], temps[1], temps[2]);
-    command_result r = run_command(sq(cli) + " generate " + model_arg + " --prompt " + sq(st["prompt"]) + " --max-new-tokens " +
+    command_result r = run_command(sq(cli_binary) + " generate " + model_arg + " --prompt " + sq(st["prompt"]) + " --max-new-tokens " +
                                    std::to_string(tokens) + " --temperatures " + t + " --top-k " + std::to_string(top_k) +
                                    " --seed " + std::to_string(seed) + " --json " + sq(json));
     ASSERT_EQ(r.code, 0) << r.err;
@@ -270,7 +270,7 @@ TEST(Demos, BreakItStepsThroughEveryAblationAndTheCliAgrees) {
     EXPECT_EQ(states[0]["tab"], "learn");
     // the prompt is one the model gets right or is surest of, and the CLI gives the same rows for it
     const std::string json = test_temp_dir("demo_break") + "/b.json";
-    command_result r = run_command(sq(cli) + " break-it --prompt " + sq(states[0]["prompt"]) + " --json " + sq(json));
+    command_result r = run_command(sq(cli_binary) + " break-it --prompt " + sq(states[0]["prompt"]) + " --json " + sq(json));
     ASSERT_EQ(r.code, 0) << r.err;
     nlohmann::json j;
     std::ifstream(json) >> j;

@@ -235,7 +235,7 @@ struct family_gap {
     std::function<void(family_spec&)> change;
 };
 
-struct family_case {
+struct fam_case {
     std::string name;  // the test's name (letters and digits)
     std::string label; // in failure messages
     family_spec spec;
@@ -244,7 +244,7 @@ struct family_case {
     bool gguf = true; // also written and checked as a GGUF file
     std::vector<family_gap> gaps;
 };
-void PrintTo(const family_case& c, std::ostream* os) { *os << c.label; }
+void PrintTo(const fam_case& c, std::ostream* os) { *os << c.label; }
 
 // Gemma 2's weights: std 0.12. Without its norms (no-layernorm on every layer) Gemma 2's stream is squared by
 // each GeGLU; at the usual 0.25 the logits reach 1e6 before the cap of 5, and fp32 rounding alone (the stream
@@ -261,8 +261,8 @@ family_spec gemma2_spec() {
     return s;
 }
 
-std::vector<family_case> family_cases() {
-    std::vector<family_case> cs;
+std::vector<fam_case> family_cases() {
+    std::vector<fam_case> cs;
     auto add = [&](const std::string& name, const std::string& label, const family_spec& s, int n_tokens,
                    uint32_t token_seed, bool gguf = true, std::vector<family_gap> gaps = {}) {
         cs.push_back({name, label, s, n_tokens, token_seed, gguf, std::move(gaps)});
@@ -352,12 +352,12 @@ std::vector<family_case> family_cases() {
     return cs;
 }
 
-class FamilyFile : public ::testing::TestWithParam<family_case> {};
+class FamilyFile : public ::testing::TestWithParam<fam_case> {};
 
 } // namespace
 
 TEST_P(FamilyFile, MatchesTheReference) {
-    const family_case& c = GetParam();
+    const fam_case& c = GetParam();
     tiny_family f = write_family("fam_" + c.name, c.spec);
     const std::vector<int> tokens = random_tokens(c.n_tokens, c.spec.vocab, c.token_seed);
     check_hf(f, tokens, c.label);
@@ -367,7 +367,7 @@ TEST_P(FamilyFile, MatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyFile, ::testing::ValuesIn(family_cases()),
-                         [](const ::testing::TestParamInfo<family_case>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<fam_case>& i) { return i.param.name; });
 
 // Gemma 2 beyond the reference: info (model_json) names the family and what differs, from either file, and the
 // record says each layer's window (the app masks the keys before it): even layers slide.

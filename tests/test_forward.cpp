@@ -21,6 +21,7 @@
 #include "reference.h"
 #include "run/forward.h"
 #include "run/generate.h"
+#include "ref_trace.h"
 #include "test_util.h"
 #include "tiny_model.h"
 #include "util/error.h"
@@ -72,13 +73,6 @@ void expect_matches_reference(const fixture_model& f, const gb::ablation& ab, co
     ASSERT_EQ(last.logits.size(), (size_t)f.m.config.vocab_size);
     std::vector<double> last_ref(ref.logits.end() - f.m.config.vocab_size, ref.logits.end());
     EXPECT_LT(max_scaled_error(last.logits, last_ref), 1e-4) << what << ": last-position logits";
-}
-
-gb::layer_set on(std::vector<int> layers = {}) {
-    gb::layer_set s;
-    s.on = true;
-    s.layers = std::move(layers);
-    return s;
 }
 
 // An in-place activation f(x, n) against want(x) in double within tol(x, want): on 8001 points step apart around
@@ -135,16 +129,16 @@ TEST(Forward, MatchesReferenceForEachAblation) {
         std::vector<int> layers = restricted ? std::vector<int>{0, 2} : std::vector<int>{};
         std::string suffix = restricted ? " on layers 0,2" : " on all layers";
         gb::ablation a;
-        a.no_attention = on(layers);
+        a.no_attention = layers_on(layers);
         expect_matches_reference(f, a, "no-attention" + suffix);
         gb::ablation r;
-        r.no_residual = on(layers);
+        r.no_residual = layers_on(layers);
         expect_matches_reference(f, r, "no-residual" + suffix);
         gb::ablation n;
-        n.no_layernorm = on(layers);
+        n.no_layernorm = layers_on(layers);
         expect_matches_reference(f, n, "no-layernorm" + suffix);
         gb::ablation all;
-        all.no_attention = all.no_residual = all.no_layernorm = on(layers);
+        all.no_attention = all.no_residual = all.no_layernorm = layers_on(layers);
         expect_matches_reference(f, all, "all three" + suffix);
     }
     });
@@ -158,8 +152,8 @@ TEST(Forward, MatchesReferenceForHeadAblation) {
     expect_matches_reference(f, h, "heads 0.1,2.3");
     gb::ablation mixed;
     mixed.heads = {{1, 0}};
-    mixed.no_residual = on({2});
-    mixed.no_layernorm = on({1});
+    mixed.no_residual = layers_on({2});
+    mixed.no_layernorm = layers_on({1});
     expect_matches_reference(f, mixed, "head 1.0 + no-residual[2] + no-layernorm[1]");
     });
 }
@@ -221,7 +215,7 @@ TEST(Forward, AttentionRowsSumToOneAndAreCausal) {
 TEST(Forward, NoAttentionMakesPositionsIndependent) {
     const auto& f = base_model();
     gb::ablation ab;
-    ab.no_attention = on();
+    ab.no_attention = layers_on({});
     gb::forward_options opt;
     opt.all_logits = true;
     auto a = random_tokens(16, f.m.config.vocab_size, 1);
@@ -247,7 +241,7 @@ TEST(Forward, ChunkedEvalEqualsOneShot) {
     auto tokens = random_tokens(20, f.m.config.vocab_size, 4);
     gb::ablation ab;
     ab.heads = {{1, 1}};
-    ab.no_residual = on({0});
+    ab.no_residual = layers_on({0});
     gb::record full;
     gb::run_forward(full, f.m, tokens, ab);
     gb::forward_state s;
@@ -337,7 +331,7 @@ TEST(Forward, BadInputGivesClearErrors) {
     expect_gb_error([&] { gb::run_forward(cap, f.m, {}); }, "empty");
     expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 99999}); }, "outside the vocabulary");
     gb::ablation bad;
-    bad.no_residual = on({7});
+    bad.no_residual = layers_on({7});
     expect_gb_error([&] { gb::run_forward(cap, f.m, {1, 2}, bad); }, "layer 7");
     gb::ablation bad_head;
     bad_head.heads = {{0, 9}};

@@ -580,10 +580,6 @@ TEST(Gguf, LlamaTokenizerMergesBestScoreFirstAndFallsBackToBytes) {
 // ---------------------------------------------------------------------------------------------
 // The random GGUF writer (core/io/gguf_writer.h): what make-random --out X.gguf writes for llama.cpp
 // ---------------------------------------------------------------------------------------------
-static std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
 
 static gb::model_config small_shape() {
     gb::model_config s;
@@ -660,8 +656,8 @@ TEST(GgufWriter, ASeedNamesOneFileAndRefusalsNameTheProblem) {
     gb::write_random_gguf(dir + "/b.gguf", c, o);
     o.seed = 2;
     gb::write_random_gguf(dir + "/c.gguf", c, o);
-    EXPECT_EQ(slurp(dir + "/a.gguf"), slurp(dir + "/b.gguf"));
-    EXPECT_NE(slurp(dir + "/a.gguf"), slurp(dir + "/c.gguf"));
+    EXPECT_EQ(read_file(dir + "/a.gguf"), read_file(dir + "/b.gguf"));
+    EXPECT_NE(read_file(dir + "/a.gguf"), read_file(dir + "/c.gguf"));
 
     gb::model_config s = small_shape();
     expect_gb_error([&] { gb::random_gguf_config("bert", s); }, "unknown family 'bert'");

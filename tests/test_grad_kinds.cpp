@@ -79,7 +79,7 @@ double expect_points(const std::function<const float*(int)>& g, const ref_metric
     return at0;
 }
 
-gb::metric_spec logit_diff(int target, int contrast) {
+gb::metric_spec logit_diff_of(int target, int contrast) {
     gb::metric_spec ms;
     ms.target = target;
     ms.contrast = contrast;
@@ -130,7 +130,7 @@ TEST(GradientKinds, EncodersMatchFiniteDifferences) {
             ASSERT_GE(m.tok.mask_id, 0);
             const std::vector<int> tokens = {m.tok.prefix_ids.empty() ? 2 : m.tok.prefix_ids[0], 20, 31, m.tok.mask_id, 40, 27};
             const int T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size, L = m.config.n_layer;
-            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(30, 41)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff_of(30, 41)},
                                                std::tuple{"logprob ablated", ablated, logprob(33)}}) {
                 const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
                 const gb::ablation& ab = std::get<1>(row);
@@ -167,7 +167,7 @@ TEST(GradientKinds, ImageClassifiersMatchFiniteDifferences) {
             const gb::model m = gb::load_model(tv.dir);
             const std::vector<int> tokens = gb::vision_tokens(m.config);
             const int T = (int)tokens.size(), d = m.config.d_model, V = m.config.vocab_size, L = m.config.n_layer;
-            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(2, 5)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff_of(2, 5)},
                                                std::tuple{"logprob ablated", ablated, logprob(4)}}) {
                 const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
                 const gb::ablation& ab = std::get<1>(row);
@@ -190,7 +190,7 @@ TEST(GradientKinds, ImageClassifiersMatchFiniteDifferences) {
         });
         const gb::model m = gb::load_model(tv.dir);
         const std::vector<int> tokens = gb::vision_tokens(m.config);
-        gb::metric_spec elsewhere = logit_diff(2, 5);
+        gb::metric_spec elsewhere = logit_diff_of(2, 5);
         elsewhere.position = 3;
         gb::forward_options o;
         o.pixels = px.data();
@@ -216,7 +216,7 @@ TEST(GradientKinds, EncoderDecodersMatchFiniteDifferences) {
             ASSERT_TRUE(gb::is_seq2seq(m));
             ASSERT_TRUE(gb::offers(m.config, gb::FEATURE_GRADIENTS));
             const int S = (int)src.size(), T = (int)tgt.size(), d = m.config.d_model, V = m.config.vocab_size;
-            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff(50, 61)},
+            for (const auto& row : {std::tuple{"logit-diff", gb::ablation{}, logit_diff_of(50, 61)},
                                                std::tuple{"logprob ablated", ablated, logprob(52)}}) {
                 const char* name = std::get<0>(row); // (not a structured binding: clang 14 cannot capture those)
                 const gb::ablation& ab = std::get<1>(row);
@@ -253,7 +253,7 @@ TEST(GradientKinds, SaliencyAndIntegratedGradientsOnEachKind) {
     const tiny_encoder te = write_tiny_encoder(test_temp_dir("gradk_sal_bert"), encoder_spec{});
     const gb::model bert = gb::load_model(te.dir);
     const std::vector<int> tokens = {2, 20, 31, bert.tok.mask_id, 40, 3};
-    const gb::metric_spec ms = logit_diff(30, 41);
+    const gb::metric_spec ms = logit_diff_of(30, 41);
     double gap[3];
     int i = 0;
     for (int steps : {4, 32, 256}) {
@@ -273,7 +273,7 @@ TEST(GradientKinds, SaliencyAndIntegratedGradientsOnEachKind) {
     const std::vector<float> px = random_pixels(vs, 5);
     gb::forward_options o;
     o.pixels = px.data();
-    const gb::saliency_result v = gb::saliency(vit, gb::vision_tokens(vit.config), logit_diff(1, 3), 8, {}, o);
+    const gb::saliency_result v = gb::saliency(vit, gb::vision_tokens(vit.config), logit_diff_of(1, 3), 8, {}, o);
     ASSERT_EQ(v.grad_x_input.size(), (size_t)vit.config.n_ctx);
     double patches = 0;
     for (int t = vit.config.n_prefix; t < vit.config.n_ctx; t++) patches += std::fabs(v.grad_x_input[t]);
@@ -284,13 +284,13 @@ TEST(GradientKinds, SaliencyAndIntegratedGradientsOnEachKind) {
     const tiny_seq2seq ts = write_tiny_seq2seq(test_temp_dir("gradk_sal_marian"), ss);
     const gb::model mt = gb::load_model(ts.dir);
     const std::vector<int> src = {10, 21, 33, ts.eos_id}, tgt = {ts.decoder_start_id, 15, 26};
-    const gb::saliency_result a = gb::saliency_seq2seq(mt, src, tgt, logit_diff(50, 61), 0);
-    const gb::saliency_result b = gb::saliency_seq2seq(mt, src, tgt, logit_diff(50, 61), 512);
+    const gb::saliency_result a = gb::saliency_seq2seq(mt, src, tgt, logit_diff_of(50, 61), 0);
+    const gb::saliency_result b = gb::saliency_seq2seq(mt, src, tgt, logit_diff_of(50, 61), 512);
     ASSERT_EQ(a.source_grad_x_input.size(), src.size());
     ASSERT_EQ(b.source_integrated.size(), src.size());
     gb::gradients g;
     gb::seq2seq_record rec;
-    gb::run_seq2seq_gradients(g, mt, src, tgt, logit_diff(50, 61), {}, {}, {}, &rec);
+    gb::run_seq2seq_gradients(g, mt, src, tgt, logit_diff_of(50, 61), {}, {}, {}, &rec);
     const int d = mt.config.d_model;
     for (size_t s = 0; s < src.size(); s++) {
         double want = 0;
@@ -315,7 +315,7 @@ TEST(GradientKinds, RefusesWhatItDoesNotCover) {
     const tiny_seq2seq ts = write_tiny_seq2seq(test_temp_dir("gradk_refuse_bart"), ss);
     const gb::model bart = gb::load_model(ts.dir);
     gb::gradients g;
-    expect_gb_error([&] { gb::run_gradients(g, bart, {2, 15}, logit_diff(5, 6)); }, "encoder's output");
+    expect_gb_error([&] { gb::run_gradients(g, bart, {2, 15}, logit_diff_of(5, 6)); }, "encoder's output");
 }
 
 // grad from the command line for each new kind: an encoder's metric at its [MASK] by default, an image
@@ -334,7 +334,7 @@ TEST(GradientKinds, CliGradForEachKind) {
     {
         const gb::model m = gb::load_model(te.dir);
         const std::vector<int> ids = gb::encode_prompt(m.tok, "a b [MASK] c", false);
-        expect_same_saliency(j["grad_x_input"], gb::saliency(m, ids, logit_diff(30, 41), 0).grad_x_input, "bert");
+        expect_same_saliency(j["grad_x_input"], gb::saliency(m, ids, logit_diff_of(30, 41), 0).grad_x_input, "bert");
     }
     r = run_cli("atp --model '" + te.dir + "' --prompt 'a b' --corrupt 'a c' --target-id 5 --contrast-id 6");
     EXPECT_EQ(r.code, 2);
@@ -359,7 +359,7 @@ TEST(GradientKinds, CliGradForEachKind) {
         const std::vector<float> px = gb::vision_pixels(m, gb::load_image(out + "/in.png"));
         gb::forward_options o;
         o.pixels = px.data();
-        expect_same_saliency(j["grad_x_input"], gb::saliency(m, gb::vision_tokens(m.config), logit_diff(2, 5), 0, {}, o).grad_x_input,
+        expect_same_saliency(j["grad_x_input"], gb::saliency(m, gb::vision_tokens(m.config), logit_diff_of(2, 5), 0, {}, o).grad_x_input,
                              "vit");
     }
     r = run_cli("grad --model '" + tv.dir + "' --image '" + out + "/in.png' --target nope --metric logit");

@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 #include <sys/wait.h>
-#define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 #include <stb_image_write.h>
 

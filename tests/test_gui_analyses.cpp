@@ -12,7 +12,6 @@
 #include <set>
 #include <sstream>
 #include <sys/wait.h>
-#define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 #include <stb_image_write.h>
 

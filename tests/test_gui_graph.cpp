@@ -25,7 +25,7 @@
 
 namespace {
 
-const std::string prompt = "The Eiffel Tower is in the city of";
+const std::string graph_prompt = "The Eiffel Tower is in the city of";
 
 // The graph-print line of a run's output (the last one when several)
 std::vector<nlohmann::json> graph_lines(const std::vector<nlohmann::json>& st) {
@@ -45,7 +45,7 @@ const std::string& work_dir() {
 const nlohmann::json& cli_graph() {
     static const nlohmann::json j = [] {
         const std::string path = work_dir() + "/cli.json";
-        const command_result c = run_cli("graph --prompt " + sq(prompt) + " --neuronpedia " + path);
+        const command_result c = run_cli("graph --prompt " + sq(graph_prompt) + " --neuronpedia " + path);
         EXPECT_EQ(c.code, 0) << c.err;
         return nlohmann::json::parse(read_file(path));
     }();
@@ -77,7 +77,7 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
     const size_t u1 = feature.find('_'), u2 = feature.find('_', u1 + 1);
     const std::string layer = feature.substr(0, u1), index = feature.substr(u1 + 1, u2 - u1 - 1), pos = feature.substr(u2 + 1);
     const std::string dir = work_dir();
-    const command_result c = run_cli("intervene --prompt " + sq(prompt) + " --ablate " + layer + ":" + pos + ":" + index +
+    const command_result c = run_cli("intervene --prompt " + sq(graph_prompt) + " --ablate " + layer + ":" + pos + ":" + index +
                                      " --top-k 10 --json " + dir + "/iv.json");
     ASSERT_EQ(c.code, 0) << c.err;
     const nlohmann::json want = nlohmann::json::parse(read_file(dir + "/iv.json"));
@@ -85,7 +85,7 @@ TEST(GuiGraphTab, AblatingAFeatureFromItsMenuIsTheClisIntervention) {
     for (const auto& n : cli_graph()["nodes"])
         if (n["feature_type"] == "embedding" && n["ctx_idx"] == 1) token_node = n["node_id"];
     int rc = -1;
-    auto st = run_script("--timeout 600 --prompt " + sq(prompt),
+    auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt),
                          "tab graph\ngraph-wait\nrclick graph node " + token_node + "\nframes 3\ngraph-print\n"
                          "rclick graph node " + feature + "\nframes 3\nclick graph ablate\ngraph-wait\nframes 3\n"
                          "hover graph node " + feature + "\nframes 3\ngraph-print\n",
@@ -119,12 +119,12 @@ TEST(GuiGraphTab, AblatingAFeatureAtEveryPositionIsTheClisStar) {
     const std::string feature = strongest_into_logit(cli_graph()).second;
     const size_t u1 = feature.find('_'), u2 = feature.find('_', u1 + 1);
     const std::string layer = feature.substr(0, u1), index = feature.substr(u1 + 1, u2 - u1 - 1);
-    const command_result c = run_cli("intervene --prompt " + sq(prompt) + " --ablate " + layer + ":*:" + index +
+    const command_result c = run_cli("intervene --prompt " + sq(graph_prompt) + " --ablate " + layer + ":*:" + index +
                                      " --top-k 10 --json " + work_dir() + "/iv_star.json");
     ASSERT_EQ(c.code, 0) << c.err;
     const nlohmann::json want = nlohmann::json::parse(read_file(work_dir() + "/iv_star.json"));
     int rc = -1;
-    auto st = run_script("--timeout 600 --prompt " + sq(prompt), "tab graph\ngraph-wait\nrclick graph node " + feature +
+    auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt), "tab graph\ngraph-wait\nrclick graph node " + feature +
                                                        "\nframes 3\nclick graph ablate everywhere\ngraph-wait\ngraph-print\n", &rc);
     ASSERT_EQ(rc, 0);
     const std::vector<nlohmann::json> g = graph_lines(st);
@@ -148,7 +148,7 @@ TEST(GuiGraphTab, PinsGroupIntoASupernodeThatSavesAndOpensWithTheGraph) {
     for (const auto& n : cli_graph()["nodes"])
         if (n["feature_type"] == "cross layer transcoder" && n["node_id"] != a && b.empty()) b = n["node_id"];
     int rc = -1;
-    auto st = run_script("--timeout 600 --prompt " + sq(prompt),
+    auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt),
                          "tab graph\ngraph-wait\nclick graph node " + a + "\nclick graph node " + b + "\nframes 2\ngraph-print\n"
                          "click graph group name\ntype city\nclick graph group\nframes 2\ngraph-print\n"
                          "click graph file\ntype " + saved + "\nclick graph save\ngraph-wait\ngraph-print\n"
@@ -204,7 +204,7 @@ TEST(GuiGraphTab, ABrokenFileOrAnotherModelsGraphIsOneErrorAndTheGraphStays) {
     { std::ofstream(dir + "/other.json") << other.dump(); }
     for (const std::string file : {"broken.json", "other.json"}) {
         int rc = -1;
-        auto st = run_script("--timeout 600 --prompt " + sq(prompt), "tab graph\ngraph-wait\nclick graph file\ntype " + dir + "/" + file +
+        auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt), "tab graph\ngraph-wait\nclick graph file\ntype " + dir + "/" + file +
                                                            "\nclick graph open\ngraph-wait\nframes 2\ngraph-print\n", &rc);
         ASSERT_EQ(rc, 0);
         const std::vector<nlohmann::json> g = graph_lines(st);
@@ -221,7 +221,7 @@ TEST(GuiGraphTab, AnEdgesHeadLoadingsInItsTooltipSumToTheEdge) {
     ASSERT_TRUE(have_app());
     const auto [target, source] = strongest_into_logit(cli_graph());
     int rc = -1;
-    auto st = run_script("--timeout 600 --prompt " + sq(prompt), "tab graph\ngraph-wait\nhover graph link " + target + " " + source +
+    auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt), "tab graph\ngraph-wait\nhover graph link " + target + " " + source +
                                                        "\nframes 3\ngraph-wait\ngraph-print\n", &rc);
     ASSERT_EQ(rc, 0);
     const std::vector<nlohmann::json> g = graph_lines(st);
@@ -260,7 +260,7 @@ TEST(GuiGraphTab, AFeaturesTooltipShowsItsTopContextsAndLogitEffect) {
     ASSERT_TRUE(have_app());
     const std::string feature = strongest_into_logit(cli_graph()).second;
     int rc = -1;
-    auto st = run_script("--timeout 600 --prompt " + sq(prompt), "tab graph\ngraph-wait\nhover graph node " + feature +
+    auto st = run_script("--timeout 600 --prompt " + sq(graph_prompt), "tab graph\ngraph-wait\nhover graph node " + feature +
                                                        "\nframes 3\ngraph-wait\ngraph-print\n", &rc);
     ASSERT_EQ(rc, 0);
     const std::vector<nlohmann::json> g = graph_lines(st);

@@ -10,7 +10,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 #include <vector>
 
@@ -29,26 +28,26 @@ const tiny_model& scale_model() {
     return tm;
 }
 
-const std::string prompt = "the cat sat on the mat and the cat sat";
+const std::string scale_prompt = "the cat sat on the mat and the cat sat";
 
 // The app on the tiny model at w x h (an Xvfb screen as large), running the script; its printed states.
 std::vector<nlohmann::json> run_at(int w, int h, const std::string& script, int* rc, const std::string& args = "",
                                    const std::string& env = "") {
     const std::string size = std::to_string(w) + "x" + std::to_string(h);
-    std::string cmd_args = "--model " + sq(scale_model().dir) + " --prompt " + sq(prompt) + " --size " + size + " " + args;
+    std::string cmd_args = "--model " + sq(scale_model().dir) + " --prompt " + sq(scale_prompt) + " --size " + size + " " + args;
     // the screen as large as the window, at least the helper's usual 1600x1000
     const std::string screen = std::to_string(std::max(w, 1600)) + "x" + std::to_string(std::max(h, 1000));
     return run_script(cmd_args, script, rc, env, screen);
 }
 
-struct box {
+struct panel_box {
     float x0, y0, x1, y1;
 };
-box rect_of(const nlohmann::json& state, const std::string& name) {
+panel_box rect_of(const nlohmann::json& state, const std::string& name) {
     const nlohmann::json& r = state.at("drawn").at(name);
     return {r[0].get<float>(), r[1].get<float>(), r[2].get<float>(), r[3].get<float>()};
 }
-bool inside(const box& in, const box& out) {
+bool rect_inside(const panel_box& in, const panel_box& out) {
     return in.x0 >= out.x0 - 0.5f && in.y0 >= out.y0 - 0.5f && in.x1 <= out.x1 + 0.5f && in.y1 <= out.y1 + 0.5f;
 }
 
@@ -177,10 +176,10 @@ TEST(GuiScale, APanelFillsTheWindowAndEscapeReturns) {
                                 "dclick title Analysis\nframes 3\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 8u);
-    const box tiled = rect_of(st[0], "panel Residual");
+    const panel_box tiled = rect_of(st[0], "panel Residual");
     EXPECT_LT(tiled.x1 - tiled.x0, 500) << "the residual panel is a column of the tiled layout";
     EXPECT_EQ(st[1]["maximised"], "Residual");
-    const box full = rect_of(st[1], "panel Residual");
+    const panel_box full = rect_of(st[1], "panel Residual");
     EXPECT_GT(full.x1 - full.x0, 1250) << "a double-click on its title: it fills the window's width";
     EXPECT_GT(full.y1 - full.y0, 640);
     EXPECT_FALSE(st[1]["drawn"].contains("panel Overview")) << "the other panels are not drawn";
@@ -232,8 +231,8 @@ TEST(GuiScale, SplittersMoveThePanelsAndAreRemembered) {
                                 "drag splitter right -50 0\nframes 2\ndrag splitter residual 0 40\nframes 2\nprint\n", &rc, "", env);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 2u);
-    const box over0 = rect_of(st[0], "panel Overview"), over1 = rect_of(st[1], "panel Overview");
-    const box resid0 = rect_of(st[0], "panel Residual"), resid1 = rect_of(st[1], "panel Residual");
+    const panel_box over0 = rect_of(st[0], "panel Overview"), over1 = rect_of(st[1], "panel Overview");
+    const panel_box resid0 = rect_of(st[0], "panel Residual"), resid1 = rect_of(st[1], "panel Residual");
     EXPECT_NEAR(over1.x0 - over0.x0, 120, 2) << "the middle column starts where the left splitter was left";
     EXPECT_NEAR(over1.y1 - over0.y1, -60, 2) << "the grid's bottom follows its splitter";
     EXPECT_NEAR(resid1.x0 - resid0.x0, -50, 2) << "the right column is wider";
@@ -259,7 +258,7 @@ TEST(GuiScale, ExplanationsFoldOnceSeenAndWhenPresenting) {
     std::filesystem::remove_all(dir);
     const std::string env = "GLASSBOX_CONFIG_DIR=" + sq(dir) + " ";
     const std::string name = "explanation No residual";
-    auto height = [&](const nlohmann::json& st) { const box b = rect_of(st, name); return b.y1 - b.y0; };
+    auto height = [&](const nlohmann::json& st) { const panel_box b = rect_of(st, name); return b.y1 - b.y0; };
     int rc = 0;
     auto st = run_at(1280, 720, "wait\nframes 3\nprint\n", &rc, "", env);
     ASSERT_EQ(rc, 0);
@@ -284,10 +283,10 @@ TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
     auto st = run_at(1280, 720, "wait\ndemo temperature\nwait\nframes 5\nprint\npresent on\nframes 5\nwait\nframes 5\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 2u);
-    const box tiled = rect_of(st[0], "panel Analysis"), shown = rect_of(st[1], "panel Analysis");
-    const box prompt = rect_of(st[1], "panel Prompt");
+    const panel_box tiled = rect_of(st[0], "panel Analysis"), shown = rect_of(st[1], "panel Analysis");
+    const panel_box prompt_box = rect_of(st[1], "panel Prompt");
     EXPECT_TRUE(st[1]["presenting"].get<bool>());
-    EXPECT_LE(prompt.y1 - prompt.y0, 0.25f * 720) << "the prompt and the caption take at most a quarter";
+    EXPECT_LE(prompt_box.y1 - prompt_box.y0, 0.25f * 720) << "the prompt and the caption take at most a quarter";
     EXPECT_GE(shown.x1 - shown.x0, 0.55f * 1280) << "the demo's tab takes most of the width";
     EXPECT_GE(shown.y1 - shown.y0, 0.6f * 720);
     EXPECT_GT((shown.x1 - shown.x0) * (shown.y1 - shown.y0), 2.0f * (tiled.x1 - tiled.x0) * (tiled.y1 - tiled.y0))
@@ -309,7 +308,7 @@ TEST(GuiScale, PresentationGivesThePicturesTheRoom) {
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(st.size(), 1u);
     ASSERT_TRUE(st[0]["widgets"].contains("break next"));
-    const box caption = rect_of(st[0], "panel Demo");
+    const panel_box caption = rect_of(st[0], "panel Demo");
     EXPECT_LE(st[0]["widgets"]["break next"][3].get<float>(), caption.y1) << "Next is in the caption panel's view";
     EXPECT_GE(st[0]["widgets"]["break next"][1].get<float>(), caption.y0);
 }
@@ -362,7 +361,7 @@ TEST(GuiScale, APanelExportsAsVectorSvgAndAs2xPng) {
     EXPECT_GE(count_of(lens, "<rect "), (size_t)P) << "its cells";
     EXPECT_NE(lens.find(">" + visible(st[2]["lens"]["top1_last"].get<std::string>())), std::string::npos);
     // the PNG: twice the panel's size on screen
-    const box panel = rect_of(st[1], "panel Residual"); // as the export found it
+    const panel_box panel = rect_of(st[1], "panel Residual"); // as the export found it
     int w = 0, h = 0, n = 0;
     unsigned char* px = stbi_load((dir + "/glassbox-residual-stream@2x.png").c_str(), &w, &h, &n, 3);
     ASSERT_NE(px, nullptr);
@@ -380,21 +379,21 @@ TEST(GuiScale, At1280x720CaptionsLabelsAndChipsStayInsideTheirPanels) {
     ASSERT_EQ(st.size(), 2u);
     const int P = 2 * 3 + 1;
     for (const nlohmann::json& s : st) {
-        const box resid = rect_of(s, "panel Residual");
+        const panel_box resid = rect_of(s, "panel Residual");
         for (const char* c : {"residual x caption", "residual y caption", "residual colour caption"})
-            EXPECT_TRUE(inside(rect_of(s, c), resid)) << c << " is cut by its panel";
+            EXPECT_TRUE(rect_inside(rect_of(s, c), resid)) << c << " is cut by its panel";
         int labels = 0;
         for (int p = 0; p < P; p++)
             if (s["drawn"].contains("residual row label " + std::to_string(p))) {
                 labels++;
-                EXPECT_TRUE(inside(rect_of(s, "residual row label " + std::to_string(p)), resid)) << p;
+                EXPECT_TRUE(rect_inside(rect_of(s, "residual row label " + std::to_string(p)), resid)) << p;
             }
         EXPECT_GE(labels, (P + 1) / 2) << "at least every other row of the heatmap is labelled";
         // the first row of token chips is in view under the caption
-        const box prompt_panel = rect_of(s, "panel Prompt");
-        EXPECT_TRUE(inside(rect_of(s, "token 0"), prompt_panel));
+        const panel_box prompt_panel = rect_of(s, "panel Prompt");
+        EXPECT_TRUE(rect_inside(rect_of(s, "token 0"), prompt_panel));
         if (s["demo"]["name"] == "induction") {
-            EXPECT_TRUE(inside(rect_of(s, "demo caption"), prompt_panel));
+            EXPECT_TRUE(rect_inside(rect_of(s, "demo caption"), prompt_panel));
         }
     }
     EXPECT_EQ(st[1]["demo"]["name"], "induction");
@@ -411,16 +410,16 @@ TEST(GuiScale, LongPromptsThinTheLabelsAndTheLensOpensAtThePrediction) {
     const int T = (int)st[0]["tokens"].size();
     ASSERT_GT(T, 50);
     // the head view's row labels: some left out, none overlapping another
-    std::vector<box> rows;
+    std::vector<panel_box> rows;
     for (int t = 0; t < T; t++)
         if (st[0]["drawn"].contains("head row label " + std::to_string(t))) rows.push_back(rect_of(st[0], "head row label " + std::to_string(t)));
     EXPECT_LT((int)rows.size(), T) << "thinned out";
     EXPECT_GE(rows.size(), 3u);
     for (size_t i = 1; i < rows.size(); i++) EXPECT_GE(rows[i].y0, rows[i - 1].y1 - 0.5f) << "labels " << i - 1 << " and " << i << " overlap";
     // the lens is scrolled to its last column: the prediction's
-    const box grid = rect_of(st[1], "lens grid");
+    const panel_box grid = rect_of(st[1], "lens grid");
     ASSERT_TRUE(st[1]["drawn"].contains("lens column " + std::to_string(T - 1))) << "the last position is not in view";
-    const box last = rect_of(st[1], "lens column " + std::to_string(T - 1));
+    const panel_box last = rect_of(st[1], "lens column " + std::to_string(T - 1));
     EXPECT_LE(last.x1, grid.x1 + 0.5f);
     EXPECT_GE(last.x0, grid.x0);
     EXPECT_FALSE(st[1]["drawn"].contains("lens column 0")) << "the first ones are scrolled out of view";
@@ -435,8 +434,8 @@ TEST(GuiScale, At1920x1080TheGridsThumbnailsUseTheRoom) {
     auto big = run_at(1920, 1080, "wait\nprint\n", &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_EQ(big.size(), 1u);
-    const box a = rect_of(small[0], "head cell 0.0"), b = rect_of(big[0], "head cell 0.0");
+    const panel_box a = rect_of(small[0], "head cell 0.0"), b = rect_of(big[0], "head cell 0.0");
     EXPECT_GE(b.x1 - b.x0, 1.4f * (a.x1 - a.x0)) << "a window 1.5 times as large: thumbnails about as much larger";
-    const box grid_panel = rect_of(big[0], "panel Overview");
+    const panel_box grid_panel = rect_of(big[0], "panel Overview");
     EXPECT_GT(4 * (b.x1 - b.x0 + 3), 0.5f * (grid_panel.x1 - grid_panel.x0)) << "4 heads a row: half the panel's width at least";
 }

@@ -23,26 +23,19 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 const uint32_t all_points = (1u << gb::HOOK_COUNT) - 1;
 
-gb::layer_set on(std::vector<int> layers = {}) {
-    gb::layer_set s;
-    s.on = true;
-    s.layers = std::move(layers);
-    return s;
-}
-
 // The ablations every point is compared under (3 layers, 4 heads).
 std::vector<std::pair<std::string, gb::ablation>> ablation_cases() {
     std::vector<std::pair<std::string, gb::ablation>> c(9);
     c[0].first = "none";
-    c[1].first = "no-layernorm", c[1].second.no_layernorm = on();
-    c[2].first = "no-layernorm[1]", c[2].second.no_layernorm = on({1});
-    c[3].first = "no-residual[1]", c[3].second.no_residual = on({1});
-    c[4].first = "no-residual", c[4].second.no_residual = on();
-    c[5].first = "no-attention[0,2]", c[5].second.no_attention = on({0, 2});
-    c[6].first = "no-attention", c[6].second.no_attention = on();
+    c[1].first = "no-layernorm", c[1].second.no_layernorm = layers_on({});
+    c[2].first = "no-layernorm[1]", c[2].second.no_layernorm = layers_on({1});
+    c[3].first = "no-residual[1]", c[3].second.no_residual = layers_on({1});
+    c[4].first = "no-residual", c[4].second.no_residual = layers_on({});
+    c[5].first = "no-attention[0,2]", c[5].second.no_attention = layers_on({0, 2});
+    c[6].first = "no-attention", c[6].second.no_attention = layers_on({});
     c[7].first = "heads 0.1 2.3 2.0", c[7].second.heads = {{0, 1}, {2, 3}, {2, 0}};
-    c[8].first = "mixed", c[8].second.heads = {{1, 2}}, c[8].second.no_residual = on({2}),
-    c[8].second.no_layernorm = on({0}), c[8].second.no_attention = on({1});
+    c[8].first = "mixed", c[8].second.heads = {{1, 2}}, c[8].second.no_residual = layers_on({2}),
+    c[8].second.no_layernorm = layers_on({0}), c[8].second.no_attention = layers_on({1});
     return c;
 }
 
@@ -257,7 +250,7 @@ TEST(Hooks, OverwritingHooksMatchTheReferenceWithTheSameChange) {
             gb::forward_options zero;
             zero.hooks.push_back(elementwise_hook(gb::HOOK_ATTN_OUT, 1, [](gb::hook_point, int, int, int, double) { return 0.0; }, H));
             gb::ablation no_attn;
-            no_attn.no_attention = on({1});
+            no_attn.no_attention = layers_on({1});
             EXPECT_LT(max_scaled_error(run_all(rm->m, tokens, {}, zero).logits, rm->reference(tokens, no_attn, {}).logits), 1e-4)
                 << rm->name;
         }
@@ -559,7 +552,7 @@ TEST(Resume, FromTheRecordedStreamEqualsTheFullRun) {
                 if (ablate) {
                     gb::ablation ab;
                     ab.heads = {{1, 1}};
-                    ab.no_layernorm = on({0});
+                    ab.no_layernorm = layers_on({0});
                     opt.interventions = gb::ablation_interventions(ab, c);
                 }
                 opt.all_logits = true;

@@ -24,17 +24,6 @@ namespace {
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 const std::string kCommit2 = "89abcdef0123456789abcdef0123456789abcdef";
 
-std::string read_all(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-void write_all(const fs::path& p, const std::string& s) {
-    fs::create_directories(p.parent_path());
-    std::ofstream f(p, std::ios::binary);
-    f << s;
-}
-
 // The files of a tiny GPT-2 folder as a Hub repo: model.safetensors through LFS, the rest as small files, and
 // one file a model does not need (never downloaded).
 hub_server_repo gpt2_repo(const std::string& dir, const std::string& id) {

@@ -23,8 +23,6 @@ namespace {
 
 using gb::image;
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
 // Test images, [h][w][3]: uniform noise (the worst case for rounding), a smooth pattern, and hard stripes
 // (which make bicubic and lanczos overshoot, so the uint8 clipping between the passes matters).
 image make_image(int w, int h, int kind, uint32_t seed) {
@@ -137,11 +135,11 @@ int max_diff(const image& a, const image& b) {
     return m;
 }
 
-struct size_case {
+struct resize_case {
     int w, h, W, H;
 };
 // shrinking (by large and by odd factors), growing, one side only, aspect changes, degenerate sizes
-const size_case resize_cases[] = {{640, 480, 224, 224}, {500, 375, 224, 224}, {97, 131, 224, 224},
+const resize_case resize_cases[] = {{640, 480, 224, 224}, {500, 375, 224, 224}, {97, 131, 224, 224},
                                   {256, 256, 224, 224}, {333, 777, 224, 523}, {224, 300, 224, 224},
                                   {300, 224, 224, 224}, {5, 7, 64, 48},       {1, 1, 3, 3},
                                   {1000, 12, 224, 224}, {1601, 1201, 224, 224}};
@@ -149,7 +147,7 @@ const size_case resize_cases[] = {{640, 480, 224, 224}, {500, 375, 224, 224}, {9
 TEST(Resize, MatchesTheNaiveReference) {
     int worst = 0;
     for (int resample : {gb::resample_bilinear, gb::resample_bicubic, gb::resample_lanczos, gb::resample_hamming})
-        for (const size_case& s : resize_cases)
+        for (const resize_case& s : resize_cases)
             for (int kind = 0; kind < 3; kind++) {
                 image in = make_image(s.w, s.h, kind, 7 + kind);
                 image got = gb::resize_image(in, s.W, s.H, resample);
@@ -163,7 +161,7 @@ TEST(Resize, MatchesTheNaiveReference) {
 }
 
 TEST(Resize, NearestTakesThePixelUnderTheCentre) {
-    for (const size_case& s : resize_cases) {
+    for (const resize_case& s : resize_cases) {
         image in = make_image(s.w, s.h, 0, 3);
         image got = gb::resize_image(in, s.W, s.H, gb::resample_nearest);
         ASSERT_EQ(got.width, s.W);
@@ -573,12 +571,12 @@ TEST(Resize, MatchesPillow) {
     const std::string dir = test_temp_dir("image_pil");
     // each case: the input as raw RGB, Pillow's resize of it, and a DeiT-style pipeline written as HF does it
     struct pil_case {
-        size_case s;
+        resize_case s;
         int resample, kind;
     };
     std::vector<pil_case> cases;
     int n = 0;
-    for (const size_case& s : resize_cases)
+    for (const resize_case& s : resize_cases)
         for (int r = 0; r <= 5; r++) cases.push_back({s, r, n++ % 3});
     std::ostringstream list;
     for (size_t i = 0; i < cases.size(); i++) {

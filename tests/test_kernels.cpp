@@ -462,7 +462,7 @@ std::string describe(const naive_attention_case& c) {
     return o.str();
 }
 
-double max_abs_error(const std::vector<float>& got, const std::vector<double>& want) {
+double max_abs_err(const std::vector<float>& got, const std::vector<double>& want) {
     if (got.size() != want.size()) return INFINITY;
     double w = 0;
     for (size_t i = 0; i < got.size(); i++) {
@@ -489,7 +489,7 @@ TEST(Attention, CpuEqualsNaiveLoopCausalAndNot) {
                             attention_run r = run_attention_cpu(c, (uint32_t)(++n * 7919));
                             std::vector<double> p, o;
                             naive_attention(c, r.q, r.k, r.v, p, o);
-                            const double ep = max_abs_error(r.probs, p), eo = max_abs_error(r.out, o);
+                            const double ep = max_abs_err(r.probs, p), eo = max_abs_err(r.out, o);
                             ASSERT_LT(ep, 2e-6) << "probabilities, " << describe(c);
                             ASSERT_LT(eo, 1e-5) << "outputs, " << describe(c);
                             worst_p = std::max(worst_p, ep), worst_o = std::max(worst_o, eo);
@@ -501,8 +501,8 @@ TEST(Attention, CpuEqualsNaiveLoopCausalAndNot) {
         attention_run r = run_attention_cpu(c, (uint32_t)window);
         std::vector<double> p, o;
         naive_attention(c, r.q, r.k, r.v, p, o);
-        EXPECT_LT(max_abs_error(r.probs, p), 2e-6) << describe(c);
-        EXPECT_LT(max_abs_error(r.out, o), 1e-5) << describe(c);
+        EXPECT_LT(max_abs_err(r.probs, p), 2e-6) << describe(c);
+        EXPECT_LT(max_abs_err(r.out, o), 1e-5) << describe(c);
     }
 }
 

@@ -23,18 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCommit = "fedcba9876543210fedcba9876543210fedcba98";
-
-std::string read_all(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-void write_all(const fs::path& p, const std::string& s) {
-    fs::create_directories(p.parent_path());
-    std::ofstream f(p, std::ios::binary);
-    f << s;
-}
+const std::string kSnapshotCommit = "fedcba9876543210fedcba9876543210fedcba98";
 
 // Puts the files of src into the hub cache as huggingface_hub lays them out: blobs/<etag> (sha256 for weights,
 // git's blob id otherwise), snapshots/<commit>/<file> -> ../../blobs/<etag>, refs/main.
@@ -48,10 +37,10 @@ void put_in_hub_cache(const fs::path& cache, const std::string& repo, const fs::
         const std::string etag = ext == ".safetensors" || ext == ".gguf" ? hub_server::sha256_hex(bytes)
                                                                          : hub_server::git_blob_id(bytes);
         write_all(r / "blobs" / etag, bytes);
-        fs::create_directories(r / "snapshots" / kCommit);
-        fs::create_symlink("../../blobs/" + etag, r / "snapshots" / kCommit / e.path().filename());
+        fs::create_directories(r / "snapshots" / kSnapshotCommit);
+        fs::create_symlink("../../blobs/" + etag, r / "snapshots" / kSnapshotCommit / e.path().filename());
     }
-    write_all(r / "refs/main", kCommit);
+    write_all(r / "refs/main", kSnapshotCommit);
 }
 
 int64_t sum_sizes(const std::map<std::string, std::vector<float>>& w) {
@@ -118,7 +107,7 @@ const gb::found_model* find(const std::vector<gb::found_model>& v, const std::st
     return nullptr;
 }
 
-std::vector<float> logits_of(const gb::model& m) {
+std::vector<float> logits_of_model(const gb::model& m) {
     gb::record rec;
     gb::run_forward(rec, m, {1, 5, 9, 2});
     return rec.logits;
@@ -153,7 +142,7 @@ TEST(ModelSources, ScanFindsEachLayout) {
                     f.family.c_str(), f.kind.c_str(), (long long)f.n_params, (long long)f.bytes, f.openable, f.reason.c_str());
     const gb::found_model* hf = find(v, "hf", "tiny-org/tiny-gpt2");
     ASSERT_TRUE(hf);
-    EXPECT_EQ(hf->path, m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-gpt2/snapshots/" + kCommit);
+    EXPECT_EQ(hf->path, m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-gpt2/snapshots/" + kSnapshotCommit);
     EXPECT_EQ(hf->format, "hf");
     EXPECT_EQ(hf->family, "gpt2");
     EXPECT_EQ(hf->kind, "decoder");
@@ -219,7 +208,7 @@ TEST(ModelSources, GgufWithoutExtensionLoads) {
     machine m("magic");
     const std::string blob = m.home + "/blobfile";
     fs::copy_file(m.gguf_file, blob);
-    EXPECT_EQ(logits_of(gb::load_model(blob)), logits_of(gb::load_model(m.gguf_file)));
+    EXPECT_EQ(logits_of_model(gb::load_model(blob)), logits_of_model(gb::load_model(m.gguf_file)));
     write_all(m.home + "/notamodel", "hello");
     expect_gb_error([&] { gb::load_model(m.home + "/notamodel"); }, "unknown model format");
 }
@@ -228,10 +217,10 @@ TEST(ModelSources, GgufWithoutExtensionLoads) {
 // with the same numbers as their paths.
 TEST(ModelSources, NamesResolveFromTheCaches) {
     machine m("names");
-    const std::string snap = m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-gpt2/snapshots/" + kCommit;
+    const std::string snap = m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-gpt2/snapshots/" + kSnapshotCommit;
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-gpt2"), snap);
-    EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-gpt2@" + kCommit), snap);
-    const std::string gsnap = m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-GGUF/snapshots/" + kCommit;
+    EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-gpt2@" + kSnapshotCommit), snap);
+    const std::string gsnap = m.home + "/.cache/huggingface/hub/models--tiny-org--tiny-GGUF/snapshots/" + kSnapshotCommit;
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-GGUF"), gsnap + "/tiny-Q8_0.gguf");
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-GGUF:f32"), gsnap + "/tiny-F32.gguf");
     EXPECT_EQ(gb::resolve_model("hf:tiny-org/tiny-GGUF:tiny-F32.gguf"), gsnap + "/tiny-F32.gguf");
@@ -243,8 +232,8 @@ TEST(ModelSources, NamesResolveFromTheCaches) {
     expect_gb_error([&] { gb::resolve_model("ollama:nothere:7b"); }, "ollama pull nothere:7b");
     expect_gb_error([&] { gb::resolve_model("ollama:../../etc:x"); }, "not an Ollama model name");
     expect_gb_error([&] { gb::resolve_model("hf:tiny-org/tiny-gpt2@v2"); }, "not in the Hugging Face cache");
-    EXPECT_EQ(logits_of(gb::load_model("hf:tiny-org/tiny-gpt2")), logits_of(gb::load_model(m.gpt2_src)));
-    EXPECT_EQ(logits_of(gb::load_model("ollama:tiny")), logits_of(gb::load_model(m.gguf_file)));
+    EXPECT_EQ(logits_of_model(gb::load_model("hf:tiny-org/tiny-gpt2")), logits_of_model(gb::load_model(m.gpt2_src)));
+    EXPECT_EQ(logits_of_model(gb::load_model("ollama:tiny")), logits_of_model(gb::load_model(m.gguf_file)));
 }
 
 // Environment variables move each source: HF_HUB_CACHE, OLLAMA_MODELS, LLAMA_CACHE.

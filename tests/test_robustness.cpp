@@ -32,10 +32,6 @@ namespace {
 
 const std::string U = "\xE2\x96\x81"; // "▁"
 
-void write_file(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-}
-
 // "[[[...]]]" nested depth deep
 std::string nested_arrays(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 // {"a":{"a":...1...}} nested depth deep

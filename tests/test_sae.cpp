@@ -124,12 +124,6 @@ gb::bound_sae write_and_open(const sae_case& c, const gb::model& m, int layer, c
     return gb::open_sae(dir, m);
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
 
 } // namespace
 
@@ -279,7 +273,7 @@ TEST(Sae, RefusalsAreOneLine) {
         const std::string dir = root + "/" + name;
         gb::write_sae_saelens(dir, s);
         if (cfg_edit) {
-            nlohmann::json cfg = nlohmann::json::parse(slurp(dir + "/cfg.json"));
+            nlohmann::json cfg = nlohmann::json::parse(read_file(dir + "/cfg.json"));
             cfg_edit(cfg);
             std::ofstream(dir + "/cfg.json") << cfg.dump();
         }
@@ -380,7 +374,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     // features: the JSON and the .npy files agree with the core on the same model
     command_result r = run_cli("features " + model + "--prompt 'hello world, hello' --top 3 --json " + dir + "/f.json --npy-dir " + dir + "/npy");
     ASSERT_EQ(r.code, 0) << r.err;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/f.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/f.json"));
     for (const char* k : {"hook", "layer", "d_sae", "top", "mse", "fvu", "fvu_all", "loss_delta"}) EXPECT_TRUE(j.contains(k)) << k;
     EXPECT_EQ(j["hook"], "resid_post");
     EXPECT_EQ(j["layer"], 1);
@@ -397,17 +391,17 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     EXPECT_NEAR(j["fvu_all"].get<double>(), fr.fvu_all, 1e-5);
     const int top_id = j["top"][T - 1][0]["id"];
     EXPECT_FLOAT_EQ(j["top"][T - 1][0]["act"].get<float>(), fr.acts[(size_t)(T - 1) * 32 + top_id]);
-    const std::string fnpy = slurp(dir + "/npy/features.npy");
+    const std::string fnpy = read_file(dir + "/npy/features.npy");
     const gb::npy_array fa = gb::parse_npy((const uint8_t*)fnpy.data(), fnpy.size(), "features.npy");
     EXPECT_EQ(fa.shape, (std::vector<int64_t>{T, 32}));
     EXPECT_EQ(fa.data, fr.acts);
-    const std::string rnpy = slurp(dir + "/npy/reconstruction.npy");
+    const std::string rnpy = read_file(dir + "/npy/reconstruction.npy");
     EXPECT_EQ(gb::parse_npy((const uint8_t*)rnpy.data(), rnpy.size(), "reconstruction.npy").shape, (std::vector<int64_t>{T, 16}));
     // run with feature interventions: the JSON echoes them, and the prediction changes
     r = run_cli("run " + model + "--prompt 'hello world, hello' --feature-ablate " + std::to_string(top_id) +
             " --feature-clamp 2=3.5 --feature-steer 9=2.0 --json " + dir + "/run.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    const nlohmann::json rj = nlohmann::json::parse(slurp(dir + "/run.json"));
+    const nlohmann::json rj = nlohmann::json::parse(read_file(dir + "/run.json"));
     EXPECT_EQ(rj["sae"]["feature_ablate"], nlohmann::json::array({top_id}));
     EXPECT_EQ(rj["sae"]["feature_clamp"][0]["id"], 2);
     EXPECT_FLOAT_EQ(rj["sae"]["feature_clamp"][0]["value"].get<float>(), 3.5f);
@@ -415,7 +409,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     EXPECT_EQ(rj["sae"]["hook"], "resid_post");
     const command_result plain = run_cli("run --model " + dir + "/model --prompt 'hello world, hello' --json " + dir + "/plain.json");
     ASSERT_EQ(plain.code, 0) << plain.err;
-    EXPECT_NE(nlohmann::json::parse(slurp(dir + "/plain.json"))["top_k"], rj["top_k"]);
+    EXPECT_NE(nlohmann::json::parse(read_file(dir + "/plain.json"))["top_k"], rj["top_k"]);
     // feature: contexts over a corpus (built, then cached), promotes and suppresses
     std::ofstream(dir + "/corpus.txt") << "hello world, hello there. the world says hello back to the world.\n"
                                           "a second line of text, with world and hello again.\n";
@@ -423,7 +417,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     r = run_cli(fcmd);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(built,"), std::string::npos) << r.out;
-    const nlohmann::json fj = nlohmann::json::parse(slurp(dir + "/one.json"));
+    const nlohmann::json fj = nlohmann::json::parse(read_file(dir + "/one.json"));
     ASSERT_GT(fj["contexts"].size(), 0u);
     EXPECT_LE(fj["contexts"].size(), 4u);
     for (const char* k : {"text", "position", "activation"}) EXPECT_TRUE(fj["contexts"][0].contains(k)) << k;
@@ -434,7 +428,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     r = run_cli(fcmd);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("(cached,"), std::string::npos) << r.out;
-    EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/one.json"))["contexts"], fj["contexts"]);
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/one.json"))["contexts"], fj["contexts"]);
     // an SAE rewritten in the same folder gets a new index, not the old one's contexts
     gb::sae s2 = s;
     for (float& w : s2.b_enc) w -= 0.5f;
@@ -446,7 +440,7 @@ TEST(Sae, CliFeaturesRunAndFeatureEndToEnd) {
     // bench --sae: the forward and the features' time for each length
     r = run_cli("bench " + model + "--tokens 8 --repeat 1 --json " + dir + "/bench.json");
     ASSERT_EQ(r.code, 0) << r.err;
-    const nlohmann::json bj = nlohmann::json::parse(slurp(dir + "/bench.json"));
+    const nlohmann::json bj = nlohmann::json::parse(read_file(dir + "/bench.json"));
     ASSERT_EQ(bj["results"].size(), 1u);
     EXPECT_EQ(bj["results"][0]["tokens"], 8);
     EXPECT_GT(bj["results"][0]["ratio"].get<double>(), 1.0);
@@ -556,10 +550,10 @@ TEST(SaeTrain, CliTrainsResumesAndWritesWhatTheLoaderReads) {
     r = run_cli(base + " --steps 80");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("resumed at step 40"), std::string::npos) << r.out;
-    const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/t.json"));
+    const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/t.json"));
     EXPECT_EQ(j["resumed_at"], 40);
     EXPECT_GT(j["explained"].get<double>(), 0.0);
-    const nlohmann::json cfg = nlohmann::json::parse(slurp(dir + "/sae/cfg.json"));
+    const nlohmann::json cfg = nlohmann::json::parse(read_file(dir + "/sae/cfg.json"));
     EXPECT_EQ(cfg["architecture"], "topk");
     EXPECT_EQ(cfg["hook_name"], "blocks.1.hook_resid_post");
     EXPECT_EQ(cfg["k"], 4);

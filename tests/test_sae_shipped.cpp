@@ -26,7 +26,7 @@ const char* kTrainingSentence =
     "nothing particular to interest me on shore, I thought I would sail about a little and see the watery part of "
     "the world.";
 
-const gb::model& default_model() {
+const gb::model& shipped_model() {
     static const gb::model m = gb::load_model(gb::default_model_path());
     return m;
 }
@@ -34,7 +34,7 @@ const gb::model& default_model() {
 } // namespace
 
 TEST(SaeShipped, FoundForTheDefaultModelOnlyAndBinds) {
-    const gb::model& m = default_model();
+    const gb::model& m = shipped_model();
     const std::string path = gb::default_sae_path(m);
     ASSERT_FALSE(path.empty()) << "no SAE in assets/saes/ for " << m.path;
     EXPECT_EQ(fs::path(path).filename().string(), "default-resid_post-L2");
@@ -57,7 +57,7 @@ TEST(SaeShipped, FoundForTheDefaultModelOnlyAndBinds) {
 
 // Measured: fvu_all 0.269 on this sentence (58 tokens; x̄ its own mean); the bound leaves 0.03
 TEST(SaeShipped, ReconstructsATrainingSentence) {
-    const gb::model& m = default_model();
+    const gb::model& m = shipped_model();
     const gb::bound_sae b = gb::open_sae(gb::default_sae_path(m), m);
     const std::vector<int> ids = gb::encode(m.tok, kTrainingSentence);
     const gb::feature_result r = gb::run_features(m, b, ids);
@@ -104,7 +104,7 @@ TEST(SaeShipped, CliUsesItWithoutSaeOnTheDefaultModelOnly) {
 // measured explained variance 0.747 on the last steps' batches and 0.751 on all the activations (docs/features.md);
 // the bound 0.72 leaves room for the other matmul kernel's rounding
 TEST(SaeShipped, TrainingOnTheDefaultModelReachesTheStatedExplainedVariance) {
-    const gb::model& m = default_model();
+    const gb::model& m = shipped_model();
     const std::string text = read_file(std::string(GLASSBOX_SOURCE_DIR) + "/tests/data/default_model_text.txt");
     ASSERT_GT(text.size(), 10000u);
     const std::vector<float> x = gb::collect_activations(m, gb::HOOK_RESID_POST, 2, text, 128, 100000, false);

@@ -19,7 +19,7 @@ namespace {
 
 using vec = std::vector<double>;
 
-const std::vector<std::string> families = {"bart", "mbart", "marian"};
+const std::vector<std::string> seq2seq_families = {"bart", "mbart", "marian"};
 
 tiny_seq2seq write_family(const std::string& family, uint32_t seed = 1) {
     seq2seq_spec s;
@@ -29,20 +29,20 @@ tiny_seq2seq write_family(const std::string& family, uint32_t seed = 1) {
 }
 
 // the decoder's input as HF builds it: decoder_start_token_id first
-std::vector<int> decoder_input(const tiny_seq2seq& m, int n, uint32_t seed) {
+std::vector<int> decoder_ids(const tiny_seq2seq& m, int n, uint32_t seed) {
     std::vector<int> ids = random_tokens(n - 1, m.spec.vocab, seed);
     ids.insert(ids.begin(), m.decoder_start_id);
     return ids;
 }
 
-double max_abs_diff(const double* a, const double* b, size_t n) {
+double max_abs_gap(const double* a, const double* b, size_t n) {
     double e = 0;
     for (size_t i = 0; i < n; i++) e = std::max(e, std::fabs(a[i] - b[i]));
     return e;
 }
-double max_abs_diff(const vec& a, const vec& b) {
+double max_abs_gap(const vec& a, const vec& b) {
     EXPECT_EQ(a.size(), b.size());
-    return a.size() == b.size() ? max_abs_diff(a.data(), b.data(), a.size()) : INFINITY;
+    return a.size() == b.size() ? max_abs_gap(a.data(), b.data(), a.size()) : INFINITY;
 }
 bool all_finite(const vec& v) {
     for (double x : v)
@@ -76,10 +76,10 @@ void expect_normed_by(const tiny_seq2seq& m, const vec& x, const std::string& no
 
 // (1) Logits at target position t read only targets 0..t, and every position reads the source.
 TEST(Seq2seqReference, DecoderIsCausalAndEveryPositionReadsTheSource) {
-    for (const std::string& fam : families) {
+    for (const std::string& fam : seq2seq_families) {
         const tiny_seq2seq m = write_family(fam);
         const int V = m.spec.vocab, T = 6;
-        const std::vector<int> src = random_tokens(7, V, 11), tgt = decoder_input(m, T, 12);
+        const std::vector<int> src = random_tokens(7, V, 11), tgt = decoder_ids(m, T, 12);
         const ref_seq2seq base = reference_seq2seq(m, src, tgt, {});
         ASSERT_EQ(base.logits.size(), (size_t)T * V) << fam;
         ASSERT_TRUE(all_finite(base.logits)) << fam;
@@ -88,16 +88,16 @@ TEST(Seq2seqReference, DecoderIsCausalAndEveryPositionReadsTheSource) {
             tgt2[t0] = (tgt2[t0] + 1) % V;
             const ref_seq2seq r = reference_seq2seq(m, src, tgt2, {});
             for (int t = 0; t < t0; t++)
-                EXPECT_EQ(max_abs_diff(&r.logits[(size_t)t * V], &base.logits[(size_t)t * V], V), 0.0)
+                EXPECT_EQ(max_abs_gap(&r.logits[(size_t)t * V], &base.logits[(size_t)t * V], V), 0.0)
                     << fam << ": position " << t << " saw the target at " << t0;
-            EXPECT_GT(max_abs_diff(&r.logits[(size_t)t0 * V], &base.logits[(size_t)t0 * V], V), 1e-3)
+            EXPECT_GT(max_abs_gap(&r.logits[(size_t)t0 * V], &base.logits[(size_t)t0 * V], V), 1e-3)
                 << fam << ": position " << t0 << " did not see its own token";
         }
         std::vector<int> src2 = src;
         src2[3] = (src2[3] + 5) % V;
         const ref_seq2seq r = reference_seq2seq(m, src2, tgt, {});
         for (int t = 0; t < T; t++)
-            EXPECT_GT(max_abs_diff(&r.logits[(size_t)t * V], &base.logits[(size_t)t * V], V), 1e-4)
+            EXPECT_GT(max_abs_gap(&r.logits[(size_t)t * V], &base.logits[(size_t)t * V], V), 1e-4)
                 << fam << ": position " << t << " did not see the source";
         // the self-attention pattern: zero above the diagonal, rows summing to 1
         const int H = m.spec.n_head;
@@ -162,10 +162,10 @@ TEST(Seq2seqReference, MarianPositionsAreSinThenCosHalves) {
 // (3) Post-LN (BART, Marian) leaves every stream point a LayerNorm output; Pre-LN (mBART) adds each sublayer to
 // the stream and norms only at the end; the same weights read the other way give other logits.
 TEST(Seq2seqReference, PostLnNormsEverySumAndPreLnAddsThem) {
-    for (const std::string& fam : families) {
+    for (const std::string& fam : seq2seq_families) {
         const tiny_seq2seq m = write_family(fam, 5);
         const int d = m.spec.d_model, S = 6, T = 5;
-        const std::vector<int> src = random_tokens(S, m.spec.vocab, 21), tgt = decoder_input(m, T, 22);
+        const std::vector<int> src = random_tokens(S, m.spec.vocab, 21), tgt = decoder_ids(m, T, 22);
         const ref_seq2seq r = reference_seq2seq(m, src, tgt, {});
         for (int l = 0; l < m.spec.dec_layers; l++) {
             const std::string p = "model.decoder.layers." + std::to_string(l) + ".";
@@ -227,17 +227,17 @@ TEST(Seq2seqReference, PostLnNormsEverySumAndPreLnAddsThem) {
                 other.w[std::string("model.") + stack + ".layer_norm.weight"] = std::vector<float>(d, 1.0f);
                 other.w[std::string("model.") + stack + ".layer_norm.bias"] = std::vector<float>(d, 0.0f);
             }
-        EXPECT_GT(max_abs_diff(reference_seq2seq(other, src, tgt, {}).logits, r.logits), 0.1) << fam;
+        EXPECT_GT(max_abs_gap(reference_seq2seq(other, src, tgt, {}).logits, r.logits), 0.1) << fam;
     }
 }
 
 // (4) Cross-attention: [L][H][T][S], every row a softmax over all source positions (none masked), keys and
 // values from the encoder's output alone.
 TEST(Seq2seqReference, CrossAttentionRowsAreSoftmaxesOverTheSource) {
-    for (const std::string& fam : families) {
+    for (const std::string& fam : seq2seq_families) {
         const tiny_seq2seq m = write_family(fam, 7);
         const int S = 9, T = 4, H = m.spec.n_head, L = m.spec.dec_layers;
-        const std::vector<int> src = random_tokens(S, m.spec.vocab, 31), tgt = decoder_input(m, T, 32);
+        const std::vector<int> src = random_tokens(S, m.spec.vocab, 31), tgt = decoder_ids(m, T, 32);
         const ref_seq2seq r = reference_seq2seq(m, src, tgt, {});
         ASSERT_EQ(r.cross.attention.size(), (size_t)L * H * T * S) << fam;
         for (int row = 0; row < L * H * T; row++) {
@@ -255,15 +255,15 @@ TEST(Seq2seqReference, CrossAttentionRowsAreSoftmaxesOverTheSource) {
             const std::string p = "model.decoder.layers." + std::to_string(l) + ".encoder_attn.";
             const vec k = ref_linear(m.at(p + "k_proj.weight"), m.at(p + "k_proj.bias"), enc_out, S, d, d),
                       v = ref_linear(m.at(p + "v_proj.weight"), m.at(p + "v_proj.bias"), enc_out, S, d, d);
-            EXPECT_LT(max_abs_diff(r.cross.k[l], k), 1e-12) << fam;
-            EXPECT_LT(max_abs_diff(r.cross.v[l], v), 1e-12) << fam;
+            EXPECT_LT(max_abs_gap(r.cross.k[l], k), 1e-12) << fam;
+            EXPECT_LT(max_abs_gap(r.cross.v[l], v), 1e-12) << fam;
         }
         // another target: the same keys and values (the encoder's), other queries
-        const ref_seq2seq r2 = reference_seq2seq(m, src, decoder_input(m, T, 33), {});
+        const ref_seq2seq r2 = reference_seq2seq(m, src, decoder_ids(m, T, 33), {});
         for (int l = 0; l < L; l++) {
             EXPECT_EQ(r2.cross.k[l], r.cross.k[l]) << fam;
             EXPECT_EQ(r2.cross.v[l], r.cross.v[l]) << fam;
-            EXPECT_GT(max_abs_diff(r2.cross.q[l], r.cross.q[l]), 1e-3) << fam;
+            EXPECT_GT(max_abs_gap(r2.cross.q[l], r.cross.q[l]), 1e-3) << fam;
         }
         // what the encoder leaves at final_norm is what the cross-attention reads: zeroed, no source reaches it
         seq2seq_ref_options opt;
@@ -279,16 +279,16 @@ TEST(Seq2seqReference, CrossAttentionRowsAreSoftmaxesOverTheSource) {
 // (5) Ablations: with no attention anywhere (cross-attention included) the logits do not depend on the source;
 // head ablations touch the self-attention only; every switch changes the logits and stays finite.
 TEST(Seq2seqReference, AblationsFollowTheProposedConvention) {
-    for (const std::string& fam : families) {
+    for (const std::string& fam : seq2seq_families) {
         const tiny_seq2seq m = write_family(fam, 9);
         const int S = 7, T = 5, H = m.spec.n_head, L = m.spec.dec_layers;
         const std::vector<int> src = random_tokens(S, m.spec.vocab, 41), src2 = random_tokens(S, m.spec.vocab, 42),
-                               tgt = decoder_input(m, T, 43);
+                               tgt = decoder_ids(m, T, 43);
         gb::ablation no_attn;
         no_attn.no_attention = layers_on({});
         EXPECT_EQ(reference_seq2seq(m, src, tgt, no_attn).logits, reference_seq2seq(m, src2, tgt, no_attn).logits)
             << fam;
-        EXPECT_GT(max_abs_diff(reference_seq2seq(m, src, tgt, {}).logits, reference_seq2seq(m, src2, tgt, {}).logits),
+        EXPECT_GT(max_abs_gap(reference_seq2seq(m, src, tgt, {}).logits, reference_seq2seq(m, src2, tgt, {}).logits),
                   1e-3)
             << fam;
         // every head of every layer's self-attention: z is zero in both stacks, the cross-attention still reads
@@ -303,7 +303,7 @@ TEST(Seq2seqReference, AblationsFollowTheProposedConvention) {
             for (double z : rh.cross.z[l]) zc = std::max(zc, std::fabs(z));
             EXPECT_GT(zc, 1e-3) << fam << ": a head ablation reached the cross-attention";
         }
-        EXPECT_GT(max_abs_diff(rh.logits, reference_seq2seq(m, src2, tgt, heads).logits), 1e-3) << fam;
+        EXPECT_GT(max_abs_gap(rh.logits, reference_seq2seq(m, src2, tgt, heads).logits), 1e-3) << fam;
         // no-layernorm everywhere: mBART's final norms become the identity too, layernorm_embedding stays
         gb::ablation no_norm;
         no_norm.no_layernorm = layers_on({});
@@ -322,7 +322,7 @@ TEST(Seq2seqReference, AblationsFollowTheProposedConvention) {
         const ref_seq2seq r1 = reference_seq2seq(m, src, tgt, one);
         for (double a : r1.cross.attn_out[1]) ASSERT_EQ(a, 0.0) << fam;
         for (double a : r1.decoder.at(gb::HOOK_ATTN_OUT, 1)) ASSERT_EQ(a, 0.0) << fam;
-        EXPECT_GT(max_abs_diff(r1.cross.attn_out[0], vec(r1.cross.attn_out[0].size(), 0.0)), 1e-3) << fam;
+        EXPECT_GT(max_abs_gap(r1.cross.attn_out[0], vec(r1.cross.attn_out[0].size(), 0.0)), 1e-3) << fam;
         const ref_seq2seq base = reference_seq2seq(m, src, tgt, {});
         std::vector<std::pair<std::string, gb::ablation>> cases(6);
         cases[0].first = "no-residual", cases[0].second.no_residual = layers_on({});
@@ -335,7 +335,7 @@ TEST(Seq2seqReference, AblationsFollowTheProposedConvention) {
         for (const auto& [name, ab] : cases) {
             const ref_seq2seq r = reference_seq2seq(m, src, tgt, ab);
             EXPECT_TRUE(all_finite(r.logits)) << fam << " " << name;
-            EXPECT_GT(max_abs_diff(r.logits, base.logits), 1e-4) << fam << " " << name;
+            EXPECT_GT(max_abs_gap(r.logits, base.logits), 1e-4) << fam << " " << name;
         }
     }
 }
@@ -407,7 +407,7 @@ TEST(Seq2seqReference, HandComputedOneLayerMarian) {
 
 // The folder: HF's names and shapes for each family, the tied embedding under the chosen name(s), config.json.
 TEST(Seq2seqReference, FolderHasHuggingFaceNamesAndConfig) {
-    for (const std::string& fam : families) {
+    for (const std::string& fam : seq2seq_families) {
         const tiny_seq2seq m = write_family(fam, 13);
         const seq2seq_spec& s = m.spec;
         const int d = s.d_model, V = s.vocab, ff = s.d_ff;
@@ -467,8 +467,8 @@ TEST(Seq2seqReference, FolderHasHuggingFaceNamesAndConfig) {
                                        m.at("model.encoder.embed_positions.weight")[(size_t)(t + offset) * d + i];
         const vec want = ref_layernorm(x, m.at("model.encoder.layernorm_embedding.weight"),
                                        m.at("model.encoder.layernorm_embedding.bias"), 3, d, 1e-5);
-        if (offset == 2) EXPECT_LT(max_abs_diff(r.encoder.at(gb::HOOK_RESID_PRE, 0), want), 1e-12);
-        else EXPECT_GT(max_abs_diff(r.encoder.at(gb::HOOK_RESID_PRE, 0), want), 0.1);
+        if (offset == 2) EXPECT_LT(max_abs_gap(r.encoder.at(gb::HOOK_RESID_PRE, 0), want), 1e-12);
+        else EXPECT_GT(max_abs_gap(r.encoder.at(gb::HOOK_RESID_PRE, 0), want), 0.1);
     }
 }
 
@@ -498,7 +498,7 @@ TEST(Seq2seqReference, EmbeddingNamesAndUntiedHead) {
     const std::vector<int> src = random_tokens(5, s.vocab, 51), tgt = {untied.decoder_start_id, 7, 8};
     tiny_seq2seq as_tied = untied;
     as_tied.spec.tied = true;
-    EXPECT_GT(max_abs_diff(reference_seq2seq(untied, src, tgt, {}).logits,
+    EXPECT_GT(max_abs_gap(reference_seq2seq(untied, src, tgt, {}).logits,
                            reference_seq2seq(as_tied, src, tgt, {}).logits),
               0.1);
     // final_logits_bias is added: taking it out moves every logit by exactly it

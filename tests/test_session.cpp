@@ -30,7 +30,7 @@ namespace {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 // What the app keeps: patterns (the cross-attention's too), z, MLP outputs and the residual stream.
-gb::record_request app_keep() {
+gb::record_request session_keep() {
     gb::record_request k;
     k.points = gb::hook_bit(gb::HOOK_PATTERN) | gb::hook_bit(gb::HOOK_Z) | gb::hook_bit(gb::HOOK_MLP_OUT) |
                gb::hook_bit(gb::HOOK_ROUTER);
@@ -64,7 +64,7 @@ double record_gap(const gb::record& got, const gb::record& want) {
 gb::record direct(const gb::model& m, const std::vector<int>& tokens, const gb::ablation& ab,
                   const std::vector<float>& pixels = {}) {
     gb::forward_options o;
-    o.keep = app_keep();
+    o.keep = session_keep();
     if (!pixels.empty()) o.pixels = pixels.data();
     gb::record r;
     gb::run_forward(r, m, tokens, ab, o);
@@ -80,7 +80,7 @@ void expect_session_matches(const gb::model& m, const std::vector<int>& tokens, 
     rq.tokens = tokens;
     rq.pixels = pixels;
     rq.ab = ab;
-    rq.keep = app_keep();
+    rq.keep = session_keep();
     rq.top_k = 5;
     gb::session_result r;
     gb::session_run(r, s, m, rq);
@@ -196,7 +196,7 @@ TEST(Session, AnotherModelStartsAfresh) {
     gb::session s;
     gb::session_request rq;
     rq.tokens = random_tokens(6, ma.config.vocab_size, 1);
-    rq.keep = app_keep();
+    rq.keep = session_keep();
     gb::session_result r;
     gb::session_run(r, s, ma, rq);
     gb::session_run(r, s, mb, rq);
@@ -211,7 +211,7 @@ TEST(Session, AnotherModelStartsAfresh) {
 void expect_seq2seq_same(const gb::session_result& r, const gb::model& m, const std::vector<int>& source,
                          const gb::ablation& ab, const std::string& what) {
     gb::forward_options o;
-    o.keep = app_keep();
+    o.keep = session_keep();
     gb::seq2seq_record want, want_base;
     gb::run_seq2seq(want, m, source, r.target, ab, o);
     gb::run_seq2seq(want_base, m, source, r.target, {}, o);
@@ -237,7 +237,7 @@ TEST(Session, EncoderDecoderIsLiveAndEveryStepEqualsAWholeRun) {
         gb::session s;
         gb::session_request rq;
         rq.tokens = source;
-        rq.keep = app_keep();
+        rq.keep = session_keep();
         gb::session_result r;
         // typing the target a token at a time: the encoder is kept, the decoder computes the new row only
         for (int t = 0; t < 5; t++) {

@@ -82,7 +82,7 @@ gb::record steered_forward(const gb::model& m, const std::vector<int>& tokens, c
     return r;
 }
 
-std::vector<float> copy_of(const gb::record& r, gb::hook_point p, int l) {
+std::vector<float> copy_point(const gb::record& r, gb::hook_point p, int l) {
     const float* x = r.get(p, l);
     return std::vector<float>(x, x + r.layer_floats(p));
 }
@@ -101,7 +101,7 @@ TEST(Steer, ForwardEqualsAddingTheVectorAtResidPost) {
             const gb::record r = steered_forward(rm->m, tokens, s);
             const ref_trace want = steered_reference(*rm, tokens, s);
             for (int l = 0; l < c.n_layer; l++)
-                EXPECT_LE(max_scaled_error(copy_of(r, gb::HOOK_RESID_POST, l), want.at(gb::HOOK_RESID_POST, l)), 1e-5)
+                EXPECT_LE(max_scaled_error(copy_point(r, gb::HOOK_RESID_POST, l), want.at(gb::HOOK_RESID_POST, l)), 1e-5)
                     << rm->name << " from " << from << " L" << l;
             EXPECT_LE(max_scaled_error(r.logits, want.logits), 1e-4) << rm->name << " from " << from;
             // and it matters: the plain reference is elsewhere, but not before `from` (causal)

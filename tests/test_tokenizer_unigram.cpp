@@ -17,9 +17,7 @@
 
 namespace {
 
-const std::string U = "\xE2\x96\x81"; // "▁"
-
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+const std::string kUnigramSpace = "\xE2\x96\x81"; // "▁"
 
 // ---- a SentencePiece double-array trie (darts-clone layout), built here for the Precompiled charsmap ----
 // Unit bits: 0-7 label, 8 has-leaf, 9 offset scale (unused here), 10-31 offset; a leaf unit: bit 31 + value.
@@ -143,7 +141,7 @@ std::map<std::string, std::string> nmt_rules() {
 
 // ---- the vocabulary: specials, "▁", ASCII, words and pieces in several scripts, the 256 byte pieces ----
 std::vector<std::pair<std::string, double>> unigram_vocab() {
-    std::vector<std::pair<std::string, double>> v = {{"<pad>", 0}, {"</s>", 0}, {"<unk>", 0}, {U, -2.5}};
+    std::vector<std::pair<std::string, double>> v = {{"<pad>", 0}, {"</s>", 0}, {"<unk>", 0}, {kUnigramSpace, -2.5}};
     // scores in 1/64 steps: sums are exact, so a tie is a tie however the lattice is cut (transformers.js runs
     // one lattice over a Metaspace-split text, HF one per word: with inexact scores, rounding could break a
     // tie between "." + "..." and "..." + "." differently)
@@ -151,8 +149,8 @@ std::vector<std::pair<std::string, double>> unigram_vocab() {
     auto score = [&](double lo, double hi) { return lo + (double)(rng() % (uint32_t)((hi - lo) * 64)) / 64.0; };
     std::map<std::string, double> fixed = {
         {"x", -2},  {"y", -2},  {"xy", -4}, {"p", -0.1}, {"q", -0.2}, {"pq", -0.30000001}, {"ab", -6}, {"abc", -9},
-        {"bc", -5}, {"bcd", -7}, {"cd", -5.5}, {"a", -6}, {"c", -6},   {"t", -6},   {"at", -5},  {U + "a", -3},
-        {U + "cat", -3.5}, {U + "hello", -3}, {U + "world", -3}};
+        {"bc", -5}, {"bcd", -7}, {"cd", -5.5}, {"a", -6}, {"c", -6},   {"t", -6},   {"at", -5},  {kUnigramSpace + "a", -3},
+        {kUnigramSpace + "cat", -3.5}, {kUnigramSpace + "hello", -3}, {kUnigramSpace + "world", -3}};
     std::vector<std::string> pieces;
     for (int c = 33; c < 127; c++) pieces.push_back(std::string(1, (char)c));
     for (const char* w :
@@ -165,10 +163,10 @@ std::vector<std::pair<std::string, double>> unigram_vocab() {
     for (const char* w : {"the", "The", "cat", "sat", "on", "mat", "hello", "Hello", "world", "World", "un", "token",
                           "fine", "fi", "caf", "café", "naïve", "Zürich", "2024", "12", "a", "t", "c", "s", "h", "w",
                           "T", "H", "1", "(", "\"", "日本", "🙂", "при", "p", "<", "en", "été"})
-        pieces.push_back(U + w);
+        pieces.push_back(kUnigramSpace + w);
     for (const std::string& p : pieces) {
         auto f = fixed.find(p);
-        const size_t chars = p.size() > 3 && p.compare(0, 3, U) == 0 ? 2 : 1;
+        const size_t chars = p.size() > 3 && p.compare(0, 3, kUnigramSpace) == 0 ? 2 : 1;
         v.push_back({p, f != fixed.end() ? f->second : chars == 1 && p.size() <= 4 ? score(-11, -6) : score(-10, -3)});
     }
     for (int b = 0; b < 256; b++) {
@@ -224,7 +222,7 @@ nlohmann::json unigram_tokenizer_json(const unigram_options& o) {
     for (const auto& p : v) vocab.push_back({p.first, p.second});
     nlohmann::json add = {added(0, "<pad>"), added(1, "</s>"), added(2, "<unk>")};
     const int eos = 1, en = (int)v.size();
-    nlohmann::json metaspace = {{"type", "Metaspace"}, {"replacement", U}, {"add_prefix_space", true},
+    nlohmann::json metaspace = {{"type", "Metaspace"}, {"replacement", kUnigramSpace}, {"add_prefix_space", true},
                                 {"prepend_scheme", "always"}, {"split", true}};
     auto precompiled = [&] {
         return nlohmann::json{{"type", "Precompiled"}, {"precompiled_charsmap", base64(build_charsmap(o.rules))}};
@@ -234,7 +232,7 @@ nlohmann::json unigram_tokenizer_json(const unigram_options& o) {
         norm = {{"type", "Sequence"},
                 {"normalizers",
                  {precompiled(), {{"type", "Strip"}, {"strip_left", false}, {"strip_right", true}},
-                  {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", U}}}}};
+                  {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", kUnigramSpace}}}}};
         pre = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "WhitespaceSplit"}}, metaspace}}};
         post = template_post({}, {{"</s>", eos}});
     } else if (o.style == "mbart") {
@@ -262,8 +260,8 @@ nlohmann::json unigram_tokenizer_json(const unigram_options& o) {
     } else {
         norm = {{"type", "Sequence"},
                 {"normalizers",
-                 {{{"type", "NFC"}}, {{"type", "Prepend"}, {"prepend", U}},
-                  {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", U}}}}};
+                 {{{"type", "NFC"}}, {{"type", "Prepend"}, {"prepend", kUnigramSpace}},
+                  {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kUnigramSpace}}}}};
         pre = nullptr;
         post = template_post({}, {{"</s>", eos}});
     }
@@ -273,12 +271,12 @@ nlohmann::json unigram_tokenizer_json(const unigram_options& o) {
             {"model", {{"type", "Unigram"}, {"unk_id", o.unk_id}, {"vocab", vocab}, {"byte_fallback", o.byte_fallback}}}};
 }
 
-struct written {
+struct written_ug {
     std::string dir, json, config;
 };
 
-written write_unigram(const std::string& name, const unigram_options& o) {
-    written w;
+written_ug write_unigram(const std::string& name, const unigram_options& o) {
+    written_ug w;
     w.dir = test_temp_dir(name);
     w.json = w.dir + "/tokenizer.json";
     w.config = w.dir + "/tokenizer_config.json";
@@ -294,7 +292,7 @@ written write_unigram(const std::string& name, const unigram_options& o) {
 // combining mark or ZWJ (HF rewrites the whole grapheme), halfwidth kana with a voiced mark (one 6-byte
 // grapheme: HF maps its characters one by one, transformers.js composes them), CR LF without a following space
 // collapse, NEL and BOM as white space, a final capital sigma, literal byte pieces ("<0x41>") in decoding.
-std::vector<std::string> tricky_texts() {
+std::vector<std::string> tricky_texts_ug() {
     return {"Hello world", "hello world", "The cat sat on the mat.", "  leading and trailing  ", "", " ", "   ",
             "multiple   spaces\t\ttabs\r\nCRLF\n\nnewlines", "unbelievable tokenization", "abcd bcd abc cd",
             "xy xyxy pq pqp", "café naïve Zürich été", "cafe\xCC\x81 decomposed", "CAFÉ ÜBER", "日本語のテキスト",
@@ -321,8 +319,8 @@ std::string random_text(std::mt19937& rng) {
     return s;
 }
 
-std::vector<std::string> texts_with_random(uint32_t seed, int n) {
-    std::vector<std::string> t = tricky_texts();
+std::vector<std::string> texts_with_random_ug(uint32_t seed, int n) {
+    std::vector<std::string> t = tricky_texts_ug();
     std::mt19937 rng(seed);
     for (int i = 0; i < n; i++) t.push_back(random_text(rng));
     return t;
@@ -330,7 +328,7 @@ std::vector<std::string> texts_with_random(uint32_t seed, int n) {
 
 // encode_prompt of every text equals the reference's ids; returns ours. collapse_bytes: a run of byte pieces
 // counts as the one unknown id the reference (which has no byte fallback for Unigram) gives for it.
-std::vector<std::vector<int>> expect_matches_node(const gb::tokenizer& t, const written& w,
+std::vector<std::vector<int>> expect_matches_node_ug(const gb::tokenizer& t, const written_ug& w,
                                                   const std::vector<std::string>& texts, const std::string& what,
                                                   bool collapse_bytes = false) {
     nlohmann::json out = run_json_encode(w.json, w.config, texts, false);
@@ -372,41 +370,41 @@ std::vector<int> ids_of(std::initializer_list<const char*> pieces) {
 // ---- against the reference ----
 
 TEST(UnigramTokenizer, T5StyleMatchesReference) {
-    written w = write_unigram("unigram_t5", unigram_options{});
+    written_ug w = write_unigram("unigram_t5", unigram_options{});
     gb::tokenizer t = gb::load_tokenizer_json(w.json);
     EXPECT_EQ(t.kind, gb::TOK_UNIGRAM);
     EXPECT_TRUE(t.prefix_ids.empty());
     EXPECT_EQ(t.suffix_ids, std::vector<int>{1});
     EXPECT_EQ(t.unk_id, 2);
     EXPECT_EQ(t.eos_id, 1);
-    expect_matches_node(t, w, texts_with_random(31, 400), "t5");
+    expect_matches_node_ug(t, w, texts_with_random_ug(31, 400), "t5");
 }
 
 TEST(UnigramTokenizer, MbartStyleMatchesReference) {
     unigram_options o;
     o.style = "mbart";
-    written w = write_unigram("unigram_mbart", o);
+    written_ug w = write_unigram("unigram_mbart", o);
     gb::tokenizer t = gb::load_tokenizer_json(w.json);
     const int en = (int)unigram_vocab().size();
     EXPECT_EQ(t.prefix_ids, std::vector<int>{en}); // an added token past the vocab
     EXPECT_EQ(t.piece_scores.size(), (size_t)en);
-    std::vector<std::string> texts = texts_with_random(32, 400);
+    std::vector<std::string> texts = texts_with_random_ug(32, 400);
     texts.push_back("en_XX hello en_XX");
-    expect_matches_node(t, w, texts, "mbart");
+    expect_matches_node_ug(t, w, texts, "mbart");
 }
 
 TEST(UnigramTokenizer, NfkcLowercaseMatchesReferenceAndBytesFallBack) {
     unigram_options o;
     o.style = "nfkc";
     o.byte_fallback = true;
-    written w = write_unigram("unigram_nfkc", o);
+    written_ug w = write_unigram("unigram_nfkc", o);
     gb::tokenizer t = gb::load_tokenizer_json(w.json);
     EXPECT_TRUE(t.byte_fallback);
     std::vector<std::string> texts;
-    for (const std::string& s : texts_with_random(33, 400))
+    for (const std::string& s : texts_with_random_ug(33, 400))
         if (s.find("<0x") == std::string::npos) texts.push_back(s); // a literal byte piece: not a fallback run
     // transformers.js has no byte fallback for Unigram: its unknown id stands for each run of bytes here
-    expect_matches_node(t, w, texts, "nfkc + lowercase, byte fallback", true);
+    expect_matches_node_ug(t, w, texts, "nfkc + lowercase, byte fallback", true);
     // HF: the run's bytes, when every byte has its piece
     EXPECT_EQ(gb::encode(t, "☃"), ids_of({"▁", "<0xE2>", "<0x98>", "<0x83>"}));
     EXPECT_EQ(gb::encode(t, "a☃☃"), ids_of({"▁a", "<0xE2>", "<0x98>", "<0x83>", "<0xE2>", "<0x98>", "<0x83>"}));
@@ -416,16 +414,16 @@ TEST(UnigramTokenizer, NfkcLowercaseMatchesReferenceAndBytesFallBack) {
 TEST(UnigramTokenizer, MetaspaceFirstWithoutPostProcessorMatchesReference) {
     unigram_options o;
     o.style = "plain";
-    written w = write_unigram("unigram_plain", o);
+    written_ug w = write_unigram("unigram_plain", o);
     gb::tokenizer t = gb::load_tokenizer_json(w.json);
     EXPECT_TRUE(t.prefix_ids.empty() && t.suffix_ids.empty());
     EXPECT_TRUE(t.prefix_first_only);
     std::vector<std::string> texts;
     // prepend_scheme "first": transformers.js prefixes every word of the first section after WhitespaceSplit and
     // after a normalizer dropped leading text; neither happens here (no normalizer, no WhitespaceSplit)
-    for (const std::string& s : texts_with_random(34, 400)) texts.push_back(s);
+    for (const std::string& s : texts_with_random_ug(34, 400)) texts.push_back(s);
     for (const char* s : {"</s>abc", "</s> abc", "abc</s>abc", "x</s>", "<pad><pad>x"}) texts.push_back(s);
-    std::vector<std::vector<int>> got = expect_matches_node(t, w, texts, "plain, first");
+    std::vector<std::vector<int>> got = expect_matches_node_ug(t, w, texts, "plain, first");
     // after a special token, no prefix; at the start, one
     EXPECT_EQ(gb::encode(t, "</s>cat"), (std::vector<int>{1, piece_id("c"), piece_id("at")}));
     EXPECT_EQ(gb::encode(t, "cat"), ids_of({"▁cat"}));
@@ -434,11 +432,11 @@ TEST(UnigramTokenizer, MetaspaceFirstWithoutPostProcessorMatchesReference) {
 TEST(UnigramTokenizer, PrependNormalizerWithoutPreTokenizerMatchesReference) {
     unigram_options o;
     o.style = "prepend";
-    written w = write_unigram("unigram_prepend", o);
+    written_ug w = write_unigram("unigram_prepend", o);
     gb::tokenizer t = gb::load_tokenizer_json(w.json);
     EXPECT_FALSE(t.metaspace);
     EXPECT_EQ(t.normalizers.size(), 3u);
-    expect_matches_node(t, w, texts_with_random(36, 300), "NFC, Prepend, Replace");
+    expect_matches_node_ug(t, w, texts_with_random_ug(36, 300), "NFC, Prepend, Replace");
     EXPECT_EQ(gb::encode(t, "cafe\xCC\x81"), gb::encode(t, "caf\xC3\xA9")); // NFC composes the accent
 }
 
@@ -446,11 +444,11 @@ TEST(UnigramTokenizer, DecodeMatchesReferenceAndReencodes) {
     for (const char* style : {"t5", "mbart"}) {
         unigram_options o;
         o.style = style;
-        written w = write_unigram(std::string("unigram_dec_") + style, o);
+        written_ug w = write_unigram(std::string("unigram_dec_") + style, o);
         gb::tokenizer t = gb::load_tokenizer_json(w.json);
         std::vector<std::vector<int>> ids;
         std::vector<std::string> texts;
-        for (const std::string& s : texts_with_random(35, 300)) {
+        for (const std::string& s : texts_with_random_ug(35, 300)) {
             if (s.find("<0x") != std::string::npos) continue; // transformers.js does not decode byte pieces
             texts.push_back(s);
             ids.push_back(gb::encode_prompt(t, s, false));
@@ -478,7 +476,7 @@ TEST(UnigramTokenizer, ViterbiPicksTheBestSumAndBreaksTiesLikeHF) {
     // the best sum of a brute force over every segmentation
     for (const char* word : {"abcd", "xyxy", "pqpq", "bcdab", "helloworld", "日本語のテキスト"}) {
         std::vector<int> got = gb::encode(t, word);
-        const std::string s = U + std::string(word);
+        const std::string s = kUnigramSpace + std::string(word);
         std::vector<double> best(s.size() + 1, -1e300);
         best[0] = 0;
         for (size_t i = 0; i < s.size(); i++) {

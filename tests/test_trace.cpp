@@ -25,7 +25,7 @@
 
 namespace {
 
-std::vector<double> softmax(const std::vector<double>& x) {
+std::vector<double> softmax_d(const std::vector<double>& x) {
     const double mx = *std::max_element(x.begin(), x.end());
     std::vector<double> p(x.size());
     double sum = 0;
@@ -37,7 +37,7 @@ std::vector<double> softmax(const std::vector<double>& x) {
 // p(target) at the last position of a reference run
 double ref_prob(const ref_trace& r, int V, int target) {
     const int T = r.n_tokens;
-    return softmax(std::vector<double>(r.logits.begin() + (size_t)(T - 1) * V, r.logits.end()))[target];
+    return softmax_d(std::vector<double>(r.logits.begin() + (size_t)(T - 1) * V, r.logits.end()))[target];
 }
 
 gb::trace_options options(double noise, int samples, uint64_t seed) {

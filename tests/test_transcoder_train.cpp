@@ -141,7 +141,7 @@ void ref_step(ref_trainer& t, const std::vector<float>& x, const std::vector<flo
     }
 }
 
-double max_diff(const std::vector<float>& got, const std::vector<double>& want) {
+double max_diff_tc(const std::vector<float>& got, const std::vector<double>& want) {
     EXPECT_EQ(got.size(), want.size());
     double m = 0;
     for (size_t i = 0; i < std::min(got.size(), want.size()); i++) m = std::max(m, std::abs(got[i] - want[i]));
@@ -200,15 +200,15 @@ TEST(TranscoderTrain, StepsMatchAPlainDoubleTrainer) {
             o.steps = steps;
             const gb::trained_coder got = gb::train_coder(x.data(), c.same ? x.data() : y.data(), n, di, dout, o, "", {});
             ref_step(r, x, y, n, o);
-            EXPECT_LT(max_diff(got.s.W_enc, r.We), 1e-5) << c.name << " step " << steps;
-            EXPECT_LT(max_diff(got.s.b_enc, r.be), 1e-5) << c.name << " step " << steps;
-            EXPECT_LT(max_diff(got.s.W_dec, r.Wd), 1e-5) << c.name << " step " << steps;
-            EXPECT_LT(max_diff(got.s.b_dec, r.bd), 1e-5) << c.name << " step " << steps;
-            if (c.skip) EXPECT_LT(max_diff(got.skip, r.S), 1e-5) << c.name << " step " << steps;
+            EXPECT_LT(max_diff_tc(got.s.W_enc, r.We), 1e-5) << c.name << " step " << steps;
+            EXPECT_LT(max_diff_tc(got.s.b_enc, r.be), 1e-5) << c.name << " step " << steps;
+            EXPECT_LT(max_diff_tc(got.s.W_dec, r.Wd), 1e-5) << c.name << " step " << steps;
+            EXPECT_LT(max_diff_tc(got.s.b_dec, r.bd), 1e-5) << c.name << " step " << steps;
+            if (c.skip) EXPECT_LT(max_diff_tc(got.skip, r.S), 1e-5) << c.name << " step " << steps;
             else EXPECT_TRUE(got.skip.empty());
             // the steps move the weights by about lr (1e-2): the tolerance is a thousandth of one step
-            EXPECT_GT(max_diff(got.s.W_enc, We0), 5e-3) << c.name;
-            EXPECT_GT(max_diff(got.s.W_dec, Wd0), 5e-3) << c.name;
+            EXPECT_GT(max_diff_tc(got.s.W_enc, We0), 5e-3) << c.name;
+            EXPECT_GT(max_diff_tc(got.s.W_dec, Wd0), 5e-3) << c.name;
             EXPECT_EQ(got.s.transcoder, !c.same);
             EXPECT_EQ(got.s.apply_b_dec_to_input, c.same);
         }

@@ -28,14 +28,14 @@
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
+std::string vision_dir(const std::string& name) {
     const std::string d = std::string(::testing::TempDir()) + "glassbox_vision_" + name;
     std::filesystem::remove_all(d);
     return d;
 }
 
 void expect_vision_matches(const vision_spec& s, const std::string& label) {
-    const tiny_vision tm = write_tiny_vision(temp_dir(label), s);
+    const tiny_vision tm = write_tiny_vision(vision_dir(label), s);
     const std::vector<float> px = random_pixels(s, s.seed + 11);
     for_each_matmul([&] {
         const gb::model m = gb::load_model(tm.dir);
@@ -72,7 +72,7 @@ TEST(Vision, DeitWithOneClassifier) {
 TEST(Vision, ConfigGivesShapesClassNamesAndPositionNames) {
     vision_spec s;
     s.family = "deit";
-    const tiny_vision tm = write_tiny_vision(temp_dir("names"), s);
+    const tiny_vision tm = write_tiny_vision(vision_dir("names"), s);
     const gb::model m = gb::load_model(tm.dir);
     const gb::model_config& c = m.config;
     EXPECT_EQ(c.arch, gb::ARCH_DEIT);
@@ -103,7 +103,7 @@ TEST(Vision, ConfigGivesShapesClassNamesAndPositionNames) {
 // The image becomes pixels as the folder's preprocessor_config.json says: here a resize to the model's 16 x 16
 // (unchanged for a 16 x 16 image), u8 / 255, then (x - 0.5) / 0.5, channel-first.
 TEST(Vision, ImageBecomesTheModelsPixels) {
-    const tiny_vision tm = write_tiny_vision(temp_dir("pixels"), {});
+    const tiny_vision tm = write_tiny_vision(vision_dir("pixels"), {});
     const gb::model m = gb::load_model(tm.dir);
     gb::image img;
     img.width = img.height = 16;
@@ -128,7 +128,7 @@ TEST(Vision, ImageBecomesTheModelsPixels) {
 TEST(Vision, AttentionRolloutMatchesItsDefinition) {
     vision_spec s;
     s.n_layer = 3;
-    const tiny_vision tm = write_tiny_vision(temp_dir("rollout"), s);
+    const tiny_vision tm = write_tiny_vision(vision_dir("rollout"), s);
     const gb::model m = gb::load_model(tm.dir);
     const std::vector<float> px = random_pixels(s, 8);
     gb::forward_options opt;
@@ -165,7 +165,7 @@ TEST(Vision, AttentionRolloutMatchesItsDefinition) {
 }
 
 TEST(Vision, BadFoldersSayWhatIsWrong) {
-    const tiny_vision tm = write_tiny_vision(temp_dir("bad"), {});
+    const tiny_vision tm = write_tiny_vision(vision_dir("bad"), {});
     auto expect_error = [](const std::string& dir, const std::string& part) {
         try {
             gb::load_model(dir);
@@ -195,14 +195,14 @@ TEST(Vision, BadFoldersSayWhatIsWrong) {
     // a bare ViTModel has no classifier
     vision_spec s;
     s.with_head = false;
-    const tiny_vision bare = write_tiny_vision(temp_dir("bare"), s);
+    const tiny_vision bare = write_tiny_vision(vision_dir("bare"), s);
     expect_error(bare.dir, "missing tensor classifier.weight (a bare vit model has no classifier");
 }
 
 // Live recompute: an ablation resumes from its layer on the same image; another image (the same tokens: the
 // positions) runs the baseline again from the embeddings, and both records equal fresh runs.
 TEST(Vision, LiveRunsResumeOnTheSameImageAndRestartOnAnother) {
-    const tiny_vision tm = write_tiny_vision(temp_dir("live"), {});
+    const tiny_vision tm = write_tiny_vision(vision_dir("live"), {});
     const gb::model m = gb::load_model(tm.dir);
     gb::live_state st;
     gb::live_request rq;
@@ -241,8 +241,8 @@ TEST(Vision, LiveRunsResumeOnTheSameImageAndRestartOnAnother) {
 TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
     vision_spec s;
     s.family = "deit";
-    const tiny_vision tm = write_tiny_vision(temp_dir("cli"), s);
-    const std::string out = temp_dir("cli_out");
+    const tiny_vision tm = write_tiny_vision(vision_dir("cli"), s);
+    const std::string out = vision_dir("cli_out");
     std::filesystem::create_directories(out);
     gb::image img;
     img.width = 30, img.height = 22;
@@ -324,8 +324,8 @@ TEST(Vision, CliRunWritesClassesAttentionAndRollout) {
 // own prediction (a ViT: one head), and every head's scores on the image's positions, as score_heads gives them.
 // The lens's JSON names tokens, which an image's positions are not: refused, --npy-dir written instead.
 TEST(Vision, CliLensAndHeadsReadTheImage) {
-    const tiny_vision tm = write_tiny_vision(temp_dir("cli_lens"), {});
-    const std::string out = temp_dir("cli_lens_out");
+    const tiny_vision tm = write_tiny_vision(vision_dir("cli_lens"), {});
+    const std::string out = vision_dir("cli_lens_out");
     std::filesystem::create_directories(out);
     gb::image img;
     img.width = 20, img.height = 20;

@@ -147,6 +147,15 @@ std::string read_file(const std::string& path) {
     return s.str();
 }
 
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::string read_all(const std::filesystem::path& p) { return read_file(p.string()); }
+
+void write_all(const std::filesystem::path& p, const std::string& s) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << s;
+}
+
 double expect_gradient(const float* got, const std::vector<double>& want, size_t every, const std::string& label) {
     double scale = 0, worst = 0;
     for (size_t i = 0; i < want.size(); i += every) scale = std::max(scale, std::abs(want[i]));

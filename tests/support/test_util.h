@@ -1,6 +1,7 @@
 // Small helpers shared by the test files: expected errors, scale-aware comparison, running commands.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ inline command_result run_cli(const std::string& args) {
 std::string npy_shape(const std::string& bytes, const std::string& descr);
 // The bytes of a file ("" when it cannot be read).
 std::string read_file(const std::string& path);
+// Writes text to path as it is (binary), replacing the file
+void write_file(const std::string& path, const std::string& text);
+// The same for filesystem paths; write_all also makes the file's folder
+std::string read_all(const std::filesystem::path& p);
+void write_all(const std::filesystem::path& p, const std::string& s);
 
 // tests/node (the npm reference tokenizers, installed by tools/setup.sh --tests); inline, so that a test file's
 // own constants built from it are initialised after it

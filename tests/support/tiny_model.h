@@ -29,6 +29,8 @@ tiny_model write_tiny_gpt2(const std::string& dir, const tiny_spec& s);
 // "--model '<its folder>'" for a command line.
 const tiny_model& cli_test_model();
 std::string cli_test_model_arg();
+// The same, as the CLI tests spell it
+inline std::string M() { return cli_test_model_arg(); }
 // text's ids under m's tokenizer, without a BOS
 std::vector<int> ids_of(const gb::model& m, const std::string& text);
 
