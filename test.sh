@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build, and run every test: the suite (ctest), the fuzzers (60 s
 # each), and the suite again under AddressSanitizer + UndefinedBehaviorSanitizer (less the heavy tests named in
-# tools/asan_skip.txt). GUI tests use xvfb-run.
-#   ./test.sh            everything (about 35 minutes on 2 cores with a warm compiler cache, about an hour with a
-#                        cold one; docs/development.md)
+# tools/asan_skip.txt). GUI tests run the app on Xvfb.
+#   ./test.sh            everything (about 34 minutes on 2 cores with a cold compiler cache; docs/development.md,
+#                        "What ./test.sh costs")
 #   FAST=1 ./test.sh     only the suite
 # Each step ends with a line "test.sh: STEP took MmSSs"; the last one gives the total.
 set -euo pipefail
