@@ -1,13 +1,14 @@
 # Unity batches (GLASSBOX_UNITY): glassbox_unity(TARGET) compiles a target's sources as generated files that each
 # include up to GLASSBOX_UNITY_BATCH of them, one folder at a time. The headers, and the nlohmann::json and Eigen
 # code every file instantiates again, are then compiled once per batch: the app's 65 sources took 345 s of compiling
-# one by one and 140 s in batches of 16 (docs/development.md, "What ./test.sh costs").
+# one by one and 152 s in batches of 16 (docs/development.md, "What ./test.sh costs").
 # - The batch files name the sources relative to the checkout (`#include "app/gui/x.cpp"`, found through -I on the
 #   checkout), never by absolute path, so that another clone's identical batch hits the same ccache entry.
 # - Left out, compiled alone: core/kernels (their code, and so `bench`, stays what it was file by file) and any source
 #   with its own COMPILE_DEFINITIONS or COMPILE_OPTIONS (call this after setting those).
 # - Sources of one folder share a batch, so a name at namespace scope, even in an anonymous namespace, must be
-#   unique within its folder; a clash is a compile error, never a silent change.
+#   unique within its folder. A clash is almost always a compile error; an overload of the same name taken from
+#   another file would not be, which is one more reason for the rule.
 set(GLASSBOX_UNITY_BATCH 16 CACHE STRING "sources per unity batch (GLASSBOX_UNITY)")
 
 # glassbox_unity_batches(OUT NAME N FILES...): writes FILES (paths relative to the checkout) as even batches of at
