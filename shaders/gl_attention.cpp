@@ -14,6 +14,7 @@
 
 #include "gl_shaders.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace gb {
 
@@ -123,8 +124,12 @@ gl_info setup_current() {
 // Makes buffer `slot` at least `bytes` long (uploading data when given) and binds exactly that range.
 void upload(int slot, const void* data, size_t bytes) {
     glBindBuffer(GL_SHADER_STORAGE_BUFFER, g.buf[slot]);
-    if (bytes > g.cap[slot]) { // grow (with headroom) so repeated calls of similar size do not reallocate
-        g.cap[slot] = std::max(bytes, g.cap[slot] * 3 / 2);
+    // grow with headroom, so that calls of similar sizes do not reallocate; shrink to the size when a call needs under
+    // a quarter: NVIDIA's driver spends time in proportion to a buffer's whole size at each call (on an H200, after
+    // a 1,024-token prompt had grown the buffers, attention alone on 64 tokens took 3.8-4.0 ms, 0.57 ms shrunk;
+    // docs/performance.md "GPU attention")
+    if (bytes > g.cap[slot] || bytes * 4 < g.cap[slot]) {
+        g.cap[slot] = bytes > g.cap[slot] ? std::max(bytes, g.cap[slot] * 3 / 2) : bytes;
         glBufferData(GL_SHADER_STORAGE_BUFFER, (GLsizeiptr)g.cap[slot], nullptr, GL_DYNAMIC_DRAW);
     }
     if (data) glBufferSubData(GL_SHADER_STORAGE_BUFFER, 0, (GLsizeiptr)bytes, data);
@@ -187,15 +192,44 @@ gl_info gl_init_headless() {
         info.error = "no EGL library";
         return info;
     }
-    // eglGetDisplay(EGL_DEFAULT_DISPLAY) needs an X server; Mesa's surfaceless platform does not
-    const char* exts = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
-    if (!exts || !std::strstr(exts, "EGL_MESA_platform_surfaceless")) {
-        info.error = "EGL has no surfaceless platform (EGL_MESA_platform_surfaceless)";
+    // eglGetDisplay(EGL_DEFAULT_DISPLAY) needs an X server. Without one: the surfaceless platform (Mesa's, which
+    // NVIDIA's driver 580 offers too), else the first EGL device (EGL_EXT_platform_device: older NVIDIA drivers
+    // have no surfaceless platform, and a GPU server has no X). GLASSBOX_EGL names one of the two (tests take each).
+    const std::string only = env_or_empty("GLASSBOX_EGL");
+    if (!only.empty() && only != "surfaceless" && only != "device") {
+        info.error = "GLASSBOX_EGL=" + only + ": expected surfaceless or device";
         return info;
     }
-    g.dpy = eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr);
+    const char* exts = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
+    const bool surfaceless = exts && std::strstr(exts, "EGL_MESA_platform_surfaceless") && only != "device";
+    // NVIDIA names enumeration within EGL_EXT_device_base (enumeration and query together)
+    const bool devices = exts && std::strstr(exts, "EGL_EXT_platform_device") &&
+                         (std::strstr(exts, "EGL_EXT_device_enumeration") || std::strstr(exts, "EGL_EXT_device_base")) &&
+                         only != "surfaceless";
+    if (!surfaceless && !devices) {
+        info.error = only.empty() ? "EGL has neither a surfaceless platform (EGL_MESA_platform_surfaceless) nor devices "
+                                    "(EGL_EXT_platform_device)"
+                                  : "EGL has no " + only + " platform (GLASSBOX_EGL=" + only + ")";
+        return info;
+    }
     EGLint major = 0, minor = 0;
-    if (g.dpy == EGL_NO_DISPLAY || !eglInitialize(g.dpy, &major, &minor)) {
+    g.dpy = EGL_NO_DISPLAY;
+    if (surfaceless) {
+        g.dpy = eglGetPlatformDisplayEXT(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr);
+        if (g.dpy != EGL_NO_DISPLAY && !eglInitialize(g.dpy, &major, &minor)) g.dpy = EGL_NO_DISPLAY;
+        if (g.dpy != EGL_NO_DISPLAY) info.platform = "surfaceless";
+    }
+    if (g.dpy == EGL_NO_DISPLAY && devices) {
+        EGLDeviceEXT dev[16];
+        EGLint n = 0;
+        if (eglQueryDevicesEXT(16, dev, &n))
+            for (EGLint i = 0; i < n && g.dpy == EGL_NO_DISPLAY; i++) {
+                g.dpy = eglGetPlatformDisplayEXT(EGL_PLATFORM_DEVICE_EXT, dev[i], nullptr);
+                if (g.dpy != EGL_NO_DISPLAY && !eglInitialize(g.dpy, &major, &minor)) g.dpy = EGL_NO_DISPLAY;
+            }
+        if (g.dpy != EGL_NO_DISPLAY) info.platform = "device";
+    }
+    if (g.dpy == EGL_NO_DISPLAY) {
         info.error = "cannot initialise an EGL display (EGL error " + hex(eglGetError()) + ")";
         return info;
     }
@@ -212,7 +246,9 @@ gl_info gl_init_headless() {
         g.ctx = EGL_NO_CONTEXT;
         return info;
     }
-    return setup_current();
+    gl_info out = setup_current();
+    out.platform = g.info.platform = info.platform;
+    return out;
 }
 
 void attention_gl(const attention_args& a) {

@@ -11,10 +11,13 @@ struct gl_info {
     bool ok = false;       // context current and shaders compiled: attention_gl can run
     bool context = false;  // an OpenGL 4.3+ context exists (ok == false with context == true: the shaders failed)
     std::string renderer, version, error;
+    std::string platform; // the headless context's EGL platform: "surfaceless" or "device" (empty otherwise)
 };
 
-// Headless GL 4.3+ core context via EGL on Mesa's surfaceless platform, made current on the calling thread,
-// shaders compiled. Safe to call again on the same thread (returns the existing context's info).
+// Headless GL 4.3+ core context via EGL, made current on the calling thread, shaders compiled: on Mesa's
+// surfaceless platform (NVIDIA's recent drivers offer it too), else on the first EGL device that initialises
+// (EGL_EXT_platform_device, NVIDIA's headless path before that). GLASSBOX_EGL=surfaceless or =device takes only
+// that one. Safe to call again on the same thread (returns the existing context's info).
 gl_info gl_init_headless();
 // Compiles the shaders in the context already current on this thread (e.g. a GLFW window's).
 gl_info gl_init_current();

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <cstdlib>
 #include <thread>
 
 #include "gl_attention.h"
@@ -439,6 +440,44 @@ TEST(GlAttention, ContextOnASecondThread) {
     EXPECT_TRUE(ok);
     EXPECT_LT(r.probs, 1e-5);
     EXPECT_LT(r.out, 1e-5);
+}
+
+TEST(GlAttention, EachEglPlatformEqualsCpu) {
+    NEED_GL();
+    // GLASSBOX_EGL takes one platform: Mesa's surfaceless one, or an EGL device (NVIDIA's headless path; Mesa
+    // offers its software device there too). Each that exists here must give the CPU's numbers; one that does
+    // not must say so on one line naming it. A bad value is an error, not a silent default.
+    int made = 0;
+    for (const char* platform : {"surfaceless", "device", "wayland"}) {
+        ::setenv("GLASSBOX_EGL", platform, 1);
+        gb::gl_info info;
+        case_result r;
+        r.probs = r.out = 1;
+        std::thread t([&] {
+            info = gb::gl_init_headless();
+            if (info.ok) r = compare(case_spec{9, 3, 2, 1, 16, 7});
+            gb::gl_shutdown();
+        });
+        t.join();
+        ::unsetenv("GLASSBOX_EGL");
+        if (std::string(platform) == "wayland") {
+            EXPECT_FALSE(info.context);
+            EXPECT_NE(info.error.find("GLASSBOX_EGL=wayland"), std::string::npos) << info.error;
+            continue;
+        }
+        if (!info.context) {
+            EXPECT_NE(info.error.find(platform), std::string::npos) << info.error;
+            std::printf("EGL platform %s: none here (%s)\n", platform, info.error.c_str());
+            continue;
+        }
+        made++;
+        EXPECT_TRUE(info.ok) << platform << ": " << info.error;
+        EXPECT_EQ(info.platform, platform);
+        EXPECT_LT(r.probs, 1e-5) << platform;
+        EXPECT_LT(r.out, 1e-5) << platform;
+        std::printf("EGL platform %s: %s\n", platform, info.renderer.c_str());
+    }
+    EXPECT_GE(made, 1); // NEED_GL made a context on one of them
 }
 
 // ---- the CLI's backends ----
