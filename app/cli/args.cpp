@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "analysis/export.h"
+#include "analysis/sae_train.h"
 #include "commands.h"
 #include "io/loader.h"
 #include "io/model_sources.h"
@@ -246,6 +247,28 @@ std::string padded(const std::string& s, int width) {
 }
 
 // --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
+void parse_coder_kind(const args& a, gb::sae_train_options& o, int default_k) {
+    const int given = (int)a.has("k") + (int)a.has("l1") + (int)a.has("l0");
+    if (given > 1 || (given == 0 && default_k == 0))
+        throw usage_error("give one of --k K (TopK), --l1 C (ReLU + L1) and --l0 C (JumpReLU + L0)");
+    if ((a.has("bandwidth") || a.has("threshold")) && !a.has("l0"))
+        throw usage_error("--bandwidth and --threshold are JumpReLU's: give --l0 C with them");
+    if (a.has("l1")) {
+        o.l1 = (float)parse_float(a.get("l1"), "--l1", 0, 1e6);
+    } else if (a.has("l0")) {
+        o.jumprelu = true;
+        o.l0 = (float)parse_float(a.get("l0"), "--l0", 0, 1e6);
+        auto or_auto = [&](const char* name) { // "auto" (0): from the data's spread (sae_train_options)
+            const std::string v = a.get(name, "auto");
+            return v == "auto" ? 0.0f : (float)parse_float(v, std::string("--") + name, 1e-6, 1e6);
+        };
+        o.bandwidth = or_auto("bandwidth");
+        o.threshold = or_auto("threshold");
+    } else {
+        o.k = (int)parse_int(a.get("k", std::to_string(default_k)), "--k", 1, o.d_sae);
+    }
+}
+
 gb::attention_fn choose_backend(const args& a, std::string* renderer) {
     std::string b = a.get("backend", "cpu");
     if (b == "cpu") return {};

@@ -19,6 +19,10 @@
 #include "run/steer.h"
 #include "util/error.h"
 
+namespace gb {
+struct sae_train_options;
+}
+
 namespace cli {
 
 // Bad usage is bad input: exit code 2, like gb::error.
@@ -43,6 +47,11 @@ struct args {
         return it->second;
     }
 };
+
+// The coder an SAE or transcoder training learns: one of --k K (TopK), --l1 C (ReLU + L1) and --l0 C (JumpReLU,
+// with --bandwidth and --threshold), into o (d_sae set first). default_k > 0: TopK with that k when none is given;
+// 0: one must be given.
+void parse_coder_kind(const args& a, gb::sae_train_options& o, int default_k);
 
 // argv[1] is the command; every option must be one the command's documentation lists.
 args parse_args(int argc, char** argv);

@@ -1,5 +1,5 @@
 // glassbox-cli train-sae: an SAE trained on the model's own activations at a hook point over a corpus (TopK with
-// --k, or ReLU + L1 with --l1), with a progress line (loss, explained variance, dead fraction), resumable from the
+// --k, ReLU + L1 with --l1 or JumpReLU + L0 with --l0), with a progress line (loss, explained variance, dead fraction), resumable from the
 // state file in --out, and written there in SAELens's format (cfg.json + sae_weights.safetensors).
 #include <chrono>
 #include <cmath>
@@ -25,9 +25,7 @@ int cmd_train_sae(const args& a) {
     const int layer = (int)parse_int(a.need("layer"), "--layer", 0, m.config.n_layer - 1);
     gb::sae_train_options o;
     o.d_sae = (int)parse_int(a.need("features"), "--features", 1, 1 << 20);
-    if (a.has("k") == a.has("l1")) throw usage_error("give one of --k K (TopK) and --l1 C (ReLU + L1)");
-    if (a.has("k")) o.k = (int)parse_int(a.get("k"), "--k", 1, o.d_sae);
-    else o.l1 = (float)parse_float(a.get("l1"), "--l1", 0, 1e6);
+    parse_coder_kind(a, o, 0);
     o.steps = parse_int(a.get("steps", "2000"), "--steps", 1, 100000000);
     o.batch = (int)parse_int(a.get("batch", "256"), "--batch", 1, 1 << 16);
     o.lr = (float)parse_float(a.get("lr", "0.001"), "--lr", 1e-9, 1);
@@ -51,9 +49,9 @@ int cmd_train_sae(const args& a) {
     gb::sae s = gb::train_sae(x.data(), n, d, o, out + "/train_state.bin", [&](const gb::sae_train_progress& pr) {
         last = pr;
         const int width = 30, done = (int)(width * pr.step / pr.steps);
-        std::fprintf(stderr, "\r[%s%s] step %lld/%lld  loss %.4g  explained %.3f  dead %.3f  resampled %d ",
+        std::fprintf(stderr, "\r[%s%s] step %lld/%lld  loss %.4g  explained %.3f  L0 %.1f  dead %.3f  resampled %d ",
                      std::string(done, '#').c_str(), std::string(width - done, '.').c_str(), (long long)pr.step,
-                     (long long)pr.steps, pr.loss, pr.explained, pr.dead_fraction, pr.resampled);
+                     (long long)pr.steps, pr.loss, pr.explained, pr.active, pr.dead_fraction, pr.resampled);
         if (pr.step == pr.steps) std::fprintf(stderr, "\n");
     }, &resumed);
     const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
@@ -71,13 +69,14 @@ int cmd_train_sae(const args& a) {
         std::printf("held out: explained %.3f on %lld activations of %s\n", heldout, (long long)heldout_n, a.get("heldout").c_str());
     }
     const double tokens_per_s = train_s > 0 ? (double)(o.steps - resumed) * o.batch / train_s : 0;
-    std::printf("wrote %s (SAELens: cfg.json + sae_weights.safetensors): %d features, %s, explained %.3f, dead %.3f, "
-                "%.0f activations/s\n", out.c_str(), o.d_sae, o.k ? ("TopK k " + std::to_string(o.k)).c_str() : "ReLU + L1",
-                last.explained, last.dead_fraction, tokens_per_s);
+    std::printf("wrote %s (SAELens: cfg.json + sae_weights.safetensors): %d features, %s, explained %.3f, L0 %.1f, "
+                "dead %.3f, %.0f activations/s\n", out.c_str(), o.d_sae, gb::coder_name(o).c_str(), last.explained,
+                last.active, last.dead_fraction, tokens_per_s);
     write_outputs(a, {{"out", out}, {"hook", gb::hook_name(p)}, {"layer", layer}, {"d_in", d}, {"d_sae", o.d_sae},
-                      {"k", o.k}, {"l1", o.l1}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr}, {"seed", o.seed},
+                      {"k", o.k}, {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu},
+                      {"bandwidth", o.bandwidth}, {"threshold", o.threshold}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr}, {"seed", o.seed},
                       {"activations", n}, {"resumed_at", resumed}, {"loss", last.loss}, {"explained", last.explained},
-                      {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled}, {"collect_s", collect_s},
+                      {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled}, {"collect_s", collect_s},
                       {"train_s", train_s}, {"activations_per_s", tokens_per_s},
                       {"heldout_explained", a.has("heldout") ? nlohmann::json(heldout) : nlohmann::json(nullptr)},
                       {"heldout_activations", heldout_n}}, {});

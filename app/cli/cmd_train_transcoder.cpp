@@ -1,5 +1,5 @@
 // glassbox-cli train-transcoder: per-layer transcoders (each layer's MLP input after its norm -> its MLP output)
-// trained on the model's own activations over a corpus (TopK with --k, or ReLU + L1 with --l1, optionally a
+// trained on the model's own activations over a corpus (TopK with --k, ReLU + L1 with --l1 or JumpReLU + L0 with --l0, optionally a
 // linear skip), with a progress line per layer (explained variance of the MLP output), resumable from the state
 // files in --out, and written there in circuit-tracer's layout (config.yaml + layer_{i}.safetensors) for `graph`.
 #include <algorithm>
@@ -61,9 +61,7 @@ int cmd_train_transcoder(const args& a) {
     const int L = m.config.n_layer, d = m.config.d_model;
     gb::sae_train_options o;
     o.d_sae = (int)parse_int(a.get("features", "2048"), "--features", 1, 1 << 20);
-    if (a.has("k") && a.has("l1")) throw usage_error("give one of --k K (TopK) and --l1 C (ReLU + L1), not both");
-    if (a.has("l1")) o.l1 = (float)parse_float(a.get("l1"), "--l1", 0, 1e6);
-    else o.k = (int)parse_int(a.get("k", "32"), "--k", 1, o.d_sae);
+    parse_coder_kind(a, o, 32);
     o.steps = parse_int(a.get("steps", "2000"), "--steps", 1, 100000000);
     o.batch = (int)parse_int(a.get("batch", "256"), "--batch", 1, 1 << 16);
     o.lr = (float)parse_float(a.get("lr", "0.001"), "--lr", 1e-9, 1);
@@ -102,33 +100,34 @@ int cmd_train_transcoder(const args& a) {
         const gb::trained_coder c = gb::train_coder(x, y, n_train, d, d, o, state, [&](const gb::sae_train_progress& pr) {
             last = pr;
             const int width = 30, done = (int)(width * pr.step / pr.steps);
-            std::fprintf(stderr, "\rL%d [%s%s] step %lld/%lld  loss %.4g  explained %.3f  dead %.3f  resampled %d ", l,
+            std::fprintf(stderr, "\rL%d [%s%s] step %lld/%lld  loss %.4g  explained %.3f  L0 %.1f  dead %.3f  resampled %d ", l,
                          std::string(done, '#').c_str(), std::string(width - done, '.').c_str(), (long long)pr.step,
-                         (long long)pr.steps, pr.loss, pr.explained, pr.dead_fraction, pr.resampled);
+                         (long long)pr.steps, pr.loss, pr.explained, pr.active, pr.dead_fraction, pr.resampled);
             if (pr.step == pr.steps) std::fprintf(stderr, "\n");
         }, &resumed);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         train_s += s;
         const double held = gb::coder_explained(c.s, c.skip, x + (size_t)n_train * d, y + (size_t)n_train * d, n_held);
-        std::printf("L%d: held-out explained %.3f (last steps %.3f), dead %.3f, %.1f s%s\n", l, held, last.explained,
-                    last.dead_fraction, s, resumed > 0 ? (" (resumed at step " + std::to_string(resumed) + ")").c_str() : "");
+        std::printf("L%d: held-out explained %.3f (last steps %.3f), L0 %.1f, dead %.3f, %.1f s%s\n", l, held,
+                    last.explained, last.active, last.dead_fraction, s, resumed > 0 ? (" (resumed at step " + std::to_string(resumed) + ")").c_str() : "");
         per_layer.push_back({{"layer", l}, {"heldout_explained", held}, {"train_explained", last.explained},
-                             {"loss", last.loss}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled},
+                             {"loss", last.loss}, {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled},
                              {"resumed_at", resumed}, {"train_s", s}});
         set_layers[l] = gb::transcoder_layer_of(c);
         trained[l] = true;
     }
     int empty = 0;
     for (int l = 0; l < L; l++)
-        if (!trained[l]) set_layers[l] = gb::empty_transcoder_layer(o.d_sae, d, o.skip), empty++;
+        if (!trained[l]) set_layers[l] = gb::empty_transcoder_layer(o.d_sae, d, o.skip, o.jumprelu), empty++;
     const gb::transcoder_set t = gb::new_transcoder_set(m, o, std::move(set_layers));
     gb::write_transcoders(out, t);
     std::printf("wrote %s (circuit-tracer's layout: config.yaml + layer_{i}.safetensors): %d features per layer, %s%s, "
-                "%zu layers trained in %.1f s%s\n", out.c_str(), o.d_sae, o.k ? ("TopK k " + std::to_string(o.k)).c_str() : "ReLU + L1",
+                "%zu layers trained in %.1f s%s\n", out.c_str(), o.d_sae, gb::coder_name(o).c_str(),
                 o.skip ? " with a skip" : "", pairs.layers.size(), train_s,
                 empty ? (", " + std::to_string(empty) + " left empty (all their MLP output is the error)").c_str() : "");
     write_outputs(a, {{"out", out}, {"model_name", t.model_name}, {"d_model", d}, {"d_tc", o.d_sae}, {"k", o.k},
-                      {"l1", o.l1}, {"skip", o.skip}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr},
+                      {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu},
+                      {"bandwidth", o.bandwidth}, {"threshold", o.threshold}, {"skip", o.skip}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr},
                       {"seed", o.seed}, {"positions", pairs.n}, {"train_positions", n_train}, {"heldout_positions", n_held},
                       {"collect_s", collect_s}, {"train_s", train_s}, {"layers", per_layer}}, {});
     return 0;

@@ -64,6 +64,13 @@ const option_doc model{"model", "PATH", "a Hugging Face folder, a .gguf file or 
 const option_doc tokenizer{"tokenizer", "FILE", "the tokenizer.bin of a llama2.c .bin (default: found next "
                                                 "to the model)"};
 const option_doc bos{"bos", "", "prepend the model's BOS token (an error when it has none)"};
+// JumpReLU training (train-sae, train-transcoder)
+const option_doc l0{"l0", "C", "JumpReLU + L0 instead: f = pre where pre > a learnt threshold; C is the cost of one "
+                              "active feature in the loss's units (squared error per position)"};
+const option_doc bandwidth{"bandwidth", "E", "JumpReLU: the width of the window around each threshold where its "
+                                            "pseudo-gradient is taken (default auto: σ/5, σ the RMS of the input's "
+                                            "entries, about a fresh feature's pre-activation spread)"};
+const option_doc threshold{"threshold", "T", "JumpReLU: every threshold's starting value (default auto: σ)"};
 const option_doc matmul{"matmul", "K", "fp32, amx, int8 or auto: the kernel of the matrix products (default auto: "
                                        "AMX where the CPU has it; GLASSBOX_MATMUL sets the default; int8: Q4_K "
                                        "products on inputs rounded to 8 bits, as llama.cpp, faster, not exact)"};
@@ -490,16 +497,17 @@ const std::vector<command> table = {
       {"json", "FILE", "write tokens, edits, before and after [{id, text, prob, prob_after / prob_before}] as JSON"},
       matmul, weights}},
     {"train-sae", cmd_train_sae, gb::FEATURE_SAE,
-     "train an SAE on the model's own activations at a hook point over a corpus (TopK or ReLU + L1, Adam, unit-norm "
-     "decoder rows, dead features resampled), resumable, written in SAELens's format",
-     {"--hook POINT --layer L --corpus FILE --features N (--k K | --l1 C) --out DIR [--model PATH] [options]"},
+     "train an SAE on the model's own activations at a hook point over a corpus (TopK, ReLU + L1 or JumpReLU + L0, "
+     "Adam, unit-norm decoder rows, dead features resampled), resumable, written in SAELens's format",
+     {"--hook POINT --layer L --corpus FILE --features N (--k K | --l1 C | --l0 C) --out DIR [--model PATH] [options]"},
      {model, tokenizer,
       {"hook", "POINT", "resid_pre, resid_mid, resid_post, attn_out or mlp_out"},
       {"layer", "L", "the layer"},
       {"corpus", "FILE", "a text file, cut into windows of 128 tokens (or the context)"},
       {"features", "N", "d_sae, the number of features"},
       {"k", "K", "TopK: the K largest pre-activations of each position kept"},
-      {"l1", "C", "ReLU + L1: the L1 coefficient on the activations (decoder rows are unit norm)"},
+      {"l1", "C", "ReLU + L1: the L1 coefficient on the activations (decoder rows are unit norm)"}, l0, bandwidth,
+      threshold,
       {"out", "DIR", "the SAE's folder: cfg.json, sae_weights.safetensors and train_state.bin, from which a run with "
                      "the same options resumes (a longer --steps continues it)"},
       {"steps", "S", "Adam steps (default 2000)"}, {"batch", "B", "activations per step (default 256)"},
@@ -512,9 +520,10 @@ const std::vector<command> table = {
       matmul, weights}},
     {"train-transcoder", cmd_train_transcoder, gb::FEATURE_SAE,
      "train per-layer transcoders (each layer's MLP input after its norm -> its MLP output, optionally with a linear "
-     "skip; TopK or ReLU + L1, Adam, unit-norm decoder rows, dead features resampled) on the model's own activations, "
-     "resumable, written in circuit-tracer's layout for graph and intervene (docs/graphs.md)",
-     {"--corpus FILE --out DIR [--model PATH] [--features N] [--k K | --l1 C] [--skip] [--layers all|LIST] [options]"},
+     "skip; TopK, ReLU + L1 or JumpReLU + L0, Adam, unit-norm decoder rows, dead features resampled) on the model's "
+     "own activations, resumable, written in circuit-tracer's layout for graph and intervene (docs/graphs.md)",
+     {"--corpus FILE --out DIR [--model PATH] [--features N] [--k K | --l1 C | --l0 C] [--skip] [--layers all|LIST] "
+      "[options]"},
      {model, tokenizer,
       {"corpus", "FILE", "a UTF-8 text file, cut into windows of 128 tokens (or the context); its last tenth of "
                          "positions is held out for the explained variance"},
@@ -522,7 +531,8 @@ const std::vector<command> table = {
                      "with the same options resumes (a longer --steps continues it)"},
       {"features", "N", "features per layer (default 2048)"},
       {"k", "K", "TopK: the K largest pre-activations of each position kept (the default, K 32)"},
-      {"l1", "C", "ReLU + L1 instead: the L1 coefficient on the activations (decoder rows are unit norm)"},
+      {"l1", "C", "ReLU + L1 instead: the L1 coefficient on the activations (decoder rows are unit norm)"}, l0,
+      bandwidth, threshold,
       {"skip", "", "also learn a linear skip: MLP out ~ decoder + b_dec + x W_skip^T (circuit-tracer's W_skip)"},
       {"layers", "all|LIST", "the layers trained, e.g. 0,2,5 (default all); the others are written empty (all of "
                              "their MLP output is the error node)"},

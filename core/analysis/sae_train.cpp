@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,14 +27,18 @@ using vmap = Eigen::Map<vec>;
 struct trainer {
     sae s;
     std::vector<float> skip;         // [d_in][d_out] empty without o.skip
+    std::vector<float> log_theta;    // [d_sae] JumpReLU's log θ; empty otherwise
+    float theta0 = 0, bandwidth = 0; // JumpReLU: θ's start and the kernel's width, as given or from the data
     bool same = true;                // y is x: an SAE
-    std::vector<float> m[5], v[5];
+    std::vector<float> m[6], v[6];
     int64_t step = 0;
     int resampled = 0;
     std::vector<int64_t> last_fired; // [d_sae] the last step (counted from 1) it fired in; 0: never
-    int n_param() const { return skip.empty() ? 4 : 5; }
+    static constexpr int n_slots = 6;
+    // slot i holds a parameter in this training (the skip and log θ are optional)
+    bool has(int i) const { return i < 4 || (i == 4 ? !skip.empty() : !log_theta.empty()); }
     std::vector<float>* param(int i) {
-        return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : i == 3 ? &s.b_dec : &skip;
+        return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : i == 3 ? &s.b_dec : i == 4 ? &skip : &log_theta;
     }
 };
 
@@ -46,6 +51,7 @@ const char* state_magic(const trainer& t) { return t.same ? sae_magic : transcod
 std::vector<double> signature(const trainer& t, const sae_train_options& o) {
     std::vector<double> sig = {(double)t.s.d_in, (double)o.d_sae, (double)o.k, (double)o.l1, (double)o.lr, (double)o.batch, (double)o.seed, (double)o.dead_after};
     if (!t.same) sig.insert(sig.end(), {(double)t.s.d_out, (double)o.skip, 1.0});
+    if (o.jumprelu) sig.insert(sig.end(), {2.0, (double)o.l0, (double)o.bandwidth, (double)o.threshold});
     return sig;
 }
 
@@ -57,7 +63,8 @@ void save_state(trainer& t, const sae_train_options& o, const std::string& path)
     f.write((const char*)sig.data(), (std::streamsize)(sig.size() * 8));
     f.write((const char*)&t.step, 8);
     f.write((const char*)&t.resampled, 4);
-    for (int i = 0; i < t.n_param(); i++) arr(*t.param(i)), arr(t.m[i]), arr(t.v[i]);
+    for (int i = 0; i < trainer::n_slots; i++)
+        if (t.has(i)) arr(*t.param(i)), arr(t.m[i]), arr(t.v[i]);
     f.write((const char*)t.last_fired.data(), (std::streamsize)(t.last_fired.size() * 8));
     f.close();
     if (!f) throw error("cannot write " + path);
@@ -73,8 +80,11 @@ bool load_state(trainer& t, const sae_train_options& o, const std::string& path)
     f.read((char*)&t.step, 8);
     f.read((char*)&t.resampled, 4);
     auto arr = [&](std::vector<float>& a) { f.read((char*)a.data(), (std::streamsize)(a.size() * 4)); };
-    for (int i = 0; i < t.n_param(); i++) arr(*t.param(i)), arr(t.m[i]), arr(t.v[i]);
+    for (int i = 0; i < trainer::n_slots; i++)
+        if (t.has(i)) arr(*t.param(i)), arr(t.m[i]), arr(t.v[i]);
     f.read((char*)t.last_fired.data(), (std::streamsize)(t.last_fired.size() * 8));
+    if (!t.log_theta.empty())
+        for (int i = 0; i < t.s.d_sae; i++) t.s.threshold[i] = std::exp(t.log_theta[i]);
     return (bool)f;
 }
 
@@ -92,7 +102,7 @@ void unit_rows(std::vector<float>& w, int rows, int cols, std::mt19937_64& rng) 
 void init(trainer& t, const float* x, const float* y, int64_t n, int d_in, int d_out, const sae_train_options& o) {
     sae& s = t.s;
     t.same = x == y;
-    s.arch = o.k > 0 ? SAE_TOPK : SAE_RELU;
+    s.arch = o.k > 0 ? SAE_TOPK : o.jumprelu ? SAE_JUMPRELU : SAE_RELU;
     s.k = o.k;
     s.transcoder = !t.same;
     s.apply_b_dec_to_input = t.same; // a transcoder's b_dec lives in the output's space, not the input's
@@ -111,7 +121,25 @@ void init(trainer& t, const float* x, const float* y, int64_t n, int d_in, int d
         for (int j = 0; j < d_out; j++) s.b_dec[j] += y[(size_t)r * d_out + j] / rows;
     t.skip.clear();
     if (o.skip) t.skip.assign((size_t)d_in * d_out, 0.0f);
-    for (int i = 0; i < t.n_param(); i++) t.m[i].assign(t.param(i)->size(), 0.0f), t.v[i].assign(t.param(i)->size(), 0.0f);
+    t.log_theta.clear();
+    s.threshold.clear();
+    if (o.jumprelu) {
+        // "auto" (0): in units of σ, the RMS of the encoder's input entries over the same rows, about the spread of a
+        // fresh feature's pre-activation (a random unit direction): θ starts at σ (a sixth of the features fire at
+        // first), the kernel is σ/5 wide
+        double ss = 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int j = 0; j < d_in; j++) {
+                const double v = x[(size_t)r * d_in + j] - (t.same ? s.b_dec[j] : 0.0f);
+                ss += v * v;
+            }
+        const float sigma = (float)std::sqrt(ss / std::max<double>(1, (double)rows * d_in));
+        t.theta0 = o.threshold > 0 ? o.threshold : std::max(sigma, 1e-6f);
+        t.bandwidth = o.bandwidth > 0 ? o.bandwidth : std::max(sigma / 5, 1e-6f);
+        t.log_theta.assign(o.d_sae, std::log(t.theta0)), s.threshold.assign(o.d_sae, t.theta0);
+    }
+    for (int i = 0; i < trainer::n_slots; i++)
+        if (t.has(i)) t.m[i].assign(t.param(i)->size(), 0.0f), t.v[i].assign(t.param(i)->size(), 0.0f);
     t.last_fired.assign(o.d_sae, 0);
 }
 
@@ -159,6 +187,10 @@ void resample(trainer& t, const mat& X, const mat& err, const sae_train_options&
             t.m[0][(size_t)j * s.d_sae + i] = t.v[0][(size_t)j * s.d_sae + i] = 0;
         }
         s.b_enc[i] = 0, t.m[1][i] = t.v[1][i] = 0;
+        if (!t.log_theta.empty()) {
+            t.log_theta[i] = std::log(t.theta0), t.m[5][i] = t.v[5][i] = 0;
+            s.threshold[i] = t.theta0;
+        }
         t.last_fired[i] = t.step;
         t.resampled++;
     }
@@ -187,14 +219,21 @@ sae_train_progress step(trainer& t, const float* x, const float* y, int64_t n, c
     const mat E = Yhat - Y; // [B][d_out]
     sae_train_progress p;
     const mat centred = Y.rowwise() - Y.colwise().mean();
-    p.loss = E.squaredNorm() / B + o.l1 * Fm.sum() / B;
+    p.loss = E.squaredNorm() / B + (o.jumprelu ? o.l0 * (double)(Fm.array() > 0).count() : o.l1 * Fm.sum()) / B;
     p.explained = 1.0 - E.squaredNorm() / std::max(1e-30, (double)centred.squaredNorm());
+    p.active = (double)(Fm.array() > 0).count() / B;
     const mat G = E * (2.0f / B); // d loss / d ŷ
-    std::vector<float> grad[5];
+    std::vector<float> grad[trainer::n_slots];
     mat gWd = Fm.transpose() * G;
     for (int i = 0; i < F; i++) gWd.row(i) -= gWd.row(i).dot(Wd.row(i)) * Wd.row(i); // along the unit sphere
-    mat dPre = G * Wd.transpose();
-    if (o.k == 0) dPre.array() += o.l1 / B;
+    mat dPre = G * Wd.transpose(); // d loss / d f
+    if (o.jumprelu) { // θ's pseudo-gradient from d loss / d f at the pre-activations, before the gate below
+        const mat Pre = (Xin * We).rowwise() + vmap(s.b_enc.data(), F);
+        grad[5].resize(F);
+        jumprelu_log_threshold_grad(grad[5].data(), Pre.data(), dPre.data(), s.threshold.data(), B, F, o.l0, t.bandwidth);
+    } else if (o.k == 0) {
+        dPre.array() += o.l1 / B;
+    }
     for (int b = 0; b < B; b++)
         for (int i = 0; i < F; i++)
             if (Fm(b, i) <= 0) dPre(b, i) = 0;
@@ -213,7 +252,8 @@ sae_train_progress step(trainer& t, const float* x, const float* y, int64_t n, c
     }
     t.step++;
     const double c1 = 1 - std::pow(0.9, (double)t.step), c2 = 1 - std::pow(0.999, (double)t.step);
-    for (int k = 0; k < t.n_param(); k++) {
+    for (int k = 0; k < trainer::n_slots; k++) {
+        if (!t.has(k)) continue;
         std::vector<float>& w = *t.param(k);
         for (size_t i = 0; i < w.size(); i++) {
             t.m[k][i] = 0.9f * t.m[k][i] + 0.1f * grad[k][i];
@@ -222,11 +262,35 @@ sae_train_progress step(trainer& t, const float* x, const float* y, int64_t n, c
         }
     }
     for (int i = 0; i < F; i++) Wd.row(i).normalize();
+    if (o.jumprelu)
+        for (int i = 0; i < F; i++) s.threshold[i] = std::exp(t.log_theta[i]);
     if (o.dead_after > 0 && t.step % std::max(1, o.dead_after / 2) == 0 && t.step >= o.dead_after) resample(t, X, E, o);
     return p;
 }
 
 } // namespace
+
+std::string coder_name(const sae_train_options& o) {
+    char buf[64];
+    if (o.k > 0) std::snprintf(buf, sizeof buf, "TopK k %d", o.k);
+    else if (o.jumprelu) std::snprintf(buf, sizeof buf, "JumpReLU + L0 %g", o.l0);
+    else std::snprintf(buf, sizeof buf, "ReLU + L1 %g", o.l1);
+    return buf;
+}
+
+void jumprelu_log_threshold_grad(float* g, const float* pre, const float* dl_da, const float* theta, int B, int F,
+                                 float l0, float bandwidth) {
+    const double eps = bandwidth;
+    for (int i = 0; i < F; i++) {
+        const double th = theta[i];
+        double d = 0;
+        for (int b = 0; b < B; b++) {
+            const double z = pre[(size_t)b * F + i];
+            if (std::fabs(z - th) < eps / 2) d += dl_da[(size_t)b * F + i] * (-th / eps) - l0 / (B * eps);
+        }
+        g[i] = (float)(th * d);
+    }
+}
 
 trained_coder train_coder(const float* x, const float* y, int64_t n, int d_in, int d_out, const sae_train_options& o,
                           const std::string& state_path, const std::function<void(const sae_train_progress&)>& progress,
@@ -238,6 +302,10 @@ trained_coder train_coder(const float* x, const float* y, int64_t n, int d_in, i
     if (o.d_sae < 1 || o.batch < 1 || o.steps < 1 || !(o.lr > 0)) throw error(std::string(who) + ": features, batch, steps and lr must be positive");
     if (o.k > o.d_sae) throw error(std::string(who) + ": --k " + std::to_string(o.k) + " is more than --features " + std::to_string(o.d_sae));
     if (o.k == 0 && !(o.l1 >= 0)) throw error(std::string(who) + ": --l1 must be 0 or more");
+    if (o.jumprelu && (o.k > 0 || o.l1 != 0))
+        throw error(std::string(who) + ": JumpReLU takes --l0, not --k or --l1");
+    if (o.jumprelu && !(o.l0 >= 0 && o.bandwidth >= 0 && o.threshold >= 0))
+        throw error(std::string(who) + ": JumpReLU needs --l0, --bandwidth and --threshold of 0 or more");
     trainer t;
     init(t, x, y, n, d_in, d_out, o);
     if (!state_path.empty() && std::filesystem::exists(state_path) && !load_state(t, o, state_path)) {
@@ -256,11 +324,12 @@ trained_coder train_coder(const float* x, const float* y, int64_t n, int d_in, i
     int in_sum = 0;
     while (t.step < o.steps) {
         const sae_train_progress p = step(t, x, y, n, o);
-        sum.loss += p.loss, sum.explained += p.explained, in_sum++;
+        sum.loss += p.loss, sum.explained += p.explained, sum.active += p.active, in_sum++;
         const bool last = t.step == o.steps;
         if (progress && (t.step % std::max(1, o.report_every) == 0 || last)) {
             sae_train_progress r;
             r.step = t.step, r.steps = o.steps, r.loss = sum.loss / in_sum, r.explained = sum.explained / in_sum;
+            r.active = sum.active / in_sum;
             const int64_t window = o.dead_after > 0 ? o.dead_after : 1000;
             int dead = 0;
             for (int64_t lf : t.last_fired) dead += lf == 0 || t.step - lf >= window; // never fired, or not lately

@@ -1,4 +1,5 @@
-// Training a sparse autoencoder or a transcoder on activations (no Python): TopK or ReLU + L1, Adam, decoder rows
+// Training a sparse autoencoder or a transcoder on activations (no Python): TopK, ReLU + L1 or JumpReLU + L0
+// (thresholds learnt through straight-through pseudo-derivatives, Rajamanoharan et al. 2024), Adam, decoder rows
 // kept at unit norm, dead features resampled from badly reconstructed inputs, progress after every few steps, and
 // a state file the training resumes from. One trainer: it learns x [n][d_in] -> y [n][d_out]; an SAE is y = x
 // (the SAE subtracts b_dec from its input), a transcoder reads one point and writes another (mlp_in -> mlp_out,
@@ -27,12 +28,32 @@ struct sae_train_options {
     int report_every = 50; // progress after every this many steps (and the last)
     int save_every = 500;  // the state file after every this many steps (and the last); 0: only the last
     bool skip = false;     // transcoders only: a linear skip, y ≈ f W_dec + b_dec + x W_skip
+    // JumpReLU (k == 0, l1 == 0): f = pre where pre > θ, a θ per feature learnt as log θ; the loss adds l0 times
+    // the number of active features, whose derivative (zero almost everywhere) is replaced by the rectangle-kernel
+    // pseudo-derivative of width `bandwidth` around θ, as is a's with respect to θ.
+    bool jumprelu = false;
+    float l0 = 0;             // the L0 coefficient (in the loss's units: squared error per row)
+    float bandwidth = 0;      // the kernel's width ε, in the pre-activations' units (0: σ/5)
+    float threshold = 0;      // θ's starting value, and a resampled feature's (0: σ)
+    // σ: the RMS of the encoder's input entries over the first 8,192 rows, the spread of a fresh feature's
+    // pre-activation (its encoder row is a random unit direction)
 };
+
+// JumpReLU's pseudo-gradient of the batch loss (Σ_b ||y_b - ŷ_b||² / B + l0 Σ_b L0_b / B) with respect to each
+// feature's log θ, into g [F]: with K = 1 where |pre - θ| < ε/2, else 0,
+//   d/dθ = Σ_b K · (dl_da[b][i] · (-θ/ε) - l0 / (B ε)),   d/d log θ = θ · d/dθ.
+// pre [B][F] the pre-activations, dl_da [B][F] the loss's derivative with respect to each activation, theta [F].
+void jumprelu_log_threshold_grad(float* g, const float* pre, const float* dl_da, const float* theta, int B, int F,
+                                 float l0, float bandwidth);
+
+// "TopK k 32", "ReLU + L1 0.001" or "JumpReLU + L0 0.01": the coder o trains, as progress lines name it.
+std::string coder_name(const sae_train_options& o);
 
 struct sae_train_progress {
     int64_t step = 0, steps = 0;
     double loss = 0;          // the batch's mean over rows of Σ_d (y - ŷ)² (plus the L1 term); an SAE's y is x
     double explained = 0;     // 1 - FVU of the batch (Σ (y - ŷ)² over Σ (y - ȳ)², ȳ its mean)
+    double active = 0;        // features active a row (L0), the batch's mean
     double dead_fraction = 0; // features that have not fired for dead_after steps
     int resampled = 0;        // features resampled at this report so far
 };

@@ -65,11 +65,13 @@ transcoder_layer transcoder_layer_of(const trained_coder& c) {
     l.W_dec = s.W_dec;
     l.b_dec = s.b_dec;
     l.skip = c.skip;
+    l.threshold = s.threshold; // JumpReLU's θ (empty otherwise)
     return l;
 }
 
-transcoder_layer empty_transcoder_layer(int d_tc, int d, bool skip) {
+transcoder_layer empty_transcoder_layer(int d_tc, int d, bool skip, bool jumprelu) {
     transcoder_layer l;
+    if (jumprelu) l.threshold.assign(d_tc, 1.0f); // pre-activations are all 0 here: nothing fires
     l.W_enc.assign((size_t)d_tc * d, 0.0f);
     l.b_enc.assign(d_tc, 0.0f);
     l.W_dec.assign((size_t)d_tc * d, 0.0f);
@@ -83,7 +85,7 @@ transcoder_set new_transcoder_set(const model& m, const sae_train_options& o, st
     t.model_name = std::filesystem::path(m.path.empty() ? "default" : m.path).filename().string();
     t.cross_layer = false;
     t.input_normed = true;
-    t.arch = o.k > 0 ? SAE_TOPK : SAE_RELU;
+    t.arch = o.k > 0 ? SAE_TOPK : o.jumprelu ? SAE_JUMPRELU : SAE_RELU;
     t.k = o.k;
     t.n_layer = m.config.n_layer, t.d_model = m.config.d_model, t.d_tc = o.d_sae;
     t.layers = std::move(layers);

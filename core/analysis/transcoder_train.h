@@ -1,6 +1,6 @@
 // Training per-layer transcoders (circuit-tracer's layout, core/io/transcoders.h) on a model's own activations:
 // each layer's MLP input after its norm (mlp_in) -> that layer's MLP output (mlp_out), with train_coder
-// (core/analysis/sae_train.h: TopK or ReLU + L1, optionally a linear skip), the pairs collected from text.
+// (core/analysis/sae_train.h: TopK, ReLU + L1 or JumpReLU + L0, optionally a linear skip), the pairs collected from text.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,8 +32,8 @@ mlp_pairs collect_mlp_pairs(const model& m, const std::vector<int>& layers, cons
 transcoder_layer transcoder_layer_of(const trained_coder& c);
 
 // An empty layer of d_tc features (every weight 0: nothing fires, the whole MLP output is the error) for the
-// layers a training leaves out.
-transcoder_layer empty_transcoder_layer(int d_tc, int d, bool skip);
+// layers a training leaves out (a JumpReLU set's with thresholds).
+transcoder_layer empty_transcoder_layer(int d_tc, int d, bool skip, bool jumprelu = false);
 
 // The set's fields for model m's layers (input mlp_in, output mlp_out, arch and k from the options, model_name
 // from the model's folder).

@@ -420,7 +420,8 @@ transcoder_set read_active_transcoders(const std::string& dir, const std::vector
         const int n_out = t.n_out(i);
         l.W_enc.resize((size_t)width * d, 0.0f);
         l.b_enc.resize(width, -1.0f);
-        if (!l.threshold.empty()) l.threshold.resize(width, 0.0f);
+        // a JumpReLU layer where nothing fires kept no threshold either: it needs `width` of them all the same
+        if (t.arch == SAE_JUMPRELU) l.threshold.resize(width, 0.0f);
         l.W_dec.resize((size_t)width * n_out * d, 0.0f);
     }
     return t;
@@ -437,6 +438,7 @@ void write_transcoders(const std::string& dir, const transcoder_set& t) {
         c << "feature_input_hook: " << (t.input_normed ? "mlp.hook_in" : "hook_resid_mid") << "\n";
         c << "feature_output_hook: mlp.hook_out\n";
         if (t.arch == SAE_TOPK) c << "activation_function: topk\ntop_k: " << t.k << "\n";
+        if (t.arch == SAE_JUMPRELU) c << "activation_function: jump_relu\n";
     }
     for (int i = 0; i < L; i++) {
         const std::string si = std::to_string(i);
