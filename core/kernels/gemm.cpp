@@ -278,13 +278,14 @@ static void k4_put(uint8_t* row, int64_t jj, const uint8_t* block) {
 static void k4_row_scales(vec dsc[8][NV], vec dmn[8][NV], const uint8_t* row) {
     for (int j = 0; j < NV; j++) {
         const vec d = f16_values((const uint16_t*)row + j * VL), dmin = f16_values((const uint16_t*)(row + 2 * NR) + j * VL);
-        alignas(VL) u8v b[12]; // aligned for clang, as VEC_ALIGNED
-        for (int i = 0; i < 12; i++) b[i] = *(const u8v*)(row + (4 + i) * NR + j * VL);
+        // the 12 scale bytes in 32-bit lanes, where shifts are native (nibble_values)
+        VEC_ALIGNED i32v b[12];
+        for (int i = 0; i < 12; i++) b[i] = widen_bytes(row + (4 + i) * NR + j * VL);
         for (int s = 0; s < 4; s++) {
-            dsc[s][j] = d * byte_values(b[s] & 63);
-            dmn[s][j] = dmin * byte_values(b[s + 4] & 63);
-            dsc[s + 4][j] = d * byte_values((b[s + 8] & 0xF) | ((b[s] >> 6) << 4));
-            dmn[s + 4][j] = dmin * byte_values((b[s + 8] >> 4) | ((b[s + 4] >> 6) << 4));
+            dsc[s][j] = d * int32_values(b[s] & 63);
+            dmn[s][j] = dmin * int32_values(b[s + 4] & 63);
+            dsc[s + 4][j] = d * int32_values((b[s + 8] & 0xF) | ((b[s] >> 6) << 4));
+            dmn[s + 4][j] = dmin * int32_values((b[s + 8] >> 4) | ((b[s + 4] >> 6) << 4));
         }
     }
 }
@@ -292,8 +293,7 @@ static void k4_row_scales(vec dsc[8][NV], vec dmn[8][NV], const uint8_t* row) {
 // level byte 32 g + l, its low nibble (sub-block 2 g) or high one (2 g + 1)
 template <bool high>
 static inline vec k4_value(const uint8_t* q, int g, int l, int j, const vec dsc[8][NV], const vec dmn[8][NV]) {
-    const u8v b = *(const u8v*)(q + (size_t)(32 * g + l) * NR + j * VL);
-    return k_values(dsc[2 * g + high][j], byte_values(high ? b >> 4 : b & 0xF), dmn[2 * g + high][j]);
+    return k_values(dsc[2 * g + high][j], nibble_values<high>(q + (size_t)(32 * g + l) * NR + j * VL), dmn[2 * g + high][j]);
 }
 
 // Q6_K's panels are interleaved the same way: block row b holds d [NR] (f16), the 16 scale bytes [16][NR] (int8),

@@ -100,9 +100,9 @@ static void dot_stored_rows(float* out, const float* x, const row_table& t, int 
                         const vec ds = vec{} + dsc[s], dm = vec{} + dmn[s];
                         const uint8_t* q = block + 16 + 32 * (s / 2);
                         for (int l = 0; l < 32; l += 2 * VL) {
-                            const u8v b0 = *(const u8v*)(q + l), b1 = *(const u8v*)(q + l + VL);
-                            add(i0 + 32 * s + l, k_values(ds, byte_values(s & 1 ? b0 >> 4 : b0 & 0xF), dm),
-                                k_values(ds, byte_values(s & 1 ? b1 >> 4 : b1 & 0xF), dm));
+                            const vec v0 = s & 1 ? nibble_values<true>(q + l) : nibble_values<false>(q + l);
+                            const vec v1 = s & 1 ? nibble_values<true>(q + l + VL) : nibble_values<false>(q + l + VL);
+                            add(i0 + 32 * s + l, k_values(ds, v0, dm), k_values(ds, v1, dm));
                         }
                     }
                 }
