@@ -1,6 +1,7 @@
 // glassbox-cli train-sae: an SAE trained on the model's own activations at a hook point over a corpus (TopK with
-// --k, ReLU + L1 with --l1 or JumpReLU + L0 with --l0), with a progress line (loss, explained variance, dead fraction), resumable from the
-// state file in --out, and written there in SAELens's format (cfg.json + sae_weights.safetensors).
+// --k, ReLU + L1 with --l1 or JumpReLU + L0 with --l0), with a progress line (loss, explained variance, L0, dead
+// fraction), resumable from the state file in --out, and written there in SAELens's format (cfg.json +
+// sae_weights.safetensors).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -73,10 +74,11 @@ int cmd_train_sae(const args& a) {
                 "dead %.3f, %.0f activations/s\n", out.c_str(), o.d_sae, gb::coder_name(o).c_str(), last.explained,
                 last.active, last.dead_fraction, tokens_per_s);
     write_outputs(a, {{"out", out}, {"hook", gb::hook_name(p)}, {"layer", layer}, {"d_in", d}, {"d_sae", o.d_sae},
-                      {"k", o.k}, {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu},
-                      {"bandwidth", o.bandwidth}, {"threshold", o.threshold}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr}, {"seed", o.seed},
+                      {"k", o.k}, {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu}, {"bandwidth", o.bandwidth},
+                      {"threshold", o.threshold}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr}, {"seed", o.seed},
                       {"activations", n}, {"resumed_at", resumed}, {"loss", last.loss}, {"explained", last.explained},
-                      {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled}, {"collect_s", collect_s},
+                      {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled},
+                      {"collect_s", collect_s},
                       {"train_s", train_s}, {"activations_per_s", tokens_per_s},
                       {"heldout_explained", a.has("heldout") ? nlohmann::json(heldout) : nlohmann::json(nullptr)},
                       {"heldout_activations", heldout_n}}, {});

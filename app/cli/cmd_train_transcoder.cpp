@@ -1,7 +1,8 @@
 // glassbox-cli train-transcoder: per-layer transcoders (each layer's MLP input after its norm -> its MLP output)
-// trained on the model's own activations over a corpus (TopK with --k, ReLU + L1 with --l1 or JumpReLU + L0 with --l0, optionally a
-// linear skip), with a progress line per layer (explained variance of the MLP output), resumable from the state
-// files in --out, and written there in circuit-tracer's layout (config.yaml + layer_{i}.safetensors) for `graph`.
+// trained on the model's own activations over a corpus (TopK with --k, ReLU + L1 with --l1 or JumpReLU + L0 with
+// --l0, optionally a linear skip), with a progress line per layer (explained variance of the MLP output, L0),
+// resumable from the state files in --out, and written there in circuit-tracer's layout (config.yaml +
+// layer_{i}.safetensors) for `graph`.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -100,8 +101,8 @@ int cmd_train_transcoder(const args& a) {
         const gb::trained_coder c = gb::train_coder(x, y, n_train, d, d, o, state, [&](const gb::sae_train_progress& pr) {
             last = pr;
             const int width = 30, done = (int)(width * pr.step / pr.steps);
-            std::fprintf(stderr, "\rL%d [%s%s] step %lld/%lld  loss %.4g  explained %.3f  L0 %.1f  dead %.3f  resampled %d ", l,
-                         std::string(done, '#').c_str(), std::string(width - done, '.').c_str(), (long long)pr.step,
+            std::fprintf(stderr, "\rL%d [%s%s] step %lld/%lld  loss %.4g  explained %.3f  L0 %.1f  dead %.3f  resampled %d ",
+                         l, std::string(done, '#').c_str(), std::string(width - done, '.').c_str(), (long long)pr.step,
                          (long long)pr.steps, pr.loss, pr.explained, pr.active, pr.dead_fraction, pr.resampled);
             if (pr.step == pr.steps) std::fprintf(stderr, "\n");
         }, &resumed);
@@ -109,7 +110,8 @@ int cmd_train_transcoder(const args& a) {
         train_s += s;
         const double held = gb::coder_explained(c.s, c.skip, x + (size_t)n_train * d, y + (size_t)n_train * d, n_held);
         std::printf("L%d: held-out explained %.3f (last steps %.3f), L0 %.1f, dead %.3f, %.1f s%s\n", l, held,
-                    last.explained, last.active, last.dead_fraction, s, resumed > 0 ? (" (resumed at step " + std::to_string(resumed) + ")").c_str() : "");
+                    last.explained, last.active, last.dead_fraction, s,
+                    resumed > 0 ? (" (resumed at step " + std::to_string(resumed) + ")").c_str() : "");
         per_layer.push_back({{"layer", l}, {"heldout_explained", held}, {"train_explained", last.explained},
                              {"loss", last.loss}, {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled},
                              {"resumed_at", resumed}, {"train_s", s}});
@@ -126,8 +128,8 @@ int cmd_train_transcoder(const args& a) {
                 o.skip ? " with a skip" : "", pairs.layers.size(), train_s,
                 empty ? (", " + std::to_string(empty) + " left empty (all their MLP output is the error)").c_str() : "");
     write_outputs(a, {{"out", out}, {"model_name", t.model_name}, {"d_model", d}, {"d_tc", o.d_sae}, {"k", o.k},
-                      {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu},
-                      {"bandwidth", o.bandwidth}, {"threshold", o.threshold}, {"skip", o.skip}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr},
+                      {"l1", o.l1}, {"l0", o.l0}, {"jumprelu", o.jumprelu}, {"bandwidth", o.bandwidth},
+                      {"threshold", o.threshold}, {"skip", o.skip}, {"steps", o.steps}, {"batch", o.batch}, {"lr", o.lr},
                       {"seed", o.seed}, {"positions", pairs.n}, {"train_positions", n_train}, {"heldout_positions", n_held},
                       {"collect_s", collect_s}, {"train_s", train_s}, {"layers", per_layer}}, {});
     return 0;

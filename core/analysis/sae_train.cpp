@@ -38,7 +38,8 @@ struct trainer {
     // slot i holds a parameter in this training (the skip and log θ are optional)
     bool has(int i) const { return i < 4 || (i == 4 ? !skip.empty() : !log_theta.empty()); }
     std::vector<float>* param(int i) {
-        return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : i == 3 ? &s.b_dec : i == 4 ? &skip : &log_theta;
+        return i == 0 ? &s.W_enc : i == 1 ? &s.b_enc : i == 2 ? &s.W_dec : i == 3 ? &s.b_dec
+                                                                            : i == 4 ? &skip : &log_theta;
     }
 };
 
@@ -230,7 +231,8 @@ sae_train_progress step(trainer& t, const float* x, const float* y, int64_t n, c
     if (o.jumprelu) { // θ's pseudo-gradient from d loss / d f at the pre-activations, before the gate below
         const mat Pre = (Xin * We).rowwise() + vmap(s.b_enc.data(), F);
         grad[5].resize(F);
-        jumprelu_log_threshold_grad(grad[5].data(), Pre.data(), dPre.data(), s.threshold.data(), B, F, o.l0, t.bandwidth);
+        jumprelu_log_threshold_grad(grad[5].data(), Pre.data(), dPre.data(), s.threshold.data(), B, F, o.l0,
+                                    t.bandwidth);
     } else if (o.k == 0) {
         dPre.array() += o.l1 / B;
     }

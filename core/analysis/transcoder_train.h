@@ -1,6 +1,7 @@
 // Training per-layer transcoders (circuit-tracer's layout, core/io/transcoders.h) on a model's own activations:
 // each layer's MLP input after its norm (mlp_in) -> that layer's MLP output (mlp_out), with train_coder
-// (core/analysis/sae_train.h: TopK, ReLU + L1 or JumpReLU + L0, optionally a linear skip), the pairs collected from text.
+// (core/analysis/sae_train.h: TopK, ReLU + L1 or JumpReLU + L0, optionally a linear skip), the pairs collected
+// from text.
 #pragma once
 #include <cstdint>
 #include <functional>
