@@ -75,8 +75,8 @@ inline vec int32_values(i32v q) {
 }
 // Q8_0: an int8 times its block's scale (exact in fp32)
 inline vec q8_values(const int8_t* q, vec scale) { return int_values<true>(q) * scale; }
-// The low (bits 0-3) or high (4-7) nibbles of VL level bytes as floats, taken apart in 32-bit lanes: on a byte
-// vector GCC 12 shifts one byte at a time on AVX2 (a 1B-shape Q4_K token took 216 ms, of it half in those shifts)
+// The low (bits 0-3) or high (4-7) nibbles of VL level bytes as floats, taken apart in 32-bit lanes: GCC 12 shifts
+// an 8-byte vector (AVX2's VL) one byte at a time (a 1B-shape Q4_K token took 216 ms, half of it in those shifts)
 template <bool high>
 inline vec nibble_values(const void* p) {
     const i32v w = widen_bytes(p);
