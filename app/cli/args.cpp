@@ -246,7 +246,6 @@ std::string padded(const std::string& s, int width) {
     return s + std::string((size_t)std::max(0, width - cols), ' ');
 }
 
-// --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
 void parse_coder_kind(const args& a, gb::sae_train_options& o, int default_k) {
     const int given = (int)a.has("k") + (int)a.has("l1") + (int)a.has("l0");
     if (given > 1 || (given == 0 && default_k == 0))
@@ -269,6 +268,7 @@ void parse_coder_kind(const args& a, gb::sae_train_options& o, int default_k) {
     }
 }
 
+// --backend cpu|gl: the attention function to use (empty = CPU); falls back with a notice.
 gb::attention_fn choose_backend(const args& a, std::string* renderer) {
     std::string b = a.get("backend", "cpu");
     if (b == "cpu") return {};

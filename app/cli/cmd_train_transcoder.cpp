@@ -113,8 +113,8 @@ int cmd_train_transcoder(const args& a) {
                     last.explained, last.active, last.dead_fraction, s,
                     resumed > 0 ? (" (resumed at step " + std::to_string(resumed) + ")").c_str() : "");
         per_layer.push_back({{"layer", l}, {"heldout_explained", held}, {"train_explained", last.explained},
-                             {"loss", last.loss}, {"active", last.active}, {"dead_fraction", last.dead_fraction}, {"resampled", last.resampled},
-                             {"resumed_at", resumed}, {"train_s", s}});
+                             {"loss", last.loss}, {"active", last.active}, {"dead_fraction", last.dead_fraction},
+                             {"resampled", last.resampled}, {"resumed_at", resumed}, {"train_s", s}});
         set_layers[l] = gb::transcoder_layer_of(c);
         trained[l] = true;
     }
