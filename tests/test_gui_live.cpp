@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <sys/wait.h>
 #include <stb_image.h>
 #include <stb_image_write.h>
@@ -130,6 +131,54 @@ TEST(GuiLive, LastLayerHeadAblationRunsOneLayerAndKeepsTheBaseline) {
     EXPECT_EQ(states[1]["report"]["what"], "nothing changed") << states[1]["report"].dump();
     EXPECT_FALSE(states[1]["report"]["baseline_run"]);
     EXPECT_EQ(states[1]["kl"], 0.0);
+}
+
+// A long prompt (3,000 tokens on a tiny long-context model) with a small capture budget: one layer's pattern
+// alone (36 MB a head) is over it, so that layer keeps the heads that fit and says so; the app's peak memory
+// stays within the bound app.md states (the short prompt's peak, plus the budget, plus per thread one head's
+// probabilities and one head's full-size picture while they are made); one run, not a second once the first
+// result names its focus; the panels draw; selecting a head outside the kept ones keeps it next.
+TEST(GuiLive, ALongPromptStaysWithinTheStatedMemoryBound) {
+    ASSERT_TRUE(have_app());
+    const std::string dir = test_temp_dir("gui_long_prompt"), model = dir + "/long.gguf";
+    const command_result made = run_cli("make-random --arch llama --out " + sq(model) +
+                                        " --layers-n 2 --d-model 64 --heads-n 4 --kv-heads-n 2 --ff 128 --vocab 300 --ctx 4096");
+    ASSERT_EQ(made.code, 0) << made.err;
+    std::string prompt;
+    const char* words[] = {"the", "of", "and", "to", "in", "a", "is", "that"};
+    for (int i = 0; prompt.size() < 3000; i++) prompt += std::string(words[(i * 7 + i / 3) % 8]) + " ";
+    prompt.resize(3000); // a byte per token in this model's vocabulary
+    const int budget_mb = 64;
+    const std::string args = "--model " + sq(model) + " --capture-budget " + std::to_string(budget_mb) + " --prompt ";
+    int rc = -1;
+    auto short_run = run_script(args + sq("the of and"), "wait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(short_run.size(), 1u);
+    auto states = run_script(args + sq(prompt), "wait\nprint\nclick head 1.3\nwait\nprint\n", &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(states.size(), 2u);
+    const auto& s = states[0];
+    const int T = (int)s["tokens"].size();
+    ASSERT_EQ(T, 3000);
+    const std::string notice = s["notice"];
+    EXPECT_NE(notice.find("of 4 heads"), std::string::npos) << "a layer keeps only some heads: " << notice;
+    EXPECT_EQ(s["published_results"], 1) << "one run: its result answers the inputs it names";
+    const double MB = 1 << 20;
+    const double head_bytes = 4.0 * T * T, threads = std::max(1u, std::thread::hardware_concurrency());
+    const double bound = (double)short_run[0]["memory"]["peak"] + budget_mb * MB + threads * head_bytes * (1 + 4.0 / 3);
+    const double peak = s["memory"]["peak"];
+    EXPECT_LE(peak, bound) << "peak " << peak / MB << " MB, bound " << bound / MB << " MB (short prompt "
+                           << (double)short_run[0]["memory"]["peak"] / MB << " MB)";
+    EXPECT_LE((double)s["memory"]["record"], budget_mb * MB) << "the shown run's record is within the budget";
+    EXPECT_LE((double)s["heatmap_bytes"] * 2, budget_mb * MB) << "the pictures and their GL copy too";
+    for (const char* part : {"panel Overview", "panel Analysis", "picture", "head cell 0.0"})
+        EXPECT_TRUE(s["drawn"].contains(part)) << part << " not drawn";
+    // head 1.3 was not kept: selecting it runs again with its block, and its pattern is drawn
+    const std::string after = states[1]["notice"];
+    EXPECT_EQ(states[1]["selected_head"], "1.3");
+    EXPECT_NE(after.find("..3)"), std::string::npos) << "the block holding head 3: " << after;
+    EXPECT_TRUE(states[1]["drawn"].contains("picture"));
+    EXPECT_LE((double)states[1]["memory"]["peak"], bound + budget_mb * MB) << "a second run holds two records at most";
 }
 
 TEST(GuiLive, GenerationGrowsTheRecordAndTheSliderReplaysIt) {

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "analysis/head_scores.h"
 #include "analysis/lens.h"
 #include "ref_models.h"
+#include "tiny_llama.h"
 #include "run/ablation.h"
 #include "run/live.h"
 #include "test_util.h"
@@ -61,7 +63,8 @@ void expect_same(const gb::record& got, const gb::record& want, const gb::model&
             const gb::hook_point hp = (gb::hook_point)p;
             ASSERT_EQ(got.has(hp, l), want.has(hp, l)) << what << ": " << gb::hook_label(hp, l);
             if (!want.has(hp, l)) continue;
-            EXPECT_LT(diff(got.get(hp, l), want.get(hp, l), want.layer_floats(hp)), 1e-5)
+            ASSERT_EQ(got.tensor_floats(hp, l), want.tensor_floats(hp, l)) << what << ": " << gb::hook_label(hp, l);
+            EXPECT_LT(diff(got.get(hp, l), want.get(hp, l), want.tensor_floats(hp, l)), 1e-5)
                 << what << ": " << gb::hook_label(hp, l);
         }
     ASSERT_EQ(got.resid_norm.size(), want.resid_norm.size()) << what;
@@ -340,6 +343,111 @@ TEST(Live, BudgetDropsFarLayersFirstAndSaysSo) {
     gb::live_run(out, st, rm.m, rq);
     EXPECT_EQ(out.report.from_token, 30);
     expect_same(*out.run, full_run(rm.m, rq.tokens, {}, app_keep()), rm.m, "typed after that");
+}
+
+// A budget under one layer's pattern: that layer keeps the heads that fit, in a block holding the focus head, each
+// the same as a full run's; a hook on the pattern (which needs every head) and live runs (typing, an ablation)
+// keep them the same way.
+TEST(Live, APatternOverTheBudgetKeepsSomeHeadsOfOneLayer) {
+    for (const ref_model* rm : ref_models()) {
+        const gb::model_config& c = rm->m.config;
+        const int T = 20, H = c.n_head;
+        ASSERT_GE(H, 4) << rm->name;
+        std::vector<int> t = rm->tokens(T + 1, 31);
+        t.resize(T);
+        const size_t head = sizeof(float) * (size_t)T * T;
+        gb::record_request keep = app_keep();
+        keep.focus_layer = 1;
+        keep.focus_head = 3;
+        keep.budget_bytes = 1; // the least kept: one layer of each point, one head of the pattern
+        gb::record_plan least = gb::plan_record(keep, c, T, 1);
+        EXPECT_EQ(least.part_heads, 1);
+        EXPECT_EQ(least.part_head0, 3);
+        const size_t others = least.bytes - head;
+        keep.budget_bytes = others + 2 * head + head / 2; // two heads fit
+        gb::record_plan pl = gb::plan_record(keep, c, T, 1);
+        EXPECT_EQ(pl.part_layer, 1) << rm->name;
+        EXPECT_EQ(pl.part_heads, 2) << rm->name;
+        EXPECT_EQ(pl.part_head0, 2) << rm->name << ": the block of two holding head 3";
+        EXPECT_LE(pl.bytes, keep.budget_bytes);
+        EXPECT_NE(pl.note.find("pattern of 2 of " + std::to_string(H) + " heads (2..3) of 1 of"), std::string::npos) << pl.note;
+
+        gb::record_request all = app_keep();
+        const gb::record whole = full_run(rm->m, t, {}, all);
+        const gb::record r = full_run(rm->m, t, {}, keep);
+        EXPECT_EQ(r.part_layer, 1);
+        EXPECT_FALSE(r.has_layer(1));
+        EXPECT_TRUE(r.has_head(1, 2) && r.has_head(1, 3));
+        EXPECT_FALSE(r.has_head(1, 0) || r.has_head(1, 1) || r.has_head(0, 2) || r.has_head(2, 3));
+        EXPECT_EQ(r.tensor_floats(gb::HOOK_PATTERN, 1), 2 * (size_t)T * T);
+        for (int h = 2; h < 4; h++)
+            EXPECT_EQ(0, std::memcmp(r.head(1, h), whole.head(1, h), head)) << rm->name << " head " << h;
+        // a hook on the pattern sees every head; the kept ones are copied from it, the same values
+        gb::forward_options o;
+        o.keep = keep;
+        int seen = 0;
+        o.hooks.push_back({gb::HOOK_PATTERN, 1, [&](gb::hook_tensor& x) { seen += x.n > 0; return false; }});
+        gb::record hooked;
+        gb::run_forward(hooked, rm->m, t, {}, o);
+        EXPECT_EQ(seen, 1);
+        ASSERT_EQ(hooked.part_layer, 1);
+        for (int h = 2; h < 4; h++) EXPECT_EQ(0, std::memcmp(hooked.head(1, h), whole.head(1, h), head)) << h;
+
+    }
+}
+
+// Live runs on a part layer: a budget whose keys and values fit (live recompute) and whose one layer keeps some
+// heads; the run, a typed token (the kept rows reused) and an ablation of a later layer (from that layer on) keep
+// the focus head's block, each kept head as a full run's. A long-context tiny Llama: at 100 tokens a layer's
+// pattern passes the keys and values.
+TEST(Live, APartLayerIsReusedAsTheWholeOnes) {
+    tiny_llama_spec spec;
+    spec.dim = 16, spec.hidden = 24, spec.n_layer = 3, spec.n_head = 4, spec.n_kv_head = 1, spec.seq_len = 128;
+    const tiny_llama tl = write_tiny_llama2c(test_temp_dir("live_part_layer"), spec);
+    gb::load_options lo;
+    lo.tokenizer_path = tl.tokenizer_path;
+    const gb::model m = gb::load_model(tl.model_path, lo);
+    const int T = 100, H = spec.n_head;
+    std::mt19937 rng(5);
+    std::vector<int> t(T + 1);
+    for (int& id : t) id = 3 + (int)(rng() % (spec.vocab - 3));
+    const int typed = t[T];
+    t.resize(T);
+    const gb::record_request all = app_keep();
+    gb::live_state st;
+    gb::live_result out;
+    gb::live_request rq;
+    rq.tokens = t;
+    rq.keep = all;
+    rq.keep.focus_layer = 1;
+    rq.keep.focus_head = 3;
+    rq.baseline = false;
+    const size_t layer = sizeof(float) * (size_t)H * T * T;
+    for (size_t budget = layer / 4; budget < 8 * layer; budget += layer / 16) {
+        rq.keep.budget_bytes = budget;
+        st = gb::live_state();
+        gb::live_run(out, st, m, rq);
+        if (out.report.memory_note.find("no live recompute") == std::string::npos && out.run->part_layer == 1) break;
+    }
+    ASSERT_EQ(out.report.memory_note.find("no live recompute"), std::string::npos) << out.report.memory_note;
+    ASSERT_EQ(out.run->part_layer, 1) << out.report.memory_note;
+    for (int step = 1; step < 3; step++) {
+        if (step == 1) rq.tokens.push_back(typed);
+        if (step == 2) rq.interventions = ablate(m, heads({{2, 0}}));
+        gb::live_run(out, st, m, rq);
+        EXPECT_TRUE(out.report.reused) << step << ": " << out.report.what;
+        const gb::record& lr = *out.run;
+        const int n = (int)rq.tokens.size();
+        const gb::record want = full_run(m, rq.tokens, rq.interventions, all);
+        ASSERT_EQ(lr.part_layer, 1) << step << ": " << out.report.memory_note;
+        EXPECT_TRUE(lr.has_head(1, 3)) << step << ": the focus head";
+        for (int h = 0; h < H; h++) {
+            if (!lr.has_head(1, h)) continue;
+            EXPECT_LT(diff(lr.head(1, h), want.head(1, h), (size_t)n * n), 1e-5)
+                << "step " << step << " head " << h << " [" << out.report.what << "]";
+        }
+        EXPECT_LT(diff(lr.last_logits(), want.last_logits(), m.config.vocab_size), 1e-5) << step;
+    }
 }
 
 TEST(Live, BadRequestsKeepTheKeptRun) {

@@ -108,10 +108,11 @@ static std::string send_run(app_state& s, ui_context& ui, frame_state& f) {
     if (s.gen_step > replay_steps(s)) s.gen_step = 0, s.gen_follow = false; // the prompt was edited: no replay
     key = current_run_key(s);
     if (key != f.pending) f.pending = key, f.changed_at = clock_type::now();
-    // a generation publishes each step's result with the step slider following it: those inputs
-    // need no run of their own (the follow ends with the generation, or when a run replaces it)
+    // inputs a result already answers need no run: a generation's steps (published with the step slider
+    // following them; the follow ends with the generation, or when a run replaces it), and a run whose capture
+    // left layers out, whose key only then names the focus layer and head block (the one asked for did not)
     const run_result* newest = s.next_result ? s.next_result.get() : s.result.get();
-    if (s.gen_follow && newest && newest->key == key) ui.run_requested = key;
+    if (newest && newest->key == key) ui.run_requested = key;
     if (s.gen_follow && !s.generating) s.gen_follow = false;
     bool quiet = clock_type::now() - f.changed_at > std::chrono::milliseconds(ui.headless ? 0 : run_debounce_ms);
     if (key != ui.run_requested && quiet) {

@@ -56,9 +56,10 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     px->n_layer = L, px->n_head = H, px->n_tokens = T;
     // levels of the full T x T chain not kept: a prompt longer than max_heat_dim, or whose kept layers' pixels and
     // their GL copy (the same bytes again: in RAM with a software renderer) would pass the capture budget
-    int kept_layers = 0;
-    for (int l = 0; l < L; l++) kept_layers += c.has_layer(l);
-    auto heat_bytes = [&](int side) { return 2 * (size_t)kept_layers * H * mip_offset(side, side, mip_count(side, side)) * 4; };
+    px->part_layer = c.part_layer, px->part_head0 = c.part_head0, px->part_heads = c.part_heads;
+    int kept_heads = 0; // (a part layer keeps some of its heads)
+    for (int l = 0; l < L; l++) kept_heads += c.has(gb::HOOK_PATTERN, l) ? px->layer_heads(l) : 0;
+    auto heat_bytes = [&](int side) { return 2 * (size_t)kept_heads * mip_offset(side, side, mip_count(side, side)) * 4; };
     int skip = 0;
     while (mip_dim(T, skip) > max_heat_dim ||
            (r.budget_bytes && mip_dim(T, skip) > min_heat_dim && heat_bytes(mip_dim(T, skip)) > r.budget_bytes))
@@ -77,12 +78,12 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     std::vector<std::shared_ptr<uint8_t[]>> fresh(L); // layers coloured here
     std::vector<int> copy_rows(L, 0);                 // rows of each taken from before
     for (int l = 0; l < L; l++) {
-        if (!c.has_layer(l)) continue;
+        if (!c.has(gb::HOOK_PATTERN, l)) continue;
         if (before && before->layers[l] && reuse->same_layer[l] && Tb == T) { // the very same pattern
             px->layers[l] = before->layers[l];
             continue;
         }
-        fresh[l] = std::shared_ptr<uint8_t[]>(new uint8_t[(size_t)H * head_bytes]); // every byte is written below
+        fresh[l] = std::shared_ptr<uint8_t[]>(new uint8_t[(size_t)px->layer_heads(l) * head_bytes]); // all written below
         if (before && before->layers[l]) copy_rows[l] = std::min({reuse->same_rows, Tb, T});
     }
     const int levels = mip_count(T, T);
@@ -91,15 +92,15 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
 #pragma omp parallel for schedule(dynamic)
     for (int k = 0; k < L * H; k++) {
         const int l = k / H, h = k % H;
-        if (!fresh[l]) continue;
         const float* p = c.head(l, h);
-        uint8_t* kept = fresh[l].get() + (size_t)h * head_bytes;
+        if (!fresh[l] || !p) continue; // (a part layer's heads not kept)
+        uint8_t* kept = fresh[l].get() + (size_t)(l == px->part_layer ? h - px->part_head0 : h) * head_bytes;
         // a long prompt: the whole chain in a buffer of this head's (freed after it), then the levels from `skip`
         // on into kept
         std::unique_ptr<uint8_t[]> full(skip > 0 ? new uint8_t[mip_offset(T, T, levels) * 4] : nullptr);
         uint8_t* out = skip > 0 ? full.get() : kept;
-        const int same = copy_rows[l];
-        const uint8_t* old = same ? before->head(l, h) : nullptr;
+        const uint8_t* old = copy_rows[l] ? before->head(l, h) : nullptr;
+        const int same = old ? copy_rows[l] : 0;
         for (int i = 0; i < same; i++) {
             const int n = std::min(T, Tb);
             std::copy_n(old + (size_t)i * Tb * 4, (size_t)n * 4, out + (size_t)i * T * 4);

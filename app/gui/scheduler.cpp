@@ -51,6 +51,7 @@ run_request current_run_request(const app_state& s) {
     q.top_k = s.top_k;
     q.use_gl = s.use_gl;
     q.focus_layer = s.sel_layer;
+    q.focus_head = s.sel_head;
     q.budget_bytes = s.budget_mb << 20;
     q.scale = s.scale;
     const int step = std::min(s.gen_step, replay_steps(s));
@@ -66,7 +67,8 @@ run_request current_run_request(const app_state& s) {
 
 std::string current_run_key(const app_state& s) {
     // when the shown capture had to leave layers out, the selected layer is an input too
-    return run_key(current_run_request(s), s.result && !s.result->cap().budget_note.empty());
+    return run_key(current_run_request(s), s.result && !s.result->cap().budget_note.empty(),
+                   s.result ? s.result->cap().part_heads : 0);
 }
 
 int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap().vocab ? id : -1; }

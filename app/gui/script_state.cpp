@@ -12,6 +12,7 @@
 #include "kernels/gemm.h"
 #include "model_picker.h"
 #include "patching_inputs.h"
+#include "util/process_memory.h"
 #include "run/predict.h"
 #include "sampling_inputs.h"
 #include "script.h"
@@ -106,6 +107,9 @@ static void add_inputs(nlohmann::json& j, const app_state& s, const ui_context& 
     j["heatmap_scale"] = s.pixels ? scales[s.pixels->scale] : ""; // what the textures on screen show
     j["heatmap_side"] = s.pixels ? s.pixels->dim : 0; // the head textures' side (the tokens, at most max_heat_dim)
     j["heatmap_bytes"] = s.pixels ? s.pixels->bytes() : 0;
+    const gb::process_memory pm = gb::process_memory_now();
+    j["memory"] = {{"resident", pm.resident}, {"peak", pm.peak},
+                   {"record", s.result ? s.result->cap().bytes() : 0}, {"budget", s.budget_mb << 20}};
     j["selected_head"] = std::to_string(s.sel_layer) + "." + std::to_string(s.sel_head);
     j["selected_token"] = s.sel_token;
     j["query_token"] = s.result ? query_token(s, s.result->cap().n_tokens) : -1; // the one the panels show

@@ -79,9 +79,12 @@ std::string sampling_key(const gb::sampling& sp) {
            ",s" + std::to_string(sp.seed);
 }
 
-std::string run_key(const run_request& q, bool partial) {
+std::string run_key(const run_request& q, bool partial, int head_block) {
+    // a part layer's heads come in blocks of head_block: selecting a head of another block asks for another run
     std::string k = std::to_string((uintptr_t)q.model.get()) + (q.bos ? "|B|" : "|-|") + (q.use_gl ? "G|" : "C|") +
-                    (partial ? std::to_string(q.focus_layer) + "|" : "") + q.ablation.describe() + "|" +
+                    (partial ? std::to_string(q.focus_layer) + "|" : "") +
+                    (partial && head_block > 0 ? "h" + std::to_string(q.focus_head / head_block) + "|" : "") +
+                    q.ablation.describe() + "|" +
                     std::to_string(q.top_k) + "|";
     if (q.patch) k += "patch" + std::to_string((uintptr_t)q.patch.get()) + "|";
     if (!q.features.empty()) {
@@ -269,6 +272,7 @@ void worker::run_session(gb::session_result& out, const run_request& q, const st
     rq.keep.resid_stream = true;
     rq.keep.budget_bytes = q.budget_bytes;
     rq.keep.focus_layer = q.focus_layer;
+    rq.keep.focus_head = q.focus_head;
     rq.attention = attention;
     rq.cancelled = [this] { return newer_.load(std::memory_order_relaxed); };
     gb::session_run(out, session_, m, rq);
@@ -329,7 +333,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->report = out.report;
     r->n_prompt = n_prompt;
     r->gen_id = q.ids.empty() ? 0 : q.gen_id;
-    r->key = run_key(q, !r->run->budget_note.empty());
+    r->key = run_key(q, !r->run->budget_note.empty(), r->run->part_heads);
     r->notice = notice;
     if (!out.report.memory_note.empty())
         r->notice += (r->notice.empty() ? "" : "; ") + out.report.memory_note +

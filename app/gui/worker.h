@@ -47,6 +47,7 @@ struct run_request {
     int top_k = 10;
     bool use_gl = false;
     int focus_layer = 0;                  // kept first when the capture budget cannot hold every layer
+    int focus_head = 0;                   // and its heads near this one when it cannot hold one layer's pattern
     size_t budget_bytes = 512u << 20;     // capture budget (patterns, z, MLP outputs, residual stream)
     scale_mode scale = SCALE_LINEAR;      // colour scale of the heatmaps' pixels
     // Replaying a generation: these ids (the prompt's and the first generated ones) instead of the encoded prompt.
@@ -61,8 +62,9 @@ struct run_request {
 std::string sampling_key(const gb::sampling& sp);
 
 // Names a request's inputs: equal keys ask for equal results. The focus layer counts only when the capture
-// leaves layers out (partial); the colour scale not at all (a scale change only re-colours).
-std::string run_key(const run_request& q, bool partial);
+// leaves layers out (partial), and the focus head's block of head_block heads when one layer's pattern keeps only
+// that many (record::part_heads; 0: none); the colour scale not at all (a scale change only re-colours).
+std::string run_key(const run_request& q, bool partial, int head_block = 0);
 
 // Re-colour a result's heatmaps for another scale (no forward pass).
 struct colour_request {

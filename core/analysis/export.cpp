@@ -12,24 +12,27 @@
 
 namespace gb {
 
-// Writes one point's layers [L, ...] to path: kept layers from the record, zeros for the layers the capture budget
-// left out, layer by layer (never the whole [L, ...] array the budget exists to avoid).
+// Writes one point's layers [L, ...] to path: kept layers from the record, zeros for the layers (and a part
+// layer's heads) the capture budget left out, layer by layer (never the whole [L, ...] array the budget exists to avoid).
 static void write_layers_npy(const std::string& path, const record& rec, hook_point p, const std::vector<int64_t>& shape) {
     std::ofstream f;
     open_npy(f, path, shape, "<f4");
-    const size_t floats = rec.layer_floats(p);
+    // the pattern head by head: a part layer (record::part_layer) keeps some of its heads
+    const int parts = p == HOOK_PATTERN ? rec.n_head : 1;
+    const size_t floats = rec.layer_floats(p) / parts;
     const std::vector<float> zeros(std::min<size_t>(floats, 1 << 16), 0.0f);
-    for (int l = 0; l < rec.n_layer; l++) {
-        if (const float* x = rec.get(p, l)) {
-            f.write((const char*)x, (std::streamsize)(floats * sizeof(float)));
-            continue;
+    for (int l = 0; l < rec.n_layer; l++)
+        for (int h = 0; h < parts; h++) {
+            if (const float* x = p == HOOK_PATTERN ? rec.head(l, h) : rec.get(p, l)) {
+                f.write((const char*)x, (std::streamsize)(floats * sizeof(float)));
+                continue;
+            }
+            for (size_t done = 0; done < floats;) {
+                const size_t n = std::min(floats - done, zeros.size());
+                f.write((const char*)zeros.data(), (std::streamsize)(n * sizeof(float)));
+                done += n;
+            }
         }
-        for (size_t done = 0; done < floats;) {
-            const size_t n = std::min(floats - done, zeros.size());
-            f.write((const char*)zeros.data(), (std::streamsize)(n * sizeof(float)));
-            done += n;
-        }
-    }
     if (!f) throw error("cannot write " + path + " (disk full?)");
 }
 

@@ -164,7 +164,7 @@ replacement build_replacement(const model& m, const transcoder_set& t, const std
         const float* pre = rec.resid(2 * l);
         const float* mid = rec.resid(2 * l + 1);
         const float* in = rec.get(HOOK_MLP_IN, l);
-        if (!pre || !mid || !in || !rec.has(HOOK_PATTERN, l))
+        if (!pre || !mid || !in || !rec.has_layer(l))
             throw error("attribution graphs: the model's run did not keep layer " + std::to_string(l));
         norm_scales(r.s_attn.data() + (size_t)l * T, pre, T, d, r.layernorm, c.norm_eps);
         norm_scales(r.s_mlp.data() + (size_t)l * T, c.parallel ? pre : mid, T, d, r.layernorm, c.norm_eps);

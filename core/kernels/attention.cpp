@@ -206,7 +206,8 @@ static void attention_heads(const attention_args& a, bool scores) {
     for (int h = 0; h < a.n_head; h++) {
         // per-thread scratch, kept between calls: K^T, V padded, and the probabilities when the caller keeps none
         thread_local std::vector<float> kt, vpad, scratch;
-        float* p = a.probs ? a.probs + (size_t)h * a.n_q * n_kv : nullptr;
+        const bool kept = a.probs && (a.probs_heads < 0 || (h >= a.probs_head0 && h < a.probs_head0 + a.probs_heads));
+        float* p = kept ? a.probs + (size_t)(a.probs_heads < 0 ? h : h - a.probs_head0) * a.n_q * n_kv : nullptr;
         if (!p) {
             if (scratch.size() < (size_t)a.n_q * n_kv) scratch.resize((size_t)a.n_q * n_kv);
             p = scratch.data();

@@ -21,6 +21,8 @@ struct attention_args {
     bool causal = true;   // false: every query sees every key 0 .. n_past+n_q-1 (encoders); window must be 0
     int n_keys = 0;       // not causal: the keys when they are not the queries' own positions (cross-attention
                           // reads the S source positions: probs [H][n_q][n_keys], k and v [n_keys] rows); 0 = n_past+n_q
+    int probs_head0 = 0, probs_heads = -1; // probs holds heads [probs_head0, probs_head0 + probs_heads) only, the
+                          // others are not kept (-1: every head). The CPU path only: a backend is given every head
 };
 // Cross-attention (an encoder–decoder's decoder): n queries q [n][H*dh] over the S source positions' keys and
 // values kv [S][k | v] (each H*dh wide), every source position seen, as many key heads as query heads.

@@ -78,23 +78,31 @@ static void qkv_block(pass& f, int l, bool no_norm, stopwatch& sw) {
 }
 
 // Where a pattern's probabilities go: straight into the record when it keeps them and the call starts at
-// position 0 (one block per head, as kept); else the scratch when a hook, an intervention or the record needs
-// them; else nowhere (the attention keeps its own).
-static float* pattern_target(pass& f, hook_point p, int l, size_t floats) {
+// position 0 (one block per head, as kept; a part layer's kept heads only, a.probs_head0/probs_heads); else the
+// scratch when a hook, an intervention or the record needs them; else nowhere (the attention keeps its own).
+static float* pattern_target(pass& f, hook_point p, int l, size_t floats, attention_args* a = nullptr) {
     const uint8_t flags = f.plan.at(p, l);
-    if (f.rec && (flags & PT_KEEP) && f.n0 == 0) return f.rec->get_mut(p, l);
+    const bool part = f.rec && p == HOOK_PATTERN && l == f.rec->part_layer;
+    if (f.rec && (flags & PT_KEEP) && f.n0 == 0 && !part) return f.rec->get_mut(p, l);
+    if (part && a && (flags & PT_KEEP) && f.n0 == 0 && !(flags & (PT_HOOK | PT_CHANGE))) {
+        a->probs_head0 = f.rec->part_head0, a->probs_heads = f.rec->part_heads;
+        return f.rec->get_mut(p, l);
+    }
     if (!flags) return nullptr;
     grow(f.s.probs, floats);
     return f.s.probs.data();
 }
 
-// A continued record's rows n0.. of each head's block, from a call's [H][n][keys] probabilities.
+// The record's rows n0.. of each kept head's block from a call's [H][n][keys] probabilities, when the call did
+// not write them there itself (a continued record, or a part layer whose pattern a hook needed whole).
 static void keep_pattern_rows(pass& f, hook_point p, int l, const float* probs, int keys) {
-    if (!f.rec || !(f.plan.at(p, l) & PT_KEEP) || f.n0 == 0) return;
+    if (!f.rec || !(f.plan.at(p, l) & PT_KEEP) || probs == f.rec->get(p, l)) return;
     float* dst = f.rec->get_mut(p, l);
     const int T = f.rec->n_tokens;
-    for (int h = 0; h < f.c.n_head; h++)
-        std::copy_n(probs + (size_t)h * f.n * keys, (size_t)f.n * keys, dst + ((size_t)h * T + f.n0) * keys);
+    const bool part = p == HOOK_PATTERN && l == f.rec->part_layer;
+    const int h0 = part ? f.rec->part_head0 : 0, heads = part ? f.rec->part_heads : f.c.n_head;
+    for (int h = 0; h < heads; h++)
+        std::copy_n(probs + (size_t)(h0 + h) * f.n * keys, (size_t)f.n * keys, dst + ((size_t)h * T + f.n0) * keys);
 }
 
 // The attention itself: scores, softmax, weighted values into s.att_out (z), the pattern through its point.
@@ -116,10 +124,10 @@ static void attend_block(pass& f, int l) {
     aa.softcap = c.attn_softcap;
     aa.window = c.window_at(l);
     aa.causal = !f.arch.bidirectional;
-    aa.probs = pattern_target(f, HOOK_PATTERN, l, (size_t)H * f.n * f.n_keys);
+    aa.probs = pattern_target(f, HOOK_PATTERN, l, (size_t)H * f.n * f.n_keys, &aa);
     aa.out = f.s.att_out.data();
     aa.out_stride = H * dh;
-    if (f.opt.attention) f.opt.attention(aa);
+    if (f.opt.attention && aa.probs_heads < 0) f.opt.attention(aa); // (a backend writes every head's probabilities)
     else attention_cpu(aa);
     if (visit(f, HOOK_PATTERN, l, aa.probs, f.n, f.n_keys, f.n_keys)) attention_values_cpu(aa);
     keep_pattern_rows(f, HOOK_PATTERN, l, aa.probs, f.n_keys);

@@ -45,6 +45,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.causal = !arch_table(c.arch).bidirectional;
     rec.n_tokens = n;
     rec.n_source = n_source; // (before the tensors: the cross-attention's pattern is [H][T][S])
+    rec.part_layer = plan.part_layer, rec.part_head0 = plan.part_head0, rec.part_heads = plan.part_heads;
     rec.vocab = c.vocab_size;
     rec.all_logits = all_logits;
     rec.tokens.assign(tokens, tokens + n);
@@ -57,7 +58,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
         for (size_t l = 0; l < keep.size(); l++)
             if (keep[l] && p != HOOK_LOGITS) {
                 rec.slot[p][l] = (int)rec.acts[p].size();
-                rec.acts[p].push_back(std::make_shared<tensor_buffer>(rec.layer_floats((hook_point)p)));
+                rec.acts[p].push_back(std::make_shared<tensor_buffer>(rec.tensor_floats((hook_point)p, (int)l)));
             }
     }
     rec.resid_norm.assign((size_t)(2 * c.n_layer + 1) * n, 0.0f);
@@ -76,6 +77,7 @@ record_plan plan_of(const record& rec) {
         for (size_t l = 0; l < rec.slot[p].size(); l++) pl.keep[p][l] = rec.slot[p][l] >= 0;
     }
     pl.note = rec.budget_note;
+    pl.part_layer = rec.part_layer, pl.part_head0 = rec.part_head0, pl.part_heads = rec.part_heads;
     pl.mlp_pre = !rec.mlp_pre.empty();
     return pl;
 }

@@ -60,7 +60,7 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
         const int da = std::abs(a - focus), db = std::abs(b - focus);
         return da != db ? da > db : a < b;
     });
-    std::string note;
+    std::vector<std::pair<hook_point, std::string>> pieces; // what each point keeps, for the note
     for (int p : order) {
         const hook_point hp = (hook_point)p;
         if (hook_is_final(hp)) continue;
@@ -75,13 +75,34 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
             kept--;
         }
         if (kept < wanted)
-            note += std::string(note.empty() ? "" : ", ") + hook_name(hp) + " of " + std::to_string(kept) + " of " +
-                    std::to_string(wanted) + " layers";
+            pieces.push_back({hp, std::string(hook_name(hp)) + " of " + std::to_string(kept) + " of " + std::to_string(wanted) + " layers"});
         if (pl.bytes <= rq.budget_bytes) break;
     }
+    // Still over: the one pattern layer left keeps as many heads as the rest of the budget holds, at least one, in
+    // a block of that many that holds the focus head (a block, so that selecting a head near it keeps the run).
+    const size_t per_head = sizeof(float) * (size_t)T * T;
+    const int H = c.n_head;
+    if (pl.bytes > rq.budget_bytes && pl.any(HOOK_PATTERN) && H > 1) {
+        const int l = (int)(std::find(pl.keep[HOOK_PATTERN].begin(), pl.keep[HOOK_PATTERN].end(), 1) - pl.keep[HOOK_PATTERN].begin());
+        const size_t others = pl.bytes - per_head * H;
+        const int fit = (int)std::min<size_t>(H - 1, std::max<size_t>(1, others < rq.budget_bytes ? (rq.budget_bytes - others) / per_head : 1));
+        const int focus_head = std::min(std::max(rq.focus_head, 0), H - 1);
+        pl.part_layer = l;
+        pl.part_heads = fit;
+        pl.part_head0 = std::min(focus_head / fit * fit, H - fit);
+        pl.bytes = others + per_head * fit;
+        const std::string text = "pattern of " + std::to_string(fit) + " of " + std::to_string(H) + " heads (" +
+                                 std::to_string(pl.part_head0) + ".." + std::to_string(pl.part_head0 + fit - 1) +
+                                 ") of 1 of " + std::to_string(L) + " layers";
+        auto it = std::find_if(pieces.begin(), pieces.end(), [](const auto& piece) { return piece.first == HOOK_PATTERN; });
+        if (it != pieces.end()) it->second = text;
+        else pieces.insert(pieces.begin(), {HOOK_PATTERN, text});
+    }
+    std::string note;
+    for (const auto& piece : pieces) note += (note.empty() ? "" : ", ") + piece.second;
     const size_t mb = rq.budget_bytes >> 20;
     pl.note = note + " kept (memory budget " + (mb ? std::to_string(mb) + " MB" : std::to_string(rq.budget_bytes) + " bytes") +
-              (pl.bytes > rq.budget_bytes ? ", still exceeded: one layer of each is the least kept" : "") + ")";
+              (pl.bytes > rq.budget_bytes ? ", still exceeded: one layer of each, one head of the pattern, is the least kept" : "") + ")";
     return pl;
 }
 
@@ -126,7 +147,23 @@ std::vector<float> record::flat(hook_point p) const {
 
 const float* record::head(int layer, int h) const {
     const float* p = get(HOOK_PATTERN, layer);
+    if (layer == part_layer) {
+        if (h < part_head0 || h >= part_head0 + part_heads) return nullptr;
+        h -= part_head0;
+    }
     return p && h >= 0 && h < n_head ? p + (size_t)h * n_tokens * n_tokens : nullptr;
+}
+
+size_t record::bytes() const {
+    size_t n = mlp_pre.size() + logits.size() + resid_norm.size();
+    for (const auto& point : acts)
+        for (const auto& t : point) n += t ? t->size() : 0;
+    return n * sizeof(float);
+}
+
+size_t record::tensor_floats(hook_point p, int layer) const {
+    if (p == HOOK_PATTERN && layer == part_layer) return (size_t)part_heads * n_tokens * n_tokens;
+    return layer_floats(p);
 }
 
 void resid_point_hook(int point, hook_point& p, int& layer) {

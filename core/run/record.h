@@ -39,6 +39,7 @@ struct record_request {
     std::vector<uint8_t> layers; // [L] per-layer points only at these layers; empty = every layer
     size_t budget_bytes = 0;     // 0 = no limit; else layers far from focus_layer are left out, largest points first
     int focus_layer = 0;
+    int focus_head = 0;          // when even one layer's pattern is over the budget, the heads kept include this one
 };
 
 // Which (point, layer) pairs a run keeps once the budget is applied.
@@ -47,6 +48,9 @@ struct record_plan {
                                            // does not have (hook_exists), whatever was asked
     std::string note;  // what the budget left out, e.g. "pattern of 4 of 12 layers kept (memory budget 512 MB)"
     size_t bytes = 0;  // of the kept activations
+    // When one layer's pattern alone is over the budget (a long prompt: [H][T][T] is 2.1 GB at 4,096 tokens and 32
+    // heads), the one layer kept keeps heads [part_head0, part_head0 + part_heads) only; part_layer -1: none.
+    int part_layer = -1, part_head0 = 0, part_heads = 0;
     bool mlp_pre = false; // record_request::mlp_pre, for a model with dense MLPs (not counted in bytes)
     bool any(hook_point p) const;
 };
@@ -105,15 +109,22 @@ struct record {
     int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
     std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...
     std::string budget_note;          // what the memory budget left out; "" when all that was asked for is here
+    // The pattern's layer that keeps heads [part_head0, part_head0 + part_heads) only, [part_heads][T][T] (record_plan;
+    // -1: none): has_layer says no for it, has_head and head answer for its heads.
+    int part_layer = -1, part_head0 = 0, part_heads = 0;
     forward_timing timing;
 
-    size_t layer_floats(hook_point p) const; // floats of one layer's tensor at p
+    size_t layer_floats(hook_point p) const; // floats of one layer's tensor at p (the pattern: of every head)
+    size_t tensor_floats(hook_point p, int layer) const; // floats of the tensor kept at (p, layer): a part layer's fewer
+    size_t bytes() const; // of every kept tensor, the MLP's pre-activations and the logits
     bool has(hook_point p, int layer) const;
     const float* get(hook_point p, int layer) const; // nullptr when not kept
     float* get_mut(hook_point p, int layer);          // for the forward that fills this record's own tensors
     std::vector<float> flat(hook_point p) const;      // every kept layer of p, one after another
-    bool has_layer(int layer) const { return has(HOOK_PATTERN, layer); } // attention pattern kept
-    // [T][T] pattern of one head (query rows, key columns), or nullptr when its layer was not kept.
+    // the attention pattern of every head of the layer kept
+    bool has_layer(int layer) const { return has(HOOK_PATTERN, layer) && layer != part_layer; }
+    bool has_head(int layer, int h) const { return head(layer, h) != nullptr; }
+    // [T][T] pattern of one head (query rows, key columns), or nullptr when it was not kept.
     const float* head(int layer, int h) const;
     // [T][d] residual stream at point 0 .. 2L (0 embeddings, 2l+1 after attention of l, 2l+2 after the MLP of l),
     // nullptr when not kept.

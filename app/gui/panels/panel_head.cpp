@@ -118,7 +118,7 @@ void panel_head(app_state& s, ui_context& ui) {
     }
     const float* p = c.head(sel_l, sel_h);
     if (!p) {
-        ImGui::TextDisabled("this layer's attention was not captured (memory budget)");
+        ImGui::TextDisabled("this head's attention was not captured (memory budget): it is being run again with this head");
         return;
     }
     ImDrawList* dl = ImGui::GetWindowDrawList();

@@ -57,7 +57,7 @@ void panel_image(app_state& s, ui_context& ui) {
                         c.pieces[q].c_str(), iin.rollout ? c.n_layer : l, h);
     const float* w = nullptr;
     if (iin.rollout) w = &r.pred.rollout[(size_t)q * T];
-    else if (c.has_layer(l)) w = c.head(l, h) + (size_t)q * T;
+    else if (const float* p = c.head(l, h)) w = p + (size_t)q * T;
     if (!w) {
         ImGui::TextDisabled("layer %d was not kept (capture budget): select a head of it to keep it", l);
         return;

@@ -166,7 +166,8 @@ void panel_overview(app_state& s, ui_context& ui) {
             dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2),
                         layer_off ? IM_COL32(255, 110, 110, 255) : lc, b);
         }
-        const bool kept = c.has_layer(l) || (by_score && test.shown); // the test keeps every layer
+        // the test keeps every layer; a long prompt's one part layer keeps some of its heads (record::part_layer)
+        const bool kept = c.has(gb::HOOK_PATTERN, l) || (by_score && test.shown);
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
             ImVec2 a(o.x + label_w, o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + H * (cell + gap) - gap, a.y + cell);
@@ -180,7 +181,10 @@ void panel_overview(app_state& s, ui_context& ui) {
         for (int h = 0; h < H; h++) {
             ImVec2 a(o.x + label_w + h * (cell + gap), o.y + head_h + l * (cell + gap));
             ImVec2 z(a.x + cell, a.y + cell);
-            if (by_score) { // the score's colour, and its value where the cell has room
+            const bool head_kept = kept && (c.has_head(l, h) || (by_score && test.shown));
+            if (!head_kept) {
+                if (kept) dl->AddRectFilled(a, z, IM_COL32(50, 50, 50, 255)); // a part layer's other heads: grey
+            } else if (by_score) { // the score's colour, and its value where the cell has room
                 float v = sc ? sc->at(colour_score(s.colour_by), l, h) : NAN;
                 ImU32 col = std::isfinite(v) ? viridis_u32(v / smax) : IM_COL32(60, 60, 68, 255);
                 dl->AddRectFilled(a, z, col);
@@ -191,7 +195,7 @@ void panel_overview(app_state& s, ui_context& ui) {
                 if (ts.x + px(4) <= cell && ts.y <= cell)
                     dl->AddText(ImVec2(a.x + (cell - ts.x) / 2, a.y + (cell - ts.y) / 2),
                                 std::isfinite(v) ? text_on(col) : IM_COL32(160, 160, 170, 255), num);
-            } else if (GLuint tex = ui.hm.head(l, h); tex && kept) {
+            } else if (GLuint tex = ui.hm.head(l, h); tex) {
                 dl->AddImage((ImTextureID)(intptr_t)tex, a, z);
             }
             const bool head_off = head_ablated(s.ablation, l, h), ablated = head_off || layer_off;
@@ -212,7 +216,7 @@ void panel_overview(app_state& s, ui_context& ui) {
                 ImGui::Text("L%d H%d%s", l, h, layer_off ? "  (ablated: No attention on this layer)" : head_off ? "  (ablated)" : "");
                 ImGui::Separator();
                 const gb::head_scores* hs = by_score ? sc : &s.result->scores;
-                if (kept && hs) {
+                if (head_kept && hs) {
                     if (by_score && test.shown) ImGui::TextColored(ImVec4(1, 0.72f, 0.3f, 1), "on the test prompt");
                     ImGui::Text("entropy          %.2f nats", hs->score[gb::SCORE_ENTROPY][k]);
                     ImGui::Text("previous token   %.2f", hs->score[gb::SCORE_PREV_TOKEN][k]);
@@ -223,10 +227,10 @@ void panel_overview(app_state& s, ui_context& ui) {
                     } else {
                         ImGui::TextDisabled("induction, duplicate token: n/a (no token repeats)");
                     }
-                } else if (kept) {
+                } else if (head_kept) {
                     ImGui::TextDisabled("running the induction test...");
                 } else {
-                    ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics");
+                    ImGui::TextDisabled("attention not kept (memory budget): no pattern, no metrics; click to capture it");
                 }
                 ImGui::TextDisabled("click: open   right-click / ctrl+click: %s", head_off ? "restore" : "ablate");
                 ImGui::EndTooltip();
