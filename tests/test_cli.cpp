@@ -390,6 +390,40 @@ TEST(Cli, CaptureBudgetKeepsSomeLayersAndSaysSo) {
     EXPECT_EQ(p[3 * per_layer], 0.0f) << "layer 3 left out: zeros";
 }
 
+// A budget under one layer's pattern: that layer keeps the heads that fit, in the block holding --select-head's
+// head; the notice and the JSON say which, attention.npy has zeros for the others.
+TEST(Cli, APatternLayerOverTheBudgetKeepsSomeHeadsAndSaysWhich) {
+    std::string dir = test_temp_dir("cli_budget_heads");
+    gb::model_config c;
+    c.n_layer = 4, c.n_head = 8, c.d_model = 32, c.vocab_size = 300, c.n_ctx = 512;
+    gb::save_hf_gpt2(dir + "/m", gb::random_gpt2(c, 3));
+    std::string prompt(400, 'a'); // 400 byte tokens: a head's pattern is 640 KB, a layer's 5.1 MB
+    command_result r = run_cli("run --model '" + dir + "/m' --prompt '" + prompt + "' --capture-budget 4 --npy-dir " + dir +
+                               "/npy --json " + dir + "/out.json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    // "pattern of N of 8 heads (A..B) of 1 of 4 layers": N heads from A (the budget's share for the record decides N)
+    int n = 0, a = -1, b = -1;
+    const size_t at = r.err.find("pattern of ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    ASSERT_EQ(std::sscanf(r.err.c_str() + at, "pattern of %d of 8 heads (%d..%d) of 1 of 4 layers", &n, &a, &b), 3) << r.err;
+    EXPECT_GE(n, 1);
+    EXPECT_LT(n, 8);
+    EXPECT_EQ(a, 0) << "the block holding head 0 (no head selected)";
+    EXPECT_EQ(b, a + n - 1);
+    auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
+    EXPECT_EQ(j["attention_layers_kept"], nlohmann::json::array()) << "no layer has every head";
+    std::vector<int> heads;
+    for (int h = a; h <= b; h++) heads.push_back(h);
+    EXPECT_EQ(j["attention_heads_kept"], nlohmann::json({{"layer", 0}, {"heads", heads}}));
+    std::string att = read_file(dir + "/npy/attention.npy");
+    size_t hl = (unsigned char)att[8] | ((unsigned char)att[9] << 8);
+    ASSERT_EQ(att.size(), 10 + hl + (size_t)4 * 8 * 400 * 400 * 4) << "[L][H][T][T] whatever was kept";
+    const float* p = (const float*)(att.data() + 10 + hl);
+    const size_t per_head = 400 * 400;
+    EXPECT_EQ(p[b * per_head], 1.0f) << "head 0." << b << " kept: its first row attends to itself";
+    EXPECT_EQ(p[(b + 1) * per_head], 0.0f) << "head 0." << b + 1 << " left out: zeros";
+}
+
 TEST(Cli, LogitsNpyIsOneRowWithoutAllLogits) {
     std::string dir = test_temp_dir("cli_one_row");
     command_result r = run_cli("run " + M() + " --prompt 'the cat sat' --npy-dir " + dir + " --json " + dir + "/out.json");

@@ -170,6 +170,11 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     for (int l = 0; l < cap.n_layer; l++)
         if (cap.has_layer(l)) kept.push_back(l);
     j["attention_layers_kept"] = kept;
+    if (cap.part_layer >= 0) { // one layer's pattern was over the budget alone: the heads it kept
+        std::vector<int> heads(cap.part_heads);
+        for (int h = 0; h < cap.part_heads; h++) heads[h] = cap.part_head0 + h;
+        j["attention_heads_kept"] = {{"layer", cap.part_layer}, {"heads", heads}};
+    }
     if (kind_of(m.config) == KIND_MOE) j["routing"] = routing_json(cap, m.config.n_expert_used);
     if (cap.nonfinite_layer >= 0) j["nonfinite"] = {{"layer", cap.nonfinite_layer}, {"where", cap.nonfinite_where}};
     return j;

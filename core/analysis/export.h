@@ -26,7 +26,8 @@ std::vector<std::string> write_record_npy(const std::string& dir, const record& 
 
 // {"model": {...}, "ablation", "tokens": [{"id","text"}], "top_k": [{"id","text","prob"}] (at the position the
 // kind predicts at: prediction_position),
-//  "residual_norms": {"labels", "values" [2L+1][T]}, "timing_ms": {...}, "attention_layers_kept": [l, ...]}
+//  "residual_norms": {"labels", "values" [2L+1][T]}, "timing_ms": {...}, "attention_layers_kept": [l, ...],
+//  "attention_heads_kept": {"layer", "heads"} (when one layer's pattern alone was over the budget)}
 // model_json also says "nonfinite_tensor": the first weight holding NaN/Inf, or null, and for an MoE model
 // "experts": {"n_expert", "n_expert_used", "d_ff_expert", "d_ff_shared", "norm_topk"}. capture_json of an MoE
 // model adds "routing" (routing_json).
