@@ -81,7 +81,7 @@ static bool checked_once(std::string* why) {
 bool amx_usable(std::string* why) { return checked_once<detect_amx>(why); }
 bool int8_usable(std::string* why) { return checked_once<int8::detect>(why); }
 
-const char* int8_path_name(int8_path p) { return p == INT8_AMX ? "amx" : "vnni"; }
+const char* int8_path_name(int8_path p) { return p == INT8_AMX ? "amx" : int8::row_path_name(); }
 
 bool int8_amx_usable(std::string* why) {
     std::string because;

@@ -48,7 +48,8 @@ enum matmul_kind { MATMUL_FP32, MATMUL_AMX, MATMUL_INT8 };
 const char* matmul_name(matmul_kind k); // "fp32", "amx", "int8"
 // Whether this CPU and OS run the AMX kernel; when not, why ("the CPU has no AMX-INT8", ...).
 bool amx_usable(std::string* why = nullptr);
-// Whether this build and CPU run the int8 kernel (AVX-512 with VNNI and VBMI); when not, why.
+// Whether this build and CPU run the int8 kernel (AVX-512 with VNNI and VBMI; a build for AVX2 without AVX-512: AVX2,
+// FMA and F16C); when not, why.
 bool int8_usable(std::string* why = nullptr);
 // The int8 kernel's integer sums for prompts (more than 8 rows; a single token always takes VNNI rows): on
 // AMX-INT8 tiles (TDPBSUD) where int8_usable() and amx_usable(), else on AVX-512 VNNI. The same int32 sums, so the

@@ -35,7 +35,17 @@ namespace gb::int8 {
 
 #if defined(__x86_64__) && defined(__AVX512F__)
 #define GLASSBOX_INT8 1
+#elif defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GLASSBOX_INT8_AVX2 1 // a build for AVX2 without AVX-512: the same sums from vpmaddubsw and vpmaddwd
 #endif
+
+const char* row_path_name() {
+#if defined(GLASSBOX_INT8_AVX2)
+    return "avx2";
+#else
+    return "vnni";
+#endif
+}
 
 bool detect(std::string& why) {
 #if defined(GLASSBOX_INT8)
@@ -46,6 +56,12 @@ bool detect(std::string& why) {
     if (!(c & (1u << 11))) return why = "the CPU has no AVX-512 VNNI", false;
     if (!(c & (1u << 1))) return why = "the CPU has no AVX-512 VBMI", false;
     return true; // the build is for AVX-512 (__AVX512F__), so the OS saves its state
+#elif defined(GLASSBOX_INT8_AVX2)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return why = "the CPU reports no features", false;
+    if (!(c & (1u << 12)) || !(c & (1u << 29))) return why = "the CPU has no FMA or F16C", false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return why = "the CPU has no AVX2", false;
+    return true; // the build is for AVX2 (__AVX2__), so the OS saves its state
 #else
     why = "this build has no int8 kernel (it needs an AVX-512 build, -march with AVX-512)";
     return false;
@@ -53,7 +69,7 @@ bool detect(std::string& why) {
 }
 
 // One row x [K] -> q [K] (int8), scale [K/256] (s; NaN for a block holding NaN or Inf, whose q are 0) and
-// sums [K/32] (each 32 q's sum, int16) (used only by the AVX-512 kernel)
+// sums [K/32] (each 32 q's sum, int16) (used by the AVX-512 and AVX2 kernels)
 [[maybe_unused]] static void quantize_row(int8_t* q, float* scale, int16_t* sums, const float* x, int K) {
     for (int b = 0; b < K / 256; b++) {
         const float* xb = x + b * 256;
@@ -340,6 +356,130 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
 #if defined(GLASSBOX_AMX)
         if (on_amx) amx::end();
 #endif
+    }
+}
+
+#elif defined(GLASSBOX_INT8_AVX2)
+
+// AVX2 (8 columns a vector, no VNNI): a 32-bit lane's vpdpbusd, sum_u level_u * x_u over its 4 bytes, is
+// vpmaddubsw (u8 x s8 pairs into int16: at most 2 * 15 * 127, no saturation) then vpmaddwd by ones; the mins'
+// vpdpwssd is vpmaddwd then an add. The same integers, then the same three float operations a block: the same
+// bits as the VNNI kernel and the plain loops (tests/test_int8.cpp). Straight from the panel's block rows, RB2 rows
+// at a time (16 registers).
+static_assert(NR % 8 == 0, "the AVX2 int8 kernel takes a panel 8 columns at a time");
+constexpr int RB2 = 4;
+
+struct block_scales8 {
+    __m256i sc[8], mp[4];
+    __m256 d, dmin;
+};
+static inline void scales_of8(block_scales8& bs, const uint8_t* row, int jj) {
+    __m256i b[12];
+    for (int i = 0; i < 12; i++) b[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(row + (4 + i) * NR + 8 * jj)));
+    const __m256i m6 = _mm256_set1_epi32(63), m4 = _mm256_set1_epi32(15);
+    __m256i m[8];
+    for (int s = 0; s < 4; s++) {
+        bs.sc[s] = _mm256_and_si256(b[s], m6);
+        m[s] = _mm256_and_si256(b[s + 4], m6);
+        bs.sc[s + 4] = _mm256_or_si256(_mm256_and_si256(b[s + 8], m4), _mm256_slli_epi32(_mm256_srli_epi32(b[s], 6), 4));
+        m[s + 4] = _mm256_or_si256(_mm256_srli_epi32(b[s + 8], 4), _mm256_slli_epi32(_mm256_srli_epi32(b[s + 4], 6), 4));
+    }
+    for (int u = 0; u < 4; u++) bs.mp[u] = _mm256_or_si256(m[2 * u], _mm256_slli_epi32(m[2 * u + 1], 16));
+    bs.d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(row + 16 * jj)));
+    bs.dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(row + 2 * NR + 16 * jj)));
+}
+
+// Level bytes 4 t .. 4 t + 3 of group g, columns 8 jj..: one 32-bit lane per column, its 4 bytes in order
+static inline __m256i levels_of8(const uint8_t* row, int g, int t, int jj) {
+    const uint8_t* src = row + 16 * NR + (size_t)(32 * g + 4 * t) * NR + 8 * jj;
+    const __m128i r0 = _mm_loadl_epi64((const __m128i*)src), r1 = _mm_loadl_epi64((const __m128i*)(src + NR));
+    const __m128i r2 = _mm_loadl_epi64((const __m128i*)(src + 2 * NR)), r3 = _mm_loadl_epi64((const __m128i*)(src + 3 * NR));
+    const __m128i a = _mm_unpacklo_epi8(r0, r1), b = _mm_unpacklo_epi8(r2, r3); // [c][u0 u1], [c][u2 u3]
+    return _mm256_set_m128i(_mm_unpackhi_epi16(a, b), _mm_unpacklo_epi16(a, b)); // [c][u0 u1 u2 u3]
+}
+
+// acc [R][NR] columns 8 jj.. += block b of R rows (xq at the block's first input, K apart) times the block row
+template <int R>
+static void row_kernel8(float* acc, const int8_t* xq, const float* xs, const int16_t* xsum, int K, int nb,
+                        const uint8_t* row, int jj) {
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    block_scales8 bs;
+    scales_of8(bs, row, jj);
+    __m256i tot[R], lo[R], hi[R];
+    for (int r = 0; r < R; r++) tot[r] = _mm256_setzero_si256();
+    for (int g = 0; g < 4; g++) {
+        for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t++) {
+            const __m256i v = levels_of8(row, g, t, jj);
+            const __m256i vl = _mm256_and_si256(v, low), vh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            for (int r = 0; r < R; r++) {
+                int32_t a, b;
+                std::memcpy(&a, xq + (size_t)r * K + 64 * g + 4 * t, 4);
+                std::memcpy(&b, xq + (size_t)r * K + 64 * g + 32 + 4 * t, 4);
+                lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(_mm256_maddubs_epi16(vl, _mm256_set1_epi32(a)), ones));
+                hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(vh, _mm256_set1_epi32(b)), ones));
+            }
+        }
+        for (int r = 0; r < R; r++)
+            tot[r] = _mm256_add_epi32(tot[r], _mm256_add_epi32(_mm256_mullo_epi32(lo[r], bs.sc[2 * g]),
+                                                               _mm256_mullo_epi32(hi[r], bs.sc[2 * g + 1])));
+    }
+    for (int r = 0; r < R; r++) { // the mins, then the block's three float operations (fold_block's)
+        __m256i mins = _mm256_setzero_si256();
+        for (int u = 0; u < 4; u++) {
+            int32_t a;
+            std::memcpy(&a, xsum + (size_t)r * (K / 32) + 2 * u, 4);
+            mins = _mm256_add_epi32(mins, _mm256_madd_epi16(bs.mp[u], _mm256_set1_epi32(a)));
+        }
+        __m256 t = _mm256_mul_ps(bs.d, _mm256_cvtepi32_ps(tot[r]));
+        t = _mm256_fnmadd_ps(bs.dmin, _mm256_cvtepi32_ps(mins), t);
+        float* a = acc + (size_t)r * NR + 8 * jj;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_set1_ps(xs[(size_t)r * nb]), t, _mm256_loadu_ps(a)));
+    }
+}
+using row8_fn = void (*)(float*, const int8_t*, const float*, const int16_t*, int, int, const uint8_t*, int);
+static constexpr row8_fn row8_kernels[] = {nullptr, row_kernel8<1>, row_kernel8<2>, row_kernel8<3>, row_kernel8<4>};
+
+void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
+              gemm_scratch& scratch, epilogue epi) {
+    const int K = w.in, M = w.out, nb = K / 256, panels = (M + NR - 1) / NR;
+    if (w.type != GGML_Q4_K || w.stored.empty() || K % 256) throw error("internal: int8 product of a matrix that is not Q4_K");
+    if (scratch.q8.size() < (size_t)n * K) scratch.q8.resize((size_t)n * K);
+    if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
+    if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
+    int8_t* xq = scratch.q8.data();
+    float* xs = scratch.q8_scale.data();
+    int16_t* xsum = scratch.q8_sums.data();
+    const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
+#pragma omp parallel if (threaded)
+    {
+        static thread_local aligned_vector<float> acc;
+        if (acc.size() < (size_t)n * NR) acc.resize((size_t)n * NR);
+#pragma omp for schedule(static)
+        for (int r = 0; r < n; r++) quantize_row(xq + (size_t)r * K, xs + (size_t)r * nb, xsum + (size_t)r * nb * 8, x + (size_t)r * K, K);
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; p++) {
+            std::fill_n(acc.data(), (size_t)n * NR, 0.0f);
+            for (int b = 0; b < nb; b++) {
+                const uint8_t* row = w.stored.data() + (size_t)((int64_t)(p * nb + b) * NR * 144);
+                const char* next = (const char*)row + NR * 144; // the next block row (harmless past the end)
+                for (int i = 0; i < NR * 144 / 64; i++) __builtin_prefetch(next + (size_t)i * 64, 0, 2);
+                for (int r0 = 0; r0 < n; r0 += RB2) {
+                    const int rows = std::min(RB2, n - r0);
+                    for (int jj = 0; jj < NR / 8; jj++)
+                        row8_kernels[rows](acc.data() + (size_t)r0 * NR, xq + (size_t)r0 * K + b * 256, xs + (size_t)r0 * nb + b,
+                                           xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, row, jj);
+                }
+            }
+            const int j0 = p * NR, cols = std::min(NR, M - j0);
+            float bias_tile[NR] = {};
+            if (bias) std::copy_n(bias + j0, cols, bias_tile);
+            for (int r = 0; r < n; r++) { // the fp32 kernel's end: bias, then the epilogue, then the valid columns
+                VEC_ALIGNED vec v[1][NV];
+                std::memcpy(v, acc.data() + (size_t)r * NR, sizeof v);
+                store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
+            }
+        }
     }
 }
 

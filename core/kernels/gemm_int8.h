@@ -11,8 +11,11 @@
 
 namespace gb::int8 {
 
-// Whether this build and CPU run the VNNI kernel; when not, why. (gemm.h int8_usable asks it once.)
+// Whether this build and CPU run the kernel (AVX-512 VNNI, or in a build for AVX2 without AVX-512 its AVX2 form);
+// when not, why. (gemm.h int8_usable asks it once.)
 bool detect(std::string& why);
+// The row kernel's name for this build: "vnni", or "avx2" (gemm.h int8_path_name of INT8_VNNI)
+const char* row_path_name();
 
 // out [n][ldc] (w.out columns) = x [n][w.in] * W (+ bias [w.out]), then epi; W a Q4_K matrix kept as stored.
 // int8_usable() must hold (set_matmul_kind checks it before any matrix is marked for this kernel).

@@ -222,8 +222,9 @@ static void weights_lines(const app_state& s, const gb::model& m) {
                                       "Start glassbox with --matmul fp32 to use fp32 multiply-adds instead."
                                 : kernel == gb::MATMUL_INT8
                                     ? "glassbox --matmul int8: products by Q4_K weights round each input row to 8 bits\n"
-                                      "a block of 256, as llama.cpp does, and multiply on AVX-512 VNNI: prompts about\n"
-                                      "twice as fast, numbers no longer exact (docs/internals.md: The int8 kernel).\n"
+                                      "a block of 256, as llama.cpp does, and multiply on AVX-512 VNNI (prompts about\n"
+                                      "twice as fast) or AVX2 (a third faster): numbers no longer exact\n"
+                                      "(docs/internals.md: The int8 kernel).\n"
                                       "Start glassbox without it for exact products."
                                     : "fp32 fused multiply-adds (AVX-512/AVX2). Where the CPU has AMX,\n"
                                       "glassbox --matmul amx (the default there) uses its int8 tile unit for F32 weights;\n"
