@@ -163,12 +163,27 @@ TEST(GuiLive, ALongPromptStaysWithinTheStatedMemoryBound) {
     const std::string notice = s["notice"];
     EXPECT_NE(notice.find("of 4 heads"), std::string::npos) << "a layer keeps only some heads: " << notice;
     EXPECT_EQ(s["published_results"], 1) << "one run: its result answers the inputs it names";
+    // AddressSanitizer holds freed memory in its quarantine (256 MB) and adds its shadow: resident memory there
+    // measures the sanitizer, so the bound is checked in plain builds only (the Release suite)
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    constexpr bool sanitized = true;
+#else
+    constexpr bool sanitized = false;
+#endif
+#else
+    constexpr bool sanitized = false;
+#endif
     const double MB = 1 << 20;
     const double head_bytes = 4.0 * T * T, threads = std::max(1u, std::thread::hardware_concurrency());
     const double bound = (double)short_run[0]["memory"]["peak"] + budget_mb * MB + threads * head_bytes * (1 + 4.0 / 3);
     const double peak = s["memory"]["peak"];
-    EXPECT_LE(peak, bound) << "peak " << peak / MB << " MB, bound " << bound / MB << " MB (short prompt "
-                           << (double)short_run[0]["memory"]["peak"] / MB << " MB)";
+    if (!sanitized) {
+        EXPECT_LE(peak, bound) << "peak " << peak / MB << " MB, bound " << bound / MB << " MB (short prompt "
+                               << (double)short_run[0]["memory"]["peak"] / MB << " MB)";
+    }
     EXPECT_LE((double)s["memory"]["record"], budget_mb * MB) << "the shown run's record is within the budget";
     EXPECT_LE((double)s["heatmap_bytes"] * 2, budget_mb * MB) << "the pictures and their GL copy too";
     for (const char* part : {"panel Overview", "panel Analysis", "picture", "head cell 0.0"})
@@ -178,7 +193,9 @@ TEST(GuiLive, ALongPromptStaysWithinTheStatedMemoryBound) {
     EXPECT_EQ(states[1]["selected_head"], "1.3");
     EXPECT_NE(after.find("..3)"), std::string::npos) << "the block holding head 3: " << after;
     EXPECT_TRUE(states[1]["drawn"].contains("picture"));
-    EXPECT_LE((double)states[1]["memory"]["peak"], bound + budget_mb * MB) << "a second run holds two records at most";
+    if (!sanitized) {
+        EXPECT_LE((double)states[1]["memory"]["peak"], bound + budget_mb * MB) << "a second run holds two records at most";
+    }
 }
 
 TEST(GuiLive, GenerationGrowsTheRecordAndTheSliderReplaysIt) {
