@@ -97,6 +97,36 @@ bool detect(std::string& why) {
     }
 }
 
+// The rows' rounded inputs in the scratch: q [rows][K] (rows >= n: the AMX path reads whole tiles of 16, the
+// rows past n zeros), scale [n][K/256], sums [n][K/32]; quantize_row fills them, one row a thread
+struct q8_rows {
+    int8_t* q;
+    float* scale;
+    int16_t* sums;
+};
+[[maybe_unused]] static q8_rows q8_scratch(gemm_scratch& scratch, int n, int rows, int K) {
+    const int nb = K / 256;
+    if (scratch.q8.size() < (size_t)rows * K) scratch.q8.resize((size_t)rows * K);
+    if (rows > n) std::memset(scratch.q8.data() + (size_t)n * K, 0, (size_t)(rows - n) * K);
+    if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
+    if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
+    return {scratch.q8.data(), scratch.q8_scale.data(), scratch.q8_sums.data()};
+}
+
+// Panel p's n rows of sums acc [n][NR] into out: the fp32 kernel's end (bias, then the epilogue, then the valid
+// columns)
+[[maybe_unused]] static void store_panel(float* out, int ldc, const float* acc, int n, int p, int M, const float* bias,
+                                         epilogue epi) {
+    const int j0 = p * NR, cols = std::min(NR, M - j0);
+    float bias_tile[NR] = {};
+    if (bias) std::copy_n(bias + j0, cols, bias_tile);
+    for (int r = 0; r < n; r++) {
+        VEC_ALIGNED vec v[1][NV];
+        std::memcpy(v, acc + (size_t)r * NR, sizeof v);
+        store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
+    }
+}
+
 #if defined(GLASSBOX_INT8)
 
 #define INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
@@ -285,14 +315,10 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
 #else
     const bool on_amx = false;
 #endif
-    const int n16 = (n + 15) / 16 * 16; // AMX reads whole tiles of 16 rows: the rows past n are zeros
-    if (scratch.q8.size() < (size_t)n16 * K) scratch.q8.resize((size_t)n16 * K);
-    if (on_amx) std::memset(scratch.q8.data() + (size_t)n * K, 0, (size_t)(n16 - n) * K);
-    if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
-    if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
-    int8_t* xq = scratch.q8.data();
-    float* xs = scratch.q8_scale.data();
-    int16_t* xsum = scratch.q8_sums.data();
+    const q8_rows q8 = q8_scratch(scratch, n, on_amx ? (n + 15) / 16 * 16 : n, K); // AMX: whole tiles of 16 rows
+    int8_t* xq = q8.q;
+    float* xs = q8.scale;
+    int16_t* xsum = q8.sums;
     const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
 #pragma omp parallel if (threaded)
     {
@@ -344,14 +370,7 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
                                            xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, tile.data(), jj);
                 }
             }
-            const int j0 = p * NR, cols = std::min(NR, M - j0);
-            float bias_tile[NR] = {};
-            if (bias) std::copy_n(bias + j0, cols, bias_tile);
-            for (int r = 0; r < n; r++) { // the fp32 kernel's end: bias, then the epilogue, then the valid columns
-                VEC_ALIGNED vec v[1][NV];
-                std::memcpy(v, acc.data() + (size_t)r * NR, sizeof v);
-                store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
-            }
+            store_panel(out, ldc, acc.data(), n, p, M, bias, epi);
         }
 #if defined(GLASSBOX_AMX)
         if (on_amx) amx::end();
@@ -444,12 +463,10 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
               gemm_scratch& scratch, epilogue epi) {
     const int K = w.in, M = w.out, nb = K / 256, panels = (M + NR - 1) / NR;
     if (w.type != GGML_Q4_K || w.stored.empty() || K % 256) throw error("internal: int8 product of a matrix that is not Q4_K");
-    if (scratch.q8.size() < (size_t)n * K) scratch.q8.resize((size_t)n * K);
-    if (scratch.q8_scale.size() < (size_t)n * nb) scratch.q8_scale.resize((size_t)n * nb);
-    if (scratch.q8_sums.size() < (size_t)n * nb * 8) scratch.q8_sums.resize((size_t)n * nb * 8);
-    int8_t* xq = scratch.q8.data();
-    float* xs = scratch.q8_scale.data();
-    int16_t* xsum = scratch.q8_sums.data();
+    const q8_rows q8 = q8_scratch(scratch, n, n, K);
+    int8_t* xq = q8.q;
+    float* xs = q8.scale;
+    int16_t* xsum = q8.sums;
     const bool threaded = (int64_t)n * K * M > parallel_min_work && panels > 1;
 #pragma omp parallel if (threaded)
     {
@@ -471,14 +488,7 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
                                            xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, row, jj);
                 }
             }
-            const int j0 = p * NR, cols = std::min(NR, M - j0);
-            float bias_tile[NR] = {};
-            if (bias) std::copy_n(bias + j0, cols, bias_tile);
-            for (int r = 0; r < n; r++) { // the fp32 kernel's end: bias, then the epilogue, then the valid columns
-                VEC_ALIGNED vec v[1][NV];
-                std::memcpy(v, acc.data() + (size_t)r * NR, sizeof v);
-                store_tile<1>(out + (size_t)r * ldc + j0, ldc, cols, v, bias ? bias_tile : nullptr, epi);
-            }
+            store_panel(out, ldc, acc.data(), n, p, M, bias, epi);
         }
     }
 }
