@@ -361,21 +361,21 @@ TEST(Live, APatternOverTheBudgetKeepsSomeHeadsOfOneLayer) {
         keep.focus_head = 3;
         keep.budget_bytes = 1; // the least kept: one layer of each point, one head of the pattern
         gb::record_plan least = gb::plan_record(keep, c, T, 1);
-        EXPECT_EQ(least.part_heads, 1);
-        EXPECT_EQ(least.part_head0, 3);
+        EXPECT_EQ(least.part.count, 1);
+        EXPECT_EQ(least.part.head0, 3);
         const size_t others = least.bytes - head;
         keep.budget_bytes = others + 2 * head + head / 2; // two heads fit
         gb::record_plan pl = gb::plan_record(keep, c, T, 1);
-        EXPECT_EQ(pl.part_layer, 1) << rm->name;
-        EXPECT_EQ(pl.part_heads, 2) << rm->name;
-        EXPECT_EQ(pl.part_head0, 2) << rm->name << ": the block of two holding head 3";
+        EXPECT_EQ(pl.part.layer, 1) << rm->name;
+        EXPECT_EQ(pl.part.count, 2) << rm->name;
+        EXPECT_EQ(pl.part.head0, 2) << rm->name << ": the block of two holding head 3";
         EXPECT_LE(pl.bytes, keep.budget_bytes);
         EXPECT_NE(pl.note.find("pattern of 2 of " + std::to_string(H) + " heads (2..3) of 1 of"), std::string::npos) << pl.note;
 
         gb::record_request all = app_keep();
         const gb::record whole = full_run(rm->m, t, {}, all);
         const gb::record r = full_run(rm->m, t, {}, keep);
-        EXPECT_EQ(r.part_layer, 1);
+        EXPECT_EQ(r.part.layer, 1);
         EXPECT_FALSE(r.has_layer(1));
         EXPECT_TRUE(r.has_head(1, 2) && r.has_head(1, 3));
         EXPECT_FALSE(r.has_head(1, 0) || r.has_head(1, 1) || r.has_head(0, 2) || r.has_head(2, 3));
@@ -390,7 +390,7 @@ TEST(Live, APatternOverTheBudgetKeepsSomeHeadsOfOneLayer) {
         gb::record hooked;
         gb::run_forward(hooked, rm->m, t, {}, o);
         EXPECT_EQ(seen, 1);
-        ASSERT_EQ(hooked.part_layer, 1);
+        ASSERT_EQ(hooked.part.layer, 1);
         for (int h = 2; h < 4; h++) EXPECT_EQ(0, std::memcmp(hooked.head(1, h), whole.head(1, h), head)) << h;
 
     }
@@ -427,10 +427,10 @@ TEST(Live, APartLayerIsReusedAsTheWholeOnes) {
         rq.keep.budget_bytes = budget;
         st = gb::live_state();
         gb::live_run(out, st, m, rq);
-        if (out.report.memory_note.find("no live recompute") == std::string::npos && out.run->part_layer == 1) break;
+        if (out.report.memory_note.find("no live recompute") == std::string::npos && out.run->part.layer == 1) break;
     }
     ASSERT_EQ(out.report.memory_note.find("no live recompute"), std::string::npos) << out.report.memory_note;
-    ASSERT_EQ(out.run->part_layer, 1) << out.report.memory_note;
+    ASSERT_EQ(out.run->part.layer, 1) << out.report.memory_note;
     for (int step = 1; step < 3; step++) {
         if (step == 1) rq.tokens.push_back(typed);
         if (step == 2) rq.interventions = ablate(m, heads({{2, 0}}));
@@ -439,7 +439,7 @@ TEST(Live, APartLayerIsReusedAsTheWholeOnes) {
         const gb::record& lr = *out.run;
         const int n = (int)rq.tokens.size();
         const gb::record want = full_run(m, rq.tokens, rq.interventions, all);
-        ASSERT_EQ(lr.part_layer, 1) << step << ": " << out.report.memory_note;
+        ASSERT_EQ(lr.part.layer, 1) << step << ": " << out.report.memory_note;
         EXPECT_TRUE(lr.has_head(1, 3)) << step << ": the focus head";
         for (int h = 0; h < H; h++) {
             if (!lr.has_head(1, h)) continue;

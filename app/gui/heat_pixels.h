@@ -45,21 +45,16 @@ struct heat_pixels {
     // [L] one layer's heads [H][head_texels()][4] RGBA: dim x dim and its mipmaps, masked (future) cells grey; null
     // when the layer was not kept (a part layer: its kept heads only). A layer whose pattern did not change is shared with the previous result's pixels.
     std::vector<std::shared_ptr<const uint8_t[]>> layers;
-    // The record's part layer (gb::record::part_layer): its buffer holds heads [part_head0, part_head0 + part_heads)
-    // only; -1: none
-    int part_layer = -1, part_head0 = 0, part_heads = 0;
-    int layer_heads(int layer) const { return layer == part_layer ? part_heads : n_head; } // heads in its buffer
+    gb::part_layer_heads part; // the record's part layer (gb::record::part): its buffer holds the kept heads only
+    int layer_heads(int layer) const { return part.heads(layer, n_head); } // heads in its buffer
     std::vector<uint8_t> resid;       // [2L+1][T][4] RGBA of the log residual norm, then its mipmaps
     float resid_min = 0, resid_max = 0;
     size_t head_texels() const { return mip_offset(dim, dim, mip_count(dim, dim)); }
     // level 0 ([dim][dim][4]) of one head, its mipmaps after it; nullptr when its layer was not kept
     const uint8_t* head(int layer, int h, int level = 0) const {
         if (layer < 0 || layer >= n_layer || !layers[layer]) return nullptr;
-        if (layer == part_layer) {
-            if (h < part_head0 || h >= part_head0 + part_heads) return nullptr;
-            h -= part_head0;
-        }
-        return layers[layer].get() + ((size_t)h * head_texels() + mip_offset(dim, dim, level)) * 4;
+        const int k = part.slot(layer, h);
+        return k < 0 ? nullptr : layers[layer].get() + ((size_t)k * head_texels() + mip_offset(dim, dim, level)) * 4;
     }
     size_t bytes() const {
         size_t n = resid.size();

@@ -56,7 +56,7 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
     px->n_layer = L, px->n_head = H, px->n_tokens = T;
     // levels of the full T x T chain not kept: a prompt longer than max_heat_dim, or whose kept layers' pixels and
     // their GL copy (the same bytes again: in RAM with a software renderer) would pass the capture budget
-    px->part_layer = c.part_layer, px->part_head0 = c.part_head0, px->part_heads = c.part_heads;
+    px->part = c.part;
     int kept_heads = 0; // (a part layer keeps some of its heads)
     for (int l = 0; l < L; l++) kept_heads += c.has(gb::HOOK_PATTERN, l) ? px->layer_heads(l) : 0;
     auto heat_bytes = [&](int side) { return 2 * (size_t)kept_heads * mip_offset(side, side, mip_count(side, side)) * 4; };
@@ -94,7 +94,7 @@ std::shared_ptr<heat_pixels> make_heat_pixels(const run_result& r, scale_mode sc
         const int l = k / H, h = k % H;
         const float* p = c.head(l, h);
         if (!fresh[l] || !p) continue; // (a part layer's heads not kept)
-        uint8_t* kept = fresh[l].get() + (size_t)(l == px->part_layer ? h - px->part_head0 : h) * head_bytes;
+        uint8_t* kept = fresh[l].get() + (size_t)px->part.slot(l, h) * head_bytes;
         // a long prompt: the whole chain in a buffer of this head's (freed after it), then the levels from `skip`
         // on into kept
         std::unique_ptr<uint8_t[]> full(skip > 0 ? new uint8_t[mip_offset(T, T, levels) * 4] : nullptr);

@@ -68,7 +68,7 @@ run_request current_run_request(const app_state& s) {
 std::string current_run_key(const app_state& s) {
     // when the shown capture had to leave layers out, the selected layer is an input too
     return run_key(current_run_request(s), s.result && !s.result->cap().budget_note.empty(),
-                   s.result ? s.result->cap().part_heads : 0);
+                   s.result ? s.result->cap().part.count : 0);
 }
 
 int token_or_default(int id, const run_result& r) { return id >= 0 && id < r.cap().vocab ? id : -1; }

@@ -333,7 +333,7 @@ std::shared_ptr<run_result> worker::finish(const run_request& q, const gb::sessi
     r->report = out.report;
     r->n_prompt = n_prompt;
     r->gen_id = q.ids.empty() ? 0 : q.gen_id;
-    r->key = run_key(q, !r->run->budget_note.empty(), r->run->part_heads);
+    r->key = run_key(q, !r->run->budget_note.empty(), r->run->part.count);
     r->notice = notice;
     if (!out.report.memory_note.empty())
         r->notice += (r->notice.empty() ? "" : "; ") + out.report.memory_note +

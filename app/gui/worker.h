@@ -63,7 +63,7 @@ std::string sampling_key(const gb::sampling& sp);
 
 // Names a request's inputs: equal keys ask for equal results. The focus layer counts only when the capture
 // leaves layers out (partial), and the focus head's block of head_block heads when one layer's pattern keeps only
-// that many (record::part_heads; 0: none); the colour scale not at all (a scale change only re-colours).
+// that many (record::part.count; 0: none); the colour scale not at all (a scale change only re-colours).
 std::string run_key(const run_request& q, bool partial, int head_block = 0);
 
 // Re-colour a result's heatmaps for another scale (no forward pass).

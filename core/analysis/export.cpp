@@ -17,7 +17,7 @@ namespace gb {
 static void write_layers_npy(const std::string& path, const record& rec, hook_point p, const std::vector<int64_t>& shape) {
     std::ofstream f;
     open_npy(f, path, shape, "<f4");
-    // the pattern head by head: a part layer (record::part_layer) keeps some of its heads
+    // the pattern head by head: a part layer (record::part) keeps some of its heads
     const int parts = p == HOOK_PATTERN ? rec.n_head : 1;
     const size_t floats = rec.layer_floats(p) / parts;
     const std::vector<float> zeros(std::min<size_t>(floats, 1 << 16), 0.0f);
@@ -170,10 +170,10 @@ nlohmann::json capture_json(const model& m, const record& cap, const ablation& a
     for (int l = 0; l < cap.n_layer; l++)
         if (cap.has_layer(l)) kept.push_back(l);
     j["attention_layers_kept"] = kept;
-    if (cap.part_layer >= 0) { // one layer's pattern was over the budget alone: the heads it kept
-        std::vector<int> heads(cap.part_heads);
-        for (int h = 0; h < cap.part_heads; h++) heads[h] = cap.part_head0 + h;
-        j["attention_heads_kept"] = {{"layer", cap.part_layer}, {"heads", heads}};
+    if (cap.part.layer >= 0) { // one layer's pattern was over the budget alone: the heads it kept
+        std::vector<int> heads(cap.part.count);
+        for (int h = 0; h < cap.part.count; h++) heads[h] = cap.part.head0 + h;
+        j["attention_heads_kept"] = {{"layer", cap.part.layer}, {"heads", heads}};
     }
     if (kind_of(m.config) == KIND_MOE) j["routing"] = routing_json(cap, m.config.n_expert_used);
     if (cap.nonfinite_layer >= 0) j["nonfinite"] = {{"layer", cap.nonfinite_layer}, {"where", cap.nonfinite_where}};

@@ -41,7 +41,7 @@ inline float* grown(std::vector<float>& v, size_t n) {
 
 // The record's tensor at (p, l); throws naming it when the forward did not keep it.
 inline const float* kept(const bctx& b, hook_point p, int l) {
-    const float* x = p == HOOK_PATTERN && l == b.rec.part_layer ? nullptr : b.rec.get(p, l); // (every head's)
+    const float* x = p == HOOK_PATTERN && l == b.rec.part.layer ? nullptr : b.rec.get(p, l); // (every head's)
     if (!x) throw error("internal: the backward needs " + hook_label(p, l) + " in the record (backward_keep)");
     return x;
 }

@@ -82,10 +82,10 @@ static void qkv_block(pass& f, int l, bool no_norm, stopwatch& sw) {
 // scratch when a hook, an intervention or the record needs them; else nowhere (the attention keeps its own).
 static float* pattern_target(pass& f, hook_point p, int l, size_t floats, attention_args* a = nullptr) {
     const uint8_t flags = f.plan.at(p, l);
-    const bool part = f.rec && p == HOOK_PATTERN && l == f.rec->part_layer;
+    const bool part = f.rec && p == HOOK_PATTERN && l == f.rec->part.layer;
     if (f.rec && (flags & PT_KEEP) && f.n0 == 0 && !part) return f.rec->get_mut(p, l);
     if (part && a && (flags & PT_KEEP) && f.n0 == 0 && !(flags & (PT_HOOK | PT_CHANGE))) {
-        a->probs_head0 = f.rec->part_head0, a->probs_heads = f.rec->part_heads;
+        a->probs_head0 = f.rec->part.head0, a->probs_heads = f.rec->part.count;
         return f.rec->get_mut(p, l);
     }
     if (!flags) return nullptr;
@@ -99,10 +99,9 @@ static void keep_pattern_rows(pass& f, hook_point p, int l, const float* probs, 
     if (!f.rec || !(f.plan.at(p, l) & PT_KEEP) || probs == f.rec->get(p, l)) return;
     float* dst = f.rec->get_mut(p, l);
     const int T = f.rec->n_tokens;
-    const bool part = p == HOOK_PATTERN && l == f.rec->part_layer;
-    const int h0 = part ? f.rec->part_head0 : 0, heads = part ? f.rec->part_heads : f.c.n_head;
-    for (int h = 0; h < heads; h++)
-        std::copy_n(probs + (size_t)(h0 + h) * f.n * keys, (size_t)f.n * keys, dst + ((size_t)h * T + f.n0) * keys);
+    for (int h = 0; h < f.c.n_head; h++) // (a part layer: its kept heads, in their places)
+        if (const int k = p == HOOK_PATTERN ? f.rec->part.slot(l, h) : h; k >= 0)
+            std::copy_n(probs + (size_t)h * f.n * keys, (size_t)f.n * keys, dst + ((size_t)k * T + f.n0) * keys);
 }
 
 // The attention itself: scores, softmax, weighted values into s.att_out (z), the pattern through its point.

@@ -45,7 +45,7 @@ void record_begin(record& rec, const model& m, const int* tokens, int n, bool al
     rec.causal = !arch_table(c.arch).bidirectional;
     rec.n_tokens = n;
     rec.n_source = n_source; // (before the tensors: the cross-attention's pattern is [H][T][S])
-    rec.part_layer = plan.part_layer, rec.part_head0 = plan.part_head0, rec.part_heads = plan.part_heads;
+    rec.part = plan.part;
     rec.vocab = c.vocab_size;
     rec.all_logits = all_logits;
     rec.tokens.assign(tokens, tokens + n);
@@ -77,7 +77,7 @@ record_plan plan_of(const record& rec) {
         for (size_t l = 0; l < rec.slot[p].size(); l++) pl.keep[p][l] = rec.slot[p][l] >= 0;
     }
     pl.note = rec.budget_note;
-    pl.part_layer = rec.part_layer, pl.part_head0 = rec.part_head0, pl.part_heads = rec.part_heads;
+    pl.part = rec.part;
     pl.mlp_pre = !rec.mlp_pre.empty();
     return pl;
 }

@@ -140,7 +140,7 @@ static int written_from(hook_point p, int l, int L) {
 }
 
 static bool same_layout(const record_plan& a, const record& r) {
-    if (a.part_layer != r.part_layer || a.part_head0 != r.part_head0 || a.part_heads != r.part_heads) return false;
+    if (!(a.part == r.part)) return false;
     for (int p = 0; p < HOOK_COUNT; p++) {
         if (a.keep[p].size() != r.slot[p].size()) return false;
         for (size_t l = 0; l < a.keep[p].size(); l++)
@@ -164,7 +164,7 @@ static void copy_prefix(record& to, const record& from, int p) {
         const float* src = from.get(hp, kept[i].second);
         float* dst = to.get_mut(hp, kept[i].second);
         if (hp == HOOK_PATTERN) { // [H][T][T]: rows before p; their keys are all before p too (causal), the rest 0
-            const int l = kept[i].second, heads = l == to.part_layer ? to.part_heads : to.n_head;
+            const int heads = to.part.heads(kept[i].second, to.n_head);
             for (int h = 0; h < heads; h++) // (a part layer's kept heads: the same ones in both, same_layout)
                 for (int r = 0; r < p; r++) {
                     float* row = dst + ((size_t)h * T + r) * T;

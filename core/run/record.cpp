@@ -87,12 +87,12 @@ record_plan plan_record(const record_request& rq, const model_config& c, int T, 
         const size_t others = pl.bytes - per_head * H;
         const int fit = (int)std::min<size_t>(H - 1, std::max<size_t>(1, others < rq.budget_bytes ? (rq.budget_bytes - others) / per_head : 1));
         const int focus_head = std::min(std::max(rq.focus_head, 0), H - 1);
-        pl.part_layer = l;
-        pl.part_heads = fit;
-        pl.part_head0 = std::min(focus_head / fit * fit, H - fit);
+        pl.part.layer = l;
+        pl.part.count = fit;
+        pl.part.head0 = std::min(focus_head / fit * fit, H - fit);
         pl.bytes = others + per_head * fit;
         const std::string text = "pattern of " + std::to_string(fit) + " of " + std::to_string(H) + " heads (" +
-                                 std::to_string(pl.part_head0) + ".." + std::to_string(pl.part_head0 + fit - 1) +
+                                 std::to_string(pl.part.head0) + ".." + std::to_string(pl.part.head0 + fit - 1) +
                                  ") of 1 of " + std::to_string(L) + " layers";
         auto it = std::find_if(pieces.begin(), pieces.end(), [](const auto& piece) { return piece.first == HOOK_PATTERN; });
         if (it != pieces.end()) it->second = text;
@@ -147,11 +147,8 @@ std::vector<float> record::flat(hook_point p) const {
 
 const float* record::head(int layer, int h) const {
     const float* p = get(HOOK_PATTERN, layer);
-    if (layer == part_layer) {
-        if (h < part_head0 || h >= part_head0 + part_heads) return nullptr;
-        h -= part_head0;
-    }
-    return p && h >= 0 && h < n_head ? p + (size_t)h * n_tokens * n_tokens : nullptr;
+    const int k = h >= 0 && h < n_head ? part.slot(layer, h) : -1;
+    return p && k >= 0 ? p + (size_t)k * n_tokens * n_tokens : nullptr;
 }
 
 size_t record::bytes() const {
@@ -162,7 +159,7 @@ size_t record::bytes() const {
 }
 
 size_t record::tensor_floats(hook_point p, int layer) const {
-    if (p == HOOK_PATTERN && layer == part_layer) return (size_t)part_heads * n_tokens * n_tokens;
+    if (p == HOOK_PATTERN) return (size_t)part.heads(layer, n_head) * n_tokens * n_tokens;
     return layer_floats(p);
 }
 

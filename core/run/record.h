@@ -42,6 +42,16 @@ struct record_request {
     int focus_head = 0;          // when even one layer's pattern is over the budget, the heads kept include this one
 };
 
+// The one pattern layer that keeps only some heads, [head0, head0 + count), when its pattern alone is over the
+// budget (record_plan, record, the app's pixels); layer -1: none.
+struct part_layer_heads {
+    int layer = -1, head0 = 0, count = 0;
+    bool operator==(const part_layer_heads& o) const { return layer == o.layer && head0 == o.head0 && count == o.count; }
+    int heads(int l, int n_head) const { return l == layer ? count : n_head; } // heads in layer l's buffer
+    // head h's place in layer l's buffer, -1 when it is not kept
+    int slot(int l, int h) const { return l != layer ? h : h >= head0 && h < head0 + count ? h - head0 : -1; }
+};
+
 // Which (point, layer) pairs a run keeps once the budget is applied.
 struct record_plan {
     std::vector<uint8_t> keep[HOOK_COUNT]; // point p: [L] (final points: [1]) 1 = kept; never a point the model
@@ -49,8 +59,8 @@ struct record_plan {
     std::string note;  // what the budget left out, e.g. "pattern of 4 of 12 layers kept (memory budget 512 MB)"
     size_t bytes = 0;  // of the kept activations
     // When one layer's pattern alone is over the budget (a long prompt: [H][T][T] is 2.1 GB at 4,096 tokens and 32
-    // heads), the one layer kept keeps heads [part_head0, part_head0 + part_heads) only; part_layer -1: none.
-    int part_layer = -1, part_head0 = 0, part_heads = 0;
+    // heads), the one layer kept keeps some heads only.
+    part_layer_heads part;
     bool mlp_pre = false; // record_request::mlp_pre, for a model with dense MLPs (not counted in bytes)
     bool any(hook_point p) const;
 };
@@ -109,9 +119,9 @@ struct record {
     int nonfinite_layer = -1;         // first layer whose output held NaN/Inf, -1 if none
     std::string nonfinite_where;      // "L3 attn", "embed", "logits", ...
     std::string budget_note;          // what the memory budget left out; "" when all that was asked for is here
-    // The pattern's layer that keeps heads [part_head0, part_head0 + part_heads) only, [part_heads][T][T] (record_plan;
-    // -1: none): has_layer says no for it, has_head and head answer for its heads.
-    int part_layer = -1, part_head0 = 0, part_heads = 0;
+    // The pattern's layer that keeps some heads only, [part.count][T][T] (record_plan): has_layer says no for it,
+    // has_head and head answer for its heads.
+    part_layer_heads part;
     forward_timing timing;
 
     size_t layer_floats(hook_point p) const; // floats of one layer's tensor at p (the pattern: of every head)
@@ -122,7 +132,7 @@ struct record {
     float* get_mut(hook_point p, int layer);          // for the forward that fills this record's own tensors
     std::vector<float> flat(hook_point p) const;      // every kept layer of p, one after another
     // the attention pattern of every head of the layer kept
-    bool has_layer(int layer) const { return has(HOOK_PATTERN, layer) && layer != part_layer; }
+    bool has_layer(int layer) const { return has(HOOK_PATTERN, layer) && layer != part.layer; }
     bool has_head(int layer, int h) const { return head(layer, h) != nullptr; }
     // [T][T] pattern of one head (query rows, key columns), or nullptr when it was not kept.
     const float* head(int layer, int h) const;

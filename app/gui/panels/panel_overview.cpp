@@ -166,7 +166,7 @@ void panel_overview(app_state& s, ui_context& ui) {
             dl->AddText(ImVec2(o.x, o.y + head_h + l * (cell + gap) + cell / 2 - ImGui::GetTextLineHeight() / 2),
                         layer_off ? IM_COL32(255, 110, 110, 255) : lc, b);
         }
-        // the test keeps every layer; a long prompt's one part layer keeps some of its heads (record::part_layer)
+        // the test keeps every layer; a long prompt's one part layer keeps some of its heads (record::part)
         const bool kept = c.has(gb::HOOK_PATTERN, l) || (by_score && test.shown);
         if (!kept) { // left out by the capture budget: one grey band, its words centred where they fit
             ImVec2 a(o.x + label_w, o.y + head_h + l * (cell + gap));
