@@ -39,35 +39,81 @@ static void dot_rows(float* out, const float* x, const float* e, int n, int d, i
         }
     }
 }
-// dot_stored_rows for Q4_K, rows v0 and v0 + 1 (m of them, 1 or 2) side by side: each row's two add chains in the
-// order dot_rows adds them (the same bits), four chains in flight instead of two. One row's chains waited on the
-// FMA's latency: on AVX2 the LM head of a 1B-shape Q4_K file took a quarter of each generated token.
+// One float in every lane, as a load: `vec{} + s` is an add (0 + -0 is +0), and GCC kept one before each broadcast
+static inline vec splat(const float* s) {
+#if defined(__AVX512F__)
+    const __m512 v = _mm512_set1_ps(*s);
+#elif defined(__AVX__)
+    const __m256 v = _mm256_broadcast_ss(s);
+#else
+    vec v;
+    for (int l = 0; l < VL; l++) v[l] = *s;
+#endif
+    vec out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+// k4_scales with the 8 sub-blocks in 8 lanes: the same 6-bit integers times the same d and dmin, so the same floats.
+// Scalar, a block's 16 scales cost more than its 256 levels' conversions in the LM head.
+static inline void k4_scales_lanes(float dsc[8], float dmn[8], const uint8_t* block) {
+#if defined(__AVX2__)
+    const __m128i q = _mm_loadu_si128((const __m128i*)(block + 4)); // the 12 scale bytes, then 4 level bytes
+    auto lanes = [&](__m128i pick) { return _mm256_cvtepu8_epi32(_mm_shuffle_epi8(q, pick)); };
+    const __m256i a = lanes(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 0)); // sc's low bits
+    const __m256i b = lanes(_mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0)); // s >= 4: sc's top 2
+    const __m256i c = lanes(_mm_setr_epi8(4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 0)); // m's low bits
+    const __m256i e = lanes(_mm_setr_epi8(4, 5, 6, 7, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0)); // s >= 4: m's top 2
+    const __m256i low = _mm256_setr_epi32(63, 63, 63, 63, 15, 15, 15, 15), top = _mm256_setr_epi32(0, 0, 0, 0, 48, 48, 48, 48);
+    const __m256i sc = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_srli_epi32(b, 2), top));
+    const __m256i m = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(c, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), low),
+                                      _mm256_and_si256(_mm256_srli_epi32(e, 2), top));
+    const float d = half_value((uint16_t)(block[0] | block[1] << 8)), dmin = half_value((uint16_t)(block[2] | block[3] << 8));
+    _mm256_storeu_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc)));
+    _mm256_storeu_ps(dmn, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(m)));
+#else
+    k4_scales(dsc, dmn, block);
+#endif
+}
+
+// dot_stored_rows for Q4_K, rows v0 .. v0 + m - 1 (m <= U) side by side: each row's two add chains in the order
+// dot_rows adds them (the same bits), 2 U chains in flight. One row's chains waited on the FMA's latency: on AVX2
+// the LM head of a 1B-shape Q4_K file took a quarter of each generated token.
+template <int U>
 static void dot_q4k_rows(float* out, const float* x, const row_table& t, int n, int v0, int m) {
     const int d = (int)t.cols, V = (int)t.rows;
     const size_t row_bytes = ggml_bytes(t.type, d);
-    const uint8_t* row[2];
-    for (int u = 0; u < 2; u++) row[u] = (const uint8_t*)t.data + (size_t)(v0 + std::min(u, m - 1)) * row_bytes;
+    const uint8_t* row[U];
+    for (int u = 0; u < U; u++) row[u] = (const uint8_t*)t.data + (size_t)(v0 + std::min(u, m - 1)) * row_bytes;
     for (int r = 0; r < n; r++) {
         const float* xr = x + (size_t)r * d;
         for (int u = 0; u < m; u++)
-            for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row[u] + 4 * row_bytes + o, 0, 2);
-        vec a[2] = {}, b[2] = {};
-        float dsc[2][8], dmn[2][8];
+            for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row[u] + 2 * U * row_bytes + o, 0, 2);
+        VEC_ALIGNED vec a[U] = {}, b[U] = {};
+        alignas(32) float dsc[U][8], dmn[U][8];
         for (int i0 = 0; i0 < d; i0 += 256) {
-            for (int u = 0; u < 2; u++) k4_scales(dsc[u], dmn[u], row[u] + (size_t)(i0 / 256) * 144);
-            for (int s = 0; s < 8; s++)
+            GB_UNROLL
+            for (int u = 0; u < U; u++) k4_scales_lanes(dsc[u], dmn[u], row[u] + (size_t)(i0 / 256) * 144);
+            // sub-block s = 2 g + high: the low or high nibbles of level bytes 32 g .. 32 g + 31
+            auto sub = [&](auto high, int g) __attribute__((always_inline)) {
+                constexpr bool hi = decltype(high)::value;
+                const int s = 2 * g + hi;
+                VEC_ALIGNED vec ds[U], dm[U];
+                GB_UNROLL
+                for (int u = 0; u < U; u++) ds[u] = splat(&dsc[u][s]), dm[u] = splat(&dmn[u][s]);
+                GB_UNROLL
                 for (int l = 0; l < 32; l += 2 * VL) {
                     const int i = i0 + 32 * s + l;
                     const vec x0 = *(const vec*)(xr + i), x1 = *(const vec*)(xr + i + VL);
-                    for (int u = 0; u < 2; u++) {
-                        const vec ds = vec{} + dsc[u][s], dm = vec{} + dmn[u][s];
-                        const uint8_t* q = row[u] + (size_t)(i0 / 256) * 144 + 16 + 32 * (s / 2);
-                        const vec e0 = s & 1 ? nibble_values<true>(q + l) : nibble_values<false>(q + l);
-                        const vec e1 = s & 1 ? nibble_values<true>(q + l + VL) : nibble_values<false>(q + l + VL);
-                        a[u] += x0 * k_values(ds, e0, dm);
-                        b[u] += x1 * k_values(ds, e1, dm);
+                    GB_UNROLL
+                    for (int u = 0; u < U; u++) {
+                        const uint8_t* q = row[u] + (size_t)(i0 / 256) * 144 + 16 + 32 * g + l;
+                        a[u] += x0 * k_values(ds[u], nibble_values<hi>(q), dm[u]);
+                        b[u] += x1 * k_values(ds[u], nibble_values<hi>(q + VL), dm[u]);
                     }
                 }
+            };
+            for (int g = 0; g < 4; g++) sub(std::false_type{}, g), sub(std::true_type{}, g);
         }
         for (int u = 0; u < m; u++) {
             const vec ab = a[u] + b[u];
@@ -77,6 +123,9 @@ static void dot_q4k_rows(float* out, const float* x, const row_table& t, int n, 
         }
     }
 }
+#ifndef GB_Q4K_ROWS
+#define GB_Q4K_ROWS 2
+#endif
 
 // The same on rows of a stored table (F16, BF16, Q8_0, Q4_K, Q6_K; d a whole number of blocks and of 2 VL), converted
 // in registers to the values dequantize gives: each (r, j) sums what dot_rows sums on the dequantised rows, in its
@@ -86,7 +135,7 @@ static void dot_stored_rows(float* out, const float* x, const row_table& t, int 
     const int d = (int)t.cols, V = (int)t.rows;
     const size_t row_bytes = ggml_bytes(t.type, d);
     if (t.type == GGML_Q4_K) { // two rows at a time (dot_q4k_rows)
-        for (int j = 0; j < rows; j += 2) dot_q4k_rows(out, x, t, n, v0 + j, std::min(2, rows - j));
+        for (int j = 0; j < rows; j += GB_Q4K_ROWS) dot_q4k_rows<GB_Q4K_ROWS>(out, x, t, n, v0 + j, std::min(GB_Q4K_ROWS, rows - j));
         return;
     }
     for (int r = 0; r < n; r++) {
