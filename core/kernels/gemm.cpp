@@ -296,13 +296,28 @@ static inline vec k4_value(const uint8_t* q, int g, int l, int j, const vec dsc[
     return k_values(dsc[2 * g + high][j], nibble_values<high>(q + (size_t)(32 * g + l) * NR + j * VL), dmn[2 * g + high][j]);
 }
 
-// Q6_K's panels are interleaved the same way: block row b holds d [NR] (f16), the 16 scale bytes [16][NR] (int8),
-// the 128 low-bit bytes [128][NR] (ql), then the 64 high-bit bytes [64][NR] (qh).
+// Q6_K's panels are interleaved too, with the levels repacked: block row b holds d [NR] (f16), the 16 scale bytes
+// [16][NR] (int8), then the 256 six-bit levels (q - 32 + 32, 0..63) four at a time, [64][NR][3] bytes: column jj's
+// values 4 i .. 4 i + 3 are the 24 bits at byte 3 (i NR + jj), lowest first. The same 210 bytes a column as the
+// file's block (ql, qh), but VL columns' four values are one 24-byte load and one shuffle into 32-bit lanes, each
+// value a shift and a mask: the file's split of 4 + 2 bits cost two loads and five operations a value.
 static void k6_put(uint8_t* row, int64_t jj, const uint8_t* block) {
     std::memcpy(row + 2 * jj, block + 208, 2);
     for (int i = 0; i < 16; i++) row[(2 + i) * NR + jj] = block[192 + i];
-    for (int i = 0; i < 128; i++) row[(18 + i) * NR + jj] = block[i];
-    for (int i = 0; i < 64; i++) row[(146 + i) * NR + jj] = block[128 + i];
+    uint8_t q[256]; // the file's levels, k = 128 h + 32 c + l
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t* ql = block + 64 * h, *qh = block + 128 + 32 * h;
+            q[128 * h + l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+            q[128 * h + 32 + l] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+            q[128 * h + 64 + l] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+            q[128 * h + 96 + l] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+    for (int i = 0; i < 64; i++) {
+        const uint32_t w = q[4 * i] | q[4 * i + 1] << 6 | q[4 * i + 2] << 12 | (uint32_t)q[4 * i + 3] << 18;
+        uint8_t* dst = row + 18 * NR + (size_t)(i * NR + jj) * 3;
+        dst[0] = (uint8_t)w, dst[1] = (uint8_t)(w >> 8), dst[2] = (uint8_t)(w >> 16);
+    }
 }
 // A block row's d * scale for each group of 16 values: ds[i][j], the VL columns of vector j; ds32 = 32 ds
 static void k6_row_scales(vec ds[16][NV], vec ds32[16][NV], const uint8_t* row) {
@@ -311,15 +326,13 @@ static void k6_row_scales(vec ds[16][NV], vec ds32[16][NV], const uint8_t* row) 
         for (int i = 0; i < 16; i++) ds[i][j] = d * int_values<true>(row + (2 + i) * NR + j * VL), ds32[i][j] = 32.0f * ds[i][j];
     }
 }
-// Quarter c of half h of an interleaved Q6_K block row (its values k = 128 h + 32 c + l, l = 0..31), vector j, as
-// floats; c a constant, so its nibble and bit shifts are immediates. ds32: 32 ds.
-template <int c>
-static inline vec k6_quarter(const uint8_t* row, int h, int l, int j, const vec ds[16][NV], const vec ds32[16][NV]) {
-    const i32v lo = widen_bytes(row + (size_t)(18 + 64 * h + 32 * (c & 1) + l) * NR + j * VL);
-    const i32v hi = widen_bytes(row + (size_t)(146 + 32 * h + l) * NR + j * VL);
-    const i32v q = (c < 2 ? lo & 0xF : lo >> 4) | (((hi >> (2 * c)) & 3) << 4);
-    const int g = 8 * h + 2 * c + l / 16;
-    return k6_values(ds[g][j], ds32[g][j], int32_values(q));
+// Values 4 i .. 4 i + 3 of an interleaved Q6_K block row, vector j: the VL columns' 24-bit words (k6_words)
+static inline i32v k6_group(const uint8_t* row, int i, int j) { return k6_words(row + 18 * NR + (size_t)(i * NR + j * VL) * 3); }
+// Value 4 i + e of them as a float: ds * q - 32 ds (k6_values), the group of 16 being i / 4
+template <int e>
+static inline vec k6_value(i32v w, int i, int j, const vec ds[16][NV], const vec ds32[16][NV]) {
+    const i32v q = e == 3 ? w >> 18 : e == 0 ? w & 63 : (w >> (6 * e)) & 63; // bits 24-31 are 0
+    return k6_values(ds[i / 4][j], ds32[i / 4][j], int32_values(q));
 }
 
 static int slice_depth(const weight_matrix& w) {
@@ -497,13 +510,14 @@ void dequantize_slice(float* tile, const weight_matrix& w, int64_t p, int k0, in
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
             k6_row_scales(ds, ds32, row);
             float* t = tile + (size_t)(b * 256 - k0) * NR;
-            auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
-                constexpr int c = decltype(cc)::value;
-                for (int l = 0; l < 32; l++)
-                    for (int j = 0; j < NV; j++)
-                        *(vec*)(t + (size_t)(128 * h + 32 * c + l) * NR + j * VL) = k6_quarter<c>(row, h, l, j, ds, ds32);
-            };
-            k6_quarters(quarter);
+            for (int i = 0; i < 64; i++)
+                for (int j = 0; j < NV; j++) {
+                    const i32v g = k6_group(row, i, j);
+                    *(vec*)(t + (size_t)(4 * i) * NR + j * VL) = k6_value<0>(g, i, j, ds, ds32);
+                    *(vec*)(t + (size_t)(4 * i + 1) * NR + j * VL) = k6_value<1>(g, i, j, ds, ds32);
+                    *(vec*)(t + (size_t)(4 * i + 2) * NR + j * VL) = k6_value<2>(g, i, j, ds, ds32);
+                    *(vec*)(t + (size_t)(4 * i + 3) * NR + j * VL) = k6_value<3>(g, i, j, ds, ds32);
+                }
         }
     } else if (raw_blocks(w.type)) {
         // per block row: the NR columns' blocks dequantised one after another (NR x bv floats, in L1), then
@@ -654,17 +668,25 @@ static void stored_kernel(float* c, int ldc, int cols, const float* x, int K, co
             const uint8_t* row = w.stored.data() + (size_t)((p * nb + b) * NR * 210);
             const char* next = (const char*)row + NR * 210; // as for Q4_K: the next block row, 10 KB, a line a k
             k6_row_scales(ds, ds32, row);
-            auto quarter = [&](auto cc, int h) __attribute__((always_inline)) {
-                constexpr int c = decltype(cc)::value;
-                for (int l = 0; l < 32; l++) {
-                    const int k = 128 * h + 32 * c + l;
-                    __builtin_prefetch(next + (size_t)k * 40, 0, 2);
-                    GB_UNROLL
-                    for (int j = 0; j < NV; j++) bk[j] = k6_quarter<c>(row, h, l, j, ds, ds32);
-                    step((int)(b * 256) + k, bk);
-                }
-            };
-            k6_quarters(quarter);
+            for (int i = 0; i < 64; i++) { // values 4 i .. 4 i + 3
+                for (int e = 0; e < 4; e++) __builtin_prefetch(next + (size_t)(4 * i + e) * 40, 0, 2);
+                VEC_ALIGNED i32v g[NV];
+                GB_UNROLL
+                for (int j = 0; j < NV; j++) g[j] = k6_group(row, i, j);
+                const int k = (int)(b * 256) + 4 * i;
+                GB_UNROLL
+                for (int j = 0; j < NV; j++) bk[j] = k6_value<0>(g[j], i, j, ds, ds32);
+                step(k, bk);
+                GB_UNROLL
+                for (int j = 0; j < NV; j++) bk[j] = k6_value<1>(g[j], i, j, ds, ds32);
+                step(k + 1, bk);
+                GB_UNROLL
+                for (int j = 0; j < NV; j++) bk[j] = k6_value<2>(g[j], i, j, ds, ds32);
+                step(k + 2, bk);
+                GB_UNROLL
+                for (int j = 0; j < NV; j++) bk[j] = k6_value<3>(g[j], i, j, ds, ds32);
+                step(k + 3, bk);
+            }
         }
     } else { // F16, BF16
         const uint16_t* h = (const uint16_t*)w.stored.data() + (size_t)p * K * NR;

@@ -83,6 +83,33 @@ inline vec nibble_values(const void* p) {
     return int32_values(high ? w >> 4 : w & 0xF);
 }
 
+// VL 24-bit little-endian words, 3 bytes apart, in 32-bit lanes (bits 24-31 zero): Q6_K's four levels a column in
+// its panels (gemm.cpp's k6_put). AVX2: each 128-bit half shuffles its 4 words' 12 bytes; AVX-512 puts two of those
+// side by side. Reads exactly the 3 VL bytes.
+inline i32v k6_words(const uint8_t* p) {
+#if defined(__AVX2__)
+    // the low half from bytes 0..15 (words 0-3 at 0..11), the high half from bytes 8..23 (words 4-7 at 4..15)
+    const __m128i spread_lo = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+    const __m128i spread_hi = _mm_setr_epi8(4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1);
+    auto eight = [&](const uint8_t* q) {
+        const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)q)),
+                                                  _mm_loadu_si128((const __m128i*)(q + 8)), 1);
+        return _mm256_shuffle_epi8(v, _mm256_set_m128i(spread_hi, spread_lo));
+    };
+#if defined(__AVX512F__)
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(eight(p)), eight(p + 24), 1);
+#else
+    const __m256i w = eight(p);
+#endif
+#else
+    i32v w;
+    for (int l = 0; l < VL; l++) w[l] = (int32_t)(p[3 * l] | p[3 * l + 1] << 8 | p[3 * l + 2] << 16);
+#endif
+    i32v out;
+    std::memcpy(&out, &w, sizeof out);
+    return out;
+}
+
 // F16 and BF16 widen exactly
 inline vec f16_values(const uint16_t* h) {
 #if defined(__AVX512F__)
