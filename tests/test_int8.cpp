@@ -155,6 +155,39 @@ TEST(Int8, Q4kProductsEqualPlainLoopsBitForBitAndStayWithinTheRoundingBound) {
     }
 }
 
+// The LM head of a Q4_K table under --matmul int8 (the file's rows, one per output; pack_head marks it): the plain
+// loops' bits for every position count (4 a pass over the table), an odd number of rows, a row of NaN and a block
+// of zeros; under fp32 the same table keeps the exact head.
+TEST(Int8, TheQ4kLmHeadEqualsPlainLoopsBitForBit) {
+    if (!int8_missing().empty()) GTEST_SKIP() << int8_missing();
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int K = 512, V = 301;
+    const std::vector<uint8_t> q4 = random_q4k(V, K, 5);
+    auto keep = std::make_shared<std::vector<uint8_t>>(q4);
+    const gb::row_table t = gb::table_view(gb::GGML_Q4_K, keep->data(), V, K, keep);
+    {
+        matmul_scope k(gb::MATMUL_FP32);
+        EXPECT_FALSE(gb::pack_head(t).int8);
+    }
+    matmul_scope k(gb::MATMUL_INT8);
+    const gb::weight_matrix head = gb::pack_head(t);
+    ASSERT_TRUE(head.int8);
+    for (int n : {1, 2, 4, 5, 9}) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        std::vector<float> x((size_t)n * K);
+        for (float& v : x) v = nd(rng);
+        for (int i = 0; i < (int)x.size(); i += 41) x[i] *= 25.0f;
+        if (n > 1) std::fill_n(x.begin() + K + 256, 256, 0.0f); // position 1's second block: zeros
+        if (n > 4) x[(size_t)4 * K + 3] = NAN;                   // position 4: NaN
+        std::vector<float> got((size_t)n * V, -1.0f);
+        gb::gemm_scratch s;
+        gb::gemm_head(got.data(), x.data(), head, t, n, s);
+        const std::vector<float> want = reference(x.data(), n, K, q4, V, nullptr);
+        for (size_t i = 0; i < got.size(); i++) ASSERT_TRUE(same_bits(got[i], want[i])) << "at " << i << ": " << got[i] << " " << want[i];
+    }
+}
+
 // The AMX path's integer sums are VNNI's, so its floats are VNNI's and the plain loops' bit for bit: on prompts of
 // every row count around the 16-row tile (one token and up to 8 take VNNI rows on both paths), columns not a
 // multiple of 16 or of the panel, rows with NaN or Inf anywhere in a tile, and the largest sums the format allows.

@@ -230,6 +230,10 @@ weight_matrix pack_transposed(const float* w, int64_t in, int64_t out, bool fini
 weight_matrix pack_head(const row_table& emb) {
     weight_matrix m;
     const int64_t V = emb.rows, d = emb.cols;
+    if (matmul_kind_now() == MATMUL_INT8 && emb.type == GGML_Q4_K && d % 256 == 0 && V > 0 && V <= INT32_MAX) {
+        m.in = (int)d, m.out = (int)V, m.int8 = true; // no data: the table's rows are read as they are
+        return m;
+    }
     // a stored F16/BF16/Q8_0 table stays as it is: its rows are read by gemm_table (digits would triple it)
     if (matmul_kind_now() != MATMUL_AMX || emb.type != GGML_F32 || V <= 0 || d <= 0 || d > amx::max_in ||
         V > (1 << 30))
@@ -240,6 +244,13 @@ weight_matrix pack_head(const row_table& emb) {
     m.out = (int)V;
     pack_digits(m, e, true);
     return m;
+}
+
+void gemm_head(float* out, const float* x, const weight_matrix& head, const row_table& emb, int n, gemm_scratch& gs) {
+    static const std::vector<float> no_bias;
+    if (head.amx()) gemm(out, x, head, no_bias, n, gs);
+    else if (head.int8) int8::gemm_table_q4k(out, x, emb, n, gs);
+    else gemm_table(out, x, emb, n);
 }
 
 // ---------------------------------------------------------------------------------------------

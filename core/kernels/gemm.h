@@ -104,8 +104,11 @@ void set_backward_tiles_budget(size_t bytes);
 
 // The LM head for the AMX kernel: an F32 table emb [V][d] as the [d][V] matrix of x * emb^T, in digits. Empty
 // (and the LM head stays on gemm_table) when the kernel is fp32, the table is stored F16/BF16/Q8_0, or it holds
-// NaN/Inf.
+// NaN/Inf. Under --matmul int8 a Q4_K table's head holds no data but is marked int8: gemm_head then rounds x to 8
+// bits as the int8 kernel does for the layers (the tied embedding is a fifth of a 1B model's weights).
 weight_matrix pack_head(const row_table& emb);
+// out [n][V] = x [n][d] * emb^T: on the AMX digits, the int8 kernel, or gemm_table, as pack_head chose for head
+void gemm_head(float* out, const float* x, const weight_matrix& head, const row_table& emb, int n, gemm_scratch& gs);
 
 // out [n][V] = x [n][d] * emb [V][d]^T: the LM head reads the embedding rows as they are stored. For the few
 // positions the forward usually asks for this is a stream over emb (memory bound), so it is a dot per row.

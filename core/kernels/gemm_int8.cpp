@@ -501,4 +501,85 @@ void gemm_q4k(float*, int, const float*, const weight_matrix&, const float*, int
 
 #endif
 
+#if defined(GLASSBOX_INT8) || defined(GLASSBOX_INT8_AVX2)
+
+// The LM head on a Q4_K table (the file's rows, one per output): for R (<= 4) positions, rows v0 .. v1 - 1. Per row
+// and block, each sub-block's q . x_q from vpmaddubsw (32 levels a vector, the low or high nibbles of 32 bytes),
+// times its scale in the same vpmaddwd; the lanes' sum is the block's tot, the mins' sum is scalar; then
+// fold_block's three float operations, each rounded once as there. The same integers and the same roundings as
+// the panel kernels on the same weights, so the same bits. AVX2 instructions, so one code for both builds.
+template <int R>
+static void table_rows(float* out, int V, const int8_t* xq, const float* xs, const int16_t* xsum, int K,
+                       const row_table& t, int64_t v0, int64_t v1) {
+    const int nb = K / 256;
+    const size_t row_bytes = t.row_bytes();
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    for (int64_t v = v0; v < v1; v++) {
+        const uint8_t* row = t.data + (size_t)v * row_bytes;
+        for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + 8 * row_bytes + o, 0, 2); // 8 rows on
+        float acc[R] = {};
+        for (int b = 0; b < nb; b++) {
+            const uint8_t* block = row + (size_t)b * 144;
+            const uint8_t* sb = block + 4; // quant.h k4_scales' 6-bit fields
+            int sc[8], m[8];
+            for (int s = 0; s < 4; s++) {
+                sc[s] = sb[s] & 63, m[s] = sb[s + 4] & 63;
+                sc[s + 4] = (sb[s + 8] & 0xF) | ((sb[s] >> 6) << 4);
+                m[s + 4] = (sb[s + 8] >> 4) | ((sb[s + 4] >> 6) << 4);
+            }
+            __m256i tot[R];
+            for (int r = 0; r < R; r++) tot[r] = _mm256_setzero_si256();
+            for (int g = 0; g < 4; g++) {
+                const __m256i v32 = _mm256_loadu_si256((const __m256i*)(block + 16 + 32 * g));
+                const __m256i vl = _mm256_and_si256(v32, low), vh = _mm256_and_si256(_mm256_srli_epi16(v32, 4), low);
+                const __m256i sl = _mm256_set1_epi16((short)sc[2 * g]), sh = _mm256_set1_epi16((short)sc[2 * g + 1]);
+                for (int r = 0; r < R; r++) { // pairs of products (<= 2 * 15 * 127) times sc (<= 63), summed in pairs
+                    const int8_t* xb = xq + (size_t)r * K + b * 256 + 64 * g;
+                    tot[r] = _mm256_add_epi32(tot[r], _mm256_madd_epi16(_mm256_maddubs_epi16(vl, _mm256_loadu_si256((const __m256i*)xb)), sl));
+                    tot[r] = _mm256_add_epi32(tot[r], _mm256_madd_epi16(_mm256_maddubs_epi16(vh, _mm256_loadu_si256((const __m256i*)(xb + 32))), sh));
+                }
+            }
+            const float d = _cvtsh_ss((uint16_t)(block[0] | block[1] << 8)), dmin = _cvtsh_ss((uint16_t)(block[2] | block[3] << 8));
+            for (int r = 0; r < R; r++) {
+                const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(tot[r]), _mm256_extracti128_si256(tot[r], 1));
+                const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+                const int32_t total = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+                int32_t mins = 0;
+                const int16_t* xm = xsum + (size_t)r * (K / 32) + b * 8;
+                for (int s = 0; s < 8; s++) mins += m[s] * xm[s];
+                float tt = d * (float)total;
+                tt = std::fma(-dmin, (float)mins, tt);
+                acc[r] = std::fma(xs[(size_t)r * nb + b], tt, acc[r]);
+            }
+        }
+        for (int r = 0; r < R; r++) out[(size_t)r * V + v] = acc[r];
+    }
+}
+
+void gemm_table_q4k(float* out, const float* x, const row_table& t, int n, gemm_scratch& scratch) {
+    const int K = (int)t.cols, V = (int)t.rows, nb = K / 256;
+    if (t.type != GGML_Q4_K || K % 256) throw error("internal: int8 LM head on a table that is not Q4_K");
+    const q8_rows q8 = q8_scratch(scratch, n, n, K);
+    for (int r = 0; r < n; r++) quantize_row(q8.q + (size_t)r * K, q8.scale + (size_t)r * nb, q8.sums + (size_t)r * nb * 8, x + (size_t)r * K, K);
+    using rows_fn = void (*)(float*, int, const int8_t*, const float*, const int16_t*, int, const row_table&, int64_t, int64_t);
+    static constexpr rows_fn by_rows[] = {nullptr, table_rows<1>, table_rows<2>, table_rows<3>, table_rows<4>};
+    const bool threaded = (int64_t)n * K * V > parallel_min_work;
+    for (int r0 = 0; r0 < n; r0 += 4) { // 4 positions a pass over the table (more: --all-logits)
+        const int R = std::min(4, n - r0);
+        const int parts = threaded ? omp_get_max_threads() * 8 : 1;
+#pragma omp parallel for schedule(static) if (threaded)
+        for (int pi = 0; pi < parts; pi++)
+            by_rows[R](out + (size_t)r0 * V, V, q8.q + (size_t)r0 * K, q8.scale + (size_t)r0 * nb, q8.sums + (size_t)r0 * nb * 8, K, t,
+                       (int64_t)V * pi / parts, (int64_t)V * (pi + 1) / parts);
+    }
+}
+
+#else
+
+void gemm_table_q4k(float*, const float*, const row_table&, int, gemm_scratch&) {
+    throw error("internal: the int8 kernel is not in this build");
+}
+
+#endif
+
 } // namespace gb::int8

@@ -22,4 +22,8 @@ const char* row_path_name();
 void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
               gemm_scratch& scratch, epilogue epi);
 
+// out [n][t.rows] = x [n][t.cols] * t^T for a Q4_K table (the LM head of a Q4_K file under --matmul int8): each
+// output what gemm_q4k gives for the same weights laid as a matrix, bit for bit.
+void gemm_table_q4k(float* out, const float* x, const row_table& t, int n, gemm_scratch& scratch);
+
 } // namespace gb::int8

@@ -283,10 +283,8 @@ double lm_head_logit(float* row, const float* x, int id, const model& m) {
 }
 
 void lm_head_forward(float* logits, const float* x, int n, const model& m, gemm_scratch& gs) {
-    static const std::vector<float> no_bias;
     const model_weights& w = m.weights;
-    if (w.head.amx()) gemm(logits, x, w.head, no_bias, n, gs);
-    else gemm_table(logits, x, w.unembedding(), n);
+    gemm_head(logits, x, w.head, w.unembedding(), n, gs);
     if (w.lm_head_b.empty()) return;
     const int V = m.config.vocab_size;
     for (int t = 0; t < n; t++)
