@@ -7,7 +7,7 @@
 // float operations a block follow: t = d * float(tot); t = t - dmin * float(mins) (one rounding); acc += s_x * t
 // (one rounding). tests/test_int8.cpp repeats them on the file's blocks, and gets the same bits.
 //
-// Per panel (NR columns) and block, the panel's interleaved levels (gemm.cpp k4_put) are turned once into the
+// Per panel (NR columns) and block, the panel's interleaved levels (stored_panels.h k4_put) are turned once into the
 // layout vpdpbusd reads: for each sub-block s and group t of 4 inputs, [NR][4] nibbles, so that one 32-bit lane
 // holds a column's 4 levels. That block tile (15 KB) stays in L1 while every row block passes over it; each row's
 // 4 activations are one broadcast. The rows' running sums [n][NR] stay in a second, per-thread buffer.

@@ -84,7 +84,7 @@ inline vec nibble_values(const void* p) {
 }
 
 // VL 24-bit little-endian words, 3 bytes apart, in 32-bit lanes (bits 24-31 zero): Q6_K's four levels a column in
-// its panels (gemm.cpp's k6_put). AVX2: each 128-bit half shuffles its 4 words' 12 bytes; AVX-512 puts two of those
+// its panels (stored_panels.h k6_put). AVX2: each 128-bit half shuffles its 4 words' 12 bytes; AVX-512 puts two of those
 // side by side. Reads exactly the 3 VL bytes.
 inline i32v k6_words(const uint8_t* p) {
 #if defined(__AVX2__)
