@@ -417,10 +417,12 @@ static inline __m256i levels_of8(const uint8_t* row, int g, int t, int jj) {
     return _mm256_set_m128i(_mm_unpackhi_epi16(a, b), _mm_unpacklo_epi16(a, b)); // [c][u0 u1 u2 u3]
 }
 
-// acc [R][NR] columns 8 jj.. += block b of R rows (xq at the block's first input, K apart) times the block row
+// acc [R][NR] columns 8 jj.. += block b of R rows (xq at the block's first input, K apart) times the block row;
+// meanwhile lines pf [0, pf_lines) are fetched, one per group of 4 inputs (issued back to back, the next block row's
+// 54 lines filled the line-fill buffers, and the prefetches themselves stalled: 8 % of a generated token)
 template <int R>
 static void row_kernel8(float* acc, const int8_t* xq, const float* xs, const int16_t* xsum, int K, int nb,
-                        const uint8_t* row, int jj) {
+                        const uint8_t* row, int jj, const char* pf, int pf_lines) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     block_scales8 bs;
     scales_of8(bs, row, jj);
@@ -429,6 +431,7 @@ static void row_kernel8(float* acc, const int8_t* xq, const float* xs, const int
     for (int g = 0; g < 4; g++) {
         for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
         for (int t = 0; t < 8; t++) {
+            if (8 * g + t < pf_lines) __builtin_prefetch(pf + (size_t)(8 * g + t) * 64, 0, 2);
             const __m256i v = levels_of8(row, g, t, jj);
             const __m256i vl = _mm256_and_si256(v, low), vh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
             for (int r = 0; r < R; r++) {
@@ -456,7 +459,7 @@ static void row_kernel8(float* acc, const int8_t* xq, const float* xs, const int
         _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_set1_ps(xs[(size_t)r * nb]), t, _mm256_loadu_ps(a)));
     }
 }
-using row8_fn = void (*)(float*, const int8_t*, const float*, const int16_t*, int, int, const uint8_t*, int);
+using row8_fn = void (*)(float*, const int8_t*, const float*, const int16_t*, int, int, const uint8_t*, int, const char*, int);
 static constexpr row8_fn row8_kernels[] = {nullptr, row_kernel8<1>, row_kernel8<2>, row_kernel8<3>, row_kernel8<4>};
 
 void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const float* bias, int n,
@@ -480,12 +483,13 @@ void gemm_q4k(float* out, int ldc, const float* x, const weight_matrix& w, const
             for (int b = 0; b < nb; b++) {
                 const uint8_t* row = w.stored.data() + (size_t)((int64_t)(p * nb + b) * NR * 144);
                 const char* next = (const char*)row + NR * 144; // the next block row (harmless past the end)
-                for (int i = 0; i < NR * 144 / 64; i++) __builtin_prefetch(next + (size_t)i * 64, 0, 2);
+                constexpr int lines = (NR * 144 + 63) / 64, share = (lines + NR / 8 - 1) / (NR / 8); // a share per jj
                 for (int r0 = 0; r0 < n; r0 += RB2) {
                     const int rows = std::min(RB2, n - r0);
                     for (int jj = 0; jj < NR / 8; jj++)
                         row8_kernels[rows](acc.data() + (size_t)r0 * NR, xq + (size_t)r0 * K + b * 256, xs + (size_t)r0 * nb + b,
-                                           xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, row, jj);
+                                           xsum + (size_t)r0 * nb * 8 + b * 8, K, nb, row, jj, next + (size_t)jj * share * 64,
+                                           r0 == 0 ? std::min(share, lines - jj * share) : 0);
                 }
             }
             store_panel(out, ldc, acc.data(), n, p, M, bias, epi);
@@ -516,7 +520,7 @@ static void table_rows(float* out, int V, const int8_t* xq, const float* xs, con
     const __m256i low = _mm256_set1_epi8(0x0F);
     for (int64_t v = v0; v < v1; v++) {
         const uint8_t* row = t.data + (size_t)v * row_bytes;
-        for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + 8 * row_bytes + o, 0, 2); // 8 rows on
+        const int lines = (int)((row_bytes + 63) / 64); // the row 8 on, a line per 32 level bytes (row_kernel8)
         float acc[R] = {};
         for (int b = 0; b < nb; b++) {
             const uint8_t* block = row + (size_t)b * 144;
@@ -530,6 +534,7 @@ static void table_rows(float* out, int V, const int8_t* xq, const float* xs, con
             __m256i tot[R];
             for (int r = 0; r < R; r++) tot[r] = _mm256_setzero_si256();
             for (int g = 0; g < 4; g++) {
+                if (4 * b + g < lines) __builtin_prefetch(row + 8 * row_bytes + (size_t)(4 * b + g) * 64, 0, 2);
                 const __m256i v32 = _mm256_loadu_si256((const __m256i*)(block + 16 + 32 * g));
                 const __m256i vl = _mm256_and_si256(v32, low), vh = _mm256_and_si256(_mm256_srli_epi16(v32, 4), low);
                 const __m256i sl = _mm256_set1_epi16((short)sc[2 * g]), sh = _mm256_set1_epi16((short)sc[2 * g + 1]);
