@@ -28,6 +28,7 @@
 
 #include "kernels/gemm_int8_amx.h"
 #include "kernels/gemm_tile.h"
+#include "kernels/stored_values.h" // k4_fields
 #include "util/error.h"
 #include "util/half.h"
 
@@ -524,13 +525,8 @@ static void table_rows(float* out, int V, const int8_t* xq, const float* xs, con
         float acc[R] = {};
         for (int b = 0; b < nb; b++) {
             const uint8_t* block = row + (size_t)b * 144;
-            const uint8_t* sb = block + 4; // quant.h k4_scales' 6-bit fields
             int sc[8], m[8];
-            for (int s = 0; s < 4; s++) {
-                sc[s] = sb[s] & 63, m[s] = sb[s + 4] & 63;
-                sc[s + 4] = (sb[s + 8] & 0xF) | ((sb[s] >> 6) << 4);
-                m[s + 4] = (sb[s + 8] >> 4) | ((sb[s + 4] >> 6) << 4);
-            }
+            k4_fields(sc, m, block);
             __m256i tot[R];
             for (int r = 0; r < R; r++) tot[r] = _mm256_setzero_si256();
             for (int g = 0; g < 4; g++) {

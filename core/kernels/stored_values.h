@@ -161,14 +161,19 @@ inline vec k_values(vec d, vec q, vec m) {
 
 // Q4_K's 8 six-bit scales and 8 six-bit mins of a block (12 bytes), times its d and dmin: sub-block s's values
 // are k_value(dsc[s], q, dmn[s]), as dequantize computes them
-inline void k4_scales(float dsc[8], float dmn[8], const uint8_t* block) {
-    const float d = half_value((uint16_t)(block[0] | block[1] << 8)), dmin = half_value((uint16_t)(block[2] | block[3] << 8));
+// Q4_K's 6-bit scale sc[s] and min m[s] of each sub-block, from a block's 12 scale bytes (at block + 4)
+inline void k4_fields(int sc[8], int m[8], const uint8_t* block) {
     const uint8_t* q = block + 4;
     for (int s = 0; s < 8; s++) {
-        const int sc = s < 4 ? q[s] & 63 : (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
-        const int m = s < 4 ? q[s + 4] & 63 : (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-        dsc[s] = d * (float)sc, dmn[s] = dmin * (float)m;
+        sc[s] = s < 4 ? q[s] & 63 : (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
+        m[s] = s < 4 ? q[s + 4] & 63 : (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
     }
+}
+inline void k4_scales(float dsc[8], float dmn[8], const uint8_t* block) {
+    const float d = half_value((uint16_t)(block[0] | block[1] << 8)), dmin = half_value((uint16_t)(block[2] | block[3] << 8));
+    int sc[8], m[8];
+    k4_fields(sc, m, block);
+    for (int s = 0; s < 8; s++) dsc[s] = d * (float)sc[s], dmn[s] = dmin * (float)m[s];
 }
 
 // Q6_K's (d * scale) * (q - 32), as dequantize rounds it: once. With FMA as ds * q - 32 ds (ds32), the same exact
