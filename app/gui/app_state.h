@@ -128,6 +128,7 @@ struct app_state {
     std::shared_ptr<const heat_pixels> next_pixels;
     std::shared_ptr<const generation_result> generated;
     std::string error;                             // one line, shown in the window; cleared on success
+    std::string error_not_of_runs;                 // the last error an SAE's load set: a run's result leaves it shown
     std::string warning;                           // settings that did not fit the model; until the next load
     std::string status;                            // transient info (saved files, ...)
     bool busy = false;                             // a forward is running

@@ -279,6 +279,7 @@ void poll_saes(app_state& s, ui_context& ui) {
         } catch (const std::exception& e) {
             const std::string what = e.what(); // the reader's errors name the file already
             s.error = what.find(it->path) != std::string::npos ? what : "SAE " + it->path + ": " + what;
+            s.error_not_of_runs = s.error;
             fin.queue_edits.erase(std::remove_if(fin.queue_edits.begin(), fin.queue_edits.end(),
                                                    [&](const pending_settings::saved_edit& x) { return x.path == it->path; }),
                                     fin.queue_edits.end());

@@ -170,7 +170,8 @@ void worker::poll(app_state& s) {
     if (out_.result) {
         s.next_result = out_.result;
         s.next_pixels = out_.result_pixels;
-        if (!out_.has_error) s.error.clear();
+        // (not an SAE's error: its load ends on its own thread, and a result that came after it would wipe it)
+        if (!out_.has_error && s.error != s.error_not_of_runs) s.error.clear();
         out_.result.reset();
         out_.result_pixels.reset();
     }
